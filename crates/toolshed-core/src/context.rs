@@ -1,0 +1,157 @@
+//! The context a tool runs in.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+/// Who is calling: one per MCP session, per REST token and owner header, or per CLI run.
+/// Ownership checks (sessions, processes, read-before-edit) key on it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OwnerId(pub String);
+
+impl OwnerId {
+    /// An owner from any string.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+}
+
+impl fmt::Display for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Identifies one call across events and audit rows.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CallId(pub String);
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A progress report from a running tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Work done so far, in the tool's own units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<f64>,
+    /// Total work, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// A message or a chunk of streamed output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Where a tool sends progress. Cheap to clone; sending never blocks and never fails: a door
+/// that cannot keep up drops or coalesces reports itself.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    /// A sink that calls `f` for every report.
+    pub fn new(f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// A sink that drops everything.
+    pub fn discard() -> Self {
+        Self::new(|_| {})
+    }
+
+    /// Reports progress.
+    pub fn send(&self, progress: Progress) {
+        (self.0)(progress)
+    }
+
+    /// Reports a message.
+    pub fn message(&self, message: impl Into<String>) {
+        self.send(Progress {
+            progress: None,
+            total: None,
+            message: Some(message.into()),
+        })
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+/// A type-keyed map of shared values handed to tools: the operations backend, host services.
+/// It keeps `toolshed-core` free of the crates that define those values.
+#[derive(Clone, Default)]
+pub struct Extensions(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
+
+impl Extensions {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stores `value`, replacing any value of the same type.
+    pub fn insert<T: Any + Send + Sync>(&mut self, value: Arc<T>) {
+        self.0.insert(TypeId::of::<T>(), value);
+    }
+
+    /// The value of type `T`, if present.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.0
+            .get(&TypeId::of::<T>())
+            .cloned()
+            .and_then(|v| v.downcast::<T>().ok())
+    }
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Extensions({} entries)", self.0.len())
+    }
+}
+
+/// Everything a tool knows about the call it is serving.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// Who is calling.
+    pub owner: OwnerId,
+    /// This call's id.
+    pub call_id: CallId,
+    /// Fired when the caller cancels or the deadline passes. Tools that wait or spawn must
+    /// watch it and stop promptly, killing what they started.
+    pub cancel: CancellationToken,
+    /// When the call must be finished.
+    pub deadline: Instant,
+    /// Where progress and streamed output go.
+    pub progress: ProgressSink,
+    /// The plugin's resolved configuration (defaults merged with user values).
+    pub config: Map<String, Value>,
+    /// Shared services: the operations backend and host services.
+    pub extensions: Extensions,
+}
+
+impl CallContext {
+    /// A context for tests and embedders: owner `test`, a fresh token, a deadline `timeout`
+    /// from now, progress discarded, empty config.
+    pub fn for_test(timeout: std::time::Duration) -> Self {
+        Self {
+            owner: OwnerId::new("test"),
+            call_id: CallId("test-call".into()),
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + timeout,
+            progress: ProgressSink::discard(),
+            config: Map::new(),
+            extensions: Extensions::new(),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The vocabulary every part of toolshed speaks.
+//!
+//! A tool is described by data ([`ToolSpec`]) and implemented by code ([`Tool`]). A call
+//! carries a [`CallContext`] (who calls, its deadline and cancellation, where progress goes)
+//! and ends in a [`ToolOutput`] or a [`ToolError`]. Tools arrive in [`Plugin`]s, which are
+//! described by a [`PluginManifest`].
+//!
+//! ```
+//! use toolshed_core::{ToolOutput, ToolSpec};
+//! let spec = ToolSpec::new("echo", "Repeat the input back.");
+//! assert_eq!(spec.name, "echo");
+//! let out = ToolOutput::text("hello");
+//! assert_eq!(out.text_joined(), "hello");
+//! ```
+
+mod context;
+mod error;
+mod manifest;
+mod output;
+mod plugin;
+mod spec;
+
+pub use context::{CallContext, CallId, Extensions, OwnerId, Progress, ProgressSink};
+pub use error::{ErrorKind, ToolError, Violation};
+pub use manifest::{
+    Capabilities, ConfigField, ConfigFieldType, EnvVar, PluginKind, PluginManifest, Requirement,
+    Translation, is_valid_plugin_id,
+};
+pub use output::{Content, ToolOutput};
+pub use plugin::{BuiltinPlugin, Health, Plugin, PluginError, SyncTool, Tool};
+pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};
+
+/// Re-exported so tools and doors share one cancellation type.
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,218 @@
+//! Plugin manifests: a plugin described as data.
+//!
+//! The types here are what a manifest file deserializes into; reading files and checking
+//! the rules that serde cannot express (id syntax, semver, unique tool names) is the
+//! registry's job, so that every problem is reported with the file it came from.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::spec::{Plane, ToolSpec};
+
+/// How a plugin's tools are implemented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginKind {
+    /// Rust, compiled into toolshed.
+    Builtin,
+    /// JavaScript, run in a QuickJS sandbox.
+    Js,
+    /// An external MCP server whose tools are mounted.
+    Mcp,
+}
+
+impl PluginKind {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Js => "js",
+            Self::Mcp => "mcp",
+        }
+    }
+}
+
+/// A plugin's name and description in another language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Translation {
+    /// Translated name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Translated description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The type of a configuration field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigFieldType {
+    /// Text.
+    String,
+    /// A number.
+    Number,
+    /// true or false.
+    Boolean,
+    /// One of `options`.
+    Select,
+    /// A JSON object.
+    Object,
+}
+
+/// One configuration field a plugin accepts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigField {
+    /// The key, unique within the plugin.
+    pub key: String,
+    /// A label for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The value's type.
+    #[serde(rename = "type")]
+    pub field_type: ConfigFieldType,
+    /// What the field does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The value used when none is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// The allowed values of a `select` field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<Value>,
+    /// Whether the value is a secret: stored, never listed, printed or logged.
+    #[serde(default)]
+    pub secret: bool,
+    /// Whether the plugin cannot work without it.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// One environment variable of the plugin's env contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: String,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the plugin is degraded without it.
+    #[serde(default)]
+    pub required: bool,
+    /// Whether the value is a secret.
+    #[serde(default)]
+    pub secret: bool,
+}
+
+/// Something outside toolshed the plugin needs, such as a binary on `PATH`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    /// A binary looked up on `PATH`.
+    pub binary: String,
+    /// What it is for and how to install it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the plugin works (with less) without it.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+/// What a plugin may touch. Built-in plugins are trusted; for sandboxed kinds the host
+/// grants exactly these.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Capabilities {
+    /// Paths the plugin may read, relative to the workspace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fs_read: Vec<String>,
+    /// Paths the plugin may write, relative to the workspace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fs_write: Vec<String>,
+    /// Hosts the plugin may reach.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
+    /// Whether the plugin may spawn processes.
+    pub process: bool,
+    /// Environment variables the plugin may read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+}
+
+/// A plugin described as data, as read from `plugin.toml` and its siblings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginManifest {
+    /// Namespaced id: `[a-z0-9][a-z0-9._-]*`, at most 64 characters.
+    pub id: String,
+    /// Semantic version.
+    pub version: String,
+    /// Display name.
+    pub name: String,
+    /// What the plugin offers.
+    #[serde(default)]
+    pub description: String,
+    /// Name and description in other languages, keyed by language tag.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub translations: BTreeMap<String, Translation>,
+    /// How the tools are implemented.
+    pub kind: PluginKind,
+    /// The entry point: a file for `js`, a command or URL for `mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Free-form tags for search.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// An icon: a name or a path inside the plugin directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// Default plane of the plugin's tools.
+    #[serde(default)]
+    pub plane: Plane,
+    /// The tool catalog.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Configuration fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config: Vec<ConfigField>,
+    /// The env contract.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// Binaries and other things the plugin needs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<Requirement>,
+    /// What the plugin may touch.
+    #[serde(default)]
+    pub capabilities: Capabilities,
+}
+
+/// Whether `id` follows the plugin id rules: `[a-z0-9][a-z0-9._-]*`, 1 to 64 characters.
+pub fn is_valid_plugin_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    id.len() <= 64
+        && (first.is_ascii_lowercase() || first.is_ascii_digit())
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_id_rules() {
+        for ok in ["a", "system.workspace", "0x", "a-b_c.d", &"a".repeat(64)] {
+            assert!(is_valid_plugin_id(ok), "{ok}");
+        }
+        for bad in ["", "A", ".a", "-a", "a b", "a/b", "é", &"a".repeat(65)] {
+            assert!(!is_valid_plugin_id(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Plugins: a unit of tools with a lifecycle.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{CallContext, PluginManifest, ToolError, ToolOutput, ToolSpec};
+
+/// A tool: a spec (data) and the code that serves calls to it.
+///
+/// The host has already resolved, reviewed and validated the call against
+/// [`ToolSpec::input_schema`] before `call` runs, and enforces the deadline and cancellation
+/// around it; a tool only does its work, watching `ctx.cancel` when it waits.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The tool as data.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Serves one call.
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError>;
+}
+
+/// Why a plugin failed to start or stop.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PluginError(pub String);
+
+/// A plugin's health as it reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// Working.
+    Ok,
+    /// Working with less; the reason says what is missing.
+    Degraded(String),
+    /// Not working.
+    Failed(String),
+}
+
+/// A plugin: metadata, a lifecycle and tools. Lifecycle methods default to doing nothing, so
+/// a stateless plugin implements only `manifest` and `tools`.
+#[async_trait]
+pub trait Plugin: Send + Sync {
+    /// The plugin as data.
+    fn manifest(&self) -> &PluginManifest;
+
+    /// The tools, one per spec in the manifest.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// Prepares the plugin; called once before `start`.
+    async fn init(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    /// Starts background work, if any.
+    async fn start(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    /// Stops background work and releases resources.
+    async fn stop(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    /// Reports health.
+    async fn health(&self) -> Health {
+        Health::Ok
+    }
+}
+
+/// A built-in plugin made of a manifest and a fixed list of tools.
+pub struct BuiltinPlugin {
+    manifest: PluginManifest,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl BuiltinPlugin {
+    /// A plugin whose manifest lists exactly the given tools' specs.
+    pub fn new(mut manifest: PluginManifest, tools: Vec<Arc<dyn Tool>>) -> Self {
+        manifest.tools = tools.iter().map(|t| t.spec().clone()).collect();
+        Self { manifest, tools }
+    }
+}
+
+#[async_trait]
+impl Plugin for BuiltinPlugin {
+    fn manifest(&self) -> &PluginManifest {
+        &self.manifest
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+}
+
+type SyncHandler = dyn Fn(&CallContext, Value) -> Result<ToolOutput, ToolError> + Send + Sync;
+
+/// A tool whose work is a quick, synchronous computation (a calculator, a hash). Runs inline:
+/// use it only for work that takes microseconds to a few milliseconds.
+pub struct SyncTool {
+    spec: ToolSpec,
+    handler: Box<SyncHandler>,
+}
+
+impl SyncTool {
+    /// A tool serving calls with `handler`.
+    pub fn new(
+        spec: ToolSpec,
+        handler: impl Fn(&CallContext, Value) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            spec,
+            handler: Box::new(handler),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for SyncTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        (self.handler)(&ctx, args)
+    }
+}

@@ -1,0 +1,154 @@
+//! Tool specifications: what a tool is, as data.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// How dangerous a tool is when misused; used by policy and shown to people approving calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Danger {
+    /// Reads or computes only.
+    #[default]
+    Low,
+    /// Changes state that can be restored.
+    Medium,
+    /// Can destroy data or reach outside the host.
+    High,
+}
+
+/// Which plane a tool acts on: the agent's execution environment, or toolshed itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plane {
+    /// Acts on the workspace, processes or the outside world on the agent's behalf.
+    #[default]
+    Execution,
+    /// Manages toolshed itself (plugins, configuration).
+    Program,
+}
+
+/// Behaviour hints, mirroring MCP tool annotations. They must be honest: clients use them
+/// to decide what to ask a person about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolAnnotations {
+    /// The tool does not change anything.
+    pub read_only: bool,
+    /// The tool may destroy or overwrite data.
+    pub destructive: bool,
+    /// Calling twice with the same arguments has the same effect as calling once.
+    pub idempotent: bool,
+    /// The tool talks to systems outside the host.
+    pub open_world: bool,
+}
+
+impl Default for ToolAnnotations {
+    fn default() -> Self {
+        Self {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        }
+    }
+}
+
+impl ToolAnnotations {
+    /// A pure computation: reads nothing outside its arguments, changes nothing.
+    pub const PURE: Self = Self {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
+/// A tool described as data: everything a door needs to list it and the pipeline needs to
+/// check a call, without running any of the tool's code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// Unique across the whole host; `snake_case`, prefixed by its group.
+    pub name: String,
+    /// A short human title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, written for a model choosing a tool.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Value,
+    /// JSON Schema of `structured` output, when the tool always returns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Operator group, e.g. `workspace`, `util`; used for filtering and profiles.
+    #[serde(default)]
+    pub group: String,
+    /// Behaviour hints.
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+    /// Whether a call changes state that a later call can observe.
+    #[serde(default)]
+    pub mutates_state: bool,
+    /// Whether the tool streams progress while it runs.
+    #[serde(default)]
+    pub streaming: bool,
+    /// How dangerous misuse is.
+    #[serde(default)]
+    pub danger: Danger,
+    /// The tool's own default deadline in milliseconds, if it differs from the host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_timeout_ms: Option<u64>,
+    /// Which plane the tool acts on.
+    #[serde(default)]
+    pub plane: Plane,
+}
+
+/// The schema of a tool that takes no arguments.
+pub fn empty_object_schema() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+impl ToolSpec {
+    /// A spec with a name and description and defaults for the rest.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: empty_object_schema(),
+            output_schema: None,
+            group: String::new(),
+            annotations: ToolAnnotations::default(),
+            mutates_state: false,
+            streaming: false,
+            danger: Danger::Low,
+            default_timeout_ms: None,
+            plane: Plane::Execution,
+        }
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the input schema.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// Sets the group.
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = group.into();
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+}

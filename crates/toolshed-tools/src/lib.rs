@@ -1,0 +1,15 @@
+//! The built-in system plugins of toolshed.
+//!
+//! Each plugin is one module folder. [`system_plugins`] lists them all; the host registers
+//! them in the system root, the most trusted of the discovery roots.
+
+use std::sync::Arc;
+
+use toolshed_core::Plugin;
+
+pub mod util;
+
+/// Every built-in plugin, in a stable order.
+pub fn system_plugins() -> Vec<Arc<dyn Plugin>> {
+    util::plugins()
+}

@@ -1,0 +1,77 @@
+//! Stateless utility plugins: calculator, datetime, text, crypto, random, markdown, json_ops.
+//!
+//! Each is one system plugin (`system.<name>`) with one tool named after it. Tools with
+//! several operations take an `operation` argument; the schema stays flat (no `oneOf`) so
+//! every model provider accepts it, and each operation checks its own required fields with
+//! an error that names the missing field.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use toolshed_core::{
+    BuiltinPlugin, Capabilities, Plane, Plugin, PluginKind, PluginManifest, SyncTool, ToolError,
+};
+
+pub mod calculator;
+pub mod crypto;
+pub mod datetime;
+pub mod json_ops;
+pub mod markdown;
+pub mod random;
+pub mod text;
+
+/// The group every utility tool belongs to.
+pub const GROUP: &str = "util";
+
+/// All utility plugins.
+pub fn plugins() -> Vec<Arc<dyn Plugin>> {
+    vec![
+        calculator::plugin(),
+        datetime::plugin(),
+        text::plugin(),
+        crypto::plugin(),
+        random::plugin(),
+        markdown::plugin(),
+        json_ops::plugin(),
+    ]
+}
+
+/// A system plugin `system.<name>` holding one synchronous tool.
+pub(crate) fn single_tool_plugin(name: &str, title: &str, tool: SyncTool) -> Arc<dyn Plugin> {
+    let manifest = PluginManifest {
+        id: format!("system.{name}"),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        name: title.to_string(),
+        description: toolshed_core::Tool::spec(&tool).description.clone(),
+        translations: Default::default(),
+        kind: PluginKind::Builtin,
+        entry: None,
+        tags: vec![GROUP.to_string()],
+        icon: None,
+        plane: Plane::Execution,
+        tools: Vec::new(),
+        config: Vec::new(),
+        env: Vec::new(),
+        requirements: Vec::new(),
+        capabilities: Capabilities::default(),
+    };
+    Arc::new(BuiltinPlugin::new(manifest, vec![Arc::new(tool)]))
+}
+
+/// Deserializes validated arguments into `T`. The pipeline has checked the schema already,
+/// so a failure here means the schema and the type disagree or a value is out of range;
+/// the error still names the field.
+pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}
+
+/// The value of an optional argument that `operation` requires, or an error naming it.
+pub(crate) fn required<T>(value: Option<T>, field: &str, operation: &str) -> Result<T, ToolError> {
+    value.ok_or_else(|| {
+        ToolError::invalid_at(
+            format!("/{field}"),
+            format!("operation `{operation}` needs `{field}`; add it to the arguments"),
+        )
+    })
+}
