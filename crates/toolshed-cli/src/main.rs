@@ -1,1 +1,80 @@
-fn main() {}
+//! The `toolshed` binary.
+//!
+//! Exit codes: 0 success, 1 a tool or runtime error, 2 bad usage (flags, `--args`, config).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod commands;
+mod context;
+mod render;
+
+use cli::{Cli, Command, PluginsCommand, ToolsCommand};
+
+/// A failure that decides the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad usage: exit 2.
+    Usage(String),
+    /// A tool or runtime error: exit 1 (already printed when the message is empty).
+    Runtime(String),
+}
+
+impl Failure {
+    fn exit(self) -> ExitCode {
+        match self {
+            Self::Usage(message) => {
+                eprintln!("error: {message}");
+                ExitCode::from(2)
+            }
+            Self::Runtime(message) => {
+                if !message.is_empty() {
+                    eprintln!("error: {message}");
+                }
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return Failure::Runtime(format!("cannot start the async runtime: {e}")).exit(),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.exit(),
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let host = context::open_host(&cli.global).await?;
+    let result = match cli.command {
+        Command::Tools {
+            command: ToolsCommand::List { json, group },
+        } => commands::tools::list(&host, json, group.as_deref()),
+        Command::Tools {
+            command: ToolsCommand::Show { name, json },
+        } => commands::tools::show(&host, &name, json),
+        Command::Call(args) => commands::call::run(&host, args).await,
+        Command::Plugins {
+            command: PluginsCommand::List { json },
+        } => commands::plugins::list(&host, json),
+        Command::Plugins {
+            command: PluginsCommand::Enable { id },
+        } => commands::plugins::set_enabled(&host, &id, true).await,
+        Command::Plugins {
+            command: PluginsCommand::Disable { id },
+        } => commands::plugins::set_enabled(&host, &id, false).await,
+        Command::Doctor { json } => commands::doctor::run(&host, json),
+    };
+    host.shutdown().await;
+    result
+}

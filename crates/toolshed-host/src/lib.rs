@@ -1,1 +1,38 @@
-//! The toolshed host.
+//! The toolshed host: everything between a door and a tool.
+//!
+//! - [`config`]: layered configuration with unknown keys reported.
+//! - [`store`]: the SQLite state store (plugin state, config values, audit).
+//! - [`manifest`] and [`registry`]: plugin discovery, lifecycle and the tool index.
+//! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
+//!   record — with [`policy`] and [`hooks`] as its seams.
+//! - [`events`]: what doors subscribe to.
+//! - [`host`]: all of it opened together.
+//!
+//! ```no_run
+//! # async fn demo(host: toolshed_host::Host) {
+//! use toolshed_core::OwnerId;
+//! use toolshed_host::CallRequest;
+//! let req = CallRequest::new("calculator", serde_json::json!({"expression": "2+3*4"}), OwnerId::new("me"), "cli");
+//! let result = host.call(req).await;
+//! assert_eq!(result.result.unwrap().text_joined(), "14");
+//! # }
+//! ```
+
+pub mod config;
+pub mod dispatcher;
+pub mod events;
+pub mod hooks;
+pub mod host;
+pub mod manifest;
+pub mod policy;
+pub mod registry;
+pub mod review;
+pub mod store;
+pub mod suggest;
+
+pub use config::{Config, ConfigSources, LoadedConfig};
+pub use dispatcher::{CallRequest, CallResult, Dispatcher};
+pub use events::{Event, EventBus};
+pub use host::{Host, HostError, HostOptions};
+pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
+pub use store::{AuditRecord, StateStore};

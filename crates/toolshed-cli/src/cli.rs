@@ -1,0 +1,110 @@
+//! Command-line syntax.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// toolshed: a fast, safe tool and plugin host for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "toolshed", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The workspace root: tools work inside it [default: the current directory]
+    #[arg(long, global = true, env = "TOOLSHED_WORKSPACE", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Where toolshed keeps its state [default: $TOOLSHED_HOME, else ~/.local/share/toolshed]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// An extra config file, read after the workspace and user config files
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List and inspect tools
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
+    /// Call a tool through the full pipeline and print its result
+    Call(CallArgs),
+    /// List, enable and disable plugins
+    Plugins {
+        #[command(subcommand)]
+        command: PluginsCommand,
+    },
+    /// Check configuration, data dir, plugins, env contracts and requirements
+    Doctor {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List the tools this caller can use
+    List {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+        /// Only tools of this group (e.g. `util`)
+        #[arg(long, value_name = "G")]
+        group: Option<String>,
+    },
+    /// Show one tool: description, annotations and input schema
+    Show {
+        /// The tool name
+        name: String,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool name
+    pub name: String,
+    /// The arguments as a JSON object, or `-` to read them from standard input [default: {}]
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Print the exact result as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Stop the call after this many milliseconds
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// Use a named profile from the config to narrow the visible tools
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// List plugins with their state, and every manifest problem
+    List {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enable a plugin (persisted)
+    Enable {
+        /// The plugin id
+        id: String,
+    },
+    /// Disable a plugin (persisted); its tools stop being callable
+    Disable {
+        /// The plugin id
+        id: String,
+    },
+}

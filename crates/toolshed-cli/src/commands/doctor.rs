@@ -1,0 +1,155 @@
+//! `toolshed doctor`: is everything in order, and if not, what to do.
+
+use serde::Serialize;
+use toolshed_host::registry::{Level, find_on_path};
+use toolshed_host::{Host, PluginState};
+
+use crate::Failure;
+use crate::render::print_json;
+
+#[derive(Debug, Serialize)]
+struct Check {
+    area: &'static str,
+    status: Status,
+    message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    Warning,
+    Error,
+}
+
+fn checks(host: &Host) -> Vec<Check> {
+    let mut out = Vec::new();
+    let mut push = |area, status, message: String| {
+        out.push(Check {
+            area,
+            status,
+            message,
+        })
+    };
+
+    let config = host.config();
+    let layers = if config.layers.is_empty() {
+        "defaults only".to_string()
+    } else {
+        config.layers.join(", ")
+    };
+    push("config", Status::Ok, format!("layers read: {layers}"));
+    for key in &config.unknown_keys {
+        push(
+            "config",
+            Status::Warning,
+            format!("unknown key `{}` in {}; it is ignored", key.key, key.source),
+        );
+    }
+
+    push(
+        "workspace",
+        Status::Ok,
+        host.workspace().display().to_string(),
+    );
+    match host.store().schema_version() {
+        Ok(v) => push(
+            "data dir",
+            Status::Ok,
+            format!(
+                "{} (state database {}, schema version {v})",
+                host.data_dir().display(),
+                host.store().path().display()
+            ),
+        ),
+        Err(e) => push("data dir", Status::Error, e.to_string()),
+    }
+
+    let plugins = host.registry().plugins();
+    let running = plugins
+        .iter()
+        .filter(|p| p.state == PluginState::Running)
+        .count();
+    push(
+        "plugins",
+        Status::Ok,
+        format!("{} found, {running} running", plugins.len()),
+    );
+    for p in &plugins {
+        let status = match p.state {
+            PluginState::Error => Status::Error,
+            PluginState::Degraded => Status::Warning,
+            _ => continue,
+        };
+        let reason = p.reason.clone().unwrap_or_default();
+        push(
+            "plugins",
+            status,
+            format!("{} is {}: {reason}", p.id, p.state.as_str()),
+        );
+    }
+    for d in host.registry().diagnostics() {
+        let status = if d.level == Level::Error {
+            Status::Error
+        } else {
+            Status::Warning
+        };
+        push("manifests", status, d.to_string());
+    }
+
+    for p in &plugins {
+        let Some(manifest) = host.registry().manifest(&p.id) else {
+            continue;
+        };
+        for var in &manifest.env {
+            let set = std::env::var_os(&var.name).is_some_and(|v| !v.is_empty());
+            let (status, word) = match (set, var.required) {
+                (true, _) => (Status::Ok, "set"),
+                (false, true) => (Status::Error, "missing (required)"),
+                (false, false) => (Status::Ok, "not set (optional)"),
+            };
+            push("env", status, format!("{}: {} {word}", p.id, var.name));
+        }
+        for req in &manifest.requirements {
+            let (status, word) = match (find_on_path(&req.binary), req.optional) {
+                (Some(path), _) => (Status::Ok, format!("found at {}", path.display())),
+                (None, false) => (Status::Error, "not found on PATH (required)".to_string()),
+                (None, true) => (Status::Warning, "not found on PATH (optional)".to_string()),
+            };
+            push(
+                "requirements",
+                status,
+                format!("{}: {} {word}", p.id, req.binary),
+            );
+        }
+    }
+    out
+}
+
+/// Runs every check; exits 1 when any is an error.
+pub fn run(host: &Host, json: bool) -> Result<(), Failure> {
+    let checks = checks(host);
+    let errors = checks.iter().filter(|c| c.status == Status::Error).count();
+    let warnings = checks
+        .iter()
+        .filter(|c| c.status == Status::Warning)
+        .count();
+    if json {
+        print_json(&serde_json::json!({ "ok": errors == 0, "checks": checks }))?;
+    } else {
+        for c in &checks {
+            let mark = match c.status {
+                Status::Ok => "ok  ",
+                Status::Warning => "warn",
+                Status::Error => "FAIL",
+            };
+            println!("{mark}  {:<13} {}", c.area, c.message);
+        }
+        println!("\n{errors} error(s), {warnings} warning(s)");
+    }
+    if errors > 0 {
+        Err(Failure::Runtime(String::new()))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,456 @@
+//! Configuration: layered files, environment variables and flags.
+//!
+//! Layers, later wins: `toolshed.toml` in the workspace, `~/.config/toolshed/config.toml`,
+//! the file named by `--config` (or `TOOLSHED_CONFIG`), then `TOOLSHED_*` environment
+//! variables. The user's own file comes after the workspace's on purpose: a repository you
+//! cloned must not be able to loosen the rules you set for yourself.
+//!
+//! Environment variables map onto keys with `__` between levels:
+//! `TOOLSHED_LIMITS__DEFAULT_TIMEOUT_MS=5000` sets `limits.default_timeout_ms`. A value that
+//! parses as a TOML value (`5000`, `true`, `["a*"]`) is taken as that; anything else is a
+//! string. Unknown keys in any layer are reported (by `toolshed doctor` and as warnings),
+//! never silently ignored; a value of the wrong type is an error naming the file and key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Environment variables that are not config keys: they choose where things are.
+pub const RESERVED_ENV: &[&str] = &[
+    "TOOLSHED_HOME",
+    "TOOLSHED_CONFIG",
+    "TOOLSHED_WORKSPACE",
+    "TOOLSHED_CURATED_DIR",
+];
+
+/// The largest config file read.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Logging.
+    pub log: LogConfig,
+    /// Deadlines.
+    pub limits: Limits,
+    /// Which tools every caller may see and call.
+    pub review: ReviewRules,
+    /// Named tool selections a caller can ask for.
+    pub profiles: BTreeMap<String, ReviewRules>,
+    /// The audit log.
+    pub audit: AuditConfig,
+}
+
+/// Logging settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogConfig {
+    /// A `tracing` filter, e.g. `warn` or `toolshed_host=debug`.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "warn".into(),
+        }
+    }
+}
+
+/// Deadlines for calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// Deadline of a call whose tool and caller name none.
+    pub default_timeout_ms: u64,
+    /// The largest deadline a caller may ask for.
+    pub max_timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            default_timeout_ms: 60_000,
+            max_timeout_ms: 3_600_000,
+        }
+    }
+}
+
+/// Allow and deny lists of tool-name globs (`workspace_*`, `calculator`). Deny wins; an
+/// empty allow list allows everything not denied.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReviewRules {
+    /// Globs of tools that may be called; empty means all.
+    pub allow: Vec<String>,
+    /// Globs of tools that may never be called.
+    pub deny: Vec<String>,
+}
+
+/// Audit log settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditConfig {
+    /// The most audit rows kept; older rows are removed.
+    pub max_rows: u64,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { max_rows: 100_000 }
+    }
+}
+
+/// A configuration problem that stops toolshed from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is larger than toolshed reads.
+    #[error("config file {path} is {size} bytes; the limit is {MAX_CONFIG_BYTES} bytes")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// A file is not valid TOML, or a value has the wrong type.
+    #[error("config {source_name}: {message}")]
+    Invalid {
+        /// The file or `environment`.
+        source_name: String,
+        /// What is wrong, with the key.
+        message: String,
+    },
+}
+
+/// A key that no part of toolshed reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnknownKey {
+    /// The file, or `environment (NAME)`.
+    pub source: String,
+    /// The dotted key.
+    pub key: String,
+}
+
+/// Where configuration may come from.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigSources {
+    /// The workspace root (its `toolshed.toml` is read if present).
+    pub workspace: PathBuf,
+    /// The user's config file, read if present.
+    pub user_file: Option<PathBuf>,
+    /// An explicit file (`--config`); it must exist.
+    pub explicit_file: Option<PathBuf>,
+    /// Environment variables (name, value).
+    pub env: Vec<(String, String)>,
+}
+
+/// The configuration in force and how it was put together.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    /// The merged configuration.
+    pub config: Config,
+    /// The layers read, in order.
+    pub layers: Vec<String>,
+    /// Keys nothing reads.
+    pub unknown_keys: Vec<UnknownKey>,
+}
+
+impl ConfigSources {
+    /// The usual sources: the workspace file, `$XDG_CONFIG_HOME/toolshed/config.toml` (else
+    /// `~/.config/toolshed/config.toml`), an explicit file and the process environment.
+    pub fn standard(workspace: &Path, explicit_file: Option<PathBuf>) -> Self {
+        let user_file = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+            .map(|dir| dir.join("toolshed").join("config.toml"));
+        let explicit_file =
+            explicit_file.or_else(|| std::env::var_os("TOOLSHED_CONFIG").map(PathBuf::from));
+        Self {
+            workspace: workspace.to_path_buf(),
+            user_file,
+            explicit_file,
+            env: std::env::vars()
+                .filter(|(k, _)| k.starts_with("TOOLSHED_"))
+                .collect(),
+        }
+    }
+
+    /// Reads every layer, reports unknown keys and merges.
+    pub fn load(&self) -> Result<LoadedConfig, ConfigError> {
+        let mut merged = toml::Table::new();
+        let mut loaded = LoadedConfig::default();
+        let mut files = vec![(self.workspace.join("toolshed.toml"), false)];
+        if let Some(user) = &self.user_file {
+            files.push((user.clone(), false));
+        }
+        if let Some(explicit) = &self.explicit_file {
+            files.push((explicit.clone(), true));
+        }
+        for (path, must_exist) in files {
+            let Some(table) = read_table(&path, must_exist)? else {
+                continue;
+            };
+            let name = path.display().to_string();
+            check_layer(&table, &name, &mut loaded.unknown_keys)?;
+            merge(&mut merged, table);
+            loaded.layers.push(name);
+        }
+        let mut env: Vec<_> = self.env.clone();
+        env.sort();
+        for (name, raw) in env {
+            if RESERVED_ENV.contains(&name.as_str()) {
+                continue;
+            }
+            let Some(table) = env_table(&name, &raw) else {
+                loaded.unknown_keys.push(UnknownKey {
+                    source: format!("environment ({name})"),
+                    key: name,
+                });
+                continue;
+            };
+            check_layer(
+                &table,
+                &format!("environment ({name})"),
+                &mut loaded.unknown_keys,
+            )?;
+            merge(&mut merged, table);
+            loaded.layers.push(format!("environment ({name})"));
+        }
+        loaded.config =
+            Config::deserialize(toml::Value::Table(merged)).map_err(|e| ConfigError::Invalid {
+                source_name: "merged layers".into(),
+                message: e.to_string(),
+            })?;
+        validate(&loaded.config)?;
+        Ok(loaded)
+    }
+}
+
+fn validate(config: &Config) -> Result<(), ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        source_name: "limits".into(),
+        message,
+    };
+    if config.limits.default_timeout_ms == 0 || config.limits.max_timeout_ms == 0 {
+        return Err(invalid("timeouts must be at least 1 ms".into()));
+    }
+    if config.limits.default_timeout_ms > config.limits.max_timeout_ms {
+        return Err(invalid(format!(
+            "default_timeout_ms ({}) is larger than max_timeout_ms ({}); lower the first or raise the second",
+            config.limits.default_timeout_ms, config.limits.max_timeout_ms
+        )));
+    }
+    Ok(())
+}
+
+fn read_table(path: &Path, must_exist: bool) -> Result<Option<toml::Table>, ConfigError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(ConfigError::TooLarge {
+            path: path.to_path_buf(),
+            size: meta.len(),
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    text.parse::<toml::Table>()
+        .map(Some)
+        .map_err(|e| ConfigError::Invalid {
+            source_name: path.display().to_string(),
+            message: e.to_string(),
+        })
+}
+
+/// Deserializes one layer alone, so that unknown keys and type errors name their source.
+fn check_layer(
+    table: &toml::Table,
+    source: &str,
+    unknown: &mut Vec<UnknownKey>,
+) -> Result<(), ConfigError> {
+    let value = toml::Value::Table(table.clone());
+    let mut found = Vec::new();
+    serde_ignored::deserialize(value, |path| found.push(path.to_string()))
+        .map(|_: Config| ())
+        .map_err(|e: toml::de::Error| ConfigError::Invalid {
+            source_name: source.to_string(),
+            message: e.to_string(),
+        })?;
+    unknown.extend(found.into_iter().map(|key| UnknownKey {
+        source: source.to_string(),
+        key,
+    }));
+    Ok(())
+}
+
+/// `TOOLSHED_A__B=v` as the table `{a = {b = v}}`; `None` when the name has an empty part.
+fn env_table(name: &str, raw: &str) -> Option<toml::Table> {
+    let rest = name.strip_prefix("TOOLSHED_")?;
+    let parts: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let mut value = value;
+    for part in parts.iter().rev() {
+        let mut table = toml::Table::new();
+        table.insert(part.clone(), value);
+        value = toml::Value::Table(table);
+    }
+    match value {
+        toml::Value::Table(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// Deep-merges `upper` into `base`: tables merge key by key, anything else is replaced.
+fn merge(base: &mut toml::Table, upper: toml::Table) {
+    for (key, value) in upper {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(u)) => merge(b, u),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// The data directory: `explicit`, else `$TOOLSHED_HOME`, else `$XDG_DATA_HOME/toolshed`,
+/// else `~/.local/share/toolshed`.
+pub fn default_data_dir(explicit: Option<PathBuf>) -> Option<PathBuf> {
+    explicit
+        .or_else(|| std::env::var_os("TOOLSHED_HOME").map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("XDG_DATA_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("toolshed"))
+        })
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/toolshed"))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(dir: &Path, env: &[(&str, &str)]) -> ConfigSources {
+        ConfigSources {
+            workspace: dir.to_path_buf(),
+            user_file: Some(dir.join("user.toml")),
+            explicit_file: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn later_layers_win_and_env_maps_nested_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("toolshed.toml"),
+            "[limits]\ndefault_timeout_ms = 1000\n[review]\ndeny = [\"a*\"]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[limits]\ndefault_timeout_ms = 2000\n",
+        )
+        .unwrap();
+        let loaded = sources(dir.path(), &[("TOOLSHED_REVIEW__ALLOW", "[\"calc*\"]")])
+            .load()
+            .unwrap();
+        assert_eq!(loaded.config.limits.default_timeout_ms, 2000);
+        assert_eq!(loaded.config.review.deny, vec!["a*"]);
+        assert_eq!(loaded.config.review.allow, vec!["calc*"]);
+        assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+
+        let loaded = sources(
+            dir.path(),
+            &[("TOOLSHED_LIMITS__DEFAULT_TIMEOUT_MS", "3000")],
+        )
+        .load()
+        .unwrap();
+        assert_eq!(loaded.config.limits.default_timeout_ms, 3000);
+    }
+
+    #[test]
+    fn unknown_keys_are_reported_with_their_source() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("toolshed.toml"),
+            "[limits]\ndefault_timeout = 5\n",
+        )
+        .unwrap();
+        let loaded = sources(
+            dir.path(),
+            &[("TOOLSHED_NOPE", "1"), ("TOOLSHED_HOME", "/x")],
+        )
+        .load()
+        .unwrap();
+        let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, vec!["limits.default_timeout", "nope"]);
+        assert!(loaded.unknown_keys[0].source.ends_with("toolshed.toml"));
+        assert_eq!(loaded.unknown_keys[1].source, "environment (TOOLSHED_NOPE)");
+    }
+
+    #[test]
+    fn wrong_types_and_bad_limits_name_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[limits]\ndefault_timeout_ms = \"x\"\n",
+        )
+        .unwrap();
+        let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+        assert!(
+            err.contains("user.toml") && err.contains("default_timeout_ms"),
+            "{err}"
+        );
+
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[limits]\ndefault_timeout_ms = 0\n",
+        )
+        .unwrap();
+        let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+        assert!(err.contains("at least 1 ms"), "{err}");
+    }
+
+    #[test]
+    fn explicit_file_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sources(dir.path(), &[]);
+        s.explicit_file = Some(dir.path().join("missing.toml"));
+        let err = s.load().unwrap_err().to_string();
+        assert!(err.contains("missing.toml"), "{err}");
+    }
+}

@@ -1,0 +1,473 @@
+//! The one pipeline every call goes through, whatever door it came in by:
+//! resolve → review → validate → policy → pre hooks → run → post hooks → record.
+//!
+//! Doors translate their protocol into a [`CallRequest`] and the [`CallResult`] back. They
+//! check nothing themselves, and tools re-implement none of this.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use toolshed_core::{
+    CallContext, CallId, CancellationToken, Extensions, OwnerId, ProgressSink, ToolError,
+    ToolOutput, Violation,
+};
+
+use crate::config::Limits;
+use crate::events::{Event, EventBus};
+use crate::hooks::{HookDecision, Hooks};
+use crate::policy::{Policy, PolicyDecision};
+use crate::registry::{Registry, ToolEntry};
+use crate::review::Review;
+use crate::store::{AuditRecord, StateStore};
+use crate::suggest::closest;
+
+/// The most schema violations listed for one call.
+pub const MAX_VIOLATIONS: usize = 50;
+
+/// One call, as a door hands it to the pipeline.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The tool name.
+    pub tool: String,
+    /// The arguments object.
+    pub arguments: Value,
+    /// Who is calling.
+    pub owner: OwnerId,
+    /// The door: `cli`, `mcp`, `rest`.
+    pub door: &'static str,
+    /// A deadline the caller asks for; capped by `limits.max_timeout_ms`.
+    pub timeout: Option<Duration>,
+    /// Fired by the caller to cancel.
+    pub cancel: CancellationToken,
+    /// Where the caller wants progress.
+    pub progress: Option<ProgressSink>,
+    /// A profile narrowing which tools the caller sees.
+    pub profile: Option<String>,
+}
+
+impl CallRequest {
+    /// A request with defaults: no timeout override, a fresh token, no progress, no profile.
+    pub fn new(
+        tool: impl Into<String>,
+        arguments: Value,
+        owner: OwnerId,
+        door: &'static str,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            arguments,
+            owner,
+            door,
+            timeout: None,
+            cancel: CancellationToken::new(),
+            progress: None,
+            profile: None,
+        }
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone)]
+pub struct CallResult {
+    /// The call's id.
+    pub call_id: CallId,
+    /// The plugin that served it, when resolved.
+    pub plugin_id: Option<String>,
+    /// The tool's output, or why there is none.
+    pub result: Result<ToolOutput, ToolError>,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+/// The pipeline.
+pub struct Dispatcher {
+    registry: Arc<Registry>,
+    store: Arc<StateStore>,
+    events: EventBus,
+    review: Review,
+    limits: Limits,
+    audit_max_rows: u64,
+    policy: Arc<dyn Policy>,
+    hooks: Hooks,
+    extensions: Extensions,
+    next_call: AtomicU64,
+    epoch: u64,
+}
+
+/// What the dispatcher is built from.
+pub struct DispatcherParts {
+    /// The tool index.
+    pub registry: Arc<Registry>,
+    /// Where audit rows go.
+    pub store: Arc<StateStore>,
+    /// Where events go.
+    pub events: EventBus,
+    /// Compiled review rules.
+    pub review: Review,
+    /// Deadlines.
+    pub limits: Limits,
+    /// Audit retention.
+    pub audit_max_rows: u64,
+    /// The policy.
+    pub policy: Arc<dyn Policy>,
+    /// Hooks.
+    pub hooks: Hooks,
+    /// Shared services handed to every tool.
+    pub extensions: Extensions,
+}
+
+impl Dispatcher {
+    /// A dispatcher over the given parts.
+    pub fn new(parts: DispatcherParts) -> Self {
+        let epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        Self {
+            registry: parts.registry,
+            store: parts.store,
+            events: parts.events,
+            review: parts.review,
+            limits: parts.limits,
+            audit_max_rows: parts.audit_max_rows,
+            policy: parts.policy,
+            hooks: parts.hooks,
+            extensions: parts.extensions,
+            next_call: AtomicU64::new(1),
+            epoch,
+        }
+    }
+
+    /// The compiled review rules.
+    pub fn review(&self) -> &Review {
+        &self.review
+    }
+
+    /// Whether `tool` is visible to a caller using `profile`.
+    pub fn visible(&self, tool: &str, profile: Option<&str>) -> bool {
+        let rules = profile.and_then(|p| self.review.profile(p));
+        self.review.refuse(tool, rules).is_none()
+    }
+
+    /// Runs one call through the whole pipeline and records it.
+    pub async fn call(&self, req: CallRequest) -> CallResult {
+        let started = Instant::now();
+        let ts_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let n = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let call_id = CallId(format!("{:x}-{n}", self.epoch));
+        let args_sha256 = hex(&Sha256::digest(req.arguments.to_string().as_bytes()));
+        let (plugin_id, result) = self.run_pipeline(&req, &call_id, started).await;
+        let duration = started.elapsed();
+        self.record(
+            &req,
+            &call_id,
+            plugin_id.clone(),
+            &result,
+            ts_ms,
+            args_sha256,
+            duration,
+        )
+        .await;
+        CallResult {
+            call_id,
+            plugin_id,
+            result,
+            duration,
+        }
+    }
+
+    async fn run_pipeline(
+        &self,
+        req: &CallRequest,
+        call_id: &CallId,
+        started: Instant,
+    ) -> (Option<String>, Result<ToolOutput, ToolError>) {
+        // 1. resolve
+        let entry = match self.resolve(&req.tool) {
+            Ok(entry) => entry,
+            Err(e) => return (None, Err(e)),
+        };
+        let plugin_id = Some(entry.plugin_id.clone());
+        let result = self.run_resolved(req, call_id, started, entry).await;
+        (plugin_id, result)
+    }
+
+    async fn run_resolved(
+        &self,
+        req: &CallRequest,
+        call_id: &CallId,
+        started: Instant,
+        entry: ToolEntry,
+    ) -> Result<ToolOutput, ToolError> {
+        // 2. review
+        let profile = match &req.profile {
+            None => None,
+            Some(name) => Some(self.review.profile(name).ok_or_else(|| {
+                let names = self.review.profile_names();
+                ToolError::NotFound(format!(
+                    "no profile `{name}` in the configuration; defined profiles: {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ))
+            })?),
+        };
+        if let Some(rule) = self.review.refuse(&req.tool, profile) {
+            return Err(ToolError::Denied {
+                rule,
+                message: format!("tool `{}` is not available to this caller", req.tool),
+            });
+        }
+        if let Some((message, variables)) = &entry.unconfigured {
+            return Err(ToolError::Unconfigured {
+                message: message.clone(),
+                variables: variables.clone(),
+            });
+        }
+        // 3. validate
+        validate(&entry, &req.arguments)?;
+        // 4. policy
+        match self.policy.check(&req.tool, &req.owner, entry.spec()) {
+            PolicyDecision::Allow => {}
+            PolicyDecision::Deny { rule, message } => {
+                return Err(ToolError::Denied { rule, message });
+            }
+            PolicyDecision::NeedsApproval(reason) => return Err(ToolError::NeedsApproval(reason)),
+        }
+        // 5. pre hooks
+        let mut arguments = req.arguments.clone();
+        match self.hooks.before(&req.tool, &req.owner, &arguments).await {
+            HookDecision::Continue => {}
+            HookDecision::Block(reason) => {
+                return Err(ToolError::Denied {
+                    rule: "hook".into(),
+                    message: reason,
+                });
+            }
+            HookDecision::Rewrite(new_args) => {
+                validate(&entry, &new_args)?;
+                arguments = new_args;
+            }
+        }
+        // 6. run
+        let timeout = self.timeout_for(req, &entry)?;
+        self.events.publish(Event::CallStarted {
+            call_id: call_id.0.clone(),
+            tool: req.tool.clone(),
+            owner: req.owner.0.clone(),
+        });
+        let progress = self.progress_sink(call_id, req.progress.clone());
+        let cancel = req.cancel.child_token();
+        let ctx = CallContext {
+            owner: req.owner.clone(),
+            call_id: call_id.clone(),
+            cancel: cancel.clone(),
+            deadline: started + timeout,
+            progress,
+            config: self.registry.resolved_config(&entry.plugin_id),
+            extensions: self.extensions.clone(),
+        };
+        let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
+        // 7. post hooks
+        self.hooks.after(&req.tool, &req.owner, result).await
+    }
+
+    fn resolve(&self, name: &str) -> Result<ToolEntry, ToolError> {
+        if let Some(entry) = self.registry.lookup(name) {
+            return Ok(entry);
+        }
+        if let Some((plugin, state, reason)) = self.registry.unavailable_tool(name) {
+            let why = reason.unwrap_or_else(|| format!("it is {}", state.as_str()));
+            return Err(ToolError::NotFound(format!(
+                "tool `{name}` belongs to plugin `{plugin}`, which is {}: {why}",
+                state.as_str()
+            )));
+        }
+        let names = self.registry.tool_names();
+        let close = closest(name, names.iter().map(String::as_str), 3);
+        let hint = if close.is_empty() {
+            "; `toolshed tools list` shows every tool".to_string()
+        } else {
+            format!(
+                "; did you mean {}?",
+                close
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Err(ToolError::NotFound(format!("no tool named `{name}`{hint}")))
+    }
+
+    fn timeout_for(&self, req: &CallRequest, entry: &ToolEntry) -> Result<Duration, ToolError> {
+        let max = Duration::from_millis(self.limits.max_timeout_ms);
+        let requested = match req.timeout {
+            Some(t) if t.is_zero() => {
+                return Err(ToolError::invalid(
+                    "a timeout of 0 ms cannot be met; ask for at least 1 ms or leave it out",
+                ));
+            }
+            Some(t) => t,
+            None => Duration::from_millis(
+                entry
+                    .spec()
+                    .default_timeout_ms
+                    .unwrap_or(self.limits.default_timeout_ms),
+            ),
+        };
+        Ok(requested.min(max))
+    }
+
+    fn progress_sink(&self, call_id: &CallId, caller: Option<ProgressSink>) -> ProgressSink {
+        let events = self.events.clone();
+        let call_id = call_id.0.clone();
+        ProgressSink::new(move |progress| {
+            if let Some(caller) = &caller {
+                caller.send(progress.clone());
+            }
+            events.publish(Event::CallProgress {
+                call_id: call_id.clone(),
+                progress,
+            });
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn record(
+        &self,
+        req: &CallRequest,
+        call_id: &CallId,
+        plugin: Option<String>,
+        result: &Result<ToolOutput, ToolError>,
+        ts_ms: i64,
+        args_sha256: String,
+        duration: Duration,
+    ) {
+        let duration_ms = duration.as_millis() as u64;
+        let (outcome, error_kind) = match result {
+            Ok(out) if out.is_error => ("tool_error", None),
+            Ok(_) => ("ok", None),
+            Err(e) => ("error", Some(e.kind().as_str().to_string())),
+        };
+        let record = AuditRecord {
+            ts_ms,
+            call_id: call_id.0.clone(),
+            owner: req.owner.0.clone(),
+            door: req.door.to_string(),
+            tool: req.tool.clone(),
+            plugin,
+            args_sha256,
+            outcome: outcome.to_string(),
+            error_kind,
+            duration_ms: duration_ms as i64,
+        };
+        let store = self.store.clone();
+        let max_rows = self.audit_max_rows;
+        let written =
+            tokio::task::spawn_blocking(move || store.append_audit(&record, max_rows)).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot write the audit row"),
+            Err(e) => tracing::warn!(error = %e, "audit writer failed"),
+        }
+        let event = match result {
+            Ok(out) => Event::CallFinished {
+                call_id: call_id.0.clone(),
+                tool: req.tool.clone(),
+                duration_ms,
+                is_error: out.is_error,
+            },
+            Err(e) => Event::CallFailed {
+                call_id: call_id.0.clone(),
+                tool: req.tool.clone(),
+                duration_ms,
+                kind: e.kind().as_str().to_string(),
+                message: e.to_string(),
+            },
+        };
+        self.events.publish(event);
+    }
+}
+
+/// Checks `args` against the tool's schema, listing every violation.
+fn validate(entry: &ToolEntry, args: &Value) -> Result<(), ToolError> {
+    let mut violations: Vec<Violation> = entry
+        .validator
+        .iter_errors(args)
+        .map(|e| Violation {
+            pointer: e.instance_path().to_string(),
+            message: e.to_string(),
+        })
+        .take(MAX_VIOLATIONS + 1)
+        .collect();
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let more = violations.len() > MAX_VIOLATIONS;
+    violations.truncate(MAX_VIOLATIONS);
+    let count = if more {
+        format!("more than {MAX_VIOLATIONS}")
+    } else {
+        violations.len().to_string()
+    };
+    Err(ToolError::InvalidArguments {
+        message: format!(
+            "the arguments for `{}` do not match its input schema ({count} problem(s)); `toolshed tools show {}` prints the schema",
+            entry.spec().name,
+            entry.spec().name
+        ),
+        violations,
+    })
+}
+
+/// Runs the tool on its own task, so a panic is contained, and stops it at the deadline or
+/// on cancellation: the call's token is cancelled first (tools stop their children), then
+/// the task is aborted.
+async fn run_with_deadline(
+    entry: ToolEntry,
+    ctx: CallContext,
+    args: Value,
+    timeout: Duration,
+    caller_cancel: &CancellationToken,
+    call_cancel: CancellationToken,
+) -> Result<ToolOutput, ToolError> {
+    let name = entry.spec().name.clone();
+    let tool = entry.tool.clone();
+    let mut task = tokio::spawn(async move { tool.call(ctx, args).await });
+    let outcome = tokio::select! {
+        joined = &mut task => match joined {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => {
+                tracing::error!(tool = %name, "tool panicked");
+                Err(ToolError::Internal(format!("tool `{name}` crashed; this is a bug in the tool, please report it")))
+            }
+            Err(_) => Err(ToolError::Cancelled),
+        },
+        _ = tokio::time::sleep(timeout) => Err(ToolError::Timeout(timeout)),
+        _ = caller_cancel.cancelled() => Err(ToolError::Cancelled),
+    };
+    if !task.is_finished() {
+        call_cancel.cancel();
+        task.abort();
+    }
+    outcome
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}

@@ -1,0 +1,90 @@
+//! In-process events: what doors and dashboards subscribe to.
+//!
+//! A broadcast channel with a bounded buffer: a subscriber that falls behind misses events
+//! (and is told so by the receiver's `Lagged` error) instead of slowing calls down.
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+use toolshed_core::Progress;
+
+use crate::registry::PluginState;
+
+/// How many events a slow subscriber may fall behind before it misses some.
+pub const EVENT_BUFFER: usize = 1024;
+
+/// Something that happened in the host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A call passed review and validation and is about to run.
+    CallStarted {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The caller.
+        owner: String,
+    },
+    /// A running call reported progress or streamed output.
+    CallProgress {
+        /// The call.
+        call_id: String,
+        /// The report.
+        progress: Progress,
+    },
+    /// A call produced a result (which may report a failure with `is_error`).
+    CallFinished {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Wall time.
+        duration_ms: u64,
+        /// Whether the result reports a failure.
+        is_error: bool,
+    },
+    /// A call ended without a result.
+    CallFailed {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Wall time.
+        duration_ms: u64,
+        /// The error kind.
+        kind: String,
+        /// The error message.
+        message: String,
+    },
+    /// A plugin changed state.
+    PluginStateChanged {
+        /// The plugin.
+        plugin_id: String,
+        /// Its new state.
+        state: PluginState,
+        /// Why, when it is not running.
+        reason: Option<String>,
+    },
+}
+
+/// The host's event channel.
+#[derive(Debug, Clone)]
+pub struct EventBus(broadcast::Sender<Event>);
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self(broadcast::channel(EVENT_BUFFER).0)
+    }
+}
+
+impl EventBus {
+    /// Publishes an event; with no subscriber it is dropped.
+    pub fn publish(&self, event: Event) {
+        let _ = self.0.send(event);
+    }
+
+    /// A new subscription, receiving events published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.0.subscribe()
+    }
+}

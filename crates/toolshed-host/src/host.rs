@@ -1,0 +1,202 @@
+//! The host: configuration, state, the registry and the pipeline, put together once and
+//! shared by every door.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolshed_core::{Extensions, Plugin};
+
+use crate::config::LoadedConfig;
+use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
+use crate::events::EventBus;
+use crate::hooks::Hooks;
+use crate::policy::{AllowAll, Policy};
+use crate::registry::{DiscoveryRoots, Registry};
+use crate::review::{Review, RuleError};
+use crate::store::{StateStore, StoreError};
+
+/// The state database's file name inside the data dir.
+pub const DB_FILE: &str = "toolshed.db";
+
+/// What a host is opened with.
+pub struct HostOptions {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The data dir.
+    pub data_dir: PathBuf,
+    /// The configuration.
+    pub config: LoadedConfig,
+    /// Plugins compiled in.
+    pub system_plugins: Vec<Arc<dyn Plugin>>,
+    /// Directories of curated plugins.
+    pub curated_dirs: Vec<PathBuf>,
+    /// The policy; allow-all when `None`.
+    pub policy: Option<Arc<dyn Policy>>,
+    /// Hooks around calls.
+    pub hooks: Hooks,
+    /// Shared services handed to tools.
+    pub extensions: Extensions,
+}
+
+/// Why a host could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The workspace is not a directory.
+    #[error(
+        "workspace {path} is not a directory ({reason}); pass an existing directory with --workspace"
+    )]
+    Workspace {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The data dir cannot be created.
+    #[error(
+        "cannot create the data dir {path}: {reason}; pass a writable directory with --data-dir or TOOLSHED_HOME"
+    )]
+    DataDir {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The state store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A review rule is invalid.
+    #[error(transparent)]
+    Rules(#[from] RuleError),
+}
+
+/// A running host.
+pub struct Host {
+    workspace: PathBuf,
+    data_dir: PathBuf,
+    config: LoadedConfig,
+    store: Arc<StateStore>,
+    registry: Arc<Registry>,
+    events: EventBus,
+    dispatcher: Dispatcher,
+}
+
+impl Host {
+    /// Opens the state store, discovers and starts plugins and builds the pipeline.
+    pub async fn open(options: HostOptions) -> Result<Self, HostError> {
+        let workspace =
+            std::fs::canonicalize(&options.workspace).map_err(|e| HostError::Workspace {
+                path: options.workspace.clone(),
+                reason: e.to_string(),
+            })?;
+        if !workspace.is_dir() {
+            return Err(HostError::Workspace {
+                path: workspace,
+                reason: "not a directory".into(),
+            });
+        }
+        let data_dir = options.data_dir;
+        create_private_dir(&data_dir).map_err(|e| HostError::DataDir {
+            path: data_dir.clone(),
+            reason: e.to_string(),
+        })?;
+        let review = Review::from_config(&options.config.config)?;
+        let store = {
+            let path = data_dir.join(DB_FILE);
+            Arc::new(
+                tokio::task::spawn_blocking(move || StateStore::open(&path))
+                    .await
+                    .map_err(|e| StoreError::Open {
+                        path: PathBuf::from(DB_FILE),
+                        message: e.to_string(),
+                    })??,
+            )
+        };
+        let events = EventBus::default();
+        let roots = DiscoveryRoots {
+            system: options.system_plugins,
+            curated: options.curated_dirs,
+            user: vec![
+                data_dir.join("plugins"),
+                workspace.join(".toolshed").join("plugins"),
+            ],
+        };
+        let registry = Arc::new(Registry::discover(roots, store.clone(), events.clone()).await);
+        let config = &options.config.config;
+        let dispatcher = Dispatcher::new(DispatcherParts {
+            registry: registry.clone(),
+            store: store.clone(),
+            events: events.clone(),
+            review,
+            limits: config.limits.clone(),
+            audit_max_rows: config.audit.max_rows,
+            policy: options.policy.unwrap_or_else(|| Arc::new(AllowAll)),
+            hooks: options.hooks,
+            extensions: options.extensions,
+        });
+        Ok(Self {
+            workspace,
+            data_dir,
+            config: options.config,
+            store,
+            registry,
+            events,
+            dispatcher,
+        })
+    }
+
+    /// Runs one call through the pipeline.
+    pub async fn call(&self, request: CallRequest) -> CallResult {
+        self.dispatcher.call(request).await
+    }
+
+    /// The workspace root (canonical).
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The data dir.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &LoadedConfig {
+        &self.config
+    }
+
+    /// The state store.
+    pub fn store(&self) -> &Arc<StateStore> {
+        &self.store
+    }
+
+    /// The plugin registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The event bus.
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    /// The pipeline.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// Stops every plugin.
+    pub async fn shutdown(&self) {
+        self.registry.shutdown().await;
+    }
+}
+
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if path.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}

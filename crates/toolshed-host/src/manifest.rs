@@ -1,0 +1,375 @@
+//! Reading plugin manifests from disk and checking them.
+//!
+//! A manifest may be TOML, YAML or JSON; the first of [`MANIFEST_NAMES`] present in a plugin
+//! directory is read. Every problem becomes a [`ManifestError`] naming the file, the field
+//! (as a path such as `tools[0].input_schema`) and what is wrong, so a person can fix it
+//! without reading toolshed's source.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use toolshed_core::{ConfigFieldType, PluginManifest, ToolSpec, is_valid_plugin_id};
+
+/// Manifest file names, in the order they are tried.
+pub const MANIFEST_NAMES: [&str; 6] = [
+    "plugin.toml",
+    "plugin.yaml",
+    "plugin.yml",
+    "plugin.json",
+    "manifest.json",
+    "info.json",
+];
+
+/// The largest manifest read.
+pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
+
+/// A manifest that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[error("{}: {}: {}", .path.display(), .field, .problem)]
+pub struct ManifestError {
+    /// The manifest file (or the directory, when no manifest was found).
+    pub path: PathBuf,
+    /// The offending field, as a path; `(file)` for problems with the file itself.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub problem: String,
+    /// The plugin id, when it could be read.
+    pub plugin_id: Option<String>,
+}
+
+impl ManifestError {
+    fn new(path: &Path, field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            field: field.into(),
+            problem: problem.into(),
+            plugin_id: None,
+        }
+    }
+}
+
+/// The manifest file of a plugin directory, if it has one.
+pub fn find_manifest(dir: &Path) -> Option<PathBuf> {
+    MANIFEST_NAMES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Reads, parses and checks the manifest at `path`.
+pub fn load_manifest(path: &Path) -> Result<PluginManifest, ManifestError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| ManifestError::new(path, "(file)", format!("cannot read: {e}")))?;
+    if meta.len() > MAX_MANIFEST_BYTES {
+        return Err(ManifestError::new(
+            path,
+            "(file)",
+            format!(
+                "is {} bytes; manifests are limited to {MAX_MANIFEST_BYTES} bytes",
+                meta.len()
+            ),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ManifestError::new(path, "(file)", format!("cannot read as UTF-8 text: {e}"))
+    })?;
+    parse_manifest(path, &text)
+}
+
+/// Parses and checks manifest text; `path` decides the format and is named in errors.
+pub fn parse_manifest(path: &Path, text: &str) -> Result<PluginManifest, ManifestError> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let syntax = |message: String| ManifestError::new(path, "(syntax)", message);
+    let value: Value = match ext {
+        "toml" => {
+            let table: toml::Table = text
+                .parse()
+                .map_err(|e: toml::de::Error| syntax(e.to_string().trim().replace('\n', " ")))?;
+            serde_json::to_value(table).map_err(|e| syntax(e.to_string()))?
+        }
+        "yaml" | "yml" => serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?,
+        _ => serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?,
+    };
+    let plugin_id = value.get("id").and_then(Value::as_str).map(str::to_string);
+    let with_id = |mut e: ManifestError| {
+        e.plugin_id = plugin_id.clone();
+        e
+    };
+    let manifest: PluginManifest = serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = match e.path().to_string() {
+            p if p == "." => "(top level)".to_string(),
+            p => p,
+        };
+        with_id(ManifestError::new(path, field, e.into_inner().to_string()))
+    })?;
+    check_manifest(&manifest)
+        .map_err(|(field, problem)| with_id(ManifestError::new(path, field, problem)))?;
+    Ok(manifest)
+}
+
+/// The rules serde cannot express. Returns the field and the problem.
+pub fn check_manifest(m: &PluginManifest) -> Result<(), (String, String)> {
+    let err = |field: &str, problem: String| Err((field.to_string(), problem));
+    if !is_valid_plugin_id(&m.id) {
+        return err(
+            "id",
+            format!(
+                "`{}` is not a valid plugin id: use 1 to 64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit (e.g. `acme.notes`)",
+                m.id
+            ),
+        );
+    }
+    if let Err(e) = semver::Version::parse(&m.version) {
+        return err(
+            "version",
+            format!(
+                "`{}` is not a semantic version ({e}); use e.g. `1.0.0`",
+                m.version
+            ),
+        );
+    }
+    if m.name.trim().is_empty() {
+        return err("name", "is empty; give the plugin a display name".into());
+    }
+    let mut names = BTreeSet::new();
+    for (i, tool) in m.tools.iter().enumerate() {
+        check_tool(tool).map_err(|(f, p)| (format!("tools[{i}].{f}"), p))?;
+        if !names.insert(tool.name.as_str()) {
+            return err(
+                &format!("tools[{i}].name"),
+                format!("`{}` is listed twice; tool names must be unique", tool.name),
+            );
+        }
+    }
+    let mut keys = BTreeSet::new();
+    for (i, field) in m.config.iter().enumerate() {
+        let at = |f: &str| format!("config[{i}].{f}");
+        if field.key.is_empty()
+            || !field
+                .key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return err(
+                &at("key"),
+                format!(
+                    "`{}` is not a valid key: use letters, digits and `_`",
+                    field.key
+                ),
+            );
+        }
+        if !keys.insert(field.key.as_str()) {
+            return err(&at("key"), format!("`{}` is listed twice", field.key));
+        }
+        if field.field_type == ConfigFieldType::Select && field.options.is_empty() {
+            return err(
+                &at("options"),
+                "a `select` field needs a non-empty `options` list".into(),
+            );
+        }
+        if let Some(default) = &field.default
+            && !default_fits(field.field_type, default, &field.options)
+        {
+            return err(
+                &at("default"),
+                format!("{default} does not fit type `{:?}`", field.field_type).to_lowercase(),
+            );
+        }
+    }
+    for (i, var) in m.env.iter().enumerate() {
+        let ok = !var.name.is_empty()
+            && var
+                .name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && !var.name.starts_with(|c: char| c.is_ascii_digit());
+        if !ok {
+            return err(
+                &format!("env[{i}].name"),
+                format!(
+                    "`{}` is not a valid variable name: use A-Z, 0-9 and `_`",
+                    var.name
+                ),
+            );
+        }
+    }
+    for (i, req) in m.requirements.iter().enumerate() {
+        if req.binary.is_empty() || req.binary.contains('/') {
+            return err(
+                &format!("requirements[{i}].binary"),
+                format!(
+                    "`{}` must be a program name looked up on PATH, without `/`",
+                    req.binary
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn default_fits(ty: ConfigFieldType, value: &Value, options: &[Value]) -> bool {
+    match ty {
+        ConfigFieldType::String => value.is_string(),
+        ConfigFieldType::Number => value.is_number(),
+        ConfigFieldType::Boolean => value.is_boolean(),
+        ConfigFieldType::Select => options.contains(value),
+        ConfigFieldType::Object => value.is_object(),
+    }
+}
+
+/// Whether `name` is a usable tool name: 1 to 64 of `A-Za-z0-9_-`, as MCP clients accept.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn check_tool(tool: &ToolSpec) -> Result<(), (String, String)> {
+    if !is_valid_tool_name(&tool.name) {
+        return Err((
+            "name".into(),
+            format!(
+                "`{}` is not a valid tool name: use 1 to 64 of A-Z, a-z, 0-9, `_`, `-` (e.g. `notes_search`)",
+                tool.name
+            ),
+        ));
+    }
+    if tool.description.trim().is_empty() {
+        return Err((
+            "description".into(),
+            "is empty; say what the tool does so a model can choose it".into(),
+        ));
+    }
+    if tool.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err((
+            "input_schema".into(),
+            "must be a JSON Schema with `\"type\": \"object\"`".into(),
+        ));
+    }
+    if let Err(e) = jsonschema::validator_for(&tool.input_schema) {
+        return Err((
+            "input_schema".into(),
+            format!("is not a valid JSON Schema: {e}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD_TOML: &str = r#"
+id = "acme.notes"
+version = "1.2.0"
+name = "Notes"
+kind = "js"
+entry = "main.js"
+
+[[tools]]
+name = "notes_search"
+description = "Search notes."
+input_schema = { type = "object", properties = { q = { type = "string" } }, required = ["q"] }
+
+[[config]]
+key = "mode"
+type = "select"
+options = ["a", "b"]
+default = "a"
+
+[[env]]
+name = "NOTES_TOKEN"
+required = true
+secret = true
+"#;
+
+    fn parse(name: &str, text: &str) -> Result<PluginManifest, ManifestError> {
+        parse_manifest(Path::new(name), text)
+    }
+
+    #[test]
+    fn parses_every_format_to_the_same_manifest() {
+        let toml = parse("plugin.toml", GOOD_TOML).unwrap();
+        let json = serde_json::to_string(&toml).unwrap();
+        assert_eq!(parse("plugin.json", &json).unwrap(), toml);
+        assert_eq!(parse("manifest.json", &json).unwrap(), toml);
+        // JSON is valid YAML.
+        assert_eq!(parse("plugin.yaml", &json).unwrap(), toml);
+        assert_eq!(toml.tools[0].name, "notes_search");
+        assert_eq!(toml.env[0].name, "NOTES_TOKEN");
+    }
+
+    fn problem(name: &str, text: &str) -> ManifestError {
+        parse(name, text).unwrap_err()
+    }
+
+    #[test]
+    fn broken_manifests_name_field_and_problem() {
+        let e = problem(
+            "plugin.toml",
+            &GOOD_TOML.replace("acme.notes", "Acme Notes"),
+        );
+        assert_eq!(e.field, "id");
+        assert!(e.problem.contains("`Acme Notes`"), "{e}");
+
+        let e = problem("plugin.toml", &GOOD_TOML.replace("1.2.0", "1.2"));
+        assert_eq!(e.field, "version");
+
+        let e = problem(
+            "plugin.toml",
+            &GOOD_TOML.replace("kind = \"js\"", "kind = \"python\""),
+        );
+        assert_eq!(e.field, "kind");
+        assert!(e.problem.contains("python"), "{e}");
+        assert_eq!(e.plugin_id.as_deref(), Some("acme.notes"));
+
+        let e = problem(
+            "plugin.toml",
+            &GOOD_TOML.replace("type = \"object\"", "type = \"array\""),
+        );
+        assert_eq!(e.field, "tools[0].input_schema");
+
+        let e = problem(
+            "plugin.toml",
+            &GOOD_TOML.replace("name = \"notes_search\"", "name = \"notes search\""),
+        );
+        assert_eq!(e.field, "tools[0].name");
+
+        let e = problem(
+            "plugin.toml",
+            &GOOD_TOML.replace("default = \"a\"", "default = \"c\""),
+        );
+        assert_eq!(e.field, "config[0].default");
+
+        let e = problem("plugin.toml", &GOOD_TOML.replace("entry =", "entyr ="));
+        assert!(e.problem.contains("entyr"), "{e}");
+
+        let e = problem("plugin.toml", "id = ");
+        assert_eq!(e.field, "(syntax)");
+        let e = problem("plugin.json", "{\"id\": ");
+        assert_eq!(e.field, "(syntax)");
+        let e = problem("plugin.yaml", "id: [");
+        assert_eq!(e.field, "(syntax)");
+
+        let e = problem(
+            "plugin.json",
+            r#"{"id":"a","version":"1.0.0","name":"A","kind":"js","tools":[{"name":"t"}]}"#,
+        );
+        assert_eq!(e.field, "tools[0]");
+        assert!(e.problem.contains("description"), "{e}");
+    }
+
+    #[test]
+    fn finds_the_first_manifest_name_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("info.json"), "{}").unwrap();
+        std::fs::write(dir.path().join("plugin.yml"), "").unwrap();
+        assert_eq!(
+            find_manifest(dir.path()).unwrap(),
+            dir.path().join("plugin.yml")
+        );
+    }
+}

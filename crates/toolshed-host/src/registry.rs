@@ -1,0 +1,681 @@
+//! The plugin registry: discovery, lifecycle and the tool index.
+//!
+//! Discovery walks the roots in trust order — system (compiled in), curated (shipped with
+//! toolshed), user (the data dir, then the workspace) — and never stops at a bad plugin: a
+//! manifest that cannot be read becomes a [`Diagnostic`], a plugin that fails to start goes
+//! to [`PluginState::Error`] with its reason, and everything else still loads. An id found
+//! twice keeps the more trusted plugin; a tool name claimed twice keeps the more trusted
+//! plugin's tool. Both clashes are reported when they are found, not at call time.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use toolshed_core::{Health, Plugin, PluginKind, PluginManifest, Tool, ToolSpec};
+
+use crate::events::{Event, EventBus};
+use crate::manifest::{MANIFEST_NAMES, check_manifest, find_manifest, load_manifest};
+use crate::store::StateStore;
+
+/// The most plugin directories read from one root.
+pub const MAX_PLUGINS_PER_ROOT: usize = 1000;
+
+/// Where a plugin was found, most trusted first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Root {
+    /// Compiled into toolshed.
+    System,
+    /// Shipped with toolshed in `plugins/`.
+    Curated,
+    /// Installed by the user (data dir) or brought by the workspace.
+    User,
+}
+
+impl Root {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::Curated => "curated",
+            Self::User => "user",
+        }
+    }
+}
+
+/// A plugin's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginState {
+    /// Present, not yet enabled.
+    Installed,
+    /// Enabled, not yet started.
+    Enabled,
+    /// Started; its tools are callable.
+    Running,
+    /// Turned off by a person; its tools are not callable.
+    Disabled,
+    /// Running, but a required variable or binary is missing: its tools answer Unconfigured.
+    Degraded,
+    /// Could not start; the reason says why.
+    Error,
+}
+
+impl PluginState {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Installed => "installed",
+            Self::Enabled => "enabled",
+            Self::Running => "running",
+            Self::Disabled => "disabled",
+            Self::Degraded => "degraded",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// How serious a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Something did not load.
+    Error,
+    /// Something loaded, with a caveat.
+    Warning,
+}
+
+/// A problem found during discovery or registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// How serious.
+    pub level: Level,
+    /// The file or directory concerned.
+    pub path: Option<PathBuf>,
+    /// The manifest field concerned.
+    pub field: Option<String>,
+    /// What is wrong and what to do.
+    pub problem: String,
+    /// The plugin concerned, when known.
+    pub plugin_id: Option<String>,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(path) = &self.path {
+            write!(f, "{}: ", path.display())?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.problem)
+    }
+}
+
+/// A plugin as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginInfo {
+    /// The id.
+    pub id: String,
+    /// The display name.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// What it offers.
+    pub description: String,
+    /// How it is implemented.
+    pub kind: PluginKind,
+    /// Where it was found.
+    pub root: Root,
+    /// Its directory, for plugins found on disk.
+    pub dir: Option<PathBuf>,
+    /// Its manifest file, for plugins found on disk.
+    pub manifest_path: Option<PathBuf>,
+    /// Its state.
+    pub state: PluginState,
+    /// Why it is not running, or what it lacks.
+    pub reason: Option<String>,
+    /// The names of its tools, as its manifest lists them.
+    pub tools: Vec<String>,
+}
+
+/// A registered, callable tool.
+#[derive(Clone)]
+pub struct ToolEntry {
+    /// The plugin that provides it.
+    pub plugin_id: String,
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+    /// Its compiled input schema.
+    pub validator: Arc<jsonschema::Validator>,
+    /// Set when the plugin is degraded: what is missing, and the variables to set.
+    pub unconfigured: Option<(String, Vec<String>)>,
+}
+
+impl ToolEntry {
+    /// The tool's spec.
+    pub fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+}
+
+/// The roots discovery walks.
+#[derive(Clone, Default)]
+pub struct DiscoveryRoots {
+    /// Plugins compiled into toolshed.
+    pub system: Vec<Arc<dyn Plugin>>,
+    /// Directories of curated plugins.
+    pub curated: Vec<PathBuf>,
+    /// Directories of user plugins, more trusted first.
+    pub user: Vec<PathBuf>,
+}
+
+/// A registry operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// No plugin has that id.
+    #[error("no plugin `{id}`{hint}; `toolshed plugins list` shows the installed plugins")]
+    UnknownPlugin {
+        /// The id asked for.
+        id: String,
+        /// Close ids, formatted.
+        hint: String,
+    },
+    /// The state store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+struct Slot {
+    manifest: PluginManifest,
+    root: Root,
+    dir: Option<PathBuf>,
+    manifest_path: Option<PathBuf>,
+    plugin: Option<Arc<dyn Plugin>>,
+    state: PluginState,
+    reason: Option<String>,
+    missing_env: Vec<String>,
+}
+
+#[derive(Default)]
+struct Inner {
+    slots: Vec<Slot>,
+    tools: BTreeMap<String, ToolEntry>,
+    discovery: Vec<Diagnostic>,
+    registration: Vec<Diagnostic>,
+}
+
+/// The plugin registry.
+pub struct Registry {
+    inner: RwLock<Inner>,
+    store: Arc<StateStore>,
+    events: EventBus,
+}
+
+impl Registry {
+    /// Discovers every plugin under `roots`, starts the enabled ones and indexes their tools.
+    pub async fn discover(roots: DiscoveryRoots, store: Arc<StateStore>, events: EventBus) -> Self {
+        let mut inner = Inner::default();
+        let mut seen: BTreeMap<String, (Root, Option<PathBuf>)> = BTreeMap::new();
+        let mut candidates = Vec::new();
+        for plugin in roots.system {
+            let manifest = plugin.manifest().clone();
+            if let Err((field, problem)) = check_manifest(&manifest) {
+                inner.discovery.push(Diagnostic {
+                    level: Level::Error,
+                    path: None,
+                    field: Some(field),
+                    problem: format!("built-in plugin manifest is invalid (a bug): {problem}"),
+                    plugin_id: Some(manifest.id.clone()),
+                });
+                continue;
+            }
+            candidates.push((Root::System, manifest, Some(plugin), None, None));
+        }
+        for (root, dirs) in [(Root::Curated, &roots.curated), (Root::User, &roots.user)] {
+            for dir in dirs {
+                for (plugin_dir, found) in scan_root(dir, &mut inner.discovery) {
+                    candidates.push((root, found.0, None, Some(plugin_dir), Some(found.1)));
+                }
+            }
+        }
+        for (root, manifest, plugin, dir, manifest_path) in candidates {
+            if let Some((first_root, first_path)) = seen.get(&manifest.id) {
+                let first = first_path
+                    .as_ref()
+                    .map(|p| format!("{} ({})", first_root.as_str(), p.display()))
+                    .unwrap_or_else(|| first_root.as_str().to_string());
+                inner.discovery.push(Diagnostic {
+                    level: Level::Warning,
+                    path: manifest_path.clone(),
+                    field: Some("id".into()),
+                    problem: format!(
+                        "plugin id `{}` is already provided by the {first} root, which is more trusted; this copy is ignored. Give it another id to use both",
+                        manifest.id
+                    ),
+                    plugin_id: Some(manifest.id.clone()),
+                });
+                continue;
+            }
+            seen.insert(manifest.id.clone(), (root, manifest_path.clone()));
+            inner.slots.push(Slot {
+                manifest,
+                root,
+                dir,
+                manifest_path,
+                plugin,
+                state: PluginState::Installed,
+                reason: None,
+                missing_env: Vec::new(),
+            });
+        }
+        let registry = Self {
+            inner: RwLock::new(inner),
+            store,
+            events,
+        };
+        let ids: Vec<String> =
+            registry.read(|i| i.slots.iter().map(|s| s.manifest.id.clone()).collect());
+        for id in ids {
+            let enabled = match registry.store.plugin_enabled(&id) {
+                Ok(value) => value.unwrap_or(true),
+                Err(e) => {
+                    tracing::warn!(plugin = %id, error = %e, "cannot read plugin state; treating it as enabled");
+                    true
+                }
+            };
+            registry.bring_up(&id, enabled).await;
+        }
+        registry.reindex();
+        registry
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Inner) -> T) -> T {
+        f(&self.inner.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.inner.write().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Starts (or stops) one plugin and records its new state. Never holds the lock across
+    /// the plugin's own lifecycle calls.
+    async fn bring_up(&self, id: &str, enabled: bool) {
+        let Some((kind, plugin, manifest)) = self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.manifest.id == id)
+                .map(|s| (s.manifest.kind, s.plugin.clone(), s.manifest.clone()))
+        }) else {
+            return;
+        };
+        let (state, reason, missing_env) = if !enabled {
+            if let Some(plugin) = &plugin
+                && let Err(e) = plugin.stop().await
+            {
+                tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly");
+            }
+            let why = format!("disabled; enable it with `toolshed plugins enable {id}`");
+            (PluginState::Disabled, Some(why), Vec::new())
+        } else if let Some(plugin) = plugin {
+            match start(plugin.as_ref()).await {
+                Err(reason) => (PluginState::Error, Some(reason), Vec::new()),
+                Ok(()) => match unmet_contract(&manifest) {
+                    Some((reason, missing)) => (PluginState::Degraded, Some(reason), missing),
+                    None => (PluginState::Running, None, Vec::new()),
+                },
+            }
+        } else {
+            let reason = match kind {
+                PluginKind::Builtin => format!(
+                    "kind `builtin` is reserved for plugins compiled into toolshed, and none has id `{id}`; use kind `js` or `mcp`"
+                ),
+                other => format!(
+                    "plugin kind `{}` cannot run in this build yet; its tools are listed but not callable",
+                    other.as_str()
+                ),
+            };
+            (PluginState::Error, Some(reason), Vec::new())
+        };
+        let changed = self.write(|i| {
+            let slot = i.slots.iter_mut().find(|s| s.manifest.id == id)?;
+            let changed = slot.state != state || slot.reason != reason;
+            slot.state = state;
+            slot.reason = reason.clone();
+            slot.missing_env = missing_env;
+            Some(changed)
+        });
+        if changed == Some(true) {
+            self.events.publish(Event::PluginStateChanged {
+                plugin_id: id.to_string(),
+                state,
+                reason,
+            });
+        }
+    }
+
+    /// Rebuilds the tool index from the running and degraded plugins, in trust order.
+    fn reindex(&self) {
+        self.write(|inner| {
+            let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
+            let mut diags = Vec::new();
+            for slot in &inner.slots {
+                if !matches!(slot.state, PluginState::Running | PluginState::Degraded) {
+                    continue;
+                }
+                let Some(plugin) = &slot.plugin else { continue };
+                let unconfigured = (slot.state == PluginState::Degraded)
+                    .then(|| (slot.reason.clone().unwrap_or_default(), slot.missing_env.clone()));
+                for tool in plugin.tools() {
+                    let name = tool.spec().name.clone();
+                    if let Some(existing) = tools.get(&name) {
+                        diags.push(Diagnostic {
+                            level: Level::Error,
+                            path: slot.manifest_path.clone(),
+                            field: Some("tools".into()),
+                            problem: format!(
+                                "tool `{name}` of plugin `{}` clashes with the tool of the same name from plugin `{}`, which is more trusted; it is not registered. Rename it",
+                                slot.manifest.id, existing.plugin_id
+                            ),
+                            plugin_id: Some(slot.manifest.id.clone()),
+                        });
+                        continue;
+                    }
+                    let validator = match jsonschema::validator_for(&tool.spec().input_schema) {
+                        Ok(v) => Arc::new(v),
+                        Err(e) => {
+                            diags.push(Diagnostic {
+                                level: Level::Error,
+                                path: slot.manifest_path.clone(),
+                                field: Some(format!("tools.{name}.input_schema")),
+                                problem: format!("not a valid JSON Schema, tool not registered: {e}"),
+                                plugin_id: Some(slot.manifest.id.clone()),
+                            });
+                            continue;
+                        }
+                    };
+                    tools.insert(
+                        name,
+                        ToolEntry {
+                            plugin_id: slot.manifest.id.clone(),
+                            tool,
+                            validator,
+                            unconfigured: unconfigured.clone(),
+                        },
+                    );
+                }
+            }
+            inner.tools = tools;
+            inner.registration = diags;
+        });
+    }
+
+    /// The registered tool named `name`.
+    pub fn lookup(&self, name: &str) -> Option<ToolEntry> {
+        self.read(|i| i.tools.get(name).cloned())
+    }
+
+    /// Every registered tool, sorted by name.
+    pub fn tools(&self) -> Vec<ToolEntry> {
+        self.read(|i| i.tools.values().cloned().collect())
+    }
+
+    /// Every registered tool name, sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.read(|i| i.tools.keys().cloned().collect())
+    }
+
+    /// The plugin that lists `tool` in its manifest but cannot serve it now, with its state
+    /// and reason.
+    pub fn unavailable_tool(&self, tool: &str) -> Option<(String, PluginState, Option<String>)> {
+        self.read(|i| {
+            i.slots
+                .iter()
+                .filter(|s| !matches!(s.state, PluginState::Running | PluginState::Degraded))
+                .find(|s| s.manifest.tools.iter().any(|t| t.name == tool))
+                .map(|s| (s.manifest.id.clone(), s.state, s.reason.clone()))
+        })
+    }
+
+    /// Every plugin, in trust order.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.read(|i| i.slots.iter().map(info).collect())
+    }
+
+    /// One plugin.
+    pub fn plugin(&self, id: &str) -> Option<PluginInfo> {
+        self.read(|i| i.slots.iter().find(|s| s.manifest.id == id).map(info))
+    }
+
+    /// The plugin's manifest.
+    pub fn manifest(&self, id: &str) -> Option<PluginManifest> {
+        self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.manifest.id == id)
+                .map(|s| s.manifest.clone())
+        })
+    }
+
+    /// The plugin's configuration: manifest defaults overlaid with stored values.
+    pub fn resolved_config(&self, id: &str) -> Map<String, Value> {
+        let Some(manifest) = self.manifest(id) else {
+            return Map::new();
+        };
+        if manifest.config.is_empty() {
+            return Map::new();
+        }
+        let mut config: Map<String, Value> = manifest
+            .config
+            .iter()
+            .filter_map(|f| f.default.clone().map(|d| (f.key.clone(), d)))
+            .collect();
+        match self.store.config_values(id) {
+            Ok(values) => config.extend(values),
+            Err(e) => tracing::warn!(plugin = %id, error = %e, "cannot read plugin config"),
+        }
+        config
+    }
+
+    /// Every discovery and registration problem.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.read(|i| i.discovery.iter().chain(&i.registration).cloned().collect())
+    }
+
+    /// Enables or disables a plugin, persists the choice and updates the tool index.
+    pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<PluginInfo, RegistryError> {
+        if self.plugin(id).is_none() {
+            let ids: Vec<String> =
+                self.read(|i| i.slots.iter().map(|s| s.manifest.id.clone()).collect());
+            let close = crate::suggest::closest(id, ids.iter().map(String::as_str), 3);
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!(" (did you mean {}?)", close.join(", "))
+            };
+            return Err(RegistryError::UnknownPlugin {
+                id: id.to_string(),
+                hint,
+            });
+        }
+        self.store.set_plugin_enabled(id, enabled)?;
+        self.bring_up(id, enabled).await;
+        self.reindex();
+        self.plugin(id).ok_or_else(|| RegistryError::UnknownPlugin {
+            id: id.to_string(),
+            hint: String::new(),
+        })
+    }
+
+    /// Stops every running plugin.
+    pub async fn shutdown(&self) {
+        let plugins: Vec<(String, Arc<dyn Plugin>)> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter(|s| matches!(s.state, PluginState::Running | PluginState::Degraded))
+                .filter_map(|s| s.plugin.clone().map(|p| (s.manifest.id.clone(), p)))
+                .collect()
+        });
+        for (id, plugin) in plugins {
+            if let Err(e) = plugin.stop().await {
+                tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly");
+            }
+        }
+    }
+}
+
+fn info(s: &Slot) -> PluginInfo {
+    PluginInfo {
+        id: s.manifest.id.clone(),
+        name: s.manifest.name.clone(),
+        version: s.manifest.version.clone(),
+        description: s.manifest.description.clone(),
+        kind: s.manifest.kind,
+        root: s.root,
+        dir: s.dir.clone(),
+        manifest_path: s.manifest_path.clone(),
+        state: s.state,
+        reason: s.reason.clone(),
+        tools: s.manifest.tools.iter().map(|t| t.name.clone()).collect(),
+    }
+}
+
+async fn start(plugin: &dyn Plugin) -> Result<(), String> {
+    plugin
+        .init()
+        .await
+        .map_err(|e| format!("init failed: {e}"))?;
+    plugin
+        .start()
+        .await
+        .map_err(|e| format!("start failed: {e}"))?;
+    match plugin.health().await {
+        Health::Failed(reason) => Err(format!("unhealthy after start: {reason}")),
+        Health::Ok | Health::Degraded(_) => Ok(()),
+    }
+}
+
+/// What the plugin's env contract or requirements lack: a reason and the variables to set.
+fn unmet_contract(m: &PluginManifest) -> Option<(String, Vec<String>)> {
+    let missing_env: Vec<String> = m
+        .env
+        .iter()
+        .filter(|v| v.required && std::env::var_os(&v.name).is_none_or(|x| x.is_empty()))
+        .map(|v| v.name.clone())
+        .collect();
+    let missing_bins: Vec<String> = m
+        .requirements
+        .iter()
+        .filter(|r| !r.optional && find_on_path(&r.binary).is_none())
+        .map(|r| r.binary.clone())
+        .collect();
+    let mut parts = Vec::new();
+    if !missing_env.is_empty() {
+        parts.push(format!(
+            "set the environment variable(s) {}",
+            missing_env.join(", ")
+        ));
+    }
+    if !missing_bins.is_empty() {
+        parts.push(format!(
+            "install {} (not found on PATH)",
+            missing_bins.join(", ")
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        (
+            format!("plugin `{}` is not configured: {}", m.id, parts.join("; ")),
+            missing_env,
+        )
+    })
+}
+
+/// The first executable file named `name` on `PATH`.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The plugin directories under one root with their manifests; problems become diagnostics.
+fn scan_root(
+    root: &Path,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(PathBuf, (PluginManifest, PathBuf))> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            diags.push(Diagnostic {
+                level: Level::Error,
+                path: Some(root.to_path_buf()),
+                field: None,
+                problem: format!("cannot read plugin directory: {e}"),
+                plugin_id: None,
+            });
+            return Vec::new();
+        }
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    if dirs.len() > MAX_PLUGINS_PER_ROOT {
+        diags.push(Diagnostic {
+            level: Level::Warning,
+            path: Some(root.to_path_buf()),
+            field: None,
+            problem: format!(
+                "{} plugin directories; only the first {MAX_PLUGINS_PER_ROOT} (by name) are read",
+                dirs.len()
+            ),
+            plugin_id: None,
+        });
+        dirs.truncate(MAX_PLUGINS_PER_ROOT);
+    }
+    let mut found = Vec::new();
+    let mut ids = BTreeSet::new();
+    for dir in dirs {
+        let Some(path) = find_manifest(&dir) else {
+            diags.push(Diagnostic {
+                level: Level::Warning,
+                path: Some(dir.clone()),
+                field: None,
+                problem: format!(
+                    "no manifest found (looked for {}); not a plugin",
+                    MANIFEST_NAMES.join(", ")
+                ),
+                plugin_id: None,
+            });
+            continue;
+        };
+        match load_manifest(&path) {
+            Ok(manifest) => {
+                ids.insert(manifest.id.clone());
+                found.push((dir, (manifest, path)));
+            }
+            Err(e) => diags.push(Diagnostic {
+                level: Level::Error,
+                path: Some(e.path),
+                field: Some(e.field),
+                problem: e.problem,
+                plugin_id: e.plugin_id,
+            }),
+        }
+    }
+    found
+}

@@ -1,0 +1,378 @@
+//! The state store: one SQLite file (WAL) for plugin state, config values and the audit log.
+//!
+//! The API is synchronous and short: each method takes the connection lock, runs one
+//! statement or transaction and returns. Async callers run it on the blocking pool.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
+/// Never edit a released entry: append a new one.
+const MIGRATIONS: &[&str] = &["CREATE TABLE plugin_state (
+        plugin_id    TEXT PRIMARY KEY,
+        enabled      INTEGER NOT NULL,
+        source       TEXT,
+        sha256       TEXT,
+        installed_at INTEGER,
+        updated_at   INTEGER NOT NULL
+    );
+    CREATE TABLE config_values (
+        plugin_id  TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        value      TEXT NOT NULL,
+        secret     INTEGER NOT NULL DEFAULT 0,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (plugin_id, key)
+    );
+    CREATE TABLE audit (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts_ms       INTEGER NOT NULL,
+        call_id     TEXT NOT NULL,
+        owner       TEXT NOT NULL,
+        door        TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        plugin      TEXT,
+        args_sha256 TEXT NOT NULL,
+        outcome     TEXT NOT NULL,
+        error_kind  TEXT,
+        duration_ms INTEGER NOT NULL
+    );
+    CREATE INDEX audit_ts ON audit (ts_ms);"];
+
+/// A state store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or created.
+    #[error("cannot open the state database {path}: {message}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A statement failed.
+    #[error("state database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// The database is newer than this build.
+    #[error(
+        "the state database {path} has schema version {found}, newer than this build knows ({known}); upgrade toolshed or use another --data-dir"
+    )]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: usize,
+        /// The newest this build knows.
+        known: usize,
+    },
+}
+
+/// One audit row: a call and how it ended. Arguments are kept only as a digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditRecord {
+    /// Milliseconds since the Unix epoch when the call started.
+    pub ts_ms: i64,
+    /// The call id.
+    pub call_id: String,
+    /// The owner.
+    pub owner: String,
+    /// The door it came through: `cli`, `mcp`, `rest`.
+    pub door: String,
+    /// The tool name as asked.
+    pub tool: String,
+    /// The plugin that served it, if it was resolved.
+    pub plugin: Option<String>,
+    /// SHA-256 of the arguments' JSON.
+    pub args_sha256: String,
+    /// `ok`, `tool_error` (ran, reported failure) or `error`.
+    pub outcome: String,
+    /// The error kind, for `error` outcomes.
+    pub error_kind: Option<String>,
+    /// Wall time in milliseconds.
+    pub duration_ms: i64,
+}
+
+/// The SQLite-backed state store.
+pub struct StateStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for StateStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl StateStore {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        Self::from_connection(conn, path.to_path_buf())
+    }
+
+    /// An in-memory store, for tests.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::from_connection(Connection::open_in_memory()?, PathBuf::from(":memory:"))
+    }
+
+    fn from_connection(mut conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let version = usize::try_from(version).unwrap_or(usize::MAX);
+        if version > MIGRATIONS.len() {
+            return Err(StoreError::TooNew {
+                path,
+                found: version,
+                known: MIGRATIONS.len(),
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version.
+    pub fn schema_version(&self) -> Result<usize, StoreError> {
+        self.with(|c| {
+            let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            Ok(usize::try_from(v).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
+        // back), so a poisoned lock is safe to keep using.
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn)
+    }
+
+    /// Whether the plugin was enabled or disabled by a person; `None` if never set.
+    pub fn plugin_enabled(&self, plugin_id: &str) -> Result<Option<bool>, StoreError> {
+        self.with(|c| {
+            Ok(c.query_row(
+                "SELECT enabled FROM plugin_state WHERE plugin_id = ?1",
+                [plugin_id],
+                |r| r.get::<_, bool>(0),
+            )
+            .optional()?)
+        })
+    }
+
+    /// Records that the plugin is enabled or disabled.
+    pub fn set_plugin_enabled(&self, plugin_id: &str, enabled: bool) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO plugin_state (plugin_id, enabled, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (plugin_id) DO UPDATE SET enabled = excluded.enabled,
+                 updated_at = excluded.updated_at",
+                params![plugin_id, enabled, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The stored config values of a plugin (secrets included: callers must not list them).
+    pub fn config_values(&self, plugin_id: &str) -> Result<Map<String, Value>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT key, value FROM config_values WHERE plugin_id = ?1 ORDER BY key",
+            )?;
+            let rows = stmt.query_map([plugin_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?;
+            let mut map = Map::new();
+            for row in rows {
+                let (key, raw) = row?;
+                map.insert(
+                    key,
+                    serde_json::from_str(&raw).unwrap_or(Value::String(raw)),
+                );
+            }
+            Ok(map)
+        })
+    }
+
+    /// Stores one config value.
+    pub fn set_config_value(
+        &self,
+        plugin_id: &str,
+        key: &str,
+        value: &Value,
+        secret: bool,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO config_values (plugin_id, key, value, secret, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (plugin_id, key) DO UPDATE SET value = excluded.value,
+                 secret = excluded.secret, updated_at = excluded.updated_at",
+                params![plugin_id, key, value.to_string(), secret, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Appends an audit row, and keeps at most `max_rows` rows (oldest removed first).
+    pub fn append_audit(&self, record: &AuditRecord, max_rows: u64) -> Result<(), StoreError> {
+        self.with(|c| {
+            let id: i64 = c.query_row(
+                "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
+                 outcome, error_kind, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+                params![
+                    record.ts_ms,
+                    record.call_id,
+                    record.owner,
+                    record.door,
+                    record.tool,
+                    record.plugin,
+                    record.args_sha256,
+                    record.outcome,
+                    record.error_kind,
+                    record.duration_ms
+                ],
+                |r| r.get(0),
+            )?;
+            // Pruning every 256 rows keeps the log bounded without a DELETE per call.
+            if id % 256 == 0 {
+                let keep = i64::try_from(max_rows).unwrap_or(i64::MAX);
+                c.execute("DELETE FROM audit WHERE id <= ?1 - ?2", params![id, keep])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The newest audit rows, newest first.
+    pub fn recent_audit(&self, limit: usize) -> Result<Vec<AuditRecord>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
+                 error_kind, duration_ms FROM audit ORDER BY id DESC LIMIT ?1",
+            )?;
+            let rows = stmt.query_map([limit as i64], |r| {
+                Ok(AuditRecord {
+                    ts_ms: r.get(0)?,
+                    call_id: r.get(1)?,
+                    owner: r.get(2)?,
+                    door: r.get(3)?,
+                    tool: r.get(4)?,
+                    plugin: r.get(5)?,
+                    args_sha256: r.get(6)?,
+                    outcome: r.get(7)?,
+                    error_kind: r.get(8)?,
+                    duration_ms: r.get(9)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(i: i64) -> AuditRecord {
+        AuditRecord {
+            ts_ms: i,
+            call_id: format!("c{i}"),
+            owner: "o".into(),
+            door: "test".into(),
+            tool: "calculator".into(),
+            plugin: Some("system.calculator".into()),
+            args_sha256: "00".into(),
+            outcome: "ok".into(),
+            error_kind: None,
+            duration_ms: 1,
+        }
+    }
+
+    #[test]
+    fn migrates_a_file_once_and_keeps_state_across_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/toolshed.db");
+        {
+            let store = StateStore::open(&path).unwrap();
+            assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+            store.set_plugin_enabled("a", false).unwrap();
+            store
+                .set_config_value("a", "k", &serde_json::json!({"x": 1}), false)
+                .unwrap();
+            store.append_audit(&record(1), 10).unwrap();
+        }
+        let store = StateStore::open(&path).unwrap();
+        assert_eq!(store.plugin_enabled("a").unwrap(), Some(false));
+        assert_eq!(store.plugin_enabled("b").unwrap(), None);
+        assert_eq!(
+            store.config_values("a").unwrap()["k"],
+            serde_json::json!({"x": 1})
+        );
+        assert_eq!(store.recent_audit(5).unwrap(), vec![record(1)]);
+        let mode: String = store
+            .with(|c| Ok(c.pragma_query_value(None, "journal_mode", |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolshed.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = StateStore::open(&path).unwrap_err().to_string();
+        assert!(err.contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn audit_log_is_bounded() {
+        let store = StateStore::open_in_memory().unwrap();
+        for i in 1..=1024 {
+            store.append_audit(&record(i), 100).unwrap();
+        }
+        let rows = store.recent_audit(10_000).unwrap();
+        assert!(rows.len() <= 100 + 256, "{}", rows.len());
+        assert_eq!(rows[0].ts_ms, 1024);
+    }
+}
