@@ -24,6 +24,9 @@ use crate::review::Review;
 use crate::store::{AuditRecord, StateStore};
 use crate::suggest::closest;
 
+/// How long a cancelled or timed-out tool gets to stop by itself before it is aborted.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 /// The most schema violations listed for one call.
 pub const MAX_VIOLATIONS: usize = 50;
 
@@ -456,8 +459,13 @@ async fn run_with_deadline(
         _ = caller_cancel.cancelled() => Err(ToolError::Cancelled),
     };
     if !task.is_finished() {
+        // Let the tool see its token and clean up (kill its children, remove temp files)
+        // before the task is dropped.
         call_cancel.cancel();
-        task.abort();
+        if tokio::time::timeout(CANCEL_GRACE, &mut task).await.is_err() {
+            tracing::warn!(tool = %entry.spec().name, "tool ignored cancellation; aborting it");
+            task.abort();
+        }
     }
     outcome
 }

@@ -1,0 +1,317 @@
+//! The call pipeline end to end: resolve, review, validate, run with deadline and
+//! cancellation, record.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use support::{Behaviour, SECOND, open, plugin, strict_spec, tool};
+use toolshed_core::{ErrorKind, OwnerId, ToolError, ToolSpec};
+use toolshed_host::{CallRequest, Event};
+
+fn req(tool: &str, args: serde_json::Value) -> CallRequest {
+    CallRequest::new(tool, args, OwnerId::new("tester"), "test")
+}
+
+#[tokio::test]
+async fn unknown_tool_suggests_close_names() {
+    let t = open(
+        vec![plugin(
+            "t.echo",
+            vec![tool(strict_spec("echo_strict"), Behaviour::Echo)],
+        )],
+        "",
+    )
+    .await;
+    let err = t
+        .host
+        .call(req("echo_strct", json!({})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert!(
+        err.to_string().contains("did you mean `echo_strict`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_arguments_list_every_violation_with_pointers() {
+    let t = open(
+        vec![plugin(
+            "t.echo",
+            vec![tool(strict_spec("echo_strict"), Behaviour::Echo)],
+        )],
+        "",
+    )
+    .await;
+    let err = t
+        .host
+        .call(req("echo_strict", json!({"n": -1, "extra": true})))
+        .await
+        .result
+        .unwrap_err();
+    let ToolError::InvalidArguments { violations, .. } = &err else {
+        panic!("{err:?}")
+    };
+    let pointers: Vec<&str> = violations.iter().map(|v| v.pointer.as_str()).collect();
+    assert_eq!(violations.len(), 3, "{violations:?}");
+    assert!(pointers.contains(&"/n"), "{pointers:?}");
+    assert!(
+        violations.iter().any(|v| v.message.contains("\"s\"")),
+        "{violations:?}"
+    );
+    assert!(
+        violations.iter().any(|v| v.message.contains("extra")),
+        "{violations:?}"
+    );
+
+    let ok = t
+        .host
+        .call(req("echo_strict", json!({"n": 1, "s": "x"})))
+        .await
+        .result
+        .unwrap();
+    assert_eq!(ok.structured, Some(json!({"n": 1, "s": "x"})));
+}
+
+#[tokio::test]
+async fn review_rules_and_profiles_deny_with_the_rule() {
+    let plugins = vec![plugin(
+        "t.many",
+        vec![
+            tool(ToolSpec::new("alpha_one", "a"), Behaviour::Echo),
+            tool(ToolSpec::new("alpha_two", "a"), Behaviour::Echo),
+            tool(ToolSpec::new("beta", "b"), Behaviour::Echo),
+        ],
+    )];
+    let config = "[review]\ndeny = [\"alpha_two\"]\n[profiles.narrow]\nallow = [\"alpha_*\"]\n";
+    let t = open(plugins, config).await;
+    assert!(
+        t.host
+            .call(req("alpha_one", json!({})))
+            .await
+            .result
+            .is_ok()
+    );
+    let err = t
+        .host
+        .call(req("alpha_two", json!({})))
+        .await
+        .result
+        .unwrap_err();
+    let ToolError::Denied { rule, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(rule, "review.deny pattern `alpha_two`");
+
+    let mut r = req("beta", json!({}));
+    r.profile = Some("narrow".into());
+    let err = t.host.call(r).await.result.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Denied { rule, .. } if rule.starts_with("profiles.narrow.allow")),
+        "{err:?}"
+    );
+
+    let mut r = req("beta", json!({}));
+    r.profile = Some("nope".into());
+    let err = t.host.call(r).await.result.unwrap_err();
+    assert!(err.to_string().contains("narrow"), "{err}");
+    assert!(t.host.dispatcher().visible("beta", None));
+    assert!(!t.host.dispatcher().visible("beta", Some("narrow")));
+}
+
+#[tokio::test]
+async fn timeout_cancels_the_tool_and_says_so() {
+    let observed = Arc::new(tokio::sync::Notify::new());
+    let t = open(
+        vec![plugin(
+            "t.wait",
+            vec![tool(
+                ToolSpec::new("wait", "w"),
+                Behaviour::WaitForCancel(observed.clone()),
+            )],
+        )],
+        "",
+    )
+    .await;
+    let mut r = req("wait", json!({}));
+    r.timeout = Some(Duration::from_millis(50));
+    let err = t.host.call(r).await.result.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(err.to_string().contains("50 ms"), "{err}");
+    // The tool saw its token fire (it would wait forever otherwise).
+    tokio::time::timeout(5 * SECOND, observed.notified())
+        .await
+        .expect("tool observed cancellation");
+}
+
+#[tokio::test]
+async fn default_timeout_comes_from_config_and_zero_is_refused() {
+    let observed = Arc::new(tokio::sync::Notify::new());
+    let t = open(
+        vec![plugin(
+            "t.wait",
+            vec![tool(
+                ToolSpec::new("wait", "w"),
+                Behaviour::WaitForCancel(observed),
+            )],
+        )],
+        "[limits]\ndefault_timeout_ms = 30\n",
+    )
+    .await;
+    let err = t
+        .host
+        .call(req("wait", json!({})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err, ToolError::Timeout(Duration::from_millis(30)));
+    let mut r = req("wait", json!({}));
+    r.timeout = Some(Duration::ZERO);
+    assert_eq!(
+        t.host.call(r).await.result.unwrap_err().kind(),
+        ErrorKind::InvalidArguments
+    );
+}
+
+#[tokio::test]
+async fn caller_cancellation_stops_the_tool() {
+    let observed = Arc::new(tokio::sync::Notify::new());
+    let t = open(
+        vec![plugin(
+            "t.wait",
+            vec![tool(
+                ToolSpec::new("wait", "w"),
+                Behaviour::WaitForCancel(observed.clone()),
+            )],
+        )],
+        "",
+    )
+    .await;
+    let mut events = t.host.events().subscribe();
+    let r = req("wait", json!({}));
+    let cancel = r.cancel.clone();
+    let host = &t.host;
+    let (result, ()) = tokio::join!(host.call(r), async {
+        // Cancel once the call is running, not before.
+        loop {
+            if let Ok(Event::CallStarted { .. }) = events.recv().await {
+                break;
+            }
+        }
+        cancel.cancel();
+    });
+    assert_eq!(result.result.unwrap_err(), ToolError::Cancelled);
+    tokio::time::timeout(5 * SECOND, observed.notified())
+        .await
+        .expect("tool observed cancellation");
+}
+
+#[tokio::test]
+async fn a_panicking_tool_is_an_internal_error_and_the_host_lives_on() {
+    let t = open(
+        vec![plugin(
+            "t.p",
+            vec![
+                tool(ToolSpec::new("boom", "b"), Behaviour::Panic),
+                tool(ToolSpec::new("fine", "f"), Behaviour::Echo),
+            ],
+        )],
+        "",
+    )
+    .await;
+    let err = t
+        .host
+        .call(req("boom", json!({})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Internal);
+    assert!(t.host.call(req("fine", json!({}))).await.result.is_ok());
+}
+
+#[tokio::test]
+async fn every_call_leaves_an_audit_row_and_events() {
+    let t = open(
+        vec![plugin(
+            "t.a",
+            vec![
+                tool(strict_spec("strict"), Behaviour::Echo),
+                tool(ToolSpec::new("fails", "f"), Behaviour::ReportFailure),
+                tool(ToolSpec::new("progress", "p"), Behaviour::Progress),
+            ],
+        )],
+        "",
+    )
+    .await;
+    let mut events = t.host.events().subscribe();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let mut r = req("progress", json!({}));
+    r.progress = Some(toolshed_core::ProgressSink::new(move |p| {
+        sink_seen
+            .lock()
+            .unwrap()
+            .push(p.message.unwrap_or_default())
+    }));
+    let ok = t.host.call(r).await;
+    assert_eq!(*seen.lock().unwrap(), vec!["step 0", "step 1", "step 2"]);
+    t.host.call(req("strict", json!({"n": 1, "s": "x"}))).await;
+    t.host.call(req("strict", json!({}))).await;
+    t.host.call(req("fails", json!({}))).await;
+    t.host.call(req("missing", json!({}))).await;
+
+    let rows = t.host.store().recent_audit(10).unwrap();
+    let summary: Vec<(String, String, Option<String>)> = rows
+        .iter()
+        .rev()
+        .map(|r| (r.tool.clone(), r.outcome.clone(), r.error_kind.clone()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("progress".into(), "ok".into(), None),
+            ("strict".into(), "ok".into(), None),
+            (
+                "strict".into(),
+                "error".into(),
+                Some("invalid_arguments".into())
+            ),
+            ("fails".into(), "tool_error".into(), None),
+            ("missing".into(), "error".into(), Some("not_found".into())),
+        ]
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.owner == "tester" && r.door == "test" && r.args_sha256.len() == 64)
+    );
+    assert_eq!(rows.last().unwrap().call_id, ok.call_id.0);
+    // The audit file is a real SQLite file in the data dir.
+    let conn = rusqlite::Connection::open(t.data.path().join("toolshed.db")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 5);
+
+    let mut kinds = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        kinds.push(match e {
+            Event::CallStarted { .. } => "started",
+            Event::CallProgress { .. } => "progress",
+            Event::CallFinished { .. } => "finished",
+            Event::CallFailed { .. } => "failed",
+            Event::PluginStateChanged { .. } => "plugin",
+        });
+    }
+    assert_eq!(
+        kinds,
+        vec![
+            "started", "progress", "progress", "progress", "finished", "started", "finished",
+            "failed", "started", "finished", "failed"
+        ]
+    );
+}

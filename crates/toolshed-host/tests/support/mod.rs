@@ -1,0 +1,159 @@
+//! Shared fixtures for the host's integration tests: a host on temporary directories with
+//! test plugins.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolshed_core::{
+    BuiltinPlugin, CallContext, Capabilities, Plane, Plugin, PluginKind, PluginManifest, Tool,
+    ToolError, ToolOutput, ToolSpec,
+};
+use toolshed_host::config::{ConfigSources, LoadedConfig};
+use toolshed_host::{Host, HostOptions};
+
+/// A manifest with defaults, for test plugins.
+pub fn manifest(id: &str) -> PluginManifest {
+    PluginManifest {
+        id: id.into(),
+        version: "1.0.0".into(),
+        name: id.into(),
+        description: String::new(),
+        translations: Default::default(),
+        kind: PluginKind::Builtin,
+        entry: None,
+        tags: vec![],
+        icon: None,
+        plane: Plane::Execution,
+        tools: vec![],
+        config: vec![],
+        env: vec![],
+        requirements: vec![],
+        capabilities: Capabilities::default(),
+    }
+}
+
+/// What a test tool does when called.
+#[derive(Clone)]
+pub enum Behaviour {
+    /// Returns its arguments as JSON text.
+    Echo,
+    /// Waits until cancelled, then tells `observed` and returns Cancelled.
+    WaitForCancel(Arc<tokio::sync::Notify>),
+    /// Panics.
+    Panic,
+    /// Returns a result with `is_error`.
+    ReportFailure,
+    /// Returns its resolved config.
+    Config,
+    /// Reports progress three times.
+    Progress,
+}
+
+pub struct TestTool {
+    pub spec: ToolSpec,
+    pub behaviour: Behaviour,
+}
+
+#[async_trait]
+impl Tool for TestTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        match &self.behaviour {
+            Behaviour::Echo => Ok(ToolOutput::structured(args)),
+            Behaviour::WaitForCancel(observed) => {
+                ctx.cancel.cancelled().await;
+                observed.notify_one();
+                Err(ToolError::Cancelled)
+            }
+            Behaviour::Panic => panic!("test tool panics on purpose"),
+            Behaviour::ReportFailure => Ok(ToolOutput::text("it failed").into_error()),
+            Behaviour::Config => Ok(ToolOutput::structured(Value::Object(ctx.config.clone()))),
+            Behaviour::Progress => {
+                for i in 0..3 {
+                    ctx.progress.message(format!("step {i}"));
+                }
+                Ok(ToolOutput::text("done"))
+            }
+        }
+    }
+}
+
+/// A tool spec whose schema needs `n` (integer ≥ 0) and `s` (string), nothing else.
+pub fn strict_spec(name: &str) -> ToolSpec {
+    ToolSpec::new(name, "A test tool with a strict schema.").input_schema(json!({
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 0},
+            "s": {"type": "string"}
+        },
+        "required": ["n", "s"],
+        "additionalProperties": false
+    }))
+}
+
+pub fn tool(spec: ToolSpec, behaviour: Behaviour) -> Arc<dyn Tool> {
+    Arc::new(TestTool { spec, behaviour })
+}
+
+pub fn plugin(id: &str, tools: Vec<Arc<dyn Tool>>) -> Arc<dyn Plugin> {
+    Arc::new(BuiltinPlugin::new(manifest(id), tools))
+}
+
+/// The configuration read from `toml` (as a workspace `toolshed.toml`) and nothing else.
+pub fn config_from(workspace: &Path, toml: &str) -> LoadedConfig {
+    std::fs::write(workspace.join("toolshed.toml"), toml).expect("write config");
+    ConfigSources {
+        workspace: workspace.to_path_buf(),
+        ..Default::default()
+    }
+    .load()
+    .expect("config loads")
+}
+
+/// A host on temporary directories.
+pub struct TestHost {
+    pub host: Host,
+    pub workspace: tempfile::TempDir,
+    pub data: tempfile::TempDir,
+}
+
+pub async fn open(plugins: Vec<Arc<dyn Plugin>>, config_toml: &str) -> TestHost {
+    let workspace = tempfile::tempdir().expect("tempdir");
+    let data = tempfile::tempdir().expect("tempdir");
+    open_in(workspace, data, plugins, config_toml).await
+}
+
+pub async fn open_in(
+    workspace: tempfile::TempDir,
+    data: tempfile::TempDir,
+    plugins: Vec<Arc<dyn Plugin>>,
+    config_toml: &str,
+) -> TestHost {
+    let config = config_from(workspace.path(), config_toml);
+    let host = Host::open(HostOptions {
+        workspace: workspace.path().to_path_buf(),
+        data_dir: data.path().to_path_buf(),
+        config,
+        system_plugins: plugins,
+        curated_dirs: vec![],
+        policy: None,
+        hooks: Default::default(),
+        extensions: Default::default(),
+    })
+    .await
+    .expect("host opens");
+    TestHost {
+        host,
+        workspace,
+        data,
+    }
+}
+
+pub const SECOND: Duration = Duration::from_secs(1);
