@@ -1,5 +1,6 @@
 //! The call pipeline end to end: resolve, review, validate, run with deadline and
 //! cancellation, record.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

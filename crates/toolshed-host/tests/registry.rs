@@ -1,4 +1,5 @@
 //! Discovery over the system, curated and user roots; clashes; lifecycle persisted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

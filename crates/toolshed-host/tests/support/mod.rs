@@ -1,5 +1,6 @@
 //! Shared fixtures for the host's integration tests: a host on temporary directories with
 //! test plugins.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::path::Path;
