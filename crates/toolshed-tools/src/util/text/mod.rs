@@ -1,0 +1,139 @@
+//! The `text` tool: counting, case conversion, slugs, truncation, regex and splitting.
+//!
+//! ```text
+//! {"operation": "case", "text": "HTTPServer error", "to": "snake"}   → http_server_error
+//! {"operation": "slugify", "text": "Crème brûlée!"}                   → creme-brulee
+//! {"operation": "regex_replace", "text": "a1b22", "pattern": "\\d+", "replacement": "#"}
+//!                                                                     → a#b# (2 replacements)
+//! ```
+//!
+//! One tool with an `operation` argument keeps the catalog short; the schema stays flat,
+//! so each operation checks the fields it needs and names any that are missing. Inputs are
+//! capped at 1 MiB and regexes at a compiled size limit, so no call can eat the host's
+//! memory.
+
+mod case;
+mod length;
+mod pattern;
+mod slug;
+mod spec;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use toolshed_core::{CallContext, Plugin, SyncTool, ToolError, ToolOutput};
+
+use super::{parse_args, required, single_tool_plugin};
+
+/// Largest `text` accepted, in bytes.
+const MAX_TEXT_BYTES: usize = 1 << 20;
+
+/// Largest text an operation may produce (a replacement can grow its input), in bytes.
+const MAX_OUTPUT_BYTES: usize = 2 << 20;
+
+/// Most matches or parts a call returns.
+const MAX_ITEMS: usize = 10_000;
+
+/// The `system.text` plugin.
+pub fn plugin() -> Arc<dyn Plugin> {
+    single_tool_plugin("text", "Text", SyncTool::new(spec::tool_spec(), handle))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Operation {
+    Count,
+    Case,
+    Slugify,
+    Truncate,
+    RegexExtract,
+    RegexReplace,
+    Split,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    operation: Operation,
+    text: String,
+    to: Option<case::Case>,
+    separator: Option<String>,
+    max_length: Option<u64>,
+    ellipsis: Option<String>,
+    unit: Option<length::Unit>,
+    pattern: Option<String>,
+    flags: Option<String>,
+    group: Option<Value>,
+    max_matches: Option<u64>,
+    replacement: Option<String>,
+    limit: Option<u64>,
+    max_parts: Option<u64>,
+    trim: Option<bool>,
+    skip_empty: Option<bool>,
+}
+
+fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: Args = parse_args(args)?;
+    let text = args.text.as_str();
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(ToolError::invalid_at(
+            "/text",
+            format!(
+                "`text` is {} bytes, over the limit of {MAX_TEXT_BYTES} bytes (1 MiB); send it \
+                 in smaller pieces",
+                text.len()
+            ),
+        ));
+    }
+    let flags = args.flags.as_deref();
+    match args.operation {
+        Operation::Count => Ok(length::count(text)),
+        Operation::Case => Ok(case::convert(text, required(args.to, "to", "case")?)),
+        Operation::Slugify => slug::slugify(text, args.separator.as_deref(), args.max_length),
+        Operation::Truncate => length::truncate(
+            text,
+            required(args.max_length, "max_length", "truncate")?,
+            args.ellipsis.as_deref(),
+            args.unit.unwrap_or_default(),
+        ),
+        Operation::RegexExtract => pattern::extract(
+            text,
+            &required(args.pattern, "pattern", "regex_extract")?,
+            flags,
+            args.group.as_ref(),
+            args.max_matches,
+        ),
+        Operation::RegexReplace => pattern::replace(
+            text,
+            &required(args.pattern, "pattern", "regex_replace")?,
+            &required(args.replacement, "replacement", "regex_replace")?,
+            flags,
+            args.limit.unwrap_or(0),
+        ),
+        Operation::Split => pattern::split(
+            text,
+            pattern::Splitter::new(args.separator.as_deref(), args.pattern.as_deref(), flags)?,
+            args.max_parts,
+            args.trim.unwrap_or(false),
+            args.skip_empty.unwrap_or(false),
+        ),
+    }
+}
+
+/// `value` for an error message: at most 80 characters, with `…` when cut.
+fn shorten(value: &str) -> String {
+    const SHOWN: usize = 80;
+    match value.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}…", &value[..end]),
+        None => value.to_string(),
+    }
+}
+
+/// A count argument as `usize` (saturating: a count this large only means "no limit").
+fn to_usize(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
