@@ -316,3 +316,138 @@ async fn every_call_leaves_an_audit_row_and_events() {
         ]
     );
 }
+
+struct Guard;
+
+#[async_trait::async_trait]
+impl toolshed_host::hooks::CallHook for Guard {
+    async fn before(
+        &self,
+        tool: &str,
+        _owner: &OwnerId,
+        args: &serde_json::Value,
+    ) -> toolshed_host::hooks::HookDecision {
+        use toolshed_host::hooks::HookDecision;
+        match tool {
+            "blocked" => HookDecision::Block("blocked by the guard hook".into()),
+            "rewritten" if args["n"] == 1 => {
+                HookDecision::Rewrite(json!({"n": 7, "s": "from hook"}))
+            }
+            "rewritten" => HookDecision::Rewrite(json!({"n": "not a number"})),
+            _ => HookDecision::Continue,
+        }
+    }
+
+    async fn after(
+        &self,
+        tool: &str,
+        _owner: &OwnerId,
+        result: Result<toolshed_core::ToolOutput, ToolError>,
+    ) -> Result<toolshed_core::ToolOutput, ToolError> {
+        if tool == "annotated" {
+            return result.map(|mut out| {
+                out.content.push(toolshed_core::Content::Text {
+                    text: "checked by guard".into(),
+                });
+                out
+            });
+        }
+        result
+    }
+}
+
+struct ApproveDangerous;
+
+impl toolshed_host::policy::Policy for ApproveDangerous {
+    fn check(
+        &self,
+        _tool: &str,
+        _owner: &OwnerId,
+        spec: &ToolSpec,
+    ) -> toolshed_host::policy::PolicyDecision {
+        if spec.danger == toolshed_core::Danger::High {
+            toolshed_host::policy::PolicyDecision::NeedsApproval(format!(
+                "`{}` is dangerous",
+                spec.name
+            ))
+        } else {
+            toolshed_host::policy::PolicyDecision::Allow
+        }
+    }
+}
+
+#[tokio::test]
+async fn hooks_block_rewrite_and_annotate_and_policy_can_ask_for_approval() {
+    let mut hooks = toolshed_host::hooks::Hooks::default();
+    hooks.push(Arc::new(Guard));
+    let mut dangerous = ToolSpec::new("dangerous", "d");
+    dangerous.danger = toolshed_core::Danger::High;
+    let plugins = vec![plugin(
+        "t.h",
+        vec![
+            tool(ToolSpec::new("blocked", "b"), Behaviour::Echo),
+            tool(strict_spec("rewritten"), Behaviour::Echo),
+            tool(ToolSpec::new("annotated", "a"), Behaviour::ReportFailure),
+            tool(dangerous, Behaviour::Echo),
+        ],
+    )];
+    let t = support::open_with(
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        plugins,
+        "",
+        Some(Arc::new(ApproveDangerous)),
+        hooks,
+    )
+    .await;
+    let err = t
+        .host
+        .call(req("blocked", json!({})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::Denied {
+            rule: "hook".into(),
+            message: "blocked by the guard hook".into()
+        }
+    );
+
+    // Hooks see validated arguments and may replace them.
+    let out = t
+        .host
+        .call(req("rewritten", json!({"n": 1, "s": "x"})))
+        .await
+        .result
+        .unwrap();
+    assert_eq!(out.structured, Some(json!({"n": 7, "s": "from hook"})));
+    // A rewrite is validated again.
+    let err = t
+        .host
+        .call(req("rewritten", json!({"n": 2, "s": "x"})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+
+    let out = t
+        .host
+        .call(req("annotated", json!({})))
+        .await
+        .result
+        .unwrap();
+    assert!(out.is_error);
+    assert_eq!(out.text_joined(), "it failed\nchecked by guard");
+
+    let err = t
+        .host
+        .call(req("dangerous", json!({})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::NeedsApproval("`dangerous` is dangerous".into())
+    );
+}

@@ -137,6 +137,26 @@ pub async fn open_in(
     plugins: Vec<Arc<dyn Plugin>>,
     config_toml: &str,
 ) -> TestHost {
+    open_with(
+        workspace,
+        data,
+        plugins,
+        config_toml,
+        None,
+        Default::default(),
+    )
+    .await
+}
+
+/// A host with a policy and hooks.
+pub async fn open_with(
+    workspace: tempfile::TempDir,
+    data: tempfile::TempDir,
+    plugins: Vec<Arc<dyn Plugin>>,
+    config_toml: &str,
+    policy: Option<Arc<dyn toolshed_host::policy::Policy>>,
+    hooks: toolshed_host::hooks::Hooks,
+) -> TestHost {
     let config = config_from(workspace.path(), config_toml);
     let host = Host::open(HostOptions {
         workspace: workspace.path().to_path_buf(),
@@ -144,8 +164,8 @@ pub async fn open_in(
         config,
         system_plugins: plugins,
         curated_dirs: vec![],
-        policy: None,
-        hooks: Default::default(),
+        policy,
+        hooks,
         extensions: Default::default(),
     })
     .await
