@@ -21,6 +21,9 @@ pub mod markdown;
 pub mod random;
 pub mod text;
 
+#[cfg(test)]
+pub(crate) mod test_support;
+
 /// The group every utility tool belongs to.
 pub const GROUP: &str = "util";
 

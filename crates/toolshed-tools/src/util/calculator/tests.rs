@@ -1,35 +1,24 @@
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
+use toolshed_core::{ErrorKind, ToolError, ToolOutput};
 
 use super::parser::{MAX_DEPTH, MAX_EXPRESSION_CHARS};
 use super::plugin;
+use crate::util::test_support;
 
 async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
+    test_support::call(&plugin(), args).await
 }
 
 /// The printed result of `expression`.
 async fn calc(expression: &str) -> String {
-    match call(json!({ "expression": expression })).await {
-        Ok(out) => out.text_joined(),
-        Err(e) => panic!("`{expression}` failed: {e}"),
-    }
+    test_support::ok(&plugin(), json!({ "expression": expression }))
+        .await
+        .text_joined()
 }
 
 /// The message of the invalid-arguments error `expression` must produce.
 async fn calc_err(expression: &str) -> String {
-    match call(json!({ "expression": expression })).await {
-        Ok(out) => panic!("`{expression}` should fail, got {}", out.text_joined()),
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::InvalidArguments, "{e}");
-            e.to_string()
-        }
-    }
+    test_support::invalid(&plugin(), json!({ "expression": expression })).await
 }
 
 #[tokio::test]
@@ -309,13 +298,15 @@ async fn unknown_arguments_are_rejected() {
 
 #[test]
 fn input_schema_compiles_and_validates() {
-    let p = plugin();
-    let spec = p.tools()[0].spec().clone();
-    let validator = jsonschema::validator_for(&spec.input_schema).unwrap();
-    assert!(validator.is_valid(&json!({"expression": "1+1"})));
-    assert!(!validator.is_valid(&json!({"expression": 2})));
-    assert!(!validator.is_valid(&json!({})));
-    assert!(!validator.is_valid(&json!({"expression": "1", "extra": true})));
+    test_support::check_schema(
+        &plugin(),
+        &[json!({"expression": "1+1"})],
+        &[
+            json!({"expression": 2}),
+            json!({}),
+            json!({"expression": "1", "extra": true}),
+        ],
+    );
 }
 
 #[tokio::test]

@@ -1,29 +1,15 @@
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
+use toolshed_core::{ErrorKind, ToolError, ToolOutput};
 
 use super::plugin;
-
-async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
-}
+use crate::util::test_support;
 
 async fn ok(args: Value) -> ToolOutput {
-    match call(args.clone()).await {
-        Ok(out) => out,
-        Err(e) => panic!("{args} failed: {e}"),
-    }
+    test_support::ok(&plugin(), args).await
 }
 
 async fn err(args: Value) -> ToolError {
-    match call(args.clone()).await {
-        Ok(out) => panic!("{args} succeeded: {}", out.text_joined()),
-        Err(e) => e,
-    }
+    test_support::err(&plugin(), args).await
 }
 
 async fn hash(algorithm: &str, input: &str) -> String {
@@ -331,14 +317,16 @@ async fn round_trips() {
 
 #[tokio::test]
 async fn schema_compiles_and_accepts_examples() {
-    let p = plugin();
-    let schema = p.tools()[0].spec().input_schema.clone();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    assert!(v.is_valid(&json!({"operation": "hash", "algorithm": "sha256", "input": "abc"})));
-    assert!(v.is_valid(&json!({
-        "operation": "hmac", "key": "k", "key_encoding": "hex", "input": "x"
-    })));
-    assert!(!v.is_valid(&json!({"operation": "hash", "algorithm": "sha3", "input": "abc"})));
-    assert!(!v.is_valid(&json!({"operation": "hash", "algorithm": "md5"})));
-    assert!(!v.is_valid(&json!({"operation": "encode", "input": "a", "extra": 1})));
+    test_support::check_schema(
+        &plugin(),
+        &[
+            json!({"operation": "hash", "algorithm": "sha256", "input": "abc"}),
+            json!({"operation": "hmac", "key": "k", "key_encoding": "hex", "input": "x"}),
+        ],
+        &[
+            json!({"operation": "hash", "algorithm": "sha3", "input": "abc"}),
+            json!({"operation": "hash", "algorithm": "md5"}),
+            json!({"operation": "encode", "input": "a", "extra": 1}),
+        ],
+    );
 }

@@ -1,23 +1,12 @@
 //! Tests of the `datetime` tool, called through its plugin as a door would.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
 
 use super::plugin;
-
-async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
-}
+use crate::util::test_support;
 
 async fn ok(args: Value) -> (String, Value) {
-    let out = call(args.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{args} failed: {e}"));
+    let out = test_support::ok(&plugin(), args).await;
     assert!(!out.is_error);
     (
         out.text_joined(),
@@ -26,11 +15,7 @@ async fn ok(args: Value) -> (String, Value) {
 }
 
 async fn invalid(args: Value) -> String {
-    let err = call(args.clone())
-        .await
-        .expect_err(&format!("{args} should fail"));
-    assert_eq!(err.kind(), ErrorKind::InvalidArguments, "{err}");
-    err.to_string()
+    test_support::invalid(&plugin(), args).await
 }
 
 #[test]
@@ -48,26 +33,22 @@ fn plugin_has_one_tool_named_datetime() {
 
 #[test]
 fn schema_compiles_and_validates() {
-    let spec = plugin().tools()[0].spec().clone();
-    let validator = jsonschema::validator_for(&spec.input_schema).expect("schema compiles");
-    assert!(validator.is_valid(&json!({
-        "operation": "convert", "instant": "2026-03-29T00:30:00Z", "to": "Europe/London"
-    })));
-    assert!(validator.is_valid(&json!({"operation": "format", "unix": 1.5, "format": "%Y"})));
-    assert!(!validator.is_valid(&json!({"operation": "teleport"})));
-    assert!(!validator.is_valid(&json!({"operation": "now", "zone": "UTC"})));
-    assert!(!validator.is_valid(&json!({"instant": "now"})));
-    assert!(!validator.is_valid(&json!({"operation": "diff", "unit": "fortnights"})));
-    // Every property is described, for the model.
-    let props = spec.input_schema["properties"]
-        .as_object()
-        .expect("properties");
-    for (name, prop) in props {
-        assert!(
-            prop.get("description").is_some(),
-            "{name} lacks a description"
-        );
-    }
+    // Also checks that every property is described, for the model.
+    test_support::check_schema(
+        &plugin(),
+        &[
+            json!({
+                "operation": "convert", "instant": "2026-03-29T00:30:00Z", "to": "Europe/London"
+            }),
+            json!({"operation": "format", "unix": 1.5, "format": "%Y"}),
+        ],
+        &[
+            json!({"operation": "teleport"}),
+            json!({"operation": "now", "zone": "UTC"}),
+            json!({"instant": "now"}),
+            json!({"operation": "diff", "unit": "fortnights"}),
+        ],
+    );
 }
 
 // --- convert ---

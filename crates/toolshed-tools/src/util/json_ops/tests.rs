@@ -1,29 +1,17 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
+use toolshed_core::{ErrorKind, ToolError, ToolOutput};
 
 use super::plugin;
-
-async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
-}
+use crate::util::test_support;
 
 async fn ok(args: Value) -> ToolOutput {
-    match call(args.clone()).await {
-        Ok(out) => out,
-        Err(e) => panic!("{args} failed: {e}"),
-    }
+    test_support::ok(&plugin(), args).await
 }
 
 async fn err(args: Value) -> ToolError {
-    match call(args.clone()).await {
-        Ok(out) => panic!("{args} succeeded: {}", out.text_joined()),
-        Err(e) => e,
-    }
+    test_support::err(&plugin(), args).await
 }
 
 /// Applies an RFC 6902 patch made of add/remove/replace, strictly: every path must exist
@@ -540,14 +528,18 @@ async fn field_of_another_operation_is_refused() {
 
 #[tokio::test]
 async fn schema_compiles_and_accepts_examples() {
-    let p = plugin();
-    let schema = p.tools()[0].spec().input_schema.clone();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    assert!(v.is_valid(&json!({"operation": "parse", "text": "{}", "indent": 4})));
-    assert!(v.is_valid(&json!({"operation": "diff", "left": null, "right": [1]})));
-    assert!(v.is_valid(&json!({"operation": "validate", "document": 1, "schema": true})));
-    assert!(!v.is_valid(&json!({"operation": "parse", "text": "{}", "indent": 9})));
-    assert!(!v.is_valid(&json!({"operation": "merge"})));
-    assert!(!v.is_valid(&json!({"operation": "parse", "text": 1})));
-    assert!(!v.is_valid(&json!({"operation": "parse", "extra": 1})));
+    test_support::check_schema(
+        &plugin(),
+        &[
+            json!({"operation": "parse", "text": "{}", "indent": 4}),
+            json!({"operation": "diff", "left": null, "right": [1]}),
+            json!({"operation": "validate", "document": 1, "schema": true}),
+        ],
+        &[
+            json!({"operation": "parse", "text": "{}", "indent": 9}),
+            json!({"operation": "merge"}),
+            json!({"operation": "parse", "text": 1}),
+            json!({"operation": "parse", "extra": 1}),
+        ],
+    );
 }

@@ -1,29 +1,15 @@
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
+use toolshed_core::{ErrorKind, ToolError, ToolOutput};
 
 use super::plugin;
-
-async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
-}
+use crate::util::test_support;
 
 async fn ok(args: Value) -> ToolOutput {
-    match call(args.clone()).await {
-        Ok(out) => out,
-        Err(e) => panic!("{args} failed: {e}"),
-    }
+    test_support::ok(&plugin(), args).await
 }
 
 async fn err(args: Value) -> ToolError {
-    match call(args.clone()).await {
-        Ok(out) => panic!("{args} succeeded: {}", out.text_joined()),
-        Err(e) => e,
-    }
+    test_support::err(&plugin(), args).await
 }
 
 async fn op(operation: &str, markdown: &str) -> ToolOutput {
@@ -337,12 +323,16 @@ async fn pathological_input_finishes() {
 
 #[tokio::test]
 async fn schema_compiles_and_accepts_examples() {
-    let p = plugin();
-    let schema = p.tools()[0].spec().input_schema.clone();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    assert!(v.is_valid(&json!({"operation": "toc", "markdown": "# a", "max_level": 2})));
-    assert!(v.is_valid(&json!({"operation": "to_html", "markdown": "", "allow_html": true})));
-    assert!(!v.is_valid(&json!({"operation": "toc", "markdown": "# a", "max_level": 9})));
-    assert!(!v.is_valid(&json!({"operation": "toc"})));
-    assert!(!v.is_valid(&json!({"operation": "toc", "markdown": "x", "extra": 1})));
+    test_support::check_schema(
+        &plugin(),
+        &[
+            json!({"operation": "toc", "markdown": "# a", "max_level": 2}),
+            json!({"operation": "to_html", "markdown": "", "allow_html": true}),
+        ],
+        &[
+            json!({"operation": "toc", "markdown": "# a", "max_level": 9}),
+            json!({"operation": "toc"}),
+            json!({"operation": "toc", "markdown": "x", "extra": 1}),
+        ],
+    );
 }

@@ -1,25 +1,20 @@
 //! Tests of the `random` tool, called through its plugin as a door would.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
+use toolshed_core::{ToolError, ToolOutput};
 
 use super::plugin;
+use crate::util::test_support;
 
 async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
+    test_support::call(&plugin(), args).await
 }
 
 /// The text and the `values` of a successful call.
 async fn ok(args: Value) -> (String, Vec<Value>) {
-    let out = call(args.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{args} failed: {e}"));
+    let out = test_support::ok(&plugin(), args).await;
     assert!(!out.is_error);
     let structured = out.structured.clone().expect("structured output");
     let values = structured["values"].as_array().expect("values").clone();
@@ -27,11 +22,7 @@ async fn ok(args: Value) -> (String, Vec<Value>) {
 }
 
 async fn invalid(args: Value) -> String {
-    let err = call(args.clone())
-        .await
-        .expect_err(&format!("{args} should fail"));
-    assert_eq!(err.kind(), ErrorKind::InvalidArguments, "{err}");
-    err.to_string()
+    test_support::invalid(&plugin(), args).await
 }
 
 fn ints(values: &[Value]) -> Vec<i64> {
@@ -66,24 +57,20 @@ fn plugin_has_one_tool_with_honest_annotations() {
 
 #[test]
 fn schema_compiles_and_validates() {
-    let spec = plugin().tools()[0].spec().clone();
-    let validator = jsonschema::validator_for(&spec.input_schema).expect("schema compiles");
-    assert!(validator.is_valid(&json!({"operation": "integer", "min": -5, "max": 5, "seed": 1})));
-    assert!(validator.is_valid(&json!({"operation": "pick", "items": [1, "a", null, {"x": 1}]})));
-    assert!(!validator.is_valid(&json!({"operation": "dice"})));
-    assert!(!validator.is_valid(&json!({"operation": "integer", "seed": -1})));
-    assert!(!validator.is_valid(&json!({"operation": "uuid", "version": 5})));
-    assert!(!validator.is_valid(&json!({"operation": "integer", "count": 10_001})));
-    assert!(!validator.is_valid(&json!({"operation": "integer", "colour": "red"})));
-    let props = spec.input_schema["properties"]
-        .as_object()
-        .expect("properties");
-    for (name, prop) in props {
-        assert!(
-            prop.get("description").is_some(),
-            "{name} lacks a description"
-        );
-    }
+    test_support::check_schema(
+        &plugin(),
+        &[
+            json!({"operation": "integer", "min": -5, "max": 5, "seed": 1}),
+            json!({"operation": "pick", "items": [1, "a", null, {"x": 1}]}),
+        ],
+        &[
+            json!({"operation": "dice"}),
+            json!({"operation": "integer", "seed": -1}),
+            json!({"operation": "uuid", "version": 5}),
+            json!({"operation": "integer", "count": 10_001}),
+            json!({"operation": "integer", "colour": "red"}),
+        ],
+    );
 }
 
 // --- integer ---

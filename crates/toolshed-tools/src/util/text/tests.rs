@@ -1,34 +1,24 @@
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
+use toolshed_core::{ToolError, ToolOutput};
 
 use super::plugin;
+use crate::util::test_support;
 
 async fn call(args: Value) -> Result<ToolOutput, ToolError> {
-    let p = plugin();
-    let t = p.tools()[0].clone();
-    t.call(CallContext::for_test(Duration::from_secs(5)), args)
-        .await
+    test_support::call(&plugin(), args).await
 }
 
 /// The structured result of a call that must succeed.
 async fn ok(args: Value) -> Value {
-    match call(args.clone()).await {
-        Ok(out) => out.structured.unwrap_or(Value::Null),
-        Err(e) => panic!("{args} failed: {e}"),
-    }
+    test_support::ok(&plugin(), args)
+        .await
+        .structured
+        .unwrap_or(Value::Null)
 }
 
 /// The message of the invalid-arguments error a call must produce.
 async fn invalid(args: Value) -> String {
-    match call(args.clone()).await {
-        Ok(out) => panic!("{args} should fail, got {}", out.text_joined()),
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::InvalidArguments, "{e}");
-            e.to_string()
-        }
-    }
+    test_support::invalid(&plugin(), args).await
 }
 
 async fn case(text: &str, to: &str) -> String {
@@ -601,26 +591,21 @@ async fn unknown_operation_and_fields_are_rejected() {
 
 #[test]
 fn input_schema_compiles_and_validates() {
-    let p = plugin();
-    let spec = p.tools()[0].spec().clone();
-    let validator = jsonschema::validator_for(&spec.input_schema).unwrap();
-    assert!(validator.is_valid(&json!({"operation": "case", "text": "a", "to": "snake"})));
-    assert!(
-        validator.is_valid(&json!({"operation": "regex_extract", "text": "a",
-                                       "pattern": "a", "group": "name"}))
-    );
-    assert!(
-        validator.is_valid(&json!({"operation": "regex_extract", "text": "a",
-                                       "pattern": "a", "group": 1}))
-    );
-    assert!(!validator.is_valid(&json!({"operation": "shout", "text": "a"})));
-    assert!(!validator.is_valid(&json!({"operation": "count"})));
-    assert!(!validator.is_valid(&json!({"operation": "case", "text": "a", "to": "shouty"})));
-    assert!(!validator.is_valid(&json!({"operation": "count", "text": "a", "extra": 1})));
-    assert!(!validator.is_valid(&json!({"operation": "truncate", "text": "a", "max_length": 0})));
-    assert!(
-        !validator.is_valid(&json!({"operation": "regex_extract", "text": "a",
-                                        "pattern": "a", "max_matches": 10001}))
+    test_support::check_schema(
+        &plugin(),
+        &[
+            json!({"operation": "case", "text": "a", "to": "snake"}),
+            json!({"operation": "regex_extract", "text": "a", "pattern": "a", "group": "name"}),
+            json!({"operation": "regex_extract", "text": "a", "pattern": "a", "group": 1}),
+        ],
+        &[
+            json!({"operation": "shout", "text": "a"}),
+            json!({"operation": "count"}),
+            json!({"operation": "case", "text": "a", "to": "shouty"}),
+            json!({"operation": "count", "text": "a", "extra": 1}),
+            json!({"operation": "truncate", "text": "a", "max_length": 0}),
+            json!({"operation": "regex_extract", "text": "a", "pattern": "a", "max_matches": 10001}),
+        ],
     );
 }
 

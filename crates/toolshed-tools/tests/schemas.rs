@@ -1,0 +1,100 @@
+//! Every built-in tool's input schema is in the conservative dialect every model provider
+//! accepts: no `$ref`, no type unions, no `oneOf`/`anyOf`/`allOf`, no exclusive bounds, no
+//! `format` but `date-time`; an object at the top that refuses unknown properties; and a
+//! description on every property.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+
+const FORBIDDEN: &[&str] = &[
+    "$ref",
+    "$defs",
+    "definitions",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+];
+
+fn lint(tool: &str, at: &str, schema: &Value, problems: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let here = format!("{at}/{key}");
+                // Inside `properties` the keys are argument names, not keywords.
+                if at.ends_with("/properties") {
+                    if !value.get("description").is_some_and(Value::is_string) {
+                        problems.push(format!("{tool}: {here} has no description"));
+                    }
+                    lint(tool, &here, value, problems);
+                    continue;
+                }
+                if FORBIDDEN.contains(&key.as_str()) {
+                    problems.push(format!("{tool}: {here} uses `{key}`"));
+                }
+                if key == "type" && !value.is_string() {
+                    problems.push(format!("{tool}: {here} is not a single type"));
+                }
+                if key == "format" && value != "date-time" {
+                    problems.push(format!("{tool}: {here} is format {value}"));
+                }
+                if !matches!(key.as_str(), "enum" | "default" | "examples" | "const") {
+                    lint(tool, &here, value, problems);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                lint(tool, &format!("{at}/{i}"), item, problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_builtin_schema_is_in_the_conservative_dialect() {
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for plugin in toolshed_tools::system_plugins() {
+        for tool in plugin.tools() {
+            count += 1;
+            let spec = tool.spec();
+            let schema = &spec.input_schema;
+            assert_eq!(schema["type"], "object", "{}", spec.name);
+            if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+                problems.push(format!(
+                    "{}: top level lacks additionalProperties: false",
+                    spec.name
+                ));
+            }
+            jsonschema::validator_for(schema).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+            lint(&spec.name, "", schema, &mut problems);
+            assert!(!spec.description.trim().is_empty(), "{}", spec.name);
+            assert!(!spec.group.is_empty(), "{} has no group", spec.name);
+        }
+    }
+    assert!(count >= 7);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn plugin_ids_and_tool_names_follow_the_rules() {
+    for plugin in toolshed_tools::system_plugins() {
+        let m = plugin.manifest();
+        assert!(m.id.starts_with("system."), "{}", m.id);
+        assert!(toolshed_core::is_valid_plugin_id(&m.id), "{}", m.id);
+        assert_eq!(m.tools.len(), plugin.tools().len(), "{}", m.id);
+        for tool in &m.tools {
+            assert!(
+                tool.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{}",
+                tool.name
+            );
+        }
+    }
+}
