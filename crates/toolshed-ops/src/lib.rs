@@ -1,7 +1,70 @@
 //! The operations layer: how tools touch the world.
 //!
-//! Tools never call `std::fs` or spawn processes themselves. They receive an `Ops` value in
-//! their [`CallContext`](toolshed_core::CallContext) extensions and go through it, so that the
-//! same tool runs against the real system (`LocalOps`), a sandbox, or an in-memory double in
-//! tests. The traits arrive with the workspace tools; this crate reserves the layer's place in
-//! the dependency graph (core ← ops ← host) so later work does not reshuffle the crates.
+//! Tools never call `std::fs` or spawn processes themselves. They get an [`Ops`] from their
+//! [`CallContext`] (`ctx.ops()?`) and go through it, so the same tool runs against the real
+//! system ([`LocalOps`]), a sandbox, or an in-memory double in tests ([`MemoryOps`]). Both
+//! implementations pass one [contract suite](contract).
+//!
+//! ```
+//! use toolshed_ops::{FileOps, MemoryOps, Parents};
+//! let ops = MemoryOps::new();
+//! ops.write("notes/todo.txt", b"ship it\n", Parents::Create).unwrap();
+//! assert_eq!(ops.read("notes/todo.txt", 1024).unwrap().bytes, b"ship it\n");
+//! assert!(ops.read("../outside", 1024).is_err());
+//! ```
+
+use std::sync::Arc;
+
+use toolshed_core::{CallContext, ToolError};
+
+pub mod contract;
+mod error;
+mod file;
+mod local;
+mod memory;
+pub mod path;
+
+pub use error::OpsError;
+pub use file::{
+    DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
+    Overwrite, Parents, Written,
+};
+pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
+pub use memory::MemoryOps;
+
+/// Everything a tool may use to act, handed to it through [`CallContext::extensions`].
+#[derive(Clone)]
+pub struct Ops {
+    /// File operations confined to the workspace.
+    pub files: Arc<dyn FileOps>,
+}
+
+impl Ops {
+    /// The real system under `workspace`.
+    pub fn local(workspace: &std::path::Path) -> Result<Self, OpsError> {
+        Ok(Self {
+            files: Arc::new(LocalOps::new(workspace)?),
+        })
+    }
+
+    /// An empty in-memory workspace.
+    pub fn memory() -> Self {
+        Self {
+            files: Arc::new(MemoryOps::new()),
+        }
+    }
+}
+
+/// Getting the [`Ops`] of a call.
+pub trait OpsContext {
+    /// The operations backend of this call.
+    fn ops(&self) -> Result<Arc<Ops>, ToolError>;
+}
+
+impl OpsContext for CallContext {
+    fn ops(&self) -> Result<Arc<Ops>, ToolError> {
+        self.extensions.get::<Ops>().ok_or_else(|| {
+            ToolError::Internal("no operations backend is configured for this host".into())
+        })
+    }
+}

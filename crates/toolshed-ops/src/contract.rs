@@ -1,0 +1,382 @@
+//! The contract every [`FileOps`] implementation must meet, as a reusable test suite.
+//!
+//! `run(ops, fixture)` exercises one implementation; the crate's tests run it against
+//! [`LocalOps`](crate::LocalOps) on a temporary directory and against
+//! [`MemoryOps`](crate::MemoryOps), so tool tests written on the in-memory double mean the
+//! same on the real file system. A failed check panics with what was expected.
+
+use crate::error::OpsError;
+use crate::file::{FileKind, FileOps, Follow, Overwrite, Parents, Written};
+
+/// What the suite needs beyond [`FileOps`] to build hostile fixtures.
+pub trait Fixture {
+    /// Creates a symbolic link at `path` (relative to the root) pointing to `target`.
+    fn symlink(&self, path: &str, target: &str);
+    /// Gives the file at `path` a second hard link at `other`.
+    fn hard_link(&self, path: &str, other: &str);
+    /// Creates a FIFO at `path`.
+    fn fifo(&self, path: &str);
+}
+
+fn ok<T>(result: Result<T, OpsError>, what: &str) -> T {
+    match result {
+        Ok(v) => v,
+        Err(e) => panic!("{what}: expected success, got: {e}"),
+    }
+}
+
+fn fails<T: std::fmt::Debug>(
+    result: Result<T, OpsError>,
+    what: &str,
+    check: impl Fn(&OpsError) -> bool,
+) {
+    match result {
+        Ok(v) => panic!("{what}: expected an error, got {v:?}"),
+        Err(e) => assert!(check(&e), "{what}: unexpected error: {e:?}"),
+    }
+}
+
+fn is_escape(e: &OpsError) -> bool {
+    matches!(e, OpsError::Escape { .. })
+}
+
+/// Runs every check. Uses paths under `contract/` and expects the root to be otherwise
+/// empty of them.
+pub fn run(ops: &dyn FileOps, fx: &dyn Fixture) {
+    files(ops);
+    directories(ops);
+    renames(ops);
+    escapes(ops, fx);
+    refusals(ops, fx);
+    reserved(ops);
+    malformed(ops);
+}
+
+fn files(ops: &dyn FileOps) {
+    assert_eq!(
+        ok(
+            ops.write("contract/f/a.txt", b"hello\n", Parents::Create),
+            "create"
+        ),
+        Written::Created
+    );
+    assert_eq!(
+        ok(
+            ops.write("contract/f/a.txt", b"bye\n", Parents::MustExist),
+            "replace"
+        ),
+        Written::Replaced
+    );
+    let c = ok(ops.read("contract/f/a.txt", 1 << 20), "read");
+    assert_eq!(
+        (c.bytes.as_slice(), c.size, c.truncated()),
+        (&b"bye\n"[..], 4, false)
+    );
+    let c = ok(ops.read("contract/f/a.txt", 2), "read capped");
+    assert_eq!(
+        (c.bytes.as_slice(), c.size, c.truncated()),
+        (&b"by"[..], 4, true)
+    );
+    ok(ops.append("contract/f/a.txt", b"more\n"), "append");
+    ok(ops.append("contract/f/new.log", b"1\n"), "append creates");
+    assert_eq!(
+        ok(ops.read("contract/f/a.txt", 100), "read").bytes,
+        b"bye\nmore\n"
+    );
+    let m = ok(ops.stat("contract/f/a.txt", Follow::Yes), "stat");
+    assert_eq!((m.kind, m.size, m.links), (FileKind::File, 9, 1));
+    ok(
+        ops.write("contract/f/empty", b"", Parents::MustExist),
+        "empty file",
+    );
+    assert_eq!(ok(ops.read("contract/f/empty", 10), "read empty").size, 0);
+    fails(
+        ops.write("contract/missing/a.txt", b"x", Parents::MustExist),
+        "write without parents",
+        |e| matches!(e, OpsError::NotFound { .. }),
+    );
+    fails(ops.read("contract/f/nope", 10), "read missing", |e| {
+        matches!(e, OpsError::NotFound { .. })
+    });
+    fails(ops.read("contract/f", 10), "read a directory", |e| {
+        matches!(e, OpsError::IsADirectory { .. })
+    });
+    fails(
+        ops.write("contract/f", b"x", Parents::MustExist),
+        "write a directory",
+        |e| matches!(e, OpsError::IsADirectory { .. }),
+    );
+    fails(
+        ops.read("contract/f/a.txt/x", 10),
+        "file as directory",
+        |e| {
+            matches!(
+                e,
+                OpsError::NotADirectory { .. } | OpsError::NotFound { .. }
+            )
+        },
+    );
+    assert_eq!(
+        ok(ops.realpath("contract/./f/../f/a.txt"), "realpath"),
+        "contract/f/a.txt"
+    );
+    assert_eq!(ok(ops.realpath("."), "realpath root"), ".");
+}
+
+fn directories(ops: &dyn FileOps) {
+    ok(ops.mkdir("contract/d/x/y", Parents::Create), "mkdir -p");
+    ok(
+        ops.mkdir("contract/d/x/y", Parents::Create),
+        "mkdir existing",
+    );
+    fails(
+        ops.mkdir("contract/d/q/r", Parents::MustExist),
+        "mkdir without parents",
+        |e| matches!(e, OpsError::NotFound { .. }),
+    );
+    ok(
+        ops.write("contract/d/x/b.txt", b"b", Parents::MustExist),
+        "file in dir",
+    );
+    ok(
+        ops.write("contract/d/x/a.txt", b"a", Parents::MustExist),
+        "file in dir",
+    );
+    let names: Vec<String> = ok(ops.read_dir("contract/d/x"), "list")
+        .entries
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(
+        names,
+        vec!["a.txt", "b.txt", "y"],
+        "listing is sorted and complete"
+    );
+    fails(ops.read_dir("contract/d/x/a.txt"), "list a file", |e| {
+        matches!(e, OpsError::NotADirectory { .. })
+    });
+    fails(ops.remove("contract/d/x", false), "remove non-empty", |e| {
+        matches!(e, OpsError::NotEmpty { .. })
+    });
+    ok(ops.remove("contract/d/x/a.txt", false), "remove file");
+    ok(ops.remove("contract/d/x", true), "remove tree");
+    fails(ops.stat("contract/d/x", Follow::Yes), "gone", |e| {
+        matches!(e, OpsError::NotFound { .. })
+    });
+    fails(ops.remove("contract/d/x", true), "remove missing", |e| {
+        matches!(e, OpsError::NotFound { .. })
+    });
+    fails(ops.remove(".", true), "remove the root", |e| {
+        matches!(e, OpsError::InvalidPath { .. })
+    });
+}
+
+fn renames(ops: &dyn FileOps) {
+    ok(
+        ops.write("contract/r/a.txt", b"a", Parents::Create),
+        "setup",
+    );
+    ok(
+        ops.write("contract/r/b.txt", b"b", Parents::Create),
+        "setup",
+    );
+    fails(
+        ops.rename("contract/r/a.txt", "contract/r/b.txt", Overwrite::No),
+        "no overwrite",
+        |e| matches!(e, OpsError::AlreadyExists { .. }),
+    );
+    ok(
+        ops.rename("contract/r/a.txt", "contract/r/b.txt", Overwrite::Yes),
+        "overwrite",
+    );
+    assert_eq!(ok(ops.read("contract/r/b.txt", 10), "moved").bytes, b"a");
+    ok(ops.mkdir("contract/r/sub/deep", Parents::Create), "setup");
+    ok(
+        ops.write("contract/r/sub/deep/f", b"f", Parents::MustExist),
+        "setup",
+    );
+    ok(
+        ops.rename("contract/r/sub", "contract/r/moved", Overwrite::No),
+        "move dir",
+    );
+    assert_eq!(
+        ok(ops.read("contract/r/moved/deep/f", 10), "moved tree").bytes,
+        b"f"
+    );
+    fails(
+        ops.rename(
+            "contract/r/moved",
+            "contract/r/moved/deep/inside",
+            Overwrite::No,
+        ),
+        "into itself",
+        |_| true,
+    );
+    fails(
+        ops.rename("contract/r/none", "contract/r/x", Overwrite::No),
+        "move missing",
+        |e| matches!(e, OpsError::NotFound { .. }),
+    );
+}
+
+fn escapes(ops: &dyn FileOps, fx: &dyn Fixture) {
+    ok(ops.mkdir("contract/e", Parents::Create), "setup");
+    fails(ops.read("../etc/passwd", 10), "dot-dot", is_escape);
+    fails(
+        ops.read("contract/../../x", 10),
+        "dot-dot deeper",
+        is_escape,
+    );
+    fails(
+        ops.write("../x", b"x", Parents::MustExist),
+        "write dot-dot",
+        is_escape,
+    );
+    fails(ops.read("/etc/passwd", 10), "absolute outside", is_escape);
+    fx.symlink("contract/e/abs", "/etc");
+    fails(
+        ops.read("contract/e/abs/passwd", 10),
+        "absolute link",
+        is_escape,
+    );
+    fx.symlink("contract/e/up", "../../..");
+    fails(
+        ops.read_dir("contract/e/up"),
+        "relative link out",
+        is_escape,
+    );
+    fails(
+        ops.read("contract/e/up/etc/passwd", 10),
+        "relative link out, file",
+        is_escape,
+    );
+    fails(
+        ops.write("contract/e/up/x", b"x", Parents::MustExist),
+        "write through link out",
+        is_escape,
+    );
+    fails(
+        ops.mkdir("contract/e/up/x", Parents::Create),
+        "mkdir through link out",
+        is_escape,
+    );
+    fx.symlink("contract/e/dangling", "../../../nowhere-toolshed-contract");
+    fails(
+        ops.write("contract/e/dangling", b"x", Parents::MustExist),
+        "create through dangling outward link",
+        |e| !matches!(e, OpsError::NotFound { .. }),
+    );
+    fails(
+        ops.append("contract/e/dangling", b"x"),
+        "append through dangling outward link",
+        |_| true,
+    );
+    fails(
+        ops.read("contract/e/up/../x", 10),
+        "dot-dot after a link",
+        is_escape,
+    );
+    // Links that stay inside work.
+    ok(
+        ops.write("contract/e/target.txt", b"t", Parents::MustExist),
+        "setup",
+    );
+    fx.symlink("contract/e/inside", "target.txt");
+    assert_eq!(
+        ok(ops.read("contract/e/inside", 10), "inside link").bytes,
+        b"t"
+    );
+    let m = ok(ops.stat("contract/e/inside", Follow::No), "lstat");
+    assert_eq!(
+        (m.kind, m.link_target.as_deref()),
+        (FileKind::Symlink, Some("target.txt"))
+    );
+    ok(ops.remove("contract/e/inside", false), "remove a link");
+    assert_eq!(
+        ok(ops.read("contract/e/target.txt", 10), "target kept").bytes,
+        b"t"
+    );
+}
+
+fn refusals(ops: &dyn FileOps, fx: &dyn Fixture) {
+    ok(
+        ops.write("contract/s/one.txt", b"1", Parents::Create),
+        "setup",
+    );
+    fx.hard_link("contract/s/one.txt", "contract/s/two.txt");
+    fails(
+        ops.write("contract/s/one.txt", b"x", Parents::MustExist),
+        "hard link",
+        |e| matches!(e, OpsError::MultipleLinks { links: 2, .. }),
+    );
+    fails(
+        ops.append("contract/s/two.txt", b"x"),
+        "append hard link",
+        |e| matches!(e, OpsError::MultipleLinks { .. }),
+    );
+    fx.fifo("contract/s/pipe");
+    fails(ops.read("contract/s/pipe", 10), "read fifo", |e| {
+        matches!(e, OpsError::SpecialFile { .. })
+    });
+    fails(
+        ops.write("contract/s/pipe", b"x", Parents::MustExist),
+        "write fifo",
+        |e| matches!(e, OpsError::SpecialFile { .. }),
+    );
+    fx.symlink("contract/s/link", "one.txt");
+    fails(
+        ops.write("contract/s/link", b"x", Parents::MustExist),
+        "write through a link",
+        |e| matches!(e, OpsError::SpecialFile { .. }),
+    );
+    assert_eq!(
+        ok(ops.read("contract/s/one.txt", 10), "unchanged").bytes,
+        b"1"
+    );
+}
+
+fn reserved(ops: &dyn FileOps) {
+    let is_reserved = |e: &OpsError| matches!(e, OpsError::Reserved { .. });
+    fails(
+        ops.write(".toolshed/x", b"x", Parents::Create),
+        "write reserved",
+        is_reserved,
+    );
+    fails(
+        ops.read(".toolshed/toolshed.db", 10),
+        "read reserved",
+        is_reserved,
+    );
+    fails(ops.read_dir(".toolshed"), "list reserved", is_reserved);
+    fails(
+        ops.mkdir(".toolshed", Parents::Create),
+        "mkdir reserved",
+        is_reserved,
+    );
+    fails(
+        ops.read("contract/../.toolshed/x", 10),
+        "reserved via dot-dot",
+        is_reserved,
+    );
+    let names: Vec<String> = ok(ops.read_dir("."), "list root")
+        .entries
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        !names.contains(&".toolshed".to_string()),
+        "root listing hides .toolshed: {names:?}"
+    );
+}
+
+fn malformed(ops: &dyn FileOps) {
+    let invalid = |e: &OpsError| matches!(e, OpsError::InvalidPath { .. });
+    fails(ops.read("", 10), "empty", invalid);
+    fails(ops.read("a\0b", 10), "NUL", invalid);
+    fails(ops.read(&"x/".repeat(3000), 10), "too long", invalid);
+    fails(
+        ops.write(&"n".repeat(300), b"x", Parents::MustExist),
+        "name too long",
+        invalid,
+    );
+}

@@ -1,0 +1,116 @@
+//! How an operation fails.
+
+use toolshed_core::ToolError;
+
+/// A file operation that failed. Every variant names the path as the caller gave it, so the
+/// message can be shown to a model as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpsError {
+    /// The path is malformed: empty, a NUL byte, too long.
+    #[error("invalid path `{path}`: {reason}")]
+    InvalidPath {
+        /// The path as given (shortened if long).
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The path leads outside the workspace.
+    #[error("`{path}` is outside the workspace ({detail}); use a path inside the workspace root")]
+    Escape {
+        /// The path as given.
+        path: String,
+        /// How it leaves (e.g. through a symbolic link).
+        detail: String,
+    },
+    /// The path is inside `.toolshed/`, which is reserved for toolshed itself.
+    #[error(
+        "`{path}` is inside .toolshed/, which is reserved for toolshed's own state; workspace tools cannot read or write it"
+    )]
+    Reserved {
+        /// The path as given.
+        path: String,
+    },
+    /// Nothing exists at the path.
+    #[error("`{path}` does not exist")]
+    NotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// Something exists where a new entry was to be created.
+    #[error("`{path}` already exists")]
+    AlreadyExists {
+        /// The path as given.
+        path: String,
+    },
+    /// A directory was found where a file was expected.
+    #[error("`{path}` is a directory, not a file")]
+    IsADirectory {
+        /// The path as given.
+        path: String,
+    },
+    /// A file was found where a directory was expected.
+    #[error("`{path}` (or one of its parents) is not a directory")]
+    NotADirectory {
+        /// The path as given.
+        path: String,
+    },
+    /// A directory to remove is not empty.
+    #[error("directory `{path}` is not empty; remove it with recursive: true")]
+    NotEmpty {
+        /// The path as given.
+        path: String,
+    },
+    /// The target is not a regular file: a FIFO, socket, device or symbolic link.
+    #[error("`{path}` is a {kind}; only regular files can be {action}")]
+    SpecialFile {
+        /// The path as given.
+        path: String,
+        /// What it is.
+        kind: String,
+        /// What was refused: `read`, `written`.
+        action: &'static str,
+    },
+    /// The file has more than one hard link; writing it would change other paths too.
+    #[error(
+        "`{path}` has {links} hard links; writing it would also change the other names, so it is refused"
+    )]
+    MultipleLinks {
+        /// The path as given.
+        path: String,
+        /// The link count.
+        links: u64,
+    },
+    /// The operating system refused access.
+    #[error("permission denied for `{path}`")]
+    PermissionDenied {
+        /// The path as given.
+        path: String,
+    },
+    /// Any other I/O failure.
+    #[error("cannot {action} `{path}`: {message}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path as given.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
+}
+
+impl From<OpsError> for ToolError {
+    fn from(e: OpsError) -> Self {
+        match e {
+            OpsError::InvalidPath { .. } => ToolError::invalid(e.to_string()),
+            OpsError::Escape { .. } | OpsError::Reserved { .. } => ToolError::Denied {
+                rule: "workspace jail".into(),
+                message: e.to_string(),
+            },
+            OpsError::NotFound { .. } => ToolError::NotFound(e.to_string()),
+            OpsError::AlreadyExists { .. }
+            | OpsError::NotEmpty { .. }
+            | OpsError::MultipleLinks { .. } => ToolError::Conflict(e.to_string()),
+            _ => ToolError::Failed(e.to_string()),
+        }
+    }
+}

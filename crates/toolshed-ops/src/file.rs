@@ -1,0 +1,160 @@
+//! The `FileOps` trait: file operations confined to one workspace.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::error::OpsError;
+
+/// The most entries one directory listing returns.
+pub const MAX_DIR_ENTRIES: usize = 100_000;
+
+/// What kind of thing a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (only when not followed).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// Facts about one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Metadata {
+    /// What it is.
+    pub kind: FileKind,
+    /// Size in bytes.
+    pub size: u64,
+    /// Permission bits (`0o644`).
+    pub mode: u32,
+    /// Last modification.
+    #[serde(skip)]
+    pub modified: SystemTime,
+    /// Hard link count.
+    pub links: u64,
+    /// Where a symbolic link points, when `kind` is `Symlink`.
+    pub link_target: Option<String>,
+}
+
+/// One directory entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DirEntry {
+    /// The name (lossy UTF-8).
+    pub name: String,
+    /// Facts about it (symbolic links not followed).
+    pub metadata: Metadata,
+}
+
+/// A directory's entries, sorted by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirListing {
+    /// The entries.
+    pub entries: Vec<DirEntry>,
+    /// Whether entries past [`MAX_DIR_ENTRIES`] were left out.
+    pub truncated: bool,
+}
+
+/// The bytes of a file, possibly cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileContents {
+    /// The bytes read.
+    pub bytes: Vec<u8>,
+    /// The file's whole size.
+    pub size: u64,
+    /// Facts about the file.
+    pub metadata: Metadata,
+}
+
+impl FileContents {
+    /// Whether less than the whole file was read.
+    pub fn truncated(&self) -> bool {
+        (self.bytes.len() as u64) < self.size
+    }
+}
+
+/// Whether a path is followed when it is a symbolic link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Follow the final link (still only to places inside the workspace).
+    Yes,
+    /// Describe the link itself.
+    No,
+}
+
+/// Whether missing parent directories are created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parents {
+    /// Create them.
+    Create,
+    /// Fail if they are missing.
+    MustExist,
+}
+
+/// Whether an existing target may be replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    /// Replace it.
+    Yes,
+    /// Fail with `AlreadyExists`.
+    No,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// A new file was created.
+    Created,
+    /// An existing file was replaced.
+    Replaced,
+}
+
+/// File operations on one workspace. Every path is relative to the workspace root (an
+/// absolute path inside the root is accepted too) and is resolved so that it can never
+/// leave the root — `..`, absolute symbolic links and links pointing out are refused — and
+/// never reaches the reserved `.toolshed/` directory.
+///
+/// The methods are blocking: call them from `spawn_blocking` (or a blocking pool) on an
+/// async runtime. Implementations: [`LocalOps`](crate::LocalOps) on the real file system,
+/// [`MemoryOps`](crate::MemoryOps) in memory for tests; both pass the same
+/// [contract suite](crate::contract).
+pub trait FileOps: Send + Sync {
+    /// Reads up to `max_bytes` of a regular file.
+    fn read(&self, path: &str, max_bytes: u64) -> Result<FileContents, OpsError>;
+
+    /// Replaces (or creates) a regular file atomically: the new content is written to a
+    /// temporary file beside it, flushed to disk and renamed over the old one, keeping its
+    /// permission bits. Refuses symbolic links, special files and files with several hard
+    /// links. Writers of one file are serialized, within the process and across processes.
+    fn write(&self, path: &str, data: &[u8], parents: Parents) -> Result<Written, OpsError>;
+
+    /// Appends to a regular file, creating it if missing.
+    fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError>;
+
+    /// Facts about a path.
+    fn stat(&self, path: &str, follow: Follow) -> Result<Metadata, OpsError>;
+
+    /// A directory's entries (hidden: toolshed's own temporary files and, at the root, the
+    /// reserved directory).
+    fn read_dir(&self, path: &str) -> Result<DirListing, OpsError>;
+
+    /// Creates a directory (and its parents with `Parents::Create`). An existing directory
+    /// is not an error.
+    fn mkdir(&self, path: &str, parents: Parents) -> Result<(), OpsError>;
+
+    /// Removes a file or symbolic link; a directory only if empty or with `recursive`.
+    fn remove(&self, path: &str, recursive: bool) -> Result<(), OpsError>;
+
+    /// Renames a file or directory within the workspace.
+    fn rename(&self, from: &str, to: &str, overwrite: Overwrite) -> Result<(), OpsError>;
+
+    /// The path with every link resolved, relative to the root (`.` for the root).
+    fn realpath(&self, path: &str) -> Result<String, OpsError>;
+
+    /// The workspace root, for messages.
+    fn root_display(&self) -> String;
+}

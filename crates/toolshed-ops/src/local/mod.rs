@@ -1,0 +1,556 @@
+//! `LocalOps`: the real file system, confined by the kernel.
+//!
+//! Every path is opened with `openat2(2)` and `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`
+//! relative to a descriptor of the workspace root. The kernel refuses any resolution that
+//! would leave the root — `..` past the top, absolute paths, absolute symbolic links, links
+//! pointing out, and a directory swapped for such a link while the call runs — so no
+//! string check stands between a tool and the rest of the machine. Creating, renaming and
+//! removing happen with the `*at` calls on a parent descriptor opened the same way.
+//!
+//! The reserved `.toolshed/` directory is checked twice: on the path's words before
+//! anything is opened, and on the kernel's own account of what was opened
+//! (`/proc/self/fd`), so a link pointing into it does not get through either.
+
+mod tree;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustix::fs::{
+    AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags, Stat, openat,
+    openat2, renameat, renameat_with, statat, unlinkat,
+};
+use rustix::io::Errno;
+
+use crate::error::OpsError;
+use crate::file::{
+    DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
+    Overwrite, Parents, Written,
+};
+use crate::path::{RESERVED_DIR, names_reserved, normalize, shown, split_parent};
+
+/// The prefix of toolshed's temporary files; listings hide them.
+pub const TEMP_PREFIX: &str = ".tsw-";
+
+/// Striped in-process write locks: writers of the same file in this process take the same
+/// mutex (and then an advisory lock across processes), with memory that cannot grow.
+const LOCK_STRIPES: usize = 64;
+
+/// The real file system under one root.
+pub struct LocalOps {
+    root: PathBuf,
+    root_fd: OwnedFd,
+    stripes: Vec<Mutex<()>>,
+    counter: AtomicU64,
+}
+
+impl std::fmt::Debug for LocalOps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalOps")
+            .field("root", &self.root)
+            .finish()
+    }
+}
+
+fn kind_of(st: &Stat) -> FileKind {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => FileKind::File,
+        FileType::Directory => FileKind::Dir,
+        FileType::Symlink => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+fn special_name(st: &Stat) -> &'static str {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::Fifo => "FIFO",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Symlink => "symbolic link",
+        FileType::Directory => "directory",
+        _ => "special file",
+    }
+}
+
+fn metadata_of(st: &Stat, link_target: Option<String>) -> Metadata {
+    let secs = u64::try_from(st.st_mtime).unwrap_or(0);
+    let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
+    Metadata {
+        kind: kind_of(st),
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mode: st.st_mode & 0o7777,
+        modified: UNIX_EPOCH + Duration::new(secs, nanos),
+        links: st.st_nlink,
+        link_target,
+    }
+}
+
+impl LocalOps {
+    /// Opens the workspace root.
+    pub fn new(root: &Path) -> Result<Self, OpsError> {
+        let root = std::fs::canonicalize(root).map_err(|e| OpsError::Io {
+            action: "open the workspace",
+            path: root.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let root_fd = rustix::fs::open(
+            &root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| OpsError::Io {
+            action: "open the workspace",
+            path: root.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            root,
+            root_fd,
+            stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn rel(&self, path: &str) -> Result<String, OpsError> {
+        let rel = normalize(&self.root, path)?;
+        if names_reserved(&rel) {
+            return Err(OpsError::Reserved { path: shown(path) });
+        }
+        Ok(rel)
+    }
+
+    /// Maps a system error on `path` to an [`OpsError`].
+    fn error(path: &str, action: &'static str, e: Errno) -> OpsError {
+        let path = shown(path);
+        match e {
+            Errno::XDEV => OpsError::Escape { path, detail: "it resolves outside the root (through `..`, an absolute path or a symbolic link)".into() },
+            Errno::NOENT => OpsError::NotFound { path },
+            Errno::EXIST => OpsError::AlreadyExists { path },
+            Errno::ISDIR => OpsError::IsADirectory { path },
+            Errno::NOTDIR => OpsError::NotADirectory { path },
+            Errno::NOTEMPTY => OpsError::NotEmpty { path },
+            Errno::ACCESS | Errno::PERM => OpsError::PermissionDenied { path },
+            Errno::LOOP => OpsError::Escape { path, detail: "too many levels of symbolic links, or a link where none may be".into() },
+            Errno::NAMETOOLONG => OpsError::InvalidPath { path, reason: "a name is too long".into() },
+            other => OpsError::Io { action, path, message: other.to_string() },
+        }
+    }
+
+    /// Opens `rel` beneath the root. `openat2` may answer EAGAIN when a rename races the
+    /// lookup; that is retried a few times.
+    fn open_beneath(
+        &self,
+        rel: &str,
+        flags: OFlags,
+        shown_path: &str,
+        action: &'static str,
+    ) -> Result<OwnedFd, OpsError> {
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let mut tries = 0;
+        loop {
+            match openat2(
+                &self.root_fd,
+                rel,
+                flags | OFlags::CLOEXEC,
+                Mode::empty(),
+                resolve,
+            ) {
+                Ok(fd) => return Ok(fd),
+                Err(Errno::AGAIN) if tries < 8 => tries += 1,
+                Err(e) => return Err(Self::error(shown_path, action, e)),
+            }
+        }
+    }
+
+    /// Refuses an opened object inside the reserved directory, judged on the kernel's path.
+    fn check_opened(&self, fd: &OwnedFd, path: &str) -> Result<(), OpsError> {
+        let real = self.real_path_of(fd, path)?;
+        let reserved = self.root.join(RESERVED_DIR);
+        if real.starts_with(&reserved) {
+            return Err(OpsError::Reserved { path: shown(path) });
+        }
+        if !real.starts_with(&self.root) {
+            return Err(OpsError::Escape {
+                path: shown(path),
+                detail: "it resolves outside the root".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn real_path_of(&self, fd: &OwnedFd, path: &str) -> Result<PathBuf, OpsError> {
+        let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        std::fs::read_link(&link).map_err(|e| OpsError::Io {
+            action: "resolve",
+            path: shown(path),
+            message: format!("{e} (toolshed needs /proc mounted)"),
+        })
+    }
+
+    /// Opens the parent directory of `rel` for `*at` calls and checks it.
+    fn open_parent<'a>(&self, rel: &'a str, path: &str) -> Result<(OwnedFd, &'a str), OpsError> {
+        let (parent, name) = split_parent(rel);
+        if name == ".." || rel == "." {
+            return Err(OpsError::InvalidPath {
+                path: shown(path),
+                reason: "the path must end in a file or directory name".into(),
+            });
+        }
+        let fd = self.open_beneath(
+            parent,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            path,
+            "open the directory of",
+        )?;
+        self.check_opened(&fd, path)?;
+        if parent == "." && name == RESERVED_DIR {
+            return Err(OpsError::Reserved { path: shown(path) });
+        }
+        Ok((fd, name))
+    }
+
+    fn stripe(&self, st: &Stat, name: &str) -> &Mutex<()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (st.st_dev, st.st_ino, name).hash(&mut h);
+        &self.stripes[(h.finish() as usize) % LOCK_STRIPES]
+    }
+
+    fn temp_name(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        format!("{TEMP_PREFIX}{}-{n}.tmp", std::process::id())
+    }
+
+    fn write_locked(
+        &self,
+        dir: &OwnedFd,
+        name: &str,
+        data: &[u8],
+        path: &str,
+    ) -> Result<Written, OpsError> {
+        let (mode, written) = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                match kind_of(&st) {
+                    FileKind::File => {}
+                    FileKind::Dir => return Err(OpsError::IsADirectory { path: shown(path) }),
+                    _ => {
+                        return Err(OpsError::SpecialFile {
+                            path: shown(path),
+                            kind: special_name(&st).into(),
+                            action: "written",
+                        });
+                    }
+                }
+                if st.st_nlink > 1 {
+                    return Err(OpsError::MultipleLinks {
+                        path: shown(path),
+                        links: st.st_nlink,
+                    });
+                }
+                (st.st_mode & 0o7777, Written::Replaced)
+            }
+            Err(Errno::NOENT) => (0o644, Written::Created),
+            Err(e) => return Err(Self::error(path, "inspect", e)),
+        };
+        let temp = self.temp_name();
+        let fd = openat(
+            dir,
+            temp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| Self::error(path, "create a temporary file for", e))?;
+        let result = (|| {
+            let mut file = File::from(fd);
+            file.write_all(data).map_err(|e| OpsError::Io {
+                action: "write",
+                path: shown(path),
+                message: e.to_string(),
+            })?;
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))
+                .map_err(|e| Self::error(path, "set the mode of", e))?;
+            rustix::fs::fsync(&file).map_err(|e| Self::error(path, "flush", e))?;
+            renameat(dir, temp.as_str(), dir, name).map_err(|e| Self::error(path, "replace", e))
+        })();
+        if let Err(e) = result {
+            let _ = unlinkat(dir, temp.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+        // Make the rename itself durable.
+        let _ = rustix::fs::fsync(dir);
+        Ok(written)
+    }
+}
+
+impl FileOps for LocalOps {
+    fn read(&self, path: &str, max_bytes: u64) -> Result<FileContents, OpsError> {
+        let rel = self.rel(path)?;
+        // NONBLOCK so that opening a FIFO does not hang; it is refused below.
+        let fd = self.open_beneath(
+            &rel,
+            OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK,
+            path,
+            "read",
+        )?;
+        self.check_opened(&fd, path)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
+        match kind_of(&st) {
+            FileKind::File => {}
+            FileKind::Dir => return Err(OpsError::IsADirectory { path: shown(path) }),
+            _ => {
+                return Err(OpsError::SpecialFile {
+                    path: shown(path),
+                    kind: special_name(&st).into(),
+                    action: "read",
+                });
+            }
+        }
+        let metadata = metadata_of(&st, None);
+        let mut bytes = Vec::with_capacity(metadata.size.min(max_bytes).min(64 << 20) as usize);
+        File::from(fd)
+            .take(max_bytes)
+            .read_to_end(&mut bytes)
+            .map_err(|e| OpsError::Io {
+                action: "read",
+                path: shown(path),
+                message: e.to_string(),
+            })?;
+        Ok(FileContents {
+            size: metadata.size.max(bytes.len() as u64),
+            bytes,
+            metadata,
+        })
+    }
+
+    fn write(&self, path: &str, data: &[u8], parents: Parents) -> Result<Written, OpsError> {
+        let rel = self.rel(path)?;
+        if parents == Parents::Create {
+            let (parent, _) = split_parent(&rel);
+            if parent != "." {
+                self.mkdir(parent, Parents::Create)?;
+            }
+        }
+        let (dir, name) = self.open_parent(&rel, path)?;
+        let dir_stat = rustix::fs::fstat(&dir).map_err(|e| Self::error(path, "inspect", e))?;
+        let _in_process = self
+            .stripe(&dir_stat, name)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        // Across processes: an advisory lock on the directory, released when `dir` closes.
+        rustix::fs::flock(&dir, FlockOperation::LockExclusive)
+            .map_err(|e| Self::error(path, "lock", e))?;
+        self.write_locked(&dir, name, data, path)
+    }
+
+    fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError> {
+        let rel = self.rel(path)?;
+        let (dir, name) = self.open_parent(&rel, path)?;
+        let fd = openat(
+            &dir,
+            name,
+            OFlags::WRONLY
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| Self::error(path, "append to", e))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
+        if kind_of(&st) != FileKind::File {
+            return Err(OpsError::SpecialFile {
+                path: shown(path),
+                kind: special_name(&st).into(),
+                action: "written",
+            });
+        }
+        if st.st_nlink > 1 {
+            return Err(OpsError::MultipleLinks {
+                path: shown(path),
+                links: st.st_nlink,
+            });
+        }
+        File::from(fd).write_all(data).map_err(|e| OpsError::Io {
+            action: "append to",
+            path: shown(path),
+            message: e.to_string(),
+        })
+    }
+
+    fn stat(&self, path: &str, follow: Follow) -> Result<Metadata, OpsError> {
+        let rel = self.rel(path)?;
+        let mut flags = OFlags::PATH;
+        if follow == Follow::No {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let fd = self.open_beneath(&rel, flags, path, "inspect")?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
+        if kind_of(&st) == FileKind::Symlink {
+            let target = rustix::fs::readlinkat(&fd, "", Vec::new())
+                .map(|t| t.to_string_lossy().into_owned())
+                .ok();
+            return Ok(metadata_of(&st, target));
+        }
+        self.check_opened(&fd, path)?;
+        Ok(metadata_of(&st, None))
+    }
+
+    fn read_dir(&self, path: &str) -> Result<DirListing, OpsError> {
+        let rel = self.rel(path)?;
+        let fd = self.open_beneath(&rel, OFlags::RDONLY | OFlags::DIRECTORY, path, "list")?;
+        self.check_opened(&fd, path)?;
+        let at_root = self.real_path_of(&fd, path)? == self.root;
+        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| Self::error(path, "list", e))?;
+        let mut listing = DirListing::default();
+        for entry in dir {
+            let entry = entry.map_err(|e| Self::error(path, "list", e))?;
+            let name_c = entry.file_name();
+            let name = name_c.to_string_lossy().into_owned();
+            if name == "."
+                || name == ".."
+                || name.starts_with(TEMP_PREFIX)
+                || (at_root && name == RESERVED_DIR)
+            {
+                continue;
+            }
+            if listing.entries.len() >= MAX_DIR_ENTRIES {
+                listing.truncated = true;
+                break;
+            }
+            // The entry may vanish between listing and stat; skip it then.
+            let Ok(st) = statat(&fd, name_c, AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let target = (kind_of(&st) == FileKind::Symlink)
+                .then(|| {
+                    rustix::fs::readlinkat(&fd, name_c, Vec::new())
+                        .ok()
+                        .map(|t| t.to_string_lossy().into_owned())
+                })
+                .flatten();
+            listing.entries.push(DirEntry {
+                name,
+                metadata: metadata_of(&st, target),
+            });
+        }
+        listing.entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(listing)
+    }
+
+    fn mkdir(&self, path: &str, parents: Parents) -> Result<(), OpsError> {
+        let rel = self.rel(path)?;
+        if rel == "." {
+            return Ok(());
+        }
+        let parts: Vec<&str> = rel.split('/').collect();
+        let first = if parents == Parents::Create {
+            1
+        } else {
+            parts.len()
+        };
+        for i in first..=parts.len() {
+            let prefix = parts[..i].join("/");
+            match self.open_beneath(&prefix, OFlags::PATH | OFlags::DIRECTORY, path, "open") {
+                Ok(_) => continue,
+                Err(OpsError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            let (dir, name) = self.open_parent(&prefix, path)?;
+            match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(Self::error(path, "create directory", e)),
+            }
+        }
+        // What exists now must be a directory inside the root.
+        let fd = self.open_beneath(
+            &rel,
+            OFlags::PATH | OFlags::DIRECTORY,
+            path,
+            "create directory",
+        )?;
+        self.check_opened(&fd, path)
+    }
+
+    fn remove(&self, path: &str, recursive: bool) -> Result<(), OpsError> {
+        let rel = self.rel(path)?;
+        let (dir, name) = self.open_parent(&rel, path)?;
+        let st = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Self::error(path, "remove", e))?;
+        if kind_of(&st) == FileKind::Dir {
+            if recursive {
+                tree::remove_tree(&dir, name).map_err(|e| Self::error(path, "remove", e))
+            } else {
+                unlinkat(&dir, name, AtFlags::REMOVEDIR).map_err(|e| Self::error(path, "remove", e))
+            }
+        } else {
+            unlinkat(&dir, name, AtFlags::empty()).map_err(|e| Self::error(path, "remove", e))
+        }
+    }
+
+    fn rename(&self, from: &str, to: &str, overwrite: Overwrite) -> Result<(), OpsError> {
+        let from_rel = self.rel(from)?;
+        let to_rel = self.rel(to)?;
+        let (from_dir, from_name) = self.open_parent(&from_rel, from)?;
+        let (to_dir, to_name) = self.open_parent(&to_rel, to)?;
+        statat(&from_dir, from_name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Self::error(from, "move", e))?;
+        let result = match overwrite {
+            Overwrite::Yes => renameat(&from_dir, from_name, &to_dir, to_name),
+            Overwrite::No => renameat_with(
+                &from_dir,
+                from_name,
+                &to_dir,
+                to_name,
+                RenameFlags::NOREPLACE,
+            ),
+        };
+        result.map_err(|e| match e {
+            Errno::EXIST | Errno::NOTEMPTY => OpsError::AlreadyExists { path: shown(to) },
+            Errno::INVAL => OpsError::InvalidPath {
+                path: shown(to),
+                reason: format!("cannot move `{}` inside itself", shown(from)),
+            },
+            other => Self::error(from, "move", other),
+        })
+    }
+
+    fn realpath(&self, path: &str) -> Result<String, OpsError> {
+        let rel = self.rel(path)?;
+        let fd = self.open_beneath(&rel, OFlags::PATH, path, "resolve")?;
+        self.check_opened(&fd, path)?;
+        let real = self.real_path_of(&fd, path)?;
+        let inner = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        let text = inner.to_string_lossy();
+        Ok(if text.is_empty() {
+            ".".into()
+        } else {
+            text.into_owned()
+        })
+    }
+
+    fn root_display(&self) -> String {
+        self.root.display().to_string()
+    }
+}
+
+/// Seconds since the epoch of a modification time, for sorting and display.
+pub fn unix_seconds(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[allow(dead_code)]
+fn _assert_fd<T: AsFd>(_: &T) {}
