@@ -84,6 +84,10 @@ pub struct CallArgs {
     /// Stop the call after this many milliseconds
     #[arg(long, value_name = "MS")]
     pub timeout_ms: Option<u64>,
+    /// Who is calling: reads recorded for one owner allow that owner's later edits, across
+    /// runs [default: cli]
+    #[arg(long, value_name = "NAME", default_value = "cli")]
+    pub owner: String,
     /// Use a named profile from the config to narrow the visible tools
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

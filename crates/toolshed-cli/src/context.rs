@@ -37,6 +37,9 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
             unknown.key, unknown.source
         );
     }
+    let ops = toolshed_ops::Ops::local(&workspace).map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut extensions = toolshed_core::Extensions::new();
+    extensions.insert(std::sync::Arc::new(ops));
     let options = HostOptions {
         workspace,
         data_dir,
@@ -45,7 +48,7 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
         curated_dirs: curated_dirs(),
         policy: None,
         hooks: Default::default(),
-        extensions: Default::default(),
+        extensions,
     };
     Host::open(options).await.map_err(|e| match e {
         HostError::Workspace { .. } | HostError::Rules(_) => Failure::Usage(e.to_string()),

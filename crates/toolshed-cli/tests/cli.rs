@@ -321,7 +321,7 @@ fn every_call_leaves_an_audit_row_in_the_sqlite_file() {
             ("nope", "error")
         ]
     );
-    assert!(rows.iter().all(|r| r.2 == "cli" && r.3.starts_with("cli-")));
+    assert!(rows.iter().all(|r| r.2 == "cli" && r.3 == "cli"));
 }
 
 #[test]
@@ -437,6 +437,74 @@ fn a_missing_workspace_is_bad_usage() {
     assert_eq!(code(&o), 2);
     assert!(
         stderr(&o).contains("/definitely/not/here"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn workspace_read_and_an_edit_refused_until_the_file_was_read() {
+    let env = Env::new();
+    env.write("src/main.rs", "fn main() {}\n");
+    let o = env.run(&[
+        "call",
+        "workspace_write",
+        "--args",
+        r#"{"path":"src/main.rs","content":"fn main() { run() }\n"}"#,
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("[conflict]")
+            && stderr(&o).contains("read it with workspace_read first"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = env.run(&[
+        "call",
+        "workspace_read",
+        "--args",
+        r#"{"path":"src/main.rs"}"#,
+    ]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str()),
+        (0, "     1\tfn main() {}\n"),
+        "{}",
+        stderr(&o)
+    );
+
+    // The read of one run allows the edit of the next (same owner), but not another owner's.
+    let o = env.run(&[
+        "call",
+        "--owner",
+        "someone-else",
+        "workspace_write",
+        "--args",
+        r#"{"path":"src/main.rs","content":"x"}"#,
+    ]);
+    assert_eq!(code(&o), 1);
+    let o = env.run(&[
+        "call",
+        "workspace_write",
+        "--args",
+        r#"{"path":"src/main.rs","content":"fn main() { run() }\n"}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(env.workspace.path().join("src/main.rs")).unwrap(),
+        "fn main() { run() }\n"
+    );
+
+    // Paths outside the workspace are denied.
+    let o = env.run(&[
+        "call",
+        "workspace_read",
+        "--args",
+        r#"{"path":"../outside.txt"}"#,
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("[denied]") && stderr(&o).contains("outside the workspace"),
         "{}",
         stderr(&o)
     );

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolshed_core::{Extensions, Plugin};
+use toolshed_ops::{Digest, ReadLog, ReadLogHandle};
 
 use crate::config::LoadedConfig;
 use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
@@ -111,6 +112,12 @@ impl Host {
                     })??,
             )
         };
+        let mut extensions = options.extensions;
+        if extensions.get::<ReadLogHandle>().is_none() {
+            extensions.insert(Arc::new(ReadLogHandle(Arc::new(StoreReadLog(
+                store.clone(),
+            )))));
+        }
         let events = EventBus::default();
         let roots = DiscoveryRoots {
             system: options.system_plugins,
@@ -131,7 +138,7 @@ impl Host {
             audit_max_rows: config.audit.max_rows,
             policy: options.policy.unwrap_or_else(|| Arc::new(AllowAll)),
             hooks: options.hooks,
-            extensions: options.extensions,
+            extensions,
         });
         Ok(Self {
             workspace,
@@ -199,4 +206,22 @@ fn create_private_dir(path: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(path)
+}
+
+/// The read log kept in the state store, so it outlives one process.
+struct StoreReadLog(Arc<StateStore>);
+
+impl ReadLog for StoreReadLog {
+    fn seen(&self, owner: &str, real_path: &str) -> Option<Digest> {
+        self.0.read_log_get(owner, real_path).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the read log");
+            None
+        })
+    }
+
+    fn record(&self, owner: &str, real_path: &str, digest: Digest) {
+        if let Err(e) = self.0.read_log_put(owner, real_path, &digest) {
+            tracing::warn!(error = %e, "cannot write the read log");
+        }
+    }
 }

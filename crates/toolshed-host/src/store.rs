@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 
 /// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
 /// Never edit a released entry: append a new one.
-const MIGRATIONS: &[&str] = &["CREATE TABLE plugin_state (
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE plugin_state (
         plugin_id    TEXT PRIMARY KEY,
         enabled      INTEGER NOT NULL,
         source       TEXT,
@@ -41,7 +42,19 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE plugin_state (
         error_kind  TEXT,
         duration_ms INTEGER NOT NULL
     );
-    CREATE INDEX audit_ts ON audit (ts_ms);"];
+    CREATE INDEX audit_ts ON audit (ts_ms);",
+    "CREATE TABLE read_log (
+        owner     TEXT NOT NULL,
+        path      TEXT NOT NULL,
+        sha256    BLOB NOT NULL,
+        ts_ms     INTEGER NOT NULL,
+        PRIMARY KEY (owner, path)
+    );
+    CREATE INDEX read_log_ts ON read_log (ts_ms);",
+];
+
+/// The most read-log rows kept; the oldest are removed first.
+pub const MAX_READ_LOG_ROWS: i64 = 100_000;
 
 /// A state store failure.
 #[derive(Debug, thiserror::Error)]
@@ -277,6 +290,43 @@ impl StateStore {
             if id % 256 == 0 {
                 let keep = i64::try_from(max_rows).unwrap_or(i64::MAX);
                 c.execute("DELETE FROM audit WHERE id <= ?1 - ?2", params![id, keep])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The digest `owner` last saw of `path` (see `toolshed_ops::ReadLog`).
+    pub fn read_log_get(&self, owner: &str, path: &str) -> Result<Option<[u8; 32]>, StoreError> {
+        self.with(|c| {
+            let blob: Option<Vec<u8>> = c
+                .query_row(
+                    "SELECT sha256 FROM read_log WHERE owner = ?1 AND path = ?2",
+                    params![owner, path],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(blob.and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok()))
+        })
+    }
+
+    /// Records the digest `owner` has seen of `path`, keeping the log bounded.
+    pub fn read_log_put(
+        &self,
+        owner: &str,
+        path: &str,
+        digest: &[u8; 32],
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO read_log (owner, path, sha256, ts_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (owner, path) DO UPDATE SET sha256 = excluded.sha256, ts_ms = excluded.ts_ms",
+                params![owner, path, digest.as_slice(), now_ms()],
+            )?;
+            if c.last_insert_rowid() % 512 == 0 {
+                c.execute(
+                    "DELETE FROM read_log WHERE rowid IN (SELECT rowid FROM read_log ORDER BY ts_ms DESC LIMIT -1 OFFSET ?1)",
+                    [MAX_READ_LOG_ROWS],
+                )?;
             }
             Ok(())
         })

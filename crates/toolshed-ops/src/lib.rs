@@ -23,6 +23,7 @@ mod file;
 mod local;
 mod memory;
 pub mod path;
+mod read_log;
 
 pub use error::OpsError;
 pub use file::{
@@ -31,6 +32,7 @@ pub use file::{
 };
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
+pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog, ReadLogHandle};
 
 /// Everything a tool may use to act, handed to it through [`CallContext::extensions`].
 #[derive(Clone)]

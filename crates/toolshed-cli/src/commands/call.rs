@@ -65,7 +65,7 @@ pub async fn run(host: &Host, args: CallArgs) -> Result<(), Failure> {
     let mut request = CallRequest::new(
         &args.name,
         arguments,
-        OwnerId::new(format!("cli-{}", std::process::id())),
+        OwnerId::new(args.owner.clone()),
         "cli",
     );
     request.timeout = args.timeout_ms.map(Duration::from_millis);
@@ -91,6 +91,7 @@ pub async fn run(host: &Host, args: CallArgs) -> Result<(), Failure> {
             } else {
                 for block in &output.content {
                     match block {
+                        Content::Text { text } if text.ends_with('\n') => print!("{text}"),
                         Content::Text { text } => println!("{text}"),
                         Content::Json { json } => print_json(json)?,
                         Content::Image { data, mime_type } => {

@@ -1,0 +1,146 @@
+//! The `system.workspace` plugin: reading, writing, editing, patching and searching the
+//! files of the workspace.
+//!
+//! Every tool goes through the call's [`Ops`](toolshed_ops::Ops): paths are resolved by the
+//! kernel beneath the workspace root and `.toolshed/` is out of reach (see
+//! `toolshed_ops::LocalOps`). File work is blocking, so it runs on the blocking pool.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use toolshed_core::{
+    BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plane, Plugin,
+    PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
+};
+use toolshed_ops::{FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle};
+
+mod files;
+mod ledger;
+mod read;
+mod spec;
+mod write;
+
+/// The plugin id.
+pub const PLUGIN_ID: &str = "system.workspace";
+
+/// The config key that turns read-before-edit off.
+pub const READ_BEFORE_EDIT: &str = "require_read_before_edit";
+
+/// What one call of a workspace tool works with.
+pub struct Env {
+    /// The confined file operations.
+    pub files: Arc<dyn FileOps>,
+    /// Who is calling.
+    pub owner: OwnerId,
+    /// The plugin's resolved config.
+    pub config: Map<String, Value>,
+    /// What each owner has read.
+    pub ledger: Arc<dyn ReadLog>,
+}
+
+impl Env {
+    /// Whether edits must follow a read of the current version.
+    pub fn read_before_edit(&self) -> bool {
+        self.config
+            .get(READ_BEFORE_EDIT)
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    }
+}
+
+type Handler = fn(&Env, Value) -> Result<ToolOutput, ToolError>;
+
+struct WorkspaceTool {
+    spec: ToolSpec,
+    /// Used when the host provides no [`ReadLogHandle`] (tests, embedders).
+    fallback_log: Arc<MemoryReadLog>,
+    handler: Handler,
+}
+
+#[async_trait]
+impl Tool for WorkspaceTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let ops = ctx.ops()?;
+        let ledger: Arc<dyn ReadLog> = match ctx.extensions.get::<ReadLogHandle>() {
+            Some(handle) => handle.0.clone(),
+            None => self.fallback_log.clone(),
+        };
+        let env = Env {
+            files: ops.files.clone(),
+            owner: ctx.owner.clone(),
+            config: ctx.config.clone(),
+            ledger,
+        };
+        let handler = self.handler;
+        tokio::task::spawn_blocking(move || handler(&env, args))
+            .await
+            .map_err(|e| ToolError::Internal(format!("workspace tool task failed: {e}")))?
+    }
+}
+
+/// Deserializes validated arguments.
+pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}
+
+/// The `system.workspace` plugin.
+pub fn plugin() -> Arc<dyn Plugin> {
+    let fallback_log = Arc::new(MemoryReadLog::default());
+    let handlers: Vec<(ToolSpec, Handler)> = vec![
+        (spec::read(), read::run),
+        (spec::write(), write::run),
+        (spec::stat(), files::stat),
+        (spec::list(), files::list),
+        (spec::mkdir(), files::mkdir),
+        (spec::move_(), files::move_),
+        (spec::delete(), files::delete),
+    ];
+    let tools: Vec<Arc<dyn Tool>> = handlers
+        .into_iter()
+        .map(|(spec, handler)| {
+            Arc::new(WorkspaceTool {
+                spec,
+                fallback_log: fallback_log.clone(),
+                handler,
+            }) as Arc<dyn Tool>
+        })
+        .collect();
+    let manifest = PluginManifest {
+        id: PLUGIN_ID.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        name: "Workspace files".into(),
+        description: "Read, write, edit, patch, list and search the files of the workspace, confined to it by the kernel.".into(),
+        translations: Default::default(),
+        kind: PluginKind::Builtin,
+        entry: None,
+        tags: vec!["workspace".into()],
+        icon: None,
+        plane: Plane::Execution,
+        tools: Vec::new(),
+        config: vec![ConfigField {
+            key: READ_BEFORE_EDIT.into(),
+            label: Some("Require read before edit".into()),
+            field_type: ConfigFieldType::Boolean,
+            description: Some("Edits, patches and overwrites need a prior workspace_read of the file's current version by the same caller.".into()),
+            default: Some(json!(true)),
+            options: Vec::new(),
+            secret: false,
+            required: false,
+        }],
+        env: Vec::new(),
+        requirements: Vec::new(),
+        capabilities: Capabilities { fs_read: vec![".".into()], fs_write: vec![".".into()], ..Default::default() },
+    };
+    Arc::new(BuiltinPlugin::new(manifest, tools))
+}
+
+#[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
+mod tests;

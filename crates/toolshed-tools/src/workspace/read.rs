@@ -1,0 +1,167 @@
+//! `workspace_read`: text with line numbers, images as images, binaries refused.
+
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::json;
+use toolshed_core::{Content, ToolError, ToolOutput};
+
+use super::{Env, parse};
+
+/// The largest text file read.
+pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest image returned.
+pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// The most output bytes of one call.
+pub const OUTPUT_CAP: usize = 256 * 1024;
+/// Longer lines are cut.
+pub const LINE_CAP: usize = 2000;
+/// Lines returned when no limit is given.
+pub const DEFAULT_LIMIT: usize = 2000;
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// The MIME type of an image format toolshed returns as an image.
+pub fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// A guess at what a binary file is, for the refusal message.
+fn binary_kind(bytes: &[u8]) -> &'static str {
+    let magic: &[(&[u8], &str)] = &[
+        (b"%PDF", "a PDF document"),
+        (
+            b"PK\x03\x04",
+            "a ZIP archive (or an Office document, JAR, …)",
+        ),
+        (&[0x1f, 0x8b], "gzip-compressed data"),
+        (b"\x7fELF", "an ELF executable or library"),
+        (b"SQLite format 3\0", "an SQLite database"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd-compressed data"),
+    ];
+    magic
+        .iter()
+        .find(|(m, _)| bytes.starts_with(m))
+        .map(|(_, k)| *k)
+        .unwrap_or("binary data")
+}
+
+/// Whether `bytes` is text toolshed shows: UTF-8 without NUL bytes.
+pub fn is_text(bytes: &[u8]) -> bool {
+    !bytes[..bytes.len().min(8192)].contains(&0) && std::str::from_utf8(bytes).is_ok()
+}
+
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(LINE_CAP) {
+        None => line.to_string(),
+        Some((at, _)) => format!("{}… [line cut at {LINE_CAP} characters]", &line[..at]),
+    }
+}
+
+pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+    let args: Args = parse(args)?;
+    let contents = env.files.read(&args.path, MAX_TEXT_BYTES + 1)?;
+    let bytes = &contents.bytes;
+    if let Some(mime) = image_type(bytes) {
+        if contents.size > MAX_IMAGE_BYTES {
+            return Err(ToolError::failed(format!(
+                "`{}` is a {mime} image of {} bytes; images are returned up to {MAX_IMAGE_BYTES} bytes",
+                args.path, contents.size
+            )));
+        }
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        return Ok(ToolOutput {
+            content: vec![
+                Content::Text {
+                    text: format!("`{}`: {mime}, {} bytes", args.path, contents.size),
+                },
+                Content::Image {
+                    data,
+                    mime_type: mime.into(),
+                },
+            ],
+            structured: None,
+            is_error: false,
+        });
+    }
+    if contents.size > MAX_TEXT_BYTES {
+        return Err(ToolError::failed(format!(
+            "`{}` is {} bytes; workspace_read reads text files up to {MAX_TEXT_BYTES} bytes. Use workspace_grep to find the lines you need",
+            args.path, contents.size
+        )));
+    }
+    if !is_text(bytes) {
+        return Err(ToolError::failed(format!(
+            "`{}` is a binary file ({} bytes, {}); workspace_read returns text and images only",
+            args.path,
+            contents.size,
+            binary_kind(bytes)
+        )));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| ToolError::Internal(e.to_string()))?;
+    let real = env.files.realpath(&args.path)?;
+    super::ledger::record(env.ledger.as_ref(), &env.owner, &real, bytes);
+
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    let offset = args.offset.unwrap_or(1);
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    if total == 0 {
+        return Ok(ToolOutput::text_and_structured(
+            format!("`{}` is empty (0 lines)", args.path),
+            json!({"path": args.path, "total_lines": 0, "truncated": false}),
+        ));
+    }
+    if offset > total {
+        return Err(ToolError::invalid_at(
+            "/offset",
+            format!(
+                "offset {offset} is past the end of `{}`, which has {total} lines",
+                args.path
+            ),
+        ));
+    }
+    let width = total.to_string().len().max(6);
+    let mut out = String::new();
+    let mut last = offset - 1;
+    for (i, line) in lines.iter().enumerate().skip(offset - 1).take(limit) {
+        let entry = format!("{:>width$}\t{}\n", i + 1, cut_line(line));
+        if out.len() + entry.len() > OUTPUT_CAP && last >= offset {
+            break;
+        }
+        out.push_str(&entry);
+        last = i + 1;
+    }
+    let truncated = last < total;
+    if truncated {
+        out.push_str(&format!(
+            "[truncated — lines {offset}-{last} of {total} shown; continue with offset={}]\n",
+            last + 1
+        ));
+    }
+    Ok(ToolOutput::text_and_structured(
+        out,
+        json!({
+            "path": args.path,
+            "total_lines": total,
+            "start_line": offset,
+            "end_line": last,
+            "truncated": truncated,
+            "next_offset": if truncated { Some(last + 1) } else { None },
+        }),
+    ))
+}

@@ -1,0 +1,172 @@
+//! The workspace tools as data.
+
+use serde_json::{Value, json};
+use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
+
+/// The group of every workspace tool.
+pub const GROUP: &str = "workspace";
+
+const READ_ONLY: ToolAnnotations = ToolAnnotations::PURE;
+
+const fn changes(destructive: bool, idempotent: bool) -> ToolAnnotations {
+    ToolAnnotations {
+        read_only: false,
+        destructive,
+        idempotent,
+        open_world: false,
+    }
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+fn path_prop(what: &str) -> Value {
+    json!({"type": "string", "description": format!("{what}, relative to the workspace root (an absolute path inside the workspace also works)")})
+}
+
+fn tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    schema: Value,
+    annotations: ToolAnnotations,
+    danger: Danger,
+) -> ToolSpec {
+    let mut spec = ToolSpec::new(name, description)
+        .title(title)
+        .group(GROUP)
+        .input_schema(schema)
+        .annotations(annotations);
+    spec.danger = danger;
+    spec.mutates_state = !annotations.read_only;
+    spec
+}
+
+/// `workspace_read`.
+pub fn read() -> ToolSpec {
+    tool(
+        "workspace_read",
+        "Read a file",
+        "Read a text file of the workspace with line numbers (`cat -n` style). Reads from line `offset` (1-based, default 1) at most `limit` lines (default 2000); long lines are cut at 2000 characters and output is capped at 256 KiB, and a final line says how to continue (`offset=N`). Images (PNG, JPEG, GIF, WebP up to 5 MiB) come back as images; other binary files are refused with their size and type. Reading a file is also what allows editing it: edits need a read of the current version.",
+        object(
+            json!({
+                "path": path_prop("The file to read"),
+                "offset": {"type": "integer", "minimum": 1, "description": "The first line to return, 1-based (default 1)"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "The most lines to return (default 2000)"}
+            }),
+            &["path"],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
+
+/// `workspace_write`.
+pub fn write() -> ToolSpec {
+    tool(
+        "workspace_write",
+        "Write a file",
+        "Create a file or replace its whole content, atomically (a reader never sees a half-written file) and keeping its permissions. Overwriting an existing file requires having read its current version with workspace_read in this session. Use workspace_edit or workspace_patch to change part of a file. Parent directories are created when `create_parents` is true (default false).",
+        object(
+            json!({
+                "path": path_prop("The file to write"),
+                "content": {"type": "string", "description": "The complete new content of the file"},
+                "create_parents": {"type": "boolean", "description": "Create missing parent directories (default false)"}
+            }),
+            &["path", "content"],
+        ),
+        changes(true, true),
+        Danger::Medium,
+    )
+}
+
+/// `workspace_stat`.
+pub fn stat() -> ToolSpec {
+    tool(
+        "workspace_stat",
+        "File facts",
+        "Facts about one path: kind (file, dir, symlink, other), size in bytes, permissions, modification time, hard link count and, for a symbolic link, its target.",
+        object(
+            json!({"path": path_prop("The path to describe")}),
+            &["path"],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
+
+/// `workspace_list`.
+pub fn list() -> ToolSpec {
+    tool(
+        "workspace_list",
+        "List a directory",
+        "List one directory: each entry's name (directories end in `/`), size and modification time. Sort by `name` (default), `size` or `modified`; `reverse` flips the order. At most `max_entries` (default 1000) are shown.",
+        object(
+            json!({
+                "path": {"type": "string", "description": "The directory, relative to the workspace root (default: the root)"},
+                "sort": {"type": "string", "enum": ["name", "size", "modified"], "description": "Sort order (default name)"},
+                "reverse": {"type": "boolean", "description": "Reverse the order (default false)"},
+                "max_entries": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "The most entries to show (default 1000)"}
+            }),
+            &[],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
+
+/// `workspace_mkdir`.
+pub fn mkdir() -> ToolSpec {
+    tool(
+        "workspace_mkdir",
+        "Create a directory",
+        "Create a directory, and its missing parents unless `parents` is false. An existing directory is not an error.",
+        object(
+            json!({
+                "path": path_prop("The directory to create"),
+                "parents": {"type": "boolean", "description": "Create missing parents too (default true)"}
+            }),
+            &["path"],
+        ),
+        changes(false, true),
+        Danger::Low,
+    )
+}
+
+/// `workspace_move`.
+pub fn move_() -> ToolSpec {
+    tool(
+        "workspace_move",
+        "Move or rename",
+        "Move or rename a file or directory inside the workspace. An existing destination is refused unless `overwrite` is true.",
+        object(
+            json!({
+                "from": path_prop("What to move"),
+                "to": path_prop("The new path"),
+                "overwrite": {"type": "boolean", "description": "Replace an existing destination (default false)"}
+            }),
+            &["from", "to"],
+        ),
+        changes(true, false),
+        Danger::Medium,
+    )
+}
+
+/// `workspace_delete`.
+pub fn delete() -> ToolSpec {
+    tool(
+        "workspace_delete",
+        "Delete a file or directory",
+        "Delete a file or symbolic link (a link is removed, never its target). A directory is deleted only with `recursive: true`, together with everything in it.",
+        object(
+            json!({
+                "path": path_prop("What to delete"),
+                "recursive": {"type": "boolean", "description": "Required to delete a directory and its contents (default false)"}
+            }),
+            &["path"],
+        ),
+        changes(true, true),
+        Danger::High,
+    )
+}
