@@ -1,0 +1,231 @@
+//! Hostile fixtures on the real file system: escapes that need timing or real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use toolshed_ops::{FileOps, LocalOps, OpsError, Parents};
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    (dir, root)
+}
+
+#[test]
+fn a_sibling_sharing_the_roots_name_prefix_is_outside() {
+    let (dir, root) = setup();
+    let sibling = dir.path().join("ws-sibling");
+    std::fs::create_dir_all(&sibling).unwrap();
+    std::fs::write(sibling.join("secret.txt"), "secret").unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    let abs = sibling.join("secret.txt");
+    let err = ops.read(abs.to_str().unwrap(), 100).unwrap_err();
+    assert!(matches!(err, OpsError::Escape { .. }), "{err:?}");
+    let err = ops.read("../ws-sibling/secret.txt", 100).unwrap_err();
+    assert!(matches!(err, OpsError::Escape { .. }), "{err:?}");
+    let err = ops
+        .write(
+            dir.path().join("ws-sibling/new").to_str().unwrap(),
+            b"x",
+            Parents::MustExist,
+        )
+        .unwrap_err();
+    assert!(matches!(err, OpsError::Escape { .. }), "{err:?}");
+    assert!(!sibling.join("new").exists());
+}
+
+#[test]
+fn a_link_into_the_reserved_dir_is_refused() {
+    let (_dir, root) = setup();
+    std::fs::create_dir_all(root.join(".toolshed")).unwrap();
+    std::fs::write(root.join(".toolshed/state"), "s").unwrap();
+    std::os::unix::fs::symlink(".toolshed", root.join("innocent")).unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    assert!(matches!(
+        ops.read("innocent/state", 10),
+        Err(OpsError::Reserved { .. })
+    ));
+    assert!(matches!(
+        ops.write("innocent/new", b"x", Parents::MustExist),
+        Err(OpsError::Reserved { .. })
+    ));
+    assert!(matches!(
+        ops.read_dir("innocent"),
+        Err(OpsError::Reserved { .. })
+    ));
+    assert!(!root.join(".toolshed/new").exists());
+}
+
+#[test]
+fn a_directory_swapped_for_an_outward_link_during_a_read_loop_never_leaks() {
+    let (dir, root) = setup();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("f.txt"), "OUTSIDE").unwrap();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("d/f.txt"), "inside").unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let root = root.clone();
+        let outside = outside.clone();
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // d is a real directory, then a link pointing out, then a directory again.
+                std::fs::rename(root.join("d"), root.join("d.real")).unwrap();
+                std::os::unix::fs::symlink(&outside, root.join("d")).unwrap();
+                std::fs::remove_file(root.join("d")).unwrap();
+                std::fs::rename(root.join("d.real"), root.join("d")).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let (mut inside, mut refused) = (0u64, 0u64);
+    while Instant::now() < deadline {
+        match ops.read("d/f.txt", 100) {
+            Ok(c) => {
+                assert_eq!(c.bytes, b"inside", "read escaped the workspace");
+                inside += 1;
+            }
+            Err(_) => refused += 1,
+        }
+        if let Ok(listing) = ops.read_dir("d") {
+            assert!(listing.entries.iter().all(|e| e.name == "f.txt"));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(
+        swaps > 10 && inside > 0,
+        "the race ran: {swaps} swaps, {inside} reads, {refused} refused"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("f.txt")).unwrap(),
+        "OUTSIDE"
+    );
+}
+
+#[test]
+fn concurrent_writers_of_one_file_never_interleave() {
+    let (_dir, root) = setup();
+    let ops = Arc::new(LocalOps::new(&root).unwrap());
+    let size = 256 * 1024;
+    let writers: Vec<_> = (b'a'..=b'd')
+        .map(|c| {
+            let ops = ops.clone();
+            std::thread::spawn(move || {
+                for _ in 0..20 {
+                    ops.write("shared.txt", &vec![c; size], Parents::MustExist)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..50 {
+        if let Ok(c) = ops.read("shared.txt", u64::MAX) {
+            assert_eq!(c.bytes.len(), size);
+            assert!(
+                c.bytes.iter().all(|b| *b == c.bytes[0]),
+                "a torn file was visible"
+            );
+        }
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers,
+        vec!["shared.txt"],
+        "no temporary file is left behind"
+    );
+}
+
+const CHILD_ENV: &str = "TOOLSHED_TEST_WRITER_ROOT";
+
+/// Run as a child process by `sigkill_during_writes_never_tears_a_file`: writes forever.
+#[test]
+fn writer_child() {
+    let Some(root) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let ops = LocalOps::new(Path::new(&root)).unwrap();
+    let size = 4 * 1024 * 1024;
+    for i in 0u64.. {
+        let byte = b'a' + (i % 26) as u8;
+        ops.write("big.bin", &vec![byte; size], Parents::MustExist)
+            .unwrap();
+    }
+}
+
+#[test]
+fn sigkill_during_writes_never_tears_a_file() {
+    let (_dir, root) = setup();
+    let size = 4 * 1024 * 1024;
+    std::fs::write(root.join("big.bin"), vec![b'z'; size]).unwrap();
+    for round in 0..5 {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "writer_child",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(CHILD_ENV, &root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the child has replaced the file at least once, then kill it mid-stream.
+        let start = std::fs::metadata(root.join("big.bin"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::fs::metadata(root.join("big.bin"))
+            .unwrap()
+            .modified()
+            .unwrap()
+            == start
+        {
+            assert!(Instant::now() < deadline, "the writer never wrote");
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(7 * round as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let bytes = std::fs::read(root.join("big.bin")).unwrap();
+        assert_eq!(
+            bytes.len(),
+            size,
+            "round {round}: the file is torn or empty"
+        );
+        assert!(
+            bytes.iter().all(|b| *b == bytes[0]),
+            "round {round}: mixed content"
+        );
+    }
+    // The killed writers may leave their temporary files, but listings hide them.
+    let ops = LocalOps::new(&root).unwrap();
+    let names: Vec<String> = ops
+        .read_dir(".")
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec!["big.bin"]);
+}
