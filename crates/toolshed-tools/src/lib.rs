@@ -8,6 +8,7 @@ use std::sync::Arc;
 use toolshed_core::Plugin;
 
 pub mod util;
+pub mod workspace;
 
 /// Every built-in plugin, in a stable order.
 pub fn system_plugins() -> Vec<Arc<dyn Plugin>> {
