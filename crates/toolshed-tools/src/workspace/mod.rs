@@ -16,6 +16,7 @@ use toolshed_core::{
 };
 use toolshed_ops::{FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle};
 
+pub mod engine;
 mod files;
 mod ledger;
 mod read;
