@@ -16,9 +16,11 @@ use toolshed_core::{
 };
 use toolshed_ops::{FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle};
 
+mod edit_tool;
 pub mod engine;
 mod files;
 mod ledger;
+mod patch_tool;
 mod read;
 mod spec;
 mod write;
@@ -96,6 +98,8 @@ pub fn plugin() -> Arc<dyn Plugin> {
     let handlers: Vec<(ToolSpec, Handler)> = vec![
         (spec::read(), read::run),
         (spec::write(), write::run),
+        (spec::edit(), edit_tool::run),
+        (spec::patch(), patch_tool::run),
         (spec::stat(), files::stat),
         (spec::list(), files::list),
         (spec::mkdir(), files::mkdir),
@@ -145,3 +149,5 @@ pub fn plugin() -> Arc<dyn Plugin> {
 pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_edit;

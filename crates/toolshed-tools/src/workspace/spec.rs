@@ -170,3 +170,38 @@ pub fn delete() -> ToolSpec {
         Danger::High,
     )
 }
+
+/// `workspace_edit`.
+pub fn edit() -> ToolSpec {
+    tool(
+        "workspace_edit",
+        "Edit a file",
+        "Replace `old_text` with `new_text` in one file. `old_text` must match exactly once (include enough surrounding lines to make it unique) unless `replace_all` is true. If it is not found exactly, a whitespace-tolerant match is used only when it is unambiguous, and the result says so; otherwise the error shows the closest region with its line numbers. Requires a workspace_read of the file's current version first. Returns a unified diff of the change. Line endings and a missing final newline are preserved.",
+        object(
+            json!({
+                "path": path_prop("The file to edit"),
+                "old_text": {"type": "string", "description": "The exact text to replace, including indentation"},
+                "new_text": {"type": "string", "description": "The text to put in its place"},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one (default false)"}
+            }),
+            &["path", "old_text", "new_text"],
+        ),
+        changes(true, false),
+        Danger::Medium,
+    )
+}
+
+/// `workspace_patch`.
+pub fn patch() -> ToolSpec {
+    tool(
+        "workspace_patch",
+        "Apply a multi-file patch",
+        "Apply a patch to several files at once, all-or-nothing: if any hunk of any file does not apply, no file changes. Accepts the `*** Begin Patch` format (`*** Add File: path` with `+` lines, `*** Delete File: path`, `*** Update File: path` with optional `*** Move to: new/path`, hunks starting `@@` optionally followed by a line to anchor on, then ` ` context, `-` removed and `+` added lines, and `*** End of File`; finish with `*** End Patch`) and standard unified diffs (`--- a/x` / `+++ b/x` / `@@ -l,c +l,c @@`). Context matches exactly, then ignoring trailing whitespace, then surrounding whitespace, then Unicode punctuation look-alikes; the result says when a looser match was used. Files being changed or deleted must have been read with workspace_read first. CRLF line endings and final newlines are preserved.",
+        object(
+            json!({"patch": {"type": "string", "description": "The patch text"}}),
+            &["patch"],
+        ),
+        changes(true, false),
+        Danger::Medium,
+    )
+}

@@ -14,11 +14,18 @@ pub struct Harness {
     pub ops: Ops,
     pub owner: OwnerId,
     pub config: Map<String, Value>,
+    /// The in-memory backend, when the harness runs on one (for fixtures).
+    pub memory: Option<Arc<toolshed_ops::MemoryOps>>,
 }
 
 impl Harness {
     pub fn memory() -> Self {
-        Self::over(Ops::memory())
+        let memory = Arc::new(toolshed_ops::MemoryOps::new());
+        let mut h = Self::over(Ops {
+            files: memory.clone(),
+        });
+        h.memory = Some(memory);
+        h
     }
 
     pub fn over(ops: Ops) -> Self {
@@ -27,6 +34,7 @@ impl Harness {
             ops,
             owner: OwnerId::new("tester"),
             config: Map::new(),
+            memory: None,
         }
     }
 
@@ -37,6 +45,7 @@ impl Harness {
             ops: self.ops.clone(),
             owner: OwnerId::new(owner),
             config: self.config.clone(),
+            memory: self.memory.clone(),
         }
     }
 

@@ -1,0 +1,106 @@
+//! `workspace_edit`: replace text in one file, after a read of its current version.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolshed_core::{ToolError, ToolOutput};
+use toolshed_ops::Parents;
+
+use super::engine::{diff, edit};
+use super::read::{MAX_TEXT_BYTES, is_text};
+use super::write::check_read;
+use super::{Env, parse};
+
+/// The most bytes of diff shown in a result.
+pub const MAX_DIFF_BYTES: usize = 64 * 1024;
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    old_text: String,
+    new_text: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+/// Reads a text file for changing it: refuses binaries and files over the limit.
+pub(super) fn read_text(env: &Env, path: &str) -> Result<String, ToolError> {
+    let contents = env.files.read(path, MAX_TEXT_BYTES + 1)?;
+    if contents.size > MAX_TEXT_BYTES {
+        return Err(ToolError::failed(format!(
+            "`{path}` is {} bytes; files over {MAX_TEXT_BYTES} bytes cannot be edited here",
+            contents.size
+        )));
+    }
+    if !is_text(&contents.bytes) {
+        return Err(ToolError::failed(format!(
+            "`{path}` is a binary file; only text files can be edited"
+        )));
+    }
+    String::from_utf8(contents.bytes).map_err(|e| ToolError::Internal(e.to_string()))
+}
+
+/// `diff` cut to [`MAX_DIFF_BYTES`] on a line boundary, saying so.
+pub(super) fn capped(diff: String) -> String {
+    if diff.len() <= MAX_DIFF_BYTES {
+        return diff;
+    }
+    let cut = diff[..MAX_DIFF_BYTES].rfind('\n').map_or(0, |i| i + 1);
+    format!(
+        "{}[diff cut at {MAX_DIFF_BYTES} bytes; read the file to see the rest]\n",
+        &diff[..cut]
+    )
+}
+
+pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: Args = parse(args)?;
+    let before = read_text(env, &args.path)?;
+    check_read(env, &args.path)?;
+    let outcome = edit::apply_edit(&before, &args.old_text, &args.new_text, args.replace_all)
+        .map_err(|e| match e {
+            edit::EditError::EmptyOld | edit::EditError::Unchanged => {
+                ToolError::invalid(format!("`{}`: {e}", args.path))
+            }
+            edit::EditError::Ambiguous { .. } => {
+                ToolError::Conflict(format!("`{}`: {e}", args.path))
+            }
+            edit::EditError::NotFound { .. } => ToolError::failed(format!("`{}`: {e}", args.path)),
+        })?;
+    env.files
+        .write(&args.path, outcome.content.as_bytes(), Parents::MustExist)?;
+    let real = env.files.realpath(&args.path)?;
+    super::ledger::record(
+        env.ledger.as_ref(),
+        &env.owner,
+        &real,
+        outcome.content.as_bytes(),
+    );
+    let (added, removed) = diff::stats(&before, &outcome.content);
+    let mut text = format!(
+        "Edited `{}`: {} replacement{} (+{added} -{removed} lines)",
+        args.path,
+        outcome.replacements,
+        if outcome.replacements == 1 { "" } else { "s" }
+    );
+    if let Some(fallback) = &outcome.fallback {
+        text.push_str(&format!(
+            "; the exact text was not found, so it matched after {fallback}"
+        ));
+    }
+    text.push('\n');
+    text.push_str(&capped(diff::unified(
+        &args.path,
+        &before,
+        &outcome.content,
+        3,
+    )));
+    Ok(ToolOutput::text_and_structured(
+        text,
+        json!({
+            "path": args.path,
+            "replacements": outcome.replacements,
+            "fallback": outcome.fallback,
+            "added": added,
+            "removed": removed,
+        }),
+    ))
+}

@@ -1,0 +1,194 @@
+//! `workspace_patch`: a multi-file patch, applied all-or-nothing.
+//!
+//! Every file the patch touches is read first, the engine computes every new content in
+//! memory, and only if all of it succeeds are the files written. Should a write fail part
+//! way (a full disk, a permission), the files already written are restored from what was
+//! read, so the workspace is as it was.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolshed_core::{ToolError, ToolOutput};
+use toolshed_ops::{OpsError, Parents};
+
+use super::edit_tool::{capped, read_text};
+use super::engine::diff;
+use super::engine::matching::MatchLevel;
+use super::engine::patch::{self, FileChange, FileOp};
+use super::write::check_read;
+use super::{Env, parse};
+
+#[derive(Deserialize)]
+struct Args {
+    patch: String,
+}
+
+/// What a file was before the patch, for reading and for restoring.
+fn read_before(env: &Env, path: &str) -> Result<Option<String>, ToolError> {
+    match read_text(env, path) {
+        Ok(text) => Ok(Some(text)),
+        Err(ToolError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn apply_change(env: &Env, change: &FileChange) -> Result<(), OpsError> {
+    match change {
+        FileChange::Add { path, content } => env
+            .files
+            .write(path, content.as_bytes(), Parents::Create)
+            .map(|_| ()),
+        FileChange::Delete { path } => env.files.remove(path, false),
+        FileChange::Update {
+            path,
+            new_content,
+            move_to: None,
+            ..
+        } => env
+            .files
+            .write(path, new_content.as_bytes(), Parents::MustExist)
+            .map(|_| ()),
+        FileChange::Update {
+            path,
+            new_content,
+            move_to: Some(to),
+            ..
+        } => {
+            env.files
+                .write(to, new_content.as_bytes(), Parents::Create)?;
+            env.files.remove(path, false)
+        }
+    }
+}
+
+/// Puts back every path that no longer holds what it held before the patch; returns the
+/// paths that could not be restored. Paths still as they were are left alone.
+fn restore(env: &Env, before: &BTreeMap<String, Option<String>>) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (path, content) in before {
+        match read_before(env, path) {
+            Ok(current) if current == *content => continue,
+            _ => {}
+        }
+        let result = match content {
+            Some(text) => env
+                .files
+                .write(path, text.as_bytes(), Parents::Create)
+                .map(|_| ()),
+            None => match env.files.remove(path, false) {
+                Err(OpsError::NotFound { .. }) => Ok(()),
+                other => other,
+            },
+        };
+        if result.is_err() {
+            failed.push(path.clone());
+        }
+    }
+    failed
+}
+
+pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: Args = parse(args)?;
+    let parsed = patch::parse(&args.patch).map_err(|e| ToolError::invalid(e.to_string()))?;
+    // Read every path the patch names, and check the caller has read what it changes.
+    let mut before: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for file in &parsed.files {
+        let content = read_before(env, &file.path)?;
+        if content.is_some() && !matches!(file.op, FileOp::Add { .. }) {
+            check_read(env, &file.path)?;
+        }
+        before.insert(file.path.clone(), content);
+        if let FileOp::Update {
+            move_to: Some(to), ..
+        } = &file.op
+        {
+            let target = read_before(env, to)?;
+            before.insert(to.clone(), target);
+        }
+    }
+    let changes = patch::apply(&parsed, &|path: &str| before.get(path).cloned().flatten())
+        .map_err(|e| ToolError::failed(format!("{e}\nNo file was changed.")))?;
+
+    for (i, change) in changes.iter().enumerate() {
+        if let Err(e) = apply_change(env, change) {
+            let unrestored = restore(env, &before);
+            let state = if unrestored.is_empty() {
+                "every file was restored to what it was before the patch".to_string()
+            } else {
+                format!(
+                    "these files could not be restored: {}",
+                    unrestored.join(", ")
+                )
+            };
+            return Err(ToolError::failed(format!(
+                "writing change {} of {} (`{}`) failed: {e}; {state}",
+                i + 1,
+                changes.len(),
+                change.path()
+            )));
+        }
+    }
+
+    let mut summary = Vec::new();
+    let mut diffs = String::new();
+    let mut files = Vec::new();
+    for change in &changes {
+        let (line, path, after, level) = match change {
+            FileChange::Add { path, content } => (
+                format!("A {path}"),
+                path.clone(),
+                Some(content.as_str()),
+                None,
+            ),
+            FileChange::Delete { path } => (format!("D {path}"), path.clone(), None, None),
+            FileChange::Update {
+                path,
+                new_content,
+                move_to,
+                level,
+            } => {
+                let shown = match move_to {
+                    Some(to) => format!("R {path} -> {to}"),
+                    None => format!("M {path}"),
+                };
+                (
+                    shown,
+                    move_to.clone().unwrap_or_else(|| path.clone()),
+                    Some(new_content.as_str()),
+                    Some(*level),
+                )
+            }
+        };
+        let old = before
+            .get(change.path())
+            .cloned()
+            .flatten()
+            .unwrap_or_default();
+        let new = after.unwrap_or("");
+        let (added, removed) = diff::stats(&old, new);
+        let mut line = format!("{line} (+{added} -{removed})");
+        if let Some(level) = level.filter(|l| *l != MatchLevel::Exact) {
+            line.push_str(&format!(" — context matched {}", level.describe()));
+        }
+        summary.push(line);
+        diffs.push_str(&diff::unified(&path, &old, new, 3));
+        if let Some(content) = after
+            && let Ok(real) = env.files.realpath(&path)
+        {
+            super::ledger::record(env.ledger.as_ref(), &env.owner, &real, content.as_bytes());
+        }
+        files.push(json!({"path": path, "added": added, "removed": removed}));
+    }
+    let text = format!(
+        "Applied the patch to {} file{}:\n{}\n{}",
+        changes.len(),
+        if changes.len() == 1 { "" } else { "s" },
+        summary.join("\n"),
+        capped(diffs)
+    );
+    Ok(ToolOutput::text_and_structured(
+        text,
+        json!({"files": files}),
+    ))
+}
