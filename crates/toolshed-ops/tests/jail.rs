@@ -218,7 +218,8 @@ fn sigkill_during_writes_never_tears_a_file() {
             "round {round}: mixed content"
         );
     }
-    // The killed writers may leave their temporary files, but listings hide them.
+    // A killed writer leaves at most one temporary file, hidden from listings and replaced
+    // by the next write of the same file.
     let ops = LocalOps::new(&root).unwrap();
     let names: Vec<String> = ops
         .read_dir(".")
@@ -228,4 +229,11 @@ fn sigkill_during_writes_never_tears_a_file() {
         .map(|e| e.name)
         .collect();
     assert_eq!(names, vec!["big.bin"]);
+    assert!(std::fs::read_dir(&root).unwrap().count() <= 2);
+    ops.write("big.bin", b"done", Parents::MustExist).unwrap();
+    let raw: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(raw, vec!["big.bin"]);
 }

@@ -18,7 +18,6 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{
@@ -46,7 +45,6 @@ pub struct LocalOps {
     root: PathBuf,
     root_fd: OwnedFd,
     stripes: Vec<Mutex<()>>,
-    counter: AtomicU64,
 }
 
 impl std::fmt::Debug for LocalOps {
@@ -113,7 +111,6 @@ impl LocalOps {
             root,
             root_fd,
             stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            counter: AtomicU64::new(0),
         })
     }
 
@@ -227,9 +224,15 @@ impl LocalOps {
         &self.stripes[(h.finish() as usize) % LOCK_STRIPES]
     }
 
-    fn temp_name(&self) -> String {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        format!("{TEMP_PREFIX}{}-{n}.tmp", std::process::id())
+    /// The temporary file for writing `name`: one fixed name per target, so a writer killed
+    /// mid-write leaves at most one leftover, which the next write of that file replaces.
+    /// Two writers never share it: both hold the directory's exclusive lock.
+    fn temp_name(name: &str) -> String {
+        // FNV-1a: stable across builds, so leftovers of older versions are found too.
+        let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        format!("{TEMP_PREFIX}{hash:016x}.tmp")
     }
 
     fn write_locked(
@@ -263,7 +266,11 @@ impl LocalOps {
             Err(Errno::NOENT) => (0o644, Written::Created),
             Err(e) => return Err(Self::error(path, "inspect", e)),
         };
-        let temp = self.temp_name();
+        let temp = Self::temp_name(name);
+        match unlinkat(dir, temp.as_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(Self::error(path, "clear the temporary file for", e)),
+        }
         let fd = openat(
             dir,
             temp.as_str(),
