@@ -4,6 +4,7 @@
 //! [`LocalOps`](crate::LocalOps) on a temporary directory and against
 //! [`MemoryOps`](crate::MemoryOps), so tool tests written on the in-memory double mean the
 //! same on the real file system. A failed check panics with what was expected.
+//! [`run_search`] does the same for [`SearchOps`](crate::SearchOps).
 
 use crate::error::OpsError;
 use crate::file::{FileKind, FileOps, Follow, Overwrite, Parents, Written};
@@ -16,7 +17,11 @@ pub trait Fixture {
     fn hard_link(&self, path: &str, other: &str);
     /// Creates a FIFO at `path`.
     fn fifo(&self, path: &str);
+    /// Creates the file `name` inside the reserved `.toolshed/` directory.
+    fn reserved_file(&self, name: &str, data: &[u8]);
 }
+
+pub use crate::search::contract::run_search;
 
 fn ok<T>(result: Result<T, OpsError>, what: &str) -> T {
     match result {

@@ -86,6 +86,14 @@ pub enum OpsError {
         /// The path as given.
         path: String,
     },
+    /// A glob, regular expression or query cannot be used.
+    #[error("invalid pattern `{pattern}`: {reason}")]
+    InvalidPattern {
+        /// The pattern as given (shortened if long).
+        pattern: String,
+        /// What is wrong with it, and what to do instead.
+        reason: String,
+    },
     /// Any other I/O failure.
     #[error("cannot {action} `{path}`: {message}")]
     Io {
@@ -101,7 +109,9 @@ pub enum OpsError {
 impl From<OpsError> for ToolError {
     fn from(e: OpsError) -> Self {
         match e {
-            OpsError::InvalidPath { .. } => ToolError::invalid(e.to_string()),
+            OpsError::InvalidPath { .. } | OpsError::InvalidPattern { .. } => {
+                ToolError::invalid(e.to_string())
+            }
             OpsError::Escape { .. } | OpsError::Reserved { .. } => ToolError::Denied {
                 rule: "workspace jail".into(),
                 message: e.to_string(),

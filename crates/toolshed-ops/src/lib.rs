@@ -3,7 +3,8 @@
 //! Tools never call `std::fs` or spawn processes themselves. They get an [`Ops`] from their
 //! [`CallContext`] (`ctx.ops()?`) and go through it, so the same tool runs against the real
 //! system ([`LocalOps`]), a sandbox, or an in-memory double in tests ([`MemoryOps`]). Both
-//! implementations pass one [contract suite](contract).
+//! implementations pass one [contract suite](contract). Searching — glob, fuzzy find, grep —
+//! goes through [`SearchOps`], confined the same way.
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};
@@ -24,6 +25,7 @@ mod local;
 mod memory;
 pub mod path;
 mod read_log;
+pub mod search;
 
 pub use error::OpsError;
 pub use file::{
@@ -33,26 +35,38 @@ pub use file::{
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
 pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog, ReadLogHandle};
+pub use search::{
+    CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
+    DEFAULT_MAX_LINE_LEN, FileMatches, FindKind, FindMatch, FindRequest, FindResult, GlobRequest,
+    GlobResult, GrepRequest, GrepResult, LineMatch, MAX_CONTEXT_LINES, MAX_IGNORE_FILE_BYTES,
+    MAX_SEARCH_BUFFER, SearchOps,
+};
 
 /// Everything a tool may use to act, handed to it through [`CallContext::extensions`].
 #[derive(Clone)]
 pub struct Ops {
     /// File operations confined to the workspace.
     pub files: Arc<dyn FileOps>,
+    /// Searching the same workspace.
+    pub search: Arc<dyn SearchOps>,
 }
 
 impl Ops {
     /// The real system under `workspace`.
     pub fn local(workspace: &std::path::Path) -> Result<Self, OpsError> {
+        let ops = Arc::new(LocalOps::new(workspace)?);
         Ok(Self {
-            files: Arc::new(LocalOps::new(workspace)?),
+            files: ops.clone(),
+            search: ops,
         })
     }
 
     /// An empty in-memory workspace.
     pub fn memory() -> Self {
+        let ops = Arc::new(MemoryOps::new());
         Self {
-            files: Arc::new(MemoryOps::new()),
+            files: ops.clone(),
+            search: ops,
         }
     }
 }

@@ -96,6 +96,25 @@ impl MemoryOps {
         }
     }
 
+    /// Every entry strictly below the directory `dir` (a key), sorted by key, so that a
+    /// directory comes before what it holds. For searches.
+    pub(crate) fn entries_under(&self, dir: &str) -> Vec<(String, FileKind)> {
+        let nodes = self.lock();
+        nodes
+            .iter()
+            .filter(|(key, _)| key.as_str() != "." && is_under(key, dir))
+            .map(|(key, _)| (key.clone(), Self::metadata(&nodes, key).kind))
+            .collect()
+    }
+
+    /// The bytes of the regular file at `key`, for searches.
+    pub(crate) fn file_bytes(&self, key: &str) -> Option<Vec<u8>> {
+        match self.lock().get(key) {
+            Some(Node::File { data, .. }) => Some(data.clone()),
+            _ => None,
+        }
+    }
+
     fn rel(path: &str) -> Result<String, OpsError> {
         let rel = normalize(std::path::Path::new("/memory"), path)?;
         if names_reserved(&rel) {
@@ -532,5 +551,19 @@ impl crate::contract::Fixture for MemoryOps {
 
     fn fifo(&self, path: &str) {
         self.add_special(path, "FIFO");
+    }
+
+    fn reserved_file(&self, name: &str, data: &[u8]) {
+        let mut nodes = self.lock();
+        nodes.insert(RESERVED_DIR.to_string(), Node::Dir);
+        nodes.insert(
+            format!("{RESERVED_DIR}/{name}"),
+            Node::File {
+                data: data.to_vec(),
+                mode: 0o600,
+                links: 1,
+                modified: SystemTime::now(),
+            },
+        );
     }
 }

@@ -1,28 +1,11 @@
 //! The contract suite on both implementations.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod support;
 
-use toolshed_ops::contract::{self, Fixture};
+use support::Disk;
+use toolshed_ops::contract;
 use toolshed_ops::{LocalOps, MemoryOps};
-
-struct Disk(PathBuf);
-
-impl Fixture for Disk {
-    fn symlink(&self, path: &str, target: &str) {
-        std::os::unix::fs::symlink(target, self.0.join(path)).unwrap();
-    }
-    fn hard_link(&self, path: &str, other: &str) {
-        std::fs::hard_link(self.0.join(path), self.0.join(other)).unwrap();
-    }
-    fn fifo(&self, path: &str) {
-        let status = std::process::Command::new("mkfifo")
-            .arg(self.0.join(path))
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-}
 
 #[test]
 fn local_ops_meet_the_contract() {

@@ -23,6 +23,7 @@ impl Harness {
         let memory = Arc::new(toolshed_ops::MemoryOps::new());
         let mut h = Self::over(Ops {
             files: memory.clone(),
+            search: memory.clone(),
         });
         h.memory = Some(memory);
         h

@@ -1,0 +1,183 @@
+//! Searching: the contract suite on both implementations, and what only a real file system
+//! can show.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use support::Disk;
+use toolshed_ops::contract;
+use toolshed_ops::{
+    FileOps, GlobRequest, GrepRequest, LocalOps, MemoryOps, Ops, OpsError, Parents, SearchOps,
+};
+
+/// A workspace one level below a directory holding `outside.txt`, which links point to.
+fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a/ws");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(dir.path().join("a/outside.txt"), "needle outside\n").unwrap();
+    (dir, root)
+}
+
+#[test]
+fn local_ops_meet_the_search_contract() {
+    let (_dir, root) = workspace();
+    let ops = LocalOps::new(&root).unwrap();
+    contract::run_search(&ops, &ops, &Disk(root.clone()));
+    // The links the suite made do lead out, so not following them is what kept them out.
+    assert_eq!(
+        std::fs::read_to_string(root.join("links/outside")).unwrap(),
+        "needle outside\n"
+    );
+    assert!(root.join("links/outdir/ws").is_dir());
+}
+
+#[test]
+fn memory_ops_meet_the_search_contract() {
+    let ops = MemoryOps::new();
+    contract::run_search(&ops, &ops, &ops);
+}
+
+#[test]
+fn ops_serve_files_and_search_from_one_backend() {
+    let (_dir, root) = workspace();
+    for ops in [Ops::local(&root).unwrap(), Ops::memory()] {
+        ops.files
+            .write("src/a.rs", b"fn a() {}\n", Parents::Create)
+            .unwrap();
+        let found = ops
+            .search
+            .glob(&GlobRequest {
+                patterns: vec!["*.rs".into()],
+                ..GlobRequest::default()
+            })
+            .unwrap();
+        assert_eq!(found.paths, ["src/a.rs"]);
+    }
+}
+
+#[test]
+fn a_plain_directory_gitignore_applies_without_git() {
+    let (_dir, root) = workspace();
+    std::fs::write(root.join(".gitignore"), "*.tmp\n").unwrap();
+    std::fs::write(root.join("a.txt"), "x").unwrap();
+    std::fs::write(root.join("b.tmp"), "x").unwrap();
+    assert!(!root.join(".git").exists());
+    let ops = LocalOps::new(&root).unwrap();
+    let found = ops.glob(&GlobRequest::default()).unwrap();
+    assert_eq!(found.paths, ["a.txt"]);
+}
+
+#[test]
+fn ignore_files_above_the_workspace_do_not_apply() {
+    let (dir, root) = workspace();
+    std::fs::write(dir.path().join("a/.gitignore"), "*\n").unwrap();
+    std::fs::write(dir.path().join(".ignore"), "*\n").unwrap();
+    std::fs::write(root.join("kept.txt"), "needle\n").unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    assert_eq!(
+        ops.glob(&GlobRequest::default()).unwrap().paths,
+        ["kept.txt"]
+    );
+}
+
+#[test]
+fn a_gitignore_linked_outside_is_not_read() {
+    let (dir, root) = workspace();
+    std::fs::write(dir.path().join("a/rules"), "*.txt\n").unwrap();
+    std::os::unix::fs::symlink("../rules", root.join(".gitignore")).unwrap();
+    std::fs::write(root.join("kept.txt"), "x").unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    assert_eq!(
+        ops.glob(&GlobRequest::default()).unwrap().paths,
+        ["kept.txt"]
+    );
+}
+
+#[test]
+fn results_are_deterministic_across_many_files() {
+    let (_dir, root) = workspace();
+    for d in 0..20 {
+        let dir = root.join(format!("d{d:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..30 {
+            std::fs::write(
+                dir.join(format!("f{f:02}.txt")),
+                "one needle\ntwo\nneedle three\n",
+            )
+            .unwrap();
+        }
+    }
+    let ops = LocalOps::new(&root).unwrap();
+    let request = GrepRequest {
+        pattern: "needle".into(),
+        max_matches: 101,
+        ..GrepRequest::default()
+    };
+    let first = ops.grep(&request).unwrap();
+    assert_eq!(
+        (first.total_matches, first.truncated, first.files_searched),
+        (101, true, 600)
+    );
+    assert_eq!(first.files.len(), 51);
+    assert_eq!(first.files[0].path, "d00/f00.txt");
+    assert_eq!(first.files[50].path, "d01/f20.txt");
+    assert_eq!(first.files[50].matches.len(), 1);
+    for _ in 0..5 {
+        assert_eq!(ops.grep(&request).unwrap(), first);
+    }
+    let memory = MemoryOps::new();
+    for d in 0..20 {
+        for f in 0..30 {
+            memory
+                .write(
+                    &format!("d{d:02}/f{f:02}.txt"),
+                    b"one needle\ntwo\nneedle three\n",
+                    Parents::Create,
+                )
+                .unwrap();
+        }
+    }
+    assert_eq!(memory.grep(&request).unwrap(), first);
+    let all = ops
+        .glob(&GlobRequest {
+            max_results: 250,
+            ..GlobRequest::default()
+        })
+        .unwrap();
+    assert_eq!(
+        all,
+        memory
+            .glob(&GlobRequest {
+                max_results: 250,
+                ..GlobRequest::default()
+            })
+            .unwrap()
+    );
+    assert!(all.truncated && all.paths.len() == 250 && all.paths[249] == "d08/f09.txt");
+}
+
+#[test]
+fn links_to_directories_are_not_descended() {
+    let (_dir, root) = workspace();
+    std::fs::create_dir_all(root.join("real")).unwrap();
+    std::fs::write(root.join("real/f.txt"), "needle inside\n").unwrap();
+    std::os::unix::fs::symlink("real", root.join("d")).unwrap();
+    std::os::unix::fs::symlink("../..", root.join("up")).unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    let found = ops
+        .grep(&GrepRequest {
+            pattern: "needle".into(),
+            ..GrepRequest::default()
+        })
+        .unwrap();
+    assert_eq!(found.files.len(), 1);
+    assert_eq!(found.files[0].path, "real/f.txt");
+    assert_eq!(found.files_searched, 1);
+    let request = GrepRequest {
+        pattern: "needle".into(),
+        base: "up".into(),
+        ..GrepRequest::default()
+    };
+    assert!(matches!(ops.grep(&request), Err(OpsError::Escape { .. })));
+}
