@@ -39,7 +39,7 @@ pub use search::{
     CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
     DEFAULT_MAX_LINE_LEN, FileMatches, FindKind, FindMatch, FindRequest, FindResult, GlobRequest,
     GlobResult, GrepRequest, GrepResult, LineMatch, MAX_CONTEXT_LINES, MAX_IGNORE_FILE_BYTES,
-    MAX_SEARCH_BUFFER, SearchOps,
+    MAX_SEARCH_BUFFER, SearchOps, TreeEntry, TreeRequest, TreeResult,
 };
 
 /// Everything a tool may use to act, handed to it through [`CallContext::extensions`].

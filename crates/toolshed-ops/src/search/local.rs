@@ -214,6 +214,10 @@ impl SearchOps for LocalOps {
     fn grep(&self, request: &GrepRequest) -> Result<GrepResult, OpsError> {
         super::grep::grep(self, request)
     }
+
+    fn tree(&self, request: &super::TreeRequest) -> Result<super::TreeResult, OpsError> {
+        super::tree::tree(self, request)
+    }
 }
 
 #[cfg(test)]

@@ -81,4 +81,8 @@ impl SearchOps for MemoryOps {
     fn grep(&self, request: &GrepRequest) -> Result<GrepResult, OpsError> {
         super::grep::grep(self, request)
     }
+
+    fn tree(&self, request: &super::TreeRequest) -> Result<super::TreeResult, OpsError> {
+        super::tree::tree(self, request)
+    }
 }

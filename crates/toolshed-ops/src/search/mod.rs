@@ -52,6 +52,7 @@ mod grep;
 mod local;
 mod memory;
 mod pattern;
+mod tree;
 mod walk;
 
 /// Results returned by [`SearchOps::glob`] when the request says 0.
@@ -283,6 +284,59 @@ pub struct GrepResult {
     pub skipped_unreadable: usize,
 }
 
+/// Entries a tree request returns when it names no limit.
+pub const DEFAULT_TREE_ENTRIES: usize = 500;
+
+/// The files and directories below a base, to a depth.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TreeRequest {
+    /// The directory to start from, relative to the workspace root.
+    pub base: String,
+    /// How many levels below the base to show (at least 1).
+    pub max_depth: usize,
+    /// Whether names starting with `.` are shown.
+    pub include_hidden: bool,
+    /// Whether `.gitignore` and `.ignore` rules apply.
+    pub respect_gitignore: bool,
+    /// The most entries returned (0: [`DEFAULT_TREE_ENTRIES`]).
+    pub max_entries: usize,
+}
+
+impl Default for TreeRequest {
+    fn default() -> Self {
+        Self {
+            base: ".".into(),
+            max_depth: 3,
+            include_hidden: false,
+            respect_gitignore: true,
+            max_entries: 0,
+        }
+    }
+}
+
+/// One entry of a tree.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct TreeEntry {
+    /// Workspace-relative path.
+    pub path: String,
+    /// File or directory.
+    pub kind: FileKind,
+    /// Levels below the base (1 for the base's own entries).
+    pub depth: usize,
+}
+
+/// What [`SearchOps::tree`] returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TreeResult {
+    /// The base, workspace-relative.
+    pub base: String,
+    /// Entries sorted by path (so each directory comes just before its contents).
+    pub entries: Vec<TreeEntry>,
+    /// Whether entries past the limit were left out.
+    pub truncated: bool,
+}
+
 /// Searching one workspace: listing files by glob, ranking paths against a fuzzy query, and
 /// searching contents by regular expression. The same confinement as
 /// [`FileOps`](crate::FileOps) holds — nothing outside the workspace root is listed or read,
@@ -303,4 +357,7 @@ pub trait SearchOps: Send + Sync {
     /// Lines of files under `base` matching the pattern, files sorted by path. Files with
     /// a NUL byte are skipped as binary.
     fn grep(&self, request: &GrepRequest) -> Result<GrepResult, OpsError>;
+
+    /// Files and directories under `base` to a depth, sorted by path.
+    fn tree(&self, request: &TreeRequest) -> Result<TreeResult, OpsError>;
 }

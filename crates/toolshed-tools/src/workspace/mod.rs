@@ -14,7 +14,7 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plane, Plugin,
     PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::{FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle};
+use toolshed_ops::{FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle, SearchOps};
 
 mod edit_tool;
 pub mod engine;
@@ -22,6 +22,7 @@ mod files;
 mod ledger;
 mod patch_tool;
 mod read;
+mod search_tools;
 mod spec;
 mod write;
 
@@ -35,6 +36,8 @@ pub const READ_BEFORE_EDIT: &str = "require_read_before_edit";
 pub struct Env {
     /// The confined file operations.
     pub files: Arc<dyn FileOps>,
+    /// Searching the same workspace.
+    pub search: Arc<dyn SearchOps>,
     /// Who is calling.
     pub owner: OwnerId,
     /// The plugin's resolved config.
@@ -76,6 +79,7 @@ impl Tool for WorkspaceTool {
         };
         let env = Env {
             files: ops.files.clone(),
+            search: ops.search.clone(),
             owner: ctx.owner.clone(),
             config: ctx.config.clone(),
             ledger,
@@ -105,6 +109,10 @@ pub fn plugin() -> Arc<dyn Plugin> {
         (spec::mkdir(), files::mkdir),
         (spec::move_(), files::move_),
         (spec::delete(), files::delete),
+        (spec::tree(), search_tools::tree),
+        (spec::glob(), search_tools::glob),
+        (spec::find(), search_tools::find),
+        (spec::grep(), search_tools::grep),
     ];
     let tools: Vec<Arc<dyn Tool>> = handlers
         .into_iter()
@@ -151,3 +159,5 @@ pub(crate) mod test_support;
 mod tests;
 #[cfg(test)]
 mod tests_edit;
+#[cfg(test)]
+mod tests_search;

@@ -205,3 +205,97 @@ pub fn patch() -> ToolSpec {
         Danger::Medium,
     )
 }
+
+fn search_props(mut props: Value) -> Value {
+    if let Some(map) = props.as_object_mut() {
+        map.insert("include_hidden".into(), json!({"type": "boolean", "description": "Include names starting with `.` (default false)"}));
+        map.insert("respect_gitignore".into(), json!({"type": "boolean", "description": "Skip what .gitignore and .ignore files exclude (default true)"}));
+    }
+    props
+}
+
+/// `workspace_tree`.
+pub fn tree() -> ToolSpec {
+    tool(
+        "workspace_tree",
+        "Directory tree",
+        "Show the files and directories below a path as an indented tree, `depth` levels deep (default 3), skipping what .gitignore excludes and hidden names unless asked. At most `max_entries` (default 500) entries, in path order; the result says when more exist.",
+        object(
+            search_props(json!({
+                "path": {"type": "string", "description": "The directory to start from (default: the workspace root)"},
+                "depth": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many levels to show (default 3)"},
+                "max_entries": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "The most entries to show (default 500)"}
+            })),
+            &[],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
+
+/// `workspace_glob`.
+pub fn glob() -> ToolSpec {
+    tool(
+        "workspace_glob",
+        "Find files by glob",
+        "List the files matching glob patterns, sorted by path. Patterns follow .gitignore rules: `*.rs` matches at any depth, `src/**/*.ts` is relative to `path`, a leading `!` excludes (`!**/generated/**`). .gitignore'd and hidden files are skipped unless asked. At most `max_results` paths (default 1000).",
+        object(
+            search_props(json!({
+                "patterns": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 100, "description": "Glob patterns; a leading `!` excludes"},
+                "path": {"type": "string", "description": "The directory to search under (default: the workspace root)"},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "The most paths to return (default 1000)"}
+            })),
+            &["patterns"],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
+
+/// `workspace_find`.
+pub fn find() -> ToolSpec {
+    tool(
+        "workspace_find",
+        "Find files by name (fuzzy)",
+        "Fuzzy-find files (or directories) whose path contains the query's characters in order, best match first: matches in the file name, at word boundaries and in runs rank higher (`mainrs` finds `src/main.rs`). At most `max_results` (default 50).",
+        object(
+            search_props(json!({
+                "query": {"type": "string", "description": "Characters of the name to look for"},
+                "path": {"type": "string", "description": "The directory to search under (default: the workspace root)"},
+                "kind": {"type": "string", "enum": ["files", "dirs", "both"], "description": "What to look for (default files)"},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "The most matches to return (default 50)"}
+            })),
+            &["query"],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
+
+/// `workspace_grep`.
+pub fn grep() -> ToolSpec {
+    tool(
+        "workspace_grep",
+        "Search file contents",
+        "Search file contents with a regular expression (Rust regex syntax) or a fixed string, like ripgrep: results as `path:line:text`, context lines as `path-line-text`, files in path order. Case: `smart` (default: insensitive unless the pattern has a capital), `sensitive` or `insensitive`. Filter files with `include`/`exclude` globs; .gitignore'd, hidden and binary files are skipped. Stops at `max_matches` (default 500) and says so; long lines are cut around the match.",
+        object(
+            search_props(json!({
+                "pattern": {"type": "string", "description": "The regular expression, or the literal text with fixed_string"},
+                "fixed_string": {"type": "boolean", "description": "Treat the pattern as literal text (default false)"},
+                "case": {"type": "string", "enum": ["smart", "sensitive", "insensitive"], "description": "How letters compare (default smart)"},
+                "path": {"type": "string", "description": "A directory or file to search (default: the workspace root)"},
+                "include": {"type": "array", "items": {"type": "string"}, "description": "Only files matching these globs (e.g. `*.rs`)"},
+                "exclude": {"type": "array", "items": {"type": "string"}, "description": "Skip files matching these globs"},
+                "context": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Lines of context before and after each match"},
+                "context_before": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Lines of context before each match"},
+                "context_after": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Lines of context after each match"},
+                "max_matches": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "The most matching lines to return (default 500)"},
+                "max_line_len": {"type": "integer", "minimum": 20, "maximum": 100000, "description": "Cut longer lines around the match (default 500 bytes)"},
+                "multiline": {"type": "boolean", "description": "Let the pattern match across lines (`\\n`) (default false)"}
+            })),
+            &["pattern"],
+        ),
+        READ_ONLY,
+        Danger::Low,
+    )
+}
