@@ -125,20 +125,21 @@ async fn review_rules_and_profiles_deny_with_the_rule() {
     assert!(!t.host.dispatcher().visible("beta", Some("narrow")));
 }
 
+/// A plugin whose `wait` tool waits until cancelled and then tells `observed`.
+fn wait_plugin(observed: Arc<tokio::sync::Notify>) -> Vec<Arc<dyn toolshed_core::Plugin>> {
+    vec![plugin(
+        "t.wait",
+        vec![tool(
+            ToolSpec::new("wait", "w"),
+            Behaviour::WaitForCancel(observed),
+        )],
+    )]
+}
+
 #[tokio::test]
 async fn timeout_cancels_the_tool_and_says_so() {
     let observed = Arc::new(tokio::sync::Notify::new());
-    let t = open(
-        vec![plugin(
-            "t.wait",
-            vec![tool(
-                ToolSpec::new("wait", "w"),
-                Behaviour::WaitForCancel(observed.clone()),
-            )],
-        )],
-        "",
-    )
-    .await;
+    let t = open(wait_plugin(observed.clone()), "").await;
     let mut r = req("wait", json!({}));
     r.timeout = Some(Duration::from_millis(50));
     let err = t.host.call(r).await.result.unwrap_err();
@@ -153,17 +154,7 @@ async fn timeout_cancels_the_tool_and_says_so() {
 #[tokio::test]
 async fn default_timeout_comes_from_config_and_zero_is_refused() {
     let observed = Arc::new(tokio::sync::Notify::new());
-    let t = open(
-        vec![plugin(
-            "t.wait",
-            vec![tool(
-                ToolSpec::new("wait", "w"),
-                Behaviour::WaitForCancel(observed),
-            )],
-        )],
-        "[limits]\ndefault_timeout_ms = 30\n",
-    )
-    .await;
+    let t = open(wait_plugin(observed), "[limits]\ndefault_timeout_ms = 30\n").await;
     let err = t
         .host
         .call(req("wait", json!({})))
@@ -182,17 +173,7 @@ async fn default_timeout_comes_from_config_and_zero_is_refused() {
 #[tokio::test]
 async fn caller_cancellation_stops_the_tool() {
     let observed = Arc::new(tokio::sync::Notify::new());
-    let t = open(
-        vec![plugin(
-            "t.wait",
-            vec![tool(
-                ToolSpec::new("wait", "w"),
-                Behaviour::WaitForCancel(observed.clone()),
-            )],
-        )],
-        "",
-    )
-    .await;
+    let t = open(wait_plugin(observed.clone()), "").await;
     let mut events = t.host.events().subscribe();
     let r = req("wait", json!({}));
     let cancel = r.cancel.clone();

@@ -23,14 +23,14 @@ pub trait Fixture {
 
 pub use crate::search::contract::run_search;
 
-fn ok<T>(result: Result<T, OpsError>, what: &str) -> T {
+pub(crate) fn ok<T>(result: Result<T, OpsError>, what: &str) -> T {
     match result {
         Ok(v) => v,
         Err(e) => panic!("{what}: expected success, got: {e}"),
     }
 }
 
-fn fails<T: std::fmt::Debug>(
+pub(crate) fn fails<T: std::fmt::Debug>(
     result: Result<T, OpsError>,
     what: &str,
     check: impl Fn(&OpsError) -> bool,

@@ -8,23 +8,7 @@ use crate::search::{
     CaseMode, FindKind, FindRequest, GlobRequest, GrepRequest, GrepResult, SearchOps,
 };
 
-fn ok<T>(result: Result<T, OpsError>, what: &str) -> T {
-    match result {
-        Ok(v) => v,
-        Err(e) => panic!("{what}: expected success, got: {e}"),
-    }
-}
-
-fn fails<T: std::fmt::Debug>(
-    result: Result<T, OpsError>,
-    what: &str,
-    check: impl Fn(&OpsError) -> bool,
-) {
-    match result {
-        Ok(v) => panic!("{what}: expected an error, got {v:?}"),
-        Err(e) => assert!(check(&e), "{what}: unexpected error: {e:?}"),
-    }
-}
+use crate::contract::{fails, ok};
 
 /// The text of the long line in `long/line.txt`.
 fn long_line() -> String {
