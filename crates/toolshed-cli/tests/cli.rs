@@ -448,9 +448,9 @@ fn workspace_read_and_an_edit_refused_until_the_file_was_read() {
     env.write("src/main.rs", "fn main() {}\n");
     let o = env.run(&[
         "call",
-        "workspace_write",
+        "workspace_edit",
         "--args",
-        r#"{"path":"src/main.rs","content":"fn main() { run() }\n"}"#,
+        r#"{"path":"src/main.rs","old_text":"fn main() {}","new_text":"fn main() { run() }"}"#,
     ]);
     assert_eq!(code(&o), 1);
     assert!(
@@ -478,18 +478,23 @@ fn workspace_read_and_an_edit_refused_until_the_file_was_read() {
         "call",
         "--owner",
         "someone-else",
-        "workspace_write",
+        "workspace_edit",
         "--args",
-        r#"{"path":"src/main.rs","content":"x"}"#,
+        r#"{"path":"src/main.rs","old_text":"fn main() {}","new_text":"fn main() { run() }"}"#,
     ]);
     assert_eq!(code(&o), 1);
     let o = env.run(&[
         "call",
-        "workspace_write",
+        "workspace_edit",
         "--args",
-        r#"{"path":"src/main.rs","content":"fn main() { run() }\n"}"#,
+        r#"{"path":"src/main.rs","old_text":"fn main() {}","new_text":"fn main() { run() }"}"#,
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("+fn main() { run() }"),
+        "{}",
+        stdout(&o)
+    );
     assert_eq!(
         std::fs::read_to_string(env.workspace.path().join("src/main.rs")).unwrap(),
         "fn main() { run() }\n"
