@@ -24,6 +24,7 @@ mod file;
 mod local;
 mod memory;
 pub mod path;
+pub mod process;
 mod read_log;
 pub mod search;
 
