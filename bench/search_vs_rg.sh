@@ -7,7 +7,8 @@
 #
 # Both sides run as whole processes from the same directory, alternately, with warm-up
 # runs, so they see the same page cache. toolshed's side includes its start-up (opening
-# the state database, discovering plugins, writing the audit row).
+# the state database, discovering plugins, writing the audit row). rg runs with
+# --no-require-git so that it honours .gitignore outside a git repository, as toolshed does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=${1:-50000}
@@ -35,19 +36,19 @@ ts="$bin --workspace $tree call"
 
 cd "$tree"
 hyperfine --style basic --warmup 3 --runs "$runs" --export-json "$work/grep_rare.json" \
-  -n rg "rg needle_token" \
+  -n rg "rg --no-require-git needle_token" \
   -n toolshed "$ts workspace_grep --args '{\"pattern\":\"needle_token\",\"max_matches\":100000}'" >/dev/null
 hyperfine --style basic --warmup 3 --runs "$runs" --export-json "$work/grep_common.json" \
-  -n rg "rg 'async \w+'" \
+  -n rg "rg --no-require-git 'async \w+'" \
   -n toolshed "$ts workspace_grep --args '{\"pattern\":\"async \\\\w+\",\"max_matches\":100000}'" >/dev/null
 hyperfine --style basic --warmup 3 --runs "$runs" --export-json "$work/glob.json" \
-  -n rg "rg --files -g '*.rs'" \
+  -n rg "rg --no-require-git --files -g '*.rs'" \
   -n toolshed "$ts workspace_glob --args '{\"patterns\":[\"*.rs\"],\"max_results\":100000}'" >/dev/null
 
 # Same answers: the number of matching lines and files must agree.
-rg_lines=$(rg needle_token | wc -l)
+rg_lines=$(rg --no-require-git needle_token | wc -l)
 ts_lines=$($ts workspace_grep --args '{"pattern":"needle_token","max_matches":100000}' | grep -c ':[0-9]*:' || true)
-rg_globs=$(rg --files -g '*.rs' | wc -l)
+rg_globs=$(rg --no-require-git --files -g '*.rs' | wc -l)
 ts_globs=$($ts workspace_glob --args '{"patterns":["*.rs"],"max_results":100000}' | wc -l)
 cd - >/dev/null
 

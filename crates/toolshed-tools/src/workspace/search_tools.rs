@@ -205,9 +205,24 @@ pub(super) fn grep(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
             result.skipped_binary
         ));
     }
-    let structured =
-        serde_json::to_value(&result).map_err(|e| ToolError::Internal(e.to_string()))?;
-    Ok(ToolOutput::text_and_structured(text, structured))
+    // The lines themselves are in the text; the structured result summarizes, so a large
+    // result is not carried twice.
+    let files: Vec<Value> = result
+        .files
+        .iter()
+        .map(|f| json!({"path": f.path, "matches": f.matches.iter().filter(|m| !m.is_context).count()}))
+        .collect();
+    Ok(ToolOutput::text_and_structured(
+        text,
+        json!({
+            "total_matches": result.total_matches,
+            "files_searched": result.files_searched,
+            "truncated": result.truncated,
+            "skipped_binary": result.skipped_binary,
+            "skipped_unreadable": result.skipped_unreadable,
+            "files": files,
+        }),
+    ))
 }
 
 #[derive(Deserialize)]
