@@ -237,3 +237,24 @@ fn sigkill_during_writes_never_tears_a_file() {
         .collect();
     assert_eq!(raw, vec!["big.bin"]);
 }
+
+#[test]
+fn a_write_keeps_the_files_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, root) = setup();
+    std::fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    ops.write("run.sh", b"#!/bin/sh\necho hi\n", Parents::MustExist)
+        .unwrap();
+    let mode = std::fs::metadata(root.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777;
+    assert_eq!(mode, 0o750);
+    assert_eq!(
+        std::fs::read_to_string(root.join("run.sh")).unwrap(),
+        "#!/bin/sh\necho hi\n"
+    );
+}
