@@ -37,7 +37,7 @@ pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
 pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog, ReadLogHandle};
 pub use search::{
-    CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
+    Cancel, CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
     DEFAULT_MAX_LINE_LEN, FileMatches, FindKind, FindMatch, FindRequest, FindResult, GlobRequest,
     GlobResult, GrepRequest, GrepResult, LineMatch, MAX_CONTEXT_LINES, MAX_IGNORE_FILE_BYTES,
     MAX_SEARCH_BUFFER, SearchOps, TreeEntry, TreeRequest, TreeResult,

@@ -181,3 +181,33 @@ fn links_to_directories_are_not_descended() {
     };
     assert!(matches!(ops.grep(&request), Err(OpsError::Escape { .. })));
 }
+
+#[test]
+fn a_cancelled_search_stops_admitting_entries() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use toolshed_ops::{Cancel, FileOps, GlobRequest, GrepRequest, MemoryOps, Parents, SearchOps};
+    let ops = MemoryOps::new();
+    for i in 0..50 {
+        ops.write(&format!("d/{i}.txt"), b"needle\n", Parents::Create)
+            .unwrap();
+    }
+    let live = GrepRequest {
+        pattern: "needle".into(),
+        ..Default::default()
+    };
+    assert_eq!(ops.grep(&live).unwrap().files_searched, 50);
+    let stopped = Cancel::new(Arc::new(AtomicBool::new(true)));
+    let grep = GrepRequest {
+        cancel: stopped.clone(),
+        ..live
+    };
+    let result = ops.grep(&grep).unwrap();
+    assert_eq!((result.files_searched, result.total_matches), (0, 0));
+    let glob = GlobRequest {
+        patterns: vec!["*.txt".into()],
+        cancel: stopped,
+        ..Default::default()
+    };
+    assert!(ops.glob(&glob).unwrap().paths.is_empty());
+}

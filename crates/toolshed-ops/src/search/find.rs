@@ -59,6 +59,7 @@ pub(crate) fn find<B: Backend>(ops: &B, request: &FindRequest) -> Result<FindRes
         request.max_results
     };
     let filter = Arc::new(Filter {
+        cancel: request.cancel.clone(),
         include_hidden: request.include_hidden,
         respect_gitignore: request.respect_gitignore,
         globs: PathGlobs::default(),

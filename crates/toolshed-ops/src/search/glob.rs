@@ -99,6 +99,7 @@ pub(crate) fn glob<B: Backend>(ops: &B, request: &GlobRequest) -> Result<GlobRes
         request.max_results
     };
     let filter = Arc::new(Filter {
+        cancel: request.cancel.clone(),
         include_hidden: request.include_hidden,
         respect_gitignore: request.respect_gitignore,
         globs,

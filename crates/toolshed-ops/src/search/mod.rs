@@ -39,6 +39,9 @@
 //! cross `/`; `**` does. A leading `!` excludes; an exclusion that matches a directory
 //! skips everything below it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::OpsError;
@@ -75,6 +78,9 @@ pub const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GlobRequest {
+    /// Set by the caller to stop early (not part of the wire format).
+    #[serde(skip)]
+    pub cancel: Cancel,
     /// Patterns relative to `base` (see the [module docs](crate::search#patterns) for the rules); a file is
     /// listed when it matches at least one plain pattern and no `!` pattern. With no plain
     /// pattern, every file matches.
@@ -92,6 +98,7 @@ pub struct GlobRequest {
 impl Default for GlobRequest {
     fn default() -> Self {
         Self {
+            cancel: Cancel::default(),
             patterns: Vec::new(),
             base: ".".into(),
             include_hidden: false,
@@ -127,6 +134,9 @@ pub enum FindKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FindRequest {
+    /// Set by the caller to stop early (not part of the wire format).
+    #[serde(skip)]
+    pub cancel: Cancel,
     /// Characters to find in order, not necessarily adjacent, ignoring case and
     /// whitespace (`mainrs` finds `src/main.rs`).
     pub query: String,
@@ -146,6 +156,7 @@ pub struct FindRequest {
 impl Default for FindRequest {
     fn default() -> Self {
         Self {
+            cancel: Cancel::default(),
             query: String::new(),
             base: ".".into(),
             max_results: 0,
@@ -193,6 +204,9 @@ pub enum CaseMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GrepRequest {
+    /// Set by the caller to stop early (not part of the wire format).
+    #[serde(skip)]
+    pub cancel: Cancel,
     /// A regular expression (Rust `regex` syntax), or a literal with `fixed_string`.
     pub pattern: String,
     /// Whether `pattern` is matched literally.
@@ -224,6 +238,7 @@ pub struct GrepRequest {
 impl Default for GrepRequest {
     fn default() -> Self {
         Self {
+            cancel: Cancel::default(),
             pattern: String::new(),
             fixed_string: false,
             case: CaseMode::Smart,
@@ -284,6 +299,31 @@ pub struct GrepResult {
     pub skipped_unreadable: usize,
 }
 
+/// A flag a caller sets to stop a running search early: walking stops admitting entries,
+/// and what was found so far is returned. Requests compare equal whatever their flags.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(pub Option<Arc<AtomicBool>>);
+
+impl Cancel {
+    /// A flag to set later.
+    pub fn new(flag: Arc<AtomicBool>) -> Self {
+        Self(Some(flag))
+    }
+
+    /// Whether the caller has asked to stop.
+    pub fn is_set(&self) -> bool {
+        self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
+impl PartialEq for Cancel {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Cancel {}
+
 /// Entries a tree request returns when it names no limit.
 pub const DEFAULT_TREE_ENTRIES: usize = 500;
 
@@ -291,6 +331,9 @@ pub const DEFAULT_TREE_ENTRIES: usize = 500;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TreeRequest {
+    /// Set by the caller to stop early (not part of the wire format).
+    #[serde(skip)]
+    pub cancel: Cancel,
     /// The directory to start from, relative to the workspace root.
     pub base: String,
     /// How many levels below the base to show (at least 1).
@@ -306,6 +349,7 @@ pub struct TreeRequest {
 impl Default for TreeRequest {
     fn default() -> Self {
         Self {
+            cancel: Cancel::default(),
             base: ".".into(),
             max_depth: 3,
             include_hidden: false,

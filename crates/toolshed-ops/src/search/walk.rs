@@ -64,6 +64,8 @@ pub(crate) struct Filter {
     pub(crate) respect_gitignore: bool,
     /// Include and exclude globs, relative to the base.
     pub(crate) globs: PathGlobs,
+    /// Set when the caller stops the search: nothing more is admitted.
+    pub(crate) cancel: super::Cancel,
 }
 
 impl Filter {
@@ -77,6 +79,9 @@ impl Filter {
         name: &str,
         is_dir: bool,
     ) -> bool {
+        if self.cancel.is_set() {
+            return false;
+        }
         if name.starts_with(TEMP_PREFIX) || rel.split('/').next() == Some(RESERVED_DIR) {
             return false;
         }

@@ -6,6 +6,7 @@
 //! `toolshed_ops::LocalOps`). File work is blocking, so it runs on the blocking pool.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -14,7 +15,7 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plane, Plugin,
     PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::{FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle, SearchOps};
+use toolshed_ops::{Cancel, FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle, SearchOps};
 
 mod edit_tool;
 pub mod engine;
@@ -44,6 +45,8 @@ pub struct Env {
     pub config: Map<String, Value>,
     /// What each owner has read.
     pub ledger: Arc<dyn ReadLog>,
+    /// Set when the call is cancelled or times out, so long searches stop early.
+    pub cancel: Cancel,
 }
 
 impl Env {
@@ -77,17 +80,30 @@ impl Tool for WorkspaceTool {
             Some(handle) => handle.0.clone(),
             None => self.fallback_log.clone(),
         };
+        let flag = Arc::new(AtomicBool::new(false));
         let env = Env {
             files: ops.files.clone(),
             search: ops.search.clone(),
             owner: ctx.owner.clone(),
             config: ctx.config.clone(),
             ledger,
+            cancel: Cancel::new(flag.clone()),
         };
         let handler = self.handler;
-        tokio::task::spawn_blocking(move || handler(&env, args))
+        // The blocking work cannot await the token; a small task turns it into a flag.
+        let watcher = {
+            let flag = flag.clone();
+            let token = ctx.cancel.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                flag.store(true, Ordering::Relaxed);
+            })
+        };
+        let result = tokio::task::spawn_blocking(move || handler(&env, args))
             .await
-            .map_err(|e| ToolError::Internal(format!("workspace tool task failed: {e}")))?
+            .map_err(|e| ToolError::Internal(format!("workspace tool task failed: {e}")));
+        watcher.abort();
+        result?
     }
 }
 

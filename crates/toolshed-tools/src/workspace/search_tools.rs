@@ -34,6 +34,7 @@ struct GlobArgs {
 pub(super) fn glob(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: GlobArgs = parse(args)?;
     let request = GlobRequest {
+        cancel: env.cancel.clone(),
         patterns: args.patterns,
         base: args.path,
         include_hidden: args.include_hidden,
@@ -85,6 +86,7 @@ pub(super) fn find(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
         ));
     }
     let request = FindRequest {
+        cancel: env.cancel.clone(),
         query: args.query,
         base: args.path,
         max_results: args.max_results,
@@ -157,6 +159,7 @@ struct GrepArgs {
 pub(super) fn grep(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: GrepArgs = parse(args)?;
     let request = GrepRequest {
+        cancel: env.cancel.clone(),
         pattern: args.pattern,
         fixed_string: args.fixed_string,
         case: args.case,
@@ -246,6 +249,7 @@ fn three() -> usize {
 pub(super) fn tree(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: TreeArgs = parse(args)?;
     let request = TreeRequest {
+        cancel: env.cancel.clone(),
         base: args.path,
         max_depth: args.depth,
         include_hidden: args.include_hidden,
