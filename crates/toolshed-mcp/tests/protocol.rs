@@ -36,6 +36,21 @@ impl Tool for Steps {
     }
 }
 
+/// Waits until its call is cancelled, then says so.
+struct Wait(ToolSpec, Arc<tokio::sync::Notify>);
+
+#[async_trait]
+impl Tool for Wait {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn call(&self, ctx: CallContext, _args: Value) -> Result<ToolOutput, ToolError> {
+        ctx.cancel.cancelled().await;
+        self.1.notify_one();
+        Err(ToolError::Cancelled)
+    }
+}
+
 struct Add(ToolSpec);
 
 #[async_trait]
@@ -52,7 +67,7 @@ impl Tool for Add {
     }
 }
 
-fn test_plugin() -> Arc<dyn Plugin> {
+fn test_plugin(cancelled: Arc<tokio::sync::Notify>) -> Arc<dyn Plugin> {
     let add = ToolSpec::new("add", "Adds two integers.")
         .title("Add")
         .annotations(ToolAnnotations::PURE)
@@ -82,7 +97,14 @@ fn test_plugin() -> Arc<dyn Plugin> {
     };
     Arc::new(BuiltinPlugin::new(
         manifest,
-        vec![Arc::new(Add(add)), Arc::new(Steps(steps))],
+        vec![
+            Arc::new(Add(add)),
+            Arc::new(Steps(steps)),
+            Arc::new(Wait(
+                ToolSpec::new("wait", "Waits until cancelled."),
+                cancelled,
+            )),
+        ],
     ))
 }
 
@@ -90,11 +112,13 @@ struct Fixture {
     _workspace: tempfile::TempDir,
     _data: tempfile::TempDir,
     host: Arc<Host>,
+    cancelled: Arc<tokio::sync::Notify>,
 }
 
 async fn host() -> Fixture {
     let workspace = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
+    let cancelled = Arc::new(tokio::sync::Notify::new());
     let config = ConfigSources {
         workspace: workspace.path().to_path_buf(),
         ..Default::default()
@@ -105,7 +129,7 @@ async fn host() -> Fixture {
         workspace: workspace.path().to_path_buf(),
         data_dir: data.path().to_path_buf(),
         config,
-        system_plugins: vec![test_plugin()],
+        system_plugins: vec![test_plugin(cancelled.clone())],
         curated_dirs: vec![],
         policy: None,
         hooks: Default::default(),
@@ -117,6 +141,7 @@ async fn host() -> Fixture {
         _workspace: workspace,
         _data: data,
         host: Arc::new(host),
+        cancelled,
     }
 }
 
@@ -200,7 +225,7 @@ async fn lists_every_tool_sorted_with_honest_annotations() {
     let (_, reply) = client.request("tools/list", json!({})).await;
     let tools = reply["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["add", "steps"]);
+    assert_eq!(names, ["add", "steps", "wait"]);
     let add = &tools[0];
     assert_eq!(add["title"], "Add");
     assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
@@ -297,4 +322,24 @@ fn an_empty_or_invalid_selection_is_reported() {
     assert!(selection_from_globs(" , ").unwrap().is_none());
     let err = selection_from_globs("a[").unwrap_err().to_string();
     assert!(err.contains("--tools") && err.contains("`a[`"), "{err}");
+}
+
+#[tokio::test]
+async fn a_cancelled_notification_stops_the_running_tool() {
+    let fixture = host().await;
+    let mut client = Client::start(&fixture, Session::default()).await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "wait", "arguments": {}}}))
+        .await;
+    // The call is running once the tool is waiting; cancel it and wait for the tool to see it.
+    let seen = fixture.cancelled.notified();
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}))
+        .await;
+    tokio::time::timeout(Duration::from_secs(5), seen)
+        .await
+        .expect("the tool saw its cancellation within 5 s");
+    // The connection still serves requests.
+    let (_, reply) = client.call("add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(reply["result"]["content"][0]["text"], "2");
 }
