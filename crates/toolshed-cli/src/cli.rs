@@ -42,6 +42,8 @@ pub enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
+    /// Serve MCP over stdio: add toolshed to Claude Code, Codex, Cursor or Goose this way
+    Mcp(McpArgs),
     /// Check configuration, data dir, plugins, env contracts and requirements
     Doctor {
         /// Print exact JSON
@@ -88,6 +90,17 @@ pub struct CallArgs {
     /// runs [default: cli]
     #[arg(long, value_name = "NAME", default_value = "cli")]
     pub owner: String,
+    /// Use a named profile from the config to narrow the visible tools
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Only these tools, as comma-separated name globs (e.g. `workspace_*,calculator`):
+    /// the client sees no others and may call no others
+    #[arg(long, value_name = "GLOBS")]
+    pub tools: Option<String>,
     /// Use a named profile from the config to narrow the visible tools
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

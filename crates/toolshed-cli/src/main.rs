@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let host = context::open_host(&cli.global).await?;
+    let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
     let result = match cli.command {
         Command::Tools {
             command: ToolsCommand::List { json, group },
@@ -73,6 +73,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Disable { id },
         } => commands::plugins::set_enabled(&host, &id, false).await,
+        Command::Mcp(args) => commands::mcp::run(&host, args).await,
         Command::Doctor { json } => commands::doctor::run(&host, json),
     };
     host.shutdown().await;

@@ -514,3 +514,36 @@ fn workspace_read_and_an_edit_refused_until_the_file_was_read() {
         stderr(&o)
     );
 }
+
+#[test]
+fn mcp_refuses_an_unknown_profile_or_an_empty_tool_list_before_serving() {
+    let env = Env::new();
+    let out = env.run(&["mcp", "--profile", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no profile `nope`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty(), "stdout belongs to the protocol");
+
+    let out = env.run(&["mcp", "--tools", " , "]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--tools names no tools"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = env.run(&["mcp", "--tools", "a["]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`a[`"), "{}", stderr(&out));
+}
+
+#[test]
+fn mcp_with_stdin_closed_exits_cleanly_and_silently() {
+    let env = Env::new();
+    let out = env.run(&["mcp"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+}

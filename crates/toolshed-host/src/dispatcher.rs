@@ -20,7 +20,7 @@ use crate::events::{Event, EventBus};
 use crate::hooks::{HookDecision, Hooks};
 use crate::policy::{Policy, PolicyDecision};
 use crate::registry::{Registry, ToolEntry};
-use crate::review::Review;
+use crate::review::{CompiledRules, Review};
 use crate::store::{AuditRecord, StateStore};
 use crate::suggest::closest;
 
@@ -49,6 +49,9 @@ pub struct CallRequest {
     pub progress: Option<ProgressSink>,
     /// A profile narrowing which tools the caller sees.
     pub profile: Option<String>,
+    /// Tool-name globs the door narrowed this caller to (`toolshed mcp --tools`), applied
+    /// on top of the host rules and the profile.
+    pub selection: Option<Arc<CompiledRules>>,
 }
 
 impl CallRequest {
@@ -68,6 +71,7 @@ impl CallRequest {
             cancel: CancellationToken::new(),
             progress: None,
             profile: None,
+            selection: None,
         }
     }
 }
@@ -151,8 +155,20 @@ impl Dispatcher {
 
     /// Whether `tool` is visible to a caller using `profile`.
     pub fn visible(&self, tool: &str, profile: Option<&str>) -> bool {
+        self.visible_to(tool, profile, None)
+    }
+
+    /// Whether `tool` is visible to a caller using `profile` and narrowed to `selection`:
+    /// the same answer the review step gives when that caller calls it.
+    pub fn visible_to(
+        &self,
+        tool: &str,
+        profile: Option<&str>,
+        selection: Option<&CompiledRules>,
+    ) -> bool {
         let rules = profile.and_then(|p| self.review.profile(p));
         self.review.refuse(tool, rules).is_none()
+            && selection.is_none_or(|s| s.refuse(tool).is_none())
     }
 
     /// Runs one call through the whole pipeline and records it.
@@ -223,7 +239,12 @@ impl Dispatcher {
                 ))
             })?),
         };
-        if let Some(rule) = self.review.refuse(&req.tool, profile) {
+        let refused = self.review.refuse(&req.tool, profile).or_else(|| {
+            req.selection
+                .as_deref()
+                .and_then(|selection| selection.refuse(&req.tool))
+        });
+        if let Some(rule) = refused {
             return Err(ToolError::Denied {
                 rule,
                 message: format!("tool `{}` is not available to this caller", req.tool),

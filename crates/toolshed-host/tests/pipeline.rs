@@ -125,6 +125,39 @@ async fn review_rules_and_profiles_deny_with_the_rule() {
     assert!(!t.host.dispatcher().visible("beta", Some("narrow")));
 }
 
+#[tokio::test]
+async fn a_door_selection_narrows_what_the_caller_sees_and_may_call() {
+    use toolshed_host::config::ReviewRules;
+    use toolshed_host::review::CompiledRules;
+    let plugins = vec![plugin(
+        "t.many",
+        vec![
+            tool(ToolSpec::new("alpha_one", "a"), Behaviour::Echo),
+            tool(ToolSpec::new("beta", "b"), Behaviour::Echo),
+        ],
+    )];
+    let t = open(plugins, "").await;
+    let rules = ReviewRules {
+        allow: vec!["alpha_*".into()],
+        deny: vec![],
+    };
+    let selection = Arc::new(CompiledRules::compile("--tools", &rules).unwrap());
+    let dispatcher = t.host.dispatcher();
+    assert!(dispatcher.visible_to("alpha_one", None, Some(&selection)));
+    assert!(!dispatcher.visible_to("beta", None, Some(&selection)));
+
+    let mut r = req("beta", json!({}));
+    r.selection = Some(selection.clone());
+    let err = t.host.call(r).await.result.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Denied { rule, .. } if rule.starts_with("--tools.allow")),
+        "{err:?}"
+    );
+    let mut r = req("alpha_one", json!({}));
+    r.selection = Some(selection);
+    assert!(t.host.call(r).await.result.is_ok());
+}
+
 /// A plugin whose `wait` tool waits until cancelled and then tells `observed`.
 fn wait_plugin(observed: Arc<tokio::sync::Notify>) -> Vec<Arc<dyn toolshed_core::Plugin>> {
     vec![plugin(

@@ -2,5 +2,6 @@
 
 pub mod call;
 pub mod doctor;
+pub mod mcp;
 pub mod plugins;
 pub mod tools;

@@ -1,0 +1,50 @@
+//! `toolshed mcp`: the MCP door on stdio.
+//!
+//! stdout belongs to the protocol: nothing but JSON-RPC is written there (logs and
+//! warnings go to stderr). The command returns when the client closes stdin.
+
+use std::sync::Arc;
+
+use toolshed_host::Host;
+use toolshed_mcp::{McpServer, Session, selection_from_globs};
+
+use crate::Failure;
+use crate::cli::McpArgs;
+
+/// Serves one MCP client on stdin/stdout until it closes stdin.
+pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
+    if let Some(name) = &args.profile
+        && host.dispatcher().review().profile(name).is_none()
+    {
+        let names = host.dispatcher().review().profile_names();
+        return Err(Failure::Usage(format!(
+            "no profile `{name}` in the configuration; defined profiles: {}",
+            if names.is_empty() {
+                "none (add one as [profiles.NAME] in toolshed.toml)".to_string()
+            } else {
+                names.join(", ")
+            }
+        )));
+    }
+    let selection = match &args.tools {
+        None => None,
+        Some(list) => {
+            let rules = selection_from_globs(list).map_err(|e| Failure::Usage(e.to_string()))?;
+            if rules.is_none() {
+                return Err(Failure::Usage(
+                    "--tools names no tools; pass comma-separated globs such as `workspace_*,calculator`, or leave it out for every tool".into(),
+                ));
+            }
+            rules.map(Arc::new)
+        }
+    };
+    let session = Session {
+        profile: args.profile,
+        selection,
+    };
+    let server = McpServer::new(host.clone(), session);
+    tracing::info!(owner = %server.owner(), "serving MCP on stdio");
+    toolshed_mcp::serve_stdio(server)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}

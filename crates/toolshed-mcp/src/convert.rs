@@ -1,0 +1,142 @@
+//! Translating between toolshed's vocabulary and MCP's: specs to tools, outputs and errors
+//! to `CallToolResult`s.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+use toolshed_core::{Content, ToolError, ToolOutput, ToolSpec};
+
+/// The MCP tool for `spec`. Every annotation is sent explicitly, never left to the
+/// protocol's defaults, so a client reads exactly what the spec says.
+pub(crate) fn tool_from_spec(spec: &ToolSpec) -> Tool {
+    let input = match &spec.input_schema {
+        Value::Object(map) => map.clone(),
+        // Registration compiles every schema, so this is unreachable in practice; an
+        // argument-less schema is the honest fallback.
+        _ => JsonObject::from_iter([("type".to_string(), json!("object"))]),
+    };
+    let a = spec.annotations;
+    let annotations = ToolAnnotations::new()
+        .read_only(a.read_only)
+        .destructive(a.destructive)
+        .idempotent(a.idempotent)
+        .open_world(a.open_world);
+    let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(input))
+        .with_annotations(annotations);
+    if let Some(title) = &spec.title {
+        tool = tool.with_title(title.clone());
+    }
+    // MCP requires an output schema to describe an object; anything else is left out
+    // rather than advertised wrongly.
+    if let Some(Value::Object(schema)) = &spec.output_schema {
+        tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
+    }
+    tool
+}
+
+/// The result for a tool that ran. Text is always present: a structured-only output gets
+/// its JSON as a text block, since many clients show only text to the model.
+pub(crate) fn result_from_output(output: ToolOutput) -> CallToolResult {
+    let mut blocks: Vec<ContentBlock> = output.content.into_iter().map(block).collect();
+    let has_text = blocks.iter().any(|b| matches!(b, ContentBlock::Text(_)));
+    if !has_text && let Some(value) = &output.structured {
+        blocks.push(ContentBlock::text(pretty(value)));
+    }
+    let mut result = if output.is_error {
+        CallToolResult::error(blocks)
+    } else {
+        CallToolResult::success(blocks)
+    };
+    // structuredContent is a JSON object in MCP; a non-object value already travels as
+    // text above.
+    if let Some(value @ Value::Object(_)) = output.structured {
+        result.structured_content = Some(value);
+    }
+    result
+}
+
+fn block(content: Content) -> ContentBlock {
+    match content {
+        Content::Text { text } => ContentBlock::text(text),
+        Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
+        Content::Json { json } => ContentBlock::text(pretty(&json)),
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// How a call that produced no output reaches the client. `resolved` is false when the
+/// pipeline could not resolve the tool name: that is a fault of the request, so a
+/// JSON-RPC error (invalid params); every other error is the model's to read and act on,
+/// so an `isError` result with the pipeline's message.
+pub(crate) fn result_from_error(
+    tool: &str,
+    resolved: bool,
+    error: ToolError,
+) -> Result<CallToolResult, McpError> {
+    if !resolved && matches!(error, ToolError::NotFound(_)) {
+        return Err(McpError::invalid_params(
+            error.to_string(),
+            Some(json!({ "tool": tool })),
+        ));
+    }
+    Ok(CallToolResult::error(vec![ContentBlock::text(
+        error.to_string(),
+    )]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolshed_core::ToolAnnotations as Hints;
+
+    #[test]
+    fn every_annotation_is_sent_as_the_spec_says() {
+        let spec = ToolSpec::new("t", "d").annotations(Hints::PURE).title("T");
+        let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
+        assert_eq!(
+            tool["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        assert_eq!(tool["title"], "T");
+        assert_eq!(tool["inputSchema"]["type"], "object");
+    }
+
+    #[test]
+    fn structured_output_keeps_a_text_block() {
+        let out = ToolOutput {
+            content: vec![],
+            structured: Some(json!({"a": 1})),
+            is_error: false,
+        };
+        let result = serde_json::to_value(result_from_output(out)).unwrap();
+        assert_eq!(result["content"][0]["type"], "text");
+        assert_eq!(result["structuredContent"], json!({"a": 1}));
+        assert_eq!(result["isError"], false);
+    }
+
+    #[test]
+    fn a_non_object_structured_value_travels_as_text_only() {
+        let out = ToolOutput {
+            content: vec![],
+            structured: Some(json!([1, 2])),
+            is_error: true,
+        };
+        let result = serde_json::to_value(result_from_output(out)).unwrap();
+        assert!(result.get("structuredContent").is_none());
+        assert_eq!(result["isError"], true);
+    }
+
+    #[test]
+    fn unknown_tools_are_protocol_errors_and_the_rest_are_results() {
+        let err = result_from_error("nope", false, ToolError::NotFound("no tool".into()));
+        assert_eq!(err.unwrap_err().code.0, -32602);
+        let missing_file = ToolError::NotFound("no file `a.txt`".into());
+        let result = result_from_error("workspace_read", true, missing_file).unwrap();
+        assert_eq!(result.is_error, Some(true));
+    }
+}

@@ -1,0 +1,25 @@
+//! The MCP door: toolshed's tools served over the Model Context Protocol.
+//!
+//! The door is thin. [`McpServer`] lists the tools the connection may see and turns each
+//! `tools/call` into a [`CallRequest`](toolshed_host::CallRequest) for the host's pipeline;
+//! review, validation, policy, hooks, deadlines and the audit all happen there. What the
+//! door owns is the protocol: how a [`ToolSpec`](toolshed_core::ToolSpec) looks as an MCP
+//! tool, how a result or a [`ToolError`](toolshed_core::ToolError) looks as a
+//! `CallToolResult`, and turning the call's progress into `notifications/progress`.
+//!
+//! ```no_run
+//! # async fn demo(host: std::sync::Arc<toolshed_host::Host>) -> Result<(), Box<dyn std::error::Error>> {
+//! use toolshed_mcp::{McpServer, Session};
+//! let session = Session { profile: None, selection: None };
+//! toolshed_mcp::serve_stdio(McpServer::new(host, session)).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod convert;
+mod progress;
+mod server;
+mod stdio;
+
+pub use server::{McpServer, Session, selection_from_globs};
+pub use stdio::{ServeError, serve_stdio};
