@@ -53,7 +53,7 @@ pub fn run(ops: &dyn FileOps, fx: &dyn Fixture) {
     renames(ops);
     escapes(ops, fx);
     refusals(ops, fx);
-    reserved(ops);
+    reserved(ops, fx);
     malformed(ops);
 }
 
@@ -340,8 +340,53 @@ fn refusals(ops: &dyn FileOps, fx: &dyn Fixture) {
     );
 }
 
-fn reserved(ops: &dyn FileOps) {
+fn reserved(ops: &dyn FileOps, fx: &dyn Fixture) {
     let is_reserved = |e: &OpsError| matches!(e, OpsError::Reserved { .. });
+    // A link to the root spells the reserved directory another way.
+    ok(ops.mkdir("contract/res", Parents::Create), "setup");
+    ok(
+        ops.write("contract/res/f.txt", b"f", Parents::MustExist),
+        "setup",
+    );
+    fx.symlink("contract/res/root", "../..");
+    fails(
+        ops.rename(
+            "contract/res/f.txt",
+            "contract/res/root/.toolshed",
+            Overwrite::Yes,
+        ),
+        "move onto reserved via link",
+        is_reserved,
+    );
+    fails(
+        ops.rename(
+            "contract/res/root/.toolshed",
+            "contract/res/stolen",
+            Overwrite::No,
+        ),
+        "move reserved away via link",
+        is_reserved,
+    );
+    fails(
+        ops.write("contract/res/root/.toolshed", b"x", Parents::MustExist),
+        "write reserved via link",
+        is_reserved,
+    );
+    fails(
+        ops.mkdir("contract/res/root/.toolshed", Parents::MustExist),
+        "mkdir reserved via link",
+        is_reserved,
+    );
+    fails(
+        ops.remove("contract/res/root/.toolshed", true),
+        "remove reserved via link",
+        is_reserved,
+    );
+    fails(
+        ops.append("contract/res/root/.toolshed", b"x"),
+        "append reserved via link",
+        is_reserved,
+    );
     fails(
         ops.write(".toolshed/x", b"x", Parents::Create),
         "write reserved",

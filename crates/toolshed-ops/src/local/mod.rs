@@ -237,7 +237,7 @@ impl LocalOps {
     }
 
     /// Refuses an opened object inside the reserved directory, judged on the kernel's path.
-    fn check_opened(&self, fd: &OwnedFd, path: &str) -> Result<(), OpsError> {
+    fn check_opened(&self, fd: &OwnedFd, path: &str) -> Result<PathBuf, OpsError> {
         let real = self.real_path_of(fd, path)?;
         let reserved = self.root.join(RESERVED_DIR);
         if real.starts_with(&reserved) {
@@ -249,7 +249,7 @@ impl LocalOps {
                 detail: "it resolves outside the root".into(),
             });
         }
-        Ok(())
+        Ok(real)
     }
 
     fn real_path_of(&self, fd: &OwnedFd, path: &str) -> Result<PathBuf, OpsError> {
@@ -276,8 +276,10 @@ impl LocalOps {
             path,
             "open the directory of",
         )?;
-        self.check_opened(&fd, path)?;
-        if parent == "." && name == RESERVED_DIR {
+        // Judged on where the parent really is, not on how it was spelled: `l/.toolshed`
+        // with `l -> .` names the reserved directory too.
+        let real = self.check_opened(&fd, path)?;
+        if real == self.root && name == RESERVED_DIR {
             return Err(OpsError::Reserved { path: shown(path) });
         }
         Ok((fd, name))
@@ -553,7 +555,7 @@ impl FileOps for LocalOps {
             path,
             "create directory",
         )?;
-        self.check_opened(&fd, path)
+        self.check_opened(&fd, path).map(|_| ())
     }
 
     fn remove(&self, path: &str, recursive: bool) -> Result<(), OpsError> {
