@@ -209,6 +209,12 @@ struct MoveArgs {
 pub(super) fn move_(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: MoveArgs = parse(args)?;
     let overwrite = if args.overwrite {
+        // Replacing a file destroys its content: the same read-before-edit rule as a write.
+        if let Ok(target) = env.files.stat(&args.to, Follow::No)
+            && target.kind == FileKind::File
+        {
+            super::write::check_read(env, &args.to)?;
+        }
         Overwrite::Yes
     } else {
         Overwrite::No

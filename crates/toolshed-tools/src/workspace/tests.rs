@@ -328,3 +328,30 @@ async fn tools_work_the_same_on_the_real_file_system() {
         ErrorKind::Denied
     );
 }
+
+#[tokio::test]
+async fn a_move_over_an_unread_file_is_refused_like_a_write() {
+    let h = Harness::memory();
+    h.put("precious.txt", "keep me\n");
+    h.ok(
+        "workspace_write",
+        json!({"path": "tmp.txt", "content": "clobbered\n"}),
+    )
+    .await;
+    let err = h
+        .err(
+            "workspace_move",
+            json!({"from": "tmp.txt", "to": "precious.txt", "overwrite": true}),
+        )
+        .await;
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert_eq!(h.get("precious.txt"), "keep me\n");
+    h.ok("workspace_read", json!({"path": "precious.txt"}))
+        .await;
+    h.ok(
+        "workspace_move",
+        json!({"from": "tmp.txt", "to": "precious.txt", "overwrite": true}),
+    )
+    .await;
+    assert_eq!(h.get("precious.txt"), "clobbered\n");
+}
