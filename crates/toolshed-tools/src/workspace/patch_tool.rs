@@ -24,6 +24,28 @@ struct Args {
     patch: String,
 }
 
+/// The most bytes of existing files one patch may read.
+pub const MAX_PATCH_READ_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What makes two spellings of a path the same file: its real path when it exists, else
+/// the path with `.` and `name/..` folded.
+fn identity(env: &Env, path: &str) -> String {
+    if let Ok(real) = env.files.realpath(path) {
+        return real;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.join("/")
+}
+
 /// What a file was before the patch, for reading and for restoring.
 fn read_before(env: &Env, path: &str) -> Result<Option<String>, ToolError> {
     match read_text(env, path) {
@@ -91,20 +113,36 @@ fn restore(env: &Env, before: &BTreeMap<String, Option<String>>) -> Vec<String> 
 pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: Args = parse(args)?;
     let parsed = patch::parse(&args.patch).map_err(|e| ToolError::invalid(e.to_string()))?;
-    // Read every path the patch names, and check the caller has read what it changes.
+    // Read every path the patch names (each file once, however it is spelled, and within a
+    // total), and check the caller has read what it changes.
     let mut before: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut identities: BTreeMap<String, String> = BTreeMap::new();
+    let mut total: u64 = 0;
     for file in &parsed.files {
-        let content = read_before(env, &file.path)?;
-        if content.is_some() && !matches!(file.op, FileOp::Add { .. }) {
-            check_read(env, &file.path)?;
-        }
-        before.insert(file.path.clone(), content);
+        let mut paths = vec![file.path.as_str()];
         if let FileOp::Update {
             move_to: Some(to), ..
         } = &file.op
         {
-            let target = read_before(env, to)?;
-            before.insert(to.clone(), target);
+            paths.push(to.as_str());
+        }
+        for (k, path) in paths.into_iter().enumerate() {
+            if let Some(first) = identities.insert(identity(env, path), path.to_string()) {
+                return Err(ToolError::invalid(format!(
+                    "`{first}` and `{path}` name the same file; a patch may touch each file once"
+                )));
+            }
+            let content = read_before(env, path)?;
+            total += content.as_ref().map_or(0, |c| c.len() as u64);
+            if total > MAX_PATCH_READ_BYTES {
+                return Err(ToolError::invalid(format!(
+                    "the files this patch touches hold more than {MAX_PATCH_READ_BYTES} bytes; split it into smaller patches"
+                )));
+            }
+            if k == 0 && content.is_some() && !matches!(file.op, FileOp::Add { .. }) {
+                check_read(env, path)?;
+            }
+            before.insert(path.to_string(), content);
         }
     }
     let changes = patch::apply(&parsed, &|path: &str| before.get(path).cloned().flatten())

@@ -182,3 +182,22 @@ async fn a_write_failing_part_way_restores_what_was_written() {
 fn memory(h: &Harness) -> &toolshed_ops::MemoryOps {
     h.memory.as_deref().expect("a memory harness")
 }
+
+#[tokio::test]
+async fn a_patch_naming_one_file_twice_is_refused_before_reading() {
+    let h = Harness::memory();
+    h.put("big.txt", "x\n");
+    h.ok("workspace_read", json!({"path": "big.txt"})).await;
+    let patch = "*** Begin Patch\n*** Update File: big.txt\n@@\n-x\n+y\n*** Update File: ./big.txt\n@@\n-x\n+z\n*** End Patch\n";
+    let err = h.err("workspace_patch", json!({"patch": patch})).await;
+    assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+    assert!(
+        err.to_string()
+            .contains("`big.txt` and `./big.txt` name the same file"),
+        "{err}"
+    );
+    let patch = "*** Begin Patch\n*** Add File: n/new.txt\n+a\n*** Add File: n/../n/new.txt\n+b\n*** End Patch\n";
+    let err = h.err("workspace_patch", json!({"patch": patch})).await;
+    assert!(err.to_string().contains("name the same file"), "{err}");
+    assert_eq!(h.get("big.txt"), "x\n");
+}
