@@ -60,6 +60,7 @@ pub(crate) fn find<B: Backend>(ops: &B, request: &FindRequest) -> Result<FindRes
     };
     let filter = Arc::new(Filter {
         cancel: request.cancel.clone(),
+        max_depth: None,
         include_hidden: request.include_hidden,
         respect_gitignore: request.respect_gitignore,
         globs: PathGlobs::default(),

@@ -100,6 +100,7 @@ pub(crate) fn glob<B: Backend>(ops: &B, request: &GlobRequest) -> Result<GlobRes
     };
     let filter = Arc::new(Filter {
         cancel: request.cancel.clone(),
+        max_depth: None,
         include_hidden: request.include_hidden,
         respect_gitignore: request.respect_gitignore,
         globs,

@@ -367,6 +367,7 @@ pub(crate) fn grep<B: Backend>(ops: &B, request: &GrepRequest) -> Result<GrepRes
         FileKind::Dir => {
             let filter = Arc::new(Filter {
                 cancel: request.cancel.clone(),
+                max_depth: None,
                 include_hidden: request.include_hidden,
                 respect_gitignore: request.respect_gitignore,
                 globs,

@@ -47,6 +47,7 @@ pub(crate) fn tree<B: Backend>(ops: &B, request: &TreeRequest) -> Result<TreeRes
     let max_depth = request.max_depth.max(1);
     let filter = Arc::new(Filter {
         cancel: request.cancel.clone(),
+        max_depth: Some(max_depth),
         include_hidden: request.include_hidden,
         respect_gitignore: request.respect_gitignore,
         globs: PathGlobs::compile(&[], &[])?,

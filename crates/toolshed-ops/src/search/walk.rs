@@ -66,6 +66,8 @@ pub(crate) struct Filter {
     pub(crate) globs: PathGlobs,
     /// Set when the caller stops the search: nothing more is admitted.
     pub(crate) cancel: super::Cancel,
+    /// Entries deeper below the base than this are not admitted (so not descended into).
+    pub(crate) max_depth: Option<usize>,
 }
 
 impl Filter {
@@ -80,6 +82,12 @@ impl Filter {
         is_dir: bool,
     ) -> bool {
         if self.cancel.is_set() {
+            return false;
+        }
+        if self
+            .max_depth
+            .is_some_and(|d| in_base.split('/').count() > d)
+        {
             return false;
         }
         if name.starts_with(TEMP_PREFIX) || rel.split('/').next() == Some(RESERVED_DIR) {
