@@ -106,12 +106,11 @@ pub(crate) fn seek(
     for level in MatchLevel::ALL {
         let hay = normalize_all(lines, level);
         let want = normalize_all(needle, level);
-        let at = |s: usize| matches_at(&hay, &want, s);
         let found = match placement {
-            Placement::First => (from..=last).find(|&s| at(s)),
-            Placement::AtEnd => at(last).then_some(last),
-            Placement::Nearest(hint) => (from..=last)
-                .filter(|&s| at(s))
+            Placement::First => occurrences(&hay, &want, from).into_iter().next(),
+            Placement::AtEnd => matches_at(&hay, &want, last).then_some(last),
+            Placement::Nearest(hint) => occurrences(&hay, &want, from)
+                .into_iter()
                 .min_by_key(|&s| s.abs_diff(hint)),
         };
         if let Some(start) = found {
@@ -121,21 +120,18 @@ pub(crate) fn seek(
     None
 }
 
-/// Every 0-based start where `needle` matches at exactly this `level`, without overlaps.
+/// The starts of `needle` in `lines` at `level`, leftmost first, not overlapping.
 pub(crate) fn find_all(lines: &[&str], needle: &[&str], level: MatchLevel) -> Vec<usize> {
-    let mut found = Vec::new();
     if needle.is_empty() || needle.len() > lines.len() {
-        return found;
+        return Vec::new();
     }
     let hay = normalize_all(lines, level);
     let want = normalize_all(needle, level);
-    let mut s = 0;
-    while s + needle.len() <= lines.len() {
-        if matches_at(&hay, &want, s) {
+    // Non-overlapping, leftmost first.
+    let mut found: Vec<usize> = Vec::new();
+    for s in occurrences(&hay, &want, 0) {
+        if found.last().is_none_or(|&prev| s >= prev + needle.len()) {
             found.push(s);
-            s += needle.len();
-        } else {
-            s += 1;
         }
     }
     found
@@ -148,6 +144,58 @@ fn normalize_all<'a>(lines: &[&'a str], level: MatchLevel) -> Vec<Cow<'a, str>> 
 fn matches_at(hay: &[Cow<'_, str>], want: &[Cow<'_, str>], start: usize) -> bool {
     hay.get(start..start + want.len())
         .is_some_and(|window| window.iter().zip(want).all(|(h, w)| h == w))
+}
+
+/// Every start of `want` in `hay` at or after `from`, in linear time: lines become small
+/// integers (equal lines, equal numbers) and Knuth–Morris–Pratt runs over them, so a file
+/// of many identical lines cannot make the search quadratic.
+fn occurrences(hay: &[Cow<'_, str>], want: &[Cow<'_, str>], from: usize) -> Vec<usize> {
+    let mut ids: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let want_ids: Vec<u32> = want
+        .iter()
+        .map(|l| {
+            let next = ids.len() as u32;
+            *ids.entry(l.as_ref()).or_insert(next)
+        })
+        .collect();
+    // Lines absent from the needle can never match: one id outside the needle's.
+    let hay_ids: Vec<u32> = hay
+        .iter()
+        .map(|l| ids.get(l.as_ref()).copied().unwrap_or(u32::MAX))
+        .collect();
+    let m = want_ids.len();
+    if m == 0 || m > hay_ids.len() {
+        return Vec::new();
+    }
+    let mut fail = vec![0usize; m];
+    let mut k = 0;
+    for i in 1..m {
+        while k > 0 && want_ids[i] != want_ids[k] {
+            k = fail[k - 1];
+        }
+        if want_ids[i] == want_ids[k] {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    let mut found = Vec::new();
+    let mut k = 0;
+    for (i, id) in hay_ids.iter().enumerate() {
+        while k > 0 && *id != want_ids[k] {
+            k = fail[k - 1];
+        }
+        if *id == want_ids[k] {
+            k += 1;
+        }
+        if k == m {
+            let start = i + 1 - m;
+            if start >= from {
+                found.push(start);
+            }
+            k = fail[k - 1];
+        }
+    }
+    found
 }
 
 /// The region of a file most like some lines that were not found.
@@ -262,4 +310,41 @@ fn dice(a: &[u64], b: &[u64]) -> f64 {
         }
     }
     (2 * common) as f64 / (a.len() + b.len()) as f64
+}
+
+#[cfg(test)]
+mod kmp_tests {
+    use super::*;
+
+    #[test]
+    fn repetitive_lines_match_where_they_should() {
+        let mut hay = vec!["a"; 10];
+        hay.push("b");
+        assert_eq!(find_all(&hay, &["a", "a", "b"], MatchLevel::Exact), vec![8]);
+        assert_eq!(
+            find_all(&hay, &["a", "a"], MatchLevel::Exact),
+            vec![0, 2, 4, 6, 8]
+        );
+        assert_eq!(
+            seek(&hay, &["a", "b"], 3, Placement::First),
+            Some((9, MatchLevel::Exact))
+        );
+        assert_eq!(
+            seek(&hay, &["a", "a"], 0, Placement::Nearest(5)),
+            Some((5, MatchLevel::Exact))
+        );
+        assert_eq!(
+            seek(&hay, &["b"], 0, Placement::AtEnd),
+            Some((10, MatchLevel::Exact))
+        );
+        // A needle of many repeated lines in a file of them: linear, not quadratic.
+        let big = vec!["a"; 200_000];
+        let mut needle = vec!["a"; 8_000];
+        needle.push("b");
+        assert!(find_all(&big, &needle, MatchLevel::SurroundingWhitespace).is_empty());
+        assert_eq!(
+            seek(&["x ", "y"], &["x", "y"], 0, Placement::First),
+            Some((0, MatchLevel::TrailingWhitespace))
+        );
+    }
 }
