@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
-use toolshed_ops::{OpsError, Parents};
+use toolshed_ops::{FileKind, Follow, OpsError, Overwrite, Parents};
 
 use super::edit_tool::{capped, read_text};
 use super::engine::diff;
@@ -77,11 +77,47 @@ fn apply_change(env: &Env, change: &FileChange) -> Result<(), OpsError> {
             move_to: Some(to),
             ..
         } => {
+            // Renamed first, then rewritten: the file keeps its permissions.
+            if let Some((parent, _)) = to.rsplit_once('/') {
+                env.files.mkdir(parent, Parents::Create)?;
+            }
+            env.files.rename(path, to, Overwrite::No)?;
             env.files
-                .write(to, new_content.as_bytes(), Parents::Create)?;
-            env.files.remove(path, false)
+                .write(to, new_content.as_bytes(), Parents::MustExist)
+                .map(|_| ())
         }
     }
+}
+
+/// The order changes are written in: updates and moves, then new files, deletions last,
+/// so a failure part way has destroyed nothing that a rewrite cannot bring back.
+fn phase(change: &FileChange) -> u8 {
+    match change {
+        FileChange::Update { .. } => 0,
+        FileChange::Add { .. } => 1,
+        FileChange::Delete { .. } => 2,
+    }
+}
+
+/// Refuses, before anything is written, a change whose target a write would refuse: a
+/// symbolic link, a special file, a file with several hard links.
+fn preflight(env: &Env, change: &FileChange) -> Result<(), ToolError> {
+    let FileChange::Update { path, .. } = change else {
+        return Ok(());
+    };
+    let m = env.files.stat(path, Follow::No)?;
+    if m.kind != FileKind::File {
+        return Err(ToolError::failed(format!(
+            "`{path}` is not a regular file (a symbolic link or special file); patch the file it points to. No file was changed."
+        )));
+    }
+    if m.links > 1 {
+        return Err(ToolError::failed(format!(
+            "`{path}` has {} hard links; writing it would change the other names too. No file was changed.",
+            m.links
+        )));
+    }
+    Ok(())
 }
 
 /// Puts back every path that no longer holds what it held before the patch; returns the
@@ -148,8 +184,26 @@ pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let changes = patch::apply(&parsed, &|path: &str| before.get(path).cloned().flatten())
         .map_err(|e| ToolError::failed(format!("{e}\nNo file was changed.")))?;
 
-    for (i, change) in changes.iter().enumerate() {
+    for change in &changes {
+        preflight(env, change)?;
+    }
+    let mut ordered: Vec<&FileChange> = changes.iter().collect();
+    ordered.sort_by_key(|c| phase(c));
+    let mut moved: Vec<(&str, &str)> = Vec::new();
+    for (i, change) in ordered.iter().enumerate() {
         if let Err(e) = apply_change(env, change) {
+            // Moves go back first, so the content restore finds every file where it was.
+            for (from, to) in moved.iter().rev() {
+                let _ = env.files.rename(to, from, Overwrite::No);
+            }
+            if let FileChange::Update {
+                path,
+                move_to: Some(to),
+                ..
+            } = change
+            {
+                let _ = env.files.rename(to, path, Overwrite::No);
+            }
             let unrestored = restore(env, &before);
             let state = if unrestored.is_empty() {
                 "every file was restored to what it was before the patch".to_string()
@@ -165,6 +219,14 @@ pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
                 changes.len(),
                 change.path()
             )));
+        }
+        if let FileChange::Update {
+            path,
+            move_to: Some(to),
+            ..
+        } = change
+        {
+            moved.push((path.as_str(), to.as_str()));
         }
     }
 

@@ -86,7 +86,105 @@ impl Harness {
             .unwrap();
     }
 
+    /// Writes a file straight into the in-memory backend (past any failing wrapper).
+    pub fn put_memory(&self, path: &str, content: &str) {
+        let memory = self.memory.as_ref().expect("a memory harness");
+        toolshed_ops::FileOps::write(
+            memory.as_ref(),
+            path,
+            content.as_bytes(),
+            toolshed_ops::Parents::Create,
+        )
+        .unwrap();
+    }
+
     pub fn get(&self, path: &str) -> String {
         String::from_utf8(self.ops.files.read(path, 1 << 30).unwrap().bytes).unwrap()
+    }
+}
+
+/// A file backend that fails every write of one path, like a full disk would, and passes
+/// everything else to `MemoryOps`.
+pub struct FailWritesTo {
+    pub inner: Arc<toolshed_ops::MemoryOps>,
+    pub path: String,
+}
+
+impl toolshed_ops::FileOps for FailWritesTo {
+    fn read(
+        &self,
+        path: &str,
+        max: u64,
+    ) -> Result<toolshed_ops::FileContents, toolshed_ops::OpsError> {
+        self.inner.read(path, max)
+    }
+    fn write(
+        &self,
+        path: &str,
+        data: &[u8],
+        parents: toolshed_ops::Parents,
+    ) -> Result<toolshed_ops::Written, toolshed_ops::OpsError> {
+        if path == self.path {
+            return Err(toolshed_ops::OpsError::Io {
+                action: "write",
+                path: path.into(),
+                message: "No space left on device".into(),
+            });
+        }
+        self.inner.write(path, data, parents)
+    }
+    fn append(&self, path: &str, data: &[u8]) -> Result<(), toolshed_ops::OpsError> {
+        self.inner.append(path, data)
+    }
+    fn stat(
+        &self,
+        path: &str,
+        follow: toolshed_ops::Follow,
+    ) -> Result<toolshed_ops::Metadata, toolshed_ops::OpsError> {
+        self.inner.stat(path, follow)
+    }
+    fn read_dir(&self, path: &str) -> Result<toolshed_ops::DirListing, toolshed_ops::OpsError> {
+        self.inner.read_dir(path)
+    }
+    fn mkdir(
+        &self,
+        path: &str,
+        parents: toolshed_ops::Parents,
+    ) -> Result<(), toolshed_ops::OpsError> {
+        self.inner.mkdir(path, parents)
+    }
+    fn remove(&self, path: &str, recursive: bool) -> Result<(), toolshed_ops::OpsError> {
+        self.inner.remove(path, recursive)
+    }
+    fn rename(
+        &self,
+        from: &str,
+        to: &str,
+        overwrite: toolshed_ops::Overwrite,
+    ) -> Result<(), toolshed_ops::OpsError> {
+        self.inner.rename(from, to, overwrite)
+    }
+    fn realpath(&self, path: &str) -> Result<String, toolshed_ops::OpsError> {
+        self.inner.realpath(path)
+    }
+    fn root_display(&self) -> String {
+        self.inner.root_display()
+    }
+}
+
+impl Harness {
+    /// A memory harness whose writes of `path` fail.
+    pub fn failing_writes_to(path: &str) -> Self {
+        let memory = Arc::new(toolshed_ops::MemoryOps::new());
+        let files = Arc::new(FailWritesTo {
+            inner: memory.clone(),
+            path: path.into(),
+        });
+        let mut h = Self::over(Ops {
+            files,
+            search: memory.clone(),
+        });
+        h.memory = Some(memory);
+        h
     }
 }

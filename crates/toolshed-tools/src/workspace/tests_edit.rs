@@ -160,23 +160,47 @@ async fn patch_adds_deletes_moves_and_needs_reads_of_what_it_changes() {
 
 #[tokio::test]
 async fn a_write_failing_part_way_restores_what_was_written() {
+    // The disk fills up while the second file is written: the first, already written, and
+    // the moved one go back to what they were.
+    let h = Harness::failing_writes_to("b.txt");
+    h.put_memory("a.txt", "alpha\n");
+    h.put_memory("b.txt", "beta\n");
+    h.put_memory("m.txt", "moved\n");
+    for f in ["a.txt", "b.txt", "m.txt"] {
+        h.ok("workspace_read", json!({"path": f})).await;
+    }
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Update File: m.txt\n*** Move to: sub/m2.txt\n@@\n-moved\n+MOVED\n*** Update File: b.txt\n@@\n-beta\n+BETA\n*** Delete File: gone.txt\n*** End Patch\n";
+    h.put_memory("gone.txt", "bye\n");
+    h.ok("workspace_read", json!({"path": "gone.txt"})).await;
+    let err = h.err("workspace_patch", json!({"patch": patch})).await;
+    assert!(err.to_string().contains("(`b.txt`) failed"), "{err}");
+    assert!(err.to_string().contains("every file was restored"), "{err}");
+    let files = &memory(&h);
+    let get = |p: &str| {
+        String::from_utf8(toolshed_ops::FileOps::read(*files, p, 100).unwrap().bytes).unwrap()
+    };
+    assert_eq!(get("a.txt"), "alpha\n");
+    assert_eq!(get("b.txt"), "beta\n");
+    assert_eq!(get("m.txt"), "moved\n");
+    assert_eq!(get("gone.txt"), "bye\n");
+    assert!(toolshed_ops::FileOps::read(*files, "sub/m2.txt", 100).is_err());
+}
+
+#[tokio::test]
+async fn a_target_a_write_would_refuse_stops_the_patch_before_anything_is_written() {
     let h = Harness::memory();
     h.put("a.txt", "alpha\n");
     h.put("linked.txt", "beta\n");
     h.ok("workspace_read", json!({"path": "a.txt"})).await;
     h.ok("workspace_read", json!({"path": "linked.txt"})).await;
-    // A second hard link appears after the reads: the file still reads, but writing it is
-    // refused, after a.txt was already written.
     toolshed_ops::MemoryOps::set_links(memory(&h), "linked.txt", 2);
     let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Update File: linked.txt\n@@\n-beta\n+BETA\n*** End Patch\n";
     let err = h.err("workspace_patch", json!({"patch": patch})).await;
     assert!(
-        err.to_string().contains("change 2 of 2 (`linked.txt`)"),
+        err.to_string().contains("2 hard links") && err.to_string().contains("No file was changed"),
         "{err}"
     );
-    assert!(err.to_string().contains("every file was restored"), "{err}");
     assert_eq!(h.get("a.txt"), "alpha\n");
-    assert_eq!(h.get("linked.txt"), "beta\n");
 }
 
 fn memory(h: &Harness) -> &toolshed_ops::MemoryOps {
@@ -200,4 +224,27 @@ async fn a_patch_naming_one_file_twice_is_refused_before_reading() {
     let err = h.err("workspace_patch", json!({"patch": patch})).await;
     assert!(err.to_string().contains("name the same file"), "{err}");
     assert_eq!(h.get("big.txt"), "x\n");
+}
+
+#[tokio::test]
+async fn a_moved_file_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::over(toolshed_ops::Ops::local(dir.path()).unwrap());
+    std::fs::write(dir.path().join("run.sh"), "echo one\n").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    h.ok("workspace_read", json!({"path": "run.sh"})).await;
+    let patch = "*** Begin Patch\n*** Update File: run.sh\n*** Move to: bin/run.sh\n@@\n-echo one\n+echo two\n*** End Patch\n";
+    h.ok("workspace_patch", json!({"patch": patch})).await;
+    let moved = dir.path().join("bin/run.sh");
+    assert_eq!(std::fs::read_to_string(&moved).unwrap(), "echo two\n");
+    assert_eq!(
+        std::fs::metadata(&moved).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert!(!dir.path().join("run.sh").exists());
 }
