@@ -44,6 +44,10 @@ pub enum Command {
     },
     /// Serve MCP over stdio: add toolshed to Claude Code, Codex, Cursor or Goose this way
     Mcp(McpArgs),
+    /// Serve MCP over streamable HTTP at http://127.0.0.1:7070/mcp, behind a bearer token
+    Serve(ServeArgs),
+    /// Print the bearer token HTTP clients must send (generated on first use)
+    Token,
     /// Check configuration, data dir, plugins, env contracts and requirements
     Doctor {
         /// Print exact JSON
@@ -104,6 +108,20 @@ pub struct McpArgs {
     /// Use a named profile from the config to narrow the visible tools
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The TCP port to listen on; 0 picks a free one (the bound address is printed on
+    /// stderr as `listening on http://ADDR/mcp`)
+    #[arg(long, value_name = "N", default_value_t = 7070)]
+    pub port: u16,
+    /// The address to listen on. Only loopback is safe: the Host check accepts loopback
+    /// names and this address only
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    #[command(flatten)]
+    pub selection: McpArgs,
 }
 
 #[derive(Debug, Subcommand)]

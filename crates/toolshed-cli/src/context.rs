@@ -24,9 +24,7 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
             workspace.display()
         )));
     }
-    let data_dir = default_data_dir(global.data_dir.clone()).ok_or_else(|| {
-        Failure::Usage("cannot tell where to keep state: HOME is not set; pass --data-dir DIR or set TOOLSHED_HOME".into())
-    })?;
+    let data_dir = data_dir(global)?;
     let loaded = ConfigSources::standard(&workspace, global.config.clone())
         .load()
         .map_err(|e| Failure::Usage(e.to_string()))?;
@@ -53,6 +51,13 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     Host::open(options).await.map_err(|e| match e {
         HostError::Workspace { .. } | HostError::Rules(_) => Failure::Usage(e.to_string()),
         other => Failure::Runtime(other.to_string()),
+    })
+}
+
+/// The data dir the global flags and the environment name.
+pub fn data_dir(global: &GlobalArgs) -> Result<PathBuf, Failure> {
+    default_data_dir(global.data_dir.clone()).ok_or_else(|| {
+        Failure::Usage("cannot tell where to keep state: HOME is not set; pass --data-dir DIR or set TOOLSHED_HOME".into())
     })
 }
 

@@ -55,6 +55,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
+    if let Command::Token = cli.command {
+        return commands::serve::print_token(&cli.global).await;
+    }
     let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
     let result = match cli.command {
         Command::Tools {
@@ -74,6 +77,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: PluginsCommand::Disable { id },
         } => commands::plugins::set_enabled(&host, &id, false).await,
         Command::Mcp(args) => commands::mcp::run(&host, args).await,
+        Command::Serve(args) => commands::serve::run(&host, args).await,
+        Command::Token => Ok(()),
         Command::Doctor { json } => commands::doctor::run(&host, json),
     };
     host.shutdown().await;

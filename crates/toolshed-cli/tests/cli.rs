@@ -547,3 +547,58 @@ fn mcp_with_stdin_closed_exits_cleanly_and_silently() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).is_empty());
 }
+
+#[test]
+fn token_is_generated_once_into_a_private_file_and_printed() {
+    let env = Env::new();
+    let first = env.run(&["token"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let token = stdout(&first).trim().to_string();
+    assert_eq!(token.len(), 64, "{token}");
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+    let path = env.data.path().join("token");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let again = env.run(&["token"]);
+    assert_eq!(stdout(&again).trim(), token);
+}
+
+#[test]
+fn serve_prints_its_bound_address_and_refuses_a_missing_token() {
+    use std::io::{BufRead, BufReader, Read};
+    let env = Env::new();
+    let mut child = env
+        .cmd(&["serve", "--port", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let address = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve exited before listening"
+        );
+        if let Some(rest) = line.trim().strip_prefix("listening on http://") {
+            break rest.strip_suffix("/mcp").unwrap().to_string();
+        }
+    };
+    assert!(address.starts_with("127.0.0.1:"), "{address}");
+    assert_ne!(address, "127.0.0.1:0");
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -7,6 +7,9 @@
 //! tool, how a result or a [`ToolError`](toolshed_core::ToolError) looks as a
 //! `CallToolResult`, and turning the call's progress into `notifications/progress`.
 //!
+//! The same server is served over streamable HTTP by [`serve_http`], behind a
+//! [`BearerToken`] and a DNS-rebinding guard ([`RequestGuard`]).
+//!
 //! ```no_run
 //! # async fn demo(host: std::sync::Arc<toolshed_host::Host>) -> Result<(), Box<dyn std::error::Error>> {
 //! use toolshed_mcp::{McpServer, Session};
@@ -17,9 +20,15 @@
 //! ```
 
 mod convert;
+mod http;
 mod progress;
 mod server;
 mod stdio;
+mod token;
 
+pub use http::{
+    DEFAULT_MAX_BODY_BYTES, HttpOptions, MCP_PATH, Rejection, RequestGuard, router, serve_http,
+};
 pub use server::{McpServer, Session, selection_from_globs};
 pub use stdio::{ServeError, serve_stdio};
+pub use token::{BearerToken, TOKEN_FILE, TokenError};

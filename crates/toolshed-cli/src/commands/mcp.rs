@@ -13,6 +13,16 @@ use crate::cli::McpArgs;
 
 /// Serves one MCP client on stdin/stdout until it closes stdin.
 pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
+    let session = session_from_args(host, args)?;
+    let server = McpServer::new(host.clone(), session);
+    tracing::info!(owner = %server.owner(), "serving MCP on stdio");
+    toolshed_mcp::serve_stdio(server)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// The narrowing `--tools` and `--profile` ask for, checked against the configuration.
+pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure> {
     if let Some(name) = &args.profile
         && host.dispatcher().review().profile(name).is_none()
     {
@@ -38,13 +48,8 @@ pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
             rules.map(Arc::new)
         }
     };
-    let session = Session {
+    Ok(Session {
         profile: args.profile,
         selection,
-    };
-    let server = McpServer::new(host.clone(), session);
-    tracing::info!(owner = %server.owner(), "serving MCP on stdio");
-    toolshed_mcp::serve_stdio(server)
-        .await
-        .map_err(|e| Failure::Runtime(e.to_string()))
+    })
 }

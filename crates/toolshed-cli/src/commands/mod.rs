@@ -4,4 +4,5 @@ pub mod call;
 pub mod doctor;
 pub mod mcp;
 pub mod plugins;
+pub mod serve;
 pub mod tools;

@@ -1,0 +1,84 @@
+//! `toolshed serve` and `toolshed token`: the MCP door over streamable HTTP.
+//!
+//! The server listens on 127.0.0.1 by default and every request needs the bearer token
+//! kept in `<data-dir>/token`. Once bound, one line goes to stderr for people and scripts
+//! alike: `listening on http://ADDR/mcp` (with the real port when `--port 0` was given).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use toolshed_host::Host;
+use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, HttpOptions, MCP_PATH};
+
+use crate::Failure;
+use crate::cli::{GlobalArgs, ServeArgs};
+use crate::commands::mcp::session_from_args;
+use crate::context;
+
+/// Serves MCP over HTTP until interrupted (Ctrl-C or SIGTERM).
+pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
+    let session = session_from_args(host, args.selection)?;
+    let token = load_token(host.data_dir().to_path_buf()).await?;
+    let address = SocketAddr::new(args.bind, args.port);
+    let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
+        Failure::Runtime(format!(
+            "cannot listen on {address}: {e}; pick another port with --port N (0 picks a free one)"
+        ))
+    })?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Failure::Runtime(format!("cannot read the bound address: {e}")))?;
+    if !local.ip().is_loopback() {
+        eprintln!(
+            "warning: listening on {} makes toolshed reachable from other machines; the token is all that guards it",
+            local.ip()
+        );
+    }
+    eprintln!("listening on http://{local}{MCP_PATH}");
+    let options = HttpOptions {
+        token,
+        session,
+        max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+    };
+    toolshed_mcp::serve_http(host.clone(), listener, options, shutdown_signal())
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// Prints the bearer token, generating it when no server has started yet.
+pub async fn print_token(global: &GlobalArgs) -> Result<(), Failure> {
+    let token = load_token(context::data_dir(global)?).await?;
+    println!("{}", token.reveal());
+    Ok(())
+}
+
+async fn load_token(data_dir: PathBuf) -> Result<BearerToken, Failure> {
+    tokio::task::spawn_blocking(move || BearerToken::load_or_create(&data_dir))
+        .await
+        .map_err(|e| Failure::Runtime(format!("reading the token failed: {e}")))?
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// Completes on Ctrl-C or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,110 @@
+"""`toolshed serve` over streamable HTTP, driven by the official Python MCP client."""
+
+import asyncio
+import subprocess
+import threading
+
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+MODES = ["legacy", "auto"]
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=30))
+
+
+@pytest.fixture
+def http_server(toolshed_bin, home, workspace):
+    """A `toolshed serve --port 0` on the test's workspace: yields (url, token)."""
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    token = subprocess.run(
+        [toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30
+    ).stdout.strip()
+    proc = subprocess.Popen(
+        [toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0"],
+        env=env,
+        cwd=str(workspace),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = None
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith("listening on "):
+                url = line.split(" ", 2)[2].strip()
+                break
+        if url is None:
+            pytest.fail(f"toolshed serve exited before listening: {''.join(seen)}")
+        # Keep reading stderr so the server never blocks on a full pipe.
+        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        yield url, token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def connect(url, token, mode):
+    """A client sending the bearer token; the caller closes the HTTP client it returns."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return http, Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+def test_the_url_is_loopback_with_a_real_port(http_server):
+    url, token = http_server
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    assert not url.startswith("http://127.0.0.1:0/")
+    assert len(token) == 64
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lists_tools_and_calls_the_calculator(http_server, mode):
+    url, token = http_server
+
+    async def main():
+        http, client = connect(url, token, mode)
+        async with http, client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "calculator" in names and names == sorted(names)
+            result = await client.call_tool("calculator", {"expression": "2+3*4"})
+            assert not result.is_error, result.content
+            assert result.content[0].text == "14"
+
+    run(main())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_arguments_are_an_error_result(http_server, mode):
+    url, token = http_server
+
+    async def main():
+        http, client = connect(url, token, mode)
+        async with http, client:
+            result = await client.call_tool("calculator", {"expression": 7, "bogus": True})
+            assert result.is_error
+            assert "at /expression" in result.content[0].text, result.content[0].text
+
+    run(main())
+
+
+def test_a_wrong_token_cannot_connect(http_server):
+    url, _ = http_server
+
+    async def main():
+        http, client = connect(url, "f" * 64, "legacy")
+        async with http:
+            with pytest.raises(Exception):
+                async with client:
+                    await client.list_tools()
+
+    run(main())
