@@ -190,6 +190,35 @@ pub struct PluginManifest {
     pub capabilities: Capabilities,
 }
 
+impl PluginManifest {
+    /// A manifest with an id, version, name and kind, and nothing else yet: no tools,
+    /// config, env contract, requirements or capabilities.
+    pub fn new(
+        id: impl Into<String>,
+        version: impl Into<String>,
+        name: impl Into<String>,
+        kind: PluginKind,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            version: version.into(),
+            name: name.into(),
+            description: String::new(),
+            translations: BTreeMap::new(),
+            kind,
+            entry: None,
+            tags: Vec::new(),
+            icon: None,
+            plane: Plane::Execution,
+            tools: Vec::new(),
+            config: Vec::new(),
+            env: Vec::new(),
+            requirements: Vec::new(),
+            capabilities: Capabilities::default(),
+        }
+    }
+}
+
 /// Whether `id` follows the plugin id rules: `[a-z0-9][a-z0-9._-]*`, 1 to 64 characters.
 pub fn is_valid_plugin_id(id: &str) -> bool {
     let mut chars = id.chars();

@@ -10,8 +10,8 @@ use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use toolshed_core::{
-    BuiltinPlugin, CallContext, Capabilities, Plane, Plugin, PluginKind, PluginManifest, Progress,
-    Tool, ToolAnnotations, ToolError, ToolOutput, ToolSpec,
+    BuiltinPlugin, CallContext, Plugin, PluginKind, PluginManifest, Progress, Tool,
+    ToolAnnotations, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_host::config::ConfigSources;
 use toolshed_host::{Host, HostOptions};
@@ -78,23 +78,7 @@ fn test_plugin(cancelled: Arc<tokio::sync::Notify>) -> Arc<dyn Plugin> {
             "additionalProperties": false
         }));
     let steps = ToolSpec::new("steps", "Reports three steps of progress.");
-    let manifest = PluginManifest {
-        id: "test.mcp".into(),
-        version: "1.0.0".into(),
-        name: "test".into(),
-        description: String::new(),
-        translations: Default::default(),
-        kind: PluginKind::Builtin,
-        entry: None,
-        tags: vec![],
-        icon: None,
-        plane: Plane::Execution,
-        tools: vec![],
-        config: vec![],
-        env: vec![],
-        requirements: vec![],
-        capabilities: Capabilities::default(),
-    };
+    let manifest = PluginManifest::new("test.mcp", "1.0.0", "test", PluginKind::Builtin);
     Arc::new(BuiltinPlugin::new(
         manifest,
         vec![

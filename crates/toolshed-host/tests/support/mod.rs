@@ -10,31 +10,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use toolshed_core::{
-    BuiltinPlugin, CallContext, Capabilities, Plane, Plugin, PluginKind, PluginManifest, Tool,
-    ToolError, ToolOutput, ToolSpec,
+    BuiltinPlugin, CallContext, Plugin, PluginKind, PluginManifest, Tool, ToolError, ToolOutput,
+    ToolSpec,
 };
 use toolshed_host::config::{ConfigSources, LoadedConfig};
 use toolshed_host::{Host, HostOptions};
 
 /// A manifest with defaults, for test plugins.
 pub fn manifest(id: &str) -> PluginManifest {
-    PluginManifest {
-        id: id.into(),
-        version: "1.0.0".into(),
-        name: id.into(),
-        description: String::new(),
-        translations: Default::default(),
-        kind: PluginKind::Builtin,
-        entry: None,
-        tags: vec![],
-        icon: None,
-        plane: Plane::Execution,
-        tools: vec![],
-        config: vec![],
-        env: vec![],
-        requirements: vec![],
-        capabilities: Capabilities::default(),
-    }
+    PluginManifest::new(id, "1.0.0", id, PluginKind::Builtin)
 }
 
 /// What a test tool does when called.

@@ -9,9 +9,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use toolshed_core::{
-    BuiltinPlugin, Capabilities, Plane, Plugin, PluginKind, PluginManifest, SyncTool, ToolError,
-};
+use toolshed_core::{BuiltinPlugin, Plugin, PluginKind, PluginManifest, SyncTool, ToolError};
 
 pub mod calculator;
 pub mod crypto;
@@ -42,23 +40,14 @@ pub fn plugins() -> Vec<Arc<dyn Plugin>> {
 
 /// A system plugin `system.<name>` holding one synchronous tool.
 pub(crate) fn single_tool_plugin(name: &str, title: &str, tool: SyncTool) -> Arc<dyn Plugin> {
-    let manifest = PluginManifest {
-        id: format!("system.{name}"),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        name: title.to_string(),
-        description: toolshed_core::Tool::spec(&tool).description.clone(),
-        translations: Default::default(),
-        kind: PluginKind::Builtin,
-        entry: None,
-        tags: vec![GROUP.to_string()],
-        icon: None,
-        plane: Plane::Execution,
-        tools: Vec::new(),
-        config: Vec::new(),
-        env: Vec::new(),
-        requirements: Vec::new(),
-        capabilities: Capabilities::default(),
-    };
+    let mut manifest = PluginManifest::new(
+        format!("system.{name}"),
+        env!("CARGO_PKG_VERSION"),
+        title,
+        PluginKind::Builtin,
+    );
+    manifest.description = toolshed_core::Tool::spec(&tool).description.clone();
+    manifest.tags = vec![GROUP.to_string()];
     Arc::new(BuiltinPlugin::new(manifest, vec![Arc::new(tool)]))
 }
 

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
-    BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plane, Plugin,
+    BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plugin,
     PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::{Cancel, FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle, SearchOps};
@@ -140,31 +140,34 @@ pub fn plugin() -> Arc<dyn Plugin> {
             }) as Arc<dyn Tool>
         })
         .collect();
-    let manifest = PluginManifest {
-        id: PLUGIN_ID.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        name: "Workspace files".into(),
-        description: "Read, write, edit, patch, list and search the files of the workspace, confined to it by the kernel.".into(),
-        translations: Default::default(),
-        kind: PluginKind::Builtin,
-        entry: None,
-        tags: vec!["workspace".into()],
-        icon: None,
-        plane: Plane::Execution,
-        tools: Vec::new(),
-        config: vec![ConfigField {
-            key: READ_BEFORE_EDIT.into(),
-            label: Some("Require read before edit".into()),
-            field_type: ConfigFieldType::Boolean,
-            description: Some("Edits, patches and overwrites need a prior workspace_read of the file's current version by the same caller.".into()),
-            default: Some(json!(true)),
-            options: Vec::new(),
-            secret: false,
-            required: false,
-        }],
-        env: Vec::new(),
-        requirements: Vec::new(),
-        capabilities: Capabilities { fs_read: vec![".".into()], fs_write: vec![".".into()], ..Default::default() },
+    let mut manifest = PluginManifest::new(
+        PLUGIN_ID,
+        env!("CARGO_PKG_VERSION"),
+        "Workspace files",
+        PluginKind::Builtin,
+    );
+    manifest.description = "Read, write, edit, patch, list and search the files of the workspace, \
+        confined to it by the kernel."
+        .into();
+    manifest.tags = vec!["workspace".into()];
+    manifest.config = vec![ConfigField {
+        key: READ_BEFORE_EDIT.into(),
+        label: Some("Require read before edit".into()),
+        field_type: ConfigFieldType::Boolean,
+        description: Some(
+            "Edits, patches and overwrites need a prior workspace_read of the file's current \
+             version by the same caller."
+                .into(),
+        ),
+        default: Some(json!(true)),
+        options: Vec::new(),
+        secret: false,
+        required: false,
+    }];
+    manifest.capabilities = Capabilities {
+        fs_read: vec![".".into()],
+        fs_write: vec![".".into()],
+        ..Default::default()
     };
     Arc::new(BuiltinPlugin::new(manifest, tools))
 }
