@@ -41,10 +41,15 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // Servers handle calls in parallel on every core; one-shot commands start faster on
+    // one thread.
+    let serves = matches!(cli.command, Command::Mcp(_) | Command::Serve(_));
+    let mut builder = if serves {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return Failure::Runtime(format!("cannot start the async runtime: {e}")).exit(),
     };

@@ -114,7 +114,7 @@ impl Host {
         };
         let mut extensions = options.extensions;
         if extensions.get::<ReadLogHandle>().is_none() {
-            extensions.insert(Arc::new(ReadLogHandle(Arc::new(StoreReadLog(
+            extensions.insert(Arc::new(ReadLogHandle(Arc::new(StoreReadLog::new(
                 store.clone(),
             )))));
         }
@@ -208,20 +208,66 @@ fn create_private_dir(path: &Path) -> std::io::Result<()> {
         .create(path)
 }
 
-/// The read log kept in the state store, so it outlives one process.
-struct StoreReadLog(Arc<StateStore>);
+/// The read log kept in the state store, so it outlives one process. A bounded in-memory
+/// copy of recent entries spares the database a write when an owner reads a file again
+/// unchanged, which is most reads.
+struct StoreReadLog {
+    store: Arc<StateStore>,
+    recent: std::sync::Mutex<std::collections::HashMap<(String, String), Digest>>,
+}
+
+/// The most entries [`StoreReadLog`] keeps in memory before starting afresh.
+const RECENT_READS: usize = 10_000;
+
+impl StoreReadLog {
+    fn new(store: Arc<StateStore>) -> Self {
+        Self {
+            store,
+            recent: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    fn remember(&self, owner: &str, real_path: &str, digest: Digest) {
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() >= RECENT_READS {
+            recent.clear();
+        }
+        recent.insert((owner.to_string(), real_path.to_string()), digest);
+    }
+
+    fn cached(&self, owner: &str, real_path: &str) -> Option<Digest> {
+        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent
+            .get(&(owner.to_string(), real_path.to_string()))
+            .copied()
+    }
+}
 
 impl ReadLog for StoreReadLog {
     fn seen(&self, owner: &str, real_path: &str) -> Option<Digest> {
-        self.0.read_log_get(owner, real_path).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read the read log");
-            None
-        })
+        if let Some(digest) = self.cached(owner, real_path) {
+            return Some(digest);
+        }
+        let found = self
+            .store
+            .read_log_get(owner, real_path)
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read the read log");
+                None
+            });
+        if let Some(digest) = found {
+            self.remember(owner, real_path, digest);
+        }
+        found
     }
 
     fn record(&self, owner: &str, real_path: &str, digest: Digest) {
-        if let Err(e) = self.0.read_log_put(owner, real_path, &digest) {
-            tracing::warn!(error = %e, "cannot write the read log");
+        if self.cached(owner, real_path) == Some(digest) {
+            return;
+        }
+        match self.store.read_log_put(owner, real_path, &digest) {
+            Ok(()) => self.remember(owner, real_path, digest),
+            Err(e) => tracing::warn!(error = %e, "cannot write the read log"),
         }
     }
 }
