@@ -12,20 +12,22 @@ use support::{Behaviour, SECOND, open, plugin, strict_spec, tool};
 use toolshed_core::{ErrorKind, OwnerId, ToolError, ToolSpec};
 use toolshed_host::{CallRequest, Event};
 
+/// A host with one tool, `echo_strict`, echoing arguments that pass `strict_spec`.
+async fn echo_host() -> support::TestHost {
+    let echo = plugin(
+        "t.echo",
+        vec![tool(strict_spec("echo_strict"), Behaviour::Echo)],
+    );
+    open(vec![echo], "").await
+}
+
 fn req(tool: &str, args: serde_json::Value) -> CallRequest {
     CallRequest::new(tool, args, OwnerId::new("tester"), "test")
 }
 
 #[tokio::test]
 async fn unknown_tool_suggests_close_names() {
-    let t = open(
-        vec![plugin(
-            "t.echo",
-            vec![tool(strict_spec("echo_strict"), Behaviour::Echo)],
-        )],
-        "",
-    )
-    .await;
+    let t = echo_host().await;
     let err = t
         .host
         .call(req("echo_strct", json!({})))
@@ -41,14 +43,7 @@ async fn unknown_tool_suggests_close_names() {
 
 #[tokio::test]
 async fn invalid_arguments_list_every_violation_with_pointers() {
-    let t = open(
-        vec![plugin(
-            "t.echo",
-            vec![tool(strict_spec("echo_strict"), Behaviour::Echo)],
-        )],
-        "",
-    )
-    .await;
+    let t = echo_host().await;
     let err = t
         .host
         .call(req("echo_strict", json!({"n": -1, "extra": true})))

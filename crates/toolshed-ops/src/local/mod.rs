@@ -76,6 +76,29 @@ fn special_name(st: &Stat) -> &'static str {
     }
 }
 
+/// Refuses to write anything but a regular file with one name: a directory, a link, a
+/// special file, or a file whose other hard links a write would change too.
+fn check_writable(st: &Stat, path: &str) -> Result<(), OpsError> {
+    match kind_of(st) {
+        FileKind::File => {}
+        FileKind::Dir => return Err(OpsError::IsADirectory { path: shown(path) }),
+        _ => {
+            return Err(OpsError::SpecialFile {
+                path: shown(path),
+                kind: special_name(st).into(),
+                action: "written",
+            });
+        }
+    }
+    if st.st_nlink > 1 {
+        return Err(OpsError::MultipleLinks {
+            path: shown(path),
+            links: st.st_nlink,
+        });
+    }
+    Ok(())
+}
+
 fn metadata_of(st: &Stat, link_target: Option<String>) -> Metadata {
     let secs = u64::try_from(st.st_mtime).unwrap_or(0);
     let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
@@ -312,23 +335,7 @@ impl LocalOps {
     ) -> Result<Written, OpsError> {
         let (mode, written) = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => {
-                match kind_of(&st) {
-                    FileKind::File => {}
-                    FileKind::Dir => return Err(OpsError::IsADirectory { path: shown(path) }),
-                    _ => {
-                        return Err(OpsError::SpecialFile {
-                            path: shown(path),
-                            kind: special_name(&st).into(),
-                            action: "written",
-                        });
-                    }
-                }
-                if st.st_nlink > 1 {
-                    return Err(OpsError::MultipleLinks {
-                        path: shown(path),
-                        links: st.st_nlink,
-                    });
-                }
+                check_writable(&st, path)?;
                 (st.st_mode & 0o7777, Written::Replaced)
             }
             Err(Errno::NOENT) => (0o644, Written::Created),
@@ -444,19 +451,7 @@ impl FileOps for LocalOps {
         )
         .map_err(|e| Self::error(path, "append to", e))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
-        if kind_of(&st) != FileKind::File {
-            return Err(OpsError::SpecialFile {
-                path: shown(path),
-                kind: special_name(&st).into(),
-                action: "written",
-            });
-        }
-        if st.st_nlink > 1 {
-            return Err(OpsError::MultipleLinks {
-                path: shown(path),
-                links: st.st_nlink,
-            });
-        }
+        check_writable(&st, path)?;
         File::from(fd).write_all(data).map_err(|e| OpsError::Io {
             action: "append to",
             path: shown(path),
