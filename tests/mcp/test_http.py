@@ -5,7 +5,7 @@ import subprocess
 import threading
 
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -108,3 +108,85 @@ def test_a_wrong_token_cannot_connect(http_server):
                     await client.list_tools()
 
     run(main())
+
+
+def disable(toolshed_bin, home, workspace, plugin):
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "plugins", "disable", plugin],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+
+
+def test_list_changed_reaches_a_legacy_http_session(http_server, toolshed_bin, home, workspace):
+    url, token = http_server
+
+    async def main():
+        changed = asyncio.Event()
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                changed.set()
+
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        client = Client(streamable_http_client(url, http_client=http), mode="legacy", message_handler=on_message)
+        async with http, client:
+            assert "calculator" in [t.name for t in (await client.list_tools()).tools]
+            await asyncio.to_thread(disable, toolshed_bin, home, workspace, "system.calculator")
+            await asyncio.wait_for(changed.wait(), timeout=10)
+            assert "calculator" not in [t.name for t in (await client.list_tools()).tools]
+
+    run(main())
+
+
+def test_list_changed_reaches_a_2026_http_listener(http_server, toolshed_bin, home, workspace):
+    url, token = http_server
+
+    async def main():
+        http, client = connect(url, token, "auto")
+        async with http, client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True) as sub:
+                assert sub.honored.tools_list_changed
+                await asyncio.to_thread(disable, toolshed_bin, home, workspace, "system.datetime")
+                await asyncio.wait_for(sub.__anext__(), timeout=10)
+            assert "datetime" not in [t.name for t in (await client.list_tools()).tools]
+
+    run(main())
+
+
+def test_stateless_requests_share_an_owner_unless_they_name_one(http_server, workspace):
+    """2026-07-28 requests carry no session: the X-Toolshed-Owner header names the owner."""
+    url, token = http_server
+    edit = {"path": "hello.txt", "old_text": "hello", "new_text": "howdy"}
+
+    def client_as(owner):
+        headers = {"Authorization": f"Bearer {token}"}
+        if owner:
+            headers["X-Toolshed-Owner"] = owner
+        http = create_mcp_http_client(headers=headers)
+        return http, Client(streamable_http_client(url, http_client=http), mode="auto")
+
+    async def main():
+        http_a, a = client_as("agent-a")
+        http_b, b = client_as("agent-b")
+        async with http_a, a, http_b, b:
+            assert not (await a.call_tool("workspace_read", {"path": "hello.txt"})).is_error
+            refused = await b.call_tool("workspace_edit", edit)
+            assert refused.is_error, "agent-b never read the file"
+            done = await a.call_tool("workspace_edit", edit)
+            assert not done.is_error, done.content
+        # Two clients that name no owner are one owner: a read by one lets the other edit.
+        http_c, c = client_as(None)
+        http_d, d = client_as(None)
+        async with http_c, c, http_d, d:
+            assert not (await c.call_tool("workspace_read", {"path": "hello.txt"})).is_error
+            again = {"path": "hello.txt", "old_text": "howdy", "new_text": "hi"}
+            done = await d.call_tool("workspace_edit", again)
+            assert not done.is_error, done.content
+
+    run(main())
+    assert (workspace / "hello.txt").read_text() == "hi from the workspace\n"

@@ -7,7 +7,7 @@ import subprocess
 import time
 
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
 MODES = ["legacy", "auto"]
@@ -102,6 +102,148 @@ def test_tools_flag_hides_everything_else(server):
 @pytest.mark.skip(reason="no built-in tool reports progress yet; the Rust protocol tests cover it")
 def test_progress_reaches_the_client():
     pass
+
+
+def toolshed(toolshed_bin, workspace, home, *args):
+    """Runs a one-shot `toolshed` command on the same home and workspace as the server."""
+    env = dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated"))
+    return subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+
+
+def test_list_changed_reaches_a_legacy_client(server, toolshed_bin, workspace, home):
+    """Disabling a plugin from another process reaches a running server, which tells the client."""
+
+    async def main():
+        changed = asyncio.Event()
+
+        async def on_message(message):
+            if isinstance(message, types.ServerNotification) and isinstance(
+                message, types.ToolListChangedNotification
+            ):
+                changed.set()
+
+        async with Client(server(), mode="legacy", message_handler=on_message) as client:
+            assert "calculator" in [t.name for t in (await client.list_tools()).tools]
+            await asyncio.to_thread(toolshed, toolshed_bin, workspace, home, "plugins", "disable", "system.calculator")
+            await asyncio.wait_for(changed.wait(), timeout=10)
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "calculator" not in names and "datetime" in names
+
+            changed.clear()
+            await asyncio.to_thread(toolshed, toolshed_bin, workspace, home, "plugins", "enable", "system.calculator")
+            await asyncio.wait_for(changed.wait(), timeout=10)
+            assert "calculator" in [t.name for t in (await client.list_tools()).tools]
+
+    run(main())
+
+
+def test_list_changed_reaches_a_2026_listener(server, toolshed_bin, workspace, home):
+    async def main():
+        async with Client(server(), mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True) as sub:
+                assert sub.honored.tools_list_changed
+                await asyncio.to_thread(toolshed, toolshed_bin, workspace, home, "plugins", "disable", "system.datetime")
+                event = await asyncio.wait_for(sub.__anext__(), timeout=10)
+                assert "tools" in type(event).__name__.lower() or "list" in repr(event).lower(), event
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "datetime" not in names and "calculator" in names
+
+    run(main())
+
+
+def test_a_list_change_outside_the_selection_is_not_announced(server, toolshed_bin, workspace, home):
+    async def main():
+        notes = []
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                notes.append(message)
+
+        async with Client(server("--tools", "calculator"), mode="legacy", message_handler=on_message) as client:
+            await asyncio.to_thread(toolshed, toolshed_bin, workspace, home, "plugins", "disable", "system.datetime")
+            await asyncio.to_thread(toolshed, toolshed_bin, workspace, home, "plugins", "disable", "system.calculator")
+            for _ in range(100):
+                if notes:
+                    break
+                await asyncio.sleep(0.1)
+            # Only the second change touched what this client sees.
+            assert len(notes) == 1
+            assert [t.name for t in (await client.list_tools()).tools] == []
+
+    run(main())
+
+
+def test_tools_list_pages_with_a_cursor(server, workspace):
+    (workspace / "toolshed.toml").write_text("[mcp]\npage_size = 5\n")
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            first = await client.session.list_tools()
+            assert len(first.tools) == 5 and first.next_cursor
+            seen = [t.name for t in first.tools]
+            cursor = first.next_cursor
+            while cursor:
+                page = await client.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+                assert len(page.tools) <= 5
+                seen += [t.name for t in page.tools]
+                cursor = page.next_cursor
+            assert seen == sorted(seen) and len(seen) == len(set(seen))
+            assert "workspace_write" in seen and "calculator" in seen
+            with pytest.raises(MCPError) as err:
+                await client.session.list_tools(params=types.PaginatedRequestParams(cursor="bogus"))
+            assert "cursor" in str(err.value)
+
+    run(main())
+
+
+def test_an_owner_handle_in_meta_keeps_read_before_edit_state(server, workspace):
+    async def main():
+        async with Client(server(), mode="auto") as client:
+            edit = {"path": "hello.txt", "old_text": "hello", "new_text": "howdy"}
+            read = await client.call_tool("workspace_read", {"path": "hello.txt"}, meta={"toolshed/owner": "agent-a"})
+            assert not read.is_error
+            # Another owner has not read the file: its edit is refused.
+            other = await client.call_tool("workspace_edit", edit, meta={"toolshed/owner": "agent-b"})
+            assert other.is_error and "read" in other.content[0].text.lower(), other.content
+            mine = await client.call_tool("workspace_edit", edit, meta={"toolshed/owner": "agent-a"})
+            assert not mine.is_error, mine.content
+            bad = client.call_tool("calculator", {"expression": "1"}, meta={"toolshed/owner": "no spaces"})
+            with pytest.raises(MCPError) as err:
+                await bad
+            assert "owner handle" in str(err.value)
+
+    run(main())
+    assert (workspace / "hello.txt").read_text() == "howdy from the workspace\n"
+
+
+def test_exits_when_its_parent_dies(toolshed_bin, workspace, home, tmp_path):
+    """The client died without closing stdin (a grandchild keeps the pipe open)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSHED_")}
+    env["TOOLSHED_HOME"] = str(home)
+    pid_file = tmp_path / "pid"
+    script = f'sleep 60 | "{toolshed_bin}" --workspace "{workspace}" mcp & echo $! > "{pid_file}"; sleep 0.5; kill -9 $$'
+    with open(tmp_path / "out", "w") as out:
+        subprocess.run(["sh", "-c", script], env=env, stdout=out, stderr=out, timeout=30)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    alive = True
+    while alive and time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                alive = not f.read().rpartition(") ")[2].startswith("Z")
+        except FileNotFoundError:
+            alive = False
+        time.sleep(0.1)
+    subprocess.run(["pkill", "-f", "^sleep 60$"], check=False)
+    assert not alive, "toolshed mcp kept running after its parent died"
 
 
 def spawn(toolshed_bin, workspace, home):

@@ -112,14 +112,18 @@ pub struct McpArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The TCP port to listen on; 0 picks a free one (the bound address is printed on
-    /// stderr as `listening on http://ADDR/mcp`)
-    #[arg(long, value_name = "N", default_value_t = 7070)]
-    pub port: u16,
-    /// The address to listen on. Only loopback is safe: the Host check accepts loopback
-    /// names and this address only
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
-    pub bind: std::net::IpAddr,
+    /// The TCP port to listen on (default: `server.port` in the config, else 7070); 0 picks
+    /// a free one (the bound address is printed on stderr as `listening on http://ADDR/mcp`)
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// The address to listen on (default: `server.bind` in the config, else 127.0.0.1).
+    /// Anything but loopback needs --allow-remote
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// Allow a non-loopback --bind address: other machines can then reach toolshed, and
+    /// the token is all that guards it
+    #[arg(long)]
+    pub allow_remote: bool,
     #[command(flatten)]
     pub selection: McpArgs,
 }

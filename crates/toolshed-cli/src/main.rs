@@ -53,7 +53,11 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return Failure::Runtime(format!("cannot start the async runtime: {e}")).exit(),
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // A thread blocked reading stdin (the stdio transport) never ends by itself when the
+    // server stops for another reason (a signal, the parent gone): do not wait for it long.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.exit(),
     }

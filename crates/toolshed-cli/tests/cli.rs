@@ -602,3 +602,57 @@ fn serve_prints_its_bound_address_and_refuses_a_missing_token() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Reads the child's stderr up to `listening on http://ADDR/mcp` and returns ADDR.
+fn listening_address(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve exited before listening"
+        );
+        if let Some(rest) = line.trim().strip_prefix("listening on http://") {
+            return rest.strip_suffix("/mcp").unwrap().to_string();
+        }
+    }
+}
+
+#[test]
+fn serve_takes_its_port_from_the_config() {
+    let env = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    env.write("toolshed.toml", &format!("[server]\nport = {port}\n"));
+    let mut child = env.cmd(&["serve"]).stderr(Stdio::piped()).spawn().unwrap();
+    let address = listening_address(&mut child);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(address, format!("127.0.0.1:{port}"));
+}
+
+#[test]
+fn serve_refuses_a_remote_address_unless_allowed() {
+    let env = Env::new();
+    let out = env.run(&["serve", "--bind", "0.0.0.0", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--allow-remote"), "{}", stderr(&out));
+    env.write("toolshed.toml", "[server]\nbind = \"0.0.0.0\"\n");
+    let out = env.run(&["serve", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    let mut child = env
+        .cmd(&["serve", "--port", "0", "--allow-remote"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let address = listening_address(&mut child);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(address.starts_with("0.0.0.0:"), "{address}");
+}

@@ -41,6 +41,43 @@ pub struct Config {
     pub profiles: BTreeMap<String, ReviewRules>,
     /// The audit log.
     pub audit: AuditConfig,
+    /// `toolshed serve`: where it listens.
+    pub server: ServerConfig,
+    /// The MCP door.
+    pub mcp: McpConfig,
+}
+
+/// Where `toolshed serve` listens (its flags override these).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerConfig {
+    /// The TCP port; 0 picks a free one.
+    pub port: u16,
+    /// The address to bind. Anything but loopback also needs `--allow-remote`.
+    pub bind: std::net::IpAddr,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            port: 7070,
+            bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        }
+    }
+}
+
+/// MCP door settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpConfig {
+    /// The most tools one `tools/list` page holds; a `nextCursor` leads to the rest.
+    pub page_size: usize,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self { page_size: 100 }
+    }
 }
 
 /// Logging settings.
@@ -251,8 +288,20 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             config.limits.default_timeout_ms, config.limits.max_timeout_ms
         )));
     }
+    if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {
+        return Err(ConfigError::Invalid {
+            source_name: "mcp".into(),
+            message: format!(
+                "page_size = {} is out of range; use 1 to {MAX_PAGE_SIZE}",
+                config.mcp.page_size
+            ),
+        });
+    }
     Ok(())
 }
+
+/// The largest `mcp.page_size` accepted.
+pub const MAX_PAGE_SIZE: usize = 1000;
 
 fn read_table(path: &Path, must_exist: bool) -> Result<Option<toml::Table>, ConfigError> {
     let meta = match std::fs::metadata(path) {

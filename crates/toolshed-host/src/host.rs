@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use toolshed_core::{Extensions, Plugin};
 use toolshed_ops::{Digest, ReadLog, ReadLogHandle};
@@ -189,6 +190,30 @@ impl Host {
     /// The pipeline.
     pub fn dispatcher(&self) -> &Dispatcher {
         &self.dispatcher
+    }
+
+    /// Keeps this host's plugin states in step with choices other processes record in the
+    /// state store (`toolshed plugins disable ID` while a server runs), checking every
+    /// `every`. Each change is published as a `PluginStateChanged` event, which the MCP door
+    /// turns into `notifications/tools/list_changed`. The task ends when the host is dropped.
+    pub fn watch_store(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let host = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(host) = host.upgrade() else { return };
+                match host.registry.sync_from_store().await {
+                    Ok(changed) if !changed.is_empty() => {
+                        tracing::info!(plugins = ?changed, "plugin states changed in the state store");
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "cannot read plugin states"),
+                }
+            }
+        })
     }
 
     /// Stops every plugin.

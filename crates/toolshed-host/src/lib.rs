@@ -33,6 +33,6 @@ pub mod suggest;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{CallRequest, CallResult, Dispatcher};
 pub use events::{Event, EventBus};
-pub use host::{Host, HostError, HostOptions};
+pub use host::{DB_FILE, Host, HostError, HostOptions};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use store::{AuditRecord, StateStore};

@@ -212,6 +212,8 @@ pub struct Registry {
     inner: RwLock<Inner>,
     store: Arc<StateStore>,
     events: EventBus,
+    /// Bumped each time the tool index is rebuilt.
+    catalog: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
@@ -275,6 +277,7 @@ impl Registry {
             inner: RwLock::new(inner),
             store,
             events,
+            catalog: tokio::sync::watch::Sender::new(0),
         };
         let ids: Vec<String> =
             registry.read(|i| i.slots.iter().map(|s| s.manifest.id.clone()).collect());
@@ -286,7 +289,8 @@ impl Registry {
                     true
                 }
             };
-            registry.bring_up(&id, enabled).await;
+            // Nobody can be subscribed yet: the start-up states are not events.
+            let _ = registry.bring_up(&id, enabled).await;
         }
         registry.reindex();
         registry
@@ -301,16 +305,15 @@ impl Registry {
     }
 
     /// Starts (or stops) one plugin and records its new state. Never holds the lock across
-    /// the plugin's own lifecycle calls.
-    async fn bring_up(&self, id: &str, enabled: bool) {
-        let Some((kind, plugin, manifest)) = self.read(|i| {
+    /// the plugin's own lifecycle calls. Returns the state change to publish once the tool
+    /// index is rebuilt (so a subscriber that lists tools on the event sees the new list).
+    async fn bring_up(&self, id: &str, enabled: bool) -> Option<Event> {
+        let (kind, plugin, manifest) = self.read(|i| {
             i.slots
                 .iter()
                 .find(|s| s.manifest.id == id)
                 .map(|s| (s.manifest.kind, s.plugin.clone(), s.manifest.clone()))
-        }) else {
-            return;
-        };
+        })?;
         let (state, reason, missing_env) = if !enabled {
             if let Some(plugin) = &plugin
                 && let Err(e) = plugin.stop().await
@@ -347,13 +350,11 @@ impl Registry {
             slot.missing_env = missing_env;
             Some(changed)
         });
-        if changed == Some(true) {
-            self.events.publish(Event::PluginStateChanged {
-                plugin_id: id.to_string(),
-                state,
-                reason,
-            });
-        }
+        (changed == Some(true)).then(|| Event::PluginStateChanged {
+            plugin_id: id.to_string(),
+            state,
+            reason,
+        })
     }
 
     /// Rebuilds the tool index from the running and degraded plugins, in trust order.
@@ -410,6 +411,14 @@ impl Registry {
             inner.tools = tools;
             inner.registration = diags;
         });
+        self.catalog.send_modify(|generation| *generation += 1);
+    }
+
+    /// Wakes its holder each time the tool index is rebuilt (a plugin enabled, disabled,
+    /// installed or reloaded). Several rebuilds in a row may wake it once; the holder
+    /// compares what it sees to decide whether anything changed for it.
+    pub fn catalog_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.catalog.subscribe()
     }
 
     /// The registered tool named `name`.
@@ -501,12 +510,45 @@ impl Registry {
             });
         }
         self.store.set_plugin_enabled(id, enabled)?;
-        self.bring_up(id, enabled).await;
+        let change = self.bring_up(id, enabled).await;
         self.reindex();
+        if let Some(event) = change {
+            self.events.publish(event);
+        }
         self.plugin(id).ok_or_else(|| RegistryError::UnknownPlugin {
             id: id.to_string(),
             hint: String::new(),
         })
+    }
+
+    /// Applies enable and disable choices another process recorded in the state store (a
+    /// `toolshed plugins disable` while a server runs). Returns the plugins whose state
+    /// changed; their `PluginStateChanged` events are published after the tool index is
+    /// rebuilt.
+    pub async fn sync_from_store(&self) -> Result<Vec<String>, RegistryError> {
+        let stored = self.store.plugin_states()?;
+        let differing: Vec<(String, bool)> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter_map(|s| {
+                    let want = stored.get(&s.manifest.id).copied().unwrap_or(true);
+                    let is = s.state != PluginState::Disabled;
+                    (want != is).then(|| (s.manifest.id.clone(), want))
+                })
+                .collect()
+        });
+        if differing.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut events = Vec::new();
+        for (id, enabled) in &differing {
+            events.extend(self.bring_up(id, *enabled).await);
+        }
+        self.reindex();
+        for event in events {
+            self.events.publish(event);
+        }
+        Ok(differing.into_iter().map(|(id, _)| id).collect())
     }
 
     /// Stops every running plugin.

@@ -3,6 +3,7 @@
 //! The API is synchronous and short: each method takes the connection lock, runs one
 //! statement or transaction and returns. Async callers run it on the blocking pool.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -208,6 +209,16 @@ impl StateStore {
                 |r| r.get::<_, bool>(0),
             )
             .optional()?)
+        })
+    }
+
+    /// Every plugin's recorded enabled state, by plugin id (plugins never set are absent).
+    pub fn plugin_states(&self) -> Result<BTreeMap<String, bool>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached("SELECT plugin_id, enabled FROM plugin_state")?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?;
+            Ok(rows.collect::<Result<BTreeMap<_, _>, _>>()?)
         })
     }
 

@@ -299,3 +299,50 @@ async fn a_missing_required_env_var_degrades_the_plugin_and_its_tools_say_what_t
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn choices_another_process_records_are_applied_and_announced() {
+    let t = open(
+        vec![plugin(
+            "system.echo",
+            vec![tool(ToolSpec::new("echo", "e"), Behaviour::Echo)],
+        )],
+        "",
+    )
+    .await;
+    let mut events = t.host.events().subscribe();
+    let mut catalog = t.host.registry().catalog_changes();
+    catalog.mark_unchanged();
+    assert!(
+        t.host
+            .registry()
+            .sync_from_store()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !catalog.has_changed().unwrap(),
+        "nothing changed, nothing announced"
+    );
+
+    // `toolshed plugins disable system.echo` in another process writes the same database.
+    let other =
+        toolshed_host::StateStore::open(&t.data.path().join(toolshed_host::DB_FILE)).unwrap();
+    other.set_plugin_enabled("system.echo", false).unwrap();
+    let changed = t.host.registry().sync_from_store().await.unwrap();
+    assert_eq!(changed, vec!["system.echo".to_string()]);
+    assert!(t.host.registry().lookup("echo").is_none());
+    assert!(catalog.has_changed().unwrap());
+    assert!(matches!(
+        events.try_recv().unwrap(),
+        toolshed_host::Event::PluginStateChanged {
+            state: PluginState::Disabled,
+            ..
+        }
+    ));
+
+    other.set_plugin_enabled("system.echo", true).unwrap();
+    assert_eq!(t.host.registry().sync_from_store().await.unwrap().len(), 1);
+    assert!(t.host.registry().lookup("echo").is_some());
+}

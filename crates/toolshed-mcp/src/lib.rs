@@ -14,7 +14,7 @@
 //! # async fn demo(host: std::sync::Arc<toolshed_host::Host>) -> Result<(), Box<dyn std::error::Error>> {
 //! use toolshed_mcp::{McpServer, Session};
 //! let session = Session { profile: None, selection: None };
-//! toolshed_mcp::serve_stdio(McpServer::new(host, session)).await?;
+//! toolshed_mcp::serve_stdio(McpServer::new(host, session), std::future::pending()).await?;
 //! # Ok(())
 //! # }
 //! ```
@@ -29,6 +29,9 @@ mod token;
 pub use http::{
     DEFAULT_MAX_BODY_BYTES, HttpOptions, MCP_PATH, Rejection, RequestGuard, router, serve_http,
 };
-pub use server::{McpServer, Session, selection_from_globs};
+pub use server::{
+    MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY, SHARED_HTTP_OWNER, Session,
+    selection_from_globs,
+};
 pub use stdio::{ServeError, serve_stdio};
 pub use token::{BearerToken, TOKEN_FILE, TokenError};

@@ -6,11 +6,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use toolshed_core::OwnerId;
 use toolshed_host::config::ReviewRules;
 use toolshed_host::registry::ToolEntry;
@@ -19,6 +20,19 @@ use toolshed_host::{CallRequest, Host};
 
 use crate::convert::{result_from_error, result_from_output, tool_from_spec};
 use crate::progress::ProgressForwarder;
+
+/// The request `_meta` key a client may set to name the owner its calls run as.
+pub const OWNER_META_KEY: &str = "toolshed/owner";
+
+/// The HTTP header that names the owner a request's calls run as (the REST door reads the
+/// same header).
+pub const OWNER_HEADER: &str = "x-toolshed-owner";
+
+/// The owner of stateless (2026-07-28) HTTP requests that name none.
+pub const SHARED_HTTP_OWNER: &str = "mcp-http";
+
+/// The longest owner handle a client may supply.
+pub const MAX_OWNER_LEN: usize = 128;
 
 /// What narrows the tools one connection sees and may call. The pipeline enforces both on
 /// every call; the door only uses them to decide what to list.
@@ -56,20 +70,29 @@ pub struct McpServer {
     host: Arc<Host>,
     owner: OwnerId,
     session: Session,
+    page_size: usize,
+    /// Ends this connection's list_changed watcher when the server is dropped.
+    stop: CancellationToken,
+    _stop_guard: DropGuard,
 }
 
 impl McpServer {
     /// A server for one connection. Each gets a fresh [`OwnerId`], so read-before-edit
     /// state and ownership checks never leak between connections.
     pub fn new(host: Arc<Host>, session: Session) -> Self {
+        let page_size = host.config().config.mcp.page_size.max(1);
+        let stop = CancellationToken::new();
         Self {
             host,
             owner: new_owner(),
             session,
+            page_size,
+            _stop_guard: stop.clone().drop_guard(),
+            stop,
         }
     }
 
-    /// The owner this connection's calls run as.
+    /// The owner this connection's calls run as when a request names none.
     pub fn owner(&self) -> &OwnerId {
         &self.owner
     }
@@ -91,6 +114,91 @@ impl McpServer {
             .filter(|t| self.is_visible(&t.spec().name))
             .collect()
     }
+
+    fn visible_list(&self) -> Vec<Tool> {
+        self.visible_tools()
+            .iter()
+            .map(|entry| tool_from_spec(entry.spec()))
+            .collect()
+    }
+
+    /// The owner a request runs as: a handle the client names (the `toolshed/owner` request
+    /// `_meta` key, or the `X-Toolshed-Owner` HTTP header), else the shared HTTP owner for a
+    /// stateless HTTP request, else this connection's own.
+    fn owner_for(&self, context: &RequestContext<RoleServer>) -> Result<OwnerId, McpError> {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let from_meta = context.meta.get(OWNER_META_KEY).map(|v| match v {
+            Value::String(s) => Ok(s.as_str()),
+            _ => Err(bad_owner(&v.to_string())),
+        });
+        let from_header = parts
+            .and_then(|p| p.headers.get(OWNER_HEADER))
+            .map(|v| v.to_str().map_err(|_| bad_owner("(not text)")));
+        match from_meta.or(from_header).transpose()? {
+            Some(handle) => valid_owner(handle),
+            None if parts.is_some_and(|p| !p.headers.contains_key("mcp-session-id")) => {
+                Ok(OwnerId::new(SHARED_HTTP_OWNER))
+            }
+            None => Ok(self.owner.clone()),
+        }
+    }
+
+    /// Waits for the catalog to change in a way this connection sees, then calls `send`;
+    /// ends when `send` fails (the client is gone), the server is dropped or `until` fires.
+    async fn watch_list<F, Fut, E>(&self, until: CancellationToken, send: F)
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let mut changes = self.host.registry().catalog_changes();
+        changes.mark_unchanged();
+        let mut last = self.visible_list();
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = until.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            let now = self.visible_list();
+            if now == last {
+                continue;
+            }
+            last = now;
+            if let Err(e) = send().await {
+                tracing::debug!(error = %e, "cannot send tools/list_changed; the client is gone");
+                return;
+            }
+        }
+    }
+}
+
+fn bad_owner(value: &str) -> McpError {
+    McpError::invalid_params(
+        format!(
+            "owner handle {value} is not valid: use 1 to {MAX_OWNER_LEN} characters of letters, digits and . _ : @ -"
+        ),
+        None,
+    )
+}
+
+fn valid_owner(handle: &str) -> Result<OwnerId, McpError> {
+    let ok = !handle.is_empty()
+        && handle.len() <= MAX_OWNER_LEN
+        && handle
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:@".contains(&b));
+    if ok {
+        Ok(OwnerId::new(handle))
+    } else {
+        let shown: String = handle.chars().take(MAX_OWNER_LEN).collect();
+        Err(bad_owner(&format!("{shown:?}")))
+    }
+}
+
+/// The cursor of the page after the tool named `last`.
+fn cursor_after(last: &str) -> String {
+    format!("after:{last}")
 }
 
 fn new_owner() -> OwnerId {
@@ -105,21 +213,41 @@ fn new_owner() -> OwnerId {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
-            .visible_tools()
-            .iter()
-            .map(|entry| tool_from_spec(entry.spec()))
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut tools = self.visible_list();
+        if let Some(cursor) = request.and_then(|r| r.cursor) {
+            let Some(after) = cursor.strip_prefix("after:") else {
+                let shown: String = cursor.chars().take(80).collect();
+                return Err(McpError::invalid_params(
+                    format!(
+                        "cursor {shown:?} was not issued by this server; pass the nextCursor of the previous tools/list page, or none for the first page"
+                    ),
+                    None,
+                ));
+            };
+            let start = tools.partition_point(|t| t.name.as_ref() <= after);
+            tools.drain(..start);
+        }
+        let next = (tools.len() > self.page_size).then(|| {
+            tools.truncate(self.page_size);
+            tools.last().map(|t| cursor_after(&t.name))
+        });
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next.flatten();
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -135,9 +263,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let owner = self.owner_for(&context)?;
         let name = request.name.into_owned();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let mut call = CallRequest::new(name.clone(), arguments, self.owner.clone(), "mcp");
+        let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
         call.cancel = context.ct.clone();
         call.profile = self.session.profile.clone();
         call.selection = self.session.selection.clone();
@@ -158,5 +287,44 @@ impl ServerHandler for McpServer {
             Ok(output) => Ok(result_from_output(output).into()),
             Err(error) => result_from_error(&name, resolved, error).map(Into::into),
         }
+    }
+
+    /// Legacy sessions (2025-11-25 and earlier): once the client is initialized, watch the
+    /// catalog and send `notifications/tools/list_changed` when what it sees changes.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer;
+        let host = self.host.clone();
+        let watcher = Self {
+            host,
+            owner: self.owner.clone(),
+            session: self.session.clone(),
+            page_size: self.page_size,
+            stop: self.stop.clone(),
+            _stop_guard: CancellationToken::new().drop_guard(),
+        };
+        tokio::spawn(async move {
+            watcher
+                .watch_list(CancellationToken::new(), || peer.notify_tool_list_changed())
+                .await;
+        });
+    }
+
+    /// 2026-07-28: `subscriptions/listen` with `toolsListChanged` is honoured.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let ended = context.request_context().ct.clone();
+        self.watch_list(ended, || context.sink().notify_tool_list_changed())
+            .await;
+        Ok(())
     }
 }

@@ -16,16 +16,34 @@ pub enum ServeError {
     Session(String),
 }
 
-/// Serves `server` on stdin/stdout until the client closes stdin. Only JSON-RPC is
-/// written to stdout; a client that leaves before starting a session is a clean end.
-pub async fn serve_stdio(server: McpServer) -> Result<(), ServeError> {
+/// Serves `server` on stdin/stdout until the client closes stdin or `shutdown` completes
+/// (a signal, or the parent process gone). Only JSON-RPC is written to stdout; a client
+/// that leaves before starting a session is a clean end.
+pub async fn serve_stdio(
+    server: McpServer,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let transport = rmcp::transport::stdio_pipes();
-    let running = match server.serve(transport).await {
-        Ok(running) => running,
-        Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-        Err(e) => return Err(ServeError::Start(e.to_string())),
+    tokio::pin!(shutdown);
+    let running = tokio::select! {
+        started = server.serve(transport) => match started {
+            Ok(running) => running,
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(ServeError::Start(e.to_string())),
+        },
+        () = &mut shutdown => return Ok(()),
     };
-    match running.waiting().await {
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let ended = tokio::select! {
+        ended = &mut waiting => ended,
+        () = shutdown => {
+            cancel.cancel();
+            waiting.await
+        }
+    };
+    match ended {
         Ok(QuitReason::JoinError(e)) => Err(ServeError::Session(e.to_string())),
         Ok(_) => Ok(()),
         Err(e) => Err(ServeError::Session(e.to_string())),

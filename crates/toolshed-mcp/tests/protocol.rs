@@ -100,7 +100,12 @@ struct Fixture {
 }
 
 async fn host() -> Fixture {
+    host_with("").await
+}
+
+async fn host_with(config_toml: &str) -> Fixture {
     let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("toolshed.toml"), config_toml).unwrap();
     let data = tempfile::tempdir().unwrap();
     let cancelled = Arc::new(tokio::sync::Notify::new());
     let config = ConfigSources {
@@ -326,4 +331,84 @@ async fn a_cancelled_notification_stops_the_running_tool() {
     // The connection still serves requests.
     let (_, reply) = client.call("add", json!({"a": 1, "b": 1})).await;
     assert_eq!(reply["result"]["content"][0]["text"], "2");
+}
+
+#[tokio::test]
+async fn tools_list_pages_follow_the_cursor_to_the_end() {
+    let fixture = host_with("[mcp]\npage_size = 2\n").await;
+    let mut client = Client::start(&fixture, Session::default()).await;
+    let (_, first) = client.request("tools/list", json!({})).await;
+    let names = |reply: &Value| -> Vec<String> {
+        reply["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&first), ["add", "steps"]);
+    let cursor = first["result"]["nextCursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    let (_, second) = client
+        .request("tools/list", json!({ "cursor": cursor }))
+        .await;
+    assert_eq!(names(&second), ["wait"]);
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+
+    let (_, bad) = client
+        .request("tools/list", json!({ "cursor": "page-2" }))
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(bad["error"]["message"].as_str().unwrap().contains("page-2"));
+}
+
+#[tokio::test]
+async fn disabling_a_plugin_sends_list_changed_to_a_legacy_session() {
+    let fixture = host().await;
+    let mut client = Client::start(&fixture, Session::default()).await;
+    let (_, init) = client.request("tools/list", json!({})).await;
+    assert_eq!(init["result"]["tools"].as_array().unwrap().len(), 3);
+    fixture
+        .host
+        .registry()
+        .set_enabled("test.mcp", false)
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(10), client.lines.next_line())
+        .await
+        .expect("a notification within 10 s")
+        .unwrap()
+        .unwrap();
+    let note: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    let (_, after) = client.request("tools/list", json!({})).await;
+    assert_eq!(after["result"]["tools"], json!([]));
+}
+
+#[tokio::test]
+async fn a_change_the_session_cannot_see_is_not_announced() {
+    let fixture = host().await;
+    let selection = toolshed_mcp::selection_from_globs("nothing_*")
+        .unwrap()
+        .map(Arc::new);
+    let mut client = Client::start(
+        &fixture,
+        Session {
+            profile: None,
+            selection,
+        },
+    )
+    .await;
+    fixture
+        .host
+        .registry()
+        .set_enabled("test.mcp", false)
+        .await
+        .unwrap();
+    // Give a (wrong) notification time to be sent; then the next thing on the wire must be
+    // the reply to this request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (notes, reply) = client.request("tools/list", json!({})).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(reply["result"]["tools"], json!([]));
 }

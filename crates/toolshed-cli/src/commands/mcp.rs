@@ -4,6 +4,7 @@
 //! warnings go to stderr). The command returns when the client closes stdin.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use toolshed_host::Host;
 use toolshed_mcp::{McpServer, Session, selection_from_globs};
@@ -11,14 +12,45 @@ use toolshed_mcp::{McpServer, Session, selection_from_globs};
 use crate::Failure;
 use crate::cli::McpArgs;
 
-/// Serves one MCP client on stdin/stdout until it closes stdin.
+/// How often a server checks the state store for plugin changes made by other processes,
+/// and whether its parent process is still alive.
+pub const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// Serves one MCP client on stdin/stdout until it closes stdin, its parent process dies,
+/// or a SIGTERM or Ctrl-C arrives.
 pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
     let session = session_from_args(host, args)?;
     let server = McpServer::new(host.clone(), session);
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
-    toolshed_mcp::serve_stdio(server)
-        .await
-        .map_err(|e| Failure::Runtime(e.to_string()))
+    let watcher = host.watch_store(WATCH_EVERY);
+    let stop = async {
+        tokio::select! {
+            () = crate::commands::serve::shutdown_signal() => {
+                tracing::info!("signal received; stopping");
+            }
+            () = parent_gone() => {
+                tracing::info!("the parent process is gone; stopping");
+            }
+        }
+    };
+    let served = toolshed_mcp::serve_stdio(server, stop).await;
+    watcher.abort();
+    served.map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// Completes when this process's parent exits (the client that started `toolshed mcp`
+/// died without closing stdin, or a grandchild holds it open): the kernel then re-parents
+/// us, so the parent id changes. Polling is used rather than `PR_SET_PDEATHSIG`, which
+/// fires when the parent *thread* that spawned us exits, even though the client lives on.
+async fn parent_gone() {
+    let parent = std::os::unix::process::parent_id();
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    loop {
+        tick.tick().await;
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+    }
 }
 
 /// The narrowing `--tools` and `--profile` ask for, checked against the configuration.

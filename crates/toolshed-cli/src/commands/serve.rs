@@ -19,8 +19,18 @@ use crate::context;
 /// Serves MCP over HTTP until interrupted (Ctrl-C or SIGTERM).
 pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
     let session = session_from_args(host, args.selection)?;
+    let configured = &host.config().config.server;
+    let address = SocketAddr::new(
+        args.bind.unwrap_or(configured.bind),
+        args.port.unwrap_or(configured.port),
+    );
+    if !address.ip().is_loopback() && !args.allow_remote {
+        return Err(Failure::Usage(format!(
+            "refusing to listen on {}: it is not a loopback address, so other machines could reach toolshed; pass --allow-remote if that is what you want",
+            address.ip()
+        )));
+    }
     let token = load_token(host.data_dir().to_path_buf()).await?;
-    let address = SocketAddr::new(args.bind, args.port);
     let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
         Failure::Runtime(format!(
             "cannot listen on {address}: {e}; pick another port with --port N (0 picks a free one)"
@@ -41,9 +51,10 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
         session,
         max_body_bytes: DEFAULT_MAX_BODY_BYTES,
     };
-    toolshed_mcp::serve_http(host.clone(), listener, options, shutdown_signal())
-        .await
-        .map_err(|e| Failure::Runtime(e.to_string()))
+    let watcher = host.watch_store(crate::commands::mcp::WATCH_EVERY);
+    let served = toolshed_mcp::serve_http(host.clone(), listener, options, shutdown_signal()).await;
+    watcher.abort();
+    served.map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// Prints the bearer token, generating it when no server has started yet.
@@ -61,7 +72,7 @@ async fn load_token(data_dir: PathBuf) -> Result<BearerToken, Failure> {
 }
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM.
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
