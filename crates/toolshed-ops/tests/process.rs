@@ -522,3 +522,23 @@ fn the_memory_backend_refuses_to_spawn() {
     );
     assert!(err.to_string().contains("true"));
 }
+
+#[tokio::test]
+async fn kill_all_stops_every_tree_at_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ops = local(dir.path());
+    let a = ops
+        .spawn(&sh("setsid sleep 60 & echo $! > a.pid; sleep 60"))
+        .unwrap();
+    let b = ops
+        .spawn(&sh("sleep 60 & echo $! > b.pid; exit 0"))
+        .unwrap();
+    let (ga, gb) = (pid_in(dir.path(), "a.pid"), pid_in(dir.path(), "b.pid"));
+    ops.kill_all();
+    assert!(
+        !alive(ga) && !alive(gb) && !alive(a.pid()),
+        "a tree survived kill_all"
+    );
+    assert_eq!(a.exit().unwrap().status, ExitStatus::Signal(9));
+    assert!(b.exit().is_some());
+}

@@ -362,4 +362,9 @@ pub trait ProcessOps: Send + Sync {
     /// Synchronous but short (it returns once the program was executed or failed to be):
     /// like `tokio::process::Command::spawn`, fine to call on the async runtime.
     fn spawn(&self, request: &SpawnRequest) -> Result<Process, OpsError>;
+
+    /// Kills every process tree this backend started and still has a handle for, and waits
+    /// (a few seconds at most) until they are gone. For host shutdown: dropping handles
+    /// stops trees too, but in the background, which an exiting process may not wait for.
+    fn kill_all(&self) {}
 }

@@ -16,7 +16,7 @@ mod tree;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rustix::event::EventfdFlags;
@@ -28,7 +28,8 @@ pub use tree::TreeKillMethod;
 use super::LocalOps;
 use crate::error::OpsError;
 use crate::process::{
-    Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Tty, clean_env,
+    Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Stop, StopReason, Tty,
+    clean_env,
 };
 use child::ChildSetup;
 use supervisor::Supervisor;
@@ -72,6 +73,8 @@ pub struct LocalProcessOps {
     base_env: Vec<(String, String)>,
     method: TreeKillMethod,
     fallback_reason: Option<String>,
+    /// Every child with a live handle, for [`ProcessOps::kill_all`].
+    live: Mutex<Vec<Weak<Shared>>>,
 }
 
 impl std::fmt::Debug for LocalProcessOps {
@@ -111,6 +114,7 @@ impl LocalProcessOps {
             base_env,
             method,
             fallback_reason,
+            live: Mutex::new(Vec::new()),
         })
     }
 
@@ -175,6 +179,34 @@ fn nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
 }
 
 impl ProcessOps for LocalProcessOps {
+    fn kill_all(&self) {
+        let live: Vec<Arc<Shared>> = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for shared in &live {
+            {
+                let mut st = shared.lock();
+                st.stop_request = Some(StopReason::Requested(Stop::Forced));
+                st.stop_done = false;
+            }
+            (shared.wake)();
+        }
+        // Synchronous on purpose: the caller is shutting down and has no runtime to wait on.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline
+            && live.iter().any(|s| {
+                let st = s.lock();
+                !(st.stop_done && st.exit.is_some())
+            })
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn spawn(&self, request: &SpawnRequest) -> Result<Process, OpsError> {
         request.validate()?;
         let program = request.program.as_str();
@@ -372,6 +404,11 @@ impl ProcessOps for LocalProcessOps {
                 );
                 fail("cannot start the supervisor thread", &e)
             })?;
+        {
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&shared));
+        }
         Ok(Process::new(
             shared,
             pid_raw,
