@@ -2,8 +2,8 @@
 
 use toolshed_core::ToolError;
 
-/// A file operation that failed. Every variant names the path as the caller gave it, so the
-/// message can be shown to a model as it is.
+/// An operation that failed. Every variant names the path, program or value as the caller
+/// gave it, so the message can be shown to a model as it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OpsError {
     /// The path is malformed: empty, a NUL byte, too long.
@@ -94,6 +94,54 @@ pub enum OpsError {
         /// What is wrong with it, and what to do instead.
         reason: String,
     },
+    /// A command cannot be started as given: a NUL byte, an empty program, a bad variable
+    /// name, limits too large.
+    #[error("invalid command: {what} {reason}")]
+    InvalidCommand {
+        /// What is wrong (`argument 2`, `the program`).
+        what: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// The program to run does not exist.
+    #[error(
+        "`{program}` was not found: no such file{where_}; check the name, give a path, or install it"
+    )]
+    ProgramNotFound {
+        /// The program as given.
+        program: String,
+        /// Where it was looked for (`, nor on PATH (/usr/bin:/bin)`), or empty.
+        where_: String,
+    },
+    /// Starting the program failed for another reason (not executable, a bad interpreter
+    /// line, the kernel refused).
+    #[error("cannot start `{program}`: {message}")]
+    Spawn {
+        /// The program as given.
+        program: String,
+        /// The system's message.
+        message: String,
+    },
+    /// This backend does not run processes.
+    #[error("processes cannot be started here: {reason}")]
+    ProcessUnavailable {
+        /// Why, and what to use instead.
+        reason: String,
+    },
+    /// Input was written to a process whose stdin is closed.
+    #[error("stdin is closed for this process: {reason}")]
+    StdinClosed {
+        /// Why it is closed and what to do.
+        reason: String,
+    },
+    /// The process does not read its input, and too much is waiting.
+    #[error(
+        "the process is not reading its input: {pending} bytes are still waiting to be written; wait for it to read, or stop it"
+    )]
+    StdinFull {
+        /// Bytes queued.
+        pending: usize,
+    },
     /// Any other I/O failure.
     #[error("cannot {action} `{path}`: {message}")]
     Io {
@@ -109,17 +157,21 @@ pub enum OpsError {
 impl From<OpsError> for ToolError {
     fn from(e: OpsError) -> Self {
         match e {
-            OpsError::InvalidPath { .. } | OpsError::InvalidPattern { .. } => {
-                ToolError::invalid(e.to_string())
-            }
+            OpsError::InvalidPath { .. }
+            | OpsError::InvalidPattern { .. }
+            | OpsError::InvalidCommand { .. } => ToolError::invalid(e.to_string()),
             OpsError::Escape { .. } | OpsError::Reserved { .. } => ToolError::Denied {
                 rule: "workspace jail".into(),
                 message: e.to_string(),
             },
-            OpsError::NotFound { .. } => ToolError::NotFound(e.to_string()),
+            OpsError::NotFound { .. } | OpsError::ProgramNotFound { .. } => {
+                ToolError::NotFound(e.to_string())
+            }
             OpsError::AlreadyExists { .. }
             | OpsError::NotEmpty { .. }
-            | OpsError::MultipleLinks { .. } => ToolError::Conflict(e.to_string()),
+            | OpsError::MultipleLinks { .. }
+            | OpsError::StdinClosed { .. }
+            | OpsError::StdinFull { .. } => ToolError::Conflict(e.to_string()),
             _ => ToolError::Failed(e.to_string()),
         }
     }

@@ -4,7 +4,8 @@
 //! [`CallContext`] (`ctx.ops()?`) and go through it, so the same tool runs against the real
 //! system ([`LocalOps`]), a sandbox, or an in-memory double in tests ([`MemoryOps`]). Both
 //! implementations pass one [contract suite](contract). Searching — glob, fuzzy find, grep —
-//! goes through [`SearchOps`], confined the same way.
+//! goes through [`SearchOps`], confined the same way; starting processes through
+//! [`ProcessOps`] (see the [`process`] module).
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};
@@ -33,8 +34,10 @@ pub use file::{
     DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
     Overwrite, Parents, Written,
 };
+pub use local::process::{LocalProcessOps, ProcessConfig, TreeKillMethod};
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
+pub use process::{Process, ProcessOps, SpawnRequest};
 pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog, ReadLogHandle};
 pub use search::{
     Cancel, CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
@@ -50,24 +53,37 @@ pub struct Ops {
     pub files: Arc<dyn FileOps>,
     /// Searching the same workspace.
     pub search: Arc<dyn SearchOps>,
+    /// Starting processes in the same workspace.
+    pub process: Arc<dyn ProcessOps>,
 }
 
 impl Ops {
-    /// The real system under `workspace`.
+    /// The real system under `workspace`, processes run with the default [`ProcessConfig`].
     pub fn local(workspace: &std::path::Path) -> Result<Self, OpsError> {
+        Self::local_with(workspace, ProcessConfig::default())
+    }
+
+    /// The real system under `workspace`, processes run as `config` says.
+    pub fn local_with(
+        workspace: &std::path::Path,
+        config: ProcessConfig,
+    ) -> Result<Self, OpsError> {
         let ops = Arc::new(LocalOps::new(workspace)?);
         Ok(Self {
             files: ops.clone(),
-            search: ops,
+            search: ops.clone(),
+            process: Arc::new(LocalProcessOps::new(ops, config)?),
         })
     }
 
-    /// An empty in-memory workspace.
+    /// An empty in-memory workspace; it cannot start processes
+    /// ([`OpsError::ProcessUnavailable`]).
     pub fn memory() -> Self {
         let ops = Arc::new(MemoryOps::new());
         Self {
             files: ops.clone(),
-            search: ops,
+            search: ops.clone(),
+            process: ops,
         }
     }
 }

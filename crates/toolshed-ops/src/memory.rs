@@ -567,3 +567,18 @@ impl crate::contract::Fixture for MemoryOps {
         );
     }
 }
+
+impl crate::process::ProcessOps for MemoryOps {
+    fn spawn(
+        &self,
+        request: &crate::process::SpawnRequest,
+    ) -> Result<crate::process::Process, OpsError> {
+        request.validate()?;
+        Err(OpsError::ProcessUnavailable {
+            reason: format!(
+                "the in-memory workspace has no processes, so `{}` cannot run; use a local workspace",
+                request.program
+            ),
+        })
+    }
+}

@@ -11,6 +11,7 @@
 //! anything is opened, and on the kernel's own account of what was opened
 //! (`/proc/self/fd`), so a link pointing into it does not get through either.
 
+pub(crate) mod process;
 mod tree;
 
 use std::fs::File;
@@ -140,6 +141,20 @@ impl LocalOps {
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Opens a directory for a child's working directory, beneath the root and outside
+    /// `.toolshed/`, like every other path.
+    pub(crate) fn open_workdir(&self, path: &str) -> Result<OwnedFd, OpsError> {
+        let rel = self.rel(path)?;
+        let fd = self.open_beneath(
+            &rel,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            path,
+            "use as the working directory",
+        )?;
+        self.check_opened(&fd, path)?;
+        Ok(fd)
     }
 
     fn rel(&self, path: &str) -> Result<String, OpsError> {

@@ -24,6 +24,7 @@ impl Harness {
         let mut h = Self::over(Ops {
             files: memory.clone(),
             search: memory.clone(),
+            process: memory.clone(),
         });
         h.memory = Some(memory);
         h
@@ -183,6 +184,7 @@ impl Harness {
         let mut h = Self::over(Ops {
             files,
             search: memory.clone(),
+            process: memory.clone(),
         });
         h.memory = Some(memory);
         h

@@ -1,0 +1,419 @@
+//! `LocalProcessOps`: children of the toolshed process itself.
+//!
+//! A child is forked on a dedicated thread ([`child`]), put in its own session, tied to
+//! toolshed with a parent-death signal, placed in its own cgroup when the kernel allows
+//! ([`tree`]), and given its working directory as a descriptor the workspace jail opened.
+//! A supervisor thread per child ([`supervisor`]) then owns its descriptors: it reads
+//! output into the bounded buffers of the [`Process`], writes queued input, notices the
+//! exit through a pidfd, drains, and carries out stops. The handle talks to it through
+//! shared state and an eventfd, so nothing the caller does can block on the child.
+
+mod child;
+mod pty;
+mod supervisor;
+mod tree;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rustix::event::EventfdFlags;
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags};
+
+pub use tree::TreeKillMethod;
+
+use super::LocalOps;
+use crate::error::OpsError;
+use crate::process::{
+    Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Stop, StopReason, Tty,
+    clean_env,
+};
+use child::ChildSetup;
+use supervisor::Supervisor;
+use tree::{ProcessTree, Tracker};
+
+/// How the local backend runs children.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessConfig {
+    /// Variables kept from toolshed's environment although their names look secret
+    /// (exact names).
+    pub env_allow: Vec<String>,
+    /// The environment children start from before cleaning; `None`: toolshed's own, as it
+    /// is when the backend is created.
+    pub base_env: Option<Vec<(String, String)>>,
+    /// How long output is still read after the child exits, while descendants hold it open.
+    pub drain: Duration,
+    /// The grace period when the last handle of a running process is dropped.
+    pub drop_grace: Duration,
+    /// The tree-kill method; `None` picks the best the system allows. Asking for
+    /// [`TreeKillMethod::Cgroup`] where it is unavailable is an error, never a silent
+    /// fallback.
+    pub tree_kill: Option<TreeKillMethod>,
+}
+
+impl Default for ProcessConfig {
+    fn default() -> Self {
+        Self {
+            env_allow: Vec::new(),
+            base_env: None,
+            drain: Duration::from_secs(2),
+            drop_grace: Duration::from_millis(500),
+            tree_kill: None,
+        }
+    }
+}
+
+/// Runs children on this machine, in the workspace of a [`LocalOps`].
+pub struct LocalProcessOps {
+    files: Arc<LocalOps>,
+    config: ProcessConfig,
+    base_env: Vec<(String, String)>,
+    method: TreeKillMethod,
+    fallback_reason: Option<String>,
+    /// Every child with a live handle, for [`ProcessOps::kill_all`].
+    live: Mutex<Vec<Weak<Shared>>>,
+}
+
+impl std::fmt::Debug for LocalProcessOps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalProcessOps")
+            .field("root", &self.files.root())
+            .field("method", &self.method)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalProcessOps {
+    /// A backend for the workspace of `files`. The environment children start from is
+    /// toolshed's own at this moment, cleaned by [`clean_env`].
+    pub fn new(files: Arc<LocalOps>, config: ProcessConfig) -> Result<Self, OpsError> {
+        let (method, fallback_reason) = match (config.tree_kill, tree::cgroup_base()) {
+            (None | Some(TreeKillMethod::Cgroup), Ok(_)) => (TreeKillMethod::Cgroup, None),
+            (Some(TreeKillMethod::Cgroup), Err(reason)) => {
+                return Err(OpsError::ProcessUnavailable {
+                    reason: format!("the cgroup tree-kill method was asked for: {reason}"),
+                });
+            }
+            (None, Err(reason)) => (TreeKillMethod::ProcessTree, Some(reason)),
+            (Some(TreeKillMethod::ProcessTree), _) => (
+                TreeKillMethod::ProcessTree,
+                Some("chosen by configuration".into()),
+            ),
+        };
+        let base_env = config.base_env.clone().unwrap_or_else(|| {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        });
+        Ok(Self {
+            files,
+            config,
+            base_env,
+            method,
+            fallback_reason,
+            live: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The tree-kill method in use.
+    pub fn tree_kill_method(&self) -> TreeKillMethod {
+        self.method
+    }
+
+    /// Why the cgroup method is not in use, when it is not.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// Where `program` would be found, or the error saying it is not.
+    fn check_program(
+        &self,
+        program: &str,
+        workdir: &OwnedFd,
+        path: Option<&String>,
+    ) -> Result<(), OpsError> {
+        if program.contains('/') {
+            let exists = if program.starts_with('/') {
+                Path::new(program).exists()
+            } else {
+                rustix::fs::statat(workdir, program, rustix::fs::AtFlags::empty()).is_ok()
+            };
+            return if exists {
+                Ok(())
+            } else {
+                Err(OpsError::ProgramNotFound {
+                    program: program.into(),
+                    where_: String::new(),
+                })
+            };
+        }
+        let path = path.map(String::as_str).unwrap_or("");
+        let found = path
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .any(|dir| Path::new(dir).join(program).is_file());
+        if found {
+            Ok(())
+        } else {
+            Err(OpsError::ProgramNotFound {
+                program: program.into(),
+                where_: format!(", nor on PATH ({path})"),
+            })
+        }
+    }
+}
+
+fn io_error(program: &str, action: &str, e: impl std::fmt::Display) -> OpsError {
+    OpsError::Spawn {
+        program: program.into(),
+        message: format!("{action}: {e}"),
+    }
+}
+
+fn nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)
+}
+
+impl ProcessOps for LocalProcessOps {
+    fn kill_all(&self) {
+        let live: Vec<Arc<Shared>> = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for shared in &live {
+            {
+                let mut st = shared.lock();
+                st.stop_request = Some(StopReason::Requested(Stop::Forced));
+                st.stop_done = false;
+            }
+            (shared.wake)();
+        }
+        // Synchronous on purpose: the caller is shutting down and has no runtime to wait on.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline
+            && live.iter().any(|s| {
+                let st = s.lock();
+                !(st.stop_done && st.exit.is_some())
+            })
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn spawn(&self, request: &SpawnRequest) -> Result<Process, OpsError> {
+        request.validate()?;
+        let program = request.program.as_str();
+        let workdir = Arc::new(self.files.open_workdir(&request.workdir)?);
+        let is_tty = matches!(request.tty, Tty::Yes { .. });
+        let env = clean_env(
+            self.base_env.iter().cloned(),
+            &self.config.env_allow,
+            is_tty,
+            &request.env,
+        );
+        self.check_program(program, &workdir, env.get("PATH"))?;
+        let fail = |action: &str, e: &dyn std::fmt::Display| io_error(program, action, e);
+
+        let (cgroup, procs) = match self.method {
+            TreeKillMethod::Cgroup => {
+                let base = tree::cgroup_base().map_err(|e| fail("no cgroup for the child", &e))?;
+                let (tree, procs) = base
+                    .create()
+                    .map_err(|e| fail("cannot create the child's cgroup", &e))?;
+                (Some(tree), Some(Arc::new(procs)))
+            }
+            TreeKillMethod::ProcessTree => (None, None),
+        };
+        let remove_cgroup = |cgroup: &Option<tree::CgroupTree>| {
+            if let Some(c) = cgroup {
+                let _ = std::fs::remove_dir(&c.dir);
+            }
+        };
+
+        let mut command = Command::new(program);
+        command.args(&request.args).env_clear().envs(&env);
+        let mut master = None;
+        let mut slave = None;
+        match request.tty {
+            Tty::Yes { rows, cols } => {
+                let pair = pty::open(rows, cols).map_err(|e| {
+                    remove_cgroup(&cgroup);
+                    fail("cannot open a terminal", &e)
+                })?;
+                let dup = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
+                let stdio = (|| {
+                    Ok::<_, std::io::Error>((
+                        dup(&pair.slave)?,
+                        dup(&pair.slave)?,
+                        dup(&pair.slave)?,
+                    ))
+                })()
+                .map_err(|e| {
+                    remove_cgroup(&cgroup);
+                    fail("cannot share the terminal", &e)
+                })?;
+                command.stdin(stdio.0).stdout(stdio.1).stderr(stdio.2);
+                master = Some(pair.master);
+                slave = Some(Arc::new(pair.slave));
+            }
+            Tty::No => {
+                command
+                    .stdin(match request.stdin {
+                        Stdin::Closed => Stdio::null(),
+                        Stdin::Piped => Stdio::piped(),
+                    })
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+            }
+        }
+        let setup = ChildSetup {
+            workdir,
+            cgroup_procs: procs,
+            tty: slave.clone(),
+            parent: Pid::from_raw(i32::try_from(std::process::id()).unwrap_or(0)),
+        };
+        let started = Instant::now();
+        let mut child = child::spawn(command, setup).map_err(|e| {
+            remove_cgroup(&cgroup);
+            if e.kind() == std::io::ErrorKind::NotFound {
+                OpsError::Spawn {
+                    program: program.into(),
+                    message: "the kernel could not execute it (no such file: a script's \
+                              interpreter line may name a missing program)"
+                        .into(),
+                }
+            } else {
+                fail("exec failed", &e)
+            }
+        })?;
+        drop(slave);
+        let pid_raw = child.id();
+        let stdout: Option<OwnedFd> = child.stdout.take().map(Into::into);
+        let stderr: Option<OwnedFd> = child.stderr.take().map(Into::into);
+        let stdin: Option<OwnedFd> = child.stdin.take().map(Into::into);
+        drop(child); // std's handle neither waits nor kills; the pidfd below takes over.
+
+        let pid = Pid::from_raw(i32::try_from(pid_raw).unwrap_or(0))
+            .ok_or_else(|| fail("bad process id", &pid_raw))?;
+        // The child is not reaped until its supervisor ends, so the pid is still its own.
+        let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty()).map_err(|e| {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            fail("pidfd_open", &e)
+        })?;
+        let tracker = match cgroup {
+            Some(c) => Tracker::Cgroup(c),
+            None => Tracker::Tree(ProcessTree {
+                leader: pid.as_raw_nonzero().get(),
+                leader_start: tree::start_time(pid_raw).unwrap_or(0),
+            }),
+        };
+        let abandon = |tracker: &Tracker, what: &str, e: &dyn std::fmt::Display| {
+            tracker.kill();
+            tracker.clean_up();
+            let _ = rustix::process::waitid(
+                rustix::process::WaitId::PidFd(pidfd.as_fd()),
+                rustix::process::WaitIdOptions::EXITED,
+            );
+            fail(what, e)
+        };
+
+        let (out, err, input) = match master {
+            Some(master) => {
+                let reader = master.try_clone();
+                let writer = master.try_clone();
+                match (reader, writer) {
+                    (Ok(r), Ok(w)) => (Some(r), None, Some(w)),
+                    (Err(e), _) | (_, Err(e)) => {
+                        return Err(abandon(&tracker, "cannot share the terminal", &e));
+                    }
+                }
+            }
+            None => (stdout, stderr, stdin),
+        };
+        for fd in [&out, &err, &input].into_iter().flatten() {
+            nonblocking(fd).map_err(|e| abandon(&tracker, "fcntl", &e))?;
+        }
+        let wake = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+            .map_err(|e| abandon(&tracker, "eventfd", &e))?;
+        let wake = Arc::new(wake);
+        let wake_hook = {
+            let wake = wake.clone();
+            Box::new(move || {
+                let _ = rustix::io::write(wake.as_fd(), &1u64.to_ne_bytes());
+            })
+        };
+        let resize_hook = match (&request.tty, &input) {
+            (Tty::Yes { .. }, Some(fd)) => {
+                let fd = fd
+                    .try_clone()
+                    .map_err(|e| abandon(&tracker, "cannot share the terminal", &e))?;
+                let hook: crate::process::ResizeHook = Box::new(move |rows, cols| {
+                    pty::set_size(&fd, rows, cols).map_err(|e| OpsError::Io {
+                        action: "resize the terminal of",
+                        path: "the process".into(),
+                        message: e.to_string(),
+                    })
+                });
+                Some(hook)
+            }
+            _ => None,
+        };
+        let stdin_state = if input.is_some() {
+            StdinState::Open {
+                queue: Default::default(),
+                closing: false,
+            }
+        } else {
+            StdinState::Never
+        };
+        let shared = Arc::new(Shared::new(
+            State::new(is_tty, request.limits, stdin_state),
+            wake_hook,
+            resize_hook,
+        ));
+        let supervisor = Supervisor {
+            shared: shared.clone(),
+            wake,
+            pidfd,
+            tracker,
+            stdout: out,
+            stderr: err,
+            stdin: input,
+            tty: is_tty,
+            limits: request.limits,
+            drain: self.config.drain,
+            drop_grace: self.config.drop_grace,
+            started,
+        };
+        // If the thread cannot start, the supervisor is dropped with it: kill the tree here.
+        let kill_on_failure = (pid, self.method);
+        std::thread::Builder::new()
+            .name(format!("toolshed-child-{pid_raw}"))
+            .spawn(move || supervisor.run())
+            .map_err(|e| {
+                let _ = rustix::process::kill_process_group(
+                    kill_on_failure.0,
+                    rustix::process::Signal::KILL,
+                );
+                fail("cannot start the supervisor thread", &e)
+            })?;
+        {
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&shared));
+        }
+        Ok(Process::new(
+            shared,
+            pid_raw,
+            request.tty,
+            request.program.clone(),
+        ))
+    }
+}
