@@ -35,9 +35,15 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
             unknown.key, unknown.source
         );
     }
-    let ops = toolshed_ops::Ops::local(&workspace).map_err(|e| Failure::Usage(e.to_string()))?;
+    let process = toolshed_ops::ProcessConfig {
+        env_allow: loaded.config.exec.env_allow.clone(),
+        ..Default::default()
+    };
+    let ops = toolshed_ops::Ops::local_with(&workspace, process)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     let mut extensions = toolshed_core::Extensions::new();
     extensions.insert(std::sync::Arc::new(ops));
+    extensions.insert(std::sync::Arc::new(toolshed_core::PortDirectory::new()));
     let options = HostOptions {
         workspace,
         data_dir,

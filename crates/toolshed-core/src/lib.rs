@@ -18,6 +18,7 @@ mod error;
 mod manifest;
 mod output;
 mod plugin;
+mod ports;
 mod spec;
 
 pub use context::{CallContext, CallId, Extensions, OwnerId, Progress, ProgressSink};
@@ -28,6 +29,7 @@ pub use manifest::{
 };
 pub use output::{Content, ToolOutput};
 pub use plugin::{BuiltinPlugin, Health, Plugin, PluginError, SyncTool, Tool};
+pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};
 
 /// Re-exported so tools and doors share one cancellation type.

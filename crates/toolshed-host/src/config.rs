@@ -45,6 +45,17 @@ pub struct Config {
     pub server: ServerConfig,
     /// The MCP door.
     pub mcp: McpConfig,
+    /// Child processes.
+    pub exec: ExecConfig,
+}
+
+/// How child processes start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExecConfig {
+    /// Variables passed to children although their names look secret (contain TOKEN, KEY,
+    /// SECRET or PASSWORD); exact names.
+    pub env_allow: Vec<String>,
 }
 
 /// Where `toolshed serve` listens (its flags override these).

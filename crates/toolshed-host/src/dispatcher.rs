@@ -127,6 +127,12 @@ pub struct DispatcherParts {
 }
 
 impl Dispatcher {
+    /// The shared services every call's context carries (the operations backend and the
+    /// like).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
     /// A dispatcher over the given parts.
     pub fn new(parts: DispatcherParts) -> Self {
         let epoch = SystemTime::now()

@@ -216,9 +216,16 @@ impl Host {
         })
     }
 
-    /// Stops every plugin.
+    /// Stops every plugin, then every process tree the operations backend still holds
+    /// (commands and background processes tools started), waiting until they are gone.
     pub async fn shutdown(&self) {
         self.registry.shutdown().await;
+        if let Some(ops) = self.dispatcher.extensions().get::<toolshed_ops::Ops>() {
+            let process = ops.process.clone();
+            if let Err(e) = tokio::task::spawn_blocking(move || process.kill_all()).await {
+                tracing::warn!(error = %e, "stopping child processes failed");
+            }
+        }
     }
 }
 

@@ -7,12 +7,17 @@ use std::sync::Arc;
 
 use toolshed_core::Plugin;
 
+pub mod exec;
 pub mod util;
 pub mod workspace;
 
 /// Every built-in plugin, in a stable order.
 pub fn system_plugins() -> Vec<Arc<dyn Plugin>> {
-    let mut plugins = vec![workspace::plugin()];
+    let mut plugins = vec![
+        workspace::plugin(),
+        exec::exec_plugin(),
+        exec::process_plugin(),
+    ];
     plugins.extend(util::plugins());
     plugins
 }

@@ -1,0 +1,711 @@
+//! The `system.exec_command` plugin: `exec_command`, `write_stdin`, the `command_run_*`
+//! tools and the persistent `shell`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolshed_core::{
+    BuiltinPlugin, CallContext, ConfigField, ConfigFieldType, Danger, Health, Plugin, PluginError,
+    PluginKind, PluginManifest, Tool, ToolAnnotations, ToolError, ToolOutput, ToolSpec,
+};
+use toolshed_ops::OpsContext;
+use toolshed_ops::process::{OutputLimits, SpawnRequest, Stdin, Stop, Stream, Tty};
+
+use super::sessions::{NewSession, Session, SessionTable};
+use super::shell::{ShellTable, shell_spec};
+use super::{
+    GROUP, Table, clamp_wait, config_usize, exit_fields, exit_line, millis, owner, render,
+    shell_program,
+};
+
+/// The plugin id.
+pub const EXEC_PLUGIN_ID: &str = "system.exec_command";
+
+/// Config key: the most command sessions the host keeps.
+pub const MAX_SESSIONS: &str = "max_sessions";
+const DEFAULT_MAX_SESSIONS: usize = 64;
+
+const DEFAULT_YIELD_MS: u64 = 10_000;
+const DEFAULT_WRITE_YIELD_MS: u64 = 1_000;
+const MAX_YIELD_MS: u64 = 600_000;
+const DEFAULT_TIMEOUT_MS: u64 = 1_800_000;
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
+const DEFAULT_OUTPUT_BYTES: u64 = 32 * 1024;
+const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+/// A command that prints more than this in all is killed: nobody reads 64 MiB of output.
+const KILL_AFTER_BYTES: u64 = 64 * 1024 * 1024;
+/// Once some output came after a write, a quiet spell this long ends the wait early.
+const SETTLE: Duration = Duration::from_millis(150);
+/// How much streamed output one progress report carries at most.
+const PROGRESS_CHUNK: usize = 16 * 1024;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Exec,
+    WriteStdin,
+    List,
+    ReadOutput,
+    Wait,
+    Terminate,
+    Shell,
+}
+
+struct CommandTool {
+    spec: ToolSpec,
+    kind: Kind,
+    table: Table,
+    shells: Arc<ShellTable>,
+}
+
+#[async_trait]
+impl Tool for CommandTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        match self.kind {
+            Kind::Exec => exec(&self.table, &ctx, &args).await,
+            Kind::WriteStdin => write_stdin(&self.table, &ctx, &args).await,
+            Kind::List => Ok(list(&self.table, &ctx)),
+            Kind::ReadOutput => read_output(&self.table, &ctx, &args).await,
+            Kind::Wait => wait(&self.table, &ctx, &args).await,
+            Kind::Terminate => terminate(&self.table, &ctx, &args).await,
+            Kind::Shell => self.shells.run(&ctx, &args).await,
+        }
+    }
+}
+
+/// The plugin: its tools share one session table, and stopping it stops every session.
+struct ExecPlugin {
+    inner: BuiltinPlugin,
+    table: Table,
+    shells: Arc<ShellTable>,
+}
+
+#[async_trait]
+impl Plugin for ExecPlugin {
+    fn manifest(&self) -> &PluginManifest {
+        self.inner.manifest()
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner.tools()
+    }
+
+    async fn stop(&self) -> Result<(), PluginError> {
+        self.table.stop_all().await;
+        self.shells.stop_all().await;
+        Ok(())
+    }
+
+    async fn health(&self) -> Health {
+        Health::Ok
+    }
+}
+
+/// The `system.exec_command` plugin.
+pub fn exec_plugin() -> Arc<dyn Plugin> {
+    let table: Table = Arc::new(SessionTable::default());
+    let shells = Arc::new(ShellTable::default());
+    let specs = [
+        (exec_spec(), Kind::Exec),
+        (write_stdin_spec(), Kind::WriteStdin),
+        (list_spec(), Kind::List),
+        (read_output_spec(), Kind::ReadOutput),
+        (wait_spec(), Kind::Wait),
+        (terminate_spec(), Kind::Terminate),
+        (shell_spec(), Kind::Shell),
+    ];
+    let tools: Vec<Arc<dyn Tool>> = specs
+        .into_iter()
+        .map(|(spec, kind)| {
+            Arc::new(CommandTool {
+                spec,
+                kind,
+                table: table.clone(),
+                shells: shells.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect();
+    let mut manifest = PluginManifest::new(
+        EXEC_PLUGIN_ID,
+        env!("CARGO_PKG_VERSION"),
+        "Command execution",
+        PluginKind::Builtin,
+    );
+    manifest.description = "Run commands in the workspace: one-shot commands that may continue as sessions, terminals (PTY) you write to, and a persistent shell per caller. Children run in their own process group with a clean environment; stopping kills the whole tree.".into();
+    manifest.tags = vec![GROUP.to_string()];
+    manifest.config = vec![ConfigField {
+        key: MAX_SESSIONS.into(),
+        label: Some("Most command sessions".into()),
+        field_type: ConfigFieldType::Number,
+        description: Some("The most command sessions kept at once, all callers together; finished sessions are evicted first.".into()),
+        default: Some(json!(DEFAULT_MAX_SESSIONS)),
+        options: Vec::new(),
+        secret: false,
+        required: false,
+    }];
+    Arc::new(ExecPlugin {
+        inner: BuiltinPlugin::new(manifest, tools),
+        table,
+        shells,
+    })
+}
+
+pub(crate) fn command_tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    schema: Value,
+    annotations: ToolAnnotations,
+) -> ToolSpec {
+    let mut spec = ToolSpec::new(name, description)
+        .title(title)
+        .group(GROUP)
+        .input_schema(schema)
+        .annotations(annotations);
+    spec.mutates_state = !annotations.read_only;
+    spec.danger = if annotations.read_only {
+        Danger::Low
+    } else {
+        Danger::High
+    };
+    spec
+}
+
+/// Runs commands: may change anything the command can.
+pub(crate) const RUNS: ToolAnnotations = ToolAnnotations {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
+
+/// Looks at sessions only.
+pub(crate) const LOOKS: ToolAnnotations = ToolAnnotations::PURE;
+
+pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+fn session_id_prop() -> Value {
+    json!({"type": "integer", "minimum": 1, "description": "The session id exec_command returned"})
+}
+
+fn exec_spec() -> ToolSpec {
+    let mut spec = command_tool(
+        "exec_command",
+        "Run a command",
+        "Run a shell command line (bash -c) in the workspace. If it finishes within `yield_ms` (default 10000), returns its exit code, wall time and output (stdout and stderr together, terminal escapes removed, at most `max_output_bytes` with the middle left out). If it is still running, returns the output so far and a `session_id`: continue with write_stdin (input, Ctrl-C as \\u0003 with tty=true), command_run_read_output, command_run_wait or command_run_terminate. `timeout_ms` (default 1800000) limits its whole life; when it passes, the whole process tree is killed and the result says so. Use tty=true for programs that need a terminal (REPLs, prompts), stdin=true for a pipe to write to without one. Output streams as progress while it runs. Children get a clean environment (variables with TOKEN, KEY, SECRET or PASSWORD in their names are dropped; `env` adds variables).",
+        object(
+            json!({
+                "cmd": {"type": "string", "minLength": 1, "description": "The command line, run by bash -c (sh -c where bash is missing)"},
+                "workdir": {"type": "string", "description": "The working directory, relative to the workspace root (default: the root)"},
+                "tty": {"type": "boolean", "description": "Run it in a pseudo-terminal (80x24); stdout and stderr arrive together (default false)"},
+                "stdin": {"type": "boolean", "description": "Without tty: open a pipe for write_stdin instead of closing stdin (default false)"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the process tree after this long (default 1800000)"},
+                "yield_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "Wait this long for it to finish before returning a session (default 10000; capped by the call's deadline)"},
+                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"}
+            }),
+            &["cmd"],
+        ),
+        RUNS,
+    );
+    spec.streaming = true;
+    spec.default_timeout_ms = Some(MAX_YIELD_MS + 60_000);
+    spec
+}
+
+fn write_stdin_spec() -> ToolSpec {
+    command_tool(
+        "write_stdin",
+        "Write to a session",
+        "Write characters to a command session's terminal (tty=true) or stdin pipe (stdin=true), then return the output that follows: the reply comes when the output goes quiet, the command exits, or `yield_ms` (default 1000) passes. An empty `chars` only polls for new output. Control characters work in a terminal: \\u0003 is Ctrl-C, \\u0004 Ctrl-D (end of input).",
+        object(
+            json!({
+                "session_id": session_id_prop(),
+                "chars": {"type": "string", "description": "What to type; include \\n to press Enter"},
+                "yield_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "The longest wait for output (default 1000)"},
+                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"}
+            }),
+            &["session_id", "chars"],
+        ),
+        RUNS,
+    )
+}
+
+fn list_spec() -> ToolSpec {
+    command_tool(
+        "command_run_list",
+        "List command sessions",
+        "List your command sessions: id, command, whether it runs, exit code, age and output size.",
+        object(json!({}), &[]),
+        LOOKS,
+    )
+}
+
+fn read_output_spec() -> ToolSpec {
+    command_tool(
+        "command_run_read_output",
+        "Read a session's output",
+        "Return a command session's output since the last reply (or since byte offset `since`), waiting up to `wait_ms` (default 0) for some to arrive. The reply's `next_offset` continues from there.",
+        object(
+            json!({
+                "session_id": session_id_prop(),
+                "since": {"type": "integer", "minimum": 0, "description": "A byte offset into the output (default: where the last reply ended)"},
+                "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "Wait this long for output when there is none yet (default 0)"},
+                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"}
+            }),
+            &["session_id"],
+        ),
+        LOOKS,
+    )
+}
+
+fn wait_spec() -> ToolSpec {
+    command_tool(
+        "command_run_wait",
+        "Wait for a session",
+        "Wait up to `timeout_ms` (default 30000; capped by the call's deadline) for a command session to finish; return its exit code when it did, and the output since the last reply either way.",
+        object(
+            json!({
+                "session_id": session_id_prop(),
+                "timeout_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "How long to wait (default 30000)"},
+                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"}
+            }),
+            &["session_id"],
+        ),
+        LOOKS,
+    )
+}
+
+fn terminate_spec() -> ToolSpec {
+    command_tool(
+        "command_run_terminate",
+        "Stop a session",
+        "Stop a command session's whole process tree: SIGTERM, 2 s of grace, then SIGKILL (or SIGKILL at once with force=true). Returns how it ended and its last output.",
+        object(
+            json!({
+                "session_id": session_id_prop(),
+                "force": {"type": "boolean", "description": "Kill at once instead of asking first (default false)"}
+            }),
+            &["session_id"],
+        ),
+        ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+    )
+}
+
+fn budget(args: &Value) -> usize {
+    args.get("max_output_bytes")
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_OUTPUT_BYTES)
+        .clamp(64, MAX_OUTPUT_BYTES) as usize
+}
+
+fn session_id(args: &Value) -> Result<u64, ToolError> {
+    args.get("session_id")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ToolError::invalid("session_id must be a positive integer"))
+}
+
+fn string_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// Builds the spawn request for a command line.
+pub(crate) fn command_request(args: &Value, cmd: &str) -> Result<SpawnRequest, ToolError> {
+    let mut request = SpawnRequest::new(shell_program()).arg("-c").arg(cmd);
+    if let Some(dir) = string_arg(args, "workdir") {
+        request = request.workdir(dir);
+    }
+    if let Some(env) = args.get("env").and_then(Value::as_object) {
+        for (name, value) in env {
+            let Some(value) = value.as_str() else {
+                return Err(ToolError::invalid(format!("env.{name} must be a string")));
+            };
+            request = request.env(name, value);
+        }
+    }
+    Ok(request)
+}
+
+async fn exec(
+    table: &SessionTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let cmd = string_arg(args, "cmd").unwrap_or_default();
+    if cmd.trim().is_empty() {
+        return Err(ToolError::invalid(
+            "cmd is empty: give a command line to run",
+        ));
+    }
+    let tty = args.get("tty").and_then(Value::as_bool).unwrap_or(false);
+    let stdin = args.get("stdin").and_then(Value::as_bool).unwrap_or(false);
+    let timeout = millis(
+        args,
+        "timeout_ms",
+        DEFAULT_TIMEOUT_MS,
+        MAX_TIMEOUT_MS,
+        false,
+    )?;
+    let yield_for = millis(args, "yield_ms", DEFAULT_YIELD_MS, MAX_YIELD_MS, true)?;
+    let budget = budget(args);
+    let mut request = command_request(args, cmd)?.limits(OutputLimits {
+        kill_after_bytes: Some(KILL_AFTER_BYTES),
+        ..OutputLimits::default()
+    });
+    if tty {
+        request = request.tty(Tty::DEFAULT);
+    } else if stdin {
+        request = request.stdin(Stdin::Piped);
+    }
+    request.validate().map_err(ToolError::from)?;
+    let ops = ctx.ops()?;
+    let max = config_usize(ctx, MAX_SESSIONS, DEFAULT_MAX_SESSIONS);
+    let session = table.start(
+        max,
+        NewSession {
+            owner: owner(ctx),
+            cmd: cmd.to_string(),
+            tty,
+            timeout,
+        },
+        || ops.process.spawn(&request).map_err(ToolError::from),
+    )?;
+    watch_timeout(session.clone());
+
+    let started = Instant::now();
+    let window = clamp_wait(ctx, yield_for);
+    let mut streamed = 0u64;
+    loop {
+        if session.process.exit().is_some() {
+            break;
+        }
+        let left = window.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            break;
+        }
+        tokio::select! {
+            chunk = session.process.read_wait(Stream::Combined, streamed, PROGRESS_CHUNK, left) => {
+                if !chunk.bytes.is_empty() {
+                    ctx.progress.message(super::terminal::clean(&chunk.bytes));
+                }
+                streamed = chunk.next;
+                if chunk.bytes.is_empty() && chunk.skipped == 0 {
+                    // Nothing new: either the window passed or the process ended.
+                    let _ = session.process.wait(Duration::from_millis(1)).await;
+                }
+            }
+            () = ctx.cancel.cancelled() => {
+                table.remove(session.id);
+                session.process.start_stop(Stop::Graceful { grace: Duration::from_secs(1) });
+                return Err(ToolError::Cancelled);
+            }
+        }
+    }
+    match session.process.exit() {
+        Some(_) => {
+            table.remove(session.id);
+            let mut reply = finished_reply(&session, budget, None);
+            // The session is gone: there is nothing to continue.
+            if let Some(Value::Object(fields)) = reply.structured.as_mut() {
+                fields.remove("session_id");
+            }
+            Ok(reply)
+        }
+        None => Ok(running_reply(&session, budget)),
+    }
+}
+
+/// Stops the session's tree when its time limit passes, whoever is (not) watching.
+fn watch_timeout(session: Arc<Session>) {
+    tokio::spawn(async move {
+        if session.process.wait(session.timeout).await.is_none() {
+            session
+                .timed_out
+                .store(true, std::sync::atomic::Ordering::Release);
+            session.process.terminate(Stop::graceful()).await;
+        }
+    });
+}
+
+/// The reply once the session's process has ended: its output since the cursor and how it
+/// ended.
+fn finished_reply(session: &Session, budget: usize, extra: Option<(&str, Value)>) -> ToolOutput {
+    let out = render(&session.process, Stream::Combined, session.cursor(), budget);
+    session.advance(out.next);
+    let mut fields = Map::new();
+    fields.insert("session_id".into(), json!(session.id));
+    fields.insert("running".into(), json!(false));
+    if let Some(exit) = session.process.exit() {
+        let timed_out = session.timed_out.load(std::sync::atomic::Ordering::Acquire);
+        exit_fields(&exit, timed_out, &mut fields);
+    }
+    if let Some((key, value)) = extra {
+        fields.insert(key.into(), value);
+    }
+    let footer = exit_line(&fields);
+    fields.insert("next_offset".into(), json!(out.next));
+    fields.insert("omitted_bytes".into(), json!(out.omitted));
+    let text = join(&out.text, &footer);
+    fields.insert("output".into(), json!(out.text));
+    let failed = fields
+        .get("exit_code")
+        .and_then(Value::as_i64)
+        .is_some_and(|c| c != 0)
+        || session.timed_out.load(std::sync::atomic::Ordering::Acquire)
+        || matches!(
+            session.process.exit().and_then(|e| e.stopped),
+            Some(toolshed_ops::process::StopReason::OutputLimit)
+        );
+    let output = ToolOutput::text_and_structured(text, Value::Object(fields));
+    if failed { output.into_error() } else { output }
+}
+
+fn running_reply(session: &Session, budget: usize) -> ToolOutput {
+    let out = render(&session.process, Stream::Combined, session.cursor(), budget);
+    session.advance(out.next);
+    let elapsed = session
+        .started
+        .elapsed()
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let footer = format!(
+        "[still running as session {} after {:.2} s · write_stdin, command_run_read_output, command_run_wait or command_run_terminate with session_id={}]",
+        session.id,
+        elapsed as f64 / 1000.0,
+        session.id
+    );
+    let fields = json!({
+        "session_id": session.id,
+        "running": true,
+        "wall_time_ms": u64::try_from(elapsed).unwrap_or(u64::MAX),
+        "output": out.text,
+        "next_offset": out.next,
+        "omitted_bytes": out.omitted,
+    });
+    ToolOutput::text_and_structured(join(&out.text, &footer), fields)
+}
+
+fn reply(session: &Session, budget: usize) -> ToolOutput {
+    if session.process.exit().is_some() {
+        finished_reply(session, budget, None)
+    } else {
+        running_reply(session, budget)
+    }
+}
+
+fn join(output: &str, footer: &str) -> String {
+    if output.is_empty() {
+        footer.to_string()
+    } else if output.ends_with('\n') {
+        format!("{output}{footer}")
+    } else {
+        format!("{output}\n{footer}")
+    }
+}
+
+async fn write_stdin(
+    table: &SessionTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let session = table.get(&owner(ctx), session_id(args)?)?;
+    let chars = string_arg(args, "chars").unwrap_or_default();
+    let yield_for = clamp_wait(
+        ctx,
+        millis(args, "yield_ms", DEFAULT_WRITE_YIELD_MS, MAX_YIELD_MS, true)?,
+    );
+    if !chars.is_empty() {
+        if session.process.exit().is_some() {
+            return Err(ToolError::Conflict(format!(
+                "session {} has finished; its input is closed (command_run_read_output shows its last output)",
+                session.id
+            )));
+        }
+        session.process.write(chars.as_bytes()).map_err(|e| match e {
+            toolshed_ops::OpsError::StdinClosed { .. } => ToolError::Conflict(format!(
+                "session {} takes no input: start the command with tty=true (a terminal) or stdin=true (a pipe)",
+                session.id
+            )),
+            other => ToolError::from(other),
+        })?;
+    }
+    settle(&session, ctx, yield_for).await?;
+    Ok(reply(&session, budget(args)))
+}
+
+/// Waits until output arrived and then went quiet for [`SETTLE`], the process ended, or
+/// `window` passed.
+async fn settle(session: &Session, ctx: &CallContext, window: Duration) -> Result<(), ToolError> {
+    let started = Instant::now();
+    let mut seen = session.process.output_len(Stream::Combined);
+    let mut got_some = seen > session.cursor();
+    loop {
+        if session.process.exit().is_some() {
+            return Ok(());
+        }
+        let left = window.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Ok(());
+        }
+        let wait = if got_some { left.min(SETTLE) } else { left };
+        tokio::select! {
+            chunk = session.process.read_wait(Stream::Combined, seen, 1, wait) => {
+                if chunk.total > seen {
+                    seen = chunk.total;
+                    got_some = true;
+                } else if got_some {
+                    return Ok(());
+                }
+            }
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        }
+    }
+}
+
+fn list(table: &SessionTable, ctx: &CallContext) -> ToolOutput {
+    let sessions = table.of(&owner(ctx));
+    let mut lines = Vec::new();
+    let items: Vec<Value> = sessions
+        .iter()
+        .map(|s| {
+            let mut item = Map::new();
+            item.insert("session_id".into(), json!(s.id));
+            item.insert("cmd".into(), json!(s.cmd));
+            item.insert("tty".into(), json!(s.tty));
+            item.insert("running".into(), json!(s.process.exit().is_none()));
+            item.insert("pid".into(), json!(s.process.pid()));
+            item.insert(
+                "output_bytes".into(),
+                json!(s.process.output_len(Stream::Combined)),
+            );
+            item.insert(
+                "unread_bytes".into(),
+                json!(
+                    s.process
+                        .output_len(Stream::Combined)
+                        .saturating_sub(s.cursor())
+                ),
+            );
+            if let Some(exit) = s.process.exit() {
+                exit_fields(
+                    &exit,
+                    s.timed_out.load(std::sync::atomic::Ordering::Acquire),
+                    &mut item,
+                );
+            } else {
+                let ms = s.started.elapsed().map(|d| d.as_millis()).unwrap_or(0);
+                item.insert(
+                    "wall_time_ms".into(),
+                    json!(u64::try_from(ms).unwrap_or(u64::MAX)),
+                );
+            }
+            let state = if s.process.exit().is_some() {
+                exit_line(&item)
+            } else {
+                "[running]".into()
+            };
+            lines.push(format!("{:>4}  {}  {}", s.id, state, s.cmd));
+            Value::Object(item)
+        })
+        .collect();
+    let text = if lines.is_empty() {
+        "no command sessions".to_string()
+    } else {
+        lines.join("\n")
+    };
+    ToolOutput::text_and_structured(text, json!({ "sessions": items }))
+}
+
+async fn read_output(
+    table: &SessionTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let session = table.get(&owner(ctx), session_id(args)?)?;
+    let since = args.get("since").and_then(Value::as_u64);
+    let wait_for = clamp_wait(ctx, millis(args, "wait_ms", 0, MAX_YIELD_MS, true)?);
+    let from = since.unwrap_or_else(|| session.cursor());
+    if session.process.output_len(Stream::Combined) <= from && !wait_for.is_zero() {
+        tokio::select! {
+            _ = session.process.read_wait(Stream::Combined, from, 1, wait_for) => {}
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        }
+    }
+    let out = render(&session.process, Stream::Combined, from, budget(args));
+    if since.is_none() {
+        session.advance(out.next);
+    }
+    let mut fields = Map::new();
+    fields.insert("session_id".into(), json!(session.id));
+    fields.insert("running".into(), json!(session.process.exit().is_none()));
+    if let Some(exit) = session.process.exit() {
+        exit_fields(
+            &exit,
+            session.timed_out.load(std::sync::atomic::Ordering::Acquire),
+            &mut fields,
+        );
+    }
+    let footer = if session.process.exit().is_some() {
+        exit_line(&fields)
+    } else {
+        format!(
+            "[session {} still running · next_offset {}]",
+            session.id, out.next
+        )
+    };
+    fields.insert("output".into(), json!(out.text));
+    fields.insert("next_offset".into(), json!(out.next));
+    fields.insert("omitted_bytes".into(), json!(out.omitted));
+    Ok(ToolOutput::text_and_structured(
+        join(&out.text, &footer),
+        Value::Object(fields),
+    ))
+}
+
+async fn wait(
+    table: &SessionTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let session = table.get(&owner(ctx), session_id(args)?)?;
+    let wait_for = clamp_wait(ctx, millis(args, "timeout_ms", 30_000, MAX_YIELD_MS, true)?);
+    tokio::select! {
+        _ = session.process.wait(wait_for) => {}
+        () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+    }
+    Ok(reply(&session, budget(args)))
+}
+
+async fn terminate(
+    table: &SessionTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let session = table.get(&owner(ctx), session_id(args)?)?;
+    let force = args.get("force").and_then(Value::as_bool).unwrap_or(false);
+    let stop = if force {
+        Stop::Forced
+    } else {
+        Stop::graceful()
+    };
+    if session.process.exit().is_none() {
+        session.process.terminate(stop).await;
+    }
+    Ok(finished_reply(
+        &session,
+        DEFAULT_OUTPUT_BYTES as usize,
+        None,
+    ))
+}

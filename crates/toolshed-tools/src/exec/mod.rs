@@ -1,0 +1,214 @@
+//! Command execution: the `system.exec_command` plugin (one-shot commands that may become
+//! sessions, PTYs, a persistent shell) and the `system.process` plugin (detached background
+//! processes with logs and a port proxy).
+//!
+//! Every child goes through the call's [`ProcessOps`](toolshed_ops::process::ProcessOps): its
+//! own session and process group, a clean environment, the working directory resolved
+//! inside the workspace, bounded output, and stopping means the whole tree. The tools add
+//! what a model needs on top: yield windows, output cleaned of terminal escapes and cut to
+//! a budget with the middle left out, sessions keyed by owner, and limits.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use toolshed_core::{CallContext, ToolError};
+use toolshed_ops::process::{Drain, Exit, ExitStatus, Process, StopReason, Stream};
+
+mod command;
+mod process;
+mod sessions;
+mod shell;
+pub mod terminal;
+
+pub use command::{EXEC_PLUGIN_ID, exec_plugin};
+pub use process::{PROCESS_PLUGIN_ID, process_plugin};
+pub use sessions::{Session, SessionTable};
+
+/// The group of every command tool.
+pub const GROUP: &str = "exec";
+
+/// The longest any wait inside one call may last: calls have deadlines of their own, and a
+/// waiting call always returns a little before its deadline.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
+
+/// How long a call may still wait, given what it asked for and the call's deadline.
+pub(crate) fn clamp_wait(ctx: &CallContext, asked: Duration) -> Duration {
+    let left = ctx
+        .deadline
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(DEADLINE_MARGIN);
+    asked.min(left)
+}
+
+/// The shell that runs command lines: `bash` when it is on the PATH, else `sh`.
+pub(crate) fn shell_program() -> &'static str {
+    static SHELL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        let found = std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bash").is_file()));
+        if found { "bash" } else { "sh" }
+    })
+}
+
+/// Output read from a process for a reply: cleaned text within a byte budget.
+#[derive(Debug, Default)]
+pub(crate) struct Rendered {
+    pub text: String,
+    /// The offset after what was read.
+    pub next: u64,
+    /// Bytes between `since` and `next` left out (over the budget, or no longer kept).
+    pub omitted: u64,
+}
+
+/// The output of `stream` from `since` on, at most `budget` bytes of it: when there is more,
+/// the first and last halves with a line saying how much was left out between them.
+pub(crate) fn render(process: &Process, stream: Stream, since: u64, budget: usize) -> Rendered {
+    render_to(process, stream, since, process.output_len(stream), budget)
+}
+
+/// [`render`] of the bytes from `since` up to `end` only.
+pub(crate) fn render_to(
+    process: &Process,
+    stream: Stream,
+    since: u64,
+    end: u64,
+    budget: usize,
+) -> Rendered {
+    let total = end.min(process.output_len(stream));
+    let since = since.min(total);
+    let budget = budget.max(2);
+    if total - since <= budget as u64 {
+        let want = usize::try_from(total - since).unwrap_or(budget);
+        let chunk = process.read(stream, since, want);
+        let mut text = String::new();
+        if chunk.skipped > 0 {
+            text.push_str(&omitted_line(chunk.skipped));
+        }
+        text.push_str(&terminal::clean(&chunk.bytes));
+        return Rendered {
+            text,
+            next: chunk.next,
+            omitted: chunk.skipped,
+        };
+    }
+    let half = budget / 2;
+    let head = process.read(stream, since, half);
+    let tail = process.read(stream, total.saturating_sub(half as u64), half);
+    let omitted = head.skipped + tail.start.saturating_sub(head.next) + tail.skipped;
+    let mut text = terminal::clean(&head.bytes);
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&omitted_line(omitted));
+    text.push_str(&terminal::clean(&tail.bytes));
+    Rendered {
+        text,
+        next: tail.next,
+        omitted,
+    }
+}
+
+fn omitted_line(bytes: u64) -> String {
+    format!("[… {bytes} bytes of output omitted …]\n")
+}
+
+/// How a process ended, as fields of a reply.
+pub(crate) fn exit_fields(exit: &Exit, timed_out: bool, out: &mut Map<String, Value>) {
+    match exit.status {
+        ExitStatus::Code(code) => {
+            out.insert("exit_code".into(), json!(code));
+        }
+        ExitStatus::Signal(signal) => {
+            out.insert("exit_code".into(), Value::Null);
+            out.insert("signal".into(), json!(signal));
+        }
+    }
+    out.insert(
+        "wall_time_ms".into(),
+        json!(u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX)),
+    );
+    let mut notes = Vec::new();
+    if timed_out {
+        notes.push("timed out: the whole process tree was killed".to_string());
+    } else {
+        match exit.stopped {
+            Some(StopReason::OutputLimit) => notes.push(
+                "printed more output than the limit allows: the whole process tree was killed"
+                    .to_string(),
+            ),
+            Some(StopReason::Requested(_)) => {
+                notes.push("stopped on request: the whole process tree was killed".to_string())
+            }
+            None => {}
+        }
+    }
+    if let Drain::Abandoned { after } = exit.drain {
+        notes.push(format!(
+            "background processes it started kept its output open; stopped reading {} ms after it exited",
+            after.as_millis()
+        ));
+    }
+    if !notes.is_empty() {
+        out.insert("note".into(), json!(notes.join("; ")));
+    }
+}
+
+/// A one-line summary of how a process ended, for the text of a reply.
+pub(crate) fn exit_line(fields: &Map<String, Value>) -> String {
+    let mut parts = Vec::new();
+    match (fields.get("exit_code"), fields.get("signal")) {
+        (Some(Value::Number(code)), _) => parts.push(format!("exit code {code}")),
+        (_, Some(signal)) => parts.push(format!("killed by signal {signal}")),
+        _ => {}
+    }
+    if let Some(ms) = fields.get("wall_time_ms").and_then(Value::as_u64) {
+        parts.push(format!("{:.2} s", ms as f64 / 1000.0));
+    }
+    if let Some(note) = fields.get("note").and_then(Value::as_str) {
+        parts.push(note.to_string());
+    }
+    format!("[{}]", parts.join(" · "))
+}
+
+/// Checks a duration argument in milliseconds: present values must lie in `1..=max`
+/// (`0..=max` when `zero_ok`).
+pub(crate) fn millis(
+    args: &Value,
+    key: &str,
+    default: u64,
+    max: u64,
+    zero_ok: bool,
+) -> Result<Duration, ToolError> {
+    let Some(value) = args.get(key) else {
+        return Ok(Duration::from_millis(default));
+    };
+    let min = u64::from(!zero_ok);
+    match value.as_u64() {
+        Some(ms) if (min..=max).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => Err(ToolError::invalid(format!(
+            "{key} = {value} is out of range: give whole milliseconds from {min} to {max}"
+        ))),
+    }
+}
+
+/// The owner id of a call, as sessions key it.
+pub(crate) fn owner(ctx: &CallContext) -> String {
+    ctx.owner.0.clone()
+}
+
+/// A plugin config value read as a positive integer, else `default`.
+pub(crate) fn config_usize(ctx: &CallContext, key: &str, default: usize) -> usize {
+    ctx.config
+        .get(key)
+        .and_then(Value::as_u64)
+        .and_then(|v| usize::try_from(v).ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(default)
+}
+
+/// Shared across the tools of one plugin.
+pub(crate) type Table = Arc<SessionTable>;
+
+#[cfg(test)]
+mod tests;

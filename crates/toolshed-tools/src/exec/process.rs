@@ -1,0 +1,572 @@
+//! The `system.process` plugin: detached background processes (dev servers, watchers) that
+//! outlive the call that started them, with their logs kept in bounded ring buffers and an
+//! HTTP proxy route under `toolshed serve`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolshed_core::{
+    BuiltinPlugin, CallContext, ConfigField, ConfigFieldType, Health, Plugin, PluginError,
+    PluginKind, PluginManifest, PortDirectory, ProxyTarget, Tool, ToolAnnotations, ToolError,
+    ToolOutput, ToolSpec,
+};
+use toolshed_ops::OpsContext;
+use toolshed_ops::process::{OutputLimits, Process, Stop, Stream};
+
+use super::command::{LOOKS, RUNS, command_request, command_tool, object};
+use super::{GROUP, config_usize, exit_fields, exit_line, owner, render};
+
+/// The plugin id.
+pub const PROCESS_PLUGIN_ID: &str = "system.process";
+
+/// Config key: the most background processes the host keeps.
+pub const MAX_PROCESSES: &str = "max_processes";
+const DEFAULT_MAX_PROCESSES: usize = 32;
+/// How long `process_exec` watches a new process for an immediate failure.
+const STARTUP_WATCH: Duration = Duration::from_millis(300);
+const READ_BUDGET: usize = 32 * 1024;
+const DEFAULT_TAIL_LINES: u64 = 100;
+const MAX_TAIL_LINES: u64 = 10_000;
+
+struct Background {
+    id: String,
+    owner: String,
+    name: Option<String>,
+    cmd: String,
+    port: Option<u16>,
+    process: Arc<Process>,
+    started: SystemTime,
+}
+
+#[derive(Default)]
+struct ProcessTable {
+    items: Mutex<BTreeMap<u64, Arc<Background>>>,
+    next: AtomicU64,
+}
+
+impl ProcessTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Background>>> {
+        self.items.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, owner: &str, id: &str) -> Result<Arc<Background>, ToolError> {
+        self.lock()
+            .values()
+            .find(|b| b.id == id && b.owner == owner)
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::NotFound(format!(
+                    "no background process `{id}`; process_list shows yours"
+                ))
+            })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Exec,
+    List,
+    Read,
+    Stop,
+    ProxyInfo,
+}
+
+struct ProcessTool {
+    spec: ToolSpec,
+    kind: Kind,
+    table: Arc<ProcessTable>,
+}
+
+#[async_trait]
+impl Tool for ProcessTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        match self.kind {
+            Kind::Exec => start(&self.table, &ctx, &args).await,
+            Kind::List => Ok(list(&self.table, &ctx)),
+            Kind::Read => read(&self.table, &ctx, &args),
+            Kind::Stop => stop(&self.table, &ctx, &args).await,
+            Kind::ProxyInfo => proxy_info(&self.table, &ctx, &args).await,
+        }
+    }
+}
+
+struct ProcessPlugin {
+    inner: BuiltinPlugin,
+    table: Arc<ProcessTable>,
+}
+
+#[async_trait]
+impl Plugin for ProcessPlugin {
+    fn manifest(&self) -> &PluginManifest {
+        self.inner.manifest()
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner.tools()
+    }
+
+    async fn stop(&self) -> Result<(), PluginError> {
+        let all: Vec<Arc<Background>> = std::mem::take(&mut *self.table.lock())
+            .into_values()
+            .collect();
+        for item in &all {
+            item.process.start_stop(Stop::graceful());
+        }
+        for item in all {
+            item.process.terminate(Stop::graceful()).await;
+        }
+        Ok(())
+    }
+
+    async fn health(&self) -> Health {
+        Health::Ok
+    }
+}
+
+/// The `system.process` plugin.
+pub fn process_plugin() -> Arc<dyn Plugin> {
+    let table = Arc::new(ProcessTable::default());
+    let specs = [
+        (exec_spec(), Kind::Exec),
+        (list_spec(), Kind::List),
+        (read_spec(), Kind::Read),
+        (stop_spec(), Kind::Stop),
+        (proxy_spec(), Kind::ProxyInfo),
+    ];
+    let tools: Vec<Arc<dyn Tool>> = specs
+        .into_iter()
+        .map(|(spec, kind)| {
+            Arc::new(ProcessTool {
+                spec,
+                kind,
+                table: table.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect();
+    let mut manifest = PluginManifest::new(
+        PROCESS_PLUGIN_ID,
+        env!("CARGO_PKG_VERSION"),
+        "Background processes",
+        PluginKind::Builtin,
+    );
+    manifest.description = "Start and watch long-running processes (dev servers, watchers) that outlive the call: logs in bounded ring buffers, exit status kept, stop the whole tree, reach a server through the proxy of `toolshed serve`.".into();
+    manifest.tags = vec![GROUP.to_string()];
+    manifest.config = vec![ConfigField {
+        key: MAX_PROCESSES.into(),
+        label: Some("Most background processes".into()),
+        field_type: ConfigFieldType::Number,
+        description: Some("The most background processes kept at once, all callers together; finished ones are evicted first.".into()),
+        default: Some(json!(DEFAULT_MAX_PROCESSES)),
+        options: Vec::new(),
+        secret: false,
+        required: false,
+    }];
+    Arc::new(ProcessPlugin {
+        inner: BuiltinPlugin::new(manifest, tools),
+        table,
+    })
+}
+
+fn id_prop() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 32, "description": "The process id process_exec returned (p1, p2, ...)"})
+}
+
+fn exec_spec() -> ToolSpec {
+    command_tool(
+        "process_exec",
+        "Start a background process",
+        "Start a long-running command (bash -c) in the background — a dev server, a watcher — and return at once with its id. It keeps running after this call; its stdout and stderr are kept in ring buffers (process_read_output) and its exit status after it ends (process_list). If it listens on a port on 127.0.0.1, give `port`: process_proxy_info then tells the URL under `toolshed serve` that forwards to it. Stop it with process_stop; all are stopped when toolshed exits.",
+        object(
+            json!({
+                "cmd": {"type": "string", "minLength": 1, "description": "The command line"},
+                "workdir": {"type": "string", "description": "The working directory, relative to the workspace root (default: the root)"},
+                "name": {"type": "string", "maxLength": 100, "description": "A label to recognise it by"},
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "The 127.0.0.1 port it will listen on, for the proxy"},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"}
+            }),
+            &["cmd"],
+        ),
+        RUNS,
+    )
+}
+
+fn list_spec() -> ToolSpec {
+    command_tool(
+        "process_list",
+        "List background processes",
+        "List your background processes: id, name, command, pid, port, whether it runs, exit status, age and output sizes.",
+        object(json!({}), &[]),
+        LOOKS,
+    )
+}
+
+fn read_spec() -> ToolSpec {
+    command_tool(
+        "process_read_output",
+        "Read a background process's output",
+        "Return a background process's output: the last `tail_lines` lines (default 100), or everything since byte offset `since` (at most 32 KiB; `next_offset` continues). `stream` picks stdout, stderr or both in arrival order (combined, the default).",
+        object(
+            json!({
+                "id": id_prop(),
+                "stream": {"type": "string", "enum": ["combined", "stdout", "stderr"], "description": "Which output (default combined)"},
+                "tail_lines": {"type": "integer", "minimum": 1, "maximum": MAX_TAIL_LINES, "description": "How many of the last lines (default 100)"},
+                "since": {"type": "integer", "minimum": 0, "description": "A byte offset to read on from (instead of tail_lines)"}
+            }),
+            &["id"],
+        ),
+        LOOKS,
+    )
+}
+
+fn stop_spec() -> ToolSpec {
+    command_tool(
+        "process_stop",
+        "Stop a background process",
+        "Stop a background process and everything it started: graceful (SIGTERM, 2 s of grace, then SIGKILL; the default) or forced (SIGKILL at once). Returns how it ended.",
+        object(
+            json!({
+                "id": id_prop(),
+                "mode": {"type": "string", "enum": ["graceful", "forced"], "description": "How to stop it (default graceful)"}
+            }),
+            &["id"],
+        ),
+        ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+    )
+}
+
+fn proxy_spec() -> ToolSpec {
+    command_tool(
+        "process_proxy_info",
+        "Proxy URL of a background process",
+        "Tell where a background process started with `port` can be reached: the URL under `toolshed serve` (/proxy/<id>/...) that forwards HTTP and WebSocket requests to its 127.0.0.1 port (send the same bearer token), the direct address, and whether something listens there now.",
+        object(json!({"id": id_prop()}), &["id"]),
+        LOOKS,
+    )
+}
+
+fn id_arg(args: &Value) -> Result<&str, ToolError> {
+    args.get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::invalid("id must be a process id such as p1"))
+}
+
+async fn start(
+    table: &Arc<ProcessTable>,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let cmd = args.get("cmd").and_then(Value::as_str).unwrap_or_default();
+    if cmd.trim().is_empty() {
+        return Err(ToolError::invalid(
+            "cmd is empty: give a command line to run",
+        ));
+    }
+    let port = args
+        .get("port")
+        .and_then(Value::as_u64)
+        .map(|p| {
+            u16::try_from(p)
+                .map_err(|_| ToolError::invalid(format!("port {p} is out of range: 1 to 65535")))
+        })
+        .transpose()?;
+    let name = args.get("name").and_then(Value::as_str).map(String::from);
+    let request = command_request(args, cmd)?.limits(OutputLimits {
+        head_bytes: 16 * 1024,
+        tail_bytes: 1024 * 1024,
+        kill_after_bytes: None,
+    });
+    request.validate().map_err(ToolError::from)?;
+    let ops = ctx.ops()?;
+    let max = config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES);
+    let item = {
+        let mut items = table.lock();
+        while items.len() >= max {
+            let finished = items
+                .iter()
+                .find(|(_, b)| !b.process.is_running())
+                .map(|(n, _)| *n);
+            match finished {
+                Some(n) => {
+                    items.remove(&n);
+                }
+                None => {
+                    return Err(ToolError::Conflict(format!(
+                        "{} background processes are running, the most this host keeps (config `max_processes` of plugin system.process); stop one with process_stop",
+                        items.len()
+                    )));
+                }
+            }
+        }
+        let process = ops.process.spawn(&request).map_err(ToolError::from)?;
+        let n = table.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let item = Arc::new(Background {
+            id: format!("p{n}"),
+            owner: owner(ctx),
+            name,
+            cmd: cmd.to_string(),
+            port,
+            process: Arc::new(process),
+            started: SystemTime::now(),
+        });
+        items.insert(n, item.clone());
+        item
+    };
+    if let (Some(port), Some(directory)) = (port, ctx.extensions.get::<PortDirectory>()) {
+        directory.insert(
+            &item.id,
+            ProxyTarget {
+                port,
+                owner: item.owner.clone(),
+            },
+        );
+        let watched = item.clone();
+        tokio::spawn(async move {
+            while watched
+                .process
+                .wait(Duration::from_secs(3600))
+                .await
+                .is_none()
+            {}
+            directory.remove(&watched.id);
+        });
+    }
+    // A command that fails at once (a typo, a missing program) says so now.
+    let early = item.process.wait(STARTUP_WATCH).await;
+    let mut fields = describe(&item);
+    let mut text = format!(
+        "started {} (pid {}){}",
+        item.id,
+        item.process.pid(),
+        port.map(|p| format!(", listening on 127.0.0.1:{p} expected"))
+            .unwrap_or_default()
+    );
+    if early.is_some() {
+        let out = render(&item.process, Stream::Combined, 0, READ_BUDGET);
+        text = format!(
+            "{} exited right away {}\n{}",
+            item.id,
+            exit_line(&fields),
+            out.text
+        );
+        fields.insert("output".into(), json!(out.text));
+        return Ok(ToolOutput::text_and_structured(text, Value::Object(fields)).into_error());
+    }
+    text.push_str("; read its output with process_read_output, stop it with process_stop");
+    Ok(ToolOutput::text_and_structured(text, Value::Object(fields)))
+}
+
+fn describe(item: &Background) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("id".into(), json!(item.id));
+    fields.insert("name".into(), json!(item.name));
+    fields.insert("cmd".into(), json!(item.cmd));
+    fields.insert("pid".into(), json!(item.process.pid()));
+    fields.insert("port".into(), json!(item.port));
+    fields.insert("running".into(), json!(item.process.exit().is_none()));
+    fields.insert(
+        "stdout_bytes".into(),
+        json!(item.process.output_len(Stream::Stdout)),
+    );
+    fields.insert(
+        "stderr_bytes".into(),
+        json!(item.process.output_len(Stream::Stderr)),
+    );
+    match item.process.exit() {
+        Some(exit) => exit_fields(&exit, false, &mut fields),
+        None => {
+            let ms = item.started.elapsed().map(|d| d.as_millis()).unwrap_or(0);
+            fields.insert(
+                "wall_time_ms".into(),
+                json!(u64::try_from(ms).unwrap_or(u64::MAX)),
+            );
+        }
+    }
+    fields
+}
+
+fn list(table: &ProcessTable, ctx: &CallContext) -> ToolOutput {
+    let owner = owner(ctx);
+    let items: Vec<Arc<Background>> = table
+        .lock()
+        .values()
+        .filter(|b| b.owner == owner)
+        .cloned()
+        .collect();
+    let mut lines = Vec::new();
+    let described: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let fields = describe(item);
+            let state = if item.process.exit().is_some() {
+                exit_line(&fields)
+            } else {
+                "[running]".to_string()
+            };
+            let label = item
+                .name
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            lines.push(format!("{}{label}  {state}  {}", item.id, item.cmd));
+            Value::Object(fields)
+        })
+        .collect();
+    let text = if lines.is_empty() {
+        "no background processes".to_string()
+    } else {
+        lines.join("\n")
+    };
+    ToolOutput::text_and_structured(text, json!({ "processes": described }))
+}
+
+fn read(table: &ProcessTable, ctx: &CallContext, args: &Value) -> Result<ToolOutput, ToolError> {
+    let item = table.get(&owner(ctx), id_arg(args)?)?;
+    let stream = match args.get("stream").and_then(Value::as_str) {
+        None | Some("combined") => Stream::Combined,
+        Some("stdout") => Stream::Stdout,
+        Some("stderr") => Stream::Stderr,
+        Some(other) => {
+            return Err(ToolError::invalid(format!(
+                "stream `{other}` is not one of combined, stdout, stderr"
+            )));
+        }
+    };
+    let total = item.process.output_len(stream);
+    let (text, next, omitted) = if let Some(since) = args.get("since").and_then(Value::as_u64) {
+        let out = render(&item.process, stream, since, READ_BUDGET);
+        (out.text, out.next, out.omitted)
+    } else {
+        let lines = args
+            .get("tail_lines")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TAIL_LINES)
+            .clamp(1, MAX_TAIL_LINES);
+        let from = total.saturating_sub(256 * 1024);
+        let out = render(&item.process, stream, from, 256 * 1024);
+        let kept: Vec<&str> = out.text.lines().collect();
+        let start = kept
+            .len()
+            .saturating_sub(usize::try_from(lines).unwrap_or(usize::MAX));
+        let mut text = kept[start..].join("\n");
+        if text.len() > READ_BUDGET {
+            let mut cut = text.len() - READ_BUDGET;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            text = format!("[… earlier lines omitted …]\n{}", &text[cut..]);
+        }
+        (text, out.next, 0)
+    };
+    let mut fields = describe(&item);
+    let state = if item.process.exit().is_some() {
+        exit_line(&fields)
+    } else {
+        format!("[{} running · next_offset {next}]", item.id)
+    };
+    fields.insert("output".into(), json!(text));
+    fields.insert("next_offset".into(), json!(next));
+    fields.insert("omitted_bytes".into(), json!(omitted));
+    let body = if text.is_empty() {
+        state
+    } else {
+        format!("{}\n{state}", text.trim_end_matches('\n'))
+    };
+    Ok(ToolOutput::text_and_structured(body, Value::Object(fields)))
+}
+
+async fn stop(
+    table: &ProcessTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let item = table.get(&owner(ctx), id_arg(args)?)?;
+    let stop = match args.get("mode").and_then(Value::as_str) {
+        None | Some("graceful") => Stop::graceful(),
+        Some("forced") => Stop::Forced,
+        Some(other) => {
+            return Err(ToolError::invalid(format!(
+                "mode `{other}` is not one of graceful, forced"
+            )));
+        }
+    };
+    let was_running = item.process.exit().is_none();
+    if was_running {
+        item.process.terminate(stop).await;
+    }
+    if let Some(directory) = ctx.extensions.get::<PortDirectory>() {
+        directory.remove(&item.id);
+    }
+    let fields = describe(&item);
+    let text = if was_running {
+        format!(
+            "stopped {} and everything it started {}",
+            item.id,
+            exit_line(&fields)
+        )
+    } else {
+        format!("{} had already ended {}", item.id, exit_line(&fields))
+    };
+    Ok(ToolOutput::text_and_structured(text, Value::Object(fields)))
+}
+
+async fn proxy_info(
+    table: &ProcessTable,
+    ctx: &CallContext,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let item = table.get(&owner(ctx), id_arg(args)?)?;
+    let Some(port) = item.port else {
+        return Err(ToolError::Conflict(format!(
+            "{} was started without a port; start it with process_exec and `port` to reach it through the proxy",
+            item.id
+        )));
+    };
+    let listening = tokio::time::timeout(
+        Duration::from_millis(300),
+        tokio::net::TcpStream::connect(("127.0.0.1", port)),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
+    let base = ctx
+        .extensions
+        .get::<PortDirectory>()
+        .and_then(|d| d.base_url());
+    let direct = format!("http://127.0.0.1:{port}/");
+    let url = base.map(|b| format!("{}/proxy/{}/", b.trim_end_matches('/'), item.id));
+    let mut text = match &url {
+        Some(url) => {
+            format!("{url} forwards to {direct} (send the bearer token of toolshed serve)")
+        }
+        None => format!(
+            "not proxied: the proxy is part of `toolshed serve`, and this toolshed serves no HTTP; the process is at {direct}"
+        ),
+    };
+    text.push_str(if listening {
+        "; something listens there now"
+    } else {
+        "; nothing listens there yet"
+    });
+    if item.process.exit().is_some() {
+        text.push_str(&format!(
+            "; the process has ended {}",
+            exit_line(&describe(&item))
+        ));
+    }
+    Ok(ToolOutput::text_and_structured(
+        text,
+        json!({"id": item.id, "url": url, "direct_url": direct, "port": port, "listening": listening, "running": item.process.exit().is_none()}),
+    ))
+}

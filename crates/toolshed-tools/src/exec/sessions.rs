@@ -1,0 +1,162 @@
+//! Command sessions: commands that outlived the call that started them, kept per owner.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use toolshed_core::ToolError;
+use toolshed_ops::process::{Process, Stop};
+
+/// One running (or finished, not yet evicted) command.
+#[derive(Debug)]
+pub struct Session {
+    /// Its id, unique in this host.
+    pub id: u64,
+    /// The owner that started it; nobody else sees it.
+    pub owner: String,
+    /// The command line.
+    pub cmd: String,
+    /// Whether it has a terminal.
+    pub tty: bool,
+    /// The process.
+    pub process: Arc<Process>,
+    /// When it started.
+    pub started: SystemTime,
+    /// The total time it may run.
+    pub timeout: Duration,
+    /// Set when the timeout stopped it.
+    pub timed_out: AtomicBool,
+    /// How far into the combined output the owner has been shown.
+    pub cursor: AtomicU64,
+}
+
+impl Session {
+    /// The offset up to which output was returned.
+    pub fn cursor(&self) -> u64 {
+        self.cursor.load(Ordering::Acquire)
+    }
+
+    /// Moves the cursor forward (never back).
+    pub fn advance(&self, to: u64) {
+        self.cursor.fetch_max(to, Ordering::AcqRel);
+    }
+}
+
+/// Every live session of a host, bounded.
+#[derive(Debug, Default)]
+pub struct SessionTable {
+    sessions: Mutex<BTreeMap<u64, Arc<Session>>>,
+    next: AtomicU64,
+}
+
+/// What a new session is made of, besides its id.
+pub struct NewSession {
+    /// The owner.
+    pub owner: String,
+    /// The command line.
+    pub cmd: String,
+    /// Whether it has a terminal.
+    pub tty: bool,
+    /// Its total time limit.
+    pub timeout: Duration,
+}
+
+impl SessionTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a process with `spawn` and keeps it as a session, when fewer than `max` are
+    /// kept; finished sessions are evicted first, oldest first. The table stays locked while
+    /// `spawn` runs (it is short), so the limit holds under concurrent calls.
+    pub fn start(
+        &self,
+        max: usize,
+        new: NewSession,
+        spawn: impl FnOnce() -> Result<Process, ToolError>,
+    ) -> Result<Arc<Session>, ToolError> {
+        let mut sessions = self.lock();
+        while sessions.len() >= max {
+            let finished = sessions
+                .iter()
+                .find(|(_, s)| !s.process.is_running())
+                .map(|(id, _)| *id);
+            match finished {
+                Some(id) => {
+                    sessions.remove(&id);
+                }
+                None => {
+                    return Err(ToolError::Conflict(format!(
+                        "{} command sessions are running, the most this host keeps (config `max_sessions` of plugin system.exec_command); stop one with command_run_terminate, or wait for one to finish",
+                        sessions.len()
+                    )));
+                }
+            }
+        }
+        let process = spawn()?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let session = Arc::new(Session {
+            id,
+            owner: new.owner,
+            cmd: new.cmd,
+            tty: new.tty,
+            process: Arc::new(process),
+            started: SystemTime::now(),
+            timeout: new.timeout,
+            timed_out: AtomicBool::new(false),
+            cursor: AtomicU64::new(0),
+        });
+        sessions.insert(id, session.clone());
+        Ok(session)
+    }
+
+    /// The session `id` of `owner`. Another owner's session is reported as missing, exactly
+    /// like one that never existed.
+    pub fn get(&self, owner: &str, id: u64) -> Result<Arc<Session>, ToolError> {
+        self.lock()
+            .get(&id)
+            .filter(|s| s.owner == owner)
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::NotFound(format!(
+                    "no command session {id}; command_run_list shows yours (finished sessions are removed when room is needed)"
+                ))
+            })
+    }
+
+    /// Forgets session `id` (its process is stopped once nothing else holds it).
+    pub fn remove(&self, id: u64) -> Option<Arc<Session>> {
+        self.lock().remove(&id)
+    }
+
+    /// The sessions of `owner`, oldest first.
+    pub fn of(&self, owner: &str) -> Vec<Arc<Session>> {
+        self.lock()
+            .values()
+            .filter(|s| s.owner == owner)
+            .cloned()
+            .collect()
+    }
+
+    /// How many sessions are kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stops every session's process tree and forgets them all.
+    pub async fn stop_all(&self) {
+        let all: Vec<Arc<Session>> = std::mem::take(&mut *self.lock()).into_values().collect();
+        for session in &all {
+            session.process.start_stop(Stop::graceful());
+        }
+        for session in all {
+            session.process.terminate(Stop::graceful()).await;
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! `shell`: one persistent shell per owner. `cd`, exported variables and functions carry
+//! over from call to call.
+//!
+//! The shell is `bash --noprofile --norc` (or `sh`) on pipes, with its stderr joined to its
+//! stdout so output keeps its order. Each command runs as `{ COMMAND
+//! } </dev/null`, followed by a line that prints a marker with a random nonce and the
+//! exit status; the reply is everything up to the marker. Commands never read the shell's
+//! own input (that is where the next command comes from). A command that outlives its
+//! timeout takes the shell down with it: the tree is killed and the next call starts a
+//! fresh shell, and the reply says so.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolshed_core::{CallContext, ToolError, ToolOutput, ToolSpec};
+use toolshed_ops::OpsContext;
+use toolshed_ops::process::{Process, SpawnRequest, Stdin, Stop, Stream};
+
+use super::command::{RUNS, command_tool, object};
+use super::{clamp_wait, millis, owner, render_to, shell_program};
+
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 3_600_000;
+const OUTPUT_BUDGET: usize = 32 * 1024;
+/// The most shells kept at once (one per owner).
+const MAX_SHELLS: usize = 64;
+
+pub(crate) fn shell_spec() -> ToolSpec {
+    let mut spec = command_tool(
+        "shell",
+        "Persistent shell",
+        "Run a command in your own persistent shell (bash): the working directory, exported variables, aliases and functions carry over to your next call. Returns the output (stdout and stderr together, terminal escapes removed, at most 32 KiB with the middle left out) and the exit status. Commands get no input (stdin is /dev/null); use exec_command with tty=true for interactive programs. If a command runs longer than `timeout_ms` (default 120000), the shell and everything it started are killed, and the next call starts a fresh shell in the workspace root.",
+        object(
+            json!({
+                "command": {"type": "string", "minLength": 1, "description": "The command line"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "The longest it may run (default 120000; capped by the call's deadline)"}
+            }),
+            &["command"],
+        ),
+        RUNS,
+    );
+    spec.default_timeout_ms = Some(MAX_TIMEOUT_MS + 60_000);
+    spec
+}
+
+struct Shell {
+    process: Process,
+    marker: String,
+    /// One command at a time.
+    busy: tokio::sync::Mutex<()>,
+}
+
+/// The shells of a host, one per owner.
+#[derive(Default)]
+pub(crate) struct ShellTable {
+    shells: Mutex<HashMap<String, Arc<Shell>>>,
+}
+
+impl ShellTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Shell>>> {
+        self.shells.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn forget(&self, owner: &str, shell: &Arc<Shell>) {
+        let mut shells = self.lock();
+        if shells.get(owner).is_some_and(|s| Arc::ptr_eq(s, shell)) {
+            shells.remove(owner);
+        }
+    }
+
+    fn get_or_start(&self, ctx: &CallContext) -> Result<(Arc<Shell>, bool), ToolError> {
+        let owner = owner(ctx);
+        let mut shells = self.lock();
+        if let Some(shell) = shells.get(&owner)
+            && shell.process.exit().is_none()
+        {
+            return Ok((shell.clone(), false));
+        }
+        shells.retain(|_, s| s.process.exit().is_none());
+        if shells.len() >= MAX_SHELLS {
+            return Err(ToolError::Conflict(format!(
+                "{MAX_SHELLS} shells are open, one per caller, the most this host keeps; use exec_command instead"
+            )));
+        }
+        let program = shell_program();
+        let mut request = SpawnRequest::new(program).stdin(Stdin::Piped);
+        if program == "bash" {
+            request = request.arg("--noprofile").arg("--norc");
+        }
+        let process = ctx
+            .ops()?
+            .process
+            .spawn(&request)
+            .map_err(ToolError::from)?;
+        process.write(b"exec 2>&1\n").map_err(ToolError::from)?;
+        let shell = Arc::new(Shell {
+            process,
+            marker: format!("__toolshed_done_{:016x}__", rand::random::<u64>()),
+            busy: tokio::sync::Mutex::new(()),
+        });
+        shells.insert(owner, shell.clone());
+        Ok((shell, true))
+    }
+
+    /// Runs one `shell` call.
+    pub(crate) async fn run(
+        &self,
+        ctx: &CallContext,
+        args: &Value,
+    ) -> Result<ToolOutput, ToolError> {
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if command.trim().is_empty() {
+            return Err(ToolError::invalid(
+                "command is empty: give a command line to run",
+            ));
+        }
+        if command.contains('\0') {
+            return Err(ToolError::invalid(
+                "command contains a NUL byte, which no shell can take",
+            ));
+        }
+        let timeout = millis(
+            args,
+            "timeout_ms",
+            DEFAULT_TIMEOUT_MS,
+            MAX_TIMEOUT_MS,
+            false,
+        )?;
+        let window = clamp_wait(ctx, timeout);
+        let (shell, fresh) = self.get_or_start(ctx)?;
+        let started = Instant::now();
+        let _turn = tokio::select! {
+            turn = shell.busy.lock() => turn,
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        let start = shell.process.output_len(Stream::Stdout);
+        let script = format!(
+            "{{ {command}\n}} </dev/null\nprintf '\\n%s:%s\\n' '{}' \"$?\"\n",
+            shell.marker
+        );
+        if let Err(e) = shell.process.write(script.as_bytes()) {
+            self.forget(&owner(ctx), &shell);
+            return Err(ToolError::Failed(format!(
+                "the shell stopped taking commands ({e}); the next call starts a fresh one"
+            )));
+        }
+        let needle = format!("\n{}:", shell.marker);
+        let mut scanned = start;
+        let mut carry: Vec<u8> = Vec::new();
+        let found = loop {
+            let left = window.saturating_sub(started.elapsed());
+            let chunk = tokio::select! {
+                chunk = shell.process.read_wait(Stream::Stdout, scanned, 64 * 1024, left) => chunk,
+                () = ctx.cancel.cancelled() => {
+                    self.forget(&owner(ctx), &shell);
+                    shell.process.start_stop(Stop::Graceful { grace: Duration::from_secs(1) });
+                    return Err(ToolError::Cancelled);
+                }
+            };
+            let base = chunk.start - carry.len() as u64;
+            carry.extend_from_slice(&chunk.bytes);
+            scanned = chunk.next;
+            if let Some(at) = find(&carry, needle.as_bytes()) {
+                let after = &carry[at + needle.len()..];
+                if let Some(end) = after.iter().position(|b| *b == b'\n') {
+                    let code = std::str::from_utf8(&after[..end])
+                        .ok()
+                        .and_then(|s| s.trim().parse::<i32>().ok());
+                    break Some((base + at as u64, code));
+                }
+                // The status line is not complete yet: keep the marker in the carry.
+                carry.drain(..at);
+                continue;
+            }
+            let keep = needle.len() + 16;
+            if carry.len() > keep {
+                carry.drain(..carry.len() - keep);
+            }
+            if shell.process.exit().is_some() && chunk.bytes.is_empty() {
+                break None;
+            }
+            if started.elapsed() >= window {
+                break None;
+            }
+        };
+        let owner = owner(ctx);
+        match found {
+            Some((end, code)) => {
+                let out = render_to(&shell.process, Stream::Stdout, start, end, OUTPUT_BUDGET);
+                let code = code.unwrap_or(-1);
+                let mut footer = format!("[exit code {code}");
+                if fresh {
+                    footer.push_str(" · a new shell was started in the workspace root");
+                }
+                footer.push(']');
+                let text = if out.text.is_empty() {
+                    footer
+                } else if out.text.ends_with('\n') {
+                    format!("{}{footer}", out.text)
+                } else {
+                    format!("{}\n{footer}", out.text)
+                };
+                let result = ToolOutput::text_and_structured(
+                    text,
+                    json!({"exit_code": code, "output": out.text, "omitted_bytes": out.omitted, "new_shell": fresh}),
+                );
+                Ok(if code == 0 {
+                    result
+                } else {
+                    result.into_error()
+                })
+            }
+            None => {
+                self.forget(&owner, &shell);
+                let exited = shell.process.exit().is_some();
+                if !exited {
+                    shell.process.terminate(Stop::graceful()).await;
+                }
+                let end = shell.process.output_len(Stream::Stdout);
+                let out = render_to(&shell.process, Stream::Stdout, start, end, OUTPUT_BUDGET);
+                let why = if exited {
+                    "the shell exited".to_string()
+                } else {
+                    format!(
+                        "timed out after {} ms: the shell and everything it started were killed",
+                        window.as_millis()
+                    )
+                };
+                let footer = format!(
+                    "[{why}; the next call starts a fresh shell in the workspace root (working directory, variables and functions are reset)]"
+                );
+                let text = if out.text.is_empty() {
+                    footer
+                } else {
+                    format!("{}\n{footer}", out.text.trim_end_matches('\n'))
+                };
+                Ok(ToolOutput::text_and_structured(
+                    text,
+                    json!({"exit_code": null, "output": out.text, "timed_out": !exited, "shell_reset": true}),
+                )
+                .into_error())
+            }
+        }
+    }
+
+    /// Stops every shell.
+    pub(crate) async fn stop_all(&self) {
+        let all: Vec<Arc<Shell>> = self.lock().drain().map(|(_, s)| s).collect();
+        for shell in all {
+            shell.process.terminate(Stop::graceful()).await;
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
