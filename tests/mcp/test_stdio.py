@@ -99,11 +99,6 @@ def test_tools_flag_hides_everything_else(server):
     run(main())
 
 
-@pytest.mark.skip(reason="no built-in tool reports progress yet; the Rust protocol tests cover it")
-def test_progress_reaches_the_client():
-    pass
-
-
 def toolshed(toolshed_bin, workspace, home, *args):
     """Runs a one-shot `toolshed` command on the same home and workspace as the server."""
     env = dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated"))

@@ -84,6 +84,12 @@ pub fn router(
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(stop);
     let session = options.session.clone();
+    let proxy = crate::proxy::ProxyState {
+        ports: host
+            .dispatcher()
+            .extensions()
+            .get::<toolshed_core::PortDirectory>(),
+    };
     let service = StreamableHttpService::new(
         move || {
             let server = McpServer::new(host.clone(), session.clone());
@@ -98,7 +104,16 @@ pub fn router(
         options.token,
         options.max_body_bytes,
     ));
+    let proxied = Router::new()
+        .route("/proxy/{id}", axum::routing::any(crate::proxy::proxy_root))
+        .route("/proxy/{id}/", axum::routing::any(crate::proxy::proxy))
+        .route(
+            "/proxy/{id}/{*rest}",
+            axum::routing::any(crate::proxy::proxy),
+        )
+        .with_state(proxy);
     Router::new()
+        .merge(proxied)
         .nest_service(MCP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(guard, check_request))
 }

@@ -22,6 +22,7 @@
 mod convert;
 mod http;
 mod progress;
+mod proxy;
 mod server;
 mod stdio;
 mod token;

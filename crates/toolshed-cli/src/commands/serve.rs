@@ -46,6 +46,13 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
         );
     }
     eprintln!("listening on http://{local}{MCP_PATH}");
+    if let Some(ports) = host
+        .dispatcher()
+        .extensions()
+        .get::<toolshed_core::PortDirectory>()
+    {
+        ports.set_base_url(format!("http://{local}"));
+    }
     let options = HttpOptions {
         token,
         session,

@@ -23,6 +23,9 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_MARKERS.iter().any(|m| upper.contains(m))
 }
 
+/// The `PATH` a child gets when toolshed itself has none.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// The environment of a child: `base` (the host's) without secret-looking names unless
 /// listed in `allow` (exact names), then [`FIXED_ENV`] and `TERM`, then `explicit` (what the
 /// caller set for this child, kept whatever its names).
@@ -47,6 +50,11 @@ where
         if tty { "xterm-256color" } else { "dumb" }.into(),
     );
     env.remove("COLORTERM");
+    if env.get("PATH").is_none_or(|p| p.is_empty()) {
+        // Started with no PATH (a service manager, a test harness): programs are still
+        // found where every Unix keeps them.
+        env.insert("PATH".into(), DEFAULT_PATH.into());
+    }
     for (name, value) in explicit {
         env.insert(name.clone(), value.clone());
     }
@@ -56,6 +64,26 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_or_empty_path_gets_the_standard_one() {
+        let env = clean_env(Vec::new(), &[], false, &BTreeMap::new());
+        assert_eq!(env["PATH"], DEFAULT_PATH);
+        let env = clean_env(
+            vec![("PATH".into(), String::new())],
+            &[],
+            false,
+            &BTreeMap::new(),
+        );
+        assert_eq!(env["PATH"], DEFAULT_PATH);
+        let env = clean_env(
+            vec![("PATH".into(), "/opt/bin".into())],
+            &[],
+            false,
+            &BTreeMap::new(),
+        );
+        assert_eq!(env["PATH"], "/opt/bin");
+    }
 
     fn base() -> Vec<(String, String)> {
         [

@@ -59,7 +59,7 @@ use std::time::Duration;
 
 use crate::error::OpsError;
 
-pub use env::{FIXED_ENV, SECRET_MARKERS, clean_env, is_secret_name};
+pub use env::{DEFAULT_PATH, FIXED_ENV, SECRET_MARKERS, clean_env, is_secret_name};
 pub use handle::{MAX_STDIN_QUEUE, Process};
 pub(crate) use handle::{ResizeHook, Shared, State, StdinState};
 pub(crate) use output::OutputBuffer;

@@ -45,8 +45,10 @@ pub(crate) fn clamp_wait(ctx: &CallContext, asked: Duration) -> Duration {
 pub(crate) fn shell_program() -> &'static str {
     static SHELL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
     SHELL.get_or_init(|| {
-        let found = std::env::var_os("PATH")
-            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bash").is_file()));
+        let path = std::env::var_os("PATH")
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| toolshed_ops::process::DEFAULT_PATH.into());
+        let found = std::env::split_paths(&path).any(|dir| dir.join("bash").is_file());
         if found { "bash" } else { "sh" }
     })
 }

@@ -1,0 +1,145 @@
+//! `/proxy/<id>/...`: HTTP (and WebSocket upgrades) forwarded to a background process's
+//! port on 127.0.0.1.
+//!
+//! The processes are those `process_exec` started with a `port`; the host's
+//! [`PortDirectory`] says which id listens where. Requests pass the same guard as `/mcp`
+//! (token, Host, Origin, body limit) before they get here. The toolshed token is taken off
+//! the forwarded request, so the app never sees it; the path after `/proxy/<id>` is what
+//! the app gets. A caller that names an owner (`X-Toolshed-Owner`) reaches only that
+//! owner's processes.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::TokioIo;
+use toolshed_core::PortDirectory;
+
+use crate::server::OWNER_HEADER;
+
+/// Where a proxied request goes.
+#[derive(Clone)]
+pub(crate) struct ProxyState {
+    pub(crate) ports: Option<Arc<PortDirectory>>,
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    (status, format!("{message}\n")).into_response()
+}
+
+/// `/proxy/{id}` (redirects to the trailing-slash form, so relative links work).
+pub(crate) async fn proxy_root(Path(id): Path<String>) -> Response {
+    let mut response = StatusCode::PERMANENT_REDIRECT.into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/proxy/{id}/")) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+/// `/proxy/{id}/{*rest}` and `/proxy/{id}/`.
+pub(crate) async fn proxy(
+    State(state): State<ProxyState>,
+    Path(params): Path<Vec<(String, String)>>,
+    mut request: Request,
+) -> Response {
+    let id = params
+        .iter()
+        .find(|(k, _)| k == "id")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let rest = params
+        .iter()
+        .find(|(k, _)| k == "rest")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    let target = state.ports.as_ref().and_then(|ports| ports.get(&id));
+    let owner = request
+        .headers()
+        .get(OWNER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let Some(target) = target.filter(|t| owner.as_ref().is_none_or(|o| *o == t.owner)) else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no running background process `{id}` with a port; start one with process_exec and `port`, process_list shows yours"
+            ),
+        );
+    };
+    let path_and_query = match request.uri().query() {
+        Some(query) => format!("/{rest}?{query}"),
+        None => format!("/{rest}"),
+    };
+    let Ok(uri) = path_and_query.parse::<Uri>() else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "the proxied path is not a valid URI".into(),
+        );
+    };
+    *request.uri_mut() = uri;
+    let headers = request.headers_mut();
+    headers.remove(header::AUTHORIZATION);
+    headers.remove(OWNER_HEADER);
+    if let Ok(host) = HeaderValue::from_str(&format!("127.0.0.1:{}", target.port)) {
+        headers.insert(header::HOST, host);
+    }
+    let upgrade = request.headers().contains_key(header::UPGRADE);
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
+
+    let stream = match tokio::net::TcpStream::connect(("127.0.0.1", target.port)).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "background process `{id}` does not answer on 127.0.0.1:{}: {e}",
+                    target.port
+                ),
+            );
+        }
+    };
+    let (mut sender, connection) =
+        match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
+            Ok(pair) => pair,
+            Err(e) => {
+                return refuse(
+                    StatusCode::BAD_GATEWAY,
+                    format!("cannot talk HTTP to `{id}`: {e}"),
+                );
+            }
+        };
+    tokio::spawn(async move {
+        if let Err(e) = connection.with_upgrades().await {
+            tracing::debug!(error = %e, "proxied connection ended");
+        }
+    });
+    let mut response = match sender.send_request(request).await {
+        Ok(response) => response,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_GATEWAY,
+                format!("`{id}` failed to answer: {e}"),
+            );
+        }
+    };
+    if response.status() == StatusCode::SWITCHING_PROTOCOLS
+        && let Some(client_upgrade) = client_upgrade
+    {
+        let server_upgrade = hyper::upgrade::on(&mut response);
+        tokio::spawn(async move {
+            match tokio::try_join!(client_upgrade, server_upgrade) {
+                Ok((client, server)) => {
+                    let mut client = TokioIo::new(client);
+                    let mut server = TokioIo::new(server);
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+                Err(e) => tracing::debug!(error = %e, "proxied upgrade failed"),
+            }
+        });
+    }
+    // The app may answer in HTTP/1.0; the client talks to toolshed, which speaks 1.1.
+    *response.version_mut() = axum::http::Version::HTTP_11;
+    response.map(Body::new)
+}
