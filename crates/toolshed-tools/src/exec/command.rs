@@ -37,7 +37,7 @@ const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// A command that prints more than this in all is killed: nobody reads 64 MiB of output.
 const KILL_AFTER_BYTES: u64 = 64 * 1024 * 1024;
 /// Once some output came after a write, a quiet spell this long ends the wait early.
-const SETTLE: Duration = Duration::from_millis(150);
+const SETTLE: Duration = Duration::from_millis(50);
 /// How much streamed output one progress report carries at most.
 const PROGRESS_CHUNK: usize = 16 * 1024;
 
