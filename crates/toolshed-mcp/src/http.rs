@@ -63,23 +63,44 @@ pub async fn serve_http(
         .map_err(|e| ServeError::Session(format!("cannot read the bound address: {e}")))?;
     let stop = CancellationToken::new();
     let router = router(host, local, options, stop.child_token());
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stop.cancel();
-        })
-        .await
-        .map_err(|e| ServeError::Session(format!("the HTTP server failed: {e}")))
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        stop.cancel();
+    })
+    .await
+    .map_err(|e| ServeError::Session(format!("the HTTP server failed: {e}")))
 }
 
 /// The axum router of the HTTP door for a server listening on `local`: the guarded MCP
-/// endpoint at [`MCP_PATH`]. `stop` ends every session when cancelled.
+/// endpoint at [`MCP_PATH`] and the proxy routes. `stop` ends every session when
+/// cancelled. Serve it with connect info (`into_make_service_with_connect_info`) so the
+/// guard can limit failed logins per peer.
 pub fn router(
     host: Arc<Host>,
     local: SocketAddr,
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Router {
+    let guard = Arc::new(RequestGuard::new(
+        local,
+        options.token.clone(),
+        options.max_body_bytes,
+    ));
+    guarded(routes(host, &options, stop), guard)
+}
+
+/// Puts `guard` in front of every route of `router`.
+pub fn guarded(router: Router, guard: Arc<RequestGuard>) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(guard, check_request))
+}
+
+/// The MCP endpoint and the proxy routes, with no guard: for composing a larger server
+/// that puts [`guarded`] in front of everything.
+pub fn routes(host: Arc<Host>, options: &HttpOptions, stop: CancellationToken) -> Router {
     let config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(stop);
@@ -99,11 +120,6 @@ pub fn router(
         LocalSessionManager::default().into(),
         config,
     );
-    let guard = Arc::new(RequestGuard::new(
-        local,
-        options.token,
-        options.max_body_bytes,
-    ));
     let proxied = Router::new()
         .route("/proxy/{id}", axum::routing::any(crate::proxy::proxy_root))
         .route("/proxy/{id}/", axum::routing::any(crate::proxy::proxy))
@@ -112,10 +128,7 @@ pub fn router(
             axum::routing::any(crate::proxy::proxy),
         )
         .with_state(proxy);
-    Router::new()
-        .merge(proxied)
-        .nest_service(MCP_PATH, service)
-        .layer(axum::middleware::from_fn_with_state(guard, check_request))
+    Router::new().merge(proxied).nest_service(MCP_PATH, service)
 }
 
 async fn check_request(
@@ -123,10 +136,14 @@ async fn check_request(
     request: Request,
     next: Next,
 ) -> Response {
-    match guard.check(request.headers()) {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    match guard.check(peer, request.uri(), request.headers()) {
         Ok(()) => next.run(request).await,
         Err(rejection) => {
-            tracing::debug!(reason = ?rejection, method = %request.method(), "HTTP request refused");
+            tracing::debug!(reason = ?rejection, method = %request.method(), path = %request.uri().path(), "HTTP request refused");
             rejection.into_response()
         }
     }
@@ -145,43 +162,109 @@ pub enum Rejection {
     WrongToken,
     /// The declared body is larger than the limit.
     BodyTooLarge,
+    /// The headers together are larger than [`MAX_HEADER_BYTES`].
+    HeadersTooLarge,
+    /// A token-like parameter was sent in the query string.
+    TokenInQuery,
+    /// This peer failed to authenticate too often lately.
+    TooManyFailures {
+        /// Seconds until it may try again.
+        retry_after: u64,
+    },
+}
+
+/// The most header bytes (names and values) a request may carry.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Failed authentications one peer address may make within [`FAILURE_WINDOW`] before it is
+/// refused with `429`.
+pub const MAX_AUTH_FAILURES: u32 = 10;
+
+/// The window [`MAX_AUTH_FAILURES`] counts over.
+pub const FAILURE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Query parameters that look like credentials; a request carrying one is refused, so a
+/// token never ends up in logs, browser history or a proxy's access log.
+const TOKEN_PARAMS: &[&str] = &[
+    "token",
+    "access_token",
+    "api_key",
+    "apikey",
+    "key",
+    "auth",
+    "bearer",
+    "authorization",
+];
+
+impl Rejection {
+    /// The status, the error kind and the message a client gets.
+    pub fn parts(self) -> (StatusCode, &'static str, String) {
+        match self {
+            Self::ForeignHost => (
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "the Host header must name this server as 127.0.0.1, localhost or [::1] with its port".into(),
+            ),
+            Self::ForeignOrigin => (
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "requests from this Origin are not accepted; only loopback origins may call this server".into(),
+            ),
+            Self::MissingToken => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "send `Authorization: Bearer <token>`; `toolshed token` prints the token".into(),
+            ),
+            Self::WrongToken => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "the bearer token is wrong; `toolshed token` prints the current one".into(),
+            ),
+            Self::BodyTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than this server accepts".into(),
+            ),
+            Self::HeadersTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+                format!("the request headers are larger than {MAX_HEADER_BYTES} bytes"),
+            ),
+            Self::TokenInQuery => (
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "credentials are never accepted in the query string; send `Authorization: Bearer <token>` instead".into(),
+            ),
+            Self::TooManyFailures { retry_after } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many failed authentications from this address; try again in {retry_after} s"),
+            ),
+        }
+    }
 }
 
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
-        let (status, message, challenge) = match self {
-            Self::ForeignHost => (
-                StatusCode::FORBIDDEN,
-                "the Host header must name this server as 127.0.0.1, localhost or [::1] with its port",
-                None,
-            ),
-            Self::ForeignOrigin => (
-                StatusCode::FORBIDDEN,
-                "requests from this Origin are not accepted; only loopback origins may call this server",
-                None,
-            ),
-            Self::MissingToken => (
-                StatusCode::UNAUTHORIZED,
-                "send `Authorization: Bearer <token>`; `toolshed token` prints the token",
-                Some("Bearer"),
-            ),
-            Self::WrongToken => (
-                StatusCode::UNAUTHORIZED,
-                "the bearer token is wrong; `toolshed token` prints the current one",
-                Some("Bearer error=\"invalid_token\""),
-            ),
-            Self::BodyTooLarge => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is larger than this server accepts",
-                None,
-            ),
-        };
-        let mut response = (status, format!("{message}\n")).into_response();
-        if let Some(challenge) = challenge {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(challenge),
-            );
+        let (status, kind, message) = self.parts();
+        let body =
+            serde_json::json!({"error": {"kind": kind, "message": message, "details": null}});
+        let mut response = (status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        match self {
+            Self::MissingToken => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::WrongToken => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer error=\"invalid_token\""),
+                );
+            }
+            Self::TooManyFailures { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            _ => {}
         }
         response
     }
@@ -193,7 +276,14 @@ pub struct RequestGuard {
     allowed_hosts: Vec<String>,
     token: BearerToken,
     max_body_bytes: usize,
+    /// Paths served without a token (`/api/v1/health`).
+    open_paths: Vec<String>,
+    /// Failed authentications per peer: how many, since when.
+    failures: std::sync::Mutex<std::collections::HashMap<IpAddr, (u32, std::time::Instant)>>,
 }
+
+/// The most peers whose failures are remembered; beyond it the oldest windows are dropped.
+const MAX_TRACKED_PEERS: usize = 4096;
 
 impl RequestGuard {
     /// A guard for a server listening on `local`. The accepted `Host` values are the
@@ -220,11 +310,104 @@ impl RequestGuard {
             allowed_hosts,
             token,
             max_body_bytes,
+            open_paths: Vec::new(),
+            failures: Default::default(),
         }
     }
 
-    /// Checks one request's headers, in the order the module docs give.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+    /// Serves `paths` (exact) without a token; the other checks still apply.
+    pub fn with_open_paths(mut self, paths: &[&str]) -> Self {
+        self.open_paths = paths.iter().map(|p| p.to_string()).collect();
+        self
+    }
+
+    /// Checks one request, in the order the module docs give.
+    pub fn check(
+        &self,
+        peer: Option<IpAddr>,
+        uri: &axum::http::Uri,
+        headers: &HeaderMap,
+    ) -> Result<(), Rejection> {
+        let header_bytes: usize = headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len())
+            .sum();
+        if header_bytes > MAX_HEADER_BYTES {
+            return Err(Rejection::HeadersTooLarge);
+        }
+        self.check_names(headers)?;
+        if let Some(query) = uri.query()
+            && query.split('&').any(|pair| {
+                let name = pair.split('=').next().unwrap_or("");
+                TOKEN_PARAMS.iter().any(|t| t.eq_ignore_ascii_case(name))
+            })
+        {
+            return Err(Rejection::TokenInQuery);
+        }
+        if self.open_paths.iter().any(|p| p == uri.path()) {
+            return Ok(());
+        }
+        if let Some(peer) = peer
+            && let Some(retry_after) = self.blocked(peer)
+        {
+            return Err(Rejection::TooManyFailures { retry_after });
+        }
+        if let Err(rejection) = self.check_token(headers) {
+            if let Some(peer) = peer {
+                self.record_failure(peer);
+            }
+            return Err(rejection);
+        }
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
+            return Err(Rejection::BodyTooLarge);
+        }
+        Ok(())
+    }
+
+    /// Seconds until `peer` may try again, when it is over the limit.
+    fn blocked(&self, peer: IpAddr) -> Option<u64> {
+        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let (count, since) = failures.get(&peer)?;
+        let elapsed = since.elapsed();
+        (*count >= MAX_AUTH_FAILURES && elapsed < FAILURE_WINDOW)
+            .then(|| (FAILURE_WINDOW - elapsed).as_secs().max(1))
+    }
+
+    fn record_failure(&self, peer: IpAddr) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if failures.len() >= MAX_TRACKED_PEERS {
+            failures.retain(|_, (_, since)| since.elapsed() < FAILURE_WINDOW);
+            if failures.len() >= MAX_TRACKED_PEERS {
+                failures.clear();
+            }
+        }
+        let entry = failures
+            .entry(peer)
+            .or_insert((0, std::time::Instant::now()));
+        if entry.1.elapsed() >= FAILURE_WINDOW {
+            *entry = (0, std::time::Instant::now());
+        }
+        entry.0 += 1;
+    }
+
+    fn check_token(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .ok_or(Rejection::MissingToken)?
+            .as_bytes();
+        let token = bearer_credentials(presented).ok_or(Rejection::WrongToken)?;
+        if !self.token.matches(token) {
+            return Err(Rejection::WrongToken);
+        }
+        Ok(())
+    }
+
+    /// The DNS-rebinding checks: `Host` and `Origin`.
+    fn check_names(&self, headers: &HeaderMap) -> Result<(), Rejection> {
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
@@ -240,21 +423,6 @@ impl RequestGuard {
             && !is_loopback_origin(origin.as_bytes())
         {
             return Err(Rejection::ForeignOrigin);
-        }
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .ok_or(Rejection::MissingToken)?
-            .as_bytes();
-        let token = bearer_credentials(presented).ok_or(Rejection::WrongToken)?;
-        if !self.token.matches(token) {
-            return Err(Rejection::WrongToken);
-        }
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
-            return Err(Rejection::BodyTooLarge);
         }
         Ok(())
     }

@@ -28,11 +28,12 @@ mod stdio;
 mod token;
 
 pub use http::{
-    DEFAULT_MAX_BODY_BYTES, HttpOptions, MCP_PATH, Rejection, RequestGuard, router, serve_http,
+    DEFAULT_MAX_BODY_BYTES, FAILURE_WINDOW, HttpOptions, MAX_AUTH_FAILURES, MAX_HEADER_BYTES,
+    MCP_PATH, Rejection, RequestGuard, guarded, router, routes, serve_http,
 };
 pub use server::{
     MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY, SHARED_HTTP_OWNER, Session,
-    selection_from_globs,
+    selection_from_globs, valid_owner_handle,
 };
 pub use stdio::{ServeError, serve_stdio};
 pub use token::{BearerToken, TOKEN_FILE, TokenError};

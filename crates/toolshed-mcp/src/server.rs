@@ -182,13 +182,18 @@ fn bad_owner(value: &str) -> McpError {
     )
 }
 
-fn valid_owner(handle: &str) -> Result<OwnerId, McpError> {
-    let ok = !handle.is_empty()
+/// Whether a client-supplied owner handle is acceptable: 1 to [`MAX_OWNER_LEN`] letters,
+/// digits and `. _ : @ -`.
+pub fn valid_owner_handle(handle: &str) -> bool {
+    !handle.is_empty()
         && handle.len() <= MAX_OWNER_LEN
         && handle
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".-_:@".contains(&b));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:@".contains(&b))
+}
+
+fn valid_owner(handle: &str) -> Result<OwnerId, McpError> {
+    if valid_owner_handle(handle) {
         Ok(OwnerId::new(handle))
     } else {
         let shown: String = handle.chars().take(MAX_OWNER_LEN).collect();
