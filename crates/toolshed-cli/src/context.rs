@@ -44,11 +44,13 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     let mut extensions = toolshed_core::Extensions::new();
     extensions.insert(std::sync::Arc::new(ops));
     extensions.insert(std::sync::Arc::new(toolshed_core::PortDirectory::new()));
+    let gauges = std::sync::Arc::new(toolshed_core::Gauges::new());
+    extensions.insert(gauges.clone());
     let options = HostOptions {
         workspace,
         data_dir,
         config: loaded,
-        system_plugins: toolshed_tools::system_plugins(),
+        system_plugins: toolshed_tools::system_plugins_with(&gauges),
         curated_dirs: curated_dirs(),
         policy: None,
         hooks: Default::default(),

@@ -15,6 +15,7 @@
 
 mod context;
 mod error;
+mod gauges;
 mod manifest;
 mod output;
 mod plugin;
@@ -23,6 +24,7 @@ mod spec;
 
 pub use context::{CallContext, CallId, Extensions, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
+pub use gauges::Gauges;
 pub use manifest::{
     Capabilities, ConfigField, ConfigFieldType, EnvVar, PluginKind, PluginManifest, Requirement,
     Translation, is_valid_plugin_id,

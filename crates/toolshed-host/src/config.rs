@@ -47,6 +47,27 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Child processes.
     pub exec: ExecConfig,
+    /// Asynchronous jobs of the REST API.
+    pub jobs: JobsConfig,
+}
+
+/// How long finished jobs are kept, and how many jobs at most.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobsConfig {
+    /// Seconds a finished job stays listed.
+    pub retention_secs: u64,
+    /// The most jobs kept at once (running ones are never evicted).
+    pub max_jobs: usize,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self {
+            retention_secs: 3600,
+            max_jobs: 1000,
+        }
+    }
 }
 
 /// How child processes start.

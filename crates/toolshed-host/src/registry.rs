@@ -186,6 +186,17 @@ pub enum RegistryError {
     /// The state store failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The plugin cannot do that in its current state or root.
+    #[error("{0}")]
+    Conflict(String),
+    /// Removing the plugin's files failed.
+    #[error("cannot remove {path}: {reason}")]
+    Remove {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 struct Slot {
@@ -515,6 +526,75 @@ impl Registry {
         if let Some(event) = change {
             self.events.publish(event);
         }
+        self.plugin(id).ok_or_else(|| RegistryError::UnknownPlugin {
+            id: id.to_string(),
+            hint: String::new(),
+        })
+    }
+
+    /// Restarts a running plugin: stops it and starts it again (its sessions and background
+    /// work end). A disabled plugin is refused: enable it instead.
+    pub async fn reload(&self, id: &str) -> Result<PluginInfo, RegistryError> {
+        let info = self.known(id)?;
+        if info.state == PluginState::Disabled {
+            return Err(RegistryError::Conflict(format!(
+                "plugin `{id}` is disabled; enable it with `toolshed plugins enable {id}` instead of reloading"
+            )));
+        }
+        let plugin = self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.manifest.id == id)
+                .and_then(|s| s.plugin.clone())
+        });
+        if let Some(plugin) = plugin
+            && let Err(e) = plugin.stop().await
+        {
+            tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly on reload");
+        }
+        let change = self.bring_up(id, true).await;
+        self.reindex();
+        if let Some(event) = change {
+            self.events.publish(event);
+        }
+        self.known(id)
+    }
+
+    /// Removes a plugin installed in a user root: stops it, deletes its directory and
+    /// forgets its stored state and config. System and curated plugins cannot be removed
+    /// (disable them instead).
+    pub async fn uninstall(&self, id: &str) -> Result<PluginInfo, RegistryError> {
+        let info = self.known(id)?;
+        if info.root != Root::User {
+            return Err(RegistryError::Conflict(format!(
+                "plugin `{id}` comes with toolshed ({} root) and cannot be uninstalled; disable it with `toolshed plugins disable {id}`",
+                info.root.as_str()
+            )));
+        }
+        let plugin = self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.manifest.id == id)
+                .and_then(|s| s.plugin.clone())
+        });
+        if let Some(plugin) = plugin
+            && let Err(e) = plugin.stop().await
+        {
+            tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly on uninstall");
+        }
+        if let Some(dir) = &info.dir {
+            std::fs::remove_dir_all(dir).map_err(|e| RegistryError::Remove {
+                path: dir.clone(),
+                reason: e.to_string(),
+            })?;
+        }
+        self.store.forget_plugin(id)?;
+        self.write(|i| i.slots.retain(|s| s.manifest.id != id));
+        self.reindex();
+        Ok(info)
+    }
+
+    fn known(&self, id: &str) -> Result<PluginInfo, RegistryError> {
         self.plugin(id).ok_or_else(|| RegistryError::UnknownPlugin {
             id: id.to_string(),
             hint: String::new(),

@@ -222,6 +222,20 @@ impl StateStore {
         })
     }
 
+    /// Forgets everything stored about a plugin: its enabled state and its config values.
+    pub fn forget_plugin(&self, plugin_id: &str) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute("DELETE FROM plugin_state WHERE plugin_id = ?1", [plugin_id])?;
+            tx.execute(
+                "DELETE FROM config_values WHERE plugin_id = ?1",
+                [plugin_id],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
     /// Records that the plugin is enabled or disabled.
     pub fn set_plugin_enabled(&self, plugin_id: &str, enabled: bool) -> Result<(), StoreError> {
         self.with(|c| {

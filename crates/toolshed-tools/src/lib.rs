@@ -13,10 +13,15 @@ pub mod workspace;
 
 /// Every built-in plugin, in a stable order.
 pub fn system_plugins() -> Vec<Arc<dyn Plugin>> {
+    system_plugins_with(&toolshed_core::Gauges::new())
+}
+
+/// Every built-in plugin, registering their gauges (for the metrics endpoint) in `gauges`.
+pub fn system_plugins_with(gauges: &toolshed_core::Gauges) -> Vec<Arc<dyn Plugin>> {
     let mut plugins = vec![
         workspace::plugin(),
-        exec::exec_plugin(),
-        exec::process_plugin(),
+        exec::exec_plugin_with(gauges),
+        exec::process_plugin_with(gauges),
     ];
     plugins.extend(util::plugins());
     plugins

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use toolshed_host::Host;
-use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, HttpOptions, MCP_PATH};
+use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, MCP_PATH};
 
 use crate::Failure;
 use crate::cli::{GlobalArgs, ServeArgs};
@@ -46,6 +46,7 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
         );
     }
     eprintln!("listening on http://{local}{MCP_PATH}");
+    eprintln!("REST API on http://{local}/api/v1 (docs/rest.md)");
     if let Some(ports) = host
         .dispatcher()
         .extensions()
@@ -53,13 +54,13 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
     {
         ports.set_base_url(format!("http://{local}"));
     }
-    let options = HttpOptions {
+    let options = toolshed_server::ServerOptions {
         token,
         session,
         max_body_bytes: DEFAULT_MAX_BODY_BYTES,
     };
     let watcher = host.watch_store(crate::commands::mcp::WATCH_EVERY);
-    let served = toolshed_mcp::serve_http(host.clone(), listener, options, shutdown_signal()).await;
+    let served = toolshed_server::serve(host.clone(), listener, options, shutdown_signal()).await;
     watcher.abort();
     served.map_err(|e| Failure::Runtime(e.to_string()))
 }

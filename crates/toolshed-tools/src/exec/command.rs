@@ -108,8 +108,27 @@ impl Plugin for ExecPlugin {
 
 /// The `system.exec_command` plugin.
 pub fn exec_plugin() -> Arc<dyn Plugin> {
+    exec_plugin_with(&toolshed_core::Gauges::new())
+}
+
+/// The `system.exec_command` plugin, registering its gauges (live sessions and shells).
+pub fn exec_plugin_with(gauges: &toolshed_core::Gauges) -> Arc<dyn Plugin> {
     let table: Table = Arc::new(SessionTable::default());
     let shells = Arc::new(ShellTable::default());
+    {
+        let table = table.clone();
+        gauges.register(
+            "toolshed_live_sessions",
+            "Command sessions whose process is running.",
+            move || table.running() as f64,
+        );
+        let shells = shells.clone();
+        gauges.register(
+            "toolshed_live_shells",
+            "Persistent shells that are running.",
+            move || shells.running() as f64,
+        );
+    }
     let specs = [
         (exec_spec(), Kind::Exec),
         (write_stdin_spec(), Kind::WriteStdin),

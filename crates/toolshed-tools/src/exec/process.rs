@@ -133,7 +133,26 @@ impl Plugin for ProcessPlugin {
 
 /// The `system.process` plugin.
 pub fn process_plugin() -> Arc<dyn Plugin> {
+    process_plugin_with(&toolshed_core::Gauges::new())
+}
+
+/// The `system.process` plugin, registering its gauge (running background processes).
+pub fn process_plugin_with(gauges: &toolshed_core::Gauges) -> Arc<dyn Plugin> {
     let table = Arc::new(ProcessTable::default());
+    {
+        let table = table.clone();
+        gauges.register(
+            "toolshed_live_processes",
+            "Background processes that are running.",
+            move || {
+                table
+                    .lock()
+                    .values()
+                    .filter(|b| b.process.is_running())
+                    .count() as f64
+            },
+        );
+    }
     let specs = [
         (exec_spec(), Kind::Exec),
         (list_spec(), Kind::List),

@@ -144,6 +144,14 @@ impl SessionTable {
         self.lock().len()
     }
 
+    /// How many kept sessions still run.
+    pub fn running(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|s| s.process.is_running())
+            .count()
+    }
+
     /// Whether none is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -63,6 +63,14 @@ impl ShellTable {
         self.shells.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// How many shells run.
+    pub(crate) fn running(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|s| s.process.exit().is_none())
+            .count()
+    }
+
     fn forget(&self, owner: &str, shell: &Arc<Shell>) {
         let mut shells = self.lock();
         if shells.get(owner).is_some_and(|s| Arc::ptr_eq(s, shell)) {

@@ -1,0 +1,614 @@
+//! The `/api/v1` handlers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toolshed_core::{ConfigFieldType, OwnerId, ToolOutput};
+use toolshed_host::registry::RegistryError;
+use toolshed_host::{CallRequest, CallResult, Host};
+
+use crate::error::{ApiError, status_of};
+use crate::events::EventLog;
+use crate::jobs::{JobState, Jobs, default_owner};
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The host.
+    pub host: Arc<Host>,
+    /// Async jobs.
+    pub jobs: Arc<Jobs>,
+    /// The event log.
+    pub events: Arc<EventLog>,
+    /// When the server started.
+    pub started: std::time::Instant,
+    /// Fired when the server stops: live event streams end.
+    pub stop: tokio_util::sync::CancellationToken,
+}
+
+/// The header that names the caller's owner.
+pub const OWNER_HEADER: &str = "x-toolshed-owner";
+
+/// The owner a request names, or the default REST owner.
+pub fn owner(headers: &HeaderMap) -> Result<OwnerId, ApiError> {
+    match headers.get(OWNER_HEADER) {
+        None => Ok(default_owner()),
+        Some(value) => {
+            let text = value.to_str().unwrap_or("");
+            if toolshed_mcp::valid_owner_handle(text) {
+                Ok(OwnerId::new(text))
+            } else {
+                Err(ApiError::bad_request(format!(
+                    "X-Toolshed-Owner must be 1 to {} letters, digits and . _ : @ -",
+                    toolshed_mcp::MAX_OWNER_LEN
+                )))
+            }
+        }
+    }
+}
+
+/// A JSON body, with a rejection in the API's error shape.
+pub fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(v)| v).map_err(|rejection| {
+        let status = rejection.status();
+        let kind = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            "unsupported_media_type"
+        } else if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "payload_too_large"
+        } else {
+            "invalid_request"
+        };
+        let status = if status == StatusCode::UNPROCESSABLE_ENTITY {
+            StatusCode::BAD_REQUEST
+        } else {
+            status
+        };
+        ApiError::new(status, kind, rejection.body_text())
+    })
+}
+
+/// Query parameters, with a rejection in the API's error shape.
+pub fn query<T>(
+    query: Result<Query<T>, axum::extract::rejection::QueryRejection>,
+) -> Result<T, ApiError> {
+    query
+        .map(|Query(v)| v)
+        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+}
+
+fn registry_error(error: RegistryError) -> ApiError {
+    match error {
+        RegistryError::UnknownPlugin { .. } => ApiError::not_found(error.to_string()),
+        RegistryError::Conflict(_) => ApiError::conflict(error.to_string()),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// `GET /health`.
+pub async fn health(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }))
+}
+
+/// `GET /plugins`.
+pub async fn plugins(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({ "plugins": state.host.registry().plugins() }))
+}
+
+fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
+    let info = state.host.registry().plugin(id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let mut value = serde_json::to_value(&info).map_err(|e| ApiError::internal(e.to_string()))?;
+    if let (Some(manifest), Value::Object(map)) = (state.host.registry().manifest(id), &mut value) {
+        map.insert(
+            "capabilities".into(),
+            serde_json::to_value(&manifest.capabilities).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "env".into(),
+            serde_json::to_value(&manifest.env).unwrap_or(Value::Null),
+        );
+    }
+    Ok(value)
+}
+
+/// `GET /plugins/{id}`.
+pub async fn plugin(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    plugin_json(&state, &id).map(Json)
+}
+
+/// `POST /plugins/{id}/enable` and `/disable`.
+pub async fn set_enabled(
+    state: AppState,
+    id: String,
+    enabled: bool,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .host
+        .registry()
+        .set_enabled(&id, enabled)
+        .await
+        .map_err(registry_error)?;
+    plugin_json(&state, &id).map(Json)
+}
+
+/// `POST /plugins/{id}/enable`.
+pub async fn enable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_enabled(state, id, true).await
+}
+
+/// `POST /plugins/{id}/disable`.
+pub async fn disable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_enabled(state, id, false).await
+}
+
+/// `POST /plugins/{id}/reload`.
+pub async fn reload(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .host
+        .registry()
+        .reload(&id)
+        .await
+        .map_err(registry_error)?;
+    plugin_json(&state, &id).map(Json)
+}
+
+/// `DELETE /plugins/{id}`.
+pub async fn uninstall(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let info = state
+        .host
+        .registry()
+        .uninstall(&id)
+        .await
+        .map_err(registry_error)?;
+    state.events.publish(
+        "plugin.state_changed",
+        None,
+        None,
+        json!({"plugin_id": id, "state": "uninstalled", "reason": null}),
+    );
+    Ok(Json(json!({ "uninstalled": info })))
+}
+
+/// `GET /plugins/{id}/tools`.
+pub async fn plugin_tools(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let registered: BTreeMap<String, toolshed_host::registry::ToolEntry> = state
+        .host
+        .registry()
+        .tools()
+        .into_iter()
+        .filter(|t| t.plugin_id == id)
+        .map(|t| (t.spec().name.clone(), t))
+        .collect();
+    let tools: Vec<Value> = manifest
+        .tools
+        .iter()
+        .map(|spec| {
+            let mut v = tool_json(spec, &id);
+            if let Value::Object(map) = &mut v {
+                map.insert(
+                    "callable".into(),
+                    json!(registered.contains_key(&spec.name)),
+                );
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({ "plugin_id": id, "tools": tools })))
+}
+
+fn tool_json(spec: &toolshed_core::ToolSpec, plugin_id: &str) -> Value {
+    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.insert("plugin_id".into(), json!(plugin_id));
+    }
+    value
+}
+
+/// `GET /plugins/{id}/config`: every field, with values; secrets only say whether set.
+pub async fn get_config(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let stored = state
+        .host
+        .store()
+        .config_values(&id)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let fields: Vec<Value> = manifest
+        .config
+        .iter()
+        .map(|field| {
+            let set = stored.contains_key(&field.key);
+            let mut item = json!({
+                "key": field.key,
+                "type": field.field_type,
+                "label": field.label,
+                "description": field.description,
+                "secret": field.secret,
+                "required": field.required,
+                "options": field.options,
+                "set": set,
+            });
+            if !field.secret
+                && let Value::Object(map) = &mut item
+            {
+                map.insert(
+                    "default".into(),
+                    field.default.clone().unwrap_or(Value::Null),
+                );
+                map.insert(
+                    "value".into(),
+                    stored
+                        .get(&field.key)
+                        .cloned()
+                        .or_else(|| field.default.clone())
+                        .unwrap_or(Value::Null),
+                );
+            }
+            item
+        })
+        .collect();
+    Ok(Json(json!({ "plugin_id": id, "fields": fields })))
+}
+
+/// The body of `PUT /plugins/{id}/config`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigUpdate {
+    /// Keys to set.
+    pub values: Map<String, Value>,
+}
+
+/// `PUT /plugins/{id}/config`: sets values after checking each against its field.
+pub async fn put_config(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    update: Result<Json<ConfigUpdate>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let update = body(update)?;
+    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let mut problems = Vec::new();
+    for (key, value) in &update.values {
+        let Some(field) = manifest.config.iter().find(|f| &f.key == key) else {
+            let keys: Vec<&str> = manifest.config.iter().map(|f| f.key.as_str()).collect();
+            problems.push(format!(
+                "`{key}` is not a config field of `{id}` (fields: {})",
+                if keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    keys.join(", ")
+                }
+            ));
+            continue;
+        };
+        let ok = match field.field_type {
+            ConfigFieldType::String => value.is_string(),
+            ConfigFieldType::Number => value.is_number(),
+            ConfigFieldType::Boolean => value.is_boolean(),
+            ConfigFieldType::Object => value.is_object(),
+            ConfigFieldType::Select => field.options.contains(value),
+        };
+        if !ok {
+            let want = match field.field_type {
+                ConfigFieldType::Select => format!(
+                    "one of {}",
+                    field
+                        .options
+                        .iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                other => format!(
+                    "a {}",
+                    serde_json::to_value(other)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                ),
+            };
+            problems.push(format!("`{key}` must be {want}"));
+        }
+    }
+    if !problems.is_empty() {
+        let mut error = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_arguments",
+            format!("config for `{id}` was not changed: {}", problems.join("; ")),
+        );
+        error.details = json!(problems);
+        return Err(error);
+    }
+    for (key, value) in &update.values {
+        let secret = manifest.config.iter().any(|f| &f.key == key && f.secret);
+        state
+            .host
+            .store()
+            .set_config_value(&id, key, value, secret)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+    }
+    get_config(State(state), Path(id)).await
+}
+
+/// Filters of `GET /tools`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFilter {
+    /// Only this group.
+    pub group: Option<String>,
+    /// Only this plugin's tools.
+    pub plugin: Option<String>,
+    /// Only tools whose name, title or description contains this (case-insensitive).
+    pub q: Option<String>,
+}
+
+/// `GET /tools`.
+pub async fn tools(
+    State(state): State<AppState>,
+    filter: Result<Query<ToolFilter>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query(filter)?;
+    let needle = filter.q.as_deref().map(str::to_lowercase);
+    let tools: Vec<Value> = state
+        .host
+        .registry()
+        .tools()
+        .into_iter()
+        .filter(|t| {
+            state
+                .host
+                .dispatcher()
+                .visible_to(&t.spec().name, None, None)
+        })
+        .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
+        .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
+        .filter(|t| {
+            needle.as_ref().is_none_or(|n| {
+                let spec = t.spec();
+                spec.name.to_lowercase().contains(n)
+                    || spec.description.to_lowercase().contains(n)
+                    || spec
+                        .title
+                        .as_deref()
+                        .is_some_and(|title| title.to_lowercase().contains(n))
+            })
+        })
+        .map(|t| tool_json(t.spec(), &t.plugin_id))
+        .collect();
+    Ok(Json(json!({ "tools": tools })))
+}
+
+/// `GET /tools/{name}`.
+pub async fn tool(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .host
+        .registry()
+        .lookup(&name)
+        .filter(|_| state.host.dispatcher().visible_to(&name, None, None))
+        .map(|t| Json(tool_json(t.spec(), &t.plugin_id)))
+        .ok_or_else(|| unknown_tool(&state, &name))
+}
+
+fn unknown_tool(state: &AppState, name: &str) -> ApiError {
+    let names = state.host.registry().tool_names();
+    let close = toolshed_host::suggest::closest(name, names.iter().map(String::as_str), 3);
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", close.join(", "))
+    };
+    ApiError::not_found(format!(
+        "no tool `{name}`{hint}; GET /api/v1/tools lists them"
+    ))
+}
+
+/// The body of `POST /tools/{name}/execute`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Execute {
+    /// The tool's arguments (default `{}`).
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
+    /// Start a job and answer `202` at once.
+    #[serde(default, rename = "async")]
+    pub run_async: bool,
+    /// The call's deadline.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A finished call as JSON: what `execute` answers and what a job's result holds.
+pub fn output_json(result: &CallResult, output: &ToolOutput) -> Value {
+    json!({
+        "call_id": result.call_id.0,
+        "plugin_id": result.plugin_id,
+        "is_error": output.is_error,
+        "content": output.content,
+        "structured": output.structured,
+        "duration_ms": u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// `POST /tools/{name}/execute`.
+pub async fn execute(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    request: Result<Json<Execute>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let request = body(request)?;
+    let owner = owner(&headers)?;
+    let entry = state
+        .host
+        .registry()
+        .lookup(&name)
+        .filter(|_| state.host.dispatcher().visible_to(&name, None, None))
+        .ok_or_else(|| unknown_tool(&state, &name))?;
+    if let Some(ms) = request.timeout_ms {
+        let max = state.host.config().config.limits.max_timeout_ms;
+        if ms == 0 || ms > max {
+            return Err(ApiError::bad_request(format!(
+                "timeout_ms = {ms} is out of range: give 1 to {max} milliseconds"
+            )));
+        }
+    }
+    let arguments = Value::Object(request.arguments.unwrap_or_default());
+    let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
+    call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
+    if request.run_async {
+        // Bad arguments are the caller's mistake now, not a failed job later.
+        let violations: Vec<String> = entry
+            .validator
+            .iter_errors(&call.arguments)
+            .take(50)
+            .map(|e| {
+                format!(
+                    "at {}: {e}",
+                    if e.instance_path().as_str().is_empty() {
+                        "/"
+                    } else {
+                        e.instance_path().as_str()
+                    }
+                )
+            })
+            .collect();
+        if !violations.is_empty() {
+            let mut error = ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_arguments",
+                format!(
+                    "invalid arguments for `{name}`:\n- {}",
+                    violations.join("\n- ")
+                ),
+            );
+            error.details = json!(violations);
+            return Err(error);
+        }
+        let job = state.jobs.start(state.host.clone(), call)?;
+        let location = format!("/api/v1/jobs/{}", job.id);
+        let mut response = (
+            StatusCode::ACCEPTED,
+            Json(json!({ "job": job, "location": location })),
+        )
+            .into_response();
+        if let Ok(value) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+        return Ok(response);
+    }
+    // A client that goes away cancels the call (and kills what it started).
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    call.cancel = cancel;
+    let result = state.host.call(call).await;
+    match &result.result {
+        Ok(output) => Ok(Json(output_json(&result, output)).into_response()),
+        Err(error) if status_of(error.kind()) == StatusCode::OK => {
+            let output = ToolOutput::text(error.to_string()).into_error();
+            Ok(Json(output_json(&result, &output)).into_response())
+        }
+        Err(error) => Err(ApiError::from(error)),
+    }
+}
+
+/// Filters of `GET /jobs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobFilter {
+    /// Only this owner's jobs.
+    pub owner: Option<String>,
+    /// Only jobs in this state.
+    pub state: Option<JobState>,
+}
+
+/// `GET /jobs`.
+pub async fn jobs(
+    State(state): State<AppState>,
+    filter: Result<Query<JobFilter>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query(filter)?;
+    Ok(Json(
+        json!({ "jobs": state.jobs.list(filter.owner.as_deref(), filter.state) }),
+    ))
+}
+
+/// `GET /jobs/{id}`.
+pub async fn job(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .jobs
+        .get(&id)
+        .map(|job| Json(json!(job)))
+        .ok_or_else(|| ApiError::not_found(format!("no job `{id}`; GET /api/v1/jobs lists them (finished jobs are removed after the retention time)")))
+}
+
+/// `POST /jobs/{id}/cancel`.
+pub async fn cancel_job(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state.jobs.cancel(&id).map(|job| Json(json!(job)))
+}
+
+/// Any path under `/api/v1` that is not an endpoint.
+pub async fn no_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no endpoint {}; GET /api/v1/openapi.json lists them",
+        uri.path()
+    ))
+}
+
+/// A known path with a method it does not have.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not allowed on {}; GET /api/v1/openapi.json lists the methods",
+            uri.path()
+        ),
+    )
+}

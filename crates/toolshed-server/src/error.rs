@@ -1,0 +1,99 @@
+//! One error shape for every failure of the REST API:
+//! `{"error": {"kind": "...", "message": "...", "details": ...}}`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use toolshed_core::{ErrorKind, ToolError};
+
+/// An error answer.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A stable, machine-readable kind (`not_found`, `invalid_arguments`, ...).
+    pub kind: &'static str,
+    /// What went wrong and what to do, for people and models.
+    pub message: String,
+    /// More, when there is more (schema violations, say).
+    pub details: Value,
+}
+
+impl ApiError {
+    /// An error of this status and kind.
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+
+    /// `404 not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// `400 invalid_request`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// `409 conflict`.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    /// `500 internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// The body.
+    pub fn body(&self) -> Value {
+        json!({"error": {"kind": self.kind, "message": self.message, "details": self.details}})
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+/// The status a [`ToolError`] maps to. A tool that ran and failed (`Failed`) is not an HTTP
+/// error: the caller turns it into a `200` result with `is_error: true`.
+pub fn status_of(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::InvalidArguments => StatusCode::BAD_REQUEST,
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Denied | ErrorKind::NeedsApproval => StatusCode::FORBIDDEN,
+        ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::Unconfigured => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Cancelled => StatusCode::CONFLICT,
+        ErrorKind::Failed => StatusCode::OK,
+        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<&ToolError> for ApiError {
+    fn from(error: &ToolError) -> Self {
+        let kind = error.kind();
+        let details = match error {
+            ToolError::InvalidArguments { violations, .. } => {
+                serde_json::to_value(violations).unwrap_or(Value::Null)
+            }
+            ToolError::Unconfigured { variables, .. } => json!({ "missing": variables }),
+            _ => Value::Null,
+        };
+        Self {
+            status: status_of(kind),
+            kind: kind.as_str(),
+            message: error.to_string(),
+            details,
+        }
+    }
+}

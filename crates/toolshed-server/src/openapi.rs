@@ -1,0 +1,3 @@
+pub async fn serve() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({}))
+}

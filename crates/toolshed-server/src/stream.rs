@@ -1,0 +1,140 @@
+//! `GET /events` (Server-Sent Events) and `GET /events/ws` (WebSocket): the live event log,
+//! filtered by job or owner, resumable from the last event id while it is retained.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::json;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+
+use crate::api::{AppState, query};
+use crate::error::ApiError;
+use crate::events::{ApiEvent, Filter};
+
+/// Query parameters of the event streams.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventQuery {
+    /// Only this job's events.
+    pub job: Option<String>,
+    /// Only the events of this owner's jobs (plugin events always pass).
+    pub owner: Option<String>,
+    /// Resume after this event id (SSE clients may send `Last-Event-ID` instead).
+    pub last_event_id: Option<u64>,
+}
+
+/// One item of a stream: an event, or word that events were missed.
+enum Item {
+    Event(ApiEvent),
+    Missed,
+}
+
+fn items(
+    state: &AppState,
+    params: EventQuery,
+    last_id: Option<u64>,
+) -> impl Stream<Item = Item> + Send + 'static {
+    let filter = Filter {
+        job: params.job,
+        owner: params.owner,
+    };
+    let (backlog, missed, receiver) = state.events.subscribe(last_id, &filter);
+    let start = missed.then_some(Item::Missed).into_iter();
+    let backlog = backlog.into_iter().map(Item::Event);
+    let live = BroadcastStream::new(receiver).filter_map(move |received| {
+        let item = match received {
+            Ok(event) if filter.accepts(&event) => Some(Item::Event(event)),
+            Ok(_) => None,
+            Err(BroadcastStreamRecvError::Lagged(_)) => Some(Item::Missed),
+        };
+        std::future::ready(item)
+    });
+    let stop = state.stop.clone();
+    futures_util::stream::iter(start.chain(backlog))
+        .chain(live)
+        .take_until(async move { stop.cancelled().await })
+}
+
+fn missed_data() -> String {
+    json!({"type": "events.missed", "message": "some events were not delivered (the client fell behind, or they are no longer retained); refetch state from /api/v1/jobs and /api/v1/plugins"}).to_string()
+}
+
+/// `GET /events`.
+pub async fn sse(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let params = query(params)?;
+    let header_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let last_id = header_id.or(params.last_event_id);
+    let stream = items(&state, params, last_id).map(|item| {
+        Ok::<_, Infallible>(match item {
+            Item::Event(event) => Event::default()
+                .id(event.id.to_string())
+                .event(event.kind.clone())
+                .data(serde_json::to_string(&event).unwrap_or_default()),
+            Item::Missed => Event::default().event("events.missed").data(missed_data()),
+        })
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// `GET /events/ws`.
+pub async fn ws(
+    State(state): State<AppState>,
+    params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let params = query(params)?;
+    let upgrade = upgrade.map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::UPGRADE_REQUIRED,
+            "upgrade_required",
+            format!("this endpoint speaks WebSocket: {e}"),
+        )
+    })?;
+    let last_id = params.last_event_id;
+    let stream = items(&state, params, last_id);
+    Ok(upgrade
+        .max_message_size(64 * 1024)
+        .on_upgrade(move |socket| pump(socket, stream))
+        .into_response())
+}
+
+async fn pump(mut socket: WebSocket, stream: impl Stream<Item = Item> + Send + 'static) {
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        tokio::select! {
+            item = stream.next() => {
+                let Some(item) = item else { break };
+                let text = match item {
+                    Item::Event(event) => serde_json::to_string(&event).unwrap_or_default(),
+                    Item::Missed => missed_data(),
+                };
+                if socket.send(Message::Text(text.into())).await.is_err() {
+                    return;
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                // The client says nothing we act on; a close or an error ends the stream.
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+    let _ = socket.send(Message::Close(None)).await;
+}
