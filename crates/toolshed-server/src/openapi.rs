@@ -1,4 +1,386 @@
-pub const ROUTES: &[(&str, &str)] = &[];
-pub async fn serve() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({}))
+//! `GET /api/v1/openapi.json`: the API described as OpenAPI 3.0, built here beside the
+//! routes. [`ROUTES`] is the list the router serves; a test checks the document names every
+//! one of them.
+
+use axum::Json;
+use serde_json::{Map, Value, json};
+
+/// Every (method, path) the REST API serves, relative to `/api/v1`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/health"),
+    ("GET", "/metrics"),
+    ("GET", "/plugins"),
+    ("GET", "/plugins/{id}"),
+    ("DELETE", "/plugins/{id}"),
+    ("POST", "/plugins/{id}/enable"),
+    ("POST", "/plugins/{id}/disable"),
+    ("POST", "/plugins/{id}/reload"),
+    ("GET", "/plugins/{id}/tools"),
+    ("GET", "/plugins/{id}/config"),
+    ("PUT", "/plugins/{id}/config"),
+    ("GET", "/tools"),
+    ("GET", "/tools/{name}"),
+    ("POST", "/tools/{name}/execute"),
+    ("GET", "/jobs"),
+    ("GET", "/jobs/{id}"),
+    ("POST", "/jobs/{id}/cancel"),
+    ("GET", "/events"),
+    ("GET", "/events/ws"),
+    ("GET", "/openapi.json"),
+];
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+fn json_response(description: &str, schema: Value) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": schema}}})
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// The error answers any authenticated operation can give.
+fn common_errors(responses: &mut Map<String, Value>, authenticated: bool) {
+    let mut add = |code: &str, text: &str| {
+        responses
+            .entry(code.to_string())
+            .or_insert_with(|| error_response(text));
+    };
+    add(
+        "400",
+        "Bad request: invalid parameters or body, or credentials in the query string",
+    );
+    if authenticated {
+        add(
+            "401",
+            "Missing or wrong bearer token (see WWW-Authenticate)",
+        );
+        add(
+            "429",
+            "Too many failed authentications from this address (see Retry-After)",
+        );
+    }
+    add("403", "Foreign Host or Origin");
+    add("405", "Method not allowed on this path");
+    add("413", "Request body too large");
+    add("431", "Request headers too large");
+}
+
+fn path_param(name: &str, description: &str) -> Value {
+    json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string"}})
+}
+
+fn query_param(name: &str, description: &str, schema: Value) -> Value {
+    json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
+}
+
+struct Op {
+    method: &'static str,
+    path: &'static str,
+    id: &'static str,
+    summary: &'static str,
+    parameters: Vec<Value>,
+    body: Option<Value>,
+    responses: Vec<(&'static str, Value)>,
+    authenticated: bool,
+}
+
+fn op(method: &'static str, path: &'static str, id: &'static str, summary: &'static str) -> Op {
+    Op {
+        method,
+        path,
+        id,
+        summary,
+        parameters: Vec::new(),
+        body: None,
+        responses: Vec::new(),
+        authenticated: true,
+    }
+}
+
+impl Op {
+    fn param(mut self, p: Value) -> Self {
+        self.parameters.push(p);
+        self
+    }
+    fn body(mut self, schema: Value) -> Self {
+        self.body =
+            Some(json!({"required": true, "content": {"application/json": {"schema": schema}}}));
+        self
+    }
+    fn respond(mut self, code: &'static str, response: Value) -> Self {
+        self.responses.push((code, response));
+        self
+    }
+    fn open(mut self) -> Self {
+        self.authenticated = false;
+        self
+    }
+}
+
+fn plugin_id() -> Value {
+    path_param("id", "A plugin id, e.g. system.calculator")
+}
+
+fn operations() -> Vec<Op> {
+    let not_found = || error_response("No such plugin, tool or job");
+    let conflict = || error_response("Not possible in the current state");
+    vec![
+        op("GET", "/health", "health", "Whether the server is up (no token needed)")
+            .open()
+            .respond("200", json_response("Up", schema_ref("Health"))),
+        op("GET", "/metrics", "metrics", "Prometheus metrics: calls by tool and outcome, durations, jobs, live sessions and processes")
+            .respond("200", json!({"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}})),
+        op("GET", "/plugins", "listPlugins", "Every plugin with its state")
+            .respond("200", json_response("The plugins", json!({"type": "object", "required": ["plugins"], "properties": {"plugins": {"type": "array", "items": schema_ref("Plugin")}}}))),
+        op("GET", "/plugins/{id}", "getPlugin", "One plugin")
+            .param(plugin_id())
+            .respond("200", json_response("The plugin", schema_ref("Plugin")))
+            .respond("404", not_found()),
+        op("DELETE", "/plugins/{id}", "uninstallPlugin", "Uninstall a user plugin: stop it, remove its files, forget its state")
+            .param(plugin_id())
+            .respond("200", json_response("What was removed", json!({"type": "object", "required": ["uninstalled"], "properties": {"uninstalled": schema_ref("Plugin")}})))
+            .respond("404", not_found())
+            .respond("409", error_response("A system or curated plugin cannot be uninstalled"))
+            .respond("500", error_response("Its files could not be removed")),
+        op("POST", "/plugins/{id}/enable", "enablePlugin", "Enable a plugin (persisted)")
+            .param(plugin_id())
+            .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("404", not_found()),
+        op("POST", "/plugins/{id}/disable", "disablePlugin", "Disable a plugin (persisted); its tools stop being callable")
+            .param(plugin_id())
+            .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("404", not_found()),
+        op("POST", "/plugins/{id}/reload", "reloadPlugin", "Stop and start a running plugin")
+            .param(plugin_id())
+            .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("404", not_found())
+            .respond("409", error_response("The plugin is disabled")),
+        op("GET", "/plugins/{id}/tools", "listPluginTools", "The tools a plugin's manifest declares, and whether each is callable")
+            .param(plugin_id())
+            .respond("200", json_response("Its tools", json!({"type": "object", "required": ["plugin_id", "tools"], "properties": {"plugin_id": {"type": "string"}, "tools": {"type": "array", "items": schema_ref("Tool")}}})))
+            .respond("404", not_found()),
+        op("GET", "/plugins/{id}/config", "getPluginConfig", "A plugin's config fields and values; secret values are never returned, only whether they are set")
+            .param(plugin_id())
+            .respond("200", json_response("The config", schema_ref("PluginConfig")))
+            .respond("404", not_found()),
+        op("PUT", "/plugins/{id}/config", "setPluginConfig", "Set config values, each checked against its field")
+            .param(plugin_id())
+            .body(json!({"type": "object", "required": ["values"], "additionalProperties": false, "properties": {"values": {"type": "object", "additionalProperties": true}}}))
+            .respond("200", json_response("The config now", schema_ref("PluginConfig")))
+            .respond("404", not_found())
+            .respond("415", error_response("The body is not application/json")),
+        op("GET", "/tools", "listTools", "The tools callers may see, optionally filtered")
+            .param(query_param("group", "Only this group", json!({"type": "string"})))
+            .param(query_param("plugin", "Only this plugin's tools", json!({"type": "string"})))
+            .param(query_param("q", "Only tools whose name, title or description contains this", json!({"type": "string"})))
+            .respond("200", json_response("The tools", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema_ref("Tool")}}}))),
+        op("GET", "/tools/{name}", "getTool", "One tool with its input schema and annotations")
+            .param(path_param("name", "A tool name, e.g. calculator"))
+            .respond("200", json_response("The tool", schema_ref("Tool")))
+            .respond("404", not_found()),
+        op("POST", "/tools/{name}/execute", "executeTool", "Call a tool through the pipeline; with async=true start a job and answer 202")
+            .param(path_param("name", "A tool name, e.g. calculator"))
+            .body(schema_ref("ExecuteRequest"))
+            .respond("200", json_response("The result; is_error=true when the tool ran and failed", schema_ref("CallResult")))
+            .respond("202", json!({
+                "description": "A job was started",
+                "headers": {"Location": {"description": "The job's URL", "schema": {"type": "string"}}},
+                "content": {"application/json": {"schema": {"type": "object", "required": ["job", "location"], "properties": {"job": schema_ref("Job"), "location": {"type": "string"}}}}}
+            }))
+            .respond("403", error_response("Denied by review or policy, or needs approval"))
+            .respond("404", not_found())
+            .respond("409", conflict())
+            .respond("415", error_response("The body is not application/json"))
+            .respond("429", error_response("Too many jobs are running, or too many failed authentications"))
+            .respond("500", error_response("A bug in toolshed"))
+            .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
+            .respond("504", error_response("The call's deadline passed")),
+        op("GET", "/jobs", "listJobs", "Jobs kept (running, and finished ones until their retention passes)")
+            .param(query_param("owner", "Only this owner's jobs", json!({"type": "string"})))
+            .param(query_param("state", "Only jobs in this state", json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled"]})))
+            .respond("200", json_response("The jobs", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": schema_ref("Job")}}}))),
+        op("GET", "/jobs/{id}", "getJob", "One job: state, progress, result")
+            .param(path_param("id", "A job id, e.g. job-1"))
+            .respond("200", json_response("The job", schema_ref("Job")))
+            .respond("404", not_found()),
+        op("POST", "/jobs/{id}/cancel", "cancelJob", "Cancel a running job (its tool stops; a command's process tree is killed)")
+            .param(path_param("id", "A job id, e.g. job-1"))
+            .respond("200", json_response("The job now", schema_ref("Job")))
+            .respond("404", not_found())
+            .respond("409", error_response("The job has already ended")),
+        op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, plugin.state_changed. Resume with Last-Event-ID")
+            .param(query_param("job", "Only this job's events", json!({"type": "string"})))
+            .param(query_param("owner", "Only the events of this owner's jobs (plugin events always pass)", json!({"type": "string"})))
+            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0})))
+            .respond("200", json!({"description": "An endless event stream; each event's data is an Event", "content": {"text/event-stream": {"schema": {"type": "string"}}}})),
+        op("GET", "/events/ws", "streamEventsWebSocket", "The same events over a WebSocket, one JSON Event per text message")
+            .param(query_param("job", "Only this job's events", json!({"type": "string"})))
+            .param(query_param("owner", "Only the events of this owner's jobs", json!({"type": "string"})))
+            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0})))
+            .respond("101", json!({"description": "Switching to the WebSocket protocol"}))
+            .respond("426", error_response("Not a WebSocket upgrade request")),
+        op("GET", "/openapi.json", "openapi", "This document")
+            .respond("200", json_response("OpenAPI 3.0", json!({"type": "object"}))),
+    ]
+}
+
+fn schemas() -> Value {
+    let nullable_string = json!({"type": "string", "nullable": true});
+    json!({
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {
+                "type": "object",
+                "required": ["kind", "message"],
+                "properties": {
+                    "kind": {"type": "string", "description": "invalid_request, invalid_arguments, unauthorized, forbidden, not_found, method_not_allowed, conflict, denied, needs_approval, timeout, cancelled, unconfigured, payload_too_large, headers_too_large, unsupported_media_type, rate_limited, too_many_jobs, internal"},
+                    "message": {"type": "string"},
+                    "details": {"nullable": true, "description": "More, when there is more (schema violations, missing variables)"}
+                }
+            }}
+        },
+        "Health": {
+            "type": "object",
+            "required": ["status", "version", "uptime_ms"],
+            "properties": {"status": {"type": "string", "enum": ["ok"]}, "version": {"type": "string"}, "uptime_ms": {"type": "integer", "minimum": 0}}
+        },
+        "Plugin": {
+            "type": "object",
+            "required": ["id", "name", "version", "kind", "root", "state", "tools"],
+            "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "version": {"type": "string"},
+                "description": {"type": "string"},
+                "kind": {"type": "string", "enum": ["builtin", "js", "mcp"]},
+                "root": {"type": "string", "enum": ["system", "curated", "user"]},
+                "dir": nullable_string, "manifest_path": nullable_string,
+                "state": {"type": "string", "enum": ["running", "disabled", "degraded", "error"]},
+                "reason": nullable_string,
+                "tools": {"type": "array", "items": {"type": "string"}}
+            }
+        },
+        "Tool": {
+            "type": "object",
+            "required": ["name", "description", "input_schema"],
+            "properties": {
+                "name": {"type": "string"}, "title": nullable_string, "description": {"type": "string"},
+                "input_schema": {"type": "object"}, "group": {"type": "string"},
+                "annotations": {"type": "object"}, "plugin_id": {"type": "string"},
+                "callable": {"type": "boolean"}
+            }
+        },
+        "PluginConfig": {
+            "type": "object",
+            "required": ["plugin_id", "fields"],
+            "properties": {
+                "plugin_id": {"type": "string"},
+                "fields": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["key", "type", "secret", "set"],
+                    "properties": {
+                        "key": {"type": "string"}, "type": {"type": "string"}, "label": nullable_string,
+                        "description": nullable_string, "secret": {"type": "boolean"}, "required": {"type": "boolean"},
+                        "options": {"type": "array", "items": {}}, "set": {"type": "boolean"},
+                        "default": {"nullable": true}, "value": {"nullable": true, "description": "Absent for secret fields"}
+                    }
+                }}
+            }
+        },
+        "ExecuteRequest": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "arguments": {"type": "object", "additionalProperties": true, "description": "The tool's arguments, checked against its input schema"},
+                "async": {"type": "boolean", "description": "Start a job and answer 202 at once"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "The call's deadline"}
+            }
+        },
+        "CallResult": {
+            "type": "object",
+            "required": ["call_id", "is_error", "content", "duration_ms"],
+            "properties": {
+                "call_id": {"type": "string"}, "plugin_id": nullable_string, "is_error": {"type": "boolean"},
+                "content": {"type": "array", "items": {"type": "object"}},
+                "structured": {"nullable": true},
+                "duration_ms": {"type": "integer", "minimum": 0}
+            }
+        },
+        "Job": {
+            "type": "object",
+            "required": ["id", "tool", "owner", "state", "created_ms", "progress_count", "progress"],
+            "properties": {
+                "id": {"type": "string"}, "tool": {"type": "string"}, "owner": {"type": "string"},
+                "state": {"type": "string", "enum": ["running", "succeeded", "failed", "cancelled"]},
+                "created_ms": {"type": "integer"}, "finished_ms": {"type": "integer", "nullable": true},
+                "progress_count": {"type": "integer", "minimum": 0},
+                "progress": {"type": "array", "items": {"type": "object"}},
+                "result": {"allOf": [schema_ref("CallResult")], "nullable": true},
+                "error": {"type": "object", "nullable": true}
+            }
+        },
+        "Event": {
+            "type": "object",
+            "required": ["id", "type", "time_ms", "data"],
+            "properties": {
+                "id": {"type": "integer"},
+                "type": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed"]},
+                "time_ms": {"type": "integer"}, "job_id": {"type": "string"}, "owner": {"type": "string"},
+                "data": {"type": "object"}
+            }
+        }
+    })
+}
+
+/// The document.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for op in operations() {
+        let mut responses = Map::new();
+        for (code, response) in op.responses {
+            responses.insert(code.to_string(), response);
+        }
+        common_errors(&mut responses, op.authenticated);
+        let mut operation = json!({
+            "operationId": op.id,
+            "summary": op.summary,
+            "parameters": op.parameters,
+            "responses": responses,
+        });
+        if let Some(body) = op.body {
+            operation["requestBody"] = body;
+        }
+        if !op.authenticated {
+            operation["security"] = json!([]);
+        }
+        let item = paths
+            .entry(format!("/api/v1{}", op.path))
+            .or_insert_with(|| json!({}));
+        item[op.method.to_lowercase()] = operation;
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "toolshed REST API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The whole host over HTTP: plugins, tools, calls (sync and as jobs), live events. Every endpoint but /api/v1/health needs `Authorization: Bearer <token>` (`toolshed token`). Errors are {\"error\": {\"kind\", \"message\", \"details\"}}; a tool that ran and failed answers 200 with is_error=true."
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas()
+        },
+        "paths": paths
+    })
+}
+
+/// `GET /openapi.json`.
+pub async fn serve() -> Json<Value> {
+    Json(document())
 }
