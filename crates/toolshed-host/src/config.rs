@@ -87,6 +87,8 @@ pub struct ServerConfig {
     pub port: u16,
     /// The address to bind. Anything but loopback also needs `--allow-remote`.
     pub bind: std::net::IpAddr,
+    /// Failed authentications one address may make per minute before it gets `429`.
+    pub max_auth_failures: u32,
 }
 
 impl Default for ServerConfig {
@@ -94,6 +96,7 @@ impl Default for ServerConfig {
         Self {
             port: 7070,
             bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            max_auth_failures: 10,
         }
     }
 }

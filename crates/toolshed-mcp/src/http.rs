@@ -278,6 +278,8 @@ pub struct RequestGuard {
     max_body_bytes: usize,
     /// Paths served without a token (`/api/v1/health`).
     open_paths: Vec<String>,
+    /// Failed authentications one peer may make per [`FAILURE_WINDOW`].
+    failure_limit: u32,
     /// Failed authentications per peer: how many, since when.
     failures: std::sync::Mutex<std::collections::HashMap<IpAddr, (u32, std::time::Instant)>>,
 }
@@ -311,8 +313,16 @@ impl RequestGuard {
             token,
             max_body_bytes,
             open_paths: Vec::new(),
+            failure_limit: MAX_AUTH_FAILURES,
             failures: Default::default(),
         }
+    }
+
+    /// Allows `limit` failed authentications per address and minute (at least 1) instead of
+    /// [`MAX_AUTH_FAILURES`].
+    pub fn with_failure_limit(mut self, limit: u32) -> Self {
+        self.failure_limit = limit.max(1);
+        self
     }
 
     /// Serves `paths` (exact) without a token; the other checks still apply.
@@ -373,7 +383,7 @@ impl RequestGuard {
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         let (count, since) = failures.get(&peer)?;
         let elapsed = since.elapsed();
-        (*count >= MAX_AUTH_FAILURES && elapsed < FAILURE_WINDOW)
+        (*count >= self.failure_limit && elapsed < FAILURE_WINDOW)
             .then(|| (FAILURE_WINDOW - elapsed).as_secs().max(1))
     }
 

@@ -52,6 +52,7 @@ pub fn app(
     stop: CancellationToken,
 ) -> Router {
     let config = &host.config().config.jobs;
+    let failure_limit = host.config().config.server.max_auth_failures;
     let events = Arc::new(events::EventLog::default());
     let jobs = Arc::new(jobs::Jobs::new(
         Duration::from_secs(config.retention_secs),
@@ -110,7 +111,8 @@ pub fn app(
         .nest(API_PREFIX, api)
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
     let guard = RequestGuard::new(local, options.token, options.max_body_bytes)
-        .with_open_paths(&["/api/v1/health"]);
+        .with_open_paths(&["/api/v1/health"])
+        .with_failure_limit(failure_limit);
     toolshed_mcp::guarded(routes, Arc::new(guard))
 }
 

@@ -217,12 +217,21 @@ fn operations() -> Vec<Op> {
         op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, plugin.state_changed. Resume with Last-Event-ID")
             .param(query_param("job", "Only this job's events", json!({"type": "string"})))
             .param(query_param("owner", "Only the events of this owner's jobs (plugin events always pass)", json!({"type": "string"})))
-            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0})))
-            .respond("200", json!({"description": "An endless event stream; each event's data is an Event", "content": {"text/event-stream": {"schema": {"type": "string"}}}})),
+            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64})))
+            .respond("200", json!({"description": "An endless event stream; each event's `data` is an Event as JSON (or, with `event: events.missed`, a notice that events were missed)", "content": {"text/event-stream": {"schema": {
+                "type": "object",
+                "required": ["data"],
+                "properties": {
+                    "data": {"type": "string"},
+                    "event": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed", "events.missed"]},
+                    "id": {"type": "string"},
+                    "retry": {"type": "integer"}
+                }
+            }}}})),
         op("GET", "/events/ws", "streamEventsWebSocket", "The same events over a WebSocket, one JSON Event per text message")
             .param(query_param("job", "Only this job's events", json!({"type": "string"})))
             .param(query_param("owner", "Only the events of this owner's jobs", json!({"type": "string"})))
-            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0})))
+            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64})))
             .respond("101", json!({"description": "Switching to the WebSocket protocol"}))
             .respond("426", error_response("Not a WebSocket upgrade request")),
         op("GET", "/openapi.json", "openapi", "This document")

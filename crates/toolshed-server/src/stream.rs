@@ -31,6 +31,18 @@ pub struct EventQuery {
     pub last_event_id: Option<u64>,
 }
 
+/// The largest event id a client may name (the largest integer JSON carries exactly).
+pub const MAX_EVENT_ID: u64 = 9_007_199_254_740_991;
+
+fn checked(params: EventQuery) -> Result<EventQuery, ApiError> {
+    match params.last_event_id {
+        Some(id) if id > MAX_EVENT_ID => Err(ApiError::bad_request(format!(
+            "last_event_id = {id} is out of range: event ids run from 1 to {MAX_EVENT_ID}"
+        ))),
+        _ => Ok(params),
+    }
+}
+
 /// One item of a stream: an event, or word that events were missed.
 enum Item {
     Event(ApiEvent),
@@ -73,7 +85,7 @@ pub async fn sse(
     headers: HeaderMap,
     params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let params = query(params)?;
+    let params = checked(query(params)?)?;
     let header_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -99,7 +111,7 @@ pub async fn ws(
     params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let params = query(params)?;
+    let params = checked(query(params)?)?;
     let upgrade = upgrade.map_err(|e| {
         ApiError::new(
             axum::http::StatusCode::UPGRADE_REQUIRED,
