@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Sse, TOKEN, Ws, auth, get, gone, post, request, running, start, start_with};
+use support::{Sse, TOKEN, Ws, auth, get, gone, post, request, running, start};
 
 #[tokio::test]
 async fn health_needs_no_token_and_everything_else_does() {
@@ -427,7 +427,7 @@ async fn an_async_job_is_seen_through_sse_from_start_to_finish() {
     assert_eq!(accepted.headers["location"], format!("/api/v1/jobs/{id}"));
 
     let mut kinds = Vec::new();
-    let mut last_id = 0;
+    let mut last_id;
     loop {
         let (event_id, kind, data) = events.next().await;
         assert_eq!(data["job_id"], id.as_str());
