@@ -89,6 +89,10 @@ pub struct ServerConfig {
     pub bind: std::net::IpAddr,
     /// Failed authentications one address may make per minute before it gets `429`.
     pub max_auth_failures: u32,
+    /// `Host` values accepted besides loopback names (`name:port`).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted besides loopback origins (`https://dash.example:8443`).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -97,6 +101,8 @@ impl Default for ServerConfig {
             port: 7070,
             bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             max_auth_failures: 10,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }

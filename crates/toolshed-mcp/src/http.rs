@@ -278,6 +278,8 @@ pub struct RequestGuard {
     max_body_bytes: usize,
     /// Paths served without a token (`/api/v1/health`).
     open_paths: Vec<String>,
+    /// Origins accepted besides the loopback ones (exact, e.g. `https://dash.example`).
+    extra_origins: Vec<String>,
     /// Failed authentications one peer may make per [`FAILURE_WINDOW`].
     failure_limit: u32,
     /// Failed authentications per peer: how many, since when.
@@ -313,9 +315,20 @@ impl RequestGuard {
             token,
             max_body_bytes,
             open_paths: Vec::new(),
+            extra_origins: Vec::new(),
             failure_limit: MAX_AUTH_FAILURES,
             failures: Default::default(),
         }
+    }
+
+    /// Also accepts these `Host` values (`name:port`, or a bare name for port 80) and these
+    /// `Origin` values (exact, scheme and port included), for a server reached through a
+    /// name of its own. Loopback stays accepted.
+    pub fn with_extra_names(mut self, hosts: &[String], origins: &[String]) -> Self {
+        self.allowed_hosts.extend(hosts.iter().cloned());
+        self.extra_origins
+            .extend(origins.iter().map(|o| o.trim_end_matches('/').to_string()));
+        self
     }
 
     /// Allows `limit` failed authentications per address and minute (at least 1) instead of
@@ -431,6 +444,10 @@ impl RequestGuard {
         }
         if let Some(origin) = headers.get(header::ORIGIN)
             && !is_loopback_origin(origin.as_bytes())
+            && !self
+                .extra_origins
+                .iter()
+                .any(|o| o.as_bytes().eq_ignore_ascii_case(origin.as_bytes()))
         {
             return Err(Rejection::ForeignOrigin);
         }

@@ -52,7 +52,7 @@ pub fn app(
     stop: CancellationToken,
 ) -> Router {
     let config = &host.config().config.jobs;
-    let failure_limit = host.config().config.server.max_auth_failures;
+    let server_config = host.config().config.server.clone();
     let events = Arc::new(events::EventLog::default());
     let jobs = Arc::new(jobs::Jobs::new(
         Duration::from_secs(config.retention_secs),
@@ -112,7 +112,8 @@ pub fn app(
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
     let guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_open_paths(&["/api/v1/health"])
-        .with_failure_limit(failure_limit);
+        .with_failure_limit(server_config.max_auth_failures)
+        .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
     toolshed_mcp::guarded(routes, Arc::new(guard))
 }
 

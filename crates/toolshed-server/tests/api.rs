@@ -648,3 +648,47 @@ async fn every_documented_route_is_served() {
         );
     }
 }
+
+#[tokio::test]
+async fn extra_hosts_and_origins_are_allowed_only_when_configured() {
+    let s = support::start_with(
+        "[server]\nallowed_hosts = [\"toolshed.internal:7070\"]\nallowed_origins = [\"https://dash.example\"]\n",
+    )
+    .await;
+    let host = request(
+        s.address,
+        "GET",
+        "/api/v1/tools",
+        &[auth(), ("Host", "toolshed.internal:7070".into())],
+        None,
+    )
+    .await;
+    assert_eq!(host.status, 200);
+    let origin = request(
+        s.address,
+        "GET",
+        "/api/v1/tools",
+        &[auth(), ("Origin", "https://dash.example".into())],
+        None,
+    )
+    .await;
+    assert_eq!(origin.status, 200);
+    let other = request(
+        s.address,
+        "GET",
+        "/api/v1/tools",
+        &[auth(), ("Origin", "https://dash.example.evil".into())],
+        None,
+    )
+    .await;
+    assert_eq!(other.status, 403);
+    let other_host = request(
+        s.address,
+        "GET",
+        "/api/v1/tools",
+        &[auth(), ("Host", "toolshed.internal:7071".into())],
+        None,
+    )
+    .await;
+    assert_eq!(other_host.status, 403);
+}
