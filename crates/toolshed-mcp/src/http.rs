@@ -370,16 +370,21 @@ impl RequestGuard {
         if self.open_paths.iter().any(|p| p == uri.path()) {
             return Ok(());
         }
-        if let Some(peer) = peer
-            && let Some(retry_after) = self.blocked(peer)
-        {
-            return Err(Rejection::TooManyFailures { retry_after });
-        }
-        if let Err(rejection) = self.check_token(headers) {
-            if let Some(peer) = peer {
-                self.record_failure(peer);
+        // The right token always passes: a flood of bad requests from the same address (a
+        // web page, another local process) must not lock the real client out. Only wrong
+        // tokens count towards the limit and are refused with 429 past it.
+        match self.check_token(headers) {
+            Ok(()) => {}
+            Err(Rejection::WrongToken) => {
+                if let Some(peer) = peer {
+                    if let Some(retry_after) = self.blocked(peer) {
+                        return Err(Rejection::TooManyFailures { retry_after });
+                    }
+                    self.record_failure(peer);
+                }
+                return Err(Rejection::WrongToken);
             }
-            return Err(rejection);
+            Err(rejection) => return Err(rejection),
         }
         let declared = headers
             .get(header::CONTENT_LENGTH)

@@ -134,14 +134,20 @@ async fn repeated_auth_failures_are_rate_limited() {
         .await;
         assert_eq!(r.status, 401);
     }
-    let limited = request(s.address, "GET", "/api/v1/tools", &[auth()], None).await;
+    let guess = [("Authorization", "Bearer guess".to_string())];
+    let limited = request(s.address, "GET", "/api/v1/tools", &guess, None).await;
     assert_eq!(
         limited.status, 429,
-        "even the right token waits out the window"
+        "guessing stops for the rest of the window"
     );
     let retry: u64 = limited.headers["retry-after"].parse().unwrap();
     assert!((1..=60).contains(&retry));
     assert_eq!(limited.kind(), "rate_limited");
+    // The real client is never locked out, and requests without a token do not count.
+    let real = request(s.address, "GET", "/api/v1/tools", &[auth()], None).await;
+    assert_eq!(real.status, 200);
+    let none = request(s.address, "GET", "/api/v1/tools", &[], None).await;
+    assert_eq!(none.status, 401);
     // /health is never limited.
     assert_eq!(
         request(s.address, "GET", "/api/v1/health", &[], None)
@@ -691,4 +697,26 @@ async fn extra_hosts_and_origins_are_allowed_only_when_configured() {
     )
     .await;
     assert_eq!(other_host.status, 403);
+}
+
+#[tokio::test]
+async fn requests_without_a_token_never_trip_the_limit() {
+    let s = start().await;
+    for _ in 0..3 * toolshed_mcp::MAX_AUTH_FAILURES {
+        let r = request(s.address, "GET", "/api/v1/tools", &[], None).await;
+        assert_eq!(r.status, 401);
+    }
+    let wrong = [("Authorization", "Bearer bad".to_string())];
+    assert_eq!(
+        request(s.address, "GET", "/api/v1/tools", &wrong, None)
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        request(s.address, "GET", "/api/v1/tools", &[auth()], None)
+            .await
+            .status,
+        200
+    );
 }

@@ -79,36 +79,79 @@ pub(crate) fn render_to(
 ) -> Rendered {
     let total = end.min(process.output_len(stream));
     let since = since.min(total);
-    let budget = budget.max(2);
-    if total - since <= budget as u64 {
-        let want = usize::try_from(total - since).unwrap_or(budget);
-        let chunk = process.read(stream, since, want);
-        let mut text = String::new();
-        if chunk.skipped > 0 {
-            text.push_str(&omitted_line(chunk.skipped));
+    let budget = budget.max(2) as u64;
+    let (head_end, tail_start) = if total - since <= budget {
+        (total, total)
+    } else {
+        let half = budget / 2;
+        (since + half, total - half)
+    };
+    let mut parts = Vec::new();
+    let mut shown = 0u64;
+    let mut next = read_range(process, stream, since, head_end, &mut parts, &mut shown);
+    if tail_start > next {
+        parts.push(Part::Gap);
+        next = read_range(process, stream, tail_start, total, &mut parts, &mut shown);
+    }
+    let omitted = (next - since).saturating_sub(shown);
+    let mut text = String::new();
+    let mut gap_done = false;
+    for part in parts {
+        match part {
+            Part::Bytes(bytes) => text.push_str(&terminal::clean(&bytes)),
+            Part::Gap if !gap_done && omitted > 0 => {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&omitted_line(omitted));
+                gap_done = true;
+            }
+            Part::Gap => {}
         }
-        text.push_str(&terminal::clean(&chunk.bytes));
-        return Rendered {
-            text,
-            next: chunk.next,
-            omitted: chunk.skipped,
-        };
     }
-    let half = budget / 2;
-    let head = process.read(stream, since, half);
-    let tail = process.read(stream, total.saturating_sub(half as u64), half);
-    let omitted = head.skipped + tail.start.saturating_sub(head.next) + tail.skipped;
-    let mut text = terminal::clean(&head.bytes);
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&omitted_line(omitted));
-    text.push_str(&terminal::clean(&tail.bytes));
     Rendered {
         text,
-        next: tail.next,
+        next,
         omitted,
     }
+}
+
+enum Part {
+    Bytes(Vec<u8>),
+    /// Bytes left out here (dropped by the buffer, or over the budget).
+    Gap,
+}
+
+/// Reads `[from, to)` of a stream, chunk after chunk (a buffer read stops where its head
+/// ends), noting where bytes were no longer kept. Returns the offset reached.
+fn read_range(
+    process: &Process,
+    stream: Stream,
+    from: u64,
+    to: u64,
+    parts: &mut Vec<Part>,
+    shown: &mut u64,
+) -> u64 {
+    let mut at = from;
+    while at < to {
+        let want = usize::try_from(to - at).unwrap_or(usize::MAX).min(1 << 20);
+        let chunk = process.read(stream, at, want);
+        if chunk.skipped > 0 {
+            parts.push(Part::Gap);
+        }
+        let keep = usize::try_from(to.saturating_sub(chunk.start))
+            .unwrap_or(usize::MAX)
+            .min(chunk.bytes.len());
+        if keep == 0 && chunk.next <= at {
+            break;
+        }
+        *shown += keep as u64;
+        let mut bytes = chunk.bytes;
+        bytes.truncate(keep);
+        parts.push(Part::Bytes(bytes));
+        at = (chunk.start + keep as u64).max(at + u64::from(keep == 0));
+    }
+    at.min(to)
 }
 
 fn omitted_line(bytes: u64) -> String {

@@ -743,3 +743,70 @@ async fn reqwest_free_get(port: u16) -> String {
     stream.read_to_string(&mut body).await.unwrap();
     body
 }
+
+#[tokio::test]
+async fn output_past_the_kept_head_is_returned_whole_when_it_fits() {
+    let h = H::new();
+    // 40,000 bytes: more than the backend's 32 KiB head, less than the budget.
+    let out = h
+        .call(
+            "exec_command",
+            json!({"cmd": "python3 -c \"print('a' * 39999)\"", "max_output_bytes": 65536}),
+        )
+        .await
+        .unwrap();
+    let s = structured(&out);
+    assert_eq!(s["omitted_bytes"], 0, "{}", s["note"]);
+    assert_eq!(s["output"].as_str().unwrap().len(), 40_000);
+    assert_eq!(s["next_offset"], 40_000);
+
+    let over = h
+        .call(
+            "exec_command",
+            json!({"cmd": "seq 1 100000", "max_output_bytes": 1000}),
+        )
+        .await
+        .unwrap();
+    let s = structured(&over);
+    let text = s["output"].as_str().unwrap();
+    assert!(text.starts_with("1\n2\n3\n"), "{text}");
+    assert!(
+        text.trim_end().ends_with("100000"),
+        "the end is kept: {text}"
+    );
+    let shown = text
+        .lines()
+        .filter(|l| !l.contains("omitted"))
+        .map(|l| l.len() + 1)
+        .sum::<usize>();
+    assert_eq!(
+        s["omitted_bytes"].as_u64().unwrap() as usize + shown,
+        588_895
+    );
+}
+
+#[tokio::test]
+async fn tail_lines_come_from_the_end_of_the_log() {
+    let h = H::new();
+    let out = h
+        .call("process_exec", json!({"cmd": "seq 1 20000; sleep 30"}))
+        .await
+        .unwrap();
+    let id = structured(&out)["id"].as_str().unwrap().to_string();
+    let mut last = String::new();
+    for _ in 0..50 {
+        let logs = h
+            .call("process_read_output", json!({"id": id, "tail_lines": 3}))
+            .await
+            .unwrap();
+        last = structured(&logs)["output"].as_str().unwrap().to_string();
+        if last.ends_with("20000") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last, "19998\n19999\n20000");
+    h.call("process_stop", json!({"id": id, "mode": "forced"}))
+        .await
+        .unwrap();
+}
