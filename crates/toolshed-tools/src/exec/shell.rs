@@ -2,9 +2,10 @@
 //! over from call to call.
 //!
 //! The shell is `bash --noprofile --norc` (or `sh`) on pipes, with its stderr joined to its
-//! stdout so output keeps its order. Each command runs as `{ COMMAND
-//! } </dev/null`, followed by a line that prints a marker with a random nonce and the
-//! exit status; the reply is everything up to the marker. Commands never read the shell's
+//! stdout so output keeps its order. Each command is sent base64-encoded and run as `if eval "$(… | base64 -d)" </dev/null`,
+//! followed by a line that prints a marker with a random nonce and the exit status; the
+//! reply is everything up to the marker. A syntax error or an unclosed quote in the command
+//! is an error of that command, not of the protocol. Commands never read the shell's
 //! own input (that is where the next command comes from). A command that outlives its
 //! timeout takes the shell down with it: the tree is killed and the next call starts a
 //! fresh shell, and the reply says so.
@@ -50,6 +51,8 @@ struct Shell {
     marker: String,
     /// One command at a time.
     busy: tokio::sync::Mutex<()>,
+    /// When a command last started, for evicting idle shells.
+    last_used: Mutex<Instant>,
 }
 
 /// The shells of a host, one per owner.
@@ -88,9 +91,21 @@ impl ShellTable {
         }
         shells.retain(|_, s| s.process.exit().is_none());
         if shells.len() >= MAX_SHELLS {
-            return Err(ToolError::Conflict(format!(
-                "{MAX_SHELLS} shells are open, one per caller, the most this host keeps; use exec_command instead"
-            )));
+            // Make room by stopping the shell idle the longest (callers come and go: each
+            // MCP connection is an owner of its own).
+            let idle = shells
+                .iter()
+                .filter(|(_, s)| s.busy.try_lock().is_ok())
+                .min_by_key(|(_, s)| *s.last_used.lock().unwrap_or_else(|p| p.into_inner()))
+                .map(|(o, _)| o.clone());
+            match idle.and_then(|o| shells.remove(&o)) {
+                Some(evicted) => evicted.process.start_stop(Stop::graceful()),
+                None => {
+                    return Err(ToolError::Conflict(format!(
+                        "{MAX_SHELLS} shells are running commands, the most this host keeps; use exec_command instead"
+                    )));
+                }
+            }
         }
         let program = shell_program();
         let mut request = SpawnRequest::new(program).stdin(Stdin::Piped);
@@ -107,6 +122,7 @@ impl ShellTable {
             process,
             marker: format!("__toolshed_done_{:016x}__", rand::random::<u64>()),
             busy: tokio::sync::Mutex::new(()),
+            last_used: Mutex::new(Instant::now()),
         });
         shells.insert(owner, shell.clone());
         Ok((shell, true))
@@ -146,9 +162,15 @@ impl ShellTable {
             turn = shell.busy.lock() => turn,
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
+        *shell.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         let start = shell.process.output_len(Stream::Stdout);
+        // The command travels as data: a syntax error, an unclosed quote or a heredoc in
+        // it cannot eat the marker line (eval reports a syntax error as status 2), and
+        // inside `if` a `set -e` cannot end the shell.
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(command.as_bytes());
         let script = format!(
-            "{{ {command}\n}} </dev/null\nprintf '\\n%s:%s\\n' '{}' \"$?\"\n",
+            "if eval \"$(printf %s '{encoded}' | base64 -d)\" </dev/null; then __toolshed_rc=0; else __toolshed_rc=$?; fi\nprintf '\\n%s:%s\\n' '{}' \"$__toolshed_rc\"\n",
             shell.marker
         );
         if let Err(e) = shell.process.write(script.as_bytes()) {
@@ -181,13 +203,14 @@ impl ShellTable {
                         .and_then(|s| s.trim().parse::<i32>().ok());
                     break Some((base + at as u64, code));
                 }
-                // The status line is not complete yet: keep the marker in the carry.
+                // The status line is not complete yet: keep the marker in the carry and
+                // fall through to the exit and timeout checks.
                 carry.drain(..at);
-                continue;
-            }
-            let keep = needle.len() + 16;
-            if carry.len() > keep {
-                carry.drain(..carry.len() - keep);
+            } else {
+                let keep = needle.len() + 16;
+                if carry.len() > keep {
+                    carry.drain(..carry.len() - keep);
+                }
             }
             if shell.process.exit().is_some() && chunk.bytes.is_empty() {
                 break None;

@@ -810,3 +810,51 @@ async fn tail_lines_come_from_the_end_of_the_log() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn the_shell_survives_syntax_errors_unclosed_quotes_heredocs_and_set_e() {
+    let h = H::new();
+    h.call("shell", json!({"command": "export KEEP=yes"}))
+        .await
+        .unwrap();
+    for bad in [
+        "echo )",
+        "echo 'unclosed",
+        "cat <<EOF\nhello",
+        "set -e; false; echo after",
+    ] {
+        let out = h
+            .call("shell", json!({"command": bad, "timeout_ms": 10000}))
+            .await
+            .unwrap();
+        // Syntax errors fail the command; an unterminated heredoc is only a warning to bash,
+        // and `set -e` does not act inside the `if` the command runs in.
+        let syntax = bad.starts_with("echo");
+        assert_eq!(out.is_error, syntax, "{bad}: {}", out.text_joined());
+        assert!(
+            !out.text_joined().contains("timed out"),
+            "{bad}: {}",
+            out.text_joined()
+        );
+        assert!(
+            !out.text_joined().contains("shell exited"),
+            "{bad}: {}",
+            out.text_joined()
+        );
+    }
+    let heredoc = h
+        .call("shell", json!({"command": "cat <<EOF\nhello\nEOF"}))
+        .await
+        .unwrap();
+    assert_eq!(structured(&heredoc)["output"], "hello\n");
+    let still = h
+        .call("shell", json!({"command": "false; echo $KEEP"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        structured(&still)["output"],
+        "yes\n",
+        "the same shell lives on"
+    );
+    assert_eq!(structured(&still)["new_shell"], false);
+}
