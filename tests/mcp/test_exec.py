@@ -204,6 +204,8 @@ def test_the_proxy_reaches_a_background_server_over_http_and_websocket(http_serv
             assert status == 200, body
             assert body == "hello from /some/page?x=1"
             assert headers["x-saw-authorization"] == "none", "the toolshed token is not forwarded"
+            status, _, body = await asyncio.to_thread(get, f"{base}/proxy/{pid}/a%2Fb%20c?q=%26", auth)
+            assert (status, body) == (200, "hello from /a%2Fb%20c?q=%26"), "the path reaches the app as sent"
             assert (await asyncio.to_thread(get, f"{base}/proxy/{pid}/", {}))[0] == 401
             assert (await asyncio.to_thread(get, f"{base}/proxy/p999/", auth))[0] == 404
 

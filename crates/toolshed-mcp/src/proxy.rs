@@ -49,11 +49,14 @@ pub(crate) async fn proxy(
         .find(|(k, _)| k == "id")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let rest = params
-        .iter()
-        .find(|(k, _)| k == "rest")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("");
+    // The app gets the path exactly as the client sent it (still percent-encoded), minus
+    // the `/proxy/<id>` prefix.
+    let raw_path = request.uri().path().to_string();
+    let rest = raw_path
+        .strip_prefix("/proxy/")
+        .and_then(|p| p.split_once('/'))
+        .map(|(_, rest)| rest.to_string())
+        .unwrap_or_default();
     let target = state.ports.as_ref().and_then(|ports| ports.get(&id));
     let owner = request
         .headers()
@@ -81,7 +84,19 @@ pub(crate) async fn proxy(
     *request.uri_mut() = uri;
     let headers = request.headers_mut();
     headers.remove(header::AUTHORIZATION);
+    headers.remove(header::PROXY_AUTHORIZATION);
     headers.remove(OWNER_HEADER);
+    // Hop-by-hop headers belong to the client's connection, not to the one to the app
+    // (an upgrade keeps `Connection` and `Upgrade`, which it needs).
+    for name in [
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+    ] {
+        headers.remove(name);
+    }
     if let Ok(host) = HeaderValue::from_str(&format!("127.0.0.1:{}", target.port)) {
         headers.insert(header::HOST, host);
     }

@@ -117,7 +117,8 @@ impl EventLog {
             return (Vec::new(), false, receiver);
         };
         let oldest = retained.1.front().map(|e| e.id);
-        let missed = oldest.is_some_and(|oldest| last + 1 < oldest) || last > retained.0;
+        let missed =
+            oldest.is_some_and(|oldest| last.saturating_add(1) < oldest) || last > retained.0;
         let backlog = retained
             .1
             .iter()

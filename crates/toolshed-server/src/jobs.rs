@@ -14,8 +14,14 @@ use toolshed_host::{CallRequest, Host};
 use crate::error::ApiError;
 use crate::events::EventLog;
 
-/// Progress reports kept per job (the most recent).
+/// Progress reports kept per running job (the most recent).
 pub const KEPT_PROGRESS: usize = 100;
+
+/// Progress reports kept once a job has ended (its result holds the output).
+pub const KEPT_PROGRESS_FINISHED: usize = 5;
+
+/// The longest progress message kept or sent; longer ones are cut.
+pub const MAX_PROGRESS_MESSAGE: usize = 4096;
 
 /// Where a job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -190,7 +196,17 @@ impl Jobs {
             .ok_or_else(|| ApiError::internal("the job vanished as it started"))
     }
 
-    fn progress(&self, n: u64, id: &str, owner: &str, progress: Progress) {
+    fn progress(&self, n: u64, id: &str, owner: &str, mut progress: Progress) {
+        if let Some(message) = &mut progress.message
+            && message.len() > MAX_PROGRESS_MESSAGE
+        {
+            let mut cut = MAX_PROGRESS_MESSAGE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str("[…]");
+        }
         {
             let mut jobs = self.lock();
             let Some(job) = jobs.get_mut(&n) else { return };
@@ -213,6 +229,9 @@ impl Jobs {
             let mut jobs = self.lock();
             let Some(job) = jobs.get_mut(&n) else { return };
             job.ended = Some(Instant::now());
+            while job.progress.len() > KEPT_PROGRESS_FINISHED {
+                job.progress.pop_front();
+            }
             job.view.finished_ms = Some(now_ms());
             let duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX);
             let (kind, data) = match &result.result {

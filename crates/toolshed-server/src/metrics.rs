@@ -36,6 +36,7 @@ impl Metrics {
         let metrics = Self::default();
         let mut events = host.events().subscribe();
         let counter = metrics.clone();
+        let registry = host.registry().clone();
         tokio::spawn(async move {
             loop {
                 let received = tokio::select! {
@@ -49,7 +50,7 @@ impl Metrics {
                         is_error,
                         ..
                     }) => counter.count(
-                        &tool,
+                        &known(&registry, tool),
                         if is_error { "tool_error" } else { "ok" },
                         duration_ms,
                     ),
@@ -58,7 +59,7 @@ impl Metrics {
                         duration_ms,
                         kind,
                         ..
-                    }) => counter.count(&tool, &kind, duration_ms),
+                    }) => counter.count(&known(&registry, tool), &kind, duration_ms),
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                         counter.0.lock().unwrap_or_else(|p| p.into_inner()).missed += n;
@@ -82,6 +83,16 @@ impl Metrics {
         let entry = calls.durations.entry(tool.to_string()).or_default();
         entry.0 += duration_ms as f64 / 1000.0;
         entry.1 += 1;
+    }
+}
+
+/// A registered tool's name, or `(unknown)` for names a caller made up, so they cannot
+/// crowd the real tools out of the series.
+fn known(registry: &toolshed_host::Registry, tool: String) -> String {
+    if registry.lookup(&tool).is_some() {
+        tool
+    } else {
+        "(unknown)".to_string()
     }
 }
 

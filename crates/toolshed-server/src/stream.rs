@@ -90,6 +90,11 @@ pub async fn sse(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(id) = header_id.filter(|id| *id > MAX_EVENT_ID) {
+        return Err(ApiError::bad_request(format!(
+            "Last-Event-ID {id} is out of range: event ids run from 1 to {MAX_EVENT_ID}"
+        )));
+    }
     let last_id = header_id.or(params.last_event_id);
     let stream = items(&state, params, last_id).map(|item| {
         Ok::<_, Infallible>(match item {

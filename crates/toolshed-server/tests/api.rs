@@ -472,6 +472,16 @@ async fn an_async_job_is_seen_through_sse_from_start_to_finish() {
         409
     );
 
+    let too_big = request(
+        s.address,
+        "GET",
+        "/api/v1/events",
+        &[auth(), ("Last-Event-ID", u64::MAX.to_string())],
+        None,
+    )
+    .await;
+    assert_eq!(too_big.status, 400);
+
     // A client that reconnects with its last event id gets what came after it.
     let mut resumed = Sse::open(
         s.address,

@@ -545,6 +545,7 @@ async fn write_stdin(
         ctx,
         millis(args, "yield_ms", DEFAULT_WRITE_YIELD_MS, MAX_YIELD_MS, true)?,
     );
+    let before = session.process.output_len(Stream::Combined);
     if !chars.is_empty() {
         if session.process.exit().is_some() {
             return Err(ToolError::Conflict(format!(
@@ -560,16 +561,26 @@ async fn write_stdin(
             other => ToolError::from(other),
         })?;
     }
-    settle(&session, ctx, yield_for).await?;
+    let echo = if session.tty {
+        chars.len() as u64 + 1
+    } else {
+        0
+    };
+    settle(&session, ctx, yield_for, before + echo).await?;
     Ok(reply(&session, budget(args)))
 }
 
-/// Waits until output arrived and then went quiet for [`SETTLE`], the process ended, or
-/// `window` passed.
-async fn settle(session: &Session, ctx: &CallContext, window: Duration) -> Result<(), ToolError> {
+/// Waits until output beyond `answer_from` (past what was there before the write, and past
+/// a terminal's echo of it) arrived and then went quiet for [`SETTLE`], the process ended,
+/// or `window` passed.
+async fn settle(
+    session: &Session,
+    ctx: &CallContext,
+    window: Duration,
+    answer_from: u64,
+) -> Result<(), ToolError> {
     let started = Instant::now();
     let mut seen = session.process.output_len(Stream::Combined);
-    let mut got_some = seen > session.cursor();
     loop {
         if session.process.exit().is_some() {
             return Ok(());
@@ -578,13 +589,13 @@ async fn settle(session: &Session, ctx: &CallContext, window: Duration) -> Resul
         if left.is_zero() {
             return Ok(());
         }
-        let wait = if got_some { left.min(SETTLE) } else { left };
+        let answered = seen > answer_from;
+        let wait = if answered { left.min(SETTLE) } else { left };
         tokio::select! {
             chunk = session.process.read_wait(Stream::Combined, seen, 1, wait) => {
                 if chunk.total > seen {
                     seen = chunk.total;
-                    got_some = true;
-                } else if got_some {
+                } else if answered {
                     return Ok(());
                 }
             }
@@ -719,9 +730,8 @@ async fn terminate(
     } else {
         Stop::graceful()
     };
-    if session.process.exit().is_none() {
-        session.process.terminate(stop).await;
-    }
+    // Also after the command exited: what it left running in the background goes too.
+    session.process.terminate(stop).await;
     Ok(finished_reply(
         &session,
         DEFAULT_OUTPUT_BYTES as usize,

@@ -522,9 +522,8 @@ async fn stop(
         }
     };
     let was_running = item.process.exit().is_none();
-    if was_running {
-        item.process.terminate(stop).await;
-    }
+    // Also after it exited: children it left running (`server &`) go too.
+    item.process.terminate(stop).await;
     if let Some(directory) = ctx.extensions.get::<PortDirectory>() {
         directory.remove(&item.id);
     }

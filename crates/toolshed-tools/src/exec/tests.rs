@@ -858,3 +858,42 @@ async fn the_shell_survives_syntax_errors_unclosed_quotes_heredocs_and_set_e() {
     );
     assert_eq!(structured(&still)["new_shell"], false);
 }
+
+#[tokio::test]
+async fn stopping_an_ended_process_still_stops_what_it_left_running() {
+    let h = H::new();
+    let out = h
+        .call(
+            "process_exec",
+            json!({"cmd": "sleep 49.5 > /dev/null 2>&1 &"}),
+        )
+        .await
+        .unwrap();
+    let id = structured(&out)["id"].as_str().unwrap().to_string();
+    assert!(running("sleep 49.5"));
+    h.call("process_stop", json!({"id": id})).await.unwrap();
+    assert!(
+        gone("sleep 49.5").await,
+        "the leftover child survived process_stop"
+    );
+
+    let session = h
+        .call(
+            "exec_command",
+            json!({"cmd": "sleep 49.75 > /dev/null 2>&1 & sleep 0.3", "yield_ms": 0}),
+        )
+        .await
+        .unwrap();
+    let sid = structured(&session)["session_id"].as_u64().unwrap();
+    h.call(
+        "command_run_wait",
+        json!({"session_id": sid, "timeout_ms": 5000}),
+    )
+    .await
+    .unwrap();
+    assert!(running("sleep 49.75"));
+    h.call("command_run_terminate", json!({"session_id": sid}))
+        .await
+        .unwrap();
+    assert!(gone("sleep 49.75").await);
+}
