@@ -140,6 +140,19 @@ fn human_bytes(n: u64) -> String {
 
 /// Uninstalls a plugin: files, state and config.
 pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
+    // Not while an install runs: it may be replacing this very plugin. (No lock file means
+    // no plugin root yet, and nothing to race with.)
+    let root = host.user_plugin_root();
+    let _lock = match install::InstallLock::try_acquire(&root) {
+        Ok(None) => {
+            return Err(Failure::Runtime(format!(
+                "an install is running in {}; try again when it ends",
+                root.display()
+            )));
+        }
+        Ok(Some(lock)) => Some(lock),
+        Err(_) => None,
+    };
     let info = host
         .registry()
         .uninstall(id)
