@@ -828,7 +828,9 @@ impl Extractor<'_> {
 
     fn tar_gz(&mut self, path: &Path, file: File) -> Result<(), InstallError> {
         use tar::EntryType;
-        let gz = flate2::read::GzDecoder::new(io::BufReader::new(file));
+        // Several gzip members in a row are one stream (as gzip itself reads them); reading
+        // only the first would install a silently truncated plugin.
+        let gz = flate2::read::MultiGzDecoder::new(io::BufReader::new(file));
         // Headers and padding add at most a few blocks per entry to the content.
         let cap = self
             .limits
