@@ -37,7 +37,7 @@ pub enum Command {
     },
     /// Call a tool through the full pipeline and print its result
     Call(CallArgs),
-    /// List, enable and disable plugins
+    /// List, install, configure, enable, disable, reload and uninstall plugins
     Plugins {
         #[command(subcommand)]
         command: PluginsCommand,
@@ -146,4 +146,41 @@ pub enum PluginsCommand {
         /// The plugin id
         id: String,
     },
+    /// Install a plugin from a directory, a .tar.gz/.tgz file or a .zip file
+    Install(InstallArgs),
+    /// Remove an installed plugin: its files, state and config
+    Uninstall {
+        /// The plugin id
+        id: String,
+    },
+    /// Restart a plugin (stop, then start again)
+    Reload {
+        /// The plugin id
+        id: String,
+    },
+    /// Show or set a plugin's config: no KEY lists the fields, KEY prints one value,
+    /// KEY VALUE sets it (VALUE `-` reads it from standard input, for secrets)
+    Config {
+        /// The plugin id
+        id: String,
+        /// The config field
+        key: Option<String>,
+        /// The new value: JSON, or plain text for string and select fields
+        value: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// A plugin directory, a .tar.gz/.tgz file or a .zip file (URLs are not supported yet)
+    pub source: String,
+    /// Refuse the install unless the plugin has this id
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// Refuse the archive unless its SHA-256 checksum is this (checked before it is opened)
+    #[arg(long, value_name = "HEX")]
+    pub sha256: Option<String>,
+    /// Replace an installed plugin with the same id (its state and config are kept)
+    #[arg(long)]
+    pub force: bool,
 }

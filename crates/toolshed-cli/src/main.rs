@@ -85,6 +85,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Disable { id },
         } => commands::plugins::set_enabled(&host, &id, false).await,
+        Command::Plugins {
+            command: PluginsCommand::Install(args),
+        } => commands::plugins::install(&host, args).await,
+        Command::Plugins {
+            command: PluginsCommand::Uninstall { id },
+        } => commands::plugins::uninstall(&host, &id).await,
+        Command::Plugins {
+            command: PluginsCommand::Reload { id },
+        } => commands::plugins::reload(&host, &id).await,
+        Command::Plugins {
+            command: PluginsCommand::Config { id, key, value },
+        } => commands::plugins::config(&host, &id, key.as_deref(), value.as_deref()),
         Command::Mcp(args) => commands::mcp::run(&host, args).await,
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token => Ok(()),

@@ -656,3 +656,388 @@ fn serve_refuses_a_remote_address_unless_allowed() {
     let _ = child.wait();
     assert!(address.starts_with("0.0.0.0:"), "{address}");
 }
+
+const PLUGIN_TOML: &str = r#"
+id = "acme.hello"
+version = "1.2.0"
+name = "Hello"
+kind = "js"
+entry = "main.js"
+[[tools]]
+name = "hello_greet"
+description = "Greet."
+[[config]]
+key = "region"
+type = "string"
+default = "eu"
+description = "Where to greet."
+[[config]]
+key = "retries"
+type = "number"
+[[config]]
+key = "verbose"
+type = "boolean"
+[[config]]
+key = "mode"
+type = "select"
+options = ["fast", "safe"]
+[[config]]
+key = "headers"
+type = "object"
+[[config]]
+key = "token"
+type = "string"
+secret = true
+"#;
+
+fn tar_gz_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut builder = tar::Builder::new(gz);
+    for (name, data) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, *data).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, data) in files {
+        writer
+            .start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(data).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn listed_plugin(env: &Env, id: &str) -> Option<Value> {
+    let o = env.run(&["plugins", "list", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .cloned()
+}
+
+#[test]
+fn plugins_install_from_a_directory_then_force_and_uninstall() {
+    let env = Env::new();
+    env.write("src/hello/plugin.toml", PLUGIN_TOML);
+    env.write("src/hello/main.js", "export function activate() {}\n");
+    let dir = env.workspace.path().join("src/hello");
+    let o = env.run(&["plugins", "install", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("acme.hello 1.2.0: installed into "),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("extracted: 2 entries"),
+        "{}",
+        stderr(&o)
+    );
+    let installed = env.data.path().join("plugins/acme.hello");
+    assert!(installed.join("main.js").is_file());
+    let listed = listed_plugin(&env, "acme.hello").expect("listed");
+    assert_eq!(listed["root"], "user");
+
+    let o = env.run(&["plugins", "install", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("already installed") && stderr(&o).contains("--force"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["plugins", "install", "--force", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("replaced"), "{}", stdout(&o));
+
+    let o = env.run(&["plugins", "reload", "acme.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("acme.hello: "), "{}", stdout(&o));
+    let o = env.run(&["plugins", "reload", "acme.nope"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("no plugin `acme.nope`"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = env.run(&["plugins", "config", "acme.hello", "retries", "3"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = env.run(&["plugins", "uninstall", "acme.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("uninstalled"), "{}", stdout(&o));
+    assert!(!installed.exists());
+    assert!(listed_plugin(&env, "acme.hello").is_none());
+    let db = rusqlite::Connection::open(env.data.path().join("toolshed.db")).unwrap();
+    let rows: i64 = db
+        .query_row(
+            "SELECT count(*) FROM config_values WHERE plugin_id = 'acme.hello'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 0);
+}
+
+#[test]
+fn plugins_install_archives_with_checksums_and_ids() {
+    let env = Env::new();
+    let files: &[(&str, &[u8])] = &[
+        ("hello-1.2.0/plugin.toml", PLUGIN_TOML.as_bytes()),
+        ("hello-1.2.0/main.js", b"export function activate() {}\n"),
+    ];
+    let tgz = tar_gz_of(files);
+    let tgz_path = env.workspace.path().join("hello.tgz");
+    std::fs::write(&tgz_path, &tgz).unwrap();
+    let tgz_arg = tgz_path.to_str().unwrap();
+
+    let o = env.run(&["plugins", "install", tgz_arg, "--id", "acme.other"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("not `acme.other`"), "{}", stderr(&o));
+    let o = env.run(&["plugins", "install", tgz_arg, "--sha256", &"ab".repeat(32)]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("checksum mismatch"), "{}", stderr(&o));
+    assert!(listed_plugin(&env, "acme.hello").is_none());
+
+    let sha = sha256_hex(&tgz);
+    let o = env.run(&[
+        "plugins",
+        "install",
+        tgz_arg,
+        "--sha256",
+        &sha,
+        "--id",
+        "acme.hello",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("top-level directory `hello-1.2.0/`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(env.data.path().join("plugins/acme.hello/main.js").is_file());
+    let o = env.run(&["plugins", "uninstall", "acme.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let zip_path = env.workspace.path().join("hello.zip");
+    std::fs::write(
+        &zip_path,
+        zip_of(&[("plugin.toml", PLUGIN_TOML.as_bytes())]),
+    )
+    .unwrap();
+    let o = env.run(&["plugins", "install", zip_path.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(listed_plugin(&env, "acme.hello").is_some());
+}
+
+#[test]
+fn plugins_install_refuses_urls_corrupt_and_hostile_archives() {
+    let env = Env::new();
+    let o = env.run(&[
+        "plugins",
+        "install",
+        "https://example.invalid/p.tgz",
+        "--sha256",
+        &"0".repeat(64),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("issue #8"), "{}", stderr(&o));
+
+    // Not an archive at all, with a wrong checksum: the checksum answers, not the parser.
+    let junk = env.workspace.path().join("junk.tar.gz");
+    std::fs::write(&junk, b"definitely not gzip").unwrap();
+    let o = env.run(&[
+        "plugins",
+        "install",
+        junk.to_str().unwrap(),
+        "--sha256",
+        &"0".repeat(64),
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("checksum mismatch"), "{}", stderr(&o));
+    let o = env.run(&["plugins", "install", junk.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("not a readable archive"),
+        "{}",
+        stderr(&o)
+    );
+
+    let slip = env.workspace.path().join("slip.zip");
+    std::fs::write(
+        &slip,
+        zip_of(&[("plugin.toml", PLUGIN_TOML.as_bytes()), ("../evil", b"x")]),
+    )
+    .unwrap();
+    let o = env.run(&["plugins", "install", slip.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("refused entry `../evil`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!env.data.path().join("evil").exists());
+    let left: Vec<_> = std::fs::read_dir(env.data.path().join("plugins"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, [".lock"]);
+
+    // A plugin that comes with toolshed cannot be shadowed by an installed copy.
+    let system = listed_plugin_ids(&env)
+        .into_iter()
+        .next()
+        .expect("a built-in plugin");
+    env.write(
+        "src/shadow/plugin.toml",
+        &PLUGIN_TOML.replace("acme.hello", &system),
+    );
+    let o = env.run(&[
+        "plugins",
+        "install",
+        env.workspace.path().join("src/shadow").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("comes with toolshed"), "{}", stderr(&o));
+}
+
+fn listed_plugin_ids(env: &Env) -> Vec<String> {
+    let o = env.run(&["plugins", "list", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_staging_dir_left_by_a_killed_install_is_cleaned_and_never_listed() {
+    let env = Env::new();
+    let staging = env.data.path().join("plugins/.staging-Xk1ll/tree");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::write(staging.join("plugin.toml"), PLUGIN_TOML).unwrap();
+    assert!(listed_plugin(&env, "acme.hello").is_none());
+    assert!(!env.data.path().join("plugins/.staging-Xk1ll").exists());
+}
+
+#[test]
+fn plugins_config_lists_gets_and_sets_and_never_prints_secrets() {
+    let env = Env::new();
+    env.write(".toolshed/plugins/hello/plugin.toml", PLUGIN_TOML);
+    let secret = "s3cr3t-token-value";
+    let everything = |o: &Output| format!("{}{}", stdout(o), stderr(o));
+
+    let o = env.run(&["plugins", "config", "acme.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let listing = stdout(&o);
+    assert!(
+        listing.contains("region") && listing.contains("\"eu\" (default)"),
+        "{listing}"
+    );
+    assert!(listing.contains("(secret, unset)"), "{listing}");
+
+    let o = env.run(&["plugins", "config", "acme.hello", "token", secret]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!everything(&o).contains(secret), "{}", everything(&o));
+    assert!(stdout(&o).contains("secret, not shown"));
+
+    let o = env.run(&["plugins", "config", "acme.hello"]);
+    assert!(stdout(&o).contains("(secret, set)"), "{}", stdout(&o));
+    assert!(!everything(&o).contains(secret));
+    let o = env.run(&["plugins", "config", "acme.hello", "token"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("secret; set or unset only"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!everything(&o).contains(secret));
+    for args in [
+        &["plugins", "list", "--json"][..],
+        &["plugins", "list"][..],
+        &["doctor", "--json"][..],
+    ] {
+        let o = env.run(args);
+        assert!(!everything(&o).contains(secret), "{args:?}");
+    }
+
+    // A secret from standard input keeps it out of the process list and shell history.
+    let mut child = env
+        .cmd(&["plugins", "config", "acme.hello", "token", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"from-stdin\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let db = rusqlite::Connection::open(env.data.path().join("toolshed.db")).unwrap();
+    let stored: String = db
+        .query_row(
+            "SELECT value FROM config_values WHERE plugin_id = 'acme.hello' AND key = 'token'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, "\"from-stdin\"");
+
+    let o = env.run(&["plugins", "config", "acme.hello", "region"]);
+    assert_eq!((code(&o), stdout(&o).trim()), (0, "eu"));
+    for (key, value, shown) in [
+        ("retries", "3", "3"),
+        ("verbose", "true", "true"),
+        ("mode", "fast", "fast"),
+        ("region", "us-east", "us-east"),
+        ("headers", r#"{"x":"y"}"#, r#"{"x":"y"}"#),
+    ] {
+        let o = env.run(&["plugins", "config", "acme.hello", key, value]);
+        assert_eq!(code(&o), 0, "{key}: {}", stderr(&o));
+        let o = env.run(&["plugins", "config", "acme.hello", key]);
+        assert_eq!((code(&o), stdout(&o).trim()), (0, shown), "{key}");
+    }
+    for (key, value, problem) in [
+        ("retries", "many", "`retries` must be a number"),
+        ("verbose", "yes", "`verbose` must be a boolean"),
+        ("mode", "slow", "`mode` must be one of \"fast\", \"safe\""),
+        ("headers", "[1]", "`headers` must be an object"),
+    ] {
+        let o = env.run(&["plugins", "config", "acme.hello", key, value]);
+        assert_eq!(code(&o), 2, "{key}");
+        assert!(stderr(&o).contains(problem), "{key}: {}", stderr(&o));
+    }
+    let o = env.run(&["plugins", "config", "acme.hello", "nope"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("fields: region, retries"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["plugins", "config", "acme.hello", "retries"]);
+    assert_eq!(stdout(&o).trim(), "3");
+}

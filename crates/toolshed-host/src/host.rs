@@ -20,6 +20,9 @@ use crate::store::{StateStore, StoreError};
 /// The state database's file name inside the data dir.
 pub const DB_FILE: &str = "toolshed.db";
 
+/// The directory of installed plugins inside the data dir.
+pub const PLUGINS_DIR: &str = "plugins";
+
 /// What a host is opened with.
 pub struct HostOptions {
     /// The workspace root.
@@ -119,12 +122,26 @@ impl Host {
                 store.clone(),
             )))));
         }
+        let plugin_root = data_dir.join(PLUGINS_DIR);
+        // Installs a killed process left half done: invisible to discovery, removed here.
+        match tokio::task::spawn_blocking(move || crate::install::clean_stale_staging(&plugin_root))
+            .await
+        {
+            Ok(removed) if !removed.is_empty() => {
+                tracing::info!(
+                    ?removed,
+                    "removed the staging of interrupted plugin installs"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cleaning stale plugin staging failed"),
+        }
         let events = EventBus::default();
         let roots = DiscoveryRoots {
             system: options.system_plugins,
             curated: options.curated_dirs,
             user: vec![
-                data_dir.join("plugins"),
+                data_dir.join(PLUGINS_DIR),
                 workspace.join(".toolshed").join("plugins"),
             ],
         };
@@ -165,6 +182,11 @@ impl Host {
     /// The data dir.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// Where installed plugins live: `<data dir>/plugins`.
+    pub fn user_plugin_root(&self) -> PathBuf {
+        self.data_dir.join(PLUGINS_DIR)
     }
 
     /// The configuration in force.

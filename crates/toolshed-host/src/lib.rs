@@ -1,8 +1,10 @@
 //! The toolshed host: everything between a door and a tool.
 //!
-//! - [`config`]: layered configuration with unknown keys reported.
+//! - [`config`]: layered configuration with unknown keys reported; [`config_fields`]:
+//!   plugin config values checked against their manifest fields.
 //! - [`store`]: the SQLite state store (plugin state, config values, audit).
-//! - [`manifest`] and [`registry`]: plugin discovery, lifecycle and the tool index.
+//! - [`manifest`] and [`registry`]: plugin discovery, lifecycle and the tool index;
+//!   [`install`]: installing plugins from directories and archives, strictly.
 //! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
 //!   record — with [`policy`] and [`hooks`] as its seams.
 //! - [`events`]: what doors subscribe to.
@@ -19,10 +21,12 @@
 //! ```
 
 pub mod config;
+pub mod config_fields;
 pub mod dispatcher;
 pub mod events;
 pub mod hooks;
 pub mod host;
+pub mod install;
 pub mod manifest;
 pub mod policy;
 pub mod registry;
@@ -33,6 +37,6 @@ pub mod suggest;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{CallRequest, CallResult, Dispatcher};
 pub use events::{Event, EventBus};
-pub use host::{DB_FILE, Host, HostError, HostOptions};
+pub use host::{DB_FILE, Host, HostError, HostOptions, PLUGINS_DIR};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use store::{AuditRecord, StateStore};

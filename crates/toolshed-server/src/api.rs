@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use toolshed_core::{ConfigFieldType, OwnerId, ToolOutput};
+use toolshed_core::{OwnerId, ToolOutput};
 use toolshed_host::registry::RegistryError;
 use toolshed_host::{CallRequest, CallResult, Host};
 
@@ -319,33 +319,8 @@ pub async fn put_config(
             ));
             continue;
         };
-        let ok = match field.field_type {
-            ConfigFieldType::String => value.is_string(),
-            ConfigFieldType::Number => value.is_number(),
-            ConfigFieldType::Boolean => value.is_boolean(),
-            ConfigFieldType::Object => value.is_object(),
-            ConfigFieldType::Select => field.options.contains(value),
-        };
-        if !ok {
-            let want = match field.field_type {
-                ConfigFieldType::Select => format!(
-                    "one of {}",
-                    field
-                        .options
-                        .iter()
-                        .map(Value::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                other => format!(
-                    "a {}",
-                    serde_json::to_value(other)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default()
-                ),
-            };
-            problems.push(format!("`{key}` must be {want}"));
+        if let Err(problem) = toolshed_host::config_fields::check(field, value) {
+            problems.push(problem);
         }
     }
     if !problems.is_empty() {

@@ -1,10 +1,12 @@
-//! `toolshed plugins list|enable|disable`.
+//! `toolshed plugins list|enable|disable|install|uninstall|reload|config`.
 
 use serde_json::json;
-use toolshed_host::Host;
+use toolshed_host::install::{self, InstallError, InstallRequest, Overwrite};
 use toolshed_host::registry::Level;
+use toolshed_host::{Host, Root, config_fields};
 
 use crate::Failure;
+use crate::cli::InstallArgs;
 use crate::render::{print_json, table};
 
 /// Lists plugins and every discovery problem.
@@ -64,6 +66,224 @@ pub async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Fai
     match &info.reason {
         Some(reason) => println!("{}: {} ({reason})", info.id, info.state.as_str()),
         None => println!("{}: {}", info.id, info.state.as_str()),
+    }
+    Ok(())
+}
+
+/// Installs a plugin into the data dir, showing extraction progress on stderr.
+pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
+    let mut request = InstallRequest::new(args.source);
+    request.expected_id = args.id;
+    request.sha256 = args.sha256;
+    request.overwrite = if args.force {
+        Overwrite::Replace
+    } else {
+        Overwrite::Refuse
+    };
+    request.reserved_ids = host
+        .registry()
+        .plugins()
+        .into_iter()
+        .filter(|p| p.root != Root::User)
+        .map(|p| p.id)
+        .collect();
+    let root = host.user_plugin_root();
+    let outcome = tokio::task::spawn_blocking(move || {
+        install::install(&root, &request, &mut |p| {
+            let state = if p.done { "extracted" } else { "extracting" };
+            eprintln!("{state}: {} entries, {}", p.entries, human_bytes(p.bytes));
+        })
+    })
+    .await
+    .map_err(|e| Failure::Runtime(format!("the install task failed: {e}")))?;
+    let installed = match outcome {
+        Ok(installed) => installed,
+        Err(
+            e @ (InstallError::Url { .. }
+            | InstallError::Format { .. }
+            | InstallError::ChecksumSyntax { .. }
+            | InstallError::ChecksumOnDirectory { .. }
+            | InstallError::BadId(_)),
+        ) => return Err(Failure::Usage(e.to_string())),
+        Err(e) => return Err(Failure::Runtime(e.to_string())),
+    };
+    if let Some(dir) = &installed.stripped {
+        eprintln!("note: used the archive's single top-level directory `{dir}/` as the plugin");
+    }
+    println!(
+        "{} {}: {} into {}",
+        installed.id,
+        installed.version,
+        if installed.replaced {
+            "replaced"
+        } else {
+            "installed"
+        },
+        installed.dir.display()
+    );
+    eprintln!(
+        "a running `toolshed mcp` or `toolshed serve` loads it when restarted; `toolshed plugins list` shows its state"
+    );
+    Ok(())
+}
+
+fn human_bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else if n >= 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Uninstalls a plugin: files, state and config.
+pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
+    // Not while an install runs: it may be replacing this very plugin. (No lock file means
+    // no plugin root yet, and nothing to race with.)
+    let root = host.user_plugin_root();
+    let _lock = match install::InstallLock::try_acquire(&root) {
+        Ok(None) => {
+            return Err(Failure::Runtime(format!(
+                "an install is running in {}; try again when it ends",
+                root.display()
+            )));
+        }
+        Ok(Some(lock)) => Some(lock),
+        Err(_) => None,
+    };
+    let info = host
+        .registry()
+        .uninstall(id)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    match &info.dir {
+        Some(dir) => println!("{}: uninstalled (removed {})", info.id, dir.display()),
+        None => println!("{}: uninstalled", info.id),
+    }
+    Ok(())
+}
+
+/// Restarts a plugin.
+pub async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
+    let info = host
+        .registry()
+        .reload(id)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    match &info.reason {
+        Some(reason) => println!("{}: {} ({reason})", info.id, info.state.as_str()),
+        None => println!("{}: {}", info.id, info.state.as_str()),
+    }
+    Ok(())
+}
+
+/// Lists, prints or sets a plugin's config. Secret values are never printed.
+pub fn config(
+    host: &Host,
+    id: &str,
+    key: Option<&str>,
+    value: Option<&str>,
+) -> Result<(), Failure> {
+    let manifest = host.registry().manifest(id).ok_or_else(|| {
+        Failure::Runtime(format!(
+            "no plugin `{id}`; `toolshed plugins list` shows the installed plugins"
+        ))
+    })?;
+    let stored = host
+        .store()
+        .config_values(id)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let Some(key) = key else {
+        if manifest.config.is_empty() {
+            println!("plugin `{id}` has no config fields");
+            return Ok(());
+        }
+        let rows: Vec<Vec<String>> = manifest
+            .config
+            .iter()
+            .map(|f| {
+                let value = if f.secret {
+                    if stored.contains_key(&f.key) {
+                        "(secret, set)".to_string()
+                    } else {
+                        "(secret, unset)".to_string()
+                    }
+                } else if let Some(v) = stored.get(&f.key) {
+                    v.to_string()
+                } else if let Some(d) = &f.default {
+                    format!("{d} (default)")
+                } else {
+                    "(unset)".to_string()
+                };
+                vec![
+                    f.key.clone(),
+                    config_fields::type_name(f.field_type).to_string(),
+                    value,
+                    f.description.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        print!("{}", table(&["KEY", "TYPE", "VALUE", "DESCRIPTION"], &rows));
+        return Ok(());
+    };
+    let Some(field) = manifest.config.iter().find(|f| f.key == key) else {
+        let keys: Vec<&str> = manifest.config.iter().map(|f| f.key.as_str()).collect();
+        return Err(Failure::Runtime(format!(
+            "`{key}` is not a config field of `{id}` (fields: {}); `toolshed plugins config {id}` lists them",
+            if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            }
+        )));
+    };
+    let Some(raw) = value else {
+        if field.secret {
+            let set = if stored.contains_key(key) {
+                "set"
+            } else {
+                "unset"
+            };
+            return Err(Failure::Runtime(format!(
+                "`{key}` is a secret; set or unset only (it is {set}), never printed"
+            )));
+        }
+        return match stored.get(key).or(field.default.as_ref()) {
+            Some(serde_json::Value::String(s)) => {
+                println!("{s}");
+                Ok(())
+            }
+            Some(v) => {
+                println!("{v}");
+                Ok(())
+            }
+            None => Err(Failure::Runtime(format!(
+                "`{key}` of `{id}` is not set and has no default"
+            ))),
+        };
+    };
+    let raw = if raw == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| Failure::Runtime(format!("cannot read the value from stdin: {e}")))?;
+        text.trim_end_matches(['\n', '\r']).to_string()
+    } else {
+        raw.to_string()
+    };
+    let parsed = config_fields::parse_cli_value(field, &raw);
+    // The error names the field and the type it takes, never the value (it may be secret).
+    config_fields::check(field, &parsed).map_err(|problem| {
+        Failure::Usage(format!("config for `{id}` was not changed: {problem}"))
+    })?;
+    host.store()
+        .set_config_value(id, key, &parsed, field.secret)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    if field.secret {
+        println!("{id}: {key} set (secret, not shown)");
+    } else {
+        println!("{id}: {key} = {parsed}");
     }
     Ok(())
 }
