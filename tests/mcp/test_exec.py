@@ -212,7 +212,11 @@ def test_the_proxy_reaches_a_background_server_over_http_and_websocket(http_serv
             reply = await asyncio.to_thread(websocket_echo, base, f"/proxy/{pid}/ws", token, b"ping")
             assert reply == b"echo:ping"
 
-            logs = await client.call_tool("process_read_output", {"id": pid})
+            for _ in range(100):  # the output reaches toolshed a moment after the request
+                logs = await client.call_tool("process_read_output", {"id": pid})
+                if "request /some/page?x=1" in logs.content[0].text:
+                    break
+                await asyncio.sleep(0.05)
             assert "request /some/page?x=1" in logs.content[0].text
 
             stopped = await client.call_tool("process_stop", {"id": pid})

@@ -665,15 +665,20 @@ async fn a_background_server_is_listed_read_reachable_and_stopped_with_its_child
 
     let body = reqwest_free_get(port).await;
     assert!(body.contains("hello from the server"), "{body}");
-    let logs = h
-        .call("process_read_output", json!({"id": id, "tail_lines": 5}))
-        .await
-        .unwrap();
-    assert!(
-        logs.text_joined().contains("GET /index.html"),
-        "{}",
-        logs.text_joined()
-    );
+    // The server logs the request after answering it: poll for the line.
+    let mut logs = String::new();
+    for _ in 0..100 {
+        logs = h
+            .call("process_read_output", json!({"id": id, "tail_lines": 5}))
+            .await
+            .unwrap()
+            .text_joined();
+        if logs.contains("GET /index.html") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(logs.contains("GET /index.html"), "{logs}");
 
     let listed = h.call("process_list", json!({})).await.unwrap();
     assert_eq!(structured(&listed)["processes"][0]["name"], "web");
