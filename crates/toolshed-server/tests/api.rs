@@ -604,8 +604,15 @@ async fn metrics_count_calls_and_live_sessions() {
         r#"{"arguments":{"cmd":"sleep 48.5","yield_ms":0}}"#,
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let metrics = get(s.address, "/api/v1/metrics").await;
+    // The counters follow the host's events, a moment behind the calls.
+    let mut metrics = get(s.address, "/api/v1/metrics").await;
+    for _ in 0..100 {
+        if metrics.body.contains("tool=\"exec_command\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        metrics = get(s.address, "/api/v1/metrics").await;
+    }
     assert_eq!(metrics.status, 200);
     assert!(metrics.headers["content-type"].starts_with("text/plain"));
     assert!(
