@@ -541,17 +541,7 @@ impl Registry {
                 "plugin `{id}` is disabled; enable it with `toolshed plugins enable {id}` instead of reloading"
             )));
         }
-        let plugin = self.read(|i| {
-            i.slots
-                .iter()
-                .find(|s| s.manifest.id == id)
-                .and_then(|s| s.plugin.clone())
-        });
-        if let Some(plugin) = plugin
-            && let Err(e) = plugin.stop().await
-        {
-            tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly on reload");
-        }
+        self.stop_plugin(id, "reload").await;
         let change = self.bring_up(id, true).await;
         self.reindex();
         if let Some(event) = change {
@@ -571,17 +561,7 @@ impl Registry {
                 info.root.as_str()
             )));
         }
-        let plugin = self.read(|i| {
-            i.slots
-                .iter()
-                .find(|s| s.manifest.id == id)
-                .and_then(|s| s.plugin.clone())
-        });
-        if let Some(plugin) = plugin
-            && let Err(e) = plugin.stop().await
-        {
-            tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly on uninstall");
-        }
+        self.stop_plugin(id, "uninstall").await;
         if let Some(dir) = &info.dir {
             std::fs::remove_dir_all(dir).map_err(|e| RegistryError::Remove {
                 path: dir.clone(),
@@ -592,6 +572,21 @@ impl Registry {
         self.write(|i| i.slots.retain(|s| s.manifest.id != id));
         self.reindex();
         Ok(info)
+    }
+
+    /// Stops a plugin's background work (for `why`), logging a failure.
+    async fn stop_plugin(&self, id: &str, why: &str) {
+        let plugin = self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.manifest.id == id)
+                .and_then(|s| s.plugin.clone())
+        });
+        if let Some(plugin) = plugin
+            && let Err(e) = plugin.stop().await
+        {
+            tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly on {why}");
+        }
     }
 
     fn known(&self, id: &str) -> Result<PluginInfo, RegistryError> {

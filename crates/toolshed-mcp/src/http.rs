@@ -58,11 +58,27 @@ pub async fn serve_http(
     options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_router(
+        listener,
+        |local, stop| router(host, local, options, stop),
+        shutdown,
+    )
+    .await
+}
+
+/// Serves the router `make` builds for the bound address on `listener`, with connect info
+/// (for the guard's per-address limit), until `shutdown` completes; then the token `make`
+/// was given is cancelled, so sessions and streams end.
+pub async fn serve_router(
+    listener: TcpListener,
+    make: impl FnOnce(SocketAddr, CancellationToken) -> Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let local = listener
         .local_addr()
         .map_err(|e| ServeError::Session(format!("cannot read the bound address: {e}")))?;
     let stop = CancellationToken::new();
-    let router = router(host, local, options, stop.child_token());
+    let router = make(local, stop.child_token());
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),

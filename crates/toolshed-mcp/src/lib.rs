@@ -29,7 +29,7 @@ mod token;
 
 pub use http::{
     DEFAULT_MAX_BODY_BYTES, FAILURE_WINDOW, HttpOptions, MAX_AUTH_FAILURES, MAX_HEADER_BYTES,
-    MCP_PATH, Rejection, RequestGuard, guarded, router, routes, serve_http,
+    MCP_PATH, Rejection, RequestGuard, guarded, router, routes, serve_http, serve_router,
 };
 pub use server::{
     MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY, SHARED_HTTP_OWNER, Session,

@@ -125,21 +125,12 @@ pub async fn serve(
     options: ServerOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let local = listener
-        .local_addr()
-        .map_err(|e| ServeError::Session(format!("cannot read the bound address: {e}")))?;
-    let stop = CancellationToken::new();
-    let router = app(host, local, options, stop.child_token());
-    axum::serve(
+    toolshed_mcp::serve_router(
         listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
+        |local, stop| app(host, local, options, stop),
+        shutdown,
     )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        stop.cancel();
-    })
     .await
-    .map_err(|e| ServeError::Session(format!("the HTTP server failed: {e}")))
 }
 
 /// Copies the host's plugin state changes into the API's event log.
