@@ -191,9 +191,13 @@ impl Host {
         &self.dispatcher
     }
 
-    /// Stops every plugin.
+    /// Stops every plugin and waits until every call's audit row is in the database.
     pub async fn shutdown(&self) {
         self.registry.shutdown().await;
+        let store = self.store.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || store.flush_audit()).await {
+            tracing::warn!(error = %e, "cannot flush the audit log");
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The toolshed host: everything between a door and a tool.
 //!
 //! - [`config`]: layered configuration with unknown keys reported.
-//! - [`store`]: the SQLite state store (plugin state, config values, audit).
+//! - [`store`]: the SQLite state store (plugin state, config values, audit), with
+//!   [`audit`] writing the audit rows in batches on a thread of its own.
 //! - [`manifest`] and [`registry`]: plugin discovery, lifecycle and the tool index.
 //! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
 //!   record — with [`policy`] and [`hooks`] as its seams.
@@ -18,6 +19,7 @@
 //! # }
 //! ```
 
+pub mod audit;
 pub mod config;
 pub mod dispatcher;
 pub mod events;
