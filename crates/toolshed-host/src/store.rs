@@ -158,6 +158,9 @@ impl StateStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // SQLite's default page cache is 2 MB per connection, and the audit log's appends
+        // fill it with pages that are never read again; 256 KiB holds what is re-read.
+        conn.pragma_update(None, "cache_size", -256)?;
         Self::from_connection(conn, path.to_path_buf())
     }
 
