@@ -9,6 +9,11 @@ server, writes newline-delimited JSON-RPC to its stdin and reads replies from it
   pipelined    the same call with INFLIGHT requests in flight (a new id sent per reply)
   peak RSS     VmHWM from /proc/PID/status after the pipelined session's calls,
                read before stdin is closed
+  CPU per call the server's user+system time (/proc/PID/stat, in clock ticks) over the
+               timed calls of all rounds, divided by the calls
+
+bench/mcp_stdio.sh runs the Rust driver (bench/mcp-driver) by default, which does the same
+at about a tenth of this driver's CPU per call; DRIVER=python selects this one.
 
 Servers are measured alternately, round by round, so they share the machine's noise.
 Each throughput round is a fresh process: spawn, initialize, WARMUP untimed calls, then
@@ -129,6 +134,12 @@ class Server:
                 pending.add(self.request("tools/call", params))
                 sent += 1
 
+    def cpu_ticks(self):
+        """utime + stime of the server, every thread, in clock ticks."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
     def vm_hwm_kib(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
@@ -217,18 +228,24 @@ def main():
     seq = {s.name: [] for s in servers}
     pipe = {s.name: [] for s in servers}
     rss = {s.name: [] for s in servers}
+    seq_ticks = {s.name: 0 for s in servers}
+    pipe_ticks = {s.name: 0 for s in servers}
     for _ in range(args.rounds):
         for s in servers:
             session(s, args.warmup)
+            c0 = s.cpu_ticks()
             t0 = time.perf_counter()
             s.sequential(args.sequential)
             seq[s.name].append(args.sequential / (time.perf_counter() - t0))
+            seq_ticks[s.name] += s.cpu_ticks() - c0
             s.close()
         for s in servers:
             session(s, args.warmup)
+            c0 = s.cpu_ticks()
             t0 = time.perf_counter()
             s.pipelined(args.pipelined, args.inflight)
             pipe[s.name].append(args.pipelined / (time.perf_counter() - t0))
+            pipe_ticks[s.name] += s.cpu_ticks() - c0
             rss[s.name].append(s.vm_hwm_kib() / 1024)
             s.close()
 
@@ -238,7 +255,7 @@ def main():
           f"and {args.pipelined} pipelined calls ({args.inflight} in flight), {args.warmup} warm-up "
           f"calls each; server-filesystem tool `{filesystem.tool_name}`; negotiated protocol / "
           f"server version: toolshed {versions[a][0]} / {versions[a][1]}, "
-          f"server-filesystem {versions[b][0]} / {versions[b][1]}")
+          f"server-filesystem {versions[b][0]} / {versions[b][1]}; driver: bench/mcp_stdio.py (Python)")
     print()
     print("| metric | toolshed | server-filesystem | toolshed / server-filesystem |")
     print("|---|---|---|---|")
@@ -251,6 +268,14 @@ def main():
     for label, data, fmt in rows:
         x, y = med(data[a]), med(data[b])
         print(f"| {label} | {fmt.format(x)} | {fmt.format(y)} | {x / y:.2f}× |")
+    tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+    for label, ticks, calls in [
+        ("server CPU per call, sequential (µs, user+system, all rounds)", seq_ticks, args.sequential),
+        (f"server CPU per call, {args.inflight} in flight (µs, user+system, all rounds)",
+         pipe_ticks, args.pipelined),
+    ]:
+        x, y = (ticks[n] * tick_us / (calls * args.rounds) for n in (a, b))
+        print(f"| {label} | {x:,.0f} | {y:,.0f} | {x / y:.2f}× |")
 
     shutil.rmtree(work, ignore_errors=True)
 

@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
 # toolshed mcp against @modelcontextprotocol/server-filesystem over stdio, side by side:
-# cold start, 4 KiB file reads one at a time and 16 in flight, peak RSS.
+# cold start, 4 KiB file reads one at a time and 16 in flight, peak RSS, CPU per call.
 #
-# Usage: bench/mcp_stdio.sh [DRIVER OPTIONS]     (see bench/mcp_stdio.py --help)
-# Needs: cargo, python3, node and npm. server-filesystem is installed at the version pinned
-# in bench/package.json / package-lock.json into bench/node_modules (ignored by git).
+# Usage: bench/mcp_stdio.sh [DRIVER OPTIONS]     (see bench/mcp-driver/src/main.rs)
+#        DRIVER=python bench/mcp_stdio.sh [OPTIONS]  (the Python driver, bench/mcp_stdio.py)
+# Needs: cargo, node and npm (python3 for DRIVER=python). server-filesystem is installed at
+# the version pinned in bench/package.json / package-lock.json into bench/node_modules
+# (ignored by git).
 #
-# The driver (bench/mcp_stdio.py) is Python stdlib only: no MCP SDK in the loop. It runs
-# toolshed with a private TOOLSHED_HOME in a temporary directory, removed at the end.
+# The default driver, bench/mcp-driver, is a small Rust program (std and serde_json only)
+# built as a package of its own, outside the workspace, so `cargo test --workspace` never
+# compiles it. It costs about a tenth of the Python driver's CPU per call, which matters on
+# a two-core machine where client and server share the cores. Both drivers speak
+# newline-delimited JSON-RPC with no MCP SDK in the loop and run toolshed with a private
+# TOOLSHED_HOME in a temporary directory, removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+target=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release -q -p toolshed
-bin=${CARGO_TARGET_DIR:-$PWD/target}/release/toolshed
+bin=$target/release/toolshed
 fs=bench/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 if [ ! -f "$fs" ]; then
   (cd bench && npm ci --no-audit --no-fund --loglevel=error)
 fi
-exec python3 bench/mcp_stdio.py --toolshed "$bin" --filesystem "$fs" "$@"
+if [ "${DRIVER:-rust}" = python ]; then
+  exec python3 bench/mcp_stdio.py --toolshed "$bin" --filesystem "$fs" "$@"
+fi
+cargo build --release -q --manifest-path bench/mcp-driver/Cargo.toml --target-dir "$target"
+exec "$target/release/mcp-driver" --toolshed "$bin" --filesystem "$fs" "$@"

@@ -400,15 +400,9 @@ impl Dispatcher {
             error_kind,
             duration_ms: duration_ms as i64,
         };
-        let store = self.store.clone();
-        let max_rows = self.audit_max_rows;
-        let written =
-            tokio::task::spawn_blocking(move || store.append_audit(&record, max_rows)).await;
-        match written {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "cannot write the audit row"),
-            Err(e) => tracing::warn!(error = %e, "audit writer failed"),
-        }
+        // Queued for the store's writer thread, which commits rows in batches; the reply
+        // does not wait for the database.
+        self.store.queue_audit(record, self.audit_max_rows).await;
         let event = match result {
             Ok(out) => Event::CallFinished {
                 call_id: call_id.0.clone(),
@@ -498,11 +492,11 @@ async fn run_with_deadline(
 }
 
 fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    s
 }

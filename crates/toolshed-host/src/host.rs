@@ -239,7 +239,8 @@ impl Host {
     }
 
     /// Stops every plugin, then every process tree the operations backend still holds
-    /// (commands and background processes tools started), waiting until they are gone.
+    /// (commands and background processes tools started), waiting until they are gone;
+    /// then waits until every call's audit row is in the database.
     pub async fn shutdown(&self) {
         self.registry.shutdown().await;
         if let Some(ops) = self.dispatcher.extensions().get::<toolshed_ops::Ops>() {
@@ -247,6 +248,10 @@ impl Host {
             if let Err(e) = tokio::task::spawn_blocking(move || process.kill_all()).await {
                 tracing::warn!(error = %e, "stopping child processes failed");
             }
+        }
+        let store = self.store.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || store.flush_audit()).await {
+            tracing::warn!(error = %e, "cannot flush the audit log");
         }
     }
 }

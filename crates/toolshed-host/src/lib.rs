@@ -2,7 +2,8 @@
 //!
 //! - [`config`]: layered configuration with unknown keys reported; [`config_fields`]:
 //!   plugin config values checked against their manifest fields.
-//! - [`store`]: the SQLite state store (plugin state, config values, audit).
+//! - [`store`]: the SQLite state store (plugin state, config values, audit), with
+//!   [`audit`] writing the audit rows in batches on a thread of its own.
 //! - [`manifest`] and [`registry`]: plugin discovery, lifecycle and the tool index;
 //!   [`install`]: installing plugins from directories and archives, strictly.
 //! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
@@ -20,6 +21,7 @@
 //! # }
 //! ```
 
+pub mod audit;
 pub mod config;
 pub mod config_fields;
 pub mod dispatcher;

@@ -480,18 +480,24 @@ impl Registry {
     }
 
     /// The plugin's configuration: manifest defaults overlaid with stored values.
+    /// Runs on every call: it copies the defaults, never the whole manifest.
     pub fn resolved_config(&self, id: &str) -> Map<String, Value> {
-        let Some(manifest) = self.manifest(id) else {
+        let defaults = self.read(|i| {
+            let slot = i.slots.iter().find(|s| s.manifest.id == id)?;
+            if slot.manifest.config.is_empty() {
+                return None;
+            }
+            Some(
+                slot.manifest
+                    .config
+                    .iter()
+                    .filter_map(|f| f.default.clone().map(|d| (f.key.clone(), d)))
+                    .collect::<Map<String, Value>>(),
+            )
+        });
+        let Some(mut config) = defaults else {
             return Map::new();
         };
-        if manifest.config.is_empty() {
-            return Map::new();
-        }
-        let mut config: Map<String, Value> = manifest
-            .config
-            .iter()
-            .filter_map(|f| f.default.clone().map(|d| (f.key.clone(), d)))
-            .collect();
         match self.store.config_values(id) {
             Ok(values) => config.extend(values),
             Err(e) => tracing::warn!(plugin = %id, error = %e, "cannot read plugin config"),

@@ -1,19 +1,24 @@
 //! The state store: one SQLite file (WAL) for plugin state, config values and the audit log.
 //!
 //! The API is synchronous and short: each method takes the connection lock, runs one
-//! statement or transaction and returns. Async callers run it on the blocking pool.
+//! statement or transaction and returns. Async callers run it on the blocking pool. The
+//! exception is the audit log, written by the pipeline on every call: rows are queued with
+//! [`StateStore::queue_audit`] and written in batches by a thread of the store's own (see
+//! [`crate::audit`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::audit::AuditQueue;
+
 /// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
 /// Never edit a released entry: append a new one.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     "CREATE TABLE plugin_state (
         plugin_id    TEXT PRIMARY KEY,
         enabled      INTEGER NOT NULL,
@@ -112,8 +117,14 @@ pub struct AuditRecord {
 
 /// The SQLite-backed state store.
 pub struct StateStore {
-    conn: Mutex<Connection>,
+    conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    audit: AuditQueue,
+    /// Stored config values by plugin, as last read or written by this process: the
+    /// pipeline hands a plugin's config to every call, and reading it from SQLite each time
+    /// cost as much as the call. Like a plugin's enabled state, a value another process
+    /// stores is seen after a restart.
+    config_cache: Mutex<HashMap<String, Map<String, Value>>>,
 }
 
 impl std::fmt::Debug for StateStore {
@@ -147,6 +158,9 @@ impl StateStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // SQLite's default page cache is 2 MB per connection, and the audit log's appends
+        // fill it with pages that are never read again; 256 KiB holds what is re-read.
+        conn.pragma_update(None, "cache_size", -256)?;
         Self::from_connection(conn, path.to_path_buf())
     }
 
@@ -171,9 +185,16 @@ impl StateStore {
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
+        let conn = Arc::new(Mutex::new(conn));
+        let audit = AuditQueue::start(conn.clone()).map_err(|e| StoreError::Open {
+            path: path.clone(),
+            message: format!("cannot start the audit writer thread: {e}"),
+        })?;
         Ok(Self {
-            conn: Mutex::new(conn),
+            conn,
             path,
+            audit,
+            config_cache: Mutex::new(HashMap::new()),
         })
     }
 
@@ -233,7 +254,9 @@ impl StateStore {
             )?;
             tx.commit()?;
             Ok(())
-        })
+        })?;
+        self.cached_config(|cache| cache.remove(plugin_id));
+        Ok(())
     }
 
     /// Records that the plugin is enabled or disabled.
@@ -251,8 +274,11 @@ impl StateStore {
 
     /// The stored config values of a plugin (secrets included: callers must not list them).
     pub fn config_values(&self, plugin_id: &str) -> Result<Map<String, Value>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare(
+        if let Some(values) = self.cached_config(|cache| cache.get(plugin_id).cloned()) {
+            return Ok(values);
+        }
+        let values = self.with(|c| {
+            let mut stmt = c.prepare_cached(
                 "SELECT key, value FROM config_values WHERE plugin_id = ?1 ORDER BY key",
             )?;
             let rows = stmt.query_map([plugin_id], |r| {
@@ -267,7 +293,13 @@ impl StateStore {
                 );
             }
             Ok(map)
-        })
+        })?;
+        self.cached_config(|cache| cache.insert(plugin_id.to_string(), values.clone()));
+        Ok(values)
+    }
+
+    fn cached_config<T>(&self, f: impl FnOnce(&mut HashMap<String, Map<String, Value>>) -> T) -> T {
+        f(&mut self.config_cache.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Stores one config value.
@@ -287,37 +319,27 @@ impl StateStore {
                 params![plugin_id, key, value.to_string(), secret, now_ms()],
             )?;
             Ok(())
-        })
+        })?;
+        self.cached_config(|cache| cache.remove(plugin_id));
+        Ok(())
     }
 
-    /// Appends an audit row, and keeps at most `max_rows` rows (oldest removed first).
+    /// Appends an audit row now, and keeps at most `max_rows` rows (oldest removed first).
     pub fn append_audit(&self, record: &AuditRecord, max_rows: u64) -> Result<(), StoreError> {
-        self.with(|c| {
-            let id: i64 = c.query_row(
-                "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
-                 outcome, error_kind, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
-                params![
-                    record.ts_ms,
-                    record.call_id,
-                    record.owner,
-                    record.door,
-                    record.tool,
-                    record.plugin,
-                    record.args_sha256,
-                    record.outcome,
-                    record.error_kind,
-                    record.duration_ms
-                ],
-                |r| r.get(0),
-            )?;
-            // Pruning every 256 rows keeps the log bounded without a DELETE per call.
-            if id % 256 == 0 {
-                let keep = i64::try_from(max_rows).unwrap_or(i64::MAX);
-                c.execute("DELETE FROM audit WHERE id <= ?1 - ?2", params![id, keep])?;
-            }
-            Ok(())
-        })
+        self.with(|c| insert_audit_rows(c, std::slice::from_ref(record), max_rows))
+    }
+
+    /// Queues an audit row for the writer thread, which keeps at most `max_rows` rows.
+    /// Returns at once unless [`crate::audit::CAPACITY`] rows are already waiting; then it
+    /// waits for room. Rows are never dropped.
+    pub async fn queue_audit(&self, record: AuditRecord, max_rows: u64) {
+        self.audit.push(record, max_rows).await;
+    }
+
+    /// Waits until every audit row queued so far is in the database. Blocking: async
+    /// callers run it on the blocking pool.
+    pub fn flush_audit(&self) {
+        self.audit.flush();
     }
 
     /// The digest `owner` last saw of `path` (see `toolshed_ops::ReadLog`).
@@ -357,8 +379,9 @@ impl StateStore {
         })
     }
 
-    /// The newest audit rows, newest first.
+    /// The newest audit rows, newest first, queued rows included.
     pub fn recent_audit(&self, limit: usize) -> Result<Vec<AuditRecord>, StoreError> {
+        self.flush_audit();
         self.with(|c| {
             let mut stmt = c.prepare(
                 "SELECT ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
@@ -381,6 +404,52 @@ impl StateStore {
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
     }
+}
+
+/// Inserts `rows` in one transaction and keeps at most `max_rows` rows, oldest removed
+/// first.
+pub(crate) fn insert_audit_rows(
+    conn: &mut Connection,
+    rows: &[AuditRecord],
+    max_rows: u64,
+) -> Result<(), StoreError> {
+    let tx = conn.transaction()?;
+    let mut last = 0;
+    let mut prune = false;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
+             outcome, error_kind, duration_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+        )?;
+        for record in rows {
+            let id: i64 = insert.query_row(
+                params![
+                    record.ts_ms,
+                    record.call_id,
+                    record.owner,
+                    record.door,
+                    record.tool,
+                    record.plugin,
+                    record.args_sha256,
+                    record.outcome,
+                    record.error_kind,
+                    record.duration_ms
+                ],
+                |r| r.get(0),
+            )?;
+            // Pruning every 256 rows keeps the log bounded without a DELETE per call.
+            prune |= id % 256 == 0;
+            last = id;
+        }
+    }
+    if prune {
+        let keep = i64::try_from(max_rows).unwrap_or(i64::MAX);
+        tx.prepare_cached("DELETE FROM audit WHERE id <= ?1 - ?2")?
+            .execute(params![last, keep])?;
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -460,3 +460,40 @@ async fn hooks_block_rewrite_and_annotate_and_policy_can_ask_for_approval() {
         ToolError::NeedsApproval("`dangerous` is dangerous".into())
     );
 }
+
+#[tokio::test]
+async fn a_plugins_config_reaches_its_tools_and_follows_stored_changes() {
+    let mut manifest = support::manifest("t.cfg");
+    manifest.config = vec![toolshed_core::ConfigField {
+        key: "level".into(),
+        label: None,
+        field_type: toolshed_core::ConfigFieldType::Number,
+        description: None,
+        default: Some(json!(1)),
+        options: vec![],
+        secret: false,
+        required: false,
+    }];
+    let tools = vec![tool(ToolSpec::new("show_config", "c"), Behaviour::Config)];
+    let t = open(
+        vec![Arc::new(toolshed_core::BuiltinPlugin::new(manifest, tools))],
+        "",
+    )
+    .await;
+    let config = || async {
+        t.host
+            .call(req("show_config", json!({})))
+            .await
+            .result
+            .unwrap()
+            .structured
+            .unwrap()
+    };
+    assert_eq!(config().await, json!({"level": 1}));
+    assert_eq!(config().await, json!({"level": 1}));
+    t.host
+        .store()
+        .set_config_value("t.cfg", "level", &json!(3), false)
+        .unwrap();
+    assert_eq!(config().await, json!({"level": 3}));
+}

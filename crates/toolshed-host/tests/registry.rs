@@ -346,3 +346,14 @@ async fn choices_another_process_records_are_applied_and_announced() {
     assert_eq!(t.host.registry().sync_from_store().await.unwrap().len(), 1);
     assert!(t.host.registry().lookup("echo").is_some());
 }
+
+#[tokio::test]
+async fn forgetting_a_plugin_forgets_its_cached_config_too() {
+    let store = toolshed_host::StateStore::open_in_memory().unwrap();
+    store
+        .set_config_value("acme.notes", "colour", &json!("red"), false)
+        .unwrap();
+    assert_eq!(store.config_values("acme.notes").unwrap()["colour"], "red");
+    store.forget_plugin("acme.notes").unwrap();
+    assert!(store.config_values("acme.notes").unwrap().is_empty());
+}

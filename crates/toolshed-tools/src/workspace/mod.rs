@@ -90,20 +90,17 @@ impl Tool for WorkspaceTool {
             cancel: Cancel::new(flag.clone()),
         };
         let handler = self.handler;
-        // The blocking work cannot await the token; a small task turns it into a flag.
-        let watcher = {
-            let flag = flag.clone();
-            let token = ctx.cancel.clone();
-            tokio::spawn(async move {
-                token.cancelled().await;
+        let mut work = tokio::task::spawn_blocking(move || handler(&env, args));
+        // The blocking work cannot await the token: cancellation while it runs raises the
+        // flag it polls, and the work is still awaited so it ends before the call does.
+        let joined = tokio::select! {
+            joined = &mut work => joined,
+            () = ctx.cancel.cancelled() => {
                 flag.store(true, Ordering::Relaxed);
-            })
+                work.await
+            }
         };
-        let result = tokio::task::spawn_blocking(move || handler(&env, args))
-            .await
-            .map_err(|e| ToolError::Internal(format!("workspace tool task failed: {e}")));
-        watcher.abort();
-        result?
+        joined.map_err(|e| ToolError::Internal(format!("workspace tool task failed: {e}")))?
     }
 }
 

@@ -1,5 +1,7 @@
 //! `workspace_read`: text with line numbers, images as images, binaries refused.
 
+use std::fmt::Write as _;
+
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
@@ -65,10 +67,16 @@ pub fn is_text(bytes: &[u8]) -> bool {
     !bytes[..bytes.len().min(8192)].contains(&0) && std::str::from_utf8(bytes).is_ok()
 }
 
-fn cut_line(line: &str) -> String {
+/// Appends `line` to `out`, cut at [`LINE_CAP`] characters.
+fn push_cut_line(out: &mut String, line: &str) {
     match line.char_indices().nth(LINE_CAP) {
-        None => line.to_string(),
-        Some((at, _)) => format!("{}… [line cut at {LINE_CAP} characters]", &line[..at]),
+        None => out.push_str(line),
+        Some((at, _)) => {
+            out.push_str(&line[..at]);
+            out.push_str("… [line cut at ");
+            out.push_str(&LINE_CAP.to_string());
+            out.push_str(" characters]");
+        }
     }
 }
 
@@ -136,14 +144,25 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
         ));
     }
     let width = total.to_string().len().max(6);
-    let mut out = String::new();
+    // One buffer for the whole output, each line written into it in place: a string per
+    // line cost more than reading the file.
+    let shown: usize = lines
+        .iter()
+        .skip(offset - 1)
+        .take(limit)
+        .map(|l| l.len() + width + 2)
+        .sum();
+    let mut out = String::with_capacity(shown.min(OUTPUT_CAP) + 128);
     let mut last = offset - 1;
     for (i, line) in lines.iter().enumerate().skip(offset - 1).take(limit) {
-        let entry = format!("{:>width$}\t{}\n", i + 1, cut_line(line));
-        if out.len() + entry.len() > OUTPUT_CAP && last >= offset {
+        let start = out.len();
+        let _ = write!(out, "{:>width$}\t", i + 1);
+        push_cut_line(&mut out, line);
+        out.push('\n');
+        if out.len() > OUTPUT_CAP && last >= offset {
+            out.truncate(start);
             break;
         }
-        out.push_str(&entry);
         last = i + 1;
     }
     let truncated = last < total;

@@ -355,3 +355,36 @@ async fn a_move_over_an_unread_file_is_refused_like_a_write() {
     .await;
     assert_eq!(h.get("precious.txt"), "clobbered\n");
 }
+
+/// Waits (for at most ten seconds) until the call's cancel flag is raised.
+fn wait_for_cancel(
+    env: &super::Env,
+    _args: serde_json::Value,
+) -> Result<toolshed_core::ToolOutput, toolshed_core::ToolError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !env.cancel.is_set() {
+        if std::time::Instant::now() > deadline {
+            return Ok(toolshed_core::ToolOutput::text("the flag was never raised"));
+        }
+        std::thread::yield_now();
+    }
+    Ok(toolshed_core::ToolOutput::text("saw the flag"))
+}
+
+#[tokio::test]
+async fn cancelling_a_call_raises_the_flag_its_blocking_work_polls() {
+    use toolshed_core::Tool;
+    let h = Harness::memory();
+    let tool = super::WorkspaceTool {
+        spec: toolshed_core::ToolSpec::new("workspace_wait", "waits for cancellation"),
+        fallback_log: std::sync::Arc::new(toolshed_ops::MemoryReadLog::default()),
+        handler: wait_for_cancel,
+    };
+    let mut ctx = toolshed_core::CallContext::for_test(std::time::Duration::from_secs(10));
+    ctx.extensions.insert(std::sync::Arc::new(h.ops.clone()));
+    let cancel = ctx.cancel.clone();
+    let call = tokio::spawn(async move { tool.call(ctx, json!({})).await });
+    cancel.cancel();
+    let out = call.await.unwrap().unwrap();
+    assert_eq!(out.text_joined(), "saw the flag");
+}

@@ -1,0 +1,353 @@
+//! The audit writer: rows are queued by the pipeline and written by one thread, many rows
+//! per transaction.
+//!
+//! Writing a row per call in its own transaction, on the blocking pool, under the store's
+//! connection lock, cost more CPU than the file read it recorded, and serialised concurrent
+//! calls on the lock. Here a call only appends its row to a queue in memory and goes on;
+//! the writer thread commits whatever has gathered, in one transaction per batch. It waits
+//! up to [`LINGER`] after the first row of a batch so that even calls made one at a time
+//! share transactions.
+//!
+//! Nothing is dropped. When [`CAPACITY`] rows are waiting, [`AuditQueue::push`] waits for
+//! the writer to take them (back-pressure on the callers, never a silent loss).
+//! [`AuditQueue::flush`] waits until every row queued before it is written; the store
+//! calls it before reading the audit log (so a reader sees its own calls) and the host on
+//! shutdown. Dropping the queue writes what is left and stops the thread. A batch that
+//! SQLite refuses is logged as a warning with its row count: it is not retried, since the
+//! same rows would fail again.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use tokio::sync::Notify;
+
+use crate::store::{AuditRecord, StoreError, insert_audit_rows};
+
+/// How long the writer waits for more rows after the first row of a batch.
+pub const LINGER: Duration = Duration::from_millis(5);
+
+/// A batch is written as soon as this many rows are waiting, without waiting out
+/// [`LINGER`].
+pub const BATCH: usize = 512;
+
+/// The most rows waiting to be written; past this, callers wait for the writer.
+pub const CAPACITY: usize = 8192;
+
+/// The queue and its writer thread.
+pub(crate) struct AuditQueue {
+    shared: Arc<Shared>,
+    conn: Arc<Mutex<Connection>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the writer: a first row, a full batch, a flush or close.
+    wake: Condvar,
+    /// Wakes flushers: a batch was written, or the writer is gone.
+    written: Condvar,
+    /// Wakes callers waiting for room in a full queue.
+    room: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    rows: Vec<AuditRecord>,
+    /// The retention of the newest queued row.
+    max_rows: u64,
+    /// Rows queued since the start.
+    queued: u64,
+    /// Rows handed to SQLite since the start (written, or failed and logged).
+    done: u64,
+    /// Flushes waiting: the writer skips its linger for them.
+    flushing: usize,
+    /// The writer is waiting for a first row (so a push must wake it).
+    idle: bool,
+    /// No more rows will come: write what is left and stop.
+    closed: bool,
+    /// The writer thread has stopped (closed, or it crashed).
+    gone: bool,
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // Every update leaves the state consistent, so a poisoned lock is safe to keep using.
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl AuditQueue {
+    /// Starts the writer thread over `conn`.
+    pub(crate) fn start(conn: Arc<Mutex<Connection>>) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            written: Condvar::new(),
+            room: Notify::new(),
+        });
+        let writer = {
+            let shared = shared.clone();
+            let conn = conn.clone();
+            std::thread::Builder::new()
+                .name("toolshed-audit".into())
+                .spawn(move || write_loop(&shared, &conn))?
+        };
+        Ok(Self {
+            shared,
+            conn,
+            writer: Mutex::new(Some(writer)),
+        })
+    }
+
+    /// Queues one row, keeping at most `max_rows` in the log. Returns at once unless
+    /// [`CAPACITY`] rows are already waiting; then it waits for room.
+    pub(crate) async fn push(&self, record: AuditRecord, max_rows: u64) {
+        let mut record = Some(record);
+        loop {
+            let room = self.shared.room.notified();
+            tokio::pin!(room);
+            // Registered before the check, so a wake-up between the check and the await
+            // is not missed.
+            room.as_mut().enable();
+            {
+                let mut st = lock(&self.shared.state);
+                if st.gone {
+                    drop(st);
+                    if let Some(record) = record.take() {
+                        self.write_directly(&record, max_rows);
+                    }
+                    return;
+                }
+                if st.rows.len() < CAPACITY {
+                    if let Some(record) = record.take() {
+                        st.rows.push(record);
+                    }
+                    st.queued += 1;
+                    st.max_rows = max_rows;
+                    if st.idle || st.rows.len() == BATCH {
+                        st.idle = false;
+                        self.shared.wake.notify_one();
+                    }
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// Waits until every row queued before this call has been handed to SQLite.
+    pub(crate) fn flush(&self) {
+        let mut st = lock(&self.shared.state);
+        let target = st.queued;
+        if st.done >= target || st.gone {
+            return;
+        }
+        st.flushing += 1;
+        self.shared.wake.notify_one();
+        while st.done < target && !st.gone {
+            st = self
+                .shared
+                .written
+                .wait(st)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        st.flushing -= 1;
+    }
+
+    /// Used only when the writer thread is gone (it crashed): the row is written on the
+    /// caller's thread rather than lost.
+    fn write_directly(&self, record: &AuditRecord, max_rows: u64) {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = insert_audit_rows(&mut conn, std::slice::from_ref(record), max_rows) {
+            tracing::warn!(error = %e, "cannot write the audit row");
+        }
+    }
+}
+
+impl Drop for AuditQueue {
+    /// Writes what is queued and stops the writer.
+    fn drop(&mut self) {
+        {
+            let mut st = lock(&self.shared.state);
+            st.closed = true;
+            self.shared.wake.notify_one();
+        }
+        let writer = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(writer) = writer
+            && writer.join().is_err()
+        {
+            tracing::error!("the audit writer crashed; queued audit rows may be lost");
+        }
+    }
+}
+
+/// Marks the writer gone however it stops, so flushers and callers never wait for it.
+struct Gone<'a>(&'a Shared);
+
+impl Drop for Gone<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.state).gone = true;
+        self.0.written.notify_all();
+        self.0.room.notify_waiters();
+    }
+}
+
+fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
+    let _gone = Gone(shared);
+    let mut st = lock(&shared.state);
+    loop {
+        while st.rows.is_empty() && !st.closed {
+            st.idle = true;
+            st = shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.idle = false;
+        if st.rows.is_empty() {
+            return; // closed, and nothing left
+        }
+        // Let more rows gather, unless someone is waiting for them.
+        let deadline = Instant::now() + LINGER;
+        while !st.closed && st.flushing == 0 && st.rows.len() < BATCH {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            st = shared
+                .wake
+                .wait_timeout(st, left)
+                .map(|(st, _)| st)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        let batch = std::mem::take(&mut st.rows);
+        let max_rows = st.max_rows;
+        let upto = st.queued;
+        drop(st);
+        shared.room.notify_waiters();
+        if let Err(e) = write_batch(conn, &batch, max_rows) {
+            tracing::warn!(rows = batch.len(), error = %e, "cannot write audit rows");
+        }
+        drop(batch);
+        st = lock(&shared.state);
+        st.done = upto;
+        shared.written.notify_all();
+    }
+}
+
+fn write_batch(
+    conn: &Mutex<Connection>,
+    batch: &[AuditRecord],
+    max_rows: u64,
+) -> Result<(), StoreError> {
+    let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+    insert_audit_rows(&mut conn, batch, max_rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Waker};
+
+    use super::*;
+    use crate::store::MIGRATIONS;
+
+    fn record(i: i64) -> AuditRecord {
+        AuditRecord {
+            ts_ms: i,
+            call_id: format!("c{i}"),
+            owner: "o".into(),
+            door: "test".into(),
+            tool: "t".into(),
+            plugin: None,
+            args_sha256: "00".into(),
+            outcome: "ok".into(),
+            error_kind: None,
+            duration_ms: 0,
+        }
+    }
+
+    fn database() -> Arc<Mutex<Connection>> {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        Arc::new(Mutex::new(conn))
+    }
+
+    fn count(conn: &Mutex<Connection>) -> i64 {
+        conn.lock()
+            .unwrap()
+            .query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// Polls until `done` holds, for at most ten seconds.
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::yield_now();
+        }
+    }
+
+    #[tokio::test]
+    async fn flush_waits_for_every_queued_row() {
+        let conn = database();
+        let queue = AuditQueue::start(conn.clone()).unwrap();
+        for i in 0..1000 {
+            queue.push(record(i), 100_000).await;
+        }
+        queue.flush();
+        assert_eq!(count(&conn), 1000);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_queue_writes_what_is_left() {
+        let conn = database();
+        let queue = AuditQueue::start(conn.clone()).unwrap();
+        for i in 0..10 {
+            queue.push(record(i), 100_000).await;
+        }
+        drop(queue);
+        assert_eq!(count(&conn), 10);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_makes_callers_wait_and_loses_nothing() {
+        let conn = database();
+        let queue = AuditQueue::start(conn.clone()).unwrap();
+        // Hold the database on another thread so the writer cannot finish a batch.
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let conn = conn.clone();
+            std::thread::spawn(move || {
+                let _held = conn.lock().unwrap();
+                held_tx.send(()).unwrap();
+                let _ = release_rx.recv();
+            })
+        };
+        held_rx.recv().unwrap();
+        queue.push(record(0), 100_000).await;
+        wait_for("the writer to take the first row", || {
+            lock(&queue.shared.state).rows.is_empty()
+        });
+        for i in 1..=CAPACITY as i64 {
+            queue.push(record(i), 100_000).await;
+        }
+        let mut blocked = pin!(queue.push(record(-1), 100_000));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            blocked.as_mut().poll(&mut cx).is_pending(),
+            "a push into a full queue must wait"
+        );
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        tokio::time::timeout(Duration::from_secs(10), blocked)
+            .await
+            .expect("the waiting push goes through once the writer takes the queued rows");
+        queue.flush();
+        assert_eq!(count(&conn), CAPACITY as i64 + 2);
+    }
+}
