@@ -603,10 +603,12 @@ impl Registry {
     }
 
     /// Applies enable and disable choices another process recorded in the state store (a
-    /// `toolshed plugins disable` while a server runs). Returns the plugins whose state
+    /// `toolshed plugins disable` while a server runs), and lets config values it stored
+    /// (`toolshed plugins config`) reach the next calls. Returns the plugins whose state
     /// changed; their `PluginStateChanged` events are published after the tool index is
     /// rebuilt.
     pub async fn sync_from_store(&self) -> Result<Vec<String>, RegistryError> {
+        self.store.forget_config_values();
         let stored = self.store.plugin_states()?;
         let differing: Vec<(String, bool)> = self.read(|i| {
             i.slots

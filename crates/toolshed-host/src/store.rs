@@ -122,8 +122,9 @@ pub struct StateStore {
     audit: AuditQueue,
     /// Stored config values by plugin, as last read or written by this process: the
     /// pipeline hands a plugin's config to every call, and reading it from SQLite each time
-    /// cost as much as the call. Like a plugin's enabled state, a value another process
-    /// stores is seen after a restart.
+    /// cost as much as the call. A value another process stores is seen once the registry
+    /// next syncs from the store ([`StateStore::forget_config_values`]), as a plugin's
+    /// enabled state is.
     config_cache: Mutex<HashMap<String, Map<String, Value>>>,
 }
 
@@ -300,6 +301,12 @@ impl StateStore {
 
     fn cached_config<T>(&self, f: impl FnOnce(&mut HashMap<String, Map<String, Value>>) -> T) -> T {
         f(&mut self.config_cache.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Forgets the config values kept in memory, so that the next read sees what other
+    /// processes stored since.
+    pub fn forget_config_values(&self) {
+        self.cached_config(HashMap::clear);
     }
 
     /// Stores one config value.
