@@ -16,6 +16,7 @@
 mod context;
 mod error;
 mod gauges;
+mod loader;
 mod manifest;
 mod output;
 mod plugin;
@@ -25,6 +26,10 @@ mod spec;
 pub use context::{CallContext, CallId, Extensions, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
+pub use loader::{
+    Grants, HttpClient, HttpClientHandle, HttpRequest, HttpResponse, LoadRequest, NetPolicy,
+    PluginLoader, ToolCaller, ToolCallerHandle,
+};
 pub use manifest::{
     Capabilities, ConfigField, ConfigFieldType, EnvVar, PluginKind, PluginManifest, Requirement,
     Translation, is_valid_plugin_id,

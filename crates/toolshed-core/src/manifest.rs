@@ -141,6 +141,9 @@ pub struct Capabilities {
     /// Environment variables the plugin may read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// Tools the plugin may call through the pipeline.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 /// A plugin described as data, as read from `plugin.toml` and its siblings.

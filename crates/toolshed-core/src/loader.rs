@@ -1,0 +1,143 @@
+//! Seams between the host and the code behind sandboxed plugin kinds: loading a plugin from
+//! its directory, the capabilities a person granted it, and the host services a sandboxed
+//! plugin reaches only through those grants (calling other tools, HTTP).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::{CallContext, Plugin, PluginError, PluginKind, PluginManifest, ToolError, ToolOutput};
+
+/// What a person allowed one plugin to touch. A sandboxed plugin gets the intersection of
+/// what its manifest declares (`capabilities`) and these grants: a capability its manifest
+/// does not declare is never granted, and a declared one is off until granted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Grants {
+    /// Hosts the plugin may send HTTP requests to: `host` (any port) or `host:port`.
+    pub http: Vec<String>,
+    /// Workspace-relative directories (or files) the plugin may read.
+    pub fs_read: Vec<String>,
+    /// Workspace-relative directories (or files) the plugin may write (and read).
+    pub fs_write: Vec<String>,
+    /// Names of tools the plugin may call through the pipeline.
+    pub tools: Vec<String>,
+}
+
+impl Grants {
+    /// Whether nothing is granted.
+    pub fn is_empty(&self) -> bool {
+        self.http.is_empty()
+            && self.fs_read.is_empty()
+            && self.fs_write.is_empty()
+            && self.tools.is_empty()
+    }
+}
+
+/// Everything a loader gets to build one plugin from its directory.
+#[derive(Debug, Clone)]
+pub struct LoadRequest {
+    /// The checked manifest.
+    pub manifest: PluginManifest,
+    /// The plugin's directory (its manifest's directory).
+    pub dir: PathBuf,
+    /// The plugin's configuration at load time: defaults merged with stored values,
+    /// including this plugin's own secrets. Calls get the current values in
+    /// [`CallContext::config`].
+    pub config: Map<String, Value>,
+    /// What the plugin may touch.
+    pub grants: Grants,
+}
+
+/// Builds plugins of one kind from directories. The host calls [`PluginLoader::load`] when a
+/// plugin of that kind is enabled (at start, on enable and on reload); the plugin's `init`
+/// then runs its code, and its `tools` are read after `init`.
+pub trait PluginLoader: Send + Sync {
+    /// The kind this loader builds.
+    fn kind(&self) -> PluginKind;
+
+    /// Builds the plugin. Cheap checks only (files present, limits sane): running the
+    /// plugin's code belongs in `init`, so a failure there puts the plugin in `error`.
+    fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError>;
+}
+
+/// Calls other tools through the whole pipeline (review, validation, policy, hooks, audit),
+/// for plugins granted `tools`. Found in [`CallContext::extensions`] as [`ToolCallerHandle`].
+#[async_trait]
+pub trait ToolCaller: Send + Sync {
+    /// Calls `name` with `args` on behalf of plugin `caller` inside the call `ctx` (same
+    /// owner, cancellation and deadline). The grant check is the caller's job; the host
+    /// refuses a plugin calling its own tools.
+    async fn call_tool(
+        &self,
+        ctx: &CallContext,
+        caller: &str,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// The [`ToolCaller`] in [`CallContext::extensions`].
+pub struct ToolCallerHandle(pub Arc<dyn ToolCaller>);
+
+/// One HTTP request.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// An absolute `http` or `https` URL.
+    pub url: String,
+    /// Request headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, if any.
+    pub body: Option<Vec<u8>>,
+    /// The whole exchange must finish within this.
+    pub timeout: Duration,
+    /// The most response body bytes kept; the rest is dropped and `truncated` set.
+    pub max_response_bytes: usize,
+}
+
+/// One HTTP response.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Response headers, in order, names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body, at most `max_response_bytes`.
+    pub body: Vec<u8>,
+    /// Whether the body was cut at `max_response_bytes`.
+    pub truncated: bool,
+}
+
+/// Which hosts a request may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetPolicy {
+    /// Only public addresses: private, loopback, link-local and metadata addresses are
+    /// refused on the URL, on every address dialled and on every redirect.
+    Public,
+    /// Only these hosts (`host` or `host:port`), whatever their addresses: a person named
+    /// them. Everything else is refused.
+    Only(Vec<String>),
+}
+
+/// An HTTP client that enforces a [`NetPolicy`]. Found in [`CallContext::extensions`] as
+/// [`HttpClientHandle`].
+#[async_trait]
+pub trait HttpClient: Send + Sync {
+    /// Sends `request`; redirects are not followed (the response is returned).
+    async fn send(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<HttpResponse, ToolError>;
+}
+
+/// The [`HttpClient`] in [`CallContext::extensions`].
+pub struct HttpClientHandle(pub Arc<dyn HttpClient>);
