@@ -47,6 +47,7 @@ async fn main() {
         config,
         system_plugins: toolshed_tools::system_plugins(),
         curated_dirs: vec![],
+        loaders: Vec::new(),
         policy: None,
         hooks: Default::default(),
         extensions,

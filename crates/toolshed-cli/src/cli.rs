@@ -168,6 +168,28 @@ pub enum PluginsCommand {
         /// The new value: JSON, or plain text for string and select fields
         value: Option<String>,
     },
+    /// Grant a sandboxed plugin capabilities its manifest asks for: `http:HOST[:PORT]`,
+    /// `fs-read:PATH`, `fs-write:PATH`, `tool:NAME`. No GRANT grants everything the
+    /// manifest names; with none, prints what it asks for and holds
+    Grant {
+        /// The plugin id
+        id: String,
+        /// Grants, e.g. `http:api.github.com`
+        grants: Vec<String>,
+        /// Only print what the plugin asks for and what it holds
+        #[arg(long)]
+        list: bool,
+    },
+    /// Take grants back (all of them with --all)
+    Revoke {
+        /// The plugin id
+        id: String,
+        /// Grants to take back
+        grants: Vec<String>,
+        /// Take back every grant
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Args)]

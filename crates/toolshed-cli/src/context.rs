@@ -52,6 +52,7 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
         config: loaded,
         system_plugins: toolshed_tools::system_plugins_with(&gauges),
         curated_dirs: curated_dirs(),
+        loaders: Vec::new(),
         policy: None,
         hooks: Default::default(),
         extensions,

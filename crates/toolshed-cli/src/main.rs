@@ -106,6 +106,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Config { id, key, value },
         } => commands::plugins::config(&host, &id, key.as_deref(), value.as_deref()),
+        Command::Plugins {
+            command: PluginsCommand::Grant { id, grants, list },
+        } => commands::plugins::grant(&host, &id, grants, list).await,
+        Command::Plugins {
+            command: PluginsCommand::Revoke { id, grants, all },
+        } => commands::plugins::revoke(&host, &id, grants, all).await,
         Command::Mcp(args) => commands::mcp::run(&host, args).await,
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token => Ok(()),

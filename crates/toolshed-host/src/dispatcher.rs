@@ -4,15 +4,15 @@
 //! Doors translate their protocol into a [`CallRequest`] and the [`CallResult`] back. They
 //! check nothing themselves, and tools re-implement none of this.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolshed_core::{
-    CallContext, CallId, CancellationToken, Extensions, OwnerId, ProgressSink, ToolError,
-    ToolOutput, Violation,
+    CallContext, CallId, CancellationToken, Extensions, OwnerId, ProgressSink, ToolCaller,
+    ToolCallerHandle, ToolError, ToolOutput, Violation,
 };
 
 use crate::config::Limits;
@@ -89,6 +89,43 @@ pub struct CallResult {
     pub duration: Duration,
 }
 
+/// Calls made by plugins (granted `tools`) on behalf of the call they are serving: same
+/// owner, cancellation and deadline, door `plugin`.
+struct NestedCaller(Weak<Dispatcher>);
+
+#[async_trait::async_trait]
+impl ToolCaller for NestedCaller {
+    async fn call_tool(
+        &self,
+        ctx: &CallContext,
+        caller: &str,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(dispatcher) = self.0.upgrade() else {
+            return Err(ToolError::Internal("the host is shutting down".into()));
+        };
+        if let Some(entry) = dispatcher.registry.lookup(name)
+            && entry.plugin_id == caller
+        {
+            return Err(ToolError::Denied {
+                rule: "plugin capabilities".into(),
+                message: format!(
+                    "plugin `{caller}` cannot call its own tool `{name}` through the host; call the function directly"
+                ),
+            });
+        }
+        let remaining = ctx.deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(ToolError::Timeout(Duration::ZERO));
+        }
+        let mut request = CallRequest::new(name, args, ctx.owner.clone(), "plugin");
+        request.timeout = Some(remaining);
+        request.cancel = ctx.cancel.child_token();
+        dispatcher.call(request).await.result
+    }
+}
+
 /// The pipeline.
 pub struct Dispatcher {
     registry: Arc<Registry>,
@@ -131,6 +168,20 @@ impl Dispatcher {
     /// like).
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
+    }
+
+    /// A shared dispatcher over the given parts whose calls' extensions also carry a
+    /// [`ToolCallerHandle`]: sandboxed plugins granted `tools` call other tools through it,
+    /// and so through this same pipeline.
+    pub fn new_shared(mut parts: DispatcherParts) -> Arc<Self> {
+        Arc::new_cyclic(|weak: &Weak<Self>| {
+            parts
+                .extensions
+                .insert(Arc::new(ToolCallerHandle(Arc::new(NestedCaller(
+                    weak.clone(),
+                )))));
+            Self::new(parts)
+        })
     }
 
     /// A dispatcher over the given parts.

@@ -35,6 +35,8 @@ pub struct HostOptions {
     pub system_plugins: Vec<Arc<dyn Plugin>>,
     /// Directories of curated plugins.
     pub curated_dirs: Vec<PathBuf>,
+    /// What builds plugins of sandboxed kinds from their directories.
+    pub loaders: Vec<Arc<dyn toolshed_core::PluginLoader>>,
     /// The policy; allow-all when `None`.
     pub policy: Option<Arc<dyn Policy>>,
     /// Hooks around calls.
@@ -82,7 +84,7 @@ pub struct Host {
     store: Arc<StateStore>,
     registry: Arc<Registry>,
     events: EventBus,
-    dispatcher: Dispatcher,
+    dispatcher: Arc<Dispatcher>,
 }
 
 impl Host {
@@ -144,10 +146,11 @@ impl Host {
                 data_dir.join(PLUGINS_DIR),
                 workspace.join(".toolshed").join("plugins"),
             ],
+            loaders: options.loaders,
         };
         let registry = Arc::new(Registry::discover(roots, store.clone(), events.clone()).await);
         let config = &options.config.config;
-        let dispatcher = Dispatcher::new(DispatcherParts {
+        let dispatcher = Dispatcher::new_shared(DispatcherParts {
             registry: registry.clone(),
             store: store.clone(),
             events: events.clone(),
@@ -215,8 +218,9 @@ impl Host {
     }
 
     /// Keeps this host's plugin states in step with choices other processes record in the
-    /// state store (`toolshed plugins disable ID` while a server runs), checking every
-    /// `every`. Each change is published as a `PluginStateChanged` event, which the MCP door
+    /// state store (`toolshed plugins disable ID` while a server runs) and with the user
+    /// plugin directories (installed, changed, removed: debounced, see
+    /// [`Registry::rescan_user_roots`]), checking every `every`. Each change is published as a `PluginStateChanged` event, which the MCP door
     /// turns into `notifications/tools/list_changed`. The task ends when the host is dropped.
     pub fn watch_store(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
         let host = Arc::downgrade(self);
@@ -233,6 +237,10 @@ impl Host {
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "cannot read plugin states"),
+                }
+                let touched = host.registry.rescan_user_roots().await;
+                if !touched.is_empty() {
+                    tracing::info!(plugins = ?touched, "plugin directories changed");
                 }
             }
         })

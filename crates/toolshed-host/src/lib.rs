@@ -26,6 +26,7 @@ pub mod config;
 pub mod config_fields;
 pub mod dispatcher;
 pub mod events;
+pub mod grants;
 pub mod hooks;
 pub mod host;
 pub mod install;

@@ -13,10 +13,12 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use toolshed_core::{Health, Plugin, PluginKind, PluginManifest, Tool, ToolSpec};
+use toolshed_core::{
+    Grants, Health, LoadRequest, Plugin, PluginKind, PluginLoader, PluginManifest, Tool, ToolSpec,
+};
 
 use crate::events::{Event, EventBus};
-use crate::manifest::{MANIFEST_NAMES, check_manifest, find_manifest, load_manifest};
+use crate::manifest::{MANIFEST_NAMES, check_manifest_shallow, find_manifest, load_manifest};
 use crate::store::StateStore;
 
 /// The most plugin directories read from one root.
@@ -61,6 +63,8 @@ pub enum PluginState {
     Degraded,
     /// Could not start; the reason says why.
     Error,
+    /// Removed (only ever seen in the `plugin.state_changed` event of an uninstall).
+    Uninstalled,
 }
 
 impl PluginState {
@@ -73,6 +77,7 @@ impl PluginState {
             Self::Disabled => "disabled",
             Self::Degraded => "degraded",
             Self::Error => "error",
+            Self::Uninstalled => "uninstalled",
         }
     }
 }
@@ -141,6 +146,38 @@ pub struct PluginInfo {
     pub tools: Vec<String>,
 }
 
+/// What a plugin asks for and what it was granted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GrantsInfo {
+    /// The grants its manifest asks for by name (`http:api.example.com`, ...).
+    pub declared: Vec<String>,
+    /// The capabilities its manifest declares as `*`: whatever a person grants
+    /// (`http`, `fs-read`, `fs-write`, `tool`).
+    pub wildcards: Vec<String>,
+    /// What was granted.
+    pub granted: Vec<String>,
+}
+
+fn wildcards(m: &PluginManifest) -> Vec<String> {
+    let caps = &m.capabilities;
+    [
+        (&caps.network, "http"),
+        (&caps.fs_read, "fs-read"),
+        (&caps.fs_write, "fs-write"),
+        (&caps.tools, "tool"),
+    ]
+    .into_iter()
+    .filter(|(list, _)| list.iter().any(|v| v == "*"))
+    .map(|(_, kind)| kind.to_string())
+    .collect()
+}
+
+fn has_dir(i: &Inner, id: &str) -> bool {
+    i.slots
+        .iter()
+        .any(|s| s.manifest.id == id && s.dir.is_some())
+}
+
 /// A registered, callable tool.
 #[derive(Clone)]
 pub struct ToolEntry {
@@ -170,6 +207,8 @@ pub struct DiscoveryRoots {
     pub curated: Vec<PathBuf>,
     /// Directories of user plugins, more trusted first.
     pub user: Vec<PathBuf>,
+    /// What builds plugins of sandboxed kinds (`js`, `mcp`) from their directories.
+    pub loaders: Vec<Arc<dyn PluginLoader>>,
 }
 
 /// A registry operation that failed.
@@ -189,6 +228,9 @@ pub enum RegistryError {
     /// The plugin cannot do that in its current state or root.
     #[error("{0}")]
     Conflict(String),
+    /// The request itself is wrong (a malformed or undeclared grant).
+    #[error("{0}")]
+    Invalid(String),
     /// Removing the plugin's files failed.
     #[error("cannot remove {path}: {reason}")]
     Remove {
@@ -208,6 +250,16 @@ struct Slot {
     state: PluginState,
     reason: Option<String>,
     missing_env: Vec<String>,
+    /// Compiled input schemas of the plugin's tools, by tool name: compiled the first time
+    /// the tool is indexed and kept until the plugin is loaded again.
+    validators: BTreeMap<String, Arc<jsonschema::Validator>>,
+    /// For plugins a loader built: the grants they were built with.
+    loaded_grants: Option<Grants>,
+    /// The tool names the plugin served when it last ran (a sandboxed plugin's tools are
+    /// known only once its code ran).
+    last_tools: Vec<String>,
+    /// For plugins found in a user root: what their files looked like when loaded.
+    fingerprint: Option<u64>,
 }
 
 #[derive(Default)]
@@ -225,6 +277,15 @@ pub struct Registry {
     events: EventBus,
     /// Bumped each time the tool index is rebuilt.
     catalog: tokio::sync::watch::Sender<u64>,
+    loaders: Vec<Arc<dyn PluginLoader>>,
+    /// Serializes lifecycle changes (enable, disable, reload, grants, sync), so two of them
+    /// never load or stop one plugin at the same time.
+    lifecycle: tokio::sync::Mutex<()>,
+    /// The user roots, watched for plugins added, changed and removed.
+    user_roots: Vec<PathBuf>,
+    /// Changes seen once in the user roots, by plugin directory: applied when the next
+    /// look finds the same fingerprint (the files stopped changing).
+    pending: std::sync::Mutex<BTreeMap<PathBuf, u64>>,
 }
 
 impl Registry {
@@ -235,7 +296,7 @@ impl Registry {
         let mut candidates = Vec::new();
         for plugin in roots.system {
             let manifest = plugin.manifest().clone();
-            if let Err((field, problem)) = check_manifest(&manifest) {
+            if let Err((field, problem)) = check_manifest_shallow(&manifest) {
                 inner.discovery.push(Diagnostic {
                     level: Level::Error,
                     path: None,
@@ -282,6 +343,10 @@ impl Registry {
                 state: PluginState::Installed,
                 reason: None,
                 missing_env: Vec::new(),
+                validators: BTreeMap::new(),
+                loaded_grants: None,
+                last_tools: Vec::new(),
+                fingerprint: None,
             });
         }
         let registry = Self {
@@ -289,7 +354,18 @@ impl Registry {
             store,
             events,
             catalog: tokio::sync::watch::Sender::new(0),
+            loaders: roots.loaders,
+            lifecycle: tokio::sync::Mutex::new(()),
+            user_roots: roots.user,
+            pending: std::sync::Mutex::new(BTreeMap::new()),
         };
+        registry.write(|i| {
+            for slot in &mut i.slots {
+                if slot.root == Root::User {
+                    slot.fingerprint = slot.dir.as_deref().map(fingerprint);
+                }
+            }
+        });
         let ids: Vec<String> =
             registry.read(|i| i.slots.iter().map(|s| s.manifest.id.clone()).collect());
         for id in ids {
@@ -318,12 +394,18 @@ impl Registry {
     /// Starts (or stops) one plugin and records its new state. Never holds the lock across
     /// the plugin's own lifecycle calls. Returns the state change to publish once the tool
     /// index is rebuilt (so a subscriber that lists tools on the event sees the new list).
+    /// A plugin a loader built is dropped when it stops, so enabling it again runs its code
+    /// afresh.
     async fn bring_up(&self, id: &str, enabled: bool) -> Option<Event> {
-        let (kind, plugin, manifest) = self.read(|i| {
-            i.slots
-                .iter()
-                .find(|s| s.manifest.id == id)
-                .map(|s| (s.manifest.kind, s.plugin.clone(), s.manifest.clone()))
+        let (kind, plugin, manifest, dir) = self.read(|i| {
+            i.slots.iter().find(|s| s.manifest.id == id).map(|s| {
+                (
+                    s.manifest.kind,
+                    s.plugin.clone(),
+                    s.manifest.clone(),
+                    s.dir.clone(),
+                )
+            })
         })?;
         let (state, reason, missing_env) = if !enabled {
             if let Some(plugin) = &plugin
@@ -331,27 +413,46 @@ impl Registry {
             {
                 tracing::warn!(plugin = %id, error = %e, "plugin failed to stop cleanly");
             }
+            self.unload(id);
             let why = format!("disabled; enable it with `toolshed plugins enable {id}`");
             (PluginState::Disabled, Some(why), Vec::new())
-        } else if let Some(plugin) = plugin {
-            match start(plugin.as_ref()).await {
+        } else {
+            let plugin = match plugin {
+                Some(plugin) => Ok(plugin),
+                None => self.load(id, kind, &manifest, dir),
+            };
+            match plugin {
                 Err(reason) => (PluginState::Error, Some(reason), Vec::new()),
-                Ok(()) => match unmet_contract(&manifest) {
-                    Some((reason, missing)) => (PluginState::Degraded, Some(reason), missing),
-                    None => (PluginState::Running, None, Vec::new()),
+                Ok(plugin) => match start(plugin.as_ref()).await {
+                    Err(reason) => {
+                        if self.read(|i| is_loaded(i, id)) {
+                            if let Err(e) = plugin.stop().await {
+                                tracing::warn!(plugin = %id, error = %e, "plugin failed to stop after a failed start");
+                            }
+                            self.unload(id);
+                        }
+                        (PluginState::Error, Some(reason), Vec::new())
+                    }
+                    Ok(()) => {
+                        let names: Vec<String> = plugin
+                            .tools()
+                            .iter()
+                            .map(|t| t.spec().name.clone())
+                            .collect();
+                        self.write(|i| {
+                            if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
+                                slot.last_tools = names;
+                            }
+                        });
+                        match unmet_contract(&manifest) {
+                            Some((reason, missing)) => {
+                                (PluginState::Degraded, Some(reason), missing)
+                            }
+                            None => (PluginState::Running, None, Vec::new()),
+                        }
+                    }
                 },
             }
-        } else {
-            let reason = match kind {
-                PluginKind::Builtin => format!(
-                    "kind `builtin` is reserved for plugins compiled into toolshed, and none has id `{id}`; use kind `js` or `mcp`"
-                ),
-                other => format!(
-                    "plugin kind `{}` cannot run in this build yet; its tools are listed but not callable",
-                    other.as_str()
-                ),
-            };
-            (PluginState::Error, Some(reason), Vec::new())
         };
         let changed = self.write(|i| {
             let slot = i.slots.iter_mut().find(|s| s.manifest.id == id)?;
@@ -368,12 +469,70 @@ impl Registry {
         })
     }
 
+    /// Builds a plugin of a sandboxed kind from its directory with its loader, and keeps it
+    /// in its slot. The error is the plugin's reason for being in `error`.
+    fn load(
+        &self,
+        id: &str,
+        kind: PluginKind,
+        manifest: &PluginManifest,
+        dir: Option<PathBuf>,
+    ) -> Result<Arc<dyn Plugin>, String> {
+        let loader = self.loaders.iter().find(|l| l.kind() == kind);
+        let (Some(loader), Some(dir)) = (loader, dir) else {
+            return Err(match kind {
+                PluginKind::Builtin => format!(
+                    "kind `builtin` is reserved for plugins compiled into toolshed, and none has id `{id}`; use kind `js` or `mcp`"
+                ),
+                other => format!(
+                    "plugin kind `{}` cannot run in this build yet; its tools are listed but not callable",
+                    other.as_str()
+                ),
+            });
+        };
+        let stored = self
+            .store
+            .grants(id)
+            .map_err(|e| format!("cannot read the plugin's grants: {e}"))?;
+        let grants = crate::grants::to_grants(&stored);
+        let request = LoadRequest {
+            manifest: manifest.clone(),
+            dir,
+            config: self.resolved_config(id),
+            grants: grants.clone(),
+        };
+        let plugin = loader
+            .load(request)
+            .map_err(|e| format!("cannot load: {e}"))?;
+        self.write(|i| {
+            if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
+                slot.plugin = Some(plugin.clone());
+                slot.loaded_grants = Some(grants);
+                slot.validators.clear();
+            }
+        });
+        Ok(plugin)
+    }
+
+    /// Drops the instance of a plugin a loader built (after it stopped).
+    fn unload(&self, id: &str) {
+        self.write(|i| {
+            if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id)
+                && slot.loaded_grants.is_some()
+            {
+                slot.plugin = None;
+                slot.loaded_grants = None;
+                slot.validators.clear();
+            }
+        });
+    }
+
     /// Rebuilds the tool index from the running and degraded plugins, in trust order.
     fn reindex(&self) {
         self.write(|inner| {
             let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
             let mut diags = Vec::new();
-            for slot in &inner.slots {
+            for slot in &mut inner.slots {
                 if !matches!(slot.state, PluginState::Running | PluginState::Degraded) {
                     continue;
                 }
@@ -395,8 +554,15 @@ impl Registry {
                         });
                         continue;
                     }
-                    let validator = match jsonschema::validator_for(&tool.spec().input_schema) {
-                        Ok(v) => Arc::new(v),
+                    let compiled = match slot.validators.get(&name) {
+                        Some(v) => Ok(v.clone()),
+                        None => jsonschema::validator_for(&tool.spec().input_schema).map(Arc::new),
+                    };
+                    let validator = match compiled {
+                        Ok(v) => {
+                            slot.validators.insert(name.clone(), v.clone());
+                            v
+                        }
                         Err(e) => {
                             diags.push(Diagnostic {
                                 level: Level::Error,
@@ -454,7 +620,10 @@ impl Registry {
             i.slots
                 .iter()
                 .filter(|s| !matches!(s.state, PluginState::Running | PluginState::Degraded))
-                .find(|s| s.manifest.tools.iter().any(|t| t.name == tool))
+                .find(|s| {
+                    s.manifest.tools.iter().any(|t| t.name == tool)
+                        || s.last_tools.iter().any(|t| t == tool)
+                })
                 .map(|s| (s.manifest.id.clone(), s.state, s.reason.clone()))
         })
     }
@@ -526,6 +695,7 @@ impl Registry {
                 hint,
             });
         }
+        let _lifecycle = self.lifecycle.lock().await;
         self.store.set_plugin_enabled(id, enabled)?;
         let change = self.bring_up(id, enabled).await;
         self.reindex();
@@ -539,27 +709,152 @@ impl Registry {
     }
 
     /// Restarts a running plugin: stops it and starts it again (its sessions and background
-    /// work end). A disabled plugin is refused: enable it instead.
+    /// work end). A plugin found on disk is read again first: its manifest and, for
+    /// sandboxed kinds, its code. A disabled plugin is refused: enable it instead.
     pub async fn reload(&self, id: &str) -> Result<PluginInfo, RegistryError> {
+        let _lifecycle = self.lifecycle.lock().await;
         let info = self.known(id)?;
         if info.state == PluginState::Disabled {
             return Err(RegistryError::Conflict(format!(
                 "plugin `{id}` is disabled; enable it with `toolshed plugins enable {id}` instead of reloading"
             )));
         }
-        self.stop_plugin(id, "reload").await;
-        let change = self.bring_up(id, true).await;
+        self.restart(id, "reload").await;
+        self.known(id)
+    }
+
+    /// Stops a plugin, reads a disk plugin's manifest again, drops an instance a loader
+    /// built, starts it and publishes the change. The caller holds the lifecycle lock.
+    async fn restart(&self, id: &str, why: &str) {
+        self.stop_plugin(id, why).await;
+        self.unload(id);
+        let reread = self
+            .read(|i| {
+                i.slots
+                    .iter()
+                    .find(|s| s.manifest.id == id)
+                    .map(|s| s.manifest_path.clone())
+            })
+            .flatten()
+            .map(|path| match load_manifest(&path) {
+                Ok(m) if m.id != id => Err(format!(
+                    "its manifest now says id `{}`; a plugin keeps its id: uninstall `{id}` and install the new one",
+                    m.id
+                )),
+                Ok(m) => Ok(m),
+                Err(e) => Err(format!("its manifest cannot be read again: {e}")),
+            });
+        let change = match reread {
+            Some(Err(reason)) => self.set_error(id, reason),
+            Some(Ok(manifest)) => {
+                self.write(|i| {
+                    if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
+                        if slot.manifest != manifest {
+                            slot.validators.clear();
+                        }
+                        slot.manifest = manifest;
+                    }
+                });
+                self.bring_up(id, true).await
+            }
+            None => self.bring_up(id, true).await,
+        };
         self.reindex();
         if let Some(event) = change {
             self.events.publish(event);
         }
-        self.known(id)
+    }
+
+    /// Puts a plugin in `error` with `reason`; returns the change to publish.
+    fn set_error(&self, id: &str, reason: String) -> Option<Event> {
+        let changed = self.write(|i| {
+            let slot = i.slots.iter_mut().find(|s| s.manifest.id == id)?;
+            let changed = slot.state != PluginState::Error || slot.reason.as_ref() != Some(&reason);
+            slot.state = PluginState::Error;
+            slot.reason = Some(reason.clone());
+            Some(changed)
+        });
+        (changed == Some(true)).then(|| Event::PluginStateChanged {
+            plugin_id: id.to_string(),
+            state: PluginState::Error,
+            reason: Some(reason),
+        })
+    }
+
+    /// What a plugin asks for (`declared`, as grants) and what it was granted.
+    pub fn grants(&self, id: &str) -> Result<GrantsInfo, RegistryError> {
+        let manifest = self
+            .manifest(id)
+            .ok_or_else(|| RegistryError::UnknownPlugin {
+                id: id.to_string(),
+                hint: String::new(),
+            })?;
+        Ok(GrantsInfo {
+            declared: crate::grants::declared(&manifest),
+            wildcards: wildcards(&manifest),
+            granted: self.store.grants(id)?,
+        })
+    }
+
+    /// Grants and revokes capabilities of a plugin, then reloads it if it is loaded, so its
+    /// code sees the new grants at once. Every grant is checked against what the manifest
+    /// declares before anything is stored.
+    pub async fn change_grants(
+        &self,
+        id: &str,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<GrantsInfo, RegistryError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        let manifest = self
+            .manifest(id)
+            .ok_or_else(|| RegistryError::UnknownPlugin {
+                id: id.to_string(),
+                hint: String::new(),
+            })?;
+        let parse = |list: &[String]| -> Result<Vec<String>, RegistryError> {
+            list.iter()
+                .map(|text| {
+                    crate::grants::Grant::parse(text)
+                        .map(|g| g.to_text())
+                        .map_err(RegistryError::Invalid)
+                })
+                .collect()
+        };
+        let add = parse(add)?;
+        let remove = parse(remove)?;
+        for text in &add {
+            crate::grants::Grant::parse(text)
+                .map_err(RegistryError::Invalid)?
+                .check_declared(&manifest)
+                .map_err(RegistryError::Invalid)?;
+        }
+        let mut after: BTreeSet<String> = self.store.grants(id)?.into_iter().collect();
+        after.extend(add.iter().cloned());
+        for text in &remove {
+            after.remove(text);
+        }
+        if after.len() > crate::grants::MAX_GRANTS {
+            return Err(RegistryError::Invalid(format!(
+                "plugin `{id}` would hold {} grants; the most is {}",
+                after.len(),
+                crate::grants::MAX_GRANTS
+            )));
+        }
+        self.store.change_grants(id, &add, &remove)?;
+        let loaded = self.read(|i| is_loaded(i, id));
+        let state = self.plugin(id).map(|p| p.state);
+        if loaded || (state == Some(PluginState::Error) && self.read(|i| has_dir(i, id))) {
+            self.restart(id, "grant change").await;
+        }
+        self.grants(id)
     }
 
     /// Removes a plugin installed in a user root: stops it, deletes its directory and
     /// forgets its stored state and config. System and curated plugins cannot be removed
     /// (disable them instead).
     pub async fn uninstall(&self, id: &str) -> Result<PluginInfo, RegistryError> {
+        let _lifecycle = self.lifecycle.lock().await;
         let info = self.known(id)?;
         if info.root != Root::User {
             return Err(RegistryError::Conflict(format!(
@@ -577,6 +872,11 @@ impl Registry {
         self.store.forget_plugin(id)?;
         self.write(|i| i.slots.retain(|s| s.manifest.id != id));
         self.reindex();
+        self.events.publish(Event::PluginStateChanged {
+            plugin_id: id.to_string(),
+            state: PluginState::Uninstalled,
+            reason: None,
+        });
         Ok(info)
     }
 
@@ -608,7 +908,24 @@ impl Registry {
     /// changed; their `PluginStateChanged` events are published after the tool index is
     /// rebuilt.
     pub async fn sync_from_store(&self) -> Result<Vec<String>, RegistryError> {
+        let _lifecycle = self.lifecycle.lock().await;
         self.store.forget_config_values();
+        let all_grants = self.store.all_grants()?;
+        let regrant: Vec<String> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter(|s| {
+                    s.loaded_grants.as_ref().is_some_and(|g| {
+                        let stored = all_grants.get(&s.manifest.id).map(Vec::as_slice);
+                        *g != crate::grants::to_grants(stored.unwrap_or_default())
+                    })
+                })
+                .map(|s| s.manifest.id.clone())
+                .collect()
+        });
+        for id in &regrant {
+            self.restart(id, "grant change").await;
+        }
         let stored = self.store.plugin_states()?;
         let differing: Vec<(String, bool)> = self.read(|i| {
             i.slots
@@ -621,7 +938,7 @@ impl Registry {
                 .collect()
         });
         if differing.is_empty() {
-            return Ok(Vec::new());
+            return Ok(regrant);
         }
         let mut events = Vec::new();
         for (id, enabled) in &differing {
@@ -631,7 +948,183 @@ impl Registry {
         for event in events {
             self.events.publish(event);
         }
-        Ok(differing.into_iter().map(|(id, _)| id).collect())
+        Ok(regrant
+            .into_iter()
+            .chain(differing.into_iter().map(|(id, _)| id))
+            .collect())
+    }
+
+    /// Looks at the user plugin roots and applies what changed there since the last look:
+    /// a new plugin directory is loaded and started (if not disabled), a changed one is
+    /// reloaded, a removed one is stopped and forgotten (its stored state is kept, in case
+    /// it comes back). A change is applied only once two looks in a row see the same files,
+    /// so a copy in progress is not loaded half done. Each plugin touched is published as a
+    /// `PluginStateChanged` event. Returns the ids touched.
+    pub async fn rescan_user_roots(&self) -> Vec<String> {
+        let roots = self.user_roots.clone();
+        let seen = tokio::task::spawn_blocking(move || list_plugin_dirs(&roots))
+            .await
+            .unwrap_or_default();
+        let _lifecycle = self.lifecycle.lock().await;
+        let known: BTreeMap<PathBuf, (String, Option<u64>)> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter(|s| s.root == Root::User)
+                .filter_map(|s| {
+                    s.dir
+                        .clone()
+                        .map(|d| (d, (s.manifest.id.clone(), s.fingerprint)))
+                })
+                .collect()
+        });
+        let mut ready = Vec::new();
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.retain(|dir, _| seen.contains_key(dir));
+            for (dir, print) in &seen {
+                if known.get(dir).is_some_and(|(_, old)| *old == Some(*print)) {
+                    pending.remove(dir);
+                    continue;
+                }
+                if pending.get(dir) == Some(print) {
+                    pending.remove(dir);
+                    ready.push((dir.clone(), *print));
+                } else {
+                    pending.insert(dir.clone(), *print);
+                }
+            }
+        }
+        let mut touched = Vec::new();
+        let mut events = Vec::new();
+        for (dir, (id, _)) in &known {
+            if seen.contains_key(dir) {
+                continue;
+            }
+            self.stop_plugin(id, "removal").await;
+            self.write(|i| i.slots.retain(|s| &s.manifest.id != id));
+            events.push(Event::PluginStateChanged {
+                plugin_id: id.clone(),
+                state: PluginState::Uninstalled,
+                reason: None,
+            });
+            touched.push(id.clone());
+        }
+        for (dir, print) in ready {
+            if let Some((id, _)) = known.get(&dir) {
+                self.write(|i| {
+                    if let Some(slot) = i.slots.iter_mut().find(|s| &s.manifest.id == id) {
+                        slot.fingerprint = Some(print);
+                    }
+                });
+                self.restart(id, "files changed").await;
+                if let Some(info) = self.plugin(id) {
+                    events.push(Event::PluginStateChanged {
+                        plugin_id: id.clone(),
+                        state: info.state,
+                        reason: info.reason,
+                    });
+                }
+                touched.push(id.clone());
+                continue;
+            }
+            if let Some(id) = self.add_found(&dir, print).await {
+                if let Some(info) = self.plugin(&id) {
+                    events.push(Event::PluginStateChanged {
+                        plugin_id: id.clone(),
+                        state: info.state,
+                        reason: info.reason,
+                    });
+                }
+                touched.push(id);
+            }
+        }
+        if !touched.is_empty() {
+            self.reindex();
+            for event in events {
+                self.events.publish(event);
+            }
+        }
+        touched
+    }
+
+    /// Adds a plugin directory that appeared in a user root and brings it up. Returns its
+    /// id, or `None` (with a diagnostic) when it cannot be used.
+    async fn add_found(&self, dir: &Path, print: u64) -> Option<String> {
+        let diagnose = |level: Level, path: PathBuf, field: Option<String>, problem: String| {
+            self.write(|i| {
+                i.discovery
+                    .retain(|d| d.path.as_deref() != Some(path.as_path()));
+                i.discovery.push(Diagnostic {
+                    level,
+                    path: Some(path),
+                    field,
+                    problem,
+                    plugin_id: None,
+                });
+            });
+        };
+        let Some(path) = find_manifest(dir) else {
+            diagnose(
+                Level::Warning,
+                dir.to_path_buf(),
+                None,
+                format!(
+                    "no manifest found (looked for {}); not a plugin",
+                    MANIFEST_NAMES.join(", ")
+                ),
+            );
+            return None;
+        };
+        let manifest = match load_manifest(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                diagnose(Level::Error, e.path, Some(e.field), e.problem);
+                return None;
+            }
+        };
+        let id = manifest.id.clone();
+        if let Some(other) = self.plugin(&id) {
+            let at = other
+                .dir
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| other.root.as_str().to_string());
+            diagnose(
+                Level::Warning,
+                path,
+                Some("id".into()),
+                format!("plugin id `{id}` is already provided by {at}; this copy is ignored"),
+            );
+            return None;
+        }
+        self.write(|i| {
+            i.discovery.retain(|d| {
+                d.path
+                    .as_deref()
+                    .is_none_or(|p| p != dir && p != path.as_path())
+            });
+            i.slots.push(Slot {
+                manifest,
+                root: Root::User,
+                dir: Some(dir.to_path_buf()),
+                manifest_path: Some(path),
+                plugin: None,
+                state: PluginState::Installed,
+                reason: None,
+                missing_env: Vec::new(),
+                validators: BTreeMap::new(),
+                loaded_grants: None,
+                last_tools: Vec::new(),
+                fingerprint: Some(print),
+            });
+        });
+        let enabled = self
+            .store
+            .plugin_enabled(&id)
+            .ok()
+            .flatten()
+            .unwrap_or(true);
+        let _ = self.bring_up(&id, enabled).await;
+        Some(id)
     }
 
     /// Stops every running plugin.
@@ -651,6 +1144,13 @@ impl Registry {
     }
 }
 
+/// Whether plugin `id` was built by a loader (and is loaded now).
+fn is_loaded(i: &Inner, id: &str) -> bool {
+    i.slots
+        .iter()
+        .any(|s| s.manifest.id == id && s.loaded_grants.is_some())
+}
+
 fn info(s: &Slot) -> PluginInfo {
     PluginInfo {
         id: s.manifest.id.clone(),
@@ -663,7 +1163,11 @@ fn info(s: &Slot) -> PluginInfo {
         manifest_path: s.manifest_path.clone(),
         state: s.state,
         reason: s.reason.clone(),
-        tools: s.manifest.tools.iter().map(|t| t.name.clone()).collect(),
+        tools: if s.last_tools.is_empty() {
+            s.manifest.tools.iter().map(|t| t.name.clone()).collect()
+        } else {
+            s.last_tools.clone()
+        },
     }
 }
 
@@ -727,6 +1231,64 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
             std::fs::metadata(candidate)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+/// The most files and directories looked at when fingerprinting one plugin directory.
+const MAX_FINGERPRINT_ENTRIES: usize = 2000;
+
+/// A hash of a plugin directory's file names, sizes, modes and modification times (links
+/// are not followed; at most [`MAX_FINGERPRINT_ENTRIES`] entries, 8 levels deep).
+fn fingerprint(dir: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((at, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            seen += 1;
+            if seen > MAX_FINGERPRINT_ENTRIES {
+                return hasher.finish();
+            }
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            entry.path().hash(&mut hasher);
+            (meta.len(), meta.mode(), meta.mtime(), meta.mtime_nsec()).hash(&mut hasher);
+            if meta.is_dir() && depth < 8 {
+                stack.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    hasher.finish()
+}
+
+/// Every plugin directory (not hidden) under the roots, with its fingerprint.
+fn list_plugin_dirs(roots: &[PathBuf]) -> BTreeMap<PathBuf, u64> {
+    let mut out = BTreeMap::new();
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok).take(MAX_PLUGINS_PER_ROOT) {
+            let hidden = entry
+                .file_name()
+                .to_str()
+                .is_none_or(|n| n.starts_with('.'));
+            if hidden || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            let print = fingerprint(&path);
+            out.insert(path, print);
+        }
+    }
+    out
 }
 
 /// The plugin directories under one root with their manifests; problems become diagnostics.

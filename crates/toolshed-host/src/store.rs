@@ -57,6 +57,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (owner, path)
     );
     CREATE INDEX read_log_ts ON read_log (ts_ms);",
+    "CREATE TABLE plugin_grants (
+        plugin_id  TEXT NOT NULL,
+        grant      TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (plugin_id, grant)
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -244,13 +250,17 @@ impl StateStore {
         })
     }
 
-    /// Forgets everything stored about a plugin: its enabled state and its config values.
+    /// Forgets everything stored about a plugin: its enabled state, config values and grants.
     pub fn forget_plugin(&self, plugin_id: &str) -> Result<(), StoreError> {
         self.with(|c| {
             let tx = c.transaction()?;
             tx.execute("DELETE FROM plugin_state WHERE plugin_id = ?1", [plugin_id])?;
             tx.execute(
                 "DELETE FROM config_values WHERE plugin_id = ?1",
+                [plugin_id],
+            )?;
+            tx.execute(
+                "DELETE FROM plugin_grants WHERE plugin_id = ?1",
                 [plugin_id],
             )?;
             tx.commit()?;
@@ -329,6 +339,62 @@ impl StateStore {
         })?;
         self.cached_config(|cache| cache.remove(plugin_id));
         Ok(())
+    }
+
+    /// The capabilities granted to a plugin, as stored (`http:HOST`, `fs-read:PATH`, ...),
+    /// sorted.
+    pub fn grants(&self, plugin_id: &str) -> Result<Vec<String>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT grant FROM plugin_grants WHERE plugin_id = ?1 ORDER BY grant",
+            )?;
+            let rows = stmt.query_map([plugin_id], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    /// Every plugin's grants, by plugin id (plugins without grants are absent).
+    pub fn all_grants(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT plugin_id, grant FROM plugin_grants ORDER BY plugin_id, grant",
+            )?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for row in rows {
+                let (id, grant) = row?;
+                map.entry(id).or_default().push(grant);
+            }
+            Ok(map)
+        })
+    }
+
+    /// Adds and removes grants of a plugin in one transaction.
+    pub fn change_grants(
+        &self,
+        plugin_id: &str,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            for grant in remove {
+                tx.execute(
+                    "DELETE FROM plugin_grants WHERE plugin_id = ?1 AND grant = ?2",
+                    params![plugin_id, grant],
+                )?;
+            }
+            for grant in add {
+                tx.execute(
+                    "INSERT INTO plugin_grants (plugin_id, grant, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (plugin_id, grant) DO UPDATE SET updated_at = excluded.updated_at",
+                    params![plugin_id, grant, now_ms()],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// Appends an audit row now, and keeps at most `max_rows` rows (oldest removed first).

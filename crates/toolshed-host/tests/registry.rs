@@ -169,6 +169,7 @@ async fn curated_root_is_between_system_and_user() {
         config,
         system_plugins: vec![],
         curated_dirs: vec![curated.path().to_path_buf()],
+        loaders: Vec::new(),
         policy: None,
         hooks: Default::default(),
         extensions: Default::default(),

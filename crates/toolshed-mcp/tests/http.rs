@@ -46,6 +46,7 @@ async fn start() -> Server {
         config,
         system_plugins: vec![],
         curated_dirs: vec![],
+        loaders: Vec::new(),
         policy: None,
         hooks: Default::default(),
         extensions: Default::default(),

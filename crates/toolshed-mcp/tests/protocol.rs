@@ -120,6 +120,7 @@ async fn host_with(config_toml: &str) -> Fixture {
         config,
         system_plugins: vec![test_plugin(cancelled.clone())],
         curated_dirs: vec![],
+        loaders: Vec::new(),
         policy: None,
         hooks: Default::default(),
         extensions: Default::default(),

@@ -87,6 +87,7 @@ fn registry_error(error: RegistryError) -> ApiError {
     match error {
         RegistryError::UnknownPlugin { .. } => ApiError::not_found(error.to_string()),
         RegistryError::Conflict(_) => ApiError::conflict(error.to_string()),
+        RegistryError::Invalid(_) => ApiError::bad_request(error.to_string()),
         other => ApiError::internal(other.to_string()),
     }
 }

@@ -1,8 +1,8 @@
-//! `toolshed plugins list|enable|disable|install|uninstall|reload|config`.
+//! `toolshed plugins list|enable|disable|install|uninstall|reload|config|grant|revoke`.
 
 use serde_json::json;
 use toolshed_host::install::{self, InstallError, InstallRequest, Overwrite};
-use toolshed_host::registry::Level;
+use toolshed_host::registry::{GrantsInfo, Level, RegistryError};
 use toolshed_host::{Host, Root, config_fields};
 
 use crate::Failure;
@@ -122,7 +122,7 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
         installed.dir.display()
     );
     eprintln!(
-        "a running `toolshed mcp` or `toolshed serve` loads it when restarted; `toolshed plugins list` shows its state"
+        "a running `toolshed mcp` or `toolshed serve` loads it within a second; `toolshed plugins list` shows its state"
     );
     Ok(())
 }
@@ -176,6 +176,99 @@ pub async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
         Some(reason) => println!("{}: {} ({reason})", info.id, info.state.as_str()),
         None => println!("{}: {}", info.id, info.state.as_str()),
     }
+    Ok(())
+}
+
+fn registry_failure(e: RegistryError) -> Failure {
+    match e {
+        RegistryError::UnknownPlugin { .. } | RegistryError::Invalid(_) => {
+            Failure::Usage(e.to_string())
+        }
+        other => Failure::Runtime(other.to_string()),
+    }
+}
+
+fn print_grants(id: &str, info: &GrantsInfo) {
+    let asks = if info.declared.is_empty() && info.wildcards.is_empty() {
+        "nothing".to_string()
+    } else {
+        info.declared
+            .iter()
+            .cloned()
+            .chain(
+                info.wildcards
+                    .iter()
+                    .map(|k| format!("{k}:* (any you grant)")),
+            )
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("{id} asks for: {asks}");
+    if info.granted.is_empty() {
+        println!("{id} holds: nothing");
+    } else {
+        println!("{id} holds: {}", info.granted.join(", "));
+    }
+}
+
+/// Grants capabilities (all the manifest names when none are given), or lists them.
+pub async fn grant(host: &Host, id: &str, grants: Vec<String>, list: bool) -> Result<(), Failure> {
+    let registry = host.registry();
+    let current = registry.grants(id).map_err(registry_failure)?;
+    if list {
+        print_grants(id, &current);
+        return Ok(());
+    }
+    let grants = if grants.is_empty() {
+        if current.declared.is_empty() {
+            return Err(Failure::Usage(format!(
+                "plugin `{id}` names nothing to grant{}; pass grants such as `http:HOST`",
+                if current.wildcards.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it takes any {} you grant)", current.wildcards.join(", "))
+                }
+            )));
+        }
+        current.declared.clone()
+    } else {
+        grants
+    };
+    let info = registry
+        .change_grants(id, &grants, &[])
+        .await
+        .map_err(registry_failure)?;
+    print_grants(id, &info);
+    if let Some(plugin) = registry.plugin(id)
+        && let Some(reason) = &plugin.reason
+    {
+        println!("{id}: {} ({reason})", plugin.state.as_str());
+    }
+    Ok(())
+}
+
+/// Takes grants back.
+pub async fn revoke(host: &Host, id: &str, grants: Vec<String>, all: bool) -> Result<(), Failure> {
+    let registry = host.registry();
+    let grants = match (all, grants.is_empty()) {
+        (true, true) => registry.grants(id).map_err(registry_failure)?.granted,
+        (false, false) => grants,
+        (true, false) => {
+            return Err(Failure::Usage(
+                "pass either --all or the grants to take back, not both".into(),
+            ));
+        }
+        (false, true) => {
+            return Err(Failure::Usage(format!(
+                "name the grants to take back, or pass --all; `toolshed plugins grant {id} --list` shows them"
+            )));
+        }
+    };
+    let info = registry
+        .change_grants(id, &[], &grants)
+        .await
+        .map_err(registry_failure)?;
+    print_grants(id, &info);
     Ok(())
 }
 

@@ -148,6 +148,7 @@ pub async fn open_with(
         config,
         system_plugins: plugins,
         curated_dirs: vec![],
+        loaders: Vec::new(),
         policy,
         hooks,
         extensions: Default::default(),

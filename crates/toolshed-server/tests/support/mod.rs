@@ -76,6 +76,7 @@ async fn start_dirs(
             config,
             system_plugins: toolshed_tools::system_plugins_with(&gauges),
             curated_dirs: vec![],
+            loaders: Vec::new(),
             policy: None,
             hooks: Default::default(),
             extensions,

@@ -1,0 +1,324 @@
+//! Capability grants: what a person allowed a sandboxed plugin to touch.
+//!
+//! A plugin's manifest declares what it asks for (`capabilities`: `network` hosts,
+//! `fs_read` and `fs_write` roots, `tools` it calls); a person grants some of it with
+//! `toolshed plugins grant ID GRANT...`. Only what is both declared and granted reaches the
+//! plugin. A grant is written `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH` or
+//! `tool:NAME`. A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
+//! declares "whatever the person grants": for plugins whose hosts come from their config,
+//! such as a webhook notifier.
+
+use toolshed_core::{Grants, PluginManifest};
+
+use crate::manifest::is_valid_tool_name;
+
+/// The most grants one plugin keeps.
+pub const MAX_GRANTS: usize = 64;
+
+/// One grant, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    /// HTTP to a host, any port or one port.
+    Http(String),
+    /// Reading under a workspace path.
+    FsRead(String),
+    /// Writing (and reading) under a workspace path.
+    FsWrite(String),
+    /// Calling a tool.
+    Tool(String),
+}
+
+impl Grant {
+    /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH` or `tool:NAME`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH or tool:NAME";
+        let Some((kind, value)) = text.split_once(':') else {
+            return Err(format!("`{text}` is not a grant; {usage}"));
+        };
+        match kind {
+            "http" => parse_host(value).map(Self::Http),
+            "fs-read" => parse_path(value).map(Self::FsRead),
+            "fs-write" => parse_path(value).map(Self::FsWrite),
+            "tool" if is_valid_tool_name(value) => Ok(Self::Tool(value.to_string())),
+            "tool" => Err(format!(
+                "`{value}` is not a tool name: use 1 to 64 of A-Z, a-z, 0-9, `_`, `-`"
+            )),
+            other => Err(format!("`{other}` is not a kind of grant; {usage}")),
+        }
+    }
+
+    /// The stored spelling.
+    pub fn to_text(&self) -> String {
+        match self {
+            Self::Http(v) => format!("http:{v}"),
+            Self::FsRead(v) => format!("fs-read:{v}"),
+            Self::FsWrite(v) => format!("fs-write:{v}"),
+            Self::Tool(v) => format!("tool:{v}"),
+        }
+    }
+
+    /// Checks that the plugin's manifest asks for this; the error says what it declares.
+    pub fn check_declared(&self, manifest: &PluginManifest) -> Result<(), String> {
+        let caps = &manifest.capabilities;
+        let (declared, what, value): (&[String], &str, &str) = match self {
+            Self::Http(host) => (&caps.network, "network access (`network`)", host),
+            Self::FsRead(path) => (&caps.fs_read, "file reads (`fs_read`)", path),
+            Self::FsWrite(path) => (&caps.fs_write, "file writes (`fs_write`)", path),
+            Self::Tool(name) => (&caps.tools, "tool calls (`tools`)", name),
+        };
+        if declared.is_empty() {
+            return Err(format!(
+                "plugin `{}` does not ask for {what} in its manifest, so it cannot be granted `{}`",
+                manifest.id,
+                self.to_text()
+            ));
+        }
+        let fits = declared.iter().any(|d| match self {
+            Self::Http(_) => d == "*" || host_matches(d, value) || host_matches(value, d),
+            Self::FsRead(_) | Self::FsWrite(_) => d == "*" || path_within(value, d),
+            Self::Tool(_) => d == "*" || d == value,
+        });
+        if fits {
+            Ok(())
+        } else {
+            Err(format!(
+                "plugin `{}` asks for {what} to {} only, not `{value}`; a plugin can be granted only what its manifest asks for",
+                manifest.id,
+                declared.join(", ")
+            ))
+        }
+    }
+}
+
+/// Whether a host grant (`host` or `host:port`) covers `target` (`host:port` or `host`).
+pub fn host_matches(grant: &str, target: &str) -> bool {
+    let (gh, gp) = split_port(grant);
+    let (th, tp) = split_port(target);
+    gh.eq_ignore_ascii_case(th) && (gp.is_none() || gp == tp)
+}
+
+fn split_port(text: &str) -> (&str, Option<&str>) {
+    if let Some(rest) = text.strip_prefix('[') {
+        // [v6]:port
+        return match rest.split_once(']') {
+            Some((host, tail)) => (host, tail.strip_prefix(':')),
+            None => (text, None),
+        };
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') && port.chars().all(|c| c.is_ascii_digit()) => {
+            (host, Some(port))
+        }
+        _ => (text, None),
+    }
+}
+
+fn parse_host(value: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "`{value}` is not a host to grant ({why}); write it as `api.example.com`, `api.example.com:8443` or `127.0.0.1:8080`, without a scheme or path"
+        ))
+    };
+    if value.is_empty() {
+        return bad("it is empty");
+    }
+    if value.contains("://") || value.contains('/') {
+        return bad("it has a scheme or a path");
+    }
+    if value == "*" {
+        return bad("a grant names one host; `*` belongs in a manifest only");
+    }
+    let (host, port) = split_port(value);
+    if let Some(port) = port
+        && port.parse::<u16>().is_err()
+    {
+        return bad("the port is not a number from 0 to 65535");
+    }
+    let ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'));
+    if !ok {
+        return bad("hosts are letters, digits, `.`, `-` and IPv6 addresses in brackets");
+    }
+    Ok(value.to_ascii_lowercase())
+}
+
+fn parse_path(value: &str) -> Result<String, String> {
+    let trimmed = value.trim_end_matches('/');
+    let trimmed = if trimmed.is_empty() && !value.is_empty() {
+        "."
+    } else {
+        trimmed
+    };
+    if trimmed.is_empty() {
+        return Err("an empty path cannot be granted; use `.` for the whole workspace".into());
+    }
+    if trimmed.starts_with('/') {
+        return Err(format!(
+            "`{value}` is absolute; grants are paths relative to the workspace, such as `notes` or `.`"
+        ));
+    }
+    if trimmed.split('/').any(|part| part == "..") {
+        return Err(format!(
+            "`{value}` leaves the workspace with `..`; grant a path inside it"
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Whether workspace path `path` is `root` or inside it (both relative, lexical).
+pub fn path_within(path: &str, root: &str) -> bool {
+    let norm = |p: &str| -> Vec<String> {
+        p.split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .map(str::to_string)
+            .collect()
+    };
+    let (path, root) = (norm(path), norm(root));
+    path.len() >= root.len() && path[..root.len()] == root[..]
+}
+
+/// The grants a manifest asks for by name (wildcards left out): what `grant ID` with no
+/// values grants.
+pub fn declared(manifest: &PluginManifest) -> Vec<String> {
+    let caps = &manifest.capabilities;
+    let named = |list: &[String], kind: &str| -> Vec<String> {
+        list.iter()
+            .filter(|v| v.as_str() != "*")
+            .map(|v| format!("{kind}:{v}"))
+            .collect()
+    };
+    let mut out = named(&caps.network, "http");
+    out.extend(named(&caps.fs_read, "fs-read"));
+    out.extend(named(&caps.fs_write, "fs-write"));
+    out.extend(named(&caps.tools, "tool"));
+    out
+}
+
+/// Stored grant strings as [`Grants`]; unparsable rows (an older toolshed's) are skipped.
+pub fn to_grants(stored: &[String]) -> Grants {
+    let mut grants = Grants::default();
+    for text in stored {
+        match Grant::parse(text) {
+            Ok(Grant::Http(v)) => grants.http.push(v),
+            Ok(Grant::FsRead(v)) => grants.fs_read.push(v),
+            Ok(Grant::FsWrite(v)) => grants.fs_write.push(v),
+            Ok(Grant::Tool(v)) => grants.tools.push(v),
+            Err(e) => tracing::warn!(grant = %text, error = %e, "ignoring a stored grant"),
+        }
+    }
+    grants
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolshed_core::PluginKind;
+
+    fn manifest() -> PluginManifest {
+        let mut m = PluginManifest::new("acme.hooks", "1.0.0", "Hooks", PluginKind::Js);
+        m.capabilities.network = vec!["api.example.com".into()];
+        m.capabilities.fs_read = vec!["notes".into()];
+        m
+    }
+
+    #[test]
+    fn parses_and_prints_each_kind() {
+        for text in [
+            "http:api.example.com",
+            "http:127.0.0.1:8080",
+            "http:[::1]:80",
+            "fs-read:notes",
+            "fs-write:.",
+            "tool:workspace_read",
+        ] {
+            assert_eq!(Grant::parse(text).unwrap().to_text(), text);
+        }
+        assert_eq!(
+            Grant::parse("http:API.Example.com").unwrap(),
+            Grant::Http("api.example.com".into())
+        );
+        assert_eq!(
+            Grant::parse("fs-read:notes/").unwrap(),
+            Grant::FsRead("notes".into())
+        );
+        for bad in [
+            "api.example.com",
+            "http:https://x",
+            "http:a/b",
+            "http:*",
+            "http:a:99999",
+            "fs-read:/etc",
+            "fs-read:../x",
+            "fs-write:a/../../b",
+            "tool:a b",
+            "net:x",
+        ] {
+            let e = Grant::parse(bad).unwrap_err();
+            assert!(e.contains('`'), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_declared_capabilities_can_be_granted() {
+        let m = manifest();
+        Grant::parse("http:api.example.com")
+            .unwrap()
+            .check_declared(&m)
+            .unwrap();
+        Grant::parse("http:api.example.com:443")
+            .unwrap()
+            .check_declared(&m)
+            .unwrap();
+        Grant::parse("fs-read:notes/2026")
+            .unwrap()
+            .check_declared(&m)
+            .unwrap();
+        let e = Grant::parse("http:evil.test")
+            .unwrap()
+            .check_declared(&m)
+            .unwrap_err();
+        assert!(
+            e.contains("api.example.com") && e.contains("evil.test"),
+            "{e}"
+        );
+        let e = Grant::parse("tool:calculator")
+            .unwrap()
+            .check_declared(&m)
+            .unwrap_err();
+        assert!(e.contains("does not ask for tool calls"), "{e}");
+        let e = Grant::parse("fs-read:secrets")
+            .unwrap()
+            .check_declared(&m)
+            .unwrap_err();
+        assert!(e.contains("notes"), "{e}");
+
+        let mut any = m.clone();
+        any.capabilities.network = vec!["*".into()];
+        Grant::parse("http:127.0.0.1:9000")
+            .unwrap()
+            .check_declared(&any)
+            .unwrap();
+        assert_eq!(declared(&any), vec!["fs-read:notes".to_string()]);
+        assert_eq!(
+            declared(&m),
+            vec!["http:api.example.com".to_string(), "fs-read:notes".into()]
+        );
+    }
+
+    #[test]
+    fn host_and_path_matching() {
+        assert!(host_matches("example.com", "example.com:443"));
+        assert!(host_matches("Example.com", "example.com"));
+        assert!(host_matches("127.0.0.1:80", "127.0.0.1:80"));
+        assert!(!host_matches("127.0.0.1:80", "127.0.0.1:81"));
+        assert!(!host_matches("example.com", "example.com.evil"));
+        assert!(host_matches("[::1]", "[::1]:8080"));
+        assert!(path_within("notes/a.md", "notes"));
+        assert!(path_within("notes", "./notes/"));
+        assert!(path_within("anything", "."));
+        assert!(!path_within("notes2/a", "notes"));
+        assert!(!path_within("no", "notes"));
+    }
+}

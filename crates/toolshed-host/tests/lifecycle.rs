@@ -1,0 +1,401 @@
+//! Plugins built by a loader from their directories: loaded when enabled, dropped when
+//! disabled, read again on reload; grants checked against the manifest and handed to the
+//! loader; user plugin directories watched for plugins added, changed and removed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolshed_core::{
+    BuiltinPlugin, CallContext, LoadRequest, OwnerId, Plugin, PluginError, PluginKind,
+    PluginLoader, PluginManifest, SyncTool, Tool, ToolOutput, ToolSpec,
+};
+use toolshed_host::config::ConfigSources;
+use toolshed_host::registry::RegistryError;
+use toolshed_host::{CallRequest, Event, Host, HostOptions, PluginState};
+
+/// Builds a plugin whose tools are named in the directory's `tools.txt` (one per line);
+/// each tool answers with the grants and config the plugin was loaded with. A file `fail`
+/// makes `init` fail with its contents.
+struct TextLoader {
+    loads: AtomicUsize,
+    stops: Arc<AtomicUsize>,
+}
+
+struct TextPlugin {
+    inner: BuiltinPlugin,
+    fail: Option<String>,
+    stops: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Plugin for TextPlugin {
+    fn manifest(&self) -> &PluginManifest {
+        self.inner.manifest()
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner.tools()
+    }
+    async fn init(&self) -> Result<(), PluginError> {
+        match &self.fail {
+            Some(reason) => Err(PluginError(reason.clone())),
+            None => Ok(()),
+        }
+    }
+    async fn stop(&self) -> Result<(), PluginError> {
+        self.stops.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl PluginLoader for TextLoader {
+    fn kind(&self) -> PluginKind {
+        PluginKind::Js
+    }
+
+    fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        let names = std::fs::read_to_string(request.dir.join("tools.txt"))
+            .map_err(|e| PluginError(format!("no tools.txt: {e}")))?;
+        let loaded_with = json!({
+            "grants": request.grants,
+            "config": request.config,
+        });
+        let tools: Vec<Arc<dyn Tool>> = names
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|name| {
+                let answer = loaded_with.clone();
+                Arc::new(SyncTool::new(
+                    ToolSpec::new(name.trim(), "Says how it was loaded."),
+                    move |_: &CallContext, _: Value| Ok(ToolOutput::structured(answer.clone())),
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        Ok(Arc::new(TextPlugin {
+            inner: BuiltinPlugin::new(request.manifest, tools),
+            fail: std::fs::read_to_string(request.dir.join("fail")).ok(),
+            stops: self.stops.clone(),
+        }))
+    }
+}
+
+const MANIFEST: &str = r#"
+id = "acme.text"
+version = "1.0.0"
+name = "Text"
+kind = "js"
+[capabilities]
+network = ["api.example.com", "*"]
+fs_read = ["notes"]
+[[config]]
+key = "colour"
+type = "string"
+default = "red"
+"#;
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+struct Fixture {
+    host: Host,
+    loader: Arc<TextLoader>,
+    plugins: std::path::PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+async fn open(with_plugin: bool) -> Fixture {
+    let workspace = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    if with_plugin {
+        write(&plugins, "text/plugin.toml", MANIFEST);
+        write(&plugins, "text/tools.txt", "text_hello\n");
+    }
+    let loader = Arc::new(TextLoader {
+        loads: AtomicUsize::new(0),
+        stops: Arc::new(AtomicUsize::new(0)),
+    });
+    let config = ConfigSources {
+        workspace: workspace.path().to_path_buf(),
+        ..Default::default()
+    }
+    .load()
+    .unwrap();
+    let host = Host::open(HostOptions {
+        workspace: workspace.path().to_path_buf(),
+        data_dir: data.path().to_path_buf(),
+        config,
+        system_plugins: vec![],
+        curated_dirs: vec![],
+        loaders: vec![loader.clone() as Arc<dyn PluginLoader>],
+        policy: None,
+        hooks: Default::default(),
+        extensions: Default::default(),
+    })
+    .await
+    .unwrap();
+    Fixture {
+        host,
+        loader,
+        plugins,
+        _dirs: (workspace, data),
+    }
+}
+
+async fn call(host: &Host, tool: &str) -> Result<ToolOutput, toolshed_core::ToolError> {
+    host.call(CallRequest::new(tool, json!({}), OwnerId::new("t"), "cli"))
+        .await
+        .result
+}
+
+#[tokio::test]
+async fn a_loaded_plugin_runs_and_is_dropped_when_disabled() {
+    let f = open(true).await;
+    let registry = f.host.registry();
+    let info = registry.plugin("acme.text").unwrap();
+    assert_eq!(info.state, PluginState::Running, "{:?}", info.reason);
+    assert_eq!(info.tools, vec!["text_hello"]);
+    let out = call(&f.host, "text_hello").await.unwrap();
+    let loaded = out.structured.unwrap();
+    assert_eq!(loaded["config"]["colour"], "red");
+    assert_eq!(loaded["grants"]["http"], json!([]));
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
+
+    registry.set_enabled("acme.text", false).await.unwrap();
+    assert_eq!(f.loader.stops.stops(), 1);
+    let err = call(&f.host, "text_hello").await.unwrap_err();
+    assert!(err.to_string().contains("disabled"), "{err}");
+    // The tool list is remembered while the plugin is off.
+    assert_eq!(
+        registry.plugin("acme.text").unwrap().tools,
+        vec!["text_hello"]
+    );
+
+    registry.set_enabled("acme.text", true).await.unwrap();
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        2,
+        "enabling loads it afresh"
+    );
+    call(&f.host, "text_hello").await.unwrap();
+}
+
+trait Count {
+    fn stops(&self) -> usize;
+}
+impl Count for Arc<AtomicUsize> {
+    fn stops(&self) -> usize {
+        self.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn reload_reads_the_directory_again_and_a_failing_init_is_an_error_state() {
+    let f = open(true).await;
+    let registry = f.host.registry();
+    write(&f.plugins, "text/tools.txt", "text_hello\ntext_bye\n");
+    let info = registry.reload("acme.text").await.unwrap();
+    assert_eq!(info.state, PluginState::Running);
+    assert_eq!(info.tools, vec!["text_hello", "text_bye"]);
+    call(&f.host, "text_bye").await.unwrap();
+
+    write(&f.plugins, "text/fail", "main.js: SyntaxError at line 3");
+    let info = registry.reload("acme.text").await.unwrap();
+    assert_eq!(info.state, PluginState::Error);
+    assert!(
+        info.reason
+            .as_deref()
+            .unwrap()
+            .contains("SyntaxError at line 3"),
+        "{info:?}"
+    );
+    assert!(registry.lookup("text_bye").is_none());
+
+    std::fs::remove_file(f.plugins.join("text/fail")).unwrap();
+    write(
+        &f.plugins,
+        "text/plugin.toml",
+        &MANIFEST.replace("acme.text", "acme.other"),
+    );
+    let info = registry.reload("acme.text").await.unwrap();
+    assert_eq!(info.state, PluginState::Error);
+    assert!(info.reason.unwrap().contains("acme.other"));
+}
+
+#[tokio::test]
+async fn only_declared_capabilities_are_granted_and_grants_reach_the_plugin() {
+    let f = open(true).await;
+    let registry = f.host.registry();
+    let info = registry.grants("acme.text").unwrap();
+    assert_eq!(info.declared, vec!["http:api.example.com", "fs-read:notes"]);
+    assert_eq!(info.wildcards, vec!["http"]);
+    assert!(info.granted.is_empty());
+
+    for bad in [
+        "tool:calculator",
+        "fs-write:notes",
+        "fs-read:secrets",
+        "http:/x",
+    ] {
+        let err = registry
+            .change_grants("acme.text", &[bad.to_string()], &[])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RegistryError::Invalid(_)), "{bad}: {err}");
+    }
+    assert!(registry.grants("acme.text").unwrap().granted.is_empty());
+
+    let mut events = f.host.events().subscribe();
+    let info = registry
+        .change_grants(
+            "acme.text",
+            &["http:127.0.0.1:9".into(), "fs-read:notes/2026".into()],
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(info.granted, vec!["fs-read:notes/2026", "http:127.0.0.1:9"]);
+    let loaded = call(&f.host, "text_hello")
+        .await
+        .unwrap()
+        .structured
+        .unwrap();
+    assert_eq!(loaded["grants"]["http"], json!(["127.0.0.1:9"]));
+    assert_eq!(loaded["grants"]["fs_read"], json!(["notes/2026"]));
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        2,
+        "reloaded with the grants"
+    );
+    drop(events.try_recv());
+
+    registry
+        .change_grants("acme.text", &[], &["http:127.0.0.1:9".into()])
+        .await
+        .unwrap();
+    let loaded = call(&f.host, "text_hello")
+        .await
+        .unwrap()
+        .structured
+        .unwrap();
+    assert_eq!(loaded["grants"]["http"], json!([]));
+
+    // Another process grants: the running host reloads the plugin on its next sync.
+    let other =
+        toolshed_host::StateStore::open(&f.host.data_dir().join(toolshed_host::DB_FILE)).unwrap();
+    other
+        .change_grants("acme.text", &["http:api.example.com".into()], &[])
+        .unwrap();
+    let changed = registry.sync_from_store().await.unwrap();
+    assert_eq!(changed, vec!["acme.text".to_string()]);
+    let loaded = call(&f.host, "text_hello")
+        .await
+        .unwrap()
+        .structured
+        .unwrap();
+    assert_eq!(loaded["grants"]["http"], json!(["api.example.com"]));
+
+    // Uninstalling forgets the grants.
+    registry.uninstall("acme.text").await.unwrap();
+    assert!(other.grants("acme.text").unwrap().is_empty());
+}
+
+/// The next plugin state change on the bus (call events are skipped).
+fn next_state_change(
+    events: &mut tokio::sync::broadcast::Receiver<Event>,
+) -> (String, PluginState) {
+    loop {
+        if let Event::PluginStateChanged {
+            plugin_id, state, ..
+        } = events.try_recv().expect("a state change was published")
+        {
+            return (plugin_id, state);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_user_roots_are_watched_for_installs_changes_and_removals() {
+    let f = open(false).await;
+    let registry = f.host.registry();
+    let mut events = f.host.events().subscribe();
+    let mut catalog = registry.catalog_changes();
+    catalog.mark_unchanged();
+    assert!(registry.rescan_user_roots().await.is_empty());
+
+    // A plugin appears (as an install renames it into place).
+    let staging = f.plugins.join(".staging-x");
+    write(&staging, "plugin.toml", MANIFEST);
+    write(&staging, "tools.txt", "text_hello\n");
+    assert!(
+        registry.rescan_user_roots().await.is_empty(),
+        "hidden staging is ignored"
+    );
+    std::fs::rename(&staging, f.plugins.join("text")).unwrap();
+    assert!(
+        registry.rescan_user_roots().await.is_empty(),
+        "a change is applied once two looks agree"
+    );
+    assert_eq!(registry.rescan_user_roots().await, vec!["acme.text"]);
+    assert!(catalog.has_changed().unwrap());
+    call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(
+        next_state_change(&mut events),
+        ("acme.text".to_string(), PluginState::Running)
+    );
+
+    // Its files change: it is reloaded once they settle.
+    write(&f.plugins, "text/tools.txt", "text_hello\ntext_more\n");
+    assert!(registry.rescan_user_roots().await.is_empty());
+    assert_eq!(registry.rescan_user_roots().await, vec!["acme.text"]);
+    assert_eq!(
+        next_state_change(&mut events),
+        ("acme.text".to_string(), PluginState::Running)
+    );
+    call(&f.host, "text_more").await.unwrap();
+
+    // A broken copy beside it is a diagnostic, not a plugin.
+    write(&f.plugins, "broken/plugin.toml", "id = ");
+    registry.rescan_user_roots().await;
+    registry.rescan_user_roots().await;
+    assert!(
+        registry.diagnostics().iter().any(|d| d
+            .path
+            .as_ref()
+            .unwrap()
+            .ends_with("broken/plugin.toml")),
+        "{:?}",
+        registry.diagnostics()
+    );
+
+    // It is removed: its tools go at once.
+    std::fs::remove_dir_all(f.plugins.join("text")).unwrap();
+    assert_eq!(registry.rescan_user_roots().await, vec!["acme.text"]);
+    assert!(registry.plugin("acme.text").is_none());
+    assert!(call(&f.host, "text_hello").await.is_err());
+    assert_eq!(
+        next_state_change(&mut events),
+        ("acme.text".to_string(), PluginState::Uninstalled)
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_kind_without_a_loader_says_so() {
+    let f = open(true).await;
+    // The same plugin as kind mcp, which nothing here loads.
+    write(
+        &f.plugins,
+        "text/plugin.toml",
+        &MANIFEST.replace("kind = \"js\"", "kind = \"mcp\""),
+    );
+    let info = f.host.registry().reload("acme.text").await.unwrap();
+    assert_eq!(info.state, PluginState::Error);
+    assert!(info.reason.unwrap().contains("kind `mcp` cannot run"));
+}
