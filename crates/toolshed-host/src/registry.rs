@@ -1047,6 +1047,53 @@ impl Registry {
         touched
     }
 
+    /// Loads a plugin just installed into `dir` (a directory of a user root) at once, rather
+    /// than on the watcher's next look: a new plugin is added and started, a replaced one
+    /// is reloaded. Returns the plugin, or `None` when the directory holds no usable
+    /// plugin (a diagnostic says why).
+    pub async fn adopt(&self, dir: &Path) -> Option<PluginInfo> {
+        let print = {
+            let dir = dir.to_path_buf();
+            tokio::task::spawn_blocking(move || fingerprint(&dir))
+                .await
+                .ok()?
+        };
+        let _lifecycle = self.lifecycle.lock().await;
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(dir);
+        let existing = self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.dir.as_deref() == Some(dir))
+                .map(|s| s.manifest.id.clone())
+        });
+        let id = match existing {
+            Some(id) => {
+                self.write(|i| {
+                    if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
+                        slot.fingerprint = Some(print);
+                    }
+                });
+                self.restart(&id, "replacement").await;
+                id
+            }
+            None => {
+                let id = self.add_found(dir, print).await?;
+                self.reindex();
+                id
+            }
+        };
+        let info = self.plugin(&id)?;
+        self.events.publish(Event::PluginStateChanged {
+            plugin_id: id,
+            state: info.state,
+            reason: info.reason.clone(),
+        });
+        Some(info)
+    }
+
     /// Adds a plugin directory that appeared in a user root and brings it up. Returns its
     /// id, or `None` (with a diagnostic) when it cannot be used.
     async fn add_found(&self, dir: &Path, print: u64) -> Option<String> {

@@ -188,13 +188,119 @@ pub async fn uninstall(
         .uninstall(&id)
         .await
         .map_err(registry_error)?;
-    state.events.publish(
-        "plugin.state_changed",
-        None,
-        None,
-        json!({"plugin_id": id, "state": "uninstalled", "reason": null}),
-    );
     Ok(Json(json!({ "uninstalled": info })))
+}
+
+/// `GET /plugins/{id}/grants`.
+pub async fn get_grants(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let info = state.host.registry().grants(&id).map_err(registry_error)?;
+    Ok(Json(json!({ "plugin_id": id, "grants": info })))
+}
+
+/// The body of `POST /plugins/{id}/grants`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantsChange {
+    /// Grants to add.
+    #[serde(default)]
+    pub add: Vec<String>,
+    /// Grants to take back.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// `POST /plugins/{id}/grants`: adds and takes back grants; the plugin reloads with them.
+pub async fn change_grants(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    change: Result<Json<GrantsChange>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let change = body(change)?;
+    if change.add.len() + change.remove.len() > toolshed_host::grants::MAX_GRANTS {
+        return Err(ApiError::bad_request(format!(
+            "at most {} grants per request",
+            toolshed_host::grants::MAX_GRANTS
+        )));
+    }
+    let info = state
+        .host
+        .registry()
+        .change_grants(&id, &change.add, &change.remove)
+        .await
+        .map_err(registry_error)?;
+    Ok(Json(json!({ "plugin_id": id, "grants": info })))
+}
+
+/// The body of `POST /plugins`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallBody {
+    /// A directory or a `.tar.gz`/`.tgz`/`.zip` file on the server's machine.
+    pub source: String,
+    /// Refuse unless the plugin has this id.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Refuse an archive unless its SHA-256 is this.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// Replace an installed plugin with the same id.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `POST /plugins`: installs a plugin into the data dir and loads it.
+pub async fn install(
+    State(state): State<AppState>,
+    request: Result<Json<InstallBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    use toolshed_host::install::{self, InstallError, InstallRequest, Overwrite};
+    let request = body(request)?;
+    let mut install_request = InstallRequest::new(request.source);
+    install_request.expected_id = request.id;
+    install_request.sha256 = request.sha256;
+    install_request.overwrite = if request.force {
+        Overwrite::Replace
+    } else {
+        Overwrite::Refuse
+    };
+    install_request.reserved_ids = state
+        .host
+        .registry()
+        .plugins()
+        .into_iter()
+        .filter(|p| p.root != toolshed_host::Root::User)
+        .map(|p| p.id)
+        .collect();
+    let root = state.host.user_plugin_root();
+    let outcome =
+        tokio::task::spawn_blocking(move || install::install(&root, &install_request, &mut |_| {}))
+            .await
+            .map_err(|e| ApiError::internal(format!("the install task failed: {e}")))?;
+    let installed = outcome.map_err(|e| match e {
+        InstallError::Exists { .. } | InstallError::Reserved(_) => {
+            ApiError::conflict(e.to_string())
+        }
+        InstallError::Io { .. } => ApiError::internal(e.to_string()),
+        other => ApiError::bad_request(other.to_string()),
+    })?;
+    let plugin = state.host.registry().adopt(&installed.dir).await;
+    let status = if installed.replaced {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(json!({
+            "id": installed.id,
+            "version": installed.version,
+            "replaced": installed.replaced,
+            "plugin": plugin,
+        })),
+    ))
 }
 
 /// `GET /plugins/{id}/tools`.
@@ -213,8 +319,15 @@ pub async fn plugin_tools(
         .filter(|t| t.plugin_id == id)
         .map(|t| (t.spec().name.clone(), t))
         .collect();
-    let tools: Vec<Value> = manifest
-        .tools
+    // A sandboxed plugin's tools are known once its code ran: list those it registered
+    // beside those its manifest declares.
+    let mut specs: Vec<toolshed_core::ToolSpec> = manifest.tools.clone();
+    for entry in registered.values() {
+        if !specs.iter().any(|s| s.name == entry.spec().name) {
+            specs.push(entry.spec().clone());
+        }
+    }
+    let tools: Vec<Value> = specs
         .iter()
         .map(|spec| {
             let mut v = tool_json(spec, &id);

@@ -79,7 +79,11 @@ pub fn app(
     let api = Router::new()
         .route("/health", get(api::health))
         .route("/metrics", get(metrics::metrics))
-        .route("/plugins", get(api::plugins))
+        .route("/plugins", get(api::plugins).post(api::install))
+        .route(
+            "/plugins/{id}/grants",
+            get(api::get_grants).post(api::change_grants),
+        )
         .route("/plugins/{id}", get(api::plugin).delete(api::uninstall))
         .route("/plugins/{id}/enable", post(api::enable))
         .route("/plugins/{id}/disable", post(api::disable))

@@ -10,6 +10,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health"),
     ("GET", "/metrics"),
     ("GET", "/plugins"),
+    ("POST", "/plugins"),
+    ("GET", "/plugins/{id}/grants"),
+    ("POST", "/plugins/{id}/grants"),
     ("GET", "/plugins/{id}"),
     ("DELETE", "/plugins/{id}"),
     ("POST", "/plugins/{id}/enable"),
@@ -161,6 +164,32 @@ fn operations() -> Vec<Op> {
             .respond("200", json_response("The plugin now", schema_ref("Plugin")))
             .respond("404", not_found())
             .respond("409", error_response("The plugin is disabled")),
+        op("POST", "/plugins", "installPlugin", "Install a plugin from a directory or a .tar.gz/.tgz/.zip file on the server's machine, and load it")
+            .body(json!({"type": "object", "required": ["source"], "additionalProperties": false, "properties": {
+                "source": {"type": "string", "description": "A directory or archive path on the server's machine"},
+                "id": {"type": "string", "description": "Refuse unless the plugin has this id"},
+                "sha256": {"type": "string", "description": "Refuse an archive unless its SHA-256 is this"},
+                "force": {"type": "boolean", "description": "Replace an installed plugin with the same id"}
+            }}))
+            .respond("201", json_response("Installed", schema_ref("Installed")))
+            .respond("200", json_response("Replaced (force)", schema_ref("Installed")))
+            .respond("400", error_response("The source, checksum or archive was refused; nothing was installed"))
+            .respond("409", error_response("A plugin with that id is installed (use force), or the id belongs to a built-in or curated plugin"))
+            .respond("415", error_response("The body is not application/json")),
+        op("GET", "/plugins/{id}/grants", "getPluginGrants", "What a plugin's manifest asks for and what it was granted")
+            .param(plugin_id())
+            .respond("200", json_response("Its grants", schema_ref("PluginGrants")))
+            .respond("404", not_found()),
+        op("POST", "/plugins/{id}/grants", "changePluginGrants", "Grant or take back capabilities (http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME); the plugin reloads with them")
+            .param(plugin_id())
+            .body(json!({"type": "object", "additionalProperties": false, "properties": {
+                "add": {"type": "array", "items": {"type": "string"}, "maxItems": 64},
+                "remove": {"type": "array", "items": {"type": "string"}, "maxItems": 64}
+            }}))
+            .respond("200", json_response("Its grants now", schema_ref("PluginGrants")))
+            .respond("400", error_response("A grant is malformed, or the manifest does not ask for it"))
+            .respond("404", not_found())
+            .respond("415", error_response("The body is not application/json")),
         op("GET", "/plugins/{id}/tools", "listPluginTools", "The tools a plugin's manifest declares, and whether each is callable")
             .param(plugin_id())
             .respond("200", json_response("Its tools", json!({"type": "object", "required": ["plugin_id", "tools"], "properties": {"plugin_id": {"type": "string"}, "tools": {"type": "array", "items": schema_ref("Tool")}}})))
@@ -269,9 +298,33 @@ fn schemas() -> Value {
                 "kind": {"type": "string", "enum": ["builtin", "js", "mcp"]},
                 "root": {"type": "string", "enum": ["system", "curated", "user"]},
                 "dir": nullable_string, "manifest_path": nullable_string,
-                "state": {"type": "string", "enum": ["running", "disabled", "degraded", "error"]},
+                "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
                 "reason": nullable_string,
                 "tools": {"type": "array", "items": {"type": "string"}}
+            }
+        },
+        "Installed": {
+            "type": "object",
+            "required": ["id", "version", "replaced", "plugin"],
+            "properties": {
+                "id": {"type": "string"}, "version": {"type": "string"}, "replaced": {"type": "boolean"},
+                "plugin": {"nullable": true, "allOf": [schema_ref("Plugin")]}
+            }
+        },
+        "PluginGrants": {
+            "type": "object",
+            "required": ["plugin_id", "grants"],
+            "properties": {
+                "plugin_id": {"type": "string"},
+                "grants": {
+                    "type": "object",
+                    "required": ["declared", "wildcards", "granted"],
+                    "properties": {
+                        "declared": {"type": "array", "items": {"type": "string"}},
+                        "wildcards": {"type": "array", "items": {"type": "string"}},
+                        "granted": {"type": "array", "items": {"type": "string"}}
+                    }
+                }
             }
         },
         "Tool": {

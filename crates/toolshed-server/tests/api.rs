@@ -737,3 +737,84 @@ async fn requests_without_a_token_never_trip_the_limit() {
         200
     );
 }
+
+#[tokio::test]
+async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
+    let s = support::start().await;
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(
+        source.path().join("plugin.toml"),
+        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
+    )
+    .unwrap();
+    let body = json!({"source": source.path().to_str().unwrap()}).to_string();
+    let installed = request(s.address, "POST", "/api/v1/plugins", &[auth()], Some(&body)).await;
+    assert_eq!(installed.status, 201, "{}", installed.body);
+    assert_eq!(installed.json()["plugin"]["id"], "acme.hooks");
+    assert_eq!(installed.json()["plugin"]["root"], "user");
+    // Loaded at once, not only after a restart (kind mcp has no loader in this build).
+    assert_eq!(
+        get(s.address, "/api/v1/plugins/acme.hooks").await.json()["state"],
+        "error"
+    );
+    let again = request(s.address, "POST", "/api/v1/plugins", &[auth()], Some(&body)).await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    let bad = request(
+        s.address,
+        "POST",
+        "/api/v1/plugins",
+        &[auth()],
+        Some(r#"{"source": "/nonexistent/plugin.zip"}"#),
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+
+    let grants = get(s.address, "/api/v1/plugins/acme.hooks/grants").await;
+    assert_eq!(
+        grants.json()["grants"]["declared"],
+        json!(["http:hooks.example.com"])
+    );
+    let refused = request(
+        s.address,
+        "POST",
+        "/api/v1/plugins/acme.hooks/grants",
+        &[auth()],
+        Some(r#"{"add": ["http:evil.example.com"]}"#),
+    )
+    .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("hooks.example.com"),
+        "{}",
+        refused.body
+    );
+    let granted = request(
+        s.address,
+        "POST",
+        "/api/v1/plugins/acme.hooks/grants",
+        &[auth()],
+        Some(r#"{"add": ["http:hooks.example.com"]}"#),
+    )
+    .await;
+    assert_eq!(granted.status, 200, "{}", granted.body);
+    assert_eq!(
+        granted.json()["grants"]["granted"],
+        json!(["http:hooks.example.com"])
+    );
+
+    let removed = request(
+        s.address,
+        "DELETE",
+        "/api/v1/plugins/acme.hooks",
+        &[auth()],
+        None,
+    )
+    .await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert_eq!(
+        get(s.address, "/api/v1/plugins/acme.hooks/grants")
+            .await
+            .status,
+        404
+    );
+}
