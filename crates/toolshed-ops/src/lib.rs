@@ -5,7 +5,8 @@
 //! system ([`LocalOps`]), a sandbox, or an in-memory double in tests ([`MemoryOps`]). Both
 //! implementations pass one [contract suite](contract). Searching — glob, fuzzy find, grep —
 //! goes through [`SearchOps`], confined the same way; starting processes through
-//! [`ProcessOps`] (see the [`process`] module).
+//! [`ProcessOps`] (see the [`process`] module). HTTP goes through [`NetClient`] (see the
+//! [`net`] module), which enforces a network policy on every address it dials.
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};
@@ -24,6 +25,7 @@ mod error;
 mod file;
 mod local;
 mod memory;
+pub mod net;
 pub mod path;
 pub mod process;
 mod read_log;
@@ -37,6 +39,7 @@ pub use file::{
 pub use local::process::{LocalProcessOps, ProcessConfig, TreeKillMethod};
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
+pub use net::{FollowedResponse, NetClient, NetConfig};
 pub use process::{Process, ProcessOps, SpawnRequest};
 pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog, ReadLogHandle};
 pub use search::{

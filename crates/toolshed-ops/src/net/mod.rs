@@ -1,0 +1,352 @@
+//! The one HTTP client every toolshed network feature uses: [`NetClient`].
+//!
+//! Sandboxed plugins reach it through their `http` capability with
+//! [`NetPolicy::Only`]`(granted hosts)`; the web tools with [`NetPolicy::Public`]. Both go
+//! through the same checks, in this order, on every request and on every redirect hop:
+//!
+//! 1. **The URL**, parsed with the WHATWG rules: only `http` and `https`, no
+//!    `user:password@` (credentials belong in a header, not in a URL that ends up in logs),
+//!    and the host normalized, so `http://2130706433/` and `http://0x7f.1/` are seen as the
+//!    `127.0.0.1` they are.
+//! 2. **The policy on the host.** `Only`: the host (and port, if the entry names one) must
+//!    be in the list, compared case-insensitively; nothing else is reachable, and addresses
+//!    are not filtered, since a person named that host. `Public`: names for this machine or
+//!    a private network (`localhost`, `*.localhost`, `*.local`, `*.internal` including
+//!    `metadata.google.internal`, `*.home.arpa`) and literal non-public addresses are
+//!    refused.
+//! 3. **Every resolved address** (under `Public`): the client resolves the name itself and
+//!    refuses it if *any* address is loopback, private (RFC 1918, `fc00::/7`), link-local
+//!    (`169.254/16` with the `169.254.169.254` metadata address, `fe80::/10`), carrier-grade
+//!    NAT (`100.64/10`), unspecified, broadcast, multicast, documentation or benchmarking,
+//!    or an IPv6 form of one of those (IPv4-mapped, IPv4-compatible, NAT64, 6to4).
+//! 4. **The connection goes to a checked address**, never to the name: there is no second
+//!    resolution a rebinding DNS server could answer differently. TLS still verifies the
+//!    certificate against the URL's host name.
+//!
+//! Redirects are not followed by [`HttpClient::send`]; [`NetClient::send_following`]
+//! follows them, running all the checks again on each hop.
+//!
+//! Limits: a connect timeout (10 s by default, for the lookup, each TCP connect and the TLS
+//! handshake), the request's own `timeout` for the whole exchange (redirects included),
+//! response headers capped at 64 KiB and 100 headers, the response body cut at the
+//! request's `max_response_bytes` (the connection is dropped there, the rest never read),
+//! request bodies up to 16 MiB. Cancelling the token drops the connection at once.
+//!
+//! Not done: HTTP/2, proxies, connection reuse, cookies, transparent decompression.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), toolshed_core::ToolError> {
+//! use std::time::Duration;
+//! use toolshed_core::{CancellationToken, HttpClient, HttpRequest, NetPolicy};
+//! use toolshed_ops::net::NetClient;
+//!
+//! let client = NetClient::new();
+//! let request = HttpRequest {
+//!     method: "GET".into(),
+//!     url: "https://example.com/".into(),
+//!     headers: vec![("accept".into(), "text/html".into())],
+//!     body: None,
+//!     timeout: Duration::from_secs(30),
+//!     max_response_bytes: 1 << 20,
+//! };
+//! let cancel = CancellationToken::new();
+//! let page = client.send_following(request.clone(), &NetPolicy::Public, &cancel, 5).await?;
+//! println!("{} from {}", page.response.status, page.url);
+//!
+//! // Refused before anything is resolved or dialled:
+//! let local = HttpRequest { url: "http://127.0.0.1:8080/".into(), ..request };
+//! assert!(client.send(local, &NetPolicy::Public, &cancel).await.is_err());
+//! # Ok(()) }
+//! ```
+
+mod address;
+mod connect;
+mod exchange;
+mod policy;
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hyper::header::HeaderValue;
+use toolshed_core::{
+    CancellationToken, HttpClient, HttpRequest, HttpResponse, NetPolicy, ToolError,
+};
+
+pub use address::non_public_reason;
+use exchange::Outgoing;
+use policy::Target;
+
+/// The largest request body sent: 16 MiB.
+pub const MAX_REQUEST_BODY: usize = 16 << 20;
+/// The default for [`NetConfig::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default for [`NetConfig::max_head_bytes`]: 64 KiB.
+pub const DEFAULT_MAX_HEAD_BYTES: usize = 64 << 10;
+/// The default for [`NetConfig::max_headers`].
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+/// The `user-agent` sent when the caller sets none.
+pub const DEFAULT_USER_AGENT: &str = concat!("toolshed/", env!("CARGO_PKG_VERSION"));
+
+/// The limits of a [`NetClient`]; [`Default`] is what toolshed uses.
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    /// How long resolving the host, each TCP connect and the TLS handshake may take.
+    pub connect_timeout: Duration,
+    /// The most bytes of response status line and headers accepted.
+    pub max_head_bytes: usize,
+    /// The most response headers accepted.
+    pub max_headers: usize,
+    /// The `user-agent` sent when the request sets none.
+    pub user_agent: String,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        Self {
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_head_bytes: DEFAULT_MAX_HEAD_BYTES,
+            max_headers: DEFAULT_MAX_HEADERS,
+            user_agent: DEFAULT_USER_AGENT.to_string(),
+        }
+    }
+}
+
+/// A response reached through redirects, from [`NetClient::send_following`].
+#[derive(Debug, Clone)]
+pub struct FollowedResponse {
+    /// The final response (not a redirect).
+    pub response: HttpResponse,
+    /// The URL that gave it.
+    pub url: String,
+    /// The URLs that redirected, in order, starting with the one requested; empty when
+    /// the first answer was final.
+    pub redirected_from: Vec<String>,
+}
+
+/// The HTTP/1.1 client behind every toolshed network feature; see the [module
+/// docs](self) for what it refuses and why. One connection per request, nothing pooled:
+/// every request is checked and dialled afresh. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct NetClient {
+    config: NetConfig,
+    user_agent: HeaderValue,
+    #[cfg(feature = "tls")]
+    tls: Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String>,
+}
+
+impl Default for NetClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NetClient {
+    /// A client with the default limits ([`NetConfig::default`]).
+    pub fn new() -> Self {
+        Self::with_config(NetConfig::default())
+    }
+
+    /// A client with `config`'s limits. A `user_agent` that is not a valid header value is
+    /// replaced by [`DEFAULT_USER_AGENT`].
+    pub fn with_config(config: NetConfig) -> Self {
+        let user_agent = HeaderValue::from_str(&config.user_agent)
+            .unwrap_or(HeaderValue::from_static(DEFAULT_USER_AGENT));
+        Self {
+            config,
+            user_agent,
+            #[cfg(feature = "tls")]
+            tls: connect::tls::client_config(),
+        }
+    }
+
+    /// Sends `request` and follows up to `max_redirects` redirects (`301`, `302`, `303`,
+    /// `307`, `308` with a `Location`), checking `policy` again on every hop: a redirect
+    /// from a granted host to one that is not, or from a public address to a private one,
+    /// is refused. `303` (and `301`/`302` after a `POST`) continue as a `GET` without the
+    /// body; `Authorization`, `Cookie` and `Proxy-Authorization` are dropped when a hop
+    /// changes scheme, host or port. `request.timeout` covers the whole chain. One more
+    /// redirect than allowed is an error naming where it pointed.
+    pub async fn send_following(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+        max_redirects: usize,
+    ) -> Result<FollowedResponse, ToolError> {
+        let limit = request.timeout;
+        let out = Outgoing::from_request(request, &self.user_agent)?;
+        guarded(self.follow(out, policy, max_redirects), limit, cancel).await
+    }
+
+    async fn follow(
+        &self,
+        mut out: Outgoing,
+        policy: &NetPolicy,
+        max_redirects: usize,
+    ) -> Result<FollowedResponse, ToolError> {
+        let mut redirected_from: Vec<String> = Vec::new();
+        loop {
+            let response = match self.send_one(&out, policy).await {
+                Ok(response) => response,
+                Err(e) => {
+                    return Err(match redirected_from.last() {
+                        Some(from) => after_redirect(e, from, &out.target),
+                        None => e,
+                    });
+                }
+            };
+            let Some(location) = redirect_location(&response) else {
+                return Ok(FollowedResponse {
+                    response,
+                    url: out.target.url.to_string(),
+                    redirected_from,
+                });
+            };
+            let from = out.target.shown();
+            if redirected_from.len() >= max_redirects {
+                return Err(ToolError::Failed(format!(
+                    "`{from}` redirects again ({} to `{location}`) after {max_redirects} redirects; toolshed stopped there. Request that URL directly if it is the right one",
+                    response.status
+                )));
+            }
+            let next = out
+                .target
+                .url
+                .join(location)
+                .map_err(|e| {
+                    ToolError::Failed(format!(
+                        "`{from}` redirected to `{location}`, which is not a valid URL ({e})"
+                    ))
+                })
+                .and_then(|url| out.redirected(response.status, url))
+                .map_err(|e| match e {
+                    // `message` shows the new URL, without credentials it may carry.
+                    ToolError::InvalidArguments { message, .. } => ToolError::Failed(format!(
+                        "`{from}` redirected to a URL that cannot be followed: {message}"
+                    )),
+                    other => other,
+                })?;
+            redirected_from.push(out.target.url.to_string());
+            out = next;
+        }
+    }
+
+    /// One request, no redirects, no deadline: the checks, the connection, the exchange.
+    async fn send_one(
+        &self,
+        out: &Outgoing,
+        policy: &NetPolicy,
+    ) -> Result<HttpResponse, ToolError> {
+        policy::check_target(&out.target, policy)?;
+        #[cfg(not(feature = "tls"))]
+        if out.target.tls {
+            return Err(ToolError::Failed(format!(
+                "`{}` is an https URL, but this toolshed was built without TLS (the `tls` feature of toolshed-ops); use an http URL or a build with TLS",
+                out.target.shown()
+            )));
+        }
+        let limit = self.config.connect_timeout;
+        let addresses = connect::resolve(&out.target, limit).await?;
+        policy::check_resolved(&out.target, &addresses, policy)?;
+        let tcp = connect::dial(&out.target, &addresses, limit).await?;
+        let response = if out.target.tls {
+            self.over_tls(out, tcp).await?
+        } else {
+            exchange::exchange(tcp, out, &self.config).await?
+        };
+        // Method, host and status only: header values and bodies may hold secrets.
+        tracing::debug!(
+            method = %out.method,
+            host = %out.target.host,
+            status = response.status,
+            "http request"
+        );
+        Ok(response)
+    }
+
+    #[cfg(feature = "tls")]
+    async fn over_tls(
+        &self,
+        out: &Outgoing,
+        tcp: tokio::net::TcpStream,
+    ) -> Result<HttpResponse, ToolError> {
+        let config = self
+            .tls
+            .as_ref()
+            .map_err(|e| ToolError::Internal(format!("TLS could not be set up: {e}")))?;
+        let limit = self.config.connect_timeout;
+        let stream = connect::tls::handshake(config, &out.target, tcp, limit).await?;
+        exchange::exchange(stream, out, &self.config).await
+    }
+
+    #[cfg(not(feature = "tls"))]
+    async fn over_tls(
+        &self,
+        out: &Outgoing,
+        _tcp: tokio::net::TcpStream,
+    ) -> Result<HttpResponse, ToolError> {
+        Err(ToolError::Internal(format!(
+            "`{}` reached TLS in a build without it",
+            out.target.shown()
+        )))
+    }
+}
+
+#[async_trait]
+impl HttpClient for NetClient {
+    /// Sends `request` once; a redirect is returned as it is.
+    async fn send(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<HttpResponse, ToolError> {
+        let limit = request.timeout;
+        let out = Outgoing::from_request(request, &self.user_agent)?;
+        guarded(self.send_one(&out, policy), limit, cancel).await
+    }
+}
+
+/// Runs `work` until it ends, `limit` passes ([`ToolError::Timeout`]) or `cancel` fires
+/// ([`ToolError::Cancelled`]); in both of the latter `work` is dropped, and with it the
+/// connection.
+async fn guarded<T>(
+    work: impl Future<Output = Result<T, ToolError>>,
+    limit: Duration,
+    cancel: &CancellationToken,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ToolError::Cancelled),
+        outcome = tokio::time::timeout(limit, work) => {
+            outcome.unwrap_or(Err(ToolError::Timeout(limit)))
+        }
+    }
+}
+
+/// Where a redirect response points, if it is one this client follows.
+fn redirect_location(response: &HttpResponse) -> Option<&str> {
+    if !matches!(response.status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    response
+        .headers
+        .iter()
+        .find(|(name, _)| name == "location")
+        .map(|(_, value)| value.as_str())
+}
+
+/// Says which redirect led to a refused hop.
+fn after_redirect(error: ToolError, from: &str, to: &Target) -> ToolError {
+    match error {
+        ToolError::Denied { rule, message } => ToolError::Denied {
+            rule,
+            message: format!(
+                "`{from}` redirected to `{}`, which is refused: {message}",
+                to.shown()
+            ),
+        },
+        other => other,
+    }
+}

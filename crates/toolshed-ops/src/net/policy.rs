@@ -1,0 +1,387 @@
+//! Checking a URL, and the addresses its host resolves to, against a [`NetPolicy`].
+//!
+//! URLs are parsed with the WHATWG rules (the `url` crate), which is also what turns
+//! `http://2130706433/`, `http://0x7f.1/` and `http://0177.0.0.1/` into `127.0.0.1`: the
+//! checks below only ever see the normalized host, so odd spellings of an address cannot
+//! slip past them.
+
+use std::net::{IpAddr, SocketAddr};
+
+use toolshed_core::{NetPolicy, ToolError};
+use url::{Host, Url};
+
+use super::address::non_public_reason;
+
+/// The rule named in every refusal.
+const RULE: &str = "network policy";
+/// What every `Public` refusal ends with.
+const PUBLIC_ONLY: &str = "toolshed does not fetch private addresses; use a public host";
+/// URLs quoted in messages are cut to this many characters.
+const MAX_QUOTED_URL: usize = 200;
+
+/// A checked URL: `http` or `https`, a host, no user name or password.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The URL as the caller (or the redirect) wrote it, for messages.
+    pub given: String,
+    /// The parsed URL (fragment kept, it is never sent).
+    pub url: Url,
+    /// The normalized host: a lowercase ASCII domain or an address.
+    pub host: Host<String>,
+    /// The port, explicit or the scheme's default.
+    pub port: u16,
+    /// Whether the scheme is `https`.
+    pub tls: bool,
+}
+
+impl Target {
+    /// Parses and checks `raw`: an absolute `http` or `https` URL without credentials.
+    pub fn parse(raw: &str) -> Result<Self, ToolError> {
+        let url = Url::parse(raw).map_err(|e| {
+            ToolError::invalid(format!(
+                "`{}` is not a valid URL ({e}); give an absolute http:// or https:// URL",
+                quote(raw)
+            ))
+        })?;
+        let mut target = Self::from_url(url)?;
+        target.given = raw.trim().to_string();
+        Ok(target)
+    }
+
+    /// Checks an already parsed URL (a redirect target).
+    pub fn from_url(url: Url) -> Result<Self, ToolError> {
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(ToolError::invalid(format!(
+                    "`{other}:` URLs are not supported (`{}`); toolshed sends only http and https requests",
+                    quote(url.as_str())
+                )));
+            }
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            let mut shown = url.clone();
+            // Cannot fail on an http(s) URL; the credentials must not be echoed either way.
+            let _ = shown.set_username("");
+            let _ = shown.set_password(None);
+            return Err(ToolError::invalid(format!(
+                "the URL `{}` has a user name or password before the host (`user:password@`); toolshed does not send credentials in URLs. Remove them and send an Authorization header instead",
+                quote(shown.as_str())
+            )));
+        }
+        let host = match url.host() {
+            Some(host) => host.to_owned(),
+            None => {
+                return Err(ToolError::invalid(format!(
+                    "the URL `{}` has no host; give an absolute http:// or https:// URL",
+                    quote(url.as_str())
+                )));
+            }
+        };
+        let host = trim_root_dot(host);
+        let port = url
+            .port_or_known_default()
+            .unwrap_or(if tls { 443 } else { 80 });
+        Ok(Self {
+            given: url.as_str().to_string(),
+            url,
+            host,
+            port,
+            tls,
+        })
+    }
+
+    /// `host:port`, IPv6 addresses in brackets, for messages.
+    pub fn authority(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// The value of the `Host` header: the host, and the port when it is not the default.
+    pub fn host_header(&self) -> String {
+        match self.url.port() {
+            Some(port) => format!("{}:{port}", self.host),
+            None => self.host.to_string(),
+        }
+    }
+
+    /// Whether `other` has the same scheme, host and port (the same origin).
+    pub fn same_origin(&self, other: &Target) -> bool {
+        self.tls == other.tls && self.host == other.host && self.port == other.port
+    }
+
+    /// The URL as shown in messages: as it was written, cut when long.
+    pub fn shown(&self) -> String {
+        quote(&self.given)
+    }
+}
+
+/// Refuses `target` before anything is resolved or dialled: a non-public host under
+/// [`NetPolicy::Public`], a host (or port) not in the list under [`NetPolicy::Only`].
+pub fn check_target(target: &Target, policy: &NetPolicy) -> Result<(), ToolError> {
+    match policy {
+        NetPolicy::Public => match &target.host {
+            Host::Domain(name) => match non_public_name(name) {
+                Some(why) => Err(denied(format!("`{name}` is {why}; {PUBLIC_ONLY}"))),
+                None => Ok(()),
+            },
+            Host::Ipv4(ip) => check_literal(target, IpAddr::V4(*ip)),
+            Host::Ipv6(ip) => check_literal(target, IpAddr::V6(*ip)),
+        },
+        NetPolicy::Only(allowed) => {
+            if allowed.iter().any(|entry| entry_matches(entry, target)) {
+                return Ok(());
+            }
+            let listed = if allowed.is_empty() {
+                "none: the list is empty".to_string()
+            } else {
+                allowed.join(", ")
+            };
+            Err(denied(format!(
+                "`{}` is not among the hosts this caller may reach ({listed}); use one of those, or ask the person running toolshed to allow `{}`",
+                target.authority(),
+                target.host
+            )))
+        }
+    }
+}
+
+/// Refuses, under [`NetPolicy::Public`], a host that resolved to any non-public address.
+/// Every address is checked, not only the one dialled first: a name that mixes a public
+/// and a private address is refused as a whole.
+pub fn check_resolved(
+    target: &Target,
+    addresses: &[SocketAddr],
+    policy: &NetPolicy,
+) -> Result<(), ToolError> {
+    if !matches!(policy, NetPolicy::Public) {
+        return Ok(());
+    }
+    for address in addresses {
+        let ip = address.ip();
+        if let Some(why) = non_public_reason(ip) {
+            return Err(denied(format!(
+                "`{}` resolves to {ip}, {why}; {PUBLIC_ONLY}",
+                target.host
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_literal(target: &Target, ip: IpAddr) -> Result<(), ToolError> {
+    match non_public_reason(ip) {
+        Some(why) => Err(denied(format!(
+            "`{}` points to {ip}, {why}; {PUBLIC_ONLY}",
+            target.shown()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Names that stand for this machine, a private network or a metadata service whatever DNS
+/// answers for them (a hosts file can map them anywhere).
+fn non_public_name(name: &str) -> Option<&'static str> {
+    let is_or_under = |zone: &str| {
+        name == zone
+            || name
+                .strip_suffix(zone)
+                .is_some_and(|rest| rest.ends_with('.'))
+    };
+    if is_or_under("localhost")
+        || name == "localhost.localdomain"
+        || name == "ip6-localhost"
+        || name == "ip6-loopback"
+    {
+        Some("a name for this machine")
+    } else if name == "metadata" || name == "metadata.google.internal" {
+        Some("a cloud metadata service name")
+    } else if is_or_under("internal") {
+        Some("a private-use name (.internal)")
+    } else if is_or_under("local") {
+        Some("a local network (mDNS) name")
+    } else if is_or_under("home.arpa") {
+        Some("a home network name")
+    } else {
+        None
+    }
+}
+
+/// Whether one `Only` entry (`host`, `host:port`, `[v6]`, `[v6]:port`) allows `target`.
+/// An entry that does not parse allows nothing.
+fn entry_matches(entry: &str, target: &Target) -> bool {
+    match parse_entry(entry) {
+        Some((host, port)) => host == target.host && port.is_none_or(|p| p == target.port),
+        None => false,
+    }
+}
+
+fn parse_entry(entry: &str) -> Option<(Host<String>, Option<u16>)> {
+    let entry = entry.trim();
+    let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        let port = match after {
+            "" => None,
+            _ => Some(after.strip_prefix(':')?),
+        };
+        (Host::parse(&format!("[{inside}]")).ok()?, port)
+    } else if entry.matches(':').count() > 1 {
+        (Host::Ipv6(entry.parse().ok()?), None)
+    } else if let Some((host, port)) = entry.rsplit_once(':') {
+        (Host::parse(host).ok()?, Some(port))
+    } else {
+        (Host::parse(entry).ok()?, None)
+    };
+    let port = match port {
+        Some(port) => Some(port.parse().ok()?),
+        None => None,
+    };
+    Some((trim_root_dot(host), port))
+}
+
+/// `example.com.` and `example.com` are the same name.
+fn trim_root_dot(host: Host<String>) -> Host<String> {
+    match host {
+        Host::Domain(name) if name.len() > 1 && name.ends_with('.') => {
+            Host::Domain(name.trim_end_matches('.').to_string())
+        }
+        other => other,
+    }
+}
+
+fn denied(message: String) -> ToolError {
+    ToolError::Denied {
+        rule: RULE.to_string(),
+        message,
+    }
+}
+
+/// `s` cut to [`MAX_QUOTED_URL`] characters.
+fn quote(s: &str) -> String {
+    match s.char_indices().nth(MAX_QUOTED_URL) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Target {
+        Target::parse(url).unwrap()
+    }
+
+    fn only(entries: &[&str]) -> NetPolicy {
+        NetPolicy::Only(entries.iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn odd_spellings_of_loopback_are_normalized_before_the_check() {
+        for url in [
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://0177.0.0.1/",
+            "http://0x7f000001/",
+            "http://127.1/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[0:0:0:0:0:0:0:1]/",
+        ] {
+            let err = check_target(&target(url), &NetPolicy::Public).unwrap_err();
+            assert!(err.to_string().contains("loopback"), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn local_names_are_refused_under_public() {
+        for url in [
+            "http://localhost/",
+            "http://LOCALHOST./",
+            "http://api.localhost/",
+            "http://metadata.google.internal/computeMetadata/v1/",
+            "http://metadata/",
+            "http://printer.local/",
+            "http://router.home.arpa/",
+        ] {
+            let err = check_target(&target(url), &NetPolicy::Public).unwrap_err();
+            assert!(matches!(err, ToolError::Denied { .. }), "{url}: {err}");
+        }
+        for url in [
+            "http://example.com/",
+            "http://notlocalhost.com/",
+            "http://internal.example/",
+        ] {
+            check_target(&target(url), &NetPolicy::Public).unwrap();
+        }
+    }
+
+    #[test]
+    fn any_private_resolved_address_refuses_the_name_under_public_only() {
+        let t = target("http://rebind.example/");
+        let mixed: Vec<SocketAddr> = vec![
+            "93.184.216.34:80".parse().unwrap(),
+            "127.0.0.1:80".parse().unwrap(),
+        ];
+        let err = check_resolved(&t, &mixed, &NetPolicy::Public).unwrap_err();
+        let ToolError::Denied { rule, message } = err else {
+            panic!("expected a denial")
+        };
+        assert_eq!(rule, "network policy");
+        assert_eq!(
+            message,
+            "`rebind.example` resolves to 127.0.0.1, a loopback address; toolshed does not fetch private addresses; use a public host"
+        );
+        check_resolved(&t, &mixed[..1], &NetPolicy::Public).unwrap();
+        check_resolved(&t, &mixed, &only(&["rebind.example"])).unwrap();
+    }
+
+    #[test]
+    fn only_entries_match_host_and_optional_port_case_insensitively() {
+        let t = target("http://API.Example.com:8080/x");
+        check_target(&t, &only(&["api.example.com"])).unwrap();
+        check_target(&t, &only(&["Api.Example.Com:8080"])).unwrap();
+        check_target(&t, &only(&["api.example.com.:8080"])).unwrap();
+        assert!(check_target(&t, &only(&["api.example.com:80"])).is_err());
+        assert!(check_target(&t, &only(&["example.com"])).is_err());
+        assert!(check_target(&t, &only(&[])).is_err());
+
+        let https = target("https://api.example.com/");
+        check_target(&https, &only(&["api.example.com:443"])).unwrap();
+
+        let v6 = target("http://[::1]:9000/");
+        check_target(&v6, &only(&["[::1]:9000"])).unwrap();
+        check_target(&v6, &only(&["[0:0::1]"])).unwrap();
+        check_target(&v6, &only(&["::1"])).unwrap();
+        assert!(check_target(&v6, &only(&["[::1]:9001"])).is_err());
+
+        let v4 = target("http://2130706433:81/");
+        check_target(&v4, &only(&["127.0.0.1:81"])).unwrap();
+        assert!(check_target(&v4, &only(&["not a host:xx", "[::1"])).is_err());
+    }
+
+    #[test]
+    fn only_refusal_names_the_host_and_the_list() {
+        let err = check_target(
+            &target("http://evil.test/"),
+            &only(&["a.test", "b.test:81"]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("evil.test:80"), "{err}");
+        assert!(err.contains("a.test, b.test:81"), "{err}");
+    }
+
+    #[test]
+    fn scheme_and_credentials_are_refused_without_echoing_the_password() {
+        let err = Target::parse("ftp://example.com/file")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ftp"), "{err}");
+        let err = Target::parse("http://user:hunter2@example.com/")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("user name or password"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(Target::parse("not a url").is_err());
+    }
+}
