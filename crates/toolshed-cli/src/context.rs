@@ -44,6 +44,10 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     let mut extensions = toolshed_core::Extensions::new();
     extensions.insert(std::sync::Arc::new(ops));
     extensions.insert(std::sync::Arc::new(toolshed_core::PortDirectory::new()));
+    // The one HTTP client: sandboxed plugins reach their granted hosts through it.
+    extensions.insert(std::sync::Arc::new(toolshed_core::HttpClientHandle(
+        std::sync::Arc::new(toolshed_ops::NetClient::new()),
+    )));
     let gauges = std::sync::Arc::new(toolshed_core::Gauges::new());
     extensions.insert(gauges.clone());
     let options = HostOptions {
