@@ -296,3 +296,15 @@ async fn calls_queue_one_at_a_time_and_a_full_queue_is_busy() {
     let queued = tokio::time::timeout(LIVENESS, queued).await.unwrap();
     assert_eq!(queued.unwrap().text_joined(), "ok 1");
 }
+
+#[tokio::test]
+async fn the_calls_deadline_stops_running_code_before_the_cpu_limit() {
+    let p = runaway("acme.late", JsLimits::default()).start().await;
+    let ctx = CallContext::for_test(Duration::from_millis(300));
+    let err = tokio::time::timeout(LIVENESS, p.call_with("late_spin", ctx, json!({})))
+        .await
+        .expect("stopped")
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    expect_ok_after(&p, "a call past its deadline").await;
+}
