@@ -1,0 +1,311 @@
+//! Activation: evaluating the entry module, calling `activate(context)`, and the
+//! `registerActions` function that collects the plugin's actions.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::{Ctx, Function, Module, Persistent, Promise, Value};
+
+use super::convert::{Thrown, caught, to_json};
+use super::{Engine, Fault, Setup, Stop, host};
+use crate::action::ActionDef;
+use crate::limits::{show_bytes, show_duration};
+
+/// Which part of activation failed, for the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Evaluating the entry module.
+    Load,
+    /// Calling `activate` and checking what it registered.
+    Activate,
+}
+
+/// One registered action and its `run` function.
+pub(super) struct Registered {
+    def: ActionDef,
+    run: Persistent<Function<'static>>,
+}
+
+/// What `registerActions` collected during activation.
+#[derive(Default)]
+pub(super) struct Registry {
+    /// Set once activation is over: later calls are refused.
+    pub(super) closed: Cell<bool>,
+    pub(super) called: Cell<bool>,
+    pub(super) actions: RefCell<Vec<Registered>>,
+    pub(super) error: RefCell<Option<String>>,
+}
+
+impl Registry {
+    pub(super) fn clear(&self) {
+        let drained: Vec<Registered> = self.actions.borrow_mut().drain(..).collect();
+        drop(drained);
+    }
+}
+
+impl Engine {
+    /// Evaluates the entry module, calls its `activate(context)` and returns the actions it
+    /// registered.
+    pub(crate) async fn activate(&mut self) -> Result<Vec<ActionDef>, String> {
+        let limit = self.setup.limits.activate_timeout;
+        let deadline = Instant::now() + limit;
+        self.shared.log.reset();
+        self.guard.begin(limit, deadline, None);
+        let result = self.activate_inner(limit, deadline).await;
+        self.registry.closed.set(true);
+        self.guard.end();
+        let defs = result.map_err(|(stage, fault)| self.activation_message(stage, fault))?;
+        Ok(defs)
+    }
+
+    async fn activate_inner(
+        &mut self,
+        limit: Duration,
+        deadline: Instant,
+    ) -> Result<Vec<ActionDef>, (Stage, Fault)> {
+        let module_name = self.setup.module_name.clone();
+        let source = self.setup.source.clone();
+        let loaded = self.context.with(|ctx| {
+            let declared = Module::declare(ctx.clone(), module_name, source)
+                .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+            let (module, promise) = declared.eval().map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+            let namespace = module
+                .namespace()
+                .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+            Ok((
+                Persistent::save(&ctx, promise),
+                Persistent::save(&ctx, namespace),
+            ))
+        });
+        let (evaluated, namespace) = loaded.map_err(|f| (Stage::Load, self.stopped_or(f)))?;
+        self.settle(&evaluated, limit, deadline, None)
+            .await
+            .map_err(|f| (Stage::Load, f))?;
+        self.rejection(&evaluated).map_err(|f| (Stage::Load, f))?;
+
+        let prelude = self.prelude().map_err(|f| (Stage::Activate, f))?;
+        let registry = self.registry.clone();
+        let setup = self.setup.clone();
+        let started = self.context.with(|ctx| {
+            let inner = || -> Result<Option<Promise>, rquickjs::Error> {
+                let namespace = namespace.restore(&ctx)?;
+                let activate: Value = namespace.get("activate")?;
+                if !activate.is_function() {
+                    return Ok(None);
+                }
+                let register = register_function(&ctx, registry, setup.clone())?;
+                let context =
+                    host::activation_context(&ctx, &self.shared, &setup.config, register)?;
+                let prelude = prelude.restore(&ctx)?;
+                let invoke: Function = prelude.get("invoke")?;
+                invoke.call((activate, context)).map(Some)
+            };
+            match inner() {
+                Ok(Some(p)) => Ok(Some(Persistent::save(&ctx, p))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(Fault::Threw(caught(&ctx, e))),
+            }
+        });
+        let Some(activated) = started.map_err(|f| (Stage::Activate, self.stopped_or(f)))? else {
+            return Err((
+                Stage::Activate,
+                Fault::BadResult(format!(
+                    "{} does not export a function named `activate`; add `export function activate(context) {{ context.registerActions([...]) }}`",
+                    self.setup.module_name
+                )),
+            ));
+        };
+        self.settle(&activated, limit, deadline, None)
+            .await
+            .map_err(|f| (Stage::Activate, f))?;
+        // A refused registration explains more than the exception it caused.
+        if let Some(error) = self.registry.error.borrow().clone() {
+            return Err((
+                Stage::Activate,
+                Fault::BadResult(format!("registerActions refused the actions: {error}")),
+            ));
+        }
+        self.rejection(&activated)
+            .map_err(|f| (Stage::Activate, f))?;
+        if !self.registry.called.get() {
+            return Err((
+                Stage::Activate,
+                Fault::BadResult(
+                    "activate() finished without calling context.registerActions([...]); register the plugin's actions there".into(),
+                ),
+            ));
+        }
+        let registered: Vec<Registered> = self.registry.actions.borrow_mut().drain(..).collect();
+        if registered.is_empty() {
+            return Err((
+                Stage::Activate,
+                Fault::BadResult(
+                    "registerActions was given no actions; register at least one".into(),
+                ),
+            ));
+        }
+        let mut defs = Vec::with_capacity(registered.len());
+        for r in registered {
+            self.runs.insert(r.def.name.clone(), r.run);
+            defs.push(r.def);
+        }
+        Ok(defs)
+    }
+
+    fn activation_message(&self, stage: Stage, fault: Fault) -> String {
+        let limits = &self.setup.limits;
+        let entry = &self.setup.module_name;
+        let doing = match stage {
+            Stage::Load => format!("loading {entry}"),
+            Stage::Activate => "activate()".to_string(),
+        };
+        match fault {
+            Fault::Stopped(Stop::Cpu | Stop::Wall) => format!(
+                "{doing} did not finish within the {} activation limit (an endless loop, or awaiting something slow?)",
+                show_duration(limits.activate_timeout)
+            ),
+            Fault::Stopped(Stop::Cancelled | Stop::Shutdown) => {
+                format!("the plugin was stopped during {doing}")
+            }
+            Fault::Threw(Thrown::Error(text)) if stage == Stage::Load => {
+                format!("{entry} could not be loaded: {text}")
+            }
+            Fault::Threw(Thrown::Error(text)) => format!("activate() threw: {text}"),
+            Fault::Threw(Thrown::OutOfMemory) => format!(
+                "{doing} ran out of the plugin's {} memory limit",
+                show_bytes(limits.memory_bytes)
+            ),
+            Fault::Threw(Thrown::StackOverflow(text)) => format!(
+                "{doing} ran past the plugin's {} stack limit: {text}",
+                show_bytes(limits.stack_bytes)
+            ),
+            Fault::NeverSettles => format!(
+                "{doing} returned a promise that can never settle; host services are not available during activation, so there is nothing to wait for"
+            ),
+            Fault::BadResult(text) | Fault::Internal(text) => text,
+            Fault::TooLarge(_) => format!("{doing} failed"),
+        }
+    }
+}
+
+/// The `context.registerActions` function: takes an array of actions or a factory
+/// `(t) => [...]`, checks every action and records them; on a problem it records the reason
+/// (so activation fails even if the script catches the error) and throws.
+fn register_function<'js>(
+    ctx: &Ctx<'js>,
+    registry: Rc<Registry>,
+    setup: Rc<Setup>,
+) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), move |ctx: Ctx<'js>, arg: Value<'js>| {
+        if registry.closed.get() {
+            return Err(rquickjs::Exception::throw_message(
+                &ctx,
+                "registerActions only works while activate() runs; actions are fixed once the plugin is active",
+            ));
+        }
+        registry.called.set(true);
+        match collect_actions(&ctx, &registry, &setup, arg) {
+            Ok(mut batch) => {
+                registry.actions.borrow_mut().append(&mut batch);
+                Ok(())
+            }
+            Err(Collect::Thrown(e)) => Err(e),
+            Err(Collect::Invalid(message)) => {
+                registry
+                    .error
+                    .borrow_mut()
+                    .get_or_insert_with(|| message.clone());
+                Err(rquickjs::Exception::throw_type(&ctx, &message))
+            }
+        }
+    })?
+    .with_name("registerActions")
+}
+
+enum Collect {
+    /// A JavaScript exception is pending (the factory threw, an interrupt).
+    Thrown(rquickjs::Error),
+    /// The actions break a rule.
+    Invalid(String),
+}
+
+fn collect_actions<'js>(
+    ctx: &Ctx<'js>,
+    registry: &Registry,
+    setup: &Setup,
+    arg: Value<'js>,
+) -> Result<Vec<Registered>, Collect> {
+    let list = if let Some(factory) = arg.as_function() {
+        let t = host::t_function(ctx, &setup.translations).map_err(Collect::Thrown)?;
+        factory.call::<_, Value>((t,)).map_err(Collect::Thrown)?
+    } else {
+        arg
+    };
+    let Some(list) = list.into_array() else {
+        return Err(Collect::Invalid(
+            "registerActions takes an array of actions, or a function (t) => [...] returning one"
+                .into(),
+        ));
+    };
+    let existing: Vec<String> = registry
+        .actions
+        .borrow()
+        .iter()
+        .map(|r| r.def.name.clone())
+        .collect();
+    let total = existing.len() + list.len();
+    if total > setup.limits.max_actions {
+        return Err(Collect::Invalid(format!(
+            "the plugin registers {total} actions; the limit is {}",
+            setup.limits.max_actions
+        )));
+    }
+    let mut names = existing;
+    let mut batch = Vec::with_capacity(list.len());
+    for (i, item) in list.iter::<Value>().enumerate() {
+        let item = item.map_err(Collect::Thrown)?;
+        let number = i + 1;
+        let Some(obj) = item.as_object() else {
+            return Err(Collect::Invalid(format!(
+                "action #{number} is not an object; each action is {{ name, label, description, properties, run }}"
+            )));
+        };
+        let run: Value = obj.get("run").map_err(Collect::Thrown)?;
+        let json = match to_json(ctx, item.clone()) {
+            Ok(Some(json)) => json,
+            Ok(None) => serde_json::Value::Null,
+            Err(Thrown::Error(why)) => {
+                return Err(Collect::Invalid(format!(
+                    "action #{number} cannot be read as data: {why}"
+                )));
+            }
+            Err(_) => return Err(Collect::Invalid("out of memory reading the actions".into())),
+        };
+        let def = ActionDef::parse(&json, &setup.prefix, setup.plane).map_err(|e| {
+            if e.starts_with("action `") {
+                Collect::Invalid(e)
+            } else {
+                Collect::Invalid(format!("action #{number}: {e}"))
+            }
+        })?;
+        let Some(run) = run.into_function() else {
+            return Err(Collect::Invalid(format!(
+                "action #{number} (`{}`): `run` must be a function (inputs, ctx) => result",
+                def.name
+            )));
+        };
+        if names.contains(&def.name) {
+            return Err(Collect::Invalid(format!(
+                "two actions are named `{}`; action names must be unique within a plugin",
+                def.name
+            )));
+        }
+        names.push(def.name.clone());
+        batch.push(Registered {
+            def,
+            run: Persistent::save(ctx, run),
+        });
+    }
+    Ok(batch)
+}

@@ -1,0 +1,104 @@
+//! Why a call produced no result, how what it returned is checked, and the error a caller
+//! sees.
+
+use rquickjs::{Ctx, Value};
+use toolshed_core::ToolError;
+
+use super::convert::{Thrown, to_json_text};
+use super::{CallRequest, JsReturn, Stop};
+use crate::limits::{JsLimits, show_bytes, show_duration};
+
+/// Why JavaScript did not produce a result.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// The script threw, or its promise rejected.
+    Threw(Thrown),
+    /// The guard stopped it.
+    Stopped(Stop),
+    /// The promise is pending and nothing the host does can settle it.
+    NeverSettles,
+    /// The result is larger than `max_output_bytes` (its size).
+    TooLarge(usize),
+    /// The result cannot be used; the text says why.
+    BadResult(String),
+    /// A host-side failure.
+    Internal(String),
+}
+
+/// Maps what `run` settled with to a [`JsReturn`], enforcing the output size limit.
+pub(super) fn returned<'js>(
+    ctx: &Ctx<'js>,
+    value: Value<'js>,
+    max: usize,
+) -> Result<JsReturn, Fault> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(JsReturn::Nothing);
+    }
+    if let Some(s) = value.as_string() {
+        let text = s.to_string().map_err(|e| Fault::BadResult(e.to_string()))?;
+        if text.len() > max {
+            return Err(Fault::TooLarge(text.len()));
+        }
+        return Ok(JsReturn::Text(text));
+    }
+    if value.is_function() || value.is_symbol() {
+        return Err(Fault::BadResult(
+            "run() returned a function or symbol; return a string, an object or an array".into(),
+        ));
+    }
+    match to_json_text(ctx, value) {
+        Ok(None) => Ok(JsReturn::Nothing),
+        Ok(Some(text)) => {
+            if text.len() > max {
+                return Err(Fault::TooLarge(text.len()));
+            }
+            serde_json::from_str(&text)
+                .map(JsReturn::Json)
+                .map_err(|e| Fault::BadResult(format!("run()'s result is not usable JSON: {e}")))
+        }
+        Err(Thrown::Error(why)) => Err(Fault::BadResult(format!(
+            "run()'s result cannot be turned into JSON: {why}"
+        ))),
+        Err(other) => Err(Fault::Threw(other)),
+    }
+}
+
+/// The error a caller sees for `fault`.
+pub(super) fn fault_to_error(
+    fault: Fault,
+    plugin_id: &str,
+    limits: &JsLimits,
+    req: &CallRequest,
+) -> ToolError {
+    match fault {
+        Fault::Threw(Thrown::Error(text)) => ToolError::Failed(text),
+        Fault::Threw(Thrown::OutOfMemory) => ToolError::Failed(format!(
+            "the plugin's code ran out of its {} memory limit and was stopped; its memory was reclaimed and the plugin stays usable. Retry with a smaller request",
+            show_bytes(limits.memory_bytes)
+        )),
+        Fault::Threw(Thrown::StackOverflow(text)) => ToolError::Failed(format!(
+            "the plugin's code ran past its {} stack limit (recursion too deep) and was stopped: {text}",
+            show_bytes(limits.stack_bytes)
+        )),
+        Fault::Stopped(Stop::Cpu) => ToolError::Failed(format!(
+            "the plugin's code ran past its {} CPU limit without awaiting (an endless loop?) and was stopped; the plugin stays usable",
+            show_duration(limits.cpu_per_call)
+        )),
+        Fault::Stopped(Stop::Wall) => {
+            ToolError::Timeout(req.ctx.deadline.saturating_duration_since(req.started))
+        }
+        Fault::Stopped(Stop::Cancelled) => ToolError::Cancelled,
+        Fault::Stopped(Stop::Shutdown) => {
+            ToolError::Failed(format!("plugin `{plugin_id}` was stopped while the call ran"))
+        }
+        Fault::NeverSettles => ToolError::Failed(
+            "run() returned a promise that can never settle: it awaits nothing the host is working on (a `new Promise` whose resolve is never called?)".into(),
+        ),
+        Fault::TooLarge(size) => ToolError::Failed(format!(
+            "the result is {size} bytes; the limit is {}. Return less: a page, a summary or fewer fields",
+            show_bytes(limits.max_output_bytes)
+        )),
+        Fault::BadResult(text) => ToolError::Failed(text),
+        Fault::Internal(text) => ToolError::Internal(text),
+    }
+}

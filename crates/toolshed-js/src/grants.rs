@@ -1,0 +1,517 @@
+//! What a plugin may reach: the intersection of what its manifest declares
+//! (`capabilities`) and what a person granted ([`Grants`]).
+//!
+//! The checks here are lexical and run on the plugin's thread before any host service is
+//! asked; the services enforce again on their side (the HTTP client with a
+//! [`NetPolicy::Only`](toolshed_core::NetPolicy) list, the operations backend with the
+//! workspace jail), so a bug here cannot widen access past the workspace or the granted
+//! hosts.
+
+use toolshed_core::{Capabilities, Grants};
+
+/// The wildcard a manifest uses for "whatever the user grants".
+const ANY: &str = "*";
+
+/// One host a plugin may reach: a name or address, and a port or any port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostRule {
+    host: String,
+    port: Option<u16>,
+}
+
+impl HostRule {
+    /// Parses `host`, `host:port`, `[v6]` or `[v6]:port`. Names are compared lowercase.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let text = text.trim().to_ascii_lowercase();
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (inside, after) = rest.split_once(']')?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':')?.parse().ok()?),
+            };
+            (format!("[{inside}]"), port)
+        } else {
+            match text.split_once(':') {
+                Some((h, p)) => (h.to_string(), Some(p.parse().ok()?)),
+                None => (text.clone(), None),
+            }
+        };
+        let name = host.trim_start_matches('[').trim_end_matches(']');
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+        valid.then_some(Self { host, port })
+    }
+
+    /// The rule both `self` and `other` allow, if any.
+    fn intersect(&self, other: &Self) -> Option<Self> {
+        if self.host != other.host {
+            return None;
+        }
+        let port = match (self.port, other.port) {
+            (None, p) | (p, None) => p,
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => return None,
+        };
+        Some(Self {
+            host: self.host.clone(),
+            port,
+        })
+    }
+
+    fn allows(&self, host: &str, port: u16) -> bool {
+        self.host == host && self.port.is_none_or(|p| p == port)
+    }
+}
+
+impl std::fmt::Display for HostRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.port {
+            Some(p) => write!(f, "{}:{p}", self.host),
+            None => f.write_str(&self.host),
+        }
+    }
+}
+
+/// The parts of an `http`/`https` URL the grant check needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UrlTarget {
+    /// The host as written in the URL, lowercase (IPv6 in brackets).
+    pub host: String,
+    /// The port, explicit or the scheme's default.
+    pub port: u16,
+}
+
+/// Parses an absolute `http` or `https` URL far enough to know where it goes.
+pub(crate) fn parse_url(url: &str) -> Result<UrlTarget, String> {
+    let bad = |why: &str| format!("`{}` is not a usable URL: {why}", shorten(url));
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("it must start with http:// or https://"))?;
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err(bad("only http:// and https:// URLs are allowed")),
+    };
+    let authority = rest
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if authority.contains('@') {
+        return Err(bad(
+            "user names and passwords in URLs are refused; send credentials in a header",
+        ));
+    }
+    if authority.is_empty() {
+        return Err(bad("it has no host"));
+    }
+    let rule = HostRule::parse(&authority).ok_or_else(|| bad("its host or port is malformed"))?;
+    Ok(UrlTarget {
+        host: rule.host,
+        port: rule.port.unwrap_or(default_port),
+    })
+}
+
+/// Normalizes a workspace-relative path on its words: `.` parts dropped, `..` folded.
+/// Absolute paths and `..` climbing above the workspace root are refused. The workspace
+/// root itself is `.`.
+pub(crate) fn normalize_path(path: &str) -> Result<String, String> {
+    if path.is_empty() {
+        return Err("the path is empty; use `.` for the workspace root".into());
+    }
+    if path.contains('\0') {
+        return Err(format!("`{}` contains a NUL byte", shorten(path)));
+    }
+    if path.starts_with('/') || path.starts_with('\\') {
+        return Err(format!(
+            "`{}` is absolute; plugins use paths relative to the workspace root",
+            shorten(path)
+        ));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "`{}` climbs out of the workspace with `..`; use a path inside it",
+                        shorten(path)
+                    ));
+                }
+            }
+            name => parts.push(name),
+        }
+    }
+    if parts.is_empty() {
+        Ok(".".into())
+    } else {
+        Ok(parts.join("/"))
+    }
+}
+
+/// Whether the normalized `path` is `root` or inside it.
+pub(crate) fn is_within(root: &str, path: &str) -> bool {
+    root == "."
+        || path == root
+        || (path.len() > root.len()
+            && path.starts_with(root)
+            && path.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 200 {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(200).collect();
+    format!("{head}…")
+}
+
+/// What one plugin may reach, already intersected. Built once per load.
+#[derive(Debug, Clone)]
+pub(crate) struct Reach {
+    plugin_id: String,
+    declared: Capabilities,
+    hosts: Vec<HostRule>,
+    read_roots: Vec<String>,
+    write_roots: Vec<String>,
+    tools: Vec<String>,
+}
+
+impl Reach {
+    /// The intersection of `declared` and `grants` for plugin `plugin_id`.
+    pub(crate) fn new(plugin_id: &str, declared: &Capabilities, grants: &Grants) -> Self {
+        let hosts = effective_hosts(&declared.network, &grants.http);
+        let declared_read: Vec<String> = declared
+            .fs_read
+            .iter()
+            .chain(&declared.fs_write)
+            .cloned()
+            .collect();
+        let granted_read: Vec<String> = grants
+            .fs_read
+            .iter()
+            .chain(&grants.fs_write)
+            .cloned()
+            .collect();
+        let read_roots = effective_roots(&declared_read, &granted_read);
+        let write_roots = effective_roots(&declared.fs_write, &grants.fs_write);
+        let tools = if declared.tools.iter().any(|t| t == ANY) {
+            dedup(grants.tools.clone())
+        } else {
+            dedup(
+                grants
+                    .tools
+                    .iter()
+                    .filter(|t| declared.tools.contains(t))
+                    .cloned()
+                    .collect(),
+            )
+        };
+        Self {
+            plugin_id: plugin_id.to_string(),
+            declared: declared.clone(),
+            hosts,
+            read_roots,
+            write_roots,
+            tools,
+        }
+    }
+
+    /// Whether any host is reachable (`ctx.http` exists).
+    pub(crate) fn has_http(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    /// Whether any path is readable or writable (`ctx.fs` exists).
+    pub(crate) fn has_fs(&self) -> bool {
+        !self.read_roots.is_empty() || !self.write_roots.is_empty()
+    }
+
+    /// Whether any tool may be called (`ctx.tools` exists).
+    pub(crate) fn has_tools(&self) -> bool {
+        !self.tools.is_empty()
+    }
+
+    /// The reachable hosts as the HTTP client's policy spells them.
+    pub(crate) fn host_list(&self) -> Vec<String> {
+        self.hosts.iter().map(ToString::to_string).collect()
+    }
+
+    /// Checks that `url` goes to a reachable host.
+    pub(crate) fn check_url(&self, url: &str) -> Result<UrlTarget, String> {
+        let target = parse_url(url)?;
+        if self
+            .hosts
+            .iter()
+            .any(|rule| rule.allows(&target.host, target.port))
+        {
+            return Ok(target);
+        }
+        let id = &self.plugin_id;
+        let host = &target.host;
+        let mut msg = format!(
+            "host `{host}` is not granted to plugin `{id}`; to allow it, run `toolshed plugins grant {id} http:{host}`"
+        );
+        let declared = self.declared.network.iter().any(|d| {
+            d == ANY
+                || HostRule::parse(d).is_some_and(|rule| rule.allows(&target.host, target.port))
+        });
+        if !declared {
+            msg.push_str(&format!(
+                " (the plugin's manifest must also declare it in capabilities.network, which lists: {})",
+                list_or_nothing(&self.declared.network)
+            ));
+        }
+        Err(msg)
+    }
+
+    /// Checks that `path` may be read and returns it normalized.
+    pub(crate) fn check_read(&self, path: &str) -> Result<String, String> {
+        let normalized = normalize_path(path)?;
+        if self.read_allows(&normalized) {
+            return Ok(normalized);
+        }
+        Err(self.fs_refusal(&normalized, "read", "fs-read", &self.read_roots))
+    }
+
+    /// Checks that `path` may be written and returns it normalized.
+    pub(crate) fn check_write(&self, path: &str) -> Result<String, String> {
+        let normalized = normalize_path(path)?;
+        if self.write_allows(&normalized) {
+            return Ok(normalized);
+        }
+        Err(self.fs_refusal(&normalized, "write", "fs-write", &self.write_roots))
+    }
+
+    /// Whether the normalized path lies in a readable root.
+    pub(crate) fn read_allows(&self, normalized: &str) -> bool {
+        self.read_roots.iter().any(|r| is_within(r, normalized))
+    }
+
+    /// Whether the normalized path lies in a writable root.
+    pub(crate) fn write_allows(&self, normalized: &str) -> bool {
+        self.write_roots.iter().any(|r| is_within(r, normalized))
+    }
+
+    fn fs_refusal(&self, path: &str, verb: &str, grant: &str, roots: &[String]) -> String {
+        let id = &self.plugin_id;
+        format!(
+            "plugin `{id}` may not {verb} `{path}` (granted: {}); to allow it, run `toolshed plugins grant {id} {grant}:{path}`",
+            list_or_nothing(roots)
+        )
+    }
+
+    /// Checks that the tool `name` may be called.
+    pub(crate) fn check_tool(&self, name: &str) -> Result<(), String> {
+        if self.tools.iter().any(|t| t == name) {
+            return Ok(());
+        }
+        let id = &self.plugin_id;
+        let mut msg = format!(
+            "tool `{name}` is not granted to plugin `{id}`; to allow it, run `toolshed plugins grant {id} tool:{name}`"
+        );
+        if !self.declared.tools.iter().any(|t| t == ANY || t == name) {
+            msg.push_str(&format!(
+                " (the plugin's manifest must also declare it in capabilities.tools, which lists: {})",
+                list_or_nothing(&self.declared.tools)
+            ));
+        }
+        Err(msg)
+    }
+}
+
+fn list_or_nothing(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn dedup(mut items: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|i| seen.insert(i.clone()));
+    items
+}
+
+fn effective_hosts(declared: &[String], granted: &[String]) -> Vec<HostRule> {
+    let mut out: Vec<HostRule> = Vec::new();
+    if declared.is_empty() {
+        return out;
+    }
+    let wildcard = declared.iter().any(|d| d == ANY);
+    let declared_rules: Vec<HostRule> =
+        declared.iter().filter_map(|d| HostRule::parse(d)).collect();
+    for g in granted {
+        let Some(grant) = HostRule::parse(g) else {
+            tracing::warn!(grant = %g, "ignoring a malformed http grant");
+            continue;
+        };
+        let allowed: Vec<HostRule> = if wildcard {
+            vec![grant]
+        } else {
+            declared_rules
+                .iter()
+                .filter_map(|d| grant.intersect(d))
+                .collect()
+        };
+        for rule in allowed {
+            if !out.contains(&rule) {
+                out.push(rule);
+            }
+        }
+    }
+    out
+}
+
+fn effective_roots(declared: &[String], granted: &[String]) -> Vec<String> {
+    let wildcard = declared.iter().any(|d| d == ANY);
+    let declared: Vec<String> = declared
+        .iter()
+        .filter(|d| *d != ANY)
+        .filter_map(|d| normalize_path(d).ok())
+        .collect();
+    let mut out = Vec::new();
+    for g in granted {
+        let Ok(grant) = normalize_path(g) else {
+            tracing::warn!(grant = %g, "ignoring a malformed file system grant");
+            continue;
+        };
+        if wildcard {
+            out.push(grant);
+            continue;
+        }
+        for d in &declared {
+            if is_within(d, &grant) {
+                out.push(grant.clone());
+            } else if is_within(&grant, d) {
+                out.push(d.clone());
+            }
+        }
+    }
+    dedup(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(network: &[&str], read: &[&str], write: &[&str], tools: &[&str]) -> Capabilities {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        Capabilities {
+            network: v(network),
+            fs_read: v(read),
+            fs_write: v(write),
+            tools: v(tools),
+            ..Capabilities::default()
+        }
+    }
+
+    fn grants(http: &[&str], read: &[&str], write: &[&str], tools: &[&str]) -> Grants {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        Grants {
+            http: v(http),
+            fs_read: v(read),
+            fs_write: v(write),
+            tools: v(tools),
+        }
+    }
+
+    #[test]
+    fn a_host_must_be_declared_and_granted() {
+        let reach = Reach::new(
+            "acme.x",
+            &caps(&["api.example.test", "other.test:8443"], &[], &[], &[]),
+            &grants(
+                &["API.example.test", "other.test", "evil.test"],
+                &[],
+                &[],
+                &[],
+            ),
+        );
+        assert_eq!(reach.host_list(), ["api.example.test", "other.test:8443"]);
+        assert!(reach.check_url("https://api.example.test/v1?q=1").is_ok());
+        assert!(reach.check_url("http://api.example.test:9000/").is_ok());
+        assert!(reach.check_url("https://other.test:8443/").is_ok());
+        let err = reach.check_url("https://other.test/").unwrap_err();
+        assert!(err.contains("http:other.test"), "{err}");
+        let err = reach.check_url("http://evil.test/").unwrap_err();
+        assert!(
+            err.contains("`evil.test`")
+                && err.contains("toolshed plugins grant acme.x http:evil.test")
+                && err.contains("capabilities.network"),
+            "{err}"
+        );
+        assert!(reach.check_url("ftp://api.example.test/").is_err());
+        assert!(reach.check_url("http://u:p@api.example.test/").is_err());
+    }
+
+    #[test]
+    fn nothing_declared_means_nothing_reachable_and_star_means_what_is_granted() {
+        let none = Reach::new(
+            "p",
+            &caps(&[], &[], &[], &[]),
+            &grants(&["a.test"], &[], &[], &[]),
+        );
+        assert!(!none.has_http());
+        let star = Reach::new(
+            "p",
+            &caps(&["*"], &[], &[], &["*"]),
+            &grants(&["a.test:81", "127.0.0.1"], &[], &[], &["util_echo"]),
+        );
+        assert_eq!(star.host_list(), ["a.test:81", "127.0.0.1"]);
+        assert!(star.check_url("http://127.0.0.1:5555/x").is_ok());
+        assert!(star.check_tool("util_echo").is_ok());
+        let err = star.check_tool("exec_command").unwrap_err();
+        assert!(err.contains("tool:exec_command"), "{err}");
+        assert!(!err.contains("manifest must also"), "{err}");
+    }
+
+    #[test]
+    fn paths_must_lie_in_a_root_both_sides_allow() {
+        let reach = Reach::new(
+            "p",
+            &caps(&[], &["data"], &["out"], &[]),
+            &grants(&[], &["data/sub", "elsewhere"], &["out"], &[]),
+        );
+        assert!(reach.check_read("data/sub/a.txt").is_ok());
+        assert!(reach.check_read("./data/sub/../sub/b").is_ok());
+        assert!(reach.check_read("data/other").is_err());
+        assert!(reach.check_read("out/x").is_ok(), "writing implies reading");
+        assert!(reach.check_write("out/x").is_ok());
+        let err = reach.check_write("data/sub/a.txt").unwrap_err();
+        assert!(err.contains("fs-write:data/sub/a.txt"), "{err}");
+        let err = reach.check_read("data/sub/../../secret").unwrap_err();
+        assert!(err.contains("fs-read:secret"), "{err}");
+        let err = reach.check_read("../outside").unwrap_err();
+        assert!(err.contains("climbs out"), "{err}");
+        assert!(reach.check_read("/etc/passwd").is_err());
+    }
+
+    #[test]
+    fn normalizes_and_compares_paths_on_their_words() {
+        assert_eq!(normalize_path("./a//b/./c/").unwrap(), "a/b/c");
+        assert_eq!(normalize_path("a/..").unwrap(), ".");
+        assert!(is_within(".", "anything"));
+        assert!(is_within("a/b", "a/b/c"));
+        assert!(!is_within("a/b", "a/bc"));
+        assert!(is_within("a/b", "a/b"));
+    }
+
+    #[test]
+    fn parses_hosts_and_urls() {
+        assert_eq!(
+            parse_url("http://[::1]:8080/x").unwrap(),
+            UrlTarget {
+                host: "[::1]".into(),
+                port: 8080
+            }
+        );
+        assert_eq!(parse_url("HTTPS://Example.TEST").unwrap().port, 443);
+        assert!(HostRule::parse("a b").is_none());
+        assert!(HostRule::parse("host:notaport").is_none());
+    }
+}

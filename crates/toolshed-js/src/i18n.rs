@@ -1,0 +1,174 @@
+//! Translations for `t(key, vars)`, from an optional `lang.json` in the plugin directory.
+//!
+//! The file maps language tags to string tables: `{"en": {"hi": "Hello {name}"}, "zh":
+//! {...}}`. A key is looked up in the chosen language, then in English, then the key itself
+//! is returned, so a missing translation shows something readable rather than failing.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// The largest `lang.json` read.
+const MAX_LANG_FILE: u64 = 1024 * 1024;
+
+/// The language used when nothing else is set or the chosen one has no table.
+const FALLBACK: &str = "en";
+
+/// The primary language subtag of a locale string: `zh_CN.UTF-8` → `zh`, `en-US` → `en`.
+/// `C` and `POSIX` (no language) give `None`.
+pub(crate) fn language_of(locale: &str) -> Option<String> {
+    let primary = locale
+        .split(['_', '-', '.', '@'])
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if primary.is_empty() || primary == "c" || primary == "posix" {
+        None
+    } else {
+        Some(primary)
+    }
+}
+
+/// The language picked from the environment: `TOOLSHED_LANG`, then `LANG`, else English.
+pub(crate) fn language_from_env() -> String {
+    ["TOOLSHED_LANG", "LANG"]
+        .iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .find_map(|value| language_of(&value))
+        .unwrap_or_else(|| FALLBACK.to_string())
+}
+
+/// One plugin's string tables, the chosen language first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Translations {
+    chosen: Map<String, Value>,
+    fallback: Map<String, Value>,
+}
+
+impl Translations {
+    /// Reads `lang.json` from `dir` if it exists; `language` is a primary subtag.
+    pub(crate) fn load(dir: &Path, language: &str) -> Result<Self, String> {
+        let path = dir.join("lang.json");
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(format!("cannot read lang.json: {e}")),
+        };
+        if !meta.is_file() {
+            return Err("lang.json must be a regular file".into());
+        }
+        if meta.len() > MAX_LANG_FILE {
+            return Err(format!(
+                "lang.json is {} bytes; the limit is {MAX_LANG_FILE}",
+                meta.len()
+            ));
+        }
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read lang.json: {e}"))?;
+        Self::parse(&text, language)
+    }
+
+    /// Builds the tables from the text of a `lang.json`.
+    pub(crate) fn parse(text: &str, language: &str) -> Result<Self, String> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("lang.json is not valid JSON: {e}"))?;
+        let Value::Object(mut tables) = value else {
+            return Err(
+                "lang.json must be an object of language tables: {\"en\": {...}, \"zh\": {...}}"
+                    .into(),
+            );
+        };
+        let mut table = |lang: &str| match tables.remove(lang) {
+            Some(Value::Object(t)) => Ok(t),
+            None => Ok(Map::new()),
+            Some(_) => Err(format!("lang.json: `{lang}` must be an object of strings")),
+        };
+        let fallback = table(FALLBACK)?;
+        let chosen = if language == FALLBACK {
+            Map::new()
+        } else {
+            table(language)?
+        };
+        Ok(Self { chosen, fallback })
+    }
+
+    /// The text for `key` with `{name}` placeholders replaced from `vars`.
+    pub(crate) fn translate(&self, key: &str, vars: Option<&Map<String, Value>>) -> String {
+        let template = lookup(&self.chosen, key)
+            .or_else(|| lookup(&self.fallback, key))
+            .unwrap_or(key);
+        match vars {
+            Some(vars) if !vars.is_empty() => substitute(template, vars),
+            _ => template.to_string(),
+        }
+    }
+}
+
+/// A string at `key`, or at the dotted path `a.b.c` through nested tables.
+fn lookup<'a>(table: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    if let Some(Value::String(s)) = table.get(key) {
+        return Some(s);
+    }
+    let mut parts = key.split('.');
+    let mut current = table.get(parts.next()?)?;
+    for part in parts {
+        current = current.as_object()?.get(part)?;
+    }
+    current.as_str()
+}
+
+fn substitute(template: &str, vars: &Map<String, Value>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if vars.contains_key(&after[..close]) => {
+                match &vars[&after[..close]] {
+                    Value::String(s) => out.push_str(s),
+                    other => out.push_str(&other.to_string()),
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn falls_back_to_english_then_to_the_key() {
+        let text = r#"{"en": {"hi": "Hello {name}", "only_en": "E", "nested": {"a": "N"}},
+                       "zh": {"hi": "你好 {name}"}}"#;
+        let zh = Translations::parse(text, "zh").unwrap();
+        let vars = json!({"name": "Ada", "n": 3});
+        let vars = vars.as_object();
+        assert_eq!(zh.translate("hi", vars), "你好 Ada");
+        assert_eq!(zh.translate("only_en", None), "E");
+        assert_eq!(zh.translate("nested.a", None), "N");
+        assert_eq!(zh.translate("missing {n}", vars), "missing 3");
+        assert_eq!(zh.translate("{unclosed", vars), "{unclosed");
+        let fr = Translations::parse(text, "fr").unwrap();
+        assert_eq!(fr.translate("hi", vars), "Hello Ada");
+        assert!(Translations::parse("[1]", "en").is_err());
+    }
+
+    #[test]
+    fn picks_the_primary_language_subtag() {
+        assert_eq!(language_of("zh_CN.UTF-8").as_deref(), Some("zh"));
+        assert_eq!(language_of("en-US").as_deref(), Some("en"));
+        assert_eq!(language_of("C.UTF-8"), None);
+        assert_eq!(language_of(""), None);
+    }
+}

@@ -1,0 +1,163 @@
+//! [`JsLoader`]: builds JavaScript plugins from their directories.
+
+use std::path::{Component, Path};
+use std::sync::Arc;
+
+use toolshed_core::{LoadRequest, Plugin, PluginError, PluginKind, PluginLoader};
+
+use crate::action::tool_prefix;
+use crate::grants::Reach;
+use crate::i18n::{language_from_env, language_of};
+use crate::limits::JsLimits;
+use crate::plugin::JsPlugin;
+use crate::worker::{WorkerConfig, check_entry};
+
+/// The entry file used when the manifest names none.
+pub const DEFAULT_ENTRY: &str = "main.js";
+
+/// Builds [`PluginKind::Js`] plugins. Loading only checks the entry file; the script runs
+/// when the host calls the plugin's `init`.
+///
+/// ```
+/// use toolshed_core::{PluginKind, PluginLoader};
+/// use toolshed_js::{JsLimits, JsLoader};
+/// let loader = JsLoader::new(JsLimits { max_actions: 16, ..JsLimits::default() });
+/// assert_eq!(loader.kind(), PluginKind::Js);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct JsLoader {
+    limits: JsLimits,
+    language: Option<String>,
+}
+
+impl JsLoader {
+    /// A loader giving every plugin these limits. The language for `t()` comes from
+    /// `TOOLSHED_LANG` or `LANG`, read at each load.
+    pub fn new(limits: JsLimits) -> Self {
+        Self {
+            limits,
+            language: None,
+        }
+    }
+
+    /// Uses this language for `t()` instead of the environment's (a tag such as `zh`,
+    /// `zh_CN.UTF-8` or `en-US`; only the primary subtag counts).
+    pub fn with_language(mut self, language: impl AsRef<str>) -> Self {
+        self.language = language_of(language.as_ref());
+        self
+    }
+
+    /// The limits given to plugins.
+    pub fn limits(&self) -> &JsLimits {
+        &self.limits
+    }
+}
+
+impl PluginLoader for JsLoader {
+    fn kind(&self) -> PluginKind {
+        PluginKind::Js
+    }
+
+    fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
+        let LoadRequest {
+            manifest,
+            dir,
+            config,
+            grants,
+        } = request;
+        let id = manifest.id.clone();
+        let fail = |why: String| PluginError(format!("plugin `{id}`: {why}"));
+        if manifest.kind != PluginKind::Js {
+            return Err(fail(format!(
+                "is of kind `{}`, not `js`",
+                manifest.kind.as_str()
+            )));
+        }
+        let entry = manifest
+            .entry
+            .clone()
+            .unwrap_or_else(|| DEFAULT_ENTRY.into());
+        let entry = check_entry_name(&entry).map_err(&fail)?;
+        check_entry(&dir, &entry).map_err(&fail)?;
+        let limits = &self.limits;
+        check_limits(&self.limits).map_err(&fail)?;
+        let prefix = tool_prefix(&id);
+        let language = self.language.clone().unwrap_or_else(language_from_env);
+        let reach = Arc::new(Reach::new(&id, &manifest.capabilities, &grants));
+        let worker = WorkerConfig {
+            plugin_id: id.clone(),
+            prefix,
+            plane: manifest.plane,
+            dir,
+            entry,
+            config,
+            language,
+            limits: limits.clone(),
+            reach,
+        };
+        Ok(Arc::new(JsPlugin::new(manifest, worker)))
+    }
+}
+
+/// Limits that would make every plugin fail are a configuration mistake.
+fn check_limits(limits: &JsLimits) -> Result<(), String> {
+    if limits.memory_bytes < 1024 * 1024 || limits.stack_bytes < 64 * 1024 {
+        return Err(
+            "the JavaScript limits are too small: give at least 1 MiB of memory and 64 KiB of stack".into(),
+        );
+    }
+    if limits.cpu_per_call.is_zero()
+        || limits.activate_timeout.is_zero()
+        || limits.max_actions == 0
+        || limits.max_output_bytes == 0
+        || limits.max_queued_calls == 0
+    {
+        return Err("the JavaScript limits must all be above zero".into());
+    }
+    Ok(())
+}
+
+/// The entry must be a relative path inside the plugin directory, without `..`. Returns it
+/// with `.` parts dropped (`./main.js` → `main.js`), as it appears in stack traces.
+fn check_entry_name(entry: &str) -> Result<String, String> {
+    let path = Path::new(entry);
+    if entry.is_empty() || entry.contains('\0') {
+        return Err("the manifest's `entry` is empty or malformed".into());
+    }
+    let mut parts = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::Normal(name) => parts.push(name.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                return Err(format!(
+                    "the entry `{entry}` uses `..`; it must be a file inside the plugin directory"
+                ));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "the entry `{entry}` is absolute; give a path relative to the plugin directory"
+                ));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err("the manifest's `entry` names no file".into());
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names_stay_inside_the_plugin() {
+        assert_eq!(check_entry_name("./main.js").unwrap(), "main.js");
+        assert!(check_entry_name("src/index.js").is_ok());
+        assert!(check_entry_name("../main.js").is_err());
+        assert!(check_entry_name("a/../../b.js").is_err());
+        assert!(check_entry_name("/etc/passwd").is_err());
+        assert!(check_entry_name("").is_err());
+    }
+}

@@ -1,0 +1,287 @@
+//! The plugin's thread: it owns the [`Engine`], activates it, then serves calls one at a
+//! time from a bounded queue until the plugin stops.
+
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use toolshed_core::{CancellationToken, Plane, ToolError};
+
+use crate::action::ActionDef;
+use crate::engine::{CallRequest, Engine, Setup};
+use crate::grants::Reach;
+use crate::i18n::Translations;
+use crate::limits::JsLimits;
+
+/// The largest entry file accepted.
+pub(crate) const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
+
+/// What a plugin's thread is started with. Plain data, sent to the thread.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerConfig {
+    pub plugin_id: String,
+    pub prefix: String,
+    pub plane: Plane,
+    pub dir: PathBuf,
+    /// The entry's path relative to `dir`, checked by the loader.
+    pub entry: String,
+    pub config: Map<String, Value>,
+    pub language: String,
+    pub limits: JsLimits,
+    pub reach: Arc<Reach>,
+}
+
+/// Why the plugin stopped working, shared between its thread and its handle.
+pub(crate) type Failure = Arc<Mutex<Option<String>>>;
+
+/// Reads the failure reason.
+pub(crate) fn failure_reason(failure: &Failure) -> Option<String> {
+    failure
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+fn set_failure(failure: &Failure, reason: String) {
+    *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+}
+
+/// The host's side of a running plugin thread.
+pub(crate) struct WorkerHandle {
+    /// Where calls go.
+    pub commands: mpsc::Sender<CallRequest>,
+    /// Fired to stop the thread.
+    pub shutdown: CancellationToken,
+    /// Closed when the thread has finished (its runtime freed).
+    pub exited: oneshot::Receiver<()>,
+    /// Set when the plugin stopped working.
+    pub failure: Failure,
+}
+
+/// The outcome of activation: the actions, or why activation failed.
+pub(crate) type Ready = oneshot::Receiver<Result<Vec<ActionDef>, String>>;
+
+/// Starts the plugin's thread; it loads the entry and activates it, then reports on the
+/// returned [`Ready`] receiver.
+pub(crate) fn spawn(config: WorkerConfig) -> Result<(WorkerHandle, Ready), String> {
+    let (commands_tx, commands_rx) = mpsc::channel(config.limits.max_queued_calls.max(1));
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let (exited_tx, exited_rx) = oneshot::channel::<()>();
+    let shutdown = CancellationToken::new();
+    let failure: Failure = Arc::new(Mutex::new(None));
+    // QuickJS measures its stack limit from where the host enters it; leave room above that
+    // for the host's own frames.
+    let stack = config
+        .limits
+        .stack_bytes
+        .saturating_add(4 << 20)
+        .max(8 << 20);
+    let thread_shutdown = shutdown.clone();
+    let thread_failure = failure.clone();
+    let plugin_id = config.plugin_id.clone();
+    std::thread::Builder::new()
+        .name(format!("js:{}", config.plugin_id))
+        .stack_size(stack)
+        .spawn(move || {
+            let _exited = exited_tx;
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                thread_main(config, commands_rx, thread_shutdown, ready_tx, &thread_failure)
+            }));
+            if let Err(panic) = outcome {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(plugin = %plugin_id, panic = %what, "the plugin's JavaScript thread panicked");
+                set_failure(
+                    &thread_failure,
+                    format!("its JavaScript thread failed unexpectedly ({what}); reload the plugin"),
+                );
+            }
+        })
+        .map_err(|e| format!("cannot start a thread for the plugin: {e}"))?;
+    Ok((
+        WorkerHandle {
+            commands: commands_tx,
+            shutdown,
+            exited: exited_rx,
+            failure,
+        },
+        ready_rx,
+    ))
+}
+
+fn thread_main(
+    config: WorkerConfig,
+    commands: mpsc::Receiver<CallRequest>,
+    shutdown: CancellationToken,
+    ready: oneshot::Sender<Result<Vec<ActionDef>, String>>,
+    failure: &Failure,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("cannot start the plugin's event loop: {e}")));
+            return;
+        }
+    };
+    runtime.block_on(serve(config, commands, shutdown, ready, failure));
+}
+
+async fn serve(
+    config: WorkerConfig,
+    mut commands: mpsc::Receiver<CallRequest>,
+    shutdown: CancellationToken,
+    ready: oneshot::Sender<Result<Vec<ActionDef>, String>>,
+    failure: &Failure,
+) {
+    let setup = match load_setup(&config) {
+        Ok(setup) => Rc::new(setup),
+        Err(reason) => {
+            let _ = ready.send(Err(reason));
+            return;
+        }
+    };
+    let (engine, actions) = match start(&setup, &shutdown).await {
+        Ok(started) => started,
+        Err(reason) => {
+            let _ = ready.send(Err(reason));
+            return;
+        }
+    };
+    let names: Vec<String> = actions.iter().map(|a| a.name.clone()).collect();
+    if ready.send(Ok(actions)).is_err() {
+        return; // init gave up waiting
+    }
+    let mut engine = Some(engine);
+    loop {
+        let request = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            request = commands.recv() => match request {
+                Some(request) => request,
+                None => break,
+            },
+        };
+        let Some(current) = engine.as_mut() else {
+            let reason = failure_reason(failure).unwrap_or_default();
+            let _ = request.reply.send(Err(ToolError::Failed(format!(
+                "plugin `{}` is not working: {reason}",
+                config.plugin_id
+            ))));
+            continue;
+        };
+        let result = current
+            .serve(&request)
+            .await
+            .map_err(|fault| current.tool_error(fault, &request));
+        // The caller may have given up already; then nobody reads the reply.
+        let _ = request.reply.send(result);
+        let Some(reason) = current.needs_rebuild().map(str::to_string) else {
+            continue;
+        };
+        if shutdown.is_cancelled() {
+            break;
+        }
+        tracing::warn!(plugin = %config.plugin_id, %reason, "rebuilding the plugin's JavaScript runtime and running activate() again");
+        engine = None; // free the old runtime before building the new one
+        match start(&setup, &shutdown).await {
+            Ok((fresh, actions)) => {
+                let same = actions.iter().map(|a| &a.name).eq(names.iter());
+                if same {
+                    engine = Some(fresh);
+                } else {
+                    set_failure(
+                        failure,
+                        "after its runtime was rebuilt, activate() registered different actions; reload the plugin".into(),
+                    );
+                }
+            }
+            Err(why) => set_failure(
+                failure,
+                format!(
+                    "its runtime was rebuilt because {reason}, and activating it again failed: {why}"
+                ),
+            ),
+        }
+    }
+}
+
+async fn start(
+    setup: &Rc<Setup>,
+    shutdown: &CancellationToken,
+) -> Result<(Engine, Vec<ActionDef>), String> {
+    let mut engine = Engine::new(setup.clone(), shutdown.clone())?;
+    let actions = engine.activate().await?;
+    Ok((engine, actions))
+}
+
+fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
+    let source = read_entry(&config.dir, &config.entry)?;
+    let translations = Translations::load(&config.dir, &config.language)?;
+    Ok(Setup {
+        plugin_id: config.plugin_id.clone(),
+        prefix: config.prefix.clone(),
+        plane: config.plane,
+        module_name: config.entry.clone(),
+        source,
+        config: config.config.clone(),
+        translations: Rc::new(translations),
+        limits: config.limits.clone(),
+        reach: config.reach.clone(),
+    })
+}
+
+/// Checks the entry file (a regular file of at most [`MAX_ENTRY_BYTES`]) and returns its
+/// metadata's size; used by the loader and again when the thread reads it.
+pub(crate) fn check_entry(dir: &Path, entry: &str) -> Result<u64, String> {
+    let path = dir.join(entry);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!("the entry file `{entry}` does not exist in the plugin directory")
+        } else {
+            format!("cannot read the entry file `{entry}`: {e}")
+        }
+    })?;
+    if !meta.is_file() {
+        return Err(format!(
+            "the entry `{entry}` is not a regular file (symbolic links are not followed)"
+        ));
+    }
+    if meta.len() > MAX_ENTRY_BYTES {
+        return Err(format!(
+            "the entry file `{entry}` is {} bytes; the limit is {MAX_ENTRY_BYTES}",
+            meta.len()
+        ));
+    }
+    // A directory on the way may be a link out of the plugin directory.
+    let inside = match (std::fs::canonicalize(&path), std::fs::canonicalize(dir)) {
+        (Ok(file), Ok(root)) => file.starts_with(root),
+        _ => false,
+    };
+    if !inside {
+        return Err(format!(
+            "the entry `{entry}` leads outside the plugin directory through a symbolic link"
+        ));
+    }
+    Ok(meta.len())
+}
+
+fn read_entry(dir: &Path, entry: &str) -> Result<String, String> {
+    check_entry(dir, entry)?;
+    let bytes = std::fs::read(dir.join(entry))
+        .map_err(|e| format!("cannot read the entry file `{entry}`: {e}"))?;
+    if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        return Err(format!(
+            "the entry file `{entry}` is larger than {MAX_ENTRY_BYTES} bytes"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("the entry file `{entry}` is not UTF-8 text"))
+}

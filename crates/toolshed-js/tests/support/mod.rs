@@ -1,0 +1,189 @@
+//! Fixtures shared by the integration tests: plugin directories in temporary folders,
+//! loading and starting them with the real loader and QuickJS.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tempfile::TempDir;
+use toolshed_core::{
+    CallContext, Capabilities, Grants, LoadRequest, Plugin, PluginKind, PluginLoader,
+    PluginManifest, Tool, ToolError, ToolOutput,
+};
+use toolshed_js::{JsLimits, JsLoader};
+
+/// The deadline of calls made by [`Started::call`]: generous, for slow machines.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A plugin to write to disk and start.
+pub struct TestPlugin {
+    id: String,
+    files: Vec<(String, String)>,
+    manifest: PluginManifest,
+    grants: Grants,
+    config: Map<String, Value>,
+    limits: JsLimits,
+    language: Option<String>,
+}
+
+impl TestPlugin {
+    /// A plugin `id` whose `main.js` is `main`.
+    pub fn new(id: &str, main: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            files: vec![("main.js".into(), main.into())],
+            manifest: PluginManifest::new(id, "0.1.0", "Test plugin", PluginKind::Js),
+            grants: Grants::default(),
+            config: Map::new(),
+            limits: JsLimits::default(),
+            language: None,
+        }
+    }
+
+    /// Adds a file beside `main.js`.
+    pub fn file(mut self, name: &str, content: &str) -> Self {
+        self.files.push((name.into(), content.into()));
+        self
+    }
+
+    /// Sets what the manifest declares.
+    pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.manifest.capabilities = capabilities;
+        self
+    }
+
+    /// Sets the manifest's entry.
+    pub fn entry(mut self, entry: &str) -> Self {
+        self.manifest.entry = Some(entry.into());
+        self
+    }
+
+    /// Sets what is granted.
+    pub fn grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    /// Sets the load-time configuration.
+    pub fn config(mut self, config: Value) -> Self {
+        self.config = config.as_object().cloned().unwrap_or_default();
+        self
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: JsLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the language for `t()`.
+    pub fn language(mut self, language: &str) -> Self {
+        self.language = Some(language.into());
+        self
+    }
+
+    /// Writes the files and loads the plugin (without `init`).
+    pub fn load(self) -> Result<(Arc<dyn Plugin>, TempDir), toolshed_core::PluginError> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", self.id))
+            .tempdir()
+            .expect("temp dir");
+        for (name, content) in &self.files {
+            let path = dir.path().join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("mkdir");
+            }
+            std::fs::write(path, content).expect("write plugin file");
+        }
+        let mut loader = JsLoader::new(self.limits);
+        if let Some(lang) = &self.language {
+            loader = loader.with_language(lang);
+        }
+        let plugin = loader.load(LoadRequest {
+            manifest: self.manifest,
+            dir: dir.path().to_path_buf(),
+            config: self.config,
+            grants: self.grants,
+        })?;
+        Ok((plugin, dir))
+    }
+
+    /// Loads and initializes the plugin; panics if that fails.
+    pub async fn start(self) -> Started {
+        let (plugin, dir) = self.load().expect("load");
+        plugin.init().await.expect("init");
+        Started { plugin, _dir: dir }
+    }
+
+    /// Loads and initializes the plugin, which must fail; returns the reason.
+    pub async fn init_error(self) -> String {
+        let (plugin, _dir) = self.load().expect("load");
+        match plugin.init().await {
+            Ok(()) => panic!("init succeeded"),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+/// A started plugin; stops it when dropped.
+pub struct Started {
+    pub plugin: Arc<dyn Plugin>,
+    _dir: TempDir,
+}
+
+impl Started {
+    /// The tool named `name`.
+    pub fn tool(&self, name: &str) -> Arc<dyn Tool> {
+        self.plugin
+            .tools()
+            .into_iter()
+            .find(|t| t.spec().name == name)
+            .unwrap_or_else(|| panic!("no tool {name}"))
+    }
+
+    /// Calls `name` with `args` and a generous deadline.
+    pub async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        self.call_with(name, CallContext::for_test(CALL_TIMEOUT), args)
+            .await
+    }
+
+    /// Calls `name` with `args` in `ctx`.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        ctx: CallContext,
+        args: Value,
+    ) -> Result<ToolOutput, ToolError> {
+        self.tool(name).call(ctx, args).await
+    }
+
+    /// Calls `name` and returns its text, panicking on an error.
+    pub async fn text(&self, name: &str, args: Value) -> String {
+        match self.call(name, args).await {
+            Ok(out) => out.text_joined(),
+            Err(e) => panic!("{name} failed: {e}"),
+        }
+    }
+}
+
+/// A `main.js` registering one action `name` whose `run` body is `body` (an async function
+/// of `inputs` and `ctx`).
+pub fn one_action(name: &str, body: &str) -> String {
+    format!(
+        r#"export function activate(context) {{
+  context.registerActions([{{
+    name: "{name}",
+    description: "test action",
+    properties: {{ n: {{ type: "number" }} }},
+    async run(inputs, ctx) {{ {body} }},
+  }}]);
+}}"#
+    )
+}
+
+/// A string list.
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
