@@ -56,7 +56,7 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
         config: loaded,
         system_plugins: toolshed_tools::system_plugins_with(&gauges),
         curated_dirs: curated_dirs(),
-        loaders: Vec::new(),
+        loaders: vec![std::sync::Arc::new(toolshed_js::JsLoader::default())],
         policy: None,
         hooks: Default::default(),
         extensions,
