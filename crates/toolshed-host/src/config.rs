@@ -49,6 +49,18 @@ pub struct Config {
     pub exec: ExecConfig,
     /// Asynchronous jobs of the REST API.
     pub jobs: JobsConfig,
+    /// Installing plugins.
+    pub plugins: PluginsConfig,
+}
+
+/// Installing plugins.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginsConfig {
+    /// Hosts (`host` or `host:port`) plugin archives may also be downloaded from besides
+    /// public HTTPS servers: an internal mirror, say. Plain `http` is allowed for these
+    /// only, and their private addresses are not refused.
+    pub download_hosts: Vec<String>,
 }
 
 /// How long finished jobs are kept, and how many jobs at most.

@@ -475,8 +475,13 @@ impl Dispatcher {
 
 /// Checks `args` against the tool's schema, listing every violation.
 fn validate(entry: &ToolEntry, args: &Value) -> Result<(), ToolError> {
-    let mut violations: Vec<Violation> = entry
-        .validator
+    let validator = entry.validator.get().map_err(|e| {
+        ToolError::Internal(format!(
+            "the input schema of `{}` does not compile: {e}",
+            entry.spec().name
+        ))
+    })?;
+    let mut violations: Vec<Violation> = validator
         .iter_errors(args)
         .map(|e| Violation {
             pointer: e.instance_path().to_string(),

@@ -178,6 +178,35 @@ fn has_dir(i: &Inner, id: &str) -> bool {
         .any(|s| s.manifest.id == id && s.dir.is_some())
 }
 
+/// A tool's input schema, compiled the first time a call needs it. Compiling a schema
+/// (which meta-validates it) is most of the cost of indexing a tool, and most tools of a
+/// session are never called: doing it lazily keeps it out of start-up. Schemas from
+/// manifest files were compiled once already when the manifest was read (so a broken one
+/// is reported at discovery); those of built-in and JavaScript plugins are made by
+/// toolshed and tested.
+pub struct LazyValidator {
+    schema: Value,
+    compiled: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl LazyValidator {
+    /// A validator for `schema`, not compiled yet.
+    pub fn new(schema: Value) -> Self {
+        Self {
+            schema,
+            compiled: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The compiled schema, or why it does not compile.
+    pub fn get(&self) -> Result<&jsonschema::Validator, &str> {
+        self.compiled
+            .get_or_init(|| jsonschema::validator_for(&self.schema).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
 /// A registered, callable tool.
 #[derive(Clone)]
 pub struct ToolEntry {
@@ -185,8 +214,8 @@ pub struct ToolEntry {
     pub plugin_id: String,
     /// The tool.
     pub tool: Arc<dyn Tool>,
-    /// Its compiled input schema.
-    pub validator: Arc<jsonschema::Validator>,
+    /// Its input schema, compiled when first needed.
+    pub validator: Arc<LazyValidator>,
     /// Set when the plugin is degraded: what is missing, and the variables to set.
     pub unconfigured: Option<(String, Vec<String>)>,
 }
@@ -250,9 +279,9 @@ struct Slot {
     state: PluginState,
     reason: Option<String>,
     missing_env: Vec<String>,
-    /// Compiled input schemas of the plugin's tools, by tool name: compiled the first time
-    /// the tool is indexed and kept until the plugin is loaded again.
-    validators: BTreeMap<String, Arc<jsonschema::Validator>>,
+    /// Input schemas of the plugin's tools, by tool name: each compiled the first time a
+    /// call needs it, and kept until the plugin is loaded again.
+    validators: BTreeMap<String, Arc<LazyValidator>>,
     /// For plugins a loader built: the grants they were built with.
     loaded_grants: Option<Grants>,
     /// The tool names the plugin served when it last ran (a sandboxed plugin's tools are
@@ -554,26 +583,13 @@ impl Registry {
                         });
                         continue;
                     }
-                    let compiled = match slot.validators.get(&name) {
-                        Some(v) => Ok(v.clone()),
-                        None => jsonschema::validator_for(&tool.spec().input_schema).map(Arc::new),
-                    };
-                    let validator = match compiled {
-                        Ok(v) => {
-                            slot.validators.insert(name.clone(), v.clone());
-                            v
-                        }
-                        Err(e) => {
-                            diags.push(Diagnostic {
-                                level: Level::Error,
-                                path: slot.manifest_path.clone(),
-                                field: Some(format!("tools.{name}.input_schema")),
-                                problem: format!("not a valid JSON Schema, tool not registered: {e}"),
-                                plugin_id: Some(slot.manifest.id.clone()),
-                            });
-                            continue;
-                        }
-                    };
+                    let validator = slot
+                        .validators
+                        .entry(name.clone())
+                        .or_insert_with(|| {
+                            Arc::new(LazyValidator::new(tool.spec().input_schema.clone()))
+                        })
+                        .clone();
                     tools.insert(
                         name,
                         ToolEntry {

@@ -466,7 +466,10 @@ fn the_id_must_match_and_the_manifest_must_be_valid() {
     let mut request = InstallRequest::new("https://example.invalid/p.tar.gz");
     request.sha256 = Some("0".repeat(64));
     let err = case.install(&request).unwrap_err();
-    assert!(err.to_string().contains("issue #8"), "{err}");
+    assert!(
+        matches!(err, InstallError::Url { .. }),
+        "the synchronous install takes files only: {err}"
+    );
 }
 
 #[test]
@@ -569,4 +572,130 @@ async fn uninstall_removes_the_files_and_the_state() {
             .is_empty()
     );
     assert_eq!(t.host.store().plugin_enabled("acme.hello").unwrap(), None);
+}
+
+/// Serves `body` with status `status` to every request on 127.0.0.1; counts connections.
+async fn serve_once_per_request(
+    status: u16,
+    body: Vec<u8>,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(&body).await;
+            });
+        }
+    });
+    (address, hits)
+}
+
+#[tokio::test]
+async fn a_url_is_downloaded_only_with_a_checksum_and_only_from_allowed_hosts() {
+    use std::sync::atomic::Ordering;
+    use toolshed_host::install::download::{NetClient, install_from};
+    let archive = tar_gz(&good_entries());
+    let sha: String = Sha256::digest(&archive)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (address, hits) = serve_once_per_request(200, archive).await;
+    let case = Case::new();
+    let client = NetClient::new();
+    let quiet = std::sync::Arc::new(|_: String| {});
+    let url = format!("http://{address}/hello-1.2.0.tar.gz");
+    let attempt = |source: &str, sha: Option<&str>, hosts: Vec<String>| {
+        let mut request = InstallRequest::new(source);
+        request.sha256 = sha.map(str::to_string);
+        let root = case.root();
+        let client = &client;
+        let quiet = quiet.clone();
+        async move { install_from(&root, request, client, &hosts, quiet).await }
+    };
+
+    let err = attempt(&url, None, vec![]).await.unwrap_err();
+    assert!(err.to_string().contains("needs --sha256"), "{err}");
+    let err = attempt(&url, Some(&sha), vec![]).await.unwrap_err();
+    assert!(err.to_string().contains("only https"), "{err}");
+    // https to a loopback address is refused before anything is dialled.
+    let https = format!("https://{address}/hello-1.2.0.tar.gz");
+    let err = attempt(&https, Some(&sha), vec![]).await.unwrap_err();
+    assert!(err.to_string().contains("loopback"), "{err}");
+    let err = attempt(
+        &format!("http://{address}/hello"),
+        Some(&sha),
+        vec![address.to_string()],
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains(".tar.gz, .tgz or .zip"), "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was fetched yet");
+
+    // A listed host: a wrong checksum installs nothing and leaves nothing behind.
+    let wrong = "0".repeat(64);
+    let err = attempt(&url, Some(&wrong), vec![address.to_string()])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, InstallError::ChecksumMismatch { .. }),
+        "{err}"
+    );
+    assert!(!case.root().join("acme.hello").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(case.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != ".lock")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // The right one installs; the query string never reaches a message.
+    let installed = attempt(
+        &format!("{url}?token=s3cret"),
+        Some(&sha),
+        vec![address.to_string()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(installed.id, "acme.hello");
+    assert!(case.root().join("acme.hello/plugin.toml").is_file());
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+
+    let (missing, _) = serve_once_per_request(404, b"no".to_vec()).await;
+    let err = attempt(
+        &format!("http://{missing}/x.zip?token=s3cret"),
+        Some(&sha),
+        vec![missing.to_string()],
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("HTTP 404") && !text.contains("s3cret"),
+        "{text}"
+    );
 }

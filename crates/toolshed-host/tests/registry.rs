@@ -358,3 +358,33 @@ async fn forgetting_a_plugin_forgets_its_cached_config_too() {
     store.forget_plugin("acme.notes").unwrap();
     assert!(store.config_values("acme.notes").unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_built_in_schema_that_does_not_compile_fails_its_calls_not_the_start() {
+    let broken = ToolSpec::new("broken", "b").input_schema(json!({
+        "type": "object",
+        "properties": {"a": {"type": "nonsense"}}
+    }));
+    let t = open(
+        vec![plugin(
+            "system.mixed",
+            vec![
+                tool(broken, Behaviour::Echo),
+                tool(ToolSpec::new("fine", "f"), Behaviour::Echo),
+            ],
+        )],
+        "",
+    )
+    .await;
+    let call = |name: &str| {
+        t.host
+            .call(CallRequest::new(name, json!({}), OwnerId::new("t"), "cli"))
+    };
+    assert!(call("fine").await.result.is_ok());
+    let err = call("broken").await.result.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Internal);
+    assert!(
+        err.to_string().contains("`broken` does not compile"),
+        "{err}"
+    );
+}

@@ -238,7 +238,8 @@ pub async fn change_grants(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InstallBody {
-    /// A directory or a `.tar.gz`/`.tgz`/`.zip` file on the server's machine.
+    /// A directory or a `.tar.gz`/`.tgz`/`.zip` file on the server's machine, or an
+    /// `https` URL of an archive (with `sha256`).
     pub source: String,
     /// Refuse unless the plugin has this id.
     #[serde(default)]
@@ -275,10 +276,16 @@ pub async fn install(
         .map(|p| p.id)
         .collect();
     let root = state.host.user_plugin_root();
-    let outcome =
-        tokio::task::spawn_blocking(move || install::install(&root, &install_request, &mut |_| {}))
-            .await
-            .map_err(|e| ApiError::internal(format!("the install task failed: {e}")))?;
+    let client = install::download::NetClient::new();
+    let hosts = state.host.config().config.plugins.download_hosts.clone();
+    let outcome = install::download::install_from(
+        &root,
+        install_request,
+        &client,
+        &hosts,
+        Arc::new(|_: String| {}),
+    )
+    .await;
     let installed = outcome.map_err(|e| match e {
         InstallError::Exists { .. } | InstallError::Reserved(_) => {
             ApiError::conflict(e.to_string())
@@ -587,8 +594,10 @@ pub async fn execute(
     call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
     if request.run_async {
         // Bad arguments are the caller's mistake now, not a failed job later.
-        let violations: Vec<String> = entry
-            .validator
+        let validator = entry.validator.get().map_err(|e| {
+            ApiError::internal(format!("the tool's input schema does not compile: {e}"))
+        })?;
+        let violations: Vec<String> = validator
             .iter_errors(&call.arguments)
             .take(50)
             .map(|e| {

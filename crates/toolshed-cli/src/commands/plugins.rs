@@ -88,18 +88,21 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
         .map(|p| p.id)
         .collect();
     let root = host.user_plugin_root();
-    let outcome = tokio::task::spawn_blocking(move || {
-        install::install(&root, &request, &mut |p| {
-            let state = if p.done { "extracted" } else { "extracting" };
-            eprintln!("{state}: {} entries, {}", p.entries, human_bytes(p.bytes));
-        })
-    })
-    .await
-    .map_err(|e| Failure::Runtime(format!("the install task failed: {e}")))?;
+    let client = toolshed_ops::NetClient::new();
+    let hosts = host.config().config.plugins.download_hosts.clone();
+    let outcome = install::download::install_from(
+        &root,
+        request,
+        &client,
+        &hosts,
+        std::sync::Arc::new(|line: String| eprintln!("{line}")),
+    )
+    .await;
     let installed = match outcome {
         Ok(installed) => installed,
         Err(
             e @ (InstallError::Url { .. }
+            | InstallError::Download { .. }
             | InstallError::Format { .. }
             | InstallError::ChecksumSyntax { .. }
             | InstallError::ChecksumOnDirectory { .. }
@@ -125,17 +128,6 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
         "a running `toolshed mcp` or `toolshed serve` loads it within a second; `toolshed plugins list` shows its state"
     );
     Ok(())
-}
-
-fn human_bytes(n: u64) -> String {
-    const MIB: u64 = 1024 * 1024;
-    if n >= MIB {
-        format!("{:.1} MiB", n as f64 / MIB as f64)
-    } else if n >= 1024 {
-        format!("{:.1} KiB", n as f64 / 1024.0)
-    } else {
-        format!("{n} bytes")
-    }
 }
 
 /// Uninstalls a plugin: files, state and config.

@@ -37,6 +37,7 @@ use toolshed_core::is_valid_plugin_id;
 
 use crate::manifest::{MANIFEST_NAMES, find_manifest, load_manifest};
 
+pub mod download;
 mod extract;
 
 use extract::Extractor;
@@ -143,13 +144,19 @@ pub struct Installed {
 /// Why an install failed. Nothing is left in the plugin root when one is returned.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    /// The source is a URL.
-    #[error(
-        "cannot install from a URL ({url}): downloads need the SSRF-guarded HTTP client, which toolshed does not have yet (issue #8); download the archive yourself and install the file with --sha256"
-    )]
+    /// The source is a URL: download it first ([`download::download`]).
+    #[error("{url} is a URL: download it first (`toolshed plugins install URL --sha256 HEX` does)")]
     Url {
         /// The URL given.
         url: String,
+    },
+    /// A download was refused or failed.
+    #[error("cannot download {url}: {reason}; nothing was installed")]
+    Download {
+        /// The URL, without credentials or query.
+        url: String,
+        /// Why.
+        reason: String,
     },
     /// The source cannot be read.
     #[error(

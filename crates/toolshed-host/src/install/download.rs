@@ -1,0 +1,242 @@
+//! Downloading a plugin archive from a URL before it is installed.
+//!
+//! Only with a SHA-256 checksum (the archive is then checked against it before it is
+//! opened, like any file), only over HTTPS to public addresses — through the SSRF-guarded
+//! client, redirects re-checked hop by hop — unless the host is listed in
+//! `[plugins] download_hosts`. The archive is written into the plugin root's hidden staging
+//! space, so a killed download leaves nothing visible and is cleaned at the next start.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toolshed_core::{HttpRequest, NetPolicy};
+/// The client downloads go through, re-exported for doors that install.
+pub use toolshed_ops::NetClient;
+
+use super::{InstallError, STAGING_PREFIX};
+
+/// The largest archive downloaded.
+pub const MAX_DOWNLOAD_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long a download may take.
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The most redirects followed.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// A downloaded archive, removed when dropped.
+pub struct Downloaded {
+    /// Where it is: a hidden file in the plugin root, ending in the archive's extension.
+    pub path: tempfile::TempPath,
+    /// Its size.
+    pub bytes: u64,
+    /// The URL it came from after redirects.
+    pub final_url: String,
+}
+
+/// `n` bytes for people: `812 bytes`, `2.7 KiB`, `1.4 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else if n >= 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Whether `source` is a URL rather than a path.
+pub fn is_url(source: &str) -> bool {
+    source.contains("://")
+}
+
+fn refuse(url: &str, reason: impl Into<String>) -> InstallError {
+    InstallError::Download {
+        url: redact(url),
+        reason: reason.into(),
+    }
+}
+
+/// `url` without credentials, query or fragment, for messages and logs.
+pub fn redact(url: &str) -> String {
+    let cut = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..cut];
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+            format!("{scheme}://{rest}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Downloads the archive at `url` into `root`'s staging space. `sha256` must be given; it
+/// is checked by the install that follows. `extra_hosts` are `[plugins] download_hosts`.
+pub async fn download(
+    client: &NetClient,
+    url: &str,
+    sha256: Option<&str>,
+    extra_hosts: &[String],
+    root: &Path,
+    progress: &mut (dyn FnMut(String) + Send),
+) -> Result<Downloaded, InstallError> {
+    if sha256.is_none() {
+        return Err(refuse(
+            url,
+            "a URL needs --sha256 HEX (the archive's SHA-256, from its publisher), so what is installed is what was published",
+        ));
+    }
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| refuse(url, "not a URL"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let listed = extra_hosts
+        .iter()
+        .any(|h| crate::grants::host_matches(h, host));
+    let policy = if listed {
+        NetPolicy::Only(extra_hosts.to_vec())
+    } else if scheme == "https" {
+        NetPolicy::Public
+    } else {
+        return Err(refuse(
+            url,
+            format!(
+                "only https URLs are downloaded (or hosts listed in [plugins] download_hosts); `{scheme}` is not"
+            ),
+        ));
+    };
+    let path_part = rest[authority.len()..]
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let suffix = if path_part.ends_with(".tar.gz") {
+        ".tar.gz"
+    } else if path_part.ends_with(".tgz") {
+        ".tgz"
+    } else if path_part.ends_with(".zip") {
+        ".zip"
+    } else {
+        return Err(refuse(
+            url,
+            "the URL's path must end in .tar.gz, .tgz or .zip, so the archive's format is known",
+        ));
+    };
+    progress(format!("downloading {}", redact(url)));
+    let request = HttpRequest {
+        method: "GET".into(),
+        url: url.to_string(),
+        headers: Vec::new(),
+        body: None,
+        timeout: DOWNLOAD_TIMEOUT,
+        max_response_bytes: MAX_DOWNLOAD_BYTES,
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let followed = client
+        .send_following(request, &policy, &cancel, MAX_REDIRECTS)
+        .await
+        .map_err(|e| refuse(url, e.to_string()))?;
+    let response = followed.response;
+    if !(200..300).contains(&response.status) {
+        return Err(refuse(
+            url,
+            format!("the server answered HTTP {}", response.status),
+        ));
+    }
+    if response.truncated {
+        return Err(refuse(
+            url,
+            format!(
+                "the archive is larger than {} MiB",
+                MAX_DOWNLOAD_BYTES / (1024 * 1024)
+            ),
+        ));
+    }
+    let bytes = response.body.len() as u64;
+    progress(format!("downloaded {}", human_bytes(bytes)));
+    let root_path: PathBuf = root.to_path_buf();
+    let body = response.body;
+    let path = tokio::task::spawn_blocking(move || -> std::io::Result<tempfile::TempPath> {
+        std::fs::create_dir_all(&root_path)?;
+        let mut file = tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .suffix(suffix)
+            .tempfile_in(&root_path)?;
+        file.write_all(&body)?;
+        file.as_file().sync_all()?;
+        Ok(file.into_temp_path())
+    })
+    .await
+    .map_err(|e| refuse(url, e.to_string()))?
+    .map_err(super::io_err("write the download into", root))?;
+    Ok(Downloaded {
+        path,
+        bytes,
+        final_url: redact(&followed.url),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_drops_credentials_query_and_fragment() {
+        assert_eq!(
+            redact("https://user:pw@example.com/a.zip?token=x#y"),
+            "https://example.com/a.zip"
+        );
+        assert_eq!(
+            redact("https://example.com/a.zip"),
+            "https://example.com/a.zip"
+        );
+    }
+}
+
+/// Installs from a directory, an archive file or a URL (downloaded first, see
+/// [`download`]) into `root`. Progress lines (download, extraction) go to `progress`.
+pub async fn install_from(
+    root: &Path,
+    mut request: super::InstallRequest,
+    client: &NetClient,
+    extra_hosts: &[String],
+    progress: std::sync::Arc<dyn Fn(String) + Send + Sync>,
+) -> Result<super::Installed, InstallError> {
+    let mut downloaded = None;
+    if is_url(&request.source) {
+        let report = progress.clone();
+        let file = download(
+            client,
+            &request.source,
+            request.sha256.as_deref(),
+            extra_hosts,
+            root,
+            &mut move |line| report(line),
+        )
+        .await?;
+        request.source = file.path.to_string_lossy().into_owned();
+        downloaded = Some(file);
+    }
+    let root = root.to_path_buf();
+    let outcome = tokio::task::spawn_blocking(move || {
+        super::install(&root, &request, &mut |p| {
+            let state = if p.done { "extracted" } else { "extracting" };
+            progress(format!(
+                "{state}: {} entries, {}",
+                p.entries,
+                human_bytes(p.bytes)
+            ));
+        })
+    })
+    .await
+    .map_err(|e| InstallError::Download {
+        url: String::new(),
+        reason: format!("the install task failed: {e}"),
+    })?;
+    drop(downloaded);
+    outcome
+}
