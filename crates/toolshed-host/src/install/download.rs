@@ -180,23 +180,6 @@ pub async fn download(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redaction_drops_credentials_query_and_fragment() {
-        assert_eq!(
-            redact("https://user:pw@example.com/a.zip?token=x#y"),
-            "https://example.com/a.zip"
-        );
-        assert_eq!(
-            redact("https://example.com/a.zip"),
-            "https://example.com/a.zip"
-        );
-    }
-}
-
 /// Installs from a directory, an archive file or a URL (downloaded first, see
 /// [`download`]) into `root`. Progress lines (download, extraction) go to `progress`.
 pub async fn install_from(
@@ -239,4 +222,21 @@ pub async fn install_from(
     })?;
     drop(downloaded);
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_drops_credentials_query_and_fragment() {
+        assert_eq!(
+            redact("https://user:pw@example.com/a.zip?token=x#y"),
+            "https://example.com/a.zip"
+        );
+        assert_eq!(
+            redact("https://example.com/a.zip"),
+            "https://example.com/a.zip"
+        );
+    }
 }
