@@ -146,7 +146,7 @@ pub enum PluginsCommand {
         /// The plugin id
         id: String,
     },
-    /// Install a plugin from a directory, a .tar.gz/.tgz file or a .zip file
+    /// Install a plugin from a directory, a .tar.gz/.tgz or .zip file, or an https URL
     Install(InstallArgs),
     /// Remove an installed plugin: its files, state and config
     Uninstall {
@@ -194,7 +194,7 @@ pub enum PluginsCommand {
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// A plugin directory, a .tar.gz/.tgz file or a .zip file (URLs are not supported yet)
+    /// A plugin directory, a .tar.gz/.tgz file, a .zip file, or an https URL of one (with --sha256)
     pub source: String,
     /// Refuse the install unless the plugin has this id
     #[arg(long, value_name = "ID")]
