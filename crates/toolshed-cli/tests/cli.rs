@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 struct Env {
     workspace: tempfile::TempDir,
@@ -217,8 +217,9 @@ fn user_plugins_are_listed_and_a_broken_manifest_is_reported_everywhere() {
         notes_line.contains("user") && notes_line.contains("error"),
         "{notes_line}"
     );
+    // Its entry file is missing: it cannot load, and says so.
     assert!(
-        out.contains("acme.notes (error): plugin kind `js` cannot run"),
+        out.contains("acme.notes (error): cannot load") && out.contains("main.js"),
         "{out}"
     );
     assert!(
@@ -851,15 +852,25 @@ fn plugins_install_archives_with_checksums_and_ids() {
 #[test]
 fn plugins_install_refuses_urls_corrupt_and_hostile_archives() {
     let env = Env::new();
-    let o = env.run(&[
-        "plugins",
-        "install",
-        "https://example.invalid/p.tgz",
-        "--sha256",
-        &"0".repeat(64),
-    ]);
-    assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("issue #8"), "{}", stderr(&o));
+    let sha = "0".repeat(64);
+    for (args, says) in [
+        (vec!["https://example.invalid/p.tgz"], "needs --sha256"),
+        (
+            vec!["http://127.0.0.1:9/p.tgz", "--sha256", &sha],
+            "only https",
+        ),
+        (
+            vec!["https://127.0.0.1:9/p.tgz?key=s3cret", "--sha256", &sha],
+            "loopback",
+        ),
+    ] {
+        let mut all = vec!["plugins", "install"];
+        all.extend(args);
+        let o = env.run(&all);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("s3cret"), "{}", stderr(&o));
+    }
 
     // Not an archive at all, with a wrong checksum: the checksum answers, not the parser.
     let junk = env.workspace.path().join("junk.tar.gz");
@@ -1040,4 +1051,52 @@ fn plugins_config_lists_gets_and_sets_and_never_prints_secrets() {
     );
     let o = env.run(&["plugins", "config", "acme.hello", "retries"]);
     assert_eq!(stdout(&o).trim(), "3");
+}
+
+#[test]
+fn a_javascript_plugin_round_trips_through_the_cli() {
+    let env = Env::new();
+    let hello = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/hello-plugin");
+    let o = env.run(&["plugins", "install", hello]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let call = |env: &Env| env.run(&["call", "hello_greet", "--args", r#"{"name":"Ada"}"#]);
+    let o = call(&env);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("Hello, Ada."), "{}", stdout(&o));
+    assert_eq!(
+        listed_plugin(&env, "example.hello").unwrap()["tools"],
+        json!(["hello_greet"])
+    );
+
+    assert_eq!(code(&env.run(&["plugins", "disable", "example.hello"])), 0);
+    let o = call(&env);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("disabled"), "{}", stderr(&o));
+    assert_eq!(code(&env.run(&["plugins", "enable", "example.hello"])), 0);
+    let o = env.run(&["plugins", "reload", "example.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("running"), "{}", stdout(&o));
+
+    // It asks for nothing, so nothing can be granted.
+    let o = env.run(&["plugins", "grant", "example.hello", "http:example.com"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("does not ask for network access"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["plugins", "grant", "example.hello", "--list"]);
+    assert!(stdout(&o).contains("asks for: nothing"), "{}", stdout(&o));
+
+    // A broken edit puts it in error with the reason; the rest keeps working.
+    let installed = env.data.path().join("plugins/example.hello/main.js");
+    std::fs::write(&installed, "export function activate( {").unwrap();
+    let o = env.run(&["plugins", "reload", "example.hello"]);
+    assert!(stdout(&o).contains("error"), "{}", stdout(&o));
+    let o = env.run(&["call", "calculator", "--args", r#"{"expression":"1+1"}"#]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let o = env.run(&["plugins", "uninstall", "example.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(listed_plugin(&env, "example.hello").is_none());
 }

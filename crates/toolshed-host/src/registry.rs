@@ -388,10 +388,19 @@ impl Registry {
             user_roots: roots.user,
             pending: std::sync::Mutex::new(BTreeMap::new()),
         };
+        let known_tools = registry.store.plugin_tools().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the recorded tools of plugins");
+            BTreeMap::new()
+        });
         registry.write(|i| {
             for slot in &mut i.slots {
                 if slot.root == Root::User {
                     slot.fingerprint = slot.dir.as_deref().map(fingerprint);
+                }
+                if slot.dir.is_some()
+                    && let Some(tools) = known_tools.get(&slot.manifest.id)
+                {
+                    slot.last_tools = tools.clone();
                 }
             }
         });
@@ -468,11 +477,17 @@ impl Registry {
                             .iter()
                             .map(|t| t.spec().name.clone())
                             .collect();
-                        self.write(|i| {
-                            if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
-                                slot.last_tools = names;
-                            }
+                        let remember = self.write(|i| {
+                            let slot = i.slots.iter_mut().find(|s| s.manifest.id == id)?;
+                            let changed = slot.last_tools != names;
+                            slot.last_tools = names.clone();
+                            (changed && slot.loaded_grants.is_some()).then_some(names)
                         });
+                        if let Some(names) = remember
+                            && let Err(e) = self.store.set_plugin_tools(id, &names)
+                        {
+                            tracing::warn!(plugin = %id, error = %e, "cannot record the plugin's tools");
+                        }
                         match unmet_contract(&manifest) {
                             Some((reason, missing)) => {
                                 (PluginState::Degraded, Some(reason), missing)

@@ -63,6 +63,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         updated_at INTEGER NOT NULL,
         PRIMARY KEY (plugin_id, grant)
     );",
+    "CREATE TABLE plugin_tools (
+        plugin_id  TEXT PRIMARY KEY,
+        tools      TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -263,6 +268,7 @@ impl StateStore {
                 "DELETE FROM plugin_grants WHERE plugin_id = ?1",
                 [plugin_id],
             )?;
+            tx.execute("DELETE FROM plugin_tools WHERE plugin_id = ?1", [plugin_id])?;
             tx.commit()?;
             Ok(())
         })?;
@@ -339,6 +345,36 @@ impl StateStore {
         })?;
         self.cached_config(|cache| cache.remove(plugin_id));
         Ok(())
+    }
+
+    /// The tool names each sandboxed plugin served when it last ran, by plugin id: so a
+    /// disabled or failed plugin's tools are still known to a later process.
+    pub fn plugin_tools(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached("SELECT plugin_id, tools FROM plugin_tools")?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let mut map = BTreeMap::new();
+            for row in rows {
+                let (id, tools) = row?;
+                map.insert(id, serde_json::from_str(&tools).unwrap_or_default());
+            }
+            Ok(map)
+        })
+    }
+
+    /// Records the tool names a sandboxed plugin serves.
+    pub fn set_plugin_tools(&self, plugin_id: &str, tools: &[String]) -> Result<(), StoreError> {
+        let text = serde_json::to_string(tools).unwrap_or_else(|_| "[]".into());
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO plugin_tools (plugin_id, tools, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (plugin_id) DO UPDATE SET tools = excluded.tools,
+                 updated_at = excluded.updated_at",
+                params![plugin_id, text, now_ms()],
+            )?;
+            Ok(())
+        })
     }
 
     /// The capabilities granted to a plugin, as stored (`http:HOST`, `fs-read:PATH`, ...),

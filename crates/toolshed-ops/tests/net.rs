@@ -516,3 +516,23 @@ async fn https_without_the_tls_feature_is_refused() {
     assert!(err.to_string().contains("without TLS"), "{err}");
     assert_eq!(server.connections(), 0);
 }
+
+#[tokio::test]
+async fn messages_never_echo_what_follows_the_host() {
+    // Webhook URLs carry their token in the path, API URLs their key in the query.
+    for url in [
+        "http://other.test/services/T000/B000/SECRETTOKEN",
+        "http://other.test/hook?key=SECRETTOKEN",
+        "ftp://other.test/SECRETTOKEN",
+        "http://user:SECRETTOKEN@other.test/",
+        "http//other.test/SECRETTOKEN",
+    ] {
+        let err = send(get(url), &only(&["127.0.0.1"])).await.unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("SECRETTOKEN"), "{url}: {text}");
+        assert!(
+            text.contains("other.test") || text.contains("http"),
+            "{url}: {text}"
+        );
+    }
+}

@@ -166,7 +166,7 @@ fn operations() -> Vec<Op> {
             .respond("409", error_response("The plugin is disabled")),
         op("POST", "/plugins", "installPlugin", "Install a plugin from a directory or a .tar.gz/.tgz/.zip file on the server's machine, and load it")
             .body(json!({"type": "object", "required": ["source"], "additionalProperties": false, "properties": {
-                "source": {"type": "string", "description": "A directory or archive path on the server's machine"},
+                "source": {"type": "string", "description": "A directory or archive path on the server's machine, or an https URL of an archive (with sha256)"},
                 "id": {"type": "string", "description": "Refuse unless the plugin has this id"},
                 "sha256": {"type": "string", "description": "Refuse an archive unless its SHA-256 is this"},
                 "force": {"type": "boolean", "description": "Replace an installed plugin with the same id"}

@@ -40,7 +40,7 @@ impl Target {
         let url = Url::parse(raw).map_err(|e| {
             ToolError::invalid(format!(
                 "`{}` is not a valid URL ({e}); give an absolute http:// or https:// URL",
-                quote(raw)
+                quote(&head(raw))
             ))
         })?;
         let mut target = Self::from_url(url)?;
@@ -56,7 +56,7 @@ impl Target {
             other => {
                 return Err(ToolError::invalid(format!(
                     "`{other}:` URLs are not supported (`{}`); toolshed sends only http and https requests",
-                    quote(url.as_str())
+                    quote(&head(url.as_str()))
                 )));
             }
         };
@@ -67,7 +67,7 @@ impl Target {
             let _ = shown.set_password(None);
             return Err(ToolError::invalid(format!(
                 "the URL `{}` has a user name or password before the host (`user:password@`); toolshed does not send credentials in URLs. Remove them and send an Authorization header instead",
-                quote(shown.as_str())
+                quote(&head(shown.as_str()))
             )));
         }
         let host = match url.host() {
@@ -75,7 +75,7 @@ impl Target {
             None => {
                 return Err(ToolError::invalid(format!(
                     "the URL `{}` has no host; give an absolute http:// or https:// URL",
-                    quote(url.as_str())
+                    quote(&head(url.as_str()))
                 )));
             }
         };
@@ -110,9 +110,17 @@ impl Target {
         self.tls == other.tls && self.host == other.host && self.port == other.port
     }
 
-    /// The URL as shown in messages: as it was written, cut when long.
+    /// The URL as shown in messages: its origin, with `/…` for any path or query. URLs
+    /// often carry secrets past the host (webhook tokens in the path, keys in the query),
+    /// and messages reach models and logs.
     pub fn shown(&self) -> String {
-        quote(&self.given)
+        let origin = self.url.origin().ascii_serialization();
+        let rest = &self.url[url::Position::BeforePath..url::Position::AfterQuery];
+        if rest.is_empty() || rest == "/" {
+            format!("{origin}/")
+        } else {
+            format!("{origin}/…")
+        }
     }
 }
 
@@ -257,6 +265,17 @@ fn denied(message: String) -> ToolError {
 }
 
 /// `s` cut to [`MAX_QUOTED_URL`] characters.
+/// `raw` up to its path: `https://host:port` (with `/…` when more follows), so a secret in
+/// the path or query is not echoed.
+fn head(raw: &str) -> String {
+    let raw = raw.trim();
+    let start = raw.find("://").map_or(0, |i| i + 3);
+    match raw[start..].find(['/', '?', '#']) {
+        Some(i) => format!("{}/…", &raw[..start + i]),
+        None => raw.to_string(),
+    }
+}
+
 fn quote(s: &str) -> String {
     match s.char_indices().nth(MAX_QUOTED_URL) {
         Some((cut, _)) => format!("{}…", &s[..cut]),
