@@ -30,6 +30,7 @@ pub mod grants;
 pub mod hooks;
 pub mod host;
 pub mod install;
+pub mod lazy;
 pub mod manifest;
 pub mod policy;
 pub mod registry;

@@ -289,6 +289,11 @@ struct Slot {
     last_tools: Vec<String>,
     /// For plugins found in a user root: what their files looked like when loaded.
     fingerprint: Option<u64>,
+    /// For sandboxed plugins: the tools recorded when their code last ran, and the key of
+    /// what it was loaded from ([`crate::lazy`]).
+    recorded: Option<(String, Vec<ToolSpec>)>,
+    /// The key of what a loader built the plugin from, this time.
+    load_key: Option<String>,
 }
 
 #[derive(Default)]
@@ -376,6 +381,8 @@ impl Registry {
                 loaded_grants: None,
                 last_tools: Vec::new(),
                 fingerprint: None,
+                recorded: None,
+                load_key: None,
             });
         }
         let registry = Self {
@@ -398,9 +405,10 @@ impl Registry {
                     slot.fingerprint = slot.dir.as_deref().map(fingerprint);
                 }
                 if slot.dir.is_some()
-                    && let Some(tools) = known_tools.get(&slot.manifest.id)
+                    && let Some((key, specs)) = known_tools.get(&slot.manifest.id)
                 {
-                    slot.last_tools = tools.clone();
+                    slot.last_tools = specs.iter().map(|t| t.name.clone()).collect();
+                    slot.recorded = Some((key.clone(), specs.clone()));
                 }
             }
         });
@@ -479,12 +487,18 @@ impl Registry {
                             .collect();
                         let remember = self.write(|i| {
                             let slot = i.slots.iter_mut().find(|s| s.manifest.id == id)?;
-                            let changed = slot.last_tools != names;
-                            slot.last_tools = names.clone();
-                            (changed && slot.loaded_grants.is_some()).then_some(names)
+                            slot.last_tools = names;
+                            let key = slot.load_key.clone()?;
+                            if slot.recorded.as_ref().is_some_and(|(k, _)| *k == key) {
+                                return None;
+                            }
+                            let specs: Vec<ToolSpec> =
+                                plugin.tools().iter().map(|t| t.spec().clone()).collect();
+                            slot.recorded = Some((key.clone(), specs.clone()));
+                            Some((key, specs))
                         });
-                        if let Some(names) = remember
-                            && let Err(e) = self.store.set_plugin_tools(id, &names)
+                        if let Some((key, specs)) = remember
+                            && let Err(e) = self.store.set_plugin_tools(id, &key, &specs)
                         {
                             tracing::warn!(plugin = %id, error = %e, "cannot record the plugin's tools");
                         }
@@ -539,19 +553,40 @@ impl Registry {
             .grants(id)
             .map_err(|e| format!("cannot read the plugin's grants: {e}"))?;
         let grants = crate::grants::to_grants(&stored);
+        let config = self.resolved_config(id);
+        let key = crate::lazy::load_key(fingerprint(&dir), &config);
         let request = LoadRequest {
             manifest: manifest.clone(),
             dir,
-            config: self.resolved_config(id),
+            config,
             grants: grants.clone(),
         };
-        let plugin = loader
-            .load(request)
-            .map_err(|e| format!("cannot load: {e}"))?;
+        let recorded = self.read(|i| {
+            i.slots
+                .iter()
+                .find(|s| s.manifest.id == id)
+                .and_then(|s| s.recorded.clone())
+        });
+        let plugin: Arc<dyn Plugin> = match recorded {
+            // Listed from the record; the code runs at the first call.
+            Some((recorded_key, specs)) if recorded_key == key && !specs.is_empty() => {
+                Arc::new(crate::lazy::LazyPlugin::new(
+                    loader.clone(),
+                    request,
+                    key.clone(),
+                    specs,
+                    self.store.clone(),
+                ))
+            }
+            _ => loader
+                .load(request)
+                .map_err(|e| format!("cannot load: {e}"))?,
+        };
         self.write(|i| {
             if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
                 slot.plugin = Some(plugin.clone());
                 slot.loaded_grants = Some(grants);
+                slot.load_key = Some(key);
                 slot.validators.clear();
             }
         });
@@ -1193,6 +1228,8 @@ impl Registry {
                 loaded_grants: None,
                 last_tools: Vec::new(),
                 fingerprint: Some(print),
+                recorded: None,
+                load_key: None,
             });
         });
         let enabled = self

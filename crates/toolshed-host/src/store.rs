@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use toolshed_core::ToolSpec;
 
 use crate::audit::AuditQueue;
 
@@ -65,7 +66,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );",
     "CREATE TABLE plugin_tools (
         plugin_id  TEXT PRIMARY KEY,
-        tools      TEXT NOT NULL,
+        load_key   TEXT NOT NULL,
+        specs      TEXT NOT NULL,
         updated_at INTEGER NOT NULL
     );",
 ];
@@ -347,31 +349,48 @@ impl StateStore {
         Ok(())
     }
 
-    /// The tool names each sandboxed plugin served when it last ran, by plugin id: so a
-    /// disabled or failed plugin's tools are still known to a later process.
-    pub fn plugin_tools(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+    /// The tool specs each sandboxed plugin registered when its code last ran, with the
+    /// key of what it was loaded from (files, version, config), by plugin id. A later
+    /// process lists those tools without running the code until a call needs it, and a
+    /// disabled or failed plugin's tools are still known.
+    pub fn plugin_tools(&self) -> Result<BTreeMap<String, (String, Vec<ToolSpec>)>, StoreError> {
         self.with(|c| {
-            let mut stmt = c.prepare_cached("SELECT plugin_id, tools FROM plugin_tools")?;
-            let rows =
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let mut stmt =
+                c.prepare_cached("SELECT plugin_id, load_key, specs FROM plugin_tools")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
             let mut map = BTreeMap::new();
             for row in rows {
-                let (id, tools) = row?;
-                map.insert(id, serde_json::from_str(&tools).unwrap_or_default());
+                let (id, key, specs) = row?;
+                // A row an older toolshed wrote in another shape is simply not used.
+                if let Ok(specs) = serde_json::from_str(&specs) {
+                    map.insert(id, (key, specs));
+                }
             }
             Ok(map)
         })
     }
 
-    /// Records the tool names a sandboxed plugin serves.
-    pub fn set_plugin_tools(&self, plugin_id: &str, tools: &[String]) -> Result<(), StoreError> {
-        let text = serde_json::to_string(tools).unwrap_or_else(|_| "[]".into());
+    /// Records the tool specs a sandboxed plugin registered, and the key it was loaded from.
+    pub fn set_plugin_tools(
+        &self,
+        plugin_id: &str,
+        load_key: &str,
+        specs: &[ToolSpec],
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(specs).unwrap_or_else(|_| "[]".into());
         self.with(|c| {
             c.execute(
-                "INSERT INTO plugin_tools (plugin_id, tools, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (plugin_id) DO UPDATE SET tools = excluded.tools,
-                 updated_at = excluded.updated_at",
-                params![plugin_id, text, now_ms()],
+                "INSERT INTO plugin_tools (plugin_id, load_key, specs, updated_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (plugin_id) DO UPDATE SET load_key = excluded.load_key,
+                 specs = excluded.specs, updated_at = excluded.updated_at",
+                params![plugin_id, load_key, text, now_ms()],
             )?;
             Ok(())
         })

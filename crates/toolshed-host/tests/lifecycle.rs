@@ -118,6 +118,12 @@ async fn open(with_plugin: bool) -> Fixture {
         write(&plugins, "text/plugin.toml", MANIFEST);
         write(&plugins, "text/tools.txt", "text_hello\n");
     }
+    open_on(workspace, data).await
+}
+
+/// A host on existing directories, as a later process would open it.
+async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixture {
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
     let loader = Arc::new(TextLoader {
         loads: AtomicUsize::new(0),
         stops: Arc::new(AtomicUsize::new(0)),
@@ -179,12 +185,12 @@ async fn a_loaded_plugin_runs_and_is_dropped_when_disabled() {
     );
 
     registry.set_enabled("acme.text", true).await.unwrap();
+    call(&f.host, "text_hello").await.unwrap();
     assert_eq!(
         f.loader.loads.load(Ordering::SeqCst),
         2,
-        "enabling loads it afresh"
+        "enabling loads it afresh (by its first call)"
     );
-    call(&f.host, "text_hello").await.unwrap();
 }
 
 trait Count {
@@ -398,4 +404,51 @@ async fn a_plugin_kind_without_a_loader_says_so() {
     let info = f.host.registry().reload("acme.text").await.unwrap();
     assert_eq!(info.state, PluginState::Error);
     assert!(info.reason.unwrap().contains("kind `mcp` cannot run"));
+}
+
+#[tokio::test]
+async fn a_later_process_lists_recorded_tools_and_runs_the_code_at_the_first_call() {
+    let f = open(true).await;
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        1,
+        "the first start runs the code"
+    );
+    let Fixture { host, _dirs, .. } = f;
+    host.shutdown().await;
+    drop(host);
+
+    let f = open_on(_dirs.0, _dirs.1).await;
+    let registry = f.host.registry();
+    assert_eq!(
+        registry.plugin("acme.text").unwrap().state,
+        PluginState::Running
+    );
+    assert!(
+        registry.lookup("text_hello").is_some(),
+        "listed from the record"
+    );
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        0,
+        "no code ran at start"
+    );
+    let out = call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(out.structured.unwrap()["config"]["colour"], "red");
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        1,
+        "the first call ran it"
+    );
+    call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1, "once");
+
+    // Its files change while nothing runs: the next process runs the code at start again.
+    write(&f.plugins, "text/tools.txt", "text_hello\ntext_new\n");
+    let Fixture { host, _dirs, .. } = f;
+    host.shutdown().await;
+    drop(host);
+    let f = open_on(_dirs.0, _dirs.1).await;
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
+    call(&f.host, "text_new").await.unwrap();
 }

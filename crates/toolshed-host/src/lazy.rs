@@ -1,0 +1,168 @@
+//! Sandboxed plugins started on their first call.
+//!
+//! A JavaScript plugin's tools are known only once its code ran. Running it at start-up
+//! costs every process a runtime per plugin, though most sessions call few plugins. So the
+//! registry remembers the tools each plugin registered, with a key of what it was loaded
+//! from (its files, toolshed's version, its config), and when a later process finds the
+//! same key it lists those tools from the record and leaves the code alone until a call
+//! needs it. Any change to the key runs the code at start again and records anew.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use toolshed_core::{
+    CallContext, Health, LoadRequest, Plugin, PluginError, PluginLoader, PluginManifest, Tool,
+    ToolError, ToolOutput, ToolSpec,
+};
+
+use crate::store::StateStore;
+
+/// The key of what a plugin is loaded from: the fingerprint of its directory, toolshed's
+/// version, and its config values.
+pub fn load_key(dir_fingerprint: u64, config: &Map<String, Value>) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    dir_fingerprint.hash(&mut hasher);
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    serde_json::to_string(config)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+/// A plugin listed from its recorded tools, whose code runs at its first call.
+pub struct LazyPlugin {
+    shared: Arc<Shared>,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+struct Shared {
+    manifest: PluginManifest,
+    loader: Arc<dyn PluginLoader>,
+    request: LoadRequest,
+    key: String,
+    specs: Vec<ToolSpec>,
+    store: Arc<StateStore>,
+    real: tokio::sync::Mutex<Option<Arc<dyn Plugin>>>,
+}
+
+impl LazyPlugin {
+    /// A plugin serving `specs` until its code, built by `loader` from `request`, runs.
+    pub fn new(
+        loader: Arc<dyn PluginLoader>,
+        request: LoadRequest,
+        key: String,
+        specs: Vec<ToolSpec>,
+        store: Arc<StateStore>,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            manifest: request.manifest.clone(),
+            loader,
+            request,
+            key,
+            specs: specs.clone(),
+            store,
+            real: tokio::sync::Mutex::new(None),
+        });
+        let tools = specs
+            .into_iter()
+            .map(|spec| {
+                Arc::new(LazyTool {
+                    spec,
+                    shared: shared.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect();
+        Self { shared, tools }
+    }
+}
+
+impl Shared {
+    /// The running plugin, started now if it is not yet.
+    async fn real(&self) -> Result<Arc<dyn Plugin>, ToolError> {
+        let mut real = self.real.lock().await;
+        if let Some(plugin) = real.as_ref() {
+            return Ok(plugin.clone());
+        }
+        let id = &self.manifest.id;
+        let plugin = self
+            .loader
+            .load(self.request.clone())
+            .map_err(|e| ToolError::Failed(format!("plugin `{id}` cannot load: {e}")))?;
+        if let Err(e) = plugin.init().await {
+            return Err(ToolError::Failed(format!(
+                "plugin `{id}` failed to start: {e}; `toolshed plugins reload {id}` tries again"
+            )));
+        }
+        if let Err(e) = plugin.start().await {
+            let _ = plugin.stop().await;
+            return Err(ToolError::Failed(format!(
+                "plugin `{id}` failed to start: {e}"
+            )));
+        }
+        let specs: Vec<ToolSpec> = plugin.tools().iter().map(|t| t.spec().clone()).collect();
+        if specs != self.specs {
+            tracing::warn!(plugin = %id, "the plugin registered other tools than recorded; the list is corrected at the next start");
+            if let Err(e) = self.store.set_plugin_tools(id, &self.key, &specs) {
+                tracing::warn!(plugin = %id, error = %e, "cannot record the plugin's tools");
+            }
+        }
+        *real = Some(plugin.clone());
+        Ok(plugin)
+    }
+}
+
+#[async_trait]
+impl Plugin for LazyPlugin {
+    fn manifest(&self) -> &PluginManifest {
+        &self.shared.manifest
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+
+    async fn stop(&self) -> Result<(), PluginError> {
+        let real = self.shared.real.lock().await.take();
+        match real {
+            Some(plugin) => plugin.stop().await,
+            None => Ok(()),
+        }
+    }
+
+    async fn health(&self) -> Health {
+        let real = self.shared.real.lock().await.clone();
+        match real {
+            Some(plugin) => plugin.health().await,
+            None => Health::Ok,
+        }
+    }
+}
+
+struct LazyTool {
+    spec: ToolSpec,
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl Tool for LazyTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let plugin = self.shared.real().await?;
+        let tool = plugin
+            .tools()
+            .into_iter()
+            .find(|t| t.spec().name == self.spec.name)
+            .ok_or_else(|| {
+                ToolError::NotFound(format!(
+                    "plugin `{}` no longer has the tool `{}`; `toolshed plugins reload {}` lists its tools again",
+                    self.shared.manifest.id, self.spec.name, self.shared.manifest.id
+                ))
+            })?;
+        tool.call(ctx, args).await
+    }
+}
