@@ -699,3 +699,20 @@ async fn a_url_is_downloaded_only_with_a_checksum_and_only_from_allowed_hosts() 
         "{text}"
     );
 }
+
+#[test]
+fn a_directory_without_a_plugin_is_refused_before_anything_is_copied() {
+    let case = Case::new();
+    let src = case.dir.path().join("not-a-plugin");
+    std::fs::create_dir_all(src.join("a/b")).unwrap();
+    std::fs::write(src.join("a/b/plugin.toml"), MANIFEST).unwrap();
+    std::fs::write(src.join("README"), "hi").unwrap();
+    let err = case
+        .install(&InstallRequest::new(src.to_str().unwrap()))
+        .unwrap_err();
+    assert!(matches!(err, InstallError::NoManifest { .. }), "{err}");
+    assert!(
+        !case.root().exists(),
+        "not even the plugin root was created"
+    );
+}

@@ -82,11 +82,16 @@ pub async fn download(
     root: &Path,
     progress: &mut (dyn FnMut(String) + Send),
 ) -> Result<Downloaded, InstallError> {
-    if sha256.is_none() {
-        return Err(refuse(
-            url,
-            "a URL needs --sha256 HEX (the archive's SHA-256, from its publisher), so what is installed is what was published",
-        ));
+    match sha256 {
+        None => {
+            return Err(refuse(
+                url,
+                "a URL needs --sha256 HEX (the archive's SHA-256, from its publisher), so what is installed is what was published",
+            ));
+        }
+        Some(given) => {
+            super::parse_sha256(given)?;
+        }
     }
     let (scheme, rest) = url
         .split_once("://")

@@ -412,6 +412,8 @@ pub fn install(
                     path: path.to_path_buf(),
                 });
             }
+            // Nothing is copied from a directory that holds no plugin (`/`, say).
+            plugin_root_of(path)?;
             None
         }
         Format::TarGz | Format::Zip => {
@@ -552,7 +554,7 @@ fn plugin_root_of(tree: &Path) -> Result<(PathBuf, Option<String>), InstallError
     })
 }
 
-fn parse_sha256(given: &str) -> Result<String, InstallError> {
+pub(crate) fn parse_sha256(given: &str) -> Result<String, InstallError> {
     let hex = given.trim().to_ascii_lowercase();
     if hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()) {
         Ok(hex)
