@@ -3,12 +3,12 @@ dir and call its tool with the Python client; a running server picks up an insta
 says so with list_changed; runaway plugins are stopped while the host keeps serving."""
 
 import asyncio
-import os
-import subprocess
 import textwrap
 from pathlib import Path
 
 from mcp import Client, types
+
+from test_stdio import toolshed
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = REPO / "examples" / "hello-plugin"
@@ -16,17 +16,6 @@ HELLO = REPO / "examples" / "hello-plugin"
 
 def run(coro, timeout=60):
     return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
-
-
-def toolshed(toolshed_bin, workspace, home, *args):
-    env = dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated"))
-    return subprocess.run(
-        [toolshed_bin, "--workspace", str(workspace), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_the_example_plugin_installs_and_answers_over_mcp(server, toolshed_bin, workspace, home):

@@ -187,6 +187,51 @@ impl Host {
         &self.data_dir
     }
 
+    /// An install of `source` into this host's plugin root, refusing the ids of built-in
+    /// and curated plugins (an installed copy would be shadowed by them).
+    pub fn install_request(
+        &self,
+        source: String,
+        expected_id: Option<String>,
+        sha256: Option<String>,
+        force: bool,
+    ) -> crate::install::InstallRequest {
+        let mut request = crate::install::InstallRequest::new(source);
+        request.expected_id = expected_id;
+        request.sha256 = sha256;
+        request.overwrite = if force {
+            crate::install::Overwrite::Replace
+        } else {
+            crate::install::Overwrite::Refuse
+        };
+        request.reserved_ids = self
+            .registry
+            .plugins()
+            .into_iter()
+            .filter(|p| p.root != crate::registry::Root::User)
+            .map(|p| p.id)
+            .collect();
+        request
+    }
+
+    /// Installs a plugin (see [`crate::install::download::install_from`]) with the
+    /// configured download hosts; progress lines go to `progress`.
+    pub async fn install_plugin(
+        &self,
+        request: crate::install::InstallRequest,
+        progress: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> Result<crate::install::Installed, crate::install::InstallError> {
+        let client = crate::install::download::NetClient::new();
+        crate::install::download::install_from(
+            &self.user_plugin_root(),
+            request,
+            &client,
+            &self.config.config.plugins.download_hosts,
+            progress,
+        )
+        .await
+    }
+
     /// Where installed plugins live: `<data dir>/plugins`.
     pub fn user_plugin_root(&self) -> PathBuf {
         self.data_dir.join(PLUGINS_DIR)

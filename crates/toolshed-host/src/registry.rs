@@ -748,18 +748,7 @@ impl Registry {
     /// Enables or disables a plugin, persists the choice and updates the tool index.
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<PluginInfo, RegistryError> {
         if self.plugin(id).is_none() {
-            let ids: Vec<String> =
-                self.read(|i| i.slots.iter().map(|s| s.manifest.id.clone()).collect());
-            let close = crate::suggest::closest(id, ids.iter().map(String::as_str), 3);
-            let hint = if close.is_empty() {
-                String::new()
-            } else {
-                format!(" (did you mean {}?)", close.join(", "))
-            };
-            return Err(RegistryError::UnknownPlugin {
-                id: id.to_string(),
-                hint,
-            });
+            return Err(self.unknown(id));
         }
         let _lifecycle = self.lifecycle.lock().await;
         self.store.set_plugin_enabled(id, enabled)?;
@@ -768,10 +757,7 @@ impl Registry {
         if let Some(event) = change {
             self.events.publish(event);
         }
-        self.plugin(id).ok_or_else(|| RegistryError::UnknownPlugin {
-            id: id.to_string(),
-            hint: String::new(),
-        })
+        self.known(id)
     }
 
     /// Restarts a running plugin: stops it and starts it again (its sessions and background
@@ -849,12 +835,7 @@ impl Registry {
 
     /// What a plugin asks for (`declared`, as grants) and what it was granted.
     pub fn grants(&self, id: &str) -> Result<GrantsInfo, RegistryError> {
-        let manifest = self
-            .manifest(id)
-            .ok_or_else(|| RegistryError::UnknownPlugin {
-                id: id.to_string(),
-                hint: String::new(),
-            })?;
+        let manifest = self.manifest(id).ok_or_else(|| self.unknown(id))?;
         Ok(GrantsInfo {
             declared: crate::grants::declared(&manifest),
             wildcards: wildcards(&manifest),
@@ -872,12 +853,7 @@ impl Registry {
         remove: &[String],
     ) -> Result<GrantsInfo, RegistryError> {
         let _lifecycle = self.lifecycle.lock().await;
-        let manifest = self
-            .manifest(id)
-            .ok_or_else(|| RegistryError::UnknownPlugin {
-                id: id.to_string(),
-                hint: String::new(),
-            })?;
+        let manifest = self.manifest(id).ok_or_else(|| self.unknown(id))?;
         let parse = |list: &[String]| -> Result<Vec<String>, RegistryError> {
             list.iter()
                 .map(|text| {
@@ -962,10 +938,23 @@ impl Registry {
     }
 
     fn known(&self, id: &str) -> Result<PluginInfo, RegistryError> {
-        self.plugin(id).ok_or_else(|| RegistryError::UnknownPlugin {
+        self.plugin(id).ok_or_else(|| self.unknown(id))
+    }
+
+    /// The error for an id no plugin has, naming close ids.
+    fn unknown(&self, id: &str) -> RegistryError {
+        let ids: Vec<String> =
+            self.read(|i| i.slots.iter().map(|s| s.manifest.id.clone()).collect());
+        let close = crate::suggest::closest(id, ids.iter().map(String::as_str), 3);
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", close.join(", "))
+        };
+        RegistryError::UnknownPlugin {
             id: id.to_string(),
-            hint: String::new(),
-        })
+            hint,
+        }
     }
 
     /// Applies enable and disable choices another process recorded in the state store (a

@@ -257,35 +257,16 @@ pub async fn install(
     State(state): State<AppState>,
     request: Result<Json<InstallBody>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    use toolshed_host::install::{self, InstallError, InstallRequest, Overwrite};
+    use toolshed_host::install::InstallError;
     let request = body(request)?;
-    let mut install_request = InstallRequest::new(request.source);
-    install_request.expected_id = request.id;
-    install_request.sha256 = request.sha256;
-    install_request.overwrite = if request.force {
-        Overwrite::Replace
-    } else {
-        Overwrite::Refuse
-    };
-    install_request.reserved_ids = state
+    let install_request =
+        state
+            .host
+            .install_request(request.source, request.id, request.sha256, request.force);
+    let outcome = state
         .host
-        .registry()
-        .plugins()
-        .into_iter()
-        .filter(|p| p.root != toolshed_host::Root::User)
-        .map(|p| p.id)
-        .collect();
-    let root = state.host.user_plugin_root();
-    let client = install::download::NetClient::new();
-    let hosts = state.host.config().config.plugins.download_hosts.clone();
-    let outcome = install::download::install_from(
-        &root,
-        install_request,
-        &client,
-        &hosts,
-        Arc::new(|_: String| {}),
-    )
-    .await;
+        .install_plugin(install_request, Arc::new(|_: String| {}))
+        .await;
     let installed = outcome.map_err(|e| match e {
         InstallError::Exists { .. } | InstallError::Reserved(_) => {
             ApiError::conflict(e.to_string())

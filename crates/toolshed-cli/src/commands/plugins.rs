@@ -1,9 +1,9 @@
 //! `toolshed plugins list|enable|disable|install|uninstall|reload|config|grant|revoke`.
 
 use serde_json::json;
-use toolshed_host::install::{self, InstallError, InstallRequest, Overwrite};
+use toolshed_host::install::{self, InstallError};
 use toolshed_host::registry::{GrantsInfo, Level, RegistryError};
-use toolshed_host::{Host, Root, config_fields};
+use toolshed_host::{Host, config_fields};
 
 use crate::Failure;
 use crate::cli::InstallArgs;
@@ -72,32 +72,13 @@ pub async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Fai
 
 /// Installs a plugin into the data dir, showing extraction progress on stderr.
 pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
-    let mut request = InstallRequest::new(args.source);
-    request.expected_id = args.id;
-    request.sha256 = args.sha256;
-    request.overwrite = if args.force {
-        Overwrite::Replace
-    } else {
-        Overwrite::Refuse
-    };
-    request.reserved_ids = host
-        .registry()
-        .plugins()
-        .into_iter()
-        .filter(|p| p.root != Root::User)
-        .map(|p| p.id)
-        .collect();
-    let root = host.user_plugin_root();
-    let client = toolshed_ops::NetClient::new();
-    let hosts = host.config().config.plugins.download_hosts.clone();
-    let outcome = install::download::install_from(
-        &root,
-        request,
-        &client,
-        &hosts,
-        std::sync::Arc::new(|line: String| eprintln!("{line}")),
-    )
-    .await;
+    let request = host.install_request(args.source, args.id, args.sha256, args.force);
+    let outcome = host
+        .install_plugin(
+            request,
+            std::sync::Arc::new(|line: String| eprintln!("{line}")),
+        )
+        .await;
     let installed = match outcome {
         Ok(installed) => installed,
         Err(
