@@ -716,3 +716,57 @@ fn a_directory_without_a_plugin_is_refused_before_anything_is_copied() {
         "not even the plugin root was created"
     );
 }
+
+#[tokio::test]
+async fn a_download_reports_its_progress() {
+    use toolshed_host::install::download::{NetClient, install_from};
+    // 6 MiB that do not compress: more than one progress step.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<u8> = (0..6 * 1024 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        })
+        .collect();
+    let mut entries = good_entries();
+    entries.push(E::File("hello/data.bin", &noise));
+    let archive = tar_gz(&entries);
+    let sha: String = Sha256::digest(&archive)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (address, _) = serve_once_per_request(200, archive).await;
+    let case = Case::new();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    let mut request = InstallRequest::new(format!("http://{address}/hello.tar.gz"));
+    request.sha256 = Some(sha);
+    let installed = install_from(
+        &case.root(),
+        request,
+        &NetClient::new(),
+        &[address.to_string()],
+        std::sync::Arc::new(move |line: String| seen.lock().unwrap().push(line)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(installed.id, "acme.hello");
+    let lines = lines.lock().unwrap().clone();
+    assert!(lines[0].starts_with("downloading http://"), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("downloading: 4.0 MiB so far")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("downloaded 6.0 MiB")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("extracted:")),
+        "{lines:?}"
+    );
+}

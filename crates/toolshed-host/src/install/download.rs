@@ -22,6 +22,9 @@ pub const MAX_DOWNLOAD_BYTES: usize = 64 * 1024 * 1024;
 /// How long a download may take.
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How often a download reports progress, in bytes received.
+const PROGRESS_EVERY: u64 = 4 * 1024 * 1024;
+
 /// The most redirects followed.
 pub const MAX_REDIRECTS: usize = 5;
 
@@ -141,10 +144,31 @@ pub async fn download(
         max_response_bytes: MAX_DOWNLOAD_BYTES,
     };
     let cancel = tokio_util::sync::CancellationToken::new();
-    let followed = client
-        .send_following(request, &policy, &cancel, MAX_REDIRECTS)
-        .await
-        .map_err(|e| refuse(url, e.to_string()))?;
+    // Progress lines at most every 4 MiB; the callback runs on the reading task, so the
+    // lines are collected and printed here, between chunks, by a watcher.
+    let (tx, mut rx) = tokio::sync::watch::channel(0u64);
+    let observed = std::sync::Arc::new(move |bytes: u64| {
+        tx.send_if_modified(|last| {
+            let report = bytes >= *last + PROGRESS_EVERY;
+            if report {
+                *last = bytes;
+            }
+            report
+        });
+    });
+    let fetch =
+        client.send_following_with_progress(request, &policy, &cancel, MAX_REDIRECTS, observed);
+    tokio::pin!(fetch);
+    let followed = loop {
+        tokio::select! {
+            done = &mut fetch => break done,
+            Ok(()) = rx.changed() => {
+                let bytes = *rx.borrow_and_update();
+                progress(format!("downloading: {} so far", human_bytes(bytes)));
+            }
+        }
+    }
+    .map_err(|e| refuse(url, e.to_string()))?;
     let response = followed.response;
     if !(200..300).contains(&response.status) {
         return Err(refuse(

@@ -26,6 +26,18 @@ pub struct Outgoing {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
     pub max_response_bytes: usize,
+    /// Told how many body bytes have arrived, as they arrive.
+    pub progress: Option<BodyProgress>,
+}
+
+/// Called with the number of response body bytes received so far, after each chunk.
+#[derive(Clone)]
+pub struct BodyProgress(pub std::sync::Arc<dyn Fn(u64) + Send + Sync>);
+
+impl std::fmt::Debug for BodyProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyProgress")
+    }
 }
 
 impl Outgoing {
@@ -80,6 +92,7 @@ impl Outgoing {
             headers,
             body: Bytes::from(body),
             max_response_bytes: request.max_response_bytes,
+            progress: None,
         })
     }
 
@@ -96,6 +109,7 @@ impl Outgoing {
             headers: self.headers.clone(),
             body: self.body.clone(),
             max_response_bytes: self.max_response_bytes,
+            progress: self.progress.clone(),
         };
         let to_get = (status == 303 && next.method != Method::HEAD)
             || (matches!(status, 301 | 302) && next.method == Method::POST);
@@ -158,10 +172,11 @@ where
         .await
         .map_err(|e| failure(&host, &e, config))?;
     let limit = out.max_response_bytes;
+    let progress = out.progress.clone();
     let work = async move {
         let response = sender.send_request(request).await?;
         let (parts, body) = response.into_parts();
-        let (body, truncated) = read_capped(body, limit).await?;
+        let (body, truncated) = read_capped(body, limit, progress).await?;
         Ok::<_, hyper::Error>((parts, body, truncated))
     };
     // The connection future does the reading and writing; it runs here, in this task,
@@ -199,7 +214,11 @@ where
 }
 
 /// Reads `body` until it ends or `limit` bytes are kept; `true` when something was left.
-async fn read_capped(mut body: Incoming, limit: usize) -> Result<(Vec<u8>, bool), hyper::Error> {
+async fn read_capped(
+    mut body: Incoming,
+    limit: usize,
+    progress: Option<BodyProgress>,
+) -> Result<(Vec<u8>, bool), hyper::Error> {
     let mut kept = Vec::new();
     while let Some(frame) = body.frame().await {
         let Ok(chunk) = frame?.into_data() else {
@@ -211,6 +230,9 @@ async fn read_capped(mut body: Incoming, limit: usize) -> Result<(Vec<u8>, bool)
             return Ok((kept, true));
         }
         kept.extend_from_slice(&chunk);
+        if let Some(progress) = &progress {
+            (progress.0)(kept.len() as u64);
+        }
     }
     Ok((kept, false))
 }

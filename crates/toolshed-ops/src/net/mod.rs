@@ -179,6 +179,22 @@ impl NetClient {
         guarded(self.follow(out, policy, max_redirects), limit, cancel).await
     }
 
+    /// [`NetClient::send_following`], telling `progress` how many body bytes of the final
+    /// response have arrived after each chunk (a download's progress).
+    pub async fn send_following_with_progress(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+        max_redirects: usize,
+        progress: std::sync::Arc<dyn Fn(u64) + Send + Sync>,
+    ) -> Result<FollowedResponse, ToolError> {
+        let limit = request.timeout;
+        let mut out = Outgoing::from_request(request, &self.user_agent)?;
+        out.progress = Some(exchange::BodyProgress(progress));
+        guarded(self.follow(out, policy, max_redirects), limit, cancel).await
+    }
+
     async fn follow(
         &self,
         mut out: Outgoing,
