@@ -166,9 +166,9 @@ fn operations() -> Vec<Op> {
             .respond("409", error_response("The plugin is disabled")),
         op("POST", "/plugins", "installPlugin", "Install a plugin from a directory or a .tar.gz/.tgz/.zip file on the server's machine, and load it")
             .body(json!({"type": "object", "required": ["source"], "additionalProperties": false, "properties": {
-                "source": {"type": "string", "description": "A directory or archive path on the server's machine, or an https URL of an archive (with sha256)"},
-                "id": {"type": "string", "description": "Refuse unless the plugin has this id"},
-                "sha256": {"type": "string", "description": "Refuse an archive unless its SHA-256 is this"},
+                "source": {"type": "string", "minLength": 1, "description": "A directory or archive path on the server's machine, or an https URL of an archive (with sha256)"},
+                "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$", "description": "Refuse unless the plugin has this id"},
+                "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Refuse an archive unless its SHA-256 is this"},
                 "force": {"type": "boolean", "description": "Replace an installed plugin with the same id"}
             }}))
             .respond("201", json_response("Installed", schema_ref("Installed")))
@@ -183,8 +183,8 @@ fn operations() -> Vec<Op> {
         op("POST", "/plugins/{id}/grants", "changePluginGrants", "Grant or take back capabilities (http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME); the plugin reloads with them")
             .param(plugin_id())
             .body(json!({"type": "object", "additionalProperties": false, "properties": {
-                "add": {"type": "array", "items": {"type": "string"}, "maxItems": 64},
-                "remove": {"type": "array", "items": {"type": "string"}, "maxItems": 64}
+                "add": {"type": "array", "items": {"type": "string", "pattern": "^(http|fs-read|fs-write|tool):.+$"}, "maxItems": 64},
+                "remove": {"type": "array", "items": {"type": "string", "pattern": "^(http|fs-read|fs-write|tool):.+$"}, "maxItems": 64}
             }}))
             .respond("200", json_response("Its grants now", schema_ref("PluginGrants")))
             .respond("400", error_response("A grant is malformed, or the manifest does not ask for it"))
