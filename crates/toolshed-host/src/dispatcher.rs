@@ -52,6 +52,17 @@ pub struct CallRequest {
     /// Tool-name globs the door narrowed this caller to (`toolshed mcp --tools`), applied
     /// on top of the host rules and the profile.
     pub selection: Option<Arc<CompiledRules>>,
+    /// For a call a plugin made through `tools.call`: the plugins whose calls led to it,
+    /// outermost first. A plugin already on it cannot be called again (it is busy serving
+    /// the call that waits for this one).
+    pub via_plugins: Vec<String>,
+}
+
+/// What a nested call inherits from the call that made it, in its context's extensions.
+struct Lineage {
+    profile: Option<String>,
+    selection: Option<Arc<CompiledRules>>,
+    plugins: Vec<String>,
 }
 
 impl CallRequest {
@@ -72,6 +83,7 @@ impl CallRequest {
             progress: None,
             profile: None,
             selection: None,
+            via_plugins: Vec::new(),
         }
     }
 }
@@ -105,14 +117,31 @@ impl ToolCaller for NestedCaller {
         let Some(dispatcher) = self.0.upgrade() else {
             return Err(ToolError::Internal("the host is shutting down".into()));
         };
+        let lineage = ctx.extensions.get::<Lineage>();
+        let mut via: Vec<String> = lineage
+            .as_ref()
+            .map(|l| l.plugins.clone())
+            .unwrap_or_default();
+        if via.last().map(String::as_str) != Some(caller) {
+            via.push(caller.to_string());
+        }
         if let Some(entry) = dispatcher.registry.lookup(name)
-            && entry.plugin_id == caller
+            && via.contains(&entry.plugin_id)
         {
+            let message = if entry.plugin_id == caller {
+                format!(
+                    "plugin `{caller}` cannot call its own tool `{name}` through the host; call the function directly"
+                )
+            } else {
+                format!(
+                    "plugin `{caller}` cannot call `{name}`: its plugin `{}` is already serving the call that led here (calls went {}), and would wait for itself",
+                    entry.plugin_id,
+                    via.join(" -> ")
+                )
+            };
             return Err(ToolError::Denied {
                 rule: "plugin capabilities".into(),
-                message: format!(
-                    "plugin `{caller}` cannot call its own tool `{name}` through the host; call the function directly"
-                ),
+                message,
             });
         }
         let remaining = ctx.deadline.saturating_duration_since(Instant::now());
@@ -122,7 +151,18 @@ impl ToolCaller for NestedCaller {
         let mut request = CallRequest::new(name, args, ctx.owner.clone(), "plugin");
         request.timeout = Some(remaining);
         request.cancel = ctx.cancel.child_token();
-        dispatcher.call(request).await.result
+        // The outer caller's narrowing holds for what its plugins call on its behalf.
+        if let Some(lineage) = &lineage {
+            request.profile = lineage.profile.clone();
+            request.selection = lineage.selection.clone();
+        }
+        request.via_plugins = via;
+        // On a task of its own, so that the call is recorded even when the plugin stops
+        // waiting for it (its own call ended or was cancelled; the child token stops it).
+        match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
+            Ok(result) => result,
+            Err(e) => Err(ToolError::Internal(format!("a nested call failed: {e}"))),
+        }
     }
 }
 
@@ -347,6 +387,14 @@ impl Dispatcher {
         });
         let progress = self.progress_sink(call_id, req.progress.clone());
         let cancel = req.cancel.child_token();
+        let mut extensions = self.extensions.clone();
+        let mut plugins = req.via_plugins.clone();
+        plugins.push(entry.plugin_id.clone());
+        extensions.insert(Arc::new(Lineage {
+            profile: req.profile.clone(),
+            selection: req.selection.clone(),
+            plugins,
+        }));
         let ctx = CallContext {
             owner: req.owner.clone(),
             call_id: call_id.clone(),
@@ -354,7 +402,7 @@ impl Dispatcher {
             deadline: started + timeout,
             progress,
             config: self.registry.resolved_config(&entry.plugin_id),
-            extensions: self.extensions.clone(),
+            extensions,
         };
         let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
         // 7. post hooks

@@ -134,6 +134,15 @@ fn parse_host(value: &str) -> Result<String, String> {
     {
         return bad("the port is not a number from 0 to 65535");
     }
+    if let Some(inner) = value.strip_prefix('[') {
+        let (addr, tail) = inner.split_once(']').unwrap_or((inner, "x"));
+        let tail_ok = tail.is_empty() || tail.strip_prefix(':').is_some_and(|p| !p.is_empty());
+        if addr.parse::<std::net::Ipv6Addr>().is_err() || !tail_ok {
+            return bad("brackets hold an IPv6 address, optionally followed by `:PORT`");
+        }
+    } else if host.contains(':') {
+        return bad("write an IPv6 address in brackets, as `[::1]` or `[::1]:8080`");
+    }
     let ok = !host.is_empty()
         && host
             .chars()
@@ -254,6 +263,10 @@ mod tests {
             "fs-write:a/../../b",
             "tool:a b",
             "net:x",
+            "http:::1",
+            "http:[::1]x",
+            "http:[evil.com]",
+            "http:[::1]:",
         ] {
             let e = Grant::parse(bad).unwrap_err();
             assert!(e.contains('`'), "{bad}: {e}");

@@ -45,6 +45,9 @@ struct Shared {
     specs: Vec<ToolSpec>,
     store: Arc<StateStore>,
     real: tokio::sync::Mutex<Option<Arc<dyn Plugin>>>,
+    /// Set by `stop`: a call that resolved the tool before stays refused, rather than
+    /// starting the code again with what the plugin was loaded with.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl LazyPlugin {
@@ -64,6 +67,7 @@ impl LazyPlugin {
             specs: specs.clone(),
             store,
             real: tokio::sync::Mutex::new(None),
+            stopped: std::sync::atomic::AtomicBool::new(false),
         });
         let tools = specs
             .into_iter()
@@ -82,10 +86,15 @@ impl Shared {
     /// The running plugin, started now if it is not yet.
     async fn real(&self) -> Result<Arc<dyn Plugin>, ToolError> {
         let mut real = self.real.lock().await;
+        let id = &self.manifest.id;
+        if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ToolError::Conflict(format!(
+                "plugin `{id}` was stopped (disabled, reloaded or given other grants) while this call waited; call the tool again"
+            )));
+        }
         if let Some(plugin) = real.as_ref() {
             return Ok(plugin.clone());
         }
-        let id = &self.manifest.id;
         let plugin = self
             .loader
             .load(self.request.clone())
@@ -124,6 +133,9 @@ impl Plugin for LazyPlugin {
     }
 
     async fn stop(&self) -> Result<(), PluginError> {
+        self.shared
+            .stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let real = self.shared.real.lock().await.take();
         match real {
             Some(plugin) => plugin.stop().await,

@@ -796,8 +796,12 @@ impl Registry {
                 Ok(m) => Ok(m),
                 Err(e) => Err(format!("its manifest cannot be read again: {e}")),
             });
+        // A plugin a person disabled stays off, whatever brought it here (its files
+        // changed, it was installed again).
+        let enabled = self.store.plugin_enabled(id).ok().flatten().unwrap_or(true);
         let change = match reread {
-            Some(Err(reason)) => self.set_error(id, reason),
+            Some(Err(reason)) if enabled => self.set_error(id, reason),
+            Some(Err(_)) => self.bring_up(id, false).await,
             Some(Ok(manifest)) => {
                 self.write(|i| {
                     if let Some(slot) = i.slots.iter_mut().find(|s| s.manifest.id == id) {
@@ -807,9 +811,9 @@ impl Registry {
                         slot.manifest = manifest;
                     }
                 });
-                self.bring_up(id, true).await
+                self.bring_up(id, enabled).await
             }
-            None => self.bring_up(id, true).await,
+            None => self.bring_up(id, enabled).await,
         };
         self.reindex();
         if let Some(event) = change {
@@ -1016,11 +1020,12 @@ impl Registry {
     /// so a copy in progress is not loaded half done. Each plugin touched is published as a
     /// `PluginStateChanged` event. Returns the ids touched.
     pub async fn rescan_user_roots(&self) -> Vec<String> {
+        // Looked at under the lock, so an install adopted meanwhile is in both views.
+        let _lifecycle = self.lifecycle.lock().await;
         let roots = self.user_roots.clone();
         let seen = tokio::task::spawn_blocking(move || list_plugin_dirs(&roots))
             .await
             .unwrap_or_default();
-        let _lifecycle = self.lifecycle.lock().await;
         let known: BTreeMap<PathBuf, (String, Option<u64>)> = self.read(|i| {
             i.slots
                 .iter()

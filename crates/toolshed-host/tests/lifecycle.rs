@@ -452,3 +452,128 @@ async fn a_later_process_lists_recorded_tools_and_runs_the_code_at_the_first_cal
     assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
     call(&f.host, "text_new").await.unwrap();
 }
+
+/// A tool that calls `target` through the host, as plugin `caller`.
+struct Relay {
+    spec: ToolSpec,
+    caller: &'static str,
+    target: &'static str,
+}
+
+#[async_trait]
+impl Tool for Relay {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    async fn call(
+        &self,
+        ctx: CallContext,
+        _args: Value,
+    ) -> Result<ToolOutput, toolshed_core::ToolError> {
+        let caller = ctx
+            .extensions
+            .get::<toolshed_core::ToolCallerHandle>()
+            .expect("the host hands out a tool caller");
+        caller
+            .0
+            .call_tool(&ctx, self.caller, self.target, json!({}))
+            .await
+    }
+}
+
+fn relay(id: &'static str, name: &'static str, target: &'static str) -> Arc<dyn Plugin> {
+    let tool = Arc::new(Relay {
+        spec: ToolSpec::new(name, "Calls another tool."),
+        caller: id,
+        target,
+    }) as Arc<dyn Tool>;
+    Arc::new(BuiltinPlugin::new(
+        PluginManifest::new(id, "1.0.0", id, PluginKind::Builtin),
+        vec![tool],
+    ))
+}
+
+#[tokio::test]
+async fn nested_calls_keep_the_callers_narrowing_and_never_wait_for_themselves() {
+    let workspace = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let echo = Arc::new(BuiltinPlugin::new(
+        PluginManifest::new("t.echo", "1.0.0", "echo", PluginKind::Builtin),
+        vec![Arc::new(SyncTool::new(
+            ToolSpec::new("echo", "Echoes."),
+            |_: &CallContext, args: Value| Ok(ToolOutput::structured(args)),
+        )) as Arc<dyn Tool>],
+    ));
+    let config = ConfigSources {
+        workspace: workspace.path().to_path_buf(),
+        ..Default::default()
+    }
+    .load()
+    .unwrap();
+    let host = Host::open(HostOptions {
+        workspace: workspace.path().to_path_buf(),
+        data_dir: data.path().to_path_buf(),
+        config,
+        system_plugins: vec![
+            echo,
+            relay("t.a", "a_to_echo", "echo"),
+            relay("t.b", "b_to_a", "a_to_b"),
+            relay("t.c", "a_to_b", "b_to_a"),
+        ],
+        curated_dirs: vec![],
+        loaders: vec![],
+        policy: None,
+        hooks: Default::default(),
+        extensions: Default::default(),
+    })
+    .await
+    .unwrap();
+    let request = |tool: &str| CallRequest::new(tool, json!({}), OwnerId::new("t"), "cli");
+
+    // Allowed, and recorded as a call of its own.
+    let done = host.call(request("a_to_echo")).await;
+    assert!(done.result.is_ok(), "{:?}", done.result);
+
+    // A caller narrowed to `a_*` reaches `echo` neither directly nor through a plugin.
+    let rules = toolshed_host::review::CompiledRules::compile(
+        "--tools",
+        &toolshed_host::config::ReviewRules {
+            allow: vec!["a_*".to_string()],
+            deny: vec![],
+        },
+    )
+    .expect("valid globs");
+    let mut narrowed = request("a_to_echo");
+    narrowed.selection = Some(Arc::new(rules));
+    let err = host.call(narrowed).await.result.unwrap_err();
+    assert!(err.to_string().contains("`echo` is not available"), "{err}");
+
+    // b_to_a (plugin t.b) -> a_to_b (t.c) -> b_to_a again: refused, not a wait until the
+    // deadline.
+    let err = host.call(request("b_to_a")).await.result.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("already serving") && text.contains("t.b -> t.c"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_disabled_plugin_stays_off_when_its_files_change_or_it_is_installed_again() {
+    let f = open(true).await;
+    let registry = f.host.registry();
+    registry.set_enabled("acme.text", false).await.unwrap();
+    let loads = f.loader.loads.load(Ordering::SeqCst);
+    write(&f.plugins, "text/tools.txt", "text_hello\ntext_more\n");
+    registry.rescan_user_roots().await;
+    assert_eq!(registry.rescan_user_roots().await, vec!["acme.text"]);
+    registry.adopt(&f.plugins.join("text")).await;
+    let info = registry.plugin("acme.text").unwrap();
+    assert_eq!(info.state, PluginState::Disabled, "{info:?}");
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        loads,
+        "its code never ran"
+    );
+    assert!(call(&f.host, "text_hello").await.is_err());
+}

@@ -85,7 +85,14 @@ pub(crate) struct UrlTarget {
 
 /// Parses an absolute `http` or `https` URL far enough to know where it goes.
 pub(crate) fn parse_url(url: &str) -> Result<UrlTarget, String> {
-    let bad = |why: &str| format!("`{}` is not a usable URL: {why}", shorten(url));
+    // Only the part before the path, without credentials: a URL from config may carry a
+    // token anywhere past the host.
+    let bad = |why: &str| {
+        format!(
+            "`{}` is not a usable URL: {why}",
+            toolshed_ops::net::redact_url(url)
+        )
+    };
     let (scheme, rest) = url
         .split_once("://")
         .ok_or_else(|| bad("it must start with http:// or https://"))?;

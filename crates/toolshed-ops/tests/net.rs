@@ -339,7 +339,12 @@ async fn redirects_stop_at_the_maximum() {
         panic!("expected Failed, got {err:?}")
     };
     assert!(message.contains("after 3 redirects"), "{message}");
-    assert!(message.contains("/loop/4"), "{message}");
+    // Where it pointed, up to the host: a path or query may carry a signature.
+    assert!(
+        message.contains(&format!("to `{}/…`", server.url("").trim_end_matches('/'))),
+        "{message}"
+    );
+    assert!(!message.contains("/loop/4"), "{message}");
     assert_eq!(server.seen().len(), 4);
 }
 

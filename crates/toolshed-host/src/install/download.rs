@@ -62,17 +62,9 @@ fn refuse(url: &str, reason: impl Into<String>) -> InstallError {
     }
 }
 
-/// `url` without credentials, query or fragment, for messages and logs.
+/// `url` as messages and logs show it: no credentials, nothing past the host but `/…`.
 pub fn redact(url: &str) -> String {
-    let cut = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..cut];
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-            format!("{scheme}://{rest}")
-        }
-        None => url.to_string(),
-    }
+    toolshed_ops::net::redact_url(url)
 }
 
 /// Downloads the archive at `url` into `root`'s staging space. `sha256` must be given; it
@@ -219,6 +211,7 @@ pub async fn install_from(
     progress: std::sync::Arc<dyn Fn(String) + Send + Sync>,
 ) -> Result<super::Installed, InstallError> {
     let mut downloaded = None;
+    let url = request.source.clone();
     if is_url(&request.source) {
         let report = progress.clone();
         let file = download(
@@ -246,11 +239,27 @@ pub async fn install_from(
     })
     .await
     .map_err(|e| InstallError::Download {
-        url: String::new(),
+        url: redact(&url),
         reason: format!("the install task failed: {e}"),
     })?;
-    drop(downloaded);
-    outcome
+    match (outcome, downloaded) {
+        // The archive was a hidden temporary file: name the URL, not that file.
+        (
+            Err(InstallError::ChecksumMismatch {
+                expected, actual, ..
+            }),
+            Some(file),
+        ) => {
+            let _ = file;
+            Err(InstallError::Download {
+                url: redact(&url),
+                reason: format!(
+                    "its SHA-256 is {actual}, not {expected} as given; the archive is not the one published, or the checksum is wrong"
+                ),
+            })
+        }
+        (outcome, _) => outcome,
+    }
 }
 
 #[cfg(test)]
@@ -258,14 +267,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn redaction_drops_credentials_query_and_fragment() {
+    fn redaction_keeps_only_scheme_and_host() {
         assert_eq!(
             redact("https://user:pw@example.com/a.zip?token=x#y"),
-            "https://example.com/a.zip"
+            "https://example.com/…"
         );
         assert_eq!(
-            redact("https://example.com/a.zip"),
-            "https://example.com/a.zip"
+            redact("https://reg.example/@scope/pkg.tgz"),
+            "https://reg.example/…"
         );
+        assert_eq!(redact("https://example.com"), "https://example.com/");
     }
 }

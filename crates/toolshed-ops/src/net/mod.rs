@@ -76,6 +76,7 @@ use toolshed_core::{
 pub use address::non_public_reason;
 use exchange::Outgoing;
 use policy::Target;
+pub use policy::redact_url;
 
 /// The largest request body sent: 16 MiB.
 pub const MAX_REQUEST_BODY: usize = 16 << 20;
@@ -222,8 +223,12 @@ impl NetClient {
             let from = out.target.shown();
             if redirected_from.len() >= max_redirects {
                 return Err(ToolError::Failed(format!(
-                    "`{from}` redirects again ({} to `{location}`) after {max_redirects} redirects; toolshed stopped there. Request that URL directly if it is the right one",
-                    response.status
+                    "`{from}` redirects again ({} to `{}`) after {max_redirects} redirects; toolshed stopped there. Request that URL directly if it is the right one",
+                    response.status,
+                    out.target.url.join(location).map_or_else(
+                        |_| policy::redact_url(location),
+                        |u| { policy::redact_url(u.as_str()) }
+                    )
                 )));
             }
             let next = out
@@ -232,7 +237,8 @@ impl NetClient {
                 .join(location)
                 .map_err(|e| {
                     ToolError::Failed(format!(
-                        "`{from}` redirected to `{location}`, which is not a valid URL ({e})"
+                        "`{from}` redirected to `{}`, which is not a valid URL ({e})",
+                        policy::redact_url(location)
                     ))
                 })
                 .and_then(|url| out.redirected(response.status, url))

@@ -265,15 +265,30 @@ fn denied(message: String) -> ToolError {
 }
 
 /// `s` cut to [`MAX_QUOTED_URL`] characters.
-/// `raw` up to its path: `https://host:port` (with `/…` when more follows), so a secret in
-/// the path or query is not echoed.
-fn head(raw: &str) -> String {
+/// A URL as it may be shown in a message or log: `scheme://host:port`, with `/…` when a
+/// path, query or fragment follows and without any `user:password@`, so secrets written
+/// past the host (webhook tokens, signed queries) or before it are never echoed. Works on
+/// text that does not parse as a URL too.
+pub fn redact_url(raw: &str) -> String {
     let raw = raw.trim();
-    let start = raw.find("://").map_or(0, |i| i + 3);
-    match raw[start..].find(['/', '?', '#']) {
-        Some(i) => format!("{}/…", &raw[..start + i]),
-        None => raw.to_string(),
-    }
+    let Some(colon) = raw.find("://") else {
+        return "(a URL that is not absolute)".to_string();
+    };
+    let scheme = &raw[..colon];
+    let rest = &raw[colon + 3..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let tail = if end < rest.len() && &rest[end..] != "/" {
+        "/…"
+    } else {
+        "/"
+    };
+    format!("{}://{host}{tail}", &scheme[..scheme.len().min(16)])
+}
+
+fn head(raw: &str) -> String {
+    redact_url(raw)
 }
 
 fn quote(s: &str) -> String {
