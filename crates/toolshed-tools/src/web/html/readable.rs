@@ -1,0 +1,235 @@
+//! Finding the readable main content of a page: what a reader mode keeps.
+//!
+//! Two passes over the parsed tree. First the chrome goes: elements that are never content
+//! (`script`, `nav`, `aside`, `form`, ...) and elements whose `class` or `id` names them as
+//! ads, sidebars, menus, cookie banners, comment threads or share buttons. Then the main
+//! content is chosen from what is left: the `<article>` with the most text, else `<main>`
+//! (or `role="main"`), else the element whose paragraphs hold the most text, the way
+//! readability-style extractors score candidates.
+
+use super::dom::{Document, NodeId};
+
+/// Elements dropped wherever they are.
+const NEVER_CONTENT: &[&str] = &[
+    "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed",
+    "form", "button", "input", "select", "textarea", "nav", "aside", "dialog", "link", "meta",
+    "head",
+];
+
+/// Elements dropped unless they sit inside an `<article>` or `<main>`, where they hold the
+/// article's own title or byline rather than the site's.
+const PAGE_CHROME: &[&str] = &["header", "footer"];
+
+/// ARIA roles of page chrome.
+const CHROME_ROLES: &[&str] = &[
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "dialog",
+    "alertdialog",
+    "menu",
+    "menubar",
+];
+
+/// Words in a `class` or `id` that mark an element as not content. Compared against the
+/// attribute split at spaces, `-` and `_`, so `ad` matches `ad-slot` but not `header` or
+/// `download`.
+const NOISE_WORDS: &[&str] = &[
+    "ad",
+    "ads",
+    "adsense",
+    "advert",
+    "advertisement",
+    "advertising",
+    "sponsor",
+    "sponsored",
+    "promo",
+    "banner",
+    "sidebar",
+    "menu",
+    "navbar",
+    "nav",
+    "breadcrumb",
+    "breadcrumbs",
+    "cookie",
+    "cookies",
+    "consent",
+    "gdpr",
+    "comment",
+    "comments",
+    "disqus",
+    "share",
+    "sharing",
+    "social",
+    "related",
+    "recommended",
+    "newsletter",
+    "subscribe",
+    "signup",
+    "popup",
+    "modal",
+    "outbrain",
+    "taboola",
+    "widget",
+    "masthead",
+    "skip",
+];
+
+/// The parts of a page `web_fetch` reports.
+#[derive(Debug, Clone)]
+pub struct Readable {
+    /// The page title: `<title>`, else `og:title`, else the first `<h1>`.
+    pub title: Option<String>,
+    /// The main content element in [`Readable::doc`].
+    pub main: NodeId,
+    /// The cleaned tree.
+    pub doc: Document,
+}
+
+/// Parses `html` and finds its main content.
+pub fn readable(html: &str) -> Readable {
+    let mut doc = Document::parse(html);
+    let title = page_title(&doc);
+    clean(&mut doc, Document::ROOT, false);
+    let main = main_content(&doc);
+    Readable { title, main, doc }
+}
+
+fn page_title(doc: &Document) -> Option<String> {
+    let from_title = doc
+        .find(Document::ROOT, "title")
+        .map(|t| doc.text(t))
+        .filter(|t| !t.is_empty());
+    let from_og = || {
+        doc.find_all(Document::ROOT, "meta")
+            .into_iter()
+            .find(|&m| doc.attr(m, "property") == Some("og:title"))
+            .and_then(|m| doc.attr(m, "content"))
+            .map(super::dom::collapse_whitespace)
+            .filter(|t| !t.is_empty())
+    };
+    let from_h1 = || {
+        doc.find(Document::ROOT, "h1")
+            .map(|h| doc.text(h))
+            .filter(|t| !t.is_empty())
+    };
+    from_title.or_else(from_og).or_else(from_h1)
+}
+
+/// Removes the chrome below `id`. `in_content` says an `<article>` or `<main>` encloses it.
+fn clean(doc: &mut Document, id: NodeId, in_content: bool) {
+    let children = doc.children(id).to_vec();
+    for child in children {
+        let Some(name) = doc.name(child) else {
+            continue;
+        };
+        let inside = in_content || matches!(name, "article" | "main");
+        if is_chrome(doc, child, in_content) {
+            doc.remove_child(id, child);
+        } else {
+            clean(doc, child, inside);
+        }
+    }
+}
+
+fn is_chrome(doc: &Document, id: NodeId, in_content: bool) -> bool {
+    let Some(name) = doc.name(id) else {
+        return false;
+    };
+    if NEVER_CONTENT.contains(&name) || (!in_content && PAGE_CHROME.contains(&name)) {
+        return true;
+    }
+    if doc.attr(id, "hidden").is_some() || doc.attr(id, "aria-hidden") == Some("true") {
+        return true;
+    }
+    if doc.attr(id, "style").is_some_and(|s| {
+        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        s.to_ascii_lowercase().contains("display:none")
+    }) {
+        return true;
+    }
+    if doc
+        .attr(id, "role")
+        .is_some_and(|r| CHROME_ROLES.contains(&r.trim()))
+    {
+        return true;
+    }
+    // The containers of the page itself are never dropped by name, whatever their classes
+    // say (`<body class="has-sidebar">`).
+    if matches!(name, "html" | "body" | "article" | "main") {
+        return false;
+    }
+    ["class", "id"].iter().any(|attr| {
+        doc.attr(id, attr).is_some_and(|value| {
+            value
+                .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
+                .any(|word| NOISE_WORDS.contains(&word.to_ascii_lowercase().as_str()))
+        })
+    })
+}
+
+/// Chooses the main content element of a cleaned tree.
+fn main_content(doc: &Document) -> NodeId {
+    let text_len = |id: NodeId| doc.text(id).chars().count();
+    let articles = doc.find_all(Document::ROOT, "article");
+    if let Some(best) = articles.iter().copied().max_by_key(|&a| text_len(a))
+        && text_len(best) >= 200
+    {
+        return best;
+    }
+    let mains: Vec<NodeId> = doc
+        .find_all(Document::ROOT, "main")
+        .into_iter()
+        .chain(all_elements(doc).filter(|&e| doc.attr(e, "role") == Some("main")))
+        .collect();
+    if let Some(&main) = mains.iter().find(|&&m| text_len(m) >= 200) {
+        return main;
+    }
+    best_by_paragraphs(doc)
+        .or_else(|| articles.first().copied())
+        .or_else(|| mains.first().copied())
+        .or_else(|| doc.find(Document::ROOT, "body"))
+        .unwrap_or(Document::ROOT)
+}
+
+/// Every element still in the tree, in document order.
+fn all_elements(doc: &Document) -> impl Iterator<Item = NodeId> + '_ {
+    let mut todo = vec![Document::ROOT];
+    std::iter::from_fn(move || {
+        while let Some(id) = todo.pop() {
+            if doc.name(id).is_some() {
+                todo.extend(doc.children(id).iter().rev());
+                return Some(id);
+            }
+        }
+        None
+    })
+}
+
+/// The element whose child paragraphs hold the most text (half credit to grandparents, so
+/// an article split into sections still wins as a whole), if any paragraph has text.
+fn best_by_paragraphs(doc: &Document) -> Option<NodeId> {
+    let mut parent = vec![None; doc.nodes.len()];
+    for id in all_elements(doc) {
+        for &c in doc.children(id) {
+            parent[c] = Some(id);
+        }
+    }
+    let mut score = vec![0usize; doc.nodes.len()];
+    for p in doc.find_all(Document::ROOT, "p") {
+        let len = doc.text(p).chars().count();
+        if len < 25 {
+            continue;
+        }
+        if let Some(up) = parent[p] {
+            score[up] += len;
+            if let Some(grand) = parent[up] {
+                score[grand] += len / 2;
+            }
+        }
+    }
+    let (best, &top) = score.iter().enumerate().max_by_key(|&(_, s)| *s)?;
+    (top > 0).then_some(best)
+}

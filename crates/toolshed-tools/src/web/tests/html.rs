@@ -1,0 +1,78 @@
+//! The HTML parser and writers on their own: the cases real pages throw at them.
+
+use url::Url;
+
+use crate::web::html::dom::Document;
+use crate::web::html::{Mode, fragment_text, readable, render};
+
+fn markdown(html: &str) -> String {
+    let page = readable(html);
+    let base = Url::parse("https://site.example/dir/page.html").unwrap();
+    render(&page.doc, page.main, Some(&base), Mode::Markdown)
+}
+
+#[test]
+fn implied_end_tags_and_stray_markup() {
+    let md = markdown(
+        "<body><p>One<p>Two <b>bold</i> text</b><ul><li>a<li>b<ul><li>b1</ul><li>c</ul>\
+         <p>x < y & z &copy; &#8217; &#x41; &bogus;</p></body>",
+    );
+    assert_eq!(
+        md,
+        "One\n\nTwo **bold text**\n\n- a\n- b\n  - b1\n- c\n\nx < y & z © ’ A &bogus;"
+    );
+}
+
+#[test]
+fn raw_text_elements_and_comments_are_not_parsed_as_markup() {
+    let doc = Document::parse(
+        "<div><!-- <p>hidden</p> --><script>if (a<b) { document.write('<p>x</p>') }</script>\
+         <SCRIPT type=x>var s = \"</scripts>\";</SCRIPT><p>Visible</p></div>",
+    );
+    assert_eq!(doc.text(Document::ROOT), "Visible");
+}
+
+#[test]
+fn attributes_unquoted_valueless_and_entity_encoded() {
+    let doc = Document::parse("<a href=/x?a=1&amp;b=2 data-x hidden title='it&#39;s'>t</a>");
+    let a = doc.find(Document::ROOT, "a").unwrap();
+    assert_eq!(doc.attr(a, "href"), Some("/x?a=1&b=2"));
+    assert_eq!(doc.attr(a, "data-x"), Some(""));
+    assert_eq!(doc.attr(a, "title"), Some("it's"));
+}
+
+#[test]
+fn links_are_absolute_and_scripts_links_dropped() {
+    let md = markdown(
+        "<p><a href='../up.html'>up</a> <a href='//cdn.example/x'>cdn</a> \
+         <a href='javascript:alert(1)'>js</a> <a href='#top'>top</a> \
+         <img src='img/a b.png' alt='A (pic)'></p>",
+    );
+    assert_eq!(
+        md,
+        "[up](https://site.example/up.html) [cdn](https://cdn.example/x) js top \
+         ![A (pic)](https://site.example/dir/img/a%20b.png)"
+    );
+}
+
+#[test]
+fn the_main_content_is_found_without_article_or_main() {
+    let long = "This paragraph is long enough to count as real content in the scoring. ".repeat(3);
+    let html = format!(
+        "<body><div class='top'><p>Short teaser.</p></div>\
+         <div class='story'><h1>Story</h1><p>{long}</p><p>{long}</p></div>\
+         <div class='footer-links'><p>Contact us</p></div></body>"
+    );
+    let md = markdown(&html);
+    assert!(md.starts_with("# Story\n\nThis paragraph"), "{md}");
+    assert!(!md.contains("teaser") && !md.contains("Contact"), "{md}");
+}
+
+#[test]
+fn fragments_become_plain_text() {
+    assert_eq!(
+        fragment_text("The <strong>best</strong> &amp; most"),
+        "The best & most"
+    );
+    assert_eq!(fragment_text("plain  text"), "plain text");
+}
