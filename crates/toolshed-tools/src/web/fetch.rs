@@ -94,7 +94,14 @@ pub(super) async fn run(ctx: &CallContext, args: Value) -> Result<ToolOutput, To
         ));
     }
     let fetched = get(ctx, url.as_str()).await?;
-    let page = Page::read(&fetched, args.format);
+    // Parsing and converting up to 5 MiB of HTML is CPU work: off the async runtime.
+    let format = args.format;
+    let (fetched, page) = tokio::task::spawn_blocking(move || {
+        let page = Page::read(&fetched, format);
+        (fetched, page)
+    })
+    .await
+    .map_err(|e| ToolError::Internal(format!("reading the page failed: {e}")))?;
     let status = fetched.response.status;
     if status >= 400 {
         return Ok(ToolOutput::text(error_text(&fetched, &page)).into_error());
@@ -158,11 +165,22 @@ async fn get(ctx: &CallContext, url: &str) -> Result<Fetched, ToolError> {
     }
     let client = http_client(ctx)?;
     let mut hops = 0;
+    let mut previous: Option<String> = None;
     loop {
         let response = client
             .0
             .send(request.clone(), &NetPolicy::Public, &ctx.cancel)
-            .await?;
+            .await
+            .map_err(|e| match (e, &previous) {
+                (ToolError::Denied { rule, message }, Some(from)) => ToolError::Denied {
+                    rule,
+                    message: format!(
+                        "`{from}` redirected to `{}`, which is refused: {message}",
+                        request.url
+                    ),
+                },
+                (e, _) => e,
+            })?;
         let Some(location) = redirect_location(&response) else {
             return Ok(Fetched {
                 url: request.url,
@@ -190,7 +208,7 @@ async fn get(ctx: &CallContext, url: &str) -> Result<Fetched, ToolError> {
             )));
         }
         hops += 1;
-        request.url = next.to_string();
+        previous = Some(std::mem::replace(&mut request.url, next.to_string()));
     }
 }
 

@@ -130,5 +130,7 @@ pub(super) fn firecrawl_scrape() -> ToolSpec {
             "additionalProperties": false
         }));
     spec.danger = Danger::High;
+    // Firecrawl renders the page before answering; the scrape may take up to 90 s.
+    spec.default_timeout_ms = Some(100_000);
     spec
 }

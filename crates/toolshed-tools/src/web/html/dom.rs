@@ -45,6 +45,11 @@ const VOID: &[&str] = &[
     "track", "wbr",
 ];
 
+/// The deepest nesting kept. Deeper start tags still count, but their content joins the
+/// element at this depth: the writers recurse over the tree, and a hostile page of 100,000
+/// unclosed `<div>`s must not overflow the stack.
+pub const MAX_DEPTH: usize = 256;
+
 /// Elements whose content is raw text up to their end tag.
 const RAW_TEXT: &[&str] = &[
     "script", "style", "textarea", "title", "xmp", "noscript", "iframe", "noembed", "noframes",
@@ -162,7 +167,10 @@ impl Document {
                             }
                         }
                         i = close.1;
-                    } else if !self_closing && !VOID.contains(&name.as_str()) {
+                    } else if !self_closing
+                        && !VOID.contains(&name.as_str())
+                        && stack.len() < MAX_DEPTH
+                    {
                         stack.push(id);
                     }
                 }
@@ -213,9 +221,16 @@ impl Document {
         out
     }
 
-    /// The first element named `name` below `id`, in document order.
+    /// The first element named `name` below `id` (`id` included), in document order.
     pub fn find(&self, id: NodeId, name: &str) -> Option<NodeId> {
-        self.find_all(id, name).into_iter().next()
+        let mut todo = vec![id];
+        while let Some(n) = todo.pop() {
+            if self.name(n) == Some(name) {
+                return Some(n);
+            }
+            todo.extend(self.children(n).iter().rev());
+        }
+        None
     }
 
     /// All text below `id`, concatenated, whitespace runs collapsed to one space.

@@ -7,7 +7,7 @@
 //! (or `role="main"`), else the element whose paragraphs hold the most text, the way
 //! readability-style extractors score candidates.
 
-use super::dom::{Document, NodeId};
+use super::dom::{Document, Node, NodeId};
 
 /// Elements dropped wherever they are.
 const NEVER_CONTENT: &[&str] = &[
@@ -172,26 +172,49 @@ fn is_chrome(doc: &Document, id: NodeId, in_content: bool) -> bool {
 
 /// Chooses the main content element of a cleaned tree.
 fn main_content(doc: &Document) -> NodeId {
-    let text_len = |id: NodeId| doc.text(id).chars().count();
+    let (parent, text_len) = measure(doc);
     let articles = doc.find_all(Document::ROOT, "article");
-    if let Some(best) = articles.iter().copied().max_by_key(|&a| text_len(a))
-        && text_len(best) >= 200
+    if let Some(best) = articles.iter().copied().max_by_key(|&a| text_len[a])
+        && text_len[best] >= 150
     {
         return best;
     }
-    let mains: Vec<NodeId> = doc
-        .find_all(Document::ROOT, "main")
-        .into_iter()
-        .chain(all_elements(doc).filter(|&e| doc.attr(e, "role") == Some("main")))
+    let mains: Vec<NodeId> = all_elements(doc)
+        .filter(|&e| doc.name(e) == Some("main") || doc.attr(e, "role") == Some("main"))
         .collect();
-    if let Some(&main) = mains.iter().find(|&&m| text_len(m) >= 200) {
+    if let Some(&main) = mains.iter().find(|&&m| text_len[m] >= 150) {
         return main;
     }
-    best_by_paragraphs(doc)
+    best_by_paragraphs(doc, &parent, &text_len)
         .or_else(|| articles.first().copied())
         .or_else(|| mains.first().copied())
         .or_else(|| doc.find(Document::ROOT, "body"))
         .unwrap_or(Document::ROOT)
+}
+
+/// Every node's parent, and how many non-whitespace characters of text each node holds,
+/// in one pass: a child's id is always larger than its parent's, so walking the ids
+/// backwards adds each node into its parent after all of its own children.
+fn measure(doc: &Document) -> (Vec<Option<NodeId>>, Vec<usize>) {
+    let mut parent = vec![None; doc.nodes.len()];
+    for id in all_elements(doc) {
+        if matches!(doc.name(id), Some("script" | "style" | "template")) {
+            continue;
+        }
+        for &c in doc.children(id) {
+            parent[c] = Some(id);
+        }
+    }
+    let mut len = vec![0usize; doc.nodes.len()];
+    for id in (0..doc.nodes.len()).rev() {
+        if let Node::Text(t) = &doc.nodes[id] {
+            len[id] = t.chars().filter(|c| !c.is_whitespace()).count();
+        }
+        if let Some(up) = parent[id] {
+            len[up] += len[id];
+        }
+    }
+    (parent, len)
 }
 
 /// Every element still in the tree, in document order.
@@ -210,17 +233,15 @@ fn all_elements(doc: &Document) -> impl Iterator<Item = NodeId> + '_ {
 
 /// The element whose child paragraphs hold the most text (half credit to grandparents, so
 /// an article split into sections still wins as a whole), if any paragraph has text.
-fn best_by_paragraphs(doc: &Document) -> Option<NodeId> {
-    let mut parent = vec![None; doc.nodes.len()];
-    for id in all_elements(doc) {
-        for &c in doc.children(id) {
-            parent[c] = Some(id);
-        }
-    }
+fn best_by_paragraphs(
+    doc: &Document,
+    parent: &[Option<NodeId>],
+    text_len: &[usize],
+) -> Option<NodeId> {
     let mut score = vec![0usize; doc.nodes.len()];
-    for p in doc.find_all(Document::ROOT, "p") {
-        let len = doc.text(p).chars().count();
-        if len < 25 {
+    for p in all_elements(doc).filter(|&e| doc.name(e) == Some("p")) {
+        let len = text_len[p];
+        if len < 20 {
             continue;
         }
         if let Some(up) = parent[p] {

@@ -379,10 +379,24 @@ impl Writer<'_> {
     }
 
     fn table(&self, id: NodeId) -> String {
-        let rows: Vec<Vec<String>> = self
+        // The table's own rows: children, or children of its row groups. Rows of tables
+        // nested in cells belong to those tables.
+        let own_rows = self
             .doc
-            .find_all(id, "tr")
-            .into_iter()
+            .children(id)
+            .iter()
+            .flat_map(|&c| match self.doc.name(c) {
+                Some("tr") => vec![c],
+                Some("thead" | "tbody" | "tfoot") => self
+                    .doc
+                    .children(c)
+                    .iter()
+                    .copied()
+                    .filter(|&r| self.doc.name(r) == Some("tr"))
+                    .collect(),
+                _ => Vec::new(),
+            });
+        let rows: Vec<Vec<String>> = own_rows
             .map(|tr| {
                 self.doc
                     .children(tr)

@@ -1,9 +1,16 @@
 //! `web_fetch` end to end: article extraction, formats, pagination, redirects, errors.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde_json::json;
-use toolshed_core::{ErrorKind, NetPolicy, ToolOutput};
+use toolshed_core::{
+    CallContext, ErrorKind, HttpClient, HttpClientHandle, NetPolicy, ToolError, ToolOutput,
+};
+use toolshed_ops::NetClient;
 
 use super::support::{LoopbackClient, Reply, Server, fetch};
+use crate::web::WebEnv;
 
 const ARTICLE: &str = include_str!("article.html");
 
@@ -346,4 +353,53 @@ async fn non_http_urls_are_refused_before_any_request() {
         assert_eq!(e.kind(), ErrorKind::InvalidArguments, "{url}: {e}");
     }
     assert!(client.policies().is_empty());
+}
+
+#[tokio::test]
+async fn a_redirect_to_a_refused_host_is_refused_at_that_hop() {
+    let server =
+        Server::start(|_| Reply::redirect(302, "http://169.254.169.254/latest/meta-data/")).await;
+    let client = LoopbackClient::new();
+    let e = fetch(&client, json!({"url": server.url("/go")}))
+        .await
+        .unwrap_err();
+    let ToolError::Denied { message, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        message.contains(&format!(
+            "`{}` redirected to `http://169.254.169.254/latest/meta-data/`, which is refused",
+            server.url("/go")
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        client.policies(),
+        vec![NetPolicy::Public; 2],
+        "the hop went to the client"
+    );
+}
+
+#[tokio::test]
+async fn a_net_client_in_the_extensions_follows_redirects_under_the_public_policy() {
+    // With `Arc<NetClient>` present, web_fetch uses its `send_following` with the real public
+    // policy, which refuses the loopback server before connecting: the stand-in client is
+    // never asked and the server never sees a request.
+    let server = article_server().await;
+    let client = LoopbackClient::new();
+    let plugin = crate::web::plugin_with_env(WebEnv::default());
+    let tool = plugin.tools()[0].clone();
+    assert_eq!(tool.spec().name, "web_fetch");
+    let mut ctx = CallContext::for_test(Duration::from_secs(10));
+    ctx.extensions.insert(Arc::new(HttpClientHandle(
+        client.clone() as Arc<dyn HttpClient>
+    )));
+    ctx.extensions.insert(Arc::new(NetClient::new()));
+    let e = tool
+        .call(ctx, json!({"url": server.url("/post")}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Denied, "{e}");
+    assert!(client.policies().is_empty());
+    assert!(server.seen().is_empty());
 }

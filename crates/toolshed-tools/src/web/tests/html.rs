@@ -76,3 +76,26 @@ fn fragments_become_plain_text() {
     );
     assert_eq!(fragment_text("plain  text"), "plain text");
 }
+
+#[test]
+fn deep_nesting_is_flattened_so_the_writers_cannot_overflow_the_stack() {
+    let html = format!("{}<p>deep text</p>", "<div><span><b>".repeat(50_000));
+    let md = markdown(&html);
+    assert!(md.contains("deep text"), "{md}");
+    let page = readable(&html);
+    let html_out = crate::web::html::to_html(&page.doc, page.main, None);
+    assert!(html_out.contains("deep text"));
+}
+
+#[test]
+fn deep_nesting_of_lists_quotes_and_tables_stays_within_the_stack() {
+    let html = format!(
+        "{}<p>deep text</p>",
+        "<blockquote><ul><li><table><tr><td><a href='/x'><dl><dd>".repeat(2_000)
+    );
+    let page = readable(&html);
+    for mode in [Mode::Markdown, Mode::Text] {
+        let out = render(&page.doc, page.main, None, mode);
+        assert!(out.contains("deep text"));
+    }
+}
