@@ -621,7 +621,7 @@ pub(super) async fn scrape(
     out.extend(markdown.chars().take(MAX_SCRAPE_CHARS));
     if total > MAX_SCRAPE_CHARS {
         out.push_str(&format!(
-            "\n\ncontent truncated at {MAX_SCRAPE_CHARS} of {total} characters; use web_fetch with start_index to read the rest"
+            "\n\ncontent truncated at {MAX_SCRAPE_CHARS} of {total} characters; the rest is not shown (web_fetch reads long pages in parts with start_index)"
         ));
     }
     Ok(ToolOutput::text(out))

@@ -101,6 +101,28 @@ pub(super) fn web_search() -> ToolSpec {
             "required": ["query"],
             "additionalProperties": false
         }));
+    spec.output_schema = Some(json!({
+        "type": "object",
+        "properties": {
+            "provider": {"type": "string", "description": "The provider that answered."},
+            "query": {"type": "string", "description": "The query as sent."},
+            "results": {
+                "type": "array",
+                "description": "The results, best first.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string", "description": "The page title."},
+                        "url": {"type": "string", "description": "The page URL."},
+                        "snippet": {"type": "string", "description": "An excerpt, plain text."},
+                        "date": {"type": "string", "description": "Publication date as the provider gave it, when it did."}
+                    },
+                    "required": ["title", "url", "snippet"]
+                }
+            }
+        },
+        "required": ["provider", "query", "results"]
+    }));
     spec.danger = Danger::High;
     spec
 }

@@ -75,6 +75,10 @@ const NOISE_WORDS: &[&str] = &[
     "widget",
     "masthead",
     "skip",
+    "footer",
+    "toolbar",
+    "pagination",
+    "pager",
 ];
 
 /// The parts of a page `web_fetch` reports.

@@ -26,8 +26,23 @@ async fn search(
     (out, seen[0].clone(), client.policies())
 }
 
+/// The results of a successful search, after checking the structured output against the
+/// tool's output schema.
 fn results(out: &ToolOutput) -> Vec<Value> {
     assert!(!out.is_error, "{}", out.text_joined());
+    let plugin = crate::web::plugin();
+    let tool = plugin
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name == "web_search")
+        .unwrap();
+    let schema = tool.spec().output_schema.clone().unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        validator.is_valid(out.structured.as_ref().unwrap()),
+        "{:?}",
+        out.structured
+    );
     out.structured.as_ref().unwrap()["results"]
         .as_array()
         .unwrap()
