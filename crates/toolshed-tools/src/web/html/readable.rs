@@ -165,12 +165,34 @@ fn is_chrome(doc: &Document, id: NodeId, in_content: bool) -> bool {
     if matches!(name, "html" | "body" | "article" | "main") {
         return false;
     }
-    ["class", "id"].iter().any(|attr| {
-        doc.attr(id, attr).is_some_and(|value| {
-            value
-                .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
-                .any(|word| NOISE_WORDS.contains(&word.to_ascii_lowercase().as_str()))
-        })
+    let named_noise = ["class", "id"]
+        .iter()
+        .any(|attr| doc.attr(id, attr).is_some_and(names_noise));
+    // A layout wrapper can carry such a name (`<div class="content sidebar-left">`) and
+    // still hold the article: keep anything holding an article, the main element or the
+    // page's top heading.
+    named_noise
+        && !["article", "main", "h1"]
+            .iter()
+            .any(|n| doc.find(id, n).is_some())
+}
+
+/// Whether a `class` or `id` value names ads, menus and the like. Layout descriptions
+/// (`has-sidebar`, `no-ads`, `with-comments`) do not count.
+fn names_noise(value: &str) -> bool {
+    value.split_whitespace().any(|name| {
+        let lower = name.to_ascii_lowercase();
+        let mut words = lower.split(['-', '_']);
+        let first = words.next().unwrap_or_default();
+        if matches!(
+            first,
+            "has" | "no" | "with" | "without" | "is" | "show" | "hide"
+        ) {
+            return false;
+        }
+        std::iter::once(first)
+            .chain(words)
+            .any(|word| NOISE_WORDS.contains(&word))
     })
 }
 

@@ -99,3 +99,20 @@ fn deep_nesting_of_lists_quotes_and_tables_stays_within_the_stack() {
         assert!(out.contains("deep text"));
     }
 }
+
+#[test]
+fn layout_wrappers_named_like_chrome_keep_the_article() {
+    let long = "Real article text that a reader came for, long enough to count. ".repeat(4);
+    let html = format!(
+        "<body class='has-sidebar'><div class='container layout-sidebar-right'>\
+         <div id='ad-top' class='ad'>Buy now</div>\
+         <div class='content-wrap no-ads'><article><h1>Title</h1><p>{long}</p></article></div>\
+         <div class='sidebar'>Sidebar links</div></div></body>"
+    );
+    let md = markdown(&html);
+    assert!(md.starts_with("# Title\n\nReal article text"), "{md}");
+    assert!(
+        !md.contains("Buy now") && !md.contains("Sidebar links"),
+        "{md}"
+    );
+}
