@@ -34,12 +34,13 @@ use toolshed_core::{
 
 mod fetch;
 pub mod html;
+mod providers;
 mod search;
 mod spec;
 #[cfg(test)]
 mod tests;
 
-pub use search::{SearchProvider, SearchResult};
+pub use providers::{ProviderRequest, SearchProvider, SearchResult};
 
 /// The group every web tool belongs to.
 pub const GROUP: &str = "web";

@@ -1,5 +1,5 @@
 //! HTML for `web_fetch`: a forgiving parser ([`dom`]), the main-content finder
-//! ([`readable`]) and the Markdown, text and HTML writers ([`render`]).
+//! ([`readable`](mod@readable)) and the Markdown, text and HTML writers ([`render`](mod@render)).
 
 pub mod dom;
 pub mod entities;
