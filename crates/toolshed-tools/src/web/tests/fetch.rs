@@ -403,3 +403,36 @@ async fn a_net_client_in_the_extensions_follows_redirects_under_the_public_polic
     assert!(client.policies().is_empty());
     assert!(server.seen().is_empty());
 }
+
+#[tokio::test]
+async fn latin_1_pages_are_decoded() {
+    let server = Server::start(|seen| match seen.path() {
+        "/header" => Reply::new(
+            200,
+            "text/html; charset=ISO-8859-1",
+            b"<title>Caf\xe9</title><p>Cr\xe8me br\xfbl\xe9e \x96 \x80 5</p>".to_vec(),
+        ),
+        _ => Reply::new(
+            200,
+            "text/html",
+            b"<meta charset=\"windows-1252\"><p>\x93quoted\x94 na\xefve</p>".to_vec(),
+        ),
+    })
+    .await;
+    let client = LoopbackClient::new();
+    let out = text(
+        &fetch(&client, json!({"url": server.url("/header")}))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        out.contains("Title: Café\n") && out.ends_with("Crème brûlée – € 5"),
+        "{out}"
+    );
+    let out = text(
+        &fetch(&client, json!({"url": server.url("/meta")}))
+            .await
+            .unwrap(),
+    );
+    assert!(out.ends_with("“quoted” naïve"), "{out}");
+}
