@@ -274,7 +274,7 @@ impl Page {
             };
         }
         let text = decode(body, content_type);
-        if kind == Kind::Text || format == Format::Raw {
+        if kind == Kind::Text {
             return Self {
                 kind,
                 title: None,
@@ -282,6 +282,13 @@ impl Page {
             };
         }
         let page = html::readable(&text);
+        if format == Format::Raw {
+            return Self {
+                kind,
+                title: page.title,
+                content: text,
+            };
+        }
         let base = Url::parse(&fetched.url).ok();
         let base = base_href(&page, base);
         let content = match format {

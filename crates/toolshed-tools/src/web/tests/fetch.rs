@@ -167,6 +167,10 @@ async fn text_html_and_raw_formats() {
         raw.contains("<!DOCTYPE html>") && raw.contains("Popular posts"),
         "{raw}"
     );
+    assert!(
+        raw.contains("Title: Understanding Rust Lifetimes – The Example Blog\n"),
+        "{raw}"
+    );
 }
 
 #[tokio::test]
