@@ -200,10 +200,24 @@ fn names_noise(value: &str) -> bool {
 fn main_content(doc: &Document) -> NodeId {
     let (parent, text_len) = measure(doc);
     let articles = doc.find_all(Document::ROOT, "article");
-    if let Some(best) = articles.iter().copied().max_by_key(|&a| text_len[a])
+    // Articles inside another article (comments marked up as articles) do not compete.
+    let outer: Vec<NodeId> = articles
+        .iter()
+        .copied()
+        .filter(|&a| !ancestors(&parent, a).any(|up| doc.name(up) == Some("article")))
+        .collect();
+    let all_text: usize = outer.iter().map(|&a| text_len[a]).sum();
+    if let Some(best) = outer.iter().copied().max_by_key(|&a| text_len[a])
         && text_len[best] >= 150
     {
-        return best;
+        // One article holding most of the articles' text is the page's article; many of a
+        // size are a listing (a blog index, search results), read as a whole.
+        if text_len[best] * 2 >= all_text {
+            return best;
+        }
+        if let Some(common) = common_ancestor(&parent, &outer) {
+            return common;
+        }
     }
     let mains: Vec<NodeId> = all_elements(doc)
         .filter(|&e| doc.name(e) == Some("main") || doc.attr(e, "role") == Some("main"))
@@ -216,6 +230,23 @@ fn main_content(doc: &Document) -> NodeId {
         .or_else(|| mains.first().copied())
         .or_else(|| doc.find(Document::ROOT, "body"))
         .unwrap_or(Document::ROOT)
+}
+
+/// The ancestors of `id`, nearest first.
+fn ancestors(parent: &[Option<NodeId>], id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+    std::iter::successors(parent[id], move |&up| parent[up])
+}
+
+/// The nearest element enclosing all of `ids`.
+fn common_ancestor(parent: &[Option<NodeId>], ids: &[NodeId]) -> Option<NodeId> {
+    let (&first, rest) = ids.split_first()?;
+    let mut chain: Vec<NodeId> = ancestors(parent, first).collect();
+    for &id in rest {
+        let theirs: std::collections::HashSet<NodeId> = ancestors(parent, id).collect();
+        let keep = chain.iter().position(|a| theirs.contains(a))?;
+        chain.drain(..keep);
+    }
+    chain.first().copied()
 }
 
 /// Every node's parent, and how many non-whitespace characters of text each node holds,

@@ -116,3 +116,38 @@ fn layout_wrappers_named_like_chrome_keep_the_article() {
         "{md}"
     );
 }
+
+#[test]
+fn a_listing_of_articles_is_read_as_a_whole() {
+    let card = |n: u32| {
+        format!(
+            "<article><h2><a href='/p/{n}'>Post {n}</a></h2><p>Summary of post number {n}, \
+             long enough to be a real teaser for the reader of this blog index page, \
+             and then some more words so that every card alone has enough text to be \
+             taken for an article.</p></article>"
+        )
+    };
+    let html = format!(
+        "<body><nav>Home</nav><div class='posts'>{}{}{}</div><footer>Footer</footer></body>",
+        card(1),
+        card(2),
+        card(3)
+    );
+    let md = markdown(&html);
+    for n in 1..=3 {
+        assert!(
+            md.contains(&format!("## [Post {n}](https://site.example/p/{n})")),
+            "{md}"
+        );
+    }
+    assert!(!md.contains("Home") && !md.contains("Footer"), "{md}");
+
+    // An article with a comment marked up as a nested article is still one article.
+    let long = "The article's own text goes on for a while, as articles do. ".repeat(5);
+    let html = format!(
+        "<body><article><h1>Main</h1><p>{long}</p><article><p>{long}</p></article></article>\
+         <div>Outside</div></body>"
+    );
+    let md = markdown(&html);
+    assert!(md.starts_with("# Main") && !md.contains("Outside"), "{md}");
+}
