@@ -9,6 +9,7 @@ use toolshed_core::Plugin;
 
 pub mod exec;
 pub mod util;
+pub mod web;
 pub mod workspace;
 
 /// Every built-in plugin, in a stable order.
@@ -24,5 +25,6 @@ pub fn system_plugins_with(gauges: &toolshed_core::Gauges) -> Vec<Arc<dyn Plugin
         exec::process_plugin_with(gauges),
     ];
     plugins.extend(util::plugins());
+    plugins.push(web::plugin());
     plugins
 }

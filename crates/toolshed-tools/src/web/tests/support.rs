@@ -1,0 +1,227 @@
+//! Fixtures for the web tools' tests: a loopback HTTP server that records what it is sent,
+//! and the real HTTP client with loopback opened.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use toolshed_core::{
+    CallContext, CancellationToken, HttpClient, HttpClientHandle, HttpRequest, HttpResponse,
+    NetPolicy, ToolError, ToolOutput,
+};
+use toolshed_ops::NetClient;
+
+use crate::web::{WebEnv, plugin_with_env};
+
+/// The real [`NetClient`], sending every request under `NetPolicy::Only(["127.0.0.1"])`
+/// instead of the policy the tool asked for, which it records.
+///
+/// Why the swap: the web tools ask for `NetPolicy::Public`, which (rightly) refuses
+/// loopback. The config allowlist that opens chosen hosts deliberately, the way tests are
+/// meant to reach loopback servers, is being added to `NetClient` separately (the other half
+/// of issue 8); until then this wrapper stands in for it. Everything else is the real client.
+pub struct LoopbackClient {
+    inner: NetClient,
+    policies: Mutex<Vec<NetPolicy>>,
+}
+
+impl LoopbackClient {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            inner: NetClient::new(),
+            policies: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The policies the tools asked for, one per request, in order.
+    pub fn policies(&self) -> Vec<NetPolicy> {
+        self.policies.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl HttpClient for LoopbackClient {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<HttpResponse, ToolError> {
+        self.policies.lock().unwrap().push(policy.clone());
+        let loopback = NetPolicy::Only(vec!["127.0.0.1".into()]);
+        self.inner.send(request, &loopback, cancel).await
+    }
+}
+
+/// Calls tool `name` of a `system.web` plugin reading `env`, through `client`.
+pub async fn call(
+    client: &Arc<LoopbackClient>,
+    env: WebEnv,
+    name: &str,
+    args: Value,
+) -> Result<ToolOutput, ToolError> {
+    let plugin = plugin_with_env(env);
+    let tool = plugin
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name == name)
+        .unwrap();
+    let mut ctx = CallContext::for_test(Duration::from_secs(20));
+    ctx.extensions.insert(Arc::new(HttpClientHandle(
+        client.clone() as Arc<dyn HttpClient>
+    )));
+    tool.call(ctx, args).await
+}
+
+/// `web_fetch` with `args`, with no search provider configured.
+pub async fn fetch(client: &Arc<LoopbackClient>, args: Value) -> Result<ToolOutput, ToolError> {
+    call(client, WebEnv::default(), "web_fetch", args).await
+}
+
+/// One request as the server read it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    /// Path and query, as sent.
+    pub target: String,
+    /// Names lowercase.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// A scripted answer.
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.into(),
+        }
+    }
+
+    pub fn redirect(status: u16, location: &str) -> Self {
+        Self {
+            status,
+            headers: vec![("location".into(), location.into())],
+            body: Vec::new(),
+        }
+    }
+}
+
+type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
+
+/// A tiny HTTP/1.1 server on 127.0.0.1: one request per connection, answered by the
+/// handler, then closed. (Like toolshed-ops' test server, which lives in that crate's
+/// tests and cannot be shared.)
+pub struct Server {
+    pub port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    pub async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let handler: Handler = Arc::new(handler);
+        let record = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, handler.clone(), record.clone()));
+            }
+        });
+        Self { port, seen }
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Requests read so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+async fn serve(mut stream: TcpStream, handler: Handler, seen: Arc<Mutex<Vec<Seen>>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next().unwrap_or_default().split(' ');
+    let method = request_line.next().unwrap_or_default().to_string();
+    let target = request_line.next().unwrap_or_default().to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let request = Seen {
+        method,
+        target,
+        headers,
+        body,
+    };
+    seen.lock().unwrap().push(request.clone());
+    let reply = handler(&request);
+    let mut out = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
+    for (name, value) in &reply.headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n",
+        reply.body.len()
+    ));
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&reply.body);
+    // The client may hang up early (a capped body); that is not the server's error.
+    let _ = stream.write_all(&bytes).await;
+    let _ = stream.shutdown().await;
+}
