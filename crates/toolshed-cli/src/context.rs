@@ -44,10 +44,11 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     let mut extensions = toolshed_core::Extensions::new();
     extensions.insert(std::sync::Arc::new(ops));
     extensions.insert(std::sync::Arc::new(toolshed_core::PortDirectory::new()));
-    // The one HTTP client: sandboxed plugins reach their granted hosts through it.
-    extensions.insert(std::sync::Arc::new(toolshed_core::HttpClientHandle(
-        std::sync::Arc::new(toolshed_ops::NetClient::new()),
-    )));
+    // The one HTTP client: sandboxed plugins reach their granted hosts through it, and the
+    // web tools the public web (redirects followed with every hop checked).
+    let net = std::sync::Arc::new(toolshed_ops::NetClient::new());
+    extensions.insert(net.clone());
+    extensions.insert(std::sync::Arc::new(toolshed_core::HttpClientHandle(net)));
     let gauges = std::sync::Arc::new(toolshed_core::Gauges::new());
     extensions.insert(gauges.clone());
     let options = HostOptions {
