@@ -86,40 +86,81 @@ impl Tool for HttpRequestTool {
             .map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))?;
         let request = args.into_request(&ctx)?;
         let method = request.method.clone();
-        let requested = request.url.clone();
-        let follows = matches!(method.as_str(), "GET" | "HEAD");
-        let (response, url, redirected_from) = match ctx.extensions.get::<NetClient>() {
-            Some(client) if follows => {
-                let followed = client
-                    .send_following(request, &NetPolicy::Public, &ctx.cancel, MAX_REDIRECTS)
-                    .await?;
-                (followed.response, followed.url, followed.redirected_from)
-            }
-            Some(client) => {
-                let response = toolshed_core::HttpClient::send(
-                    client.as_ref(),
-                    request,
-                    &NetPolicy::Public,
-                    &ctx.cancel,
-                )
-                .await?;
-                (response, requested, Vec::new())
-            }
-            None => {
-                let handle = ctx.extensions.get::<HttpClientHandle>().ok_or_else(|| {
-                    ToolError::Internal(
-                        "no HTTP client is configured for this host; http_request cannot send requests here".into(),
-                    )
-                })?;
-                let response = handle
-                    .0
-                    .send(request, &NetPolicy::Public, &ctx.cancel)
-                    .await?;
-                (response, requested, Vec::new())
-            }
+        let follow = if matches!(method.as_str(), "GET" | "HEAD") {
+            MAX_REDIRECTS
+        } else {
+            0
         };
-        Ok(render(&method, &response, &url, &redirected_from))
+        let sent = send_public(&ctx, request, follow).await?;
+        Ok(render(
+            &method,
+            &sent.response,
+            &sent.url,
+            &sent.redirected_from,
+        ))
     }
+}
+
+/// A response and where it came from, from [`send_public`].
+#[derive(Debug)]
+pub(crate) struct Sent {
+    /// The final response.
+    pub response: HttpResponse,
+    /// The URL that gave it.
+    pub url: String,
+    /// The URLs that redirected to it, in order; empty when none did.
+    pub redirected_from: Vec<String>,
+}
+
+/// Sends `request` with [`NetPolicy::Public`] through the call's HTTP client, following up
+/// to `max_redirects` redirects when the host provided the [`NetClient`] itself (with only
+/// an [`HttpClientHandle`], redirects are returned as they are). Every web tool sends
+/// through here, so they all get the same checks and the same `[web] allow`.
+pub(crate) async fn send_public(
+    ctx: &CallContext,
+    request: HttpRequest,
+    max_redirects: usize,
+) -> Result<Sent, ToolError> {
+    let requested = request.url.clone();
+    if let Some(client) = ctx.extensions.get::<NetClient>() {
+        if max_redirects > 0 {
+            let followed = client
+                .send_following(request, &NetPolicy::Public, &ctx.cancel, max_redirects)
+                .await?;
+            return Ok(Sent {
+                response: followed.response,
+                url: followed.url,
+                redirected_from: followed.redirected_from,
+            });
+        }
+        let response = toolshed_core::HttpClient::send(
+            client.as_ref(),
+            request,
+            &NetPolicy::Public,
+            &ctx.cancel,
+        )
+        .await?;
+        return Ok(Sent {
+            response,
+            url: requested,
+            redirected_from: Vec::new(),
+        });
+    }
+    let handle = ctx.extensions.get::<HttpClientHandle>().ok_or_else(|| {
+        ToolError::Internal(
+            "no HTTP client is configured for this host; the web tools cannot send requests here"
+                .into(),
+        )
+    })?;
+    let response = handle
+        .0
+        .send(request, &NetPolicy::Public, &ctx.cancel)
+        .await?;
+    Ok(Sent {
+        response,
+        url: requested,
+        redirected_from: Vec::new(),
+    })
 }
 
 /// The tool's arguments.
