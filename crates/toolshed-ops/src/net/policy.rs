@@ -297,7 +297,6 @@ fn denied(message: String) -> ToolError {
     }
 }
 
-/// `s` cut to [`MAX_QUOTED_URL`] characters.
 /// A URL as it may be shown in a message or log: `scheme://host:port`, with `/…` when a
 /// path, query or fragment follows and without any `user:password@`, so secrets written
 /// past the host (webhook tokens, signed queries) or before it are never echoed. Works on
@@ -324,6 +323,7 @@ fn head(raw: &str) -> String {
     redact_url(raw)
 }
 
+/// `s` cut to [`MAX_QUOTED_URL`] characters.
 fn quote(s: &str) -> String {
     match s.char_indices().nth(MAX_QUOTED_URL) {
         Some((cut, _)) => format!("{}…", &s[..cut]),

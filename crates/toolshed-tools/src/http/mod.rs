@@ -13,6 +13,9 @@
 //! there, not here. When the host put the [`NetClient`] itself in the extensions, `GET`
 //! and `HEAD` follow redirects through it (each hop checked again); with only an
 //! [`HttpClientHandle`] (an embedder's own client), redirects are returned as they are.
+//!
+//! Other web tools send through `send_public` too, so none of them picks a client or a
+//! policy of its own.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
