@@ -44,11 +44,24 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     let mut extensions = toolshed_core::Extensions::new();
     extensions.insert(std::sync::Arc::new(ops));
     extensions.insert(std::sync::Arc::new(toolshed_core::PortDirectory::new()));
-    // The one HTTP client: sandboxed plugins reach their granted hosts through it, and the
-    // web tools the public web (redirects followed with every hop checked).
-    let net = std::sync::Arc::new(toolshed_ops::NetClient::new());
-    extensions.insert(net.clone());
-    extensions.insert(std::sync::Arc::new(toolshed_core::HttpClientHandle(net)));
+    // The one HTTP client: sandboxed plugins reach their granted hosts through it, the web
+    // tools public hosts and what `[web] allow` opens. It is in the extensions twice: as
+    // the trait every caller knows, and as itself for the tools that follow redirects.
+    let allow = loaded
+        .config
+        .web
+        .allow_rules()
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let net = std::sync::Arc::new(toolshed_ops::NetClient::with_config(
+        toolshed_ops::NetConfig {
+            allow,
+            ..Default::default()
+        },
+    ));
+    extensions.insert(std::sync::Arc::new(toolshed_core::HttpClientHandle(
+        net.clone(),
+    )));
+    extensions.insert(net);
     let gauges = std::sync::Arc::new(toolshed_core::Gauges::new());
     extensions.insert(gauges.clone());
     let options = HostOptions {

@@ -1100,3 +1100,60 @@ fn a_javascript_plugin_round_trips_through_the_cli() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(listed_plugin(&env, "example.hello").is_none());
 }
+
+/// A server on 127.0.0.1 answering `hello` to every request, counting connections.
+fn hello_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Read;
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    (port, count)
+}
+
+#[test]
+fn http_request_reaches_loopback_only_through_web_allow() {
+    let env = Env::new();
+    let (port, connections) = hello_server();
+    let args = format!(r#"{{"url":"http://127.0.0.1:{port}/"}}"#);
+
+    let o = env.run(&["call", "http_request", "--args", &args]);
+    assert_ne!(code(&o), 0, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("does not fetch private addresses"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    env.write(
+        "toolshed.toml",
+        &format!("[web]\nallow = [\"127.0.0.1:{port}\"]\n"),
+    );
+    let o = env.run(&["call", "http_request", "--args", &args]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).starts_with("HTTP 200"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("hello"), "{}", stdout(&o));
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    env.write("toolshed.toml", "[web]\nallow = [\"10.0.0.1/8\"]\n");
+    let o = env.run(&["tools", "list"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("`10.0.0.1/8`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("10.0.0.0/8"), "{}", stderr(&o));
+}

@@ -51,6 +51,30 @@ pub struct Config {
     pub jobs: JobsConfig,
     /// Installing plugins.
     pub plugins: PluginsConfig,
+    /// The web tools and the HTTP client behind them.
+    pub web: WebConfig,
+}
+
+/// The web tools (`http_request`, `web_fetch`, ...) and the HTTP client they share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WebConfig {
+    /// Destinations the web tools may reach although they are not public: `docs.internal`,
+    /// `docs.internal:8443`, `192.168.1.7`, `[fd00::1]`, `10.0.0.0/8`, `fd00::/8`. Everything
+    /// else must be a public address.
+    pub allow: Vec<String>,
+}
+
+impl WebConfig {
+    /// `allow`, parsed; an entry that does not parse is an error naming it.
+    pub fn allow_rules(&self) -> Result<Vec<toolshed_ops::net::AllowRule>, ConfigError> {
+        toolshed_ops::net::parse_allowlist(&self.allow).map_err(|e| ConfigError::Invalid {
+            source_name: "web".into(),
+            message: format!(
+                "{e} (in `allow`; entries look like `docs.internal`, `docs.internal:8443`, `192.168.1.7`, `[fd00::1]`, `10.0.0.0/8`)"
+            ),
+        })
+    }
 }
 
 /// Installing plugins.
@@ -350,6 +374,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             ),
         });
     }
+    config.web.allow_rules()?;
     Ok(())
 }
 
@@ -545,6 +570,46 @@ mod tests {
         .unwrap();
         let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
         assert!(err.contains("at least 1 ms"), "{err}");
+    }
+
+    #[test]
+    fn web_allow_entries_are_parsed_and_a_bad_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("toolshed.toml"),
+            "[web]\nallow = [\"docs.internal\", \"docs.internal:8443\", \"10.0.0.0/8\", \"192.168.1.7\", \"[fd00::1]\", \"fd00::/8\"]\n",
+        )
+        .unwrap();
+        let loaded = sources(dir.path(), &[]).load().unwrap();
+        assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+        let rules = loaded.config.web.allow_rules().unwrap();
+        let shown: Vec<String> = rules.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "docs.internal",
+                "docs.internal:8443",
+                "10.0.0.0/8",
+                "192.168.1.7",
+                "[fd00::1]",
+                "fd00::/8"
+            ]
+        );
+
+        std::fs::write(
+            dir.path().join("toolshed.toml"),
+            "[web]\nallow = [\"docs.internal\", \"10.0.0.1/8\"]\nproxy = \"x\"\n",
+        )
+        .unwrap();
+        let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+        assert!(err.contains("`10.0.0.1/8`"), "{err}");
+        assert!(err.contains("10.0.0.0/8"), "{err}");
+        assert!(err.contains("web"), "{err}");
+
+        std::fs::write(dir.path().join("toolshed.toml"), "[web]\nproxy = \"x\"\n").unwrap();
+        let loaded = sources(dir.path(), &[]).load().unwrap();
+        let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, ["web.proxy"]);
     }
 
     #[test]

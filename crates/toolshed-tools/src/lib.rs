@@ -8,6 +8,7 @@ use std::sync::Arc;
 use toolshed_core::Plugin;
 
 pub mod exec;
+pub mod http;
 pub mod util;
 pub mod web;
 pub mod workspace;
@@ -23,6 +24,7 @@ pub fn system_plugins_with(gauges: &toolshed_core::Gauges) -> Vec<Arc<dyn Plugin
         workspace::plugin(),
         exec::exec_plugin_with(gauges),
         exec::process_plugin_with(gauges),
+        http::plugin(),
     ];
     plugins.extend(util::plugins());
     plugins.push(web::plugin());

@@ -12,16 +12,21 @@ use toolshed_core::ToolError;
 use url::Host;
 
 use super::policy::Target;
+use super::resolver::Resolver;
 
 /// The addresses `target`'s host stands for: the address itself for a literal, otherwise
-/// what the system resolver answers, in its order, without duplicates.
-pub async fn resolve(target: &Target, limit: Duration) -> Result<Vec<SocketAddr>, ToolError> {
+/// what `resolver` answers, in its order, without duplicates.
+pub async fn resolve(
+    resolver: &dyn Resolver,
+    target: &Target,
+    limit: Duration,
+) -> Result<Vec<SocketAddr>, ToolError> {
     let name = match &target.host {
         Host::Ipv4(ip) => return Ok(vec![SocketAddr::new(IpAddr::V4(*ip), target.port)]),
         Host::Ipv6(ip) => return Ok(vec![SocketAddr::new(IpAddr::V6(*ip), target.port)]),
         Host::Domain(name) => name,
     };
-    let answer = tokio::time::timeout(limit, tokio::net::lookup_host((name.as_str(), target.port)))
+    let answer = tokio::time::timeout(limit, resolver.resolve(name, target.port))
         .await
         .map_err(|_| {
             ToolError::Failed(format!(
@@ -35,6 +40,9 @@ pub async fn resolve(target: &Target, limit: Duration) -> Result<Vec<SocketAddr>
         })?;
     let mut addresses: Vec<SocketAddr> = Vec::new();
     for address in answer {
+        // The URL's port, whatever a resolver put in its answer: the port checked is the
+        // port dialled.
+        let address = SocketAddr::new(address.ip(), target.port);
         if !addresses.contains(&address) {
             addresses.push(address);
         }

@@ -23,6 +23,20 @@
 //!    resolution a rebinding DNS server could answer differently. TLS still verifies the
 //!    certificate against the URL's host name.
 //!
+//! **The allowlist** ([`NetConfig::allow`], `[web] allow` in the configuration) opens
+//! chosen destinations to `Public`: a listed host name (with its port, if the entry names
+//! one) is reached whatever it resolves to, and a listed address or CIDR range is reached
+//! as a literal or among a name's addresses. Everything else is checked as above; a
+//! reserved name such as `localhost` stays refused unless the name itself is listed. The
+//! allowlist does not widen `Only`.
+//!
+//! **Names are resolved by a [`Resolver`]**: the system's by default, another through
+//! [`NetClient::with_resolver`] (tests make names resolve to private addresses with it).
+//!
+//! **Proxies are never used**: the client dials the checked address itself and reads no
+//! environment variable, so `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` change
+//! nothing (a proxy would resolve and connect on its own, past every check here).
+//!
 //! Redirects are not followed by [`HttpClient::send`]; [`NetClient::send_following`]
 //! follows them, running all the checks again on each hop.
 //!
@@ -32,7 +46,7 @@
 //! request's `max_response_bytes` (the connection is dropped there, the rest never read),
 //! request bodies up to 16 MiB. Cancelling the token drops the connection at once.
 //!
-//! Not done: HTTP/2, proxies, connection reuse, cookies, transparent decompression.
+//! Not done: HTTP/2, configured proxies, connection reuse, cookies, transparent decompression.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), toolshed_core::ToolError> {
@@ -60,9 +74,11 @@
 //! ```
 
 mod address;
+mod allow;
 mod connect;
 mod exchange;
 mod policy;
+mod resolver;
 
 use std::future::Future;
 use std::time::Duration;
@@ -74,9 +90,12 @@ use toolshed_core::{
 };
 
 pub use address::non_public_reason;
+pub use allow::{AllowRule, AllowRuleError, parse_allowlist};
 use exchange::Outgoing;
 use policy::Target;
 pub use policy::redact_url;
+use resolver::SharedResolver;
+pub use resolver::{Resolver, SystemResolver};
 
 /// The largest request body sent: 16 MiB.
 pub const MAX_REQUEST_BODY: usize = 16 << 20;
@@ -100,6 +119,9 @@ pub struct NetConfig {
     pub max_headers: usize,
     /// The `user-agent` sent when the request sets none.
     pub user_agent: String,
+    /// Destinations [`NetPolicy::Public`] reaches although they are not public
+    /// (`[web] allow`); see [`AllowRule`]. Empty by default.
+    pub allow: Vec<AllowRule>,
 }
 
 impl Default for NetConfig {
@@ -109,6 +131,7 @@ impl Default for NetConfig {
             max_head_bytes: DEFAULT_MAX_HEAD_BYTES,
             max_headers: DEFAULT_MAX_HEADERS,
             user_agent: DEFAULT_USER_AGENT.to_string(),
+            allow: Vec::new(),
         }
     }
 }
@@ -132,6 +155,7 @@ pub struct FollowedResponse {
 pub struct NetClient {
     config: NetConfig,
     user_agent: HeaderValue,
+    resolver: SharedResolver,
     #[cfg(feature = "tls")]
     tls: Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String>,
 }
@@ -156,9 +180,22 @@ impl NetClient {
         Self {
             config,
             user_agent,
+            resolver: SharedResolver(std::sync::Arc::new(SystemResolver)),
             #[cfg(feature = "tls")]
             tls: connect::tls::client_config(),
         }
+    }
+
+    /// This client, resolving host names with `resolver` instead of the system's (tests
+    /// use it to make a name resolve to private addresses).
+    pub fn with_resolver(mut self, resolver: std::sync::Arc<dyn Resolver>) -> Self {
+        self.resolver = SharedResolver(resolver);
+        self
+    }
+
+    /// The limits and allowlist this client was built with.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
     }
 
     /// Sends `request` and follows up to `max_redirects` redirects (`301`, `302`, `303`,
@@ -260,7 +297,8 @@ impl NetClient {
         out: &Outgoing,
         policy: &NetPolicy,
     ) -> Result<HttpResponse, ToolError> {
-        policy::check_target(&out.target, policy)?;
+        let allow = &self.config.allow;
+        policy::check_target(&out.target, policy, allow)?;
         #[cfg(not(feature = "tls"))]
         if out.target.tls {
             return Err(ToolError::Failed(format!(
@@ -269,8 +307,8 @@ impl NetClient {
             )));
         }
         let limit = self.config.connect_timeout;
-        let addresses = connect::resolve(&out.target, limit).await?;
-        policy::check_resolved(&out.target, &addresses, policy)?;
+        let addresses = connect::resolve(self.resolver.0.as_ref(), &out.target, limit).await?;
+        policy::check_resolved(&out.target, &addresses, policy, allow)?;
         let tcp = connect::dial(&out.target, &addresses, limit).await?;
         let response = if out.target.tls {
             self.over_tls(out, tcp).await?

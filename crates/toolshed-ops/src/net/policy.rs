@@ -11,11 +11,12 @@ use toolshed_core::{NetPolicy, ToolError};
 use url::{Host, Url};
 
 use super::address::non_public_reason;
+use super::allow::AllowRule;
 
 /// The rule named in every refusal.
 const RULE: &str = "network policy";
 /// What every `Public` refusal ends with.
-const PUBLIC_ONLY: &str = "toolshed does not fetch private addresses; use a public host";
+const PUBLIC_ONLY: &str = "toolshed does not fetch private addresses; use a public host (or ask the person running toolshed to list this one under `[web] allow`)";
 /// URLs quoted in messages are cut to this many characters.
 const MAX_QUOTED_URL: usize = 200;
 
@@ -125,16 +126,26 @@ impl Target {
 }
 
 /// Refuses `target` before anything is resolved or dialled: a non-public host under
-/// [`NetPolicy::Public`], a host (or port) not in the list under [`NetPolicy::Only`].
-pub fn check_target(target: &Target, policy: &NetPolicy) -> Result<(), ToolError> {
+/// [`NetPolicy::Public`] that `allow` does not open, a host (or port) not in the list
+/// under [`NetPolicy::Only`] (which `allow` does not widen).
+pub fn check_target(
+    target: &Target,
+    policy: &NetPolicy,
+    allow: &[AllowRule],
+) -> Result<(), ToolError> {
     match policy {
         NetPolicy::Public => match &target.host {
-            Host::Domain(name) => match non_public_name(name) {
-                Some(why) => Err(denied(format!("`{name}` is {why}; {PUBLIC_ONLY}"))),
-                None => Ok(()),
-            },
-            Host::Ipv4(ip) => check_literal(target, IpAddr::V4(*ip)),
-            Host::Ipv6(ip) => check_literal(target, IpAddr::V6(*ip)),
+            Host::Domain(name) => {
+                if allowed_name(target, allow) {
+                    return Ok(());
+                }
+                match non_public_name(name) {
+                    Some(why) => Err(denied(format!("`{name}` is {why}; {PUBLIC_ONLY}"))),
+                    None => Ok(()),
+                }
+            }
+            Host::Ipv4(ip) => check_literal(target, IpAddr::V4(*ip), allow),
+            Host::Ipv6(ip) => check_literal(target, IpAddr::V6(*ip), allow),
         },
         NetPolicy::Only(allowed) => {
             if allowed.iter().any(|entry| entry_matches(entry, target)) {
@@ -154,19 +165,27 @@ pub fn check_target(target: &Target, policy: &NetPolicy) -> Result<(), ToolError
     }
 }
 
-/// Refuses, under [`NetPolicy::Public`], a host that resolved to any non-public address.
-/// Every address is checked, not only the one dialled first: a name that mixes a public
-/// and a private address is refused as a whole.
+/// Refuses, under [`NetPolicy::Public`], a host that resolved to any non-public address
+/// `allow` does not open. Every address is checked, not only the one dialled first: a name
+/// that mixes a public and a private address is refused as a whole. A host name `allow`
+/// lists is not checked here: its addresses are whatever the person who listed it meant.
 pub fn check_resolved(
     target: &Target,
     addresses: &[SocketAddr],
     policy: &NetPolicy,
+    allow: &[AllowRule],
 ) -> Result<(), ToolError> {
-    if !matches!(policy, NetPolicy::Public) {
+    if !matches!(policy, NetPolicy::Public) || allowed_name(target, allow) {
         return Ok(());
     }
     for address in addresses {
         let ip = address.ip();
+        if allow
+            .iter()
+            .any(|rule| rule.allows_address(ip, target.port))
+        {
+            continue;
+        }
         if let Some(why) = non_public_reason(ip) {
             return Err(denied(format!(
                 "`{}` resolves to {ip}, {why}; {PUBLIC_ONLY}",
@@ -177,7 +196,21 @@ pub fn check_resolved(
     Ok(())
 }
 
-fn check_literal(target: &Target, ip: IpAddr) -> Result<(), ToolError> {
+/// Whether `target` is a host name (and port) `allow` lists.
+fn allowed_name(target: &Target, allow: &[AllowRule]) -> bool {
+    match &target.host {
+        Host::Domain(name) => allow.iter().any(|rule| rule.allows_name(name, target.port)),
+        _ => false,
+    }
+}
+
+fn check_literal(target: &Target, ip: IpAddr, allow: &[AllowRule]) -> Result<(), ToolError> {
+    if allow
+        .iter()
+        .any(|rule| rule.allows_address(ip, target.port))
+    {
+        return Ok(());
+    }
     match non_public_reason(ip) {
         Some(why) => Err(denied(format!(
             "`{}` points to {ip}, {why}; {PUBLIC_ONLY}",
@@ -264,7 +297,6 @@ fn denied(message: String) -> ToolError {
     }
 }
 
-/// `s` cut to [`MAX_QUOTED_URL`] characters.
 /// A URL as it may be shown in a message or log: `scheme://host:port`, with `/…` when a
 /// path, query or fragment follows and without any `user:password@`, so secrets written
 /// past the host (webhook tokens, signed queries) or before it are never echoed. Works on
@@ -291,6 +323,7 @@ fn head(raw: &str) -> String {
     redact_url(raw)
 }
 
+/// `s` cut to [`MAX_QUOTED_URL`] characters.
 fn quote(s: &str) -> String {
     match s.char_indices().nth(MAX_QUOTED_URL) {
         Some((cut, _)) => format!("{}…", &s[..cut]),
@@ -321,7 +354,7 @@ mod tests {
             "http://[::ffff:127.0.0.1]/",
             "http://[0:0:0:0:0:0:0:1]/",
         ] {
-            let err = check_target(&target(url), &NetPolicy::Public).unwrap_err();
+            let err = check_target(&target(url), &NetPolicy::Public, &[]).unwrap_err();
             assert!(err.to_string().contains("loopback"), "{url}: {err}");
         }
     }
@@ -337,7 +370,7 @@ mod tests {
             "http://printer.local/",
             "http://router.home.arpa/",
         ] {
-            let err = check_target(&target(url), &NetPolicy::Public).unwrap_err();
+            let err = check_target(&target(url), &NetPolicy::Public, &[]).unwrap_err();
             assert!(matches!(err, ToolError::Denied { .. }), "{url}: {err}");
         }
         for url in [
@@ -345,7 +378,7 @@ mod tests {
             "http://notlocalhost.com/",
             "http://internal.example/",
         ] {
-            check_target(&target(url), &NetPolicy::Public).unwrap();
+            check_target(&target(url), &NetPolicy::Public, &[]).unwrap();
         }
     }
 
@@ -356,41 +389,101 @@ mod tests {
             "93.184.216.34:80".parse().unwrap(),
             "127.0.0.1:80".parse().unwrap(),
         ];
-        let err = check_resolved(&t, &mixed, &NetPolicy::Public).unwrap_err();
+        let err = check_resolved(&t, &mixed, &NetPolicy::Public, &[]).unwrap_err();
         let ToolError::Denied { rule, message } = err else {
             panic!("expected a denial")
         };
         assert_eq!(rule, "network policy");
         assert_eq!(
             message,
-            "`rebind.example` resolves to 127.0.0.1, a loopback address; toolshed does not fetch private addresses; use a public host"
+            "`rebind.example` resolves to 127.0.0.1, a loopback address; toolshed does not fetch private addresses; use a public host (or ask the person running toolshed to list this one under `[web] allow`)"
         );
-        check_resolved(&t, &mixed[..1], &NetPolicy::Public).unwrap();
-        check_resolved(&t, &mixed, &only(&["rebind.example"])).unwrap();
+        check_resolved(&t, &mixed[..1], &NetPolicy::Public, &[]).unwrap();
+        check_resolved(&t, &mixed, &only(&["rebind.example"]), &[]).unwrap();
     }
 
     #[test]
     fn only_entries_match_host_and_optional_port_case_insensitively() {
         let t = target("http://API.Example.com:8080/x");
-        check_target(&t, &only(&["api.example.com"])).unwrap();
-        check_target(&t, &only(&["Api.Example.Com:8080"])).unwrap();
-        check_target(&t, &only(&["api.example.com.:8080"])).unwrap();
-        assert!(check_target(&t, &only(&["api.example.com:80"])).is_err());
-        assert!(check_target(&t, &only(&["example.com"])).is_err());
-        assert!(check_target(&t, &only(&[])).is_err());
+        check_target(&t, &only(&["api.example.com"]), &[]).unwrap();
+        check_target(&t, &only(&["Api.Example.Com:8080"]), &[]).unwrap();
+        check_target(&t, &only(&["api.example.com.:8080"]), &[]).unwrap();
+        assert!(check_target(&t, &only(&["api.example.com:80"]), &[]).is_err());
+        assert!(check_target(&t, &only(&["example.com"]), &[]).is_err());
+        assert!(check_target(&t, &only(&[]), &[]).is_err());
 
         let https = target("https://api.example.com/");
-        check_target(&https, &only(&["api.example.com:443"])).unwrap();
+        check_target(&https, &only(&["api.example.com:443"]), &[]).unwrap();
 
         let v6 = target("http://[::1]:9000/");
-        check_target(&v6, &only(&["[::1]:9000"])).unwrap();
-        check_target(&v6, &only(&["[0:0::1]"])).unwrap();
-        check_target(&v6, &only(&["::1"])).unwrap();
-        assert!(check_target(&v6, &only(&["[::1]:9001"])).is_err());
+        check_target(&v6, &only(&["[::1]:9000"]), &[]).unwrap();
+        check_target(&v6, &only(&["[0:0::1]"]), &[]).unwrap();
+        check_target(&v6, &only(&["::1"]), &[]).unwrap();
+        assert!(check_target(&v6, &only(&["[::1]:9001"]), &[]).is_err());
 
         let v4 = target("http://2130706433:81/");
-        check_target(&v4, &only(&["127.0.0.1:81"])).unwrap();
-        assert!(check_target(&v4, &only(&["not a host:xx", "[::1"])).is_err());
+        check_target(&v4, &only(&["127.0.0.1:81"]), &[]).unwrap();
+        assert!(check_target(&v4, &only(&["not a host:xx", "[::1"]), &[]).is_err());
+    }
+
+    #[test]
+    fn the_allowlist_opens_listed_names_addresses_and_ranges_under_public_only() {
+        let allow: Vec<AllowRule> = [
+            "docs.internal",
+            "wiki.internal:8443",
+            "10.0.0.0/8",
+            "[fd00::1]:81",
+        ]
+        .iter()
+        .map(|e| AllowRule::parse(e).unwrap())
+        .collect();
+        let check = |url: &str| check_target(&target(url), &NetPolicy::Public, &allow);
+        check("http://docs.internal/").unwrap();
+        check("https://DOCS.internal.:9/").unwrap();
+        check("https://wiki.internal:8443/").unwrap();
+        assert!(check("https://wiki.internal/").is_err());
+        assert!(check("http://other.internal/").is_err());
+        check("http://10.1.2.3/").unwrap();
+        check("http://0x0a.1/").unwrap();
+        assert!(check("http://11.0.0.1:80/").is_ok());
+        assert!(check("http://127.0.0.1/").is_err());
+        assert!(check("http://[::ffff:10.0.0.1]/").is_err());
+        check("http://[fd00::1]:81/").unwrap();
+        assert!(check("http://[fd00::1]:82/").is_err());
+        assert!(check("http://localhost/").is_err());
+        // The allowlist never widens `Only`.
+        assert!(
+            check_target(&target("http://docs.internal/"), &only(&["a.test"]), &allow).is_err()
+        );
+
+        let resolved = |answer: &[&str]| -> Vec<SocketAddr> {
+            answer.iter().map(|a| a.parse().unwrap()).collect()
+        };
+        // A listed name may resolve anywhere; an unlisted one only into listed ranges.
+        let docs = target("http://docs.internal/");
+        check_resolved(
+            &docs,
+            &resolved(&["127.0.0.1:80"]),
+            &NetPolicy::Public,
+            &allow,
+        )
+        .unwrap();
+        let other = target("http://mirror.example/");
+        check_resolved(
+            &other,
+            &resolved(&["10.9.9.9:80", "93.184.216.34:80"]),
+            &NetPolicy::Public,
+            &allow,
+        )
+        .unwrap();
+        let err = check_resolved(
+            &other,
+            &resolved(&["10.9.9.9:80", "192.168.0.1:80"]),
+            &NetPolicy::Public,
+            &allow,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("192.168.0.1"), "{err}");
     }
 
     #[test]
@@ -398,6 +491,7 @@ mod tests {
         let err = check_target(
             &target("http://evil.test/"),
             &only(&["a.test", "b.test:81"]),
+            &[],
         )
         .unwrap_err()
         .to_string();
