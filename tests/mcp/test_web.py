@@ -1,0 +1,137 @@
+"""The web tools through the MCP door with the Python client, against a local server:
+loopback is refused until `[web] allow` lists it; then web_fetch reads an article's main
+content and http_request calls an API; web_search asks a SearXNG configured in the
+environment, and says which variables to set when none is."""
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+ARTICLE = """<!doctype html>
+<html><head><title>Tide tables, explained</title></head>
+<body>
+<nav><a href="/">Home</a> <a href="/news">News desk menu</a></nav>
+<div class="ad-banner">Buy one get one free</div>
+<aside class="sidebar">Trending elsewhere today</aside>
+<article>
+<h1>Tide tables, explained</h1>
+<p>High water comes roughly twice a day, about <em>12 hours 25 minutes</em> apart.</p>
+<p>Read the <a href="/charts">harbour charts</a> before you sail.</p>
+<ul><li>Spring tides follow a new or full moon.</li><li>Neap tides follow the quarters.</li></ul>
+</article>
+<footer>Copyright footer text, all rights reserved</footer>
+</body></html>
+"""
+
+SEARXNG = {
+    "query": "tides",
+    "results": [
+        {
+            "url": "https://example.org/tides",
+            "title": "Tides for sailors",
+            "content": "When high water comes.",
+            "publishedDate": "2026-10-01T00:00:00",
+        }
+    ],
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    seen: list = []
+
+    def do_GET(self):  # noqa: N802 (the http.server name)
+        Handler.seen.append(self.path)
+        if self.path.startswith("/article"):
+            self.answer(200, "text/html; charset=utf-8", ARTICLE.encode())
+        elif self.path.startswith("/search"):
+            self.answer(200, "application/json", json.dumps(SEARXNG).encode())
+        elif self.path.startswith("/api"):
+            self.answer(200, "application/json", b'{"ok": true}')
+        else:
+            self.answer(404, "text/plain", b"no")
+
+    def answer(self, status, kind, body):
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site():
+    Handler.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def params(toolshed_bin, workspace, home, **env):
+    return StdioServerParameters(
+        command=toolshed_bin,
+        args=["--workspace", str(workspace), "mcp", "--tools", "web_*,http_request"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), **env},
+        cwd=str(workspace),
+    )
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=60))
+
+
+def test_loopback_is_refused_until_allowed_then_fetch_and_request_work(toolshed_bin, workspace, home, site):
+    async def refused():
+        async with Client(params(toolshed_bin, workspace, home), mode="legacy") as client:
+            result = await client.call_tool("web_fetch", {"url": f"http://{site}/article"})
+            assert result.is_error
+            assert "loopback" in result.content[0].text, result.content[0].text
+            result = await client.call_tool("http_request", {"url": f"http://{site}/api"})
+            assert result.is_error
+    run(refused())
+    assert Handler.seen == [], "nothing reached the server"
+
+    (workspace / "toolshed.toml").write_text(f'[web]\nallow = ["{site}"]\n')
+
+    async def allowed():
+        async with Client(params(toolshed_bin, workspace, home), mode="auto") as client:
+            result = await client.call_tool("web_fetch", {"url": f"http://{site}/article"})
+            assert not result.is_error, result.content
+            text = result.content[0].text
+            assert "Tide tables, explained" in text
+            assert "*12 hours 25 minutes*" in text
+            assert f"[harbour charts](http://{site}/charts)" in text
+            for chrome in ("News desk menu", "Buy one get one free", "Trending elsewhere", "Copyright footer"):
+                assert chrome not in text, chrome
+
+            result = await client.call_tool("http_request", {"method": "GET", "url": f"http://{site}/api"})
+            assert not result.is_error, result.content
+            assert result.structured_content["status"] == 200
+            assert json.loads(result.structured_content["body"]) == {"ok": True}
+    run(allowed())
+
+
+def test_web_search_asks_the_configured_searxng(toolshed_bin, workspace, home, site):
+    async def unconfigured():
+        async with Client(params(toolshed_bin, workspace, home), mode="legacy") as client:
+            result = await client.call_tool("web_search", {"query": "tides"})
+            assert result.is_error
+            assert "SEARXNG_URL" in result.content[0].text and "BRAVE_API_KEY" in result.content[0].text
+    run(unconfigured())
+
+    async def configured():
+        server = params(toolshed_bin, workspace, home, SEARXNG_URL=f"http://{site}")
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("web_search", {"query": "tides", "count": 3})
+            assert not result.is_error, result.content
+            assert "Tides for sailors" in result.content[0].text
+            assert "https://example.org/tides" in result.content[0].text
+    run(configured())
+    assert any(path.startswith("/search?") and "q=tides" in path for path in Handler.seen), Handler.seen
