@@ -116,9 +116,10 @@ pub(crate) struct Sent {
 }
 
 /// Sends `request` with [`NetPolicy::Public`] through the call's HTTP client, following up
-/// to `max_redirects` redirects when the host provided the [`NetClient`] itself (with only
-/// an [`HttpClientHandle`], redirects are returned as they are). Every web tool sends
-/// through here, so they all get the same checks and the same `[web] allow`.
+/// to `max_redirects` redirects: with [`NetClient::send_following`] when the host provided
+/// the [`NetClient`] itself, else hop by hop through the [`HttpClientHandle`], which checks
+/// the policy again on every hop. Every web tool sends through here, so they all get the
+/// same checks and the same `[web] allow`.
 pub(crate) async fn send_public(
     ctx: &CallContext,
     request: HttpRequest,
@@ -155,15 +156,91 @@ pub(crate) async fn send_public(
                 .into(),
         )
     })?;
-    let response = handle
-        .0
-        .send(request, &NetPolicy::Public, &ctx.cancel)
-        .await?;
-    Ok(Sent {
-        response,
-        url: requested,
-        redirected_from: Vec::new(),
-    })
+    follow_hops(&handle, request, &ctx.cancel, max_redirects).await
+}
+
+/// Redirects followed one request at a time through the `HttpClient` trait (each hop is a
+/// new request the client checks against the policy), as `NetClient::send_following` does
+/// them: `303` (and `301`/`302` after a `POST`) continue as a `GET` without the body, and
+/// `Authorization` and `Cookie` are dropped when the origin changes.
+async fn follow_hops(
+    handle: &HttpClientHandle,
+    mut request: HttpRequest,
+    cancel: &toolshed_core::CancellationToken,
+    max_redirects: usize,
+) -> Result<Sent, ToolError> {
+    let shown = toolshed_ops::net::redact_url;
+    let mut redirected_from: Vec<String> = Vec::new();
+    loop {
+        let response = handle
+            .0
+            .send(request.clone(), &NetPolicy::Public, cancel)
+            .await
+            .map_err(|e| match (e, redirected_from.last()) {
+                (ToolError::Denied { rule, message }, Some(from)) => ToolError::Denied {
+                    rule,
+                    message: format!(
+                        "`{}` redirected to `{}`, which is refused: {message}",
+                        shown(from),
+                        shown(&request.url)
+                    ),
+                },
+                (e, _) => e,
+            })?;
+        let location = matches!(response.status, 301 | 302 | 303 | 307 | 308)
+            .then(|| {
+                response
+                    .headers
+                    .iter()
+                    .find(|(name, _)| name == "location")
+                    .map(|(_, value)| value.clone())
+            })
+            .flatten();
+        let Some(location) = location.filter(|_| max_redirects > 0) else {
+            return Ok(Sent {
+                response,
+                url: request.url,
+                redirected_from,
+            });
+        };
+        let next = url::Url::parse(&request.url)
+            .and_then(|current| current.join(&location))
+            .map_err(|e| {
+                ToolError::Failed(format!(
+                    "`{}` redirected to a URL that is not valid ({e})",
+                    shown(&request.url)
+                ))
+            })?;
+        if redirected_from.len() >= max_redirects {
+            return Err(ToolError::Failed(format!(
+                "`{}` redirects again (to `{}`) after {max_redirects} redirects; toolshed stopped there. Request that URL directly if it is the right one",
+                shown(&request.url),
+                shown(next.as_str())
+            )));
+        }
+        let same_origin = url::Url::parse(&request.url)
+            .map(|current| current.origin() == next.origin())
+            .unwrap_or(false);
+        let to_get = response.status == 303
+            || (matches!(response.status, 301 | 302)
+                && request.method.eq_ignore_ascii_case("POST"));
+        if to_get {
+            request.method = "GET".into();
+            request.body = None;
+            request
+                .headers
+                .retain(|(name, _)| !name.to_ascii_lowercase().starts_with("content-"));
+        }
+        if !same_origin {
+            request.headers.retain(|(name, _)| {
+                !matches!(
+                    name.to_ascii_lowercase().as_str(),
+                    "authorization" | "cookie" | "proxy-authorization"
+                )
+            });
+        }
+        redirected_from.push(std::mem::replace(&mut request.url, next.to_string()));
+    }
 }
 
 /// The tool's arguments.

@@ -288,7 +288,7 @@ async fn get_follows_redirects_and_post_does_not() {
         .unwrap_err();
     assert!(err.to_string().contains("after 5 redirects"), "{err}");
 
-    // With only the trait in the context, nothing is followed.
+    // With only the trait in the context, redirects are followed hop by hop through it.
     let client = Arc::new(NetClient::with_config(NetConfig {
         allow: parse_allowlist(&[format!("127.0.0.1:{}", server.port)]).unwrap(),
         ..NetConfig::default()
@@ -296,7 +296,8 @@ async fn get_follows_redirects_and_post_does_not() {
     let mut ctx = CallContext::for_test(Duration::from_secs(10));
     ctx.extensions.insert(Arc::new(HttpClientHandle(client)));
     let out = call(ctx, json!({"url": server.url("/a")})).await.unwrap();
-    assert_eq!(structured(&out)["status"], 302);
+    assert_eq!(structured(&out)["status"], 200);
+    assert_eq!(structured(&out)["url"], server.url("/c"));
 }
 
 #[tokio::test]

@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use toolshed_core::{CallContext, HttpRequest, HttpResponse, NetPolicy, ToolError, ToolOutput};
-use toolshed_ops::NetClient;
+use toolshed_core::{CallContext, HttpRequest, HttpResponse, ToolError, ToolOutput};
 use url::Url;
 
 use super::html::{self, Mode, entities::windows_1252};
-use super::{http_client, request_timeout};
+use super::request_timeout;
 use crate::util::parse_args;
 
 /// The default for `max_length`, in characters.
@@ -133,11 +132,10 @@ pub(super) async fn run(ctx: &CallContext, args: Value) -> Result<ToolOutput, To
     Ok(ToolOutput::text(out))
 }
 
-/// GETs `url`, following redirects: through [`NetClient::send_following`] when the host
-/// provides a `NetClient`, else hop by hop through the [`HttpClient`](toolshed_core::HttpClient)
-/// trait, which checks the policy again on every hop.
+/// GETs `url`, following redirects through [`crate::http::send_public`] (every hop checked
+/// by the HTTP client).
 async fn get(ctx: &CallContext, url: &str) -> Result<Fetched, ToolError> {
-    let mut request = HttpRequest {
+    let request = HttpRequest {
         method: "GET".into(),
         url: url.to_string(),
         headers: vec![
@@ -153,74 +151,12 @@ async fn get(ctx: &CallContext, url: &str) -> Result<Fetched, ToolError> {
         timeout: request_timeout(ctx, TIMEOUT_CAP),
         max_response_bytes: MAX_RESPONSE_BYTES,
     };
-    if let Some(net) = ctx.extensions.get::<NetClient>() {
-        let followed = net
-            .send_following(request, &NetPolicy::Public, &ctx.cancel, MAX_REDIRECTS)
-            .await?;
-        return Ok(Fetched {
-            url: followed.url,
-            requested: url.to_string(),
-            response: followed.response,
-        });
-    }
-    let client = http_client(ctx)?;
-    let mut hops = 0;
-    let mut previous: Option<String> = None;
-    loop {
-        let response = client
-            .0
-            .send(request.clone(), &NetPolicy::Public, &ctx.cancel)
-            .await
-            .map_err(|e| match (e, &previous) {
-                (ToolError::Denied { rule, message }, Some(from)) => ToolError::Denied {
-                    rule,
-                    message: format!(
-                        "`{from}` redirected to `{}`, which is refused: {message}",
-                        request.url
-                    ),
-                },
-                (e, _) => e,
-            })?;
-        let Some(location) = redirect_location(&response) else {
-            return Ok(Fetched {
-                url: request.url,
-                requested: url.to_string(),
-                response,
-            });
-        };
-        let current = Url::parse(&request.url)
-            .map_err(|e| ToolError::Internal(format!("a checked URL no longer parses: {e}")))?;
-        let next = current.join(location).map_err(|e| {
-            ToolError::Failed(format!(
-                "`{}` redirected to `{location}`, which is not a valid URL ({e})",
-                request.url
-            ))
-        })?;
-        if hops >= MAX_REDIRECTS {
-            return Err(ToolError::Failed(format!(
-                "`{url}` redirected more than {MAX_REDIRECTS} times (last to `{next}`); web_fetch stopped there. Fetch the final URL directly if it is the right one"
-            )));
-        }
-        if !matches!(next.scheme(), "http" | "https") {
-            return Err(ToolError::Failed(format!(
-                "`{}` redirected to `{next}`, which is not an http or https URL",
-                request.url
-            )));
-        }
-        hops += 1;
-        previous = Some(std::mem::replace(&mut request.url, next.to_string()));
-    }
-}
-
-fn redirect_location(response: &HttpResponse) -> Option<&str> {
-    if !matches!(response.status, 301 | 302 | 303 | 307 | 308) {
-        return None;
-    }
-    response
-        .headers
-        .iter()
-        .find(|(n, _)| n == "location")
-        .map(|(_, v)| v.as_str())
+    let sent = crate::http::send_public(ctx, request, MAX_REDIRECTS).await?;
+    Ok(Fetched {
+        url: sent.url,
+        requested: url.to_string(),
+        response: sent.response,
+    })
 }
 
 /// What the body is, as far as web_fetch cares.

@@ -294,7 +294,7 @@ async fn redirects_are_followed_and_each_hop_goes_through_the_client() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Failed);
-    assert!(e.to_string().contains("more than 5 times"), "{e}");
+    assert!(e.to_string().contains("after 5 redirects"), "{e}");
     assert_eq!(
         server.seen().len(),
         3 + 6,
@@ -371,9 +371,10 @@ async fn a_redirect_to_a_refused_host_is_refused_at_that_hop() {
         panic!("{e:?}")
     };
     assert!(
+        // Both URLs up to their hosts only: paths and queries may carry tokens.
         message.contains(&format!(
-            "`{}` redirected to `http://169.254.169.254/latest/meta-data/`, which is refused",
-            server.url("/go")
+            "`{}/…` redirected to `http://169.254.169.254/…`, which is refused",
+            server.url("")
         )),
         "{message}"
     );
