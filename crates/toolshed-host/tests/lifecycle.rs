@@ -121,6 +121,34 @@ async fn open(with_plugin: bool) -> Fixture {
     open_on(workspace, data).await
 }
 
+/// A host on these directories with these built-in plugins and loaders, default config.
+async fn host_on(
+    workspace: &tempfile::TempDir,
+    data: &tempfile::TempDir,
+    system_plugins: Vec<Arc<dyn Plugin>>,
+    loaders: Vec<Arc<dyn PluginLoader>>,
+) -> Host {
+    let config = ConfigSources {
+        workspace: workspace.path().to_path_buf(),
+        ..Default::default()
+    }
+    .load()
+    .unwrap();
+    Host::open(HostOptions {
+        workspace: workspace.path().to_path_buf(),
+        data_dir: data.path().to_path_buf(),
+        config,
+        system_plugins,
+        curated_dirs: vec![],
+        loaders,
+        policy: None,
+        hooks: Default::default(),
+        extensions: Default::default(),
+    })
+    .await
+    .unwrap()
+}
+
 /// A host on existing directories, as a later process would open it.
 async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixture {
     let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
@@ -128,25 +156,13 @@ async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixtu
         loads: AtomicUsize::new(0),
         stops: Arc::new(AtomicUsize::new(0)),
     });
-    let config = ConfigSources {
-        workspace: workspace.path().to_path_buf(),
-        ..Default::default()
-    }
-    .load()
-    .unwrap();
-    let host = Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: vec![],
-        curated_dirs: vec![],
-        loaders: vec![loader.clone() as Arc<dyn PluginLoader>],
-        policy: None,
-        hooks: Default::default(),
-        extensions: Default::default(),
-    })
-    .await
-    .unwrap();
+    let host = host_on(
+        &workspace,
+        &data,
+        vec![],
+        vec![loader.clone() as Arc<dyn PluginLoader>],
+    )
+    .await;
     Fixture {
         host,
         loader,
@@ -504,30 +520,18 @@ async fn nested_calls_keep_the_callers_narrowing_and_never_wait_for_themselves()
             |_: &CallContext, args: Value| Ok(ToolOutput::structured(args)),
         )) as Arc<dyn Tool>],
     ));
-    let config = ConfigSources {
-        workspace: workspace.path().to_path_buf(),
-        ..Default::default()
-    }
-    .load()
-    .unwrap();
-    let host = Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: vec![
+    let host = host_on(
+        &workspace,
+        &data,
+        vec![
             echo,
             relay("t.a", "a_to_echo", "echo"),
             relay("t.b", "b_to_a", "a_to_b"),
             relay("t.c", "a_to_b", "b_to_a"),
         ],
-        curated_dirs: vec![],
-        loaders: vec![],
-        policy: None,
-        hooks: Default::default(),
-        extensions: Default::default(),
-    })
-    .await
-    .unwrap();
+        vec![],
+    )
+    .await;
     let request = |tool: &str| CallRequest::new(tool, json!({}), OwnerId::new("t"), "cli");
 
     // Allowed, and recorded as a call of its own.
