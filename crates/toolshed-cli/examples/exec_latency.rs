@@ -5,14 +5,12 @@
 //! Usage: exec_latency [ROUNDS]   (default 300 per measurement, interleaved)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolshed_core::OwnerId;
 use toolshed_host::config::ConfigSources;
-use toolshed_host::{CallRequest, Host, HostOptions};
-use toolshed_ops::Ops;
+use toolshed_host::{CallRequest, Host};
 use toolshed_ops::process::{SpawnRequest, Stream, Tty};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -38,22 +36,13 @@ async fn main() {
     }
     .load()
     .unwrap();
-    let ops = Arc::new(Ops::local(workspace.path()).unwrap());
-    let mut extensions = toolshed_core::Extensions::new();
-    extensions.insert(ops.clone());
-    let host = Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: toolshed_tools::system_plugins(),
-        curated_dirs: vec![],
-        loaders: Vec::new(),
-        policy: None,
-        hooks: Default::default(),
-        extensions,
-    })
-    .await
-    .unwrap();
+    let host = Host::builder(workspace.path(), data.path())
+        .config(config)
+        .plugins(toolshed_tools::system_plugins)
+        .open()
+        .await
+        .unwrap();
+    let ops = host.services().ops.clone();
     let shell = if std::path::Path::new("/bin/bash").exists() || which("bash") {
         "bash"
     } else {

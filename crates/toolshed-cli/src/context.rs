@@ -1,9 +1,10 @@
 //! Opening the host from the command line's global flags.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use toolshed_host::config::{ConfigSources, default_data_dir};
-use toolshed_host::{Host, HostError, HostOptions};
+use toolshed_host::{Host, HostBuilder, HostError};
 
 use crate::Failure;
 use crate::cli::GlobalArgs;
@@ -35,48 +36,17 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
             unknown.key, unknown.source
         );
     }
-    let process = toolshed_ops::ProcessConfig {
-        env_allow: loaded.config.exec.env_allow.clone(),
-        ..Default::default()
-    };
-    let ops = toolshed_ops::Ops::local_with(&workspace, process)
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-    let mut extensions = toolshed_core::Extensions::new();
-    extensions.insert(std::sync::Arc::new(ops));
-    extensions.insert(std::sync::Arc::new(toolshed_core::PortDirectory::new()));
-    // The one HTTP client: sandboxed plugins reach their granted hosts through it, the web
-    // tools public hosts and what `[web] allow` opens. It is in the extensions twice: as
-    // the trait every caller knows, and as itself for the tools that follow redirects.
-    let allow = loaded
-        .config
-        .web
-        .allow_rules()
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-    let net = std::sync::Arc::new(toolshed_ops::NetClient::with_config(
-        toolshed_ops::NetConfig {
-            allow,
-            ..Default::default()
-        },
-    ));
-    extensions.insert(std::sync::Arc::new(toolshed_core::HttpClientHandle(
-        net.clone(),
-    )));
-    extensions.insert(net);
-    let gauges = std::sync::Arc::new(toolshed_core::Gauges::new());
-    extensions.insert(gauges.clone());
-    let options = HostOptions {
-        workspace,
-        data_dir,
-        config: loaded,
-        system_plugins: toolshed_tools::system_plugins_with(&gauges),
-        curated_dirs: curated_dirs(),
-        loaders: vec![std::sync::Arc::new(toolshed_js::JsLoader::default())],
-        policy: None,
-        hooks: Default::default(),
-        extensions,
-    };
-    Host::open(options).await.map_err(|e| match e {
-        HostError::Workspace { .. } | HostError::Rules(_) => Failure::Usage(e.to_string()),
+    let mut builder = HostBuilder::new(workspace, data_dir)
+        .config(loaded)
+        .plugins(toolshed_tools::system_plugins)
+        .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)));
+    for dir in curated_dirs() {
+        builder = builder.curated_dir(dir);
+    }
+    builder.open().await.map_err(|e| match e {
+        HostError::Workspace { .. } | HostError::Rules(_) | HostError::Config(_) => {
+            Failure::Usage(e.to_string())
+        }
         other => Failure::Runtime(other.to_string()),
     })
 }

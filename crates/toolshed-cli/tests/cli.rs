@@ -379,10 +379,205 @@ fn review_rules_from_the_workspace_config_hide_and_deny_tools() {
     let o = env.run(&["call", "random"]);
     assert_eq!(code(&o), 1);
     assert!(
-        stderr(&o).contains("[denied] denied by review.deny pattern `random`"),
+        stderr(&o).contains("[denied] denied by review.deny rule `random`"),
         "{}",
         stderr(&o)
     );
+}
+
+/// Every tool of the default catalog (built-in and curated) with its group, danger and
+/// annotations: review rules and policy match on these, so a tool cannot land unclassified
+/// (a new one fails here until it is added, with its classification checked).
+const CATALOG: &[(&str, &str, &str, &str)] = &[
+    // name, group, danger, annotations: r(ead only) d(estructive) i(dempotent) o(pen world)
+    ("calculator", "util", "low", "r-i-"),
+    ("command_run_list", "exec", "low", "r-i-"),
+    ("command_run_read_output", "exec", "low", "r-i-"),
+    ("command_run_terminate", "exec", "high", "-di-"),
+    ("command_run_wait", "exec", "low", "r-i-"),
+    ("crypto", "util", "low", "r-i-"),
+    ("datetime", "util", "low", "r-i-"),
+    ("exec_command", "exec", "high", "-d-o"),
+    ("firecrawl_scrape", "web", "high", "r-io"),
+    ("github_get_file", "github", "low", "r-io"),
+    ("github_get_issue", "github", "low", "r-io"),
+    ("github_get_pull", "github", "low", "r-io"),
+    ("github_list_issues", "github", "low", "r-io"),
+    ("github_list_pulls", "github", "low", "r-io"),
+    ("http_request", "http", "high", "-d-o"),
+    ("json_ops", "util", "low", "r-i-"),
+    ("markdown", "util", "low", "r-i-"),
+    ("process_exec", "exec", "high", "-d-o"),
+    ("process_list", "exec", "low", "r-i-"),
+    ("process_proxy_info", "exec", "low", "r-i-"),
+    ("process_read_output", "exec", "low", "r-i-"),
+    ("process_stop", "exec", "high", "-di-"),
+    ("random", "util", "low", "r---"),
+    ("shell", "exec", "high", "-d-o"),
+    ("text", "util", "low", "r-i-"),
+    ("web_fetch", "web", "high", "r-io"),
+    ("web_search", "web", "high", "r-io"),
+    ("webhook_send", "webhook", "medium", "---o"),
+    ("workspace_delete", "workspace", "high", "-di-"),
+    ("workspace_edit", "workspace", "medium", "-d--"),
+    ("workspace_find", "workspace", "low", "r-i-"),
+    ("workspace_glob", "workspace", "low", "r-i-"),
+    ("workspace_grep", "workspace", "low", "r-i-"),
+    ("workspace_list", "workspace", "low", "r-i-"),
+    ("workspace_mkdir", "workspace", "low", "--i-"),
+    ("workspace_move", "workspace", "medium", "-d--"),
+    ("workspace_patch", "workspace", "medium", "-d--"),
+    ("workspace_read", "workspace", "low", "r-i-"),
+    ("workspace_stat", "workspace", "low", "r-i-"),
+    ("workspace_tree", "workspace", "low", "r-i-"),
+    ("workspace_write", "workspace", "medium", "-di-"),
+    ("write_stdin", "exec", "high", "-d-o"),
+];
+
+#[test]
+fn every_tool_of_the_catalog_is_classified() {
+    let env = Env::new();
+    let curated = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins");
+    let o = env
+        .cmd(&["tools", "list", "--json"])
+        .env("TOOLSHED_CURATED_DIR", curated)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let listed: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let flag = |t: &Value, key: &str, c: char| {
+        if t["annotations"][key] == true {
+            c
+        } else {
+            '-'
+        }
+    };
+    let seen: Vec<(String, String, String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let flags: String = [
+                flag(t, "read_only", 'r'),
+                flag(t, "destructive", 'd'),
+                flag(t, "idempotent", 'i'),
+                flag(t, "open_world", 'o'),
+            ]
+            .iter()
+            .collect();
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["group"].as_str().unwrap().to_string(),
+                t["danger"].as_str().unwrap().to_string(),
+                flags,
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String, String, String)> = CATALOG
+        .iter()
+        .map(|(n, g, d, f)| (n.to_string(), g.to_string(), d.to_string(), f.to_string()))
+        .collect();
+    for row in &seen {
+        assert!(
+            expected.contains(row),
+            "{row:?} is not in CATALOG as listed (a new or reclassified tool: add it, with its group, danger and annotations)"
+        );
+    }
+    for row in &expected {
+        assert!(seen.contains(row), "{row:?} is no longer in the catalog");
+    }
+    // The rules review and policy rely on, whatever a tool is called.
+    for (name, group, danger, flags) in &seen {
+        let starts_processes = ["exec_command", "shell", "process_exec", "write_stdin"];
+        if starts_processes.contains(&name.as_str()) {
+            assert_eq!(
+                group, "exec",
+                "{name} drives processes, so it is in group exec"
+            );
+            assert!(
+                flags.ends_with('o'),
+                "{name} can reach the network: open_world"
+            );
+        }
+        if ["web", "http", "github", "webhook"].contains(&group.as_str()) {
+            assert!(
+                flags.ends_with('o'),
+                "{name} reaches the network: open_world"
+            );
+        }
+        if flags.starts_with('r') {
+            assert!(!flags.contains('d'), "{name} is read-only and destructive");
+        }
+        if flags.contains('d') {
+            assert_ne!(danger, "low", "{name} is destructive, so not low danger");
+        }
+    }
+}
+
+#[test]
+fn rules_by_group_and_danger_hide_and_refuse_tools_whatever_their_names() {
+    let exec_group = [
+        "command_run_list",
+        "command_run_read_output",
+        "command_run_terminate",
+        "command_run_wait",
+        "exec_command",
+        "process_exec",
+        "process_list",
+        "process_proxy_info",
+        "process_read_output",
+        "process_stop",
+        "shell",
+        "write_stdin",
+    ];
+    let high = CATALOG
+        .iter()
+        .filter(|(_, _, danger, _)| *danger == "high")
+        .map(|(name, ..)| *name)
+        .collect::<Vec<_>>();
+    for (rule, hidden, call, args) in [
+        (
+            "group:exec",
+            exec_group.to_vec(),
+            "shell",
+            r#"{"command":"touch ran"}"#,
+        ),
+        (
+            "danger:high",
+            high,
+            "exec_command",
+            r#"{"cmd":"touch ran"}"#,
+        ),
+    ] {
+        let env = Env::new();
+        env.write("toolshed.toml", &format!("[review]\ndeny = [\"{rule}\"]\n"));
+        let o = env.run(&["tools", "list", "--json"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let listed: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let names: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        for name in &hidden {
+            assert!(!names.contains(name), "{rule} left {name} visible");
+        }
+        assert!(names.contains(&"calculator") && names.contains(&"workspace_read"));
+        let o = env.run(&["call", call, "--args", args]);
+        assert_eq!(code(&o), 1, "{rule}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains(&format!("denied by review.deny rule `{rule}`")),
+            "{rule}: {}",
+            stderr(&o)
+        );
+        assert!(
+            !env.workspace.path().join("ran").exists(),
+            "{rule}: {call} ran"
+        );
+        let o = env.run(&["tools", "show", call]);
+        assert_eq!(code(&o), 1, "{rule}: {call} is shown");
+    }
 }
 
 #[test]

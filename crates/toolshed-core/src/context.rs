@@ -1,7 +1,5 @@
 //! The context a tool runs in.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,6 +7,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
+
+use crate::ToolCaller;
 
 /// Who is calling: one per MCP session, per REST token and owner header, or per CLI run.
 /// Ownership checks (sessions, processes, read-before-edit) key on it.
@@ -89,39 +89,8 @@ impl fmt::Debug for ProgressSink {
     }
 }
 
-/// A type-keyed map of shared values handed to tools: the operations backend, host services.
-/// It keeps `toolshed-core` free of the crates that define those values.
-#[derive(Clone, Default)]
-pub struct Extensions(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
-
-impl Extensions {
-    /// An empty map.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Stores `value`, replacing any value of the same type.
-    pub fn insert<T: Any + Send + Sync>(&mut self, value: Arc<T>) {
-        self.0.insert(TypeId::of::<T>(), value);
-    }
-
-    /// The value of type `T`, if present.
-    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.0
-            .get(&TypeId::of::<T>())
-            .cloned()
-            .and_then(|v| v.downcast::<T>().ok())
-    }
-}
-
-impl fmt::Debug for Extensions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Extensions({} entries)", self.0.len())
-    }
-}
-
 /// Everything a tool knows about the call it is serving.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CallContext {
     /// Who is calling.
     pub owner: OwnerId,
@@ -136,8 +105,11 @@ pub struct CallContext {
     pub progress: ProgressSink,
     /// The plugin's resolved configuration (defaults merged with user values).
     pub config: Map<String, Value>,
-    /// Shared services: the operations backend and host services.
-    pub extensions: Extensions,
+    /// Calls other tools through the whole pipeline on behalf of this call (same owner,
+    /// cancellation, deadline and narrowing), for plugins granted `tools`; `None` outside
+    /// a host. Shared services (files, HTTP, ...) are not here: tools are built with them
+    /// (see `toolshed_ops::Services`).
+    pub caller: Option<Arc<dyn ToolCaller>>,
 }
 
 impl CallContext {
@@ -151,7 +123,18 @@ impl CallContext {
             deadline: Instant::now() + timeout,
             progress: ProgressSink::discard(),
             config: Map::new(),
-            extensions: Extensions::new(),
+            caller: None,
         }
+    }
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("owner", &self.owner)
+            .field("call_id", &self.call_id)
+            .field("deadline", &self.deadline)
+            .field("caller", &self.caller.is_some())
+            .finish_non_exhaustive()
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 type Read = Arc<dyn Fn() -> f64 + Send + Sync>;
 
-/// The gauges of a host, found in its [`Extensions`](crate::Extensions).
+/// The gauges of a host, one of the services its tools are built with.
 #[derive(Default)]
 pub struct Gauges {
     items: RwLock<Vec<(String, String, Read)>>,

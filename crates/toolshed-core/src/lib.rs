@@ -23,12 +23,11 @@ mod plugin;
 mod ports;
 mod spec;
 
-pub use context::{CallContext, CallId, Extensions, OwnerId, Progress, ProgressSink};
+pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
 pub use loader::{
-    Grants, HttpClient, HttpClientHandle, HttpRequest, HttpResponse, LoadRequest, NetPolicy,
-    PluginLoader, ToolCaller, ToolCallerHandle,
+    Grants, HttpClient, HttpRequest, HttpResponse, LoadRequest, NetPolicy, PluginLoader, ToolCaller,
 };
 pub use manifest::{
     Capabilities, ConfigField, ConfigFieldType, EnvVar, PluginKind, PluginManifest, Requirement,

@@ -67,7 +67,7 @@ pub trait PluginLoader: Send + Sync {
 }
 
 /// Calls other tools through the whole pipeline (review, validation, policy, hooks, audit),
-/// for plugins granted `tools`. Found in [`CallContext::extensions`] as [`ToolCallerHandle`].
+/// for plugins granted `tools`. The host puts one in every call's [`CallContext::caller`].
 #[async_trait]
 pub trait ToolCaller: Send + Sync {
     /// Calls `name` with `args` on behalf of plugin `caller` inside the call `ctx` (same
@@ -81,9 +81,6 @@ pub trait ToolCaller: Send + Sync {
         args: Value,
     ) -> Result<ToolOutput, ToolError>;
 }
-
-/// The [`ToolCaller`] in [`CallContext::extensions`].
-pub struct ToolCallerHandle(pub Arc<dyn ToolCaller>);
 
 /// One HTTP request.
 #[derive(Debug, Clone)]
@@ -126,8 +123,8 @@ pub enum NetPolicy {
     Only(Vec<String>),
 }
 
-/// An HTTP client that enforces a [`NetPolicy`]. Found in [`CallContext::extensions`] as
-/// [`HttpClientHandle`].
+/// An HTTP client that enforces a [`NetPolicy`]: the host's is `toolshed_ops::NetClient`,
+/// which tools and sandboxed plugins are built with.
 #[async_trait]
 pub trait HttpClient: Send + Sync {
     /// Sends `request`; redirects are not followed (the response is returned).
@@ -138,6 +135,3 @@ pub trait HttpClient: Send + Sync {
         cancel: &CancellationToken,
     ) -> Result<HttpResponse, ToolError>;
 }
-
-/// The [`HttpClient`] in [`CallContext::extensions`].
-pub struct HttpClientHandle(pub Arc<dyn HttpClient>);

@@ -2,8 +2,8 @@
 //! `toolshed serve` (`/proxy/<id>/...`) forwards to.
 //!
 //! The process tools record a port when they start a process that names one and forget it
-//! when the process ends; the HTTP door looks targets up. Both find the one directory in the
-//! host's [`Extensions`](crate::Extensions).
+//! when the process ends; the HTTP door looks targets up. Both are handed the host's one
+//! directory when they are built.
 
 use std::collections::HashMap;
 use std::sync::RwLock;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolshed_core::{
-    CallContext, CallId, CancellationToken, Extensions, OwnerId, ProgressSink, ToolCaller,
-    ToolCallerHandle, ToolError, ToolOutput, Violation,
+    CallContext, CallId, CancellationToken, OwnerId, ProgressSink, ToolCaller, ToolError,
+    ToolOutput, Violation,
 };
 
 use crate::config::Limits;
@@ -20,7 +20,7 @@ use crate::events::{Event, EventBus};
 use crate::hooks::{HookDecision, Hooks};
 use crate::policy::{Policy, PolicyDecision};
 use crate::registry::{Registry, ToolEntry};
-use crate::review::{CompiledRules, Review};
+use crate::review::{CompiledRules, Review, Subject};
 use crate::store::{AuditRecord, StateStore};
 use crate::suggest::closest;
 
@@ -58,7 +58,7 @@ pub struct CallRequest {
     pub via_plugins: Vec<String>,
 }
 
-/// What a nested call inherits from the call that made it, in its context's extensions.
+/// What a nested call inherits from the call that made it.
 struct Lineage {
     profile: Option<String>,
     selection: Option<Arc<CompiledRules>>,
@@ -102,8 +102,12 @@ pub struct CallResult {
 }
 
 /// Calls made by plugins (granted `tools`) on behalf of the call they are serving: same
-/// owner, cancellation and deadline, door `plugin`.
-struct NestedCaller(Weak<Dispatcher>);
+/// owner, cancellation and deadline, door `plugin`, and the narrowing of the call that led
+/// to them. One per call, in its context's `caller`.
+struct NestedCaller {
+    dispatcher: Weak<Dispatcher>,
+    lineage: Lineage,
+}
 
 #[async_trait::async_trait]
 impl ToolCaller for NestedCaller {
@@ -114,14 +118,11 @@ impl ToolCaller for NestedCaller {
         name: &str,
         args: Value,
     ) -> Result<ToolOutput, ToolError> {
-        let Some(dispatcher) = self.0.upgrade() else {
+        let Some(dispatcher) = self.dispatcher.upgrade() else {
             return Err(ToolError::Internal("the host is shutting down".into()));
         };
-        let lineage = ctx.extensions.get::<Lineage>();
-        let mut via: Vec<String> = lineage
-            .as_ref()
-            .map(|l| l.plugins.clone())
-            .unwrap_or_default();
+        let lineage = &self.lineage;
+        let mut via: Vec<String> = lineage.plugins.clone();
         if via.last().map(String::as_str) != Some(caller) {
             via.push(caller.to_string());
         }
@@ -152,10 +153,8 @@ impl ToolCaller for NestedCaller {
         request.timeout = Some(remaining);
         request.cancel = ctx.cancel.child_token();
         // The outer caller's narrowing holds for what its plugins call on its behalf.
-        if let Some(lineage) = &lineage {
-            request.profile = lineage.profile.clone();
-            request.selection = lineage.selection.clone();
-        }
+        request.profile = lineage.profile.clone();
+        request.selection = lineage.selection.clone();
         request.via_plugins = via;
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).
@@ -176,7 +175,8 @@ pub struct Dispatcher {
     audit_max_rows: u64,
     policy: Arc<dyn Policy>,
     hooks: Hooks,
-    extensions: Extensions,
+    /// This dispatcher, for the nested calls of plugins.
+    me: Weak<Dispatcher>,
     next_call: AtomicU64,
     epoch: u64,
 }
@@ -199,33 +199,17 @@ pub struct DispatcherParts {
     pub policy: Arc<dyn Policy>,
     /// Hooks.
     pub hooks: Hooks,
-    /// Shared services handed to every tool.
-    pub extensions: Extensions,
 }
 
 impl Dispatcher {
-    /// The shared services every call's context carries (the operations backend and the
-    /// like).
-    pub fn extensions(&self) -> &Extensions {
-        &self.extensions
+    /// A shared dispatcher over the given parts. Every call's context carries a
+    /// [`ToolCaller`]: sandboxed plugins granted `tools` call other tools through it, and so
+    /// through this same pipeline.
+    pub fn new_shared(parts: DispatcherParts) -> Arc<Self> {
+        Arc::new_cyclic(|me: &Weak<Self>| Self::new(parts, me.clone()))
     }
 
-    /// A shared dispatcher over the given parts whose calls' extensions also carry a
-    /// [`ToolCallerHandle`]: sandboxed plugins granted `tools` call other tools through it,
-    /// and so through this same pipeline.
-    pub fn new_shared(mut parts: DispatcherParts) -> Arc<Self> {
-        Arc::new_cyclic(|weak: &Weak<Self>| {
-            parts
-                .extensions
-                .insert(Arc::new(ToolCallerHandle(Arc::new(NestedCaller(
-                    weak.clone(),
-                )))));
-            Self::new(parts)
-        })
-    }
-
-    /// A dispatcher over the given parts.
-    pub fn new(parts: DispatcherParts) -> Self {
+    fn new(parts: DispatcherParts, me: Weak<Self>) -> Self {
         let epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
@@ -239,7 +223,7 @@ impl Dispatcher {
             audit_max_rows: parts.audit_max_rows,
             policy: parts.policy,
             hooks: parts.hooks,
-            extensions: parts.extensions,
+            me,
             next_call: AtomicU64::new(1),
             epoch,
         }
@@ -251,7 +235,7 @@ impl Dispatcher {
     }
 
     /// Whether `tool` is visible to a caller using `profile`.
-    pub fn visible(&self, tool: &str, profile: Option<&str>) -> bool {
+    pub fn visible(&self, tool: &ToolEntry, profile: Option<&str>) -> bool {
         self.visible_to(tool, profile, None)
     }
 
@@ -259,13 +243,27 @@ impl Dispatcher {
     /// the same answer the review step gives when that caller calls it.
     pub fn visible_to(
         &self,
-        tool: &str,
+        tool: &ToolEntry,
         profile: Option<&str>,
         selection: Option<&CompiledRules>,
     ) -> bool {
         let rules = profile.and_then(|p| self.review.profile(p));
-        self.review.refuse(tool, rules).is_none()
-            && selection.is_none_or(|s| s.refuse(tool).is_none())
+        let subject = Subject::new(tool.spec(), &tool.plugin_id);
+        self.review.refuse(&subject, rules).is_none()
+            && selection.is_none_or(|s| s.refuse(&subject).is_none())
+    }
+
+    /// The named tool, if it exists and is visible to a caller using `profile` and narrowed
+    /// to `selection`.
+    pub fn visible_tool(
+        &self,
+        name: &str,
+        profile: Option<&str>,
+        selection: Option<&CompiledRules>,
+    ) -> Option<ToolEntry> {
+        self.registry
+            .lookup(name)
+            .filter(|entry| self.visible_to(entry, profile, selection))
     }
 
     /// Runs one call through the whole pipeline and records it.
@@ -336,10 +334,11 @@ impl Dispatcher {
                 ))
             })?),
         };
-        let refused = self.review.refuse(&req.tool, profile).or_else(|| {
+        let subject = Subject::new(entry.spec(), &entry.plugin_id);
+        let refused = self.review.refuse(&subject, profile).or_else(|| {
             req.selection
                 .as_deref()
-                .and_then(|selection| selection.refuse(&req.tool))
+                .and_then(|selection| selection.refuse(&subject))
         });
         if let Some(rule) = refused {
             return Err(ToolError::Denied {
@@ -356,13 +355,7 @@ impl Dispatcher {
         // 3. validate
         validate(&entry, &req.arguments)?;
         // 4. policy
-        match self.policy.check(&req.tool, &req.owner, entry.spec()) {
-            PolicyDecision::Allow => {}
-            PolicyDecision::Deny { rule, message } => {
-                return Err(ToolError::Denied { rule, message });
-            }
-            PolicyDecision::NeedsApproval(reason) => return Err(ToolError::NeedsApproval(reason)),
-        }
+        self.check_policy(req, &entry, &req.arguments)?;
         // 5. pre hooks
         let mut arguments = req.arguments.clone();
         match self.hooks.before(&req.tool, &req.owner, &arguments).await {
@@ -375,6 +368,8 @@ impl Dispatcher {
             }
             HookDecision::Rewrite(new_args) => {
                 validate(&entry, &new_args)?;
+                // The policy judges what will run, not what was asked.
+                self.check_policy(req, &entry, &new_args)?;
                 arguments = new_args;
             }
         }
@@ -387,14 +382,16 @@ impl Dispatcher {
         });
         let progress = self.progress_sink(call_id, req.progress.clone());
         let cancel = req.cancel.child_token();
-        let mut extensions = self.extensions.clone();
         let mut plugins = req.via_plugins.clone();
         plugins.push(entry.plugin_id.clone());
-        extensions.insert(Arc::new(Lineage {
-            profile: req.profile.clone(),
-            selection: req.selection.clone(),
-            plugins,
-        }));
+        let caller: Arc<dyn ToolCaller> = Arc::new(NestedCaller {
+            dispatcher: self.me.clone(),
+            lineage: Lineage {
+                profile: req.profile.clone(),
+                selection: req.selection.clone(),
+                plugins,
+            },
+        });
         let ctx = CallContext {
             owner: req.owner.clone(),
             call_id: call_id.clone(),
@@ -402,11 +399,27 @@ impl Dispatcher {
             deadline: started + timeout,
             progress,
             config: self.registry.resolved_config(&entry.plugin_id),
-            extensions,
+            caller: Some(caller),
         };
         let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
         // 7. post hooks
         self.hooks.after(&req.tool, &req.owner, result).await
+    }
+
+    fn check_policy(
+        &self,
+        req: &CallRequest,
+        entry: &ToolEntry,
+        arguments: &Value,
+    ) -> Result<(), ToolError> {
+        match self
+            .policy
+            .check(&req.tool, &req.owner, entry.spec(), arguments)
+        {
+            PolicyDecision::Allow => Ok(()),
+            PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
+            PolicyDecision::NeedsApproval(reason) => Err(ToolError::NeedsApproval(reason)),
+        }
     }
 
     fn resolve(&self, name: &str) -> Result<ToolEntry, ToolError> {

@@ -5,14 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolshed_core::{Extensions, Plugin};
-use toolshed_ops::{Digest, ReadLog, ReadLogHandle};
+use toolshed_ops::{Digest, ReadLog, Services};
 
+use crate::builder::HostBuilder;
 use crate::config::LoadedConfig;
 use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
 use crate::events::EventBus;
-use crate::hooks::Hooks;
-use crate::policy::{AllowAll, Policy};
+use crate::policy::AllowAll;
 use crate::registry::{DiscoveryRoots, Registry};
 use crate::review::{Review, RuleError};
 use crate::store::{StateStore, StoreError};
@@ -22,28 +21,6 @@ pub const DB_FILE: &str = "toolshed.db";
 
 /// The directory of installed plugins inside the data dir.
 pub const PLUGINS_DIR: &str = "plugins";
-
-/// What a host is opened with.
-pub struct HostOptions {
-    /// The workspace root.
-    pub workspace: PathBuf,
-    /// The data dir.
-    pub data_dir: PathBuf,
-    /// The configuration.
-    pub config: LoadedConfig,
-    /// Plugins compiled in.
-    pub system_plugins: Vec<Arc<dyn Plugin>>,
-    /// Directories of curated plugins.
-    pub curated_dirs: Vec<PathBuf>,
-    /// What builds plugins of sandboxed kinds from their directories.
-    pub loaders: Vec<Arc<dyn toolshed_core::PluginLoader>>,
-    /// The policy; allow-all when `None`.
-    pub policy: Option<Arc<dyn Policy>>,
-    /// Hooks around calls.
-    pub hooks: Hooks,
-    /// Shared services handed to tools.
-    pub extensions: Extensions,
-}
 
 /// Why a host could not open.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +51,9 @@ pub enum HostError {
     /// A review rule is invalid.
     #[error(transparent)]
     Rules(#[from] RuleError),
+    /// A configuration value cannot be used.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A running host.
@@ -85,11 +65,18 @@ pub struct Host {
     registry: Arc<Registry>,
     events: EventBus,
     dispatcher: Arc<Dispatcher>,
+    services: Services,
 }
 
 impl Host {
-    /// Opens the state store, discovers and starts plugins and builds the pipeline.
-    pub async fn open(options: HostOptions) -> Result<Self, HostError> {
+    /// A builder for a host over `workspace` keeping its state in `data_dir`.
+    pub fn builder(workspace: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> HostBuilder {
+        HostBuilder::new(workspace, data_dir)
+    }
+
+    /// Opens the state store, builds the services, discovers and starts plugins and builds
+    /// the pipeline.
+    pub(crate) async fn open(mut options: HostBuilder) -> Result<Self, HostError> {
         let workspace =
             std::fs::canonicalize(&options.workspace).map_err(|e| HostError::Workspace {
                 path: options.workspace.clone(),
@@ -101,7 +88,7 @@ impl Host {
                 reason: "not a directory".into(),
             });
         }
-        let data_dir = options.data_dir;
+        let data_dir = options.data_dir.clone();
         create_private_dir(&data_dir).map_err(|e| HostError::DataDir {
             path: data_dir.clone(),
             reason: e.to_string(),
@@ -118,12 +105,8 @@ impl Host {
                     })??,
             )
         };
-        let mut extensions = options.extensions;
-        if extensions.get::<ReadLogHandle>().is_none() {
-            extensions.insert(Arc::new(ReadLogHandle(Arc::new(StoreReadLog::new(
-                store.clone(),
-            )))));
-        }
+        let services = options.services(&workspace, Arc::new(StoreReadLog::new(store.clone())))?;
+        let built = options.build_plugins(&services);
         let plugin_root = data_dir.join(PLUGINS_DIR);
         // Installs a killed process left half done: invisible to discovery, removed here.
         match tokio::task::spawn_blocking(move || crate::install::clean_stale_staging(&plugin_root))
@@ -140,13 +123,13 @@ impl Host {
         }
         let events = EventBus::default();
         let roots = DiscoveryRoots {
-            system: options.system_plugins,
-            curated: options.curated_dirs,
+            system: built.plugins,
+            curated: std::mem::take(&mut options.curated_dirs),
             user: vec![
                 data_dir.join(PLUGINS_DIR),
                 workspace.join(".toolshed").join("plugins"),
             ],
-            loaders: options.loaders,
+            loaders: built.loaders,
         };
         let registry = Arc::new(Registry::discover(roots, store.clone(), events.clone()).await);
         let config = &options.config.config;
@@ -157,9 +140,8 @@ impl Host {
             review,
             limits: config.limits.clone(),
             audit_max_rows: config.audit.max_rows,
-            policy: options.policy.unwrap_or_else(|| Arc::new(AllowAll)),
-            hooks: options.hooks,
-            extensions,
+            policy: options.policy.take().unwrap_or_else(|| Arc::new(AllowAll)),
+            hooks: std::mem::take(&mut options.hooks),
         });
         Ok(Self {
             workspace,
@@ -169,7 +151,13 @@ impl Host {
             registry,
             events,
             dispatcher,
+            services,
         })
+    }
+
+    /// The services this host's tools were built with.
+    pub fn services(&self) -> &Services {
+        &self.services
     }
 
     /// Runs one call through the pipeline.
@@ -296,11 +284,9 @@ impl Host {
     /// then waits until every call's audit row is in the database.
     pub async fn shutdown(&self) {
         self.registry.shutdown().await;
-        if let Some(ops) = self.dispatcher.extensions().get::<toolshed_ops::Ops>() {
-            let process = ops.process.clone();
-            if let Err(e) = tokio::task::spawn_blocking(move || process.kill_all()).await {
-                tracing::warn!(error = %e, "stopping child processes failed");
-            }
+        let process = self.services.ops.process.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || process.kill_all()).await {
+            tracing::warn!(error = %e, "stopping child processes failed");
         }
         let store = self.store.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || store.flush_audit()).await {

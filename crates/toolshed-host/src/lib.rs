@@ -9,7 +9,8 @@
 //! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
 //!   record — with [`policy`] and [`hooks`] as its seams.
 //! - [`events`]: what doors subscribe to.
-//! - [`host`]: all of it opened together.
+//! - [`host`]: all of it opened together, by a [`HostBuilder`] that also builds the typed
+//!   [`Services`] tools are made with.
 //!
 //! ```no_run
 //! # async fn demo(host: toolshed_host::Host) {
@@ -22,6 +23,7 @@
 //! ```
 
 pub mod audit;
+mod builder;
 pub mod config;
 pub mod config_fields;
 pub mod dispatcher;
@@ -38,9 +40,11 @@ pub mod review;
 pub mod store;
 pub mod suggest;
 
+pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{CallRequest, CallResult, Dispatcher};
 pub use events::{Event, EventBus};
-pub use host::{DB_FILE, Host, HostError, HostOptions, PLUGINS_DIR};
+pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use store::{AuditRecord, StateStore};
+pub use toolshed_ops::Services;

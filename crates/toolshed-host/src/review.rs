@@ -1,53 +1,190 @@
 //! Review: is this tool visible to this caller?
 //!
-//! Rules are allow and deny lists of tool-name globs, compiled once. The host-wide rules
-//! (`[review]`) apply to every call; a caller may also name a profile (`[profiles.NAME]`),
-//! whose rules apply on top. Deny wins over allow; an empty allow list allows all.
+//! Rules are allow and deny lists, compiled once. The host-wide rules (`[review]`) apply to
+//! every call; a caller may also name a profile (`[profiles.NAME]`), whose rules apply on
+//! top, and a door may narrow further (`toolshed mcp --tools`). Deny wins over allow; an
+//! empty allow list allows all.
+//!
+//! A rule matches what a tool *is*, not only what it is called, so that naming cannot
+//! dodge it: `deny = ["exec_*"]` would leave `shell` and `process_start` callable, while
+//! `deny = ["group:exec"]` covers every tool that starts a process. The forms:
+//!
+//! | rule | matches |
+//! |---|---|
+//! | `workspace_*`, `name:calc*` | the tool's name (a glob) |
+//! | `group:exec` | the tool's operator group (a glob) |
+//! | `plugin:system.web` | the id of the plugin that provides the tool (a glob) |
+//! | `danger:high`, `danger:medium+` | the tool's danger level, exactly or at least |
+//! | `destructive`, `open_world`, `read_only`, `idempotent` | a tool whose annotation is true |
+//! | `mutates_state` | a tool whose calls change state a later call can observe |
+//!
+//! ```
+//! use toolshed_core::{Danger, ToolSpec};
+//! use toolshed_host::config::ReviewRules;
+//! use toolshed_host::review::{CompiledRules, Subject};
+//! let rules = ReviewRules { allow: vec![], deny: vec!["group:exec".into(), "danger:high".into()] };
+//! let rules = CompiledRules::compile("review", &rules).unwrap();
+//! let shell = ToolSpec::new("shell", "Run a command.").group("exec");
+//! assert!(rules.refuse(&Subject::new(&shell, "system.exec")).is_some());
+//! let calc = ToolSpec::new("calculator", "Add numbers.").group("util");
+//! assert!(rules.refuse(&Subject::new(&calc, "system.util")).is_none());
+//! ```
 
 use std::collections::BTreeMap;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobMatcher};
+use toolshed_core::{Danger, ToolSpec};
 
 use crate::config::{Config, ReviewRules};
+
+/// What a rule is matched against: a tool's spec and the plugin that provides it.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The tool as data: name, group, danger, annotations.
+    pub spec: &'a ToolSpec,
+    /// The id of the plugin that provides it.
+    pub plugin_id: &'a str,
+}
+
+impl<'a> Subject<'a> {
+    /// The tool `spec` of plugin `plugin_id`.
+    pub fn new(spec: &'a ToolSpec, plugin_id: &'a str) -> Self {
+        Self { spec, plugin_id }
+    }
+}
+
+/// The annotation words a bare rule may name.
+const FLAGS: &[&str] = &[
+    "destructive",
+    "open_world",
+    "read_only",
+    "idempotent",
+    "mutates_state",
+];
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+enum Matcher {
+    Name(GlobMatcher),
+    Group(GlobMatcher),
+    Plugin(GlobMatcher),
+    Danger { level: Danger, or_above: bool },
+    Flag(&'static str),
+}
+
+impl Matcher {
+    fn parse(pattern: &str) -> Result<Self, String> {
+        let glob = |text: &str| {
+            Glob::new(text)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| format!("`{text}` is not a valid glob: {}", e.kind()))
+        };
+        if let Some(flag) = FLAGS.iter().find(|f| **f == pattern) {
+            return Ok(Self::Flag(flag));
+        }
+        let Some((kind, value)) = pattern.split_once(':') else {
+            return glob(pattern).map(Self::Name);
+        };
+        match kind {
+            "name" => glob(value).map(Self::Name),
+            "group" => glob(value).map(Self::Group),
+            "plugin" => glob(value).map(Self::Plugin),
+            "danger" => {
+                let (level, or_above) = match value.strip_suffix('+') {
+                    Some(level) => (level, true),
+                    None => (value, false),
+                };
+                let level = match level {
+                    "low" => Danger::Low,
+                    "medium" => Danger::Medium,
+                    "high" => Danger::High,
+                    other => {
+                        return Err(format!(
+                            "danger level `{other}` is not one of low, medium, high (add `+` for \"or above\": danger:medium+)"
+                        ));
+                    }
+                };
+                Ok(Self::Danger { level, or_above })
+            }
+            "annotation" => FLAGS
+                .iter()
+                .find(|f| **f == value)
+                .map(|f| Self::Flag(f))
+                .ok_or_else(|| format!("annotation `{value}` is not one of {}", FLAGS.join(", "))),
+            other => Err(format!(
+                "`{other}:` is not a rule kind; use a name glob, name:, group:, plugin:, danger:, or one of {}",
+                FLAGS.join(", ")
+            )),
+        }
+    }
+
+    fn matches(&self, subject: &Subject<'_>) -> bool {
+        let spec = subject.spec;
+        match self {
+            Self::Name(glob) => glob.is_match(&spec.name),
+            Self::Group(glob) => glob.is_match(&spec.group),
+            Self::Plugin(glob) => glob.is_match(subject.plugin_id),
+            Self::Danger { level, or_above } => {
+                rank(spec.danger) == rank(*level) || (*or_above && rank(spec.danger) > rank(*level))
+            }
+            Self::Flag(flag) => match *flag {
+                "destructive" => spec.annotations.destructive,
+                "open_world" => spec.annotations.open_world,
+                "read_only" => spec.annotations.read_only,
+                "idempotent" => spec.annotations.idempotent,
+                "mutates_state" => spec.mutates_state,
+                _ => false,
+            },
+        }
+    }
+}
+
+fn rank(danger: Danger) -> u8 {
+    match danger {
+        Danger::Low => 0,
+        Danger::Medium => 1,
+        Danger::High => 2,
+    }
+}
 
 /// A rule set compiled for matching.
 #[derive(Debug, Clone)]
 pub struct CompiledRules {
     /// Where the rules came from, e.g. `review` or `profiles.ci`.
     pub source: String,
-    allow: Vec<String>,
-    allow_set: GlobSet,
-    deny: Vec<String>,
-    deny_set: GlobSet,
+    allow: Vec<(String, Matcher)>,
+    deny: Vec<(String, Matcher)>,
 }
 
-/// A glob that does not compile.
+/// A rule that does not compile.
 #[derive(Debug, thiserror::Error)]
-#[error("config {source_name}: pattern `{pattern}` is not a valid glob: {message}")]
+#[error("config {source_name}: rule `{pattern}` is not valid: {message}")]
 pub struct RuleError {
-    /// Where the pattern is.
+    /// Where the rule is.
     pub source_name: String,
-    /// The pattern.
+    /// The rule.
     pub pattern: String,
-    /// Why.
+    /// Why, and what to write instead.
     pub message: String,
 }
 
-fn build(source: &str, list: &str, patterns: &[String]) -> Result<GlobSet, RuleError> {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        let glob = Glob::new(pattern).map_err(|e| RuleError {
-            source_name: format!("{source}.{list}"),
-            pattern: pattern.clone(),
-            message: e.kind().to_string(),
-        })?;
-        builder.add(glob);
-    }
-    builder.build().map_err(|e| RuleError {
-        source_name: format!("{source}.{list}"),
-        pattern: patterns.join(", "),
-        message: e.to_string(),
-    })
+fn build(
+    source: &str,
+    list: &str,
+    patterns: &[String],
+) -> Result<Vec<(String, Matcher)>, RuleError> {
+    patterns
+        .iter()
+        .map(|pattern| {
+            Matcher::parse(pattern)
+                .map(|m| (pattern.clone(), m))
+                .map_err(|message| RuleError {
+                    source_name: format!("{source}.{list}"),
+                    pattern: pattern.clone(),
+                    message,
+                })
+        })
+        .collect()
 }
 
 impl CompiledRules {
@@ -55,23 +192,22 @@ impl CompiledRules {
     pub fn compile(source: &str, rules: &ReviewRules) -> Result<Self, RuleError> {
         Ok(Self {
             source: source.to_string(),
-            allow_set: build(source, "allow", &rules.allow)?,
-            allow: rules.allow.clone(),
-            deny_set: build(source, "deny", &rules.deny)?,
-            deny: rules.deny.clone(),
+            allow: build(source, "allow", &rules.allow)?,
+            deny: build(source, "deny", &rules.deny)?,
         })
     }
 
-    /// `None` if `tool` passes; otherwise the rule that refused it.
-    pub fn refuse(&self, tool: &str) -> Option<String> {
-        if let Some(i) = self.deny_set.matches(tool).first() {
-            return Some(format!("{}.deny pattern `{}`", self.source, self.deny[*i]));
+    /// `None` if `subject` passes; otherwise the rule that refused it.
+    pub fn refuse(&self, subject: &Subject<'_>) -> Option<String> {
+        if let Some((pattern, _)) = self.deny.iter().find(|(_, m)| m.matches(subject)) {
+            return Some(format!("{}.deny rule `{pattern}`", self.source));
         }
-        if !self.allow.is_empty() && !self.allow_set.is_match(tool) {
+        if !self.allow.is_empty() && !self.allow.iter().any(|(_, m)| m.matches(subject)) {
+            let patterns: Vec<&str> = self.allow.iter().map(|(p, _)| p.as_str()).collect();
             return Some(format!(
                 "{}.allow (the tool matches none of: {})",
                 self.source,
-                self.allow.join(", ")
+                patterns.join(", ")
             ));
         }
         None
@@ -109,53 +245,137 @@ impl Review {
         self.profiles.keys().cloned().collect()
     }
 
-    /// `None` if `tool` is visible under the host rules and `profile`; else the rule.
-    pub fn refuse(&self, tool: &str, profile: Option<&CompiledRules>) -> Option<String> {
+    /// `None` if `subject` is visible under the host rules and `profile`; else the rule.
+    pub fn refuse(&self, subject: &Subject<'_>, profile: Option<&CompiledRules>) -> Option<String> {
         self.global
-            .refuse(tool)
-            .or_else(|| profile.and_then(|p| p.refuse(tool)))
+            .refuse(subject)
+            .or_else(|| profile.and_then(|p| p.refuse(subject)))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use toolshed_core::ToolAnnotations;
+
     use super::*;
 
-    #[test]
-    fn deny_wins_and_empty_allow_allows_all() {
+    fn rules(allow: &[&str], deny: &[&str]) -> CompiledRules {
         let rules = ReviewRules {
-            allow: vec![],
-            deny: vec!["workspace_*".into()],
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            deny: deny.iter().map(|s| s.to_string()).collect(),
         };
-        let c = CompiledRules::compile("review", &rules).unwrap();
-        assert_eq!(c.refuse("calculator"), None);
-        assert_eq!(
-            c.refuse("workspace_write").unwrap(),
-            "review.deny pattern `workspace_*`"
-        );
+        CompiledRules::compile("review", &rules).unwrap()
+    }
 
-        let rules = ReviewRules {
-            allow: vec!["calc*".into(), "text".into()],
-            deny: vec!["text".into()],
-        };
-        let c = CompiledRules::compile("profiles.p", &rules).unwrap();
-        assert_eq!(c.refuse("calculator"), None);
-        assert!(c.refuse("text").unwrap().contains("deny"));
-        assert!(c.refuse("crypto").unwrap().contains("profiles.p.allow"));
+    fn spec(name: &str, group: &str, danger: Danger) -> ToolSpec {
+        let mut spec = ToolSpec::new(name, "d").group(group);
+        spec.danger = danger;
+        spec
+    }
+
+    fn refuse(rules: &CompiledRules, spec: &ToolSpec) -> Option<String> {
+        rules.refuse(&Subject::new(spec, "system.test"))
     }
 
     #[test]
-    fn bad_glob_is_named() {
-        let rules = ReviewRules {
-            allow: vec!["a[".into()],
-            deny: vec![],
+    fn deny_wins_and_empty_allow_allows_all() {
+        let c = rules(&[], &["workspace_*"]);
+        assert_eq!(refuse(&c, &spec("calculator", "util", Danger::Low)), None);
+        assert_eq!(
+            refuse(&c, &spec("workspace_write", "workspace", Danger::Low)).unwrap(),
+            "review.deny rule `workspace_*`"
+        );
+
+        let c = rules(&["calc*", "text"], &["text"]);
+        assert_eq!(refuse(&c, &spec("calculator", "util", Danger::Low)), None);
+        assert!(
+            refuse(&c, &spec("text", "util", Danger::Low))
+                .unwrap()
+                .contains("deny")
+        );
+        assert!(
+            refuse(&c, &spec("crypto", "util", Danger::Low))
+                .unwrap()
+                .contains("review.allow")
+        );
+    }
+
+    #[test]
+    fn groups_plugins_and_danger_match_whatever_the_name() {
+        let c = rules(&[], &["group:exec"]);
+        assert!(refuse(&c, &spec("shell", "exec", Danger::High)).is_some());
+        assert!(refuse(&c, &spec("write_stdin", "exec", Danger::High)).is_some());
+        assert!(refuse(&c, &spec("exec_note", "util", Danger::Low)).is_none());
+
+        let c = rules(&[], &["danger:high"]);
+        assert!(refuse(&c, &spec("a", "x", Danger::High)).is_some());
+        assert!(refuse(&c, &spec("a", "x", Danger::Medium)).is_none());
+        let c = rules(&[], &["danger:medium+"]);
+        assert!(refuse(&c, &spec("a", "x", Danger::High)).is_some());
+        assert!(refuse(&c, &spec("a", "x", Danger::Medium)).is_some());
+        assert!(refuse(&c, &spec("a", "x", Danger::Low)).is_none());
+
+        let c = rules(&[], &["plugin:system.t*"]);
+        assert!(refuse(&c, &spec("a", "x", Danger::Low)).is_some());
+        let c = rules(&["group:util"], &[]);
+        assert!(refuse(&c, &spec("a", "util", Danger::Low)).is_none());
+        assert!(
+            refuse(&c, &spec("a", "web", Danger::Low))
+                .unwrap()
+                .contains("allow")
+        );
+    }
+
+    #[test]
+    fn annotations_match_by_their_word() {
+        let mut net = spec("fetch", "web", Danger::Medium);
+        net.annotations = ToolAnnotations {
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: true,
         };
-        let err = CompiledRules::compile("review", &rules)
+        let pure = {
+            let mut s = spec("calc", "util", Danger::Low);
+            s.annotations = ToolAnnotations::PURE;
+            s
+        };
+        for word in ["open_world", "annotation:open_world"] {
+            let c = rules(&[], &[word]);
+            assert!(refuse(&c, &net).is_some(), "{word}");
+            assert!(refuse(&c, &pure).is_none(), "{word}");
+        }
+        let c = rules(&[], &["destructive"]);
+        assert!(refuse(&c, &net).is_none());
+        let c = rules(&["read_only"], &[]);
+        assert!(refuse(&c, &pure).is_none());
+        assert!(refuse(&c, &spec("w", "workspace", Danger::Medium)).is_some());
+    }
+
+    #[test]
+    fn bad_rules_are_named_with_what_to_write() {
+        for (rule, hint) in [
+            ("a[", "not a valid glob"),
+            ("grup:exec", "`grup:` is not a rule kind"),
+            ("danger:severe", "not one of low, medium, high"),
+            ("annotation:loud", "is not one of destructive"),
+            ("group:[", "not a valid glob"),
+        ] {
+            let err = CompiledRules::compile(
+                "review",
+                &ReviewRules {
+                    allow: vec![rule.into()],
+                    deny: vec![],
+                },
+            )
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("review.allow") && err.contains("`a[`"),
-            "{err}"
-        );
+            assert!(
+                err.contains("review.allow")
+                    && err.contains(&format!("`{rule}`"))
+                    && err.contains(hint),
+                "{err}"
+            );
+        }
     }
 }

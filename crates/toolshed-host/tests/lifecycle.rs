@@ -15,7 +15,7 @@ use toolshed_core::{
 };
 use toolshed_host::config::ConfigSources;
 use toolshed_host::registry::RegistryError;
-use toolshed_host::{CallRequest, Event, Host, HostOptions, PluginState};
+use toolshed_host::{CallRequest, Event, Host, PluginState};
 
 /// Builds a plugin whose tools are named in the directory's `tools.txt` (one per line);
 /// each tool answers with the grants and config the plugin was loaded with. A file `fail`
@@ -134,19 +134,13 @@ async fn host_on(
     }
     .load()
     .unwrap();
-    Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins,
-        curated_dirs: vec![],
-        loaders,
-        policy: None,
-        hooks: Default::default(),
-        extensions: Default::default(),
-    })
-    .await
-    .unwrap()
+    let mut builder = Host::builder(workspace.path(), data.path())
+        .config(config)
+        .plugins(move |_| system_plugins);
+    for loader in loaders {
+        builder = builder.loader(move |_| loader);
+    }
+    builder.open().await.unwrap()
 }
 
 /// A host on existing directories, as a later process would open it.
@@ -487,11 +481,10 @@ impl Tool for Relay {
         _args: Value,
     ) -> Result<ToolOutput, toolshed_core::ToolError> {
         let caller = ctx
-            .extensions
-            .get::<toolshed_core::ToolCallerHandle>()
+            .caller
+            .clone()
             .expect("the host hands out a tool caller");
         caller
-            .0
             .call_tool(&ctx, self.caller, self.target, json!({}))
             .await
     }

@@ -102,7 +102,7 @@ async fn review_rules_and_profiles_deny_with_the_rule() {
     let ToolError::Denied { rule, .. } = &err else {
         panic!("{err:?}")
     };
-    assert_eq!(rule, "review.deny pattern `alpha_two`");
+    assert_eq!(rule, "review.deny rule `alpha_two`");
 
     let mut r = req("beta", json!({}));
     r.profile = Some("narrow".into());
@@ -116,8 +116,18 @@ async fn review_rules_and_profiles_deny_with_the_rule() {
     r.profile = Some("nope".into());
     let err = t.host.call(r).await.result.unwrap_err();
     assert!(err.to_string().contains("narrow"), "{err}");
-    assert!(t.host.dispatcher().visible("beta", None));
-    assert!(!t.host.dispatcher().visible("beta", Some("narrow")));
+    assert!(
+        t.host
+            .dispatcher()
+            .visible_tool("beta", None, None)
+            .is_some()
+    );
+    assert!(
+        t.host
+            .dispatcher()
+            .visible_tool("beta", Some("narrow"), None)
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -138,8 +148,16 @@ async fn a_door_selection_narrows_what_the_caller_sees_and_may_call() {
     };
     let selection = Arc::new(CompiledRules::compile("--tools", &rules).unwrap());
     let dispatcher = t.host.dispatcher();
-    assert!(dispatcher.visible_to("alpha_one", None, Some(&selection)));
-    assert!(!dispatcher.visible_to("beta", None, Some(&selection)));
+    assert!(
+        dispatcher
+            .visible_tool("alpha_one", None, Some(&selection))
+            .is_some()
+    );
+    assert!(
+        dispatcher
+            .visible_tool("beta", None, Some(&selection))
+            .is_none()
+    );
 
     let mut r = req("beta", json!({}));
     r.selection = Some(selection.clone());
@@ -342,6 +360,9 @@ impl toolshed_host::hooks::CallHook for Guard {
             "rewritten" if args["n"] == 1 => {
                 HookDecision::Rewrite(json!({"n": 7, "s": "from hook"}))
             }
+            "rewritten" if args["n"] == 3 => {
+                HookDecision::Rewrite(json!({"n": 3, "s": "forbidden"}))
+            }
             "rewritten" => HookDecision::Rewrite(json!({"n": "not a number"})),
             _ => HookDecision::Continue,
         }
@@ -373,7 +394,14 @@ impl toolshed_host::policy::Policy for ApproveDangerous {
         _tool: &str,
         _owner: &OwnerId,
         spec: &ToolSpec,
+        arguments: &serde_json::Value,
     ) -> toolshed_host::policy::PolicyDecision {
+        if arguments["s"] == "forbidden" {
+            return toolshed_host::policy::PolicyDecision::Deny {
+                rule: "no forbidden".into(),
+                message: "`s` may not be `forbidden`".into(),
+            };
+        }
         if spec.danger == toolshed_core::Danger::High {
             toolshed_host::policy::PolicyDecision::NeedsApproval(format!(
                 "`{}` is dangerous",
@@ -431,6 +459,17 @@ async fn hooks_block_rewrite_and_annotate_and_policy_can_ask_for_approval() {
         .result
         .unwrap();
     assert_eq!(out.structured, Some(json!({"n": 7, "s": "from hook"})));
+    // The policy sees the arguments, and judges a rewrite again.
+    for args in [json!({"n": 5, "s": "forbidden"}), json!({"n": 3, "s": "x"})] {
+        let err = t
+            .host
+            .call(req("rewritten", args.clone()))
+            .await
+            .result
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Denied, "{args}");
+        assert!(err.to_string().contains("forbidden"), "{err}");
+    }
     // A rewrite is validated again.
     let err = t
         .host

@@ -163,19 +163,12 @@ async fn curated_root_is_between_system_and_user() {
         &JS_PLUGIN.replace("0.1.0", "9.9.9"),
     );
     let config = support::config_from(workspace.path(), "");
-    let host = toolshed_host::Host::open(toolshed_host::HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: vec![],
-        curated_dirs: vec![curated.path().to_path_buf()],
-        loaders: Vec::new(),
-        policy: None,
-        hooks: Default::default(),
-        extensions: Default::default(),
-    })
-    .await
-    .unwrap();
+    let host = toolshed_host::Host::builder(workspace.path(), data.path())
+        .config(config)
+        .curated_dir(curated.path())
+        .open()
+        .await
+        .unwrap();
     let notes = host.registry().plugin("acme.notes").unwrap();
     assert_eq!(
         (notes.root, notes.version.as_str()),

@@ -14,8 +14,10 @@
 //! use std::time::Duration;
 //! use toolshed_core::{CallContext, Grants, LoadRequest, PluginLoader};
 //! use toolshed_js::JsLoader;
+//! use toolshed_ops::{Ops, Services};
 //!
-//! let plugin = JsLoader::default().load(LoadRequest {
+//! let services = Services::new(Ops::local(std::path::Path::new("."))?);
+//! let plugin = JsLoader::new(&services).load(LoadRequest {
 //!     manifest,
 //!     dir: PathBuf::from("plugins/acme.hello-world"),
 //!     config: Default::default(),

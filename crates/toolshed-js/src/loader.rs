@@ -3,9 +3,11 @@
 use std::path::{Component, Path};
 use std::sync::Arc;
 
-use toolshed_core::{LoadRequest, Plugin, PluginError, PluginKind, PluginLoader};
+use toolshed_core::{HttpClient, LoadRequest, Plugin, PluginError, PluginKind, PluginLoader};
+use toolshed_ops::Services;
 
 use crate::action::tool_prefix;
+use crate::engine::HostAccess;
 use crate::grants::Reach;
 use crate::i18n::{language_from_env, language_of};
 use crate::limits::JsLimits;
@@ -18,26 +20,49 @@ pub const DEFAULT_ENTRY: &str = "main.js";
 /// Builds [`PluginKind::Js`] plugins. Loading only checks the entry file; the script runs
 /// when the host calls the plugin's `init`.
 ///
+/// A loader is built over the host's [`Services`]: what plugins are granted (`fs`, `http`)
+/// goes through the services' files and HTTP client, nothing else.
+///
 /// ```
 /// use toolshed_core::{PluginKind, PluginLoader};
 /// use toolshed_js::{JsLimits, JsLoader};
-/// let loader = JsLoader::new(JsLimits { max_actions: 16, ..JsLimits::default() });
+/// use toolshed_ops::{Ops, Services};
+/// let services = Services::new(Ops::memory());
+/// let loader = JsLoader::new(&services).with_limits(JsLimits { max_actions: 16, ..JsLimits::default() });
 /// assert_eq!(loader.kind(), PluginKind::Js);
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct JsLoader {
     limits: JsLimits,
     language: Option<String>,
+    access: HostAccess,
 }
 
 impl JsLoader {
-    /// A loader giving every plugin these limits. The language for `t()` comes from
-    /// `TOOLSHED_LANG` or `LANG`, read at each load.
-    pub fn new(limits: JsLimits) -> Self {
+    /// A loader over `services` giving every plugin the default limits. The language for
+    /// `t()` comes from `TOOLSHED_LANG` or `LANG`, read at each load.
+    pub fn new(services: &Services) -> Self {
         Self {
-            limits,
+            limits: JsLimits::default(),
             language: None,
+            access: HostAccess {
+                files: services.ops.files.clone(),
+                http: services.net.clone(),
+            },
         }
+    }
+
+    /// Gives every plugin these limits.
+    pub fn with_limits(mut self, limits: JsLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sends plugins' HTTP requests through `http` instead of the services' client (an
+    /// embedder's own client; tests that record requests).
+    pub fn with_http(mut self, http: Arc<dyn HttpClient>) -> Self {
+        self.access.http = http;
+        self
     }
 
     /// Uses this language for `t()` instead of the environment's (a tag such as `zh`,
@@ -94,6 +119,7 @@ impl PluginLoader for JsLoader {
             language,
             limits: limits.clone(),
             reach,
+            access: self.access.clone(),
         };
         Ok(Arc::new(JsPlugin::new(manifest, worker)))
     }

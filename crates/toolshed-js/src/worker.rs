@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolshed_core::{CancellationToken, Plane, ToolError};
 
 use crate::action::ActionDef;
-use crate::engine::{CallRequest, Engine, Setup};
+use crate::engine::{CallRequest, Engine, HostAccess, Setup};
 use crate::grants::Reach;
 use crate::i18n::Translations;
 use crate::limits::JsLimits;
@@ -32,6 +32,7 @@ pub(crate) struct WorkerConfig {
     pub language: String,
     pub limits: JsLimits,
     pub reach: Arc<Reach>,
+    pub access: HostAccess,
 }
 
 /// Why the plugin stopped working, shared between its thread and its handle.
@@ -236,6 +237,7 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
         translations: Rc::new(translations),
         limits: config.limits.clone(),
         reach: config.reach.clone(),
+        access: config.access.clone(),
     })
 }
 

@@ -13,8 +13,8 @@ use support::{TestPlugin, strings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolshed_core::{
-    CallContext, CancellationToken, Capabilities, Grants, HttpClient, HttpClientHandle,
-    HttpRequest, HttpResponse, NetPolicy, ToolCaller, ToolCallerHandle, ToolError, ToolOutput,
+    CallContext, CancellationToken, Capabilities, Grants, HttpClient, HttpRequest, HttpResponse,
+    NetPolicy, ToolCaller, ToolError, ToolOutput,
 };
 use toolshed_ops::Ops;
 
@@ -198,10 +198,8 @@ impl HttpClient for RawHttp {
     }
 }
 
-fn with_http(client: Arc<RawHttp>) -> CallContext {
-    let mut ctx = CallContext::for_test(support::CALL_TIMEOUT);
-    ctx.extensions.insert(Arc::new(HttpClientHandle(client)));
-    ctx
+fn plain() -> CallContext {
+    CallContext::for_test(support::CALL_TIMEOUT)
 }
 
 fn network(hosts: &[&str]) -> Capabilities {
@@ -252,12 +250,13 @@ async fn an_ungranted_host_is_refused_with_the_grant_command() {
         network(&["example.test"]),
         http_grants(&["example.test"]),
     )
+    .http(client.clone())
     .start()
     .await;
     let out = p
         .call_with(
             "web_probe",
-            with_http(client.clone()),
+            plain(),
             code(&format!(
                 "return await ctx.http.get('http://127.0.0.1:{port}/x');"
             )),
@@ -285,6 +284,7 @@ async fn a_granted_host_is_reached_through_the_hosts_client() {
         network(&["127.0.0.1"]),
         http_grants(&["127.0.0.1"]),
     )
+    .http(client.clone())
     .start()
     .await;
     let snippet = format!(
@@ -295,7 +295,7 @@ async fn a_granted_host_is_reached_through_the_hosts_client() {
                     echoed: posted.json(), deleted: got.json(), truncated: got.truncated }};"#
     );
     let out = p
-        .call_with("web_probe", with_http(client.clone()), code(&snippet))
+        .call_with("web_probe", plain(), code(&snippet))
         .await
         .unwrap();
     assert_eq!(
@@ -311,22 +311,6 @@ async fn a_granted_host_is_reached_through_the_hosts_client() {
     assert_eq!(
         *client.policies.lock().unwrap(),
         vec![NetPolicy::Only(strings(&["127.0.0.1"])); 2]
-    );
-
-    // Without a client in the call's extensions the promise rejects, saying so.
-    let out = p
-        .call(
-            "web_probe",
-            code(&format!(
-                "return await ctx.http.get('http://127.0.0.1:{port}/');"
-            )),
-        )
-        .await
-        .unwrap();
-    assert!(
-        error_of(&out).contains("no HTTP client"),
-        "{}",
-        error_of(&out)
     );
 }
 
@@ -358,16 +342,10 @@ fn workspace() -> (tempfile::TempDir, Arc<Ops>) {
     (ws, ops)
 }
 
-fn with_ops(ops: &Arc<Ops>) -> CallContext {
-    let mut ctx = CallContext::for_test(support::CALL_TIMEOUT);
-    ctx.extensions.insert(ops.clone());
-    ctx
-}
-
 #[tokio::test]
 async fn granted_paths_are_read_and_written_through_the_workspace() {
     let (ws, ops) = workspace();
-    let p = fs_plugin().start().await;
+    let p = fs_plugin().ops((*ops).clone()).start().await;
     let snippet = r#"
         const a = await ctx.fs.readText("data/a.txt");
         await ctx.fs.writeText("data/out/new/b.txt", a + " beta");
@@ -375,7 +353,7 @@ async fn granted_paths_are_read_and_written_through_the_workspace() {
         const names = (await ctx.fs.list("data")).map((e) => `${e.name}:${e.type}`).sort();
         return { a, back, names };"#;
     let out = p
-        .call_with("files_probe", with_ops(&ops), code(snippet))
+        .call_with("files_probe", plain(), code(snippet))
         .await
         .unwrap();
     assert_eq!(
@@ -394,7 +372,7 @@ async fn granted_paths_are_read_and_written_through_the_workspace() {
 #[tokio::test]
 async fn paths_outside_the_grants_are_refused() {
     let (ws, ops) = workspace();
-    let p = fs_plugin().start().await;
+    let p = fs_plugin().ops((*ops).clone()).start().await;
     let cases = [
         ("ctx.fs.readText('secret.txt')", "fs-read:secret.txt"),
         (
@@ -418,7 +396,7 @@ async fn paths_outside_the_grants_are_refused() {
         let out = p
             .call_with(
                 "files_probe",
-                with_ops(&ops),
+                plain(),
                 code(&format!("return await {call};")),
             )
             .await
@@ -439,10 +417,11 @@ async fn paths_outside_the_grants_are_refused() {
     assert!(!ws.path().join("x.txt").exists());
 
     let none = probe("acme.files", Capabilities::default(), Grants::default())
+        .ops((*ops).clone())
         .start()
         .await;
     let out = none
-        .call_with("files_probe", with_ops(&ops), code("return typeof ctx.fs;"))
+        .call_with("files_probe", plain(), code("return typeof ctx.fs;"))
         .await
         .unwrap();
     assert_eq!(out.text_joined(), "undefined");
@@ -494,8 +473,7 @@ async fn tools_are_called_through_the_host_only_when_granted() {
     .await;
     let ctx = || {
         let mut ctx = CallContext::for_test(support::CALL_TIMEOUT);
-        ctx.extensions
-            .insert(Arc::new(ToolCallerHandle(caller.clone())));
+        ctx.caller = Some(caller.clone());
         ctx
     };
     let out = p

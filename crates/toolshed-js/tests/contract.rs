@@ -350,7 +350,10 @@ export function activate(context) {
 
 #[tokio::test]
 async fn load_checks_the_entry_file_cheaply() {
-    let (dir, loader) = (tempfile::tempdir().unwrap(), JsLoader::default());
+    let (dir, loader) = (
+        tempfile::tempdir().unwrap(),
+        JsLoader::new(&toolshed_ops::Services::new(toolshed_ops::Ops::memory())),
+    );
     let request = |entry: Option<&str>| {
         let mut manifest =
             toolshed_core::PluginManifest::new("acme.files", "0.1.0", "Files", PluginKind::Js);

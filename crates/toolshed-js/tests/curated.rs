@@ -20,12 +20,11 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use services::GITHUB_TOKEN;
 use toolshed_core::{
-    CallContext, Grants, HttpClientHandle, LoadRequest, Plugin, PluginLoader, PluginManifest,
-    ToolError, ToolOutput,
+    CallContext, Grants, LoadRequest, Plugin, PluginLoader, PluginManifest, ToolError, ToolOutput,
 };
 use toolshed_host::manifest::load_manifest;
 use toolshed_js::JsLoader;
-use toolshed_ops::NetClient;
+use toolshed_ops::{Ops, Services};
 
 const PLUGINS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins");
 
@@ -72,7 +71,7 @@ impl Curated {
         let dir = plugin_dir(dir);
         let manifest = manifest_of(&dir);
         let config = resolved(&manifest, values);
-        let plugin = JsLoader::default()
+        let plugin = JsLoader::new(&Services::new(Ops::memory()))
             .with_language(language)
             .load(LoadRequest {
                 manifest,
@@ -91,8 +90,6 @@ impl Curated {
     async fn call(&self, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
         let mut ctx = CallContext::for_test(Duration::from_secs(30));
         ctx.config = self.config.clone();
-        ctx.extensions
-            .insert(Arc::new(HttpClientHandle(Arc::new(NetClient::new()))));
         let tool = self
             .plugin
             .tools()

@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 use support::{Started, TestPlugin, strings};
 use tokio::sync::mpsc;
 use toolshed_core::{
-    CallContext, Capabilities, ErrorKind, Grants, ProgressSink, ToolCaller, ToolCallerHandle,
-    ToolError, ToolOutput,
+    CallContext, Capabilities, ErrorKind, Grants, ProgressSink, ToolCaller, ToolError, ToolOutput,
 };
 use toolshed_js::JsLimits;
 
@@ -225,8 +224,7 @@ async fn a_host_promise_that_never_settles_ends_at_the_deadline() {
     let p = runaway("acme.stuck", JsLimits::default()).start().await;
     let caller = Arc::new(Hanging(Mutex::new(Vec::new())));
     let mut ctx = CallContext::for_test(Duration::from_millis(500));
-    ctx.extensions
-        .insert(Arc::new(ToolCallerHandle(caller.clone())));
+    ctx.caller = Some(caller.clone());
     let err = tokio::time::timeout(LIVENESS, p.call_with("stuck_nested", ctx, json!({})))
         .await
         .expect("ended")

@@ -122,10 +122,7 @@ pub fn routes(host: Arc<Host>, options: &HttpOptions, stop: CancellationToken) -
         .with_cancellation_token(stop);
     let session = options.session.clone();
     let proxy = crate::proxy::ProxyState {
-        ports: host
-            .dispatcher()
-            .extensions()
-            .get::<toolshed_core::PortDirectory>(),
+        ports: host.services().ports.clone(),
     };
     let service = StreamableHttpService::new(
         move || {

@@ -22,7 +22,7 @@ use crate::server::OWNER_HEADER;
 /// Where a proxied request goes.
 #[derive(Clone)]
 pub(crate) struct ProxyState {
-    pub(crate) ports: Option<Arc<PortDirectory>>,
+    pub(crate) ports: Arc<PortDirectory>,
 }
 
 fn refuse(status: StatusCode, message: String) -> Response {
@@ -57,7 +57,7 @@ pub(crate) async fn proxy(
         .and_then(|p| p.split_once('/'))
         .map(|(_, rest)| rest.to_string())
         .unwrap_or_default();
-    let target = state.ports.as_ref().and_then(|ports| ports.get(&id));
+    let target = state.ports.get(&id);
     let owner = request
         .headers()
         .get(OWNER_HEADER)

@@ -97,9 +97,9 @@ impl McpServer {
         &self.owner
     }
 
-    fn is_visible(&self, name: &str) -> bool {
+    fn is_visible(&self, entry: &ToolEntry) -> bool {
         self.host.dispatcher().visible_to(
-            name,
+            entry,
             self.session.profile.as_deref(),
             self.session.selection.as_deref(),
         )
@@ -111,7 +111,7 @@ impl McpServer {
             .registry()
             .tools()
             .into_iter()
-            .filter(|t| self.is_visible(&t.spec().name))
+            .filter(|t| self.is_visible(t))
             .collect()
     }
 
@@ -259,7 +259,7 @@ impl ServerHandler for McpServer {
         self.host
             .registry()
             .lookup(name)
-            .filter(|entry| self.is_visible(name) && entry.spec().name == name)
+            .filter(|entry| self.is_visible(entry) && entry.spec().name == name)
             .map(|entry| tool_from_spec(entry.spec()))
     }
 

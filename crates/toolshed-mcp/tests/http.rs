@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use toolshed_host::Host;
 use toolshed_host::config::ConfigSources;
-use toolshed_host::{Host, HostOptions};
 use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, HttpOptions, Session};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -40,19 +40,11 @@ async fn start() -> Server {
     }
     .load()
     .unwrap();
-    let host = Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: vec![],
-        curated_dirs: vec![],
-        loaders: Vec::new(),
-        policy: None,
-        hooks: Default::default(),
-        extensions: Default::default(),
-    })
-    .await
-    .unwrap();
+    let host = Host::builder(workspace.path(), data.path())
+        .config(config)
+        .open()
+        .await
+        .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let stop = CancellationToken::new();

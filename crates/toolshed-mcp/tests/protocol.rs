@@ -13,8 +13,8 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, Plugin, PluginKind, PluginManifest, Progress, Tool,
     ToolAnnotations, ToolError, ToolOutput, ToolSpec,
 };
+use toolshed_host::Host;
 use toolshed_host::config::ConfigSources;
-use toolshed_host::{Host, HostOptions};
 use toolshed_mcp::{McpServer, Session, selection_from_globs};
 
 struct Steps(ToolSpec);
@@ -114,19 +114,12 @@ async fn host_with(config_toml: &str) -> Fixture {
     }
     .load()
     .unwrap();
-    let host = Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: vec![test_plugin(cancelled.clone())],
-        curated_dirs: vec![],
-        loaders: Vec::new(),
-        policy: None,
-        hooks: Default::default(),
-        extensions: Default::default(),
-    })
-    .await
-    .unwrap();
+    let host = Host::builder(workspace.path(), data.path())
+        .config(config)
+        .plugin(test_plugin(cancelled.clone()))
+        .open()
+        .await
+        .unwrap();
     Fixture {
         _workspace: workspace,
         _data: data,

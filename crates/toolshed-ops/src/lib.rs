@@ -1,7 +1,7 @@
 //! The operations layer: how tools touch the world.
 //!
-//! Tools never call `std::fs` or spawn processes themselves. They get an [`Ops`] from their
-//! [`CallContext`] (`ctx.ops()?`) and go through it, so the same tool runs against the real
+//! Tools never call `std::fs` or spawn processes themselves. They are built with the host's
+//! [`Services`], whose [`Ops`] they go through, so the same tool runs against the real
 //! system ([`LocalOps`]), a sandbox, or an in-memory double in tests ([`MemoryOps`]). Both
 //! implementations pass one [contract suite](contract). Searching — glob, fuzzy find, grep —
 //! goes through [`SearchOps`], confined the same way; starting processes through
@@ -18,8 +18,6 @@
 
 use std::sync::Arc;
 
-use toolshed_core::{CallContext, ToolError};
-
 pub mod contract;
 mod error;
 mod file;
@@ -30,6 +28,7 @@ pub mod path;
 pub mod process;
 mod read_log;
 pub mod search;
+mod services;
 
 pub use error::OpsError;
 pub use file::{
@@ -41,15 +40,16 @@ pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
 pub use net::{FollowedResponse, NetClient, NetConfig};
 pub use process::{Process, ProcessOps, SpawnRequest};
-pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog, ReadLogHandle};
+pub use read_log::{Digest, MAX_MEMORY_ENTRIES, MemoryReadLog, ReadLog};
 pub use search::{
     Cancel, CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
     DEFAULT_MAX_LINE_LEN, FileMatches, FindKind, FindMatch, FindRequest, FindResult, GlobRequest,
     GlobResult, GrepRequest, GrepResult, LineMatch, MAX_CONTEXT_LINES, MAX_IGNORE_FILE_BYTES,
     MAX_SEARCH_BUFFER, SearchOps, TreeEntry, TreeRequest, TreeResult,
 };
+pub use services::Services;
 
-/// Everything a tool may use to act, handed to it through [`CallContext::extensions`].
+/// Everything a tool may use to act on the workspace, part of the host's [`Services`].
 #[derive(Clone)]
 pub struct Ops {
     /// File operations confined to the workspace.
@@ -88,19 +88,5 @@ impl Ops {
             search: ops.clone(),
             process: ops,
         }
-    }
-}
-
-/// Getting the [`Ops`] of a call.
-pub trait OpsContext {
-    /// The operations backend of this call.
-    fn ops(&self) -> Result<Arc<Ops>, ToolError>;
-}
-
-impl OpsContext for CallContext {
-    fn ops(&self) -> Result<Arc<Ops>, ToolError> {
-        self.extensions.get::<Ops>().ok_or_else(|| {
-            ToolError::Internal("no operations backend is configured for this host".into())
-        })
     }
 }

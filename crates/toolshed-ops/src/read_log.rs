@@ -7,7 +7,7 @@
 //! in the next); [`MemoryReadLog`] is the in-process version.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// A content digest (SHA-256).
 pub type Digest = [u8; 32];
@@ -20,10 +20,6 @@ pub trait ReadLog: Send + Sync {
     /// Records that `owner` has seen `digest` of the file at `real_path`.
     fn record(&self, owner: &str, real_path: &str, digest: Digest);
 }
-
-/// A [`ReadLog`] handed to tools through the call's extensions.
-#[derive(Clone)]
-pub struct ReadLogHandle(pub Arc<dyn ReadLog>);
 
 /// The most (owner, file) pairs [`MemoryReadLog`] remembers; the oldest go first.
 pub const MAX_MEMORY_ENTRIES: usize = 20_000;

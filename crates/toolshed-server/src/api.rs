@@ -469,12 +469,7 @@ pub async fn tools(
         .registry()
         .tools()
         .into_iter()
-        .filter(|t| {
-            state
-                .host
-                .dispatcher()
-                .visible_to(&t.spec().name, None, None)
-        })
+        .filter(|t| state.host.dispatcher().visible(t, None))
         .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
         .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
         .filter(|t| {
@@ -500,9 +495,8 @@ pub async fn tool(
 ) -> Result<Json<Value>, ApiError> {
     state
         .host
-        .registry()
-        .lookup(&name)
-        .filter(|_| state.host.dispatcher().visible_to(&name, None, None))
+        .dispatcher()
+        .visible_tool(&name, None, None)
         .map(|t| Json(tool_json(t.spec(), &t.plugin_id)))
         .ok_or_else(|| unknown_tool(&state, &name))
 }
@@ -558,9 +552,8 @@ pub async fn execute(
     let owner = owner(&headers)?;
     let entry = state
         .host
-        .registry()
-        .lookup(&name)
-        .filter(|_| state.host.dispatcher().visible_to(&name, None, None))
+        .dispatcher()
+        .visible_tool(&name, None, None)
         .ok_or_else(|| unknown_tool(&state, &name))?;
     if let Some(ms) = request.timeout_ms {
         let max = state.host.config().config.limits.max_timeout_ms;

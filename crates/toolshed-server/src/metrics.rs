@@ -150,17 +150,10 @@ pub async fn metrics(State(state): State<AppState>, metrics: axum::Extension<Met
     for (job_state, n) in state.jobs.counts() {
         let _ = writeln!(out, "toolshed_jobs{{state=\"{job_state}\"}} {n}");
     }
-    if let Some(gauges) = state
-        .host
-        .dispatcher()
-        .extensions()
-        .get::<toolshed_core::Gauges>()
-    {
-        for (name, help, value) in gauges.read_all() {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(out, "{name} {value}");
-        }
+    for (name, help, value) in state.host.services().gauges.read_all() {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        let _ = writeln!(out, "{name} {value}");
     }
     let _ = writeln!(
         out,

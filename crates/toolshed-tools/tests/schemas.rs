@@ -58,7 +58,9 @@ fn lint(tool: &str, at: &str, schema: &Value, problems: &mut Vec<String>) {
 fn every_builtin_schema_is_in_the_conservative_dialect() {
     let mut problems = Vec::new();
     let mut count = 0;
-    for plugin in toolshed_tools::system_plugins() {
+    for plugin in
+        toolshed_tools::system_plugins(&toolshed_ops::Services::new(toolshed_ops::Ops::memory()))
+    {
         for tool in plugin.tools() {
             count += 1;
             let spec = tool.spec();
@@ -82,7 +84,9 @@ fn every_builtin_schema_is_in_the_conservative_dialect() {
 
 #[test]
 fn plugin_ids_and_tool_names_follow_the_rules() {
-    for plugin in toolshed_tools::system_plugins() {
+    for plugin in
+        toolshed_tools::system_plugins(&toolshed_ops::Services::new(toolshed_ops::Ops::memory()))
+    {
         let m = plugin.manifest();
         assert!(m.id.starts_with("system."), "{}", m.id);
         assert!(toolshed_core::is_valid_plugin_id(&m.id), "{}", m.id);

@@ -47,13 +47,9 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
     }
     eprintln!("listening on http://{local}{MCP_PATH}");
     eprintln!("REST API on http://{local}/api/v1 (docs/rest.md)");
-    if let Some(ports) = host
-        .dispatcher()
-        .extensions()
-        .get::<toolshed_core::PortDirectory>()
-    {
-        ports.set_base_url(format!("http://{local}"));
-    }
+    host.services()
+        .ports
+        .set_base_url(format!("http://{local}"));
     let options = toolshed_server::ServerOptions {
         token,
         session,

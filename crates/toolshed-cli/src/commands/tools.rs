@@ -11,7 +11,7 @@ fn visible(host: &Host) -> Vec<ToolEntry> {
     host.registry()
         .tools()
         .into_iter()
-        .filter(|t| host.dispatcher().visible(&t.spec().name, None))
+        .filter(|t| host.dispatcher().visible(t, None))
         .collect()
 }
 
@@ -78,7 +78,7 @@ pub fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
     let entry = host
         .registry()
         .lookup(name)
-        .filter(|t| host.dispatcher().visible(&t.spec().name, None))
+        .filter(|t| host.dispatcher().visible(t, None))
         .ok_or_else(|| {
             let names: Vec<String> = visible(host)
                 .iter()

@@ -13,8 +13,8 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, Plugin, PluginKind, PluginManifest, Tool, ToolError, ToolOutput,
     ToolSpec,
 };
+use toolshed_host::Host;
 use toolshed_host::config::{ConfigSources, LoadedConfig};
-use toolshed_host::{Host, HostOptions};
 
 /// A manifest with defaults, for test plugins.
 pub fn manifest(id: &str) -> PluginManifest {
@@ -142,19 +142,14 @@ pub async fn open_with(
     hooks: toolshed_host::hooks::Hooks,
 ) -> TestHost {
     let config = config_from(workspace.path(), config_toml);
-    let host = Host::open(HostOptions {
-        workspace: workspace.path().to_path_buf(),
-        data_dir: data.path().to_path_buf(),
-        config,
-        system_plugins: plugins,
-        curated_dirs: vec![],
-        loaders: Vec::new(),
-        policy,
-        hooks,
-        extensions: Default::default(),
-    })
-    .await
-    .expect("host opens");
+    let mut builder = Host::builder(workspace.path(), data.path())
+        .config(config)
+        .plugins(move |_| plugins)
+        .hooks(hooks);
+    if let Some(policy) = policy {
+        builder = builder.policy(policy);
+    }
+    let host = builder.open().await.expect("host opens");
     TestHost {
         host,
         workspace,

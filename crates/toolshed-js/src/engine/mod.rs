@@ -39,6 +39,7 @@ pub(crate) use fault::Fault;
 use fault::{fault_to_error, returned};
 use guard::Guard;
 pub(crate) use guard::Stop;
+pub(crate) use host::HostAccess;
 use host::{CallScope, Completion, HostOps, LogBudget, Shared};
 
 /// JavaScript helpers the host builds plugin-facing objects with.
@@ -70,6 +71,8 @@ pub(crate) struct Setup {
     pub limits: JsLimits,
     /// What the plugin may reach.
     pub reach: Arc<Reach>,
+    /// What it reaches it through.
+    pub access: HostAccess,
 }
 
 /// What `run` returned, before the tool maps it to a [`toolshed_core::ToolOutput`].
@@ -89,7 +92,7 @@ pub(crate) struct CallRequest {
     pub action: String,
     /// The inputs, defaults applied.
     pub inputs: serde_json::Value,
-    /// The call's context (config, progress, extensions, deadline).
+    /// The call's context (config, progress, tool caller, deadline).
     pub ctx: CallContext,
     /// Fired when the caller gives up; stops the call.
     pub cancel: CancellationToken,
@@ -312,6 +315,7 @@ impl Engine {
             &req.ctx,
             req.cancel.child_token(),
             self.setup.reach.clone(),
+            self.setup.access.clone(),
             req.host.clone(),
             self.ops.clone(),
         ));

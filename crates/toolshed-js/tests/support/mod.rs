@@ -9,10 +9,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tempfile::TempDir;
 use toolshed_core::{
-    CallContext, Capabilities, Grants, LoadRequest, Plugin, PluginKind, PluginLoader,
+    CallContext, Capabilities, Grants, HttpClient, LoadRequest, Plugin, PluginKind, PluginLoader,
     PluginManifest, Tool, ToolError, ToolOutput,
 };
 use toolshed_js::{JsLimits, JsLoader};
+use toolshed_ops::{Ops, Services};
 
 /// The deadline of calls made by [`Started::call`]: generous, for slow machines.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -26,6 +27,8 @@ pub struct TestPlugin {
     config: Map<String, Value>,
     limits: JsLimits,
     language: Option<String>,
+    services: Services,
+    http: Option<Arc<dyn HttpClient>>,
 }
 
 impl TestPlugin {
@@ -39,6 +42,8 @@ impl TestPlugin {
             config: Map::new(),
             limits: JsLimits::default(),
             language: None,
+            services: Services::new(Ops::memory()),
+            http: None,
         }
     }
 
@@ -72,6 +77,18 @@ impl TestPlugin {
         self
     }
 
+    /// Loads the plugin over these workspace operations (`ctx.fs`).
+    pub fn ops(mut self, ops: Ops) -> Self {
+        self.services.ops = ops;
+        self
+    }
+
+    /// Sends the plugin's HTTP requests (`ctx.http`) through `client`.
+    pub fn http(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.http = Some(client);
+        self
+    }
+
     /// Sets the limits.
     pub fn limits(mut self, limits: JsLimits) -> Self {
         self.limits = limits;
@@ -97,7 +114,10 @@ impl TestPlugin {
             }
             std::fs::write(path, content).expect("write plugin file");
         }
-        let mut loader = JsLoader::new(self.limits);
+        let mut loader = JsLoader::new(&self.services).with_limits(self.limits);
+        if let Some(http) = self.http {
+            loader = loader.with_http(http);
+        }
         if let Some(lang) = &self.language {
             loader = loader.with_language(lang);
         }

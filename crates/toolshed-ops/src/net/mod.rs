@@ -403,7 +403,8 @@ fn after_redirect(error: ToolError, from: &str, to: &Target) -> ToolError {
         ToolError::Denied { rule, message } => ToolError::Denied {
             rule,
             message: format!(
-                "`{from}` redirected to `{}`, which is refused: {message}",
+                "`{}` redirected to `{}`, which is refused: {message}",
+                policy::redact_url(from),
                 to.shown()
             ),
         },

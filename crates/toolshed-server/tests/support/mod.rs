@@ -10,8 +10,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use toolshed_host::Host;
 use toolshed_host::config::ConfigSources;
-use toolshed_host::{Host, HostOptions};
 use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, Session};
 
 pub const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -62,27 +62,13 @@ async fn start_dirs(
     }
     .load()
     .unwrap();
-    let mut extensions = toolshed_core::Extensions::new();
-    extensions.insert(Arc::new(
-        toolshed_ops::Ops::local(workspace.path()).unwrap(),
-    ));
-    extensions.insert(Arc::new(toolshed_core::PortDirectory::new()));
-    let gauges = Arc::new(toolshed_core::Gauges::new());
-    extensions.insert(gauges.clone());
     let host = Arc::new(
-        Host::open(HostOptions {
-            workspace: workspace.path().to_path_buf(),
-            data_dir: data.path().to_path_buf(),
-            config,
-            system_plugins: toolshed_tools::system_plugins_with(&gauges),
-            curated_dirs: vec![],
-            loaders: Vec::new(),
-            policy: None,
-            hooks: Default::default(),
-            extensions,
-        })
-        .await
-        .unwrap(),
+        Host::builder(workspace.path(), data.path())
+            .config(config)
+            .plugins(toolshed_tools::system_plugins)
+            .open()
+            .await
+            .unwrap(),
     );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();

@@ -10,8 +10,8 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, ConfigField, ConfigFieldType, Danger, Health, Plugin, PluginError,
     PluginKind, PluginManifest, Tool, ToolAnnotations, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::OpsContext;
 use toolshed_ops::process::{OutputLimits, SpawnRequest, Stdin, Stop, Stream, Tty};
+use toolshed_ops::{ProcessOps, Services};
 
 use super::sessions::{NewSession, Session, SessionTable};
 use super::shell::{ShellTable, shell_spec};
@@ -55,6 +55,7 @@ enum Kind {
 struct CommandTool {
     spec: ToolSpec,
     kind: Kind,
+    process: Arc<dyn ProcessOps>,
     table: Table,
     shells: Arc<ShellTable>,
 }
@@ -67,7 +68,7 @@ impl Tool for CommandTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => exec(&self.table, &ctx, &args).await,
+            Kind::Exec => exec(&self.table, &self.process, &ctx, &args).await,
             Kind::WriteStdin => write_stdin(&self.table, &ctx, &args).await,
             Kind::List => Ok(list(&self.table, &ctx)),
             Kind::ReadOutput => read_output(&self.table, &ctx, &args).await,
@@ -106,15 +107,12 @@ impl Plugin for ExecPlugin {
     }
 }
 
-/// The `system.exec_command` plugin.
-pub fn exec_plugin() -> Arc<dyn Plugin> {
-    exec_plugin_with(&toolshed_core::Gauges::new())
-}
-
-/// The `system.exec_command` plugin, registering its gauges (live sessions and shells).
-pub fn exec_plugin_with(gauges: &toolshed_core::Gauges) -> Arc<dyn Plugin> {
+/// The `system.exec_command` plugin: commands start through the services' process
+/// operations, and its gauges (live sessions and shells) are registered in theirs.
+pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
+    let gauges = &services.gauges;
     let table: Table = Arc::new(SessionTable::default());
-    let shells = Arc::new(ShellTable::default());
+    let shells = Arc::new(ShellTable::new(services.ops.process.clone()));
     {
         let table = table.clone();
         gauges.register(
@@ -144,6 +142,7 @@ pub fn exec_plugin_with(gauges: &toolshed_core::Gauges) -> Arc<dyn Plugin> {
             Arc::new(CommandTool {
                 spec,
                 kind,
+                process: services.ops.process.clone(),
                 table: table.clone(),
                 shells: shells.clone(),
             }) as Arc<dyn Tool>
@@ -359,6 +358,7 @@ pub(crate) fn command_request(args: &Value, cmd: &str) -> Result<SpawnRequest, T
 
 async fn exec(
     table: &SessionTable,
+    process: &Arc<dyn ProcessOps>,
     ctx: &CallContext,
     args: &Value,
 ) -> Result<ToolOutput, ToolError> {
@@ -389,7 +389,6 @@ async fn exec(
         request = request.stdin(Stdin::Piped);
     }
     request.validate().map_err(ToolError::from)?;
-    let ops = ctx.ops()?;
     let max = config_usize(ctx, MAX_SESSIONS, DEFAULT_MAX_SESSIONS);
     let session = table.start(
         max,
@@ -399,7 +398,7 @@ async fn exec(
             tty,
             timeout,
         },
-        || ops.process.spawn(&request).map_err(ToolError::from),
+        || process.spawn(&request).map_err(ToolError::from),
     )?;
     watch_timeout(session.clone());
 

@@ -21,8 +21,8 @@ mod sessions;
 mod shell;
 pub mod terminal;
 
-pub use command::{EXEC_PLUGIN_ID, exec_plugin, exec_plugin_with};
-pub use process::{PROCESS_PLUGIN_ID, process_plugin, process_plugin_with};
+pub use command::{EXEC_PLUGIN_ID, exec_plugin};
+pub use process::{PROCESS_PLUGIN_ID, process_plugin};
 pub use sessions::{Session, SessionTable};
 
 /// The group of every command tool.

@@ -14,8 +14,8 @@ use toolshed_core::{
     PluginKind, PluginManifest, PortDirectory, ProxyTarget, Tool, ToolAnnotations, ToolError,
     ToolOutput, ToolSpec,
 };
-use toolshed_ops::OpsContext;
 use toolshed_ops::process::{OutputLimits, Process, Stop, Stream};
+use toolshed_ops::{ProcessOps, Services};
 
 use super::command::{LOOKS, RUNS, command_request, command_tool, object};
 use super::{GROUP, config_usize, exit_fields, exit_line, owner, render};
@@ -42,10 +42,13 @@ struct Background {
     started: SystemTime,
 }
 
-#[derive(Default)]
 struct ProcessTable {
     items: Mutex<BTreeMap<u64, Arc<Background>>>,
     next: AtomicU64,
+    /// Where processes start.
+    process: Arc<dyn ProcessOps>,
+    /// Where ports are published for the HTTP proxy.
+    ports: Arc<PortDirectory>,
 }
 
 impl ProcessTable {
@@ -131,14 +134,17 @@ impl Plugin for ProcessPlugin {
     }
 }
 
-/// The `system.process` plugin.
-pub fn process_plugin() -> Arc<dyn Plugin> {
-    process_plugin_with(&toolshed_core::Gauges::new())
-}
-
-/// The `system.process` plugin, registering its gauge (running background processes).
-pub fn process_plugin_with(gauges: &toolshed_core::Gauges) -> Arc<dyn Plugin> {
-    let table = Arc::new(ProcessTable::default());
+/// The `system.process` plugin: processes start through the services' process operations,
+/// their ports go into the services' port directory, and its gauge (running background
+/// processes) is registered in theirs.
+pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
+    let gauges = &services.gauges;
+    let table = Arc::new(ProcessTable {
+        items: Mutex::new(BTreeMap::new()),
+        next: AtomicU64::new(0),
+        process: services.ops.process.clone(),
+        ports: services.ports.clone(),
+    });
     {
         let table = table.clone();
         gauges.register(
@@ -308,7 +314,6 @@ async fn start(
         kill_after_bytes: None,
     });
     request.validate().map_err(ToolError::from)?;
-    let ops = ctx.ops()?;
     let max = config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES);
     let item = {
         let mut items = table.lock();
@@ -329,7 +334,7 @@ async fn start(
                 }
             }
         }
-        let process = ops.process.spawn(&request).map_err(ToolError::from)?;
+        let process = table.process.spawn(&request).map_err(ToolError::from)?;
         let n = table.next.fetch_add(1, Ordering::Relaxed) + 1;
         let item = Arc::new(Background {
             id: format!("p{n}"),
@@ -343,8 +348,8 @@ async fn start(
         items.insert(n, item.clone());
         item
     };
-    if let (Some(port), Some(directory)) = (port, ctx.extensions.get::<PortDirectory>()) {
-        directory.insert(
+    if let Some(port) = port {
+        table.ports.insert(
             &item.id,
             ProxyTarget {
                 port,
@@ -352,6 +357,7 @@ async fn start(
             },
         );
         let watched = item.clone();
+        let directory = table.ports.clone();
         tokio::spawn(async move {
             while watched
                 .process
@@ -524,9 +530,7 @@ async fn stop(
     let was_running = item.process.exit().is_none();
     // Also after it exited: children it left running (`server &`) go too.
     item.process.terminate(stop).await;
-    if let Some(directory) = ctx.extensions.get::<PortDirectory>() {
-        directory.remove(&item.id);
-    }
+    table.ports.remove(&item.id);
     let fields = describe(&item);
     let text = if was_running {
         format!(
@@ -558,10 +562,7 @@ async fn proxy_info(
     )
     .await
     .is_ok_and(|r| r.is_ok());
-    let base = ctx
-        .extensions
-        .get::<PortDirectory>()
-        .and_then(|d| d.base_url());
+    let base = table.ports.base_url();
     let direct = format!("http://127.0.0.1:{port}/");
     let url = base.map(|b| format!("{}/proxy/{}/", b.trim_end_matches('/'), item.id));
     let mut text = match &url {

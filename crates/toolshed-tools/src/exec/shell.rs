@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolshed_core::{CallContext, ToolError, ToolOutput, ToolSpec};
-use toolshed_ops::OpsContext;
+use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Process, SpawnRequest, Stdin, Stop, Stream};
 
 use super::command::{RUNS, command_tool, object};
@@ -56,12 +56,20 @@ struct Shell {
 }
 
 /// The shells of a host, one per owner.
-#[derive(Default)]
 pub(crate) struct ShellTable {
     shells: Mutex<HashMap<String, Arc<Shell>>>,
+    process: Arc<dyn ProcessOps>,
 }
 
 impl ShellTable {
+    /// No shells yet; they start through `process`.
+    pub(crate) fn new(process: Arc<dyn ProcessOps>) -> Self {
+        Self {
+            shells: Mutex::new(HashMap::new()),
+            process,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Shell>>> {
         self.shells.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -112,11 +120,7 @@ impl ShellTable {
         if program == "bash" {
             request = request.arg("--noprofile").arg("--norc");
         }
-        let process = ctx
-            .ops()?
-            .process
-            .spawn(&request)
-            .map_err(ToolError::from)?;
+        let process = self.process.spawn(&request).map_err(ToolError::from)?;
         process.write(b"exec 2>&1\n").map_err(ToolError::from)?;
         let shell = Arc::new(Shell {
             process,

@@ -6,12 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use toolshed_core::{CallContext, OwnerId, Plugin, PortDirectory, ToolError, ToolOutput};
-use toolshed_ops::Ops;
+use toolshed_ops::{Ops, Services};
 
 struct H {
     exec: Arc<dyn Plugin>,
     process: Arc<dyn Plugin>,
-    ops: Arc<Ops>,
     ports: Arc<PortDirectory>,
     dir: tempfile::TempDir,
     config: Map<String, Value>,
@@ -20,11 +19,11 @@ struct H {
 impl H {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
+        let services = Services::new(Ops::local(dir.path()).unwrap());
         Self {
-            exec: super::exec_plugin(),
-            process: super::process_plugin(),
-            ops: Arc::new(Ops::local(dir.path()).unwrap()),
-            ports: Arc::new(PortDirectory::new()),
+            exec: super::exec_plugin(&services),
+            process: super::process_plugin(&services),
+            ports: services.ports.clone(),
             dir,
             config: Map::new(),
         }
@@ -33,8 +32,6 @@ impl H {
     fn ctx(&self, owner: &str, timeout: Duration) -> CallContext {
         let mut ctx = CallContext::for_test(timeout);
         ctx.owner = OwnerId::new(owner);
-        ctx.extensions.insert(self.ops.clone());
-        ctx.extensions.insert(self.ports.clone());
         ctx.config = self.config.clone();
         ctx
     }

@@ -8,11 +8,9 @@
 //!   {"id": 7, "name": "x"}
 //! ```
 //!
-//! The request goes through the host's HTTP client with
+//! The request goes through the host's HTTP client ([`NetClient`]) with
 //! [`NetPolicy::Public`]: every address check, the `[web] allow` list and the limits live
-//! there, not here. When the host put the [`NetClient`] itself in the extensions, `GET`
-//! and `HEAD` follow redirects through it (each hop checked again); with only an
-//! [`HttpClientHandle`] (an embedder's own client), redirects are returned as they are.
+//! there, not here. `GET` and `HEAD` follow redirects through it (each hop checked again).
 //!
 //! Other web tools send through `send_public` too, so none of them picks a client or a
 //! policy of its own.
@@ -24,10 +22,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
-    BuiltinPlugin, CallContext, HttpClientHandle, HttpRequest, HttpResponse, NetPolicy, Plugin,
-    PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
+    BuiltinPlugin, CallContext, HttpRequest, HttpResponse, NetPolicy, Plugin, PluginKind,
+    PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::NetClient;
+use toolshed_ops::{NetClient, Services};
 
 mod spec;
 #[cfg(test)]
@@ -61,8 +59,11 @@ const SHOWN_HEADERS: &[&str] = &[
 ];
 
 /// The `system.http` plugin.
-pub fn plugin() -> Arc<dyn Plugin> {
-    let tool: Arc<dyn Tool> = Arc::new(HttpRequestTool { spec: spec::spec() });
+pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
+    let tool: Arc<dyn Tool> = Arc::new(HttpRequestTool {
+        spec: spec::spec(),
+        net: services.net.clone(),
+    });
     let mut manifest = PluginManifest::new(
         PLUGIN_ID,
         env!("CARGO_PKG_VERSION"),
@@ -76,6 +77,7 @@ pub fn plugin() -> Arc<dyn Plugin> {
 
 struct HttpRequestTool {
     spec: ToolSpec,
+    net: Arc<NetClient>,
 }
 
 #[async_trait]
@@ -94,7 +96,7 @@ impl Tool for HttpRequestTool {
         } else {
             0
         };
-        let sent = send_public(&ctx, request, follow).await?;
+        let sent = send_public(&self.net, &ctx.cancel, request, follow).await?;
         Ok(render(
             &method,
             &sent.response,
@@ -115,132 +117,35 @@ pub(crate) struct Sent {
     pub redirected_from: Vec<String>,
 }
 
-/// Sends `request` with [`NetPolicy::Public`] through the call's HTTP client, following up
-/// to `max_redirects` redirects: with [`NetClient::send_following`] when the host provided
-/// the [`NetClient`] itself, else hop by hop through the [`HttpClientHandle`], which checks
-/// the policy again on every hop. Every web tool sends through here, so they all get the
-/// same checks and the same `[web] allow`.
+/// Sends `request` with [`NetPolicy::Public`] through the host's [`NetClient`], following
+/// up to `max_redirects` redirects with [`NetClient::send_following`], the one redirect
+/// loop toolshed has (each hop checked against the policy again). Every web tool sends
+/// through here, so they all get the same checks and the same `[web] allow`. With
+/// `max_redirects` 0 a redirect is returned as it is.
 pub(crate) async fn send_public(
-    ctx: &CallContext,
+    net: &NetClient,
+    cancel: &toolshed_core::CancellationToken,
     request: HttpRequest,
     max_redirects: usize,
 ) -> Result<Sent, ToolError> {
-    let requested = request.url.clone();
-    if let Some(client) = ctx.extensions.get::<NetClient>() {
-        if max_redirects > 0 {
-            let followed = client
-                .send_following(request, &NetPolicy::Public, &ctx.cancel, max_redirects)
-                .await?;
-            return Ok(Sent {
-                response: followed.response,
-                url: followed.url,
-                redirected_from: followed.redirected_from,
-            });
-        }
-        let response = toolshed_core::HttpClient::send(
-            client.as_ref(),
-            request,
-            &NetPolicy::Public,
-            &ctx.cancel,
-        )
-        .await?;
+    if max_redirects == 0 {
+        let url = request.url.clone();
+        let response =
+            toolshed_core::HttpClient::send(net, request, &NetPolicy::Public, cancel).await?;
         return Ok(Sent {
             response,
-            url: requested,
+            url,
             redirected_from: Vec::new(),
         });
     }
-    let handle = ctx.extensions.get::<HttpClientHandle>().ok_or_else(|| {
-        ToolError::Internal(
-            "no HTTP client is configured for this host; the web tools cannot send requests here"
-                .into(),
-        )
-    })?;
-    follow_hops(&handle, request, &ctx.cancel, max_redirects).await
-}
-
-/// Redirects followed one request at a time through the `HttpClient` trait (each hop is a
-/// new request the client checks against the policy), as `NetClient::send_following` does
-/// them: `303` (and `301`/`302` after a `POST`) continue as a `GET` without the body, and
-/// `Authorization` and `Cookie` are dropped when the origin changes.
-async fn follow_hops(
-    handle: &HttpClientHandle,
-    mut request: HttpRequest,
-    cancel: &toolshed_core::CancellationToken,
-    max_redirects: usize,
-) -> Result<Sent, ToolError> {
-    let shown = toolshed_ops::net::redact_url;
-    let mut redirected_from: Vec<String> = Vec::new();
-    loop {
-        let response = handle
-            .0
-            .send(request.clone(), &NetPolicy::Public, cancel)
-            .await
-            .map_err(|e| match (e, redirected_from.last()) {
-                (ToolError::Denied { rule, message }, Some(from)) => ToolError::Denied {
-                    rule,
-                    message: format!(
-                        "`{}` redirected to `{}`, which is refused: {message}",
-                        shown(from),
-                        shown(&request.url)
-                    ),
-                },
-                (e, _) => e,
-            })?;
-        let location = matches!(response.status, 301 | 302 | 303 | 307 | 308)
-            .then(|| {
-                response
-                    .headers
-                    .iter()
-                    .find(|(name, _)| name == "location")
-                    .map(|(_, value)| value.clone())
-            })
-            .flatten();
-        let Some(location) = location.filter(|_| max_redirects > 0) else {
-            return Ok(Sent {
-                response,
-                url: request.url,
-                redirected_from,
-            });
-        };
-        let next = url::Url::parse(&request.url)
-            .and_then(|current| current.join(&location))
-            .map_err(|e| {
-                ToolError::Failed(format!(
-                    "`{}` redirected to a URL that is not valid ({e})",
-                    shown(&request.url)
-                ))
-            })?;
-        if redirected_from.len() >= max_redirects {
-            return Err(ToolError::Failed(format!(
-                "`{}` redirects again (to `{}`) after {max_redirects} redirects; toolshed stopped there. Request that URL directly if it is the right one",
-                shown(&request.url),
-                shown(next.as_str())
-            )));
-        }
-        let same_origin = url::Url::parse(&request.url)
-            .map(|current| current.origin() == next.origin())
-            .unwrap_or(false);
-        let to_get = response.status == 303
-            || (matches!(response.status, 301 | 302)
-                && request.method.eq_ignore_ascii_case("POST"));
-        if to_get {
-            request.method = "GET".into();
-            request.body = None;
-            request
-                .headers
-                .retain(|(name, _)| !name.to_ascii_lowercase().starts_with("content-"));
-        }
-        if !same_origin {
-            request.headers.retain(|(name, _)| {
-                !matches!(
-                    name.to_ascii_lowercase().as_str(),
-                    "authorization" | "cookie" | "proxy-authorization"
-                )
-            });
-        }
-        redirected_from.push(std::mem::replace(&mut request.url, next.to_string()));
-    }
+    let followed = net
+        .send_following(request, &NetPolicy::Public, cancel, max_redirects)
+        .await?;
+    Ok(Sent {
+        response: followed.response,
+        url: followed.url,
+        redirected_from: followed.redirected_from,
+    })
 }
 
 /// The tool's arguments.

@@ -1,7 +1,7 @@
 //! The `http_request` tool as data.
 
 use serde_json::json;
-use toolshed_core::{ToolAnnotations, ToolSpec};
+use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
 
 use super::{
     DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT_MS, GROUP, MAX_BYTES, MAX_REDIRECTS, MAX_TIMEOUT_MS,
@@ -25,12 +25,14 @@ or `json` (any JSON value, sent with `content-type: application/json` unless you
 on the URL and on every redirect, unless the person running toolshed listed them under `[web] allow`. \
 Credentials go in headers (`Authorization`), never in the URL (`user:password@` is refused). Proxies are not used."
     );
-    ToolSpec::new(NAME, description)
+    let mut spec = ToolSpec::new(NAME, description)
         .title("HTTP request")
         .group(GROUP)
+        // Any method to any public host: a DELETE or a POST can change or destroy what
+        // lives there, and a request carries data out of the host.
         .annotations(ToolAnnotations {
             read_only: false,
-            destructive: false,
+            destructive: true,
             idempotent: false,
             open_world: true,
         })
@@ -75,5 +77,7 @@ Credentials go in headers (`Authorization`), never in the URL (`user:password@` 
             },
             "required": ["url"],
             "additionalProperties": false
-        }))
+        }));
+    spec.danger = Danger::High;
+    spec
 }

@@ -12,33 +12,31 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use server::{Reply, Seen, Server, redirect, respond};
-use toolshed_core::{CallContext, ErrorKind, HttpClientHandle, ToolError, ToolOutput};
+use toolshed_core::{CallContext, ErrorKind, ToolError, ToolOutput};
 use toolshed_ops::net::parse_allowlist;
-use toolshed_ops::{NetClient, NetConfig};
+use toolshed_ops::{NetClient, NetConfig, Ops, Services};
 
 use super::plugin;
 use crate::util::test_support;
 
-/// A context whose client reaches `allow` (and public hosts), as the CLI builds it.
-fn context(allow: &[&str]) -> CallContext {
-    let client = Arc::new(NetClient::with_config(NetConfig {
+/// A client that reaches `allow` (and public hosts), as the CLI builds it.
+fn client(allow: &[&str]) -> Arc<NetClient> {
+    Arc::new(NetClient::with_config(NetConfig {
         allow: parse_allowlist(allow).unwrap(),
         ..NetConfig::default()
-    }));
-    let mut ctx = CallContext::for_test(Duration::from_secs(10));
-    ctx.extensions
-        .insert(Arc::new(HttpClientHandle(client.clone())));
-    ctx.extensions.insert(client);
-    ctx
+    }))
 }
 
-async fn call(ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-    plugin().tools()[0].call(ctx, args).await
+/// Calls `http_request` built with `client`.
+async fn call(client: Arc<NetClient>, args: Value) -> Result<ToolOutput, ToolError> {
+    let services = Services::new(Ops::memory()).with_net(client);
+    let ctx = CallContext::for_test(Duration::from_secs(10));
+    plugin(&services).tools()[0].call(ctx, args).await
 }
 
 /// Calls with the server's address allowed.
 async fn call_allowed(server: &Server, args: Value) -> Result<ToolOutput, ToolError> {
-    call(context(&[&format!("127.0.0.1:{}", server.port)]), args).await
+    call(client(&[&format!("127.0.0.1:{}", server.port)]), args).await
 }
 
 fn echo(seen: &Seen) -> Reply {
@@ -71,23 +69,25 @@ fn echoed(out: &ToolOutput) -> Value {
 
 #[test]
 fn plugin_has_one_tool_with_honest_annotations() {
-    let p = plugin();
+    let p = plugin(&Services::new(Ops::memory()));
     assert_eq!(p.manifest().id, "system.http");
     let spec = p.tools()[0].spec().clone();
     assert_eq!(spec.name, "http_request");
     assert_eq!(spec.group, "http");
     let a = spec.annotations;
     assert!(!a.read_only);
-    assert!(!a.destructive);
+    // Any method to any public host: a DELETE can destroy what lives there.
+    assert!(a.destructive);
     assert!(!a.idempotent);
     assert!(a.open_world);
+    assert_eq!(spec.danger, toolshed_core::Danger::High);
     assert!(spec.description.contains("not a tool error"));
 }
 
 #[test]
 fn schema_compiles_and_validates() {
     test_support::check_schema(
-        &plugin(),
+        &plugin(&Services::new(Ops::memory())),
         &[
             json!({"url": "https://api.example.com/"}),
             json!({"method": "POST", "url": "https://a.example/", "json": {"a": [1, null]}}),
@@ -287,24 +287,13 @@ async fn get_follows_redirects_and_post_does_not() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("after 5 redirects"), "{err}");
-
-    // With only the trait in the context, redirects are followed hop by hop through it.
-    let client = Arc::new(NetClient::with_config(NetConfig {
-        allow: parse_allowlist(&[format!("127.0.0.1:{}", server.port)]).unwrap(),
-        ..NetConfig::default()
-    }));
-    let mut ctx = CallContext::for_test(Duration::from_secs(10));
-    ctx.extensions.insert(Arc::new(HttpClientHandle(client)));
-    let out = call(ctx, json!({"url": server.url("/a")})).await.unwrap();
-    assert_eq!(structured(&out)["status"], 200);
-    assert_eq!(structured(&out)["url"], server.url("/c"));
 }
 
 #[tokio::test]
 async fn private_addresses_are_refused_with_a_clear_message_and_no_connection() {
     let server = Server::start(echo).await;
     // Allowing another port opens nothing here.
-    let ctx = || context(&["127.0.0.1:1"]);
+    let ctx = || client(&["127.0.0.1:1"]);
     for url in [
         server.url("/"),
         format!("http://localhost:{}/", server.port),
@@ -340,11 +329,4 @@ async fn a_slow_server_hits_the_timeout() {
         matches!(err, ToolError::Timeout(d) if d == Duration::from_millis(200)),
         "{err:?}"
     );
-}
-
-#[tokio::test]
-async fn without_a_client_the_tool_says_so() {
-    let err = test_support::err(&plugin(), json!({"url": "https://example.com/"})).await;
-    assert_eq!(err.kind(), ErrorKind::Internal);
-    assert!(err.to_string().contains("no HTTP client"), "{err}");
 }

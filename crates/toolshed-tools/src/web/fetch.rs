@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use toolshed_core::{CallContext, HttpRequest, HttpResponse, ToolError, ToolOutput};
+use toolshed_ops::NetClient;
 use url::Url;
 
 use super::html::{self, Mode, entities::windows_1252};
@@ -64,7 +65,11 @@ impl Fetched {
     }
 }
 
-pub(super) async fn run(ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+pub(super) async fn run(
+    ctx: &CallContext,
+    net: &NetClient,
+    args: Value,
+) -> Result<ToolOutput, ToolError> {
     let args: Args = parse_args(args)?;
     let url = Url::parse(args.url.trim()).map_err(|e| {
         ToolError::invalid_at(
@@ -92,7 +97,7 @@ pub(super) async fn run(ctx: &CallContext, args: Value) -> Result<ToolOutput, To
             format!("`max_length` is {max_length}; use 1 to {MAX_LENGTH}"),
         ));
     }
-    let fetched = get(ctx, url.as_str()).await?;
+    let fetched = get(ctx, net, url.as_str()).await?;
     // Parsing and converting up to 5 MiB of HTML is CPU work: off the async runtime.
     let format = args.format;
     let (fetched, page) = tokio::task::spawn_blocking(move || {
@@ -134,7 +139,7 @@ pub(super) async fn run(ctx: &CallContext, args: Value) -> Result<ToolOutput, To
 
 /// GETs `url`, following redirects through [`crate::http::send_public`] (every hop checked
 /// by the HTTP client).
-async fn get(ctx: &CallContext, url: &str) -> Result<Fetched, ToolError> {
+async fn get(ctx: &CallContext, net: &NetClient, url: &str) -> Result<Fetched, ToolError> {
     let request = HttpRequest {
         method: "GET".into(),
         url: url.to_string(),
@@ -151,7 +156,7 @@ async fn get(ctx: &CallContext, url: &str) -> Result<Fetched, ToolError> {
         timeout: request_timeout(ctx, TIMEOUT_CAP),
         max_response_bytes: MAX_RESPONSE_BYTES,
     };
-    let sent = crate::http::send_public(ctx, request, MAX_REDIRECTS).await?;
+    let sent = crate::http::send_public(net, &ctx.cancel, request, MAX_REDIRECTS).await?;
     Ok(Fetched {
         url: sent.url,
         requested: url.to_string(),

@@ -28,9 +28,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 use toolshed_core::{
-    BuiltinPlugin, CallContext, EnvVar, HttpClientHandle, Plugin, PluginKind, PluginManifest, Tool,
-    ToolError, ToolOutput, ToolSpec,
+    BuiltinPlugin, CallContext, EnvVar, Plugin, PluginKind, PluginManifest, Tool, ToolError,
+    ToolOutput, ToolSpec,
 };
+use toolshed_ops::{NetClient, Services};
 
 mod fetch;
 pub mod html;
@@ -136,34 +137,31 @@ impl EnvSource {
     }
 }
 
-/// The `system.web` plugin, reading its variables from the process environment.
-pub fn plugin() -> Arc<dyn Plugin> {
-    build(EnvSource::Process)
+/// The `system.web` plugin over the services' HTTP client, reading its variables from the
+/// process environment.
+pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
+    build(services, EnvSource::Process)
 }
 
 /// The `system.web` plugin reading its variables from `env` instead of the process
 /// environment (tests, embedders).
-pub fn plugin_with_env(env: WebEnv) -> Arc<dyn Plugin> {
-    build(EnvSource::Fixed(Arc::new(env)))
+pub fn plugin_with_env(services: &Services, env: WebEnv) -> Arc<dyn Plugin> {
+    build(services, EnvSource::Fixed(Arc::new(env)))
 }
 
-fn build(env: EnvSource) -> Arc<dyn Plugin> {
-    let tools: Vec<Arc<dyn Tool>> = vec![
+fn build(services: &Services, env: EnvSource) -> Arc<dyn Plugin> {
+    let tool = |spec: ToolSpec, run: Run| -> Arc<dyn Tool> {
         Arc::new(WebTool {
-            spec: spec::web_fetch(),
+            spec,
             env: env.clone(),
-            run: Run::Fetch,
-        }),
-        Arc::new(WebTool {
-            spec: spec::web_search(),
-            env: env.clone(),
-            run: Run::Search,
-        }),
-        Arc::new(WebTool {
-            spec: spec::firecrawl_scrape(),
-            env,
-            run: Run::Scrape,
-        }),
+            net: services.net.clone(),
+            run,
+        })
+    };
+    let tools = vec![
+        tool(spec::web_fetch(), Run::Fetch),
+        tool(spec::web_search(), Run::Search),
+        tool(spec::firecrawl_scrape(), Run::Scrape),
     ];
     let mut manifest = PluginManifest::new(
         "system.web",
@@ -198,6 +196,7 @@ enum Run {
 struct WebTool {
     spec: ToolSpec,
     env: EnvSource,
+    net: Arc<NetClient>,
     run: Run,
 }
 
@@ -209,20 +208,11 @@ impl Tool for WebTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.run {
-            Run::Fetch => fetch::run(&ctx, args).await,
-            Run::Search => search::run(&ctx, &self.env.read(), args).await,
-            Run::Scrape => search::scrape(&ctx, &self.env.read(), args).await,
+            Run::Fetch => fetch::run(&ctx, &self.net, args).await,
+            Run::Search => search::run(&ctx, &self.net, &self.env.read(), args).await,
+            Run::Scrape => search::scrape(&ctx, &self.net, &self.env.read(), args).await,
         }
     }
-}
-
-/// The host's HTTP client, or an error saying this host has none.
-fn http_client(ctx: &CallContext) -> Result<Arc<HttpClientHandle>, ToolError> {
-    ctx.extensions.get::<HttpClientHandle>().ok_or_else(|| {
-        ToolError::Internal(
-            "no HTTP client is installed in this host (HttpClientHandle missing from the call extensions)".into(),
-        )
-    })
 }
 
 /// How long a request may take: what is left of the call's deadline, at most `cap`.

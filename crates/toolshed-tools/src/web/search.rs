@@ -6,13 +6,15 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use toolshed_core::HttpClient;
 use toolshed_core::{CallContext, HttpRequest, NetPolicy, ToolError, ToolOutput};
+use toolshed_ops::NetClient;
 use url::Url;
 
 use super::providers::{
     PROVIDERS, ProviderRequest, SearchResult, configured, endpoint, firecrawl, shorten,
 };
-use super::{WebEnv, http_client, request_timeout};
+use super::{WebEnv, request_timeout};
 use crate::util::parse_args;
 
 /// The default number of results.
@@ -52,6 +54,7 @@ fn unconfigured() -> ToolError {
 
 pub(super) async fn run(
     ctx: &CallContext,
+    net: &NetClient,
     env: &WebEnv,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
@@ -95,6 +98,7 @@ pub(super) async fn run(
     let request = provider.request(query, count)?;
     let answer = exchange(
         ctx,
+        net,
         provider.id(),
         provider.credential_var(),
         request,
@@ -131,12 +135,12 @@ fn search_output(provider: &str, query: &str, found: &[SearchResult]) -> ToolOut
 /// the status and what to do. Never puts a credential in a message.
 async fn exchange(
     ctx: &CallContext,
+    net: &NetClient,
     provider: &str,
     credential_var: &str,
     request: ProviderRequest,
     timeout: Duration,
 ) -> Result<Value, ToolError> {
-    let client = http_client(ctx)?;
     let host = request.url.host_str().unwrap_or_default().to_string();
     let port = request.url.port_or_known_default().unwrap_or(443);
     // The operator named this host (the default API or a base URL they set), so it is the
@@ -159,7 +163,7 @@ async fn exchange(
         timeout: request_timeout(ctx, timeout),
         max_response_bytes: MAX_RESPONSE_BYTES,
     };
-    let response = client.0.send(http, &policy, &ctx.cancel).await?;
+    let response = net.send(http, &policy, &ctx.cancel).await?;
     let status = response.status;
     if !(200..300).contains(&status) {
         let excerpt = shorten(
@@ -204,6 +208,7 @@ struct ScrapeArgs {
 
 pub(super) async fn scrape(
     ctx: &CallContext,
+    net: &NetClient,
     env: &WebEnv,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
@@ -237,6 +242,7 @@ pub(super) async fn scrape(
     };
     let answer = exchange(
         ctx,
+        net,
         "firecrawl",
         "FIRECRAWL_API_KEY",
         request,

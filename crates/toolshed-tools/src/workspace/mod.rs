@@ -1,7 +1,8 @@
 //! The `system.workspace` plugin: reading, writing, editing, patching and searching the
 //! files of the workspace.
 //!
-//! Every tool goes through the call's [`Ops`](toolshed_ops::Ops): paths are resolved by the
+//! Every tool goes through the host's [`Ops`](toolshed_ops::Ops), which the plugin is built
+//! with: paths are resolved by the
 //! kernel beneath the workspace root and `.toolshed/` is out of reach (see
 //! `toolshed_ops::LocalOps`). File work is blocking, so it runs on the blocking pool.
 
@@ -15,7 +16,7 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plugin,
     PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::{Cancel, FileOps, MemoryReadLog, OpsContext, ReadLog, ReadLogHandle, SearchOps};
+use toolshed_ops::{Cancel, FileOps, Ops, ReadLog, SearchOps, Services};
 
 mod edit_tool;
 pub mod engine;
@@ -63,8 +64,8 @@ type Handler = fn(&Env, Value) -> Result<ToolOutput, ToolError>;
 
 struct WorkspaceTool {
     spec: ToolSpec,
-    /// Used when the host provides no [`ReadLogHandle`] (tests, embedders).
-    fallback_log: Arc<MemoryReadLog>,
+    ops: Ops,
+    read_log: Arc<dyn ReadLog>,
     handler: Handler,
 }
 
@@ -75,18 +76,13 @@ impl Tool for WorkspaceTool {
     }
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-        let ops = ctx.ops()?;
-        let ledger: Arc<dyn ReadLog> = match ctx.extensions.get::<ReadLogHandle>() {
-            Some(handle) => handle.0.clone(),
-            None => self.fallback_log.clone(),
-        };
         let flag = Arc::new(AtomicBool::new(false));
         let env = Env {
-            files: ops.files.clone(),
-            search: ops.search.clone(),
+            files: self.ops.files.clone(),
+            search: self.ops.search.clone(),
             owner: ctx.owner.clone(),
             config: ctx.config.clone(),
-            ledger,
+            ledger: self.read_log.clone(),
             cancel: Cancel::new(flag.clone()),
         };
         let handler = self.handler;
@@ -109,9 +105,8 @@ pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
 }
 
-/// The `system.workspace` plugin.
-pub fn plugin() -> Arc<dyn Plugin> {
-    let fallback_log = Arc::new(MemoryReadLog::default());
+/// The `system.workspace` plugin over the host's files, search and read log.
+pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
     let handlers: Vec<(ToolSpec, Handler)> = vec![
         (spec::read(), read::run),
         (spec::write(), write::run),
@@ -132,7 +127,8 @@ pub fn plugin() -> Arc<dyn Plugin> {
         .map(|(spec, handler)| {
             Arc::new(WorkspaceTool {
                 spec,
-                fallback_log: fallback_log.clone(),
+                ops: services.ops.clone(),
+                read_log: services.read_log.clone(),
                 handler,
             }) as Arc<dyn Tool>
         })

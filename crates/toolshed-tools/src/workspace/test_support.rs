@@ -32,7 +32,7 @@ impl Harness {
 
     pub fn over(ops: Ops) -> Self {
         Self {
-            plugin: super::plugin(),
+            plugin: super::plugin(&toolshed_ops::Services::new(ops.clone())),
             ops,
             owner: OwnerId::new("tester"),
             config: Map::new(),
@@ -61,7 +61,6 @@ impl Harness {
         let mut ctx = CallContext::for_test(Duration::from_secs(10));
         ctx.owner = self.owner.clone();
         ctx.config = self.config.clone();
-        ctx.extensions.insert(Arc::new(self.ops.clone()));
         tool.call(ctx, args).await
     }
 

@@ -377,11 +377,11 @@ async fn cancelling_a_call_raises_the_flag_its_blocking_work_polls() {
     let h = Harness::memory();
     let tool = super::WorkspaceTool {
         spec: toolshed_core::ToolSpec::new("workspace_wait", "waits for cancellation"),
-        fallback_log: std::sync::Arc::new(toolshed_ops::MemoryReadLog::default()),
+        ops: h.ops.clone(),
+        read_log: std::sync::Arc::new(toolshed_ops::MemoryReadLog::default()),
         handler: wait_for_cancel,
     };
-    let mut ctx = toolshed_core::CallContext::for_test(std::time::Duration::from_secs(10));
-    ctx.extensions.insert(std::sync::Arc::new(h.ops.clone()));
+    let ctx = toolshed_core::CallContext::for_test(std::time::Duration::from_secs(10));
     let cancel = ctx.cancel.clone();
     let call = tokio::spawn(async move { tool.call(ctx, json!({})).await });
     cancel.cancel();

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Function, Object, Promise, Value};
-use toolshed_ops::{FileKind, FileOps, Ops, OpsError, Parents};
+use toolshed_ops::{FileKind, FileOps, OpsError, Parents};
 
 use super::{CallScope, HostValue, rejected};
 use crate::grants::{Reach, normalize_path};
@@ -138,15 +138,10 @@ fn fs_op<'js, F>(ctx: &Ctx<'js>, scope: &CallScope, op: F) -> rquickjs::Result<P
 where
     F: FnOnce(&dyn FileOps, &Reach) -> Result<HostValue, String> + Send + 'static,
 {
-    let Some(ops) = scope.call(ctx)?.extensions.get::<Ops>() else {
-        return rejected(
-            ctx,
-            "this toolshed host has no workspace configured, so plugins cannot use files",
-        );
-    };
+    let files = scope.access.files.clone();
     let reach = scope.reach.clone();
     scope.start(ctx, async move {
-        tokio::task::spawn_blocking(move || op(ops.files.as_ref(), &reach))
+        tokio::task::spawn_blocking(move || op(files.as_ref(), &reach))
             .await
             .map_err(|e| format!("the file operation failed to run: {e}"))?
     })

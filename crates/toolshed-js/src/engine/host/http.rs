@@ -4,7 +4,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use rquickjs::{Coerced, Ctx, Promise, Value};
-use toolshed_core::{HttpClientHandle, HttpRequest, NetPolicy};
+use toolshed_core::{HttpRequest, NetPolicy};
 
 use super::super::convert::{cap, to_json_text};
 use super::{CallScope, HostValue, rejected};
@@ -105,7 +105,7 @@ pub(super) fn http_request<'js>(
     scope: &Rc<CallScope>,
     opts: Value<'js>,
 ) -> rquickjs::Result<Promise<'js>> {
-    let client = scope.call(ctx)?.extensions.get::<HttpClientHandle>();
+    let client = scope.access.http.clone();
     let spec = match parse_request(ctx, opts) {
         Ok(spec) => spec,
         Err(msg) => return rejected(ctx, &msg),
@@ -113,12 +113,6 @@ pub(super) fn http_request<'js>(
     if let Err(msg) = scope.reach.check_url(&spec.url) {
         return rejected(ctx, &msg);
     }
-    let Some(client) = client else {
-        return rejected(
-            ctx,
-            "this toolshed host has no HTTP client configured, so plugins cannot send requests; ask the operator to enable one",
-        );
-    };
     let timeout = spec.timeout.min(scope.time_left());
     if timeout.is_zero() {
         return rejected(ctx, "the call has no time left for an HTTP request");
@@ -135,7 +129,6 @@ pub(super) fn http_request<'js>(
     let cancel = scope.cancel.clone();
     scope.start(ctx, async move {
         client
-            .0
             .send(request, &policy, &cancel)
             .await
             .map(HostValue::Http)

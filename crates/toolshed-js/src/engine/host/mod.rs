@@ -24,7 +24,8 @@ use rquickjs::{Coerced, Ctx, Exception, Function, Object, Persistent, Promise, V
 use serde_json::Map;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
-use toolshed_core::{CallContext, CancellationToken, HttpResponse, ToolCallerHandle, ToolOutput};
+use toolshed_core::{CallContext, CancellationToken, HttpClient, HttpResponse, ToolOutput};
+use toolshed_ops::FileOps;
 
 use super::convert::{cap, error_value, from_json, to_json};
 use crate::grants::Reach;
@@ -93,8 +94,24 @@ impl HostOps {
     }
 }
 
+/// The host services a plugin's granted capabilities go through: the workspace's files for
+/// `ctx.fs`, the HTTP client for `ctx.http`. Given to the loader once, by the host.
+#[derive(Clone)]
+pub(crate) struct HostAccess {
+    /// The workspace's confined file operations.
+    pub files: Arc<dyn FileOps>,
+    /// The HTTP client; requests carry the plugin's granted hosts as their policy.
+    pub http: Arc<dyn HttpClient>,
+}
+
+impl std::fmt::Debug for HostAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostAccess")
+    }
+}
+
 /// One call's view of the host: what its `ctx` functions use. When the call ends the
-/// call's context (progress sink, extensions) is released and every function of its `ctx`
+/// call's context (progress sink, tool caller) is released and every function of its `ctx`
 /// throws, so a `ctx` a script keeps in a global holds nothing of the call.
 pub(crate) struct CallScope {
     plugin_id: String,
@@ -102,6 +119,7 @@ pub(crate) struct CallScope {
     cancel: CancellationToken,
     deadline: Instant,
     reach: Arc<Reach>,
+    access: HostAccess,
     host: Handle,
     ops: Rc<HostOps>,
     progress_left: Cell<u32>,
@@ -114,6 +132,7 @@ impl CallScope {
         call: &CallContext,
         cancel: CancellationToken,
         reach: Arc<Reach>,
+        access: HostAccess,
         host: Handle,
         ops: Rc<HostOps>,
     ) -> Self {
@@ -125,6 +144,7 @@ impl CallScope {
             call: RefCell::new(Some(call)),
             cancel,
             reach,
+            access,
             host,
             ops,
             progress_left: Cell::new(MAX_PROGRESS),
@@ -280,7 +300,7 @@ fn tools_call<'js>(
             _ => return rejected(ctx, "tools.call: the arguments must be a JSON object"),
         },
     };
-    let Some(caller) = call.extensions.get::<ToolCallerHandle>() else {
+    let Some(caller) = call.caller.clone() else {
         return rejected(
             ctx,
             "this toolshed host does not let plugins call tools (no tool caller is configured)",
@@ -290,7 +310,6 @@ fn tools_call<'js>(
     let name = name.to_string();
     scope.start(ctx, async move {
         caller
-            .0
             .call_tool(&call, &plugin_id, &name, args)
             .await
             .map(HostValue::Tool)

@@ -4,55 +4,37 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolshed_core::{
-    CallContext, CancellationToken, HttpClient, HttpClientHandle, HttpRequest, HttpResponse,
-    NetPolicy, ToolError, ToolOutput,
-};
-use toolshed_ops::NetClient;
+use toolshed_core::{CallContext, ToolError, ToolOutput};
+use toolshed_ops::net::parse_allowlist;
+use toolshed_ops::{NetClient, NetConfig, Ops, Services};
 
 use crate::web::{WebEnv, plugin_with_env};
 
-/// The real [`NetClient`], sending every request under `NetPolicy::Only(["127.0.0.1"])`
-/// instead of the policy the tool asked for, which it records.
-///
-/// Why the swap: the web tools ask for `NetPolicy::Public`, which (rightly) refuses
-/// loopback. The config allowlist that opens chosen hosts deliberately, the way tests are
-/// meant to reach loopback servers, is being added to `NetClient` separately (the other half
-/// of issue 8); until then this wrapper stands in for it. Everything else is the real client.
+/// The real [`NetClient`], as the host builds it: with `[web] allow = ["127.0.0.1"]`
+/// ([`LoopbackClient::new`]), the way a person opens loopback servers to the web tools, or
+/// with no allowlist ([`LoopbackClient::strict`]), where only what a tool's own policy opens
+/// is reachable.
 pub struct LoopbackClient {
-    inner: NetClient,
-    policies: Mutex<Vec<NetPolicy>>,
+    net: Arc<NetClient>,
 }
 
 impl LoopbackClient {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
-            inner: NetClient::new(),
-            policies: Mutex::new(Vec::new()),
+            net: Arc::new(NetClient::with_config(NetConfig {
+                allow: parse_allowlist(&["127.0.0.1"]).unwrap(),
+                ..NetConfig::default()
+            })),
         })
     }
 
-    /// The policies the tools asked for, one per request, in order.
-    pub fn policies(&self) -> Vec<NetPolicy> {
-        self.policies.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl HttpClient for LoopbackClient {
-    async fn send(
-        &self,
-        request: HttpRequest,
-        policy: &NetPolicy,
-        cancel: &CancellationToken,
-    ) -> Result<HttpResponse, ToolError> {
-        self.policies.lock().unwrap().push(policy.clone());
-        let loopback = NetPolicy::Only(vec!["127.0.0.1".into()]);
-        self.inner.send(request, &loopback, cancel).await
+    pub fn strict() -> Arc<Self> {
+        Arc::new(Self {
+            net: Arc::new(NetClient::new()),
+        })
     }
 }
 
@@ -63,16 +45,14 @@ pub async fn call(
     name: &str,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
-    let plugin = plugin_with_env(env);
+    let services = Services::new(Ops::memory()).with_net(client.net.clone());
+    let plugin = plugin_with_env(&services, env);
     let tool = plugin
         .tools()
         .into_iter()
         .find(|t| t.spec().name == name)
         .unwrap();
-    let mut ctx = CallContext::for_test(Duration::from_secs(20));
-    ctx.extensions.insert(Arc::new(HttpClientHandle(
-        client.clone() as Arc<dyn HttpClient>
-    )));
+    let ctx = CallContext::for_test(Duration::from_secs(20));
     tool.call(ctx, args).await
 }
 

@@ -1,0 +1,183 @@
+//! [`HostBuilder`]: how a host is put together — by the CLI, by tests and by embedders
+//! alike.
+//!
+//! The builder opens the state store, builds the one [`Services`] value of the host (the
+//! operations backend, the HTTP client, the read log, the port directory, the gauges) from
+//! the configuration, hands it to the plugin and loader factories it was given, and starts
+//! the pipeline. A plugin that needs a service takes `&Services` in its constructor, so a
+//! service that is not wired is a compile error here, never an error at the first call.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), toolshed_host::HostError> {
+//! use toolshed_host::HostBuilder;
+//! let host = HostBuilder::new("/path/to/workspace", "/path/to/data-dir")
+//!     // .plugins(|services| toolshed_tools::system_plugins(services))
+//!     .open()
+//!     .await?;
+//! println!("{} tools", host.registry().tools().len());
+//! # Ok(()) }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use toolshed_core::{Gauges, Plugin, PluginLoader, PortDirectory};
+use toolshed_ops::{NetClient, NetConfig, Ops, ProcessConfig, Services};
+
+use crate::config::LoadedConfig;
+use crate::hooks::Hooks;
+use crate::host::{Host, HostError};
+use crate::policy::Policy;
+
+type PluginFactory = Box<dyn FnOnce(&Services) -> Vec<Arc<dyn Plugin>> + Send>;
+type LoaderFactory = Box<dyn FnOnce(&Services) -> Arc<dyn PluginLoader> + Send>;
+
+/// The system plugins and the loaders of a host, built over its services.
+pub(crate) struct Built {
+    pub plugins: Vec<Arc<dyn Plugin>>,
+    pub loaders: Vec<Arc<dyn PluginLoader>>,
+}
+
+/// Puts a [`Host`] together. Everything but the workspace and the data dir has a default:
+/// the embedded configuration, no plugins, the local operations backend, allow-all policy,
+/// no hooks.
+pub struct HostBuilder {
+    pub(crate) workspace: PathBuf,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) config: LoadedConfig,
+    plugins: Vec<PluginFactory>,
+    loaders: Vec<LoaderFactory>,
+    pub(crate) curated_dirs: Vec<PathBuf>,
+    pub(crate) policy: Option<Arc<dyn Policy>>,
+    pub(crate) hooks: Hooks,
+    ops: Option<Ops>,
+}
+
+impl HostBuilder {
+    /// A host over `workspace` keeping its state in `data_dir` (created, private, if
+    /// missing).
+    pub fn new(workspace: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            data_dir: data_dir.into(),
+            config: LoadedConfig::default(),
+            plugins: Vec::new(),
+            loaders: Vec::new(),
+            curated_dirs: Vec::new(),
+            policy: None,
+            hooks: Hooks::default(),
+            ops: None,
+        }
+    }
+
+    /// Uses this configuration instead of the embedded defaults.
+    pub fn config(mut self, config: LoadedConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Adds the plugins `build` makes over the host's services, in the system root (the
+    /// most trusted). Called once, when the host opens.
+    pub fn plugins(
+        mut self,
+        build: impl FnOnce(&Services) -> Vec<Arc<dyn Plugin>> + Send + 'static,
+    ) -> Self {
+        self.plugins.push(Box::new(build));
+        self
+    }
+
+    /// Adds one ready-made plugin in the system root (one that needs no host service).
+    pub fn plugin(self, plugin: Arc<dyn Plugin>) -> Self {
+        self.plugins(move |_| vec![plugin])
+    }
+
+    /// Adds the loader `build` makes over the host's services: it builds plugins of its
+    /// kind from their directories.
+    pub fn loader(
+        mut self,
+        build: impl FnOnce(&Services) -> Arc<dyn PluginLoader> + Send + 'static,
+    ) -> Self {
+        self.loaders.push(Box::new(build));
+        self
+    }
+
+    /// Adds a directory of curated plugins.
+    pub fn curated_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.curated_dirs.push(dir.into());
+        self
+    }
+
+    /// Decides whether reviewed, validated calls may run (allow-all by default).
+    pub fn policy(mut self, policy: Arc<dyn Policy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Runs these hooks around calls.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Uses this operations backend instead of the local one over the workspace (an
+    /// in-memory workspace in tests, a sandboxed or remote backend).
+    pub fn ops(mut self, ops: Ops) -> Self {
+        self.ops = Some(ops);
+        self
+    }
+
+    /// Opens the host: the state store, the services, plugin discovery and the pipeline.
+    pub async fn open(self) -> Result<Host, HostError> {
+        Host::open(self).await
+    }
+
+    /// The services of a host over `workspace`, from the configuration; the read log is
+    /// given by the host (it lives in the state store).
+    pub(crate) fn services(
+        &mut self,
+        workspace: &std::path::Path,
+        read_log: Arc<dyn toolshed_ops::ReadLog>,
+    ) -> Result<Services, HostError> {
+        let config = &self.config.config;
+        let ops = match self.ops.take() {
+            Some(ops) => ops,
+            None => {
+                let process = ProcessConfig {
+                    env_allow: config.exec.env_allow.clone(),
+                    ..ProcessConfig::default()
+                };
+                Ops::local_with(workspace, process).map_err(|e| HostError::Workspace {
+                    path: workspace.to_path_buf(),
+                    reason: e.to_string(),
+                })?
+            }
+        };
+        let allow = config
+            .web
+            .allow_rules()
+            .map_err(|e| HostError::Config(e.to_string()))?;
+        Ok(Services {
+            ops,
+            net: Arc::new(NetClient::with_config(NetConfig {
+                allow,
+                ..NetConfig::default()
+            })),
+            ports: Arc::new(PortDirectory::new()),
+            read_log,
+            gauges: Arc::new(Gauges::new()),
+        })
+    }
+
+    /// Runs the plugin and loader factories over `services`.
+    pub(crate) fn build_plugins(&mut self, services: &Services) -> Built {
+        let plugins = std::mem::take(&mut self.plugins)
+            .into_iter()
+            .flat_map(|build| build(services))
+            .collect();
+        let loaders = std::mem::take(&mut self.loaders)
+            .into_iter()
+            .map(|build| build(services))
+            .collect();
+        Built { plugins, loaders }
+    }
+}

@@ -1,0 +1,70 @@
+//! The shared services a host hands its tools, as one typed value.
+//!
+//! A tool that needs the operations backend, the HTTP client or the process port directory
+//! is *built* with them: its plugin's constructor takes `&Services` and keeps what it uses,
+//! as an axum handler takes its `State`. So a service that was never wired is a compile
+//! error where the host is put together, not an `Internal` error at the first call. The
+//! host's `HostBuilder` builds the one `Services` of a host; tests and embedders build
+//! their own with [`Services::new`] and replace the fields they care about.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolshed_ops::{FileOps, Ops, Parents, Services};
+//! let services = Services::new(Ops::memory());
+//! services.ops.files.write("a.txt", b"hi", Parents::Create).unwrap();
+//! assert!(services.ports.get("p1").is_none());
+//! ```
+
+use std::sync::Arc;
+
+use toolshed_core::{Gauges, PortDirectory};
+
+use crate::{MemoryReadLog, NetClient, Ops, ReadLog};
+
+/// Everything tools share in one host: built once, cloned cheaply (every field is shared).
+#[derive(Clone)]
+pub struct Services {
+    /// Files, search and processes, confined to the workspace.
+    pub ops: Ops,
+    /// The one HTTP client: public hosts, `[web] allow`, plugin grants.
+    pub net: Arc<NetClient>,
+    /// Which background process listens on which loopback port (the HTTP proxy's map).
+    pub ports: Arc<PortDirectory>,
+    /// What each owner has read, for read-before-edit.
+    pub read_log: Arc<dyn ReadLog>,
+    /// Gauges the metrics endpoint reports (live sessions, background processes).
+    pub gauges: Arc<Gauges>,
+}
+
+impl Services {
+    /// Services over `ops` with the defaults for the rest: an HTTP client with the public
+    /// policy and no allowlist, an empty port directory, an in-memory read log and no
+    /// gauges.
+    pub fn new(ops: Ops) -> Self {
+        Self {
+            ops,
+            net: Arc::new(NetClient::new()),
+            ports: Arc::new(PortDirectory::new()),
+            read_log: Arc::new(MemoryReadLog::default()),
+            gauges: Arc::new(Gauges::new()),
+        }
+    }
+
+    /// These services with `net` as the HTTP client.
+    pub fn with_net(mut self, net: Arc<NetClient>) -> Self {
+        self.net = net;
+        self
+    }
+
+    /// These services with `read_log` as the read log.
+    pub fn with_read_log(mut self, read_log: Arc<dyn ReadLog>) -> Self {
+        self.read_log = read_log;
+        self
+    }
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services").finish_non_exhaustive()
+    }
+}
