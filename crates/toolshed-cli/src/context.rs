@@ -68,22 +68,34 @@ fn init_logging(level: &str) {
 }
 
 /// Where the curated plugins shipped with toolshed are: `$TOOLSHED_CURATED_DIR`, else
-/// `<prefix>/share/toolshed/plugins` beside the installed binary, else the source tree's
-/// `plugins/` for a binary built from a checkout.
+/// `<prefix>/share/toolshed/plugins` beside an installed `<prefix>/bin/toolshed`, else the
+/// `plugins/` of the checkout a binary was built in (`<checkout>/target/<profile>/toolshed`).
+/// Both are found from where the running binary is, never from a path compiled into it.
 fn curated_dirs() -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("TOOLSHED_CURATED_DIR") {
         return vec![PathBuf::from(dir)];
     }
-    let installed = std::env::current_exe().ok().and_then(|exe| {
-        exe.parent()
-            .and_then(|bin| bin.parent())
-            .map(|p| p.join("share/toolshed/plugins"))
-    });
-    let source_tree = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins"));
-    installed
+    let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.canonicalize().ok())
+        .and_then(|exe| exe.parent().map(PathBuf::from))
+    else {
+        return Vec::new();
+    };
+    let installed = exe_dir.join("../share/toolshed/plugins");
+    if installed.is_dir() {
+        return vec![installed];
+    }
+    // Curated plugins are trusted, so the checkout is recognised strictly: the binary sits
+    // in `target/<profile>/` of a directory with a Cargo.toml and a plugins/ folder.
+    let checkout = exe_dir
+        .parent()
+        .filter(|target| target.file_name().is_some_and(|n| n == "target"));
+    checkout
+        .and_then(|target| target.parent())
+        .filter(|root| root.join("Cargo.toml").is_file())
+        .map(|root| root.join("plugins"))
+        .filter(|plugins| plugins.is_dir())
         .into_iter()
-        .chain([source_tree])
-        .filter(|p| p.is_dir())
-        .take(1)
         .collect()
 }

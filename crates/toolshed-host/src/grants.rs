@@ -9,6 +9,7 @@
 //! such as a webhook notifier.
 
 use toolshed_core::{Grants, PluginManifest};
+use toolshed_ops::net::HostPattern;
 
 use crate::manifest::is_valid_tool_name;
 
@@ -90,67 +91,24 @@ impl Grant {
     }
 }
 
-/// Whether a host grant (`host` or `host:port`) covers `target` (`host:port` or `host`).
+/// Whether a host grant (`host` or `host:port`) covers `target` (`host:port` or `host`):
+/// the one host pattern every network rule uses ([`HostPattern`]).
 pub fn host_matches(grant: &str, target: &str) -> bool {
-    let (gh, gp) = split_port(grant);
-    let (th, tp) = split_port(target);
-    gh.eq_ignore_ascii_case(th) && (gp.is_none() || gp == tp)
-}
-
-fn split_port(text: &str) -> (&str, Option<&str>) {
-    if let Some(rest) = text.strip_prefix('[') {
-        // [v6]:port
-        return match rest.split_once(']') {
-            Some((host, tail)) => (host, tail.strip_prefix(':')),
-            None => (text, None),
-        };
-    }
-    match text.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') && port.chars().all(|c| c.is_ascii_digit()) => {
-            (host, Some(port))
-        }
-        _ => (text, None),
+    match (HostPattern::parse(grant), HostPattern::parse(target)) {
+        (Ok(grant), Ok(target)) => grant.covers(&target),
+        _ => false,
     }
 }
 
 fn parse_host(value: &str) -> Result<String, String> {
-    let bad = |why: &str| {
-        Err(format!(
-            "`{value}` is not a host to grant ({why}); write it as `api.example.com`, `api.example.com:8443` or `127.0.0.1:8080`, without a scheme or path"
-        ))
-    };
-    if value.is_empty() {
-        return bad("it is empty");
-    }
-    if value.contains("://") || value.contains('/') {
-        return bad("it has a scheme or a path");
-    }
     if value == "*" {
-        return bad("a grant names one host; `*` belongs in a manifest only");
+        return Err(format!(
+            "`{value}` is not a host to grant (a grant names one host; `*` belongs in a manifest only)"
+        ));
     }
-    let (host, port) = split_port(value);
-    if let Some(port) = port
-        && port.parse::<u16>().is_err()
-    {
-        return bad("the port is not a number from 0 to 65535");
-    }
-    if let Some(inner) = value.strip_prefix('[') {
-        let (addr, tail) = inner.split_once(']').unwrap_or((inner, "x"));
-        let tail_ok = tail.is_empty() || tail.strip_prefix(':').is_some_and(|p| !p.is_empty());
-        if addr.parse::<std::net::Ipv6Addr>().is_err() || !tail_ok {
-            return bad("brackets hold an IPv6 address, optionally followed by `:PORT`");
-        }
-    } else if host.contains(':') {
-        return bad("write an IPv6 address in brackets, as `[::1]` or `[::1]:8080`");
-    }
-    let ok = !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'));
-    if !ok {
-        return bad("hosts are letters, digits, `.`, `-` and IPv6 addresses in brackets");
-    }
-    Ok(value.to_ascii_lowercase())
+    HostPattern::parse(value)
+        .map(|pattern| pattern.to_string())
+        .map_err(|why| format!("`{value}` is not a host to grant: {why}"))
 }
 
 fn parse_path(value: &str) -> Result<String, String> {
@@ -176,16 +134,15 @@ fn parse_path(value: &str) -> Result<String, String> {
     Ok(trimmed.to_string())
 }
 
-/// Whether workspace path `path` is `root` or inside it (both relative, lexical).
+/// Whether workspace path `path` is `root` or inside it (both relative, lexical), with
+/// the one containment check ([`toolshed_ops::path::is_within`]). A path that climbs out of
+/// the workspace is within nothing.
 pub fn path_within(path: &str, root: &str) -> bool {
-    let norm = |p: &str| -> Vec<String> {
-        p.split('/')
-            .filter(|s| !s.is_empty() && *s != ".")
-            .map(str::to_string)
-            .collect()
-    };
-    let (path, root) = (norm(path), norm(root));
-    path.len() >= root.len() && path[..root.len()] == root[..]
+    use toolshed_ops::path::{is_within, normalize_lexically};
+    match (normalize_lexically(path), normalize_lexically(root)) {
+        (Ok(path), Ok(root)) => is_within(&root, &path),
+        _ => false,
+    }
 }
 
 /// The grants a manifest asks for by name (wildcards left out): what `grant ID` with no

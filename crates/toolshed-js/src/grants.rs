@@ -8,71 +8,14 @@
 //! hosts.
 
 use toolshed_core::{Capabilities, Grants};
+use toolshed_ops::net::HostPattern;
+pub(crate) use toolshed_ops::path::{is_within, normalize_lexically as normalize_path};
 
 /// The wildcard a manifest uses for "whatever the user grants".
 const ANY: &str = "*";
 
-/// One host a plugin may reach: a name or address, and a port or any port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HostRule {
-    host: String,
-    port: Option<u16>,
-}
-
-impl HostRule {
-    /// Parses `host`, `host:port`, `[v6]` or `[v6]:port`. Names are compared lowercase.
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        let text = text.trim().to_ascii_lowercase();
-        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-            let (inside, after) = rest.split_once(']')?;
-            let port = match after {
-                "" => None,
-                p => Some(p.strip_prefix(':')?.parse().ok()?),
-            };
-            (format!("[{inside}]"), port)
-        } else {
-            match text.split_once(':') {
-                Some((h, p)) => (h.to_string(), Some(p.parse().ok()?)),
-                None => (text.clone(), None),
-            }
-        };
-        let name = host.trim_start_matches('[').trim_end_matches(']');
-        let valid = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
-        valid.then_some(Self { host, port })
-    }
-
-    /// The rule both `self` and `other` allow, if any.
-    fn intersect(&self, other: &Self) -> Option<Self> {
-        if self.host != other.host {
-            return None;
-        }
-        let port = match (self.port, other.port) {
-            (None, p) | (p, None) => p,
-            (Some(a), Some(b)) if a == b => Some(a),
-            _ => return None,
-        };
-        Some(Self {
-            host: self.host.clone(),
-            port,
-        })
-    }
-
-    fn allows(&self, host: &str, port: u16) -> bool {
-        self.host == host && self.port.is_none_or(|p| p == port)
-    }
-}
-
-impl std::fmt::Display for HostRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.port {
-            Some(p) => write!(f, "{}:{p}", self.host),
-            None => f.write_str(&self.host),
-        }
-    }
-}
+/// One host a plugin may reach: the one host pattern every network rule uses.
+type HostRule = HostPattern;
 
 /// The parts of an `http`/`https` URL the grant check needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,66 +57,11 @@ pub(crate) fn parse_url(url: &str) -> Result<UrlTarget, String> {
     if authority.is_empty() {
         return Err(bad("it has no host"));
     }
-    let rule = HostRule::parse(&authority).ok_or_else(|| bad("its host or port is malformed"))?;
+    let rule = HostRule::parse(&authority).map_err(|e| bad(&e))?;
     Ok(UrlTarget {
-        host: rule.host,
-        port: rule.port.unwrap_or(default_port),
+        host: rule.host().to_string(),
+        port: rule.port().unwrap_or(default_port),
     })
-}
-
-/// Normalizes a workspace-relative path on its words: `.` parts dropped, `..` folded.
-/// Absolute paths and `..` climbing above the workspace root are refused. The workspace
-/// root itself is `.`.
-pub(crate) fn normalize_path(path: &str) -> Result<String, String> {
-    if path.is_empty() {
-        return Err("the path is empty; use `.` for the workspace root".into());
-    }
-    if path.contains('\0') {
-        return Err(format!("`{}` contains a NUL byte", shorten(path)));
-    }
-    if path.starts_with('/') || path.starts_with('\\') {
-        return Err(format!(
-            "`{}` is absolute; plugins use paths relative to the workspace root",
-            shorten(path)
-        ));
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    return Err(format!(
-                        "`{}` climbs out of the workspace with `..`; use a path inside it",
-                        shorten(path)
-                    ));
-                }
-            }
-            name => parts.push(name),
-        }
-    }
-    if parts.is_empty() {
-        Ok(".".into())
-    } else {
-        Ok(parts.join("/"))
-    }
-}
-
-/// Whether the normalized `path` is `root` or inside it.
-pub(crate) fn is_within(root: &str, path: &str) -> bool {
-    root == "."
-        || path == root
-        || (path.len() > root.len()
-            && path.starts_with(root)
-            && path.as_bytes().get(root.len()) == Some(&b'/'))
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() <= 200 {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(200).collect();
-    format!("{head}…")
 }
 
 /// What one plugin may reach, already intersected. Built once per load.
@@ -253,7 +141,7 @@ impl Reach {
         if self
             .hosts
             .iter()
-            .any(|rule| rule.allows(&target.host, target.port))
+            .any(|rule| rule.matches_str(&target.host, target.port))
         {
             return Ok(target);
         }
@@ -264,7 +152,7 @@ impl Reach {
         );
         let declared = self.declared.network.iter().any(|d| {
             d == ANY
-                || HostRule::parse(d).is_some_and(|rule| rule.allows(&target.host, target.port))
+                || HostRule::parse(d).is_ok_and(|rule| rule.matches_str(&target.host, target.port))
         });
         if !declared {
             msg.push_str(&format!(
@@ -350,10 +238,12 @@ fn effective_hosts(declared: &[String], granted: &[String]) -> Vec<HostRule> {
         return out;
     }
     let wildcard = declared.iter().any(|d| d == ANY);
-    let declared_rules: Vec<HostRule> =
-        declared.iter().filter_map(|d| HostRule::parse(d)).collect();
+    let declared_rules: Vec<HostRule> = declared
+        .iter()
+        .filter_map(|d| HostRule::parse(d).ok())
+        .collect();
     for g in granted {
-        let Some(grant) = HostRule::parse(g) else {
+        let Ok(grant) = HostRule::parse(g) else {
             tracing::warn!(grant = %g, "ignoring a malformed http grant");
             continue;
         };
@@ -518,7 +408,7 @@ mod tests {
             }
         );
         assert_eq!(parse_url("HTTPS://Example.TEST").unwrap().port, 443);
-        assert!(HostRule::parse("a b").is_none());
-        assert!(HostRule::parse("host:notaport").is_none());
+        assert!(HostRule::parse("a b").is_err());
+        assert!(HostRule::parse("host:notaport").is_err());
     }
 }

@@ -154,3 +154,52 @@ mod tests {
         assert_eq!(split_parent("c"), (".", "c"));
     }
 }
+
+/// Normalizes a workspace-relative path on its words: `.` parts dropped, `..` folded.
+/// Absolute paths and `..` climbing above the workspace root are refused. The workspace
+/// root itself is `.`.
+pub fn normalize_lexically(path: &str) -> Result<String, String> {
+    if path.is_empty() {
+        return Err("the path is empty; use `.` for the workspace root".into());
+    }
+    if path.contains('\0') {
+        return Err(format!("`{}` contains a NUL byte", shown(path)));
+    }
+    if path.starts_with('/') || path.starts_with('\\') {
+        return Err(format!(
+            "`{}` is absolute; plugins use paths relative to the workspace root",
+            shown(path)
+        ));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "`{}` climbs out of the workspace with `..`; use a path inside it",
+                        shown(path)
+                    ));
+                }
+            }
+            name => parts.push(name),
+        }
+    }
+    if parts.is_empty() {
+        Ok(".".into())
+    } else {
+        Ok(parts.join("/"))
+    }
+}
+
+/// Whether the normalized `path` is `root` or inside it (both from
+/// [`normalize_lexically`]). The one containment check for paths that are judged before
+/// any file is opened: plugin grants and the files a plugin asks for.
+pub fn is_within(root: &str, path: &str) -> bool {
+    root == "."
+        || path == root
+        || (path.len() > root.len()
+            && path.starts_with(root)
+            && path.as_bytes().get(root.len()) == Some(&b'/'))
+}

@@ -33,8 +33,8 @@ pub struct AppState {
     pub stop: tokio_util::sync::CancellationToken,
 }
 
-/// The header that names the caller's owner.
-pub const OWNER_HEADER: &str = "x-toolshed-owner";
+/// The header that names the caller's owner: the one the MCP door reads too.
+pub use toolshed_mcp::OWNER_HEADER;
 
 /// The owner a request names, or the default REST owner.
 pub fn owner(headers: &HeaderMap) -> Result<OwnerId, ApiError> {

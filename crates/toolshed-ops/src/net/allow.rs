@@ -16,6 +16,8 @@ use std::str::FromStr;
 
 use url::Host;
 
+use super::host_pattern::HostPattern;
+
 /// One allowlist entry, parsed from its config spelling with [`AllowRule::parse`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AllowRule {
@@ -75,54 +77,23 @@ impl AllowRule {
         if let Some((address, prefix)) = text.split_once('/') {
             return parse_range(address, prefix).map_err(fail);
         }
-        let (host, port) = split_port(text).map_err(fail)?;
-        let port = match port {
-            Some(p) => Some(parse_port(p).map_err(fail)?),
-            None => None,
-        };
-        if host.starts_with('[') {
-            let inside = host.trim_start_matches('[').trim_end_matches(']');
-            let ip: Ipv6Addr = inside.parse().map_err(|_| {
-                fail(format!(
-                    "`{inside}` is not an IPv6 address; write it like `[fd00::1]`"
-                ))
-            })?;
-            return Ok(Self::Address {
-                ip: IpAddr::V6(ip),
+        // Names, addresses and ports: the one host pattern every network rule uses.
+        let pattern = HostPattern::parse(text).map_err(fail)?;
+        let port = pattern.port();
+        Ok(match pattern.host() {
+            Host::Domain(name) => Self::Host {
+                name: name.clone(),
                 port,
-            });
-        }
-        if host.contains(':') {
-            return Err(fail(format!(
-                "IPv6 addresses go in brackets: write `[{host}]`, or `[{host}]:PORT` for one port"
-            )));
-        }
-        // The URL parser's own rules, so `docs.Internal.` and `127.1` here mean what they
-        // mean in a URL.
-        match Host::parse(host) {
-            Ok(Host::Ipv4(ip)) => Ok(Self::Address {
-                ip: IpAddr::V4(ip),
+            },
+            Host::Ipv4(ip) => Self::Address {
+                ip: IpAddr::V4(*ip),
                 port,
-            }),
-            Ok(Host::Ipv6(ip)) => Ok(Self::Address {
-                ip: IpAddr::V6(ip),
+            },
+            Host::Ipv6(ip) => Self::Address {
+                ip: IpAddr::V6(*ip),
                 port,
-            }),
-            Ok(Host::Domain(name)) => {
-                let name = name.trim_end_matches('.').to_string();
-                let valid = !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
-                if !valid {
-                    return Err(fail(format!(
-                        "`{host}` is not a host name (letters, digits, `-`, `.`; no wildcards: list each host)"
-                    )));
-                }
-                Ok(Self::Host { name, port })
-            }
-            Err(e) => Err(fail(format!("`{host}` is not a valid host ({e})"))),
-        }
+            },
+        })
     }
 
     /// Whether this rule opens the host name `name` on `port`.
@@ -207,38 +178,6 @@ fn parse_range(address: &str, prefix: &str) -> Result<AllowRule, String> {
         ));
     }
     Ok(AllowRule::Range { network, prefix })
-}
-
-/// `host` and the text after its port colon, if any (`[v6]:port` included).
-fn split_port(text: &str) -> Result<(&str, Option<&str>), String> {
-    if text.starts_with('[') {
-        let Some(close) = text.find(']') else {
-            return Err("an IPv6 address opened with `[` needs a closing `]`".into());
-        };
-        let (host, after) = text.split_at(close + 1);
-        return match after {
-            "" => Ok((host, None)),
-            _ => match after.strip_prefix(':') {
-                Some(port) => Ok((host, Some(port))),
-                None => Err(format!(
-                    "`{after}` after `{host}` is not a port; write `{host}:PORT`"
-                )),
-            },
-        };
-    }
-    if text.matches(':').count() == 1
-        && let Some((host, port)) = text.split_once(':')
-    {
-        return Ok((host, Some(port)));
-    }
-    Ok((text, None))
-}
-
-fn parse_port(port: &str) -> Result<u16, String> {
-    port.parse::<u16>()
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| format!("`{port}` is not a port; use a number from 1 to 65535"))
 }
 
 fn mask(ip: IpAddr, prefix: u8) -> IpAddr {

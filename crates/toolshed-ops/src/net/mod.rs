@@ -77,6 +77,7 @@ mod address;
 mod allow;
 mod connect;
 mod exchange;
+mod host_pattern;
 mod policy;
 mod resolver;
 
@@ -92,6 +93,7 @@ use toolshed_core::{
 pub use address::non_public_reason;
 pub use allow::{AllowRule, AllowRuleError, parse_allowlist};
 use exchange::Outgoing;
+pub use host_pattern::HostPattern;
 use policy::Target;
 pub use policy::redact_url;
 use resolver::SharedResolver;

@@ -12,6 +12,7 @@ use url::{Host, Url};
 
 use super::address::non_public_reason;
 use super::allow::AllowRule;
+use super::host_pattern::HostPattern;
 
 /// The rule named in every refusal.
 const RULE: &str = "network policy";
@@ -248,36 +249,10 @@ fn non_public_name(name: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether one `Only` entry (`host`, `host:port`, `[v6]`, `[v6]:port`) allows `target`.
-/// An entry that does not parse allows nothing.
+/// Whether one `Only` entry (`host`, `host:port`, `[v6]`, `[v6]:port`: a [`HostPattern`])
+/// allows `target`. An entry that does not parse allows nothing.
 fn entry_matches(entry: &str, target: &Target) -> bool {
-    match parse_entry(entry) {
-        Some((host, port)) => host == target.host && port.is_none_or(|p| p == target.port),
-        None => false,
-    }
-}
-
-fn parse_entry(entry: &str) -> Option<(Host<String>, Option<u16>)> {
-    let entry = entry.trim();
-    let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']')?;
-        let port = match after {
-            "" => None,
-            _ => Some(after.strip_prefix(':')?),
-        };
-        (Host::parse(&format!("[{inside}]")).ok()?, port)
-    } else if entry.matches(':').count() > 1 {
-        (Host::Ipv6(entry.parse().ok()?), None)
-    } else if let Some((host, port)) = entry.rsplit_once(':') {
-        (Host::parse(host).ok()?, Some(port))
-    } else {
-        (Host::parse(entry).ok()?, None)
-    };
-    let port = match port {
-        Some(port) => Some(port.parse().ok()?),
-        None => None,
-    };
-    Some((trim_root_dot(host), port))
+    HostPattern::parse(entry).is_ok_and(|pattern| pattern.matches(&target.host, target.port))
 }
 
 /// `example.com.` and `example.com` are the same name.
@@ -418,7 +393,8 @@ mod tests {
         let v6 = target("http://[::1]:9000/");
         check_target(&v6, &only(&["[::1]:9000"]), &[]).unwrap();
         check_target(&v6, &only(&["[0:0::1]"]), &[]).unwrap();
-        check_target(&v6, &only(&["::1"]), &[]).unwrap();
+        // One spelling everywhere (grants, `[web] allow`, download hosts): IPv6 in brackets.
+        assert!(check_target(&v6, &only(&["::1"]), &[]).is_err());
         assert!(check_target(&v6, &only(&["[::1]:9001"]), &[]).is_err());
 
         let v4 = target("http://2130706433:81/");
