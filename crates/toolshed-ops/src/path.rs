@@ -109,52 +109,6 @@ pub fn split_parent(relative: &str) -> (&str, &str) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn normalizes_and_rejects_malformed_paths() {
-        let root = Path::new("/ws/root");
-        assert_eq!(normalize(root, "a/./b").unwrap(), "a/b");
-        assert_eq!(normalize(root, "/ws/root/a").unwrap(), "a");
-        assert_eq!(normalize(root, "/ws/root").unwrap(), ".");
-        assert_eq!(normalize(root, "./").unwrap(), ".");
-        assert_eq!(normalize(root, "a/../b").unwrap(), "a/../b");
-        assert!(matches!(
-            normalize(root, "/ws/root2/a"),
-            Err(OpsError::Escape { .. })
-        ));
-        assert!(matches!(
-            normalize(root, "/etc/passwd"),
-            Err(OpsError::Escape { .. })
-        ));
-        assert!(matches!(
-            normalize(root, ""),
-            Err(OpsError::InvalidPath { .. })
-        ));
-        assert!(matches!(
-            normalize(root, "a\0b"),
-            Err(OpsError::InvalidPath { .. })
-        ));
-        assert!(matches!(
-            normalize(root, &"a/".repeat(3000)),
-            Err(OpsError::InvalidPath { .. })
-        ));
-        assert!(matches!(
-            normalize(root, &"n".repeat(256)),
-            Err(OpsError::InvalidPath { .. })
-        ));
-        assert!(
-            names_reserved(".toolshed")
-                && names_reserved(".toolshed/x")
-                && !names_reserved(".toolshedx")
-        );
-        assert_eq!(split_parent("a/b/c"), ("a/b", "c"));
-        assert_eq!(split_parent("c"), (".", "c"));
-    }
-}
-
 /// Normalizes a workspace-relative path on its words: `.` parts dropped, `..` folded.
 /// Absolute paths and `..` climbing above the workspace root are refused. The workspace
 /// root itself is `.`.
@@ -202,4 +156,50 @@ pub fn is_within(root: &str, path: &str) -> bool {
         || (path.len() > root.len()
             && path.starts_with(root)
             && path.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_and_rejects_malformed_paths() {
+        let root = Path::new("/ws/root");
+        assert_eq!(normalize(root, "a/./b").unwrap(), "a/b");
+        assert_eq!(normalize(root, "/ws/root/a").unwrap(), "a");
+        assert_eq!(normalize(root, "/ws/root").unwrap(), ".");
+        assert_eq!(normalize(root, "./").unwrap(), ".");
+        assert_eq!(normalize(root, "a/../b").unwrap(), "a/../b");
+        assert!(matches!(
+            normalize(root, "/ws/root2/a"),
+            Err(OpsError::Escape { .. })
+        ));
+        assert!(matches!(
+            normalize(root, "/etc/passwd"),
+            Err(OpsError::Escape { .. })
+        ));
+        assert!(matches!(
+            normalize(root, ""),
+            Err(OpsError::InvalidPath { .. })
+        ));
+        assert!(matches!(
+            normalize(root, "a\0b"),
+            Err(OpsError::InvalidPath { .. })
+        ));
+        assert!(matches!(
+            normalize(root, &"a/".repeat(3000)),
+            Err(OpsError::InvalidPath { .. })
+        ));
+        assert!(matches!(
+            normalize(root, &"n".repeat(256)),
+            Err(OpsError::InvalidPath { .. })
+        ));
+        assert!(
+            names_reserved(".toolshed")
+                && names_reserved(".toolshed/x")
+                && !names_reserved(".toolshedx")
+        );
+        assert_eq!(split_parent("a/b/c"), ("a/b", "c"));
+        assert_eq!(split_parent("c"), (".", "c"));
+    }
 }
