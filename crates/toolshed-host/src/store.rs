@@ -225,6 +225,15 @@ impl StateStore {
         })
     }
 
+    /// SQLite's `PRAGMA data_version` of this store's connection: it changes only when
+    /// another connection (another process, or another `StateStore` on the same file)
+    /// committed since the last look, never for this store's own writes (audit rows
+    /// included). A watcher compares two values to learn, with one cheap read, whether
+    /// anything it did not write itself changed.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.with(|c| Ok(c.pragma_query_value(None, "data_version", |r| r.get(0))?))
+    }
+
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
@@ -624,6 +633,26 @@ mod tests {
             .with(|c| Ok(c.pragma_query_value(None, "journal_mode", |r| r.get(0))?))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn data_version_moves_for_other_connections_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolshed.db");
+        let store = StateStore::open(&path).unwrap();
+        let start = store.data_version().unwrap();
+        store.set_plugin_enabled("a", false).unwrap();
+        store.append_audit(&record(1), 10).unwrap();
+        // Rows the audit writer thread commits go through the same connection.
+        store.queue_audit(record(2), 10).await;
+        store.flush_audit();
+        assert_eq!(store.recent_audit(5).unwrap().len(), 2);
+        assert_eq!(store.data_version().unwrap(), start, "own writes");
+        let other = StateStore::open(&path).unwrap();
+        other.set_plugin_enabled("a", true).unwrap();
+        let moved = store.data_version().unwrap();
+        assert_ne!(moved, start, "another connection committed");
+        assert_eq!(store.data_version().unwrap(), moved, "nothing since");
     }
 
     #[test]
