@@ -89,6 +89,9 @@ pub enum StoreError {
     /// A statement failed.
     #[error("state database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// The work did not run: the runtime is shutting down.
+    #[error("the state database was not reached: toolshed is shutting down")]
+    Interrupted,
     /// The database is newer than this build.
     #[error(
         "the state database {path} has schema version {found}, newer than this build knows ({known}); upgrade toolshed or use another --data-dir"

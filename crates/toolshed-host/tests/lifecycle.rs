@@ -255,7 +255,7 @@ async fn reload_reads_the_directory_again_and_a_failing_init_is_an_error_state()
 async fn only_declared_capabilities_are_granted_and_grants_reach_the_plugin() {
     let f = open(true).await;
     let registry = f.host.registry();
-    let info = registry.grants("acme.text").unwrap();
+    let info = registry.grants("acme.text").await.unwrap();
     assert_eq!(info.declared, vec!["http:api.example.com", "fs-read:notes"]);
     assert_eq!(info.wildcards, vec!["http"]);
     assert!(info.granted.is_empty());
@@ -272,7 +272,14 @@ async fn only_declared_capabilities_are_granted_and_grants_reach_the_plugin() {
             .unwrap_err();
         assert!(matches!(err, RegistryError::Invalid(_)), "{bad}: {err}");
     }
-    assert!(registry.grants("acme.text").unwrap().granted.is_empty());
+    assert!(
+        registry
+            .grants("acme.text")
+            .await
+            .unwrap()
+            .granted
+            .is_empty()
+    );
 
     let mut events = f.host.events().subscribe();
     let info = registry
