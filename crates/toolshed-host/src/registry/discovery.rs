@@ -117,13 +117,16 @@ impl Registry {
             ..Inner::default()
         };
         let registry = Self::new(inner, store, events, loaders, user);
+        // The data version is read before the states: whatever another process commits
+        // after it, the watcher's first look at the store sees.
         let read = registry
-            .on_store(|s| Ok((s.plugin_states(), s.plugin_tools())))
+            .on_store(|s| Ok((s.data_version().ok(), s.plugin_states(), s.plugin_tools())))
             .await;
-        let (states, recorded) = match read {
+        let (version, states, recorded) = match read {
             Ok(read) => read,
-            Err(e) => (Err(e), Ok(BTreeMap::new())),
+            Err(e) => (None, Err(e), Ok(BTreeMap::new())),
         };
+        registry.watching.set_seen_version(version);
         let states = states.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read plugin states; treating every plugin as enabled");
             BTreeMap::new()

@@ -16,8 +16,8 @@
 //!   operations a person or a door asks for (enable, disable, reload, grant, uninstall,
 //!   adopt);
 //! - `catalog`: the callable tools, by name;
-//! - `refresh`: applying what other processes changed (`crate::Host::watch_store` decides
-//!   when).
+//! - `refresh` and `watching`: applying what other processes changed, and noticing it by
+//!   file-system notifications, idle while nothing changes ([`Registry::watch`]).
 
 mod catalog;
 mod discovery;
@@ -25,6 +25,7 @@ mod lifecycle;
 mod refresh;
 mod state;
 mod transitions;
+mod watching;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ pub use catalog::{LazyValidator, ToolEntry};
 pub use discovery::{Diagnostic, DiscoveryRoots, Level, MAX_PLUGINS_PER_ROOT, Root, find_on_path};
 pub use lifecycle::{GrantsInfo, RegistryError};
 pub use state::{PluginInfo, PluginState};
+pub use watching::{WatchMode, WatchStats};
 
 use crate::events::EventBus;
 use crate::store::StateStore;
@@ -57,6 +59,8 @@ pub struct Registry {
     /// Changes seen once in the user roots, by plugin directory: applied when the next
     /// look finds the same fingerprint (the files stopped changing).
     pending: std::sync::Mutex<BTreeMap<PathBuf, u64>>,
+    /// What the watcher did, and how to stop it.
+    watching: watching::WatchState,
 }
 
 #[derive(Default)]
@@ -95,6 +99,7 @@ impl Registry {
             lifecycle: tokio::sync::Mutex::new(()),
             user_roots,
             pending: std::sync::Mutex::new(BTreeMap::new()),
+            watching: watching::WatchState::default(),
         }
     }
 
@@ -141,6 +146,13 @@ impl Registry {
                 .cloned()
                 .collect()
         })
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // Ends the watcher task, which holds the registry only weakly.
+        self.watching.stop.cancel();
     }
 }
 

@@ -1,5 +1,6 @@
 //! Refreshing: applying what changed outside this process — choices other processes record
 //! in the state store, and plugin directories added, changed or removed in the user roots.
+//! The watcher ([`super::watching`]) decides when to look; this decides what follows.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,6 +10,16 @@ use super::lifecycle::RegistryError;
 use super::state::PluginState;
 use super::{Registry, blocking};
 use crate::events::Event;
+use crate::store::StateStore;
+
+/// What one look at the user roots found.
+#[derive(Debug, Default)]
+pub(super) struct Look {
+    /// The plugins added, reloaded or removed.
+    pub touched: Vec<String>,
+    /// Changes seen once and not applied yet: another look is due once the files settle.
+    pub unsettled: bool,
+}
 
 impl Registry {
     /// Applies enable and disable choices another process recorded in the state store (a
@@ -18,10 +29,12 @@ impl Registry {
     /// published after the tool index is rebuilt.
     pub async fn sync_from_store(&self) -> Result<Vec<String>, RegistryError> {
         let _lifecycle = self.lifecycle.lock().await;
+        self.watching.count_sync();
         self.store.forget_config_values();
-        let (all_grants, stored) = self
-            .on_store(|s| Ok((s.all_grants()?, s.plugin_states()?)))
+        let (version, all_grants, stored) = self
+            .on_store(|s| Ok((s.data_version().ok(), s.all_grants()?, s.plugin_states()?)))
             .await?;
+        self.watching.set_seen_version(version);
         let regrant: Vec<String> = self.read(|i| {
             i.slots
                 .iter()
@@ -67,6 +80,18 @@ impl Registry {
             .collect())
     }
 
+    /// Syncs from the store ([`Registry::sync_from_store`]) if another connection
+    /// committed since the registry last read it: one cheap read when nothing changed, as
+    /// after this process's own writes.
+    pub(super) async fn check_store(&self) -> Result<Vec<String>, RegistryError> {
+        self.watching.count_store_check();
+        let version = self.on_store(StateStore::data_version).await?;
+        if self.watching.seen_version() == Some(version) {
+            return Ok(Vec::new());
+        }
+        self.sync_from_store().await
+    }
+
     /// Looks at the user plugin roots and applies what changed there since the last look:
     /// a new plugin directory is loaded and started (if not disabled), a changed one is
     /// reloaded, a removed one is stopped and forgotten (its stored state is kept, in case
@@ -74,11 +99,17 @@ impl Registry {
     /// so a copy in progress is not loaded half done. Each plugin touched is published as a
     /// `PluginStateChanged` event. Returns the ids touched.
     pub async fn rescan_user_roots(&self) -> Vec<String> {
+        self.look_at_user_roots().await.touched
+    }
+
+    /// [`Registry::rescan_user_roots`], saying also whether changes wait for another look.
+    pub(super) async fn look_at_user_roots(&self) -> Look {
         // Looked at under the lock, so an install adopted meanwhile is in both views.
         let _lifecycle = self.lifecycle.lock().await;
+        self.watching.count_rescan();
         let roots = self.user_roots.clone();
         let Some(seen) = blocking(move || list_plugin_dirs(&roots)).await else {
-            return Vec::new();
+            return Look::default();
         };
         let known: BTreeMap<PathBuf, (String, Option<u64>)> = self.read(|i| {
             i.slots
@@ -91,7 +122,7 @@ impl Registry {
                 .collect()
         });
         let mut ready = Vec::new();
-        {
+        let unsettled = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             pending.retain(|dir, _| seen.contains_key(dir));
             for (dir, print) in &seen {
@@ -106,7 +137,8 @@ impl Registry {
                     pending.insert(dir.clone(), *print);
                 }
             }
-        }
+            !pending.is_empty()
+        };
         let mut touched = Vec::new();
         let mut events = Vec::new();
         for (dir, (id, _)) in &known {
@@ -149,6 +181,6 @@ impl Registry {
                 self.events.publish(event);
             }
         }
-        touched
+        Look { touched, unsettled }
     }
 }
