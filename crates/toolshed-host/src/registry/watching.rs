@@ -70,7 +70,7 @@ const EVERYTHING: u8 = PLUGINS | STORE | REWATCH;
 pub enum WatchMode {
     /// File-system notifications: nothing is done while nothing changes.
     Notify,
-    /// Looking every [`POLL_EVERY`], because notifications could not be set up.
+    /// Looking every half second, because notifications could not be set up.
     Polling,
 }
 
@@ -138,9 +138,13 @@ impl WatchState {
 
 impl Registry {
     /// Keeps this registry in step with other processes: the user plugin roots (plugins
-    /// installed, changed, removed) and the choices they record in the state store (see
-    /// the [module docs](self)). Each change is published as a `PluginStateChanged`
-    /// event, which the MCP door turns into `notifications/tools/list_changed`.
+    /// installed, changed, removed) and the choices they record in the state store. One
+    /// file-system watcher reports changes; the roots are looked at after 75 ms of quiet
+    /// (a change applied when two looks agree), the store is synced only when its
+    /// `data_version` says another connection committed, and nothing runs while nothing
+    /// changes. Each change is published as a `PluginStateChanged` event, which the MCP
+    /// door turns into `notifications/tools/list_changed`. When notifications cannot be
+    /// had, a warning says why and the registry looks every half second instead.
     ///
     /// Returns once the watches are in place and whatever changed since discovery has been
     /// looked at. The task ends when the registry is dropped, or when it is aborted. Call
