@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use toolshed_ops::{Digest, ReadLog, Services};
 
@@ -252,31 +251,13 @@ impl Host {
 
     /// Keeps this host's plugin states in step with choices other processes record in the
     /// state store (`toolshed plugins disable ID` while a server runs) and with the user
-    /// plugin directories (installed, changed, removed: debounced, see
-    /// [`Registry::rescan_user_roots`]), checking every `every`. Each change is published as a `PluginStateChanged` event, which the MCP door
-    /// turns into `notifications/tools/list_changed`. The task ends when the host is dropped.
-    pub fn watch_store(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let host = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(host) = host.upgrade() else { return };
-                match host.registry.sync_from_store().await {
-                    Ok(changed) if !changed.is_empty() => {
-                        tracing::info!(plugins = ?changed, "plugin states changed in the state store");
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "cannot read plugin states"),
-                }
-                let touched = host.registry.rescan_user_roots().await;
-                if !touched.is_empty() {
-                    tracing::info!(plugins = ?touched, "plugin directories changed");
-                }
-            }
-        })
+    /// plugin directories (installed, changed, removed), by file-system notifications: an
+    /// idle host does no periodic work ([`Registry::watch`]). Each change is published as a
+    /// `PluginStateChanged` event, which the MCP door turns into
+    /// `notifications/tools/list_changed`. Returns once the watches are in place; the task
+    /// ends when the host is dropped.
+    pub async fn watch_store(&self) -> tokio::task::JoinHandle<()> {
+        self.registry.watch().await
     }
 
     /// Stops every plugin, then every process tree the operations backend still holds

@@ -4,7 +4,8 @@
 //!   plugin config values checked against their manifest fields.
 //! - [`store`]: the SQLite state store (plugin state, config values, audit), with
 //!   [`audit`] writing the audit rows in batches on a thread of its own.
-//! - [`manifest`] and [`registry`]: plugin discovery, lifecycle and the tool index;
+//! - [`manifest`] and [`registry`]: plugin discovery, lifecycle, the tool catalog, and
+//!   watching for what other processes change;
 //!   [`install`]: installing plugins from directories and archives, strictly.
 //! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
 //!   record — with [`policy`] and [`hooks`] as its seams.

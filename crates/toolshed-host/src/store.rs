@@ -89,6 +89,9 @@ pub enum StoreError {
     /// A statement failed.
     #[error("state database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// The work did not run: the runtime is shutting down.
+    #[error("the state database was not reached: toolshed is shutting down")]
+    Interrupted,
     /// The database is newer than this build.
     #[error(
         "the state database {path} has schema version {found}, newer than this build knows ({known}); upgrade toolshed or use another --data-dir"
@@ -223,6 +226,15 @@ impl StateStore {
             let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
             Ok(usize::try_from(v).unwrap_or(usize::MAX))
         })
+    }
+
+    /// SQLite's `PRAGMA data_version` of this store's connection: it changes only when
+    /// another connection (another process, or another `StateStore` on the same file)
+    /// committed since the last look, never for this store's own writes (audit rows
+    /// included). A watcher compares two values to learn, with one cheap read, whether
+    /// anything it did not write itself changed.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.with(|c| Ok(c.pragma_query_value(None, "data_version", |r| r.get(0))?))
     }
 
     fn with<T>(
@@ -624,6 +636,26 @@ mod tests {
             .with(|c| Ok(c.pragma_query_value(None, "journal_mode", |r| r.get(0))?))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn data_version_moves_for_other_connections_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolshed.db");
+        let store = StateStore::open(&path).unwrap();
+        let start = store.data_version().unwrap();
+        store.set_plugin_enabled("a", false).unwrap();
+        store.append_audit(&record(1), 10).unwrap();
+        // Rows the audit writer thread commits go through the same connection.
+        store.queue_audit(record(2), 10).await;
+        store.flush_audit();
+        assert_eq!(store.recent_audit(5).unwrap().len(), 2);
+        assert_eq!(store.data_version().unwrap(), start, "own writes");
+        let other = StateStore::open(&path).unwrap();
+        other.set_plugin_enabled("a", true).unwrap();
+        let moved = store.data_version().unwrap();
+        assert_ne!(moved, start, "another connection committed");
+        assert_eq!(store.data_version().unwrap(), moved, "nothing since");
     }
 
     #[test]

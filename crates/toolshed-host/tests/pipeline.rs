@@ -536,7 +536,7 @@ async fn a_plugins_config_reaches_its_tools_and_follows_stored_changes() {
         .unwrap();
     assert_eq!(config().await, json!({"level": 3}));
     // Another process (`toolshed plugins config`) stores a value: a running host sees it
-    // once it syncs from the store, as its store watcher does every half second.
+    // once it syncs from the store, as its watcher does when another connection commits.
     let other = toolshed_host::StateStore::open(&t.data.path().join("toolshed.db")).unwrap();
     other
         .set_config_value("t.cfg", "level", &json!(5), false)

@@ -196,7 +196,12 @@ pub async fn get_grants(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let info = state.host.registry().grants(&id).map_err(registry_error)?;
+    let info = state
+        .host
+        .registry()
+        .grants(&id)
+        .await
+        .map_err(registry_error)?;
     Ok(Json(json!({ "plugin_id": id, "grants": info })))
 }
 

@@ -12,9 +12,8 @@ use toolshed_mcp::{McpServer, Session, selection_from_globs};
 use crate::Failure;
 use crate::cli::McpArgs;
 
-/// How often a server checks the state store for plugin changes made by other processes,
-/// and whether its parent process is still alive.
-pub const WATCH_EVERY: Duration = Duration::from_millis(500);
+/// How often the server checks whether its parent process is still alive.
+const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 
 /// Serves one MCP client on stdin/stdout until it closes stdin, its parent process dies,
 /// or a SIGTERM or Ctrl-C arrives.
@@ -22,7 +21,7 @@ pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
     let session = session_from_args(host, args)?;
     let server = McpServer::new(host.clone(), session);
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
-    let watcher = host.watch_store(WATCH_EVERY);
+    let watcher = host.watch_store().await;
     let stop = async {
         tokio::select! {
             () = crate::commands::serve::shutdown_signal() => {
@@ -44,7 +43,7 @@ pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
 /// fires when the parent *thread* that spawned us exits, even though the client lives on.
 async fn parent_gone() {
     let parent = std::os::unix::process::parent_id();
-    let mut tick = tokio::time::interval(WATCH_EVERY);
+    let mut tick = tokio::time::interval(PARENT_CHECK_EVERY);
     loop {
         tick.tick().await;
         if std::os::unix::process::parent_id() != parent {

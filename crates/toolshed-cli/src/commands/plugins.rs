@@ -187,7 +187,7 @@ fn print_grants(id: &str, info: &GrantsInfo) {
 /// Grants capabilities (all the manifest names when none are given), or lists them.
 pub async fn grant(host: &Host, id: &str, grants: Vec<String>, list: bool) -> Result<(), Failure> {
     let registry = host.registry();
-    let current = registry.grants(id).map_err(registry_failure)?;
+    let current = registry.grants(id).await.map_err(registry_failure)?;
     if list {
         print_grants(id, &current);
         return Ok(());
@@ -224,7 +224,7 @@ pub async fn grant(host: &Host, id: &str, grants: Vec<String>, list: bool) -> Re
 pub async fn revoke(host: &Host, id: &str, grants: Vec<String>, all: bool) -> Result<(), Failure> {
     let registry = host.registry();
     let grants = match (all, grants.is_empty()) {
-        (true, true) => registry.grants(id).map_err(registry_failure)?.granted,
+        (true, true) => registry.grants(id).await.map_err(registry_failure)?.granted,
         (false, false) => grants,
         (true, false) => {
             return Err(Failure::Usage(

@@ -55,7 +55,7 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
         session,
         max_body_bytes: DEFAULT_MAX_BODY_BYTES,
     };
-    let watcher = host.watch_store(crate::commands::mcp::WATCH_EVERY);
+    let watcher = host.watch_store().await;
     let served = toolshed_server::serve(host.clone(), listener, options, shutdown_signal()).await;
     watcher.abort();
     served.map_err(|e| Failure::Runtime(e.to_string()))

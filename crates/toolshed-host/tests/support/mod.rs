@@ -16,6 +16,8 @@ use toolshed_core::{
 use toolshed_host::Host;
 use toolshed_host::config::{ConfigSources, LoadedConfig};
 
+pub mod text_plugins;
+
 /// A manifest with defaults, for test plugins.
 pub fn manifest(id: &str) -> PluginManifest {
     PluginManifest::new(id, "1.0.0", id, PluginKind::Builtin)

@@ -1,0 +1,167 @@
+//! The plugin registry: discovery, lifecycle, the tool catalog and watching.
+//!
+//! Discovery walks the roots in trust order — system (compiled in), curated (shipped with
+//! toolshed), user (the data dir, then the workspace) — and never stops at a bad plugin: a
+//! manifest that cannot be read becomes a [`Diagnostic`], a plugin that fails to start goes
+//! to [`PluginState::Error`] with its reason, and everything else still loads. An id found
+//! twice keeps the more trusted plugin; a tool name claimed twice keeps the more trusted
+//! plugin's tool. Both clashes are reported when they are found, not at call time.
+//!
+//! The code is split by concept:
+//!
+//! - `discovery`: the roots, their plugin directories, manifests and fingerprints;
+//! - `state`: what the registry knows of one plugin, its lifecycle as one value
+//!   (installed, running, disabled, failed) rather than fields that must agree;
+//! - `transitions` and `lifecycle`: moving a plugin between those phases, and the
+//!   operations a person or a door asks for (enable, disable, reload, grant, uninstall,
+//!   adopt);
+//! - `catalog`: the callable tools, by name;
+//! - `refresh` and `watching`: applying what other processes changed, and noticing it by
+//!   file-system notifications, idle while nothing changes ([`Registry::watch`]).
+
+mod catalog;
+mod discovery;
+mod lifecycle;
+mod refresh;
+mod state;
+mod transitions;
+mod watching;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use serde_json::{Map, Value};
+use toolshed_core::{PluginLoader, PluginManifest};
+
+pub use catalog::{LazyValidator, ToolEntry};
+pub use discovery::{Diagnostic, DiscoveryRoots, Level, MAX_PLUGINS_PER_ROOT, Root, find_on_path};
+pub use lifecycle::{GrantsInfo, RegistryError};
+pub use state::{PluginInfo, PluginState};
+pub use watching::{WatchMode, WatchStats};
+
+use crate::events::EventBus;
+use crate::store::StateStore;
+
+/// The plugin registry.
+pub struct Registry {
+    inner: RwLock<Inner>,
+    store: Arc<StateStore>,
+    events: EventBus,
+    /// Bumped each time the tool index is rebuilt.
+    catalog_generation: tokio::sync::watch::Sender<u64>,
+    loaders: Vec<Arc<dyn PluginLoader>>,
+    /// Serializes lifecycle changes (enable, disable, reload, grants, sync, rescan), so two
+    /// of them never load or stop one plugin at the same time.
+    lifecycle: tokio::sync::Mutex<()>,
+    /// The user roots, watched for plugins added, changed and removed.
+    user_roots: Vec<PathBuf>,
+    /// Changes seen once in the user roots, by plugin directory: applied when the next
+    /// look finds the same fingerprint (the files stopped changing).
+    pending: std::sync::Mutex<BTreeMap<PathBuf, u64>>,
+    /// What the watcher did, and how to stop it.
+    watching: watching::WatchState,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Every plugin, in trust order.
+    slots: Vec<state::Slot>,
+    catalog: catalog::Catalog,
+    /// Problems found reading the roots.
+    discovery: Vec<Diagnostic>,
+}
+
+impl Inner {
+    fn slot(&self, id: &str) -> Option<&state::Slot> {
+        self.slots.iter().find(|s| s.id() == id)
+    }
+
+    fn slot_mut(&mut self, id: &str) -> Option<&mut state::Slot> {
+        self.slots.iter_mut().find(|s| s.id() == id)
+    }
+}
+
+impl Registry {
+    fn new(
+        inner: Inner,
+        store: Arc<StateStore>,
+        events: EventBus,
+        loaders: Vec<Arc<dyn PluginLoader>>,
+        user_roots: Vec<PathBuf>,
+    ) -> Self {
+        Self {
+            inner: RwLock::new(inner),
+            store,
+            events,
+            catalog_generation: tokio::sync::watch::Sender::new(0),
+            loaders,
+            lifecycle: tokio::sync::Mutex::new(()),
+            user_roots,
+            pending: std::sync::Mutex::new(BTreeMap::new()),
+            watching: watching::WatchState::default(),
+        }
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Inner) -> T) -> T {
+        f(&self.inner.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.inner.write().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Every plugin, in trust order.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.read(|i| i.slots.iter().map(state::Slot::info).collect())
+    }
+
+    /// One plugin.
+    pub fn plugin(&self, id: &str) -> Option<PluginInfo> {
+        self.read(|i| i.slot(id).map(state::Slot::info))
+    }
+
+    /// The plugin's manifest.
+    pub fn manifest(&self, id: &str) -> Option<PluginManifest> {
+        self.read(|i| i.slot(id).map(|s| s.manifest.clone()))
+    }
+
+    /// The plugin's configuration: manifest defaults overlaid with stored values.
+    /// Runs on every call: it copies the defaults, never the whole manifest, and stored
+    /// values come from the store's memory after the first read.
+    pub fn resolved_config(&self, id: &str) -> Map<String, Value> {
+        let defaults = self.read(|i| {
+            i.slot(id)
+                .and_then(|s| transitions::config_defaults(&s.manifest))
+        });
+        transitions::overlay_config(&self.store, id, defaults)
+    }
+
+    /// Every discovery and registration problem.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.read(|i| {
+            i.discovery
+                .iter()
+                .chain(i.catalog.clashes())
+                .cloned()
+                .collect()
+        })
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // Ends the watcher task, which holds the registry only weakly.
+        self.watching.stop.cancel();
+    }
+}
+
+/// Runs blocking work (SQLite, the file system, a loader) on the blocking pool. A panic in
+/// it is resumed here; `None` means the runtime is shutting down and the work did not run.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(value) => Some(value),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => None,
+    }
+}
