@@ -180,7 +180,9 @@ async fn a_timeout_kills_the_tree_including_a_setsid_grandchild() {
     let out = h
         .call(
             "exec_command",
-            json!({"cmd": "setsid sleep 33.5 & sleep 60", "timeout_ms": 500, "yield_ms": 10000}),
+            // Durations no other test uses: `gone` looks for them among all processes, and
+            // tests run in parallel.
+            json!({"cmd": "setsid sleep 33.5 & sleep 61.7", "timeout_ms": 500, "yield_ms": 10000}),
         )
         .await
         .unwrap();
@@ -191,7 +193,7 @@ async fn a_timeout_kills_the_tree_including_a_setsid_grandchild() {
         out.text_joined()
     );
     assert!(gone("sleep 33.5").await, "the setsid grandchild survived");
-    assert!(gone("sleep 60").await);
+    assert!(gone("sleep 61.7").await);
 }
 
 #[tokio::test]
