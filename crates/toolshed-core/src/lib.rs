@@ -13,6 +13,8 @@
 //! assert_eq!(out.text_joined(), "hello");
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod context;
 mod error;
 mod gauges;

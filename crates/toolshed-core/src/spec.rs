@@ -105,7 +105,7 @@ pub struct ToolSpec {
 }
 
 /// The schema of a tool that takes no arguments.
-pub fn empty_object_schema() -> Value {
+pub(crate) fn empty_object_schema() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 

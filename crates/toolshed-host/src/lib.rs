@@ -23,6 +23,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod audit;
 mod builder;
 pub mod config;

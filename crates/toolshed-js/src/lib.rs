@@ -216,6 +216,8 @@
 //! QuickJS is C: an engine bug could still bring down the process; a worker-process mode is
 //! future work.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod action;
 mod engine;
 mod grants;

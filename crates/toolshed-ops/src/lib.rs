@@ -16,6 +16,8 @@
 //! assert!(ops.read("../outside", 1024).is_err());
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::sync::Arc;
 
 pub mod contract;

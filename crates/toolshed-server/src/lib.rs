@@ -7,6 +7,8 @@
 //! `{"error": {"kind", "message", "details"}}`; a tool that ran and failed is a `200` with
 //! `is_error: true`, exactly as over MCP. See `docs/rest.md`.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

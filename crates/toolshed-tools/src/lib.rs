@@ -4,6 +4,8 @@
 //! [`Services`]; the host registers them in the system root, the most trusted of the
 //! discovery roots.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::sync::Arc;
 
 use toolshed_core::Plugin;

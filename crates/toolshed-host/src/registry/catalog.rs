@@ -79,7 +79,7 @@ pub(super) struct Catalog {
 impl Catalog {
     /// The catalog of the running and degraded plugins among `slots`, taken in trust order.
     /// Fills in each running plugin's validators for tools that have none yet.
-    pub fn build(slots: &mut [Slot]) -> Self {
+    pub(super) fn build(slots: &mut [Slot]) -> Self {
         let mut catalog = Self::default();
         for slot in slots {
             let id = slot.manifest.id.clone();
@@ -135,7 +135,7 @@ impl Catalog {
     }
 
     /// Tool names claimed twice, as diagnostics.
-    pub fn clashes(&self) -> &[Diagnostic] {
+    pub(super) fn clashes(&self) -> &[Diagnostic] {
         &self.clashes
     }
 }

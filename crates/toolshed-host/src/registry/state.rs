@@ -88,7 +88,7 @@ pub(super) enum Origin {
 
 impl Origin {
     /// The directory, for a plugin found on disk.
-    pub fn dir(&self) -> Option<&PluginDir> {
+    pub(super) fn dir(&self) -> Option<&PluginDir> {
         match self {
             Self::Compiled(_) => None,
             Self::Dir(dir) => Some(dir),
@@ -170,7 +170,7 @@ pub(super) struct Slot {
 
 impl Slot {
     /// A plugin just found, not started.
-    pub fn new(manifest: PluginManifest, root: Root, origin: Origin) -> Self {
+    pub(super) fn new(manifest: PluginManifest, root: Root, origin: Origin) -> Self {
         Self {
             manifest,
             root,
@@ -182,17 +182,17 @@ impl Slot {
     }
 
     /// The id.
-    pub fn id(&self) -> &str {
+    pub(super) fn id(&self) -> &str {
         &self.manifest.id
     }
 
     /// The plugin's directory, for plugins found on disk.
-    pub fn dir(&self) -> Option<&Path> {
+    pub(super) fn dir(&self) -> Option<&Path> {
         self.origin.dir().map(|d| d.dir.as_path())
     }
 
     /// The public state.
-    pub fn state(&self) -> PluginState {
+    pub(super) fn state(&self) -> PluginState {
         match &self.phase {
             Phase::Installed => PluginState::Installed,
             Phase::Running(Running { unmet: None, .. }) => PluginState::Running,
@@ -203,7 +203,7 @@ impl Slot {
     }
 
     /// Why it is not running, or what it lacks.
-    pub fn reason(&self) -> Option<String> {
+    pub(super) fn reason(&self) -> Option<String> {
         match &self.phase {
             Phase::Installed | Phase::Running(Running { unmet: None, .. }) => None,
             Phase::Running(Running {
@@ -218,7 +218,7 @@ impl Slot {
     }
 
     /// The running instance, if it runs.
-    pub fn running(&self) -> Option<&Running> {
+    pub(super) fn running(&self) -> Option<&Running> {
         match &self.phase {
             Phase::Running(running) => Some(running),
             _ => None,
@@ -226,12 +226,12 @@ impl Slot {
     }
 
     /// Whether a loader built the running instance.
-    pub fn runs_loaded(&self) -> bool {
+    pub(super) fn runs_loaded(&self) -> bool {
         self.running().is_some_and(|r| r.loaded.is_some())
     }
 
     /// The tool names it lists: those it served when it last ran, else its manifest's.
-    pub fn listed_tools(&self) -> Vec<String> {
+    pub(super) fn listed_tools(&self) -> Vec<String> {
         if self.last_tools.is_empty() {
             self.manifest.tools.iter().map(|t| t.name.clone()).collect()
         } else {
@@ -240,7 +240,7 @@ impl Slot {
     }
 
     /// The plugin as listed.
-    pub fn info(&self) -> PluginInfo {
+    pub(super) fn info(&self) -> PluginInfo {
         let dir = self.origin.dir();
         PluginInfo {
             id: self.manifest.id.clone(),

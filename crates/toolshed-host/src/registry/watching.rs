@@ -48,14 +48,14 @@ use super::{Registry, blocking};
 use crate::store::StateStore;
 
 /// How long the plugin roots must be quiet after a change before they are looked at.
-pub const QUIET: Duration = Duration::from_millis(75);
+pub(super) const QUIET: Duration = Duration::from_millis(75);
 
 /// How long after a first write to the state database its data version is read: a commit
 /// is several writes, and they are read as one.
-pub const STORE_SETTLE: Duration = Duration::from_millis(25);
+pub(super) const STORE_SETTLE: Duration = Duration::from_millis(25);
 
 /// How often the fallback looks, when file-system notifications cannot be had.
-pub const POLL_EVERY: Duration = Duration::from_millis(500);
+pub(super) const POLL_EVERY: Duration = Duration::from_millis(500);
 
 /// Something changed in a user root.
 const PLUGINS: u8 = 1;
@@ -102,23 +102,23 @@ pub(super) struct WatchState {
 }
 
 impl WatchState {
-    pub fn count_store_check(&self) {
+    pub(super) fn count_store_check(&self) {
         self.store_checks.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn count_sync(&self) {
+    pub(super) fn count_sync(&self) {
         self.syncs.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn count_rescan(&self) {
+    pub(super) fn count_rescan(&self) {
         self.rescans.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn seen_version(&self) -> Option<i64> {
+    pub(super) fn seen_version(&self) -> Option<i64> {
         *self.seen_version.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn set_seen_version(&self, version: Option<i64>) {
+    pub(super) fn set_seen_version(&self, version: Option<i64>) {
         *self.seen_version.lock().unwrap_or_else(|p| p.into_inner()) = version;
     }
 

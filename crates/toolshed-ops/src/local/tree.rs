@@ -9,7 +9,7 @@ use rustix::io::Errno;
 const MAX_DEPTH: usize = 512;
 
 /// Removes `name` (a directory in `parent`) and everything in it.
-pub fn remove_tree(parent: &OwnedFd, name: &str) -> Result<(), Errno> {
+pub(super) fn remove_tree(parent: &OwnedFd, name: &str) -> Result<(), Errno> {
     let name = std::ffi::CString::new(name).map_err(|_| Errno::INVAL)?;
     remove_in(parent, &name, 0)
 }

@@ -16,7 +16,7 @@ use super::resolver::Resolver;
 
 /// The addresses `target`'s host stands for: the address itself for a literal, otherwise
 /// what `resolver` answers, in its order, without duplicates.
-pub async fn resolve(
+pub(super) async fn resolve(
     resolver: &dyn Resolver,
     target: &Target,
     limit: Duration,
@@ -56,7 +56,7 @@ pub async fn resolve(
 }
 
 /// A TCP connection to the first of `addresses` that answers, each given `limit`.
-pub async fn dial(
+pub(super) async fn dial(
     target: &Target,
     addresses: &[SocketAddr],
     limit: Duration,
@@ -82,7 +82,7 @@ pub async fn dial(
 
 /// TLS for the `https` scheme.
 #[cfg(feature = "tls")]
-pub mod tls {
+pub(super) mod tls {
     use std::net::IpAddr;
     use std::sync::Arc;
     use std::time::Duration;
@@ -99,7 +99,7 @@ pub mod tls {
 
     /// The client configuration every connection shares: the ring provider, TLS 1.2 and
     /// 1.3, the webpki-roots trust anchors, ALPN `http/1.1`.
-    pub fn client_config() -> Result<Arc<ClientConfig>, String> {
+    pub(crate) fn client_config() -> Result<Arc<ClientConfig>, String> {
         let roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -115,7 +115,7 @@ pub mod tls {
 
     /// The TLS handshake over `tcp`, the certificate checked against the URL's host (the
     /// name, not the address dialled).
-    pub async fn handshake(
+    pub(crate) async fn handshake(
         config: &Arc<ClientConfig>,
         target: &Target,
         tcp: TcpStream,

@@ -19,7 +19,7 @@ use super::{MAX_REQUEST_BODY, NetConfig};
 /// A request whose method, URL, headers and body were checked, ready to send (again, on a
 /// redirect).
 #[derive(Debug, Clone)]
-pub struct Outgoing {
+pub(super) struct Outgoing {
     pub method: Method,
     pub target: Target,
     /// Headers to send besides `Host`, which comes from the target.
@@ -32,7 +32,7 @@ pub struct Outgoing {
 
 /// Called with the number of response body bytes received so far, after each chunk.
 #[derive(Clone)]
-pub struct BodyProgress(pub std::sync::Arc<dyn Fn(u64) + Send + Sync>);
+pub(super) struct BodyProgress(pub std::sync::Arc<dyn Fn(u64) + Send + Sync>);
 
 impl std::fmt::Debug for BodyProgress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -42,7 +42,10 @@ impl std::fmt::Debug for BodyProgress {
 
 impl Outgoing {
     /// Checks `request`; adds `user_agent` unless the caller set one.
-    pub fn from_request(request: HttpRequest, user_agent: &HeaderValue) -> Result<Self, ToolError> {
+    pub(super) fn from_request(
+        request: HttpRequest,
+        user_agent: &HeaderValue,
+    ) -> Result<Self, ToolError> {
         let method = parse_method(&request.method)?;
         let target = Target::parse(&request.url)?;
         let body = request.body.unwrap_or_default();
@@ -101,7 +104,7 @@ impl Outgoing {
     /// into one; `307` and `308` keep method and body. Credentials (`Authorization`,
     /// `Cookie`, `Proxy-Authorization`) are dropped when the origin changes, so a redirect
     /// cannot carry them to a host they were not meant for.
-    pub fn redirected(&self, status: u16, url: Url) -> Result<Self, ToolError> {
+    pub(super) fn redirected(&self, status: u16, url: Url) -> Result<Self, ToolError> {
         let target = Target::from_url(url)?;
         let mut next = Self {
             method: self.method.clone(),
@@ -153,7 +156,7 @@ impl Outgoing {
 /// Sends `out` over `io` (a connected TCP or TLS stream) and reads the response, keeping at
 /// most `max_response_bytes` of the body. The connection is dropped as soon as this
 /// returns: nothing is pooled, and a body cut short is not read further.
-pub async fn exchange<IO>(
+pub(super) async fn exchange<IO>(
     io: IO,
     out: &Outgoing,
     config: &NetConfig,

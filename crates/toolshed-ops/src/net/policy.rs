@@ -23,7 +23,7 @@ const MAX_QUOTED_URL: usize = 200;
 
 /// A checked URL: `http` or `https`, a host, no user name or password.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(super) struct Target {
     /// The URL as the caller (or the redirect) wrote it, for messages.
     pub given: String,
     /// The parsed URL (fragment kept, it is never sent).
@@ -38,7 +38,7 @@ pub struct Target {
 
 impl Target {
     /// Parses and checks `raw`: an absolute `http` or `https` URL without credentials.
-    pub fn parse(raw: &str) -> Result<Self, ToolError> {
+    pub(super) fn parse(raw: &str) -> Result<Self, ToolError> {
         let url = Url::parse(raw).map_err(|e| {
             ToolError::invalid(format!(
                 "`{}` is not a valid URL ({e}); give an absolute http:// or https:// URL",
@@ -51,7 +51,7 @@ impl Target {
     }
 
     /// Checks an already parsed URL (a redirect target).
-    pub fn from_url(url: Url) -> Result<Self, ToolError> {
+    pub(super) fn from_url(url: Url) -> Result<Self, ToolError> {
         let tls = match url.scheme() {
             "http" => false,
             "https" => true,
@@ -95,12 +95,12 @@ impl Target {
     }
 
     /// `host:port`, IPv6 addresses in brackets, for messages.
-    pub fn authority(&self) -> String {
+    pub(super) fn authority(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
     /// The value of the `Host` header: the host, and the port when it is not the default.
-    pub fn host_header(&self) -> String {
+    pub(super) fn host_header(&self) -> String {
         match self.url.port() {
             Some(port) => format!("{}:{port}", self.host),
             None => self.host.to_string(),
@@ -108,14 +108,14 @@ impl Target {
     }
 
     /// Whether `other` has the same scheme, host and port (the same origin).
-    pub fn same_origin(&self, other: &Target) -> bool {
+    pub(super) fn same_origin(&self, other: &Target) -> bool {
         self.tls == other.tls && self.host == other.host && self.port == other.port
     }
 
     /// The URL as shown in messages: its origin, with `/…` for any path or query. URLs
     /// often carry secrets past the host (webhook tokens in the path, keys in the query),
     /// and messages reach models and logs.
-    pub fn shown(&self) -> String {
+    pub(super) fn shown(&self) -> String {
         let origin = self.url.origin().ascii_serialization();
         let rest = &self.url[url::Position::BeforePath..url::Position::AfterQuery];
         if rest.is_empty() || rest == "/" {
@@ -129,7 +129,7 @@ impl Target {
 /// Refuses `target` before anything is resolved or dialled: a non-public host under
 /// [`NetPolicy::Public`] that `allow` does not open, a host (or port) not in the list
 /// under [`NetPolicy::Only`] (which `allow` does not widen).
-pub fn check_target(
+pub(super) fn check_target(
     target: &Target,
     policy: &NetPolicy,
     allow: &[AllowRule],
@@ -170,7 +170,7 @@ pub fn check_target(
 /// `allow` does not open. Every address is checked, not only the one dialled first: a name
 /// that mixes a public and a private address is refused as a whole. A host name `allow`
 /// lists is not checked here: its addresses are whatever the person who listed it meant.
-pub fn check_resolved(
+pub(super) fn check_resolved(
     target: &Target,
     addresses: &[SocketAddr],
     policy: &NetPolicy,

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 /// One request as the server read it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(super) struct Seen {
     pub method: String,
     pub path: String,
     /// Names lowercase.
@@ -20,7 +20,7 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -29,7 +29,7 @@ impl Seen {
 }
 
 /// What the server does with a request.
-pub enum Reply {
+pub(super) enum Reply {
     /// Writes these bytes and closes.
     Raw(Vec<u8>),
     /// Never answers; reports [`Event::Closed`] when the client goes away.
@@ -38,7 +38,7 @@ pub enum Reply {
 
 /// Something the test can wait for.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Event {
+pub(super) enum Event {
     /// A request was read (its path).
     Request(String),
     /// A client of a silent reply closed its connection.
@@ -46,7 +46,7 @@ pub enum Event {
 }
 
 /// A response with a `content-length` and `connection: close`.
-pub fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub(super) fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let mut out = format!("HTTP/1.1 {status} Scripted\r\n");
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
@@ -61,13 +61,13 @@ pub fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Reply {
 }
 
 /// A redirect to `location`.
-pub fn redirect(status: u16, location: &str) -> Reply {
+pub(super) fn redirect(status: u16, location: &str) -> Reply {
     respond(status, &[("location", location)], b"")
 }
 
 type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 
-pub struct Server {
+pub(super) struct Server {
     pub port: u16,
     connections: Arc<AtomicUsize>,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -75,7 +75,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
+    pub(super) async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -104,22 +104,22 @@ impl Server {
     }
 
     /// `http://127.0.0.1:PORT{path}`.
-    pub fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// Connections accepted so far.
-    pub fn connections(&self) -> usize {
+    pub(super) fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
 
     /// Requests read so far.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(super) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
     /// The next event, failing the test after 10 s.
-    pub async fn next_event(&mut self) -> Event {
+    pub(super) async fn next_event(&mut self) -> Event {
         tokio::time::timeout(Duration::from_secs(10), self.events.recv())
             .await
             .expect("no server event within 10 s")

@@ -24,7 +24,7 @@ use super::{
 pub const EXEC_PLUGIN_ID: &str = "system.exec_command";
 
 /// Config key: the most command sessions the host keeps.
-pub const MAX_SESSIONS: &str = "max_sessions";
+pub(super) const MAX_SESSIONS: &str = "max_sessions";
 const DEFAULT_MAX_SESSIONS: usize = 64;
 
 const DEFAULT_YIELD_MS: u64 = 10_000;

@@ -24,7 +24,7 @@ use super::{GROUP, config_usize, exit_fields, exit_line, owner, render};
 pub const PROCESS_PLUGIN_ID: &str = "system.process";
 
 /// Config key: the most background processes the host keeps.
-pub const MAX_PROCESSES: &str = "max_processes";
+pub(super) const MAX_PROCESSES: &str = "max_processes";
 const DEFAULT_MAX_PROCESSES: usize = 32;
 /// How long `process_exec` watches a new process for an immediate failure.
 const STARTUP_WATCH: Duration = Duration::from_millis(300);

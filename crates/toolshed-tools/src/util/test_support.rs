@@ -8,14 +8,14 @@ use serde_json::Value;
 use toolshed_core::{CallContext, ErrorKind, Plugin, ToolError, ToolOutput};
 
 /// Calls the plugin's one tool with `args`, as a door would.
-pub async fn call(plugin: &Arc<dyn Plugin>, args: Value) -> Result<ToolOutput, ToolError> {
+pub(crate) async fn call(plugin: &Arc<dyn Plugin>, args: Value) -> Result<ToolOutput, ToolError> {
     let tool = plugin.tools()[0].clone();
     tool.call(CallContext::for_test(Duration::from_secs(5)), args)
         .await
 }
 
 /// The output of a call that must succeed; panics naming `args` if it fails.
-pub async fn ok(plugin: &Arc<dyn Plugin>, args: Value) -> ToolOutput {
+pub(crate) async fn ok(plugin: &Arc<dyn Plugin>, args: Value) -> ToolOutput {
     match call(plugin, args.clone()).await {
         Ok(out) => out,
         Err(e) => panic!("{args} failed: {e}"),
@@ -23,7 +23,7 @@ pub async fn ok(plugin: &Arc<dyn Plugin>, args: Value) -> ToolOutput {
 }
 
 /// The error of a call that must fail; panics naming `args` if it succeeds.
-pub async fn err(plugin: &Arc<dyn Plugin>, args: Value) -> ToolError {
+pub(crate) async fn err(plugin: &Arc<dyn Plugin>, args: Value) -> ToolError {
     match call(plugin, args.clone()).await {
         Ok(out) => panic!("{args} succeeded: {}", out.text_joined()),
         Err(e) => e,
@@ -31,7 +31,7 @@ pub async fn err(plugin: &Arc<dyn Plugin>, args: Value) -> ToolError {
 }
 
 /// The message of the invalid-arguments error a call must produce.
-pub async fn invalid(plugin: &Arc<dyn Plugin>, args: Value) -> String {
+pub(crate) async fn invalid(plugin: &Arc<dyn Plugin>, args: Value) -> String {
     let e = err(plugin, args).await;
     assert_eq!(e.kind(), ErrorKind::InvalidArguments, "{e}");
     e.to_string()
@@ -39,7 +39,7 @@ pub async fn invalid(plugin: &Arc<dyn Plugin>, args: Value) -> String {
 
 /// Checks that the tool's input schema compiles, accepts every `valid` example, rejects
 /// every `invalid` one, and describes every top-level property for the model.
-pub fn check_schema(plugin: &Arc<dyn Plugin>, valid: &[Value], invalid: &[Value]) {
+pub(crate) fn check_schema(plugin: &Arc<dyn Plugin>, valid: &[Value], invalid: &[Value]) {
     let spec = plugin.tools()[0].spec().clone();
     let validator = jsonschema::validator_for(&spec.input_schema).expect("schema compiles");
     for example in valid {

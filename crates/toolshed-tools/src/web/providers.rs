@@ -63,7 +63,7 @@ pub trait SearchProvider: Send + Sync {
 
 /// The providers, in the order the default choice tries them, with the variable that
 /// configures each.
-pub const PROVIDERS: &[(&str, &str)] = &[
+pub(super) const PROVIDERS: &[(&str, &str)] = &[
     ("searxng", "SEARXNG_URL"),
     ("brave", "BRAVE_API_KEY"),
     ("tavily", "TAVILY_API_KEY"),
@@ -72,7 +72,7 @@ pub const PROVIDERS: &[(&str, &str)] = &[
 ];
 
 /// The provider `id` as `env` configures it, if it does.
-pub fn configured(env: &WebEnv, id: &str) -> Option<Box<dyn SearchProvider>> {
+pub(super) fn configured(env: &WebEnv, id: &str) -> Option<Box<dyn SearchProvider>> {
     let base = |var: &str, default: &str| {
         env.get(var)
             .unwrap_or(default)

@@ -11,7 +11,7 @@ use super::write::check_read;
 use super::{Env, parse};
 
 /// The most bytes of diff shown in a result.
-pub const MAX_DIFF_BYTES: usize = 64 * 1024;
+pub(super) const MAX_DIFF_BYTES: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 struct Args {

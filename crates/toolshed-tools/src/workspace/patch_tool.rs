@@ -25,7 +25,7 @@ struct Args {
 }
 
 /// The most bytes of existing files one patch may read.
-pub const MAX_PATCH_READ_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_PATCH_READ_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What makes two spellings of a path the same file: its real path when it exists, else
 /// the path with `.` and `name/..` folded.

@@ -10,15 +10,15 @@ use toolshed_core::{Content, ToolError, ToolOutput};
 use super::{Env, parse};
 
 /// The largest text file read.
-pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+pub(super) const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
 /// The largest image returned.
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+pub(super) const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// The most output bytes of one call.
-pub const OUTPUT_CAP: usize = 256 * 1024;
+pub(super) const OUTPUT_CAP: usize = 256 * 1024;
 /// Longer lines are cut.
-pub const LINE_CAP: usize = 2000;
+pub(super) const LINE_CAP: usize = 2000;
 /// Lines returned when no limit is given.
-pub const DEFAULT_LIMIT: usize = 2000;
+pub(super) const DEFAULT_LIMIT: usize = 2000;
 
 #[derive(Deserialize)]
 struct Args {
@@ -28,7 +28,7 @@ struct Args {
 }
 
 /// The MIME type of an image format toolshed returns as an image.
-pub fn image_type(bytes: &[u8]) -> Option<&'static str> {
+pub(super) fn image_type(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
@@ -63,7 +63,7 @@ fn binary_kind(bytes: &[u8]) -> &'static str {
 }
 
 /// Whether `bytes` is text toolshed shows: UTF-8 without NUL bytes.
-pub fn is_text(bytes: &[u8]) -> bool {
+pub(super) fn is_text(bytes: &[u8]) -> bool {
     !bytes[..bytes.len().min(8192)].contains(&0) && std::str::from_utf8(bytes).is_ok()
 }
 

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
 
 /// The group of every workspace tool.
-pub const GROUP: &str = "workspace";
+pub(super) const GROUP: &str = "workspace";
 
 const READ_ONLY: ToolAnnotations = ToolAnnotations::PURE;
 
@@ -44,7 +44,7 @@ fn tool(
 }
 
 /// `workspace_read`.
-pub fn read() -> ToolSpec {
+pub(super) fn read() -> ToolSpec {
     tool(
         "workspace_read",
         "Read a file",
@@ -63,7 +63,7 @@ pub fn read() -> ToolSpec {
 }
 
 /// `workspace_write`.
-pub fn write() -> ToolSpec {
+pub(super) fn write() -> ToolSpec {
     tool(
         "workspace_write",
         "Write a file",
@@ -82,7 +82,7 @@ pub fn write() -> ToolSpec {
 }
 
 /// `workspace_stat`.
-pub fn stat() -> ToolSpec {
+pub(super) fn stat() -> ToolSpec {
     tool(
         "workspace_stat",
         "File facts",
@@ -97,7 +97,7 @@ pub fn stat() -> ToolSpec {
 }
 
 /// `workspace_list`.
-pub fn list() -> ToolSpec {
+pub(super) fn list() -> ToolSpec {
     tool(
         "workspace_list",
         "List a directory",
@@ -117,7 +117,7 @@ pub fn list() -> ToolSpec {
 }
 
 /// `workspace_mkdir`.
-pub fn mkdir() -> ToolSpec {
+pub(super) fn mkdir() -> ToolSpec {
     tool(
         "workspace_mkdir",
         "Create a directory",
@@ -135,7 +135,7 @@ pub fn mkdir() -> ToolSpec {
 }
 
 /// `workspace_move`.
-pub fn move_() -> ToolSpec {
+pub(super) fn move_() -> ToolSpec {
     tool(
         "workspace_move",
         "Move or rename",
@@ -154,7 +154,7 @@ pub fn move_() -> ToolSpec {
 }
 
 /// `workspace_delete`.
-pub fn delete() -> ToolSpec {
+pub(super) fn delete() -> ToolSpec {
     tool(
         "workspace_delete",
         "Delete a file or directory",
@@ -172,7 +172,7 @@ pub fn delete() -> ToolSpec {
 }
 
 /// `workspace_edit`.
-pub fn edit() -> ToolSpec {
+pub(super) fn edit() -> ToolSpec {
     tool(
         "workspace_edit",
         "Edit a file",
@@ -192,7 +192,7 @@ pub fn edit() -> ToolSpec {
 }
 
 /// `workspace_patch`.
-pub fn patch() -> ToolSpec {
+pub(super) fn patch() -> ToolSpec {
     tool(
         "workspace_patch",
         "Apply a multi-file patch",
@@ -215,7 +215,7 @@ fn search_props(mut props: Value) -> Value {
 }
 
 /// `workspace_tree`.
-pub fn tree() -> ToolSpec {
+pub(super) fn tree() -> ToolSpec {
     tool(
         "workspace_tree",
         "Directory tree",
@@ -234,7 +234,7 @@ pub fn tree() -> ToolSpec {
 }
 
 /// `workspace_glob`.
-pub fn glob() -> ToolSpec {
+pub(super) fn glob() -> ToolSpec {
     tool(
         "workspace_glob",
         "Find files by glob",
@@ -253,7 +253,7 @@ pub fn glob() -> ToolSpec {
 }
 
 /// `workspace_find`.
-pub fn find() -> ToolSpec {
+pub(super) fn find() -> ToolSpec {
     tool(
         "workspace_find",
         "Find files by name (fuzzy)",
@@ -273,7 +273,7 @@ pub fn find() -> ToolSpec {
 }
 
 /// `workspace_grep`.
-pub fn grep() -> ToolSpec {
+pub(super) fn grep() -> ToolSpec {
     tool(
         "workspace_grep",
         "Search file contents",

@@ -9,7 +9,7 @@ use toolshed_core::{CallContext, OwnerId, Plugin, ToolError, ToolOutput};
 use toolshed_ops::Ops;
 
 /// The workspace plugin over one `Ops`, called as one owner.
-pub struct Harness {
+pub(crate) struct Harness {
     pub plugin: Arc<dyn Plugin>,
     pub ops: Ops,
     pub owner: OwnerId,
@@ -19,7 +19,7 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub fn memory() -> Self {
+    pub(crate) fn memory() -> Self {
         let memory = Arc::new(toolshed_ops::MemoryOps::new());
         let mut h = Self::over(Ops {
             files: memory.clone(),
@@ -30,7 +30,7 @@ impl Harness {
         h
     }
 
-    pub fn over(ops: Ops) -> Self {
+    pub(crate) fn over(ops: Ops) -> Self {
         Self {
             plugin: super::plugin(&toolshed_ops::Services::new(ops.clone())),
             ops,
@@ -41,7 +41,7 @@ impl Harness {
     }
 
     /// The same plugin (and read ledger) called by another owner.
-    pub fn as_owner(&self, owner: &str) -> Self {
+    pub(crate) fn as_owner(&self, owner: &str) -> Self {
         Self {
             plugin: self.plugin.clone(),
             ops: self.ops.clone(),
@@ -51,7 +51,7 @@ impl Harness {
         }
     }
 
-    pub async fn call(&self, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
+    pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
         let tool = self
             .plugin
             .tools()
@@ -64,14 +64,14 @@ impl Harness {
         tool.call(ctx, args).await
     }
 
-    pub async fn ok(&self, tool: &str, args: Value) -> ToolOutput {
+    pub(crate) async fn ok(&self, tool: &str, args: Value) -> ToolOutput {
         match self.call(tool, args.clone()).await {
             Ok(out) => out,
             Err(e) => panic!("{tool} {args} failed: {e}"),
         }
     }
 
-    pub async fn err(&self, tool: &str, args: Value) -> ToolError {
+    pub(crate) async fn err(&self, tool: &str, args: Value) -> ToolError {
         match self.call(tool, args.clone()).await {
             Ok(out) => panic!("{tool} {args} succeeded: {}", out.text_joined()),
             Err(e) => e,
@@ -79,7 +79,7 @@ impl Harness {
     }
 
     /// Writes a file directly, bypassing the tools (and the read ledger).
-    pub fn put(&self, path: &str, content: &str) {
+    pub(crate) fn put(&self, path: &str, content: &str) {
         self.ops
             .files
             .write(path, content.as_bytes(), toolshed_ops::Parents::Create)
@@ -87,7 +87,7 @@ impl Harness {
     }
 
     /// Writes a file straight into the in-memory backend (past any failing wrapper).
-    pub fn put_memory(&self, path: &str, content: &str) {
+    pub(crate) fn put_memory(&self, path: &str, content: &str) {
         let memory = self.memory.as_ref().expect("a memory harness");
         toolshed_ops::FileOps::write(
             memory.as_ref(),
@@ -98,14 +98,14 @@ impl Harness {
         .unwrap();
     }
 
-    pub fn get(&self, path: &str) -> String {
+    pub(crate) fn get(&self, path: &str) -> String {
         String::from_utf8(self.ops.files.read(path, 1 << 30).unwrap().bytes).unwrap()
     }
 }
 
 /// A file backend that fails every write of one path, like a full disk would, and passes
 /// everything else to `MemoryOps`.
-pub struct FailWritesTo {
+pub(crate) struct FailWritesTo {
     pub inner: Arc<toolshed_ops::MemoryOps>,
     pub path: String,
 }
@@ -174,7 +174,7 @@ impl toolshed_ops::FileOps for FailWritesTo {
 
 impl Harness {
     /// A memory harness whose writes of `path` fail.
-    pub fn failing_writes_to(path: &str) -> Self {
+    pub(crate) fn failing_writes_to(path: &str) -> Self {
         let memory = Arc::new(toolshed_ops::MemoryOps::new());
         let files = Arc::new(FailWritesTo {
             inner: memory.clone(),

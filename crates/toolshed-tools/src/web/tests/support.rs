@@ -17,12 +17,12 @@ use crate::web::{WebEnv, plugin_with_env};
 /// ([`LoopbackClient::new`]), the way a person opens loopback servers to the web tools, or
 /// with no allowlist ([`LoopbackClient::strict`]), where only what a tool's own policy opens
 /// is reachable.
-pub struct LoopbackClient {
+pub(super) struct LoopbackClient {
     net: Arc<NetClient>,
 }
 
 impl LoopbackClient {
-    pub fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         Arc::new(Self {
             net: Arc::new(NetClient::with_config(NetConfig {
                 allow: parse_allowlist(&["127.0.0.1"]).unwrap(),
@@ -31,7 +31,7 @@ impl LoopbackClient {
         })
     }
 
-    pub fn strict() -> Arc<Self> {
+    pub(super) fn strict() -> Arc<Self> {
         Arc::new(Self {
             net: Arc::new(NetClient::new()),
         })
@@ -39,7 +39,7 @@ impl LoopbackClient {
 }
 
 /// Calls tool `name` of a `system.web` plugin reading `env`, through `client`.
-pub async fn call(
+pub(super) async fn call(
     client: &Arc<LoopbackClient>,
     env: WebEnv,
     name: &str,
@@ -57,13 +57,16 @@ pub async fn call(
 }
 
 /// `web_fetch` with `args`, with no search provider configured.
-pub async fn fetch(client: &Arc<LoopbackClient>, args: Value) -> Result<ToolOutput, ToolError> {
+pub(super) async fn fetch(
+    client: &Arc<LoopbackClient>,
+    args: Value,
+) -> Result<ToolOutput, ToolError> {
     call(client, WebEnv::default(), "web_fetch", args).await
 }
 
 /// One request as the server read it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(super) struct Seen {
     pub method: String,
     /// Path and query, as sent.
     pub target: String,
@@ -73,31 +76,31 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn path(&self) -> &str {
+    pub(super) fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or_default()
     }
 
-    pub fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
 /// A scripted answer.
-pub struct Reply {
+pub(super) struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Reply {
-    pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+    pub(super) fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
         Self {
             status,
             headers: vec![("content-type".into(), content_type.into())],
@@ -105,7 +108,7 @@ impl Reply {
         }
     }
 
-    pub fn redirect(status: u16, location: &str) -> Self {
+    pub(super) fn redirect(status: u16, location: &str) -> Self {
         Self {
             status,
             headers: vec![("location".into(), location.into())],
@@ -119,13 +122,13 @@ type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 /// A tiny HTTP/1.1 server on 127.0.0.1: one request per connection, answered by the
 /// handler, then closed. (Like toolshed-ops' test server, which lives in that crate's
 /// tests and cannot be shared.)
-pub struct Server {
+pub(super) struct Server {
     pub port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Server {
-    pub async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
+    pub(super) async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -140,12 +143,12 @@ impl Server {
     }
 
     /// `http://127.0.0.1:PORT{path}`.
-    pub fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// Requests read so far.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(super) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
