@@ -187,12 +187,16 @@ def test_rest_hides_and_refuses(serve, workspace, rule):
         status, body = rest(base, token, "GET", f"/tools/{name}")
         assert status == 404, (name, body)
     for name in to_call(rule):
+        # The pipeline answers, for a call and for a job alike (checked before the job
+        # starts): denied, naming the rule.
         for asynchronous in (False, True):
             status, body = rest(
                 base, token, "POST", f"/tools/{name}/execute",
                 {"arguments": CALLS[name], "async": asynchronous},
             )
-            assert status == 404, (name, asynchronous, body)
+            assert status == 403, (name, asynchronous, body)
+            assert body["error"]["kind"] == "denied", body
+            assert body["error"]["details"]["rule"] == f"review.deny rule `{rule}`", body
     assert (workspace / "hello.txt").exists()
     # What is not denied still runs.
     status, body = rest(base, token, "POST", "/tools/calculator/execute", {"arguments": {"expression": "1+1"}})

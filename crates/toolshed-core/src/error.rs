@@ -176,6 +176,28 @@ impl ToolError {
             Self::Internal(_) => ErrorKind::Internal,
         }
     }
+
+    /// What a program acting on this error needs besides its kind and message:
+    /// `{"violations": [{pointer, message}]}` for invalid arguments, `{"rule"}` for a
+    /// denial, `{"variables"}` for what to configure; `null` otherwise.
+    pub fn details(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Self::InvalidArguments { violations, .. } => json!({ "violations": violations }),
+            Self::Denied { rule, .. } => json!({ "rule": rule }),
+            Self::Unconfigured { variables, .. } => json!({ "variables": variables }),
+            _ => serde_json::Value::Null,
+        }
+    }
+
+    /// The one shape every door renders an error in: `{"kind", "message", "details"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kind": self.kind().as_str(),
+            "message": self.to_string(),
+            "details": self.details(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -201,5 +223,14 @@ mod tests {
         assert!(text.contains("at /a: expected a number"), "{text}");
         assert!(text.contains("at /: missing `b`"), "{text}");
         assert_eq!(err.kind().as_str(), "invalid_arguments");
+        let shape = err.to_json();
+        assert_eq!(shape["kind"], "invalid_arguments");
+        assert_eq!(shape["details"]["violations"][0]["pointer"], "/a");
+        let denied = ToolError::Denied {
+            rule: "review.deny rule `group:exec`".into(),
+            message: "no".into(),
+        };
+        assert_eq!(denied.details()["rule"], "review.deny rule `group:exec`");
+        assert!(ToolError::Cancelled.details().is_null());
     }
 }

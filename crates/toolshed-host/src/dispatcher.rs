@@ -312,13 +312,17 @@ impl Dispatcher {
         (plugin_id, result)
     }
 
-    async fn run_resolved(
-        &self,
-        req: &CallRequest,
-        call_id: &CallId,
-        started: Instant,
-        entry: ToolEntry,
-    ) -> Result<ToolOutput, ToolError> {
+    /// The checks a call would meet before it runs — resolve, review, validate, policy —
+    /// without running it or recording anything: for a door that must answer at once
+    /// while the call runs later (a REST job). `Ok` is no promise: hooks, and a state that
+    /// changes meanwhile, still decide when the call is made through [`Dispatcher::call`].
+    pub fn preflight(&self, req: &CallRequest) -> Result<(), ToolError> {
+        let entry = self.resolve(&req.tool)?;
+        self.check_before_hooks(req, &entry)
+    }
+
+    /// Steps 2 to 4: review, validate, policy.
+    fn check_before_hooks(&self, req: &CallRequest, entry: &ToolEntry) -> Result<(), ToolError> {
         // 2. review
         let profile = match &req.profile {
             None => None,
@@ -353,9 +357,19 @@ impl Dispatcher {
             });
         }
         // 3. validate
-        validate(&entry, &req.arguments)?;
+        validate(entry, &req.arguments)?;
         // 4. policy
-        self.check_policy(req, &entry, &req.arguments)?;
+        self.check_policy(req, entry, &req.arguments)
+    }
+
+    async fn run_resolved(
+        &self,
+        req: &CallRequest,
+        call_id: &CallId,
+        started: Instant,
+        entry: ToolEntry,
+    ) -> Result<ToolOutput, ToolError> {
+        self.check_before_hooks(req, &entry)?;
         // 5. pre hooks
         let mut arguments = req.arguments.clone();
         match self.hooks.before(&req.tool, &req.owner, &arguments).await {

@@ -555,11 +555,6 @@ pub async fn execute(
 ) -> Result<Response, ApiError> {
     let request = body(request)?;
     let owner = owner(&headers)?;
-    let entry = state
-        .host
-        .dispatcher()
-        .visible_tool(&name, None, None)
-        .ok_or_else(|| unknown_tool(&state, &name))?;
     if let Some(ms) = request.timeout_ms {
         let max = state.host.config().config.limits.max_timeout_ms;
         if ms == 0 || ms > max {
@@ -572,36 +567,13 @@ pub async fn execute(
     let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
     call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
     if request.run_async {
-        // Bad arguments are the caller's mistake now, not a failed job later.
-        let validator = entry.validator.get().map_err(|e| {
-            ApiError::internal(format!("the tool's input schema does not compile: {e}"))
-        })?;
-        let violations: Vec<String> = validator
-            .iter_errors(&call.arguments)
-            .take(50)
-            .map(|e| {
-                format!(
-                    "at {}: {e}",
-                    if e.instance_path().as_str().is_empty() {
-                        "/"
-                    } else {
-                        e.instance_path().as_str()
-                    }
-                )
-            })
-            .collect();
-        if !violations.is_empty() {
-            let mut error = ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_arguments",
-                format!(
-                    "invalid arguments for `{name}`:\n- {}",
-                    violations.join("\n- ")
-                ),
-            );
-            error.details = json!(violations);
-            return Err(error);
-        }
+        // An unknown or hidden tool, bad arguments or a policy refusal are the caller's
+        // mistake now, not a failed job later: the pipeline's own checks, run ahead.
+        state
+            .host
+            .dispatcher()
+            .preflight(&call)
+            .map_err(|e| ApiError::from(&e))?;
         let job = state.jobs.start(state.host.clone(), call)?;
         let location = format!("/api/v1/jobs/{}", job.id);
         let mut response = (

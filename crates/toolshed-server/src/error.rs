@@ -81,19 +81,13 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
 
 impl From<&ToolError> for ApiError {
     fn from(error: &ToolError) -> Self {
+        // The one error shape of every door (`ToolError::to_json`), with an HTTP status.
         let kind = error.kind();
-        let details = match error {
-            ToolError::InvalidArguments { violations, .. } => {
-                serde_json::to_value(violations).unwrap_or(Value::Null)
-            }
-            ToolError::Unconfigured { variables, .. } => json!({ "missing": variables }),
-            _ => Value::Null,
-        };
         Self {
             status: status_of(kind),
             kind: kind.as_str(),
             message: error.to_string(),
-            details,
+            details: error.details(),
         }
     }
 }

@@ -370,7 +370,7 @@ async fn execute_maps_errors_to_statuses_and_tool_failures_to_results() {
     .await;
     assert_eq!(invalid.status, 400);
     assert_eq!(invalid.kind(), "invalid_arguments");
-    assert!(invalid.json()["error"]["details"].is_array());
+    assert!(invalid.json()["error"]["details"]["violations"].is_array());
 
     let unknown = post(s.address, "/api/v1/tools/nope/execute", "{}").await;
     assert_eq!(unknown.status, 404);

@@ -111,19 +111,9 @@ pub async fn run(host: &Host, args: CallArgs) -> Result<(), Failure> {
         }
         Err(error) => {
             if args.json {
-                let details = match &error {
-                    toolshed_core::ToolError::InvalidArguments { violations, .. } => {
-                        json!({ "violations": violations })
-                    }
-                    toolshed_core::ToolError::Denied { rule, .. } => json!({ "rule": rule }),
-                    toolshed_core::ToolError::Unconfigured { variables, .. } => {
-                        json!({ "variables": variables })
-                    }
-                    _ => json!({}),
-                };
                 print_json(&json!({
                     "call_id": result.call_id.0,
-                    "error": { "kind": error.kind().as_str(), "message": error.to_string(), "details": details },
+                    "error": error.to_json(),
                 }))?;
                 Err(Failure::Runtime(String::new()))
             } else {
