@@ -24,14 +24,12 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use toolshed_host::Host;
 
 use crate::token::BearerToken;
-use crate::{McpServer, ServeError, Session};
+use crate::{ServeError, Session};
 
 /// The largest request body the HTTP door accepts by default: 4 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -117,22 +115,11 @@ pub fn guarded(router: Router, guard: Arc<RequestGuard>) -> Router {
 /// The MCP endpoint and the proxy routes, with no guard: for composing a larger server
 /// that puts [`guarded`] in front of everything.
 pub fn routes(host: Arc<Host>, options: &HttpOptions, stop: CancellationToken) -> Router {
-    let config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(options.max_body_bytes)
-        .with_cancellation_token(stop);
-    let session = options.session.clone();
     let proxy = crate::proxy::ProxyState {
         ports: host.services().ports.clone(),
     };
-    let service = StreamableHttpService::new(
-        move || {
-            let server = McpServer::new(host.clone(), session.clone());
-            tracing::info!(owner = %server.owner(), "new MCP session over HTTP");
-            Ok(server)
-        },
-        LocalSessionManager::default().into(),
-        config,
-    );
+    let service =
+        crate::streamable_http_service(host, options.session.clone(), options.max_body_bytes, stop);
     let proxied = Router::new()
         .route("/proxy/{id}", axum::routing::any(crate::proxy::proxy_root))
         .route("/proxy/{id}/", axum::routing::any(crate::proxy::proxy))

@@ -25,6 +25,7 @@ mod progress;
 mod proxy;
 mod server;
 mod stdio;
+mod streamable_http;
 mod token;
 
 pub use http::{
@@ -36,4 +37,5 @@ pub use server::{
     selection_from_globs, valid_owner_handle,
 };
 pub use stdio::{ServeError, serve_stdio};
+pub use streamable_http::{McpHttpService, streamable_http_service};
 pub use token::{BearerToken, TOKEN_FILE, TokenError};
