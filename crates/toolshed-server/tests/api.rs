@@ -123,7 +123,7 @@ async fn health_needs_no_token_and_everything_else_does() {
 #[tokio::test]
 async fn repeated_auth_failures_are_rate_limited() {
     let s = start().await;
-    for _ in 0..toolshed_mcp::MAX_AUTH_FAILURES {
+    for _ in 0..toolshed_server::MAX_AUTH_FAILURES {
         let r = request(
             s.address,
             "GET",
@@ -719,7 +719,7 @@ async fn extra_hosts_and_origins_are_allowed_only_when_configured() {
 #[tokio::test]
 async fn requests_without_a_token_never_trip_the_limit() {
     let s = start().await;
-    for _ in 0..3 * toolshed_mcp::MAX_AUTH_FAILURES {
+    for _ in 0..3 * toolshed_server::MAX_AUTH_FAILURES {
         let r = request(s.address, "GET", "/api/v1/tools", &[], None).await;
         assert_eq!(r.status, 401);
     }
