@@ -5,10 +5,13 @@
 //! review, validation, policy, hooks, deadlines and the audit all happen there. What the
 //! door owns is the protocol: how a [`ToolSpec`](toolshed_core::ToolSpec) looks as an MCP
 //! tool, how a result or a [`ToolError`](toolshed_core::ToolError) looks as a
-//! `CallToolResult`, and turning the call's progress into `notifications/progress`.
+//! `CallToolResult`, turning the call's progress into `notifications/progress`, and which
+//! owner a connection's calls run as ([`OWNER_HEADER`], [`OWNER_META_KEY`]).
 //!
-//! The same server is served over streamable HTTP by [`serve_http`], behind a
-//! [`BearerToken`] and a DNS-rebinding guard ([`RequestGuard`]).
+//! Two transports: [`serve_stdio`] serves one client over standard input and output, and
+//! [`streamable_http_service`] builds the streamable-HTTP service, a session per client.
+//! That service has no guard of its own: the HTTP server (`toolshed-server`) mounts it at
+//! `/mcp` behind its bearer token and its `Host`/`Origin` checks.
 //!
 //! ```no_run
 //! # async fn demo(host: std::sync::Arc<toolshed_host::Host>) -> Result<(), Box<dyn std::error::Error>> {
@@ -19,21 +22,17 @@
 //! # }
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod convert;
-mod http;
 mod progress;
-mod proxy;
 mod server;
 mod stdio;
-mod token;
+mod streamable_http;
 
-pub use http::{
-    DEFAULT_MAX_BODY_BYTES, FAILURE_WINDOW, HttpOptions, MAX_AUTH_FAILURES, MAX_HEADER_BYTES,
-    MCP_PATH, Rejection, RequestGuard, guarded, router, routes, serve_http, serve_router,
-};
 pub use server::{
     MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY, SHARED_HTTP_OWNER, Session,
     selection_from_globs, valid_owner_handle,
 };
 pub use stdio::{ServeError, serve_stdio};
-pub use token::{BearerToken, TOKEN_FILE, TokenError};
+pub use streamable_http::{McpHttpService, streamable_http_service};

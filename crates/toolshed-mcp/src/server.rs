@@ -126,7 +126,7 @@ impl McpServer {
     /// `_meta` key, or the `X-Toolshed-Owner` HTTP header), else the shared HTTP owner for a
     /// stateless HTTP request, else this connection's own.
     fn owner_for(&self, context: &RequestContext<RoleServer>) -> Result<OwnerId, McpError> {
-        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let parts = context.extensions.get::<http::request::Parts>();
         let from_meta = context.meta.get(OWNER_META_KEY).map(|v| match v {
             Value::String(s) => Ok(s.as_str()),
             _ => Err(bad_owner(&v.to_string())),

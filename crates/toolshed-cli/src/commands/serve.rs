@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use toolshed_host::Host;
-use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, MCP_PATH};
+use toolshed_server::{BearerToken, DEFAULT_MAX_BODY_BYTES, MCP_PATH};
 
 use crate::Failure;
 use crate::cli::{GlobalArgs, ServeArgs};

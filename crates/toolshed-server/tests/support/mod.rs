@@ -12,7 +12,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use toolshed_host::Host;
 use toolshed_host::config::ConfigSources;
-use toolshed_mcp::{BearerToken, DEFAULT_MAX_BODY_BYTES, Session};
+use toolshed_mcp::Session;
+use toolshed_server::{BearerToken, DEFAULT_MAX_BODY_BYTES};
 
 pub const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -127,6 +128,19 @@ pub async fn request(
     headers: &[(&str, String)],
     body: Option<&str>,
 ) -> Reply {
+    request_until(address, method, path, headers, body, "").await
+}
+
+/// Sends one request and reads the reply until the connection closes or, when `until` is
+/// not empty, until `until` appears in it (for a streamed reply that stays open).
+pub async fn request_until(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: Option<&str>,
+    until: &str,
+) -> Reply {
     let mut stream = TcpStream::connect(address).await.unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
@@ -150,8 +164,21 @@ pub async fn request(
     if let Some(body) = body {
         let _ = stream.write_all(body.as_bytes()).await;
     }
-    let mut raw = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw))
+    let read = async {
+        let mut raw = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => raw.extend_from_slice(&chunk[..n]),
+            }
+            if !until.is_empty() && String::from_utf8_lossy(&raw).contains(until) {
+                break;
+            }
+        }
+        raw
+    };
+    let raw = tokio::time::timeout(Duration::from_secs(30), read)
         .await
         .expect("a reply within 30 s");
     parse(&raw)
@@ -191,7 +218,12 @@ fn dechunk(mut body: &str) -> String {
         let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
             break;
         };
-        if size == 0 || rest.len() < size {
+        if size == 0 {
+            break;
+        }
+        if rest.len() < size {
+            // A reply read only up to some text ends inside a chunk.
+            out.push_str(rest);
             break;
         }
         out.push_str(&rest[..size]);

@@ -3,26 +3,38 @@
 //!
 //! The processes are those `process_exec` started with a `port`; the host's
 //! [`PortDirectory`] says which id listens where. Requests pass the same guard as `/mcp`
-//! (token, Host, Origin, body limit) before they get here. The toolshed token is taken off
-//! the forwarded request, so the app never sees it; the path after `/proxy/<id>` is what
-//! the app gets. A caller that names an owner (`X-Toolshed-Owner`) reaches only that
-//! owner's processes.
+//! and `/api/v1` ([`RequestGuard`](crate::RequestGuard): token, Host, Origin, body limit)
+//! before they get here. The toolshed token is taken off the forwarded request, so the app
+//! never sees it; the path after `/proxy/<id>` is what the app gets. A caller that names an
+//! owner (`X-Toolshed-Owner`) reaches only that owner's processes.
 
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::any;
 use hyper_util::rt::TokioIo;
 use toolshed_core::PortDirectory;
+use toolshed_mcp::OWNER_HEADER;
 
-use crate::server::OWNER_HEADER;
+/// The proxy routes, `/proxy/{id}` and everything under it, forwarding to the processes
+/// `ports` lists. They have no guard of their own: mount them behind
+/// [`guarded`](crate::guarded).
+pub(crate) fn routes(ports: Arc<PortDirectory>) -> Router {
+    Router::new()
+        .route("/proxy/{id}", any(proxy_root))
+        .route("/proxy/{id}/", any(proxy))
+        .route("/proxy/{id}/{*rest}", any(proxy))
+        .with_state(ProxyState { ports })
+}
 
 /// Where a proxied request goes.
 #[derive(Clone)]
-pub(crate) struct ProxyState {
-    pub(crate) ports: Arc<PortDirectory>,
+struct ProxyState {
+    ports: Arc<PortDirectory>,
 }
 
 fn refuse(status: StatusCode, message: String) -> Response {
@@ -30,7 +42,7 @@ fn refuse(status: StatusCode, message: String) -> Response {
 }
 
 /// `/proxy/{id}` (redirects to the trailing-slash form, so relative links work).
-pub(crate) async fn proxy_root(Path(id): Path<String>) -> Response {
+async fn proxy_root(Path(id): Path<String>) -> Response {
     let mut response = StatusCode::PERMANENT_REDIRECT.into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/proxy/{id}/")) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -39,7 +51,7 @@ pub(crate) async fn proxy_root(Path(id): Path<String>) -> Response {
 }
 
 /// `/proxy/{id}/{*rest}` and `/proxy/{id}/`.
-pub(crate) async fn proxy(
+async fn proxy(
     State(state): State<ProxyState>,
     Path(params): Path<Vec<(String, String)>>,
     mut request: Request,

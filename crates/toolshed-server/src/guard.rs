@@ -1,7 +1,4 @@
-//! Serving clients over MCP streamable HTTP at `/mcp`.
-//!
-//! rmcp's [`StreamableHttpService`] speaks the protocol; in front of it sits
-//! [`RequestGuard`], which every request passes before any of its body is read:
+//! The guard every request to the HTTP server passes before any of its body is read.
 //!
 //! 1. the `Host` header must name this server by a loopback name and its port, and an
 //!    `Origin` header, when present, must be a loopback origin — otherwise `403`. A web
@@ -9,13 +6,13 @@
 //!    127.0.0.1, nor from its own origin;
 //! 2. `Authorization: Bearer <token>` must carry the token — otherwise `401` with
 //!    `WWW-Authenticate: Bearer` (and `error="invalid_token"` when a wrong one was sent);
-//! 3. a declared body over the limit is `413` at once; rmcp enforces the same limit while
-//!    streaming a body that does not declare its length.
+//! 3. a declared body over the limit is `413` at once; the MCP transport enforces the same
+//!    limit while streaming a body that does not declare its length.
 //!
-//! Each MCP session gets its own [`McpServer`], so its own owner: read-before-edit state
-//! never leaks between clients.
+//! Headers over [`MAX_HEADER_BYTES`], a credential in the query string and too many wrong
+//! tokens from one address are refused too. One guard stands in front of every route —
+//! `/mcp`, `/api/v1` and `/proxy/<id>/` — so there is one copy of each check.
 
-use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -24,124 +21,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use toolshed_host::Host;
 
 use crate::token::BearerToken;
-use crate::{McpServer, ServeError, Session};
 
-/// The largest request body the HTTP door accepts by default: 4 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-
-/// The path the MCP endpoint is mounted at.
-pub const MCP_PATH: &str = "/mcp";
-
-/// What the HTTP door needs besides the host.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    /// The token every request must present.
-    pub token: BearerToken,
-    /// What narrows the tools every session sees.
-    pub session: Session,
-    /// The largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
-}
-
-/// Serves MCP over streamable HTTP on `listener` until `shutdown` completes; then open
-/// sessions and streams are ended and in-flight calls cancelled.
-pub async fn serve_http(
-    host: Arc<Host>,
-    listener: TcpListener,
-    options: HttpOptions,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    serve_router(
-        listener,
-        |local, stop| router(host, local, options, stop),
-        shutdown,
-    )
-    .await
-}
-
-/// Serves the router `make` builds for the bound address on `listener`, with connect info
-/// (for the guard's per-address limit), until `shutdown` completes; then the token `make`
-/// was given is cancelled, so sessions and streams end.
-pub async fn serve_router(
-    listener: TcpListener,
-    make: impl FnOnce(SocketAddr, CancellationToken) -> Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    let local = listener
-        .local_addr()
-        .map_err(|e| ServeError::Session(format!("cannot read the bound address: {e}")))?;
-    let stop = CancellationToken::new();
-    let router = make(local, stop.child_token());
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        stop.cancel();
-    })
-    .await
-    .map_err(|e| ServeError::Session(format!("the HTTP server failed: {e}")))
-}
-
-/// The axum router of the HTTP door for a server listening on `local`: the guarded MCP
-/// endpoint at [`MCP_PATH`] and the proxy routes. `stop` ends every session when
-/// cancelled. Serve it with connect info (`into_make_service_with_connect_info`) so the
-/// guard can limit failed logins per peer.
-pub fn router(
-    host: Arc<Host>,
-    local: SocketAddr,
-    options: HttpOptions,
-    stop: CancellationToken,
-) -> Router {
-    let guard = Arc::new(RequestGuard::new(
-        local,
-        options.token.clone(),
-        options.max_body_bytes,
-    ));
-    guarded(routes(host, &options, stop), guard)
-}
-
-/// Puts `guard` in front of every route of `router`.
+/// Puts `guard` in front of every route of `router`. Serve the result with connect info
+/// (`into_make_service_with_connect_info`, as [`serve_router`](crate::serve_router) does)
+/// so the guard can limit failed logins per peer.
 pub fn guarded(router: Router, guard: Arc<RequestGuard>) -> Router {
     router.layer(axum::middleware::from_fn_with_state(guard, check_request))
-}
-
-/// The MCP endpoint and the proxy routes, with no guard: for composing a larger server
-/// that puts [`guarded`] in front of everything.
-pub fn routes(host: Arc<Host>, options: &HttpOptions, stop: CancellationToken) -> Router {
-    let config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(options.max_body_bytes)
-        .with_cancellation_token(stop);
-    let session = options.session.clone();
-    let proxy = crate::proxy::ProxyState {
-        ports: host.services().ports.clone(),
-    };
-    let service = StreamableHttpService::new(
-        move || {
-            let server = McpServer::new(host.clone(), session.clone());
-            tracing::info!(owner = %server.owner(), "new MCP session over HTTP");
-            Ok(server)
-        },
-        LocalSessionManager::default().into(),
-        config,
-    );
-    let proxied = Router::new()
-        .route("/proxy/{id}", axum::routing::any(crate::proxy::proxy_root))
-        .route("/proxy/{id}/", axum::routing::any(crate::proxy::proxy))
-        .route(
-            "/proxy/{id}/{*rest}",
-            axum::routing::any(crate::proxy::proxy),
-        )
-        .with_state(proxy);
-    Router::new().merge(proxied).nest_service(MCP_PATH, service)
 }
 
 async fn check_request(
@@ -162,7 +49,7 @@ async fn check_request(
     }
 }
 
-/// Why a request was refused before it reached the MCP service.
+/// Why a request was refused before it reached a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rejection {
     /// `Host` is missing or does not name this server by a loopback name and its port.
@@ -283,7 +170,7 @@ impl IntoResponse for Rejection {
     }
 }
 
-/// The checks every request to the HTTP door passes before the MCP service sees it.
+/// The checks every request to the HTTP server passes before a route sees it.
 #[derive(Debug)]
 pub struct RequestGuard {
     allowed_hosts: Vec<String>,

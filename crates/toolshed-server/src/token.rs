@@ -25,8 +25,11 @@ pub enum TokenError {
     /// Reading or writing the token file failed.
     #[error("cannot {action} the token file {}: {source}", path.display())]
     Io {
+        /// What was being done: `read`, `write`, `inspect`, ...
         action: &'static str,
+        /// The token file.
         path: PathBuf,
+        /// The error, as the system gave it.
         source: std::io::Error,
     },
     /// The operating system could not supply random bytes.
@@ -37,14 +40,22 @@ pub enum TokenError {
         "the token file {} does not hold a usable token (at least {MIN_TOKEN_CHARS} visible ASCII characters, no spaces); delete it and a new one is generated on the next start",
         path.display()
     )]
-    Malformed { path: PathBuf },
+    Malformed {
+        /// The token file.
+        path: PathBuf,
+    },
     /// Other users may read the file, so the token may already be known to them.
     #[error(
         "the token file {} is readable by other users (mode {mode:o}); delete it to generate a new token, or run `chmod 600 {}` if nobody else could have read it",
         path.display(),
         path.display()
     )]
-    Exposed { path: PathBuf, mode: u32 },
+    Exposed {
+        /// The token file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
 }
 
 /// The secret an HTTP client must present as `Authorization: Bearer <token>`. Its

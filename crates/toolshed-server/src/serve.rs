@@ -1,0 +1,194 @@
+//! The server put together: the REST API, the MCP endpoint and the process proxy behind one
+//! guard, served on a listener until shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use toolshed_host::{Event, Host};
+use toolshed_mcp::Session;
+
+use crate::guard::{RequestGuard, guarded};
+use crate::token::BearerToken;
+use crate::{api, events, jobs, metrics, openapi, proxy, stream};
+
+/// The path prefix of the REST API.
+pub const API_PREFIX: &str = "/api/v1";
+
+/// The path the MCP endpoint is mounted at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The largest request body the server accepts by default: 4 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the server needs besides the host.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// The token every request but `/api/v1/health` must present.
+    pub token: BearerToken,
+    /// What narrows the tools every MCP session sees.
+    pub session: Session,
+    /// The largest request body accepted.
+    pub max_body_bytes: usize,
+}
+
+/// Why the server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listener could not say which address it is bound to.
+    #[error("cannot read the bound address: {0}")]
+    Address(#[source] std::io::Error),
+    /// Accepting or serving connections failed.
+    #[error("the HTTP server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// The whole router for a server bound to `local`. `stop` ends MCP sessions, event streams
+/// and running jobs.
+pub fn app(
+    host: Arc<Host>,
+    local: SocketAddr,
+    options: ServerOptions,
+    stop: CancellationToken,
+) -> Router {
+    let config = &host.config().config.jobs;
+    let server_config = host.config().config.server.clone();
+    let events = Arc::new(events::EventLog::default());
+    let jobs = Arc::new(jobs::Jobs::new(
+        Duration::from_secs(config.retention_secs),
+        config.max_jobs,
+        events.clone(),
+    ));
+    bridge_plugin_events(&host, events.clone(), stop.clone());
+    {
+        let jobs = jobs.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            jobs.cancel_all();
+        });
+    }
+    let metrics = metrics::Metrics::start(&host, stop.clone());
+    let state = api::AppState {
+        host: host.clone(),
+        jobs,
+        events,
+        started: std::time::Instant::now(),
+        stop: stop.clone(),
+    };
+    let api = Router::new()
+        .route("/health", get(api::health))
+        .route("/metrics", get(metrics::metrics))
+        .route("/plugins", get(api::plugins).post(api::install))
+        .route(
+            "/plugins/{id}/grants",
+            get(api::get_grants).post(api::change_grants),
+        )
+        .route("/plugins/{id}", get(api::plugin).delete(api::uninstall))
+        .route("/plugins/{id}/enable", post(api::enable))
+        .route("/plugins/{id}/disable", post(api::disable))
+        .route("/plugins/{id}/reload", post(api::reload))
+        .route("/plugins/{id}/tools", get(api::plugin_tools))
+        .route(
+            "/plugins/{id}/config",
+            get(api::get_config).put(api::put_config),
+        )
+        .route("/tools", get(api::tools))
+        .route("/tools/{name}", get(api::tool))
+        .route("/tools/{name}/execute", post(api::execute))
+        .route("/jobs", get(api::jobs))
+        .route("/jobs/{id}", get(api::job))
+        .route("/jobs/{id}/cancel", post(api::cancel_job))
+        .route("/events", get(stream::sse))
+        .route("/events/ws", get(stream::ws))
+        .route("/openapi.json", get(openapi::serve))
+        .fallback(api::no_route)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(axum::Extension(metrics))
+        .with_state(state);
+    let ports = host.services().ports.clone();
+    let mcp =
+        toolshed_mcp::streamable_http_service(host, options.session, options.max_body_bytes, stop);
+    let routes = Router::new()
+        .merge(proxy::routes(ports))
+        .nest_service(MCP_PATH, mcp)
+        .nest(API_PREFIX, api)
+        .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
+    let guard = RequestGuard::new(local, options.token, options.max_body_bytes)
+        .with_open_paths(&["/api/v1/health"])
+        .with_failure_limit(server_config.max_auth_failures)
+        .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
+    guarded(routes, Arc::new(guard))
+}
+
+/// Serves [`app`] on `listener` until `shutdown` completes; then event streams end, jobs
+/// and MCP calls are cancelled.
+pub async fn serve(
+    host: Arc<Host>,
+    listener: TcpListener,
+    options: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    serve_router(
+        listener,
+        |local, stop| app(host, local, options, stop),
+        shutdown,
+    )
+    .await
+}
+
+/// Serves the router `make` builds for the bound address on `listener`, with connect info
+/// (for the guard's per-address limit), until `shutdown` completes; then the token `make`
+/// was given is cancelled, so sessions and streams end.
+pub async fn serve_router(
+    listener: TcpListener,
+    make: impl FnOnce(SocketAddr, CancellationToken) -> Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let local = listener.local_addr().map_err(ServeError::Address)?;
+    let stop = CancellationToken::new();
+    let router = make(local, stop.child_token());
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        stop.cancel();
+    })
+    .await
+    .map_err(ServeError::Serve)
+}
+
+/// Copies the host's plugin state changes into the API's event log.
+fn bridge_plugin_events(host: &Host, events: Arc<events::EventLog>, stop: CancellationToken) {
+    let mut receiver = host.events().subscribe();
+    tokio::spawn(async move {
+        loop {
+            let received = tokio::select! {
+                () = stop.cancelled() => return,
+                received = receiver.recv() => received,
+            };
+            match received {
+                Ok(Event::PluginStateChanged {
+                    plugin_id,
+                    state,
+                    reason,
+                }) => events.publish(
+                    "plugin.state_changed",
+                    None,
+                    None,
+                    serde_json::json!({"plugin_id": plugin_id, "state": state, "reason": reason}),
+                ),
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+}
