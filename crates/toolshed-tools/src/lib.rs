@@ -30,3 +30,10 @@ pub fn system_plugins(services: &Services) -> Vec<Arc<dyn Plugin>> {
     plugins.push(web::plugin(services));
     plugins
 }
+
+// The recording loopback server of toolshed-ops' network tests, shared by the http and web
+// tools' tests rather than copied.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../toolshed-ops/tests/net/server.rs"]
+mod net_test_server;

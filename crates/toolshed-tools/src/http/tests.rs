@@ -2,10 +2,7 @@
 //! list of a real `NetClient`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-// The recording test server of toolshed-ops' network tests, shared rather than copied.
-#[allow(dead_code)]
-#[path = "../../../toolshed-ops/tests/net/server.rs"]
-mod server;
+use crate::net_test_server as server;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,10 +11,7 @@ use toolshed_ops::{NetClient, NetConfig, Ops, Services};
 
 use crate::web::{WebEnv, plugin_with_env};
 
-// The recording test server of toolshed-ops' network tests, shared rather than copied.
-#[allow(dead_code)]
-#[path = "../../../../toolshed-ops/tests/net/server.rs"]
-mod raw;
+use crate::net_test_server as raw;
 
 /// The real [`NetClient`], as the host builds it: with `[web] allow = ["127.0.0.1"]`
 /// ([`LoopbackClient::new`]), the way a person opens loopback servers to the web tools, or
