@@ -2,7 +2,7 @@
 //! none is lost when the host shuts down or is dropped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

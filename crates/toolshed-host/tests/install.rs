@@ -1,7 +1,7 @@
 //! Installing plugins from directories and archives, with hostile archives of our own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! loader; user plugin directories watched for plugins added, changed and removed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

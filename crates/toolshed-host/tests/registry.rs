@@ -1,7 +1,7 @@
 //! Discovery over the system, curated and user roots; clashes; lifecycle persisted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

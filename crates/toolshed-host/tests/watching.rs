@@ -3,7 +3,7 @@
 //! another connection stores; and a host nobody touches does nothing at all.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

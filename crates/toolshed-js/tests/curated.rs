@@ -8,13 +8,12 @@
 mod github;
 #[path = "curated/services.rs"]
 mod services;
-mod support;
+use crate::support;
 #[path = "curated/webhook.rs"]
 mod webhook;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -172,35 +171,13 @@ fn assert_clean(text: &str) {
     }
 }
 
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct LogSink;
-
-impl Write for LogSink {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Sends every log line of this test binary, down to debug, into [`LOGS`].
+/// Every log line of this test binary, down to debug (one subscriber for all modules).
 fn capture_logs() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        let _ = tracing_subscriber::fmt()
-            .with_writer(|| LogSink)
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .try_init();
-    });
+    support::captured_logs();
 }
 
 fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+    String::from_utf8_lossy(&support::captured_logs().lock().unwrap()).into_owned()
 }
 // ---- Manifests ----
 

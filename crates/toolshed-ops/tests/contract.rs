@@ -1,7 +1,7 @@
 //! The contract suite on both implementations.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::Disk;
 use toolshed_ops::contract;

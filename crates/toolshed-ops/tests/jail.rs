@@ -179,7 +179,7 @@ fn sigkill_during_writes_never_tears_a_file() {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "writer_child",
+                "jail::writer_child",
                 "--nocapture",
                 "--test-threads",
                 "1",

@@ -2,8 +2,7 @@
 //! cancellation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "net/server.rs"]
-mod server;
+use crate::server;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! can show.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::Disk;
 use toolshed_ops::contract;

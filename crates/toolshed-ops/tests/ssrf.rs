@@ -6,8 +6,7 @@
 
 // Not every helper of the shared server is used here.
 #[allow(dead_code)]
-#[path = "net/server.rs"]
-mod server;
+use crate::server;
 
 use std::collections::HashMap;
 use std::io;
@@ -324,7 +323,12 @@ async fn environment_proxies_are_ignored() {
     // Blocking wait on a worker thread: the servers keep running on the runtime meanwhile.
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(exe)
-            .args(["--exact", "proxy_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "ssrf::proxy_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_TARGET, target)
             .env("HTTP_PROXY", &proxy)
             .env("http_proxy", &proxy)

@@ -2,7 +2,7 @@
 //! cancellation killing a process tree. The guard in front of it is `guard.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

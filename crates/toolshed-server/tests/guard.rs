@@ -4,7 +4,7 @@
 //! bodies and headers, the failed-login limit, the open `/health`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 

@@ -2,7 +2,7 @@
 //! loopback port, behind the guard, with the toolshed token taken off.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

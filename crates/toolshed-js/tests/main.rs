@@ -1,0 +1,11 @@
+//! The integration tests of `toolshed-js`, one binary: each module is one behaviour area.
+//! (One binary links once; a failure still names its module and test.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod activation;
+mod capabilities;
+mod contract;
+mod curated;
+mod limits;

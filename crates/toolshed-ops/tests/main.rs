@@ -1,0 +1,14 @@
+//! The integration tests of `toolshed-ops`, one binary: each module is one behaviour area.
+//! (One binary links once; a failure still names its module and test.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "net/server.rs"]
+mod server;
+mod support;
+
+mod contract;
+mod jail;
+mod net;
+mod process;
+mod search;
+mod ssrf;
