@@ -4,6 +4,8 @@ The binary is never built here: `scripts/test` builds it and points TOOLSHED_BIN
 """
 
 import os
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,45 @@ def server(toolshed_bin: str, home: Path, workspace: Path):
         )
 
     return make
+
+
+@pytest.fixture
+def serve(toolshed_bin: str, home: Path, workspace: Path):
+    """Starts `toolshed serve --port 0` on the test's workspace when called (after the test
+    has written its config); returns (MCP URL, token). Every server it started is stopped
+    at the end of the test."""
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    procs = []
+
+    def start():
+        token = subprocess.run(
+            [toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+        proc = subprocess.Popen(
+            [toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0"],
+            env=env,
+            cwd=str(workspace),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith("listening on "):
+                # Keep reading stderr so the server never blocks on a full pipe.
+                threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+                return line.split(" ", 2)[2].strip(), token
+        pytest.fail(f"toolshed serve exited before listening: {''.join(seen)}")
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+

@@ -2,7 +2,6 @@
 
 import asyncio
 import subprocess
-import threading
 
 import pytest
 from mcp import Client, types
@@ -17,41 +16,9 @@ def run(coro):
 
 
 @pytest.fixture
-def http_server(toolshed_bin, home, workspace):
-    """A `toolshed serve --port 0` on the test's workspace: yields (url, token)."""
-    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
-    token = subprocess.run(
-        [toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30
-    ).stdout.strip()
-    proc = subprocess.Popen(
-        [toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0"],
-        env=env,
-        cwd=str(workspace),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = None
-    seen = []
-    try:
-        for line in proc.stderr:
-            seen.append(line)
-            if line.startswith("listening on "):
-                url = line.split(" ", 2)[2].strip()
-                break
-        if url is None:
-            pytest.fail(f"toolshed serve exited before listening: {''.join(seen)}")
-        # Keep reading stderr so the server never blocks on a full pipe.
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-        yield url, token
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def http_server(serve):
+    """A `toolshed serve --port 0` on the test's workspace: (url, token)."""
+    return serve()
 
 
 def connect(url, token, mode):

@@ -8,8 +8,6 @@ covered by `crates/toolshed-cli/tests/cli.rs`.
 
 import asyncio
 import json
-import subprocess
-import threading
 import urllib.error
 import urllib.request
 
@@ -76,88 +74,42 @@ def to_call(rule):
     return [name for name in CALLS if name in RULES[rule]]
 
 
+async def check_mcp(client, workspace, rule):
+    """The client sees none of the rule's tools, and calling them is refused."""
+    names = [t.name for t in (await client.list_tools()).tools]
+    assert_hidden(names, rule)
+    for name in to_call(rule):
+        try:
+            result = await client.call_tool(name, CALLS[name])
+        except MCPError as err:
+            message = err.message
+        else:
+            assert result.is_error, name
+            message = result.content[0].text
+        assert f"review.deny rule `{rule}`" in message, message
+    assert (workspace / "hello.txt").exists(), "workspace_delete did not run"
+
+
 @pytest.mark.parametrize("rule", sorted(RULES))
 def test_mcp_stdio_hides_and_refuses(server, workspace, rule):
     deny(workspace, rule)
 
     async def main():
         async with Client(server(), mode="legacy") as client:
-            names = [t.name for t in (await client.list_tools()).tools]
-            assert_hidden(names, rule)
-            for name in to_call(rule):
-                try:
-                    result = await client.call_tool(name, CALLS[name])
-                except MCPError as err:
-                    message = err.message
-                else:
-                    assert result.is_error, name
-                    message = result.content[0].text
-                assert f"review.deny rule `{rule}`" in message or "no tool" in message, message
-            assert (workspace / "hello.txt").exists(), "workspace_delete did not run"
+            await check_mcp(client, workspace, rule)
 
     run(main())
-
-
-@pytest.fixture
-def serve(toolshed_bin, home, workspace):
-    """Starts `toolshed serve --port 0` once the test has written its config; yields the
-    base URL (`http://127.0.0.1:PORT`) and the token."""
-    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
-    procs = []
-
-    def start():
-        token = subprocess.run(
-            [toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30
-        ).stdout.strip()
-        proc = subprocess.Popen(
-            [toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0"],
-            env=env,
-            cwd=str(workspace),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        procs.append(proc)
-        seen = []
-        for line in proc.stderr:
-            seen.append(line)
-            if line.startswith("listening on "):
-                url = line.split(" ", 2)[2].strip()
-                threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-                return url.removesuffix("/mcp"), token
-        pytest.fail(f"toolshed serve exited before listening: {''.join(seen)}")
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
 def test_mcp_http_hides_and_refuses(serve, workspace, rule):
     deny(workspace, rule)
-    base, token = serve()
+    url, token = serve()
 
     async def main():
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-        async with http, Client(streamable_http_client(f"{base}/mcp", http_client=http), mode="legacy") as client:
-            names = [t.name for t in (await client.list_tools()).tools]
-            assert_hidden(names, rule)
-            for name in to_call(rule):
-                try:
-                    result = await client.call_tool(name, CALLS[name])
-                except MCPError as err:
-                    message = err.message
-                else:
-                    assert result.is_error, name
-                    message = result.content[0].text
-                assert f"review.deny rule `{rule}`" in message or "no tool" in message, message
-            assert (workspace / "hello.txt").exists()
+        async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            await check_mcp(client, workspace, rule)
 
     run(main())
 
@@ -179,7 +131,8 @@ def rest(base, token, method, path, body=None):
 @pytest.mark.parametrize("rule", sorted(RULES))
 def test_rest_hides_and_refuses(serve, workspace, rule):
     deny(workspace, rule)
-    base, token = serve()
+    url, token = serve()
+    base = url.removesuffix("/mcp")
     status, listing = rest(base, token, "GET", "/tools")
     assert status == 200, listing
     assert_hidden([t["name"] for t in listing["tools"]], rule)
