@@ -1,10 +1,13 @@
 //! The contract every [`FileOps`] implementation must meet, as a reusable test suite.
 //!
-//! `run(ops, fixture)` exercises one implementation; the crate's tests run it against
-//! [`LocalOps`](crate::LocalOps) on a temporary directory and against
+//! Each case is a function of its own ([`FILE_CASES`], [`SEARCH_CASES`]), and the macros
+//! [`file_contract!`](crate::file_contract) and [`search_contract!`](crate::search_contract)
+//! expand to one `#[test]` per case, so a failure names the case. The crate's tests run them
+//! against [`LocalOps`](crate::LocalOps) on a temporary directory and against
 //! [`MemoryOps`](crate::MemoryOps), so tool tests written on the in-memory double mean the
-//! same on the real file system. A failed check panics with what was expected.
-//! [`run_search`] does the same for [`SearchOps`](crate::SearchOps).
+//! same on the real file system; a backend outside this crate runs the same macros. A
+//! failed check panics with what was expected. [`run`] and [`run_search`] run every case
+//! in one go.
 
 use crate::error::OpsError;
 use crate::file::{FileKind, FileOps, Follow, Overwrite, Parents, Written};
@@ -21,7 +24,66 @@ pub trait Fixture {
     fn reserved_file(&self, name: &str, data: &[u8]);
 }
 
-pub use crate::search::contract::run_search;
+pub use crate::search::contract::{SEARCH_CASES, SearchCase, run_search, run_search_case};
+
+/// One case of the file contract: the backend and the fixture maker of a fresh workspace.
+pub type FileCase = fn(&dyn FileOps, &dyn Fixture);
+
+/// Every case of the file contract, by name.
+pub const FILE_CASES: &[(&str, FileCase)] = &[
+    ("files", files),
+    ("directories", directories),
+    ("renames", renames),
+    ("escapes", escapes),
+    ("refusals", refusals),
+    ("reserved", reserved),
+    ("malformed", malformed),
+];
+
+/// Runs the file-contract case `name` (see [`FILE_CASES`]) on `ops`, which must be a fresh
+/// workspace. Used by [`file_contract!`](crate::file_contract).
+pub fn run_file_case(name: &str, ops: &dyn FileOps, fx: &dyn Fixture) {
+    match FILE_CASES.iter().find(|(n, _)| *n == name) {
+        Some((_, case)) => case(ops, fx),
+        None => panic!("no file contract case `{name}`"),
+    }
+}
+
+/// One `#[test]` per case of the file contract, in a module `$module`. `$setup` gives a
+/// fresh `(ops, keep)` for each case (`keep` holds what must outlive the case, such as a
+/// temporary directory); `$fixture` maps `(&ops, &keep)` to the `&dyn Fixture` that makes
+/// hostile files there; `$check`, when given, is called with `&keep` after the case.
+///
+/// ```ignore
+/// fn memory() -> (MemoryOps, ()) { (MemoryOps::new(), ()) }
+/// fn same<'a>(ops: &'a MemoryOps, _: &'a ()) -> &'a dyn Fixture { ops }
+/// toolshed_ops::file_contract!(memory_ops, memory, same);
+/// ```
+#[macro_export]
+macro_rules! file_contract {
+    ($module:ident, $setup:expr, $fixture:expr) => {
+        $crate::file_contract!($module, $setup, $fixture, |_keep| {});
+    };
+    ($module:ident, $setup:expr, $fixture:expr, $check:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::file_contract!(@cases $setup, $fixture, $check;
+                files directories renames escapes refusals reserved malformed);
+        }
+    };
+    (@cases $setup:expr, $fixture:expr, $check:expr; $($case:ident)*) => {
+        $(
+            #[test]
+            fn $case() {
+                let (ops, keep) = ($setup)();
+                let fixture = ($fixture)(&ops, &keep);
+                $crate::contract::run_file_case(stringify!($case), &ops, fixture);
+                ($check)(&keep);
+            }
+        )*
+    };
+}
 
 pub(crate) fn ok<T>(result: Result<T, OpsError>, what: &str) -> T {
     match result {
@@ -48,16 +110,12 @@ fn is_escape(e: &OpsError) -> bool {
 /// Runs every check. Uses paths under `contract/` and expects the root to be otherwise
 /// empty of them.
 pub fn run(ops: &dyn FileOps, fx: &dyn Fixture) {
-    files(ops);
-    directories(ops);
-    renames(ops);
-    escapes(ops, fx);
-    refusals(ops, fx);
-    reserved(ops, fx);
-    malformed(ops);
+    for (_, case) in FILE_CASES {
+        case(ops, fx);
+    }
 }
 
-fn files(ops: &dyn FileOps) {
+fn files(ops: &dyn FileOps, _fx: &dyn Fixture) {
     assert_eq!(
         ok(
             ops.write("contract/f/a.txt", b"hello\n", Parents::Create),
@@ -128,7 +186,7 @@ fn files(ops: &dyn FileOps) {
     assert_eq!(ok(ops.realpath("."), "realpath root"), ".");
 }
 
-fn directories(ops: &dyn FileOps) {
+fn directories(ops: &dyn FileOps, _fx: &dyn Fixture) {
     ok(ops.mkdir("contract/d/x/y", Parents::Create), "mkdir -p");
     ok(
         ops.mkdir("contract/d/x/y", Parents::Create),
@@ -176,7 +234,7 @@ fn directories(ops: &dyn FileOps) {
     });
 }
 
-fn renames(ops: &dyn FileOps) {
+fn renames(ops: &dyn FileOps, _fx: &dyn Fixture) {
     ok(
         ops.write("contract/r/a.txt", b"a", Parents::Create),
         "setup",
@@ -419,7 +477,7 @@ fn reserved(ops: &dyn FileOps, fx: &dyn Fixture) {
     );
 }
 
-fn malformed(ops: &dyn FileOps) {
+fn malformed(ops: &dyn FileOps, _fx: &dyn Fixture) {
     let invalid = |e: &OpsError| matches!(e, OpsError::InvalidPath { .. });
     fails(ops.read("", 10), "empty", invalid);
     fails(ops.read("a\0b", 10), "NUL", invalid);

@@ -5,7 +5,7 @@
 use crate::support;
 
 use support::Disk;
-use toolshed_ops::contract;
+use toolshed_ops::contract::Fixture;
 use toolshed_ops::{
     FileOps, GlobRequest, GrepRequest, LocalOps, MemoryOps, Ops, OpsError, Parents, SearchOps,
 };
@@ -19,12 +19,18 @@ fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, root)
 }
 
-#[test]
-fn local_ops_meet_the_search_contract() {
-    let (_dir, root) = workspace();
-    let ops = LocalOps::new(&root).unwrap();
-    contract::run_search(&ops, &ops, &Disk(root.clone()));
-    // The links the suite made do lead out, so not following them is what kept them out.
+fn local() -> (LocalOps, (tempfile::TempDir, Disk)) {
+    let (dir, root) = workspace();
+    (LocalOps::new(&root).unwrap(), (dir, Disk(root)))
+}
+
+fn on_disk<'a>(_ops: &'a LocalOps, keep: &'a (tempfile::TempDir, Disk)) -> &'a dyn Fixture {
+    &keep.1
+}
+
+/// The links the suite made do lead out, so not following them is what kept them out.
+fn links_lead_out(keep: &(tempfile::TempDir, Disk)) {
+    let root = &keep.1.0;
     assert_eq!(
         std::fs::read_to_string(root.join("links/outside")).unwrap(),
         "needle outside\n"
@@ -32,11 +38,16 @@ fn local_ops_meet_the_search_contract() {
     assert!(root.join("links/outdir/ws").is_dir());
 }
 
-#[test]
-fn memory_ops_meet_the_search_contract() {
-    let ops = MemoryOps::new();
-    contract::run_search(&ops, &ops, &ops);
+fn memory() -> (MemoryOps, ()) {
+    (MemoryOps::new(), ())
 }
+
+fn itself<'a>(ops: &'a MemoryOps, _: &'a ()) -> &'a dyn Fixture {
+    ops
+}
+
+toolshed_ops::search_contract!(local_search, local, on_disk, links_lead_out);
+toolshed_ops::search_contract!(memory_search, memory, itself);
 
 #[test]
 fn ops_serve_files_and_search_from_one_backend() {

@@ -66,11 +66,59 @@ fn setup(files: &dyn FileOps, fx: &dyn Fixture) {
 /// file `../outside.txt` beside the workspace makes the link checks meaningful.
 pub fn run_search(ops: &dyn SearchOps, files: &dyn FileOps, fx: &dyn Fixture) {
     setup(files, fx);
-    globs(ops);
-    finds(ops);
-    greps(ops);
-    grep_limits(ops);
-    errors(ops);
+    for (_, case) in SEARCH_CASES {
+        case(ops);
+    }
+}
+
+/// One case of the search contract, run on a workspace the fixture was written into.
+pub type SearchCase = fn(&dyn SearchOps);
+
+/// Every case of the search contract, by name.
+pub const SEARCH_CASES: &[(&str, SearchCase)] = &[
+    ("globs", globs),
+    ("finds", finds),
+    ("greps", greps),
+    ("grep_limits", grep_limits),
+    ("errors", errors),
+];
+
+/// Writes the search fixture into a fresh workspace, then runs the search-contract case
+/// `name` (see [`SEARCH_CASES`]). Used by [`search_contract!`](crate::search_contract).
+pub fn run_search_case(name: &str, ops: &dyn SearchOps, files: &dyn FileOps, fx: &dyn Fixture) {
+    setup(files, fx);
+    match SEARCH_CASES.iter().find(|(n, _)| *n == name) {
+        Some((_, case)) => case(ops),
+        None => panic!("no search contract case `{name}`"),
+    }
+}
+
+/// One `#[test]` per case of the search contract, as [`file_contract!`](crate::file_contract)
+/// does for files: `$setup` gives a fresh `(ops, keep)` where `ops` is both the
+/// [`SearchOps`] and the [`FileOps`] of one workspace, and `$fixture` its `&dyn Fixture`.
+#[macro_export]
+macro_rules! search_contract {
+    ($module:ident, $setup:expr, $fixture:expr) => {
+        $crate::search_contract!($module, $setup, $fixture, |_keep| {});
+    };
+    ($module:ident, $setup:expr, $fixture:expr, $check:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::search_contract!(@cases $setup, $fixture, $check; globs finds greps grep_limits errors);
+        }
+    };
+    (@cases $setup:expr, $fixture:expr, $check:expr; $($case:ident)*) => {
+        $(
+            #[test]
+            fn $case() {
+                let (ops, keep) = ($setup)();
+                let fixture = ($fixture)(&ops, &keep);
+                $crate::contract::run_search_case(stringify!($case), &ops, &ops, fixture);
+                ($check)(&keep);
+            }
+        )*
+    };
 }
 
 fn glob(base: &str, patterns: &[&str]) -> GlobRequest {
