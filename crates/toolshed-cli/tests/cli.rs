@@ -186,16 +186,7 @@ fn invalid_arguments_list_every_violation_and_unknown_tools_suggest() {
     );
 }
 
-const GOOD_PLUGIN: &str = r#"
-id = "acme.notes"
-version = "0.1.0"
-name = "Notes"
-kind = "js"
-entry = "main.js"
-[[tools]]
-name = "notes_search"
-description = "Search notes."
-"#;
+use toolshed_test_support::files::NOTES_MANIFEST as GOOD_PLUGIN;
 
 #[test]
 fn user_plugins_are_listed_and_a_broken_manifest_is_reported_everywhere() {

@@ -3,30 +3,15 @@
 
 use crate::support;
 
-use std::path::Path;
-
 use serde_json::json;
 use support::{Behaviour, manifest, open, open_in, plugin, tool};
 use toolshed_core::{BuiltinPlugin, EnvVar, ErrorKind, OwnerId, ToolSpec};
 use toolshed_host::registry::Level;
 use toolshed_host::{CallRequest, PluginState, Root};
 
-fn write(dir: &Path, rel: &str, text: &str) {
-    let path = dir.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use toolshed_test_support::files::write;
 
-const JS_PLUGIN: &str = r#"
-id = "acme.notes"
-version = "0.1.0"
-name = "Notes"
-kind = "js"
-entry = "main.js"
-[[tools]]
-name = "notes_search"
-description = "Search notes."
-"#;
+use toolshed_test_support::files::NOTES_MANIFEST as JS_PLUGIN;
 
 #[tokio::test]
 async fn user_plugins_are_discovered_and_a_broken_manifest_stops_nothing() {

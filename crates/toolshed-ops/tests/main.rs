@@ -2,8 +2,7 @@
 //! (One binary links once; a failure still names its module and test.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "net/server.rs"]
-mod server;
+use toolshed_test_support::http as server;
 mod support;
 
 mod contract;

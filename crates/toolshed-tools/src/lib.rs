@@ -31,9 +31,6 @@ pub fn system_plugins(services: &Services) -> Vec<Arc<dyn Plugin>> {
     plugins
 }
 
-// The recording loopback server of toolshed-ops' network tests, shared by the http and web
-// tools' tests rather than copied.
+// The recording loopback server the network tests share (toolshed-test-support).
 #[cfg(test)]
-#[allow(dead_code)]
-#[path = "../../toolshed-ops/tests/net/server.rs"]
-mod net_test_server;
+use toolshed_test_support::http as net_test_server;

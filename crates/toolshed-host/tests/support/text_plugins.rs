@@ -2,7 +2,6 @@
 //! its tools, each answering with the grants and config it was loaded with; a file `fail`
 //! makes `init` fail. A fixture opens a host on temporary directories with that loader.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -97,11 +96,7 @@ type = "string"
 default = "red"
 "#;
 
-pub fn write(dir: &Path, rel: &str, text: &str) {
-    let path = dir.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+pub use toolshed_test_support::files::write;
 
 pub struct Fixture {
     pub host: Host,

@@ -1,5 +1,6 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 that records what it is sent and answers what the
-//! test scripts: one request per connection, then it closes.
+//! test scripts: one request per connection, then it closes. The HTTP client's tests, the
+//! SSRF battery and the http and web tools' tests all use it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,16 +12,20 @@ use tokio::sync::mpsc;
 
 /// One request as the server read it.
 #[derive(Debug, Clone)]
-pub(super) struct Seen {
+pub struct Seen {
+    /// `GET`, `POST`, ...
     pub method: String,
+    /// The request target: path and query, as sent.
     pub path: String,
     /// Names lowercase.
     pub headers: Vec<(String, String)>,
+    /// The body, as sent.
     pub body: Vec<u8>,
 }
 
 impl Seen {
-    pub(super) fn header(&self, name: &str) -> Option<&str> {
+    /// The value of header `name` (lowercase), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -29,7 +34,7 @@ impl Seen {
 }
 
 /// What the server does with a request.
-pub(super) enum Reply {
+pub enum Reply {
     /// Writes these bytes and closes.
     Raw(Vec<u8>),
     /// Never answers; reports [`Event::Closed`] when the client goes away.
@@ -38,7 +43,7 @@ pub(super) enum Reply {
 
 /// Something the test can wait for.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Event {
+pub enum Event {
     /// A request was read (its path).
     Request(String),
     /// A client of a silent reply closed its connection.
@@ -46,7 +51,7 @@ pub(super) enum Event {
 }
 
 /// A response with a `content-length` and `connection: close`.
-pub(super) fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let mut out = format!("HTTP/1.1 {status} Scripted\r\n");
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
@@ -61,13 +66,15 @@ pub(super) fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Rep
 }
 
 /// A redirect to `location`.
-pub(super) fn redirect(status: u16, location: &str) -> Reply {
+pub fn redirect(status: u16, location: &str) -> Reply {
     respond(status, &[("location", location)], b"")
 }
 
 type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 
-pub(super) struct Server {
+/// The server: it runs until the test's runtime ends.
+pub struct Server {
+    /// Its port on 127.0.0.1.
     pub port: u16,
     connections: Arc<AtomicUsize>,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -75,7 +82,8 @@ pub(super) struct Server {
 }
 
 impl Server {
-    pub(super) async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
+    /// Starts a server answering every request with `handler`.
+    pub async fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -104,22 +112,22 @@ impl Server {
     }
 
     /// `http://127.0.0.1:PORT{path}`.
-    pub(super) fn url(&self, path: &str) -> String {
+    pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// Connections accepted so far.
-    pub(super) fn connections(&self) -> usize {
+    pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
 
     /// Requests read so far.
-    pub(super) fn seen(&self) -> Vec<Seen> {
+    pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
     /// The next event, failing the test after 10 s.
-    pub(super) async fn next_event(&mut self) -> Event {
+    pub async fn next_event(&mut self) -> Event {
         tokio::time::timeout(Duration::from_secs(10), self.events.recv())
             .await
             .expect("no server event within 10 s")

@@ -1,0 +1,9 @@
+//! Fixtures toolshed's tests share, so that no crate keeps a copy of another's: a loopback
+//! HTTP server that records what it is sent and answers what the test scripts ([`http`]),
+//! and plugin files on disk ([`files`]). A dev-dependency only; nothing here ships.
+
+#![warn(missing_docs, unreachable_pub)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod files;
+pub mod http;
