@@ -26,14 +26,14 @@ use tokio::sync::Notify;
 use crate::store::{AuditRecord, StoreError, insert_audit_rows};
 
 /// How long the writer waits for more rows after the first row of a batch.
-pub const LINGER: Duration = Duration::from_millis(5);
+pub(crate) const LINGER: Duration = Duration::from_millis(5);
 
 /// A batch is written as soon as this many rows are waiting, without waiting out
 /// [`LINGER`].
-pub const BATCH: usize = 512;
+pub(crate) const BATCH: usize = 512;
 
 /// The most rows waiting to be written; past this, callers wait for the writer.
-pub const CAPACITY: usize = 8192;
+pub(crate) const CAPACITY: usize = 8192;
 
 /// The queue and its writer thread.
 pub(crate) struct AuditQueue {

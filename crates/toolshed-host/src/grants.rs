@@ -18,7 +18,7 @@ pub const MAX_GRANTS: usize = 64;
 
 /// One grant, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Grant {
+pub(crate) enum Grant {
     /// HTTP to a host, any port or one port.
     Http(String),
     /// Reading under a workspace path.
@@ -31,7 +31,7 @@ pub enum Grant {
 
 impl Grant {
     /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH` or `tool:NAME`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH or tool:NAME";
         let Some((kind, value)) = text.split_once(':') else {
             return Err(format!("`{text}` is not a grant; {usage}"));
@@ -49,7 +49,7 @@ impl Grant {
     }
 
     /// The stored spelling.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         match self {
             Self::Http(v) => format!("http:{v}"),
             Self::FsRead(v) => format!("fs-read:{v}"),
@@ -59,7 +59,7 @@ impl Grant {
     }
 
     /// Checks that the plugin's manifest asks for this; the error says what it declares.
-    pub fn check_declared(&self, manifest: &PluginManifest) -> Result<(), String> {
+    pub(crate) fn check_declared(&self, manifest: &PluginManifest) -> Result<(), String> {
         let caps = &manifest.capabilities;
         let (declared, what, value): (&[String], &str, &str) = match self {
             Self::Http(host) => (&caps.network, "network access (`network`)", host),
@@ -93,7 +93,7 @@ impl Grant {
 
 /// Whether a host grant (`host` or `host:port`) covers `target` (`host:port` or `host`):
 /// the one host pattern every network rule uses ([`HostPattern`]).
-pub fn host_matches(grant: &str, target: &str) -> bool {
+pub(crate) fn host_matches(grant: &str, target: &str) -> bool {
     match (HostPattern::parse(grant), HostPattern::parse(target)) {
         (Ok(grant), Ok(target)) => grant.covers(&target),
         _ => false,
@@ -137,7 +137,7 @@ fn parse_path(value: &str) -> Result<String, String> {
 /// Whether workspace path `path` is `root` or inside it (both relative, lexical), with
 /// the one containment check ([`toolshed_ops::path::is_within`]). A path that climbs out of
 /// the workspace is within nothing.
-pub fn path_within(path: &str, root: &str) -> bool {
+pub(crate) fn path_within(path: &str, root: &str) -> bool {
     use toolshed_ops::path::{is_within, normalize_lexically};
     match (normalize_lexically(path), normalize_lexically(root)) {
         (Ok(path), Ok(root)) => is_within(&root, &path),
@@ -147,7 +147,7 @@ pub fn path_within(path: &str, root: &str) -> bool {
 
 /// The grants a manifest asks for by name (wildcards left out): what `grant ID` with no
 /// values grants.
-pub fn declared(manifest: &PluginManifest) -> Vec<String> {
+pub(crate) fn declared(manifest: &PluginManifest) -> Vec<String> {
     let caps = &manifest.capabilities;
     let named = |list: &[String], kind: &str| -> Vec<String> {
         list.iter()
@@ -163,7 +163,7 @@ pub fn declared(manifest: &PluginManifest) -> Vec<String> {
 }
 
 /// Stored grant strings as [`Grants`]; unparsable rows (an older toolshed's) are skipped.
-pub fn to_grants(stored: &[String]) -> Grants {
+pub(crate) fn to_grants(stored: &[String]) -> Grants {
     let mut grants = Grants::default();
     for text in stored {
         match Grant::parse(text) {

@@ -21,7 +21,7 @@ use crate::store::StateStore;
 
 /// The key of what a plugin is loaded from: the fingerprint of its directory, toolshed's
 /// version, and its config values.
-pub fn load_key(dir_fingerprint: u64, config: &Map<String, Value>) -> String {
+pub(crate) fn load_key(dir_fingerprint: u64, config: &Map<String, Value>) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     dir_fingerprint.hash(&mut hasher);
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
@@ -32,7 +32,7 @@ pub fn load_key(dir_fingerprint: u64, config: &Map<String, Value>) -> String {
 }
 
 /// A plugin listed from its recorded tools, whose code runs at its first call.
-pub struct LazyPlugin {
+pub(crate) struct LazyPlugin {
     shared: Arc<Shared>,
     tools: Vec<Arc<dyn Tool>>,
 }
@@ -52,7 +52,7 @@ struct Shared {
 
 impl LazyPlugin {
     /// A plugin serving `specs` until its code, built by `loader` from `request`, runs.
-    pub fn new(
+    pub(crate) fn new(
         loader: Arc<dyn PluginLoader>,
         request: LoadRequest,
         key: String,

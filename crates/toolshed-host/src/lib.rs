@@ -2,16 +2,19 @@
 //!
 //! - [`config`]: layered configuration with unknown keys reported; [`config_fields`]:
 //!   plugin config values checked against their manifest fields.
-//! - [`store`]: the SQLite state store (plugin state, config values, audit), with
-//!   [`audit`] writing the audit rows in batches on a thread of its own.
+//! - [`StateStore`]: the SQLite state store (plugin state, config values, audit), with the
+//!   audit rows written in batches on a thread of its own.
 //! - [`manifest`] and [`registry`]: plugin discovery, lifecycle, the tool catalog, and
 //!   watching for what other processes change;
 //!   [`install`]: installing plugins from directories and archives, strictly.
-//! - [`dispatcher`]: the one pipeline — resolve, review, validate, policy, hooks, run,
-//!   record — with [`policy`] and [`hooks`] as its seams.
-//! - [`events`]: what doors subscribe to.
-//! - [`host`]: all of it opened together, by a [`HostBuilder`] that also builds the typed
+//! - [`Dispatcher`]: the one pipeline — resolve, review ([`Review`]), validate, policy,
+//!   hooks, run, record — with [`Policy`] and [`CallHook`] as its seams.
+//! - [`EventBus`]: what doors subscribe to.
+//! - [`Host`]: all of it opened together, by a [`HostBuilder`] that also builds the typed
 //!   [`Services`] tools are made with.
+//!
+//! Five concepts are public modules ([`config`], [`config_fields`], [`install`],
+//! [`manifest`], [`registry`]); everything else is re-exported here.
 //!
 //! ```no_run
 //! # async fn demo(host: toolshed_host::Host) {
@@ -25,29 +28,35 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod audit;
-mod builder;
 pub mod config;
 pub mod config_fields;
-pub mod dispatcher;
-pub mod events;
-pub mod grants;
-pub mod hooks;
-pub mod host;
 pub mod install;
-pub mod lazy;
 pub mod manifest;
-pub mod policy;
 pub mod registry;
-pub mod review;
-pub mod store;
-pub mod suggest;
+
+mod audit;
+mod builder;
+mod dispatcher;
+mod events;
+mod grants;
+mod hooks;
+mod host;
+mod lazy;
+mod policy;
+mod review;
+mod store;
+mod suggest;
 
 pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
-pub use dispatcher::{CallRequest, CallResult, Dispatcher};
-pub use events::{Event, EventBus};
+pub use dispatcher::{CANCEL_GRACE, CallRequest, CallResult, Dispatcher, MAX_VIOLATIONS};
+pub use events::{EVENT_BUFFER, Event, EventBus};
+pub use grants::MAX_GRANTS;
+pub use hooks::{CallHook, HookDecision, Hooks};
 pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
+pub use policy::{AllowAll, Policy, PolicyDecision};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
-pub use store::{AuditRecord, StateStore};
+pub use review::{CompiledRules, Review, RuleError, Subject};
+pub use store::{AuditRecord, StateStore, StoreError};
+pub use suggest::closest;
 pub use toolshed_ops::Services;

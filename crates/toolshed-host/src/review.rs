@@ -21,7 +21,7 @@
 //! ```
 //! use toolshed_core::{Danger, ToolSpec};
 //! use toolshed_host::config::ReviewRules;
-//! use toolshed_host::review::{CompiledRules, Subject};
+//! use toolshed_host::{CompiledRules, Subject};
 //! let rules = ReviewRules { allow: vec![], deny: vec!["group:exec".into(), "danger:high".into()] };
 //! let rules = CompiledRules::compile("review", &rules).unwrap();
 //! let shell = ToolSpec::new("shell", "Run a command.").group("exec");

@@ -73,7 +73,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
-pub const MAX_READ_LOG_ROWS: i64 = 100_000;
+pub(crate) const MAX_READ_LOG_ROWS: i64 = 100_000;
 
 /// A state store failure.
 #[derive(Debug, thiserror::Error)]
@@ -470,7 +470,7 @@ impl StateStore {
     }
 
     /// Queues an audit row for the writer thread, which keeps at most `max_rows` rows.
-    /// Returns at once unless [`crate::audit::CAPACITY`] rows are already waiting; then it
+    /// Returns at once unless 8,192 rows (the queue's capacity) are already waiting; then it
     /// waits for room. Rows are never dropped.
     pub async fn queue_audit(&self, record: AuditRecord, max_rows: u64) {
         self.audit.push(record, max_rows).await;

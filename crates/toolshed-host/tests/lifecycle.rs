@@ -386,7 +386,7 @@ async fn nested_calls_keep_the_callers_narrowing_and_never_wait_for_themselves()
     assert!(done.result.is_ok(), "{:?}", done.result);
 
     // A caller narrowed to `a_*` reaches `echo` neither directly nor through a plugin.
-    let rules = toolshed_host::review::CompiledRules::compile(
+    let rules = toolshed_host::CompiledRules::compile(
         "--tools",
         &toolshed_host::config::ReviewRules {
             allow: vec!["a_*".to_string()],

@@ -132,8 +132,8 @@ async fn review_rules_and_profiles_deny_with_the_rule() {
 
 #[tokio::test]
 async fn a_door_selection_narrows_what_the_caller_sees_and_may_call() {
+    use toolshed_host::CompiledRules;
     use toolshed_host::config::ReviewRules;
-    use toolshed_host::review::CompiledRules;
     let plugins = vec![plugin(
         "t.many",
         vec![
@@ -347,14 +347,14 @@ async fn every_call_leaves_an_audit_row_and_events() {
 struct Guard;
 
 #[async_trait::async_trait]
-impl toolshed_host::hooks::CallHook for Guard {
+impl toolshed_host::CallHook for Guard {
     async fn before(
         &self,
         tool: &str,
         _owner: &OwnerId,
         args: &serde_json::Value,
-    ) -> toolshed_host::hooks::HookDecision {
-        use toolshed_host::hooks::HookDecision;
+    ) -> toolshed_host::HookDecision {
+        use toolshed_host::HookDecision;
         match tool {
             "blocked" => HookDecision::Block("blocked by the guard hook".into()),
             "rewritten" if args["n"] == 1 => {
@@ -388,34 +388,31 @@ impl toolshed_host::hooks::CallHook for Guard {
 
 struct ApproveDangerous;
 
-impl toolshed_host::policy::Policy for ApproveDangerous {
+impl toolshed_host::Policy for ApproveDangerous {
     fn check(
         &self,
         _tool: &str,
         _owner: &OwnerId,
         spec: &ToolSpec,
         arguments: &serde_json::Value,
-    ) -> toolshed_host::policy::PolicyDecision {
+    ) -> toolshed_host::PolicyDecision {
         if arguments["s"] == "forbidden" {
-            return toolshed_host::policy::PolicyDecision::Deny {
+            return toolshed_host::PolicyDecision::Deny {
                 rule: "no forbidden".into(),
                 message: "`s` may not be `forbidden`".into(),
             };
         }
         if spec.danger == toolshed_core::Danger::High {
-            toolshed_host::policy::PolicyDecision::NeedsApproval(format!(
-                "`{}` is dangerous",
-                spec.name
-            ))
+            toolshed_host::PolicyDecision::NeedsApproval(format!("`{}` is dangerous", spec.name))
         } else {
-            toolshed_host::policy::PolicyDecision::Allow
+            toolshed_host::PolicyDecision::Allow
         }
     }
 }
 
 #[tokio::test]
 async fn hooks_block_rewrite_and_annotate_and_policy_can_ask_for_approval() {
-    let mut hooks = toolshed_host::hooks::Hooks::default();
+    let mut hooks = toolshed_host::Hooks::default();
     hooks.push(Arc::new(Guard));
     let mut dangerous = ToolSpec::new("dangerous", "d");
     dangerous.danger = toolshed_core::Danger::High;

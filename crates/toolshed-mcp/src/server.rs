@@ -15,8 +15,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use toolshed_core::OwnerId;
 use toolshed_host::config::ReviewRules;
 use toolshed_host::registry::ToolEntry;
-use toolshed_host::review::{CompiledRules, RuleError};
 use toolshed_host::{CallRequest, Host};
+use toolshed_host::{CompiledRules, RuleError};
 
 use crate::convert::{result_from_error, result_from_output, tool_from_spec};
 use crate::progress::ProgressForwarder;

@@ -224,10 +224,10 @@ pub async fn change_grants(
     change: Result<Json<GrantsChange>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let change = body(change)?;
-    if change.add.len() + change.remove.len() > toolshed_host::grants::MAX_GRANTS {
+    if change.add.len() + change.remove.len() > toolshed_host::MAX_GRANTS {
         return Err(ApiError::bad_request(format!(
             "at most {} grants per request",
-            toolshed_host::grants::MAX_GRANTS
+            toolshed_host::MAX_GRANTS
         )));
     }
     let info = state
@@ -508,7 +508,7 @@ pub async fn tool(
 
 fn unknown_tool(state: &AppState, name: &str) -> ApiError {
     let names = state.host.registry().tool_names();
-    let close = toolshed_host::suggest::closest(name, names.iter().map(String::as_str), 3);
+    let close = toolshed_host::closest(name, names.iter().map(String::as_str), 3);
     let hint = if close.is_empty() {
         String::new()
     } else {

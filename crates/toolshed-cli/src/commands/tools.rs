@@ -84,7 +84,7 @@ pub fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
                 .iter()
                 .map(|t| t.spec().name.clone())
                 .collect();
-            let close = toolshed_host::suggest::closest(name, names.iter().map(String::as_str), 3);
+            let close = toolshed_host::closest(name, names.iter().map(String::as_str), 3);
             let hint = if close.is_empty() {
                 "; `toolshed tools list` shows every tool".to_string()
             } else {

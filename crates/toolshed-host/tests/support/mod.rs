@@ -140,8 +140,8 @@ pub async fn open_with(
     data: tempfile::TempDir,
     plugins: Vec<Arc<dyn Plugin>>,
     config_toml: &str,
-    policy: Option<Arc<dyn toolshed_host::policy::Policy>>,
-    hooks: toolshed_host::hooks::Hooks,
+    policy: Option<Arc<dyn toolshed_host::Policy>>,
+    hooks: toolshed_host::Hooks,
 ) -> TestHost {
     let config = config_from(workspace.path(), config_toml);
     let mut builder = Host::builder(workspace.path(), data.path())
