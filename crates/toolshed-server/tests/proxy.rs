@@ -38,10 +38,8 @@ async fn echo_app() -> u16 {
     port
 }
 
-#[tokio::test]
-async fn a_request_reaches_the_app_without_the_token_and_with_its_own_path() {
-    let s = start().await;
-    let port = echo_app().await;
+/// Publishes `port` as alice's background process `p1`, as `process_exec` with a port does.
+fn publish_for_alice(s: &support::Server, port: u16) {
     s.host.services().ports.insert(
         "p1",
         ProxyTarget {
@@ -49,6 +47,13 @@ async fn a_request_reaches_the_app_without_the_token_and_with_its_own_path() {
             owner: "alice".into(),
         },
     );
+}
+
+#[tokio::test]
+async fn a_request_reaches_the_app_without_the_token_and_with_its_own_path() {
+    let s = start().await;
+    let port = echo_app().await;
+    publish_for_alice(&s, port);
     let reply = request(
         s.address,
         "GET",
@@ -81,13 +86,7 @@ async fn a_request_reaches_the_app_without_the_token_and_with_its_own_path() {
 async fn the_proxy_is_behind_the_guard_and_an_owner_reaches_only_its_processes() {
     let s = start().await;
     let port = echo_app().await;
-    s.host.services().ports.insert(
-        "p1",
-        ProxyTarget {
-            port,
-            owner: "alice".into(),
-        },
-    );
+    publish_for_alice(&s, port);
     let no_token = request(s.address, "GET", "/proxy/p1/", &[], None).await;
     assert_eq!(no_token.status, 401);
     let unknown = request(s.address, "GET", "/proxy/p9/", &[auth()], None).await;
