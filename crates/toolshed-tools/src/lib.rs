@@ -11,6 +11,7 @@ use std::sync::Arc;
 use toolshed_core::Plugin;
 use toolshed_ops::Services;
 
+mod args;
 pub mod exec;
 pub mod http;
 pub mod util;

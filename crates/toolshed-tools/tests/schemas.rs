@@ -1,7 +1,9 @@
 //! Every built-in tool's input schema is in the conservative dialect every model provider
 //! accepts: no `$ref`, no type unions, no `oneOf`/`anyOf`/`allOf`, no exclusive bounds, no
 //! `format` but `date-time`; an object at the top that refuses unknown properties; and a
-//! description on every property.
+//! description on every property. Defaults and bounds are keywords, not prose: no property
+//! description says "default", every `default` is a value its own property accepts, and every
+//! integer has a `minimum`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
@@ -25,8 +27,29 @@ fn lint(tool: &str, at: &str, schema: &Value, problems: &mut Vec<String>) {
                 let here = format!("{at}/{key}");
                 // Inside `properties` the keys are argument names, not keywords.
                 if at.ends_with("/properties") {
-                    if !value.get("description").is_some_and(Value::is_string) {
-                        problems.push(format!("{tool}: {here} has no description"));
+                    match value.get("description").and_then(Value::as_str) {
+                        None => problems.push(format!("{tool}: {here} has no description")),
+                        Some(text) if mentions_default(text) => problems.push(format!(
+                            "{tool}: {here} states a default in prose; put it in `default` \
+                             (or say what leaving it out does)"
+                        )),
+                        Some(_) => {}
+                    }
+                    if let Some(default) = value.get("default") {
+                        let mut own = value.clone();
+                        own.as_object_mut().map(|m| m.remove("default"));
+                        let accepts =
+                            jsonschema::validator_for(&own).is_ok_and(|v| v.is_valid(default));
+                        if !accepts {
+                            problems.push(format!(
+                                "{tool}: {here} has default {default}, which it refuses"
+                            ));
+                        }
+                    }
+                    if value.get("type").is_some_and(|t| t == "integer")
+                        && value.get("minimum").is_none()
+                    {
+                        problems.push(format!("{tool}: {here} is an integer without a minimum"));
                     }
                     lint(tool, &here, value, problems);
                     continue;
@@ -52,6 +75,13 @@ fn lint(tool: &str, at: &str, schema: &Value, problems: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// Whether a description states a default in words ("default 30", "(default: x)").
+fn mentions_default(text: &str) -> bool {
+    text.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| word == "default" || word == "defaults")
 }
 
 #[test]

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
     BuiltinPlugin, CallContext, HttpRequest, HttpResponse, NetPolicy, Plugin, PluginKind,
@@ -28,6 +27,8 @@ use toolshed_core::{
 use toolshed_ops::{NetClient, Services};
 
 mod spec;
+
+use spec::Args;
 #[cfg(test)]
 mod tests;
 
@@ -87,8 +88,7 @@ impl Tool for HttpRequestTool {
     }
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(args)
-            .map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))?;
+        let args: Args = crate::args::parse(args)?;
         let request = args.into_request(&ctx)?;
         let method = request.method.clone();
         let follow = if matches!(method.as_str(), "GET" | "HEAD") {
@@ -148,39 +148,9 @@ pub(crate) async fn send_public(
     })
 }
 
-/// The tool's arguments.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    #[serde(default)]
-    method: Option<String>,
-    url: String,
-    #[serde(default)]
-    headers: Option<Map<String, Value>>,
-    #[serde(default)]
-    body: Option<String>,
-    #[serde(default)]
-    json: Option<Value>,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    max_bytes: Option<u64>,
-}
-
 impl Args {
     fn into_request(self, ctx: &CallContext) -> Result<HttpRequest, ToolError> {
-        let method = self.method.unwrap_or_else(|| "GET".into());
-        const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
-        if !METHODS.contains(&method.as_str()) {
-            return Err(ToolError::invalid_at(
-                "/method",
-                format!(
-                    "`{}` is not a method http_request sends; use one of {}",
-                    method.chars().take(40).collect::<String>(),
-                    METHODS.join(", ")
-                ),
-            ));
-        }
+        let method = self.method.as_str().to_owned();
         let mut headers = Vec::new();
         for (name, value) in self.headers.unwrap_or_default() {
             match value {
@@ -212,14 +182,14 @@ impl Args {
             }
             (None, None) => None,
         };
-        let timeout_ms = self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+        let timeout_ms = self.timeout_ms;
         if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
             return Err(ToolError::invalid_at(
                 "/timeout_ms",
                 format!("timeout_ms = {timeout_ms} is out of range; use 1 to {MAX_TIMEOUT_MS}"),
             ));
         }
-        let max_bytes = self.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        let max_bytes = self.max_bytes;
         if !(1..=MAX_BYTES).contains(&max_bytes) {
             return Err(ToolError::invalid_at(
                 "/max_bytes",

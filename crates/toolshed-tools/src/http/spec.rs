@@ -1,6 +1,8 @@
 //! The `http_request` tool as data.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
 
 use super::{
@@ -36,48 +38,74 @@ Credentials go in headers (`Authorization`), never in the URL (`user:password@` 
             idempotent: false,
             open_world: true,
         })
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "method": {
-                    "type": "string",
-                    "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"],
-                    "description": "The HTTP method (default GET)."
-                },
-                "url": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 8192,
-                    "description": "An absolute http:// or https:// URL of a public host."
-                },
-                "headers": {
-                    "type": "object",
-                    "additionalProperties": {"type": "string"},
-                    "description": "Request headers, name -> value (`{\"Authorization\": \"Bearer ...\", \"Accept\": \"application/json\"}`). Host, Content-Length and connection headers are set by toolshed."
-                },
-                "body": {
-                    "type": "string",
-                    "description": "The request body, sent as is (set a Content-Type header for it). Not together with `json`."
-                },
-                "json": {
-                    "description": "Any JSON value (object, array, string, number, boolean) sent as the body with content-type application/json. Not together with `body`."
-                },
-                "timeout_ms": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": "How long the whole exchange may take, in milliseconds (default 30000)."
-                },
-                "max_bytes": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_BYTES,
-                    "description": "The most response body bytes kept (default 1048576 = 1 MiB, at most 10 MiB); the rest is dropped and `truncated` is true."
-                }
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }));
+        .input_schema(crate::args::schema::<Args>());
     spec.danger = Danger::High;
     spec
+}
+
+/// The methods `http_request` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub(super) enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Head,
+    Options,
+}
+
+impl Method {
+    /// The method as sent on the wire.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Head => "HEAD",
+            Method::Options => "OPTIONS",
+        }
+    }
+}
+
+fn get() -> Method {
+    Method::Get
+}
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+fn default_max_bytes() -> u64 {
+    DEFAULT_MAX_BYTES
+}
+
+/// The arguments of `http_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Args {
+    /// The HTTP method.
+    #[serde(default = "get")]
+    pub(super) method: Method,
+    /// An absolute http:// or https:// URL of a public host.
+    #[schemars(length(min = 1, max = 8192))]
+    pub(super) url: String,
+    /// Request headers, name -> value (`{"Authorization": "Bearer ...", "Accept": "application/json"}`). Host, Content-Length and connection headers are set by toolshed.
+    #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
+    pub(super) headers: Option<Map<String, Value>>,
+    /// The request body, sent as is (set a Content-Type header for it). Not together with `json`.
+    pub(super) body: Option<String>,
+    /// Any JSON value (object, array, string, number, boolean) sent as the body with content-type application/json. Not together with `body`.
+    pub(super) json: Option<Value>,
+    /// How long the whole exchange may take, in milliseconds.
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
+    pub(super) timeout_ms: u64,
+    /// The most response body bytes kept (1048576 = 1 MiB; at most 10 MiB); the rest is dropped and `truncated` is true.
+    #[serde(default = "default_max_bytes")]
+    #[schemars(range(min = 1, max = MAX_BYTES))]
+    pub(super) max_bytes: u64,
 }

@@ -1,0 +1,152 @@
+//! Arguments in one shape: every built-in tool reads its arguments into a typed struct
+//! (serde) and publishes the input schema generated from that same struct (schemars), so
+//! the schema a model reads and the parser a call meets cannot drift apart.
+//!
+//! The generated schema is made lean for a model's context: no `$schema`, `title` or
+//! `format` keywords, no `null` alternatives for optional fields (leaving a field out is how
+//! a model says "none"), subschemas inlined, and `additionalProperties: false` on the
+//! arguments object. Defaults come from `#[serde(default = …)]` and appear as `default`;
+//! bounds come from `#[schemars(range(…))]` / `length(…)` and appear as
+//! `minimum`/`maximum`/`minLength`/`maxLength`.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use toolshed_core::ToolError;
+
+/// The input schema of a tool whose arguments are `T`.
+pub(crate) fn schema<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.inline_subschemas = true;
+        })
+        .for_deserialize()
+        .into_generator();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    lean(&mut value);
+    if let Value::Object(top) = &mut value {
+        // The tool's description says what the call is for; the struct's doc is for Rust.
+        top.remove("description");
+        top.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        top.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    value
+}
+
+/// Reads a call's arguments into `T`; the pipeline validated them against [`schema`]
+/// already, so an error here is one the schema cannot express (and names the field).
+pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}
+
+/// Removes what a model does not need from a generated schema, recursively.
+fn lean(value: &mut Value) {
+    let Value::Object(map) = value else {
+        if let Value::Array(items) = value {
+            items.iter_mut().for_each(lean);
+        }
+        return;
+    };
+    for key in ["$schema", "title", "format"] {
+        map.remove(key);
+    }
+    // `Option<T>` of a simple type: `"type": ["integer", "null"]` -> `"type": "integer"`.
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".into(), only);
+        }
+    }
+    // `Option<T>` of a composite type: `anyOf: [T, {type: null}]` -> T's keywords.
+    if let Some(Value::Array(alternatives)) = map.get("anyOf") {
+        let null = |v: &Value| v.get("type").is_some_and(|t| t == "null");
+        if alternatives.len() == 2 && alternatives.iter().any(null) {
+            let Some(Value::Array(alternatives)) = map.remove("anyOf") else {
+                unreachable!("checked above")
+            };
+            for alternative in alternatives {
+                if let Value::Object(keywords) = alternative {
+                    if keywords.get("type").is_some_and(|t| t == "null") {
+                        continue;
+                    }
+                    for (key, keyword) in keywords {
+                        map.entry(key).or_insert(keyword);
+                    }
+                }
+            }
+        }
+    }
+    // An enum value of `null` (an optional enum) is the same "leave it out".
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // `{"default": null}` says nothing a model can use.
+    if map.get("default").is_some_and(Value::is_null) {
+        map.remove("default");
+    }
+    for child in map.values_mut() {
+        lean(child);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    fn two() -> u32 {
+        2
+    }
+
+    /// What a tool's arguments look like.
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Example {
+        /// The file.
+        path: String,
+        /// How many.
+        #[serde(default = "two")]
+        #[schemars(range(min = 1, max = 10))]
+        count: u32,
+        /// Maybe.
+        flag: Option<bool>,
+        /// Pairs.
+        env: Option<std::collections::BTreeMap<String, String>>,
+        /// A choice.
+        mode: Option<Mode>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[test]
+    fn generated_schemas_are_lean_and_carry_defaults_and_bounds() {
+        let schema = schema::<Example>();
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file."},
+                    "count": {"type": "integer", "description": "How many.", "default": 2, "minimum": 1, "maximum": 10},
+                    "flag": {"type": "boolean", "description": "Maybe."},
+                    "env": {"type": "object", "description": "Pairs.", "additionalProperties": {"type": "string"}},
+                    "mode": {"type": "string", "description": "A choice.", "enum": ["fast", "slow"]}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            "{}",
+            serde_json::to_string_pretty(&schema).unwrap()
+        );
+    }
+}
