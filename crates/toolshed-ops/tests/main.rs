@@ -6,6 +6,7 @@ use toolshed_test_support::http as server;
 mod support;
 
 mod contract;
+mod feed;
 mod jail;
 mod net;
 mod process;

@@ -6,6 +6,7 @@ use crate::support;
 
 use support::Disk;
 use toolshed_ops::contract::Fixture;
+use toolshed_ops::search::FileSearch;
 use toolshed_ops::{
     FileOps, GlobRequest, GrepRequest, LocalOps, MemoryOps, Ops, OpsError, Parents, SearchOps,
 };
@@ -48,6 +49,18 @@ fn itself<'a>(ops: &'a MemoryOps, _: &'a ()) -> &'a dyn Fixture {
 
 toolshed_ops::search_contract!(local_search, local, on_disk, links_lead_out);
 toolshed_ops::search_contract!(memory_search, memory, itself);
+
+/// A backend outside this crate gets search from its files alone: `FileSearch` over the
+/// in-memory files (whose own search is not used) meets the same contract.
+fn over_files() -> (FileSearch<MemoryOps>, ()) {
+    (FileSearch::new(MemoryOps::new()), ())
+}
+
+fn inner<'a>(ops: &'a FileSearch<MemoryOps>, _: &'a ()) -> &'a dyn Fixture {
+    ops.files()
+}
+
+toolshed_ops::search_contract!(file_search, over_files, inner);
 
 #[test]
 fn ops_serve_files_and_search_from_one_backend() {

@@ -46,11 +46,14 @@
 //! filled by the backend's own supervisor (a thread per child in [`LocalOps`]'s backend).
 //! Its methods never block the caller: writes are queued, reads copy from the buffers, and
 //! the waiting methods are `async` with a timeout. A tool therefore needs no
-//! `spawn_blocking` and cannot hang on a child that neither reads nor exits.
+//! `spawn_blocking` and cannot hang on a child that neither reads nor exits. A backend
+//! outside this crate builds the handle with [`Process::from_backend`] and fills it through
+//! a [`ProcessFeed`].
 //!
 //! [`LocalOps`]: crate::LocalOps
 
 mod env;
+mod feed;
 mod handle;
 mod output;
 
@@ -60,6 +63,7 @@ use std::time::Duration;
 use crate::error::OpsError;
 
 pub use env::{DEFAULT_PATH, FIXED_ENV, SECRET_MARKERS, clean_env, is_secret_name};
+pub use feed::{Input, ProcessControl, ProcessFeed, ProcessStart};
 pub use handle::{MAX_STDIN_QUEUE, Process};
 pub(crate) use handle::{ResizeHook, Shared, State, StdinState};
 pub(crate) use output::OutputBuffer;

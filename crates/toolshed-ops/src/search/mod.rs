@@ -48,8 +48,10 @@ use crate::error::OpsError;
 use crate::file::FileKind;
 
 pub(crate) mod contract;
+mod files;
 mod find;
 mod fuzzy;
+pub use files::FileSearch;
 mod glob;
 mod grep;
 mod local;
