@@ -1,24 +1,30 @@
 //! The `system.exec_command` plugin: `exec_command`, `write_stdin`, the `command_run_*`
 //! tools and the persistent `shell`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
-    BuiltinPlugin, CallContext, ConfigField, ConfigFieldType, Danger, Health, Plugin, PluginError,
-    PluginKind, PluginManifest, Tool, ToolAnnotations, ToolError, ToolOutput, ToolSpec,
+    BuiltinPlugin, CallContext, ConfigField, ConfigFieldType, Health, Plugin, PluginError,
+    PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::process::{OutputLimits, SpawnRequest, Stdin, Stop, Stream, Tty};
 use toolshed_ops::{ProcessOps, Services};
 
 use super::sessions::{NewSession, Session, SessionTable};
-use super::shell::{ShellTable, shell_spec};
+use super::shell::ShellTable;
+use super::spec::{
+    self, DEFAULT_OUTPUT_BYTES, ExecArgs, MAX_OUTPUT_BYTES, MAX_TIMEOUT_MS, MAX_YIELD_MS,
+    MIN_OUTPUT_BYTES, NoArgs, ReadOutputArgs, TerminateArgs, WaitArgs, WriteStdinArgs,
+};
 use super::{
     GROUP, Table, clamp_wait, config_usize, exit_fields, exit_line, millis, owner, render,
     shell_program,
 };
+use crate::args::parse;
 
 /// The plugin id.
 pub const EXEC_PLUGIN_ID: &str = "system.exec_command";
@@ -27,13 +33,6 @@ pub const EXEC_PLUGIN_ID: &str = "system.exec_command";
 pub(super) const MAX_SESSIONS: &str = "max_sessions";
 const DEFAULT_MAX_SESSIONS: usize = 64;
 
-const DEFAULT_YIELD_MS: u64 = 10_000;
-const DEFAULT_WRITE_YIELD_MS: u64 = 1_000;
-const MAX_YIELD_MS: u64 = 600_000;
-const DEFAULT_TIMEOUT_MS: u64 = 1_800_000;
-const MAX_TIMEOUT_MS: u64 = 86_400_000;
-const DEFAULT_OUTPUT_BYTES: u64 = 32 * 1024;
-const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// A command that prints more than this in all is killed: nobody reads 64 MiB of output.
 const KILL_AFTER_BYTES: u64 = 64 * 1024 * 1024;
 /// Once some output came after a write, a quiet spell this long ends the wait early.
@@ -68,13 +67,16 @@ impl Tool for CommandTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => exec(&self.table, &self.process, &ctx, &args).await,
-            Kind::WriteStdin => write_stdin(&self.table, &ctx, &args).await,
-            Kind::List => Ok(list(&self.table, &ctx)),
-            Kind::ReadOutput => read_output(&self.table, &ctx, &args).await,
-            Kind::Wait => wait(&self.table, &ctx, &args).await,
-            Kind::Terminate => terminate(&self.table, &ctx, &args).await,
-            Kind::Shell => self.shells.run(&ctx, &args).await,
+            Kind::Exec => exec(&self.table, &self.process, &ctx, parse(args)?).await,
+            Kind::WriteStdin => write_stdin(&self.table, &ctx, parse(args)?).await,
+            Kind::List => {
+                let NoArgs {} = parse(args)?;
+                Ok(list(&self.table, &ctx))
+            }
+            Kind::ReadOutput => read_output(&self.table, &ctx, parse(args)?).await,
+            Kind::Wait => wait(&self.table, &ctx, parse(args)?).await,
+            Kind::Terminate => terminate(&self.table, &ctx, parse(args)?).await,
+            Kind::Shell => self.shells.run(&ctx, parse(args)?).await,
         }
     }
 }
@@ -128,13 +130,13 @@ pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
         );
     }
     let specs = [
-        (exec_spec(), Kind::Exec),
-        (write_stdin_spec(), Kind::WriteStdin),
-        (list_spec(), Kind::List),
-        (read_output_spec(), Kind::ReadOutput),
-        (wait_spec(), Kind::Wait),
-        (terminate_spec(), Kind::Terminate),
-        (shell_spec(), Kind::Shell),
+        (spec::exec_command(), Kind::Exec),
+        (spec::write_stdin(), Kind::WriteStdin),
+        (spec::command_run_list(), Kind::List),
+        (spec::command_run_read_output(), Kind::ReadOutput),
+        (spec::command_run_wait(), Kind::Wait),
+        (spec::command_run_terminate(), Kind::Terminate),
+        (spec::shell(), Kind::Shell),
     ];
     let tools: Vec<Arc<dyn Tool>> = specs
         .into_iter()
@@ -173,219 +175,51 @@ pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
     })
 }
 
-pub(crate) fn command_tool(
-    name: &str,
-    title: &str,
-    description: &str,
-    schema: Value,
-    annotations: ToolAnnotations,
-) -> ToolSpec {
-    let mut spec = ToolSpec::new(name, description)
-        .title(title)
-        .group(GROUP)
-        .input_schema(schema)
-        .annotations(annotations);
-    spec.mutates_state = !annotations.read_only;
-    spec.danger = if annotations.read_only {
-        Danger::Low
-    } else {
-        Danger::High
-    };
-    spec
+/// How many output bytes a reply may carry, given `max_output_bytes`.
+fn budget(max_output_bytes: u64) -> usize {
+    max_output_bytes.clamp(MIN_OUTPUT_BYTES, MAX_OUTPUT_BYTES) as usize
 }
 
-/// Runs commands: may change anything the command can.
-pub(crate) const RUNS: ToolAnnotations = ToolAnnotations {
-    read_only: false,
-    destructive: true,
-    idempotent: false,
-    open_world: true,
-};
-
-/// Looks at sessions only.
-pub(crate) const LOOKS: ToolAnnotations = ToolAnnotations::PURE;
-
-pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
-}
-
-fn session_id_prop() -> Value {
-    json!({"type": "integer", "minimum": 1, "description": "The session id exec_command returned"})
-}
-
-fn exec_spec() -> ToolSpec {
-    let mut spec = command_tool(
-        "exec_command",
-        "Run a command",
-        "Run a shell command line (bash -c) in the workspace. If it finishes within `yield_ms` (default 10000), returns its exit code, wall time and output (stdout and stderr together, terminal escapes removed, at most `max_output_bytes` with the middle left out). If it is still running, returns the output so far and a `session_id`: continue with write_stdin (input, Ctrl-C as \\u0003 with tty=true), command_run_read_output, command_run_wait or command_run_terminate. `timeout_ms` (default 1800000) limits its whole life; when it passes, the whole process tree is killed and the result says so. Use tty=true for programs that need a terminal (REPLs, prompts), stdin=true for a pipe to write to without one. Output streams as progress while it runs. Children get a clean environment (variables with TOKEN, KEY, SECRET or PASSWORD in their names are dropped; `env` adds variables).",
-        object(
-            json!({
-                "cmd": {"type": "string", "minLength": 1, "description": "The command line, run by bash -c (sh -c where bash is missing)"},
-                "workdir": {"type": "string", "description": "The working directory, relative to the workspace root (default: the root)"},
-                "tty": {"type": "boolean", "description": "Run it in a pseudo-terminal (80x24); stdout and stderr arrive together (default false)"},
-                "stdin": {"type": "boolean", "description": "Without tty: open a pipe for write_stdin instead of closing stdin (default false)"},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the process tree after this long (default 1800000)"},
-                "yield_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "Wait this long for it to finish before returning a session (default 10000; capped by the call's deadline)"},
-                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"}
-            }),
-            &["cmd"],
-        ),
-        RUNS,
-    );
-    spec.streaming = true;
-    spec.default_timeout_ms = Some(MAX_YIELD_MS + 60_000);
-    spec
-}
-
-fn write_stdin_spec() -> ToolSpec {
-    command_tool(
-        "write_stdin",
-        "Write to a session",
-        "Write characters to a command session's terminal (tty=true) or stdin pipe (stdin=true), then return the output that follows: the reply comes when the output goes quiet, the command exits, or `yield_ms` (default 1000) passes. An empty `chars` only polls for new output. Control characters work in a terminal: \\u0003 is Ctrl-C, \\u0004 Ctrl-D (end of input).",
-        object(
-            json!({
-                "session_id": session_id_prop(),
-                "chars": {"type": "string", "description": "What to type; include \\n to press Enter"},
-                "yield_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "The longest wait for output (default 1000)"},
-                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"}
-            }),
-            &["session_id", "chars"],
-        ),
-        RUNS,
-    )
-}
-
-fn list_spec() -> ToolSpec {
-    command_tool(
-        "command_run_list",
-        "List command sessions",
-        "List your command sessions: id, command, whether it runs, exit code, age and output size.",
-        object(json!({}), &[]),
-        LOOKS,
-    )
-}
-
-fn read_output_spec() -> ToolSpec {
-    command_tool(
-        "command_run_read_output",
-        "Read a session's output",
-        "Return a command session's output since the last reply (or since byte offset `since`), waiting up to `wait_ms` (default 0) for some to arrive. The reply's `next_offset` continues from there.",
-        object(
-            json!({
-                "session_id": session_id_prop(),
-                "since": {"type": "integer", "minimum": 0, "description": "A byte offset into the output (default: where the last reply ended)"},
-                "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "Wait this long for output when there is none yet (default 0)"},
-                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"}
-            }),
-            &["session_id"],
-        ),
-        LOOKS,
-    )
-}
-
-fn wait_spec() -> ToolSpec {
-    command_tool(
-        "command_run_wait",
-        "Wait for a session",
-        "Wait up to `timeout_ms` (default 30000; capped by the call's deadline) for a command session to finish; return its exit code when it did, and the output since the last reply either way.",
-        object(
-            json!({
-                "session_id": session_id_prop(),
-                "timeout_ms": {"type": "integer", "minimum": 0, "maximum": MAX_YIELD_MS, "description": "How long to wait (default 30000)"},
-                "max_output_bytes": {"type": "integer", "minimum": 64, "maximum": MAX_OUTPUT_BYTES, "description": "The most output bytes in this reply (default 32768)"}
-            }),
-            &["session_id"],
-        ),
-        LOOKS,
-    )
-}
-
-fn terminate_spec() -> ToolSpec {
-    command_tool(
-        "command_run_terminate",
-        "Stop a session",
-        "Stop a command session's whole process tree: SIGTERM, 2 s of grace, then SIGKILL (or SIGKILL at once with force=true). Returns how it ended and its last output.",
-        object(
-            json!({
-                "session_id": session_id_prop(),
-                "force": {"type": "boolean", "description": "Kill at once instead of asking first (default false)"}
-            }),
-            &["session_id"],
-        ),
-        ToolAnnotations {
-            read_only: false,
-            destructive: true,
-            idempotent: true,
-            open_world: false,
-        },
-    )
-}
-
-fn budget(args: &Value) -> usize {
-    args.get("max_output_bytes")
-        .and_then(Value::as_u64)
-        .unwrap_or(DEFAULT_OUTPUT_BYTES)
-        .clamp(64, MAX_OUTPUT_BYTES) as usize
-}
-
-fn session_id(args: &Value) -> Result<u64, ToolError> {
-    args.get("session_id")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| ToolError::invalid("session_id must be a positive integer"))
-}
-
-fn string_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
-}
-
-/// Builds the spawn request for a command line.
-pub(crate) fn command_request(args: &Value, cmd: &str) -> Result<SpawnRequest, ToolError> {
+/// Builds the spawn request for a command line run in `workdir` with `env` added.
+pub(crate) fn command_request(
+    cmd: &str,
+    workdir: Option<&str>,
+    env: Option<&BTreeMap<String, String>>,
+) -> SpawnRequest {
     let mut request = SpawnRequest::new(shell_program()).arg("-c").arg(cmd);
-    if let Some(dir) = string_arg(args, "workdir") {
+    if let Some(dir) = workdir {
         request = request.workdir(dir);
     }
-    if let Some(env) = args.get("env").and_then(Value::as_object) {
-        for (name, value) in env {
-            let Some(value) = value.as_str() else {
-                return Err(ToolError::invalid(format!("env.{name} must be a string")));
-            };
-            request = request.env(name, value);
-        }
+    for (name, value) in env.into_iter().flatten() {
+        request = request.env(name, value);
     }
-    Ok(request)
+    request
 }
 
 async fn exec(
     table: &SessionTable,
     process: &Arc<dyn ProcessOps>,
     ctx: &CallContext,
-    args: &Value,
+    args: ExecArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let cmd = string_arg(args, "cmd").unwrap_or_default();
+    let cmd = args.cmd.as_str();
     if cmd.trim().is_empty() {
         return Err(ToolError::invalid(
             "cmd is empty: give a command line to run",
         ));
     }
-    let tty = args.get("tty").and_then(Value::as_bool).unwrap_or(false);
-    let stdin = args.get("stdin").and_then(Value::as_bool).unwrap_or(false);
-    let timeout = millis(
-        args,
-        "timeout_ms",
-        DEFAULT_TIMEOUT_MS,
-        MAX_TIMEOUT_MS,
-        false,
-    )?;
-    let yield_for = millis(args, "yield_ms", DEFAULT_YIELD_MS, MAX_YIELD_MS, true)?;
-    let budget = budget(args);
-    let mut request = command_request(args, cmd)?.limits(OutputLimits {
-        kill_after_bytes: Some(KILL_AFTER_BYTES),
-        ..OutputLimits::default()
-    });
+    let tty = args.tty;
+    let timeout = millis("timeout_ms", args.timeout_ms, 1, MAX_TIMEOUT_MS)?;
+    let yield_for = millis("yield_ms", args.yield_ms, 0, MAX_YIELD_MS)?;
+    let budget = budget(args.max_output_bytes);
+    let mut request =
+        command_request(cmd, args.workdir.as_deref(), args.env.as_ref()).limits(OutputLimits {
+            kill_after_bytes: Some(KILL_AFTER_BYTES),
+            ..OutputLimits::default()
+        });
     if tty {
         request = request.tty(Tty::DEFAULT);
-    } else if stdin {
+    } else if args.stdin {
         request = request.stdin(Stdin::Piped);
     }
     request.validate().map_err(ToolError::from)?;
@@ -536,14 +370,11 @@ fn join(output: &str, footer: &str) -> String {
 async fn write_stdin(
     table: &SessionTable,
     ctx: &CallContext,
-    args: &Value,
+    args: WriteStdinArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let session = table.get(&owner(ctx), session_id(args)?)?;
-    let chars = string_arg(args, "chars").unwrap_or_default();
-    let yield_for = clamp_wait(
-        ctx,
-        millis(args, "yield_ms", DEFAULT_WRITE_YIELD_MS, MAX_YIELD_MS, true)?,
-    );
+    let session = table.get(&owner(ctx), args.session_id)?;
+    let chars = args.chars.as_str();
+    let yield_for = clamp_wait(ctx, millis("yield_ms", args.yield_ms, 0, MAX_YIELD_MS)?);
     let before = session.process.output_len(Stream::Combined);
     if !chars.is_empty() {
         if session.process.exit().is_some() {
@@ -566,7 +397,7 @@ async fn write_stdin(
         0
     };
     settle(&session, ctx, yield_for, before + echo).await?;
-    Ok(reply(&session, budget(args)))
+    Ok(reply(&session, budget(args.max_output_bytes)))
 }
 
 /// Waits until output beyond `answer_from` (past what was there before the write, and past
@@ -660,11 +491,11 @@ fn list(table: &SessionTable, ctx: &CallContext) -> ToolOutput {
 async fn read_output(
     table: &SessionTable,
     ctx: &CallContext,
-    args: &Value,
+    args: ReadOutputArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let session = table.get(&owner(ctx), session_id(args)?)?;
-    let since = args.get("since").and_then(Value::as_u64);
-    let wait_for = clamp_wait(ctx, millis(args, "wait_ms", 0, MAX_YIELD_MS, true)?);
+    let session = table.get(&owner(ctx), args.session_id)?;
+    let since = args.since;
+    let wait_for = clamp_wait(ctx, millis("wait_ms", args.wait_ms, 0, MAX_YIELD_MS)?);
     let from = since.unwrap_or_else(|| session.cursor());
     if session.process.output_len(Stream::Combined) <= from && !wait_for.is_zero() {
         tokio::select! {
@@ -672,7 +503,12 @@ async fn read_output(
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         }
     }
-    let out = render(&session.process, Stream::Combined, from, budget(args));
+    let out = render(
+        &session.process,
+        Stream::Combined,
+        from,
+        budget(args.max_output_bytes),
+    );
     if since.is_none() {
         session.advance(out.next);
     }
@@ -706,25 +542,24 @@ async fn read_output(
 async fn wait(
     table: &SessionTable,
     ctx: &CallContext,
-    args: &Value,
+    args: WaitArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let session = table.get(&owner(ctx), session_id(args)?)?;
-    let wait_for = clamp_wait(ctx, millis(args, "timeout_ms", 30_000, MAX_YIELD_MS, true)?);
+    let session = table.get(&owner(ctx), args.session_id)?;
+    let wait_for = clamp_wait(ctx, millis("timeout_ms", args.timeout_ms, 0, MAX_YIELD_MS)?);
     tokio::select! {
         _ = session.process.wait(wait_for) => {}
         () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
     }
-    Ok(reply(&session, budget(args)))
+    Ok(reply(&session, budget(args.max_output_bytes)))
 }
 
 async fn terminate(
     table: &SessionTable,
     ctx: &CallContext,
-    args: &Value,
+    args: TerminateArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let session = table.get(&owner(ctx), session_id(args)?)?;
-    let force = args.get("force").and_then(Value::as_bool).unwrap_or(false);
-    let stop = if force {
+    let session = table.get(&owner(ctx), args.session_id)?;
+    let stop = if args.force {
         Stop::Forced
     } else {
         Stop::graceful()

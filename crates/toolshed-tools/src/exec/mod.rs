@@ -19,6 +19,7 @@ mod command;
 mod process;
 mod sessions;
 mod shell;
+mod spec;
 pub mod terminal;
 
 pub use command::{EXEC_PLUGIN_ID, exec_plugin};
@@ -216,24 +217,15 @@ pub(crate) fn exit_line(fields: &Map<String, Value>) -> String {
     format!("[{}]", parts.join(" · "))
 }
 
-/// Checks a duration argument in milliseconds: present values must lie in `1..=max`
-/// (`0..=max` when `zero_ok`).
-pub(crate) fn millis(
-    args: &Value,
-    key: &str,
-    default: u64,
-    max: u64,
-    zero_ok: bool,
-) -> Result<Duration, ToolError> {
-    let Some(value) = args.get(key) else {
-        return Ok(Duration::from_millis(default));
-    };
-    let min = u64::from(!zero_ok);
-    match value.as_u64() {
-        Some(ms) if (min..=max).contains(&ms) => Ok(Duration::from_millis(ms)),
-        _ => Err(ToolError::invalid(format!(
-            "{key} = {value} is out of range: give whole milliseconds from {min} to {max}"
-        ))),
+/// A duration argument in milliseconds, checked against `min..=max`: the schema says the
+/// same, but direct calls (tests, other Rust code) skip the pipeline's validation.
+pub(crate) fn millis(key: &str, ms: u64, min: u64, max: u64) -> Result<Duration, ToolError> {
+    if (min..=max).contains(&ms) {
+        Ok(Duration::from_millis(ms))
+    } else {
+        Err(ToolError::invalid(format!(
+            "{key} = {ms} is out of range: give whole milliseconds from {min} to {max}"
+        )))
     }
 }
 

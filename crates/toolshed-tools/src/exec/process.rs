@@ -11,14 +11,18 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
     BuiltinPlugin, CallContext, ConfigField, ConfigFieldType, Health, Plugin, PluginError,
-    PluginKind, PluginManifest, PortDirectory, ProxyTarget, Tool, ToolAnnotations, ToolError,
-    ToolOutput, ToolSpec,
+    PluginKind, PluginManifest, PortDirectory, ProxyTarget, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::process::{OutputLimits, Process, Stop, Stream};
 use toolshed_ops::{ProcessOps, Services};
 
-use super::command::{LOOKS, RUNS, command_request, command_tool, object};
+use super::command::command_request;
+use super::spec::{
+    self, MAX_TAIL_LINES, NoArgs, Output, ProcessExecArgs, ProcessIdArgs, ProcessReadArgs,
+    ProcessStopArgs, StopMode,
+};
 use super::{GROUP, config_usize, exit_fields, exit_line, owner, render};
+use crate::args::parse;
 
 /// The plugin id.
 pub const PROCESS_PLUGIN_ID: &str = "system.process";
@@ -29,8 +33,6 @@ const DEFAULT_MAX_PROCESSES: usize = 32;
 /// How long `process_exec` watches a new process for an immediate failure.
 const STARTUP_WATCH: Duration = Duration::from_millis(300);
 const READ_BUDGET: usize = 32 * 1024;
-const DEFAULT_TAIL_LINES: u64 = 100;
-const MAX_TAIL_LINES: u64 = 10_000;
 
 struct Background {
     id: String,
@@ -92,11 +94,14 @@ impl Tool for ProcessTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => start(&self.table, &ctx, &args).await,
-            Kind::List => Ok(list(&self.table, &ctx)),
-            Kind::Read => read(&self.table, &ctx, &args),
-            Kind::Stop => stop(&self.table, &ctx, &args).await,
-            Kind::ProxyInfo => proxy_info(&self.table, &ctx, &args).await,
+            Kind::Exec => start(&self.table, &ctx, parse(args)?).await,
+            Kind::List => {
+                let NoArgs {} = parse(args)?;
+                Ok(list(&self.table, &ctx))
+            }
+            Kind::Read => read(&self.table, &ctx, parse(args)?),
+            Kind::Stop => stop(&self.table, &ctx, parse(args)?).await,
+            Kind::ProxyInfo => proxy_info(&self.table, &ctx, parse(args)?).await,
         }
     }
 }
@@ -160,11 +165,11 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
         );
     }
     let specs = [
-        (exec_spec(), Kind::Exec),
-        (list_spec(), Kind::List),
-        (read_spec(), Kind::Read),
-        (stop_spec(), Kind::Stop),
-        (proxy_spec(), Kind::ProxyInfo),
+        (spec::process_exec(), Kind::Exec),
+        (spec::process_list(), Kind::List),
+        (spec::process_read_output(), Kind::Read),
+        (spec::process_stop(), Kind::Stop),
+        (spec::process_proxy_info(), Kind::ProxyInfo),
     ];
     let tools: Vec<Arc<dyn Tool>> = specs
         .into_iter()
@@ -200,119 +205,32 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
     })
 }
 
-fn id_prop() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": 32, "description": "The process id process_exec returned (p1, p2, ...)"})
-}
-
-fn exec_spec() -> ToolSpec {
-    command_tool(
-        "process_exec",
-        "Start a background process",
-        "Start a long-running command (bash -c) in the background — a dev server, a watcher — and return at once with its id. It keeps running after this call; its stdout and stderr are kept in ring buffers (process_read_output) and its exit status after it ends (process_list). If it listens on a port on 127.0.0.1, give `port`: process_proxy_info then tells the URL under `toolshed serve` that forwards to it. Stop it with process_stop; all are stopped when toolshed exits.",
-        object(
-            json!({
-                "cmd": {"type": "string", "minLength": 1, "description": "The command line"},
-                "workdir": {"type": "string", "description": "The working directory, relative to the workspace root (default: the root)"},
-                "name": {"type": "string", "maxLength": 100, "description": "A label to recognise it by"},
-                "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "The 127.0.0.1 port it will listen on, for the proxy"},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"}
-            }),
-            &["cmd"],
-        ),
-        RUNS,
-    )
-}
-
-fn list_spec() -> ToolSpec {
-    command_tool(
-        "process_list",
-        "List background processes",
-        "List your background processes: id, name, command, pid, port, whether it runs, exit status, age and output sizes.",
-        object(json!({}), &[]),
-        LOOKS,
-    )
-}
-
-fn read_spec() -> ToolSpec {
-    command_tool(
-        "process_read_output",
-        "Read a background process's output",
-        "Return a background process's output: the last `tail_lines` lines (default 100), or everything since byte offset `since` (at most 32 KiB; `next_offset` continues). `stream` picks stdout, stderr or both in arrival order (combined, the default).",
-        object(
-            json!({
-                "id": id_prop(),
-                "stream": {"type": "string", "enum": ["combined", "stdout", "stderr"], "description": "Which output (default combined)"},
-                "tail_lines": {"type": "integer", "minimum": 1, "maximum": MAX_TAIL_LINES, "description": "How many of the last lines (default 100)"},
-                "since": {"type": "integer", "minimum": 0, "description": "A byte offset to read on from (instead of tail_lines)"}
-            }),
-            &["id"],
-        ),
-        LOOKS,
-    )
-}
-
-fn stop_spec() -> ToolSpec {
-    command_tool(
-        "process_stop",
-        "Stop a background process",
-        "Stop a background process and everything it started: graceful (SIGTERM, 2 s of grace, then SIGKILL; the default) or forced (SIGKILL at once). Returns how it ended.",
-        object(
-            json!({
-                "id": id_prop(),
-                "mode": {"type": "string", "enum": ["graceful", "forced"], "description": "How to stop it (default graceful)"}
-            }),
-            &["id"],
-        ),
-        ToolAnnotations {
-            read_only: false,
-            destructive: true,
-            idempotent: true,
-            open_world: false,
-        },
-    )
-}
-
-fn proxy_spec() -> ToolSpec {
-    command_tool(
-        "process_proxy_info",
-        "Proxy URL of a background process",
-        "Tell where a background process started with `port` can be reached: the URL under `toolshed serve` (/proxy/<id>/...) that forwards HTTP and WebSocket requests to its 127.0.0.1 port (send the same bearer token), the direct address, and whether something listens there now.",
-        object(json!({"id": id_prop()}), &["id"]),
-        LOOKS,
-    )
-}
-
-fn id_arg(args: &Value) -> Result<&str, ToolError> {
-    args.get("id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolError::invalid("id must be a process id such as p1"))
-}
-
 async fn start(
     table: &Arc<ProcessTable>,
     ctx: &CallContext,
-    args: &Value,
+    args: ProcessExecArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let cmd = args.get("cmd").and_then(Value::as_str).unwrap_or_default();
+    let cmd = args.cmd.as_str();
     if cmd.trim().is_empty() {
         return Err(ToolError::invalid(
             "cmd is empty: give a command line to run",
         ));
     }
-    let port = args
-        .get("port")
-        .and_then(Value::as_u64)
-        .map(|p| {
-            u16::try_from(p)
-                .map_err(|_| ToolError::invalid(format!("port {p} is out of range: 1 to 65535")))
-        })
-        .transpose()?;
-    let name = args.get("name").and_then(Value::as_str).map(String::from);
-    let request = command_request(args, cmd)?.limits(OutputLimits {
-        head_bytes: 16 * 1024,
-        tail_bytes: 1024 * 1024,
-        kill_after_bytes: None,
-    });
+    let port =
+        args.port
+            .map(|p| {
+                u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
+                    ToolError::invalid(format!("port {p} is out of range: 1 to 65535"))
+                })
+            })
+            .transpose()?;
+    let name = args.name;
+    let request =
+        command_request(cmd, args.workdir.as_deref(), args.env.as_ref()).limits(OutputLimits {
+            head_bytes: 16 * 1024,
+            tail_bytes: 1024 * 1024,
+            kill_after_bytes: None,
+        });
     request.validate().map_err(ToolError::from)?;
     let max = config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES);
     let item = {
@@ -457,28 +375,23 @@ fn list(table: &ProcessTable, ctx: &CallContext) -> ToolOutput {
     ToolOutput::text_and_structured(text, json!({ "processes": described }))
 }
 
-fn read(table: &ProcessTable, ctx: &CallContext, args: &Value) -> Result<ToolOutput, ToolError> {
-    let item = table.get(&owner(ctx), id_arg(args)?)?;
-    let stream = match args.get("stream").and_then(Value::as_str) {
-        None | Some("combined") => Stream::Combined,
-        Some("stdout") => Stream::Stdout,
-        Some("stderr") => Stream::Stderr,
-        Some(other) => {
-            return Err(ToolError::invalid(format!(
-                "stream `{other}` is not one of combined, stdout, stderr"
-            )));
-        }
+fn read(
+    table: &ProcessTable,
+    ctx: &CallContext,
+    args: ProcessReadArgs,
+) -> Result<ToolOutput, ToolError> {
+    let item = table.get(&owner(ctx), &args.id)?;
+    let stream = match args.stream {
+        Output::Combined => Stream::Combined,
+        Output::Stdout => Stream::Stdout,
+        Output::Stderr => Stream::Stderr,
     };
     let total = item.process.output_len(stream);
-    let (text, next, omitted) = if let Some(since) = args.get("since").and_then(Value::as_u64) {
+    let (text, next, omitted) = if let Some(since) = args.since {
         let out = render(&item.process, stream, since, READ_BUDGET);
         (out.text, out.next, out.omitted)
     } else {
-        let lines = args
-            .get("tail_lines")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_TAIL_LINES)
-            .clamp(1, MAX_TAIL_LINES);
+        let lines = args.tail_lines.clamp(1, MAX_TAIL_LINES);
         let from = total.saturating_sub(256 * 1024);
         let out = render(&item.process, stream, from, 256 * 1024);
         let kept: Vec<&str> = out.text.lines().collect();
@@ -515,17 +428,12 @@ fn read(table: &ProcessTable, ctx: &CallContext, args: &Value) -> Result<ToolOut
 async fn stop(
     table: &ProcessTable,
     ctx: &CallContext,
-    args: &Value,
+    args: ProcessStopArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let item = table.get(&owner(ctx), id_arg(args)?)?;
-    let stop = match args.get("mode").and_then(Value::as_str) {
-        None | Some("graceful") => Stop::graceful(),
-        Some("forced") => Stop::Forced,
-        Some(other) => {
-            return Err(ToolError::invalid(format!(
-                "mode `{other}` is not one of graceful, forced"
-            )));
-        }
+    let item = table.get(&owner(ctx), &args.id)?;
+    let stop = match args.mode {
+        StopMode::Graceful => Stop::graceful(),
+        StopMode::Forced => Stop::Forced,
     };
     let was_running = item.process.exit().is_none();
     // Also after it exited: children it left running (`server &`) go too.
@@ -547,9 +455,9 @@ async fn stop(
 async fn proxy_info(
     table: &ProcessTable,
     ctx: &CallContext,
-    args: &Value,
+    args: ProcessIdArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let item = table.get(&owner(ctx), id_arg(args)?)?;
+    let item = table.get(&owner(ctx), &args.id)?;
     let Some(port) = item.port else {
         return Err(ToolError::Conflict(format!(
             "{} was started without a port; start it with process_exec and `port` to reach it through the proxy",

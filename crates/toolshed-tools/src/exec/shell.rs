@@ -14,37 +14,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use toolshed_core::{CallContext, ToolError, ToolOutput, ToolSpec};
+use serde_json::json;
+use toolshed_core::{CallContext, ToolError, ToolOutput};
 use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Process, SpawnRequest, Stdin, Stop, Stream};
 
-use super::command::{RUNS, command_tool, object};
+use super::spec::{SHELL_MAX_TIMEOUT_MS, ShellArgs};
 use super::{clamp_wait, millis, owner, render_to, shell_program};
 
-const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-const MAX_TIMEOUT_MS: u64 = 3_600_000;
 const OUTPUT_BUDGET: usize = 32 * 1024;
 /// The most shells kept at once (one per owner).
 const MAX_SHELLS: usize = 64;
-
-pub(crate) fn shell_spec() -> ToolSpec {
-    let mut spec = command_tool(
-        "shell",
-        "Persistent shell",
-        "Run a command in your own persistent shell (bash): the working directory, exported variables, aliases and functions carry over to your next call. Returns the output (stdout and stderr together, terminal escapes removed, at most 32 KiB with the middle left out) and the exit status. Commands get no input (stdin is /dev/null); use exec_command with tty=true for interactive programs. If a command runs longer than `timeout_ms` (default 120000), the shell and everything it started are killed, and the next call starts a fresh shell in the workspace root.",
-        object(
-            json!({
-                "command": {"type": "string", "minLength": 1, "description": "The command line"},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "The longest it may run (default 120000; capped by the call's deadline)"}
-            }),
-            &["command"],
-        ),
-        RUNS,
-    );
-    spec.default_timeout_ms = Some(MAX_TIMEOUT_MS + 60_000);
-    spec
-}
 
 struct Shell {
     process: Process,
@@ -136,12 +116,9 @@ impl ShellTable {
     pub(crate) async fn run(
         &self,
         ctx: &CallContext,
-        args: &Value,
+        args: ShellArgs,
     ) -> Result<ToolOutput, ToolError> {
-        let command = args
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let command = args.command.as_str();
         if command.trim().is_empty() {
             return Err(ToolError::invalid(
                 "command is empty: give a command line to run",
@@ -152,13 +129,7 @@ impl ShellTable {
                 "command contains a NUL byte, which no shell can take",
             ));
         }
-        let timeout = millis(
-            args,
-            "timeout_ms",
-            DEFAULT_TIMEOUT_MS,
-            MAX_TIMEOUT_MS,
-            false,
-        )?;
+        let timeout = millis("timeout_ms", args.timeout_ms, 1, SHELL_MAX_TIMEOUT_MS)?;
         let window = clamp_wait(ctx, timeout);
         let (shell, fresh) = self.get_or_start(ctx)?;
         let started = Instant::now();

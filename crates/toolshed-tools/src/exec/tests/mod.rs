@@ -500,13 +500,23 @@ async fn bad_input_gets_clear_errors() {
         .await
         .unwrap_err();
     assert!(matches!(err, ToolError::NotFound(_)), "{err}");
-    for bad in [json!(0), json!(-5), json!(1u64 << 40)] {
+    // Outside the schema's bounds: a direct call skips the pipeline's schema validation, and
+    // the check on the typed value names the argument.
+    for bad in [json!(0), json!(1u64 << 40)] {
         let err = h
             .call("exec_command", json!({"cmd": "true", "timeout_ms": bad}))
             .await
             .unwrap_err();
         assert!(err.to_string().contains("timeout_ms"), "{err}");
+        assert!(err.to_string().contains("out of range"), "{err}");
     }
+    // Not a whole number of milliseconds at all: reading the arguments refuses it (the
+    // pipeline's schema validation refuses it first, at /timeout_ms: see args.rs).
+    let err = h
+        .call("exec_command", json!({"cmd": "true", "timeout_ms": -5}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
     let missing = h
         .call("exec_command", json!({"cmd": "no-such-program-xyz"}))
         .await
@@ -529,196 +539,6 @@ async fn bad_input_gets_clear_errors() {
 }
 
 #[tokio::test]
-async fn the_shell_keeps_cwd_env_and_functions_and_resets_after_a_timeout() {
-    let h = H::new();
-    std::fs::create_dir(h.dir.path().join("sub")).unwrap();
-    let first = h
-        .call("shell", json!({"command": "cd sub && export GREETING=hi && greet() { echo \"$GREETING $1\"; }"}))
-        .await
-        .unwrap();
-    assert!(!first.is_error, "{}", first.text_joined());
-    assert_eq!(structured(&first)["new_shell"], true);
-    let second = h
-        .call("shell", json!({"command": "pwd; greet there"}))
-        .await
-        .unwrap();
-    let text = structured(&second)["output"].as_str().unwrap().to_string();
-    assert!(
-        text.trim_start().lines().next().unwrap().ends_with("/sub"),
-        "{text}"
-    );
-    assert!(text.contains("hi there"), "{text}");
-    assert_eq!(structured(&second)["new_shell"], false);
-
-    let failed = h
-        .call("shell", json!({"command": "ls /no/such/place"}))
-        .await
-        .unwrap();
-    assert!(failed.is_error);
-    assert_eq!(structured(&failed)["exit_code"], 2);
-    assert!(
-        structured(&failed)["output"]
-            .as_str()
-            .unwrap()
-            .contains("No such file")
-    );
-
-    let other = h
-        .call_as(
-            "bob",
-            "shell",
-            json!({"command": "pwd; echo ${GREETING:-unset}"}),
-        )
-        .await
-        .unwrap();
-    assert!(
-        structured(&other)["output"]
-            .as_str()
-            .unwrap()
-            .contains("unset"),
-        "owners have their own shells"
-    );
-
-    let slow = h
-        .call(
-            "shell",
-            json!({"command": "setsid sleep 39.5 & sleep 30", "timeout_ms": 300}),
-        )
-        .await
-        .unwrap();
-    assert!(slow.is_error);
-    assert!(
-        slow.text_joined().contains("timed out"),
-        "{}",
-        slow.text_joined()
-    );
-    assert!(gone("sleep 39.5").await);
-    let fresh = h
-        .call("shell", json!({"command": "pwd; echo ${GREETING:-unset}"}))
-        .await
-        .unwrap();
-    let text = structured(&fresh)["output"].as_str().unwrap();
-    assert!(!text.contains("/sub") && text.contains("unset"), "{text}");
-    assert_eq!(structured(&fresh)["new_shell"], true);
-}
-
-#[tokio::test]
-async fn the_shell_does_not_hand_its_input_to_commands() {
-    let h = H::new();
-    let out = h
-        .call("shell", json!({"command": "cat; echo after"}))
-        .await
-        .unwrap();
-    assert_eq!(structured(&out)["output"], "after\n");
-    let next = h
-        .call("shell", json!({"command": "echo still here"}))
-        .await
-        .unwrap();
-    assert_eq!(structured(&next)["output"], "still here\n");
-}
-
-#[tokio::test]
-async fn a_background_server_is_listed_read_reachable_and_stopped_with_its_children() {
-    let h = H::new();
-    std::fs::write(h.dir.path().join("index.html"), "hello from the server\n").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let out = h
-        .call(
-            "process_exec",
-            json!({"cmd": format!("setsid sleep 40.5 & exec python3 -m http.server {port} --bind 127.0.0.1"), "name": "web", "port": port}),
-        )
-        .await
-        .unwrap();
-    assert!(!out.is_error, "{}", out.text_joined());
-    let id = structured(&out)["id"].as_str().unwrap().to_string();
-    assert_eq!(h.ports.get(&id).unwrap().port, port);
-
-    let mut listening = false;
-    for _ in 0..50 {
-        let info = h
-            .call("process_proxy_info", json!({"id": id}))
-            .await
-            .unwrap();
-        if structured(&info)["listening"] == true {
-            listening = true;
-            assert!(
-                info.text_joined().contains("not proxied"),
-                "no HTTP server in this test"
-            );
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(listening);
-    h.ports.set_base_url("http://127.0.0.1:7070");
-    let info = h
-        .call("process_proxy_info", json!({"id": id}))
-        .await
-        .unwrap();
-    assert_eq!(
-        structured(&info)["url"],
-        format!("http://127.0.0.1:7070/proxy/{id}/")
-    );
-
-    let body = reqwest_free_get(port).await;
-    assert!(body.contains("hello from the server"), "{body}");
-    // The server logs the request after answering it: poll for the line.
-    let mut logs = String::new();
-    for _ in 0..100 {
-        logs = h
-            .call("process_read_output", json!({"id": id, "tail_lines": 5}))
-            .await
-            .unwrap()
-            .text_joined();
-        if logs.contains("GET /index.html") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(logs.contains("GET /index.html"), "{logs}");
-
-    let listed = h.call("process_list", json!({})).await.unwrap();
-    assert_eq!(structured(&listed)["processes"][0]["name"], "web");
-    let theirs = h
-        .call_as("bob", "process_read_output", json!({"id": id}))
-        .await
-        .unwrap_err();
-    assert!(matches!(theirs, ToolError::NotFound(_)));
-
-    let stopped = h.call("process_stop", json!({"id": id})).await.unwrap();
-    assert_eq!(structured(&stopped)["running"], false);
-    assert!(gone("sleep 40.5").await, "the server's child survived");
-    assert!(h.ports.get(&id).is_none());
-}
-
-#[tokio::test]
-async fn a_process_that_fails_at_once_says_so() {
-    let h = H::new();
-    let out = h
-        .call(
-            "process_exec",
-            json!({"cmd": "no-such-server-xyz --port 1"}),
-        )
-        .await
-        .unwrap();
-    assert!(out.is_error);
-    assert!(
-        out.text_joined().contains("exited right away"),
-        "{}",
-        out.text_joined()
-    );
-    assert!(
-        out.text_joined().contains("not found"),
-        "{}",
-        out.text_joined()
-    );
-}
-
-#[tokio::test]
 async fn stopping_the_plugins_stops_every_session_and_process() {
     let h = H::new();
     h.call("exec_command", json!({"cmd": "sleep 41.5", "yield_ms": 0}))
@@ -733,21 +553,6 @@ async fn stopping_the_plugins_stops_every_session_and_process() {
     h.exec.stop().await.unwrap();
     h.process.stop().await.unwrap();
     assert!(gone("sleep 41.5").await && gone("sleep 41.75").await && gone("sleep 41.25").await);
-}
-
-/// GET / over a plain socket.
-async fn reqwest_free_get(port: u16) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .unwrap();
-    stream
-        .write_all(b"GET /index.html HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .await
-        .unwrap();
-    let mut body = String::new();
-    stream.read_to_string(&mut body).await.unwrap();
-    body
 }
 
 #[tokio::test]
@@ -791,115 +596,6 @@ async fn output_past_the_kept_head_is_returned_whole_when_it_fits() {
     );
 }
 
-#[tokio::test]
-async fn tail_lines_come_from_the_end_of_the_log() {
-    let h = H::new();
-    let out = h
-        .call("process_exec", json!({"cmd": "seq 1 20000; sleep 30"}))
-        .await
-        .unwrap();
-    let id = structured(&out)["id"].as_str().unwrap().to_string();
-    let mut last = String::new();
-    for _ in 0..50 {
-        let logs = h
-            .call("process_read_output", json!({"id": id, "tail_lines": 3}))
-            .await
-            .unwrap();
-        last = structured(&logs)["output"].as_str().unwrap().to_string();
-        if last.ends_with("20000") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(last, "19998\n19999\n20000");
-    h.call("process_stop", json!({"id": id, "mode": "forced"}))
-        .await
-        .unwrap();
-}
-
-#[tokio::test]
-async fn the_shell_survives_syntax_errors_unclosed_quotes_heredocs_and_set_e() {
-    let h = H::new();
-    h.call("shell", json!({"command": "export KEEP=yes"}))
-        .await
-        .unwrap();
-    for bad in [
-        "echo )",
-        "echo 'unclosed",
-        "cat <<EOF\nhello",
-        "set -e; false; echo after",
-    ] {
-        let out = h
-            .call("shell", json!({"command": bad, "timeout_ms": 10000}))
-            .await
-            .unwrap();
-        // Syntax errors fail the command; an unterminated heredoc is only a warning to bash,
-        // and `set -e` does not act inside the `if` the command runs in.
-        let syntax = bad.starts_with("echo");
-        assert_eq!(out.is_error, syntax, "{bad}: {}", out.text_joined());
-        assert!(
-            !out.text_joined().contains("timed out"),
-            "{bad}: {}",
-            out.text_joined()
-        );
-        assert!(
-            !out.text_joined().contains("shell exited"),
-            "{bad}: {}",
-            out.text_joined()
-        );
-    }
-    let heredoc = h
-        .call("shell", json!({"command": "cat <<EOF\nhello\nEOF"}))
-        .await
-        .unwrap();
-    assert_eq!(structured(&heredoc)["output"], "hello\n");
-    let still = h
-        .call("shell", json!({"command": "false; echo $KEEP"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        structured(&still)["output"],
-        "yes\n",
-        "the same shell lives on"
-    );
-    assert_eq!(structured(&still)["new_shell"], false);
-}
-
-#[tokio::test]
-async fn stopping_an_ended_process_still_stops_what_it_left_running() {
-    let h = H::new();
-    let out = h
-        .call(
-            "process_exec",
-            json!({"cmd": "sleep 49.5 > /dev/null 2>&1 &"}),
-        )
-        .await
-        .unwrap();
-    let id = structured(&out)["id"].as_str().unwrap().to_string();
-    assert!(running("sleep 49.5"));
-    h.call("process_stop", json!({"id": id})).await.unwrap();
-    assert!(
-        gone("sleep 49.5").await,
-        "the leftover child survived process_stop"
-    );
-
-    let session = h
-        .call(
-            "exec_command",
-            json!({"cmd": "sleep 49.75 > /dev/null 2>&1 & sleep 0.3", "yield_ms": 0}),
-        )
-        .await
-        .unwrap();
-    let sid = structured(&session)["session_id"].as_u64().unwrap();
-    h.call(
-        "command_run_wait",
-        json!({"session_id": sid, "timeout_ms": 5000}),
-    )
-    .await
-    .unwrap();
-    assert!(running("sleep 49.75"));
-    h.call("command_run_terminate", json!({"session_id": sid}))
-        .await
-        .unwrap();
-    assert!(gone("sleep 49.75").await);
-}
+mod args;
+mod process;
+mod shell;
