@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 use toolshed_core::{CallContext, HttpRequest, HttpResponse, ToolError, ToolOutput};
 use toolshed_ops::NetClient;
@@ -11,7 +10,7 @@ use url::Url;
 
 use super::html::{self, Mode, entities::windows_1252};
 use super::request_timeout;
-use crate::util::parse_args;
+use super::spec::{FetchArgs, Format};
 
 /// The default for `max_length`, in characters.
 pub(super) const DEFAULT_MAX_LENGTH: u64 = 20_000;
@@ -25,28 +24,6 @@ pub(super) const MAX_REDIRECTS: usize = 5;
 const TIMEOUT_CAP: Duration = Duration::from_secs(60);
 /// How much content a 4xx/5xx result shows.
 const ERROR_EXCERPT_CHARS: usize = 2_000;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Format {
-    #[default]
-    Markdown,
-    Text,
-    Html,
-    Raw,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    url: String,
-    #[serde(default)]
-    format: Format,
-    #[serde(default)]
-    start_index: Option<u64>,
-    #[serde(default)]
-    max_length: Option<u64>,
-}
 
 /// The final answer of a fetch and where it came from.
 struct Fetched {
@@ -70,7 +47,7 @@ pub(super) async fn run(
     net: &NetClient,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: FetchArgs = crate::args::parse(args)?;
     let url = Url::parse(args.url.trim()).map_err(|e| {
         ToolError::invalid_at(
             "/url",
@@ -90,7 +67,7 @@ pub(super) async fn run(
             ),
         ));
     }
-    let max_length = args.max_length.unwrap_or(DEFAULT_MAX_LENGTH);
+    let max_length = args.max_length;
     if !(1..=MAX_LENGTH).contains(&max_length) {
         return Err(ToolError::invalid_at(
             "/max_length",
@@ -110,7 +87,7 @@ pub(super) async fn run(
     if status >= 400 {
         return Ok(ToolOutput::text(error_text(&fetched, &page)).into_error());
     }
-    let start = usize::try_from(args.start_index.unwrap_or(0)).unwrap_or(usize::MAX);
+    let start = usize::try_from(args.start_index).unwrap_or(usize::MAX);
     let total = page.content.chars().count();
     if start > 0 && start >= total {
         return Err(ToolError::invalid_at(

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::HttpClient;
 use toolshed_core::{CallContext, HttpRequest, NetPolicy, ToolError, ToolOutput};
@@ -14,8 +13,8 @@ use url::Url;
 use super::providers::{
     PROVIDERS, ProviderRequest, SearchResult, configured, endpoint, firecrawl, shorten,
 };
+use super::spec::{ScrapeArgs, SearchArgs};
 use super::{WebEnv, request_timeout};
-use crate::util::parse_args;
 
 /// The default number of results.
 pub(super) const DEFAULT_COUNT: u64 = 5;
@@ -29,16 +28,6 @@ const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(90);
 /// The most Markdown characters `firecrawl_scrape` returns.
 const MAX_SCRAPE_CHARS: usize = 100_000;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchArgs {
-    query: String,
-    #[serde(default)]
-    count: Option<u64>,
-    #[serde(default)]
-    provider: Option<String>,
-}
 
 /// The error for a search with no provider configured.
 fn unconfigured() -> ToolError {
@@ -58,7 +47,7 @@ pub(super) async fn run(
     env: &WebEnv,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
-    let args: SearchArgs = parse_args(args)?;
+    let args: SearchArgs = crate::args::parse(args)?;
     let query = args.query.trim();
     if query.is_empty() {
         return Err(ToolError::invalid_at(
@@ -66,7 +55,7 @@ pub(super) async fn run(
             "`query` is empty; say what to search for",
         ));
     }
-    let count = args.count.unwrap_or(DEFAULT_COUNT);
+    let count = args.count;
     if !(1..=MAX_COUNT).contains(&count) {
         return Err(ToolError::invalid_at(
             "/count",
@@ -74,7 +63,7 @@ pub(super) async fn run(
         ));
     }
     let count = usize::try_from(count).unwrap_or(1);
-    let provider = match args.provider.as_deref() {
+    let provider = match args.provider.map(|p| p.id()) {
         Some(id) => {
             let Some(&(_, var)) = PROVIDERS.iter().find(|(p, _)| *p == id) else {
                 let names: Vec<&str> = PROVIDERS.iter().map(|(p, _)| *p).collect();
@@ -200,19 +189,13 @@ async fn exchange(
     })
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScrapeArgs {
-    url: String,
-}
-
 pub(super) async fn scrape(
     ctx: &CallContext,
     net: &NetClient,
     env: &WebEnv,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
-    let args: ScrapeArgs = parse_args(args)?;
+    let args: ScrapeArgs = crate::args::parse(args)?;
     let target = Url::parse(args.url.trim())
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https"))

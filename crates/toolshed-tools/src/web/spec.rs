@@ -1,6 +1,8 @@
 //! The web tools as data.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
 
 use super::GROUP;
@@ -25,41 +27,38 @@ Long content is paginated: at most `max_length` characters (default 20000, at mo
 when more remains, the last line says `content truncated — call again with start_index=N`. \
 Private, loopback and link-local addresses are refused, also after redirects. A 4xx/5xx answer is an error result naming the status.";
 
+/// `web_fetch`'s input schema, generated from [`FetchArgs`].
+///
+/// [`crate::args::schema`] strips `format` keys as the JSON Schema keyword everywhere, the
+/// names in `properties` included, so it drops this tool's `format` argument (and moves the
+/// last property into its place). The properties are put back in the struct's order, each
+/// from the lean schema when it survived and from the plain generated one when it did not.
+fn fetch_schema() -> Value {
+    let mut lean = crate::args::schema::<FetchArgs>();
+    let plain = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<FetchArgs>()
+        .to_value();
+    if let (Some(Value::Object(all)), Some(Value::Object(kept))) =
+        (plain.get("properties"), lean.get_mut("properties"))
+    {
+        *kept = all
+            .iter()
+            .map(|(name, raw)| (name.clone(), kept.get(name).unwrap_or(raw).clone()))
+            .collect();
+    }
+    lean
+}
+
 /// `web_fetch`.
 pub(super) fn web_fetch() -> ToolSpec {
     let mut spec = ToolSpec::new("web_fetch", FETCH_DESCRIPTION)
         .title("Fetch a web page as Markdown")
         .group(GROUP)
         .annotations(READS_THE_WEB)
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "url": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 8192,
-                    "description": "The absolute http or https URL to fetch."
-                },
-                "format": {
-                    "type": "string",
-                    "enum": ["markdown", "text", "html", "raw"],
-                    "description": "markdown (default): main content as Markdown; text: same as plain text; html: cleaned HTML of the main content; raw: the body as received."
-                },
-                "start_index": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Character offset to start from, for reading a long page in parts (default 0). Use the value the truncation line gives."
-                },
-                "max_length": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_LENGTH,
-                    "description": format!("Most characters of content returned (default {DEFAULT_MAX_LENGTH}, at most {MAX_LENGTH}).")
-                }
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }));
+        .input_schema(fetch_schema());
     // It reaches outside the host: High by the definition of `Danger`.
     spec.danger = Danger::High;
     spec
@@ -71,36 +70,47 @@ structured output `{provider, query, results: [{title, url, snippet, date?}]}`. 
 Providers: `searxng`, `brave`, `tavily`, `exa`, `firecrawl`; without `provider` the first configured one in that order is used. \
 Follow up with web_fetch to read a result.";
 
+/// What `web_fetch` returns of a page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Format {
+    #[default]
+    Markdown,
+    Text,
+    Html,
+    Raw,
+}
+
+fn default_max_length() -> u64 {
+    DEFAULT_MAX_LENGTH
+}
+
+/// The arguments of `web_fetch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FetchArgs {
+    /// The absolute http or https URL to fetch.
+    #[schemars(length(min = 1, max = 8192))]
+    pub(super) url: String,
+    /// markdown: main content as Markdown; text: same as plain text; html: cleaned HTML of the main content; raw: the body as received.
+    #[serde(default)]
+    pub(super) format: Format,
+    /// Character offset to start from, for reading a long page in parts. Use the value the truncation line gives.
+    #[serde(default)]
+    pub(super) start_index: u64,
+    /// Most characters of content returned.
+    #[serde(default = "default_max_length")]
+    #[schemars(range(min = 1, max = MAX_LENGTH))]
+    pub(super) max_length: u64,
+}
+
 /// `web_search`.
 pub(super) fn web_search() -> ToolSpec {
     let mut spec = ToolSpec::new("web_search", SEARCH_DESCRIPTION)
         .title("Search the web")
         .group(GROUP)
         .annotations(READS_THE_WEB)
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 2000,
-                    "description": "What to search for."
-                },
-                "count": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_COUNT,
-                    "description": format!("How many results (default {DEFAULT_COUNT}, at most {MAX_COUNT}).")
-                },
-                "provider": {
-                    "type": "string",
-                    "enum": ["searxng", "brave", "tavily", "exa", "firecrawl"],
-                    "description": "The search provider to use; default: the first configured of searxng, brave, tavily, exa, firecrawl."
-                }
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }));
+        .input_schema(crate::args::schema::<SearchArgs>());
     spec.output_schema = Some(json!({
         "type": "object",
         "properties": {
@@ -127,6 +137,49 @@ pub(super) fn web_search() -> ToolSpec {
     spec
 }
 
+/// The search providers `web_search` knows, in the order it tries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Provider {
+    Searxng,
+    Brave,
+    Tavily,
+    Exa,
+    Firecrawl,
+}
+
+impl Provider {
+    /// The provider's id, as in [`super::providers::PROVIDERS`].
+    pub(super) fn id(self) -> &'static str {
+        match self {
+            Provider::Searxng => "searxng",
+            Provider::Brave => "brave",
+            Provider::Tavily => "tavily",
+            Provider::Exa => "exa",
+            Provider::Firecrawl => "firecrawl",
+        }
+    }
+}
+
+fn default_count() -> u64 {
+    DEFAULT_COUNT
+}
+
+/// The arguments of `web_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SearchArgs {
+    /// What to search for.
+    #[schemars(length(min = 1, max = 2000))]
+    pub(super) query: String,
+    /// How many results.
+    #[serde(default = "default_count")]
+    #[schemars(range(min = 1, max = MAX_COUNT))]
+    pub(super) count: u64,
+    /// The search provider to use. Leave out for the first configured one, in this order.
+    pub(super) provider: Option<Provider>,
+}
+
 const SCRAPE_DESCRIPTION: &str = "\
 Scrape a web page through Firecrawl (needs FIRECRAWL_API_KEY) and return it as Markdown. \
 Firecrawl renders JavaScript, so use this for pages web_fetch returns empty or incomplete. \
@@ -138,21 +191,18 @@ pub(super) fn firecrawl_scrape() -> ToolSpec {
         .title("Scrape a page with Firecrawl")
         .group(GROUP)
         .annotations(READS_THE_WEB)
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "url": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 8192,
-                    "description": "The absolute http or https URL of the page to scrape."
-                }
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }));
+        .input_schema(crate::args::schema::<ScrapeArgs>());
     spec.danger = Danger::High;
     // Firecrawl renders the page before answering; the scrape may take up to 90 s.
     spec.default_timeout_ms = Some(100_000);
     spec
+}
+
+/// The arguments of `firecrawl_scrape`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ScrapeArgs {
+    /// The absolute http or https URL of the page to scrape.
+    #[schemars(length(min = 1, max = 8192))]
+    pub(super) url: String,
 }

@@ -1,26 +1,17 @@
 //! `workspace_edit`: replace text in one file, after a read of its current version.
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
 use toolshed_ops::Parents;
 
+use super::Env;
 use super::engine::{diff, edit};
 use super::read::{MAX_TEXT_BYTES, is_text};
+use super::spec::EditArgs;
 use super::write::check_read;
-use super::{Env, parse};
 
 /// The most bytes of diff shown in a result.
 pub(super) const MAX_DIFF_BYTES: usize = 64 * 1024;
-
-#[derive(Deserialize)]
-struct Args {
-    path: String,
-    old_text: String,
-    new_text: String,
-    #[serde(default)]
-    replace_all: bool,
-}
 
 /// Reads a text file for changing it: refuses binaries and files over the limit.
 pub(super) fn read_text(env: &Env, path: &str) -> Result<String, ToolError> {
@@ -52,7 +43,7 @@ pub(super) fn capped(diff: String) -> String {
 }
 
 pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse(args)?;
+    let args: EditArgs = crate::args::parse(args)?;
     let before = read_text(env, &args.path)?;
     check_read(env, &args.path)?;
     let outcome = edit::apply_edit(&before, &args.old_text, &args.new_text, args.replace_all)

@@ -3,12 +3,12 @@
 
 use std::time::SystemTime;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
 use toolshed_ops::{FileKind, Follow, Metadata, Overwrite, Parents};
 
-use super::{Env, parse};
+use super::Env;
+use super::spec::{DeleteArgs, ListArgs, MkdirArgs, MoveArgs, Sort, StatArgs};
 
 fn kind_name(kind: FileKind) -> &'static str {
     match kind {
@@ -37,13 +37,8 @@ fn describe(m: &Metadata) -> Value {
     })
 }
 
-#[derive(Deserialize)]
-struct PathArg {
-    path: String,
-}
-
 pub(super) fn stat(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: PathArg = parse(args)?;
+    let args: StatArgs = crate::args::parse(args)?;
     let m = env.files.stat(&args.path, Follow::No)?;
     let mut text = format!(
         "`{}`: {}, {} bytes, mode {:o}, modified {}",
@@ -64,30 +59,6 @@ pub(super) fn stat(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text_and_structured(text, structured))
 }
 
-#[derive(Deserialize)]
-struct ListArgs {
-    #[serde(default = "dot")]
-    path: String,
-    #[serde(default)]
-    sort: Sort,
-    #[serde(default)]
-    reverse: bool,
-    max_entries: Option<usize>,
-}
-
-fn dot() -> String {
-    ".".into()
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Sort {
-    #[default]
-    Name,
-    Size,
-    Modified,
-}
-
 fn human_size(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut size = n as f64;
@@ -104,8 +75,8 @@ fn human_size(n: u64) -> String {
 }
 
 pub(super) fn list(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: ListArgs = parse(args)?;
-    let max = args.max_entries.unwrap_or(1000);
+    let args: ListArgs = crate::args::parse(args)?;
+    let max = args.max_entries;
     let mut listing = env.files.read_dir(&args.path)?;
     match args.sort {
         Sort::Name => {}
@@ -173,19 +144,8 @@ pub(super) fn list(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-#[derive(Deserialize)]
-struct MkdirArgs {
-    path: String,
-    #[serde(default = "yes")]
-    parents: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
 pub(super) fn mkdir(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: MkdirArgs = parse(args)?;
+    let args: MkdirArgs = crate::args::parse(args)?;
     let parents = if args.parents {
         Parents::Create
     } else {
@@ -198,16 +158,8 @@ pub(super) fn mkdir(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-#[derive(Deserialize)]
-struct MoveArgs {
-    from: String,
-    to: String,
-    #[serde(default)]
-    overwrite: bool,
-}
-
 pub(super) fn move_(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: MoveArgs = parse(args)?;
+    let args: MoveArgs = crate::args::parse(args)?;
     let overwrite = if args.overwrite {
         // Replacing a file destroys its content: the same read-before-edit rule as a write.
         if let Ok(target) = env.files.stat(&args.to, Follow::No)
@@ -234,15 +186,8 @@ pub(super) fn move_(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-#[derive(Deserialize)]
-struct DeleteArgs {
-    path: String,
-    #[serde(default)]
-    recursive: bool,
-}
-
 pub(super) fn delete(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: DeleteArgs = parse(args)?;
+    let args: DeleteArgs = crate::args::parse(args)?;
     let m = env.files.stat(&args.path, Follow::No)?;
     if m.kind == FileKind::Dir && !args.recursive {
         return Err(ToolError::invalid_at(

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
     BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plugin,
@@ -98,11 +97,6 @@ impl Tool for WorkspaceTool {
         };
         joined.map_err(|e| ToolError::Internal(format!("workspace tool task failed: {e}")))?
     }
-}
-
-/// Deserializes validated arguments.
-pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
 }
 
 /// The `system.workspace` plugin over the host's files, search and read log.

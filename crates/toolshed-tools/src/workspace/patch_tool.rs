@@ -7,22 +7,17 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
 use toolshed_ops::{FileKind, Follow, OpsError, Overwrite, Parents};
 
+use super::Env;
 use super::edit_tool::{capped, read_text};
 use super::engine::diff;
 use super::engine::matching::MatchLevel;
 use super::engine::patch::{self, FileChange, FileOp};
+use super::spec::PatchArgs;
 use super::write::check_read;
-use super::{Env, parse};
-
-#[derive(Deserialize)]
-struct Args {
-    patch: String,
-}
 
 /// The most bytes of existing files one patch may read.
 pub(super) const MAX_PATCH_READ_BYTES: u64 = 64 * 1024 * 1024;
@@ -147,7 +142,7 @@ fn restore(env: &Env, before: &BTreeMap<String, Option<String>>) -> Vec<String> 
 }
 
 pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse(args)?;
+    let args: PatchArgs = crate::args::parse(args)?;
     let parsed = patch::parse(&args.patch).map_err(|e| ToolError::invalid(e.to_string()))?;
     // Read every path the patch names (each file once, however it is spelled, and within a
     // total), and check the caller has read what it changes.

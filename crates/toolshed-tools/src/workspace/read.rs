@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 
 use base64::Engine;
-use serde::Deserialize;
 use serde_json::json;
 use toolshed_core::{Content, ToolError, ToolOutput};
 
-use super::{Env, parse};
+use super::Env;
+use super::spec::ReadArgs;
 
 /// The largest text file read.
 pub(super) const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
@@ -19,13 +19,6 @@ pub(super) const OUTPUT_CAP: usize = 256 * 1024;
 pub(super) const LINE_CAP: usize = 2000;
 /// Lines returned when no limit is given.
 pub(super) const DEFAULT_LIMIT: usize = 2000;
-
-#[derive(Deserialize)]
-struct Args {
-    path: String,
-    offset: Option<usize>,
-    limit: Option<usize>,
-}
 
 /// The MIME type of an image format toolshed returns as an image.
 pub(super) fn image_type(bytes: &[u8]) -> Option<&'static str> {
@@ -81,7 +74,7 @@ fn push_cut_line(out: &mut String, line: &str) {
 }
 
 pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse(args)?;
+    let args: ReadArgs = crate::args::parse(args)?;
     let contents = env.files.read(&args.path, MAX_TEXT_BYTES + 1)?;
     let bytes = &contents.bytes;
     if let Some(mime) = image_type(bytes) {
@@ -126,8 +119,8 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
 
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
-    let offset = args.offset.unwrap_or(1);
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    let offset = args.offset;
+    let limit = args.limit;
     if total == 0 {
         return Ok(ToolOutput::text_and_structured(
             format!("`{}` is empty (0 lines)", args.path),

@@ -1,38 +1,15 @@
 //! `workspace_glob`, `workspace_find`, `workspace_grep`, `workspace_tree`: finding things in
 //! the workspace through the confined `SearchOps`.
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
-use toolshed_ops::{
-    CaseMode, FileKind, FindKind, FindRequest, GlobRequest, GrepRequest, TreeRequest,
-};
+use toolshed_ops::{FileKind, FindRequest, GlobRequest, GrepRequest, TreeRequest};
 
-use super::{Env, parse};
-
-fn dot() -> String {
-    ".".into()
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-struct GlobArgs {
-    patterns: Vec<String>,
-    #[serde(default = "dot")]
-    path: String,
-    #[serde(default)]
-    include_hidden: bool,
-    #[serde(default = "yes")]
-    respect_gitignore: bool,
-    #[serde(default)]
-    max_results: usize,
-}
+use super::Env;
+use super::spec::{FindArgs, GlobArgs, GrepArgs, TreeArgs};
 
 pub(super) fn glob(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: GlobArgs = parse(args)?;
+    let args: GlobArgs = crate::args::parse(args)?;
     let request = GlobRequest {
         cancel: env.cancel.clone(),
         patterns: args.patterns,
@@ -62,23 +39,8 @@ pub(super) fn glob(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-#[derive(Deserialize)]
-struct FindArgs {
-    query: String,
-    #[serde(default = "dot")]
-    path: String,
-    #[serde(default)]
-    kind: FindKind,
-    #[serde(default)]
-    include_hidden: bool,
-    #[serde(default = "yes")]
-    respect_gitignore: bool,
-    #[serde(default)]
-    max_results: usize,
-}
-
 pub(super) fn find(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: FindArgs = parse(args)?;
+    let args: FindArgs = crate::args::parse(args)?;
     if args.query.trim().is_empty() {
         return Err(ToolError::invalid_at(
             "/query",
@@ -92,7 +54,7 @@ pub(super) fn find(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
         max_results: args.max_results,
         include_hidden: args.include_hidden,
         respect_gitignore: args.respect_gitignore,
-        kind: args.kind,
+        kind: args.kind.into(),
     };
     let result = env.search.find(&request)?;
     let lines: Vec<String> = result
@@ -128,44 +90,16 @@ pub(super) fn find(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-#[derive(Deserialize)]
-struct GrepArgs {
-    pattern: String,
-    #[serde(default)]
-    fixed_string: bool,
-    #[serde(default)]
-    case: CaseMode,
-    #[serde(default = "dot")]
-    path: String,
-    #[serde(default)]
-    include: Vec<String>,
-    #[serde(default)]
-    exclude: Vec<String>,
-    context: Option<usize>,
-    context_before: Option<usize>,
-    context_after: Option<usize>,
-    #[serde(default)]
-    max_matches: usize,
-    #[serde(default)]
-    max_line_len: usize,
-    #[serde(default)]
-    include_hidden: bool,
-    #[serde(default = "yes")]
-    respect_gitignore: bool,
-    #[serde(default)]
-    multiline: bool,
-}
-
 pub(super) fn grep(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: GrepArgs = parse(args)?;
+    let args: GrepArgs = crate::args::parse(args)?;
     let request = GrepRequest {
         cancel: env.cancel.clone(),
         pattern: args.pattern,
         fixed_string: args.fixed_string,
-        case: args.case,
+        case: args.case.into(),
         base: args.path,
-        include: args.include,
-        exclude: args.exclude,
+        include: args.include.unwrap_or_default(),
+        exclude: args.exclude.unwrap_or_default(),
         context_before: args.context_before.or(args.context).unwrap_or(0),
         context_after: args.context_after.or(args.context).unwrap_or(0),
         max_matches: args.max_matches,
@@ -228,26 +162,8 @@ pub(super) fn grep(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-#[derive(Deserialize)]
-struct TreeArgs {
-    #[serde(default = "dot")]
-    path: String,
-    #[serde(default = "three")]
-    depth: usize,
-    #[serde(default)]
-    include_hidden: bool,
-    #[serde(default = "yes")]
-    respect_gitignore: bool,
-    #[serde(default)]
-    max_entries: usize,
-}
-
-fn three() -> usize {
-    3
-}
-
 pub(super) fn tree(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: TreeArgs = parse(args)?;
+    let args: TreeArgs = crate::args::parse(args)?;
     let request = TreeRequest {
         cancel: env.cancel.clone(),
         base: args.path,

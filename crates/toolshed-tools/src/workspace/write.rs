@@ -1,20 +1,12 @@
 //! `workspace_write`: create or replace a whole file, atomically.
 
-use serde::Deserialize;
 use serde_json::json;
 use toolshed_core::{ToolError, ToolOutput};
 use toolshed_ops::{OpsError, Parents, Written};
 
+use super::Env;
 use super::read::MAX_TEXT_BYTES;
-use super::{Env, parse};
-
-#[derive(Deserialize)]
-struct Args {
-    path: String,
-    content: String,
-    #[serde(default)]
-    create_parents: bool,
-}
+use super::spec::WriteArgs;
 
 /// Checks that the caller has read the current version of `path`, if it exists and the
 /// check is on. A missing file needs no read.
@@ -33,7 +25,7 @@ pub(super) fn check_read(env: &Env, path: &str) -> Result<(), ToolError> {
 }
 
 pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse(args)?;
+    let args: WriteArgs = crate::args::parse(args)?;
     if args.content.len() as u64 > MAX_TEXT_BYTES {
         return Err(ToolError::invalid_at(
             "/content",

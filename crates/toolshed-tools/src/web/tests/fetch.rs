@@ -341,6 +341,27 @@ async fn binary_content_is_described_not_returned() {
     );
 }
 
+#[test]
+fn the_schema_offers_every_argument_in_order() {
+    let schema = crate::web::spec::web_fetch().input_schema;
+    let names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        names,
+        ["url", "format", "start_index", "max_length"],
+        "{schema}"
+    );
+    assert_eq!(
+        schema["properties"]["format"],
+        json!({
+            "type": "string",
+            "enum": ["markdown", "text", "html", "raw"],
+            "description": "markdown: main content as Markdown; text: same as plain text; html: cleaned HTML of the main content; raw: the body as received.",
+            "default": "markdown"
+        })
+    );
+    assert_eq!(schema["required"], json!(["url"]));
+}
+
 #[tokio::test]
 async fn non_http_urls_are_refused_before_any_request() {
     let client = LoopbackClient::new();

@@ -393,3 +393,13 @@ async fn a_refused_key_names_the_variable_and_never_the_key() {
     );
     assert!(!message.contains("tvly-very-secret"), "{message}");
 }
+
+#[test]
+fn the_provider_argument_offers_every_provider_in_the_order_tried() {
+    let schema = crate::web::spec::web_search().input_schema;
+    let ids: Vec<&str> = crate::web::providers::PROVIDERS
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(schema["properties"]["provider"]["enum"], json!(ids));
+}
