@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 use toolshed_core::{BuiltinPlugin, Plugin, PluginKind, PluginManifest, SyncTool, ToolError};
 
 pub mod calculator;
@@ -51,12 +49,9 @@ pub(crate) fn single_tool_plugin(name: &str, title: &str, tool: SyncTool) -> Arc
     Arc::new(BuiltinPlugin::new(manifest, vec![Arc::new(tool)]))
 }
 
-/// Deserializes validated arguments into `T`. The pipeline has checked the schema already,
-/// so a failure here means the schema and the type disagree or a value is out of range;
-/// the error still names the field.
-pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
-}
+/// The old name of [`crate::args::parse`], kept only while `web/` still imports it from
+/// here; remove it once nothing does.
+pub(crate) use crate::args::parse as parse_args;
 
 /// The value of an optional argument that `operation` requires, or an error naming it.
 pub(crate) fn required<T>(value: Option<T>, field: &str, operation: &str) -> Result<T, ToolError> {

@@ -20,11 +20,11 @@ mod tests;
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{CallContext, Plugin, SyncTool, ToolError, ToolOutput};
 
-use super::{parse_args, single_tool_plugin};
+use self::spec::Args;
+use super::single_tool_plugin;
 
 /// The `system.calculator` plugin.
 pub fn plugin() -> Arc<dyn Plugin> {
@@ -35,14 +35,8 @@ pub fn plugin() -> Arc<dyn Plugin> {
     )
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    expression: String,
-}
-
 fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: Args = crate::args::parse(args)?;
     let value = parser::evaluate(&args.expression)?;
     let text = number::format(value);
     let result = number::to_json(&text, value);

@@ -1,6 +1,7 @@
 //! The calculator's spec, as data.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use super::parser::MAX_EXPRESSION_CHARS;
@@ -24,18 +25,14 @@ pub(super) fn tool_spec() -> ToolSpec {
     .title("Calculator")
     .group(GROUP)
     .annotations(ToolAnnotations::PURE)
-    .input_schema(json!({
-        "type": "object",
-        "properties": {
-            "expression": {
-                "type": "string",
-                "description": "The arithmetic expression, e.g. `(1 + 2) * sqrt(16) / 3` or \
-                                `round(2 * pi * 6371, 1)`. Whitespace is allowed.",
-                "minLength": 1,
-                "maxLength": MAX_EXPRESSION_CHARS,
-            }
-        },
-        "required": ["expression"],
-        "additionalProperties": false,
-    }))
+    .input_schema(crate::args::schema::<Args>())
+}
+
+/// The arguments of `calculator`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Args {
+    /// The arithmetic expression, e.g. `(1 + 2) * sqrt(16) / 3` or `round(2 * pi * 6371, 1)`. Whitespace is allowed.
+    #[schemars(length(min = 1, max = MAX_EXPRESSION_CHARS))]
+    pub(super) expression: String,
 }

@@ -5,179 +5,35 @@
 //! model hashes binary data it only has as hex.
 
 mod codec;
+mod spec;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
 
 use hmac::{Hmac, KeyInit, Mac};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::Digest;
-use toolshed_core::{Plugin, SyncTool, ToolAnnotations, ToolError, ToolOutput, ToolSpec};
+use toolshed_core::{Plugin, SyncTool, ToolError, ToolOutput};
 
 use self::codec::Alphabet;
-use super::{GROUP, parse_args, required, single_tool_plugin};
+use self::spec::{Algorithm, Args, BytesEncoding, Encoding, Operation};
+use super::{required, single_tool_plugin};
 
 /// The largest `input` or `key` accepted, in bytes.
 const MAX_INPUT_BYTES: usize = 1024 * 1024;
 
-const DESCRIPTION: &str = "Hash, HMAC and encode/decode bytes. Operations:\n\
-- `hash`: `algorithm` (md5|sha1|sha256|sha512) and `input`, optional `input_encoding` \
-(utf8 default, hex, base64) to hash binary data; returns the hex digest (base64 too in the \
-structured result). md5 and sha1 are broken for security: use them only for checksums and \
-legacy formats, never for passwords or signatures.\n\
-- `hmac`: HMAC-SHA256 of `input` with `key`; optional `key_encoding` and `input_encoding` \
-(utf8|hex|base64), optional `algorithm` to use another hash; returns hex and base64.\n\
-- `encode` / `decode`: `encoding` (base64|base64url|hex|url) and `input`. base64url encodes \
-without padding and decodes with or without it; url percent-encodes one URL component \
-(everything but A-Z a-z 0-9 - . _ ~) and decodes only %XX escapes (`+` stays `+`). Decoded \
-bytes that are not UTF-8 come back as hex, with a note. `encode` also takes `input_encoding` \
-to convert, e.g. hex to base64.\n\
-Inputs and keys up to 1 MiB.";
-
 /// The `system.crypto` plugin.
 pub fn plugin() -> Arc<dyn Plugin> {
-    let spec = ToolSpec::new("crypto", DESCRIPTION)
-        .title("Hash, HMAC, base64/hex/url encode and decode")
-        .input_schema(input_schema())
-        .group(GROUP)
-        .annotations(ToolAnnotations::PURE);
-    single_tool_plugin("crypto", "Crypto", SyncTool::new(spec, |_, args| run(args)))
-}
-
-fn input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "operation": {
-                "type": "string",
-                "enum": ["hash", "hmac", "encode", "decode"],
-                "description": "What to do: `hash` a value, compute an `hmac`, or `encode` / `decode` it."
-            },
-            "input": {
-                "type": "string",
-                "description": "The data to hash, authenticate, encode or decode (up to 1 MiB)."
-            },
-            "algorithm": {
-                "type": "string",
-                "enum": ["md5", "sha1", "sha256", "sha512"],
-                "description": "Hash function. Required for `hash`; for `hmac` optional, default sha256. md5 and sha1 are not secure."
-            },
-            "input_encoding": {
-                "type": "string",
-                "enum": ["utf8", "hex", "base64"],
-                "description": "How `input` is turned into bytes for `hash`, `hmac` and `encode`. Default utf8."
-            },
-            "key": {
-                "type": "string",
-                "description": "The secret key for `hmac`."
-            },
-            "key_encoding": {
-                "type": "string",
-                "enum": ["utf8", "hex", "base64"],
-                "description": "How `key` is turned into bytes. Default utf8."
-            },
-            "encoding": {
-                "type": "string",
-                "enum": ["base64", "base64url", "hex", "url"],
-                "description": "The encoding for `encode` and `decode`."
-            }
-        },
-        "required": ["operation", "input"],
-        "additionalProperties": false
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Operation {
-    Hash,
-    Hmac,
-    Encode,
-    Decode,
-}
-
-impl Operation {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Hash => "hash",
-            Self::Hmac => "hmac",
-            Self::Encode => "encode",
-            Self::Decode => "decode",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Algorithm {
-    Md5,
-    Sha1,
-    Sha256,
-    Sha512,
-}
-
-impl Algorithm {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Md5 => "md5",
-            Self::Sha1 => "sha1",
-            Self::Sha256 => "sha256",
-            Self::Sha512 => "sha512",
-        }
-    }
-}
-
-/// How a string argument becomes bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum BytesEncoding {
-    #[default]
-    Utf8,
-    Hex,
-    Base64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Encoding {
-    Base64,
-    Base64url,
-    Hex,
-    Url,
-}
-
-impl Encoding {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Base64 => "base64",
-            Self::Base64url => "base64url",
-            Self::Hex => "hex",
-            Self::Url => "url",
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    operation: Operation,
-    input: String,
-    #[serde(default)]
-    algorithm: Option<Algorithm>,
-    #[serde(default)]
-    input_encoding: Option<BytesEncoding>,
-    #[serde(default)]
-    key: Option<String>,
-    #[serde(default)]
-    key_encoding: Option<BytesEncoding>,
-    #[serde(default)]
-    encoding: Option<Encoding>,
+    single_tool_plugin(
+        "crypto",
+        "Crypto",
+        SyncTool::new(spec::spec(), |_, args| run(args)),
+    )
 }
 
 fn run(args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: Args = crate::args::parse(args)?;
     check_size("input", &args.input)?;
     if let Some(key) = &args.key {
         check_size("key", key)?;

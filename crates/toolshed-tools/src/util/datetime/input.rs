@@ -9,7 +9,8 @@ use jiff::fmt::temporal::{Pieces, PiecesOffset};
 use jiff::fmt::{rfc2822, strtime};
 use jiff::tz::{self, AmbiguousOffset, Offset, TimeZone};
 use jiff::{Span, Timestamp, ZonedDateTime};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use toolshed_core::ToolError;
 
 use super::report::offset_string;
@@ -28,17 +29,20 @@ const ZONE_FORMS: &str = "use an IANA time zone name in Area/City form, e.g. `Eu
      `America/New_York`, or `UTC`, or a fixed offset like `+05:30`";
 
 /// How to read a civil time that a time zone transition skips or repeats.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+///
+/// The variants carry plain comments, not doc comments: a documented variant would turn the
+/// generated schema's `enum` into a `oneOf`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum Disambiguation {
-    /// Gap: shift forward by the gap's length; fold: the earlier of the two.
+    // Gap: shift forward by the gap's length; fold: the earlier of the two.
     #[default]
     Compatible,
-    /// The earlier of the two possible instants.
+    // The earlier of the two possible instants.
     Earlier,
-    /// The later of the two possible instants.
+    // The later of the two possible instants.
     Later,
-    /// Refuse the ambiguous time with an error.
+    // Refuse the ambiguous time with an error.
     Reject,
 }
 

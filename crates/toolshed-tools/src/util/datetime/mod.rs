@@ -13,11 +13,10 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{Number, Value};
+use serde_json::Value;
 use toolshed_core::{CallContext, Plugin, SyncTool, ToolError, ToolOutput};
 
-use super::{parse_args, single_tool_plugin};
+use super::single_tool_plugin;
 
 mod input;
 mod ops;
@@ -26,7 +25,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-use input::Disambiguation;
+use spec::{Args, DiffUnit, Operation};
 
 /// The `system.datetime` plugin.
 pub fn plugin() -> Arc<dyn Plugin> {
@@ -37,80 +36,8 @@ pub fn plugin() -> Arc<dyn Plugin> {
     )
 }
 
-/// What the caller asked for.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Operation {
-    Now,
-    Format,
-    Parse,
-    Add,
-    Subtract,
-    Diff,
-    Convert,
-}
-
-impl Operation {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Now => "now",
-            Self::Format => "format",
-            Self::Parse => "parse",
-            Self::Add => "add",
-            Self::Subtract => "subtract",
-            Self::Diff => "diff",
-            Self::Convert => "convert",
-        }
-    }
-}
-
-/// The largest unit of a `diff` span.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum DiffUnit {
-    Years,
-    Months,
-    Weeks,
-    #[default]
-    Days,
-    Hours,
-    Minutes,
-    Seconds,
-}
-
-/// The tool's arguments; each operation reads the fields it needs.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    operation: Operation,
-    #[serde(default)]
-    timezone: Option<String>,
-    #[serde(default)]
-    instant: Option<String>,
-    #[serde(default)]
-    unix: Option<Number>,
-    #[serde(default)]
-    format: Option<String>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    duration: Option<String>,
-    #[serde(default)]
-    start: Option<String>,
-    #[serde(default)]
-    end: Option<String>,
-    #[serde(default)]
-    unit: Option<DiffUnit>,
-    #[serde(default)]
-    to: Option<String>,
-    #[serde(default)]
-    from: Option<String>,
-    #[serde(default)]
-    disambiguation: Option<Disambiguation>,
-}
-
 fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: Args = crate::args::parse(args)?;
     match args.operation {
         Operation::Now => ops::now(&args),
         Operation::Format => ops::format(&args),

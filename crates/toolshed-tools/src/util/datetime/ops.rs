@@ -57,7 +57,7 @@ pub(super) fn format(args: &Args) -> Result<ToolOutput, ToolError> {
     }
     let zone = optional_zone(args)?;
     let civil_zone = zone.clone().unwrap_or(TimeZone::UTC);
-    let rule = args.disambiguation.unwrap_or_default();
+    let rule = args.disambiguation;
     let (zdt, adjustment) = match (&args.instant, &args.unix) {
         (Some(_), Some(_)) => {
             return Err(ToolError::invalid(
@@ -124,7 +124,7 @@ fn unix_seconds(unix: &serde_json::Number) -> Result<Timestamp, ToolError> {
 pub(super) fn parse(args: &Args) -> Result<ToolOutput, ToolError> {
     let text = required(args.text.as_deref(), "text", "parse")?;
     let civil_zone = optional_zone(args)?.unwrap_or(TimeZone::UTC);
-    let rule = args.disambiguation.unwrap_or_default();
+    let rule = args.disambiguation;
     let read = match args.format.as_deref() {
         Some(pattern) => read_with_format(text, pattern, &civil_zone, rule)?,
         None => read_instant(text, "text", &civil_zone, rule)?,
@@ -165,12 +165,7 @@ pub(super) fn shift(args: &Args) -> Result<ToolOutput, ToolError> {
     let duration = required(args.duration.as_deref(), "duration", op)?;
     let zone = optional_zone(args)?;
     let civil_zone = zone.clone().unwrap_or(TimeZone::UTC);
-    let read = read_instant(
-        instant,
-        "instant",
-        &civil_zone,
-        args.disambiguation.unwrap_or_default(),
-    )?;
+    let read = read_instant(instant, "instant", &civil_zone, args.disambiguation)?;
     let span = read_duration(duration)?;
     let start = match zone {
         Some(zone) => read.zdt.with_time_zone(zone),
@@ -215,14 +210,14 @@ pub(super) fn diff(args: &Args) -> Result<ToolOutput, ToolError> {
     let end = required(args.end.as_deref(), "end", "diff")?;
     let zone = optional_zone(args)?;
     let civil_zone = zone.clone().unwrap_or(TimeZone::UTC);
-    let rule = args.disambiguation.unwrap_or_default();
+    let rule = args.disambiguation;
     let start = read_instant(start, "start", &civil_zone, rule)?;
     let end = read_instant(end, "end", &civil_zone, rule)?;
     // Calendar units need one zone for both ends: `timezone`, else the start's own zone.
     let zone = zone.unwrap_or_else(|| start.zdt.time_zone().clone());
     let start_z = start.zdt.with_time_zone(zone.clone());
     let end_z = end.zdt.with_time_zone(zone.clone());
-    let unit = args.unit.unwrap_or_default();
+    let unit = args.unit;
     let (largest, unit_name) = match unit {
         DiffUnit::Years => (Unit::Year, "years"),
         DiffUnit::Months => (Unit::Month, "months"),
@@ -283,12 +278,7 @@ pub(super) fn convert(args: &Args) -> Result<ToolOutput, ToolError> {
         .map(|name| read_zone(name, "from"))
         .transpose()?;
     let civil_zone = from.clone().unwrap_or(TimeZone::UTC);
-    let read = read_instant(
-        instant,
-        "instant",
-        &civil_zone,
-        args.disambiguation.unwrap_or_default(),
-    )?;
+    let read = read_instant(instant, "instant", &civil_zone, args.disambiguation)?;
     let result = read.zdt.with_time_zone(target);
     let mut out = instant_facts(&result);
     out.insert("source".into(), json!(rfc3339(&read.zdt)));

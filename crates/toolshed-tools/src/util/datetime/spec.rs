@@ -1,8 +1,11 @@
 //! The `datetime` tool as data.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value, json};
 use toolshed_core::{ToolAnnotations, ToolSpec};
 
+use super::input::Disambiguation;
 use crate::util::GROUP;
 
 /// The tool's name.
@@ -24,66 +27,113 @@ pub(super) fn spec() -> ToolSpec {
         .title("Date and time: now, format, parse, arithmetic, time zones")
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "operation": {
-                    "type": "string",
-                    "enum": ["now", "format", "parse", "add", "subtract", "diff", "convert"],
-                    "description": "What to do; see the tool description for the fields each operation reads."
-                },
-                "timezone": {
-                    "type": "string",
-                    "description": "IANA zone (`Europe/London`), `UTC` or a fixed offset (`+05:30`). now/format/add/subtract/diff: the zone to show results and do calendar arithmetic in. parse and civil instants: the zone a time without an offset is read in. Default: UTC, or the instant's own zone when it carries one."
-                },
-                "instant": {
-                    "type": "string",
-                    "description": "format/add/subtract/convert: the point in time, e.g. `2026-03-29T01:30:00Z`, `2026-03-29T14:30`, `1774747800` or `now`."
-                },
-                "unix": {
-                    "type": "number",
-                    "description": "format: unix time in seconds (fractions allowed), instead of `instant`."
-                },
-                "format": {
-                    "type": "string",
-                    "description": "format: strftime pattern for the output, e.g. `%Y-%m-%d %H:%M %Z`. parse: strptime pattern the text follows, e.g. `%d/%m/%Y %H:%M`; omit to auto-detect."
-                },
-                "text": {
-                    "type": "string",
-                    "description": "parse: the date/time text to read."
-                },
-                "duration": {
-                    "type": "string",
-                    "description": "add/subtract: ISO 8601 (`P1DT2H`, `PT90M`) or friendly (`1d 2h 30m`, `90s`, `2 weeks`, `1 month`)."
-                },
-                "start": {
-                    "type": "string",
-                    "description": "diff: the earlier instant (any accepted instant form)."
-                },
-                "end": {
-                    "type": "string",
-                    "description": "diff: the later instant; a negative result means `end` is before `start`."
-                },
-                "unit": {
-                    "type": "string",
-                    "enum": ["years", "months", "weeks", "days", "hours", "minutes", "seconds"],
-                    "description": "diff: the largest unit of the human span (default `days`)."
-                },
-                "to": {
-                    "type": "string",
-                    "description": "convert: the target zone, e.g. `Europe/London`, `Asia/Kolkata`, `UTC`."
-                },
-                "from": {
-                    "type": "string",
-                    "description": "convert: the zone of an `instant` written without an offset (default UTC); ignored when `instant` has an offset."
-                },
-                "disambiguation": {
-                    "type": "string",
-                    "enum": ["compatible", "earlier", "later", "reject"],
-                    "description": "How to read a civil time that a DST change skips (gap) or repeats (fold): `compatible` (default; gap: shift forward, fold: earlier), `earlier`, `later`, or `reject` with an error."
-                }
-            },
-            "required": ["operation"],
-            "additionalProperties": false
-        }))
+        .input_schema(input_schema())
+}
+
+/// The schema generated from [`Args`], with its `format` property restored.
+///
+/// `crate::args::schema` strips the keys `format` and `title` from every object of the
+/// schema, the `properties` map included, so it drops this tool's `format` argument and
+/// (removing it from an ordered map) moves the last property into its place. Until that is
+/// fixed there, put the property back and the properties in field order; once it is fixed,
+/// this changes nothing.
+fn input_schema() -> Value {
+    let mut schema = crate::args::schema::<Args>();
+    let raw = schemars::schema_for!(Args).to_value();
+    if let (Some(Value::Object(lean)), Some(Value::Object(raw))) =
+        (schema.get_mut("properties"), raw.get("properties"))
+    {
+        let mut ordered = Map::new();
+        for (name, property) in raw {
+            let property = lean.remove(name).unwrap_or_else(
+                || json!({"type": "string", "description": property["description"]}),
+            );
+            ordered.insert(name.clone(), property);
+        }
+        ordered.append(lean);
+        *lean = ordered;
+    }
+    schema
+}
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Operation {
+    Now,
+    Format,
+    Parse,
+    Add,
+    Subtract,
+    Diff,
+    Convert,
+}
+
+impl Operation {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Now => "now",
+            Self::Format => "format",
+            Self::Parse => "parse",
+            Self::Add => "add",
+            Self::Subtract => "subtract",
+            Self::Diff => "diff",
+            Self::Convert => "convert",
+        }
+    }
+}
+
+/// The largest unit of a `diff` span.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum DiffUnit {
+    Years,
+    Months,
+    Weeks,
+    #[default]
+    Days,
+    Hours,
+    Minutes,
+    Seconds,
+}
+
+/// What the schema shows for `from` left out; the field stays an `Option` because a `from`
+/// that the instant's own offset overrides is reported.
+fn utc() -> Option<String> {
+    Some("UTC".into())
+}
+
+/// The tool's arguments; each operation reads the fields it needs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Args {
+    /// What to do; see the tool description for the fields each operation reads.
+    pub(super) operation: Operation,
+    /// IANA zone (`Europe/London`), `UTC` or a fixed offset (`+05:30`). now/format/add/subtract/diff: the zone to show results and do calendar arithmetic in. parse and civil instants: the zone a time without an offset is read in. Omitted: UTC, or the instant's own zone when it carries one.
+    pub(super) timezone: Option<String>,
+    /// format/add/subtract/convert: the point in time, e.g. `2026-03-29T01:30:00Z`, `2026-03-29T14:30`, `1774747800` or `now`.
+    pub(super) instant: Option<String>,
+    /// format: unix time in seconds (fractions allowed), instead of `instant`.
+    pub(super) unix: Option<Number>,
+    /// format: strftime pattern for the output, e.g. `%Y-%m-%d %H:%M %Z`. parse: strptime pattern the text follows, e.g. `%d/%m/%Y %H:%M`; omit to auto-detect.
+    pub(super) format: Option<String>,
+    /// parse: the date/time text to read.
+    pub(super) text: Option<String>,
+    /// add/subtract: ISO 8601 (`P1DT2H`, `PT90M`) or friendly (`1d 2h 30m`, `90s`, `2 weeks`, `1 month`).
+    pub(super) duration: Option<String>,
+    /// diff: the earlier instant (any accepted instant form).
+    pub(super) start: Option<String>,
+    /// diff: the later instant; a negative result means `end` is before `start`.
+    pub(super) end: Option<String>,
+    /// diff: the largest unit of the human span.
+    #[serde(default)]
+    pub(super) unit: DiffUnit,
+    /// convert: the target zone, e.g. `Europe/London`, `Asia/Kolkata`, `UTC`.
+    pub(super) to: Option<String>,
+    /// convert: the zone of an `instant` written without an offset; ignored when `instant` has an offset.
+    #[schemars(default = "utc")]
+    pub(super) from: Option<String>,
+    /// How to read a civil time that a DST change skips (gap) or repeats (fold): `compatible` (gap: shift forward, fold: earlier), `earlier`, `later`, or `reject` with an error.
+    #[serde(default)]
+    pub(super) disambiguation: Disambiguation,
 }

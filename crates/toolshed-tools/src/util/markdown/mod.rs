@@ -6,90 +6,29 @@
 
 mod outline;
 mod render;
+mod spec;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
 
 use pulldown_cmark::Options;
-use serde::Deserialize;
 use serde_json::{Value, json};
-use toolshed_core::{Plugin, SyncTool, ToolAnnotations, ToolError, ToolOutput, ToolSpec};
+use toolshed_core::{Plugin, SyncTool, ToolError, ToolOutput};
 
-use super::{GROUP, parse_args, single_tool_plugin};
+use self::spec::{Args, Operation};
+use super::single_tool_plugin;
 
 /// The largest `markdown` accepted, in bytes.
 const MAX_INPUT_BYTES: usize = 1024 * 1024;
 
-const DESCRIPTION: &str = "Work with Markdown (CommonMark with GitHub tables, strikethrough, \
-task lists and footnotes). Field `markdown` (up to 1 MiB) plus `operation`:\n\
-- `to_html`: render HTML. Safe by default: raw HTML in the input is escaped and \
-javascript:, vbscript: and data: link targets (data: images excepted) become `#`; set \
-`allow_html: true` to pass raw HTML and all links through unchanged (trusted input only).\n\
-- `to_text`: plain text without markup: blank lines between paragraphs, list items as `- ` \
-lines (`1. ` for numbered lists), code blocks verbatim, link text kept; `include_urls: true` \
-appends ` (url)` after links and images.\n\
-- `headings`: every heading with level, text, GitHub-style anchor slug and line number.\n\
-- `toc`: a Markdown nested bullet list linking to the heading anchors, headings up to \
-`max_level` (1-6, default 3).\n\
-- `links`: every link and image with text, url, title, kind (link|image|autolink) and line; \
-reference-style links are resolved.";
-
 /// The `system.markdown` plugin.
 pub fn plugin() -> Arc<dyn Plugin> {
-    let spec = ToolSpec::new("markdown", DESCRIPTION)
-        .title("Markdown to HTML/text, headings, table of contents, links")
-        .input_schema(input_schema())
-        .group(GROUP)
-        .annotations(ToolAnnotations::PURE);
     single_tool_plugin(
         "markdown",
         "Markdown",
-        SyncTool::new(spec, |_, args| run(args)),
+        SyncTool::new(spec::spec(), |_, args| run(args)),
     )
-}
-
-fn input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "operation": {
-                "type": "string",
-                "enum": ["to_html", "to_text", "headings", "toc", "links"],
-                "description": "What to produce: `to_html`, `to_text`, the `headings`, a `toc` (table of contents) or the `links`."
-            },
-            "markdown": {
-                "type": "string",
-                "description": "The Markdown source (up to 1 MiB)."
-            },
-            "allow_html": {
-                "type": "boolean",
-                "description": "For `to_html`: pass raw HTML in the input through unescaped. Default false (escaped); only enable for trusted input."
-            },
-            "include_urls": {
-                "type": "boolean",
-                "description": "For `to_text`: append ` (url)` after each link and image. Default false."
-            },
-            "max_level": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 6,
-                "description": "For `toc`: deepest heading level included, 1-6. Default 3."
-            }
-        },
-        "required": ["operation", "markdown"],
-        "additionalProperties": false
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Operation {
-    ToHtml,
-    ToText,
-    Headings,
-    Toc,
-    Links,
 }
 
 impl Operation {
@@ -104,19 +43,6 @@ impl Operation {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    operation: Operation,
-    markdown: String,
-    #[serde(default)]
-    allow_html: Option<bool>,
-    #[serde(default)]
-    include_urls: Option<bool>,
-    #[serde(default)]
-    max_level: Option<i64>,
-}
-
 /// The parser options every operation uses, so slugs and links agree with the rendering.
 fn options() -> Options {
     Options::ENABLE_TABLES
@@ -126,7 +52,7 @@ fn options() -> Options {
 }
 
 fn run(args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: Args = crate::args::parse(args)?;
     if args.markdown.len() > MAX_INPUT_BYTES {
         return Err(ToolError::invalid_at(
             "/markdown",

@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use serde::Deserialize;
-use serde_json::{Map, Number, Value, json};
+use serde_json::{Map, Value, json};
 use toolshed_core::{CallContext, Plugin, SyncTool, ToolError, ToolOutput};
 
-use super::{parse_args, single_tool_plugin};
+use self::spec::{Args, Operation};
+use super::single_tool_plugin;
 
 mod ops;
 mod spec;
@@ -47,53 +47,8 @@ pub fn plugin() -> Arc<dyn Plugin> {
     )
 }
 
-/// What the caller asked for.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Operation {
-    Integer,
-    Float,
-    Uuid,
-    Password,
-    Pick,
-    Shuffle,
-}
-
-/// The tool's arguments; each operation reads the fields it needs.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    operation: Operation,
-    #[serde(default)]
-    seed: Option<u64>,
-    #[serde(default)]
-    count: Option<u64>,
-    #[serde(default)]
-    min: Option<Number>,
-    #[serde(default)]
-    max: Option<Number>,
-    #[serde(default)]
-    version: Option<u64>,
-    #[serde(default)]
-    length: Option<u64>,
-    #[serde(default)]
-    lowercase: Option<bool>,
-    #[serde(default)]
-    uppercase: Option<bool>,
-    #[serde(default)]
-    digits: Option<bool>,
-    #[serde(default)]
-    symbols: Option<bool>,
-    #[serde(default)]
-    exclude_ambiguous: Option<bool>,
-    #[serde(default)]
-    items: Option<Vec<Value>>,
-    #[serde(default)]
-    unique: Option<bool>,
-}
-
 fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: Args = crate::args::parse(args)?;
     let mut rng = match args.seed {
         Some(seed) => StdRng::seed_from_u64(seed),
         None => rand::make_rng::<StdRng>(),

@@ -24,7 +24,7 @@ const AMBIGUOUS: &str = "0O1lI|";
 
 /// `count`, checked against the cap.
 fn count(args: &Args) -> Result<usize, ToolError> {
-    let count = args.count.unwrap_or(1);
+    let count = args.count;
     if count == 0 || count > MAX_COUNT {
         return Err(ToolError::invalid_at(
             "/count",
@@ -63,12 +63,7 @@ fn whole(number: &Number, field: &str) -> Result<i64, ToolError> {
 
 pub(super) fn integers(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolError> {
     let count = count(args)?;
-    let min = args
-        .min
-        .as_ref()
-        .map(|n| whole(n, "min"))
-        .transpose()?
-        .unwrap_or(0);
+    let min = whole(&args.min, "min")?;
     let max = args
         .max
         .as_ref()
@@ -88,7 +83,7 @@ pub(super) fn integers(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, Tool
 
 pub(super) fn floats(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolError> {
     let count = count(args)?;
-    let min = args.min.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
+    let min = args.min.as_f64().unwrap_or(0.0);
     let max = args.max.as_ref().and_then(Number::as_f64).unwrap_or(1.0);
     if !min.is_finite() || !max.is_finite() {
         return Err(ToolError::invalid(format!(
@@ -113,7 +108,7 @@ pub(super) fn floats(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolEr
 
 pub(super) fn uuids(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolError> {
     let count = count(args)?;
-    match args.version.unwrap_or(4) {
+    match args.version {
         4 => Ok((0..count)
             .map(|_| {
                 let mut bytes = [0u8; 16];
@@ -150,7 +145,7 @@ pub(super) fn uuids(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolErr
 
 pub(super) fn passwords(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolError> {
     let count = count(args)?;
-    let length = args.length.unwrap_or(20);
+    let length = args.length;
     if !(MIN_PASSWORD_LENGTH..=MAX_PASSWORD_LENGTH).contains(&length) {
         return Err(ToolError::invalid_at(
             "/length",
@@ -165,7 +160,7 @@ pub(super) fn passwords(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, Too
             "`count` {count} × `length` {length} = {total} characters is over the {MAX_PASSWORD_CHARS}-character limit per call; lower `count` or `length`"
         )));
     }
-    let exclude = args.exclude_ambiguous.unwrap_or(false);
+    let exclude = args.exclude_ambiguous;
     let classes: Vec<Vec<char>> = [
         (args.lowercase, LOWERCASE),
         (args.uppercase, UPPERCASE),
@@ -173,7 +168,7 @@ pub(super) fn passwords(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, Too
         (args.symbols, SYMBOLS),
     ]
     .into_iter()
-    .filter(|(enabled, _)| enabled.unwrap_or(true))
+    .filter(|(enabled, _)| *enabled)
     .map(|(_, set)| {
         set.chars()
             .filter(|c| !(exclude && AMBIGUOUS.contains(*c)))
@@ -244,7 +239,7 @@ pub(super) fn pick(args: &Args, rng: &mut StdRng) -> Result<Vec<Value>, ToolErro
             "`items` is empty; give at least one value to pick from",
         ));
     }
-    if args.unique.unwrap_or(true) {
+    if args.unique {
         if count > items.len() {
             return Err(ToolError::invalid_at(
                 "/count",

@@ -1,6 +1,8 @@
 //! The `random` tool as data.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Number, Value};
 use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use super::{MAX_COUNT, MAX_ITEMS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
@@ -34,76 +36,87 @@ pub(super) fn spec() -> ToolSpec {
             idempotent: false,
             open_world: false,
         })
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "operation": {
-                    "type": "string",
-                    "enum": ["integer", "float", "uuid", "password", "pick", "shuffle"],
-                    "description": "What to generate; see the tool description for the fields each operation reads."
-                },
-                "seed": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Any operation: seed for reproducible output (same seed and arguments, same values). Omit for fresh OS-seeded randomness."
-                },
-                "count": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_COUNT,
-                    "description": "integer/float/uuid/password/pick: how many values to return (default 1)."
-                },
-                "min": {
-                    "type": "number",
-                    "description": "integer: smallest value, inclusive (default 0). float: lower bound, inclusive (default 0)."
-                },
-                "max": {
-                    "type": "number",
-                    "description": "integer: largest value, inclusive (default 100). float: upper bound, exclusive (default 1)."
-                },
-                "version": {
-                    "type": "integer",
-                    "enum": [4, 7],
-                    "description": "uuid: 4 for random (default) or 7 for time-ordered."
-                },
-                "length": {
-                    "type": "integer",
-                    "minimum": MIN_PASSWORD_LENGTH,
-                    "maximum": MAX_PASSWORD_LENGTH,
-                    "description": "password: number of characters (default 20)."
-                },
-                "lowercase": {
-                    "type": "boolean",
-                    "description": "password: include a-z (default true)."
-                },
-                "uppercase": {
-                    "type": "boolean",
-                    "description": "password: include A-Z (default true)."
-                },
-                "digits": {
-                    "type": "boolean",
-                    "description": "password: include 0-9 (default true)."
-                },
-                "symbols": {
-                    "type": "boolean",
-                    "description": "password: include symbols from !#$%&()*+,-./:;<=>?@[]^_{|}~ (default true)."
-                },
-                "exclude_ambiguous": {
-                    "type": "boolean",
-                    "description": "password: leave out characters that are easy to misread: 0 O 1 l I | (default false)."
-                },
-                "items": {
-                    "type": "array",
-                    "maxItems": MAX_ITEMS,
-                    "items": {"description": "Any JSON value."},
-                    "description": "pick/shuffle: the values to choose from or reorder (any JSON values)."
-                },
-                "unique": {
-                    "type": "boolean",
-                    "description": "pick: true (default) picks each item at most once; false allows repeats."
-                }
-            },
-            "required": ["operation"],
-            "additionalProperties": false
-        }))
+        .input_schema(crate::args::schema::<Args>())
+}
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Operation {
+    Integer,
+    Float,
+    Uuid,
+    Password,
+    Pick,
+    Shuffle,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn zero() -> Number {
+    Number::from(0)
+}
+
+fn four() -> u64 {
+    4
+}
+
+fn twenty() -> u64 {
+    20
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The tool's arguments; each operation reads the fields it needs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Args {
+    /// What to generate; see the tool description for the fields each operation reads.
+    pub(super) operation: Operation,
+    /// Any operation: seed for reproducible output (same seed and arguments, same values). Omit for fresh OS-seeded randomness.
+    pub(super) seed: Option<u64>,
+    /// integer/float/uuid/password/pick: how many values to return.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = MAX_COUNT))]
+    pub(super) count: u64,
+    /// integer: smallest value, inclusive. float: lower bound, inclusive.
+    #[serde(default = "zero")]
+    pub(super) min: Number,
+    /// integer: largest value, inclusive (100 if omitted). float: upper bound, exclusive (1 if omitted).
+    pub(super) max: Option<Number>,
+    /// uuid: 4 for random or 7 for time-ordered.
+    #[serde(default = "four")]
+    #[schemars(range(min = 4), extend("enum" = [4, 7]))]
+    pub(super) version: u64,
+    /// password: number of characters.
+    #[serde(default = "twenty")]
+    #[schemars(range(min = MIN_PASSWORD_LENGTH, max = MAX_PASSWORD_LENGTH))]
+    pub(super) length: u64,
+    /// password: include a-z.
+    #[serde(default = "yes")]
+    pub(super) lowercase: bool,
+    /// password: include A-Z.
+    #[serde(default = "yes")]
+    pub(super) uppercase: bool,
+    /// password: include 0-9.
+    #[serde(default = "yes")]
+    pub(super) digits: bool,
+    /// password: include symbols from !#$%&()*+,-./:;<=>?@[]^_{|}~.
+    #[serde(default = "yes")]
+    pub(super) symbols: bool,
+    /// password: leave out characters that are easy to misread: 0 O 1 l I |.
+    #[serde(default)]
+    pub(super) exclude_ambiguous: bool,
+    /// pick/shuffle: the values to choose from or reorder.
+    // An element schema of `true` would be shorter, but strict schema checkers (the MCP
+    // inspector's `--strict`) refuse a bare `true` where a schema object is expected.
+    #[schemars(length(max = MAX_ITEMS), extend("items" = {"description": "Any JSON value."}))]
+    pub(super) items: Option<Vec<Value>>,
+    /// pick: true picks each item at most once; false allows repeats.
+    #[serde(default = "yes")]
+    pub(super) unique: bool,
 }

@@ -6,12 +6,13 @@
 //! `parseHTTPResponse` or `user_id` is an exception, split into words first, because
 //! "Parsehttpresponse" is never what anyone wants.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolshed_core::ToolOutput;
 
 /// The case to convert to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum Case {
     Upper,

@@ -1,19 +1,23 @@
 //! Measuring text (`count`) and shortening it (`truncate`).
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolshed_core::{ToolError, ToolOutput};
 
 use super::{shorten, to_usize};
 
 /// What `truncate` counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+///
+/// The variants carry plain comments, not doc comments: a documented variant would turn the
+/// generated schema's `enum` into a `oneOf`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum Unit {
-    /// Unicode scalar values; the ellipsis counts toward the limit.
+    // Unicode scalar values; the ellipsis counts toward the limit.
     #[default]
     Chars,
-    /// Whitespace-separated words; the ellipsis is appended to the last word kept.
+    // Whitespace-separated words; the ellipsis is appended to the last word kept.
     Words,
 }
 
@@ -44,7 +48,7 @@ pub(super) fn count(text: &str) -> ToolOutput {
 pub(super) fn truncate(
     text: &str,
     max_length: u64,
-    ellipsis: Option<&str>,
+    ellipsis: &str,
     unit: Unit,
 ) -> Result<ToolOutput, ToolError> {
     if max_length == 0 {
@@ -54,7 +58,6 @@ pub(super) fn truncate(
         ));
     }
     let max = to_usize(max_length);
-    let ellipsis = ellipsis.unwrap_or("…");
     let (result, original_length, length) = match unit {
         Unit::Chars => truncate_chars(text, max, ellipsis)?,
         Unit::Words => truncate_words(text, max, ellipsis),

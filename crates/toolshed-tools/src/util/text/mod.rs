@@ -23,11 +23,11 @@ mod tests;
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::Value;
 use toolshed_core::{CallContext, Plugin, SyncTool, ToolError, ToolOutput};
 
-use super::{parse_args, required, single_tool_plugin};
+use self::spec::{Args, Operation};
+use super::{required, single_tool_plugin};
 
 /// Largest `text` accepted, in bytes.
 const MAX_TEXT_BYTES: usize = 1 << 20;
@@ -43,41 +43,8 @@ pub fn plugin() -> Arc<dyn Plugin> {
     single_tool_plugin("text", "Text", SyncTool::new(spec::tool_spec(), handle))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Operation {
-    Count,
-    Case,
-    Slugify,
-    Truncate,
-    RegexExtract,
-    RegexReplace,
-    Split,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    operation: Operation,
-    text: String,
-    to: Option<case::Case>,
-    separator: Option<String>,
-    max_length: Option<u64>,
-    ellipsis: Option<String>,
-    unit: Option<length::Unit>,
-    pattern: Option<String>,
-    flags: Option<String>,
-    group: Option<Value>,
-    max_matches: Option<u64>,
-    replacement: Option<String>,
-    limit: Option<u64>,
-    max_parts: Option<u64>,
-    trim: Option<bool>,
-    skip_empty: Option<bool>,
-}
-
 fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = parse_args(args)?;
+    let args: Args = crate::args::parse(args)?;
     let text = args.text.as_str();
     if text.len() > MAX_TEXT_BYTES {
         return Err(ToolError::invalid_at(
@@ -97,8 +64,8 @@ fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         Operation::Truncate => length::truncate(
             text,
             required(args.max_length, "max_length", "truncate")?,
-            args.ellipsis.as_deref(),
-            args.unit.unwrap_or_default(),
+            &args.ellipsis,
+            args.unit,
         ),
         Operation::RegexExtract => pattern::extract(
             text,
@@ -112,14 +79,14 @@ fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
             &required(args.pattern, "pattern", "regex_replace")?,
             &required(args.replacement, "replacement", "regex_replace")?,
             flags,
-            args.limit.unwrap_or(0),
+            args.limit,
         ),
         Operation::Split => pattern::split(
             text,
             pattern::Splitter::new(args.separator.as_deref(), args.pattern.as_deref(), flags)?,
             args.max_parts,
-            args.trim.unwrap_or(false),
-            args.skip_empty.unwrap_or(false),
+            args.trim,
+            args.skip_empty,
         ),
     }
 }

@@ -22,7 +22,7 @@ const REGEX_DFA_CACHE: usize = 2 << 20;
 const MAX_PATTERN_BYTES: usize = 10_000;
 
 /// Matches returned when `max_matches` is not given.
-const DEFAULT_MAX_MATCHES: usize = 100;
+pub(super) const DEFAULT_MAX_MATCHES: u64 = 100;
 
 /// Compiles `pattern` with `flags`, or explains what is wrong with either.
 fn build(pattern: &str, flags: Option<&str>) -> Result<Regex, ToolError> {
@@ -84,13 +84,12 @@ pub(super) fn extract(
     pattern: &str,
     flags: Option<&str>,
     group: Option<&Value>,
-    max_matches: Option<u64>,
+    max_matches: u64,
 ) -> Result<ToolOutput, ToolError> {
     let regex = build(pattern, flags)?;
     let max = match max_matches {
-        None => DEFAULT_MAX_MATCHES,
-        Some(n) if (1..=MAX_ITEMS as u64).contains(&n) => to_usize(n),
-        Some(n) => {
+        n if (1..=MAX_ITEMS as u64).contains(&n) => to_usize(n),
+        n => {
             return Err(ToolError::invalid_at(
                 "/max_matches",
                 format!("`max_matches` is {n}; give a number from 1 to {MAX_ITEMS}"),

@@ -1,9 +1,12 @@
 //! The text tool's spec, as data.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use toolshed_core::{ToolAnnotations, ToolSpec};
 
-use super::{MAX_ITEMS, MAX_TEXT_BYTES};
+use super::pattern::DEFAULT_MAX_MATCHES;
+use super::{MAX_ITEMS, MAX_TEXT_BYTES, case, length};
 use crate::util::GROUP;
 
 /// The `text` tool spec.
@@ -38,96 +41,73 @@ pub(super) fn tool_spec() -> ToolSpec {
     .title("Text utilities")
     .group(GROUP)
     .annotations(ToolAnnotations::PURE)
-    .input_schema(json!({
-        "type": "object",
-        "properties": {
-            "operation": {
-                "type": "string",
-                "enum": ["count", "case", "slugify", "truncate", "regex_extract",
-                         "regex_replace", "split"],
-                "description": "What to do with `text`; see the tool description for the \
-                                fields each operation uses.",
-            },
-            "text": {
-                "type": "string",
-                "description": "The input text (at most 1 MiB).",
-                "maxLength": MAX_TEXT_BYTES,
-            },
-            "to": {
-                "type": "string",
-                "enum": ["upper", "lower", "title", "sentence", "snake", "kebab", "camel",
-                         "pascal", "constant"],
-                "description": "case: the target case. constant is SCREAMING_SNAKE_CASE.",
-            },
-            "separator": {
-                "type": "string",
-                "description": "slugify: the word separator (default `-`). split: the \
-                                literal string to split on (use this or `pattern`).",
-            },
-            "max_length": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "truncate (required): the most characters or words to keep. \
-                                slugify: the longest slug, in characters.",
-            },
-            "ellipsis": {
-                "type": "string",
-                "description": "truncate: appended where the text was cut (default `…`; \
-                                \"\" for none). Counts toward max_length when unit is chars.",
-            },
-            "unit": {
-                "type": "string",
-                "enum": ["chars", "words"],
-                "description": "truncate: what max_length counts (default chars).",
-            },
-            "pattern": {
-                "type": "string",
-                "description": "regex_extract, regex_replace (required), split: a regular \
-                                expression in Rust regex syntax, e.g. `(?P<year>\\d{4})-(\\d{2})`.",
-            },
-            "flags": {
-                "type": "string",
-                "description": "Regex flags, any of: i (case-insensitive), m (^ and $ match \
-                                at line breaks), s (. matches newlines), x (verbose), e.g. `im`.",
-            },
-            "group": {
-                "description": "regex_extract: return only this capture group, by number \
-                                (0 is the whole match) or by name.",
-            },
-            "max_matches": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_ITEMS,
-                "description": "regex_extract: the most matches to return (default 100).",
-            },
-            "replacement": {
-                "type": "string",
-                "description": "regex_replace (required): the replacement text; $1 or \
-                                ${name} insert a group, $$ is a literal $.",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "regex_replace: replace only the first N matches (default 0 \
-                                = all).",
-            },
-            "max_parts": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_ITEMS,
-                "description": "split: the most parts to return; the last part holds the \
-                                rest of the text.",
-            },
-            "trim": {
-                "type": "boolean",
-                "description": "split: trim whitespace from each part (default false).",
-            },
-            "skip_empty": {
-                "type": "boolean",
-                "description": "split: drop empty parts, after trimming (default false).",
-            },
-        },
-        "required": ["operation", "text"],
-        "additionalProperties": false,
-    }))
+    .input_schema(crate::args::schema::<Args>())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Operation {
+    Count,
+    Case,
+    Slugify,
+    Truncate,
+    RegexExtract,
+    RegexReplace,
+    Split,
+}
+
+fn ellipsis() -> String {
+    "…".into()
+}
+
+fn max_matches() -> u64 {
+    DEFAULT_MAX_MATCHES
+}
+
+/// The tool's arguments; each operation reads the fields it needs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Args {
+    /// What to do with `text`; see the tool description for the fields each operation uses.
+    pub(super) operation: Operation,
+    /// The input text (at most 1 MiB).
+    #[schemars(length(max = MAX_TEXT_BYTES))]
+    pub(super) text: String,
+    /// case: the target case. constant is SCREAMING_SNAKE_CASE.
+    pub(super) to: Option<case::Case>,
+    /// slugify: the word separator (`-` if omitted). split: the literal string to split on (use this or `pattern`).
+    pub(super) separator: Option<String>,
+    /// truncate (required): the most characters or words to keep. slugify: the longest slug, in characters.
+    #[schemars(range(min = 1))]
+    pub(super) max_length: Option<u64>,
+    /// truncate: appended where the text was cut ("" for none). Counts toward max_length when unit is chars.
+    #[serde(default = "ellipsis")]
+    pub(super) ellipsis: String,
+    /// truncate: what max_length counts.
+    #[serde(default)]
+    pub(super) unit: length::Unit,
+    /// regex_extract, regex_replace (required), split: a regular expression in Rust regex syntax, e.g. `(?P<year>\d{4})-(\d{2})`.
+    pub(super) pattern: Option<String>,
+    /// Regex flags, any of: i (case-insensitive), m (^ and $ match at line breaks), s (. matches newlines), x (verbose), e.g. `im`.
+    pub(super) flags: Option<String>,
+    /// regex_extract: return only this capture group, by number (0 is the whole match) or by name.
+    pub(super) group: Option<Value>,
+    /// regex_extract: the most matches to return.
+    #[serde(default = "max_matches")]
+    #[schemars(range(min = 1, max = MAX_ITEMS))]
+    pub(super) max_matches: u64,
+    /// regex_replace (required): the replacement text; $1 or ${name} insert a group, $$ is a literal $.
+    pub(super) replacement: Option<String>,
+    /// regex_replace: replace only the first N matches (0 = all).
+    #[serde(default)]
+    pub(super) limit: u64,
+    /// split: the most parts to return; the last part holds the rest of the text.
+    #[schemars(range(min = 1, max = MAX_ITEMS))]
+    pub(super) max_parts: Option<u64>,
+    /// split: trim whitespace from each part.
+    #[serde(default)]
+    pub(super) trim: bool,
+    /// split: drop empty parts, after trimming.
+    #[serde(default)]
+    pub(super) skip_empty: bool,
 }
