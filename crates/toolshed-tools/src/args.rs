@@ -42,7 +42,11 @@ pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
 }
 
-/// Removes what a model does not need from a generated schema, recursively.
+/// Keywords a model does not need.
+const DROPPED: [&str; 3] = ["$schema", "title", "format"];
+
+/// Removes what a model does not need from a generated schema, recursively. The maps of
+/// argument names (`properties`) are walked by value: an argument may be called `format`.
 fn lean(value: &mut Value) {
     let Value::Object(map) = value else {
         if let Value::Array(items) = value {
@@ -50,8 +54,8 @@ fn lean(value: &mut Value) {
         }
         return;
     };
-    for key in ["$schema", "title", "format"] {
-        map.remove(key);
+    for key in DROPPED {
+        map.shift_remove(key);
     }
     // `Option<T>` of a simple type: `"type": ["integer", "null"]` -> `"type": "integer"`.
     if let Some(Value::Array(types)) = map.get_mut("type") {
@@ -65,16 +69,18 @@ fn lean(value: &mut Value) {
     if let Some(Value::Array(alternatives)) = map.get("anyOf") {
         let null = |v: &Value| v.get("type").is_some_and(|t| t == "null");
         if alternatives.len() == 2 && alternatives.iter().any(null) {
-            let Some(Value::Array(alternatives)) = map.remove("anyOf") else {
+            let Some(Value::Array(alternatives)) = map.shift_remove("anyOf") else {
                 unreachable!("checked above")
             };
             for alternative in alternatives {
                 if let Value::Object(keywords) = alternative {
-                    if keywords.get("type").is_some_and(|t| t == "null") {
+                    if null(&Value::Object(keywords.clone())) {
                         continue;
                     }
                     for (key, keyword) in keywords {
-                        map.entry(key).or_insert(keyword);
+                        if !DROPPED.contains(&key.as_str()) {
+                            map.entry(key).or_insert(keyword);
+                        }
                     }
                 }
             }
@@ -86,10 +92,16 @@ fn lean(value: &mut Value) {
     }
     // `{"default": null}` says nothing a model can use.
     if map.get("default").is_some_and(Value::is_null) {
-        map.remove("default");
+        map.shift_remove("default");
     }
-    for child in map.values_mut() {
-        lean(child);
+    for (key, child) in map.iter_mut() {
+        match (key.as_str(), child) {
+            ("properties" | "patternProperties" | "$defs", Value::Object(named)) => {
+                named.values_mut().for_each(lean);
+            }
+            ("enum" | "const" | "default" | "examples", _) => {}
+            (_, child) => lean(child),
+        }
     }
 }
 
@@ -119,6 +131,10 @@ mod tests {
         env: Option<std::collections::BTreeMap<String, String>>,
         /// A choice.
         mode: Option<Mode>,
+        /// Arguments may be named like keywords.
+        format: Option<String>,
+        /// Even this one.
+        title: Option<String>,
     }
 
     #[derive(Deserialize, JsonSchema)]
@@ -131,6 +147,11 @@ mod tests {
     #[test]
     fn generated_schemas_are_lean_and_carry_defaults_and_bounds() {
         let schema = schema::<Example>();
+        let names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            names,
+            ["path", "count", "flag", "env", "mode", "format", "title"]
+        );
         assert_eq!(
             schema,
             json!({
@@ -140,7 +161,9 @@ mod tests {
                     "count": {"type": "integer", "description": "How many.", "default": 2, "minimum": 1, "maximum": 10},
                     "flag": {"type": "boolean", "description": "Maybe."},
                     "env": {"type": "object", "description": "Pairs.", "additionalProperties": {"type": "string"}},
-                    "mode": {"type": "string", "description": "A choice.", "enum": ["fast", "slow"]}
+                    "mode": {"type": "string", "description": "A choice.", "enum": ["fast", "slow"]},
+                    "format": {"type": "string", "description": "Arguments may be named like keywords."},
+                    "title": {"type": "string", "description": "Even this one."}
                 },
                 "required": ["path"],
                 "additionalProperties": false

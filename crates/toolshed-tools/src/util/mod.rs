@@ -49,10 +49,6 @@ pub(crate) fn single_tool_plugin(name: &str, title: &str, tool: SyncTool) -> Arc
     Arc::new(BuiltinPlugin::new(manifest, vec![Arc::new(tool)]))
 }
 
-/// The old name of [`crate::args::parse`], kept only while `web/` still imports it from
-/// here; remove it once nothing does.
-pub(crate) use crate::args::parse as parse_args;
-
 /// The value of an optional argument that `operation` requires, or an error naming it.
 pub(crate) fn required<T>(value: Option<T>, field: &str, operation: &str) -> Result<T, ToolError> {
     value.ok_or_else(|| {

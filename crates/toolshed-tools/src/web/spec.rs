@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
 
 use super::GROUP;
@@ -27,38 +27,13 @@ Long content is paginated: at most `max_length` characters (default 20000, at mo
 when more remains, the last line says `content truncated — call again with start_index=N`. \
 Private, loopback and link-local addresses are refused, also after redirects. A 4xx/5xx answer is an error result naming the status.";
 
-/// `web_fetch`'s input schema, generated from [`FetchArgs`].
-///
-/// [`crate::args::schema`] strips `format` keys as the JSON Schema keyword everywhere, the
-/// names in `properties` included, so it drops this tool's `format` argument (and moves the
-/// last property into its place). The properties are put back in the struct's order, each
-/// from the lean schema when it survived and from the plain generated one when it did not.
-fn fetch_schema() -> Value {
-    let mut lean = crate::args::schema::<FetchArgs>();
-    let plain = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| s.inline_subschemas = true)
-        .for_deserialize()
-        .into_generator()
-        .into_root_schema_for::<FetchArgs>()
-        .to_value();
-    if let (Some(Value::Object(all)), Some(Value::Object(kept))) =
-        (plain.get("properties"), lean.get_mut("properties"))
-    {
-        *kept = all
-            .iter()
-            .map(|(name, raw)| (name.clone(), kept.get(name).unwrap_or(raw).clone()))
-            .collect();
-    }
-    lean
-}
-
 /// `web_fetch`.
 pub(super) fn web_fetch() -> ToolSpec {
     let mut spec = ToolSpec::new("web_fetch", FETCH_DESCRIPTION)
         .title("Fetch a web page as Markdown")
         .group(GROUP)
         .annotations(READS_THE_WEB)
-        .input_schema(fetch_schema());
+        .input_schema(crate::args::schema::<FetchArgs>());
     // It reaches outside the host: High by the definition of `Danger`.
     spec.danger = Danger::High;
     spec

@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value, json};
+use serde_json::Number;
 use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use super::input::Disambiguation;
@@ -27,33 +27,7 @@ pub(super) fn spec() -> ToolSpec {
         .title("Date and time: now, format, parse, arithmetic, time zones")
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
-        .input_schema(input_schema())
-}
-
-/// The schema generated from [`Args`], with its `format` property restored.
-///
-/// `crate::args::schema` strips the keys `format` and `title` from every object of the
-/// schema, the `properties` map included, so it drops this tool's `format` argument and
-/// (removing it from an ordered map) moves the last property into its place. Until that is
-/// fixed there, put the property back and the properties in field order; once it is fixed,
-/// this changes nothing.
-fn input_schema() -> Value {
-    let mut schema = crate::args::schema::<Args>();
-    let raw = schemars::schema_for!(Args).to_value();
-    if let (Some(Value::Object(lean)), Some(Value::Object(raw))) =
-        (schema.get_mut("properties"), raw.get("properties"))
-    {
-        let mut ordered = Map::new();
-        for (name, property) in raw {
-            let property = lean.remove(name).unwrap_or_else(
-                || json!({"type": "string", "description": property["description"]}),
-            );
-            ordered.insert(name.clone(), property);
-        }
-        ordered.append(lean);
-        *lean = ordered;
-    }
-    schema
+        .input_schema(crate::args::schema::<Args>())
 }
 
 /// What the caller asked for.
