@@ -38,6 +38,12 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     }
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
+        // Commands run inside the sandbox through this binary (`toolshed sandbox-exec`).
+        .sandbox_helper(std::env::current_exe().map_err(|e| {
+            Failure::Runtime(format!(
+                "cannot find the toolshed binary for the sandbox: {e}"
+            ))
+        })?)
         .plugins(toolshed_tools::system_plugins)
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)));
     for dir in curated_dirs() {

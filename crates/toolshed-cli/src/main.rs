@@ -47,6 +47,8 @@ impl Failure {
 const MAX_BLOCKING_THREADS: usize = 8;
 
 fn main() -> ExitCode {
+    // `toolshed sandbox-exec …`: the command sandbox's helper, before any thread starts.
+    toolshed_ops::sandbox::run_if_asked();
     let cli = Cli::parse();
     // Servers handle calls in parallel on every core; one-shot commands start faster on
     // one thread.

@@ -18,10 +18,11 @@
 //! # Ok(()) }
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolshed_core::{Gauges, Plugin, PluginLoader, PortDirectory};
+use toolshed_ops::sandbox::{Sandbox, SandboxMode, SandboxPolicy, SandboxSetting, expand_home};
 use toolshed_ops::{NetClient, NetConfig, Ops, ProcessConfig, Services};
 
 use crate::config::LoadedConfig;
@@ -51,6 +52,7 @@ pub struct HostBuilder {
     pub(crate) policy: Option<Arc<dyn Policy>>,
     pub(crate) hooks: Hooks,
     ops: Option<Ops>,
+    sandbox_helper: Option<PathBuf>,
 }
 
 impl HostBuilder {
@@ -67,6 +69,7 @@ impl HostBuilder {
             policy: None,
             hooks: Hooks::default(),
             ops: None,
+            sandbox_helper: None,
         }
     }
 
@@ -126,6 +129,16 @@ impl HostBuilder {
         self
     }
 
+    /// The binary that runs commands inside the sandbox (`<helper> sandbox-exec …`): the
+    /// toolshed binary, or an embedder's own that calls
+    /// [`toolshed_ops::sandbox::run_if_asked`] first thing in `main`. Without one, a
+    /// sandboxed mode refuses to start commands (choose `[sandbox] mode = "full-access"`
+    /// to run them unconfined).
+    pub fn sandbox_helper(mut self, helper: impl Into<PathBuf>) -> Self {
+        self.sandbox_helper = Some(helper.into());
+        self
+    }
+
     /// Opens the host: the state store, the services, plugin discovery and the pipeline.
     pub async fn open(self) -> Result<Host, HostError> {
         Host::open(self).await
@@ -144,6 +157,7 @@ impl HostBuilder {
             None => {
                 let process = ProcessConfig {
                     env_allow: config.exec.env_allow.clone(),
+                    sandbox: self.sandbox(workspace)?,
                     ..ProcessConfig::default()
                 };
                 Ops::local_with(workspace, process).map_err(|e| HostError::Workspace {
@@ -166,6 +180,65 @@ impl HostBuilder {
             read_log,
             gauges: Arc::new(Gauges::new()),
         })
+    }
+
+    /// The sandbox commands run in, from `[sandbox]`; `None` in full-access mode.
+    fn sandbox(&self, workspace: &Path) -> Result<Option<SandboxSetting>, HostError> {
+        let config = &self.config.config.sandbox;
+        let invalid = |e: crate::config::ConfigError| HostError::Config(e.to_string());
+        let mode = config.mode().map_err(invalid)?;
+        let network = config.network().map_err(invalid)?;
+        if mode == SandboxMode::FullAccess {
+            return Ok(None);
+        }
+        let home = toolshed_ops::sandbox::home_dir();
+        let expand = |list: &[String], key: &str| -> Result<Vec<PathBuf>, HostError> {
+            list.iter()
+                .map(|p| {
+                    expand_home(p, home.as_deref())
+                        .filter(|p| p.is_absolute())
+                        .ok_or_else(|| {
+                            HostError::Config(format!(
+                                "sandbox.{key}: `{p}` is not an absolute path (or `~/…` with \
+                                 HOME set)"
+                            ))
+                        })
+                })
+                .collect()
+        };
+        let workspace = workspace.canonicalize().map_err(|e| HostError::Workspace {
+            path: workspace.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let mut denied = vec![self.data_dir.clone(), workspace.join(".toolshed")];
+        denied.extend(crate::config::user_config_dir());
+        // A `~/` entry without a home to expand against has nothing to hide.
+        let deny: Vec<String> = config
+            .deny
+            .iter()
+            .filter(|p| !(p.starts_with("~/") && home.is_none()))
+            .cloned()
+            .collect();
+        denied.extend(expand(&deny, "deny")?);
+        let policy = SandboxPolicy {
+            mode,
+            network,
+            workspace,
+            writable: expand(&config.writable, "writable")?,
+            denied,
+            tmp_bytes: config.tmp_size_mb.saturating_mul(1 << 20),
+        };
+        Ok(Some(match &self.sandbox_helper {
+            Some(helper) => SandboxSetting::Sandbox(Sandbox {
+                helper: helper.clone(),
+                policy,
+            }),
+            None => SandboxSetting::Missing(format!(
+                "sandbox mode {} needs the sandbox helper, and this host was built without \
+                 one (HostBuilder::sandbox_helper)",
+                mode.as_str()
+            )),
+        }))
     }
 
     /// Runs the plugin and loader factories over `services`.

@@ -53,6 +53,74 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// The web tools and the HTTP client behind them.
     pub web: WebConfig,
+    /// The command sandbox.
+    pub sandbox: SandboxConfig,
+}
+
+/// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may
+/// reach. See docs/sandbox.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    /// `read-only`, `workspace-write` or `full-access` (no sandbox, chosen explicitly).
+    pub mode: String,
+    /// `off` (a network of its own with only its own loopback) or `on` (the host's).
+    pub network: String,
+    /// More directories commands may write in workspace-write mode (`~/` expands).
+    pub writable: Vec<String>,
+    /// Paths hidden from commands whatever the mode (`~/` expands), besides toolshed's
+    /// data dir, the workspace's `.toolshed/` and the user config dir, always hidden.
+    pub deny: Vec<String>,
+    /// The size of a command's private `/tmp`, in MiB.
+    pub tmp_size_mb: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: "workspace-write".into(),
+            network: "on".into(),
+            writable: Vec::new(),
+            deny: [
+                "~/.ssh",
+                "~/.aws",
+                "~/.azure",
+                "~/.config/gcloud",
+                "~/.kube",
+                "~/.docker",
+                "~/.gnupg",
+                "~/.netrc",
+                "~/.git-credentials",
+                "~/.npmrc",
+                "~/.pypirc",
+            ]
+            .map(String::from)
+            .to_vec(),
+            tmp_size_mb: 1024,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The sandbox mode, parsed; a bad name is an error naming it.
+    pub fn mode(&self) -> Result<toolshed_ops::sandbox::SandboxMode, ConfigError> {
+        toolshed_ops::sandbox::SandboxMode::parse(&self.mode).map_err(|message| {
+            ConfigError::Invalid {
+                source_name: "sandbox.mode".into(),
+                message,
+            }
+        })
+    }
+
+    /// The network mode, parsed; a bad name is an error naming it.
+    pub fn network(&self) -> Result<toolshed_ops::sandbox::NetworkMode, ConfigError> {
+        toolshed_ops::sandbox::NetworkMode::parse(&self.network).map_err(|message| {
+            ConfigError::Invalid {
+                source_name: "sandbox.network".into(),
+                message,
+            }
+        })
+    }
 }
 
 /// The web tools (`http_request`, `web_fetch`, ...) and the HTTP client they share.
@@ -279,15 +347,20 @@ pub struct LoadedConfig {
     pub unknown_keys: Vec<UnknownKey>,
 }
 
+/// The user's toolshed config dir: `$XDG_CONFIG_HOME/toolshed` (else `~/.config/toolshed`).
+pub fn user_config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|dir| dir.join("toolshed"))
+}
+
 impl ConfigSources {
     /// The usual sources: the workspace file, `$XDG_CONFIG_HOME/toolshed/config.toml` (else
     /// `~/.config/toolshed/config.toml`), an explicit file and the process environment.
     pub fn standard(workspace: &Path, explicit_file: Option<PathBuf>) -> Self {
-        let user_file = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-            .map(|dir| dir.join("toolshed").join("config.toml"));
+        let user_file = user_config_dir().map(|dir| dir.join("config.toml"));
         let explicit_file =
             explicit_file.or_else(|| std::env::var_os("TOOLSHED_CONFIG").map(PathBuf::from));
         Self {
@@ -311,12 +384,17 @@ impl ConfigSources {
         if let Some(explicit) = &self.explicit_file {
             files.push((explicit.clone(), true));
         }
-        for (path, must_exist) in files {
+        for (index, (path, must_exist)) in files.into_iter().enumerate() {
             let Some(table) = read_table(&path, must_exist)? else {
                 continue;
             };
             let name = path.display().to_string();
             check_layer(&table, &name, &mut loaded.unknown_keys)?;
+            if index == 0 {
+                // The workspace's own file comes with the code (a cloned repository): it
+                // may narrow the sandbox, never widen it.
+                check_workspace_sandbox(&table, &name)?;
+            }
             merge(&mut merged, table);
             loaded.layers.push(name);
         }
@@ -351,6 +429,50 @@ impl ConfigSources {
     }
 }
 
+/// Refuses a workspace file that widens the sandbox: `full-access`, extra writable roots, or
+/// a deny list without the default entries.
+fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), ConfigError> {
+    let Some(toml::Value::Table(sandbox)) = table.get("sandbox") else {
+        return Ok(());
+    };
+    let refuse = |what: String| {
+        Err(ConfigError::Invalid {
+            source_name: source.to_string(),
+            message: format!(
+                "{what} would widen what commands may do, and a workspace's toolshed.toml may \
+                 only narrow the sandbox; set it in your user config \
+                 (~/.config/toolshed/config.toml), a file given with --config, or \
+                 TOOLSHED_SANDBOX__* variables"
+            ),
+        })
+    };
+    if sandbox.get("mode").and_then(toml::Value::as_str) == Some("full-access") {
+        return refuse("[sandbox] mode = \"full-access\"".into());
+    }
+    if sandbox
+        .get("writable")
+        .and_then(toml::Value::as_array)
+        .is_some_and(|w| !w.is_empty())
+    {
+        return refuse("[sandbox] writable".into());
+    }
+    if let Some(deny) = sandbox.get("deny").and_then(toml::Value::as_array) {
+        let listed: Vec<&str> = deny.iter().filter_map(toml::Value::as_str).collect();
+        let missing: Vec<String> = SandboxConfig::default()
+            .deny
+            .into_iter()
+            .filter(|d| !listed.contains(&d.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            return refuse(format!(
+                "[sandbox] deny without {} (a list replaces the default one)",
+                missing.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn validate(config: &Config) -> Result<(), ConfigError> {
     let invalid = |message: String| ConfigError::Invalid {
         source_name: "limits".into(),
@@ -375,6 +497,8 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         });
     }
     config.web.allow_rules()?;
+    config.sandbox.mode()?;
+    config.sandbox.network()?;
     Ok(())
 }
 

@@ -29,6 +29,7 @@ pub mod net;
 pub mod path;
 pub mod process;
 mod read_log;
+pub mod sandbox;
 pub mod search;
 mod services;
 

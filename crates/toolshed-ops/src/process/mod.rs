@@ -371,4 +371,10 @@ pub trait ProcessOps: Send + Sync {
     /// (a few seconds at most) until they are gone. For host shutdown: dropping handles
     /// stops trees too, but in the background, which an exiting process may not wait for.
     fn kill_all(&self) {}
+
+    /// What the sandbox commands run in enforces: `None` when they run with full access.
+    /// Reported with every command's result.
+    fn sandbox(&self) -> Option<crate::sandbox::Enforcement> {
+        None
+    }
 }

@@ -59,6 +59,9 @@ async fn start_dirs(
     std::fs::write(workspace.path().join("toolshed.toml"), config_toml).unwrap();
     let config = ConfigSources {
         workspace: workspace.path().to_path_buf(),
+        // These tests drive the HTTP doors of a library-built host, which has no sandbox
+        // helper binary; the sandbox is tested through the real binary (CLI, MCP, REST).
+        env: vec![("TOOLSHED_SANDBOX__MODE".into(), "full-access".into())],
         ..Default::default()
     }
     .load()

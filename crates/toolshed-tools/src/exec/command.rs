@@ -67,7 +67,9 @@ impl Tool for CommandTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => exec(&self.table, &self.process, &ctx, parse(args)?).await,
+            Kind::Exec => exec(&self.table, &self.process, &ctx, parse(args)?)
+                .await
+                .map(|out| super::with_sandbox(self.process.as_ref(), out)),
             Kind::WriteStdin => write_stdin(&self.table, &ctx, parse(args)?).await,
             Kind::List => {
                 let NoArgs {} = parse(args)?;
@@ -76,7 +78,11 @@ impl Tool for CommandTool {
             Kind::ReadOutput => read_output(&self.table, &ctx, parse(args)?).await,
             Kind::Wait => wait(&self.table, &ctx, parse(args)?).await,
             Kind::Terminate => terminate(&self.table, &ctx, parse(args)?).await,
-            Kind::Shell => self.shells.run(&ctx, parse(args)?).await,
+            Kind::Shell => self
+                .shells
+                .run(&ctx, parse(args)?)
+                .await
+                .map(|out| super::with_sandbox(self.process.as_ref(), out)),
         }
     }
 }

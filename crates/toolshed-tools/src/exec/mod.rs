@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use toolshed_core::{CallContext, ToolError};
+use toolshed_core::{CallContext, ToolError, ToolOutput};
+use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Drain, Exit, ExitStatus, Process, StopReason, Stream};
 
 mod command;
@@ -227,6 +228,23 @@ pub(crate) fn millis(key: &str, ms: u64, min: u64, max: u64) -> Result<Duration,
             "{key} = {ms} is out of range: give whole milliseconds from {min} to {max}"
         )))
     }
+}
+
+/// `output` with a `sandbox` block in its structured part: the mode commands run in and the
+/// layers enforcing it (`{"mode": "full-access", "enforced": []}` without a sandbox).
+pub(crate) fn with_sandbox(process: &dyn ProcessOps, mut output: ToolOutput) -> ToolOutput {
+    if let Some(Value::Object(fields)) = output.structured.as_mut() {
+        let block = match process.sandbox() {
+            Some(e) => json!({
+                "mode": e.mode.as_str(),
+                "network": e.network.as_str(),
+                "enforced": e.enforced,
+            }),
+            None => json!({"mode": "full-access", "network": "on", "enforced": []}),
+        };
+        fields.insert("sandbox".into(), block);
+    }
+    output
 }
 
 /// The owner id of a call, as sessions key it.

@@ -94,7 +94,9 @@ impl Tool for ProcessTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => start(&self.table, &ctx, parse(args)?).await,
+            Kind::Exec => start(&self.table, &ctx, parse(args)?)
+                .await
+                .map(|out| super::with_sandbox(self.table.process.as_ref(), out)),
             Kind::List => {
                 let NoArgs {} = parse(args)?;
                 Ok(list(&self.table, &ctx))

@@ -16,7 +16,7 @@ mod tree;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use rustix::event::EventfdFlags;
@@ -31,6 +31,7 @@ use crate::process::{
     Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Stop, StopReason, Tty,
     clean_env,
 };
+use crate::sandbox::{Enforcement, Sandbox, SandboxSetting};
 use child::ChildSetup;
 use supervisor::Supervisor;
 use tree::{ProcessTree, Tracker};
@@ -52,6 +53,8 @@ pub struct ProcessConfig {
     /// [`TreeKillMethod::Cgroup`] where it is unavailable is an error, never a silent
     /// fallback.
     pub tree_kill: Option<TreeKillMethod>,
+    /// The sandbox every command runs in; `None`: none (full access).
+    pub sandbox: Option<SandboxSetting>,
 }
 
 impl Default for ProcessConfig {
@@ -62,6 +65,7 @@ impl Default for ProcessConfig {
             drain: Duration::from_secs(2),
             drop_grace: Duration::from_millis(500),
             tree_kill: None,
+            sandbox: None,
         }
     }
 }
@@ -75,6 +79,8 @@ pub struct LocalProcessOps {
     fallback_reason: Option<String>,
     /// Every child with a live handle, for [`ProcessOps::kill_all`].
     live: Mutex<Vec<Weak<Shared>>>,
+    /// Whether the sandbox works here, checked once at the first command.
+    sandbox_probe: OnceLock<Result<Enforcement, OpsError>>,
 }
 
 impl std::fmt::Debug for LocalProcessOps {
@@ -87,6 +93,23 @@ impl std::fmt::Debug for LocalProcessOps {
 }
 
 impl LocalProcessOps {
+    /// The sandbox of `setting`, once it was seen to work here; otherwise why not.
+    fn sandbox_ready<'a>(&self, setting: &'a SandboxSetting) -> Result<&'a Sandbox, OpsError> {
+        match setting {
+            SandboxSetting::Missing(reason) => Err(OpsError::ProcessUnavailable {
+                reason: format!(
+                    "{reason}. Commands are refused rather than run unconfined; choose \
+                     [sandbox] mode = \"full-access\" to run them without a sandbox"
+                ),
+            }),
+            SandboxSetting::Sandbox(sandbox) => self
+                .sandbox_probe
+                .get_or_init(|| sandbox.probe())
+                .clone()
+                .map(|_| sandbox),
+        }
+    }
+
     /// A backend for the workspace of `files`. The environment children start from is
     /// toolshed's own at this moment, cleaned by [`clean_env`].
     pub fn new(files: Arc<LocalOps>, config: ProcessConfig) -> Result<Self, OpsError> {
@@ -115,6 +138,7 @@ impl LocalProcessOps {
             method,
             fallback_reason,
             live: Mutex::new(Vec::new()),
+            sandbox_probe: OnceLock::new(),
         })
     }
 
@@ -179,6 +203,18 @@ fn nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
 }
 
 impl ProcessOps for LocalProcessOps {
+    fn sandbox(&self) -> Option<Enforcement> {
+        match &self.config.sandbox {
+            None => None,
+            Some(SandboxSetting::Sandbox(sandbox)) => Some(sandbox.enforcement()),
+            Some(SandboxSetting::Missing(_)) => Some(Enforcement {
+                mode: crate::sandbox::SandboxMode::WorkspaceWrite,
+                network: crate::sandbox::NetworkMode::Off,
+                enforced: Vec::new(),
+            }),
+        }
+    }
+
     fn kill_all(&self) {
         let live: Vec<Arc<Shared>> = self
             .live
@@ -237,8 +273,23 @@ impl ProcessOps for LocalProcessOps {
             }
         };
 
-        let mut command = Command::new(program);
-        command.args(&request.args).env_clear().envs(&env);
+        let mut command = match &self.config.sandbox {
+            None => {
+                let mut command = Command::new(program);
+                command.args(&request.args);
+                command
+            }
+            Some(setting) => {
+                let sandbox = self
+                    .sandbox_ready(setting)
+                    .inspect_err(|_| remove_cgroup(&cgroup))?;
+                let (helper, args) = sandbox.wrap(program, &request.args);
+                let mut command = Command::new(helper);
+                command.args(args);
+                command
+            }
+        };
+        command.env_clear().envs(&env);
         let mut master = None;
         let mut slave = None;
         match request.tty {

@@ -1,0 +1,525 @@
+//! The sandbox helper: the toolshed binary run as `toolshed sandbox-exec <policy> -- <cmd…>`.
+//!
+//! Three processes, each single-threaded:
+//!
+//! - the **outer** process (the host's child) enters the namespaces, builds the mounts, and
+//!   waits; it ends as the command ended (same exit code, or the same signal raised), so
+//!   the host cannot tell it from the command;
+//! - the namespace's **first process** (pid 1 inside) mounts a fresh `/proc`, brings up the
+//!   loopback of a private network, reaps orphans and, once the command has ended, reports
+//!   its status to the outer process through a pipe and exits — which ends everything left
+//!   in the namespace;
+//! - the **command** drops its capabilities, restricts itself (Landlock, then seccomp) and
+//!   executes the program.
+//!
+//! The outer and first processes block the signals they might get and wait for them with
+//! `sigwaitinfo`, so nothing runs in a signal handler; the command unblocks them before it
+//! executes. A setup failure prints `toolshed sandbox: <what>` on stderr and exits with
+//! [`SETUP_FAILED`].
+
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::{NetworkMode, SETUP_FAILED, SandboxMode, rules};
+
+/// The policy as the helper's arguments carry it.
+#[derive(Debug, Default)]
+struct Args {
+    mode: SandboxMode,
+    network: NetworkMode,
+    workspace: PathBuf,
+    writable: Vec<PathBuf>,
+    denied: Vec<PathBuf>,
+    tmp_bytes: u64,
+    command: Vec<OsString>,
+}
+
+/// When this process was started as the sandbox helper (`<exe> sandbox-exec …`), runs the
+/// command inside the sandbox and exits as it did; otherwise returns at once. Call it first
+/// thing in `main`, before any thread is started.
+pub fn run_if_asked() {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if !super::asks_for_helper(&args) {
+        return;
+    }
+    let parsed = match parse(&args[2..]) {
+        Ok(parsed) => parsed,
+        Err(e) => fail(&e),
+    };
+    match outer(parsed) {
+        Ok(never) => match never {},
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("toolshed sandbox: {message}");
+    std::process::exit(SETUP_FAILED)
+}
+
+fn parse(args: &[OsString]) -> Result<Args, String> {
+    let mut parsed = Args::default();
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        if flag == "--" {
+            parsed.command = rest.cloned().collect();
+            break;
+        }
+        let value = rest
+            .next()
+            .ok_or_else(|| format!("{} needs a value", flag.to_string_lossy()))?;
+        let text = || value.to_string_lossy().into_owned();
+        match flag.to_str() {
+            Some("--mode") => parsed.mode = SandboxMode::parse(&text())?,
+            Some("--network") => parsed.network = NetworkMode::parse(&text())?,
+            Some("--workspace") => parsed.workspace = PathBuf::from(value),
+            Some("--write") => parsed.writable.push(PathBuf::from(value)),
+            Some("--deny") => parsed.denied.push(PathBuf::from(value)),
+            Some("--tmp-bytes") => {
+                parsed.tmp_bytes = text()
+                    .parse()
+                    .map_err(|_| format!("--tmp-bytes {} is not a size", text()))?;
+            }
+            _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
+        }
+    }
+    if parsed.command.is_empty() {
+        return Err("no command after --".into());
+    }
+    if parsed.mode == SandboxMode::FullAccess {
+        return Err("full-access runs commands without the helper".into());
+    }
+    if !parsed.workspace.is_absolute() {
+        return Err("--workspace must be an absolute path".into());
+    }
+    Ok(parsed)
+}
+
+/// The last OS error, as text.
+fn os_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+fn cstring(bytes: &[u8]) -> Result<CString, String> {
+    CString::new(bytes).map_err(|_| "a NUL byte in an argument or path".to_string())
+}
+
+fn c_path(path: &Path) -> Result<CString, String> {
+    cstring(path.as_os_str().as_bytes())
+}
+
+/// `mount(2)`; the error names the target.
+fn mount(
+    source: &str,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<(), String> {
+    let source = cstring(source.as_bytes())?;
+    let target_c = c_path(target)?;
+    let fstype = fstype.map(|t| cstring(t.as_bytes())).transpose()?;
+    let data = data.map(|d| cstring(d.as_bytes())).transpose()?;
+    // SAFETY: every pointer is a valid NUL-terminated string or null, alive for the call.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target_c.as_ptr(),
+            fstype.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
+            flags,
+            data.as_ref()
+                .map_or(std::ptr::null(), |d| d.as_ptr().cast::<libc::c_void>()),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!("mount on {}: {}", target.display(), os_error()))
+    }
+}
+
+fn threads() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// The directories the command may write.
+fn writable(args: &Args) -> Vec<PathBuf> {
+    let mut writable = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")];
+    if args.mode == SandboxMode::WorkspaceWrite {
+        writable.push(args.workspace.clone());
+        writable.extend(args.writable.iter().cloned());
+    }
+    writable
+}
+
+/// A signal set of every signal the helper processes wait for instead of handling.
+fn waited_signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill a set we own.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        for signal in [
+            libc::SIGCHLD,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+            libc::SIGPIPE,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+            libc::SIGALRM,
+            libc::SIGWINCH,
+        ] {
+            libc::sigaddset(&raw mut set, signal);
+        }
+        set
+    }
+}
+
+/// Waits for one of `set` (blocked); returns its number.
+fn wait_signal(set: &libc::sigset_t) -> libc::c_int {
+    loop {
+        // SAFETY: `set` is an initialised signal set; no siginfo is asked for.
+        let signal = unsafe { libc::sigwaitinfo(set, std::ptr::null_mut()) };
+        if signal > 0 {
+            return signal;
+        }
+    }
+}
+
+fn write_file(path: &str, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+}
+
+/// The outer process: namespaces, mounts, then waits for the namespace to end.
+fn outer(args: Args) -> Result<std::convert::Infallible, String> {
+    if threads() != Some(1) {
+        return Err("the helper must start single-threaded".into());
+    }
+    // SAFETY: plain system calls without pointers.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let mut pipe = [0 as libc::c_int; 2];
+    // SAFETY: `pipe` has room for the two descriptors.
+    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", os_error()));
+    }
+    let (status_read, status_write) = (pipe[0], pipe[1]);
+
+    // The working directory the host chose, by path: after the mounts it is entered again,
+    // so that relative paths go through them (the old directory sits under /tmp's cover).
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    let mut flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS;
+    if args.network == NetworkMode::Off {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: no pointers; the process is single-threaded (checked above).
+    if unsafe { libc::unshare(flags) } != 0 {
+        return Err(format!(
+            "cannot create the namespaces ({}): unprivileged user namespaces may be disabled \
+             (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone or \
+             kernel.apparmor_restrict_unprivileged_userns)",
+            os_error()
+        ));
+    }
+    write_file("/proc/self/setgroups", "deny")?;
+    write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+    write_file("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+
+    let none = "none";
+    mount(
+        none,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    // What stays visible under the private mounts: the workspace and the writable roots
+    // (opened in the new mount namespace: a bind mount cannot cross namespaces).
+    let mut keep: Vec<(PathBuf, OwnedFd)> = Vec::new();
+    for path in std::iter::once(&args.workspace).chain(&args.writable) {
+        let fd = rustix::fs::open(
+            path,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        keep.push((path.clone(), fd));
+    }
+    let size = args.tmp_bytes.max(1 << 20);
+    for (dir, mode, size) in [
+        ("/tmp", "1777", size),
+        ("/dev/shm", "1777", size),
+        ("/run", "755", 1 << 20),
+    ] {
+        if Path::new(dir).is_dir() {
+            mount(
+                "tmpfs",
+                Path::new(dir),
+                Some("tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                Some(&format!("mode={mode},size={size}")),
+            )?;
+        }
+    }
+    // Bring back what the private mounts covered (a workspace under /tmp, say).
+    for (path, fd) in &keep {
+        let seen = rustix::fs::stat(path).ok();
+        let kept = rustix::fs::fstat(fd).map_err(|e| format!("{}: {e}", path.display()))?;
+        if seen.is_some_and(|s| s.st_dev == kept.st_dev && s.st_ino == kept.st_ino) {
+            continue;
+        }
+        std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
+    }
+    drop(keep);
+    // Hide what must stay out of reach, whatever the mode.
+    for path in &args.denied {
+        let Ok(path) = path.canonicalize() else {
+            continue; // missing: nothing to hide
+        };
+        if path.is_dir() {
+            mount(
+                "tmpfs",
+                &path,
+                Some("tmpfs"),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                Some("mode=000,size=4k"),
+            )?;
+        } else {
+            mount("/dev/null", &path, None, libc::MS_BIND, None)?;
+            mount(
+                none,
+                &path,
+                None,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                None,
+            )?;
+        }
+    }
+
+    std::env::set_current_dir(&cwd)
+        .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
+
+    let set = waited_signals();
+    // SAFETY: blocks the waited signals; the command unblocks them before it executes.
+    unsafe { libc::sigprocmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut()) };
+    // SAFETY: single-threaded, so the child may run any code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: the child's copy of the write end only.
+        unsafe { libc::close(status_read) };
+        match first_process(&args, status_write, &set) {
+            Ok(never) => match never {},
+            Err(e) => fail(&e),
+        }
+    }
+    // SAFETY: the outer process keeps only the read end.
+    unsafe { libc::close(status_write) };
+    loop {
+        if wait_signal(&set) != libc::SIGCHLD {
+            continue; // the command gets the signals meant for it itself
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out pointer.
+        if unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) } == pid {
+            let mut reported = [0u8; 4];
+            // SAFETY: reads at most 4 bytes into `reported`.
+            let n = unsafe { libc::read(status_read, reported.as_mut_ptr().cast(), 4) };
+            let status = if n == 4 {
+                i32::from_ne_bytes(reported)
+            } else {
+                status
+            };
+            end_as(status);
+        }
+    }
+}
+
+/// Ends this process the way a wait status says: the same exit code, or the same signal.
+fn end_as(status: libc::c_int) -> ! {
+    if libc::WIFEXITED(status) {
+        std::process::exit(libc::WEXITSTATUS(status));
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        // SAFETY: resets one signal to its default action, unblocks it and raises it; no
+        // core file is written for it (the command's own would have been, inside).
+        unsafe {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &raw const none);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut only: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut only);
+            libc::sigaddset(&raw mut only, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const only, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+        }
+        std::process::exit(128 + signal);
+    }
+    std::process::exit(SETUP_FAILED)
+}
+
+/// Brings up the loopback interface of a new network namespace.
+fn loopback_up() -> Result<(), String> {
+    // SAFETY: a socket we own and close; `ifreq` is zeroed and filled within bounds.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(format!("socket: {}", os_error()));
+        }
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+            *slot = libc::c_char::from_ne_bytes([*byte]);
+        }
+        let mut rc = libc::ioctl(fd, libc::SIOCGIFFLAGS, &raw mut request);
+        if rc == 0 {
+            let up = libc::c_short::try_from(libc::IFF_UP | libc::IFF_RUNNING).unwrap_or(1);
+            request.ifr_ifru.ifru_flags |= up;
+            rc = libc::ioctl(fd, libc::SIOCSIFFLAGS, &raw const request);
+        }
+        let error = os_error();
+        libc::close(fd);
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!("bringing up the loopback: {error}"))
+        }
+    }
+}
+
+/// The namespace's first process: `/proc`, loopback, the command, then reaping.
+fn first_process(
+    args: &Args,
+    status_write: libc::c_int,
+    set: &libc::sigset_t,
+) -> Result<std::convert::Infallible, String> {
+    // SAFETY: plain prctl without pointers.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    mount(
+        "proc",
+        Path::new("/proc"),
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )?;
+    if args.network == NetworkMode::Off {
+        loopback_up()?;
+    }
+    let ruleset = rules::landlock(&writable(args))?;
+    let filters = rules::seccomp()?;
+    let argv: Vec<CString> = args
+        .command
+        .iter()
+        .map(|a| cstring(a.as_bytes()))
+        .collect::<Result<_, _>>()?;
+
+    // SAFETY: single-threaded, so the child may run any code.
+    let command = unsafe { libc::fork() };
+    if command < 0 {
+        return Err(format!("fork: {}", os_error()));
+    }
+    if command == 0 {
+        // SAFETY: the command does not report its own status.
+        unsafe { libc::close(status_write) };
+        let error = run_command(ruleset, &filters, &argv);
+        eprintln!("toolshed sandbox: {error}");
+        // SAFETY: ends the forked child without running the parent's exit handlers.
+        unsafe { libc::_exit(SETUP_FAILED) };
+    }
+    loop {
+        if wait_signal(set) != libc::SIGCHLD {
+            continue;
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is a valid out pointer.
+            let reaped = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
+            if reaped <= 0 {
+                break;
+            }
+            if reaped == command {
+                let bytes = status.to_ne_bytes();
+                // SAFETY: writes 4 bytes from `bytes` and ends the namespace.
+                unsafe {
+                    libc::write(status_write, bytes.as_ptr().cast(), 4);
+                    libc::_exit(0);
+                }
+            }
+        }
+    }
+}
+
+/// The command's process: capabilities, Landlock, seccomp, exec. Returns only on failure.
+fn run_command(
+    ruleset: landlock::RulesetCreated,
+    filters: &[seccompiler::BpfProgram],
+    argv: &[CString],
+) -> String {
+    // Capabilities: none, and none regained by executing a program (the bounding set is
+    // empty, so even uid 0 inside gets nothing).
+    for cap in 0..=63 {
+        // SAFETY: plain prctl; capabilities the kernel does not know fail harmlessly.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap) };
+    }
+    // SAFETY: plain prctl.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    if let Err(e) = rules::restrict(ruleset) {
+        return e;
+    }
+    if let Err(e) = rules::apply_seccomp(filters) {
+        return e;
+    }
+    // SAFETY: single-threaded; the variable is set before the program starts.
+    unsafe { std::env::set_var("TMPDIR", "/tmp") };
+    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    pointers.push(std::ptr::null());
+    // SAFETY: an empty mask unblocks everything the helper blocked; `pointers` is a
+    // NULL-terminated array of strings that outlive the call.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
+        libc::execvp(pointers[0], pointers.as_ptr());
+    }
+    let error = os_error();
+    let program = argv[0].to_string_lossy();
+    let code = if error.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    // Exit codes like a shell's for a program it cannot run.
+    eprintln!("toolshed sandbox: cannot run `{program}`: {error}");
+    // SAFETY: ends the forked child without running exit handlers.
+    unsafe { libc::_exit(code) }
+}

@@ -1,0 +1,294 @@
+//! The command sandbox: one boundary for files and commands, enforced by the kernel.
+//!
+//! Every command the local backend starts can run inside a sandbox that enforces the same
+//! policy as the file tools. The sandbox is applied by a helper — the toolshed binary
+//! re-executed as `toolshed sandbox-exec <policy> -- <command…>` — never between fork and
+//! exec in the host, so nothing allocates or locks in a forked copy of a threaded process.
+//! The helper, a fresh single-threaded process:
+//!
+//! 1. enters new user, mount, PID, IPC and UTS namespaces (and a network namespace with only
+//!    its own loopback when the network is off);
+//! 2. hides what must stay out of reach — toolshed's data dir, the workspace's
+//!    `.toolshed/`, the user config dir and the deny list (`~/.ssh`, `~/.aws`, …) — under
+//!    empty read-only mounts, and gives the command private `/tmp`, `/dev/shm` and `/run`
+//!    (which also hides the host's UNIX sockets there);
+//! 3. forks the namespace's first process, which mounts a fresh `/proc` (the host's
+//!    processes, and their environments, are not visible) and reaps orphans;
+//! 4. forks the command's process, which drops every capability, restricts itself with
+//!    Landlock (read everywhere, write only the workspace and the private temp; signals
+//!    and abstract UNIX sockets scoped to the sandbox), sets `no_new_privs`, installs a
+//!    seccomp filter (no `ptrace`, `mount`, `bpf`, `kexec`, namespaces, `io_uring`,
+//!    `TIOCSTI`, or socket families other than UNIX and IP), and executes the command.
+//!
+//! What cannot be enforced is refused, never dropped: a host that cannot build the
+//! sandbox it was asked for refuses to start commands, with the reason and what to
+//! choose instead ([`Sandbox::probe`]).
+
+mod helper;
+mod rules;
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+pub use helper::run_if_asked;
+
+use crate::error::OpsError;
+
+/// The command-line word that makes the toolshed binary act as the sandbox helper.
+pub const HELPER_COMMAND: &str = "sandbox-exec";
+
+/// The exit code of a command the sandbox could not be set up for (its reason is on stderr).
+pub const SETUP_FAILED: i32 = 125;
+
+/// What a sandboxed command may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxMode {
+    /// Read what is permitted; write only the private temp.
+    ReadOnly,
+    /// Read what is permitted; write the workspace, the private temp and the extra
+    /// writable roots.
+    #[default]
+    WorkspaceWrite,
+    /// No sandbox: the command runs with the user's full authority. Chosen explicitly.
+    FullAccess,
+}
+
+impl SandboxMode {
+    /// Its name in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::FullAccess => "full-access",
+        }
+    }
+
+    /// The mode named `name`, or an error listing the names.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "read-only" => Ok(SandboxMode::ReadOnly),
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            "full-access" => Ok(SandboxMode::FullAccess),
+            other => Err(format!(
+                "`{other}` is not a sandbox mode; use read-only, workspace-write or full-access"
+            )),
+        }
+    }
+}
+
+/// What network a sandboxed command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NetworkMode {
+    /// A network namespace of its own with only its own loopback: no host, no internet.
+    #[default]
+    Off,
+    /// The host's network (sockets limited to UNIX and IP families).
+    On,
+}
+
+impl NetworkMode {
+    /// Its name in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::Off => "off",
+            NetworkMode::On => "on",
+        }
+    }
+
+    /// The network mode named `name`, or an error listing the names.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "off" => Ok(NetworkMode::Off),
+            "on" => Ok(NetworkMode::On),
+            "filtered" => Err("network = \"filtered\" (an egress filter applying the web \
+                               tools' rules) is not built yet; use \"off\" or \"on\""
+                .into()),
+            other => Err(format!("`{other}` is not a network mode; use off or on")),
+        }
+    }
+}
+
+/// What a sandboxed command may reach.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxPolicy {
+    /// What it may change.
+    pub mode: SandboxMode,
+    /// What network it gets.
+    pub network: NetworkMode,
+    /// The workspace root (writable in [`SandboxMode::WorkspaceWrite`]).
+    pub workspace: PathBuf,
+    /// More directories it may write (workspace-write only).
+    pub writable: Vec<PathBuf>,
+    /// Paths hidden whatever the mode: toolshed's data dir, the workspace's `.toolshed/`,
+    /// the user config dir, the deny list. Missing paths are skipped.
+    pub denied: Vec<PathBuf>,
+    /// The size of the private `/tmp`, in bytes.
+    pub tmp_bytes: u64,
+}
+
+impl SandboxPolicy {
+    /// The helper's arguments for this policy, up to and including `--`.
+    fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            HELPER_COMMAND.into(),
+            "--mode".into(),
+            self.mode.as_str().into(),
+            "--network".into(),
+            self.network.as_str().into(),
+            "--workspace".into(),
+            self.workspace.clone().into(),
+            "--tmp-bytes".into(),
+            self.tmp_bytes.to_string().into(),
+        ];
+        for path in &self.writable {
+            args.push("--write".into());
+            args.push(path.clone().into());
+        }
+        for path in &self.denied {
+            args.push("--deny".into());
+            args.push(path.clone().into());
+        }
+        args.push("--".into());
+        args
+    }
+}
+
+/// A sandbox the local backend wraps every command in: the helper to run and the policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// The toolshed binary, run as `<helper> sandbox-exec …`.
+    pub helper: PathBuf,
+    /// What commands may reach.
+    pub policy: SandboxPolicy,
+}
+
+/// What the local backend does about the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxSetting {
+    /// Every command runs inside this sandbox.
+    Sandbox(Sandbox),
+    /// A sandbox was asked for but cannot be built (the reason): every command is refused.
+    Missing(String),
+}
+
+/// What a working sandbox enforces on this machine, for reports (`sandbox check`, each
+/// exec result's `sandbox` block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforcement {
+    /// The mode.
+    pub mode: SandboxMode,
+    /// The network mode.
+    pub network: NetworkMode,
+    /// The layers in force, e.g. `landlock-abi-7`, `seccomp`, `pid-namespace`.
+    pub enforced: Vec<String>,
+}
+
+impl Sandbox {
+    /// The program and arguments that run `program args…` inside this sandbox.
+    pub(crate) fn wrap(&self, program: &str, args: &[String]) -> (PathBuf, Vec<OsString>) {
+        let mut all = self.policy.to_args();
+        all.push(program.into());
+        all.extend(args.iter().map(OsString::from));
+        (self.helper.clone(), all)
+    }
+
+    /// Checks that this sandbox can be built here by running `true` inside it, and says
+    /// what it enforces. An error says which layer is missing and what to choose instead.
+    pub fn probe(&self) -> Result<Enforcement, OpsError> {
+        let (program, args) = self.wrap("true", &[]);
+        let output = std::process::Command::new(&program)
+            .args(&args)
+            .env_clear()
+            .env("PATH", crate::process::DEFAULT_PATH)
+            .current_dir(&self.policy.workspace)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                unavailable(format!("cannot run the helper {}: {e}", program.display()))
+            })?;
+        if !output.status.success() {
+            let said = String::from_utf8_lossy(&output.stderr);
+            let said = said.trim();
+            return Err(unavailable(if said.is_empty() {
+                format!("the helper failed ({})", output.status)
+            } else {
+                said.trim_start_matches("toolshed sandbox: ").to_string()
+            }));
+        }
+        Ok(self.enforcement())
+    }
+
+    /// What this sandbox enforces when it runs (see [`probe`](Self::probe) for whether it does).
+    pub fn enforcement(&self) -> Enforcement {
+        let mut enforced = vec![
+            "user-namespace".to_string(),
+            "mount-namespace".into(),
+            "pid-namespace".into(),
+            "private-tmp".into(),
+            "hidden-paths".into(),
+        ];
+        if self.policy.network == NetworkMode::Off {
+            enforced.push("network-namespace".into());
+        }
+        if let Some(abi) = rules::landlock_abi() {
+            enforced.push(format!("landlock-abi-{abi}"));
+            if abi >= 6 {
+                enforced.push("landlock-scopes".into());
+            }
+        }
+        enforced.extend([
+            "seccomp".to_string(),
+            "no-new-privs".into(),
+            "no-capabilities".into(),
+        ]);
+        Enforcement {
+            mode: self.policy.mode,
+            network: self.policy.network,
+            enforced,
+        }
+    }
+}
+
+fn unavailable(reason: String) -> OpsError {
+    OpsError::ProcessUnavailable {
+        reason: format!(
+            "the command sandbox cannot be enforced on this machine: {reason}. Commands are \
+             refused rather than run unconfined; fix the cause, or choose [sandbox] mode = \
+             \"full-access\" to run commands without a sandbox"
+        ),
+    }
+}
+
+/// `path` with a leading `~/` expanded against `home`.
+pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => Some(home.join(rest)),
+        (Some(_), None) => None,
+        (None, _) if path == "~" => home.map(Path::to_path_buf),
+        (None, _) => Some(PathBuf::from(path)),
+    }
+}
+
+/// The user's home directory: `$HOME` when absolute, else the password database's entry
+/// for this user.
+pub fn home_dir() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        if home.is_absolute() {
+            return Some(home);
+        }
+    }
+    // SAFETY: getuid has no preconditions.
+    #[allow(unsafe_code)]
+    let uid = unsafe { libc::getuid() }.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[2] == uid && fields[5].starts_with('/'))
+            .then(|| PathBuf::from(fields[5]))
+    })
+}
+
+/// Whether the process arguments ask for the helper (`<exe> sandbox-exec …`).
+fn asks_for_helper(args: &[OsString]) -> bool {
+    args.get(1).map(OsString::as_os_str) == Some(OsStr::new(HELPER_COMMAND))
+}
