@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# exec_command round-trip latency through the whole pipeline against a raw spawn of the
-# same command (`bash -c true`, `bash -c 'echo hi'`), and PTY write/read round trips.
+# exec_command round-trip latency through the whole pipeline, unsandboxed and sandboxed
+# (the default workspace-write sandbox), against a raw spawn of the same command
+# (`bash -c true`, `bash -c 'echo hi'`), and PTY write/read round trips.
 # Medians over interleaved rounds, all in one run. Usage: bench/exec_latency.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p toolshed --example exec_latency
-exec "${CARGO_TARGET_DIR:-$PWD/target}/release/examples/exec_latency" "$@"
+cargo build --release -q -p toolshed --bin toolshed --example exec_latency
+target="${CARGO_TARGET_DIR:-$PWD/target}/release"
+TOOLSHED_BIN="$target/toolshed" exec "$target/examples/exec_latency" "$@"

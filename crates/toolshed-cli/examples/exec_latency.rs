@@ -1,8 +1,10 @@
-//! Command execution latency: `exec_command` through the whole pipeline against a raw
-//! spawn of the same command, and a PTY write/read round trip. Run by
-//! `bench/exec_latency.sh`; see docs/benchmarks.md.
+//! Command execution latency: `exec_command` through the whole pipeline, unsandboxed and
+//! in the default sandbox (`workspace-write`, through the `toolshed sandbox-exec` helper
+//! named by `TOOLSHED_BIN`), against a raw spawn of the same command, and a PTY write/read
+//! round trip. Run by `bench/exec_latency.sh`; see docs/benchmarks.md.
 //!
-//! Usage: exec_latency [ROUNDS]   (default 300 per measurement, interleaved)
+//! Usage: TOOLSHED_BIN=target/release/toolshed exec_latency [ROUNDS]
+//! (default 300 per measurement, interleaved)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -28,16 +30,28 @@ async fn main() {
         .nth(1)
         .map(|a| a.parse().expect("ROUNDS is a number"))
         .unwrap_or(300);
+    let helper = std::env::var_os("TOOLSHED_BIN").expect("TOOLSHED_BIN names the toolshed binary");
     let workspace = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let config = ConfigSources {
-        workspace: workspace.path().to_path_buf(),
-        ..Default::default()
-    }
-    .load()
-    .unwrap();
+    let sandboxed_data = tempfile::tempdir().unwrap();
+    let config = |mode: &str| {
+        ConfigSources {
+            workspace: workspace.path().to_path_buf(),
+            env: vec![("TOOLSHED_SANDBOX__MODE".into(), mode.into())],
+            ..Default::default()
+        }
+        .load()
+        .unwrap()
+    };
     let host = Host::builder(workspace.path(), data.path())
-        .config(config)
+        .config(config("full-access"))
+        .plugins(toolshed_tools::system_plugins)
+        .open()
+        .await
+        .unwrap();
+    let sandboxed = Host::builder(workspace.path(), sandboxed_data.path())
+        .config(config("workspace-write"))
+        .sandbox_helper(helper)
         .plugins(toolshed_tools::system_plugins)
         .open()
         .await
@@ -54,6 +68,7 @@ async fn main() {
         let mut raw = Vec::new();
         let mut backend = Vec::new();
         let mut tool = Vec::new();
+        let mut boxed = Vec::new();
         for _ in 0..rounds {
             let t = Instant::now();
             let out = std::process::Command::new(shell)
@@ -86,8 +101,21 @@ async fn main() {
             let output = result.result.unwrap();
             assert!(!output.is_error, "{}", output.text_joined());
             tool.push(t.elapsed());
+
+            let t = Instant::now();
+            let result = sandboxed
+                .call(CallRequest::new(
+                    "exec_command",
+                    json!({ "cmd": cmd }),
+                    OwnerId::new("bench"),
+                    "bench",
+                ))
+                .await;
+            let output = result.result.unwrap();
+            assert!(!output.is_error, "{}", output.text_joined());
+            boxed.push(t.elapsed());
         }
-        let (r, b, t) = (median(raw), median(backend), median(tool));
+        let (r, b, t, s) = (median(raw), median(backend), median(tool), median(boxed));
         println!(
             "`{cmd}`: raw spawn {:.2} ms · backend spawn+wait {:.2} ms · exec_command via pipeline {:.2} ms · overhead over raw {:+.2} ms (backend {:+.2} ms)",
             ms(r),
@@ -95,6 +123,12 @@ async fn main() {
             ms(t),
             ms(t) - ms(r),
             ms(b) - ms(r)
+        );
+        println!(
+            "`{cmd}`: exec_command sandboxed {:.2} ms · unsandboxed {:.2} ms · sandbox overhead {:+.2} ms",
+            ms(s),
+            ms(t),
+            ms(s) - ms(t)
         );
     }
 
@@ -159,6 +193,7 @@ async fn main() {
         ms(median(replies))
     );
     host.shutdown().await;
+    sandboxed.shutdown().await;
 }
 
 fn which(name: &str) -> bool {

@@ -48,8 +48,24 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print the bearer token HTTP clients must send (generated on first use)
     Token,
+    /// Show what the command sandbox enforces on this machine
+    Sandbox {
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
     /// Check configuration, data dir, plugins, env contracts and requirements
     Doctor {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Run `true` in the configured sandbox and print the layers in force; exits 1 when
+    /// the configured mode cannot be enforced here
+    Check {
         /// Print exact JSON
         #[arg(long)]
         json: bool,

@@ -11,7 +11,7 @@ mod commands;
 mod context;
 mod render;
 
-use cli::{Cli, Command, PluginsCommand, ToolsCommand};
+use cli::{Cli, Command, PluginsCommand, SandboxCommand, ToolsCommand};
 
 /// A failure that decides the exit code.
 #[derive(Debug)]
@@ -118,6 +118,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token => Ok(()),
         Command::Doctor { json } => commands::doctor::run(&host, json),
+        Command::Sandbox {
+            command: SandboxCommand::Check { json },
+        } => commands::sandbox::check(&host, json),
     };
     host.shutdown().await;
     result

@@ -1,67 +1,11 @@
 //! The built `toolshed` binary, driven as a user would drive it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-struct Env {
-    workspace: tempfile::TempDir,
-    data: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Self {
-        Self {
-            workspace: tempfile::tempdir().unwrap(),
-            data: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// `toolshed` with an isolated home, data dir and workspace, and no inherited
-    /// `TOOLSHED_*` variables.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
-        for (key, _) in std::env::vars() {
-            if key.starts_with("TOOLSHED_") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.env("HOME", self.data.path().join("home"))
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_DATA_HOME")
-            .arg("--workspace")
-            .arg(self.workspace.path())
-            .arg("--data-dir")
-            .arg(self.data.path())
-            .args(args)
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let path = self.workspace.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
+use crate::support::{Env, code, stderr, stdout};
 
 #[test]
 fn version() {

@@ -227,6 +227,7 @@ impl HostBuilder {
             writable: expand(&config.writable, "writable")?,
             denied,
             tmp_bytes: config.tmp_size_mb.saturating_mul(1 << 20),
+            min_landlock_abi: config.min_landlock_abi,
         };
         Ok(Some(match &self.sandbox_helper {
             Some(helper) => SandboxSetting::Sandbox(Sandbox {

@@ -73,6 +73,9 @@ pub struct SandboxConfig {
     pub deny: Vec<String>,
     /// The size of a command's private `/tmp`, in MiB.
     pub tmp_size_mb: u64,
+    /// The oldest Landlock ABI accepted (0: any the kernel has); on an older kernel
+    /// commands are refused. 9 also confines connecting to UNIX sockets by path.
+    pub min_landlock_abi: u32,
 }
 
 impl Default for SandboxConfig {
@@ -97,6 +100,7 @@ impl Default for SandboxConfig {
             .map(String::from)
             .to_vec(),
             tmp_size_mb: 1024,
+            min_landlock_abi: 0,
         }
     }
 }

@@ -52,6 +52,24 @@ fn checks(host: &Host) -> Vec<Check> {
         Status::Ok,
         host.workspace().display().to_string(),
     );
+    match host.services().ops.process.check_sandbox() {
+        None => push(
+            "sandbox",
+            Status::Warning,
+            "mode full-access: commands run without a sandbox".into(),
+        ),
+        Some(Ok(e)) => push(
+            "sandbox",
+            Status::Ok,
+            format!(
+                "mode {} · network {} · {}",
+                e.mode.as_str(),
+                e.network.as_str(),
+                e.enforced.join(", ")
+            ),
+        ),
+        Some(Err(e)) => push("sandbox", Status::Error, e.to_string()),
+    }
     match host.store().schema_version() {
         Ok(v) => push(
             "data dir",

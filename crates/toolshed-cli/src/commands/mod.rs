@@ -4,5 +4,6 @@ pub mod call;
 pub mod doctor;
 pub mod mcp;
 pub mod plugins;
+pub mod sandbox;
 pub mod serve;
 pub mod tools;

@@ -377,4 +377,10 @@ pub trait ProcessOps: Send + Sync {
     fn sandbox(&self) -> Option<crate::sandbox::Enforcement> {
         None
     }
+
+    /// Checks that the sandbox can be built here (by running `true` inside it, once) and
+    /// says what it enforces; `None` when commands run with full access.
+    fn check_sandbox(&self) -> Option<Result<crate::sandbox::Enforcement, OpsError>> {
+        None
+    }
 }

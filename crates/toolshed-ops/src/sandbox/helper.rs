@@ -35,6 +35,7 @@ struct Args {
     writable: Vec<PathBuf>,
     denied: Vec<PathBuf>,
     tmp_bytes: u64,
+    min_landlock_abi: u32,
     command: Vec<OsString>,
 }
 
@@ -79,6 +80,11 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--workspace") => parsed.workspace = PathBuf::from(value),
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
+            Some("--min-landlock-abi") => {
+                parsed.min_landlock_abi = text()
+                    .parse()
+                    .map_err(|_| format!("--min-landlock-abi {} is not a number", text()))?;
+            }
             Some("--tmp-bytes") => {
                 parsed.tmp_bytes = text()
                     .parse()
@@ -427,7 +433,7 @@ fn first_process(
     if args.network == NetworkMode::Off {
         loopback_up()?;
     }
-    let ruleset = rules::landlock(&writable(args))?;
+    let ruleset = rules::landlock(&writable(args), args.min_landlock_abi)?;
     let filters = rules::seccomp()?;
     let argv: Vec<CString> = args
         .command

@@ -124,6 +124,9 @@ pub struct SandboxPolicy {
     pub denied: Vec<PathBuf>,
     /// The size of the private `/tmp`, in bytes.
     pub tmp_bytes: u64,
+    /// The oldest Landlock ABI accepted (0: any); an older kernel refuses commands. ABI 9
+    /// also confines connecting to UNIX sockets by path.
+    pub min_landlock_abi: u32,
 }
 
 impl SandboxPolicy {
@@ -139,6 +142,8 @@ impl SandboxPolicy {
             self.workspace.clone().into(),
             "--tmp-bytes".into(),
             self.tmp_bytes.to_string().into(),
+            "--min-landlock-abi".into(),
+            self.min_landlock_abi.to_string().into(),
         ];
         for path in &self.writable {
             args.push("--write".into());
@@ -249,6 +254,64 @@ impl Sandbox {
     }
 }
 
+/// One layer the sandbox is built from, as this machine offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    /// Its name: `landlock`, `seccomp`, `user namespaces`.
+    pub name: &'static str,
+    /// Whether the kernel offers it.
+    pub available: bool,
+    /// What was found (a version, a limit, why not).
+    pub detail: String,
+}
+
+/// The layers this machine offers, whatever the configuration (for `sandbox check` and
+/// `doctor`). Whether a sandbox can actually be built is [`Sandbox::probe`]'s answer.
+pub fn machine() -> Vec<Layer> {
+    let landlock = rules::landlock_abi();
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .is_some_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
+    let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    vec![
+        Layer {
+            name: "landlock",
+            available: landlock.is_some(),
+            detail: match landlock {
+                Some(abi) => format!(
+                    "ABI {abi}{}",
+                    if abi >= 6 {
+                        " (with signal and abstract-socket scopes)"
+                    } else {
+                        ""
+                    }
+                ),
+                None => "not available (Linux 5.13+ with Landlock enabled at boot)".into(),
+            },
+        },
+        Layer {
+            name: "seccomp",
+            available: seccomp,
+            detail: if seccomp {
+                "filters available".into()
+            } else {
+                "not available".into()
+            },
+        },
+        Layer {
+            name: "user namespaces",
+            available: userns.is_some_and(|n| n > 0),
+            detail: match userns {
+                Some(0) => "disabled (user.max_user_namespaces = 0)".into(),
+                Some(n) => format!("up to {n}"),
+                None => "not available".into(),
+            },
+        },
+    ]
+}
+
 fn unavailable(reason: String) -> OpsError {
     OpsError::ProcessUnavailable {
         reason: format!(
@@ -272,10 +335,11 @@ pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 /// The user's home directory: `$HOME` when absolute, else the password database's entry
 /// for this user.
 pub fn home_dir() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        if home.is_absolute() {
-            return Some(home);
-        }
+    if let Some(home) = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+    {
+        return Some(home);
     }
     // SAFETY: getuid has no preconditions.
     #[allow(unsafe_code)]

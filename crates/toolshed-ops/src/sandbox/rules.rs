@@ -60,12 +60,18 @@ const DEVICES: &[&str] = &[
 /// The Landlock ruleset: read everywhere, write `writable` (and the devices); with ABI 6 or
 /// later, signals and abstract UNIX sockets scoped to the sandbox. Every right is a hard
 /// requirement: what the kernel cannot enforce is an error, never dropped.
-pub(super) fn landlock(writable: &[PathBuf]) -> Result<RulesetCreated, String> {
+pub(super) fn landlock(writable: &[PathBuf], min_abi: u32) -> Result<RulesetCreated, String> {
     let version = landlock_abi().ok_or_else(|| {
         "Landlock is not available in this kernel (it needs Linux 5.13 or later with \
          Landlock enabled at boot, e.g. lsm=landlock,…)"
             .to_string()
     })?;
+    if u32::try_from(version).unwrap_or(0) < min_abi {
+        return Err(format!(
+            "this kernel's Landlock ABI is {version}, older than the {min_abi} required by \
+             [sandbox] min_landlock_abi"
+        ));
+    }
     let abi = abi_of(version);
     let err = |what: &str, e: &dyn std::fmt::Display| format!("Landlock {what}: {e}");
     let mut ruleset = Ruleset::default()

@@ -215,6 +215,13 @@ impl ProcessOps for LocalProcessOps {
         }
     }
 
+    fn check_sandbox(&self) -> Option<Result<Enforcement, OpsError>> {
+        self.config
+            .sandbox
+            .as_ref()
+            .map(|setting| self.sandbox_ready(setting).map(Sandbox::enforcement))
+    }
+
     fn kill_all(&self) {
         let live: Vec<Arc<Shared>> = self
             .live

@@ -1,0 +1,57 @@
+//! `toolshed sandbox check`: what the command sandbox enforces on this machine.
+
+use toolshed_host::Host;
+
+use crate::Failure;
+use crate::render::print_json;
+
+/// Prints the machine's layers and the configured sandbox's live check; fails when the
+/// configured mode cannot be enforced.
+pub fn check(host: &Host, json: bool) -> Result<(), Failure> {
+    let layers = toolshed_ops::sandbox::machine();
+    let checked = host.services().ops.process.check_sandbox();
+    let (mode, network, enforced, error) = match &checked {
+        None => ("full-access", "on", Vec::new(), None),
+        Some(Ok(e)) => (
+            e.mode.as_str(),
+            e.network.as_str(),
+            e.enforced.clone(),
+            None,
+        ),
+        Some(Err(e)) => ("", "", Vec::new(), Some(e.to_string())),
+    };
+    let configured = &host.config().config.sandbox;
+    if json {
+        print_json(&serde_json::json!({
+            "ok": error.is_none(),
+            "mode": if error.is_some() { configured.mode.as_str() } else { mode },
+            "network": if error.is_some() { configured.network.as_str() } else { network },
+            "enforced": enforced,
+            "error": error,
+            "machine": layers.iter().map(|l| serde_json::json!({
+                "layer": l.name, "available": l.available, "detail": l.detail,
+            })).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for layer in &layers {
+            let mark = if layer.available { "ok  " } else { "no  " };
+            println!("{mark}  {:<16} {}", layer.name, layer.detail);
+        }
+        println!();
+        match &error {
+            None if checked.is_none() => println!(
+                "mode full-access: commands run without a sandbox (set [sandbox] mode = \
+                 \"workspace-write\" to confine them)"
+            ),
+            None => {
+                println!("mode {mode} · network {network}: a sandboxed `true` ran");
+                println!("enforced: {}", enforced.join(", "));
+            }
+            Some(e) => println!("FAIL  {e}"),
+        }
+    }
+    match error {
+        Some(_) => Err(Failure::Runtime(String::new())),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,7 @@
+//! The integration tests of the `toolshed` binary, one test binary: each module is one
+//! area, all driving the built binary as a user would.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli;
+mod sandbox;
+mod support;

@@ -1,0 +1,388 @@
+//! The command sandbox, through the real binary over MCP (stdio): an escape battery run by
+//! each way a command starts — `exec_command` with pipes and with a terminal, `shell` and
+//! `process_exec` — in the default `workspace-write` mode. Each attempt prints `ESCAPED
+//! <name>` if it worked and `refused <name>` if not; every one must be refused.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A host variable a command must never see, not even through `/proc/<host>/environ`.
+const HOST_SECRET: &str = "host-secret-canary-1234";
+
+/// An isolated setup: the workspace outside `/tmp` (so that writing beside it meets
+/// Landlock, not the private `/tmp`), a data dir (the state database appears there when the
+/// server starts), a fixture home with an SSH key, and a directory beside the workspace for
+/// canaries.
+struct Setup {
+    root: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(config: &str) -> Self {
+        let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        for dir in ["ws/.toolshed", "data", "home/.ssh", "outside"] {
+            std::fs::create_dir_all(root.path().join(dir)).unwrap();
+        }
+        let at = |rel: &str| root.path().join(rel);
+        std::fs::write(at("ws/toolshed.toml"), config).unwrap();
+        std::fs::write(at("ws/.toolshed/state"), "workspace-state").unwrap();
+        std::fs::write(at("data/token"), "the-token").unwrap();
+        std::fs::write(at("home/.ssh/id_rsa"), "PRIVATE KEY").unwrap();
+        std::fs::write(at("outside/target.txt"), "untouched").unwrap();
+        Self { root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    fn mcp(&self) -> Mcp {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("TOOLSHED_") {
+                cmd.env_remove(key);
+            }
+        }
+        let mut child = cmd
+            .env("HOME", self.path("home"))
+            .env("HOST_CANARY_API_KEY", HOST_SECRET)
+            .env_remove("XDG_CONFIG_HOME")
+            .args(["mcp", "--workspace"])
+            .arg(self.path("ws"))
+            .arg("--data-dir")
+            .arg(self.path("data"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut mcp = Mcp {
+            stdin: child.stdin.take().unwrap(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            next: 1,
+        };
+        mcp.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "battery", "version": "0"}}),
+        );
+        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+}
+
+/// A `toolshed mcp` child spoken to in JSON-RPC lines.
+struct Mcp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Mcp {
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server ended"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Calls a tool; its result (`content`, `structuredContent`, `isError`).
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let reply = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(reply.get("error").is_none(), "{tool}: {reply}");
+        reply["result"].clone()
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result.
+fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How a command is started.
+#[derive(Debug, Clone, Copy)]
+enum Runner {
+    Pipes,
+    Terminal,
+    Shell,
+    Background,
+}
+
+/// Runs `script` (sh) the way `runner` starts commands; its output.
+fn run(mcp: &mut Mcp, runner: Runner, script: &str) -> String {
+    match runner {
+        Runner::Pipes | Runner::Terminal => {
+            let tty = matches!(runner, Runner::Terminal);
+            let result = mcp.call(
+                "exec_command",
+                json!({"cmd": script, "tty": tty, "yield_ms": 30000}),
+            );
+            let sandbox = &result["structuredContent"]["sandbox"];
+            assert_eq!(sandbox["mode"], "workspace-write", "{result}");
+            assert!(
+                sandbox["enforced"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l == "seccomp"),
+                "{result}"
+            );
+            text(&result)
+        }
+        Runner::Shell => text(&mcp.call("shell", json!({"command": script}))),
+        Runner::Background => {
+            let started = mcp.call("process_exec", json!({"cmd": script}));
+            assert_eq!(
+                started["structuredContent"]["sandbox"]["mode"], "workspace-write",
+                "{started}"
+            );
+            let id = started["structuredContent"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let read = mcp.call("process_read_output", json!({"id": id}));
+                let done = read["structuredContent"]["running"] == false;
+                if done || Instant::now() > deadline {
+                    return text(&read);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// One attempt: a shell command that succeeds only if the sandbox let it through.
+fn attempt(name: &str, command: &str) -> String {
+    format!(
+        "if ( {command} ) >/dev/null 2>&1; then echo \"ESCAPED {name}\"; else echo \"refused {name}\"; fi\n"
+    )
+}
+
+/// The battery: every attempt by name, for a setup whose canaries are at the given paths.
+fn battery(setup: &Setup, unix_socket: &Path) -> (String, Vec<&'static str>) {
+    let p = |rel: &str| setup.path(rel).display().to_string();
+    let host_tmp = format!("/tmp/toolshed-battery-{}", std::process::id());
+    let attempts: Vec<(&'static str, String)> = vec![
+        ("kill-host", "kill -TERM $PPID".into()),
+        ("host-environ", format!("cat /proc/$PPID/environ /proc/1/environ 2>/dev/null | grep -q {HOST_SECRET}")),
+        ("host-environ-any", format!("grep -qs {HOST_SECRET} /proc/*/environ")),
+        ("privileges", "grep -q 'NoNewPrivs:[[:space:]]*0' /proc/self/status || ! grep -q 'CapEff:[[:space:]]*0000000000000000' /proc/self/status".into()),
+        ("unix-socket-outside", format!("curl -s -m 2 --unix-socket {} http://x/", unix_socket.display())),
+        ("write-beside-workspace", format!("echo x > {}", p("outside/new.txt"))),
+        ("write-dotdot", "echo x > ../escaped.txt".into()),
+        ("write-host-tmp", format!("echo x > {host_tmp} && test -e {host_tmp}.never")),
+        ("read-state-db", format!("cat {}", p("data/toolshed.db"))),
+        ("read-token", format!("cat {}", p("data/token"))),
+        ("read-workspace-state", "cat .toolshed/state".into()),
+        ("read-ssh-key", "cat ~/.ssh/id_rsa".into()),
+        ("symlink-out", format!("ln -sf {} link.txt && echo x >> link.txt", p("outside/target.txt"))),
+        ("mount", "mount -t tmpfs none /mnt".into()),
+        ("unshare", "unshare -r true".into()),
+        ("ptrace", "strace -o /dev/null true".into()),
+        ("setuid-elevation", "test \"$(setpriv --reuid=65534 id -u 2>/dev/null)\" = 65534".into()),
+    ];
+    let mut script = String::from("cd \"$(pwd)\"\n");
+    for (name, command) in &attempts {
+        script.push_str(&attempt(name, command));
+    }
+    script.push_str("echo BATTERY-DONE\n");
+    (script, attempts.iter().map(|(n, _)| *n).collect())
+}
+
+/// A listening UNIX socket outside the workspace, served until dropped.
+struct Canary {
+    path: PathBuf,
+    _listener: std::os::unix::net::UnixListener,
+}
+
+fn canary(setup: &Setup) -> Canary {
+    let path = setup.path("outside/canary.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    Canary {
+        path,
+        _listener: listener,
+    }
+}
+
+fn assert_all_refused(runner: Runner, output: &str, names: &[&str], setup: &Setup) {
+    assert!(
+        output.contains("BATTERY-DONE"),
+        "{runner:?}: the battery did not finish:\n{output}"
+    );
+    let escaped: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("ESCAPED"))
+        .collect();
+    assert!(
+        escaped.is_empty(),
+        "{runner:?} escaped: {escaped:?}\n{output}"
+    );
+    for name in names {
+        assert!(
+            output.contains(&format!("refused {name}")),
+            "{runner:?}: no verdict for {name}:\n{output}"
+        );
+    }
+    // Nothing changed outside the workspace.
+    assert_eq!(
+        std::fs::read_to_string(setup.path("outside/target.txt")).unwrap(),
+        "untouched"
+    );
+    assert!(!setup.path("outside/new.txt").exists());
+    assert!(!setup.path("escaped.txt").exists());
+}
+
+fn battery_for(runner: Runner) {
+    let setup = Setup::new("");
+    let canary = canary(&setup);
+    let (script, names) = battery(&setup, &canary.path);
+    let mut mcp = setup.mcp();
+    let output = run(&mut mcp, runner, &script);
+    assert_all_refused(runner, &output, &names, &setup);
+    // The host kept serving, and a write inside the workspace works.
+    let after = run(&mut mcp, runner, "echo fine > inside.txt && cat inside.txt");
+    assert!(after.contains("fine"), "{runner:?}: {after}");
+    assert_eq!(
+        std::fs::read_to_string(setup.path("ws/inside.txt")).unwrap(),
+        "fine\n"
+    );
+}
+
+#[test]
+fn the_escape_battery_is_refused_for_exec_command_with_pipes() {
+    battery_for(Runner::Pipes);
+}
+
+#[test]
+fn the_escape_battery_is_refused_for_exec_command_in_a_terminal() {
+    battery_for(Runner::Terminal);
+}
+
+#[test]
+fn the_escape_battery_is_refused_for_the_persistent_shell() {
+    battery_for(Runner::Shell);
+}
+
+#[test]
+fn the_escape_battery_is_refused_for_background_processes() {
+    battery_for(Runner::Background);
+}
+
+#[test]
+fn with_the_network_off_a_loopback_canary_on_the_host_is_unreachable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let setup = Setup::new("[sandbox]\nnetwork = \"off\"\n");
+    let mut mcp = setup.mcp();
+    let script = format!(
+        "{}{}echo BATTERY-DONE\n",
+        attempt(
+            "host-loopback",
+            &format!("curl -s -m 2 http://127.0.0.1:{port}/")
+        ),
+        attempt(
+            "abstract-socket",
+            "curl -s -m 2 --abstract-unix-socket toolshed-canary http://x/"
+        ),
+    );
+    let output = run(&mut mcp, Runner::Pipes, &script);
+    assert!(
+        output.contains("refused host-loopback") && !output.contains("ESCAPED"),
+        "{output}"
+    );
+    // Its own loopback works.
+    let own = run(
+        &mut mcp,
+        Runner::Pipes,
+        "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); \
+         socket.create_connection(s.getsockname()); print('own loopback ok')\"",
+    );
+    assert!(own.contains("own loopback ok"), "{own}");
+}
+
+#[test]
+fn a_sandbox_the_kernel_cannot_enforce_refuses_commands_instead_of_running_them() {
+    // ABI 99 does not exist: the sandbox cannot be built as asked.
+    let setup = Setup::new("[sandbox]\nmin_landlock_abi = 99\n");
+    let mut mcp = setup.mcp();
+    let result = mcp.call("exec_command", json!({"cmd": "touch ran.txt"}));
+    assert_eq!(result["isError"], true, "{result}");
+    let said = text(&result);
+    assert!(
+        said.contains("cannot be enforced") && said.contains("Landlock ABI"),
+        "{said}"
+    );
+    assert!(
+        said.contains("full-access"),
+        "says what to choose instead: {said}"
+    );
+    assert!(
+        !setup.path("ws/ran.txt").exists(),
+        "the command ran unconfined"
+    );
+    let check = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["sandbox", "check", "--workspace"])
+        .arg(setup.path("ws"))
+        .arg("--data-dir")
+        .arg(setup.path("data"))
+        .env("HOME", setup.path("home"))
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1), "{check:?}");
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("FAIL"),
+        "{check:?}"
+    );
+}
+
+#[test]
+fn a_workspace_file_cannot_turn_the_sandbox_off() {
+    let setup = Setup::new("[sandbox]\nmode = \"full-access\"\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["sandbox", "check", "--workspace"])
+        .arg(setup.path("ws"))
+        .arg("--data-dir")
+        .arg(setup.path("data"))
+        .env("HOME", setup.path("home"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("may only narrow the sandbox"), "{said}");
+}

@@ -1,0 +1,61 @@
+//! What the tests of the built `toolshed` binary share: an isolated environment per test.
+
+use std::process::{Command, Output, Stdio};
+
+/// A workspace and a data dir of its own.
+pub struct Env {
+    pub workspace: tempfile::TempDir,
+    pub data: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self {
+            workspace: tempfile::tempdir().unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `toolshed` with an isolated home, data dir and workspace, and no inherited
+    /// `TOOLSHED_*` variables.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("TOOLSHED_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("HOME", self.data.path().join("home"))
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .arg("--workspace")
+            .arg(self.workspace.path())
+            .arg("--data-dir")
+            .arg(self.data.path())
+            .args(args)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.workspace.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
