@@ -89,31 +89,8 @@ async fn main() {
             assert!(exit.status.success());
             backend.push(t.elapsed());
 
-            let t = Instant::now();
-            let result = host
-                .call(CallRequest::new(
-                    "exec_command",
-                    json!({ "cmd": cmd }),
-                    OwnerId::new("bench"),
-                    "bench",
-                ))
-                .await;
-            let output = result.result.unwrap();
-            assert!(!output.is_error, "{}", output.text_joined());
-            tool.push(t.elapsed());
-
-            let t = Instant::now();
-            let result = sandboxed
-                .call(CallRequest::new(
-                    "exec_command",
-                    json!({ "cmd": cmd }),
-                    OwnerId::new("bench"),
-                    "bench",
-                ))
-                .await;
-            let output = result.result.unwrap();
-            assert!(!output.is_error, "{}", output.text_joined());
-            boxed.push(t.elapsed());
+            tool.push(exec_command(&host, cmd).await);
+            boxed.push(exec_command(&sandboxed, cmd).await);
         }
         let (r, b, t, s) = (median(raw), median(backend), median(tool), median(boxed));
         println!(
@@ -194,6 +171,22 @@ async fn main() {
     );
     host.shutdown().await;
     sandboxed.shutdown().await;
+}
+
+/// How long `exec_command` of `cmd` takes through the pipeline of `host`.
+async fn exec_command(host: &Host, cmd: &str) -> Duration {
+    let t = Instant::now();
+    let result = host
+        .call(CallRequest::new(
+            "exec_command",
+            json!({ "cmd": cmd }),
+            OwnerId::new("bench"),
+            "bench",
+        ))
+        .await;
+    let output = result.result.unwrap();
+    assert!(!output.is_error, "{}", output.text_joined());
+    t.elapsed()
 }
 
 fn which(name: &str) -> bool {

@@ -336,6 +336,18 @@ fn with_the_network_off_a_loopback_canary_on_the_host_is_unreachable() {
     assert!(own.contains("own loopback ok"), "{own}");
 }
 
+/// `toolshed sandbox check` on the setup.
+fn sandbox_check(setup: &Setup) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["sandbox", "check", "--workspace"])
+        .arg(setup.path("ws"))
+        .arg("--data-dir")
+        .arg(setup.path("data"))
+        .env("HOME", setup.path("home"))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_sandbox_the_kernel_cannot_enforce_refuses_commands_instead_of_running_them() {
     // ABI 99 does not exist: the sandbox cannot be built as asked.
@@ -356,14 +368,7 @@ fn a_sandbox_the_kernel_cannot_enforce_refuses_commands_instead_of_running_them(
         !setup.path("ws/ran.txt").exists(),
         "the command ran unconfined"
     );
-    let check = Command::new(env!("CARGO_BIN_EXE_toolshed"))
-        .args(["sandbox", "check", "--workspace"])
-        .arg(setup.path("ws"))
-        .arg("--data-dir")
-        .arg(setup.path("data"))
-        .env("HOME", setup.path("home"))
-        .output()
-        .unwrap();
+    let check = sandbox_check(&setup);
     assert_eq!(check.status.code(), Some(1), "{check:?}");
     assert!(
         String::from_utf8_lossy(&check.stdout).contains("FAIL"),
@@ -374,15 +379,40 @@ fn a_sandbox_the_kernel_cannot_enforce_refuses_commands_instead_of_running_them(
 #[test]
 fn a_workspace_file_cannot_turn_the_sandbox_off() {
     let setup = Setup::new("[sandbox]\nmode = \"full-access\"\n");
-    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
-        .args(["sandbox", "check", "--workspace"])
-        .arg(setup.path("ws"))
-        .arg("--data-dir")
-        .arg(setup.path("data"))
-        .env("HOME", setup.path("home"))
-        .output()
-        .unwrap();
+    let out = sandbox_check(&setup);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("may only narrow the sandbox"), "{said}");
+}
+
+#[test]
+fn a_fork_bomb_and_a_memory_hog_are_stopped_and_the_host_keeps_serving() {
+    let setup = Setup::new("[sandbox]\nmax_processes = 64\nmax_memory_mb = 128\n");
+    let mut mcp = setup.mcp();
+    let hog = mcp.call(
+        "exec_command",
+        json!({"cmd": "python3 -c 'b = bytearray(1 << 30); print(len(b))'", "timeout_ms": 30000}),
+    );
+    assert_eq!(hog["isError"], true, "{hog}");
+    assert_eq!(hog["structuredContent"]["limit"], "memory", "{hog}");
+    assert!(text(&hog).contains("memory limit"), "{hog}");
+    let enforced = &hog["structuredContent"]["sandbox"]["enforced"];
+    assert!(
+        enforced
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().starts_with("limits-")),
+        "{enforced}"
+    );
+
+    let bomb = mcp.call(
+        "exec_command",
+        json!({"cmd": "bomb() { bomb | bomb & }; bomb; sleep 1; echo still-standing", "timeout_ms": 30000}),
+    );
+    assert_eq!(bomb["structuredContent"]["limit"], "processes", "{bomb}");
+    assert!(text(&bomb).contains("still-standing"), "{bomb}");
+
+    let after = mcp.call("exec_command", json!({"cmd": "echo next"}));
+    assert!(text(&after).contains("next"), "{after}");
 }

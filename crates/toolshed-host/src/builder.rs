@@ -158,6 +158,7 @@ impl HostBuilder {
                 let process = ProcessConfig {
                     env_allow: config.exec.env_allow.clone(),
                     sandbox: self.sandbox(workspace)?,
+                    limits: config.sandbox.limits(),
                     ..ProcessConfig::default()
                 };
                 Ops::local_with(workspace, process).map_err(|e| HostError::Workspace {

@@ -76,6 +76,11 @@ pub struct SandboxConfig {
     /// The oldest Landlock ABI accepted (0: any the kernel has); on an older kernel
     /// commands are refused. 9 also confines connecting to UNIX sockets by path.
     pub min_landlock_abi: u32,
+    /// The most processes one command's tree may have at once (0: no limit).
+    pub max_processes: u64,
+    /// The most memory one command's tree may use, in MiB (0: no limit; left out: half of
+    /// the machine's memory).
+    pub max_memory_mb: Option<u64>,
 }
 
 impl Default for SandboxConfig {
@@ -101,11 +106,25 @@ impl Default for SandboxConfig {
             .to_vec(),
             tmp_size_mb: 1024,
             min_landlock_abi: 0,
+            max_processes: 4096,
+            max_memory_mb: None,
         }
     }
 }
 
 impl SandboxConfig {
+    /// The resource limits of each command's tree.
+    pub fn limits(&self) -> toolshed_ops::ResourceLimits {
+        let memory_mb = match self.max_memory_mb {
+            Some(mb) => mb,
+            None => half_of_memory_mb(),
+        };
+        toolshed_ops::ResourceLimits {
+            max_processes: (self.max_processes > 0).then_some(self.max_processes),
+            max_memory_bytes: (memory_mb > 0).then(|| memory_mb.saturating_mul(1 << 20)),
+        }
+    }
+
     /// The sandbox mode, parsed; a bad name is an error naming it.
     pub fn mode(&self) -> Result<toolshed_ops::sandbox::SandboxMode, ConfigError> {
         toolshed_ops::sandbox::SandboxMode::parse(&self.mode).map_err(|message| {
@@ -349,6 +368,18 @@ pub struct LoadedConfig {
     pub layers: Vec<String>,
     /// Keys nothing reads.
     pub unknown_keys: Vec<UnknownKey>,
+}
+
+/// Half of the machine's memory in MiB (0 when it cannot be read: no limit).
+fn half_of_memory_mb() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib / 1024 / 2)
 }
 
 /// The user's toolshed config dir: `$XDG_CONFIG_HOME/toolshed` (else `~/.config/toolshed`).

@@ -38,7 +38,7 @@ pub use file::{
     DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
     Overwrite, Parents, Written,
 };
-pub use local::process::{LocalProcessOps, ProcessConfig, TreeKillMethod};
+pub use local::process::{LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod};
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
 pub use net::{FollowedResponse, NetClient, NetConfig};

@@ -48,6 +48,7 @@ fn exit(status: ExitStatus, stopped: Option<StopReason>) -> Exit {
         duration: Duration::ZERO,
         drain: Drain::Complete,
         stopped,
+        limit: None,
     }
 }
 

@@ -357,6 +357,18 @@ pub struct Exit {
     pub drain: Drain,
     /// Set when toolshed signalled the tree before the child exited.
     pub stopped: Option<StopReason>,
+    /// Set when the tree ran into a resource limit (a process killed for memory, a fork
+    /// refused).
+    pub limit: Option<LimitHit>,
+}
+
+/// A resource limit a process tree ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    /// Its memory limit: the kernel killed a process of the tree.
+    Memory,
+    /// Its process limit: a `fork` was refused.
+    Processes,
 }
 
 /// Starting processes inside the workspace.

@@ -340,24 +340,25 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     }
     // SAFETY: the outer process keeps only the read end.
     unsafe { libc::close(status_write) };
-    loop {
-        if wait_signal(&set) != libc::SIGCHLD {
-            continue; // the command gets the signals meant for it itself
+    // The first process writes the command's status as soon as the command has ended; the
+    // outer process ends with it at once, without waiting for the namespace to be torn
+    // down (what is left in it dies with the first process). End of file instead: the
+    // first process died without reporting (killed): end as it ended.
+    let mut reported = [0u8; 4];
+    let n = loop {
+        // SAFETY: reads at most 4 bytes into `reported`.
+        let n = unsafe { libc::read(status_read, reported.as_mut_ptr().cast(), 4) };
+        if n >= 0 || os_error().kind() != std::io::ErrorKind::Interrupted {
+            break n;
         }
-        let mut status = 0;
-        // SAFETY: `status` is a valid out pointer.
-        if unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) } == pid {
-            let mut reported = [0u8; 4];
-            // SAFETY: reads at most 4 bytes into `reported`.
-            let n = unsafe { libc::read(status_read, reported.as_mut_ptr().cast(), 4) };
-            let status = if n == 4 {
-                i32::from_ne_bytes(reported)
-            } else {
-                status
-            };
-            end_as(status);
-        }
+    };
+    if n == 4 {
+        end_as(i32::from_ne_bytes(reported));
     }
+    let mut status = 0;
+    // SAFETY: `status` is a valid out pointer; the first process is our child.
+    unsafe { libc::waitpid(pid, &raw mut status, 0) };
+    end_as(status)
 }
 
 /// Ends this process the way a wait status says: the same exit code, or the same signal.

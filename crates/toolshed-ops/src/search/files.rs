@@ -20,16 +20,14 @@ use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
 
 use super::grep::FileSink;
-use super::walk::{
-    Backend, Entry, Filter, MakeVisitor, Unreadable, base_chain, in_base, load_rules,
-};
+use super::walk::{Backend, Filter, MakeVisitor, Unreadable, base_chain, step};
 use super::{
     FindRequest, FindResult, GlobRequest, GlobResult, GrepRequest, GrepResult, MAX_SEARCH_BUFFER,
     SearchOps, TreeRequest, TreeResult,
 };
 use crate::error::OpsError;
 use crate::file::{
-    DirListing, FileContents, FileKind, FileOps, Follow, Metadata, Overwrite, Parents, Written,
+    DirListing, FileContents, FileOps, Follow, Metadata, Overwrite, Parents, Written,
 };
 
 /// A [`FileOps`] backend with [`SearchOps`] built on it; see the [module docs](self).
@@ -74,33 +72,24 @@ impl<F: FileOps + Sync> Backend for FileSearch<F> {
                 continue;
             };
             for entry in listing.entries {
-                let kind = entry.metadata.kind;
-                if !matches!(kind, FileKind::File | FileKind::Dir) {
-                    continue;
-                }
                 let key = if dir == "." {
                     entry.name.clone()
                 } else {
                     format!("{dir}/{}", entry.name)
                 };
-                let below = in_base(&key, base);
-                if !filter.admits(&chain, &key, below, &entry.name, kind == FileKind::Dir) {
-                    continue;
-                }
-                if kind == FileKind::Dir {
-                    let own = if filter.respect_gitignore {
-                        load_rules(self, &key)
-                    } else {
-                        None
-                    };
-                    pending.push((key.clone(), chain.child(own)));
-                }
-                visitor.visit(&Entry {
-                    rel: &key,
-                    in_base: below,
-                    fs_rel: Path::new(&key),
+                let kind = entry.metadata.kind;
+                if let Some(child) = step(
+                    self,
+                    filter,
+                    &chain,
+                    base,
+                    &key,
+                    &entry.name,
                     kind,
-                });
+                    &mut *visitor,
+                ) {
+                    pending.push((key, child));
+                }
             }
         }
     }

@@ -9,12 +9,9 @@ use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
 
 use super::grep::FileSink;
-use super::walk::{
-    Backend, Entry, Filter, MakeVisitor, Unreadable, base_chain, in_base, load_rules,
-};
+use super::walk::{Backend, Filter, MakeVisitor, Unreadable, base_chain, step};
 use super::{FindRequest, FindResult, GlobRequest, GlobResult, GrepRequest, GrepResult, SearchOps};
 use crate::error::OpsError;
-use crate::file::FileKind;
 use crate::memory::MemoryOps;
 use crate::path::split_parent;
 
@@ -24,32 +21,14 @@ impl Backend for MemoryOps {
         chains.insert(base.to_string(), base_chain(self, base, filter));
         let mut visitor = make();
         for (key, kind) in self.entries_under(base) {
-            if !matches!(kind, FileKind::File | FileKind::Dir) {
-                continue;
-            }
             let (parent, name) = split_parent(&key);
             // A parent that is missing here was not admitted: skip what it holds.
             let Some(chain) = chains.get(parent).cloned() else {
                 continue;
             };
-            let below = in_base(&key, base);
-            if !filter.admits(&chain, &key, below, name, kind == FileKind::Dir) {
-                continue;
+            if let Some(child) = step(self, filter, &chain, base, &key, name, kind, &mut *visitor) {
+                chains.insert(key.clone(), child);
             }
-            if kind == FileKind::Dir {
-                let own = if filter.respect_gitignore {
-                    load_rules(self, &key)
-                } else {
-                    None
-                };
-                chains.insert(key.clone(), chain.child(own));
-            }
-            visitor.visit(&Entry {
-                rel: &key,
-                in_base: below,
-                fs_rel: Path::new(&key),
-                kind,
-            });
         }
     }
 

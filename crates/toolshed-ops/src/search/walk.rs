@@ -211,6 +211,45 @@ pub(crate) fn load_rules(ops: &dyn FileOps, dir: &str) -> Option<Gitignore> {
     builder.build().ok().filter(|rules| !rules.is_empty())
 }
 
+/// One step of a sequential walk (the in-memory and [`FileSearch`](super::FileSearch)
+/// backends): the entry `key` (named `name`, of `kind`) whose parent's rules are `chain` is
+/// visited when `filter` admits it; for an admitted directory, returns the rules its own
+/// entries are judged by.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn step(
+    ops: &dyn FileOps,
+    filter: &Filter,
+    chain: &Arc<IgnoreChain>,
+    base: &str,
+    key: &str,
+    name: &str,
+    kind: FileKind,
+    visitor: &mut dyn Visitor,
+) -> Option<Arc<IgnoreChain>> {
+    if !matches!(kind, FileKind::File | FileKind::Dir) {
+        return None;
+    }
+    let below = in_base(key, base);
+    if !filter.admits(chain, key, below, name, kind == FileKind::Dir) {
+        return None;
+    }
+    let child = (kind == FileKind::Dir).then(|| {
+        let own = if filter.respect_gitignore {
+            load_rules(ops, key)
+        } else {
+            None
+        };
+        chain.child(own)
+    });
+    visitor.visit(&Entry {
+        rel: key,
+        in_base: below,
+        fs_rel: Path::new(key),
+        kind,
+    });
+    child
+}
+
 /// The rules in force in `base`: those of the root and of every directory down to it.
 pub(crate) fn base_chain(ops: &dyn FileOps, base: &str, filter: &Filter) -> Arc<IgnoreChain> {
     let mut chain = Arc::new(IgnoreChain::default());

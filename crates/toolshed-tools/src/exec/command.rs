@@ -317,10 +317,13 @@ fn finished_reply(session: &Session, budget: usize, extra: Option<(&str, Value)>
     fields.insert("omitted_bytes".into(), json!(out.omitted));
     let text = join(&out.text, &footer);
     fields.insert("output".into(), json!(out.text));
+    // A non-zero exit code, a signal (a crash, a kill, a resource limit), a timeout or the
+    // output limit: the command failed.
     let failed = fields
         .get("exit_code")
         .and_then(Value::as_i64)
         .is_some_and(|c| c != 0)
+        || fields.contains_key("signal")
         || session.timed_out.load(std::sync::atomic::Ordering::Acquire)
         || matches!(
             session.process.exit().and_then(|e| e.stopped),

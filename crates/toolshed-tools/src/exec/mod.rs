@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use toolshed_core::{CallContext, ToolError, ToolOutput};
 use toolshed_ops::ProcessOps;
-use toolshed_ops::process::{Drain, Exit, ExitStatus, Process, StopReason, Stream};
+use toolshed_ops::process::{Drain, Exit, ExitStatus, LimitHit, Process, StopReason, Stream};
 
 mod command;
 mod process;
@@ -189,6 +189,23 @@ pub(crate) fn exit_fields(exit: &Exit, timed_out: bool, out: &mut Map<String, Va
             }
             None => {}
         }
+    }
+    match exit.limit {
+        Some(LimitHit::Memory) => {
+            out.insert("limit".into(), json!("memory"));
+            notes.push(
+                "ran out of its memory limit ([sandbox] max_memory_mb): the kernel killed a process of its tree"
+                    .to_string(),
+            );
+        }
+        Some(LimitHit::Processes) => {
+            out.insert("limit".into(), json!("processes"));
+            notes.push(
+                "reached its process limit ([sandbox] max_processes): starting more processes failed"
+                    .to_string(),
+            );
+        }
+        None => {}
     }
     if let Drain::Abandoned { after } = exit.drain {
         notes.push(format!(

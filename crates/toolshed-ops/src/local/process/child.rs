@@ -11,6 +11,7 @@
 //!    expected one, so the child dies with toolshed even if toolshed died during the fork.
 //! 3. joining the child's cgroup (writing `0` to its `cgroup.procs`), when cgroups are the
 //!    tree-kill method, so every descendant is born inside it;
+//!    Then its resource-limit groups the same way, or its rlimits (`setrlimit`);
 //! 4. `TIOCSCTTY` on the terminal, which makes it the session's controlling terminal and
 //!    the child's group its foreground job (so Ctrl-C written to it interrupts the job);
 //! 5. `fchdir` to the working directory the jail opened.
@@ -39,6 +40,8 @@ pub(super) struct ChildSetup {
     pub(super) cgroup_procs: Option<Arc<OwnedFd>>,
     /// The terminal to make the controlling terminal.
     pub(super) tty: Option<Arc<OwnedFd>>,
+    /// Its resource-limit groups to join, or rlimits to set.
+    pub(super) limits: super::limits::Join,
     /// toolshed's process id.
     pub(super) parent: Option<Pid>,
 }
@@ -54,6 +57,21 @@ impl ChildSetup {
         }
         if let Some(procs) = &self.cgroup_procs {
             rustix::io::write(procs.as_ref(), b"0")?;
+        }
+        for procs in &self.limits.procs {
+            rustix::io::write(procs.as_ref(), b"0")?;
+        }
+        if let Some((processes, memory)) = self.limits.rlimits {
+            let limit = |n: u64| rustix::process::Rlimit {
+                current: Some(n),
+                maximum: Some(n),
+            };
+            if let Some(n) = processes {
+                rustix::process::setrlimit(rustix::process::Resource::Nproc, limit(n))?;
+            }
+            if let Some(n) = memory {
+                rustix::process::setrlimit(rustix::process::Resource::As, limit(n))?;
+            }
         }
         if let Some(tty) = &self.tty {
             rustix::process::ioctl_tiocsctty(tty.as_ref())?;

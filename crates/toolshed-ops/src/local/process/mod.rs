@@ -9,6 +9,7 @@
 //! shared state and an eventfd, so nothing the caller does can block on the child.
 
 mod child;
+mod limits;
 mod pty;
 mod supervisor;
 mod tree;
@@ -23,6 +24,7 @@ use rustix::event::EventfdFlags;
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags};
 
+pub use limits::ResourceLimits;
 pub use tree::TreeKillMethod;
 
 use super::LocalOps;
@@ -55,6 +57,8 @@ pub struct ProcessConfig {
     pub tree_kill: Option<TreeKillMethod>,
     /// The sandbox every command runs in; `None`: none (full access).
     pub sandbox: Option<SandboxSetting>,
+    /// What each child's tree may use.
+    pub limits: ResourceLimits,
 }
 
 impl Default for ProcessConfig {
@@ -66,6 +70,7 @@ impl Default for ProcessConfig {
             drop_grace: Duration::from_millis(500),
             tree_kill: None,
             sandbox: None,
+            limits: ResourceLimits::default(),
         }
     }
 }
@@ -206,7 +211,13 @@ impl ProcessOps for LocalProcessOps {
     fn sandbox(&self) -> Option<Enforcement> {
         match &self.config.sandbox {
             None => None,
-            Some(SandboxSetting::Sandbox(sandbox)) => Some(sandbox.enforcement()),
+            Some(SandboxSetting::Sandbox(sandbox)) => {
+                let mut enforcement = sandbox.enforcement();
+                if self.config.limits.any() {
+                    enforcement.enforced.push(limits::limiter().name().into());
+                }
+                Some(enforcement)
+            }
             Some(SandboxSetting::Missing(_)) => Some(Enforcement {
                 mode: crate::sandbox::SandboxMode::WorkspaceWrite,
                 network: crate::sandbox::NetworkMode::Off,
@@ -331,15 +342,25 @@ impl ProcessOps for LocalProcessOps {
                     .stderr(Stdio::piped());
             }
         }
+        let (groups, join) = if self.config.limits.any() {
+            limits::limiter().create(&self.config.limits).map_err(|e| {
+                remove_cgroup(&cgroup);
+                fail("cannot set up the resource limits", &e)
+            })?
+        } else {
+            Default::default()
+        };
         let setup = ChildSetup {
             workdir,
             cgroup_procs: procs,
+            limits: join,
             tty: slave.clone(),
             parent: Pid::from_raw(i32::try_from(std::process::id()).unwrap_or(0)),
         };
         let started = Instant::now();
         let mut child = child::spawn(command, setup).map_err(|e| {
             remove_cgroup(&cgroup);
+            groups.remove();
             if e.kind() == std::io::ErrorKind::NotFound {
                 OpsError::Spawn {
                     program: program.into(),
@@ -449,6 +470,7 @@ impl ProcessOps for LocalProcessOps {
             drain: self.config.drain,
             drop_grace: self.config.drop_grace,
             started,
+            groups,
         };
         // If the thread cannot start, the supervisor is dropped with it: kill the tree here.
         let kill_on_failure = (pid, self.method);

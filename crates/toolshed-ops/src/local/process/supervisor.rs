@@ -15,6 +15,7 @@ use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::process::{Signal, WaitId, WaitIdOptions};
 
+use super::limits::Groups;
 use super::tree::Tracker;
 use crate::process::{
     Drain, Exit, ExitStatus, OutputLimits, Shared, StdinState, Stop, StopReason, Stream,
@@ -41,6 +42,8 @@ pub(super) struct Supervisor {
     pub(super) drain: Duration,
     pub(super) drop_grace: Duration,
     pub(super) started: Instant,
+    /// The child's resource-limit groups (empty without limits).
+    pub(super) groups: Groups,
 }
 
 /// A stop under way.
@@ -137,6 +140,7 @@ impl Supervisor {
                             duration: at.saturating_duration_since(self.started),
                             drain,
                             stopped: first_stop,
+                            limit: self.groups.hit(),
                         });
                     }
                     published = true;
@@ -183,6 +187,7 @@ impl Supervisor {
             }
         }
         self.tracker.clean_up();
+        self.groups.remove();
         // Reap the child; it has exited (the exit was published).
         let _ = rustix::process::waitid(
             WaitId::PidFd(self.pidfd.as_fd()),

@@ -121,6 +121,18 @@ async fn a_quick_command_returns_its_exit_code_and_output() {
 }
 
 #[tokio::test]
+async fn a_command_killed_by_a_signal_is_an_error_result() {
+    let h = H::new();
+    let out = h
+        .call("exec_command", json!({"cmd": "echo before; kill -9 $$"}))
+        .await
+        .unwrap();
+    let s = structured(&out);
+    assert_eq!(s["signal"], 9, "{s}");
+    assert!(out.is_error, "a crash or a kill is a failure: {s}");
+}
+
+#[tokio::test]
 async fn a_backgrounded_sleep_does_not_hold_the_call() {
     let h = H::new();
     let started = Instant::now();

@@ -1,0 +1,231 @@
+//! Resource limits per child: how many processes its tree may have and how much memory it
+//! may use, so that a fork bomb or a memory hog is stopped inside its own group and the
+//! host keeps serving.
+//!
+//! The layer is chosen once, the strongest the system allows:
+//!
+//! - **cgroup v2** controllers, when toolshed's own cgroup can delegate `pids` and `memory`
+//!   to the per-child cgroups of the tree kill ([`super::tree`]);
+//! - **cgroup v1** `pids` and `memory` hierarchies, where they are mounted and writable
+//!   (root on a hybrid system): a group per child under toolshed's own;
+//! - **rlimits** (`RLIMIT_NPROC`, `RLIMIT_AS`) otherwise — weaker: the process count is
+//!   per user (and ignored for root), the address-space limit counts reservations, not use.
+//!
+//! The child joins its groups between fork and exec (a write of `0` to each group's
+//! `cgroup.procs`), so everything it starts is counted. After it exits the groups say
+//! whether a limit was hit ([`LimitHit`]), which the exit reports.
+
+use std::fs;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::process::LimitHit;
+
+/// What a child's tree may use. `None`: no limit of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResourceLimits {
+    /// The most processes (and threads) its tree may have at once.
+    pub max_processes: Option<u64>,
+    /// The most memory its tree may use, in bytes; past it the kernel kills a process of
+    /// the tree (the largest).
+    pub max_memory_bytes: Option<u64>,
+}
+
+impl ResourceLimits {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.max_processes.is_some() || self.max_memory_bytes.is_some()
+    }
+}
+
+/// How limits are enforced here.
+#[derive(Debug)]
+pub(super) enum Limiter {
+    /// One directory per controller, under which each child gets a group.
+    Cgroup1 {
+        pids: PathBuf,
+        memory: PathBuf,
+        next: AtomicU64,
+    },
+    /// `setrlimit` in the child.
+    Rlimit,
+}
+
+impl Limiter {
+    /// The name reported in the sandbox's `enforced` list.
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Limiter::Cgroup1 { .. } => "limits-cgroup-v1",
+            Limiter::Rlimit => "limits-rlimit",
+        }
+    }
+}
+
+/// The limiter of this process, probed once.
+pub(super) fn limiter() -> &'static Limiter {
+    static LIMITER: OnceLock<Limiter> = OnceLock::new();
+    LIMITER.get_or_init(|| probe_cgroup1().unwrap_or(Limiter::Rlimit))
+}
+
+/// toolshed's own group in the v1 hierarchy of `controller`, as a directory.
+fn own_group(controller: &str) -> Option<PathBuf> {
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.trim_start_matches('/').to_string())
+    })?;
+    let dir = Path::new("/sys/fs/cgroup").join(controller).join(rel);
+    rustix::fs::access(dir.join("cgroup.procs"), rustix::fs::Access::WRITE_OK).ok()?;
+    Some(dir)
+}
+
+fn probe_cgroup1() -> Option<Limiter> {
+    let me = std::process::id();
+    let name = format!("toolshed-{me}-{}", super::tree::start_time(me).unwrap_or(0));
+    let mut made = Vec::new();
+    for controller in ["pids", "memory"] {
+        let parent = own_group(controller)?;
+        sweep_stale(&parent);
+        let dir = parent.join(&name);
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(_) => {
+                made.iter().for_each(|d: &PathBuf| drop(fs::remove_dir(d)));
+                return None;
+            }
+        }
+        made.push(dir);
+    }
+    let memory = made.pop()?;
+    let pids = made.pop()?;
+    Some(Limiter::Cgroup1 {
+        pids,
+        memory,
+        next: AtomicU64::new(0),
+    })
+}
+
+/// Removes the groups of toolshed processes that no longer exist.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((pid, start)) = name
+            .strip_prefix("toolshed-")
+            .and_then(|rest| rest.split_once('-'))
+        else {
+            continue;
+        };
+        let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+            continue;
+        };
+        if super::tree::start_time(pid) == Some(start) {
+            continue;
+        }
+        if let Ok(children) = fs::read_dir(entry.path()) {
+            for child in children.flatten().filter(|c| c.path().is_dir()) {
+                let _ = fs::remove_dir(child.path());
+            }
+        }
+        let _ = fs::remove_dir(entry.path());
+    }
+}
+
+/// The groups of one child.
+#[derive(Debug, Default)]
+pub(super) struct Groups {
+    dirs: Vec<PathBuf>,
+}
+
+/// What the child does before it executes to come under its limits.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Join {
+    /// `cgroup.procs` of each of its groups, open for writing.
+    pub(super) procs: Vec<Arc<OwnedFd>>,
+    /// rlimits to set: (process count, address space bytes).
+    pub(super) rlimits: Option<(Option<u64>, Option<u64>)>,
+}
+
+impl Limiter {
+    /// The groups of a new child with `limits`, and how it joins them.
+    pub(super) fn create(&self, limits: &ResourceLimits) -> io::Result<(Groups, Join)> {
+        match self {
+            Limiter::Rlimit => Ok((
+                Groups::default(),
+                Join {
+                    procs: Vec::new(),
+                    rlimits: Some((limits.max_processes, limits.max_memory_bytes)),
+                },
+            )),
+            Limiter::Cgroup1 { pids, memory, next } => {
+                let name = format!("c{}", next.fetch_add(1, Ordering::Relaxed));
+                let mut groups = Groups::default();
+                let mut join = Join::default();
+                let settings = [
+                    (pids, "pids.max", limits.max_processes),
+                    (memory, "memory.limit_in_bytes", limits.max_memory_bytes),
+                ];
+                for (parent, file, value) in settings {
+                    let Some(value) = value else { continue };
+                    let dir = parent.join(&name);
+                    fs::create_dir(&dir)?;
+                    groups.dirs.push(dir.clone());
+                    fs::write(dir.join(file), value.to_string())?;
+                    let procs = rustix::fs::open(
+                        dir.join("cgroup.procs"),
+                        OFlags::WRONLY | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )?;
+                    join.procs.push(Arc::new(procs));
+                }
+                Ok((groups, join))
+            }
+        }
+    }
+}
+
+impl Groups {
+    /// Which limit the child's tree ran into, if any (read once it has exited).
+    pub(super) fn hit(&self) -> Option<LimitHit> {
+        let count = |file: PathBuf, key: &str| {
+            fs::read_to_string(file)
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+        };
+        for dir in &self.dirs {
+            if count(dir.join("memory.oom_control"), "oom_kill ").is_some_and(|n| n > 0) {
+                return Some(LimitHit::Memory);
+            }
+        }
+        for dir in &self.dirs {
+            if count(dir.join("pids.events"), "max ").is_some_and(|n| n > 0) {
+                return Some(LimitHit::Processes);
+            }
+        }
+        None
+    }
+
+    /// Removes the groups (waiting briefly for their last members to go).
+    pub(super) fn remove(&self) {
+        for dir in &self.dirs {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while fs::remove_dir(dir).is_err() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+}
