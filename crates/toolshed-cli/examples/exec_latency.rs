@@ -1,9 +1,9 @@
 //! Command execution latency: `exec_command` through the whole pipeline, unsandboxed and
-//! in the default sandbox (`workspace-write`, through the `toolshed sandbox-exec` helper
-//! named by `TOOLSHED_BIN`), against a raw spawn of the same command, and a PTY write/read
+//! in the default sandbox (`workspace-write`, through the sandbox helper named by
+//! `TOOLSHED_BIN`: `toolshed-sandbox`, or `toolshed` itself), against a raw spawn of the same command, and a PTY write/read
 //! round trip. Run by `bench/exec_latency.sh`; see docs/benchmarks.md.
 //!
-//! Usage: TOOLSHED_BIN=target/release/toolshed exec_latency [ROUNDS]
+//! Usage: TOOLSHED_BIN=target/release/toolshed-sandbox exec_latency [ROUNDS]
 //! (default 300 per measurement, interleaved)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -38,12 +38,7 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     }
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
-        // Commands run inside the sandbox through this binary (`toolshed sandbox-exec`).
-        .sandbox_helper(std::env::current_exe().map_err(|e| {
-            Failure::Runtime(format!(
-                "cannot find the toolshed binary for the sandbox: {e}"
-            ))
-        })?)
+        .sandbox_helper(sandbox_helper()?)
         .plugins(toolshed_tools::system_plugins)
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)));
     for dir in curated_dirs() {
@@ -55,6 +50,18 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
         }
         other => Failure::Runtime(other.to_string()),
     })
+}
+
+/// The binary commands run through inside the sandbox: `toolshed-sandbox` next to this
+/// binary (small, so it starts fast), else this binary itself (`toolshed sandbox-exec`).
+fn sandbox_helper() -> Result<PathBuf, Failure> {
+    let exe = std::env::current_exe().map_err(|e| {
+        Failure::Runtime(format!(
+            "cannot find the toolshed binary for the sandbox: {e}"
+        ))
+    })?;
+    let small = exe.with_file_name("toolshed-sandbox");
+    Ok(if small.is_file() { small } else { exe })
 }
 
 /// The data dir the global flags and the environment name.
