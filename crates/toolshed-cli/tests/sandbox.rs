@@ -416,3 +416,77 @@ fn a_fork_bomb_and_a_memory_hog_are_stopped_and_the_host_keeps_serving() {
     let after = mcp.call("exec_command", json!({"cmd": "echo next"}));
     assert!(text(&after).contains("next"), "{after}");
 }
+
+/// A loopback HTTP server on the host answering `canary-body` to anything, until the test
+/// process ends.
+fn loopback_canary() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.0 200 OK\r\ncontent-length: 11\r\nconnection: close\r\n\r\ncanary-body",
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn filtered_network_goes_out_only_through_the_egress_proxy_under_the_web_rules() {
+    let port = loopback_canary();
+    let setup = Setup::new("[sandbox]\nnetwork = \"filtered\"\n");
+    let mut mcp = setup.mcp();
+    let script = format!(
+        "echo proxy=$HTTPS_PROXY\n{}{}{}{}echo BATTERY-DONE\n",
+        attempt(
+            "loopback-through-proxy",
+            &format!("curl -sSf -m 5 http://127.0.0.1:{port}/")
+        ),
+        attempt("private-through-proxy", "curl -sSf -m 5 http://10.255.0.1/"),
+        attempt("metadata-tunnel", "curl -sSf -m 5 https://169.254.169.254/"),
+        attempt(
+            "around-the-proxy",
+            &format!("curl -sSf -m 2 --noproxy '*' http://127.0.0.1:{port}/")
+        ),
+    );
+    let result = mcp.call("exec_command", json!({"cmd": script, "yield_ms": 30000}));
+    let output = text(&result);
+    assert!(
+        output.contains("BATTERY-DONE") && !output.contains("ESCAPED"),
+        "{output}"
+    );
+    assert!(output.contains("proxy=http://127.0.0.1:3128"), "{output}");
+    let enforced = &result["structuredContent"]["sandbox"]["enforced"];
+    assert!(
+        enforced
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "egress-filter"),
+        "{enforced}"
+    );
+    // The refusal names the reason, for the model to read.
+    let said = text(&mcp.call(
+        "exec_command",
+        json!({"cmd": format!("curl -sS -m 5 http://127.0.0.1:{port}/")}),
+    ));
+    assert!(
+        said.contains("loopback") && said.contains("[web] allow"),
+        "{said}"
+    );
+
+    // `[web] allow` opens a destination for commands as for the web tools.
+    let setup = Setup::new(&format!(
+        "[sandbox]\nnetwork = \"filtered\"\n[web]\nallow = [\"127.0.0.1:{port}\"]\n"
+    ));
+    let mut mcp = setup.mcp();
+    let allowed = text(&mcp.call(
+        "exec_command",
+        json!({"cmd": format!("curl -sS -m 5 http://127.0.0.1:{port}/")}),
+    ));
+    assert!(allowed.contains("canary-body"), "{allowed}");
+}

@@ -229,6 +229,13 @@ impl HostBuilder {
             denied,
             tmp_bytes: config.tmp_size_mb.saturating_mul(1 << 20),
             min_landlock_abi: config.min_landlock_abi,
+            egress_allow: self
+                .config
+                .config
+                .web
+                .allow_rules()
+                .map_err(|e| HostError::Config(e.to_string()))?,
+            egress_socket: None,
         };
         Ok(Some(match &self.sandbox_helper {
             Some(helper) => SandboxSetting::Sandbox(Sandbox {

@@ -64,7 +64,9 @@ pub struct Config {
 pub struct SandboxConfig {
     /// `read-only`, `workspace-write` or `full-access` (no sandbox, chosen explicitly).
     pub mode: String,
-    /// `off` (a network of its own with only its own loopback) or `on` (the host's).
+    /// `off` (a network of its own with only its own loopback), `filtered` (out only through
+    /// toolshed's egress proxy, under the web tools' rules and `[web] allow`) or `on` (the
+    /// host's).
     pub network: String,
     /// More directories commands may write in workspace-write mode (`~/` expands).
     pub writable: Vec<String>,

@@ -95,6 +95,7 @@ pub use allow::{AllowRule, AllowRuleError, parse_allowlist};
 use exchange::Outgoing;
 pub use host_pattern::HostPattern;
 use policy::Target;
+pub(crate) use policy::egress_addresses;
 pub use policy::redact_url;
 use resolver::SharedResolver;
 pub use resolver::{Resolver, SystemResolver};

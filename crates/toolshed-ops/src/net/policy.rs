@@ -197,6 +197,38 @@ pub(super) fn check_resolved(
     Ok(())
 }
 
+/// The addresses to dial for `host:port`, under the web tools' rules ([`NetPolicy::Public`]
+/// widened by `allow`): for the command sandbox's egress filter. Resolves with the system
+/// resolver (blocking); the error says why the destination is refused.
+pub(crate) fn egress_addresses(
+    host: &str,
+    port: u16,
+    allow: &[AllowRule],
+) -> Result<Vec<SocketAddr>, String> {
+    let bracketed = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    let target = Target::parse(&format!("http://{bracketed}:{port}/"))
+        .map_err(|e| format!("`{host}` is not a host name: {e}"))?;
+    check_target(&target, &NetPolicy::Public, allow).map_err(|e| e.to_string())?;
+    let name = match &target.host {
+        Host::Domain(name) => name.clone(),
+        Host::Ipv4(ip) => ip.to_string(),
+        Host::Ipv6(ip) => ip.to_string(),
+    };
+    let addresses: Vec<SocketAddr> =
+        std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), port))
+            .map_err(|e| format!("`{host}` does not resolve: {e}"))?
+            .collect();
+    if addresses.is_empty() {
+        return Err(format!("`{host}` has no address"));
+    }
+    check_resolved(&target, &addresses, &NetPolicy::Public, allow).map_err(|e| e.to_string())?;
+    Ok(addresses)
+}
+
 /// Whether `target` is a host name (and port) `allow` lists.
 fn allowed_name(target: &Target, allow: &[AllowRule]) -> bool {
     match &target.host {

@@ -26,6 +26,9 @@ use std::path::{Path, PathBuf};
 
 use super::{NetworkMode, SETUP_FAILED, SandboxMode, rules};
 
+/// Where the egress proxy's socket appears inside a filtered sandbox.
+const EGRESS_SOCKET: &str = "/run/toolshed/egress.sock";
+
 /// The policy as the helper's arguments carry it.
 #[derive(Debug, Default)]
 struct Args {
@@ -36,6 +39,7 @@ struct Args {
     denied: Vec<PathBuf>,
     tmp_bytes: u64,
     min_landlock_abi: u32,
+    egress: Option<PathBuf>,
     command: Vec<OsString>,
 }
 
@@ -80,6 +84,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--workspace") => parsed.workspace = PathBuf::from(value),
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
+            Some("--egress") => parsed.egress = Some(PathBuf::from(value)),
             Some("--min-landlock-abi") => {
                 parsed.min_landlock_abi = text()
                     .parse()
@@ -101,6 +106,9 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     }
     if !parsed.workspace.is_absolute() {
         return Err("--workspace must be an absolute path".into());
+    }
+    if (parsed.network == NetworkMode::Filtered) != parsed.egress.is_some() {
+        return Err("--egress goes with --network filtered, and only with it".into());
     }
     Ok(parsed)
 }
@@ -230,7 +238,7 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS;
-    if args.network == NetworkMode::Off {
+    if args.network != NetworkMode::On {
         flags |= libc::CLONE_NEWNET;
     }
     // SAFETY: no pointers; the process is single-threaded (checked above).
@@ -266,6 +274,18 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
         keep.push((path.clone(), fd));
     }
+    // The egress proxy's socket, brought in at a fixed place under the private /run.
+    let egress = match &args.egress {
+        Some(path) => Some(
+            rustix::fs::open(
+                path,
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|e| format!("the egress proxy's socket {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
     let size = args.tmp_bytes.max(1 << 20);
     for (dir, mode, size) in [
         ("/tmp", "1777", size),
@@ -294,6 +314,14 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
     }
     drop(keep);
+    if let Some(fd) = &egress {
+        let inside = Path::new(EGRESS_SOCKET);
+        std::fs::create_dir_all("/run/toolshed").map_err(|e| format!("/run/toolshed: {e}"))?;
+        std::fs::write(inside, b"").map_err(|e| format!("{EGRESS_SOCKET}: {e}"))?;
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        mount(&source, inside, None, libc::MS_BIND, None)?;
+    }
+    drop(egress);
     // Hide what must stay out of reach, whatever the mode.
     for path in &args.denied {
         let Ok(path) = path.canonicalize() else {
@@ -431,9 +459,18 @@ fn first_process(
         libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
         None,
     )?;
-    if args.network == NetworkMode::Off {
+    if args.network != NetworkMode::On {
         loopback_up()?;
     }
+    // The proxy's address inside, listening before the command starts.
+    let bridge = match args.network {
+        NetworkMode::Filtered => Some(
+            std::net::TcpListener::bind(("127.0.0.1", super::PROXY_PORT)).map_err(|e| {
+                format!("the egress bridge on 127.0.0.1:{}: {e}", super::PROXY_PORT)
+            })?,
+        ),
+        _ => None,
+    };
     let ruleset = rules::landlock(&writable(args), args.min_landlock_abi)?;
     let filters = rules::seccomp()?;
     let argv: Vec<CString> = args
@@ -450,10 +487,16 @@ fn first_process(
     if command == 0 {
         // SAFETY: the command does not report its own status.
         unsafe { libc::close(status_write) };
-        let error = run_command(ruleset, &filters, &argv);
+        drop(bridge);
+        let proxied = args.network == NetworkMode::Filtered;
+        let error = run_command(ruleset, &filters, &argv, proxied);
         eprintln!("toolshed sandbox: {error}");
         // SAFETY: ends the forked child without running the parent's exit handlers.
         unsafe { libc::_exit(SETUP_FAILED) };
+    }
+    if let Some(listener) = bridge {
+        // Threads from here on: the command was forked while this process had one.
+        std::thread::spawn(move || super::egress::bridge(listener, EGRESS_SOCKET.into()));
     }
     loop {
         if wait_signal(set) != libc::SIGCHLD {
@@ -483,6 +526,7 @@ fn run_command(
     ruleset: landlock::RulesetCreated,
     filters: &[seccompiler::BpfProgram],
     argv: &[CString],
+    proxied: bool,
 ) -> String {
     // Capabilities: none, and none regained by executing a program (the bounding set is
     // empty, so even uid 0 inside gets nothing).
@@ -506,8 +550,26 @@ fn run_command(
     if let Err(e) = rules::apply_seccomp(filters) {
         return e;
     }
-    // SAFETY: single-threaded; the variable is set before the program starts.
-    unsafe { std::env::set_var("TMPDIR", "/tmp") };
+    // SAFETY: single-threaded; the variables are set before the program starts.
+    unsafe {
+        std::env::set_var("TMPDIR", "/tmp");
+        if proxied {
+            let proxy = format!("http://127.0.0.1:{}", super::PROXY_PORT);
+            for name in [
+                "HTTP_PROXY",
+                "HTTPS_PROXY",
+                "http_proxy",
+                "https_proxy",
+                "ALL_PROXY",
+                "all_proxy",
+            ] {
+                std::env::set_var(name, &proxy);
+            }
+            for name in ["NO_PROXY", "no_proxy"] {
+                std::env::remove_var(name);
+            }
+        }
+    }
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
     // SAFETY: an empty mask unblocks everything the helper blocked; `pointers` is a

@@ -24,12 +24,15 @@
 //! sandbox it was asked for refuses to start commands, with the reason and what to
 //! choose instead ([`Sandbox::probe`]).
 
+mod egress;
 mod helper;
 mod rules;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+pub(crate) use egress::EgressProxy;
+pub use egress::PROXY_PORT;
 pub use helper::run_if_asked;
 
 use crate::error::OpsError;
@@ -82,6 +85,9 @@ pub enum NetworkMode {
     /// A network namespace of its own with only its own loopback: no host, no internet.
     #[default]
     Off,
+    /// A network namespace of its own whose only way out is toolshed's egress proxy,
+    /// which applies the web tools' rules (`HTTP_PROXY`/`HTTPS_PROXY` point to it).
+    Filtered,
     /// The host's network (sockets limited to UNIX and IP families).
     On,
 }
@@ -91,6 +97,7 @@ impl NetworkMode {
     pub fn as_str(self) -> &'static str {
         match self {
             NetworkMode::Off => "off",
+            NetworkMode::Filtered => "filtered",
             NetworkMode::On => "on",
         }
     }
@@ -99,11 +106,11 @@ impl NetworkMode {
     pub fn parse(name: &str) -> Result<Self, String> {
         match name {
             "off" => Ok(NetworkMode::Off),
+            "filtered" => Ok(NetworkMode::Filtered),
             "on" => Ok(NetworkMode::On),
-            "filtered" => Err("network = \"filtered\" (an egress filter applying the web \
-                               tools' rules) is not built yet; use \"off\" or \"on\""
-                .into()),
-            other => Err(format!("`{other}` is not a network mode; use off or on")),
+            other => Err(format!(
+                "`{other}` is not a network mode; use off, filtered or on"
+            )),
         }
     }
 }
@@ -127,6 +134,11 @@ pub struct SandboxPolicy {
     /// The oldest Landlock ABI accepted (0: any); an older kernel refuses commands. ABI 9
     /// also confines connecting to UNIX sockets by path.
     pub min_landlock_abi: u32,
+    /// With [`NetworkMode::Filtered`], what the egress proxy opens besides public hosts
+    /// (`[web] allow`).
+    pub egress_allow: Vec<crate::net::AllowRule>,
+    /// The egress proxy's socket, set by the backend once the proxy runs.
+    pub egress_socket: Option<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -145,6 +157,10 @@ impl SandboxPolicy {
             "--min-landlock-abi".into(),
             self.min_landlock_abi.to_string().into(),
         ];
+        if let Some(socket) = &self.egress_socket {
+            args.push("--egress".into());
+            args.push(socket.clone().into());
+        }
         for path in &self.writable {
             args.push("--write".into());
             args.push(path.clone().into());
@@ -232,8 +248,12 @@ impl Sandbox {
             "private-tmp".into(),
             "hidden-paths".into(),
         ];
-        if self.policy.network == NetworkMode::Off {
-            enforced.push("network-namespace".into());
+        match self.policy.network {
+            NetworkMode::Off => enforced.push("network-namespace".into()),
+            NetworkMode::Filtered => {
+                enforced.extend(["network-namespace".to_string(), "egress-filter".into()]);
+            }
+            NetworkMode::On => {}
         }
         if let Some(abi) = rules::landlock_abi() {
             enforced.push(format!("landlock-abi-{abi}"));

@@ -33,7 +33,7 @@ use crate::process::{
     Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Stop, StopReason, Tty,
     clean_env,
 };
-use crate::sandbox::{Enforcement, Sandbox, SandboxSetting};
+use crate::sandbox::{EgressProxy, Enforcement, NetworkMode, Sandbox, SandboxSetting};
 use child::ChildSetup;
 use supervisor::Supervisor;
 use tree::{ProcessTree, Tracker};
@@ -84,8 +84,18 @@ pub struct LocalProcessOps {
     fallback_reason: Option<String>,
     /// Every child with a live handle, for [`ProcessOps::kill_all`].
     live: Mutex<Vec<Weak<Shared>>>,
-    /// Whether the sandbox works here, checked once at the first command.
-    sandbox_probe: OnceLock<Result<Enforcement, OpsError>>,
+    /// The sandbox as it runs here (with its egress proxy, when filtered), checked once at
+    /// the first command.
+    sandbox_probe: OnceLock<Result<Ready, OpsError>>,
+}
+
+/// A sandbox seen to work here.
+#[derive(Debug)]
+struct Ready {
+    sandbox: Sandbox,
+    enforcement: Enforcement,
+    /// Running while the backend lives (network = "filtered").
+    _egress: Option<EgressProxy>,
 }
 
 impl std::fmt::Debug for LocalProcessOps {
@@ -99,7 +109,7 @@ impl std::fmt::Debug for LocalProcessOps {
 
 impl LocalProcessOps {
     /// The sandbox of `setting`, once it was seen to work here; otherwise why not.
-    fn sandbox_ready<'a>(&self, setting: &'a SandboxSetting) -> Result<&'a Sandbox, OpsError> {
+    fn sandbox_ready(&self, setting: &SandboxSetting) -> Result<&Ready, OpsError> {
         match setting {
             SandboxSetting::Missing(reason) => Err(OpsError::ProcessUnavailable {
                 reason: format!(
@@ -109,9 +119,31 @@ impl LocalProcessOps {
             }),
             SandboxSetting::Sandbox(sandbox) => self
                 .sandbox_probe
-                .get_or_init(|| sandbox.probe())
-                .clone()
-                .map(|_| sandbox),
+                .get_or_init(|| {
+                    let mut sandbox = sandbox.clone();
+                    let egress = match sandbox.policy.network {
+                        NetworkMode::Filtered => {
+                            let proxy = EgressProxy::start(sandbox.policy.egress_allow.clone())
+                                .map_err(|e| OpsError::ProcessUnavailable {
+                                    reason: format!(
+                                        "the sandbox's egress proxy cannot start: {e}; choose \
+                                         [sandbox] network = \"off\" or \"on\""
+                                    ),
+                                })?;
+                            sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
+                            Some(proxy)
+                        }
+                        _ => None,
+                    };
+                    let enforcement = sandbox.probe()?;
+                    Ok(Ready {
+                        sandbox,
+                        enforcement,
+                        _egress: egress,
+                    })
+                })
+                .as_ref()
+                .map_err(Clone::clone),
         }
     }
 
@@ -230,7 +262,7 @@ impl ProcessOps for LocalProcessOps {
         self.config
             .sandbox
             .as_ref()
-            .map(|setting| self.sandbox_ready(setting).map(Sandbox::enforcement))
+            .map(|setting| self.sandbox_ready(setting).map(|r| r.enforcement.clone()))
     }
 
     fn kill_all(&self) {
@@ -301,7 +333,7 @@ impl ProcessOps for LocalProcessOps {
                 let sandbox = self
                     .sandbox_ready(setting)
                     .inspect_err(|_| remove_cgroup(&cgroup))?;
-                let (helper, args) = sandbox.wrap(program, &request.args);
+                let (helper, args) = sandbox.sandbox.wrap(program, &request.args);
                 let mut command = Command::new(helper);
                 command.args(args);
                 command
