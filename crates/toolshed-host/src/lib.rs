@@ -44,6 +44,7 @@ mod host;
 mod lazy;
 mod policy;
 mod review;
+mod secrets;
 mod store;
 mod suggest;
 

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::secrets::{self, SecretBox};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -142,6 +143,8 @@ pub struct StateStore {
     /// next syncs from the store ([`StateStore::forget_config_values`]), as a plugin's
     /// enabled state is.
     config_cache: Mutex<HashMap<String, Map<String, Value>>>,
+    /// Seals secret config values at rest.
+    secrets: SecretBox,
 }
 
 impl std::fmt::Debug for StateStore {
@@ -157,6 +160,38 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// Seals secret values stored in clear text (by a toolshed from before secrets were
+/// sealed), in one transaction.
+fn seal_clear_secrets(
+    conn: &mut Connection,
+    secrets: &SecretBox,
+    path: &Path,
+) -> Result<(), StoreError> {
+    let tx = conn.transaction()?;
+    let clear: Vec<(String, String, String)> = {
+        let mut stmt = tx.prepare(
+            "SELECT plugin_id, key, value FROM config_values
+             WHERE secret = 1 AND value NOT LIKE 'sealed:%'",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for (plugin_id, key, value) in clear {
+        let sealed = secrets
+            .seal(&secrets::slot(&plugin_id, &key), &value)
+            .map_err(|message| StoreError::Open {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        tx.execute(
+            "UPDATE config_values SET value = ?3 WHERE plugin_id = ?1 AND key = ?2",
+            params![plugin_id, key, sealed],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 impl StateStore {
@@ -178,15 +213,25 @@ impl StateStore {
         // SQLite's default page cache is 2 MB per connection, and the audit log's appends
         // fill it with pages that are never read again; 256 KiB holds what is re-read.
         conn.pragma_update(None, "cache_size", -256)?;
-        Self::from_connection(conn, path.to_path_buf())
+        let key = path.with_file_name("secret.key");
+        let secrets = SecretBox::open_or_create(&key).map_err(open_err)?;
+        Self::from_connection(conn, path.to_path_buf(), secrets)
     }
 
     /// An in-memory store, for tests.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::from_connection(Connection::open_in_memory()?, PathBuf::from(":memory:"))
+        Self::from_connection(
+            Connection::open_in_memory()?,
+            PathBuf::from(":memory:"),
+            SecretBox::ephemeral(),
+        )
     }
 
-    fn from_connection(mut conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+    fn from_connection(
+        mut conn: Connection,
+        path: PathBuf,
+        secrets: SecretBox,
+    ) -> Result<Self, StoreError> {
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let version = usize::try_from(version).unwrap_or(usize::MAX);
         if version > MIGRATIONS.len() {
@@ -202,6 +247,7 @@ impl StateStore {
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
+        seal_clear_secrets(&mut conn, &secrets, &path)?;
         let conn = Arc::new(Mutex::new(conn));
         let audit = AuditQueue::start(conn.clone()).map_err(|e| StoreError::Open {
             path: path.clone(),
@@ -212,6 +258,7 @@ impl StateStore {
             path,
             audit,
             config_cache: Mutex::new(HashMap::new()),
+            secrets,
         })
     }
 
@@ -318,6 +365,22 @@ impl StateStore {
             let mut map = Map::new();
             for row in rows {
                 let (key, raw) = row?;
+                let raw = if raw.starts_with(secrets::PREFIX) {
+                    match self.secrets.open(&secrets::slot(plugin_id, &key), &raw) {
+                        Some(plain) => plain,
+                        None => {
+                            tracing::warn!(
+                                plugin = plugin_id,
+                                key = key.as_str(),
+                                "a stored secret does not open with this data dir's \
+                                 secret.key; set it again"
+                            );
+                            continue;
+                        }
+                    }
+                } else {
+                    raw
+                };
                 map.insert(
                     key,
                     serde_json::from_str(&raw).unwrap_or(Value::String(raw)),
@@ -347,13 +410,23 @@ impl StateStore {
         value: &Value,
         secret: bool,
     ) -> Result<(), StoreError> {
+        let stored = if secret {
+            self.secrets
+                .seal(&secrets::slot(plugin_id, key), &value.to_string())
+                .map_err(|message| StoreError::Open {
+                    path: self.path.clone(),
+                    message,
+                })?
+        } else {
+            value.to_string()
+        };
         self.with(|c| {
             c.execute(
                 "INSERT INTO config_values (plugin_id, key, value, secret, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (plugin_id, key) DO UPDATE SET value = excluded.value,
                  secret = excluded.secret, updated_at = excluded.updated_at",
-                params![plugin_id, key, value.to_string(), secret, now_ms()],
+                params![plugin_id, key, stored, secret, now_ms()],
             )?;
             Ok(())
         })?;

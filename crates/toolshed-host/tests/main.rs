@@ -10,4 +10,5 @@ mod lifecycle;
 mod manifests;
 mod pipeline;
 mod registry;
+mod secrets;
 mod watching;
