@@ -1146,7 +1146,12 @@ fn plugins_config_lists_gets_and_sets_and_never_prints_secrets() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(stored, "\"from-stdin\"");
+    // Stored sealed under the data dir's key, never in clear (crates/toolshed-host/tests/
+    // secrets.rs reads it back).
+    assert!(
+        stored.starts_with("sealed:v1:") && !stored.contains("from-stdin"),
+        "{stored}"
+    );
 
     let o = env.run(&["plugins", "config", "acme.hello", "region"]);
     assert_eq!((code(&o), stdout(&o).trim()), (0, "eu"));
