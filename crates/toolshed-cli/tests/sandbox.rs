@@ -406,12 +406,15 @@ fn a_fork_bomb_and_a_memory_hog_are_stopped_and_the_host_keeps_serving() {
         "{enforced}"
     );
 
+    // Whether the shell itself still gets to fork depends on the machine's load (bash retries
+    // with a back-off); the timeout ends it either way, and the result names the limit.
     let bomb = mcp.call(
         "exec_command",
-        json!({"cmd": "bomb() { bomb | bomb & }; bomb; sleep 1; echo still-standing", "timeout_ms": 30000}),
+        json!({"cmd": "bomb() { bomb | bomb & }; bomb; sleep 1",
+               "timeout_ms": 4000, "yield_ms": 60000}),
     );
+    assert_eq!(bomb["structuredContent"]["running"], false, "{bomb}");
     assert_eq!(bomb["structuredContent"]["limit"], "processes", "{bomb}");
-    assert!(text(&bomb).contains("still-standing"), "{bomb}");
 
     let after = mcp.call("exec_command", json!({"cmd": "echo next"}));
     assert!(text(&after).contains("next"), "{after}");
