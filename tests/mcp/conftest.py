@@ -57,18 +57,19 @@ def server(toolshed_bin: str, home: Path, workspace: Path):
 @pytest.fixture
 def serve(toolshed_bin: str, home: Path, workspace: Path):
     """Starts `toolshed serve --port 0` on the test's workspace when called (after the test
-    has written its config); returns (MCP URL, token). Every server it started is stopped
+    has written its config; `extra_env` adds variables such as `TOOLSHED_SANDBOX__NETWORK`);
+    returns (MCP URL, token). Every server it started is stopped
     at the end of the test."""
     env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
     procs = []
 
-    def start():
+    def start(extra_env=None):
         token = subprocess.run(
             [toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30
         ).stdout.strip()
         proc = subprocess.Popen(
             [toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0"],
-            env=env,
+            env={**env, **(extra_env or {})},
             cwd=str(workspace),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

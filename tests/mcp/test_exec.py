@@ -178,8 +178,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_proxy_reaches_a_background_server_over_http_and_websocket(http_server, workspace):  # noqa: F811
-    url, token = http_server
+@pytest.mark.parametrize("network", ["on", "filtered", "off"])
+def test_the_proxy_reaches_a_background_server_over_http_and_websocket(serve, workspace, network):
+    # With a network of its own (filtered, off) the server listens on the sandbox's own
+    # loopback; the proxy reaches it through the sandbox's inbound socket.
+    # (From the environment: a workspace file may not widen the network to "on".)
+    url, token = serve({"TOOLSHED_SANDBOX__NETWORK": network})
     base = url.rsplit("/mcp", 1)[0]
     (workspace / "ws_server.py").write_text(WS_SERVER)
     port = free_port()
@@ -191,6 +195,7 @@ def test_the_proxy_reaches_a_background_server_over_http_and_websocket(http_serv
                 "process_exec", {"cmd": f"{sys.executable} ws_server.py {port}", "port": port, "name": "ws"}
             )
             assert not started.is_error, started.content
+            assert started.structured_content["sandbox"]["network"] == network
             pid = started.structured_content["id"]
             for _ in range(100):
                 info = await client.call_tool("process_proxy_info", {"id": pid})

@@ -378,11 +378,24 @@ fn a_sandbox_the_kernel_cannot_enforce_refuses_commands_instead_of_running_them(
 
 #[test]
 fn a_workspace_file_cannot_turn_the_sandbox_off() {
-    let setup = Setup::new("[sandbox]\nmode = \"full-access\"\n");
-    let out = sandbox_check(&setup);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("may only narrow the sandbox"), "{said}");
+    for widening in [
+        "[sandbox]\nmode = \"full-access\"\n",
+        "[sandbox]\nnetwork = \"on\"\n",
+        "[sandbox]\nwritable = [\"/\"]\n",
+        "[sandbox]\ndeny = []\n",
+    ] {
+        let setup = Setup::new(widening);
+        let out = sandbox_check(&setup);
+        assert_eq!(out.status.code(), Some(2), "{widening}: {out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("may only narrow the sandbox"),
+            "{widening}: {said}"
+        );
+    }
+    // Narrowing is fine.
+    let setup = Setup::new("[sandbox]\nmode = \"read-only\"\nnetwork = \"off\"\n");
+    assert_eq!(sandbox_check(&setup).status.code(), Some(0));
 }
 
 #[test]

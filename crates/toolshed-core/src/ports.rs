@@ -15,6 +15,10 @@ pub struct ProxyTarget {
     pub port: u16,
     /// The owner that started the process.
     pub owner: String,
+    /// A UNIX socket that reaches the process's own loopback, when it runs in a network
+    /// namespace of its own (a sandbox with `network` off or filtered): the proxy writes
+    /// the port and a newline, then speaks to the process through it.
+    pub via: Option<std::path::PathBuf>,
 }
 
 /// Process ids to loopback ports, and the base URL the proxy is served under.

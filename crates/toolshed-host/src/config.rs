@@ -64,9 +64,9 @@ pub struct Config {
 pub struct SandboxConfig {
     /// `read-only`, `workspace-write` or `full-access` (no sandbox, chosen explicitly).
     pub mode: String,
-    /// `off` (a network of its own with only its own loopback), `filtered` (out only through
-    /// toolshed's egress proxy, under the web tools' rules and `[web] allow`) or `on` (the
-    /// host's).
+    /// `filtered` (the default: out only through toolshed's egress proxy, under the web
+    /// tools' rules and `[web] allow`), `off` (a network of its own with only its own
+    /// loopback) or `on` (the host's).
     pub network: String,
     /// More directories commands may write in workspace-write mode (`~/` expands).
     pub writable: Vec<String>,
@@ -89,7 +89,7 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
             mode: "workspace-write".into(),
-            network: "on".into(),
+            network: "filtered".into(),
             writable: Vec::new(),
             deny: [
                 "~/.ssh",
@@ -466,8 +466,8 @@ impl ConfigSources {
     }
 }
 
-/// Refuses a workspace file that widens the sandbox: `full-access`, extra writable roots, or
-/// a deny list without the default entries.
+/// Refuses a workspace file that widens the sandbox: `full-access`, the host's network,
+/// extra writable roots, or a deny list without the default entries.
 fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), ConfigError> {
     let Some(toml::Value::Table(sandbox)) = table.get("sandbox") else {
         return Ok(());
@@ -485,6 +485,9 @@ fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), Conf
     };
     if sandbox.get("mode").and_then(toml::Value::as_str) == Some("full-access") {
         return refuse("[sandbox] mode = \"full-access\"".into());
+    }
+    if sandbox.get("network").and_then(toml::Value::as_str) == Some("on") {
+        return refuse("[sandbox] network = \"on\"".into());
     }
     if sandbox
         .get("writable")

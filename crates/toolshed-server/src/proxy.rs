@@ -115,18 +115,48 @@ async fn proxy(
     let upgrade = request.headers().contains_key(header::UPGRADE);
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
 
-    let stream = match tokio::net::TcpStream::connect(("127.0.0.1", target.port)).await {
-        Ok(stream) => stream,
-        Err(e) => {
-            return refuse(
-                StatusCode::BAD_GATEWAY,
-                format!(
-                    "background process `{id}` does not answer on 127.0.0.1:{}: {e}",
-                    target.port
-                ),
-            );
-        }
+    let unanswered = |e: &dyn std::fmt::Display| {
+        refuse(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "background process `{id}` does not answer on 127.0.0.1:{}: {e}",
+                target.port
+            ),
+        )
     };
+    match &target.via {
+        // It runs in a network of its own: through its inbound socket, which takes the
+        // port on the first line.
+        Some(via) => {
+            let mut stream = match tokio::net::UnixStream::connect(via).await {
+                Ok(stream) => stream,
+                Err(e) => return unanswered(&e),
+            };
+            let port_line = format!("{}\n", target.port);
+            if let Err(e) =
+                tokio::io::AsyncWriteExt::write_all(&mut stream, port_line.as_bytes()).await
+            {
+                return unanswered(&e);
+            }
+            forward(stream, request, client_upgrade, &id).await
+        }
+        None => match tokio::net::TcpStream::connect(("127.0.0.1", target.port)).await {
+            Ok(stream) => forward(stream, request, client_upgrade, &id).await,
+            Err(e) => unanswered(&e),
+        },
+    }
+}
+
+/// Sends `request` to the app over `stream` and returns its answer, upgrades included.
+async fn forward<S>(
+    stream: S,
+    request: Request,
+    client_upgrade: Option<hyper::upgrade::OnUpgrade>,
+    id: &str,
+) -> Response
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (mut sender, connection) =
         match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
             Ok(pair) => pair,

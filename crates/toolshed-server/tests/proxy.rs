@@ -45,6 +45,7 @@ fn publish_for_alice(s: &support::Server, port: u16) {
         ProxyTarget {
             port,
             owner: "alice".into(),
+            via: None,
         },
     );
 }

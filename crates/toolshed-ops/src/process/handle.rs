@@ -133,6 +133,7 @@ pub struct Process {
     tty: Tty,
     program: String,
     started: SystemTime,
+    inbound: Option<std::path::PathBuf>,
 }
 
 impl Process {
@@ -143,7 +144,21 @@ impl Process {
             tty,
             program,
             started: SystemTime::now(),
+            inbound: None,
         }
+    }
+
+    /// The handle with `inbound`: see [`inbound`](Self::inbound).
+    pub(crate) fn with_inbound(mut self, inbound: Option<std::path::PathBuf>) -> Self {
+        self.inbound = inbound;
+        self
+    }
+
+    /// A UNIX socket reaching the child's own loopback, when it runs in a network
+    /// namespace of its own: write the port and a newline, then talk to what listens
+    /// there. `None`: it shares the host's network (dial `127.0.0.1` directly).
+    pub fn inbound(&self) -> Option<&std::path::Path> {
+        self.inbound.as_deref()
     }
 
     /// The child's process id (also its session and process group id). Informational:

@@ -10,7 +10,7 @@
 //! when every address is public or `[web] allow` opens it — loopback, private ranges,
 //! link-local and cloud metadata are refused with `403` and the reason.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -261,6 +261,37 @@ pub(super) fn bridge(listener: std::net::TcpListener, socket: PathBuf) {
             let _ = io::copy(&mut upstream_read, &mut client_write);
             let _ = client_write.shutdown(Shutdown::Write);
             let _ = up.join();
+        });
+    }
+}
+
+/// The way in: each connection to the inbound socket names a port on its first line
+/// (`8080\n`) and is carried to `127.0.0.1:<port>` of the namespace — how the host's port
+/// proxy reaches a dev server in a sandbox with a network of its own.
+pub(super) fn inbound(listener: UnixListener) {
+    for client in listener.incoming().flatten() {
+        let _ = std::thread::Builder::new().spawn(move || {
+            let mut reader = BufReader::new(match client.try_clone() {
+                Ok(c) => c,
+                Err(_) => return,
+            });
+            let mut line = String::new();
+            let read = (&mut reader).take(8).read_line(&mut line);
+            let port = match read.ok().and_then(|_| line.trim().parse::<u16>().ok()) {
+                Some(port) if port > 0 => port,
+                _ => return,
+            };
+            let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)) else {
+                return;
+            };
+            let buffered = reader.buffer().to_vec();
+            let Ok(mut upstream_write) = upstream.try_clone() else {
+                return;
+            };
+            if upstream_write.write_all(&buffered).is_err() {
+                return;
+            }
+            let _ = relay(reader.into_inner(), client, upstream);
         });
     }
 }

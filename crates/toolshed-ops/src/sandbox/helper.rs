@@ -40,6 +40,7 @@ struct Args {
     tmp_bytes: u64,
     min_landlock_abi: u32,
     egress: Option<PathBuf>,
+    inbound: Option<PathBuf>,
     command: Vec<OsString>,
 }
 
@@ -85,6 +86,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
             Some("--egress") => parsed.egress = Some(PathBuf::from(value)),
+            Some("--inbound") => parsed.inbound = Some(PathBuf::from(value)),
             Some("--min-landlock-abi") => {
                 parsed.min_landlock_abi = text()
                     .parse()
@@ -230,6 +232,15 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     }
     let (status_read, status_write) = (pipe[0], pipe[1]);
 
+    // The socket through which the host reaches the command's own loopback (its network
+    // namespace has no other way in), bound here, where the host sees the path.
+    let inbound = match (&args.inbound, args.network) {
+        (Some(path), NetworkMode::Off | NetworkMode::Filtered) => Some(
+            std::os::unix::net::UnixListener::bind(path)
+                .map_err(|e| format!("the inbound socket {}: {e}", path.display()))?,
+        ),
+        _ => None,
+    };
     // The working directory the host chose, by path: after the mounts it is entered again,
     // so that relative paths go through them (the old directory sits under /tmp's cover).
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
@@ -361,7 +372,7 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     if pid == 0 {
         // SAFETY: the child's copy of the write end only.
         unsafe { libc::close(status_read) };
-        match first_process(&args, status_write, &set) {
+        match first_process(&args, status_write, &set, inbound) {
             Ok(never) => match never {},
             Err(e) => fail(&e),
         }
@@ -449,6 +460,7 @@ fn first_process(
     args: &Args,
     status_write: libc::c_int,
     set: &libc::sigset_t,
+    inbound: Option<std::os::unix::net::UnixListener>,
 ) -> Result<std::convert::Infallible, String> {
     // SAFETY: plain prctl without pointers.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
@@ -488,15 +500,19 @@ fn first_process(
         // SAFETY: the command does not report its own status.
         unsafe { libc::close(status_write) };
         drop(bridge);
+        drop(inbound);
         let proxied = args.network == NetworkMode::Filtered;
         let error = run_command(ruleset, &filters, &argv, proxied);
         eprintln!("toolshed sandbox: {error}");
         // SAFETY: ends the forked child without running the parent's exit handlers.
         unsafe { libc::_exit(SETUP_FAILED) };
     }
+    // Threads from here on: the command was forked while this process had one.
     if let Some(listener) = bridge {
-        // Threads from here on: the command was forked while this process had one.
         std::thread::spawn(move || super::egress::bridge(listener, EGRESS_SOCKET.into()));
+    }
+    if let Some(listener) = inbound {
+        std::thread::spawn(move || super::egress::inbound(listener));
     }
     loop {
         if wait_signal(set) != libc::SIGCHLD {

@@ -206,8 +206,20 @@ pub struct Enforcement {
 
 impl Sandbox {
     /// The program and arguments that run `program args…` inside this sandbox.
-    pub(crate) fn wrap(&self, program: &str, args: &[String]) -> (PathBuf, Vec<OsString>) {
+    pub(crate) fn wrap(
+        &self,
+        program: &str,
+        args: &[String],
+        inbound: Option<&Path>,
+    ) -> (PathBuf, Vec<OsString>) {
         let mut all = self.policy.to_args();
+        if let Some(path) = inbound {
+            // Before `--`, with the policy.
+            all.pop();
+            all.push("--inbound".into());
+            all.push(path.into());
+            all.push("--".into());
+        }
         all.push(program.into());
         all.extend(args.iter().map(OsString::from));
         (self.helper.clone(), all)
@@ -216,7 +228,7 @@ impl Sandbox {
     /// Checks that this sandbox can be built here by running `true` inside it, and says
     /// what it enforces. An error says which layer is missing and what to choose instead.
     pub fn probe(&self) -> Result<Enforcement, OpsError> {
-        let (program, args) = self.wrap("true", &[]);
+        let (program, args) = self.wrap("true", &[], None);
         let output = std::process::Command::new(&program)
             .args(&args)
             .env_clear()

@@ -274,6 +274,7 @@ async fn start(
             ProxyTarget {
                 port,
                 owner: item.owner.clone(),
+                via: item.process.inbound().map(std::path::Path::to_path_buf),
             },
         );
         let watched = item.clone();
@@ -454,6 +455,33 @@ async fn stop(
     Ok(ToolOutput::text_and_structured(text, Value::Object(fields)))
 }
 
+/// Whether something listens on `port` inside a sandbox reached through `inbound`.
+async fn listens_inside(inbound: &std::path::Path, port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(Ok(mut stream)) = tokio::time::timeout(
+        Duration::from_millis(300),
+        tokio::net::UnixStream::connect(inbound),
+    )
+    .await
+    else {
+        return false;
+    };
+    if stream
+        .write_all(format!("{port}\n").as_bytes())
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    // Closed at once: nothing listens. Still open after a moment: it connected.
+    match tokio::time::timeout(Duration::from_millis(200), stream.read(&mut byte)).await {
+        Err(_) => true,
+        Ok(Ok(n)) => n > 0,
+        Ok(Err(_)) => false,
+    }
+}
+
 async fn proxy_info(
     table: &ProcessTable,
     ctx: &CallContext,
@@ -466,12 +494,17 @@ async fn proxy_info(
             item.id
         )));
     };
-    let listening = tokio::time::timeout(
-        Duration::from_millis(300),
-        tokio::net::TcpStream::connect(("127.0.0.1", port)),
-    )
-    .await
-    .is_ok_and(|r| r.is_ok());
+    let listening = match item.process.inbound() {
+        None => tokio::time::timeout(
+            Duration::from_millis(300),
+            tokio::net::TcpStream::connect(("127.0.0.1", port)),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok()),
+        // A sandbox with a network of its own: through its inbound socket, which closes
+        // the connection at once when nothing listens on the port inside.
+        Some(inbound) => listens_inside(inbound, port).await,
+    };
     let base = table.ports.base_url();
     let direct = format!("http://127.0.0.1:{port}/");
     let url = base.map(|b| format!("{}/proxy/{}/", b.trim_end_matches('/'), item.id));

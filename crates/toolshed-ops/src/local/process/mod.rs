@@ -15,7 +15,7 @@ mod supervisor;
 mod tree;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -87,6 +87,47 @@ pub struct LocalProcessOps {
     /// The sandbox as it runs here (with its egress proxy, when filtered), checked once at
     /// the first command.
     sandbox_probe: OnceLock<Result<Ready, OpsError>>,
+    /// Where the inbound sockets of sandboxed children with a network of their own go.
+    sockets: OnceLock<Result<SocketDir, String>>,
+}
+
+/// A private directory for sockets, removed with the backend.
+#[derive(Debug)]
+struct SocketDir {
+    dir: PathBuf,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl SocketDir {
+    fn create() -> Result<Self, String> {
+        let base = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir())
+            .unwrap_or_else(std::env::temp_dir);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = base.join(format!("toolshed-sockets-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(Self {
+            dir,
+            next: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    fn next(&self) -> PathBuf {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.dir.join(format!("in-{n}.sock"))
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// A sandbox seen to work here.
@@ -176,6 +217,7 @@ impl LocalProcessOps {
             fallback_reason,
             live: Mutex::new(Vec::new()),
             sandbox_probe: OnceLock::new(),
+            sockets: OnceLock::new(),
         })
     }
 
@@ -323,6 +365,7 @@ impl ProcessOps for LocalProcessOps {
             }
         };
 
+        let mut inbound_path: Option<PathBuf> = None;
         let mut command = match &self.config.sandbox {
             None => {
                 let mut command = Command::new(program);
@@ -333,7 +376,25 @@ impl ProcessOps for LocalProcessOps {
                 let sandbox = self
                     .sandbox_ready(setting)
                     .inspect_err(|_| remove_cgroup(&cgroup))?;
-                let (helper, args) = sandbox.sandbox.wrap(program, &request.args);
+                let inbound = match sandbox.sandbox.policy.network {
+                    NetworkMode::On => None,
+                    NetworkMode::Off | NetworkMode::Filtered => {
+                        let dir = self
+                            .sockets
+                            .get_or_init(SocketDir::create)
+                            .as_ref()
+                            .map_err(|e| {
+                                remove_cgroup(&cgroup);
+                                fail("cannot make the sockets directory", e)
+                            })?;
+                        Some(dir.next())
+                    }
+                };
+                inbound_path.clone_from(&inbound);
+                let (helper, args) =
+                    sandbox
+                        .sandbox
+                        .wrap(program, &request.args, inbound.as_deref());
                 let mut command = Command::new(helper);
                 command.args(args);
                 command
@@ -503,6 +564,7 @@ impl ProcessOps for LocalProcessOps {
             drop_grace: self.config.drop_grace,
             started,
             groups,
+            socket: inbound_path.clone(),
         };
         // If the thread cannot start, the supervisor is dropped with it: kill the tree here.
         let kill_on_failure = (pid, self.method);
@@ -521,11 +583,9 @@ impl ProcessOps for LocalProcessOps {
             live.retain(|w| w.strong_count() > 0);
             live.push(Arc::downgrade(&shared));
         }
-        Ok(Process::new(
-            shared,
-            pid_raw,
-            request.tty,
-            request.program.clone(),
-        ))
+        Ok(
+            Process::new(shared, pid_raw, request.tty, request.program.clone())
+                .with_inbound(inbound_path),
+        )
     }
 }

@@ -44,6 +44,8 @@ pub(super) struct Supervisor {
     pub(super) started: Instant,
     /// The child's resource-limit groups (empty without limits).
     pub(super) groups: Groups,
+    /// Its inbound socket (a sandbox with a network of its own), removed at the end.
+    pub(super) socket: Option<std::path::PathBuf>,
 }
 
 /// A stop under way.
@@ -188,6 +190,9 @@ impl Supervisor {
         }
         self.tracker.clean_up();
         self.groups.remove();
+        if let Some(socket) = &self.socket {
+            let _ = std::fs::remove_file(socket);
+        }
         // Reap the child; it has exited (the exit was published).
         let _ = rustix::process::waitid(
             WaitId::PidFd(self.pidfd.as_fd()),
