@@ -44,20 +44,7 @@ impl EgressProxy {
 
     /// Starts a proxy applying `allow` on a socket in a new private directory.
     pub(crate) fn start(allow: Vec<AllowRule>) -> io::Result<Self> {
-        let base = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_dir())
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = base.join(format!(
-            "toolshed-egress-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0)
-        ));
-        std::fs::create_dir(&dir)?;
-        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        let dir = super::private_dir("toolshed-egress")?;
         let socket = dir.join("egress.sock");
         let listener = UnixListener::bind(&socket)?;
         let allow = Arc::new(allow);

@@ -384,6 +384,24 @@ pub fn home_dir() -> Option<PathBuf> {
     })
 }
 
+/// A new directory only this user may enter, named `<prefix>-<pid>-<nanos>`, under
+/// `$XDG_RUNTIME_DIR` (else the temporary directory): where the host keeps the sockets a
+/// sandbox reaches it through.
+pub(crate) fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = base.join(format!("{prefix}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    Ok(dir)
+}
+
 /// Whether the process arguments ask for the helper (`<exe> sandbox-exec …`).
 fn asks_for_helper(args: &[OsString]) -> bool {
     args.get(1).map(OsString::as_os_str) == Some(OsStr::new(HELPER_COMMAND))

@@ -90,8 +90,7 @@ fn own_group(controller: &str) -> Option<PathBuf> {
 }
 
 fn probe_cgroup1() -> Option<Limiter> {
-    let me = std::process::id();
-    let name = format!("toolshed-{me}-{}", super::tree::start_time(me).unwrap_or(0));
+    let name = super::tree::own_group_name();
     let mut made = Vec::new();
     for controller in ["pids", "memory"] {
         let parent = own_group(controller)?;
@@ -118,29 +117,13 @@ fn probe_cgroup1() -> Option<Limiter> {
 
 /// Removes the groups of toolshed processes that no longer exist.
 fn sweep_stale(parent: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some((pid, start)) = name
-            .strip_prefix("toolshed-")
-            .and_then(|rest| rest.split_once('-'))
-        else {
-            continue;
-        };
-        let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
-            continue;
-        };
-        if super::tree::start_time(pid) == Some(start) {
-            continue;
-        }
-        if let Ok(children) = fs::read_dir(entry.path()) {
+    for dir in super::tree::stale_groups(parent) {
+        if let Ok(children) = fs::read_dir(&dir) {
             for child in children.flatten().filter(|c| c.path().is_dir()) {
                 let _ = fs::remove_dir(child.path());
             }
         }
-        let _ = fs::remove_dir(entry.path());
+        let _ = fs::remove_dir(dir);
     }
 }
 

@@ -100,18 +100,8 @@ struct SocketDir {
 
 impl SocketDir {
     fn create() -> Result<Self, String> {
-        let base = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_dir())
-            .unwrap_or_else(std::env::temp_dir);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let dir = base.join(format!("toolshed-sockets-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = crate::sandbox::private_dir("toolshed-sockets")
+            .map_err(|e| format!("a private directory for sockets: {e}"))?;
         Ok(Self {
             dir,
             next: std::sync::atomic::AtomicU64::new(0),

@@ -147,8 +147,7 @@ fn probe_cgroup() -> Result<CgroupBase, String> {
         )
     })?;
     sweep_stale(&parent);
-    let me = std::process::id();
-    let name = format!("toolshed-{me}-{}", start_time(me).unwrap_or(0));
+    let name = own_group_name();
     let dir = parent.join(&name);
     match fs::create_dir(&dir) {
         Ok(()) => {}
@@ -167,27 +166,41 @@ fn probe_cgroup() -> Result<CgroupBase, String> {
     })
 }
 
+/// This process's group name in a cgroup hierarchy: `toolshed-<pid>-<start time>`.
+pub(super) fn own_group_name() -> String {
+    let me = std::process::id();
+    format!("toolshed-{me}-{}", start_time(me).unwrap_or(0))
+}
+
+/// The `toolshed-<pid>-<start>` groups under `parent` whose toolshed process no longer
+/// runs (a crash leaves them behind).
+pub(super) fn stale_groups(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some((pid, start)) = name
+                .strip_prefix("toolshed-")
+                .and_then(|rest| rest.split_once('-'))
+            else {
+                return false;
+            };
+            match (pid.parse::<u32>(), start.parse::<u64>()) {
+                (Ok(pid), Ok(start)) => start_time(pid) != Some(start),
+                _ => false,
+            }
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
 /// Kills and removes the cgroups of toolshed processes that no longer exist (a crash leaves
 /// their grandchildren running; the parent-death signal only reaches the direct child).
 fn sweep_stale(parent: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("toolshed-") else {
-            continue;
-        };
-        let Some((pid, start)) = rest.split_once('-') else {
-            continue;
-        };
-        let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
-            continue;
-        };
-        if start_time(pid) == Some(start) {
-            continue; // still running
-        }
-        let dir = entry.path();
+    for dir in stale_groups(parent) {
         let _ = fs::write(dir.join("cgroup.kill"), "1");
         if let Ok(children) = fs::read_dir(&dir) {
             for child in children.flatten() {
