@@ -23,7 +23,12 @@ struct Setup {
 
 impl Setup {
     fn new(config: &str) -> Self {
-        let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        Self::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")), config)
+    }
+
+    /// A setup whose workspace, data dir and home are under `parent`.
+    fn new_in(parent: &Path, config: &str) -> Self {
+        let root = tempfile::tempdir_in(parent).unwrap();
         for dir in ["ws/.toolshed", "data", "home/.ssh", "outside"] {
             std::fs::create_dir_all(root.path().join(dir)).unwrap();
         }
@@ -41,12 +46,18 @@ impl Setup {
     }
 
     fn mcp(&self) -> Mcp {
+        self.mcp_with(&[])
+    }
+
+    /// `toolshed mcp` on this setup with `env` added to its environment.
+    fn mcp_with(&self, env: &[(&str, &str)]) -> Mcp {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
         for (key, _) in std::env::vars() {
             if key.starts_with("TOOLSHED_") {
                 cmd.env_remove(key);
             }
         }
+        cmd.envs(env.iter().copied());
         let mut child = cmd
             .env("HOME", self.path("home"))
             .env("HOST_CANARY_API_KEY", HOST_SECRET)
@@ -505,4 +516,100 @@ fn filtered_network_goes_out_only_through_the_egress_proxy_under_the_web_rules()
         json!({"cmd": format!("curl -sS -m 5 http://127.0.0.1:{port}/")}),
     ));
     assert!(allowed.contains("canary-body"), "{allowed}");
+}
+
+#[test]
+fn read_only_mode_writes_nothing_even_in_a_workspace_under_tmp() {
+    // The private /tmp is writable; a workspace brought back inside it must not be.
+    let setup = Setup::new_in(&std::env::temp_dir(), "[sandbox]\nmode = \"read-only\"\n");
+    let mut mcp = setup.mcp();
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > written.txt; echo rc=$?; echo t > /tmp/t && echo tmp-ok"}),
+    );
+    let said = text(&out);
+    assert!(said.contains("Read-only file system"), "{said}");
+    assert!(said.contains("rc=1") && said.contains("tmp-ok"), "{said}");
+    assert_eq!(out["structuredContent"]["sandbox"]["mode"], "read-only");
+    assert!(!setup.path("ws/written.txt").exists());
+}
+
+#[test]
+fn a_call_may_narrow_the_sandbox_and_asking_for_more_needs_approval() {
+    let setup = Setup::new_in(&std::env::temp_dir(), "");
+    let mut mcp = setup.mcp();
+    // Narrower: runs, read-only, and says so.
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > narrowed.txt; echo rc=$?", "sandbox": "read-only"}),
+    );
+    assert!(text(&out).contains("rc=1"), "{out}");
+    assert_eq!(out["structuredContent"]["sandbox"]["mode"], "read-only");
+    assert!(!setup.path("ws/narrowed.txt").exists());
+    // The host's own mode still writes.
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > kept.txt; echo rc=$?"}),
+    );
+    assert!(text(&out).contains("rc=0"), "{out}");
+    assert_eq!(
+        out["structuredContent"]["sandbox"]["mode"],
+        "workspace-write"
+    );
+    // Wider: an escalation, refused until someone can approve it; nothing ran.
+    for tool in ["exec_command", "process_exec"] {
+        let out = mcp.call(
+            tool,
+            json!({"cmd": "echo x > ../outside/escalated.txt", "sandbox": "full-access"}),
+        );
+        assert_eq!(out["isError"], true, "{out}");
+        let said = text(&out);
+        assert!(
+            said.contains("needs_approval") || said.contains("approval"),
+            "{said}"
+        );
+        assert!(
+            said.contains("wider than this host's workspace-write"),
+            "{said}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!setup.path("outside/escalated.txt").exists());
+    // A background process narrowed to read-only.
+    let out = mcp.call(
+        "process_exec",
+        json!({"cmd": "echo x > bg.txt; echo rc=$?; sleep 30", "sandbox": "read-only"}),
+    );
+    assert_eq!(
+        out["structuredContent"]["sandbox"]["mode"], "read-only",
+        "{out}"
+    );
+}
+
+#[test]
+fn a_full_access_host_still_confines_a_call_that_asks_for_less() {
+    let setup = Setup::new("");
+    let mut mcp = setup.mcp_with(&[("TOOLSHED_SANDBOX__MODE", "full-access")]);
+    let out = mcp.call("exec_command", json!({"cmd": "cat ../data/token"}));
+    assert!(text(&out).contains("the-token"), "{out}");
+    assert_eq!(out["structuredContent"]["sandbox"]["mode"], "full-access");
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "cat ../data/token; echo x > w.txt; echo rc=$?", "sandbox": "workspace-write"}),
+    );
+    let said = text(&out);
+    assert!(
+        !said.contains("the-token") && said.contains("rc=0"),
+        "{said}"
+    );
+    assert_eq!(
+        out["structuredContent"]["sandbox"]["mode"],
+        "workspace-write"
+    );
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > r.txt; echo rc=$?", "sandbox": "read-only"}),
+    );
+    assert!(text(&out).contains("rc=1"), "{out}");
+    assert!(setup.path("ws/w.txt").exists() && !setup.path("ws/r.txt").exists());
 }

@@ -102,6 +102,11 @@ pub struct ToolSpec {
     /// Which plane the tool acts on.
     #[serde(default)]
     pub plane: Plane,
+    /// The tool runs commands and takes a `sandbox` argument naming the sandbox mode to run
+    /// them in (`read-only`, `workspace-write`, `full-access`); policy compares it with the
+    /// host's mode, so asking for more needs approval.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox_argument: bool,
 }
 
 /// The schema of a tool that takes no arguments.
@@ -125,6 +130,7 @@ impl ToolSpec {
             danger: Danger::Low,
             default_timeout_ms: None,
             plane: Plane::Execution,
+            sandbox_argument: false,
         }
     }
 

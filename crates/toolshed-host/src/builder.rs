@@ -183,13 +183,14 @@ impl HostBuilder {
         })
     }
 
-    /// The sandbox commands run in, from `[sandbox]`; `None` in full-access mode.
+    /// The sandbox commands run in, from `[sandbox]`; `None` in full-access mode without a
+    /// helper (with one, the sandbox is kept so that a call can narrow its mode).
     fn sandbox(&self, workspace: &Path) -> Result<Option<SandboxSetting>, HostError> {
         let config = &self.config.config.sandbox;
         let invalid = |e: crate::config::ConfigError| HostError::Config(e.to_string());
         let mode = config.mode().map_err(invalid)?;
         let network = config.network().map_err(invalid)?;
-        if mode == SandboxMode::FullAccess {
+        if mode == SandboxMode::FullAccess && self.sandbox_helper.is_none() {
             return Ok(None);
         }
         let home = toolshed_ops::sandbox::home_dir();

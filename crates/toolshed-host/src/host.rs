@@ -10,7 +10,7 @@ use crate::builder::HostBuilder;
 use crate::config::LoadedConfig;
 use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
 use crate::events::EventBus;
-use crate::policy::AllowAll;
+use crate::policy::SandboxEscalation;
 use crate::registry::{DiscoveryRoots, Registry};
 use crate::review::{Review, RuleError};
 use crate::store::{StateStore, StoreError};
@@ -139,7 +139,15 @@ impl Host {
             review,
             limits: config.limits.clone(),
             audit_max_rows: config.audit.max_rows,
-            policy: options.policy.take().unwrap_or_else(|| Arc::new(AllowAll)),
+            policy: match options.policy.take() {
+                Some(policy) => policy,
+                None => Arc::new(SandboxEscalation::new(
+                    config
+                        .sandbox
+                        .mode()
+                        .map_err(|e| HostError::Config(e.to_string()))?,
+                )),
+            },
             hooks: std::mem::take(&mut options.hooks),
         });
         Ok(Self {

@@ -55,7 +55,7 @@ pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
 pub use hooks::{CallHook, HookDecision, Hooks};
 pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
-pub use policy::{AllowAll, Policy, PolicyDecision};
+pub use policy::{AllowAll, Policy, PolicyDecision, SandboxEscalation};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use review::{CompiledRules, Review, RuleError, Subject};
 pub use store::{AuditRecord, StateStore, StoreError};

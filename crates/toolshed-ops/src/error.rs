@@ -128,6 +128,18 @@ pub enum OpsError {
         /// Why, and what to use instead.
         reason: String,
     },
+    /// A command asked for a wider sandbox mode than this backend runs commands in.
+    #[error(
+        "the command asks for sandbox mode {asked}, wider than the {allowed} this host runs \
+         commands in; leave the mode out (or narrow it), or run toolshed with [sandbox] mode = \
+         \"{asked}\""
+    )]
+    SandboxEscalation {
+        /// The mode asked for.
+        asked: &'static str,
+        /// The widest mode allowed.
+        allowed: &'static str,
+    },
     /// Input was written to a process whose stdin is closed.
     #[error("stdin is closed for this process: {reason}")]
     StdinClosed {
@@ -162,6 +174,10 @@ impl From<OpsError> for ToolError {
             | OpsError::InvalidCommand { .. } => ToolError::invalid(e.to_string()),
             OpsError::Escape { .. } | OpsError::Reserved { .. } => ToolError::Denied {
                 rule: "workspace jail".into(),
+                message: e.to_string(),
+            },
+            OpsError::SandboxEscalation { .. } => ToolError::Denied {
+                rule: "sandbox".into(),
                 message: e.to_string(),
             },
             OpsError::NotFound { .. } | OpsError::ProgramNotFound { .. } => {

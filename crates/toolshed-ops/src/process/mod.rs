@@ -147,6 +147,9 @@ pub struct SpawnRequest {
     pub stdin: Stdin,
     /// How much output is kept.
     pub limits: OutputLimits,
+    /// The sandbox mode to run in, when narrower than the backend's (`None`: the backend's).
+    /// A wider mode is refused ([`OpsError::SandboxEscalation`]).
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 impl SpawnRequest {
@@ -160,6 +163,7 @@ impl SpawnRequest {
             tty: Tty::No,
             stdin: Stdin::Closed,
             limits: OutputLimits::default(),
+            sandbox: None,
         }
     }
 
@@ -371,6 +375,23 @@ pub enum LimitHit {
     Processes,
 }
 
+/// [`ProcessOps::sandbox`] of a backend without a sandbox: full access, narrower modes
+/// refused.
+pub(crate) fn unsandboxed(
+    mode: Option<crate::sandbox::SandboxMode>,
+) -> Result<Option<crate::sandbox::Enforcement>, OpsError> {
+    match mode {
+        None | Some(crate::sandbox::SandboxMode::FullAccess) => Ok(None),
+        Some(mode) => Err(OpsError::ProcessUnavailable {
+            reason: format!(
+                "commands run without a sandbox here (no sandbox helper), so none can be \
+                 confined to {} mode",
+                mode.as_str()
+            ),
+        }),
+    }
+}
+
 /// Starting processes inside the workspace.
 pub trait ProcessOps: Send + Sync {
     /// Starts a child as described and returns its handle, the child already running.
@@ -384,10 +405,17 @@ pub trait ProcessOps: Send + Sync {
     /// stops trees too, but in the background, which an exiting process may not wait for.
     fn kill_all(&self) {}
 
-    /// What the sandbox commands run in enforces: `None` when they run with full access.
-    /// Reported with every command's result.
-    fn sandbox(&self) -> Option<crate::sandbox::Enforcement> {
-        None
+    /// What a command asking for sandbox `mode` (`None`: this backend's own) runs under:
+    /// `None` with full access; an error when the mode is wider than this backend allows or
+    /// cannot be enforced here. Reported with every command's result.
+    ///
+    /// A backend without a sandbox runs everything with full access and refuses narrower
+    /// modes rather than pretend to enforce them.
+    fn sandbox(
+        &self,
+        mode: Option<crate::sandbox::SandboxMode>,
+    ) -> Result<Option<crate::sandbox::Enforcement>, OpsError> {
+        unsandboxed(mode)
     }
 
     /// Checks that the sandbox can be built here (by running `true` inside it, once) and

@@ -128,6 +128,30 @@ fn c_path(path: &Path) -> Result<CString, String> {
     cstring(path.as_os_str().as_bytes())
 }
 
+/// Makes the bind mount at `path` read-only, keeping the flags it has (a user namespace may
+/// not clear `nosuid`, `nodev`, `noexec` or the atime flags of a mount it inherited).
+fn remount_read_only(path: &Path) -> Result<(), String> {
+    let vfs = rustix::fs::statvfs(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let has = |flag: rustix::fs::StatVfsMountFlags| vfs.f_flag.contains(flag);
+    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+    for (st, ms) in [
+        (rustix::fs::StatVfsMountFlags::NOSUID, libc::MS_NOSUID),
+        (rustix::fs::StatVfsMountFlags::NODEV, libc::MS_NODEV),
+        (rustix::fs::StatVfsMountFlags::NOEXEC, libc::MS_NOEXEC),
+        (rustix::fs::StatVfsMountFlags::NOATIME, libc::MS_NOATIME),
+        (
+            rustix::fs::StatVfsMountFlags::NODIRATIME,
+            libc::MS_NODIRATIME,
+        ),
+        (rustix::fs::StatVfsMountFlags::RELATIME, libc::MS_RELATIME),
+    ] {
+        if has(st) {
+            flags |= ms;
+        }
+    }
+    mount("none", path, None, flags, None)
+}
+
 /// `mount(2)`; the error names the target.
 fn mount(
     source: &str,
@@ -323,6 +347,11 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
         mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
+        // Under the writable private /tmp, Landlock's write rule for /tmp would cover it:
+        // outside workspace-write the mount itself must refuse writes.
+        if args.mode != SandboxMode::WorkspaceWrite {
+            remount_read_only(path)?;
+        }
     }
     drop(keep);
     if let Some(fd) = &egress {
@@ -348,13 +377,7 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
             )?;
         } else {
             mount("/dev/null", &path, None, libc::MS_BIND, None)?;
-            mount(
-                none,
-                &path,
-                None,
-                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
-                None,
-            )?;
+            remount_read_only(&path)?;
         }
     }
 

@@ -43,8 +43,8 @@ pub const HELPER_COMMAND: &str = "sandbox-exec";
 /// The exit code of a command the sandbox could not be set up for (its reason is on stderr).
 pub const SETUP_FAILED: i32 = 125;
 
-/// What a sandboxed command may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a sandboxed command may change. Ordered from the narrowest to the widest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum SandboxMode {
     /// Read what is permitted; write only the private temp.
     ReadOnly,
@@ -249,6 +249,13 @@ impl Sandbox {
             }));
         }
         Ok(self.enforcement())
+    }
+
+    /// This sandbox with commands confined to `mode` instead of its policy's.
+    pub fn with_mode(&self, mode: SandboxMode) -> Sandbox {
+        let mut sandbox = self.clone();
+        sandbox.policy.mode = mode;
+        sandbox
     }
 
     /// What this sandbox enforces when it runs (see [`probe`](Self::probe) for whether it does).

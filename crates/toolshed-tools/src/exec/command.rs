@@ -12,6 +12,7 @@ use toolshed_core::{
     PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::process::{OutputLimits, SpawnRequest, Stdin, Stop, Stream, Tty};
+use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{ProcessOps, Services};
 
 use super::sessions::{NewSession, Session, SessionTable};
@@ -67,9 +68,13 @@ impl Tool for CommandTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => exec(&self.table, &self.process, &ctx, parse(args)?)
-                .await
-                .map(|out| super::with_sandbox(self.process.as_ref(), out)),
+            Kind::Exec => {
+                let args: ExecArgs = parse(args)?;
+                let mode = args.sandbox.map(SandboxMode::from);
+                exec(&self.table, &self.process, &ctx, args)
+                    .await
+                    .map(|out| super::with_sandbox(self.process.as_ref(), mode, out))
+            }
             Kind::WriteStdin => write_stdin(&self.table, &ctx, parse(args)?).await,
             Kind::List => {
                 let NoArgs {} = parse(args)?;
@@ -82,7 +87,7 @@ impl Tool for CommandTool {
                 .shells
                 .run(&ctx, parse(args)?)
                 .await
-                .map(|out| super::with_sandbox(self.process.as_ref(), out)),
+                .map(|out| super::with_sandbox(self.process.as_ref(), None, out)),
         }
     }
 }
@@ -223,6 +228,7 @@ async fn exec(
             kill_after_bytes: Some(KILL_AFTER_BYTES),
             ..OutputLimits::default()
         });
+    request.sandbox = args.sandbox.map(SandboxMode::from);
     if tty {
         request = request.tty(Tty::DEFAULT);
     } else if args.stdin {

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use toolshed_core::{CallContext, ToolError, ToolOutput};
 use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Drain, Exit, ExitStatus, LimitHit, Process, StopReason, Stream};
+use toolshed_ops::sandbox::SandboxMode;
 
 mod command;
 mod process;
@@ -247,17 +248,24 @@ pub(crate) fn millis(key: &str, ms: u64, min: u64, max: u64) -> Result<Duration,
     }
 }
 
-/// `output` with a `sandbox` block in its structured part: the mode commands run in and the
-/// layers enforcing it (`{"mode": "full-access", "enforced": []}` without a sandbox).
-pub(crate) fn with_sandbox(process: &dyn ProcessOps, mut output: ToolOutput) -> ToolOutput {
+/// `output` with a `sandbox` block in its structured part: the mode the command ran in
+/// (`mode`: what the call asked for, `None` for the host's) and the layers enforcing it
+/// (`{"mode": "full-access", "enforced": []}` without a sandbox).
+pub(crate) fn with_sandbox(
+    process: &dyn ProcessOps,
+    mode: Option<SandboxMode>,
+    mut output: ToolOutput,
+) -> ToolOutput {
     if let Some(Value::Object(fields)) = output.structured.as_mut() {
-        let block = match process.sandbox() {
-            Some(e) => json!({
+        let block = match process.sandbox(mode) {
+            Ok(Some(e)) => json!({
                 "mode": e.mode.as_str(),
                 "network": e.network.as_str(),
                 "enforced": e.enforced,
             }),
-            None => json!({"mode": "full-access", "network": "on", "enforced": []}),
+            Ok(None) => json!({"mode": "full-access", "network": "on", "enforced": []}),
+            // Not reached after a command started: it was checked the same way.
+            Err(e) => json!({"error": e.to_string()}),
         };
         fields.insert("sandbox".into(), block);
     }

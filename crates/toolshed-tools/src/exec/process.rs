@@ -14,6 +14,7 @@ use toolshed_core::{
     PluginKind, PluginManifest, PortDirectory, ProxyTarget, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::process::{OutputLimits, Process, Stop, Stream};
+use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{ProcessOps, Services};
 
 use super::command::command_request;
@@ -94,9 +95,13 @@ impl Tool for ProcessTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Exec => start(&self.table, &ctx, parse(args)?)
-                .await
-                .map(|out| super::with_sandbox(self.table.process.as_ref(), out)),
+            Kind::Exec => {
+                let args: ProcessExecArgs = parse(args)?;
+                let mode = args.sandbox.map(SandboxMode::from);
+                start(&self.table, &ctx, args)
+                    .await
+                    .map(|out| super::with_sandbox(self.table.process.as_ref(), mode, out))
+            }
             Kind::List => {
                 let NoArgs {} = parse(args)?;
                 Ok(list(&self.table, &ctx))
@@ -227,12 +232,13 @@ async fn start(
             })
             .transpose()?;
     let name = args.name;
-    let request =
+    let mut request =
         command_request(cmd, args.workdir.as_deref(), args.env.as_ref()).limits(OutputLimits {
             head_bytes: 16 * 1024,
             tail_bytes: 1024 * 1024,
             kill_after_bytes: None,
         });
+    request.sandbox = args.sandbox.map(SandboxMode::from);
     request.validate().map_err(ToolError::from)?;
     let max = config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES);
     let item = {

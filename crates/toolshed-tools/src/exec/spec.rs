@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
+use toolshed_ops::sandbox::SandboxMode;
 
 use super::GROUP;
 
@@ -116,6 +117,7 @@ pub(super) fn exec_command() -> ToolSpec {
     );
     spec.streaming = true;
     spec.default_timeout_ms = Some(MAX_YIELD_MS + 60_000);
+    spec.sandbox_argument = true;
     spec
 }
 
@@ -148,6 +150,27 @@ pub(super) struct ExecArgs {
     pub(super) max_output_bytes: u64,
     /// Extra environment variables
     pub(super) env: Option<BTreeMap<String, String>>,
+    /// Run it in this sandbox mode instead of the host's: narrower runs, wider needs approval
+    pub(super) sandbox: Option<SandboxArg>,
+}
+
+/// A sandbox mode asked for by a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum SandboxArg {
+    ReadOnly,
+    WorkspaceWrite,
+    FullAccess,
+}
+
+impl From<SandboxArg> for SandboxMode {
+    fn from(arg: SandboxArg) -> Self {
+        match arg {
+            SandboxArg::ReadOnly => SandboxMode::ReadOnly,
+            SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxArg::FullAccess => SandboxMode::FullAccess,
+        }
+    }
 }
 
 /// The `write_stdin` tool.
@@ -296,12 +319,14 @@ pub(super) struct ShellArgs {
 
 /// The `process_exec` tool.
 pub(super) fn process_exec() -> ToolSpec {
-    tool::<ProcessExecArgs>(
+    let mut spec = tool::<ProcessExecArgs>(
         "process_exec",
         "Start a background process",
         "Start a long-running command (bash -c) in the background — a dev server, a watcher — and return at once with its id. It keeps running after this call; its stdout and stderr are kept in ring buffers (process_read_output) and its exit status after it ends (process_list). If it listens on a port on 127.0.0.1, give `port`: process_proxy_info then tells the URL under `toolshed serve` that forwards to it. Stop it with process_stop; all are stopped when toolshed exits.",
         RUNS,
-    )
+    );
+    spec.sandbox_argument = true;
+    spec
 }
 
 /// The arguments of `process_exec`.
@@ -321,6 +346,8 @@ pub(super) struct ProcessExecArgs {
     pub(super) port: Option<u64>,
     /// Extra environment variables
     pub(super) env: Option<BTreeMap<String, String>>,
+    /// Run it in this sandbox mode instead of the host's: narrower runs, wider needs approval
+    pub(super) sandbox: Option<SandboxArg>,
 }
 
 /// The `process_list` tool.

@@ -33,7 +33,7 @@ use crate::process::{
     Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Stop, StopReason, Tty,
     clean_env,
 };
-use crate::sandbox::{EgressProxy, Enforcement, NetworkMode, Sandbox, SandboxSetting};
+use crate::sandbox::{EgressProxy, Enforcement, NetworkMode, Sandbox, SandboxMode, SandboxSetting};
 use child::ChildSetup;
 use supervisor::Supervisor;
 use tree::{ProcessTree, Tracker};
@@ -139,43 +139,68 @@ impl std::fmt::Debug for LocalProcessOps {
 }
 
 impl LocalProcessOps {
-    /// The sandbox of `setting`, once it was seen to work here; otherwise why not.
-    fn sandbox_ready(&self, setting: &SandboxSetting) -> Result<&Ready, OpsError> {
-        match setting {
-            SandboxSetting::Missing(reason) => Err(OpsError::ProcessUnavailable {
-                reason: format!(
-                    "{reason}. Commands are refused rather than run unconfined; choose \
-                     [sandbox] mode = \"full-access\" to run them without a sandbox"
-                ),
-            }),
-            SandboxSetting::Sandbox(sandbox) => self
-                .sandbox_probe
-                .get_or_init(|| {
-                    let mut sandbox = sandbox.clone();
-                    let egress = match sandbox.policy.network {
-                        NetworkMode::Filtered => {
-                            let proxy = EgressProxy::start(sandbox.policy.egress_allow.clone())
-                                .map_err(|e| OpsError::ProcessUnavailable {
-                                    reason: format!(
-                                        "the sandbox's egress proxy cannot start: {e}; choose \
-                                         [sandbox] network = \"off\" or \"on\""
-                                    ),
-                                })?;
-                            sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
-                            Some(proxy)
-                        }
-                        _ => None,
-                    };
-                    let enforcement = sandbox.probe()?;
-                    Ok(Ready {
-                        sandbox,
-                        enforcement,
-                        _egress: egress,
-                    })
-                })
-                .as_ref()
-                .map_err(Clone::clone),
+    /// Where a command asking for sandbox `mode` (`None`: the configured one) runs: `None`
+    /// with full access, else the working sandbox and the mode to confine it to.
+    fn plan(&self, mode: Option<SandboxMode>) -> Result<Option<(&Ready, SandboxMode)>, OpsError> {
+        let setting = match &self.config.sandbox {
+            None => return crate::process::unsandboxed(mode).map(|_| None),
+            Some(setting) => setting,
+        };
+        let sandbox = match setting {
+            SandboxSetting::Missing(reason) => {
+                return Err(OpsError::ProcessUnavailable {
+                    reason: format!(
+                        "{reason}. Commands are refused rather than run unconfined; choose \
+                         [sandbox] mode = \"full-access\" to run them without a sandbox"
+                    ),
+                });
+            }
+            SandboxSetting::Sandbox(sandbox) => sandbox,
+        };
+        let allowed = sandbox.policy.mode;
+        let mode = mode.unwrap_or(allowed);
+        if mode > allowed {
+            return Err(OpsError::SandboxEscalation {
+                asked: mode.as_str(),
+                allowed: allowed.as_str(),
+            });
         }
+        if mode == SandboxMode::FullAccess {
+            return Ok(None);
+        }
+        Ok(Some((self.sandbox_ready(sandbox)?, mode)))
+    }
+
+    /// `sandbox` once it was seen to work here (probed once, in workspace-write mode when it
+    /// is configured for full access and only narrowed per command); otherwise why not.
+    fn sandbox_ready(&self, sandbox: &Sandbox) -> Result<&Ready, OpsError> {
+        self.sandbox_probe
+            .get_or_init(|| {
+                let mut sandbox =
+                    sandbox.with_mode(sandbox.policy.mode.min(SandboxMode::WorkspaceWrite));
+                let egress = match sandbox.policy.network {
+                    NetworkMode::Filtered => {
+                        let proxy = EgressProxy::start(sandbox.policy.egress_allow.clone())
+                            .map_err(|e| OpsError::ProcessUnavailable {
+                                reason: format!(
+                                    "the sandbox's egress proxy cannot start: {e}; choose \
+                                     [sandbox] network = \"off\" or \"on\""
+                                ),
+                            })?;
+                        sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
+                        Some(proxy)
+                    }
+                    _ => None,
+                };
+                let enforcement = sandbox.probe()?;
+                Ok(Ready {
+                    sandbox,
+                    enforcement,
+                    _egress: egress,
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// A backend for the workspace of `files`. The environment children start from is
@@ -272,29 +297,19 @@ fn nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
 }
 
 impl ProcessOps for LocalProcessOps {
-    fn sandbox(&self) -> Option<Enforcement> {
-        match &self.config.sandbox {
-            None => None,
-            Some(SandboxSetting::Sandbox(sandbox)) => {
-                let mut enforcement = sandbox.enforcement();
-                if self.config.limits.any() {
-                    enforcement.enforced.push(limits::limiter().name().into());
-                }
-                Some(enforcement)
+    fn sandbox(&self, mode: Option<SandboxMode>) -> Result<Option<Enforcement>, OpsError> {
+        Ok(self.plan(mode)?.map(|(ready, mode)| {
+            let mut enforcement = ready.enforcement.clone();
+            enforcement.mode = mode;
+            if self.config.limits.any() {
+                enforcement.enforced.push(limits::limiter().name().into());
             }
-            Some(SandboxSetting::Missing(_)) => Some(Enforcement {
-                mode: crate::sandbox::SandboxMode::WorkspaceWrite,
-                network: crate::sandbox::NetworkMode::Off,
-                enforced: Vec::new(),
-            }),
-        }
+            enforcement
+        }))
     }
 
     fn check_sandbox(&self) -> Option<Result<Enforcement, OpsError>> {
-        self.config
-            .sandbox
-            .as_ref()
-            .map(|setting| self.sandbox_ready(setting).map(|r| r.enforcement.clone()))
+        self.sandbox(None).transpose()
     }
 
     fn kill_all(&self) {
@@ -356,17 +371,17 @@ impl ProcessOps for LocalProcessOps {
         };
 
         let mut inbound_path: Option<PathBuf> = None;
-        let mut command = match &self.config.sandbox {
+        let plan = self
+            .plan(request.sandbox)
+            .inspect_err(|_| remove_cgroup(&cgroup))?;
+        let mut command = match plan {
             None => {
                 let mut command = Command::new(program);
                 command.args(&request.args);
                 command
             }
-            Some(setting) => {
-                let sandbox = self
-                    .sandbox_ready(setting)
-                    .inspect_err(|_| remove_cgroup(&cgroup))?;
-                let inbound = match sandbox.sandbox.policy.network {
+            Some((ready, mode)) => {
+                let inbound = match ready.sandbox.policy.network {
                     NetworkMode::On => None,
                     NetworkMode::Off | NetworkMode::Filtered => {
                         let dir = self
@@ -382,8 +397,9 @@ impl ProcessOps for LocalProcessOps {
                 };
                 inbound_path.clone_from(&inbound);
                 let (helper, args) =
-                    sandbox
+                    ready
                         .sandbox
+                        .with_mode(mode)
                         .wrap(program, &request.args, inbound.as_deref());
                 let mut command = Command::new(helper);
                 command.args(args);
