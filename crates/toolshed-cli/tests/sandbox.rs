@@ -613,3 +613,47 @@ fn a_full_access_host_still_confines_a_call_that_asks_for_less() {
     assert!(text(&out).contains("rc=1"), "{out}");
     assert!(setup.path("ws/w.txt").exists() && !setup.path("ws/r.txt").exists());
 }
+
+/// The pids of the network keepers whose parent is `parent`.
+fn keepers_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Field 4 of stat, after the parenthesised name.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            cmdline.split(|b| *b == 0).any(|w| w == b"sandbox-net") && ppid == Some(parent)
+        })
+        .collect()
+}
+
+#[test]
+fn commands_share_one_private_network_whose_keeper_dies_with_the_host() {
+    let setup = Setup::new("");
+    let mut mcp = setup.mcp();
+    let net = |mcp: &mut Mcp| {
+        let out = mcp.call("exec_command", json!({"cmd": "readlink /proc/self/ns/net"}));
+        text(&out).lines().next().unwrap_or_default().to_string()
+    };
+    let (first, second) = (net(&mut mcp), net(&mut mcp));
+    assert!(first.starts_with("net:["), "{first}");
+    assert_eq!(first, second, "one network for the host's commands");
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_ne!(first, host.to_string_lossy(), "not the host's network");
+    let keepers = keepers_of(mcp.child.id());
+    assert_eq!(keepers.len(), 1, "{keepers:?}");
+    // Killed without a chance to clean up, the host takes its keeper with it.
+    mcp.child.kill().unwrap();
+    mcp.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{}", keepers[0])).exists() {
+        assert!(Instant::now() < deadline, "the keeper outlived the host");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

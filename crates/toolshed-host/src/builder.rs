@@ -237,6 +237,7 @@ impl HostBuilder {
                 .allow_rules()
                 .map_err(|e| HostError::Config(e.to_string()))?,
             egress_socket: None,
+            joined_network: None,
         };
         Ok(Some(match &self.sandbox_helper {
             Some(helper) => SandboxSetting::Sandbox(Sandbox {

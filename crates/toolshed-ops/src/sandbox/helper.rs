@@ -41,6 +41,9 @@ struct Args {
     min_landlock_abi: u32,
     egress: Option<PathBuf>,
     inbound: Option<PathBuf>,
+    /// The user and network namespaces of the host's network keeper, as inherited
+    /// descriptors: joined instead of creating a network per command.
+    join: Option<(libc::c_int, libc::c_int)>,
     command: Vec<OsString>,
 }
 
@@ -49,6 +52,12 @@ struct Args {
 /// thing in `main`, before any thread is started.
 pub fn run_if_asked() {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == super::NETWORK_COMMAND) {
+        match keeper(&args[2..]) {
+            Ok(()) => std::process::exit(0),
+            Err(e) => fail(&e),
+        }
+    }
     if !super::asks_for_helper(&args) {
         return;
     }
@@ -86,6 +95,17 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
             Some("--egress") => parsed.egress = Some(PathBuf::from(value)),
+            Some("--join") => {
+                let fds: Vec<libc::c_int> = text()
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| format!("--join {} is not USER_FD,NET_FD", text()))?;
+                match fds[..] {
+                    [user, net] if user > 2 && net > 2 => parsed.join = Some((user, net)),
+                    _ => return Err(format!("--join {} is not USER_FD,NET_FD", text())),
+                }
+            }
             Some("--inbound") => parsed.inbound = Some(PathBuf::from(value)),
             Some("--min-landlock-abi") => {
                 parsed.min_landlock_abi = text()
@@ -109,10 +129,88 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     if !parsed.workspace.is_absolute() {
         return Err("--workspace must be an absolute path".into());
     }
-    if (parsed.network == NetworkMode::Filtered) != parsed.egress.is_some() {
+    if parsed.join.is_some() {
+        if parsed.network == NetworkMode::On || parsed.egress.is_some() {
+            return Err("--join goes with --network off or filtered, without --egress".into());
+        }
+    } else if (parsed.network == NetworkMode::Filtered) != parsed.egress.is_some() {
         return Err("--egress goes with --network filtered, and only with it".into());
     }
     Ok(parsed)
+}
+
+/// Joins the keeper's user and network namespaces through the inherited descriptors, and
+/// closes them.
+fn join_network(user: libc::c_int, net: libc::c_int) -> Result<(), String> {
+    for (fd, kind, what) in [
+        (user, libc::CLONE_NEWUSER, "user"),
+        (net, libc::CLONE_NEWNET, "network"),
+    ] {
+        // SAFETY: plain system calls on descriptors the host passed for this.
+        let rc = unsafe { libc::setns(fd, kind) };
+        let error = os_error();
+        // SAFETY: as above; each is closed once.
+        unsafe { libc::close(fd) };
+        if rc != 0 {
+            return Err(format!(
+                "joining the sandbox network's {what} namespace: {error}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The network keeper (`<exe> sandbox-net --network off|filtered [--egress SOCKET]`): one
+/// private network shared by the host's sandboxed commands, made once instead of per
+/// command (a network namespace costs about a millisecond to create). It enters new user
+/// and network namespaces, brings up their loopback, with `filtered` carries connections to
+/// `127.0.0.1:PROXY_PORT` to the egress proxy's socket, says `ready` on stdout and lives
+/// until its stdin closes — when the host drops it or dies.
+fn keeper(args: &[OsString]) -> Result<(), String> {
+    let mut network = None;
+    let mut egress = None;
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest
+            .next()
+            .ok_or_else(|| format!("{} needs a value", flag.to_string_lossy()))?;
+        match flag.to_str() {
+            Some("--network") => network = Some(NetworkMode::parse(&value.to_string_lossy())?),
+            Some("--egress") => egress = Some(PathBuf::from(value)),
+            _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
+        }
+    }
+    match (network, &egress) {
+        (Some(NetworkMode::Off), None) | (Some(NetworkMode::Filtered), Some(_)) => {}
+        _ => return Err("sandbox-net takes --network off, or filtered with --egress".into()),
+    }
+    if threads() != Some(1) {
+        return Err("the network keeper must start single-threaded".into());
+    }
+    // SAFETY: plain system calls without pointers.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: no pointers; single-threaded (checked above).
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+        return Err(format!(
+            "cannot create the network namespace ({}): unprivileged user namespaces may be \
+             disabled",
+            os_error()
+        ));
+    }
+    write_file("/proc/self/setgroups", "deny")?;
+    write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+    write_file("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    loopback_up()?;
+    if let Some(socket) = egress {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", super::PROXY_PORT))
+            .map_err(|e| format!("the egress bridge on 127.0.0.1:{}: {e}", super::PROXY_PORT))?;
+        std::thread::spawn(move || super::egress::bridge(listener, socket));
+    }
+    println!("ready");
+    let mut sink = [0u8; 64];
+    // Until the host closes our stdin (dropped, or gone).
+    while std::io::Read::read(&mut std::io::stdin(), &mut sink).is_ok_and(|n| n > 0) {}
+    Ok(())
 }
 
 /// The last OS error, as text.
@@ -268,13 +366,15 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     // The working directory the host chose, by path: after the mounts it is entered again,
     // so that relative paths go through them (the old directory sits under /tmp's cover).
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    let mut flags = libc::CLONE_NEWUSER
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWUTS;
-    if args.network != NetworkMode::On {
-        flags |= libc::CLONE_NEWNET;
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if let Some((user, net)) = args.join {
+        join_network(user, net)?;
+    } else {
+        flags |= libc::CLONE_NEWUSER;
+        if args.network != NetworkMode::On {
+            flags |= libc::CLONE_NEWNET;
+        }
     }
     // SAFETY: no pointers; the process is single-threaded (checked above).
     if unsafe { libc::unshare(flags) } != 0 {
@@ -285,9 +385,11 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
             os_error()
         ));
     }
-    write_file("/proc/self/setgroups", "deny")?;
-    write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
-    write_file("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    if args.join.is_none() {
+        write_file("/proc/self/setgroups", "deny")?;
+        write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+        write_file("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    }
 
     let none = "none";
     mount(
@@ -494,12 +596,13 @@ fn first_process(
         libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
         None,
     )?;
-    if args.network != NetworkMode::On {
+    // A joined network is up already, its bridge run by the keeper.
+    if args.network != NetworkMode::On && args.join.is_none() {
         loopback_up()?;
     }
     // The proxy's address inside, listening before the command starts.
     let bridge = match args.network {
-        NetworkMode::Filtered => Some(
+        NetworkMode::Filtered if args.join.is_none() => Some(
             std::net::TcpListener::bind(("127.0.0.1", super::PROXY_PORT)).map_err(|e| {
                 format!("the egress bridge on 127.0.0.1:{}: {e}", super::PROXY_PORT)
             })?,

@@ -26,6 +26,7 @@
 
 mod egress;
 mod helper;
+mod keeper;
 mod rules;
 
 use std::ffi::{OsStr, OsString};
@@ -34,11 +35,16 @@ use std::path::{Path, PathBuf};
 pub(crate) use egress::EgressProxy;
 pub use egress::PROXY_PORT;
 pub use helper::run_if_asked;
+pub(crate) use keeper::NetworkKeeper;
 
 use crate::error::OpsError;
 
 /// The command-line word that makes the toolshed binary act as the sandbox helper.
 pub const HELPER_COMMAND: &str = "sandbox-exec";
+
+/// The command-line word that makes the toolshed binary act as the sandbox's network
+/// keeper: one private network the sandboxed commands of a host share.
+pub const NETWORK_COMMAND: &str = "sandbox-net";
 
 /// The exit code of a command the sandbox could not be set up for (its reason is on stderr).
 pub const SETUP_FAILED: i32 = 125;
@@ -139,6 +145,10 @@ pub struct SandboxPolicy {
     pub egress_allow: Vec<crate::net::AllowRule>,
     /// The egress proxy's socket, set by the backend once the proxy runs.
     pub egress_socket: Option<PathBuf>,
+    /// The user and network namespaces of the backend's network keeper (descriptors the
+    /// helper inherits), set once the keeper runs: commands join its network instead of
+    /// each creating one.
+    pub joined_network: Option<(i32, i32)>,
 }
 
 impl SandboxPolicy {
@@ -157,7 +167,10 @@ impl SandboxPolicy {
             "--min-landlock-abi".into(),
             self.min_landlock_abi.to_string().into(),
         ];
-        if let Some(socket) = &self.egress_socket {
+        if let Some((user, net)) = self.joined_network {
+            args.push("--join".into());
+            args.push(format!("{user},{net}").into());
+        } else if let Some(socket) = &self.egress_socket {
             args.push("--egress".into());
             args.push(socket.clone().into());
         }
@@ -229,7 +242,19 @@ impl Sandbox {
     /// what it enforces. An error says which layer is missing and what to choose instead.
     pub fn probe(&self) -> Result<Enforcement, OpsError> {
         let (program, args) = self.wrap("true", &[], None);
-        let output = std::process::Command::new(&program)
+        let mut command = std::process::Command::new(&program);
+        if let Some((user, net)) = self.policy.joined_network {
+            #[allow(unsafe_code)]
+            // SAFETY: the closure makes two fcntl calls (async-signal-safe) on descriptors
+            // the network keeper's owner keeps open while this runs.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                    inherit_fd(user)?;
+                    inherit_fd(net)
+                });
+            }
+        }
+        let output = command
             .args(&args)
             .env_clear()
             .env("PATH", crate::process::DEFAULT_PATH)
@@ -407,6 +432,16 @@ pub(crate) fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
     std::fs::create_dir(&dir)?;
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
     Ok(dir)
+}
+
+/// Lets a child inherit `fd` across exec (clears its close-on-exec flag). For the forked
+/// child between fork and exec: one `fcntl`, async-signal-safe.
+#[allow(unsafe_code)]
+pub(crate) fn inherit_fd(fd: i32) -> std::io::Result<()> {
+    // SAFETY: `fd` is open (its owner outlives the spawn) and only borrowed for the call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+    Ok(())
 }
 
 /// Whether the process arguments ask for the helper (`<exe> sandbox-exec …`).

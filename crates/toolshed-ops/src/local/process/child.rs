@@ -14,7 +14,8 @@
 //!    Then its resource-limit groups the same way, or its rlimits (`setrlimit`);
 //! 4. `TIOCSCTTY` on the terminal, which makes it the session's controlling terminal and
 //!    the child's group its foreground job (so Ctrl-C written to it interrupts the job);
-//! 5. `fchdir` to the working directory the jail opened.
+//! 5. `fchdir` to the working directory the jail opened;
+//! 6. clearing close-on-exec on the sandbox network's descriptors the helper joins.
 //!
 //! The parent-death signal belongs to the *thread* that forked: when that thread ends, the
 //! kernel signals the child as if its parent had died. Every child is therefore forked on
@@ -44,6 +45,9 @@ pub(super) struct ChildSetup {
     pub(super) limits: super::limits::Join,
     /// toolshed's process id.
     pub(super) parent: Option<Pid>,
+    /// Descriptors the child keeps across exec (the sandbox network's namespaces), held
+    /// open by the backend for longer than the spawn.
+    pub(super) inherit: Option<(i32, i32)>,
 }
 
 impl ChildSetup {
@@ -77,6 +81,10 @@ impl ChildSetup {
             rustix::process::ioctl_tiocsctty(tty.as_ref())?;
         }
         rustix::process::fchdir(self.workdir.as_ref())?;
+        if let Some((user, net)) = self.inherit {
+            crate::sandbox::inherit_fd(user)?;
+            crate::sandbox::inherit_fd(net)?;
+        }
         Ok(())
     }
 }

@@ -33,7 +33,9 @@ use crate::process::{
     Process, ProcessOps, Shared, SpawnRequest, State, Stdin, StdinState, Stop, StopReason, Tty,
     clean_env,
 };
-use crate::sandbox::{EgressProxy, Enforcement, NetworkMode, Sandbox, SandboxMode, SandboxSetting};
+use crate::sandbox::{
+    EgressProxy, Enforcement, NetworkKeeper, NetworkMode, Sandbox, SandboxMode, SandboxSetting,
+};
 use child::ChildSetup;
 use supervisor::Supervisor;
 use tree::{ProcessTree, Tracker};
@@ -125,6 +127,9 @@ impl Drop for SocketDir {
 struct Ready {
     sandbox: Sandbox,
     enforcement: Enforcement,
+    /// The private network commands join (network = "off" or "filtered"); dropped before
+    /// the egress proxy it bridges to.
+    _keeper: Option<NetworkKeeper>,
     /// Running while the backend lives (network = "filtered").
     _egress: Option<EgressProxy>,
 }
@@ -192,10 +197,24 @@ impl LocalProcessOps {
                     }
                     _ => None,
                 };
+                let keeper = match sandbox.policy.network {
+                    NetworkMode::On => None,
+                    network => {
+                        let keeper = NetworkKeeper::start(
+                            &sandbox.helper,
+                            network,
+                            egress.as_ref().map(EgressProxy::socket),
+                        )
+                        .map_err(|reason| OpsError::ProcessUnavailable { reason })?;
+                        sandbox.policy.joined_network = Some(keeper.fds());
+                        Some(keeper)
+                    }
+                };
                 let enforcement = sandbox.probe()?;
                 Ok(Ready {
                     sandbox,
                     enforcement,
+                    _keeper: keeper,
                     _egress: egress,
                 })
             })
@@ -371,6 +390,7 @@ impl ProcessOps for LocalProcessOps {
         };
 
         let mut inbound_path: Option<PathBuf> = None;
+        let mut inherit = None;
         let plan = self
             .plan(request.sandbox)
             .inspect_err(|_| remove_cgroup(&cgroup))?;
@@ -381,6 +401,7 @@ impl ProcessOps for LocalProcessOps {
                 command
             }
             Some((ready, mode)) => {
+                inherit = ready.sandbox.policy.joined_network;
                 let inbound = match ready.sandbox.policy.network {
                     NetworkMode::On => None,
                     NetworkMode::Off | NetworkMode::Filtered => {
@@ -455,6 +476,7 @@ impl ProcessOps for LocalProcessOps {
             limits: join,
             tty: slave.clone(),
             parent: Pid::from_raw(i32::try_from(std::process::id()).unwrap_or(0)),
+            inherit,
         };
         let started = Instant::now();
         let mut child = child::spawn(command, setup).map_err(|e| {
