@@ -2,9 +2,9 @@
 //! the host, that applies the web tools' rules to every destination a sandboxed command
 //! asks for.
 //!
-//! A filtered command has a network namespace of its own with only its loopback. The
-//! namespace's first process listens on `127.0.0.1:PROXY_PORT` there and carries each
-//! connection to this proxy's socket; the command finds it through `HTTP_PROXY` and
+//! A filtered command is in a private network with only its loopback. The host's network
+//! keeper (or, for a helper run by hand, the sandbox's first process) listens on
+//! `127.0.0.1:PROXY_PORT` there and carries each connection to this proxy's socket; the command finds it through `HTTP_PROXY` and
 //! `HTTPS_PROXY`. The proxy takes `CONNECT host:port` (HTTPS, and any TCP a client tunnels)
 //! and absolute-form requests (`GET http://host/…`), resolves the host, and dials it only
 //! when every address is public or `[web] allow` opens it — loopback, private ranges,
@@ -227,7 +227,7 @@ fn relay(mut from_client: UnixStream, client: UnixStream, upstream: TcpStream) -
 }
 
 /// The namespace side: carries each connection to `127.0.0.1:PROXY_PORT` to the proxy's
-/// socket. Runs in the sandbox's first process, on threads of its own.
+/// socket. Runs in the network keeper (or a sandbox's first process), on threads of its own.
 pub(super) fn bridge(listener: std::net::TcpListener, socket: PathBuf) {
     for client in listener.incoming().flatten() {
         let socket = socket.clone();

@@ -6,7 +6,7 @@
 //!   waits; it ends as the command ended (same exit code, or the same signal raised), so
 //!   the host cannot tell it from the command;
 //! - the namespace's **first process** (pid 1 inside) mounts a fresh `/proc`, brings up the
-//!   loopback of a private network, reaps orphans and, once the command has ended, reports
+//!   loopback of a private network unless it joined the keeper's, reaps orphans and, once the command has ended, reports
 //!   its status to the outer process through a pipe and exits — which ends everything left
 //!   in the namespace;
 //! - the **command** drops its capabilities, restricts itself (Landlock, then seccomp) and

@@ -6,8 +6,9 @@
 //! exec in the host, so nothing allocates or locks in a forked copy of a threaded process.
 //! The helper, a fresh single-threaded process:
 //!
-//! 1. enters new user, mount, PID, IPC and UTS namespaces (and a network namespace with only
-//!    its own loopback when the network is off);
+//! 1. enters new user, mount, PID, IPC and UTS namespaces — or, when the host runs a network
+//!    keeper (network off or filtered), joins the keeper's user and network namespaces and
+//!    enters new mount, PID, IPC and UTS ones (see `keeper`);
 //! 2. hides what must stay out of reach — toolshed's data dir, the workspace's
 //!    `.toolshed/`, the user config dir and the deny list (`~/.ssh`, `~/.aws`, …) — under
 //!    empty read-only mounts, and gives the command private `/tmp`, `/dev/shm` and `/run`

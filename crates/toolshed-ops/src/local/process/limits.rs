@@ -4,12 +4,13 @@
 //!
 //! The layer is chosen once, the strongest the system allows:
 //!
-//! - **cgroup v2** controllers, when toolshed's own cgroup can delegate `pids` and `memory`
-//!   to the per-child cgroups of the tree kill ([`super::tree`]);
 //! - **cgroup v1** `pids` and `memory` hierarchies, where they are mounted and writable
 //!   (root on a hybrid system): a group per child under toolshed's own;
 //! - **rlimits** (`RLIMIT_NPROC`, `RLIMIT_AS`) otherwise — weaker: the process count is
 //!   per user (and ignored for root), the address-space limit counts reservations, not use.
+//!
+//! cgroup v2 controllers (`pids.max`, `memory.max` in the per-child cgroups of the tree
+//! kill, [`super::tree`]) are not used yet: on a v2-only system the limits are rlimits.
 //!
 //! The child joins its groups between fork and exec (a write of `0` to each group's
 //! `cgroup.procs`), so everything it starts is counted. After it exits the groups say
