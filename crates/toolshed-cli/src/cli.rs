@@ -53,8 +53,31 @@ pub enum Command {
         #[command(subcommand)]
         command: SandboxCommand,
     },
+    /// Ask the policy rules what they decide for a call, without running it
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Check configuration, data dir, plugins, env contracts and requirements
     Doctor {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the decision (allow, ask, deny) for a call and the rule that made it
+    Test {
+        /// The tool name
+        tool: String,
+        /// The arguments as a JSON object, or `-` to read them from standard input [default: {}]
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Who is calling
+        #[arg(long, value_name = "NAME", default_value = "cli")]
+        owner: String,
         /// Print exact JSON
         #[arg(long)]
         json: bool,

@@ -11,7 +11,7 @@ mod commands;
 mod context;
 mod render;
 
-use cli::{Cli, Command, PluginsCommand, SandboxCommand, ToolsCommand};
+use cli::{Cli, Command, PluginsCommand, PolicyCommand, SandboxCommand, ToolsCommand};
 
 /// A failure that decides the exit code.
 #[derive(Debug)]
@@ -118,6 +118,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token => Ok(()),
         Command::Doctor { json } => commands::doctor::run(&host, json),
+        Command::Policy {
+            command:
+                PolicyCommand::Test {
+                    tool,
+                    args,
+                    owner,
+                    json,
+                },
+        } => commands::policy::test(&host, &tool, args.as_deref(), &owner, json),
         Command::Sandbox {
             command: SandboxCommand::Check { json },
         } => commands::sandbox::check(&host, json),

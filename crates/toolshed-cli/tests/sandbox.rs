@@ -57,15 +57,30 @@ impl Setup {
                 cmd.env_remove(key);
             }
         }
-        cmd.envs(env.iter().copied());
-        let mut child = cmd
+        cmd.envs(env.iter().copied())
             .env("HOME", self.path("home"))
             .env("HOST_CANARY_API_KEY", HOST_SECRET)
             .env_remove("XDG_CONFIG_HOME")
             .args(["mcp", "--workspace"])
             .arg(self.path("ws"))
             .arg("--data-dir")
-            .arg(self.path("data"))
+            .arg(self.path("data"));
+        Mcp::start(cmd)
+    }
+}
+
+/// A `toolshed mcp` child spoken to in JSON-RPC lines.
+pub(crate) struct Mcp {
+    pub(crate) child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Mcp {
+    /// Starts `cmd` (a `toolshed … mcp` command) and initializes the session.
+    pub(crate) fn start(mut cmd: Command) -> Mcp {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -85,17 +100,7 @@ impl Setup {
         mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         mcp
     }
-}
 
-/// A `toolshed mcp` child spoken to in JSON-RPC lines.
-struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
-
-impl Mcp {
     fn send(&mut self, message: Value) {
         writeln!(self.stdin, "{message}").unwrap();
         self.stdin.flush().unwrap();
@@ -119,7 +124,7 @@ impl Mcp {
     }
 
     /// Calls a tool; its result (`content`, `structuredContent`, `isError`).
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> Value {
         let reply = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
         assert!(reply.get("error").is_none(), "{tool}: {reply}");
         reply["result"].clone()
@@ -134,7 +139,7 @@ impl Drop for Mcp {
 }
 
 /// The text of a tool result.
-fn text(result: &Value) -> String {
+pub(crate) fn text(result: &Value) -> String {
     result["content"]
         .as_array()
         .into_iter()

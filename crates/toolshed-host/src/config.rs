@@ -55,6 +55,8 @@ pub struct Config {
     pub web: WebConfig,
     /// The command sandbox.
     pub sandbox: SandboxConfig,
+    /// Policy rules: which calls run, need approval, or are refused.
+    pub policy: crate::policy::PolicyConfig,
 }
 
 /// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may
@@ -469,6 +471,15 @@ impl ConfigSources {
 /// Refuses a workspace file that widens the sandbox: `full-access`, the host's network,
 /// extra writable roots, or a deny list without the default entries.
 fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), ConfigError> {
+    if table.contains_key("policy") {
+        return Err(ConfigError::Invalid {
+            source_name: source.to_string(),
+            message: "[policy] in a workspace's toolshed.toml could replace the rules you \
+                      set (a list replaces the one before it); set policy rules in your user \
+                      config (~/.config/toolshed/config.toml) or a file given with --config"
+                .into(),
+        });
+    }
     let Some(toml::Value::Table(sandbox)) = table.get("sandbox") else {
         return Ok(());
     };
@@ -539,6 +550,10 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     config.web.allow_rules()?;
     config.sandbox.mode()?;
     config.sandbox.network()?;
+    crate::policy::PolicyRules::compile(&config.policy).map_err(|e| ConfigError::Invalid {
+        source_name: e.source_name.clone(),
+        message: e.to_string(),
+    })?;
     Ok(())
 }
 

@@ -426,10 +426,8 @@ impl Dispatcher {
         entry: &ToolEntry,
         arguments: &Value,
     ) -> Result<(), ToolError> {
-        match self
-            .policy
-            .check(&req.tool, &req.owner, entry.spec(), arguments)
-        {
+        let subject = Subject::new(entry.spec(), &entry.plugin_id);
+        match self.policy.check(&subject, &req.owner, arguments) {
             PolicyDecision::Allow => Ok(()),
             PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
             PolicyDecision::NeedsApproval(reason) => Err(ToolError::NeedsApproval(reason)),

@@ -10,7 +10,7 @@ use crate::builder::HostBuilder;
 use crate::config::LoadedConfig;
 use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
 use crate::events::EventBus;
-use crate::policy::SandboxEscalation;
+use crate::policy::{PolicyRules, RulePolicy};
 use crate::registry::{DiscoveryRoots, Registry};
 use crate::review::{Review, RuleError};
 use crate::store::{StateStore, StoreError};
@@ -141,7 +141,9 @@ impl Host {
             audit_max_rows: config.audit.max_rows,
             policy: match options.policy.take() {
                 Some(policy) => policy,
-                None => Arc::new(SandboxEscalation::new(
+                None => Arc::new(RulePolicy::new(
+                    PolicyRules::compile(&config.policy)
+                        .map_err(|e| HostError::Config(e.to_string()))?,
                     config
                         .sandbox
                         .mode()

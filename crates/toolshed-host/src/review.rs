@@ -64,7 +64,7 @@ const FLAGS: &[&str] = &[
 
 /// One compiled rule.
 #[derive(Debug, Clone)]
-enum Matcher {
+pub(crate) enum Matcher {
     Name(GlobMatcher),
     Group(GlobMatcher),
     Plugin(GlobMatcher),
@@ -73,7 +73,7 @@ enum Matcher {
 }
 
 impl Matcher {
-    fn parse(pattern: &str) -> Result<Self, String> {
+    pub(crate) fn parse(pattern: &str) -> Result<Self, String> {
         let glob = |text: &str| {
             Glob::new(text)
                 .map(|g| g.compile_matcher())
@@ -118,7 +118,7 @@ impl Matcher {
         }
     }
 
-    fn matches(&self, subject: &Subject<'_>) -> bool {
+    pub(crate) fn matches(&self, subject: &Subject<'_>) -> bool {
         let spec = subject.spec;
         match self {
             Self::Name(glob) => glob.is_match(&spec.name),

@@ -391,11 +391,11 @@ struct ApproveDangerous;
 impl toolshed_host::Policy for ApproveDangerous {
     fn check(
         &self,
-        _tool: &str,
+        subject: &toolshed_host::Subject<'_>,
         _owner: &OwnerId,
-        spec: &ToolSpec,
         arguments: &serde_json::Value,
     ) -> toolshed_host::PolicyDecision {
+        let spec = subject.spec;
         if arguments["s"] == "forbidden" {
             return toolshed_host::PolicyDecision::Deny {
                 rule: "no forbidden".into(),

@@ -14,7 +14,7 @@ use crate::render::print_json;
 /// The most bytes of arguments read from standard input.
 const MAX_STDIN_ARGS: u64 = 16 * 1024 * 1024;
 
-fn read_args(raw: Option<&str>) -> Result<Value, Failure> {
+pub(crate) fn read_args(raw: Option<&str>) -> Result<Value, Failure> {
     let text = match raw {
         None => return Ok(json!({})),
         Some("-") => {

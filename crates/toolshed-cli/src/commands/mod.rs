@@ -4,6 +4,7 @@ pub mod call;
 pub mod doctor;
 pub mod mcp;
 pub mod plugins;
+pub mod policy;
 pub mod sandbox;
 pub mod serve;
 pub mod tools;

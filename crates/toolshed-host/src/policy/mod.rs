@@ -1,12 +1,23 @@
 //! Policy: may this call run as asked, or must a person approve it first?
 //!
-//! The seam is here so every door gets the same answer. The default policy
-//! ([`SandboxEscalation`]) turns a call asking for a wider sandbox than the host's into
-//! `needs_approval`; rules by tool and argument and approvals arrive with identity.
+//! Every door gets the same answer from the one policy the pipeline holds. The host's
+//! ([`RulePolicy`]) applies the configured rules ([`rules`], `[[policy.rule]]`), then
+//! refuses a call asking for a wider sandbox than the host's ([`SandboxEscalation`]).
+//! `ask` is `needs_approval`: until approvals can be granted, such a call is refused with
+//! the rule that asked.
+
+mod rules;
 
 use serde_json::Value;
 use toolshed_core::{OwnerId, ToolSpec};
 use toolshed_ops::sandbox::SandboxMode;
+
+pub use rules::{
+    Condition, ConditionTests, DangerDefaults, Decision, PolicyConfig, PolicyRule, PolicyRules,
+    Verdict,
+};
+
+use crate::review::Subject;
 
 /// A policy's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,16 +37,10 @@ pub enum PolicyDecision {
 
 /// Decides whether a reviewed, validated call may run.
 pub trait Policy: Send + Sync {
-    /// The decision for `tool` called by `owner` with `arguments` (already valid against
-    /// the tool's schema). The pipeline asks again when a hook rewrites the arguments, so a
-    /// rule on argument values cannot be dodged by a rewrite.
-    fn check(
-        &self,
-        tool: &str,
-        owner: &OwnerId,
-        spec: &ToolSpec,
-        arguments: &Value,
-    ) -> PolicyDecision;
+    /// The decision for the tool `subject` called by `owner` with `arguments` (already
+    /// valid against the tool's schema). The pipeline asks again when a hook rewrites the
+    /// arguments, so a rule on argument values cannot be dodged by a rewrite.
+    fn check(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> PolicyDecision;
 }
 
 /// Allows everything that passed review.
@@ -43,13 +48,7 @@ pub trait Policy: Send + Sync {
 pub struct AllowAll;
 
 impl Policy for AllowAll {
-    fn check(
-        &self,
-        _tool: &str,
-        _owner: &OwnerId,
-        _spec: &ToolSpec,
-        _arguments: &Value,
-    ) -> PolicyDecision {
+    fn check(&self, _: &Subject<'_>, _: &OwnerId, _: &Value) -> PolicyDecision {
         PolicyDecision::Allow
     }
 }
@@ -71,13 +70,8 @@ impl SandboxEscalation {
 }
 
 impl Policy for SandboxEscalation {
-    fn check(
-        &self,
-        tool: &str,
-        _owner: &OwnerId,
-        spec: &ToolSpec,
-        arguments: &Value,
-    ) -> PolicyDecision {
+    fn check(&self, subject: &Subject<'_>, _: &OwnerId, arguments: &Value) -> PolicyDecision {
+        let (tool, spec): (&str, &ToolSpec) = (&subject.spec.name, subject.spec);
         if !spec.sandbox_argument {
             return PolicyDecision::Allow;
         }
@@ -97,6 +91,45 @@ impl Policy for SandboxEscalation {
             Ok(_) => PolicyDecision::Allow,
             // The schema names the modes; a tool of another shape is the tool's to refuse.
             Err(_) => PolicyDecision::Allow,
+        }
+    }
+}
+
+/// The host's policy: the configured rules, then the sandbox escalation check.
+#[derive(Debug, Clone)]
+pub struct RulePolicy {
+    rules: PolicyRules,
+    escalation: SandboxEscalation,
+}
+
+impl RulePolicy {
+    /// `rules`, on a host whose commands run in sandbox `mode`.
+    pub fn new(rules: PolicyRules, mode: SandboxMode) -> Self {
+        Self {
+            rules,
+            escalation: SandboxEscalation::new(mode),
+        }
+    }
+}
+
+impl Policy for RulePolicy {
+    fn check(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> PolicyDecision {
+        let verdict = self.rules.evaluate(subject, owner, arguments);
+        let said = |default: String| verdict.message.clone().unwrap_or(default);
+        let tool = &subject.spec.name;
+        match verdict.decision {
+            Decision::Allow => self.escalation.check(subject, owner, arguments),
+            Decision::Deny => PolicyDecision::Deny {
+                rule: verdict.rule.clone(),
+                message: said(format!("policy rule `{}` refuses `{tool}`", verdict.rule)),
+            },
+            Decision::Ask => PolicyDecision::NeedsApproval(format!(
+                "policy rule `{}` asks a person to approve this `{tool}` call ({}), and no \
+                 approver is configured, so it is refused; change the rule, or call \
+                 differently",
+                verdict.rule,
+                said("no reason given".into()),
+            )),
         }
     }
 }

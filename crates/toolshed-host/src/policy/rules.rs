@@ -1,0 +1,469 @@
+//! Policy rules (`[[policy.rule]]`): which calls run, which need a person's approval, which
+//! are refused — by what the tool is, who calls it and with which arguments.
+//!
+//! Rules are evaluated in order and the first that matches decides; when none matches, the
+//! default for the tool's danger level does (`[policy.default]`, `allow` unless set).
+//!
+//! ```toml
+//! [[policy.rule]]
+//! name = "read-only git"
+//! tools = ["group:exec"]
+//! when = { cmd = "^git (status|diff|log)( |$)" }
+//! decision = "allow"
+//!
+//! [[policy.rule]]
+//! tools = ["group:exec"]
+//! when = { cmd = { not_matches = "^git " } }
+//! decision = "ask"
+//! message = "commands other than git need a person's yes"
+//!
+//! [policy.default]
+//! high = "ask"
+//! ```
+//!
+//! A rule matches when every part it has matches: `tools` (any of the review-rule forms —
+//! name globs, `group:`, `plugin:`, `danger:`, annotation words), `owners` (globs on the
+//! caller's owner id), and every `when` condition on an argument. An argument is named by
+//! its key, or a dotted path into objects (`env.PATH`). A condition is a regular expression
+//! (a string), or a table of tests that must all hold: `matches` / `not_matches` (regular
+//! expressions on a string), `glob` / `not_glob` (on a path string), `min` / `max` (on a
+//! number), `present` (whether the argument was given). A test other than `present = false`
+//! needs the argument: a rule about `cmd` does not match a tool that takes none.
+
+use std::collections::BTreeMap;
+
+use globset::{Glob, GlobMatcher};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolshed_core::{Danger, OwnerId};
+
+use crate::review::{Matcher, RuleError, Subject};
+
+/// What a policy rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Run it.
+    #[default]
+    Allow,
+    /// Ask a person first.
+    Ask,
+    /// Refuse it.
+    Deny,
+}
+
+impl Decision {
+    /// Its name in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// `[policy]`: the rules and the defaults.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyConfig {
+    /// The decision when no rule matches, by the tool's danger level.
+    pub default: DangerDefaults,
+    /// The rules, first match wins.
+    pub rule: Vec<PolicyRule>,
+}
+
+/// `[policy.default]`: the decision for a tool no rule matched, by its danger level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DangerDefaults {
+    /// Tools of low danger.
+    pub low: Decision,
+    /// Tools of medium danger.
+    pub medium: Decision,
+    /// Tools of high danger (commands, deletions).
+    pub high: Decision,
+}
+
+/// One `[[policy.rule]]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyRule {
+    /// A name for messages, audit and `toolshed policy test` (else `policy.rule[N]`).
+    pub name: Option<String>,
+    /// Which tools (review-rule forms); empty: every tool.
+    pub tools: Vec<String>,
+    /// Which owners (globs on the owner id, e.g. `alice`, `alice/*`); empty: everyone.
+    pub owners: Vec<String>,
+    /// Conditions on argument values, all of which must hold.
+    pub when: BTreeMap<String, Condition>,
+    /// What happens to a matching call.
+    pub decision: Decision,
+    /// Said to the caller with `ask` and `deny`.
+    pub message: Option<String>,
+}
+
+/// A condition on one argument: a regular expression, or a table of tests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Condition {
+    /// The argument is a string matching this regular expression.
+    Matches(String),
+    /// Every test given holds.
+    Tests(ConditionTests),
+}
+
+impl Default for Condition {
+    fn default() -> Self {
+        Condition::Tests(ConditionTests::default())
+    }
+}
+
+/// The tests of a condition given as a table.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConditionTests {
+    /// A string matching this regular expression.
+    pub matches: Option<String>,
+    /// A string not matching this regular expression.
+    pub not_matches: Option<String>,
+    /// A path string matching this glob.
+    pub glob: Option<String>,
+    /// A path string not matching this glob.
+    pub not_glob: Option<String>,
+    /// A number at least this.
+    pub min: Option<f64>,
+    /// A number at most this.
+    pub max: Option<f64>,
+    /// Whether the argument is given at all.
+    pub present: Option<bool>,
+}
+
+/// One compiled test.
+#[derive(Debug, Clone)]
+enum Test {
+    Matches(Regex),
+    NotMatches(Regex),
+    Glob(GlobMatcher),
+    NotGlob(GlobMatcher),
+    Min(f64),
+    Max(f64),
+    Present(bool),
+}
+
+impl Test {
+    fn holds(&self, value: Option<&Value>) -> bool {
+        match (self, value) {
+            (Test::Present(wanted), v) => v.is_some() == *wanted,
+            (_, None) => false,
+            (Test::Matches(re), Some(v)) => v.as_str().is_some_and(|s| re.is_match(s)),
+            (Test::NotMatches(re), Some(v)) => v.as_str().is_some_and(|s| !re.is_match(s)),
+            (Test::Glob(g), Some(v)) => v.as_str().is_some_and(|s| g.is_match(s)),
+            (Test::NotGlob(g), Some(v)) => v.as_str().is_some_and(|s| !g.is_match(s)),
+            (Test::Min(min), Some(v)) => v.as_f64().is_some_and(|n| n >= *min),
+            (Test::Max(max), Some(v)) => v.as_f64().is_some_and(|n| n <= *max),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Compiled {
+    label: String,
+    tools: Vec<Matcher>,
+    owners: Vec<GlobMatcher>,
+    when: Vec<(Vec<String>, Test)>,
+    decision: Decision,
+    message: Option<String>,
+}
+
+impl Compiled {
+    fn matches(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> bool {
+        (self.tools.is_empty() || self.tools.iter().any(|m| m.matches(subject)))
+            && (self.owners.is_empty() || self.owners.iter().any(|g| g.is_match(&owner.0)))
+            && self
+                .when
+                .iter()
+                .all(|(path, test)| test.holds(lookup(arguments, path)))
+    }
+}
+
+/// The argument at `path` (keys into nested objects).
+fn lookup<'a>(arguments: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter()
+        .try_fold(arguments, |value, key| value.get(key))
+        .filter(|v| !v.is_null())
+}
+
+/// The policy rules, compiled.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyRules {
+    rules: Vec<Compiled>,
+    defaults: DangerDefaults,
+}
+
+/// The decision for one call and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// What happens.
+    pub decision: Decision,
+    /// The rule that decided (`name`, else `policy.rule[N]`), or `policy.default.<level>`.
+    pub rule: String,
+    /// The rule's message, if it has one.
+    pub message: Option<String>,
+}
+
+impl PolicyRules {
+    /// Compiles `config`; an error names the rule and what is wrong.
+    pub fn compile(config: &PolicyConfig) -> Result<Self, RuleError> {
+        let rules = config
+            .rule
+            .iter()
+            .enumerate()
+            .map(|(i, rule)| compile_rule(i, rule))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            rules,
+            defaults: config.default,
+        })
+    }
+
+    /// How many rules there are.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The decision for `subject` called by `owner` with `arguments`.
+    pub fn evaluate(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> Verdict {
+        if let Some(rule) = self
+            .rules
+            .iter()
+            .find(|r| r.matches(subject, owner, arguments))
+        {
+            return Verdict {
+                decision: rule.decision,
+                rule: rule.label.clone(),
+                message: rule.message.clone(),
+            };
+        }
+        let (level, decision) = match subject.spec.danger {
+            Danger::Low => ("low", self.defaults.low),
+            Danger::Medium => ("medium", self.defaults.medium),
+            Danger::High => ("high", self.defaults.high),
+        };
+        Verdict {
+            decision,
+            rule: format!("policy.default.{level}"),
+            message: None,
+        }
+    }
+}
+
+fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> {
+    let source = format!("policy.rule[{index}]");
+    let label = rule.name.clone().unwrap_or_else(|| source.clone());
+    let error = |pattern: &str, message: String| RuleError {
+        source_name: source.clone(),
+        pattern: pattern.to_string(),
+        message,
+    };
+    let glob = |pattern: &str| {
+        Glob::new(pattern)
+            .map(|g| g.compile_matcher())
+            .map_err(|e| error(pattern, format!("not a valid glob: {}", e.kind())))
+    };
+    let regex = |pattern: &str| {
+        Regex::new(pattern)
+            .map_err(|e| error(pattern, format!("not a valid regular expression: {e}")))
+    };
+    let tools = rule
+        .tools
+        .iter()
+        .map(|p| Matcher::parse(p).map_err(|m| error(p, m)))
+        .collect::<Result<_, _>>()?;
+    let owners = rule
+        .owners
+        .iter()
+        .map(|p| glob(p))
+        .collect::<Result<_, _>>()?;
+    let mut when = Vec::new();
+    for (key, condition) in &rule.when {
+        let path: Vec<String> = key.split('.').map(str::to_string).collect();
+        if path.iter().any(String::is_empty) {
+            return Err(error(key, "an argument name has an empty part".into()));
+        }
+        let tests = match condition {
+            Condition::Matches(pattern) => vec![Test::Matches(regex(pattern)?)],
+            Condition::Tests(t) => {
+                let mut tests = Vec::new();
+                if let Some(p) = &t.matches {
+                    tests.push(Test::Matches(regex(p)?));
+                }
+                if let Some(p) = &t.not_matches {
+                    tests.push(Test::NotMatches(regex(p)?));
+                }
+                if let Some(p) = &t.glob {
+                    tests.push(Test::Glob(glob(p)?));
+                }
+                if let Some(p) = &t.not_glob {
+                    tests.push(Test::NotGlob(glob(p)?));
+                }
+                tests.extend(t.min.map(Test::Min));
+                tests.extend(t.max.map(Test::Max));
+                tests.extend(t.present.map(Test::Present));
+                if tests.is_empty() {
+                    return Err(error(
+                        key,
+                        "the condition tests nothing; give a regular expression or one of \
+                         matches, not_matches, glob, not_glob, min, max, present"
+                            .into(),
+                    ));
+                }
+                tests
+            }
+        };
+        when.extend(tests.into_iter().map(|t| (path.clone(), t)));
+    }
+    Ok(Compiled {
+        label,
+        tools,
+        owners,
+        when,
+        decision: rule.decision,
+        message: rule.message.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolshed_core::{Danger, ToolSpec};
+
+    use super::*;
+
+    fn rules(toml_text: &str) -> PolicyRules {
+        #[derive(Deserialize)]
+        struct Wrapper {
+            policy: PolicyConfig,
+        }
+        let w: Wrapper = toml::from_str(toml_text).unwrap();
+        PolicyRules::compile(&w.policy).unwrap()
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides_and_the_danger_default_catches_the_rest() {
+        let rules = rules(
+            r#"
+            [[policy.rule]]
+            name = "git"
+            tools = ["group:exec"]
+            when = { cmd = "^git (status|diff)" }
+            decision = "allow"
+            [[policy.rule]]
+            tools = ["group:exec"]
+            when = { cmd = { not_matches = "^git " } }
+            decision = "ask"
+            message = "ask first"
+            [[policy.rule]]
+            owners = ["bob/*"]
+            tools = ["workspace_write"]
+            when = { path = { glob = "secrets/**" } }
+            decision = "deny"
+            [policy.default]
+            high = "deny"
+            "#,
+        );
+        let mut exec = ToolSpec::new("exec_command", "x").group("exec");
+        exec.danger = Danger::High;
+        let write = ToolSpec::new("workspace_write", "x").group("workspace");
+        let (alice, bob) = (OwnerId("alice".into()), OwnerId("bob/task-1".into()));
+        let on = |spec: &ToolSpec, owner: &OwnerId, args: Value| {
+            let v = rules.evaluate(&Subject::new(spec, "p"), owner, &args);
+            (v.decision, v.rule)
+        };
+        assert_eq!(
+            on(&exec, &alice, json!({"cmd": "git status"})),
+            (Decision::Allow, "git".into())
+        );
+        assert_eq!(
+            on(&exec, &alice, json!({"cmd": "rm -rf /"})),
+            (Decision::Ask, "policy.rule[1]".into())
+        );
+        // `git push` is neither: the danger default.
+        assert_eq!(
+            on(&exec, &alice, json!({"cmd": "git push"})),
+            (Decision::Deny, "policy.default.high".into())
+        );
+        assert_eq!(
+            on(&write, &bob, json!({"path": "secrets/a/key"})),
+            (Decision::Deny, "policy.rule[2]".into())
+        );
+        assert_eq!(
+            on(&write, &alice, json!({"path": "secrets/a/key"})),
+            (Decision::Allow, "policy.default.low".into())
+        );
+    }
+
+    #[test]
+    fn numeric_bounds_presence_and_nested_arguments() {
+        let rules = rules(
+            r#"
+            [[policy.rule]]
+            when = { timeout_ms = { min = 60000 }, "env.LD_PRELOAD" = { present = true } }
+            decision = "deny"
+            [[policy.rule]]
+            when = { tty = { present = false }, timeout_ms = { max = 10 } }
+            decision = "ask"
+            "#,
+        );
+        let spec = ToolSpec::new("exec_command", "x");
+        let owner = OwnerId("a".into());
+        let decide = |args: Value| {
+            rules
+                .evaluate(&Subject::new(&spec, "p"), &owner, &args)
+                .decision
+        };
+        assert_eq!(
+            decide(json!({"timeout_ms": 90000, "env": {"LD_PRELOAD": "x.so"}})),
+            Decision::Deny
+        );
+        assert_eq!(
+            decide(json!({"timeout_ms": 90000, "env": {}})),
+            Decision::Allow
+        );
+        assert_eq!(decide(json!({"timeout_ms": 5})), Decision::Ask);
+        assert_eq!(
+            decide(json!({"timeout_ms": 5, "tty": true})),
+            Decision::Allow
+        );
+        // A test on a missing argument does not hold.
+        assert_eq!(decide(json!({})), Decision::Allow);
+    }
+
+    #[test]
+    fn a_bad_rule_is_named_with_what_is_wrong() {
+        for (text, said) in [
+            ("when = { cmd = \"(\" }", "not a valid regular expression"),
+            ("tools = [\"danger:extreme\"]", "danger level `extreme`"),
+            ("when = { cmd = {} }", "tests nothing"),
+            ("owners = [\"[\"]", "not a valid glob"),
+        ] {
+            #[derive(Deserialize)]
+            struct Wrapper {
+                policy: PolicyConfig,
+            }
+            let w: Wrapper =
+                toml::from_str(&format!("[[policy.rule]]\n{text}\ndecision = \"deny\"\n")).unwrap();
+            let err = PolicyRules::compile(&w.policy).unwrap_err().to_string();
+            assert!(
+                err.contains("policy.rule[0]") && err.contains(said),
+                "{err}"
+            );
+        }
+    }
+}
