@@ -26,6 +26,16 @@ pub struct GlobalArgs {
     /// An extra config file, read after the workspace and user config files
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// An agent token (`toolshed token create`): `call` and `mcp` then run as its owner and
+    /// within its scopes
+    #[arg(
+        long,
+        global = true,
+        value_name = "TOKEN",
+        env = "TOOLSHED_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -46,8 +56,11 @@ pub enum Command {
     Mcp(McpArgs),
     /// Serve MCP over streamable HTTP at http://127.0.0.1:7070/mcp, behind a bearer token
     Serve(ServeArgs),
-    /// Print the bearer token HTTP clients must send (generated on first use)
-    Token,
+    /// Print the admin bearer token (generated on first use), or manage agent tokens
+    Token {
+        #[command(subcommand)]
+        command: Option<TokenCommand>,
+    },
     /// Show what the command sandbox enforces on this machine
     Sandbox {
         #[command(subcommand)]
@@ -63,6 +76,37 @@ pub enum Command {
         /// Print exact JSON
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for one agent: its calls run as OWNER (or a sub-owner OWNER/…)
+    Create {
+        /// The owner the token acts as
+        #[arg(long, value_name = "NAME")]
+        owner: String,
+        /// What it may do (repeat, or comma-separate): tools:call, tools:list,
+        /// plugins:admin, approvals:answer, audit:read [default: tools:call,tools:list]
+        #[arg(long = "scope", value_name = "SCOPE", value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// Stop working after this long: e.g. 90m, 12h, 30d
+        #[arg(long, value_name = "DURATION")]
+        expires: Option<String>,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// List agent tokens: id, owner, scopes, created, expires, last used (never the secret)
+    List {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: refused from its next request on
+    Revoke {
+        /// The token's id (or the whole token)
+        id: String,
     },
 }
 
@@ -130,9 +174,10 @@ pub struct CallArgs {
     #[arg(long, value_name = "MS")]
     pub timeout_ms: Option<u64>,
     /// Who is calling: reads recorded for one owner allow that owner's later edits, across
-    /// runs [default: cli]
-    #[arg(long, value_name = "NAME", default_value = "cli")]
-    pub owner: String,
+    /// runs [default: cli; with --token, the token's owner, which this may only narrow to
+    /// a sub-owner]
+    #[arg(long, value_name = "NAME")]
+    pub owner: Option<String>,
     /// Use a named profile from the config to narrow the visible tools
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

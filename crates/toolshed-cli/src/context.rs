@@ -112,3 +112,33 @@ fn curated_dirs() -> Vec<PathBuf> {
         .into_iter()
         .collect()
 }
+
+/// The caller `--token` (or `TOOLSHED_TOKEN`) authenticates: `None` without one (the local
+/// user, trusted); the admin for the server's own token; else the agent token's caller. A
+/// token that is not valid is refused rather than ignored.
+pub fn caller(
+    host: &Host,
+    global: &GlobalArgs,
+) -> Result<Option<toolshed_host::identity::Caller>, Failure> {
+    let Some(token) = global.token.as_deref().map(str::trim) else {
+        return Ok(None);
+    };
+    if !token.starts_with(toolshed_host::identity::TOKEN_PREFIX) {
+        // The admin token (clients' configs often export it as TOOLSHED_TOKEN): the local
+        // user, trusted as without one.
+        let admin = toolshed_server::BearerToken::load_or_create(&data_dir(global)?)
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        if admin.matches(token.as_bytes()) {
+            return Ok(None);
+        }
+    }
+    match host.store().authenticate(token) {
+        Ok(Some(record)) => Ok(Some(record.caller())),
+        Ok(None) => Err(Failure::Usage(
+            "--token (or TOOLSHED_TOKEN) is not a live agent token: it was revoked, expired, \
+             or never made here; `toolshed token list` shows the tokens"
+                .into(),
+        )),
+        Err(e) => Err(Failure::Runtime(e.to_string())),
+    }
+}

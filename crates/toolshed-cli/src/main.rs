@@ -75,7 +75,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    if let Command::Token = cli.command {
+    if let Command::Token { command: None } = cli.command {
         return commands::serve::print_token(&cli.global).await;
     }
     let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
@@ -86,7 +86,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Tools {
             command: ToolsCommand::Show { name, json },
         } => commands::tools::show(&host, &name, json),
-        Command::Call(args) => commands::call::run(&host, args).await,
+        Command::Call(args) => match context::caller(&host, &cli.global) {
+            Ok(caller) => commands::call::run(&host, args, caller).await,
+            Err(e) => Err(e),
+        },
         Command::Plugins {
             command: PluginsCommand::List { json },
         } => commands::plugins::list(&host, json),
@@ -114,9 +117,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Revoke { id, grants, all },
         } => commands::plugins::revoke(&host, &id, grants, all).await,
-        Command::Mcp(args) => commands::mcp::run(&host, args).await,
+        Command::Mcp(args) => match context::caller(&host, &cli.global) {
+            Ok(caller) => commands::mcp::run(&host, args, caller).await,
+            Err(e) => Err(e),
+        },
         Command::Serve(args) => commands::serve::run(&host, args).await,
-        Command::Token => Ok(()),
+        Command::Token { command: None } => Ok(()),
+        Command::Token {
+            command: Some(command),
+        } => commands::token::run(&host, command),
         Command::Doctor { json } => commands::doctor::run(&host, json),
         Command::Policy {
             command:

@@ -106,7 +106,7 @@ impl Mcp {
         self.stdin.flush().unwrap();
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));

@@ -22,6 +22,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "TOOLSHED_CONFIG",
     "TOOLSHED_WORKSPACE",
     "TOOLSHED_CURATED_DIR",
+    "TOOLSHED_TOKEN",
 ];
 
 /// The largest config file read.

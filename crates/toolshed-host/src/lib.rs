@@ -30,6 +30,7 @@
 
 pub mod config;
 pub mod config_fields;
+pub mod identity;
 pub mod install;
 pub mod manifest;
 pub mod policy;

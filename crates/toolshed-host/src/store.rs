@@ -71,6 +71,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         specs      TEXT NOT NULL,
         updated_at INTEGER NOT NULL
     );",
+    "CREATE TABLE tokens (
+        id           TEXT PRIMARY KEY,
+        owner        TEXT NOT NULL,
+        scopes       TEXT NOT NULL,
+        hash         TEXT NOT NULL,
+        created_ms   INTEGER NOT NULL,
+        expires_ms   INTEGER,
+        last_used_ms INTEGER,
+        revoked_ms   INTEGER
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -93,6 +103,9 @@ pub enum StoreError {
     /// The work did not run: the runtime is shutting down.
     #[error("the state database was not reached: toolshed is shutting down")]
     Interrupted,
+    /// A table is at its limit.
+    #[error("{0}")]
+    Full(String),
     /// The database is newer than this build.
     #[error(
         "the state database {path} has schema version {found}, newer than this build knows ({known}); upgrade toolshed or use another --data-dir"
@@ -284,7 +297,7 @@ impl StateStore {
         self.with(|c| Ok(c.pragma_query_value(None, "data_version", |r| r.get(0))?))
     }
 
-    fn with<T>(
+    pub(crate) fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {

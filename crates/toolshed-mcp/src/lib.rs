@@ -16,7 +16,7 @@
 //! ```no_run
 //! # async fn demo(host: std::sync::Arc<toolshed_host::Host>) -> Result<(), Box<dyn std::error::Error>> {
 //! use toolshed_mcp::{McpServer, Session};
-//! let session = Session { profile: None, selection: None };
+//! let session = Session::default();
 //! toolshed_mcp::serve_stdio(McpServer::new(host, session), std::future::pending()).await?;
 //! # Ok(())
 //! # }

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use toolshed_core::OwnerId;
 use toolshed_host::config::ReviewRules;
+use toolshed_host::identity::Caller;
 use toolshed_host::registry::ToolEntry;
 use toolshed_host::{CallRequest, Host};
 use toolshed_host::{CompiledRules, RuleError};
@@ -32,7 +33,7 @@ pub const OWNER_HEADER: &str = "x-toolshed-owner";
 pub const SHARED_HTTP_OWNER: &str = "mcp-http";
 
 /// The longest owner handle a client may supply.
-pub const MAX_OWNER_LEN: usize = 128;
+pub const MAX_OWNER_LEN: usize = toolshed_host::identity::MAX_OWNER_LEN;
 
 /// What narrows the tools one connection sees and may call. The pipeline enforces both on
 /// every call; the door only uses them to decide what to list.
@@ -42,6 +43,10 @@ pub struct Session {
     pub profile: Option<String>,
     /// Tool-name globs the connection is narrowed to (`toolshed mcp --tools`).
     pub selection: Option<Arc<CompiledRules>>,
+    /// Who the connection authenticated as, for a door that authenticates once (stdio
+    /// started with an agent token). Over HTTP each request carries its own, set by the
+    /// server's guard.
+    pub caller: Option<Caller>,
 }
 
 /// Compiles a comma-separated list of tool-name globs (`workspace_*,calculator`) into the
@@ -122,9 +127,30 @@ impl McpServer {
             .collect()
     }
 
+    /// Who sent this request: the HTTP guard's caller, else the connection's own.
+    fn caller_for(&self, context: &RequestContext<RoleServer>) -> Option<Caller> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Caller>())
+            .or(self.session.caller.as_ref())
+            .cloned()
+    }
+
+    /// Refuses a request whose caller lacks `scope`.
+    fn require(&self, context: &RequestContext<RoleServer>, scope: &str) -> Result<(), McpError> {
+        match self.caller_for(context) {
+            Some(caller) => caller
+                .require(scope)
+                .map_err(|m| McpError::invalid_request(m, None)),
+            None => Ok(()),
+        }
+    }
+
     /// The owner a request runs as: a handle the client names (the `toolshed/owner` request
     /// `_meta` key, or the `X-Toolshed-Owner` HTTP header), else the shared HTTP owner for a
-    /// stateless HTTP request, else this connection's own.
+    /// stateless HTTP request, else this connection's own. With an agent token, the token's
+    /// owner, which a handle may only narrow to a sub-owner.
     fn owner_for(&self, context: &RequestContext<RoleServer>) -> Result<OwnerId, McpError> {
         let parts = context.extensions.get::<http::request::Parts>();
         let from_meta = context.meta.get(OWNER_META_KEY).map(|v| match v {
@@ -134,7 +160,13 @@ impl McpServer {
         let from_header = parts
             .and_then(|p| p.headers.get(OWNER_HEADER))
             .map(|v| v.to_str().map_err(|_| bad_owner("(not text)")));
-        match from_meta.or(from_header).transpose()? {
+        let requested = from_meta.or(from_header).transpose()?;
+        if let Some(caller) = self.caller_for(context).filter(Caller::is_agent) {
+            return caller
+                .owner_for(requested)
+                .map_err(|m| McpError::invalid_params(m, None));
+        }
+        match requested {
             Some(handle) => valid_owner(handle),
             None if parts.is_some_and(|p| !p.headers.contains_key("mcp-session-id")) => {
                 Ok(OwnerId::new(SHARED_HTTP_OWNER))
@@ -183,13 +215,9 @@ fn bad_owner(value: &str) -> McpError {
 }
 
 /// Whether a client-supplied owner handle is acceptable: 1 to [`MAX_OWNER_LEN`] letters,
-/// digits and `. _ : @ -`.
+/// digits and `. _ : @ -`, with `/` between the parts of a sub-owner (`alice/task-7`).
 pub fn valid_owner_handle(handle: &str) -> bool {
-    !handle.is_empty()
-        && handle.len() <= MAX_OWNER_LEN
-        && handle
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".-_:@".contains(&b))
+    toolshed_host::identity::check_owner(handle).is_ok()
 }
 
 fn valid_owner(handle: &str) -> Result<OwnerId, McpError> {
@@ -230,8 +258,9 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.require(&context, "tools:list")?;
         let mut tools = self.visible_list();
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             let Some(after) = cursor.strip_prefix("after:") else {
@@ -268,6 +297,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.require(&context, "tools:call")?;
         let owner = self.owner_for(&context)?;
         let name = request.name.into_owned();
         let arguments = Value::Object(request.arguments.unwrap_or_default());

@@ -286,8 +286,8 @@ async fn a_selection_hides_tools_and_the_pipeline_refuses_them() {
     let fixture = host().await;
     let selection = selection_from_globs(" add , ").unwrap().map(Arc::new);
     let session = Session {
-        profile: None,
         selection,
+        ..Session::default()
     };
     let mut client = Client::start(&fixture, session).await;
     let (_, reply) = client.request("tools/list", json!({})).await;
@@ -388,8 +388,8 @@ async fn a_change_the_session_cannot_see_is_not_announced() {
     let mut client = Client::start(
         &fixture,
         Session {
-            profile: None,
             selection,
+            ..Session::default()
         },
     )
     .await;

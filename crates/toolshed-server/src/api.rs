@@ -3,14 +3,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_core::{OwnerId, ToolOutput};
+use toolshed_host::identity::{Caller, check_owner};
 use toolshed_host::registry::RegistryError;
 use toolshed_host::{CallRequest, CallResult, Host};
 
@@ -36,22 +37,33 @@ pub struct AppState {
 /// The header that names the caller's owner: the one the MCP door reads too.
 pub use toolshed_mcp::OWNER_HEADER;
 
-/// The owner a request names, or the default REST owner.
-pub fn owner(headers: &HeaderMap) -> Result<OwnerId, ApiError> {
-    match headers.get(OWNER_HEADER) {
-        None => Ok(default_owner()),
-        Some(value) => {
-            let text = value.to_str().unwrap_or("");
-            if toolshed_mcp::valid_owner_handle(text) {
-                Ok(OwnerId::new(text))
-            } else {
-                Err(ApiError::bad_request(format!(
-                    "X-Toolshed-Owner must be 1 to {} letters, digits and . _ : @ -",
-                    toolshed_mcp::MAX_OWNER_LEN
-                )))
-            }
+/// The owner a request runs as: what `X-Toolshed-Owner` names, within what the caller's
+/// token allows (an agent token: itself or a sub-owner), else the caller's own (`rest` for
+/// the admin token).
+pub fn owner(caller: Option<&Caller>, headers: &HeaderMap) -> Result<OwnerId, ApiError> {
+    let requested = match headers.get(OWNER_HEADER) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| ApiError::bad_request("X-Toolshed-Owner is not text".to_string()))?,
+        ),
+    };
+    let admin;
+    let caller = match caller {
+        Some(caller) => caller,
+        None => {
+            admin = Caller::admin(default_owner());
+            &admin
         }
-    }
+    };
+    caller.owner_for(requested).map_err(|message| {
+        if caller.is_agent() && requested.is_some_and(|r| check_owner(r).is_ok()) {
+            ApiError::new(StatusCode::FORBIDDEN, "denied", message)
+        } else {
+            ApiError::bad_request(message)
+        }
+    })
 }
 
 /// A JSON body, with a rejection in the API's error shape.
@@ -550,11 +562,12 @@ pub fn output_json(result: &CallResult, output: &ToolOutput) -> Value {
 pub async fn execute(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     request: Result<Json<Execute>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let request = body(request)?;
-    let owner = owner(&headers)?;
+    let owner = owner(caller.as_deref(), &headers)?;
     if let Some(ms) = request.timeout_ms {
         let max = state.host.config().config.limits.max_timeout_ms;
         if ms == 0 || ms > max {
@@ -614,31 +627,49 @@ pub struct JobFilter {
 /// `GET /jobs`.
 pub async fn jobs(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     filter: Result<Query<JobFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query(filter)?;
-    Ok(Json(
-        json!({ "jobs": state.jobs.list(filter.owner.as_deref(), filter.state) }),
-    ))
+    let jobs: Vec<_> = state
+        .jobs
+        .list(filter.owner.as_deref(), filter.state)
+        .into_iter()
+        .filter(|job| caller.as_deref().is_none_or(|c| c.owns(&job.owner)))
+        .collect();
+    Ok(Json(json!({ "jobs": jobs })))
+}
+
+/// The job `id` when the caller may see it; another owner's job is as absent as a missing
+/// one.
+fn job_of(
+    state: &AppState,
+    caller: Option<&Caller>,
+    id: &str,
+) -> Result<crate::jobs::JobView, ApiError> {
+    state
+        .jobs
+        .get(id)
+        .filter(|job| caller.is_none_or(|c| c.owns(&job.owner)))
+        .ok_or_else(|| ApiError::not_found(format!("no job `{id}`; GET /api/v1/jobs lists them (finished jobs are removed after the retention time)")))
 }
 
 /// `GET /jobs/{id}`.
 pub async fn job(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    state
-        .jobs
-        .get(&id)
-        .map(|job| Json(json!(job)))
-        .ok_or_else(|| ApiError::not_found(format!("no job `{id}`; GET /api/v1/jobs lists them (finished jobs are removed after the retention time)")))
+    job_of(&state, caller.as_deref(), &id).map(|job| Json(json!(job)))
 }
 
 /// `POST /jobs/{id}/cancel`.
 pub async fn cancel_job(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    job_of(&state, caller.as_deref(), &id)?;
     state.jobs.cancel(&id).map(|job| Json(json!(job)))
 }
 

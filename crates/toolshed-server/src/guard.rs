@@ -22,6 +22,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use toolshed_core::OwnerId;
+use toolshed_host::StateStore;
+use toolshed_host::identity::{Caller, TOKEN_PREFIX};
+
 use crate::token::BearerToken;
 
 /// Puts `guard` in front of every route of `router`. Serve the result with connect info
@@ -31,9 +35,23 @@ pub fn guarded(router: Router, guard: Arc<RequestGuard>) -> Router {
     router.layer(axum::middleware::from_fn_with_state(guard, check_request))
 }
 
+/// The header carrying an MCP session's id.
+const MCP_SESSION: &str = "mcp-session-id";
+
+/// MCP session ids and the token id that opened each, with the ids in the order they
+/// opened.
+type BoundSessions = (
+    std::collections::HashMap<String, Option<String>>,
+    std::collections::VecDeque<String>,
+);
+
+/// The most MCP sessions whose token is remembered; beyond it the oldest are forgotten
+/// (and a request on a forgotten session is refused: the client opens a new one).
+const MAX_BOUND_SESSIONS: usize = 10_000;
+
 async fn check_request(
     State(guard): State<Arc<RequestGuard>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let peer = request
@@ -41,7 +59,36 @@ async fn check_request(
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
     match guard.check(peer, request.uri(), request.headers()) {
-        Ok(()) => next.run(request).await,
+        Ok(None) => next.run(request).await,
+        Ok(Some(caller)) => {
+            if let Err(rejection) = guard.check_scope(&caller, request.method(), request.uri()) {
+                return rejection.into_response();
+            }
+            let session = request
+                .headers()
+                .get(MCP_SESSION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            if let Some(id) = &session
+                && !guard.session_matches(id, &caller)
+            {
+                return Rejection::ForeignSession.into_response();
+            }
+            let closing = request.method() == axum::http::Method::DELETE;
+            let token_id = caller.token_id.clone();
+            request.extensions_mut().insert(caller);
+            let response = next.run(request).await;
+            match (&session, response.headers().get(MCP_SESSION)) {
+                (None, Some(opened)) => {
+                    if let Ok(opened) = opened.to_str() {
+                        guard.bind_session(opened, token_id);
+                    }
+                }
+                (Some(id), _) if closing => guard.unbind_session(id),
+                _ => {}
+            }
+            response
+        }
         Err(rejection) => {
             tracing::debug!(reason = ?rejection, method = %request.method(), path = %request.uri().path(), "HTTP request refused");
             rejection.into_response()
@@ -66,6 +113,10 @@ pub enum Rejection {
     HeadersTooLarge,
     /// A token-like parameter was sent in the query string.
     TokenInQuery,
+    /// The token lacks the scope the route needs.
+    MissingScope(&'static str),
+    /// The MCP session was opened with another token.
+    ForeignSession,
     /// This peer failed to authenticate too often lately.
     TooManyFailures {
         /// Seconds until it may try again.
@@ -135,6 +186,18 @@ impl Rejection {
                 "invalid_request",
                 "credentials are never accepted in the query string; send `Authorization: Bearer <token>` instead".into(),
             ),
+            Self::MissingScope(scope) => (
+                StatusCode::FORBIDDEN,
+                "denied",
+                format!(
+                    "this token lacks the `{scope}` scope; `toolshed token create --scope {scope}` makes one that has it"
+                ),
+            ),
+            Self::ForeignSession => (
+                StatusCode::FORBIDDEN,
+                "denied",
+                "this MCP session was opened with another token (or is no longer known); open a new session with yours".into(),
+            ),
             Self::TooManyFailures { retry_after } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
@@ -184,6 +247,10 @@ pub struct RequestGuard {
     failure_limit: u32,
     /// Failed authentications per peer: how many, since when.
     failures: std::sync::Mutex<std::collections::HashMap<IpAddr, (u32, std::time::Instant)>>,
+    /// Where agent tokens are checked, when they are accepted.
+    agents: Option<Arc<StateStore>>,
+    /// MCP sessions and the token that opened each (`None`: the admin token), oldest first.
+    sessions: std::sync::Mutex<BoundSessions>,
 }
 
 /// The most peers whose failures are remembered; beyond it the oldest windows are dropped.
@@ -218,7 +285,79 @@ impl RequestGuard {
             extra_origins: Vec::new(),
             failure_limit: MAX_AUTH_FAILURES,
             failures: Default::default(),
+            agents: None,
+            sessions: Default::default(),
         }
+    }
+
+    /// Also accepts the agent tokens of `store` (`toolshed token create`), each checked
+    /// against the database on every request, so a revoked token is refused at once.
+    pub fn with_agent_tokens(mut self, store: Arc<StateStore>) -> Self {
+        self.agents = Some(store);
+        self
+    }
+
+    /// The scope a request needs, by route: `None` for what every token may do.
+    fn check_scope(
+        &self,
+        caller: &Caller,
+        method: &axum::http::Method,
+        uri: &axum::http::Uri,
+    ) -> Result<(), Rejection> {
+        let path = uri.path();
+        let read = method == axum::http::Method::GET || method == axum::http::Method::HEAD;
+        let scope = if let Some(rest) = path.strip_prefix("/api/v1/") {
+            if rest.starts_with("plugins") {
+                if read { "tools:list" } else { "plugins:admin" }
+            } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
+                || rest.starts_with("jobs")
+                || rest.starts_with("events")
+            {
+                "tools:call"
+            } else {
+                "tools:list"
+            }
+        } else if path.starts_with("/proxy/") {
+            "tools:call"
+        } else {
+            // `/mcp`: each request's method decides, in the MCP door.
+            return Ok(());
+        };
+        if caller.allows(scope) {
+            Ok(())
+        } else {
+            Err(Rejection::MissingScope(scope))
+        }
+    }
+
+    /// Whether the MCP session `id` was opened with `caller`'s token. Every session is
+    /// bound when it opens, so one not known here (never opened, or forgotten past
+    /// [`MAX_BOUND_SESSIONS`]) is refused too.
+    fn session_matches(&self, id: &str, caller: &Caller) -> bool {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .0
+            .get(id)
+            .is_some_and(|opener| *opener == caller.token_id)
+    }
+
+    fn bind_session(&self, id: &str, token: Option<String>) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let (map, order) = &mut *sessions;
+        if map.insert(id.to_string(), token).is_none() {
+            order.push_back(id.to_string());
+        }
+        while order.len() > MAX_BOUND_SESSIONS {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+
+    fn unbind_session(&self, id: &str) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.0.remove(id);
+        sessions.1.retain(|s| s != id);
     }
 
     /// Also accepts these `Host` values (`name:port`, or a bare name for port 80) and these
@@ -250,7 +389,7 @@ impl RequestGuard {
         peer: Option<IpAddr>,
         uri: &axum::http::Uri,
         headers: &HeaderMap,
-    ) -> Result<(), Rejection> {
+    ) -> Result<Option<Caller>, Rejection> {
         let header_bytes: usize = headers
             .iter()
             .map(|(name, value)| name.as_str().len() + value.len())
@@ -268,13 +407,13 @@ impl RequestGuard {
             return Err(Rejection::TokenInQuery);
         }
         if self.open_paths.iter().any(|p| p == uri.path()) {
-            return Ok(());
+            return Ok(None);
         }
         // The right token always passes: a flood of bad requests from the same address (a
         // web page, another local process) must not lock the real client out. Only wrong
         // tokens count towards the limit and are refused with 429 past it.
-        match self.check_token(headers) {
-            Ok(()) => {}
+        let caller = match self.check_token(headers) {
+            Ok(caller) => caller,
             Err(Rejection::WrongToken) => {
                 if let Some(peer) = peer {
                     if let Some(retry_after) = self.blocked(peer) {
@@ -285,7 +424,7 @@ impl RequestGuard {
                 return Err(Rejection::WrongToken);
             }
             Err(rejection) => return Err(rejection),
-        }
+        };
         let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
@@ -293,7 +432,7 @@ impl RequestGuard {
         if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
             return Err(Rejection::BodyTooLarge);
         }
-        Ok(())
+        Ok(Some(caller))
     }
 
     /// Seconds until `peer` may try again, when it is over the limit.
@@ -322,16 +461,27 @@ impl RequestGuard {
         entry.0 += 1;
     }
 
-    fn check_token(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+    fn check_token(&self, headers: &HeaderMap) -> Result<Caller, Rejection> {
         let presented = headers
             .get(header::AUTHORIZATION)
             .ok_or(Rejection::MissingToken)?
             .as_bytes();
         let token = bearer_credentials(presented).ok_or(Rejection::WrongToken)?;
-        if !self.token.matches(token) {
-            return Err(Rejection::WrongToken);
+        if self.token.matches(token) {
+            return Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)));
         }
-        Ok(())
+        let agent = match (&self.agents, std::str::from_utf8(token)) {
+            (Some(store), Ok(text)) if text.starts_with(TOKEN_PREFIX) => {
+                store.authenticate(text).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot check an agent token");
+                    None
+                })
+            }
+            _ => None,
+        };
+        agent
+            .map(|record| record.caller())
+            .ok_or(Rejection::WrongToken)
     }
 
     /// The DNS-rebinding checks: `Host` and `Origin`.

@@ -75,7 +75,14 @@ async fn proxy(
         .get(OWNER_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let Some(target) = target.filter(|t| owner.as_ref().is_none_or(|o| *o == t.owner)) else {
+    let caller = request
+        .extensions()
+        .get::<toolshed_host::identity::Caller>()
+        .cloned();
+    let Some(target) = target.filter(|t| {
+        owner.as_ref().is_none_or(|o| *o == t.owner)
+            && caller.as_ref().is_none_or(|c| c.owns(&t.owner))
+    }) else {
         return refuse(
             StatusCode::NOT_FOUND,
             format!(

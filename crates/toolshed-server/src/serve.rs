@@ -112,6 +112,7 @@ pub fn app(
         .layer(axum::Extension(metrics))
         .with_state(state);
     let ports = host.services().ports.clone();
+    let store = host.store().clone();
     let mcp =
         toolshed_mcp::streamable_http_service(host, options.session, options.max_body_bytes, stop);
     let routes = Router::new()
@@ -120,6 +121,7 @@ pub fn app(
         .nest(API_PREFIX, api)
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
     let guard = RequestGuard::new(local, options.token, options.max_body_bytes)
+        .with_agent_tokens(store)
         .with_open_paths(&["/api/v1/health"])
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);

@@ -15,6 +15,8 @@ use serde_json::json;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
+use toolshed_host::identity::Caller;
+
 use crate::api::{AppState, query};
 use crate::error::ApiError;
 use crate::events::{ApiEvent, Filter};
@@ -41,6 +43,29 @@ fn checked(params: EventQuery) -> Result<EventQuery, ApiError> {
         ))),
         _ => Ok(params),
     }
+}
+
+/// An agent token sees its own owner's job events only (plugin events pass as for
+/// everyone): the owner filter is set to it, and may not name another owner.
+fn scoped(mut params: EventQuery, caller: Option<&Caller>) -> Result<EventQuery, ApiError> {
+    let Some(caller) = caller.filter(|c| c.is_agent()) else {
+        return Ok(params);
+    };
+    match &params.owner {
+        None => params.owner = Some(caller.owner.0.clone()),
+        Some(owner) if caller.owns(owner) => {}
+        Some(owner) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "denied",
+                format!(
+                    "this token belongs to `{}` and may not follow `{owner}`'s events",
+                    caller.owner.0
+                ),
+            ));
+        }
+    }
+    Ok(params)
 }
 
 /// One item of a stream: an event, or word that events were missed.
@@ -82,10 +107,11 @@ fn missed_data() -> String {
 /// `GET /events`.
 pub async fn sse(
     State(state): State<AppState>,
+    caller: Option<axum::Extension<Caller>>,
     headers: HeaderMap,
     params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let params = checked(query(params)?)?;
+    let params = scoped(checked(query(params)?)?, caller.as_deref())?;
     let header_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -113,10 +139,11 @@ pub async fn sse(
 /// `GET /events/ws`.
 pub async fn ws(
     State(state): State<AppState>,
+    caller: Option<axum::Extension<Caller>>,
     params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let params = checked(query(params)?)?;
+    let params = scoped(checked(query(params)?)?, caller.as_deref())?;
     let upgrade = upgrade.map_err(|e| {
         ApiError::new(
             axum::http::StatusCode::UPGRADE_REQUIRED,

@@ -60,14 +60,22 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// Calls a tool and prints the result; a tool error exits 1.
-pub async fn run(host: &Host, args: CallArgs) -> Result<(), Failure> {
+pub async fn run(
+    host: &Host,
+    args: CallArgs,
+    caller: Option<toolshed_host::identity::Caller>,
+) -> Result<(), Failure> {
     let arguments = read_args(args.args.as_deref())?;
-    let mut request = CallRequest::new(
-        &args.name,
-        arguments,
-        OwnerId::new(args.owner.clone()),
-        "cli",
-    );
+    let owner = match &caller {
+        Some(caller) => {
+            caller.require("tools:call").map_err(Failure::Usage)?;
+            caller
+                .owner_for(args.owner.as_deref())
+                .map_err(Failure::Usage)?
+        }
+        None => OwnerId::new(args.owner.clone().unwrap_or_else(|| "cli".into())),
+    };
+    let mut request = CallRequest::new(&args.name, arguments, owner, "cli");
     request.timeout = args.timeout_ms.map(Duration::from_millis);
     request.profile = args.profile;
     let cancel = request.cancel.clone();

@@ -17,8 +17,13 @@ const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 
 /// Serves one MCP client on stdin/stdout until it closes stdin, its parent process dies,
 /// or a SIGTERM or Ctrl-C arrives.
-pub async fn run(host: &Arc<Host>, args: McpArgs) -> Result<(), Failure> {
-    let session = session_from_args(host, args)?;
+pub async fn run(
+    host: &Arc<Host>,
+    args: McpArgs,
+    caller: Option<toolshed_host::identity::Caller>,
+) -> Result<(), Failure> {
+    let mut session = session_from_args(host, args)?;
+    session.caller = caller;
     let server = McpServer::new(host.clone(), session);
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
     let watcher = host.watch_store().await;
@@ -82,5 +87,6 @@ pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure>
     Ok(Session {
         profile: args.profile,
         selection,
+        caller: None,
     })
 }

@@ -7,4 +7,5 @@ pub mod plugins;
 pub mod policy;
 pub mod sandbox;
 pub mod serve;
+pub mod token;
 pub mod tools;

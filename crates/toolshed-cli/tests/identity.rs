@@ -1,0 +1,118 @@
+//! Agent tokens through the local doors: `toolshed call` and `toolshed mcp` on stdio.
+
+use serde_json::json;
+
+use crate::sandbox::{Mcp, text};
+use crate::support::{Env, code, stderr, stdout};
+
+fn create(env: &Env, owner: &str, scopes: &[&str]) -> String {
+    let mut args = vec!["token", "create", "--owner", owner];
+    for scope in scopes {
+        args.extend(["--scope", scope]);
+    }
+    let o = env.run(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o).trim().to_string()
+}
+
+#[test]
+fn tokens_are_listed_without_their_secret_and_revoked_by_id() {
+    let env = Env::new();
+    let alice = create(&env, "alice", &[]);
+    let bob = create(&env, "bob", &["tools:list", "audit:read"]);
+    assert!(alice.starts_with("tsk_") && alice != bob);
+    let o = env.run(&["token", "list", "--json"]);
+    let listed = stdout(&o);
+    for token in [&alice, &bob] {
+        let secret = token.rsplit('_').next().unwrap();
+        assert!(!listed.contains(secret), "a secret is listed");
+    }
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let bob_id = &bob[4..16];
+    assert_eq!(code(&env.run(&["token", "revoke", bob_id])), 0);
+    assert_eq!(code(&env.run(&["token", "revoke", bob_id])), 2);
+    let o = env.run(&["token", "create", "--owner", "x", "--scope", "root"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("is not a scope"), "{}", stderr(&o));
+    // The admin token is still printed by `toolshed token`.
+    let o = env.run(&["token"]);
+    assert_eq!(stdout(&o).trim().len(), 64);
+}
+
+#[test]
+fn the_cli_runs_as_the_tokens_owner_and_may_only_narrow_it() {
+    let env = Env::new();
+    let bob = create(&env, "bob", &[]);
+    let lister = create(&env, "carol", &["tools:list"]);
+    let call = |token: &str, owner: Option<&str>| {
+        let mut args = vec![
+            "--token",
+            token,
+            "call",
+            "calculator",
+            "--args",
+            r#"{"expression":"1+1"}"#,
+        ];
+        if let Some(owner) = owner {
+            args.extend(["--owner", owner]);
+        }
+        env.run(&args)
+    };
+    assert_eq!(code(&call(&bob, None)), 0);
+    assert_eq!(code(&call(&bob, Some("bob/task-1"))), 0);
+    let o = call(&bob, Some("alice"));
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("may not act as `alice`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = call(&lister, None);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("tools:call"), "{}", stderr(&o));
+    assert_eq!(code(&env.run(&["token", "revoke", &bob])), 0);
+    let o = call(&bob, None);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not a live agent token"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn mcp_on_stdio_with_a_token_refuses_to_act_as_another_owner() {
+    let env = Env::new();
+    let bob = create(&env, "bob", &[]);
+    let mut cmd = env.cmd(&["mcp"]);
+    cmd.env("TOOLSHED_TOKEN", &bob);
+    let mut mcp = Mcp::start(cmd);
+    let own = mcp.call("exec_command", json!({"cmd": "echo mine"}));
+    assert!(text(&own).contains("mine"), "{own}");
+    let reply = mcp.request(
+        "tools/call",
+        json!({"name": "command_run_list", "arguments": {},
+               "_meta": {"toolshed/owner": "alice"}}),
+    );
+    let said = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("may not act as `alice`"), "{reply}");
+    let reply = mcp.request(
+        "tools/call",
+        json!({"name": "command_run_list", "arguments": {},
+               "_meta": {"toolshed/owner": "bob/task-2"}}),
+    );
+    assert!(reply.get("error").is_none(), "{reply}");
+    drop(mcp);
+    // A revoked token cannot open the door again.
+    assert_eq!(code(&env.run(&["token", "revoke", &bob])), 0);
+    let mut cmd = env.cmd(&["mcp"]);
+    cmd.env("TOOLSHED_TOKEN", &bob);
+    let o = cmd.output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

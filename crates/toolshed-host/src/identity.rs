@@ -1,0 +1,442 @@
+//! Identity: who is calling, and what their credential lets them do.
+//!
+//! A door authenticates a caller and hands the pipeline a [`Caller`]. The server's single
+//! token (`<data-dir>/token`) is the **admin** credential: it may name any owner and do
+//! anything, as before. **Agent tokens** (`toolshed token create --owner alice`) name their
+//! owner: a call made with one runs as that owner, and a header or `_meta` handle may only
+//! narrow it to a sub-owner (`alice/task-7`), never name another. Scopes limit what a
+//! token may do (`tools:call`, `tools:list`, `plugins:admin`, `approvals:answer`,
+//! `audit:read`).
+//!
+//! Agent tokens look like `tsk_<id>_<secret>`: the id finds the row, and only a SHA-256
+//! digest of the secret is stored, compared in constant time. Revoking a token takes effect
+//! on the next request that presents it: every request is checked against the database.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ring::rand::SecureRandom;
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use toolshed_core::OwnerId;
+
+use crate::store::{StateStore, StoreError};
+
+/// The prefix of every agent token.
+pub const TOKEN_PREFIX: &str = "tsk_";
+
+/// The scopes a token may hold.
+pub const SCOPES: &[&str] = &[
+    "tools:call",
+    "tools:list",
+    "plugins:admin",
+    "approvals:answer",
+    "audit:read",
+];
+
+/// The scopes of a token created without `--scope`.
+pub const DEFAULT_SCOPES: &[&str] = &["tools:call", "tools:list"];
+
+/// The most agent tokens kept (revoked ones included).
+pub const MAX_TOKENS: usize = 10_000;
+
+/// The longest owner id, sub-owners included.
+pub const MAX_OWNER_LEN: usize = 128;
+
+/// How often `last_used` is written for one token at most.
+const LAST_USED_EVERY_MS: i64 = 60_000;
+
+/// Who is calling, as a door authenticated them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The owner a call runs as when it names none.
+    pub owner: OwnerId,
+    /// The agent token's id; `None` for the admin credential (or a local, trusted door).
+    pub token_id: Option<String>,
+    /// What it may do; `None`: everything (admin).
+    pub scopes: Option<Vec<String>>,
+}
+
+impl Caller {
+    /// The admin credential (or a trusted local door), calling as `owner` by default.
+    pub fn admin(owner: OwnerId) -> Self {
+        Self {
+            owner,
+            token_id: None,
+            scopes: None,
+        }
+    }
+
+    /// Whether this caller is an agent token's (may only act as its own owner).
+    pub fn is_agent(&self) -> bool {
+        self.token_id.is_some()
+    }
+
+    /// Whether the caller holds `scope`.
+    pub fn allows(&self, scope: &str) -> bool {
+        self.scopes
+            .as_ref()
+            .is_none_or(|s| s.iter().any(|have| have == scope))
+    }
+
+    /// `Ok` when the caller holds `scope`, else the message to refuse with.
+    pub fn require(&self, scope: &str) -> Result<(), String> {
+        if self.allows(scope) {
+            Ok(())
+        } else {
+            Err(format!(
+                "this token lacks the `{scope}` scope; create one with `toolshed token create \
+                 --owner {} --scope {scope}`",
+                self.owner.0
+            ))
+        }
+    }
+
+    /// The owner a call runs as when it asks for `requested` (a header, `_meta`, `--owner`):
+    /// the admin may name anyone; an agent token only itself or a sub-owner of itself.
+    pub fn owner_for(&self, requested: Option<&str>) -> Result<OwnerId, String> {
+        let Some(requested) = requested else {
+            return Ok(self.owner.clone());
+        };
+        check_owner(requested)?;
+        if !self.is_agent() || within(requested, &self.owner.0) {
+            return Ok(OwnerId::new(requested));
+        }
+        Err(format!(
+            "this token belongs to `{owner}` and may not act as `{requested}`; name `{owner}` \
+             or a sub-owner such as `{owner}/task-1`",
+            owner = self.owner.0
+        ))
+    }
+
+    /// Whether a thing owned by `owner` is this caller's to see (the admin sees all).
+    pub fn owns(&self, owner: &str) -> bool {
+        !self.is_agent() || within(owner, &self.owner.0)
+    }
+}
+
+/// Whether `owner` is `base` or a sub-owner of it (`base/…`).
+fn within(owner: &str, base: &str) -> bool {
+    owner == base
+        || owner
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `Ok` when `owner` is a usable owner id: 1 to [`MAX_OWNER_LEN`] letters, digits and
+/// `. _ : @ -`, in `/`-separated non-empty parts.
+pub fn check_owner(owner: &str) -> Result<(), String> {
+    let ok = !owner.is_empty()
+        && owner.len() <= MAX_OWNER_LEN
+        && owner.split('/').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-_:@".contains(&b))
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "owner `{}` is not valid: use 1 to {MAX_OWNER_LEN} letters, digits and . _ : @ -, \
+             with / between the parts of a sub-owner (alice/task-7)",
+            owner.chars().take(MAX_OWNER_LEN).collect::<String>()
+        ))
+    }
+}
+
+/// Checks scope names; an error names the bad one and the valid ones.
+pub fn check_scopes(scopes: &[String]) -> Result<(), String> {
+    for scope in scopes {
+        if !SCOPES.contains(&scope.as_str()) {
+            return Err(format!(
+                "`{scope}` is not a scope; use {}",
+                SCOPES.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An agent token as stored: everything but the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenRecord {
+    /// Its id (the part after `tsk_`).
+    pub id: String,
+    /// The owner it acts as.
+    pub owner: String,
+    /// What it may do.
+    pub scopes: Vec<String>,
+    /// When it was created (Unix ms).
+    pub created_ms: i64,
+    /// When it stops working (Unix ms), if ever.
+    pub expires_ms: Option<i64>,
+    /// When it was last presented (Unix ms, to the minute).
+    pub last_used_ms: Option<i64>,
+    /// When it was revoked (Unix ms).
+    pub revoked_ms: Option<i64>,
+}
+
+impl TokenRecord {
+    /// The caller this token authenticates.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            owner: OwnerId::new(self.owner.clone()),
+            token_id: Some(self.id.clone()),
+            scopes: Some(self.scopes.clone()),
+        }
+    }
+}
+
+/// A token just created: its record and the secret, shown once.
+#[derive(Debug)]
+pub struct NewToken {
+    /// The stored record.
+    pub record: TokenRecord,
+    /// The whole token to give the agent (`tsk_<id>_<secret>`); not stored.
+    pub token: String,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn random_hex(bytes: usize) -> Result<String, StoreError> {
+    let mut buf = vec![0u8; bytes];
+    ring::rand::SystemRandom::new()
+        .fill(&mut buf)
+        .map_err(|_| StoreError::Open {
+            path: "token".into(),
+            message: "the system random source failed".into(),
+        })?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn digest(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Equal in time independent of where the first difference is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(difference) == 0
+}
+
+fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
+    let scopes: String = row.get(2)?;
+    Ok(TokenRecord {
+        id: row.get(0)?,
+        owner: row.get(1)?,
+        scopes: scopes
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+        created_ms: row.get(3)?,
+        expires_ms: row.get(4)?,
+        last_used_ms: row.get(5)?,
+        revoked_ms: row.get(6)?,
+    })
+}
+
+const COLUMNS: &str = "id, owner, scopes, created_ms, expires_ms, last_used_ms, revoked_ms";
+
+impl StateStore {
+    /// Creates an agent token for `owner` with `scopes` (the default ones when empty),
+    /// expiring after `expires` if given.
+    pub fn create_token(
+        &self,
+        owner: &str,
+        scopes: &[String],
+        expires: Option<Duration>,
+    ) -> Result<NewToken, StoreError> {
+        let id = random_hex(6)?;
+        let secret = random_hex(32)?;
+        let scopes: Vec<String> = if scopes.is_empty() {
+            DEFAULT_SCOPES.iter().map(|s| s.to_string()).collect()
+        } else {
+            scopes.to_vec()
+        };
+        let now = now_ms();
+        let expires_ms =
+            expires.map(|d| now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
+        let record = TokenRecord {
+            id: id.clone(),
+            owner: owner.to_string(),
+            scopes: scopes.clone(),
+            created_ms: now,
+            expires_ms,
+            last_used_ms: None,
+            revoked_ms: None,
+        };
+        self.with(|c| {
+            let count: i64 = c.query_row("SELECT count(*) FROM tokens", [], |r| r.get(0))?;
+            if usize::try_from(count).unwrap_or(usize::MAX) >= MAX_TOKENS {
+                return Err(StoreError::Full(format!(
+                    "there are {MAX_TOKENS} tokens already; revoke old ones first"
+                )));
+            }
+            c.execute(
+                "INSERT INTO tokens (id, owner, scopes, hash, created_ms, expires_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    id,
+                    owner,
+                    scopes.join(","),
+                    digest(&secret),
+                    now,
+                    expires_ms
+                ],
+            )?;
+            Ok(())
+        })?;
+        Ok(NewToken {
+            record,
+            token: format!("{TOKEN_PREFIX}{id}_{secret}"),
+        })
+    }
+
+    /// Every agent token, newest first.
+    pub fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM tokens ORDER BY created_ms DESC, id"
+            ))?;
+            let rows = stmt.query_map([], record)?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Revokes the token `id`; `false` when there is no such token (or it was revoked).
+    pub fn revoke_token(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.strip_prefix(TOKEN_PREFIX).unwrap_or(id);
+        let id = id.split('_').next().unwrap_or(id);
+        self.with(|c| {
+            Ok(c.execute(
+                "UPDATE tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
+                params![id, now_ms()],
+            )? > 0)
+        })
+    }
+
+    /// The token `presented` is, when it is a live agent token (not revoked, not expired).
+    pub fn authenticate(&self, presented: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let Some((id, secret)) = presented
+            .strip_prefix(TOKEN_PREFIX)
+            .and_then(|rest| rest.split_once('_'))
+        else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        self.with(|c| {
+            let found = c
+                .prepare_cached(&format!("SELECT {COLUMNS}, hash FROM tokens WHERE id = ?1"))?
+                .query_row([id], |row| Ok((record(row)?, row.get::<_, String>(7)?)))
+                .optional()?;
+            let Some((token, hash)) = found else {
+                return Ok(None);
+            };
+            let live = token.revoked_ms.is_none() && token.expires_ms.is_none_or(|e| e > now);
+            if !same(hash.as_bytes(), digest(secret).as_bytes()) || !live {
+                return Ok(None);
+            }
+            if token
+                .last_used_ms
+                .is_none_or(|t| now - t >= LAST_USED_EVERY_MS)
+            {
+                c.execute(
+                    "UPDATE tokens SET last_used_ms = ?2 WHERE id = ?1",
+                    params![id, now],
+                )?;
+            }
+            Ok(Some(token))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn tokens_authenticate_until_revoked_or_expired_and_store_no_secret() {
+        let store = StateStore::open_in_memory().unwrap();
+        let alice = store.create_token("alice", &[], None).unwrap();
+        assert!(alice.token.starts_with("tsk_"));
+        let found = store.authenticate(&alice.token).unwrap().unwrap();
+        assert_eq!(found.owner, "alice");
+        assert_eq!(found.scopes, DEFAULT_SCOPES);
+        // A wrong secret with the right id, a made-up id, the admin shape: nothing.
+        let (head, _) = alice.token.rsplit_once('_').unwrap();
+        assert!(
+            store
+                .authenticate(&format!("{head}_{}", "0".repeat(64)))
+                .unwrap()
+                .is_none()
+        );
+        assert!(store.authenticate("tsk_000000000000_00").unwrap().is_none());
+        assert!(store.authenticate(&"a".repeat(64)).unwrap().is_none());
+        // The secret is nowhere in the table.
+        let secret = alice.token.rsplit('_').next().unwrap();
+        let rows: Vec<String> = store
+            .with(|c| {
+                let mut s = c.prepare("SELECT id || owner || scopes || hash FROM tokens")?;
+                let r = s.query_map([], |r| r.get(0))?;
+                Ok(r.collect::<Result<_, _>>()?)
+            })
+            .unwrap();
+        assert!(rows.iter().all(|r| !r.contains(secret)));
+        assert!(store.revoke_token(&alice.record.id).unwrap());
+        assert!(store.authenticate(&alice.token).unwrap().is_none());
+        assert!(!store.revoke_token(&alice.record.id).unwrap());
+        let brief = store
+            .create_token("bob", &[], Some(Duration::from_millis(0)))
+            .unwrap();
+        assert!(store.authenticate(&brief.token).unwrap().is_none());
+        assert_eq!(store.tokens().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_agent_may_only_narrow_its_owner_and_the_admin_may_name_anyone() {
+        let alice = TokenRecord {
+            id: "1".into(),
+            owner: "alice".into(),
+            scopes: vec!["tools:call".into()],
+            created_ms: 0,
+            expires_ms: None,
+            last_used_ms: None,
+            revoked_ms: None,
+        }
+        .caller();
+        assert_eq!(alice.owner_for(None).unwrap().0, "alice");
+        assert_eq!(
+            alice.owner_for(Some("alice/task-7")).unwrap().0,
+            "alice/task-7"
+        );
+        for other in ["bob", "alicex", "alice2/x", "alice/", "/alice"] {
+            assert!(alice.owner_for(Some(other)).is_err(), "{other}");
+        }
+        assert!(alice.owns("alice/task-1") && !alice.owns("bob"));
+        assert!(alice.require("tools:call").is_ok());
+        assert!(
+            alice
+                .require("plugins:admin")
+                .unwrap_err()
+                .contains("plugins:admin")
+        );
+        let admin = Caller::admin(OwnerId::new("rest"));
+        assert_eq!(admin.owner_for(Some("bob")).unwrap().0, "bob");
+        assert!(admin.owns("bob") && admin.allows("plugins:admin"));
+        assert!(check_scopes(&["tools:call".into(), "root".into()]).is_err());
+    }
+}
