@@ -66,6 +66,11 @@ pub enum Command {
         #[command(subcommand)]
         command: SandboxCommand,
     },
+    /// List the calls waiting for a person's approval, and approve or deny them
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
     /// Ask the policy rules what they decide for a call, without running it
     Policy {
         #[command(subcommand)]
@@ -76,6 +81,32 @@ pub enum Command {
         /// Print exact JSON
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The calls waiting for an answer (all recent requests with --all)
+    List {
+        /// Also the answered and expired ones
+        #[arg(long)]
+        all: bool,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let the waiting call run
+    Approve {
+        /// The request's id (`ap-…`)
+        id: String,
+        /// Also approve the same tool with the same arguments for this owner from now on
+        #[arg(long)]
+        remember: bool,
+    },
+    /// Refuse the waiting call
+    Deny {
+        /// The request's id (`ap-…`)
+        id: String,
     },
 }
 

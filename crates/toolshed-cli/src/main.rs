@@ -127,6 +127,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: Some(command),
         } => commands::token::run(&host, command),
         Command::Doctor { json } => commands::doctor::run(&host, json),
+        Command::Approvals { command } => commands::approvals::run(&host, command),
         Command::Policy {
             command:
                 PolicyCommand::Test {

@@ -33,6 +33,9 @@ decision = "deny"
 
 [policy.default]
 high = "deny"
+
+[approvals]
+timeout_secs = 0
 "#;
 
 /// An environment with the rules in the user's own config file.
@@ -135,6 +138,7 @@ fn rules_refuse_and_ask_through_the_cli_and_mcp_and_nothing_runs() {
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("needs_approval"), "{}", stderr(&o));
     assert!(stderr(&o).contains("ask before commands"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("approvals are off"), "{}", stderr(&o));
     let o = env.run(&[
         "call",
         "workspace_write",
@@ -197,5 +201,68 @@ fn a_workspace_file_may_not_bring_policy_rules_and_bad_rules_are_named() {
     assert!(
         said.contains("policy.rule[0]") && said.contains("regular expression"),
         "{said}"
+    );
+}
+
+#[test]
+fn a_waiting_cli_call_runs_once_approved_from_another_terminal() {
+    let env = Env::new();
+    let dir = env.data.path().join("home/.config/toolshed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[[policy.rule]]\ntools = [\"group:exec\"]\ndecision = \"ask\"\n",
+    )
+    .unwrap();
+    let mut call = env.cmd(&[
+        "call",
+        "exec_command",
+        "--args",
+        r#"{"cmd":"echo ran > ran.txt"}"#,
+    ]);
+    let child = call
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no approval request appeared"
+        );
+        let listed: Value =
+            serde_json::from_str(&stdout(&env.run(&["approvals", "list", "--json"]))).unwrap();
+        if let Some(id) = listed[0]["id"].as_str() {
+            break id.to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        !env.workspace.path().join("ran.txt").exists(),
+        "ran before the answer"
+    );
+    let o = env.run(&["approvals", "approve", &id]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("toolshed approvals approve {id}"))
+    );
+    assert!(env.workspace.path().join("ran.txt").exists());
+    // The answered request is kept, with who answered.
+    let listed: Value =
+        serde_json::from_str(&stdout(&env.run(&["approvals", "list", "--all", "--json"]))).unwrap();
+    assert_eq!(listed[0]["state"], "approved");
+    assert!(
+        listed[0]["answered_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("cli")
     );
 }

@@ -542,7 +542,8 @@ fn read_only_mode_writes_nothing_even_in_a_workspace_under_tmp() {
 #[test]
 fn a_call_may_narrow_the_sandbox_and_asking_for_more_needs_approval() {
     let setup = Setup::new_in(&std::env::temp_dir(), "");
-    let mut mcp = setup.mcp();
+    // Nobody to approve here: approvals off, so an escalation is refused at once.
+    let mut mcp = setup.mcp_with(&[("TOOLSHED_APPROVALS__TIMEOUT_SECS", "0")]);
     // Narrower: runs, read-only, and says so.
     let out = mcp.call(
         "exec_command",
@@ -661,4 +662,49 @@ fn commands_share_one_private_network_whose_keeper_dies_with_the_host() {
         assert!(Instant::now() < deadline, "the keeper outlived the host");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn an_approved_escalation_runs_the_command_with_the_mode_it_asked_for() {
+    let setup = Setup::new("");
+    let mut mcp = setup.mcp();
+    // A person answers from another terminal: `toolshed approvals approve`.
+    let approver = {
+        let (home, data, ws) = (setup.path("home"), setup.path("data"), setup.path("ws"));
+        std::thread::spawn(move || {
+            let toolshed = |args: &[&str]| {
+                Command::new(env!("CARGO_BIN_EXE_toolshed"))
+                    .env("HOME", &home)
+                    .env_remove("XDG_CONFIG_HOME")
+                    .arg("--workspace")
+                    .arg(&ws)
+                    .arg("--data-dir")
+                    .arg(&data)
+                    .args(args)
+                    .output()
+                    .unwrap()
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                assert!(Instant::now() < deadline, "no approval request appeared");
+                let listed = toolshed(&["approvals", "list", "--json"]);
+                let listed: Value = serde_json::from_slice(&listed.stdout).unwrap_or(json!([]));
+                if let Some(id) = listed[0]["id"].as_str() {
+                    assert_eq!(listed[0]["rule"], "sandbox escalation", "{listed}");
+                    let out = toolshed(&["approvals", "approve", id]);
+                    assert!(out.status.success(), "{out:?}");
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "cat ../data/token; echo", "sandbox": "full-access"}),
+    );
+    approver.join().unwrap();
+    assert_ne!(out["isError"], true, "{out}");
+    assert!(text(&out).contains("the-token"), "{out}");
+    assert_eq!(out["structuredContent"]["sandbox"]["mode"], "full-access");
 }

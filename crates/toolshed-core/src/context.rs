@@ -110,6 +110,9 @@ pub struct CallContext {
     /// a host. Shared services (files, HTTP, ...) are not here: tools are built with them
     /// (see `toolshed_ops::Services`).
     pub caller: Option<Arc<dyn ToolCaller>>,
+    /// Whether a person approved this exact call (policy asked, and was answered yes): a
+    /// tool may then do what the call asked beyond its defaults (a wider sandbox).
+    pub approved: bool,
 }
 
 impl CallContext {
@@ -124,6 +127,7 @@ impl CallContext {
             progress: ProgressSink::discard(),
             config: Map::new(),
             caller: None,
+            approved: false,
         }
     }
 }

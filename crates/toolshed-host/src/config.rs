@@ -58,6 +58,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// Policy rules: which calls run, need approval, or are refused.
     pub policy: crate::policy::PolicyConfig,
+    /// How long a call waits for a person's approval.
+    pub approvals: crate::approvals::ApprovalsConfig,
 }
 
 /// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may

@@ -15,6 +15,7 @@ use toolshed_core::{
     ToolOutput, Violation,
 };
 
+use crate::approvals::{self, ApprovalState, ApprovalsConfig, Approver, NewApproval};
 use crate::config::Limits;
 use crate::events::{Event, EventBus};
 use crate::hooks::{HookDecision, Hooks};
@@ -56,6 +57,23 @@ pub struct CallRequest {
     /// outermost first. A plugin already on it cannot be called again (it is busy serving
     /// the call that waits for this one).
     pub via_plugins: Vec<String>,
+    /// The door's way to ask the calling client's user for an approval (MCP elicitation);
+    /// approvals can always be answered through the CLI and REST as well.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for dyn Approver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Approver({})", self.who())
+    }
+}
+
+/// What policy said about a call that may run.
+enum Gate {
+    /// Run it.
+    Allow,
+    /// Run it once a person approves.
+    Ask { rule: String, reason: String },
 }
 
 /// What a nested call inherits from the call that made it.
@@ -84,6 +102,7 @@ impl CallRequest {
             profile: None,
             selection: None,
             via_plugins: Vec::new(),
+            approver: None,
         }
     }
 }
@@ -175,6 +194,7 @@ pub struct Dispatcher {
     audit_max_rows: u64,
     policy: Arc<dyn Policy>,
     hooks: Hooks,
+    approvals: ApprovalsConfig,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -199,6 +219,8 @@ pub struct DispatcherParts {
     pub policy: Arc<dyn Policy>,
     /// Hooks.
     pub hooks: Hooks,
+    /// How long a call waits for an approval.
+    pub approvals: ApprovalsConfig,
 }
 
 impl Dispatcher {
@@ -223,6 +245,7 @@ impl Dispatcher {
             audit_max_rows: parts.audit_max_rows,
             policy: parts.policy,
             hooks: parts.hooks,
+            approvals: parts.approvals,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -318,11 +341,16 @@ impl Dispatcher {
     /// changes meanwhile, still decide when the call is made through [`Dispatcher::call`].
     pub fn preflight(&self, req: &CallRequest) -> Result<(), ToolError> {
         let entry = self.resolve(&req.tool)?;
-        self.check_before_hooks(req, &entry)
+        match self.check_before_hooks(req, &entry)? {
+            Gate::Ask { rule, reason } if self.approvals.timeout_secs == 0 => {
+                Err(self.approvals_off(&rule, &reason))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Steps 2 to 4: review, validate, policy.
-    fn check_before_hooks(&self, req: &CallRequest, entry: &ToolEntry) -> Result<(), ToolError> {
+    fn check_before_hooks(&self, req: &CallRequest, entry: &ToolEntry) -> Result<Gate, ToolError> {
         // 2. review
         let profile = match &req.profile {
             None => None,
@@ -366,10 +394,16 @@ impl Dispatcher {
         &self,
         req: &CallRequest,
         call_id: &CallId,
-        started: Instant,
+        _started: Instant,
         entry: ToolEntry,
     ) -> Result<ToolOutput, ToolError> {
-        self.check_before_hooks(req, &entry)?;
+        let mut approved = match self.check_before_hooks(req, &entry)? {
+            Gate::Allow => false,
+            Gate::Ask { rule, reason } => {
+                self.approve(req, &req.arguments, &rule, &reason).await?;
+                true
+            }
+        };
         // 5. pre hooks
         let mut arguments = req.arguments.clone();
         match self.hooks.before(&req.tool, &req.owner, &arguments).await {
@@ -382,12 +416,21 @@ impl Dispatcher {
             }
             HookDecision::Rewrite(new_args) => {
                 validate(&entry, &new_args)?;
-                // The policy judges what will run, not what was asked.
-                self.check_policy(req, &entry, &new_args)?;
+                // The policy judges what will run, not what was asked; an approval was for
+                // the arguments asked about.
+                match self.check_policy(req, &entry, &new_args)? {
+                    Gate::Allow => {}
+                    Gate::Ask { .. } if approved && new_args == req.arguments => {}
+                    Gate::Ask { rule, reason } => {
+                        self.approve(req, &new_args, &rule, &reason).await?;
+                        approved = true;
+                    }
+                }
                 arguments = new_args;
             }
         }
-        // 6. run
+        // 6. run; the deadline starts now (waiting for an approval does not use it up)
+        let started = Instant::now();
         let timeout = self.timeout_for(req, &entry)?;
         self.events.publish(Event::CallStarted {
             call_id: call_id.0.clone(),
@@ -414,6 +457,7 @@ impl Dispatcher {
             progress,
             config: self.registry.resolved_config(&entry.plugin_id),
             caller: Some(caller),
+            approved,
         };
         let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
         // 7. post hooks
@@ -425,12 +469,132 @@ impl Dispatcher {
         req: &CallRequest,
         entry: &ToolEntry,
         arguments: &Value,
-    ) -> Result<(), ToolError> {
+    ) -> Result<Gate, ToolError> {
         let subject = Subject::new(entry.spec(), &entry.plugin_id);
         match self.policy.check(&subject, &req.owner, arguments) {
-            PolicyDecision::Allow => Ok(()),
+            PolicyDecision::Allow => Ok(Gate::Allow),
             PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
-            PolicyDecision::NeedsApproval(reason) => Err(ToolError::NeedsApproval(reason)),
+            PolicyDecision::NeedsApproval { rule, reason } => Ok(Gate::Ask { rule, reason }),
+        }
+    }
+
+    fn approvals_off(&self, rule: &str, reason: &str) -> ToolError {
+        ToolError::NeedsApproval(format!(
+            "{reason} (rule `{rule}`); approvals are off here ([approvals] timeout_secs = 0), so \
+             the call is refused"
+        ))
+    }
+
+    /// Waits for a person to approve `arguments` of `req`'s tool: the door's approver, the
+    /// CLI or REST, whichever answers first; no answer before the expiry is a no.
+    async fn approve(
+        &self,
+        req: &CallRequest,
+        arguments: &Value,
+        rule: &str,
+        reason: &str,
+    ) -> Result<(), ToolError> {
+        if self.approvals.timeout_secs == 0 {
+            return Err(self.approvals_off(rule, reason));
+        }
+        let failed = |e: crate::store::StoreError| ToolError::Failed(format!("approval: {e}"));
+        let digest = approvals::call_digest(&req.tool, arguments);
+        if self
+            .store
+            .approval_remembered(&req.owner.0, &req.tool, &digest)
+            .map_err(failed)?
+        {
+            return Ok(());
+        }
+        let timeout = Duration::from_secs(self.approvals.timeout_secs);
+        let request = self
+            .store
+            .create_approval(
+                &NewApproval {
+                    tool: &req.tool,
+                    owner: &req.owner.0,
+                    arguments,
+                    rule,
+                    reason,
+                    timeout,
+                },
+                self.approvals.max_pending,
+            )
+            .map_err(|e| ToolError::NeedsApproval(format!("{reason} (rule `{rule}`): {e}")))?;
+        self.events.publish(Event::ApprovalRequested {
+            request: request.clone(),
+        });
+        let id = request.id.clone();
+        let ask = {
+            let approver = req.approver.clone();
+            let request = request.clone();
+            async move {
+                match approver {
+                    Some(approver) => match approver.ask(&request).await {
+                        Some(answer) => Some((answer, approver.who())),
+                        None => std::future::pending().await,
+                    },
+                    None => std::future::pending().await,
+                }
+            }
+        };
+        tokio::pin!(ask);
+        let expiry = tokio::time::sleep(timeout);
+        tokio::pin!(expiry);
+        let mut poll = tokio::time::interval(approvals::POLL);
+        let ended = loop {
+            tokio::select! {
+                () = req.cancel.cancelled() => {
+                    let _ = self.store.expire_approval(&id);
+                    self.resolved(&id);
+                    return Err(ToolError::Cancelled);
+                }
+                () = &mut expiry => {
+                    let _ = self.store.expire_approval(&id);
+                    break self.store.approval(&id).map_err(failed)?;
+                }
+                Some((answer, who)) = &mut ask => {
+                    break self.store.answer_approval(&id, answer, &who, false).map_err(failed)?;
+                }
+                _ = poll.tick() => {
+                    let now = self.store.approval(&id).map_err(failed)?;
+                    if now.as_ref().is_none_or(|r| r.state != ApprovalState::Pending) {
+                        break now;
+                    }
+                }
+            }
+        };
+        self.resolved(&id);
+        let Some(ended) = ended else {
+            return Err(ToolError::Denied {
+                rule: rule.to_string(),
+                message: format!("the approval request {id} is gone, so the call is refused"),
+            });
+        };
+        let by = ended.answered_by.clone().unwrap_or_default();
+        match ended.state {
+            ApprovalState::Approved => Ok(()),
+            ApprovalState::Denied => Err(ToolError::Denied {
+                rule: rule.to_string(),
+                message: format!(
+                    "{by} declined the approval {id} that rule `{rule}` asked for: {reason}"
+                ),
+            }),
+            ApprovalState::Expired | ApprovalState::Pending => Err(ToolError::Denied {
+                rule: rule.to_string(),
+                message: format!(
+                    "nobody approved {id} within {} s ([approvals] timeout_secs), so the call \
+                     is refused: {reason}",
+                    timeout.as_secs()
+                ),
+            }),
+        }
+    }
+
+    /// Publishes how request `id` ended.
+    fn resolved(&self, id: &str) {
+        if let Ok(Some(request)) = self.store.approval(id) {
+            self.events.publish(Event::ApprovalResolved { request });
         }
     }
 

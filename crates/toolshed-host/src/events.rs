@@ -56,6 +56,16 @@ pub enum Event {
         /// The error message.
         message: String,
     },
+    /// A call waits for a person's approval.
+    ApprovalRequested {
+        /// The request.
+        request: crate::approvals::ApprovalRequest,
+    },
+    /// An approval request was answered, or expired.
+    ApprovalResolved {
+        /// The request as it ended.
+        request: crate::approvals::ApprovalRequest,
+    },
     /// A plugin changed state.
     PluginStateChanged {
         /// The plugin.

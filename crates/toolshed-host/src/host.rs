@@ -151,6 +151,7 @@ impl Host {
                 )),
             },
             hooks: std::mem::take(&mut options.hooks),
+            approvals: config.approvals.clone(),
         });
         Ok(Self {
             workspace,

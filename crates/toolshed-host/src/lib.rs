@@ -28,6 +28,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod approvals;
 pub mod config;
 pub mod config_fields;
 pub mod identity;

@@ -81,6 +81,29 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         last_used_ms INTEGER,
         revoked_ms   INTEGER
     );",
+    "CREATE TABLE approvals (
+        id          TEXT PRIMARY KEY,
+        tool        TEXT NOT NULL,
+        owner       TEXT NOT NULL,
+        digest      TEXT NOT NULL,
+        summary     TEXT NOT NULL,
+        rule        TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        expires_ms  INTEGER NOT NULL,
+        state       TEXT NOT NULL,
+        answered_by TEXT,
+        answered_ms INTEGER,
+        remembered  INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX approvals_state ON approvals (state, created_ms);
+    CREATE TABLE approval_grants (
+        owner      TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        digest     TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (owner, tool, digest)
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.

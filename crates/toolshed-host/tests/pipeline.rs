@@ -333,6 +333,7 @@ async fn every_call_leaves_an_audit_row_and_events() {
             Event::CallFinished { .. } => "finished",
             Event::CallFailed { .. } => "failed",
             Event::PluginStateChanged { .. } => "plugin",
+            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. } => "approval",
         });
     }
     assert_eq!(
@@ -403,7 +404,10 @@ impl toolshed_host::Policy for ApproveDangerous {
             };
         }
         if spec.danger == toolshed_core::Danger::High {
-            toolshed_host::PolicyDecision::NeedsApproval(format!("`{}` is dangerous", spec.name))
+            toolshed_host::PolicyDecision::NeedsApproval {
+                rule: "dangerous".into(),
+                reason: format!("`{}` is dangerous", spec.name),
+            }
         } else {
             toolshed_host::PolicyDecision::Allow
         }
@@ -429,7 +433,7 @@ async fn hooks_block_rewrite_and_annotate_and_policy_can_ask_for_approval() {
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
         plugins,
-        "",
+        "[approvals]\ntimeout_secs = 1\n",
         Some(Arc::new(ApproveDangerous)),
         hooks,
     )
@@ -485,16 +489,64 @@ async fn hooks_block_rewrite_and_annotate_and_policy_can_ask_for_approval() {
     assert!(out.is_error);
     assert_eq!(out.text_joined(), "it failed\nchecked by guard");
 
+    // Asking: the call waits for an answer — yes, no, or none before the expiry.
+    let store = t.host.store().clone();
+    for (answer, outcome) in [
+        (Some(true), "ok"),
+        (Some(false), "declined"),
+        (None, "nobody"),
+    ] {
+        let answering = async {
+            let pending = loop {
+                let pending = store.approvals(false, 10).unwrap();
+                if let Some(p) = pending.into_iter().next() {
+                    break p;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            assert_eq!(pending.tool, "dangerous");
+            assert_eq!(pending.rule, "dangerous");
+            if let Some(yes) = answer {
+                store
+                    .answer_approval(&pending.id, yes, "tester", false)
+                    .unwrap();
+            }
+        };
+        let (call, ()) = tokio::join!(t.host.call(req("dangerous", json!({}))), answering);
+        let result = call.result;
+        match outcome {
+            "ok" => assert!(result.is_ok(), "{result:?}"),
+            _ => {
+                let err = result.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::Denied, "{err}");
+                assert!(err.to_string().contains(outcome), "{err}");
+                assert!(err.to_string().contains("dangerous"), "{err}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn with_approvals_off_asking_is_refused_at_once() {
+    let mut dangerous = ToolSpec::new("dangerous", "d");
+    dangerous.danger = toolshed_core::Danger::High;
+    let t = support::open_with(
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        vec![plugin("t.h", vec![tool(dangerous, Behaviour::Echo)])],
+        "[approvals]\ntimeout_secs = 0\n",
+        Some(Arc::new(ApproveDangerous)),
+        toolshed_host::Hooks::default(),
+    )
+    .await;
     let err = t
         .host
         .call(req("dangerous", json!({})))
         .await
         .result
         .unwrap_err();
-    assert_eq!(
-        err,
-        ToolError::NeedsApproval("`dangerous` is dangerous".into())
-    );
+    assert_eq!(err.kind(), ErrorKind::NeedsApproval);
+    assert!(err.to_string().contains("approvals are off"), "{err}");
 }
 
 #[tokio::test]

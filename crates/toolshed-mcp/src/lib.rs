@@ -24,6 +24,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+mod approve;
 mod convert;
 mod progress;
 mod server;

@@ -303,6 +303,12 @@ impl ServerHandler for McpServer {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
         call.cancel = context.ct.clone();
+        if crate::approve::Elicitation::supported(&context.peer) {
+            call.approver = Some(Arc::new(crate::approve::Elicitation {
+                peer: context.peer.clone(),
+                owner: call.owner.0.clone(),
+            }));
+        }
         call.profile = self.session.profile.clone();
         call.selection = self.session.selection.clone();
         let forwarder = match context.meta.get_progress_token() {

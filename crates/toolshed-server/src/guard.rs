@@ -307,7 +307,9 @@ impl RequestGuard {
         let path = uri.path();
         let read = method == axum::http::Method::GET || method == axum::http::Method::HEAD;
         let scope = if let Some(rest) = path.strip_prefix("/api/v1/") {
-            if rest.starts_with("plugins") {
+            if rest.starts_with("approvals") {
+                "approvals:answer"
+            } else if rest.starts_with("plugins") {
                 if read { "tools:list" } else { "plugins:admin" }
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
                 || rest.starts_with("jobs")

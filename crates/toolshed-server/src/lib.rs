@@ -39,6 +39,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod api;
+pub mod approvals;
 pub mod error;
 pub mod events;
 mod guard;

@@ -24,6 +24,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/tools"),
     ("GET", "/tools/{name}"),
     ("POST", "/tools/{name}/execute"),
+    ("GET", "/approvals"),
+    ("GET", "/approvals/{id}"),
+    ("POST", "/approvals/{id}/approve"),
+    ("POST", "/approvals/{id}/deny"),
     ("GET", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("POST", "/jobs/{id}/cancel"),
@@ -114,6 +118,11 @@ impl Op {
     fn body(mut self, schema: Value) -> Self {
         self.body =
             Some(json!({"required": true, "content": {"application/json": {"schema": schema}}}));
+        self
+    }
+    fn optional_body(mut self, schema: Value) -> Self {
+        self.body =
+            Some(json!({"required": false, "content": {"application/json": {"schema": schema}}}));
         self
     }
     fn respond(mut self, code: &'static str, response: Value) -> Self {
@@ -230,6 +239,24 @@ fn operations() -> Vec<Op> {
             .respond("500", error_response("A bug in toolshed"))
             .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
             .respond("504", error_response("The call's deadline passed")),
+        op("GET", "/approvals", "listApprovals", "Calls waiting for a person's approval (with all=true, recent answered and expired requests too)")
+            .param(query_param("all", "Also the answered and expired requests", json!({"type": "boolean"})))
+            .respond("200", json_response("The requests, newest first", json!({"type": "object", "required": ["approvals"], "properties": {"approvals": {"type": "array", "items": schema_ref("Approval")}}}))),
+        op("GET", "/approvals/{id}", "getApproval", "One approval request")
+            .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
+            .respond("200", json_response("The request", schema_ref("Approval")))
+            .respond("404", not_found()),
+        op("POST", "/approvals/{id}/approve", "approve", "Let the waiting call run; `remember` approves the same tool with the same arguments for its owner from now on. The body is optional")
+            .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
+            .optional_body(json!({"type": "object", "additionalProperties": false, "properties": {"remember": {"type": "boolean"}}}))
+            .respond("200", json_response("The request, approved", schema_ref("Approval")))
+            .respond("404", not_found())
+            .respond("409", error_response("The request is not pending any more (answered or expired)")),
+        op("POST", "/approvals/{id}/deny", "deny", "Refuse the waiting call")
+            .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
+            .respond("200", json_response("The request, denied", schema_ref("Approval")))
+            .respond("404", not_found())
+            .respond("409", error_response("The request is not pending any more (answered or expired)")),
         op("GET", "/jobs", "listJobs", "Jobs kept (running, and finished ones until their retention passes)")
             .param(query_param("owner", "Only this owner's jobs", json!({"type": "string"})))
             .param(query_param("state", "Only jobs in this state", json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled"]})))
@@ -252,7 +279,7 @@ fn operations() -> Vec<Op> {
                 "required": ["data"],
                 "properties": {
                     "data": {"type": "string"},
-                    "event": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed", "events.missed"]},
+                    "event": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed", "approval.requested", "approval.resolved", "events.missed"]},
                     "id": {"type": "string"},
                     "retry": {"type": "integer"}
                 }
@@ -386,12 +413,25 @@ fn schemas() -> Value {
                 "error": {"type": "object", "nullable": true}
             }
         },
+        "Approval": {
+            "type": "object",
+            "required": ["id", "tool", "owner", "digest", "summary", "rule", "reason", "created_ms", "expires_ms", "state", "remembered"],
+            "properties": {
+                "id": {"type": "string"}, "tool": {"type": "string"}, "owner": {"type": "string"},
+                "digest": {"type": "string"}, "summary": {"type": "string"},
+                "rule": {"type": "string"}, "reason": {"type": "string"},
+                "created_ms": {"type": "integer"}, "expires_ms": {"type": "integer"},
+                "state": {"type": "string", "enum": ["pending", "approved", "denied", "expired"]},
+                "answered_by": nullable_string, "answered_ms": {"type": "integer", "nullable": true},
+                "remembered": {"type": "boolean"}
+            }
+        },
         "Event": {
             "type": "object",
             "required": ["id", "type", "time_ms", "data"],
             "properties": {
                 "id": {"type": "integer"},
-                "type": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed"]},
+                "type": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed", "approval.requested", "approval.resolved"]},
                 "time_ms": {"type": "integer"}, "job_id": {"type": "string"}, "owner": {"type": "string"},
                 "data": {"type": "object"}
             }

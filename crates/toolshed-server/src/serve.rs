@@ -15,7 +15,7 @@ use toolshed_mcp::Session;
 
 use crate::guard::{RequestGuard, guarded};
 use crate::token::BearerToken;
-use crate::{api, events, jobs, metrics, openapi, proxy, stream};
+use crate::{api, approvals, events, jobs, metrics, openapi, proxy, stream};
 
 /// The path prefix of the REST API.
 pub const API_PREFIX: &str = "/api/v1";
@@ -101,6 +101,10 @@ pub fn app(
         .route("/tools", get(api::tools))
         .route("/tools/{name}", get(api::tool))
         .route("/tools/{name}/execute", post(api::execute))
+        .route("/approvals", get(approvals::list))
+        .route("/approvals/{id}", get(approvals::get))
+        .route("/approvals/{id}/approve", post(approvals::approve))
+        .route("/approvals/{id}/deny", post(approvals::deny))
         .route("/jobs", get(api::jobs))
         .route("/jobs/{id}", get(api::job))
         .route("/jobs/{id}/cancel", post(api::cancel_job))
@@ -186,6 +190,18 @@ fn bridge_plugin_events(host: &Host, events: Arc<events::EventLog>, stop: Cancel
                     None,
                     None,
                     serde_json::json!({"plugin_id": plugin_id, "state": state, "reason": reason}),
+                ),
+                Ok(Event::ApprovalRequested { request }) => events.publish(
+                    "approval.requested",
+                    None,
+                    Some(&request.owner.clone()),
+                    serde_json::json!(request),
+                ),
+                Ok(Event::ApprovalResolved { request }) => events.publish(
+                    "approval.resolved",
+                    None,
+                    Some(&request.owner.clone()),
+                    serde_json::json!(request),
                 ),
                 Ok(_) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}

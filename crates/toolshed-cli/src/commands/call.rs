@@ -78,6 +78,19 @@ pub async fn run(
     let mut request = CallRequest::new(&args.name, arguments, owner, "cli");
     request.timeout = args.timeout_ms.map(Duration::from_millis);
     request.profile = args.profile;
+    // Tell the person at the terminal when the call waits for an approval.
+    let mut events = host.events().subscribe();
+    let waiting = tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            if let toolshed_host::Event::ApprovalRequested { request } = event {
+                eprintln!(
+                    "waiting for approval {id}: {reason}\n  approve: toolshed approvals approve {id}\n  deny:    toolshed approvals deny {id}",
+                    id = request.id,
+                    reason = request.reason
+                );
+            }
+        }
+    });
     let cancel = request.cancel.clone();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -86,6 +99,7 @@ pub async fn run(
     });
     let result = host.call(request).await;
     ctrl_c.abort();
+    waiting.abort();
     match result.result {
         Ok(output) => {
             if args.json {

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod approvals;
 pub mod call;
 pub mod doctor;
 pub mod mcp;

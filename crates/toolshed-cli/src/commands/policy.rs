@@ -39,12 +39,12 @@ pub fn test(
             .sandbox
             .mode()
             .map_err(|e| Failure::Usage(e.to_string()))?;
-        if let PolicyDecision::NeedsApproval(why) =
+        if let PolicyDecision::NeedsApproval { rule, reason } =
             SandboxEscalation::new(mode).check(&subject, &owner, &arguments)
         {
             verdict.decision = Decision::Ask;
-            verdict.rule = "sandbox escalation".into();
-            verdict.message = Some(why);
+            verdict.rule = rule;
+            verdict.message = Some(reason);
         }
     }
     if json {

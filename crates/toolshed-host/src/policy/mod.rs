@@ -3,8 +3,8 @@
 //! Every door gets the same answer from the one policy the pipeline holds. The host's
 //! ([`RulePolicy`]) applies the configured rules ([`rules`], `[[policy.rule]]`), then
 //! refuses a call asking for a wider sandbox than the host's ([`SandboxEscalation`]).
-//! `ask` is `needs_approval`: until approvals can be granted, such a call is refused with
-//! the rule that asked.
+//! `ask` is `needs_approval`: the pipeline then waits for a person's answer
+//! ([`crate::approvals`]).
 
 mod rules;
 
@@ -32,7 +32,12 @@ pub enum PolicyDecision {
         message: String,
     },
     /// Ask a person first.
-    NeedsApproval(String),
+    NeedsApproval {
+        /// The rule that asks.
+        rule: String,
+        /// What to ask, and why.
+        reason: String,
+    },
 }
 
 /// Decides whether a reviewed, validated call may run.
@@ -79,15 +84,18 @@ impl Policy for SandboxEscalation {
             return PolicyDecision::Allow;
         };
         match SandboxMode::parse(asked) {
-            Ok(asked) if asked > self.mode => PolicyDecision::NeedsApproval(format!(
-                "`{tool}` asks to run its command in sandbox mode {}, wider than this host's {}; \
-                 escalation needs a person's approval, and no approver is configured. Run it \
-                 in {} (leave `sandbox` out), or start toolshed with [sandbox] mode = \"{}\"",
-                asked.as_str(),
-                self.mode.as_str(),
-                self.mode.as_str(),
-                asked.as_str(),
-            )),
+            Ok(asked) if asked > self.mode => PolicyDecision::NeedsApproval {
+                rule: "sandbox escalation".into(),
+                reason: format!(
+                    "`{tool}` asks to run its command in sandbox mode {}, wider than this host's \
+                     {}: a person must approve it (or run it in {} by leaving `sandbox` out, or \
+                     start toolshed with [sandbox] mode = \"{}\")",
+                    asked.as_str(),
+                    self.mode.as_str(),
+                    self.mode.as_str(),
+                    asked.as_str(),
+                ),
+            },
             Ok(_) => PolicyDecision::Allow,
             // The schema names the modes; a tool of another shape is the tool's to refuse.
             Err(_) => PolicyDecision::Allow,
@@ -123,13 +131,13 @@ impl Policy for RulePolicy {
                 rule: verdict.rule.clone(),
                 message: said(format!("policy rule `{}` refuses `{tool}`", verdict.rule)),
             },
-            Decision::Ask => PolicyDecision::NeedsApproval(format!(
-                "policy rule `{}` asks a person to approve this `{tool}` call ({}), and no \
-                 approver is configured, so it is refused; change the rule, or call \
-                 differently",
-                verdict.rule,
-                said("no reason given".into()),
-            )),
+            Decision::Ask => PolicyDecision::NeedsApproval {
+                rule: verdict.rule.clone(),
+                reason: said(format!(
+                    "policy rule `{}` asks a person to approve this `{tool}` call",
+                    verdict.rule
+                )),
+            },
         }
     }
 }

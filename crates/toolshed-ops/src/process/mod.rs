@@ -148,8 +148,11 @@ pub struct SpawnRequest {
     /// How much output is kept.
     pub limits: OutputLimits,
     /// The sandbox mode to run in, when narrower than the backend's (`None`: the backend's).
-    /// A wider mode is refused ([`OpsError::SandboxEscalation`]).
+    /// A wider mode is refused ([`OpsError::SandboxEscalation`]) unless a person approved
+    /// it (`escalation_approved`).
     pub sandbox: Option<crate::sandbox::SandboxMode>,
+    /// Whether a person approved this command's wider `sandbox` mode.
+    pub escalation_approved: bool,
 }
 
 impl SpawnRequest {
@@ -164,6 +167,7 @@ impl SpawnRequest {
             stdin: Stdin::Closed,
             limits: OutputLimits::default(),
             sandbox: None,
+            escalation_approved: false,
         }
     }
 
@@ -405,9 +409,10 @@ pub trait ProcessOps: Send + Sync {
     /// stops trees too, but in the background, which an exiting process may not wait for.
     fn kill_all(&self) {}
 
-    /// What a command asking for sandbox `mode` (`None`: this backend's own) runs under:
-    /// `None` with full access; an error when the mode is wider than this backend allows or
-    /// cannot be enforced here. Reported with every command's result.
+    /// What a command that started in sandbox `mode` (`None`: this backend's own) runs
+    /// under: `None` with full access; an error when the mode cannot be enforced here.
+    /// Reported with every command's result (a wider mode only starts once approved, so it
+    /// is reported as it ran).
     ///
     /// A backend without a sandbox runs everything with full access and refuses narrower
     /// modes rather than pretend to enforce them.

@@ -229,6 +229,7 @@ async fn exec(
             ..OutputLimits::default()
         });
     request.sandbox = args.sandbox.map(SandboxMode::from);
+    request.escalation_approved = ctx.approved;
     if tty {
         request = request.tty(Tty::DEFAULT);
     } else if args.stdin {

@@ -239,6 +239,7 @@ async fn start(
             kill_after_bytes: None,
         });
     request.sandbox = args.sandbox.map(SandboxMode::from);
+    request.escalation_approved = ctx.approved;
     request.validate().map_err(ToolError::from)?;
     let max = config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES);
     let item = {

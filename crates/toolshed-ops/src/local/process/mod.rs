@@ -146,7 +146,11 @@ impl std::fmt::Debug for LocalProcessOps {
 impl LocalProcessOps {
     /// Where a command asking for sandbox `mode` (`None`: the configured one) runs: `None`
     /// with full access, else the working sandbox and the mode to confine it to.
-    fn plan(&self, mode: Option<SandboxMode>) -> Result<Option<(&Ready, SandboxMode)>, OpsError> {
+    fn plan(
+        &self,
+        mode: Option<SandboxMode>,
+        approved: bool,
+    ) -> Result<Option<(&Ready, SandboxMode)>, OpsError> {
         let setting = match &self.config.sandbox {
             None => return crate::process::unsandboxed(mode).map(|_| None),
             Some(setting) => setting,
@@ -164,7 +168,7 @@ impl LocalProcessOps {
         };
         let allowed = sandbox.policy.mode;
         let mode = mode.unwrap_or(allowed);
-        if mode > allowed {
+        if mode > allowed && !approved {
             return Err(OpsError::SandboxEscalation {
                 asked: mode.as_str(),
                 allowed: allowed.as_str(),
@@ -317,7 +321,7 @@ fn nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
 
 impl ProcessOps for LocalProcessOps {
     fn sandbox(&self, mode: Option<SandboxMode>) -> Result<Option<Enforcement>, OpsError> {
-        Ok(self.plan(mode)?.map(|(ready, mode)| {
+        Ok(self.plan(mode, true)?.map(|(ready, mode)| {
             let mut enforcement = ready.enforcement.clone();
             enforcement.mode = mode;
             if self.config.limits.any() {
@@ -392,7 +396,7 @@ impl ProcessOps for LocalProcessOps {
         let mut inbound_path: Option<PathBuf> = None;
         let mut inherit = None;
         let plan = self
-            .plan(request.sandbox)
+            .plan(request.sandbox, request.escalation_approved)
             .inspect_err(|_| remove_cgroup(&cgroup))?;
         let mut command = match plan {
             None => {

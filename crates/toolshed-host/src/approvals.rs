@@ -1,0 +1,454 @@
+//! Approvals: a person's yes or no to one exact call.
+//!
+//! When policy asks (`decision = "ask"`, or a call wanting a wider sandbox), the pipeline
+//! records an approval request — the tool, a digest of the exact arguments, a readable
+//! summary, the owner, the rule, an expiry — and the call waits for an answer, its deadline
+//! paused and its cancellation still live. The answer comes from whoever sees it first:
+//! the calling client (MCP elicitation, through the door's [`Approver`]), `toolshed
+//! approvals approve|deny` in another terminal, or `POST /api/v1/approvals/ID/approve|deny`.
+//! Requests live in the state database, so an answer given by another process reaches the
+//! waiting call (it looks every [`POLL`]). A yes is for that call only, unless remembered
+//! for the owner: then the same tool with the same arguments runs for that owner without
+//! asking again. No answer before the expiry means no; so does a restart, since the call
+//! that waited is gone (its request then expires unanswered).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use ring::rand::SecureRandom;
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::store::{StateStore, StoreError};
+
+/// How often a waiting call looks for an answer given by another process.
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// The most answered requests kept; the oldest are removed first.
+pub const MAX_KEPT: i64 = 10_000;
+
+/// `[approvals]`: how long a call waits for a person, and how many may wait at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApprovalsConfig {
+    /// How long a call waits for an answer before it is denied, in seconds; 0 refuses at
+    /// once with `needs_approval` (no one will answer: CI, unattended runs).
+    pub timeout_secs: u64,
+    /// The most requests pending at once; more are refused.
+    pub max_pending: u32,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 300,
+            max_pending: 100,
+        }
+    }
+}
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Waiting for an answer.
+    Pending,
+    /// Approved.
+    Approved,
+    /// Denied.
+    Denied,
+    /// Nobody answered in time (or toolshed restarted).
+    Expired,
+}
+
+impl ApprovalState {
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Denied => "denied",
+            ApprovalState::Expired => "expired",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "approved" => ApprovalState::Approved,
+            "denied" => ApprovalState::Denied,
+            "expired" => ApprovalState::Expired,
+            _ => ApprovalState::Pending,
+        }
+    }
+}
+
+/// One approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApprovalRequest {
+    /// Its id (`ap-…`).
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The owner the call runs as.
+    pub owner: String,
+    /// SHA-256 of the tool and its exact arguments.
+    pub digest: String,
+    /// The call, readable: the tool and its arguments, shortened.
+    pub summary: String,
+    /// The rule that asked.
+    pub rule: String,
+    /// Why it asked.
+    pub reason: String,
+    /// When it was asked (Unix ms).
+    pub created_ms: i64,
+    /// When it expires (Unix ms).
+    pub expires_ms: i64,
+    /// Where it stands.
+    pub state: ApprovalState,
+    /// Who answered.
+    pub answered_by: Option<String>,
+    /// When (Unix ms).
+    pub answered_ms: Option<i64>,
+    /// Whether a yes was remembered for the owner.
+    pub remembered: bool,
+}
+
+/// A door that can ask the calling client's user directly (MCP elicitation).
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks about `request`: `Some(true)` approved, `Some(false)` declined, `None` when the
+    /// client cannot be asked (the request stays open for other approvers).
+    async fn ask(&self, request: &ApprovalRequest) -> Option<bool>;
+    /// Who answers through this door, for the record (`mcp client of alice`).
+    fn who(&self) -> String;
+}
+
+/// The time now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The digest an approval is bound to: the tool and its exact arguments.
+pub fn call_digest(tool: &str, arguments: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(tool.as_bytes());
+    hasher.update([0]);
+    hasher.update(arguments.to_string().as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `tool {args}`, at most 400 characters.
+pub fn summary(tool: &str, arguments: &Value) -> String {
+    let text = format!("{tool} {arguments}");
+    if text.chars().count() <= 400 {
+        text
+    } else {
+        format!("{}…", text.chars().take(399).collect::<String>())
+    }
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApprovalRequest> {
+    Ok(ApprovalRequest {
+        id: r.get(0)?,
+        tool: r.get(1)?,
+        owner: r.get(2)?,
+        digest: r.get(3)?,
+        summary: r.get(4)?,
+        rule: r.get(5)?,
+        reason: r.get(6)?,
+        created_ms: r.get(7)?,
+        expires_ms: r.get(8)?,
+        state: ApprovalState::parse(&r.get::<_, String>(9)?),
+        answered_by: r.get(10)?,
+        answered_ms: r.get(11)?,
+        remembered: r.get::<_, i64>(12)? != 0,
+    })
+}
+
+const COLUMNS: &str = "id, tool, owner, digest, summary, rule, reason, created_ms, expires_ms, \
+                       state, answered_by, answered_ms, remembered";
+
+/// What a new request is about.
+#[derive(Debug, Clone)]
+pub struct NewApproval<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The owner.
+    pub owner: &'a str,
+    /// The exact arguments.
+    pub arguments: &'a Value,
+    /// The rule that asked.
+    pub rule: &'a str,
+    /// Why.
+    pub reason: &'a str,
+    /// How long it waits.
+    pub timeout: Duration,
+}
+
+impl StateStore {
+    /// Records a pending request; an error when `max_pending` are pending already.
+    pub fn create_approval(
+        &self,
+        new: &NewApproval<'_>,
+        max_pending: u32,
+    ) -> Result<ApprovalRequest, StoreError> {
+        let mut id = [0u8; 8];
+        ring::rand::SystemRandom::new()
+            .fill(&mut id)
+            .map_err(|_| StoreError::Full("the system random source failed".into()))?;
+        let now = now_ms();
+        let request = ApprovalRequest {
+            id: format!(
+                "ap-{}",
+                id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            ),
+            tool: new.tool.to_string(),
+            owner: new.owner.to_string(),
+            digest: call_digest(new.tool, new.arguments),
+            summary: summary(new.tool, new.arguments),
+            rule: new.rule.to_string(),
+            reason: new.reason.to_string(),
+            created_ms: now,
+            expires_ms: now
+                .saturating_add(i64::try_from(new.timeout.as_millis()).unwrap_or(i64::MAX)),
+            state: ApprovalState::Pending,
+            answered_by: None,
+            answered_ms: None,
+            remembered: false,
+        };
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "UPDATE approvals SET state = 'expired' WHERE state = 'pending' AND expires_ms <= ?1",
+                [now],
+            )?;
+            let pending: i64 = tx.query_row(
+                "SELECT count(*) FROM approvals WHERE state = 'pending'",
+                [],
+                |r| r.get(0),
+            )?;
+            if pending >= i64::from(max_pending) {
+                return Err(StoreError::Full(format!(
+                    "{pending} approvals are waiting already ([approvals] max_pending); answer \
+                     some (`toolshed approvals list`) and call again"
+                )));
+            }
+            tx.execute(
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', NULL, NULL, 0)"),
+                params![
+                    request.id,
+                    request.tool,
+                    request.owner,
+                    request.digest,
+                    request.summary,
+                    request.rule,
+                    request.reason,
+                    request.created_ms,
+                    request.expires_ms
+                ],
+            )?;
+            tx.execute(
+                "DELETE FROM approvals WHERE state != 'pending' AND id NOT IN
+                 (SELECT id FROM approvals ORDER BY created_ms DESC LIMIT ?1)",
+                [MAX_KEPT],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })?;
+        Ok(request)
+    }
+
+    /// One request.
+    pub fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError> {
+        self.with(|c| {
+            Ok(
+                c.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
+                    .query_row([id], row)
+                    .optional()?,
+            )
+        })
+    }
+
+    /// Requests, newest first: only the pending ones unless `all`.
+    pub fn approvals(&self, all: bool, limit: usize) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let now = now_ms();
+        self.with(|c| {
+            c.execute(
+                "UPDATE approvals SET state = 'expired' WHERE state = 'pending' AND expires_ms <= ?1",
+                [now],
+            )?;
+            let filter = if all { "" } else { "WHERE state = 'pending'" };
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM approvals {filter} ORDER BY created_ms DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], row)?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Answers a pending request. `None` when there is no such request; the request as it
+    /// stands otherwise (already answered or expired: unchanged).
+    pub fn answer_approval(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        remember: bool,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        let now = now_ms();
+        self.with(|c| {
+            let tx = c.transaction()?;
+            let state = if approve { "approved" } else { "denied" };
+            let changed = tx.execute(
+                "UPDATE approvals SET state = ?2, answered_by = ?3, answered_ms = ?4,
+                        remembered = ?5
+                 WHERE id = ?1 AND state = 'pending' AND expires_ms > ?4",
+                params![id, state, by, now, i64::from(approve && remember)],
+            )?;
+            let request = tx
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+                    [id],
+                    row,
+                )
+                .optional()?;
+            if changed > 0
+                && approve
+                && remember
+                && let Some(r) = &request
+            {
+                tx.execute(
+                    "INSERT OR REPLACE INTO approval_grants (owner, tool, digest, created_ms)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![r.owner, r.tool, r.digest, now],
+                )?;
+            }
+            tx.commit()?;
+            Ok(request)
+        })
+    }
+
+    /// Marks a pending request expired (nobody answered, or the call went away).
+    pub fn expire_approval(&self, id: &str) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE approvals SET state = 'expired', answered_ms = ?2
+                 WHERE id = ?1 AND state = 'pending'",
+                params![id, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Whether `owner` has a remembered yes for `tool` with these exact arguments.
+    pub fn approval_remembered(
+        &self,
+        owner: &str,
+        tool: &str,
+        digest: &str,
+    ) -> Result<bool, StoreError> {
+        self.with(|c| {
+            Ok(c.prepare_cached(
+                "SELECT 1 FROM approval_grants WHERE owner = ?1 AND tool = ?2 AND digest = ?3",
+            )?
+            .query_row(params![owner, tool, digest], |_| Ok(()))
+            .optional()?
+            .is_some())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn new<'a>(args: &'a Value, timeout: Duration) -> NewApproval<'a> {
+        NewApproval {
+            tool: "exec_command",
+            owner: "alice",
+            arguments: args,
+            rule: "ask",
+            reason: "asks",
+            timeout,
+        }
+    }
+
+    #[test]
+    fn a_request_is_answered_once_and_a_remembered_yes_is_bound_to_the_exact_call() {
+        let store = StateStore::open_in_memory().unwrap();
+        let args = json!({"cmd": "rm -rf build"});
+        let r = store
+            .create_approval(&new(&args, Duration::from_secs(60)), 10)
+            .unwrap();
+        assert_eq!(store.approvals(false, 10).unwrap().len(), 1);
+        let answered = store
+            .answer_approval(&r.id, true, "cli", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(answered.state, ApprovalState::Approved);
+        assert_eq!(answered.answered_by.as_deref(), Some("cli"));
+        // A second answer changes nothing.
+        let again = store
+            .answer_approval(&r.id, false, "other", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(again.state, ApprovalState::Approved);
+        assert!(
+            store
+                .approval_remembered("alice", "exec_command", &r.digest)
+                .unwrap()
+        );
+        let other = call_digest("exec_command", &json!({"cmd": "rm -rf /"}));
+        assert!(
+            !store
+                .approval_remembered("alice", "exec_command", &other)
+                .unwrap()
+        );
+        assert!(
+            !store
+                .approval_remembered("bob", "exec_command", &r.digest)
+                .unwrap()
+        );
+        assert!(
+            store
+                .answer_approval("ap-none", true, "cli", false)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn expired_and_excess_requests_are_refused() {
+        let store = StateStore::open_in_memory().unwrap();
+        let args = json!({});
+        let r = store
+            .create_approval(&new(&args, Duration::ZERO), 10)
+            .unwrap();
+        let late = store
+            .answer_approval(&r.id, true, "cli", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(late.state, ApprovalState::Pending, "too late to approve");
+        assert_eq!(
+            store.approvals(true, 10).unwrap()[0].state,
+            ApprovalState::Expired
+        );
+        store
+            .create_approval(&new(&args, Duration::from_secs(60)), 1)
+            .unwrap();
+        let full = store.create_approval(&new(&args, Duration::from_secs(60)), 1);
+        assert!(full.unwrap_err().to_string().contains("max_pending"));
+    }
+}

@@ -1,0 +1,141 @@
+//! `/api/v1/approvals`: the calls waiting for a person, and their answers.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolshed_host::approvals::ApprovalState;
+use toolshed_host::identity::Caller;
+
+use crate::api::{AppState, query};
+use crate::error::ApiError;
+
+/// The most requests one listing returns.
+const LIST_LIMIT: usize = 200;
+
+/// Filters of `GET /approvals`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalFilter {
+    /// Also the answered and expired requests.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// The body of `POST /approvals/{id}/approve`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// Also approve the same tool with the same arguments for this owner from now on.
+    #[serde(default)]
+    pub remember: bool,
+}
+
+fn failed(e: toolshed_host::StoreError) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+}
+
+/// `GET /approvals`.
+pub async fn list(
+    State(state): State<AppState>,
+    filter: Result<Query<ApprovalFilter>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query(filter)?;
+    let list = state
+        .host
+        .store()
+        .approvals(filter.all, LIST_LIMIT)
+        .map_err(failed)?;
+    Ok(Json(json!({ "approvals": list })))
+}
+
+/// `GET /approvals/{id}`.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .host
+        .store()
+        .approval(&id)
+        .map_err(failed)?
+        .map(|r| Json(json!(r)))
+        .ok_or_else(|| missing(&id))
+}
+
+fn missing(id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no approval request `{id}`; GET /api/v1/approvals lists the waiting ones"
+    ))
+}
+
+/// `POST /approvals/{id}/approve`.
+pub async fn approve(
+    state: State<AppState>,
+    caller: Option<Extension<Caller>>,
+    id: Path<String>,
+    raw: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    // The body is optional: none is `{}`.
+    let remember = if raw.iter().all(u8::is_ascii_whitespace) {
+        false
+    } else {
+        serde_json::from_slice::<Answer>(&raw)
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the body is not an answer ({e}); send {{\"remember\": true}} or nothing"
+                ))
+            })?
+            .remember
+    };
+    decide(state, caller, id, true, remember).await
+}
+
+/// `POST /approvals/{id}/deny`.
+pub async fn deny(
+    state: State<AppState>,
+    caller: Option<Extension<Caller>>,
+    id: Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    decide(state, caller, id, false, false).await
+}
+
+async fn decide(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    Path(id): Path<String>,
+    approve: bool,
+    remember: bool,
+) -> Result<Json<Value>, ApiError> {
+    let by = match caller.as_deref() {
+        Some(c) if c.is_agent() => format!(
+            "token {} ({})",
+            c.token_id.as_deref().unwrap_or_default(),
+            c.owner.0
+        ),
+        _ => "the admin token (REST)".to_string(),
+    };
+    let request = state
+        .host
+        .store()
+        .answer_approval(&id, approve, &by, remember)
+        .map_err(failed)?
+        .ok_or_else(|| missing(&id))?;
+    let wanted = if approve {
+        ApprovalState::Approved
+    } else {
+        ApprovalState::Denied
+    };
+    if request.state != wanted || request.answered_by.as_deref() != Some(by.as_str()) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!(
+                "{id} is not pending any more: it is {}",
+                request.state.as_str()
+            ),
+        ));
+    }
+    Ok(Json(json!(request)))
+}

@@ -1,0 +1,155 @@
+"""Approvals bound to the exact call: an `ask` rule on commands that are not git.
+
+Through the Python MCP client with an elicitation handler the user's answer decides; over
+REST the call waits until `POST /api/v1/approvals/ID/approve`, and without an answer it
+expires to a denial."""
+
+import asyncio
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from mcp import Client, types
+
+RULES = """
+[[policy.rule]]
+name = "ask before commands"
+tools = ["group:exec"]
+when = { cmd = { not_matches = "^git " } }
+decision = "ask"
+message = "commands other than git need a person's yes"
+
+[approvals]
+timeout_secs = %d
+"""
+
+
+def write_rules(home: Path, timeout_secs: int) -> Path:
+    path = home / "policy.toml"
+    path.write_text(RULES % timeout_secs)
+    return path
+
+
+def run(coro, timeout=60):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+def test_elicitation_approving_runs_the_command_and_declining_is_a_denial_naming_the_rule(
+    toolshed_bin, home, workspace
+):
+    config = write_rules(home, 60)
+    answers = []
+    asked = []
+
+    async def on_elicit(context, params: types.ElicitRequestParams):
+        asked.append(params.message)
+        return types.ElicitResult(action=answers.pop(0))
+
+    from mcp import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=toolshed_bin,
+        args=["--workspace", str(workspace), "--config", str(config), "mcp"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+        cwd=str(workspace),
+    )
+
+    async def main():
+        async with Client(params, mode="legacy", elicitation_callback=on_elicit) as client:
+            answers.append("accept")
+            ran = await client.call_tool("exec_command", {"cmd": "echo approved > approved.txt; echo done"})
+            assert not ran.is_error, ran.content
+            assert "done" in ran.content[0].text
+            answers.append("decline")
+            refused = await client.call_tool("exec_command", {"cmd": "echo declined > declined.txt"})
+            assert refused.is_error
+            text = refused.content[0].text
+            assert "ask before commands" in text and "declined" in text, text
+            # git commands are not asked about.
+            git = await client.call_tool("exec_command", {"cmd": "git --version || true"})
+            assert not git.is_error or "git" in git.content[0].text
+
+    run(main())
+    assert (workspace / "approved.txt").exists()
+    assert not (workspace / "declined.txt").exists()
+    assert len(asked) == 2 and "echo approved" in asked[0] and "ask before commands" in asked[0]
+
+
+def request(url, token, method="GET", body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            return response.status, json.loads(response.read().decode() or "null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode() or "null")
+
+
+def call_in_background(base, token, cmd):
+    """Runs exec_command over REST on a thread; returns (thread, result holder)."""
+    result = {}
+
+    def go():
+        result["answer"] = request(
+            f"{base}/api/v1/tools/exec_command/execute", token, "POST", {"arguments": {"cmd": cmd}}
+        )
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    return thread, result
+
+
+def pending(base, token, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        status, body = request(f"{base}/api/v1/approvals", token)
+        assert status == 200, body
+        if body["approvals"]:
+            return body["approvals"]
+        time.sleep(0.05)
+    raise AssertionError("no approval request appeared")
+
+
+def test_rest_a_call_waits_for_approve_and_expires_to_denied(serve, home, workspace):
+    write_rules(home, 2)
+    (workspace / "toolshed.toml").write_text("")
+    url, token = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
+    base = url.removesuffix("/mcp")
+
+    thread, result = call_in_background(base, token, "echo yes > rest-approved.txt; echo ran")
+    waiting = pending(base, token)
+    assert len(waiting) == 1
+    one = waiting[0]
+    assert one["tool"] == "exec_command" and one["rule"] == "ask before commands"
+    assert "rest-approved" in one["summary"] and one["state"] == "pending"
+    time.sleep(0.3)
+    assert thread.is_alive(), "the call must wait for the answer"
+    status, answered = request(f"{base}/api/v1/approvals/{one['id']}/approve", token, "POST", {})
+    assert status == 200 and answered["state"] == "approved", answered
+    thread.join(30)
+    status, body = result["answer"]
+    assert status == 200 and not body["is_error"], body
+    assert (workspace / "rest-approved.txt").exists()
+    # Answering again is a conflict.
+    status, _ = request(f"{base}/api/v1/approvals/{one['id']}/deny", token, "POST")
+    assert status == 409
+
+    # Nobody answers: denied after the expiry, naming the rule.
+    started = time.time()
+    thread, result = call_in_background(base, token, "echo no > rest-expired.txt")
+    thread.join(30)
+    status, body = result["answer"]
+    assert status == 403 and body["error"]["kind"] == "denied", body
+    assert "ask before commands" in body["error"]["message"] and "nobody approved" in body["error"]["message"]
+    assert time.time() - started >= 1.5
+    assert not (workspace / "rest-expired.txt").exists()
+    status, listed = request(f"{base}/api/v1/approvals?all=true", token)
+    assert [a["state"] for a in listed["approvals"]][:2] == ["expired", "approved"]
