@@ -60,6 +60,8 @@ pub struct Config {
     pub policy: crate::policy::PolicyConfig,
     /// How long a call waits for a person's approval.
     pub approvals: crate::approvals::ApprovalsConfig,
+    /// Command hooks before and after tools.
+    pub hooks: crate::hooks::HooksConfig,
 }
 
 /// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may
@@ -474,14 +476,25 @@ impl ConfigSources {
 /// Refuses a workspace file that widens the sandbox: `full-access`, the host's network,
 /// extra writable roots, or a deny list without the default entries.
 fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), ConfigError> {
-    if table.contains_key("policy") {
-        return Err(ConfigError::Invalid {
-            source_name: source.to_string(),
-            message: "[policy] in a workspace's toolshed.toml could replace the rules you \
-                      set (a list replaces the one before it); set policy rules in your user \
-                      config (~/.config/toolshed/config.toml) or a file given with --config"
-                .into(),
-        });
+    for (key, why) in [
+        (
+            "policy",
+            "could replace the rules you set (a list replaces the one before it)",
+        ),
+        (
+            "hooks",
+            "would run its commands at every tool call, and could replace the hooks you set",
+        ),
+    ] {
+        if table.contains_key(key) {
+            return Err(ConfigError::Invalid {
+                source_name: source.to_string(),
+                message: format!(
+                    "[{key}] in a workspace's toolshed.toml {why}; set it in your user config \
+                     (~/.config/toolshed/config.toml) or a file given with --config"
+                ),
+            });
+        }
     }
     let Some(toml::Value::Table(sandbox)) = table.get("sandbox") else {
         return Ok(());

@@ -18,7 +18,7 @@ use toolshed_core::{
 use crate::approvals::{self, ApprovalState, ApprovalsConfig, Approver, NewApproval};
 use crate::config::Limits;
 use crate::events::{Event, EventBus};
-use crate::hooks::{HookDecision, Hooks};
+use crate::hooks::Hooks;
 use crate::policy::{Policy, PolicyDecision};
 use crate::registry::{Registry, ToolEntry};
 use crate::review::{CompiledRules, Review, Subject};
@@ -406,28 +406,35 @@ impl Dispatcher {
         };
         // 5. pre hooks
         let mut arguments = req.arguments.clone();
-        match self.hooks.before(&req.tool, &req.owner, &arguments).await {
-            HookDecision::Continue => {}
-            HookDecision::Block(reason) => {
-                return Err(ToolError::Denied {
-                    rule: "hook".into(),
-                    message: reason,
-                });
-            }
-            HookDecision::Rewrite(new_args) => {
-                validate(&entry, &new_args)?;
-                // The policy judges what will run, not what was asked; an approval was for
-                // the arguments asked about.
-                match self.check_policy(req, &entry, &new_args)? {
-                    Gate::Allow => {}
-                    Gate::Ask { .. } if approved && new_args == req.arguments => {}
-                    Gate::Ask { rule, reason } => {
-                        self.approve(req, &new_args, &rule, &reason).await?;
-                        approved = true;
-                    }
+        let (rewrite, hook_ask) = self
+            .hooks
+            .before(
+                &Subject::new(entry.spec(), &entry.plugin_id),
+                &req.owner,
+                &arguments,
+            )
+            .await
+            .map_err(|reason| ToolError::Denied {
+                rule: "hook".into(),
+                message: reason,
+            })?;
+        if let Some(new_args) = rewrite {
+            validate(&entry, &new_args)?;
+            // The policy judges what will run, not what was asked; an approval was for the
+            // arguments asked about.
+            match self.check_policy(req, &entry, &new_args)? {
+                Gate::Allow => {}
+                Gate::Ask { .. } if approved && new_args == req.arguments => {}
+                Gate::Ask { rule, reason } => {
+                    self.approve(req, &new_args, &rule, &reason).await?;
+                    approved = true;
                 }
-                arguments = new_args;
             }
+            arguments = new_args;
+        }
+        if let Some(reason) = hook_ask {
+            self.approve(req, &arguments, "hook", &reason).await?;
+            approved = true;
         }
         // 6. run; the deadline starts now (waiting for an approval does not use it up)
         let started = Instant::now();
@@ -459,9 +466,18 @@ impl Dispatcher {
             caller: Some(caller),
             approved,
         };
+        let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
         // 7. post hooks
-        self.hooks.after(&req.tool, &req.owner, result).await
+        match post {
+            None => result,
+            Some((entry, arguments)) => {
+                let subject = Subject::new(entry.spec(), &entry.plugin_id);
+                self.hooks
+                    .after(&subject, &req.owner, &arguments, result)
+                    .await
+            }
+        }
     }
 
     fn check_policy(

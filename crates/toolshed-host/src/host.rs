@@ -10,6 +10,7 @@ use crate::builder::HostBuilder;
 use crate::config::LoadedConfig;
 use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
 use crate::events::EventBus;
+use crate::hooks::CommandHook;
 use crate::policy::{PolicyRules, RulePolicy};
 use crate::registry::{DiscoveryRoots, Registry};
 use crate::review::{Review, RuleError};
@@ -150,7 +151,16 @@ impl Host {
                         .map_err(|e| HostError::Config(e.to_string()))?,
                 )),
             },
-            hooks: std::mem::take(&mut options.hooks),
+            hooks: {
+                let mut hooks = std::mem::take(&mut options.hooks);
+                let configured =
+                    CommandHook::from_config(&config.hooks, &services.ops.process, &workspace)
+                        .map_err(|e| HostError::Config(e.to_string()))?;
+                for hook in configured {
+                    hooks.push(Arc::new(hook));
+                }
+                hooks
+            },
             approvals: config.approvals.clone(),
         });
         Ok(Self {

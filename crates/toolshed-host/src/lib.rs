@@ -42,7 +42,7 @@ mod builder;
 mod dispatcher;
 mod events;
 mod grants;
-mod hooks;
+pub mod hooks;
 mod host;
 mod lazy;
 mod review;

@@ -243,7 +243,20 @@ impl StateStore {
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Switching a new file to WAL takes an exclusive lock, and SQLite answers "busy" at
+        // once (without the busy timeout) when another process opening it holds a lock.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => break other?,
+            }
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // SQLite's default page cache is 2 MB per connection, and the audit log's appends
@@ -268,20 +281,27 @@ impl StateStore {
         path: PathBuf,
         secrets: SecretBox,
     ) -> Result<Self, StoreError> {
-        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        let version = usize::try_from(version).unwrap_or(usize::MAX);
+        let version_of = |c: &Connection| -> Result<usize, StoreError> {
+            let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            Ok(usize::try_from(v).unwrap_or(usize::MAX))
+        };
+        if version_of(&conn)? < MIGRATIONS.len() {
+            // Under the write lock, and reading the version again inside it: another process
+            // opening the same new file at this moment migrates first, or waits for us.
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version_of(&tx)?) {
+                tx.execute_batch(sql)?;
+                tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            }
+            tx.commit()?;
+        }
+        let version = version_of(&conn)?;
         if version > MIGRATIONS.len() {
             return Err(StoreError::TooNew {
                 path,
                 found: version,
                 known: MIGRATIONS.len(),
             });
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-            let tx = conn.transaction()?;
-            tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-            tx.commit()?;
         }
         seal_clear_secrets(&mut conn, &secrets, &path)?;
         let conn = Arc::new(Mutex::new(conn));
@@ -717,6 +737,29 @@ mod tests {
             outcome: "ok".into(),
             error_kind: None,
             duration_ms: 1,
+        }
+    }
+
+    #[test]
+    fn processes_opening_a_new_database_at_once_all_succeed() {
+        // Two `toolshed` commands started together on a fresh data dir (a waiting call and
+        // `toolshed approvals list`) both find schema version 0; only one may migrate.
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("toolshed.db");
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let opened: Vec<_> = (0..4)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        StateStore::open(&path).map(|_| ())
+                    })
+                })
+                .collect();
+            for handle in opened {
+                handle.join().unwrap().unwrap();
+            }
         }
     }
 

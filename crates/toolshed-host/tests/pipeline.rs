@@ -373,6 +373,7 @@ impl toolshed_host::CallHook for Guard {
         &self,
         tool: &str,
         _owner: &OwnerId,
+        _args: &serde_json::Value,
         result: Result<toolshed_core::ToolOutput, ToolError>,
     ) -> Result<toolshed_core::ToolOutput, ToolError> {
         if tool == "annotated" {
