@@ -45,6 +45,8 @@ pub enum ErrorKind {
     Unconfigured,
     /// State changed under the caller, or the request was ambiguous.
     Conflict,
+    /// A quota or rate limit refused the call for now; retry after the time given.
+    RateLimited,
     /// The tool ran and failed.
     Failed,
     /// A bug in toolshed.
@@ -63,6 +65,7 @@ impl ErrorKind {
             Self::Cancelled => "cancelled",
             Self::Unconfigured => "unconfigured",
             Self::Conflict => "conflict",
+            Self::RateLimited => "rate_limited",
             Self::Failed => "failed",
             Self::Internal => "internal",
         }
@@ -118,6 +121,14 @@ pub enum ToolError {
     /// State changed under the caller, or the request was ambiguous.
     #[error("{0}")]
     Conflict(String),
+    /// A quota or rate limit refused the call for now.
+    #[error("rate limited: {message}; retry after {} s", .retry_after.as_secs().max(1))]
+    RateLimited {
+        /// Which limit, and how it is counted.
+        message: String,
+        /// When a retry can succeed.
+        retry_after: Duration,
+    },
     /// The tool ran and failed.
     #[error("{0}")]
     Failed(String),
@@ -172,6 +183,7 @@ impl ToolError {
             Self::Cancelled => ErrorKind::Cancelled,
             Self::Unconfigured { .. } => ErrorKind::Unconfigured,
             Self::Conflict(_) => ErrorKind::Conflict,
+            Self::RateLimited { .. } => ErrorKind::RateLimited,
             Self::Failed(_) => ErrorKind::Failed,
             Self::Internal(_) => ErrorKind::Internal,
         }
@@ -179,13 +191,17 @@ impl ToolError {
 
     /// What a program acting on this error needs besides its kind and message:
     /// `{"violations": [{pointer, message}]}` for invalid arguments, `{"rule"}` for a
-    /// denial, `{"variables"}` for what to configure; `null` otherwise.
+    /// denial, `{"variables"}` for what to configure, `{"retry_after"}` (whole seconds) for
+    /// a rate limit; `null` otherwise.
     pub fn details(&self) -> serde_json::Value {
         use serde_json::json;
         match self {
             Self::InvalidArguments { violations, .. } => json!({ "violations": violations }),
             Self::Denied { rule, .. } => json!({ "rule": rule }),
             Self::Unconfigured { variables, .. } => json!({ "variables": variables }),
+            Self::RateLimited { retry_after, .. } => {
+                json!({ "retry_after": retry_after.as_secs().max(1) })
+            }
             _ => serde_json::Value::Null,
         }
     }

@@ -62,6 +62,8 @@ pub struct Config {
     pub approvals: crate::approvals::ApprovalsConfig,
     /// Command hooks before and after tools.
     pub hooks: crate::hooks::HooksConfig,
+    /// Calls per minute and at once, per owner and tool kind.
+    pub quotas: Vec<crate::quotas::QuotaConfig>,
 }
 
 /// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may
@@ -485,6 +487,7 @@ fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), Conf
             "hooks",
             "would run its commands at every tool call, and could replace the hooks you set",
         ),
+        ("quotas", "could replace the quotas you set"),
     ] {
         if table.contains_key(key) {
             return Err(ConfigError::Invalid {
@@ -567,6 +570,10 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     config.sandbox.mode()?;
     config.sandbox.network()?;
     crate::policy::PolicyRules::compile(&config.policy).map_err(|e| ConfigError::Invalid {
+        source_name: e.source_name.clone(),
+        message: e.to_string(),
+    })?;
+    crate::quotas::Quotas::compile(&config.quotas).map_err(|e| ConfigError::Invalid {
         source_name: e.source_name.clone(),
         message: e.to_string(),
     })?;

@@ -20,6 +20,7 @@ use crate::config::Limits;
 use crate::events::{Event, EventBus};
 use crate::hooks::Hooks;
 use crate::policy::{Policy, PolicyDecision};
+use crate::quotas::Quotas;
 use crate::registry::{Registry, ToolEntry};
 use crate::review::{CompiledRules, Review, Subject};
 use crate::store::{AuditRecord, StateStore};
@@ -195,6 +196,7 @@ pub struct Dispatcher {
     policy: Arc<dyn Policy>,
     hooks: Hooks,
     approvals: ApprovalsConfig,
+    quotas: Quotas,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -221,6 +223,8 @@ pub struct DispatcherParts {
     pub hooks: Hooks,
     /// How long a call waits for an approval.
     pub approvals: ApprovalsConfig,
+    /// Calls per minute and at once, per owner.
+    pub quotas: Quotas,
 }
 
 impl Dispatcher {
@@ -246,6 +250,7 @@ impl Dispatcher {
             policy: parts.policy,
             hooks: parts.hooks,
             approvals: parts.approvals,
+            quotas: parts.quotas,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -436,7 +441,11 @@ impl Dispatcher {
             self.approve(req, &arguments, "hook", &reason).await?;
             approved = true;
         }
-        // 6. run; the deadline starts now (waiting for an approval does not use it up)
+        // 6. run, within the owner's quotas; the deadline starts now (waiting for an
+        // approval does not use it up)
+        let _quota = self
+            .quotas
+            .acquire(&Subject::new(entry.spec(), &entry.plugin_id), &req.owner)?;
         let started = Instant::now();
         let timeout = self.timeout_for(req, &entry)?;
         self.events.publish(Event::CallStarted {

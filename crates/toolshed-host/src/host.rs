@@ -12,6 +12,7 @@ use crate::dispatcher::{CallRequest, CallResult, Dispatcher, DispatcherParts};
 use crate::events::EventBus;
 use crate::hooks::CommandHook;
 use crate::policy::{PolicyRules, RulePolicy};
+use crate::quotas::Quotas;
 use crate::registry::{DiscoveryRoots, Registry};
 use crate::review::{Review, RuleError};
 use crate::store::{StateStore, StoreError};
@@ -162,6 +163,8 @@ impl Host {
                 hooks
             },
             approvals: config.approvals.clone(),
+            quotas: Quotas::compile(&config.quotas)
+                .map_err(|e| HostError::Config(e.to_string()))?,
         });
         Ok(Self {
             workspace,

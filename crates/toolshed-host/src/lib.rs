@@ -35,6 +35,7 @@ pub mod identity;
 pub mod install;
 pub mod manifest;
 pub mod policy;
+pub mod quotas;
 pub mod registry;
 
 mod audit;

@@ -59,7 +59,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let retry_after = self.details.get("retry_after").and_then(Value::as_u64);
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(secs) = retry_after.filter(|_| self.status == StatusCode::TOO_MANY_REQUESTS) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 
@@ -72,6 +79,7 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::Denied | ErrorKind::NeedsApproval => StatusCode::FORBIDDEN,
         ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::Unconfigured => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Cancelled => StatusCode::CONFLICT,
         ErrorKind::Failed => StatusCode::OK,

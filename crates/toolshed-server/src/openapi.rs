@@ -235,7 +235,7 @@ fn operations() -> Vec<Op> {
             .respond("404", not_found())
             .respond("409", conflict())
             .respond("415", error_response("The body is not application/json"))
-            .respond("429", error_response("Too many jobs are running, or too many failed authentications"))
+            .respond("429", error_response("A quota is used up (details.retry_after, Retry-After), too many jobs are running, or too many failed authentications"))
             .respond("500", error_response("A bug in toolshed"))
             .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
             .respond("504", error_response("The call's deadline passed")),
