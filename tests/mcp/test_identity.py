@@ -175,3 +175,27 @@ def test_an_mcp_session_answers_only_the_token_that_opened_it(serve, tokens):
     assert status == 403 and "another token" in body
     status, body, _ = post(url, alice, listing, {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"})
     assert status == 200 and "calculator" in body
+
+
+def test_tool_scopes_limit_what_a_token_sees_and_calls(serve, tokens):
+    url, _admin = serve()
+    base = url.removesuffix("/mcp")
+    calc_only = tokens("carol", "tools:call", "tools:list", "tool:calculator")
+    req = urllib.request.Request(f"{base}/api/v1/tools", headers={"Authorization": f"Bearer {calc_only}"})
+    with urllib.request.urlopen(req, timeout=30) as response:
+        listed = [t["name"] for t in json.loads(response.read())["tools"]]
+    assert listed == ["calculator"], listed
+    status, body = execute(base, calc_only, "calculator", {"expression": "2*3"})
+    assert status == 200 and body["content"][0]["text"] == "6", body
+    status, body = execute(base, calc_only, "exec_command", {"cmd": "echo no"})
+    assert status == 403 and body["error"]["kind"] == "denied", body
+
+    async def main():
+        http, client = connect(url, calc_only)
+        async with http, client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names == ["calculator"], names
+            refused = await client.call_tool("exec_command", {"cmd": "echo no"})
+            assert refused.is_error
+
+    run(main())

@@ -37,12 +37,17 @@ const TICKS_PER_SECOND: f64 = 100.0;
 
 type Result<T> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: mcp-driver --toolshed BIN --filesystem DIST_INDEX_JS [--node NODE] \
-[--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] [--rounds 3] [--warmup 100]";
+const USAGE: &str = "usage: mcp-driver --toolshed BIN (--filesystem DIST_INDEX_JS [--node NODE] | \
+--versus-config TOML) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
+[--rounds 3] [--warmup 100]";
 
 struct Options {
     toolshed: PathBuf,
     filesystem: PathBuf,
+    /// Instead of server-filesystem, toolshed again with this extra config file
+    /// (`TOOLSHED_CONFIG`): the same server side by side with and without, e.g., policy
+    /// rules.
+    versus_config: Option<PathBuf>,
     node: String,
     spawns: usize,
     sequential: usize,
@@ -56,6 +61,7 @@ fn parse_options() -> Result<Options> {
     let mut o = Options {
         toolshed: PathBuf::new(),
         filesystem: PathBuf::new(),
+        versus_config: None,
         node: "node".into(),
         spawns: 15,
         sequential: 2000,
@@ -80,6 +86,7 @@ fn parse_options() -> Result<Options> {
         match flag.as_str() {
             "--toolshed" => o.toolshed = PathBuf::from(&value),
             "--filesystem" => o.filesystem = PathBuf::from(&value),
+            "--versus-config" => o.versus_config = Some(PathBuf::from(&value)),
             "--node" => o.node = value.clone(),
             "--spawns" => o.spawns = number()?,
             "--sequential" => o.sequential = number()?,
@@ -90,16 +97,21 @@ fn parse_options() -> Result<Options> {
             _ => return Err(format!("unknown option {flag}\n{USAGE}")),
         }
     }
-    if o.toolshed.as_os_str().is_empty() || o.filesystem.as_os_str().is_empty() {
+    if o.toolshed.as_os_str().is_empty()
+        || (o.filesystem.as_os_str().is_empty() && o.versus_config.is_none())
+    {
         return Err(USAGE.into());
     }
     Ok(o)
 }
 
 /// How to start one server and which call to make.
+#[derive(Clone)]
 struct Server {
-    name: &'static str,
+    name: String,
     argv: Vec<String>,
+    /// Variables added to its environment.
+    env: Vec<(String, String)>,
     home: PathBuf,
     tool: String,
     arguments: Value,
@@ -125,6 +137,7 @@ impl<'a> Session<'a> {
         let mut child = Command::new(program)
             .args(args)
             .env("TOOLSHED_HOME", &server.home)
+            .envs(server.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -144,7 +157,7 @@ impl<'a> Session<'a> {
     }
 
     fn send(&mut self, msg: &Value) -> Result<()> {
-        let name = self.server.name;
+        let name = self.server.name.as_str();
         serde_json::to_writer(&mut self.stdin, msg).map_err(|e| format!("{name}: {e}"))?;
         self.stdin
             .write_all(b"\n")
@@ -216,7 +229,7 @@ impl<'a> Session<'a> {
     }
 
     fn check(&self, reply: &Value, want: u64) -> Result<()> {
-        let name = self.server.name;
+        let name = self.server.name.as_str();
         if reply.get("id").and_then(Value::as_u64) != Some(want) {
             return Err(format!(
                 "{name}: reply id {:?} is not {want}",
@@ -415,24 +428,39 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
     let ws_arg = ws.to_string_lossy().into_owned();
 
     let toolshed = Server {
-        name: "toolshed",
+        name: "toolshed".into(),
         argv: vec![
             o.toolshed.to_string_lossy().into_owned(),
             "--workspace".into(),
             ws_arg.clone(),
             "mcp".into(),
         ],
+        env: Vec::new(),
         home: home.clone(),
         tool: "workspace_read".into(),
         arguments: json!({"path": "f.txt"}),
     };
+    if let Some(config) = &o.versus_config {
+        let config = std::fs::canonicalize(config).map_err(|e| format!("{}: {e}", config.display()))?;
+        let other = Server {
+            name: format!(
+                "toolshed + {}",
+                config.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            env: vec![("TOOLSHED_CONFIG".into(), config.to_string_lossy().into_owned())],
+            home: work.join("home2"),
+            ..toolshed.clone()
+        };
+        return compare(o, &toolshed, &other, "(same tool)");
+    }
     let mut filesystem = Server {
-        name: "server-filesystem",
+        name: "server-filesystem".into(),
         argv: vec![
             o.node.clone(),
             o.filesystem.to_string_lossy().into_owned(),
             ws_arg,
         ],
+        env: Vec::new(),
         home,
         tool: String::new(),
         arguments: json!({"path": file.to_string_lossy()}),
@@ -455,7 +483,14 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
             .ok_or_else(|| format!("server-filesystem offers no text-read tool: {names:?}"))?
             .to_string();
     }
-    let servers = [&toolshed, &filesystem];
+    let tool = filesystem.tool.clone();
+    compare(o, &toolshed, &filesystem, &tool)
+}
+
+/// Times `first` and `second` side by side and prints the table.
+fn compare(o: &Options, first: &Server, second: &Server, second_tool: &str) -> Result<()> {
+    let servers = [first, second];
+    let (an, bn) = (first.name.as_str(), second.name.as_str());
 
     // One untimed spawn each: page cache, and toolshed's first-run data dir.
     let mut versions = Vec::new();
@@ -504,22 +539,22 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
     let [a, b] = &figures;
     println!(
         "4 KiB file; {} spawns; {} rounds of {} sequential and {} pipelined calls ({} in flight), \
-         {} warm-up calls each; server-filesystem tool `{}`; negotiated protocol / server version: \
-         toolshed {} / {}, server-filesystem {} / {}; driver: bench/mcp-driver (Rust)",
+         {} warm-up calls each; {bn} tool `{}`; negotiated protocol / server version: \
+         {an} {} / {}, {bn} {} / {}; driver: bench/mcp-driver (Rust)",
         o.spawns,
         o.rounds,
         o.sequential,
         o.pipelined,
         o.inflight,
         o.warmup,
-        filesystem.tool,
+        second_tool,
         versions[0].0,
         versions[0].1,
         versions[1].0,
         versions[1].1
     );
     println!();
-    println!("| metric | toolshed | server-filesystem | toolshed / server-filesystem |");
+    println!("| metric | {an} | {bn} | {an} / {bn} |");
     println!("|---|---|---|---|");
     let row = |label: &str, x: f64, y: f64, fmt: &dyn Fn(f64) -> String| {
         println!("| {label} | {} | {} | {:.2}× |", fmt(x), fmt(y), x / y);
@@ -573,7 +608,7 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
     );
     println!();
     println!(
-        "driver CPU per call (µs): sequential {} against toolshed, {} against server-filesystem; \
+        "driver CPU per call (µs): sequential {} against {an}, {} against {bn}; \
          {} in flight {} and {}",
         int(per_call(a.seq_driver_ticks, o.sequential)),
         int(per_call(b.seq_driver_ticks, o.sequential)),
@@ -585,7 +620,7 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         v.iter().map(|x| fmt(*x)).collect::<Vec<_>>().join(" / ")
     };
     println!(
-        "per round, toolshed | server-filesystem: sequential {} | {}; in flight {} | {}; RSS {} | {}",
+        "per round, {an} | {bn}: sequential {} | {}; in flight {} | {}; RSS {} | {}",
         list(&a.seq, &int),
         list(&b.seq, &int),
         list(&a.pipe, &int),

@@ -569,14 +569,8 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     config.web.allow_rules()?;
     config.sandbox.mode()?;
     config.sandbox.network()?;
-    crate::policy::PolicyRules::compile(&config.policy).map_err(|e| ConfigError::Invalid {
-        source_name: e.source_name.clone(),
-        message: e.to_string(),
-    })?;
-    crate::quotas::Quotas::compile(&config.quotas).map_err(|e| ConfigError::Invalid {
-        source_name: e.source_name.clone(),
-        message: e.to_string(),
-    })?;
+    // Policy rules, quotas and hooks are compiled (and so checked) once, when the host
+    // opens: compiling their patterns twice would cost every start.
     Ok(())
 }
 

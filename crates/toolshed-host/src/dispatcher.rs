@@ -54,6 +54,8 @@ pub struct CallRequest {
     /// Tool-name globs the door narrowed this caller to (`toolshed mcp --tools`), applied
     /// on top of the host rules and the profile.
     pub selection: Option<Arc<CompiledRules>>,
+    /// The tools the caller's token is limited to (its `tool:` scopes), on top of the rest.
+    pub caller_tools: Option<Arc<CompiledRules>>,
     /// For a call a plugin made through `tools.call`: the plugins whose calls led to it,
     /// outermost first. A plugin already on it cannot be called again (it is busy serving
     /// the call that waits for this one).
@@ -81,6 +83,7 @@ enum Gate {
 struct Lineage {
     profile: Option<String>,
     selection: Option<Arc<CompiledRules>>,
+    caller_tools: Option<Arc<CompiledRules>>,
     plugins: Vec<String>,
 }
 
@@ -102,6 +105,7 @@ impl CallRequest {
             progress: None,
             profile: None,
             selection: None,
+            caller_tools: None,
             via_plugins: Vec::new(),
             approver: None,
         }
@@ -175,6 +179,7 @@ impl ToolCaller for NestedCaller {
         // The outer caller's narrowing holds for what its plugins call on its behalf.
         request.profile = lineage.profile.clone();
         request.selection = lineage.selection.clone();
+        request.caller_tools = lineage.caller_tools.clone();
         request.via_plugins = via;
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).
@@ -376,6 +381,11 @@ impl Dispatcher {
             req.selection
                 .as_deref()
                 .and_then(|selection| selection.refuse(&subject))
+                .or_else(|| {
+                    req.caller_tools
+                        .as_deref()
+                        .and_then(|tools| tools.refuse(&subject))
+                })
         });
         if let Some(rule) = refused {
             return Err(ToolError::Denied {
@@ -462,6 +472,7 @@ impl Dispatcher {
             lineage: Lineage {
                 profile: req.profile.clone(),
                 selection: req.selection.clone(),
+                caller_tools: req.caller_tools.clone(),
                 plugins,
             },
         });

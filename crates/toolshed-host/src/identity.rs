@@ -12,6 +12,7 @@
 //! digest of the secret is stored, compared in constant time. Revoking a token takes effect
 //! on the next request that presents it: every request is checked against the database.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ring::rand::SecureRandom;
@@ -20,6 +21,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use toolshed_core::OwnerId;
 
+use crate::config::ReviewRules;
+use crate::review::{CompiledRules, Matcher, RuleError};
 use crate::store::{StateStore, StoreError};
 
 /// The prefix of every agent token.
@@ -47,7 +50,7 @@ pub const MAX_OWNER_LEN: usize = 128;
 const LAST_USED_EVERY_MS: i64 = 60_000;
 
 /// Who is calling, as a door authenticated them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Caller {
     /// The owner a call runs as when it names none.
     pub owner: OwnerId,
@@ -55,6 +58,8 @@ pub struct Caller {
     pub token_id: Option<String>,
     /// What it may do; `None`: everything (admin).
     pub scopes: Option<Vec<String>>,
+    /// The tools it may see and call, from its `tool:RULE` scopes; `None`: all.
+    pub tools: Option<Arc<CompiledRules>>,
 }
 
 impl Caller {
@@ -64,6 +69,7 @@ impl Caller {
             owner,
             token_id: None,
             scopes: None,
+            tools: None,
         }
     }
 
@@ -145,17 +151,44 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
     }
 }
 
+/// The prefix of a scope that limits the tools a token may use (`tool:group:web`).
+pub const TOOL_SCOPE: &str = "tool:";
+
 /// Checks scope names; an error names the bad one and the valid ones.
 pub fn check_scopes(scopes: &[String]) -> Result<(), String> {
     for scope in scopes {
-        if !SCOPES.contains(&scope.as_str()) {
+        if let Some(rule) = scope.strip_prefix(TOOL_SCOPE) {
+            Matcher::parse(rule).map_err(|e| format!("scope `{scope}`: {e}"))?;
+        } else if !SCOPES.contains(&scope.as_str()) {
             return Err(format!(
-                "`{scope}` is not a scope; use {}",
+                "`{scope}` is not a scope; use {}, or tool:RULE (a tool name glob, \
+                 tool:group:web, tool:danger:low, …) to limit the tools it may use",
                 SCOPES.join(", ")
             ));
         }
     }
     Ok(())
+}
+
+/// The tools `scopes` limit a token to: `None` when no `tool:` scope is given; an error
+/// when a stored rule does not compile (they are checked when the token is made).
+fn tool_rules(scopes: &[String]) -> Result<Option<Arc<CompiledRules>>, RuleError> {
+    let allow: Vec<String> = scopes
+        .iter()
+        .filter_map(|s| s.strip_prefix(TOOL_SCOPE))
+        .map(str::to_string)
+        .collect();
+    if allow.is_empty() {
+        return Ok(None);
+    }
+    let rules = ReviewRules {
+        allow,
+        deny: Vec::new(),
+    };
+    Ok(Some(Arc::new(CompiledRules::compile(
+        "token scope",
+        &rules,
+    )?)))
 }
 
 /// An agent token as stored: everything but the secret.
@@ -180,10 +213,19 @@ pub struct TokenRecord {
 impl TokenRecord {
     /// The caller this token authenticates.
     pub fn caller(&self) -> Caller {
+        let (scopes, tools) = match tool_rules(&self.scopes) {
+            Ok(tools) => (self.scopes.clone(), tools),
+            // Fails closed: no scope at all, so it may neither list nor call.
+            Err(e) => {
+                tracing::warn!(token = %self.id, error = %e, "a stored token scope does not compile");
+                (Vec::new(), None)
+            }
+        };
         Caller {
             owner: OwnerId::new(self.owner.clone()),
             token_id: Some(self.id.clone()),
-            scopes: Some(self.scopes.clone()),
+            scopes: Some(scopes),
+            tools,
         }
     }
 }
@@ -438,5 +480,7 @@ mod tests {
         assert_eq!(admin.owner_for(Some("bob")).unwrap().0, "bob");
         assert!(admin.owns("bob") && admin.allows("plugins:admin"));
         assert!(check_scopes(&["tools:call".into(), "root".into()]).is_err());
+        assert!(check_scopes(&["tool:group:web".into(), "tool:calc*".into()]).is_ok());
+        assert!(check_scopes(&["tool:danger:extreme".into()]).is_err());
     }
 }

@@ -17,7 +17,7 @@ use toolshed_host::config::ReviewRules;
 use toolshed_host::identity::Caller;
 use toolshed_host::registry::ToolEntry;
 use toolshed_host::{CallRequest, Host};
-use toolshed_host::{CompiledRules, RuleError};
+use toolshed_host::{CompiledRules, RuleError, Subject};
 
 use crate::convert::{result_from_error, result_from_output, tool_from_spec};
 use crate::progress::ProgressForwarder;
@@ -261,7 +261,20 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.require(&context, "tools:list")?;
-        let mut tools = self.visible_list();
+        let caller_tools = self.caller_for(&context).and_then(|c| c.tools);
+        let mut tools: Vec<Tool> = match caller_tools {
+            None => self.visible_list(),
+            Some(rules) => self
+                .visible_tools()
+                .iter()
+                .filter(|e| {
+                    rules
+                        .refuse(&Subject::new(e.spec(), &e.plugin_id))
+                        .is_none()
+                })
+                .map(|e| tool_from_spec(e.spec()))
+                .collect(),
+        };
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             let Some(after) = cursor.strip_prefix("after:") else {
                 let shown: String = cursor.chars().take(80).collect();
@@ -302,6 +315,7 @@ impl ServerHandler for McpServer {
         let name = request.name.into_owned();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
+        call.caller_tools = self.caller_for(&context).and_then(|c| c.tools);
         call.cancel = context.ct.clone();
         if crate::approve::Elicitation::supported(&context.peer) {
             call.approver = Some(Arc::new(crate::approve::Elicitation {

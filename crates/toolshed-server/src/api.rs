@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use toolshed_core::{OwnerId, ToolOutput};
 use toolshed_host::identity::{Caller, check_owner};
 use toolshed_host::registry::RegistryError;
-use toolshed_host::{CallRequest, CallResult, Host};
+use toolshed_host::{CallRequest, CallResult, Host, Subject};
 
 use crate::error::{ApiError, status_of};
 use crate::events::EventLog;
@@ -477,9 +477,11 @@ pub struct ToolFilter {
 /// `GET /tools`.
 pub async fn tools(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     filter: Result<Query<ToolFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query(filter)?;
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     let needle = filter.q.as_deref().map(str::to_lowercase);
     let tools: Vec<Value> = state
         .host
@@ -487,6 +489,11 @@ pub async fn tools(
         .tools()
         .into_iter()
         .filter(|t| state.host.dispatcher().visible(t, None))
+        .filter(|t| {
+            caller_tools
+                .as_deref()
+                .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
+        })
         .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
         .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
         .filter(|t| {
@@ -508,12 +515,14 @@ pub async fn tools(
 /// `GET /tools/{name}`.
 pub async fn tool(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     state
         .host
         .dispatcher()
-        .visible_tool(&name, None, None)
+        .visible_tool(&name, None, caller_tools.as_deref())
         .map(|t| Json(tool_json(t.spec(), &t.plugin_id)))
         .ok_or_else(|| unknown_tool(&state, &name))
 }
@@ -578,6 +587,7 @@ pub async fn execute(
     }
     let arguments = Value::Object(request.arguments.unwrap_or_default());
     let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
+    call.caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
     if request.run_async {
         // An unknown or hidden tool, bad arguments or a policy refusal are the caller's

@@ -76,6 +76,7 @@ pub async fn run(
         None => OwnerId::new(args.owner.clone().unwrap_or_else(|| "cli".into())),
     };
     let mut request = CallRequest::new(&args.name, arguments, owner, "cli");
+    request.caller_tools = caller.as_ref().and_then(|c| c.tools.clone());
     request.timeout = args.timeout_ms.map(Duration::from_millis);
     request.profile = args.profile;
     // Tell the person at the terminal when the call waits for an approval.

@@ -33,6 +33,8 @@ pub const EXEC_PLUGIN_ID: &str = "system.exec_command";
 /// Config key: the most command sessions the host keeps.
 pub(super) const MAX_SESSIONS: &str = "max_sessions";
 const DEFAULT_MAX_SESSIONS: usize = 64;
+pub(super) const MAX_SESSIONS_PER_OWNER: &str = "max_sessions_per_owner";
+const DEFAULT_MAX_SESSIONS_PER_OWNER: usize = 16;
 
 /// A command that prints more than this in all is killed: nobody reads 64 MiB of output.
 const KILL_AFTER_BYTES: u64 = 64 * 1024 * 1024;
@@ -169,16 +171,28 @@ pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
     );
     manifest.description = "Run commands in the workspace: one-shot commands that may continue as sessions, terminals (PTY) you write to, and a persistent shell per caller. Children run in their own process group with a clean environment; stopping kills the whole tree.".into();
     manifest.tags = vec![GROUP.to_string()];
-    manifest.config = vec![ConfigField {
-        key: MAX_SESSIONS.into(),
-        label: Some("Most command sessions".into()),
-        field_type: ConfigFieldType::Number,
-        description: Some("The most command sessions kept at once, all callers together; finished sessions are evicted first.".into()),
-        default: Some(json!(DEFAULT_MAX_SESSIONS)),
-        options: Vec::new(),
-        secret: false,
-        required: false,
-    }];
+    manifest.config = vec![
+        ConfigField {
+            key: MAX_SESSIONS.into(),
+            label: Some("Most command sessions".into()),
+            field_type: ConfigFieldType::Number,
+            description: Some("The most command sessions kept at once, all callers together; finished sessions are evicted first.".into()),
+            default: Some(json!(DEFAULT_MAX_SESSIONS)),
+            options: Vec::new(),
+            secret: false,
+            required: false,
+        },
+        ConfigField {
+            key: MAX_SESSIONS_PER_OWNER.into(),
+            label: Some("Most command sessions per owner".into()),
+            field_type: ConfigFieldType::Number,
+            description: Some("The most command sessions one owner keeps at once (sub-owners count as their owner); the owner's finished sessions are evicted first.".into()),
+            default: Some(json!(DEFAULT_MAX_SESSIONS_PER_OWNER)),
+            options: Vec::new(),
+            secret: false,
+            required: false,
+        },
+    ];
     Arc::new(ExecPlugin {
         inner: BuiltinPlugin::new(manifest, tools),
         table,
@@ -236,11 +250,21 @@ async fn exec(
         request = request.stdin(Stdin::Piped);
     }
     request.validate().map_err(ToolError::from)?;
-    let max = config_usize(ctx, MAX_SESSIONS, DEFAULT_MAX_SESSIONS);
+    let owner_id = owner(ctx);
+    let room = super::Room {
+        owner: &owner_id,
+        max: config_usize(ctx, MAX_SESSIONS, DEFAULT_MAX_SESSIONS),
+        max_per_owner: config_usize(ctx, MAX_SESSIONS_PER_OWNER, DEFAULT_MAX_SESSIONS_PER_OWNER),
+        what: "command sessions",
+        plugin: EXEC_PLUGIN_ID,
+        key: MAX_SESSIONS,
+        key_per_owner: MAX_SESSIONS_PER_OWNER,
+        stop_with: "stop one with command_run_terminate",
+    };
     let session = table.start(
-        max,
+        &room,
         NewSession {
-            owner: owner(ctx),
+            owner: owner_id.clone(),
             cmd: cmd.to_string(),
             tty,
             timeout,

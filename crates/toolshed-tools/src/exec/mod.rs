@@ -272,6 +272,79 @@ pub(crate) fn with_sandbox(
     output
 }
 
+/// The owner a limit counts an item under: a sub-owner (`alice/task-7`) counts as its owner.
+fn base_owner(owner: &str) -> &str {
+    owner.split('/').next().unwrap_or(owner)
+}
+
+/// What [`make_room`] counts, and how it names it.
+pub(crate) struct Room<'a> {
+    /// The new item's owner.
+    pub(crate) owner: &'a str,
+    /// The most items, all owners together.
+    pub(crate) max: usize,
+    /// The most items of one owner (sub-owners counted as their owner).
+    pub(crate) max_per_owner: usize,
+    /// `command sessions`, `background processes`.
+    pub(crate) what: &'static str,
+    /// The plugin and config keys that set the limits, for the message.
+    pub(crate) plugin: &'static str,
+    pub(crate) key: &'static str,
+    pub(crate) key_per_owner: &'static str,
+    /// How to stop one.
+    pub(crate) stop_with: &'static str,
+}
+
+/// Makes room for one more item of `room.owner` in `items`, evicting finished items — the
+/// owner's own first when the owner is at its limit — or says which limit is reached.
+pub(crate) fn make_room<K: Copy + Ord, T>(
+    items: &mut std::collections::BTreeMap<K, Arc<T>>,
+    room: &Room<'_>,
+    owner_of: impl Fn(&T) -> &str,
+    running: impl Fn(&T) -> bool,
+) -> Result<(), ToolError> {
+    let mine = base_owner(room.owner);
+    loop {
+        let owned = items
+            .values()
+            .filter(|t| base_owner(owner_of(t)) == mine)
+            .count();
+        let (full, only_mine) = if owned >= room.max_per_owner {
+            (true, true)
+        } else if items.len() >= room.max {
+            (true, false)
+        } else {
+            return Ok(());
+        };
+        debug_assert!(full);
+        let finished = items
+            .iter()
+            .find(|(_, t)| !running(t) && (!only_mine || base_owner(owner_of(t)) == mine))
+            .map(|(k, _)| *k);
+        match finished {
+            Some(key) => {
+                items.remove(&key);
+            }
+            None if only_mine => {
+                return Err(ToolError::Conflict(format!(
+                    "`{mine}` has {owned} {} running, the most one owner may keep (config `{}` of plugin {}); {}, or wait for one to finish",
+                    room.what, room.key_per_owner, room.plugin, room.stop_with
+                )));
+            }
+            None => {
+                return Err(ToolError::Conflict(format!(
+                    "{} {} are running, the most this host keeps (config `{}` of plugin {}); {}, or wait for one to finish",
+                    items.len(),
+                    room.what,
+                    room.key,
+                    room.plugin,
+                    room.stop_with
+                )));
+            }
+        }
+    }
+}
+
 /// The owner id of a call, as sessions key it.
 pub(crate) fn owner(ctx: &CallContext) -> String {
     ctx.owner.0.clone()

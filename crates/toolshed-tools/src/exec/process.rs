@@ -31,6 +31,8 @@ pub const PROCESS_PLUGIN_ID: &str = "system.process";
 /// Config key: the most background processes the host keeps.
 pub(super) const MAX_PROCESSES: &str = "max_processes";
 const DEFAULT_MAX_PROCESSES: usize = 32;
+const MAX_PROCESSES_PER_OWNER: &str = "max_processes_per_owner";
+const DEFAULT_MAX_PROCESSES_PER_OWNER: usize = 8;
 /// How long `process_exec` watches a new process for an immediate failure.
 const STARTUP_WATCH: Duration = Duration::from_millis(300);
 const READ_BUDGET: usize = 32 * 1024;
@@ -196,16 +198,28 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
     );
     manifest.description = "Start and watch long-running processes (dev servers, watchers) that outlive the call: logs in bounded ring buffers, exit status kept, stop the whole tree, reach a server through the proxy of `toolshed serve`.".into();
     manifest.tags = vec![GROUP.to_string()];
-    manifest.config = vec![ConfigField {
-        key: MAX_PROCESSES.into(),
-        label: Some("Most background processes".into()),
-        field_type: ConfigFieldType::Number,
-        description: Some("The most background processes kept at once, all callers together; finished ones are evicted first.".into()),
-        default: Some(json!(DEFAULT_MAX_PROCESSES)),
-        options: Vec::new(),
-        secret: false,
-        required: false,
-    }];
+    manifest.config = vec![
+        ConfigField {
+            key: MAX_PROCESSES.into(),
+            label: Some("Most background processes".into()),
+            field_type: ConfigFieldType::Number,
+            description: Some("The most background processes kept at once, all callers together; finished ones are evicted first.".into()),
+            default: Some(json!(DEFAULT_MAX_PROCESSES)),
+            options: Vec::new(),
+            secret: false,
+            required: false,
+        },
+        ConfigField {
+            key: MAX_PROCESSES_PER_OWNER.into(),
+            label: Some("Most background processes per owner".into()),
+            field_type: ConfigFieldType::Number,
+            description: Some("The most background processes one owner keeps at once (sub-owners count as their owner); the owner's finished ones are evicted first.".into()),
+            default: Some(json!(DEFAULT_MAX_PROCESSES_PER_OWNER)),
+            options: Vec::new(),
+            secret: false,
+            required: false,
+        },
+    ];
     Arc::new(ProcessPlugin {
         inner: BuiltinPlugin::new(manifest, tools),
         table,
@@ -241,31 +255,34 @@ async fn start(
     request.sandbox = args.sandbox.map(SandboxMode::from);
     request.escalation_approved = ctx.approved;
     request.validate().map_err(ToolError::from)?;
-    let max = config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES);
+    let owner_id = owner(ctx);
+    let room = super::Room {
+        owner: &owner_id,
+        max: config_usize(ctx, MAX_PROCESSES, DEFAULT_MAX_PROCESSES),
+        max_per_owner: config_usize(
+            ctx,
+            MAX_PROCESSES_PER_OWNER,
+            DEFAULT_MAX_PROCESSES_PER_OWNER,
+        ),
+        what: "background processes",
+        plugin: PROCESS_PLUGIN_ID,
+        key: MAX_PROCESSES,
+        key_per_owner: MAX_PROCESSES_PER_OWNER,
+        stop_with: "stop one with process_stop",
+    };
     let item = {
         let mut items = table.lock();
-        while items.len() >= max {
-            let finished = items
-                .iter()
-                .find(|(_, b)| !b.process.is_running())
-                .map(|(n, _)| *n);
-            match finished {
-                Some(n) => {
-                    items.remove(&n);
-                }
-                None => {
-                    return Err(ToolError::Conflict(format!(
-                        "{} background processes are running, the most this host keeps (config `max_processes` of plugin system.process); stop one with process_stop",
-                        items.len()
-                    )));
-                }
-            }
-        }
+        super::make_room(
+            &mut items,
+            &room,
+            |b: &Background| b.owner.as_str(),
+            |b: &Background| b.process.is_running(),
+        )?;
         let process = table.process.spawn(&request).map_err(ToolError::from)?;
         let n = table.next.fetch_add(1, Ordering::Relaxed) + 1;
         let item = Arc::new(Background {
             id: format!("p{n}"),
-            owner: owner(ctx),
+            owner: owner_id.clone(),
             name,
             cmd: cmd.to_string(),
             port,

@@ -51,7 +51,7 @@ pub struct SessionTable {
 }
 
 /// What a new session is made of, besides its id.
-pub struct NewSession {
+pub(crate) struct NewSession {
     /// The owner.
     pub owner: String,
     /// The command line.
@@ -67,33 +67,22 @@ impl SessionTable {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts a process with `spawn` and keeps it as a session, when fewer than `max` are
-    /// kept; finished sessions are evicted first, oldest first. The table stays locked while
+    /// Starts a process with `spawn` and keeps it as a session, when the limits of `room`
+    /// allow (finished sessions are evicted first, oldest first). The table stays locked while
     /// `spawn` runs (it is short), so the limit holds under concurrent calls.
-    pub fn start(
+    pub(crate) fn start(
         &self,
-        max: usize,
+        room: &super::Room<'_>,
         new: NewSession,
         spawn: impl FnOnce() -> Result<Process, ToolError>,
     ) -> Result<Arc<Session>, ToolError> {
         let mut sessions = self.lock();
-        while sessions.len() >= max {
-            let finished = sessions
-                .iter()
-                .find(|(_, s)| !s.process.is_running())
-                .map(|(id, _)| *id);
-            match finished {
-                Some(id) => {
-                    sessions.remove(&id);
-                }
-                None => {
-                    return Err(ToolError::Conflict(format!(
-                        "{} command sessions are running, the most this host keeps (config `max_sessions` of plugin system.exec_command); stop one with command_run_terminate, or wait for one to finish",
-                        sessions.len()
-                    )));
-                }
-            }
-        }
+        super::make_room(
+            &mut sessions,
+            room,
+            |s: &Session| s.owner.as_str(),
+            |s: &Session| s.process.is_running(),
+        )?;
         let process = spawn()?;
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let session = Arc::new(Session {

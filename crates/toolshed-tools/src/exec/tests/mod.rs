@@ -473,6 +473,48 @@ async fn the_session_limit_evicts_finished_sessions_and_then_refuses() {
 }
 
 #[tokio::test]
+async fn one_owner_cannot_take_every_session_and_sub_owners_count_as_theirs() {
+    let mut h = H::new();
+    h.config.insert("max_sessions_per_owner".into(), json!(2));
+    let mut ids = Vec::new();
+    for owner in ["alice", "alice/task-1"] {
+        let out = h
+            .call_as(
+                owner,
+                "exec_command",
+                json!({"cmd": "sleep 38.5", "yield_ms": 0}),
+            )
+            .await
+            .unwrap();
+        ids.push((owner, structured(&out)["session_id"].as_u64().unwrap()));
+    }
+    let err = h
+        .call_as("alice/task-2", "exec_command", json!({"cmd": "true"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::Conflict(_)), "{err}");
+    let said = err.to_string();
+    assert!(
+        said.contains("`alice` has 2") && said.contains("max_sessions_per_owner"),
+        "{said}"
+    );
+    // Bob is not held up by Alice.
+    h.call_as("bob", "exec_command", json!({"cmd": "true"}))
+        .await
+        .unwrap();
+    for (owner, id) in ids {
+        h.call_as(
+            owner,
+            "command_run_terminate",
+            json!({"session_id": id, "force": true}),
+        )
+        .await
+        .unwrap();
+    }
+    assert!(gone("sleep 38.5").await);
+}
+
+#[tokio::test]
 async fn a_cancelled_call_kills_its_process_tree() {
     let h = H::new();
     let ctx = h.ctx("alice", Duration::from_secs(60));
