@@ -153,3 +153,9 @@ def test_rest_a_call_waits_for_approve_and_expires_to_denied(serve, home, worksp
     assert not (workspace / "rest-expired.txt").exists()
     status, listed = request(f"{base}/api/v1/approvals?all=true", token)
     assert [a["state"] for a in listed["approvals"]][:2] == ["expired", "approved"]
+    # The audit log says how each approval ended and who answered.
+    status, audit = request(f"{base}/api/v1/audit?limit=5", token)
+    assert status == 200, audit
+    notes = [row.get("approval") for row in audit["audit"] if row["tool"] == "exec_command"]
+    assert any(n and "expired unanswered" in n for n in notes), notes
+    assert any(n and "approved by the admin token (REST)" in n for n in notes), notes

@@ -266,12 +266,15 @@ mod tests {
             outcome: "ok".into(),
             error_kind: None,
             duration_ms: 0,
+            approval: None,
         }
     }
 
     fn database() -> Arc<Mutex<Connection>> {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        for migration in MIGRATIONS {
+            conn.execute_batch(migration).unwrap();
+        }
         Arc::new(Mutex::new(conn))
     }
 

@@ -309,7 +309,8 @@ impl Dispatcher {
         let n = self.next_call.fetch_add(1, Ordering::Relaxed);
         let call_id = CallId(format!("{:x}-{n}", self.epoch));
         let args_sha256 = hex(&Sha256::digest(req.arguments.to_string().as_bytes()));
-        let (plugin_id, result) = self.run_pipeline(&req, &call_id, started).await;
+        let mut approval = None;
+        let (plugin_id, result) = self.run_pipeline(&req, &call_id, &mut approval).await;
         let duration = started.elapsed();
         self.record(
             &req,
@@ -319,6 +320,7 @@ impl Dispatcher {
             ts_ms,
             args_sha256,
             duration,
+            approval,
         )
         .await;
         CallResult {
@@ -329,11 +331,13 @@ impl Dispatcher {
         }
     }
 
+    /// Steps 1 to 7; `approval` is set to how an approval the call needed ended, for the
+    /// audit row.
     async fn run_pipeline(
         &self,
         req: &CallRequest,
         call_id: &CallId,
-        started: Instant,
+        approval: &mut Option<String>,
     ) -> (Option<String>, Result<ToolOutput, ToolError>) {
         // 1. resolve
         let entry = match self.resolve(&req.tool) {
@@ -341,7 +345,7 @@ impl Dispatcher {
             Err(e) => return (None, Err(e)),
         };
         let plugin_id = Some(entry.plugin_id.clone());
-        let result = self.run_resolved(req, call_id, started, entry).await;
+        let result = self.run_resolved(req, call_id, entry, approval).await;
         (plugin_id, result)
     }
 
@@ -409,13 +413,14 @@ impl Dispatcher {
         &self,
         req: &CallRequest,
         call_id: &CallId,
-        _started: Instant,
         entry: ToolEntry,
+        note: &mut Option<String>,
     ) -> Result<ToolOutput, ToolError> {
         let mut approved = match self.check_before_hooks(req, &entry)? {
             Gate::Allow => false,
             Gate::Ask { rule, reason } => {
-                self.approve(req, &req.arguments, &rule, &reason).await?;
+                self.approve(req, &req.arguments, &rule, &reason, note)
+                    .await?;
                 true
             }
         };
@@ -441,14 +446,14 @@ impl Dispatcher {
                 Gate::Allow => {}
                 Gate::Ask { .. } if approved && new_args == req.arguments => {}
                 Gate::Ask { rule, reason } => {
-                    self.approve(req, &new_args, &rule, &reason).await?;
+                    self.approve(req, &new_args, &rule, &reason, note).await?;
                     approved = true;
                 }
             }
             arguments = new_args;
         }
         if let Some(reason) = hook_ask {
-            self.approve(req, &arguments, "hook", &reason).await?;
+            self.approve(req, &arguments, "hook", &reason, note).await?;
             approved = true;
         }
         // 6. run, within the owner's quotas; the deadline starts now (waiting for an
@@ -529,6 +534,7 @@ impl Dispatcher {
         arguments: &Value,
         rule: &str,
         reason: &str,
+        note: &mut Option<String>,
     ) -> Result<(), ToolError> {
         if self.approvals.timeout_secs == 0 {
             return Err(self.approvals_off(rule, reason));
@@ -540,6 +546,10 @@ impl Dispatcher {
             .approval_remembered(&req.owner.0, &req.tool, &digest)
             .map_err(failed)?
         {
+            *note = Some(format!(
+                "approved earlier for `{}` (remembered; rule `{rule}`)",
+                req.owner.0
+            ));
             return Ok(());
         }
         let timeout = Duration::from_secs(self.approvals.timeout_secs);
@@ -608,6 +618,16 @@ impl Dispatcher {
             });
         };
         let by = ended.answered_by.clone().unwrap_or_default();
+        *note = Some(match ended.state {
+            ApprovalState::Approved | ApprovalState::Denied => {
+                format!(
+                    "{} {} by {by} (rule `{rule}`)",
+                    ended.id,
+                    ended.state.as_str()
+                )
+            }
+            _ => format!("{} expired unanswered (rule `{rule}`)", ended.id),
+        });
         match ended.state {
             ApprovalState::Approved => Ok(()),
             ApprovalState::Denied => Err(ToolError::Denied {
@@ -705,6 +725,7 @@ impl Dispatcher {
         ts_ms: i64,
         args_sha256: String,
         duration: Duration,
+        approval: Option<String>,
     ) {
         let duration_ms = duration.as_millis() as u64;
         let (outcome, error_kind) = match result {
@@ -723,6 +744,7 @@ impl Dispatcher {
             outcome: outcome.to_string(),
             error_kind,
             duration_ms: duration_ms as i64,
+            approval,
         };
         // Queued for the store's writer thread, which commits rows in batches; the reply
         // does not wait for the database.

@@ -104,6 +104,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         created_ms INTEGER NOT NULL,
         PRIMARY KEY (owner, tool, digest)
     );",
+    "ALTER TABLE audit ADD COLUMN approval TEXT;",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -166,6 +167,8 @@ pub struct AuditRecord {
     pub error_kind: Option<String>,
     /// Wall time in milliseconds.
     pub duration_ms: i64,
+    /// How the approval the call needed ended, and who answered (`ap-… approved by …`).
+    pub approval: Option<String>,
 }
 
 /// The SQLite-backed state store.
@@ -654,7 +657,7 @@ impl StateStore {
         self.with(|c| {
             let mut stmt = c.prepare(
                 "SELECT ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
-                 error_kind, duration_ms FROM audit ORDER BY id DESC LIMIT ?1",
+                 error_kind, duration_ms, approval FROM audit ORDER BY id DESC LIMIT ?1",
             )?;
             let rows = stmt.query_map([limit as i64], |r| {
                 Ok(AuditRecord {
@@ -668,6 +671,7 @@ impl StateStore {
                     outcome: r.get(7)?,
                     error_kind: r.get(8)?,
                     duration_ms: r.get(9)?,
+                    approval: r.get(10)?,
                 })
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -688,8 +692,8 @@ pub(crate) fn insert_audit_rows(
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
-             outcome, error_kind, duration_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+             outcome, error_kind, duration_ms, approval)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
         )?;
         for record in rows {
             let id: i64 = insert.query_row(
@@ -703,7 +707,8 @@ pub(crate) fn insert_audit_rows(
                     record.args_sha256,
                     record.outcome,
                     record.error_kind,
-                    record.duration_ms
+                    record.duration_ms,
+                    record.approval
                 ],
                 |r| r.get(0),
             )?;
@@ -737,6 +742,7 @@ mod tests {
             outcome: "ok".into(),
             error_kind: None,
             duration_ms: 1,
+            approval: None,
         }
     }
 

@@ -139,3 +139,36 @@ async fn decide(
     }
     Ok(Json(json!(request)))
 }
+
+/// Filters of `GET /audit`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditFilter {
+    /// How many of the newest rows (1 to 1000; default 100).
+    #[serde(default = "default_audit_limit")]
+    pub limit: usize,
+}
+
+fn default_audit_limit() -> usize {
+    100
+}
+
+/// `GET /audit`: the newest audit rows, approvals with who answered included.
+pub async fn audit(
+    State(state): State<AppState>,
+    filter: Result<Query<AuditFilter>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query(filter)?;
+    if !(1..=1000).contains(&filter.limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit = {} is out of range: give 1 to 1000",
+            filter.limit
+        )));
+    }
+    let rows = state
+        .host
+        .store()
+        .recent_audit(filter.limit)
+        .map_err(failed)?;
+    Ok(Json(json!({ "audit": rows })))
+}

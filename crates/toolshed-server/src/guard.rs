@@ -309,6 +309,8 @@ impl RequestGuard {
         let scope = if let Some(rest) = path.strip_prefix("/api/v1/") {
             if rest.starts_with("approvals") {
                 "approvals:answer"
+            } else if rest.starts_with("audit") {
+                "audit:read"
             } else if rest.starts_with("plugins") {
                 if read { "tools:list" } else { "plugins:admin" }
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))

@@ -24,6 +24,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/tools"),
     ("GET", "/tools/{name}"),
     ("POST", "/tools/{name}/execute"),
+    ("GET", "/audit"),
     ("GET", "/approvals"),
     ("GET", "/approvals/{id}"),
     ("POST", "/approvals/{id}/approve"),
@@ -239,6 +240,10 @@ fn operations() -> Vec<Op> {
             .respond("500", error_response("A bug in toolshed"))
             .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
             .respond("504", error_response("The call's deadline passed")),
+        op("GET", "/audit", "listAudit", "The newest audit rows: every call with its owner, door, outcome and, when it needed one, how its approval ended and who answered")
+            .param(query_param("limit", "How many rows (1 to 1000; default 100)", json!({"type": "integer", "minimum": 1, "maximum": 1000})))
+            .respond("200", json_response("The rows, newest first", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}}})))
+            .respond("400", error_response("limit is out of range")),
         op("GET", "/approvals", "listApprovals", "Calls waiting for a person's approval (with all=true, recent answered and expired requests too)")
             .param(query_param("all", "Also the answered and expired requests", json!({"type": "boolean"})))
             .respond("200", json_response("The requests, newest first", json!({"type": "object", "required": ["approvals"], "properties": {"approvals": {"type": "array", "items": schema_ref("Approval")}}}))),

@@ -101,6 +101,7 @@ pub fn app(
         .route("/tools", get(api::tools))
         .route("/tools/{name}", get(api::tool))
         .route("/tools/{name}/execute", post(api::execute))
+        .route("/audit", get(approvals::audit))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", get(approvals::get))
         .route("/approvals/{id}/approve", post(approvals::approve))
