@@ -99,3 +99,61 @@ command = "{hooks / 'post.sh'}"
 
     asyncio.run(asyncio.wait_for(main(), timeout=60))
     assert (workspace / "build").is_dir(), "a blocked command ran"
+
+
+def test_an_http_hook_gets_the_event_and_its_answer_decides(toolshed_bin, home: Path, workspace: Path):
+    import http.server
+    import json
+    import threading
+
+    seen = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            event = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(event)
+            if "deny-me" in event["tool_input"].get("cmd", ""):
+                answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                          "permissionDecision": "deny", "permissionDecisionReason": "the platform says no"}}
+            else:
+                answer = {}
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    config = home / "http-hook.toml"
+    config.write_text(
+        f"""
+[[hooks.pre_tool_use]]
+matcher = "exec_command"
+url = "http://127.0.0.1:{server.server_address[1]}/hook"
+"""
+    )
+    params = StdioServerParameters(
+        command=toolshed_bin,
+        args=["--workspace", str(workspace), "--config", str(config), "mcp"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+        cwd=str(workspace),
+    )
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            ok = await client.call_tool("exec_command", {"cmd": "echo fine"})
+            assert not ok.is_error, ok.content
+            denied = await client.call_tool("exec_command", {"cmd": "echo deny-me"})
+            assert denied.is_error and "the platform says no" in denied.content[0].text
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), timeout=60))
+    finally:
+        server.shutdown()
+    assert [e["tool_input"]["cmd"] for e in seen] == ["echo fine", "echo deny-me"]
+    assert seen[0]["hook_event_name"] == "PreToolUse" and seen[0]["tool_name"] == "exec_command"

@@ -154,9 +154,13 @@ impl Host {
             },
             hooks: {
                 let mut hooks = std::mem::take(&mut options.hooks);
-                let configured =
-                    CommandHook::from_config(&config.hooks, &services.ops.process, &workspace)
-                        .map_err(|e| HostError::Config(e.to_string()))?;
+                let configured = CommandHook::from_config(
+                    &config.hooks,
+                    &services.ops.process,
+                    &(services.net.clone() as Arc<dyn toolshed_core::HttpClient>),
+                    &workspace,
+                )
+                .map_err(|e| HostError::Config(e.to_string()))?;
                 for hook in configured {
                     hooks.push(Arc::new(hook));
                 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolshed_core::{Content, OwnerId, ToolError, ToolOutput};
+use toolshed_core::{Content, HttpClient, HttpRequest, NetPolicy, OwnerId, ToolError, ToolOutput};
 use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{ExitStatus, OutputLimits, SpawnRequest, Stdin, Stop, Stream};
 
@@ -63,6 +63,9 @@ pub struct HookEntry {
     pub matcher: String,
     /// The command line, run by `bash -c` in the workspace.
     pub command: String,
+    /// Instead of a command: an `http` or `https` URL the event is POSTed to as JSON; the
+    /// response body is read like a command's stdout (a non-2xx status is a failure).
+    pub url: String,
     /// How long it may run, in milliseconds.
     pub timeout_ms: u64,
 }
@@ -72,6 +75,7 @@ impl Default for HookEntry {
         Self {
             matcher: "*".into(),
             command: String::new(),
+            url: String::new(),
             timeout_ms: 10_000,
         }
     }
@@ -95,21 +99,30 @@ impl HookEvent {
     }
 }
 
-/// A configured command hook.
+/// Where a hook runs.
+enum Target {
+    /// `bash -c COMMAND` through the process backend.
+    Command(String),
+    /// POST to this URL through the host's HTTP client.
+    Url { url: String, host: String },
+}
+
+/// A configured command (or HTTP) hook.
 pub struct CommandHook {
     event: HookEvent,
     matchers: Vec<Matcher>,
-    command: String,
+    target: Target,
     timeout: Duration,
     cwd: String,
     process: Arc<dyn ProcessOps>,
+    http: Arc<dyn HttpClient>,
 }
 
 impl std::fmt::Debug for CommandHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandHook")
             .field("event", &self.event)
-            .field("command", &self.command)
+            .field("hook", &self.label())
             .finish_non_exhaustive()
     }
 }
@@ -127,6 +140,7 @@ impl CommandHook {
     pub fn from_config(
         config: &HooksConfig,
         process: &Arc<dyn ProcessOps>,
+        http: &Arc<dyn HttpClient>,
         cwd: &std::path::Path,
     ) -> Result<Vec<CommandHook>, RuleError> {
         let mut hooks = Vec::new();
@@ -145,9 +159,35 @@ impl CommandHook {
                     pattern: pattern.to_string(),
                     message,
                 };
-                if entry.command.trim().is_empty() {
-                    return Err(error("command", "give the command line to run".into()));
-                }
+                let target = match (entry.command.trim(), entry.url.trim()) {
+                    ("", "") => {
+                        return Err(error(
+                            "command",
+                            "give the command line to run, or a url to POST to".into(),
+                        ));
+                    }
+                    (command, "") => Target::Command(command.to_string()),
+                    ("", url) => {
+                        let parsed = url::Url::parse(url)
+                            .ok()
+                            .filter(|u| matches!(u.scheme(), "http" | "https"))
+                            .ok_or_else(|| error(url, "not an http or https URL".into()))?;
+                        let host = match (parsed.host_str(), parsed.port_or_known_default()) {
+                            (Some(h), Some(p)) => format!("{h}:{p}"),
+                            _ => return Err(error(url, "the URL names no host".into())),
+                        };
+                        Target::Url {
+                            url: url.to_string(),
+                            host,
+                        }
+                    }
+                    _ => {
+                        return Err(error(
+                            "command",
+                            "give either command or url, not both".into(),
+                        ));
+                    }
+                };
                 if !(1..=MAX_HOOK_TIMEOUT_MS).contains(&entry.timeout_ms) {
                     return Err(error(
                         "timeout_ms",
@@ -167,21 +207,26 @@ impl CommandHook {
                 hooks.push(CommandHook {
                     event,
                     matchers,
-                    command: entry.command.clone(),
+                    target,
                     timeout: Duration::from_millis(entry.timeout_ms),
                     cwd: cwd.display().to_string(),
                     process: process.clone(),
+                    http: http.clone(),
                 });
             }
         }
         Ok(hooks)
     }
 
-    /// Runs the command with `input` on stdin.
+    /// Runs the hook with `input`: on a command's stdin, or as an HTTP POST body.
     async fn run(&self, input: &Value) -> Result<Ran, String> {
+        let command = match &self.target {
+            Target::Command(command) => command,
+            Target::Url { url, host } => return self.post(url, host, input).await,
+        };
         let request = SpawnRequest::new("bash")
             .arg("-c")
-            .arg(&self.command)
+            .arg(command)
             .stdin(Stdin::Piped)
             .limits(OutputLimits {
                 head_bytes: 64 * 1024,
@@ -232,6 +277,42 @@ impl CommandHook {
         })
     }
 
+    /// POSTs `input` to `url` (only its own host may be reached: a person named it); the
+    /// body of a 2xx answer is read like a command's stdout.
+    async fn post(&self, url: &str, host: &str, input: &Value) -> Result<Ran, String> {
+        let request = HttpRequest {
+            method: "POST".into(),
+            url: url.to_string(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Some(input.to_string().into_bytes()),
+            timeout: self.timeout,
+            max_response_bytes: MAX_HOOK_OUTPUT as usize,
+        };
+        let policy = NetPolicy::Only(vec![host.to_string()]);
+        let response = self
+            .http
+            .send(
+                request,
+                &policy,
+                &tokio_util::sync::CancellationToken::new(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let body = String::from_utf8_lossy(&response.body).into_owned();
+        if !(200..300).contains(&response.status) {
+            return Err(format!(
+                "it answered HTTP {}: {}",
+                response.status,
+                body.chars().take(200).collect::<String>()
+            ));
+        }
+        Ok(Ran {
+            status: ExitStatus::Code(0),
+            stdout: body,
+            stderr: String::new(),
+        })
+    }
+
     fn input(&self, tool: &str, owner: &OwnerId, args: &Value) -> Value {
         json!({
             "session_id": owner.0,
@@ -244,7 +325,11 @@ impl CommandHook {
     }
 
     fn label(&self) -> String {
-        let shown: String = self.command.chars().take(80).collect();
+        let what = match &self.target {
+            Target::Command(command) => command,
+            Target::Url { url, .. } => url,
+        };
+        let shown: String = what.chars().take(80).collect();
         format!("{} hook `{shown}`", self.event.name())
     }
 }
