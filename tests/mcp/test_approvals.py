@@ -38,7 +38,7 @@ def run(coro, timeout=60):
 
 
 def test_elicitation_approving_runs_the_command_and_declining_is_a_denial_naming_the_rule(
-    toolshed_bin, home, workspace
+    server, home, workspace
 ):
     config = write_rules(home, 60)
     answers = []
@@ -48,14 +48,7 @@ def test_elicitation_approving_runs_the_command_and_declining_is_a_denial_naming
         asked.append(params.message)
         return types.ElicitResult(action=answers.pop(0))
 
-    from mcp import StdioServerParameters
-
-    params = StdioServerParameters(
-        command=toolshed_bin,
-        args=["--workspace", str(workspace), "--config", str(config), "mcp"],
-        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
-        cwd=str(workspace),
-    )
+    params = server("--config", str(config))
 
     async def main():
         async with Client(params, mode="legacy", elicitation_callback=on_elicit) as client:

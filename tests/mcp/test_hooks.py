@@ -5,7 +5,7 @@ a bash + jq hook that blocks `rm -rf` (exit 2), a Python hook that rewrites an a
 import asyncio
 from pathlib import Path
 
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 BLOCK_RM = r"""#!/usr/bin/env bash
 # Blocks rm -rf, as a Claude Code user would write it.
@@ -41,7 +41,7 @@ jq -c '{hookSpecificOutput: {hookEventName: "PostToolUse",
 """
 
 
-def test_hooks_block_rewrite_and_are_judged_by_policy_again(toolshed_bin, home: Path, workspace: Path):
+def test_hooks_block_rewrite_and_are_judged_by_policy_again(server, home: Path, workspace: Path):
     # Hook scripts must be readable inside the command sandbox: not under /tmp (private
     # there) nor in the data dir; the workspace is, for this test.
     hooks = workspace / ".hooks"
@@ -72,12 +72,7 @@ command = "{hooks / 'post.sh'}"
 """
     )
     (workspace / "build").mkdir()
-    params = StdioServerParameters(
-        command=toolshed_bin,
-        args=["--workspace", str(workspace), "--config", str(config), "mcp"],
-        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
-        cwd=str(workspace),
-    )
+    params = server("--config", str(config))
 
     async def main():
         async with Client(params, mode="legacy") as client:
@@ -101,7 +96,7 @@ command = "{hooks / 'post.sh'}"
     assert (workspace / "build").is_dir(), "a blocked command ran"
 
 
-def test_an_http_hook_gets_the_event_and_its_answer_decides(toolshed_bin, home: Path, workspace: Path):
+def test_an_http_hook_gets_the_event_and_its_answer_decides(server, home: Path, workspace: Path):
     import http.server
     import json
     import threading
@@ -127,22 +122,17 @@ def test_an_http_hook_gets_the_event_and_its_answer_decides(toolshed_bin, home: 
             self.end_headers()
             self.wfile.write(body)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hook_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook_server.serve_forever, daemon=True).start()
     config = home / "http-hook.toml"
     config.write_text(
         f"""
 [[hooks.pre_tool_use]]
 matcher = "exec_command"
-url = "http://127.0.0.1:{server.server_address[1]}/hook"
+url = "http://127.0.0.1:{hook_server.server_address[1]}/hook"
 """
     )
-    params = StdioServerParameters(
-        command=toolshed_bin,
-        args=["--workspace", str(workspace), "--config", str(config), "mcp"],
-        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
-        cwd=str(workspace),
-    )
+    params = server("--config", str(config))
 
     async def main():
         async with Client(params, mode="legacy") as client:
@@ -154,6 +144,6 @@ url = "http://127.0.0.1:{server.server_address[1]}/hook"
     try:
         asyncio.run(asyncio.wait_for(main(), timeout=60))
     finally:
-        server.shutdown()
+        hook_server.shutdown()
     assert [e["tool_input"]["cmd"] for e in seen] == ["echo fine", "echo deny-me"]
     assert seen[0]["hook_event_name"] == "PreToolUse" and seen[0]["tool_name"] == "exec_command"

@@ -6,7 +6,7 @@ import json
 import urllib.error
 import urllib.request
 
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 QUOTA = """
 [[quotas]]
@@ -16,15 +16,10 @@ calls_per_minute = 5
 """
 
 
-def test_mcp_the_sixth_call_in_a_minute_is_rate_limited(toolshed_bin, home, workspace):
+def test_mcp_the_sixth_call_in_a_minute_is_rate_limited(server, home, workspace):
     config = home / "quota.toml"
     config.write_text(QUOTA)
-    params = StdioServerParameters(
-        command=toolshed_bin,
-        args=["--workspace", str(workspace), "--config", str(config), "mcp"],
-        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
-        cwd=str(workspace),
-    )
+    params = server("--config", str(config))
 
     async def main():
         async with Client(params, mode="legacy") as client:

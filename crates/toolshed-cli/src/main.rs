@@ -118,7 +118,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: PluginsCommand::Revoke { id, grants, all },
         } => commands::plugins::revoke(&host, &id, grants, all).await,
         Command::Mcp(args) => match context::caller(&host, &cli.global) {
-            Ok(caller) => commands::mcp::run(&host, args, caller).await,
+            Ok(caller) => {
+                commands::mcp::run(
+                    &host,
+                    args,
+                    caller,
+                    cli.global.token.as_deref().map(str::trim),
+                )
+                .await
+            }
             Err(e) => Err(e),
         },
         Command::Serve(args) => commands::serve::run(&host, args).await,

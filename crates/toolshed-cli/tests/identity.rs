@@ -103,9 +103,16 @@ fn mcp_on_stdio_with_a_token_refuses_to_act_as_another_owner() {
                "_meta": {"toolshed/owner": "bob/task-2"}}),
     );
     assert!(reply.get("error").is_none(), "{reply}");
-    drop(mcp);
-    // A revoked token cannot open the door again.
+    // Revoked while the door is open: the next request is refused.
     assert_eq!(code(&env.run(&["token", "revoke", &bob])), 0);
+    let reply = mcp.request(
+        "tools/call",
+        json!({"name": "calculator", "arguments": {"expression": "1+1"}}),
+    );
+    let said = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("revoked"), "{reply}");
+    drop(mcp);
+    // And it cannot open the door again.
     let mut cmd = env.cmd(&["mcp"]);
     cmd.env("TOOLSHED_TOKEN", &bob);
     let o = cmd.output().unwrap();

@@ -47,6 +47,10 @@ pub struct Session {
     /// started with an agent token). Over HTTP each request carries its own, set by the
     /// server's guard.
     pub caller: Option<Caller>,
+    /// The agent token `caller` came from, checked again on every request so that a
+    /// revoked token stops working at once on a door that authenticated only when it
+    /// opened.
+    pub token: Option<String>,
 }
 
 /// Compiles a comma-separated list of tool-name globs (`workspace_*,calculator`) into the
@@ -125,6 +129,22 @@ impl McpServer {
             .iter()
             .map(|entry| tool_from_spec(entry.spec()))
             .collect()
+    }
+
+    /// Refuses a request when the connection's own token (stdio) was revoked or expired
+    /// since the door opened.
+    fn check_token(&self) -> Result<(), McpError> {
+        let Some(token) = &self.session.token else {
+            return Ok(());
+        };
+        match self.host.store().authenticate(token) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(McpError::invalid_request(
+                "this connection's token was revoked or has expired; ask for a new one",
+                None,
+            )),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
     }
 
     /// Who sent this request: the HTTP guard's caller, else the connection's own.
@@ -260,6 +280,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.check_token()?;
         self.require(&context, "tools:list")?;
         let caller_tools = self.caller_for(&context).and_then(|c| c.tools);
         let mut tools: Vec<Tool> = match caller_tools {
@@ -310,6 +331,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.check_token()?;
         self.require(&context, "tools:call")?;
         let owner = self.owner_for(&context)?;
         let name = request.name.into_owned();

@@ -21,8 +21,12 @@ pub async fn run(
     host: &Arc<Host>,
     args: McpArgs,
     caller: Option<toolshed_host::identity::Caller>,
+    global_token: Option<&str>,
 ) -> Result<(), Failure> {
     let mut session = session_from_args(host, args)?;
+    if caller.as_ref().is_some_and(|c| c.is_agent()) {
+        session.token = global_token.map(str::to_string);
+    }
     session.caller = caller;
     let server = McpServer::new(host.clone(), session);
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
@@ -88,5 +92,6 @@ pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure>
         profile: args.profile,
         selection,
         caller: None,
+        token: None,
     })
 }
