@@ -231,6 +231,8 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// `Origin` values accepted besides loopback origins (`https://dash.example:8443`).
     pub allowed_origins: Vec<String>,
+    /// Bearer JWTs from this issuer are accepted too (docs/security.md).
+    pub oauth: Option<crate::oauth::OAuthConfig>,
 }
 
 impl Default for ServerConfig {
@@ -241,6 +243,7 @@ impl Default for ServerConfig {
             max_auth_failures: 10,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            oauth: None,
         }
     }
 }

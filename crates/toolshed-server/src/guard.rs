@@ -251,6 +251,19 @@ pub struct RequestGuard {
     agents: Option<Arc<StateStore>>,
     /// MCP sessions and the token that opened each (`None`: the admin token), oldest first.
     sessions: std::sync::Mutex<BoundSessions>,
+    /// Bearer JWTs from an OAuth issuer, when configured.
+    oauth: Option<OAuth>,
+}
+
+/// The OAuth issuer's settings, its current keys, and a way to ask for fresh ones.
+#[derive(Debug)]
+pub struct OAuth {
+    /// `[server.oauth]`.
+    pub config: toolshed_host::oauth::OAuthConfig,
+    /// The issuer's keys, refreshed in the background.
+    pub jwks: Arc<std::sync::RwLock<toolshed_host::oauth::Jwks>>,
+    /// Woken when a token names a key not known yet (the keys may have rotated).
+    pub refresh: Arc<tokio::sync::Notify>,
 }
 
 /// The most peers whose failures are remembered; beyond it the oldest windows are dropped.
@@ -287,6 +300,36 @@ impl RequestGuard {
             failures: Default::default(),
             agents: None,
             sessions: Default::default(),
+            oauth: None,
+        }
+    }
+
+    /// Also accepts bearer JWTs verified against `oauth`.
+    pub fn with_oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// The caller a JWT authenticates, if OAuth is configured and it verifies.
+    fn jwt_caller(&self, token: &str) -> Option<Caller> {
+        let oauth = self.oauth.as_ref()?;
+        if !toolshed_host::oauth::looks_like_jwt(token) {
+            return None;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        let jwks = oauth.jwks.read().unwrap_or_else(|e| e.into_inner());
+        match toolshed_host::oauth::verify(token, &jwks, &oauth.config, now) {
+            Ok(caller) => Some(caller),
+            Err(refusal) => {
+                if refusal == toolshed_host::oauth::Refusal::UnknownKey {
+                    oauth.refresh.notify_one();
+                }
+                tracing::debug!(?refusal, "a bearer JWT was refused");
+                None
+            }
         }
     }
 
@@ -474,8 +517,9 @@ impl RequestGuard {
         if self.token.matches(token) {
             return Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)));
         }
-        let agent = match (&self.agents, std::str::from_utf8(token)) {
-            (Some(store), Ok(text)) if text.starts_with(TOKEN_PREFIX) => {
+        let text = std::str::from_utf8(token).unwrap_or_default();
+        let agent = match &self.agents {
+            Some(store) if text.starts_with(TOKEN_PREFIX) => {
                 store.authenticate(text).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "cannot check an agent token");
                     None
@@ -485,6 +529,7 @@ impl RequestGuard {
         };
         agent
             .map(|record| record.caller())
+            .or_else(|| self.jwt_caller(text))
             .ok_or(Rejection::WrongToken)
     }
 

@@ -45,6 +45,7 @@ pub mod events;
 mod guard;
 pub mod jobs;
 pub mod metrics;
+mod oauth;
 pub mod openapi;
 mod proxy;
 mod serve;

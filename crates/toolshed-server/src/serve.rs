@@ -118,18 +118,38 @@ pub fn app(
         .with_state(state);
     let ports = host.services().ports.clone();
     let store = host.store().clone();
-    let mcp =
-        toolshed_mcp::streamable_http_service(host, options.session, options.max_body_bytes, stop);
+    let net = host.services().net.clone();
+    let mcp = toolshed_mcp::streamable_http_service(
+        host,
+        options.session,
+        options.max_body_bytes,
+        stop.clone(),
+    );
     let routes = Router::new()
         .merge(proxy::routes(ports))
         .nest_service(MCP_PATH, mcp)
         .nest(API_PREFIX, api)
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
-    let guard = RequestGuard::new(local, options.token, options.max_body_bytes)
+    let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_agent_tokens(store)
         .with_open_paths(&["/api/v1/health"])
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
+    if let Some(config) = server_config.oauth.clone() {
+        let oauth = crate::guard::OAuth {
+            config,
+            jwks: Arc::default(),
+            refresh: Arc::default(),
+        };
+        tokio::spawn(crate::oauth::refresh_keys(
+            net,
+            oauth.config.clone(),
+            oauth.jwks.clone(),
+            oauth.refresh.clone(),
+            stop.clone(),
+        ));
+        guard = guard.with_oauth(oauth);
+    }
     guarded(routes, Arc::new(guard))
 }
 
