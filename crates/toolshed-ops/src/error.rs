@@ -86,6 +86,17 @@ pub enum OpsError {
         /// The path as given.
         path: String,
     },
+    /// The file's owner took away its write permission: it is not replaced.
+    #[error(
+        "`{path}` is read-only (mode {mode:04o}): its owner protected it, so it is not \
+         replaced; make it writable first (chmod u+w) if it should change"
+    )]
+    ReadOnlyFile {
+        /// The path as given.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// A glob, regular expression or query cannot be used.
     #[error("invalid pattern `{pattern}`: {reason}")]
     InvalidPattern {
@@ -174,6 +185,10 @@ impl From<OpsError> for ToolError {
             | OpsError::InvalidCommand { .. } => ToolError::invalid(e.to_string()),
             OpsError::Escape { .. } | OpsError::Reserved { .. } => ToolError::Denied {
                 rule: "workspace jail".into(),
+                message: e.to_string(),
+            },
+            OpsError::ReadOnlyFile { .. } => ToolError::Denied {
+                rule: "file permissions".into(),
                 message: e.to_string(),
             },
             OpsError::SandboxEscalation { .. } => ToolError::Denied {

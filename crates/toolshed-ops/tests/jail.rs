@@ -258,3 +258,29 @@ fn a_write_keeps_the_files_permissions() {
         "#!/bin/sh\necho hi\n"
     );
 }
+
+#[test]
+fn a_file_its_owner_made_read_only_is_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, root) = setup();
+    let path = root.join("protected.txt");
+    std::fs::write(&path, "keep me").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    let err = ops
+        .write("protected.txt", b"overwritten", Parents::MustExist)
+        .unwrap_err();
+    assert!(
+        matches!(err, OpsError::ReadOnlyFile { mode: 0o444, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("mode 0444"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
+    // Made writable again, it is replaced, keeping its mode.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    ops.write("protected.txt", b"changed", Parents::MustExist)
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "changed");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+}

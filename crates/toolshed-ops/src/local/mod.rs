@@ -97,6 +97,13 @@ fn check_writable(st: &Stat, path: &str) -> Result<(), OpsError> {
             links: st.st_nlink,
         });
     }
+    // Replacing goes through a rename, which the file's own mode does not stop: honour it.
+    if st.st_mode & 0o200 == 0 {
+        return Err(OpsError::ReadOnlyFile {
+            path: shown(path),
+            mode: st.st_mode & 0o7777,
+        });
+    }
     Ok(())
 }
 
