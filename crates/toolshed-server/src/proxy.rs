@@ -41,10 +41,16 @@ fn refuse(status: StatusCode, message: String) -> Response {
     (status, format!("{message}\n")).into_response()
 }
 
-/// `/proxy/{id}` (redirects to the trailing-slash form, so relative links work).
-async fn proxy_root(Path(id): Path<String>) -> Response {
+/// `/proxy/{id}` (redirects to the trailing-slash form, so relative links work). The
+/// location is the path as the client sent it, still percent-encoded: a decoded id such as
+/// `../../etc/passwd` would point the client somewhere else.
+async fn proxy_root(uri: Uri) -> Response {
     let mut response = StatusCode::PERMANENT_REDIRECT.into_response();
-    if let Ok(location) = HeaderValue::from_str(&format!("/proxy/{id}/")) {
+    let location = match uri.query() {
+        Some(query) => format!("{}/?{query}", uri.path()),
+        None => format!("{}/", uri.path()),
+    };
+    if let Ok(location) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, location);
     }
     response

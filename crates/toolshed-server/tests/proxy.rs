@@ -81,6 +81,17 @@ async fn a_request_reaches_the_app_without_the_token_and_with_its_own_path() {
     let root = request(s.address, "GET", "/proxy/p1", &[auth()], None).await;
     assert_eq!(root.status, 308);
     assert_eq!(root.headers["location"], "/proxy/p1/");
+    // The redirect keeps the path as sent: never a decoded `../../etc/passwd`.
+    let odd = request(
+        s.address,
+        "GET",
+        "/proxy/..%2f..%2fetc%2fpasswd",
+        &[auth()],
+        None,
+    )
+    .await;
+    assert_eq!(odd.status, 308);
+    assert_eq!(odd.headers["location"], "/proxy/..%2f..%2fetc%2fpasswd/");
 }
 
 #[tokio::test]

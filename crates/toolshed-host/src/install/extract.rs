@@ -22,6 +22,14 @@ fn entry_components(name: &str) -> Result<Vec<String>, String> {
     if name.contains('\0') {
         return Err("the name contains a NUL byte".into());
     }
+    // A newline or an escape sequence in a name forges lines and colours wherever the name
+    // is printed (logs, listings, a terminal); no plugin needs one.
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "the name contains the control character {}; names may not",
+            c.escape_default()
+        ));
+    }
     if name.contains('\\') {
         return Err("the name contains a backslash; archive paths use `/`".into());
     }
@@ -443,7 +451,18 @@ mod tests {
     fn names_are_checked() {
         assert_eq!(entry_components("a/./b/").unwrap(), ["a", "b"]);
         assert!(entry_components("./").unwrap().is_empty());
-        for bad in ["/etc/passwd", "../x", "a/../../x", "a\\b", "C:/x", "a\0b"] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a\\b",
+            "C:/x",
+            "a\0b",
+            "a\x01b",
+            "evil\nname",
+            "colour\x1b[31m.js",
+            "tab\there",
+        ] {
             assert!(entry_components(bad).is_err(), "{bad}");
         }
     }
