@@ -4,8 +4,10 @@
 //!    `Origin` header, when present, must be a loopback origin — otherwise `403`. A web
 //!    page the user visits cannot reach the server through a DNS name it rebinds to
 //!    127.0.0.1, nor from its own origin;
-//! 2. `Authorization: Bearer <token>` must carry the token — otherwise `401` with
-//!    `WWW-Authenticate: Bearer` (and `error="invalid_token"` when a wrong one was sent);
+//! 2. `Authorization: Bearer <token>` must carry the token — the admin token, an agent
+//!    token or an OAuth JWT — otherwise `401` with `WWW-Authenticate: Bearer` (and
+//!    `error="invalid_token"` when a wrong one was sent); two `Authorization` headers are a
+//!    `400`;
 //! 3. a declared body over the limit is `413` at once; the MCP transport enforces the same
 //!    limit while streaming a body that does not declare its length.
 //!
@@ -113,6 +115,8 @@ pub enum Rejection {
     HeadersTooLarge,
     /// A token-like parameter was sent in the query string.
     TokenInQuery,
+    /// More than one `Authorization` header: which one counts would depend on order.
+    DuplicateAuthorization,
     /// The token lacks the scope the route needs.
     MissingScope(&'static str),
     /// The MCP session was opened with another token.
@@ -180,6 +184,11 @@ impl Rejection {
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "headers_too_large",
                 format!("the request headers are larger than {MAX_HEADER_BYTES} bytes"),
+            ),
+            Self::DuplicateAuthorization => (
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "send one Authorization header; this request has several".into(),
             ),
             Self::TokenInQuery => (
                 StatusCode::BAD_REQUEST,
@@ -509,6 +518,14 @@ impl RequestGuard {
     }
 
     fn check_token(&self, headers: &HeaderMap) -> Result<Caller, Rejection> {
+        if headers
+            .get_all(header::AUTHORIZATION)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return Err(Rejection::DuplicateAuthorization);
+        }
         let presented = headers
             .get(header::AUTHORIZATION)
             .ok_or(Rejection::MissingToken)?

@@ -340,3 +340,22 @@ async fn requests_without_a_token_never_trip_the_limit() {
         200
     );
 }
+
+#[tokio::test]
+async fn two_authorization_headers_are_a_400_whatever_their_order() {
+    let server = start().await;
+    let wrong = "f".repeat(64);
+    for headers in [
+        [bearer(TOKEN), bearer(&wrong)],
+        [bearer(&wrong), bearer(TOKEN)],
+        [bearer(TOKEN), bearer(TOKEN)],
+    ] {
+        let reply = request(server.address, "GET", "/api/v1/tools", &headers, None).await;
+        assert_eq!(reply.status, 400, "{reply:?}");
+        assert!(
+            reply.body.contains("one Authorization header"),
+            "{}",
+            reply.body
+        );
+    }
+}
