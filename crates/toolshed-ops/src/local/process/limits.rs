@@ -22,7 +22,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::fs::{Mode, OFlags};
 
@@ -206,10 +206,7 @@ impl Groups {
     /// Removes the groups (waiting briefly for their last members to go).
     pub(super) fn remove(&self) {
         for dir in &self.dirs {
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while fs::remove_dir(dir).is_err() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            super::tree::remove_group(dir, Duration::from_secs(2));
         }
     }
 }

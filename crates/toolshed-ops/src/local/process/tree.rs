@@ -215,9 +215,27 @@ fn sweep_stale(parent: &Path) {
 
 /// Removes an empty cgroup, waiting briefly for killed members to go.
 fn remove_cgroup(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while fs::remove_dir(dir).is_err() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
+    remove_group(dir, Duration::from_secs(1));
+}
+
+/// Removes the cgroup `dir`, retrying while it is busy (its last members still exiting) for
+/// at most `wait`. A group that is gone already — another toolshed cleared the same dead
+/// group first — is done, not retried.
+pub(super) fn remove_group(dir: &Path, wait: Duration) {
+    remove_with(dir, Instant::now() + wait, |d| fs::remove_dir(d));
+}
+
+/// [`remove_group`] with the removal given; how many attempts it made.
+fn remove_with(dir: &Path, deadline: Instant, remove: impl Fn(&Path) -> io::Result<()>) -> usize {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match remove(dir) {
+            Ok(()) => return attempts,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return attempts,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => return attempts,
+        }
     }
 }
 
@@ -386,5 +404,27 @@ impl ProcessTree {
                 let _ = rustix::process::pidfd_send_signal(&fd, signal);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_already_gone_is_removed_at_once_and_a_busy_one_is_retried() {
+        let later = Instant::now() + Duration::from_secs(1);
+        let gone = |_: &Path| Err(io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(remove_with(Path::new("/x"), later, gone), 1);
+        let busy_twice = std::cell::Cell::new(0);
+        let busy = |_: &Path| {
+            busy_twice.set(busy_twice.get() + 1);
+            if busy_twice.get() < 3 {
+                Err(io::Error::from_raw_os_error(libc::EBUSY))
+            } else {
+                Ok(())
+            }
+        };
+        assert_eq!(remove_with(Path::new("/x"), later, busy), 3);
     }
 }
