@@ -12,7 +12,7 @@
 //! asking again. No answer before the expiry means no; so does a restart, since the call
 //! that waited is gone (its request then expires unanswered).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ring::rand::SecureRandom;
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::store::{StateStore, StoreError};
+use crate::store::{StateStore, StoreError, now_ms};
 
 /// How often a waiting call looks for an answer given by another process.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -123,14 +123,6 @@ pub trait Approver: Send + Sync {
     async fn ask(&self, request: &ApprovalRequest) -> Option<bool>;
     /// Who answers through this door, for the record (`mcp client of alice`).
     fn who(&self) -> String;
-}
-
-/// The time now, in Unix milliseconds.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 /// The digest an approval is bound to: the tool and its exact arguments.

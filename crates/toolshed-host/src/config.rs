@@ -572,6 +572,12 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     config.web.allow_rules()?;
     config.sandbox.mode()?;
     config.sandbox.network()?;
+    if let Some(oauth) = &config.server.oauth {
+        oauth.check().map_err(|message| ConfigError::Invalid {
+            source_name: "server.oauth".into(),
+            message,
+        })?;
+    }
     // Policy rules, quotas and hooks are compiled (and so checked) once, when the host
     // opens: compiling their patterns twice would cost every start.
     Ok(())

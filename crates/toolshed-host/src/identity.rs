@@ -13,7 +13,7 @@
 //! on the next request that presents it: every request is checked against the database.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use ring::rand::SecureRandom;
 use rusqlite::{OptionalExtension, params};
@@ -21,9 +21,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use toolshed_core::OwnerId;
 
-use crate::config::ReviewRules;
 use crate::review::{CompiledRules, Matcher, RuleError};
-use crate::store::{StateStore, StoreError};
+use crate::store::{StateStore, StoreError, now_ms};
 
 /// The prefix of every agent token.
 pub const TOKEN_PREFIX: &str = "tsk_";
@@ -178,17 +177,7 @@ fn tool_rules(scopes: &[String]) -> Result<Option<Arc<CompiledRules>>, RuleError
         .filter_map(|s| s.strip_prefix(TOOL_SCOPE))
         .map(str::to_string)
         .collect();
-    if allow.is_empty() {
-        return Ok(None);
-    }
-    let rules = ReviewRules {
-        allow,
-        deny: Vec::new(),
-    };
-    Ok(Some(Arc::new(CompiledRules::compile(
-        "token scope",
-        &rules,
-    )?)))
+    Ok(CompiledRules::allow_only("token scope", allow)?.map(Arc::new))
 }
 
 /// An agent token as stored: everything but the secret.
@@ -237,13 +226,6 @@ pub struct NewToken {
     pub record: TokenRecord,
     /// The whole token to give the agent (`tsk_<id>_<secret>`); not stored.
     pub token: String,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 fn random_hex(bytes: usize) -> Result<String, StoreError> {

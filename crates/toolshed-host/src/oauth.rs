@@ -50,6 +50,29 @@ pub struct OAuthConfig {
     pub scopes_claim: String,
 }
 
+impl OAuthConfig {
+    /// `Ok` when the settings can work: an issuer, an audience, an http(s) `jwks_url`.
+    pub fn check(&self) -> Result<(), String> {
+        if self.issuer.trim().is_empty() || self.audience.trim().is_empty() {
+            return Err("give the issuer and the audience tokens must carry".into());
+        }
+        http_host(&self.jwks_url).map(|_| ())
+    }
+}
+
+/// The `host:port` of an `http` or `https` URL (the port its scheme implies when it names
+/// none), or why `url` is not one.
+pub fn http_host(url: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("`{url}` is not an http or https URL"));
+    }
+    match (parsed.host_str(), parsed.port_or_known_default()) {
+        (Some(host), Some(port)) => Ok(format!("{host}:{port}")),
+        _ => Err(format!("`{url}` names no host")),
+    }
+}
+
 fn default_owner_claim() -> String {
     "sub".into()
 }
@@ -314,6 +337,23 @@ mod tests {
         assert_eq!(
             verify(&parts.join("."), &jwks, &config, now).unwrap_err(),
             Refusal::BadSignature
+        );
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_named() {
+        assert!(config().check().is_ok());
+        let mut bad = config();
+        bad.jwks_url = "ftp://keys.example/jwks".into();
+        assert!(bad.check().unwrap_err().contains("ftp://keys.example/jwks"));
+        bad.jwks_url = "not a url".into();
+        assert!(bad.check().unwrap_err().contains("not a url"));
+        let mut empty = config();
+        empty.audience = " ".into();
+        assert!(empty.check().is_err());
+        assert_eq!(
+            http_host("https://login.example/jwks.json").unwrap(),
+            "login.example:443"
         );
     }
 }

@@ -197,6 +197,18 @@ impl CompiledRules {
         })
     }
 
+    /// Rules allowing only what one of `patterns` matches; `None` when there is none.
+    pub fn allow_only(source: &str, patterns: Vec<String>) -> Result<Option<Self>, RuleError> {
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let rules = ReviewRules {
+            allow: patterns,
+            deny: Vec::new(),
+        };
+        Self::compile(source, &rules).map(Some)
+    }
+
     /// `None` if `subject` passes; otherwise the rule that refused it.
     pub fn refuse(&self, subject: &Subject<'_>) -> Option<String> {
         if let Some((pattern, _)) = self.deny.iter().find(|(_, m)| m.matches(subject)) {

@@ -194,7 +194,8 @@ impl std::fmt::Debug for StateStore {
     }
 }
 
-fn now_ms() -> i64 {
+/// The time now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

@@ -13,7 +13,6 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use toolshed_core::OwnerId;
-use toolshed_host::config::ReviewRules;
 use toolshed_host::identity::Caller;
 use toolshed_host::registry::ToolEntry;
 use toolshed_host::{CallRequest, Host};
@@ -63,14 +62,7 @@ pub fn selection_from_globs(list: &str) -> Result<Option<CompiledRules>, RuleErr
         .filter(|p| !p.is_empty())
         .map(String::from)
         .collect();
-    if allow.is_empty() {
-        return Ok(None);
-    }
-    let rules = ReviewRules {
-        allow,
-        deny: Vec::new(),
-    };
-    CompiledRules::compile("--tools", &rules).map(Some)
+    CompiledRules::allow_only("--tools", allow)
 }
 
 /// One MCP connection's view of the host: the tools it may see, and its calls run through

@@ -52,11 +52,7 @@ pub(crate) async fn refresh_keys(
 }
 
 async fn fetch(net: &NetClient, url: &str, stop: &CancellationToken) -> Result<Jwks, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("{url} is not a URL: {e}"))?;
-    let host = match (parsed.host_str(), parsed.port_or_known_default()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        _ => return Err(format!("{url} names no host")),
-    };
+    let host = toolshed_host::oauth::http_host(url)?;
     let request = HttpRequest {
         method: "GET".into(),
         url: url.to_string(),

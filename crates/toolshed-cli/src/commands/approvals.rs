@@ -42,7 +42,7 @@ pub fn run(host: &Host, command: ApprovalsCommand) -> Result<(), Failure> {
 }
 
 fn print_request(r: &ApprovalRequest) {
-    let left = (r.expires_ms - toolshed_host::approvals::now_ms()).max(0) / 1000;
+    let left = (r.expires_ms - toolshed_host::now_ms()).max(0) / 1000;
     let state = match r.state {
         ApprovalState::Pending => format!("pending, {left} s left"),
         other => match &r.answered_by {

@@ -1,10 +1,10 @@
 //! `toolshed token create|list|revoke`: agent tokens.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::json;
-use toolshed_host::Host;
 use toolshed_host::identity::{check_owner, check_scopes};
+use toolshed_host::{Host, now_ms};
 
 use crate::Failure;
 use crate::cli::TokenCommand;
@@ -84,13 +84,6 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             }
         }
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 /// `1d 2h` style, the largest unit only.

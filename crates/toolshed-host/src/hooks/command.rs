@@ -168,14 +168,7 @@ impl CommandHook {
                     }
                     (command, "") => Target::Command(command.to_string()),
                     ("", url) => {
-                        let parsed = url::Url::parse(url)
-                            .ok()
-                            .filter(|u| matches!(u.scheme(), "http" | "https"))
-                            .ok_or_else(|| error(url, "not an http or https URL".into()))?;
-                        let host = match (parsed.host_str(), parsed.port_or_known_default()) {
-                            (Some(h), Some(p)) => format!("{h}:{p}"),
-                            _ => return Err(error(url, "the URL names no host".into())),
-                        };
+                        let host = crate::oauth::http_host(url).map_err(|m| error(url, m))?;
                         Target::Url {
                             url: url.to_string(),
                             host,
