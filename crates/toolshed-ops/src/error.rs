@@ -97,6 +97,26 @@ pub enum OpsError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The file is not what the caller read: someone else changed, created or removed it
+    /// since. Nothing was written.
+    #[error(
+        "`{path}` has changed since you read it ({detail}); nothing was written — read it \
+         again, then retry"
+    )]
+    Changed {
+        /// The path as given.
+        path: String,
+        /// What is there now.
+        detail: &'static str,
+    },
+    /// Another writer held the file's lock for too long.
+    #[error("`{path}` is busy: another writer has held its lock for {secs} s; retry in a moment")]
+    Busy {
+        /// The path as given.
+        path: String,
+        /// How long this writer waited.
+        secs: u64,
+    },
     /// A glob, regular expression or query cannot be used.
     #[error("invalid pattern `{pattern}`: {reason}")]
     InvalidPattern {
@@ -201,6 +221,8 @@ impl From<OpsError> for ToolError {
             OpsError::AlreadyExists { .. }
             | OpsError::NotEmpty { .. }
             | OpsError::MultipleLinks { .. }
+            | OpsError::Changed { .. }
+            | OpsError::Busy { .. }
             | OpsError::StdinClosed { .. }
             | OpsError::StdinFull { .. } => ToolError::Conflict(e.to_string()),
             _ => ToolError::Failed(e.to_string()),

@@ -113,6 +113,65 @@ pub enum Written {
     Replaced,
 }
 
+/// What a change expects to find at its path before it is made: the compare of a
+/// compare-and-swap. A file that no longer holds what the caller read fails the whole
+/// commit with [`OpsError::Changed`](crate::OpsError::Changed) instead of overwriting what
+/// someone else wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect<'a> {
+    /// Whatever is there (a blind write).
+    Anything,
+    /// Nothing: the path must not exist.
+    Missing,
+    /// A regular file holding exactly these bytes.
+    Content(&'a [u8]),
+}
+
+/// One change of a [`FileOps::commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// Creates or replaces the regular file at `path` with `data`.
+    Write {
+        /// The file.
+        path: &'a str,
+        /// Its new content.
+        data: &'a [u8],
+        /// What must be there now.
+        expect: Expect<'a>,
+        /// Whether missing parent directories are created.
+        parents: Parents,
+    },
+    /// Removes the file (or symbolic link) at `path`.
+    Remove {
+        /// The file.
+        path: &'a str,
+        /// What must be there now.
+        expect: Expect<'a>,
+    },
+    /// Moves the regular file at `from` to `to` (which must not exist; its parents are
+    /// created) with `data` as its new content, keeping its permission bits.
+    Move {
+        /// Where the file is.
+        from: &'a str,
+        /// Where it goes.
+        to: &'a str,
+        /// Its new content.
+        data: &'a [u8],
+        /// What must be at `from` now.
+        expect: Expect<'a>,
+    },
+}
+
+impl Change<'_> {
+    /// The path the change is about (a move's source).
+    pub fn path(&self) -> &str {
+        match self {
+            Change::Write { path, .. } | Change::Remove { path, .. } => path,
+            Change::Move { from, .. } => from,
+        }
+    }
+}
+
 /// File operations on one workspace. Every path is relative to the workspace root (an
 /// absolute path inside the root is accepted too) and is resolved so that it can never
 /// leave the root — `..`, absolute symbolic links and links pointing out are refused — and
@@ -131,6 +190,17 @@ pub trait FileOps: Send + Sync {
     /// permission bits. Refuses symbolic links, special files and files with several hard
     /// links. Writers of one file are serialized, within the process and across processes.
     fn write(&self, path: &str, data: &[u8], parents: Parents) -> Result<Written, OpsError>;
+
+    /// Applies `changes` all-or-nothing: every expectation is checked and every change made
+    /// under the writers' locks of every directory involved (within the process and across
+    /// processes, waiting at most a few seconds), so no other toolshed writer slips in
+    /// between a check and its write. If any expectation fails, or any target would be
+    /// refused (a link, a special file, a read-only file), nothing is changed.
+    ///
+    /// On disk, a crash part way cannot leave a half-applied commit: new contents are
+    /// written and flushed first, then an intent journal, then the renames; a workspace
+    /// opened after a crash finishes what its journal says.
+    fn commit(&self, changes: &[Change<'_>]) -> Result<(), OpsError>;
 
     /// Appends to a regular file, creating it if missing.
     fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError>;

@@ -35,8 +35,8 @@ mod services;
 
 pub use error::OpsError;
 pub use file::{
-    DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
-    Overwrite, Parents, Written,
+    Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
+    Metadata, Overwrite, Parents, Written,
 };
 pub use local::process::{LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod};
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};

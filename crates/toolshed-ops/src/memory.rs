@@ -11,8 +11,8 @@ use std::time::SystemTime;
 
 use crate::error::OpsError;
 use crate::file::{
-    DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
-    Overwrite, Parents, Written,
+    Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
+    Metadata, Overwrite, Parents, Written,
 };
 use crate::path::{RESERVED_DIR, names_reserved, normalize, shown, split_parent};
 
@@ -334,6 +334,141 @@ impl FileOps for MemoryOps {
             },
         );
         Ok(written)
+    }
+
+    fn commit(&self, changes: &[Change<'_>]) -> Result<(), OpsError> {
+        // Parents first (as on disk, creating a directory is not part of the commit).
+        for change in changes {
+            let parent_of = |p: &str| -> Result<(), OpsError> {
+                let rel = Self::rel(p)?;
+                let (parent, _) = split_parent(&rel);
+                if parent != "." {
+                    self.mkdir(parent, Parents::Create)?;
+                }
+                Ok(())
+            };
+            match change {
+                Change::Write {
+                    path,
+                    parents: Parents::Create,
+                    ..
+                } => parent_of(path)?,
+                Change::Move { to, .. } => parent_of(to)?,
+                _ => {}
+            }
+        }
+        let mut nodes = self.lock();
+        // Check everything, then change everything: nothing below can fail.
+        let key_of = |nodes: &BTreeMap<String, Node>, path: &str| -> Result<String, OpsError> {
+            let (dir, name) = Self::parent_of(nodes, &Self::rel(path)?, path)?;
+            Ok(child_key(&dir, &name))
+        };
+        let check = |nodes: &BTreeMap<String, Node>,
+                     key: &str,
+                     path: &str,
+                     expect: Expect<'_>,
+                     writing: bool|
+         -> Result<u32, OpsError> {
+            let changed = |detail| OpsError::Changed {
+                path: shown(path),
+                detail,
+            };
+            match (nodes.get(key), expect) {
+                (None, Expect::Content(_)) => Err(changed("it no longer exists")),
+                (None, _) => Ok(0o644),
+                (Some(_), Expect::Missing) => Err(changed("it exists now")),
+                (Some(node), expect) => {
+                    if writing {
+                        refuse_special(node, path, "written")?;
+                    }
+                    if let Node::File { links, mode, .. } = node
+                        && writing
+                    {
+                        if *links > 1 {
+                            return Err(OpsError::MultipleLinks {
+                                path: shown(path),
+                                links: *links,
+                            });
+                        }
+                        if mode & 0o200 == 0 {
+                            return Err(OpsError::ReadOnlyFile {
+                                path: shown(path),
+                                mode: *mode,
+                            });
+                        }
+                    }
+                    match (node, expect) {
+                        (Node::File { data, .. }, Expect::Content(want)) if data != want => {
+                            return Err(changed("its content differs from what you read"));
+                        }
+                        (Node::File { .. }, _) | (_, Expect::Anything) => {}
+                        _ => return Err(changed("it is not a regular file")),
+                    }
+                    Ok(match node {
+                        Node::File { mode, .. } => *mode,
+                        _ => 0o644,
+                    })
+                }
+            }
+        };
+        let mut puts: Vec<(String, Vec<u8>, u32)> = Vec::new();
+        let mut dels: Vec<String> = Vec::new();
+        for change in changes {
+            match *change {
+                Change::Write {
+                    path, data, expect, ..
+                } => {
+                    let key = key_of(&nodes, path)?;
+                    let mode = check(&nodes, &key, path, expect, true)?;
+                    puts.push((key, data.to_vec(), mode));
+                }
+                Change::Remove { path, expect } => {
+                    let key = key_of(&nodes, path)?;
+                    match nodes.get(&key) {
+                        None => return Err(OpsError::NotFound { path: shown(path) }),
+                        Some(Node::Dir) => {
+                            return Err(OpsError::IsADirectory { path: shown(path) });
+                        }
+                        _ => {}
+                    }
+                    check(&nodes, &key, path, expect, false)?;
+                    dels.push(key);
+                }
+                Change::Move {
+                    from,
+                    to,
+                    data,
+                    expect,
+                } => {
+                    let src = key_of(&nodes, from)?;
+                    if !nodes.contains_key(&src) {
+                        return Err(OpsError::NotFound { path: shown(from) });
+                    }
+                    let mode = check(&nodes, &src, from, expect, true)?;
+                    let dst = key_of(&nodes, to)?;
+                    if nodes.contains_key(&dst) {
+                        return Err(OpsError::AlreadyExists { path: shown(to) });
+                    }
+                    puts.push((dst, data.to_vec(), mode));
+                    dels.push(src);
+                }
+            }
+        }
+        for (key, data, mode) in puts {
+            nodes.insert(
+                key,
+                Node::File {
+                    data,
+                    mode,
+                    links: 1,
+                    modified: SystemTime::now(),
+                },
+            );
+        }
+        for key in dels {
+            nodes.remove(&key);
+        }
+        Ok(())
     }
 
     fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError> {

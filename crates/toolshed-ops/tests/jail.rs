@@ -142,15 +142,33 @@ fn concurrent_writers_of_one_file_never_interleave() {
     for w in writers {
         w.join().unwrap();
     }
-    let leftovers: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    assert_eq!(names(&root), vec![".toolshed", "shared.txt"]);
     assert_eq!(
-        leftovers,
-        vec!["shared.txt"],
+        scratch_temps(&root),
+        Vec::<String>::new(),
         "no temporary file is left behind"
     );
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What toolshed's scratch directory holds besides its own `.gitignore` and lock.
+fn scratch_temps(root: &Path) -> Vec<String> {
+    let scratch = root.join(".toolshed/tmp");
+    if !scratch.exists() {
+        return Vec::new();
+    }
+    names(&scratch)
+        .into_iter()
+        .filter(|n| n != ".gitignore" && n != ".sweep.lock")
+        .collect()
 }
 
 const CHILD_ENV: &str = "TOOLSHED_TEST_WRITER_ROOT";
@@ -218,24 +236,17 @@ fn sigkill_during_writes_never_tears_a_file() {
             "round {round}: mixed content"
         );
     }
-    // A killed writer leaves at most one temporary file, hidden from listings and replaced
-    // by the next write of the same file.
+    // A killed writer's temporary file is in .toolshed/tmp (ignored by git), never beside
+    // the file, and the next open of the workspace deletes it.
+    assert_eq!(names(&root), vec![".toolshed", "big.bin"]);
+    assert_eq!(
+        std::fs::read_to_string(root.join(".toolshed/tmp/.gitignore")).unwrap(),
+        "*\n"
+    );
     let ops = LocalOps::new(&root).unwrap();
-    let names: Vec<String> = ops
-        .read_dir(".")
-        .unwrap()
-        .entries
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, vec!["big.bin"]);
-    assert!(std::fs::read_dir(&root).unwrap().count() <= 2);
+    assert_eq!(scratch_temps(&root), Vec::<String>::new());
     ops.write("big.bin", b"done", Parents::MustExist).unwrap();
-    let raw: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(raw, vec!["big.bin"]);
+    assert_eq!(names(&root), vec![".toolshed", "big.bin"]);
 }
 
 #[test]

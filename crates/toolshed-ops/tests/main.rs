@@ -5,6 +5,7 @@
 use toolshed_test_support::http as server;
 mod support;
 
+mod commit;
 mod contract;
 mod feed;
 mod jail;

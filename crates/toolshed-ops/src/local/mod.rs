@@ -11,6 +11,7 @@
 //! anything is opened, and on the kernel's own account of what was opened
 //! (`/proc/self/fd`), so a link pointing into it does not get through either.
 
+mod commit;
 pub(crate) mod process;
 mod tree;
 
@@ -18,34 +19,31 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{
-    AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags, Stat, openat,
-    openat2, renameat, renameat_with, statat, unlinkat,
+    AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags, Stat, openat, openat2, renameat,
+    renameat_with, statat, unlinkat,
 };
 use rustix::io::Errno;
 
 use crate::error::OpsError;
 use crate::file::{
-    DirEntry, DirListing, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES, Metadata,
-    Overwrite, Parents, Written,
+    Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
+    Metadata, Overwrite, Parents, Written,
 };
 use crate::path::{RESERVED_DIR, names_reserved, normalize, shown, split_parent};
 
 /// The prefix of toolshed's temporary files; listings hide them.
 pub const TEMP_PREFIX: &str = ".tsw-";
 
-/// Striped in-process write locks: writers of the same file in this process take the same
-/// mutex (and then an advisory lock across processes), with memory that cannot grow.
-const LOCK_STRIPES: usize = 64;
-
 /// The real file system under one root.
 pub struct LocalOps {
     root: PathBuf,
     root_fd: OwnedFd,
-    stripes: Vec<Mutex<()>>,
+    /// `.toolshed/tmp`, opened on first write (see the `commit` module).
+    scratch: OnceLock<Option<commit::Scratch>>,
 }
 
 impl std::fmt::Debug for LocalOps {
@@ -138,11 +136,13 @@ impl LocalOps {
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
-        Ok(Self {
+        let ops = Self {
             root,
             root_fd,
-            stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-        })
+            scratch: OnceLock::new(),
+        };
+        ops.recover();
+        Ok(ops)
     }
 
     /// The canonical workspace root.
@@ -330,70 +330,16 @@ impl LocalOps {
         Ok((fd, name))
     }
 
-    fn stripe(&self, st: &Stat, name: &str) -> &Mutex<()> {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (st.st_dev, st.st_ino, name).hash(&mut h);
-        &self.stripes[(h.finish() as usize) % LOCK_STRIPES]
-    }
-
-    /// The temporary file for writing `name`: one fixed name per target, so a writer killed
-    /// mid-write leaves at most one leftover, which the next write of that file replaces.
-    /// Two writers never share it: both hold the directory's exclusive lock.
+    /// The temporary file for writing `name` when the scratch directory is on another file
+    /// system: one fixed name per target, so a writer killed mid-write leaves at most one
+    /// leftover, which the next write of that file replaces. Two writers never share it:
+    /// both hold the directory's exclusive lock.
     fn temp_name(name: &str) -> String {
         // FNV-1a: stable across builds, so leftovers of older versions are found too.
         let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
         format!("{TEMP_PREFIX}{hash:016x}.tmp")
-    }
-
-    fn write_locked(
-        &self,
-        dir: &OwnedFd,
-        name: &str,
-        data: &[u8],
-        path: &str,
-    ) -> Result<Written, OpsError> {
-        let (mode, written) = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => {
-                check_writable(&st, path)?;
-                (st.st_mode & 0o7777, Written::Replaced)
-            }
-            Err(Errno::NOENT) => (0o644, Written::Created),
-            Err(e) => return Err(Self::error(path, "inspect", e)),
-        };
-        let temp = Self::temp_name(name);
-        match unlinkat(dir, temp.as_str(), AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(e) => return Err(Self::error(path, "clear the temporary file for", e)),
-        }
-        let fd = openat(
-            dir,
-            temp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(|e| Self::error(path, "create a temporary file for", e))?;
-        let result = (|| {
-            let mut file = File::from(fd);
-            file.write_all(data).map_err(|e| OpsError::Io {
-                action: "write",
-                path: shown(path),
-                message: e.to_string(),
-            })?;
-            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))
-                .map_err(|e| Self::error(path, "set the mode of", e))?;
-            rustix::fs::fsync(&file).map_err(|e| Self::error(path, "flush", e))?;
-            renameat(dir, temp.as_str(), dir, name).map_err(|e| Self::error(path, "replace", e))
-        })();
-        if let Err(e) = result {
-            let _ = unlinkat(dir, temp.as_str(), AtFlags::empty());
-            return Err(e);
-        }
-        // Make the rename itself durable.
-        let _ = rustix::fs::fsync(dir);
-        Ok(written)
     }
 }
 
@@ -438,23 +384,17 @@ impl FileOps for LocalOps {
     }
 
     fn write(&self, path: &str, data: &[u8], parents: Parents) -> Result<Written, OpsError> {
-        let rel = self.rel(path)?;
-        if parents == Parents::Create {
-            let (parent, _) = split_parent(&rel);
-            if parent != "." {
-                self.mkdir(parent, Parents::Create)?;
-            }
-        }
-        let (dir, name) = self.open_parent(&rel, path)?;
-        let dir_stat = rustix::fs::fstat(&dir).map_err(|e| Self::error(path, "inspect", e))?;
-        let _in_process = self
-            .stripe(&dir_stat, name)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        // Across processes: an advisory lock on the directory, released when `dir` closes.
-        rustix::fs::flock(&dir, FlockOperation::LockExclusive)
-            .map_err(|e| Self::error(path, "lock", e))?;
-        self.write_locked(&dir, name, data, path)
+        let written = self.apply(&[Change::Write {
+            path,
+            data,
+            expect: Expect::Anything,
+            parents,
+        }])?;
+        Ok(written.first().copied().unwrap_or(Written::Created))
+    }
+
+    fn commit(&self, changes: &[Change<'_>]) -> Result<(), OpsError> {
+        self.apply(changes).map(|_| ())
     }
 
     fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError> {

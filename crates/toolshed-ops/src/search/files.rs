@@ -140,6 +140,9 @@ impl<F: FileOps> FileOps for FileSearch<F> {
     fn write(&self, path: &str, data: &[u8], parents: Parents) -> Result<Written, OpsError> {
         self.files.write(path, data, parents)
     }
+    fn commit(&self, changes: &[crate::Change<'_>]) -> Result<(), OpsError> {
+        self.files.commit(changes)
+    }
     fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError> {
         self.files.append(path, data)
     }

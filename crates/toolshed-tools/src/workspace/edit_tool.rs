@@ -2,13 +2,13 @@
 
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
-use toolshed_ops::Parents;
+use toolshed_ops::{Change, Expect, Parents};
 
 use super::Env;
 use super::engine::{diff, edit};
 use super::read::{MAX_TEXT_BYTES, is_text};
 use super::spec::EditArgs;
-use super::write::check_read;
+use super::write::check_seen;
 
 /// The most bytes of diff shown in a result.
 pub(super) const MAX_DIFF_BYTES: usize = 64 * 1024;
@@ -45,7 +45,7 @@ pub(super) fn capped(diff: String) -> String {
 pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: EditArgs = crate::args::parse(args)?;
     let before = read_text(env, &args.path)?;
-    check_read(env, &args.path)?;
+    check_seen(env, &args.path, before.as_bytes())?;
     let outcome = edit::apply_edit(&before, &args.old_text, &args.new_text, args.replace_all)
         .map_err(|e| match e {
             edit::EditError::EmptyOld | edit::EditError::Unchanged => {
@@ -56,8 +56,14 @@ pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
             }
             edit::EditError::NotFound { .. } => ToolError::failed(format!("`{}`: {e}", args.path)),
         })?;
-    env.files
-        .write(&args.path, outcome.content.as_bytes(), Parents::MustExist)?;
+    // Only over what was read: a concurrent writer's change fails this edit instead of
+    // being silently undone.
+    env.files.commit(&[Change::Write {
+        path: &args.path,
+        data: outcome.content.as_bytes(),
+        expect: Expect::Content(before.as_bytes()),
+        parents: Parents::MustExist,
+    }])?;
     let real = env.files.realpath(&args.path)?;
     super::ledger::record(
         env.ledger.as_ref(),

@@ -1,15 +1,16 @@
 //! `workspace_patch`: a multi-file patch, applied all-or-nothing.
 //!
-//! Every file the patch touches is read first, the engine computes every new content in
-//! memory, and only if all of it succeeds are the files written. Should a write fail part
-//! way (a full disk, a permission), the files already written are restored from what was
-//! read, so the workspace is as it was.
+//! Every file the patch touches is read first and the engine computes every new content in
+//! memory; then one [`FileOps::commit`](toolshed_ops::FileOps::commit) makes every change
+//! or none: each file must still hold what was read (a concurrent writer's change fails
+//! the patch with a conflict instead of being overwritten), and on disk an intent journal
+//! finishes a patch that a crash interrupted.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolshed_core::{ToolError, ToolOutput};
-use toolshed_ops::{FileKind, Follow, OpsError, Overwrite, Parents};
+use toolshed_ops::{Change, Expect, FileKind, Follow, Parents};
 
 use super::Env;
 use super::edit_tool::{capped, read_text};
@@ -17,7 +18,7 @@ use super::engine::diff;
 use super::engine::matching::MatchLevel;
 use super::engine::patch::{self, FileChange, FileOp};
 use super::spec::PatchArgs;
-use super::write::check_read;
+use super::write::check_seen;
 
 /// The most bytes of existing files one patch may read.
 pub(super) const MAX_PATCH_READ_BYTES: u64 = 64 * 1024 * 1024;
@@ -50,50 +51,6 @@ fn read_before(env: &Env, path: &str) -> Result<Option<String>, ToolError> {
     }
 }
 
-fn apply_change(env: &Env, change: &FileChange) -> Result<(), OpsError> {
-    match change {
-        FileChange::Add { path, content } => env
-            .files
-            .write(path, content.as_bytes(), Parents::Create)
-            .map(|_| ()),
-        FileChange::Delete { path } => env.files.remove(path, false),
-        FileChange::Update {
-            path,
-            new_content,
-            move_to: None,
-            ..
-        } => env
-            .files
-            .write(path, new_content.as_bytes(), Parents::MustExist)
-            .map(|_| ()),
-        FileChange::Update {
-            path,
-            new_content,
-            move_to: Some(to),
-            ..
-        } => {
-            // Renamed first, then rewritten: the file keeps its permissions.
-            if let Some((parent, _)) = to.rsplit_once('/') {
-                env.files.mkdir(parent, Parents::Create)?;
-            }
-            env.files.rename(path, to, Overwrite::No)?;
-            env.files
-                .write(to, new_content.as_bytes(), Parents::MustExist)
-                .map(|_| ())
-        }
-    }
-}
-
-/// The order changes are written in: updates and moves, then new files, deletions last,
-/// so a failure part way has destroyed nothing that a rewrite cannot bring back.
-fn phase(change: &FileChange) -> u8 {
-    match change {
-        FileChange::Update { .. } => 0,
-        FileChange::Add { .. } => 1,
-        FileChange::Delete { .. } => 2,
-    }
-}
-
 /// Refuses, before anything is written, a change whose target a write would refuse: a
 /// symbolic link, a special file, a file with several hard links.
 fn preflight(env: &Env, change: &FileChange) -> Result<(), ToolError> {
@@ -113,32 +70,6 @@ fn preflight(env: &Env, change: &FileChange) -> Result<(), ToolError> {
         )));
     }
     Ok(())
-}
-
-/// Puts back every path that no longer holds what it held before the patch; returns the
-/// paths that could not be restored. Paths still as they were are left alone.
-fn restore(env: &Env, before: &BTreeMap<String, Option<String>>) -> Vec<String> {
-    let mut failed = Vec::new();
-    for (path, content) in before {
-        match read_before(env, path) {
-            Ok(current) if current == *content => continue,
-            _ => {}
-        }
-        let result = match content {
-            Some(text) => env
-                .files
-                .write(path, text.as_bytes(), Parents::Create)
-                .map(|_| ()),
-            None => match env.files.remove(path, false) {
-                Err(OpsError::NotFound { .. }) => Ok(()),
-                other => other,
-            },
-        };
-        if result.is_err() {
-            failed.push(path.clone());
-        }
-    }
-    failed
 }
 
 pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
@@ -170,8 +101,11 @@ pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
                     "the files this patch touches hold more than {MAX_PATCH_READ_BYTES} bytes; split it into smaller patches"
                 )));
             }
-            if k == 0 && content.is_some() && !matches!(file.op, FileOp::Add { .. }) {
-                check_read(env, path)?;
+            if k == 0
+                && let Some(content) = &content
+                && !matches!(file.op, FileOp::Add { .. })
+            {
+                check_seen(env, path, content.as_bytes())?;
             }
             before.insert(path.to_string(), content);
         }
@@ -182,48 +116,60 @@ pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     for change in &changes {
         preflight(env, change)?;
     }
-    let mut ordered: Vec<&FileChange> = changes.iter().collect();
-    ordered.sort_by_key(|c| phase(c));
-    let mut moved: Vec<(&str, &str)> = Vec::new();
-    for (i, change) in ordered.iter().enumerate() {
-        if let Err(e) = apply_change(env, change) {
-            // Moves go back first, so the content restore finds every file where it was.
-            for (from, to) in moved.iter().rev() {
-                let _ = env.files.rename(to, from, Overwrite::No);
-            }
-            if let FileChange::Update {
+    // Each change expects the file to hold what was read above.
+    let expect = |path: &str| match before.get(path) {
+        Some(Some(text)) => Expect::Content(text.as_bytes()),
+        _ => Expect::Missing,
+    };
+    let commit: Vec<Change<'_>> = changes
+        .iter()
+        .map(|change| match change {
+            FileChange::Add { path, content } => Change::Write {
                 path,
+                data: content.as_bytes(),
+                expect: expect(path),
+                parents: Parents::Create,
+            },
+            FileChange::Delete { path } => Change::Remove {
+                path,
+                expect: expect(path),
+            },
+            FileChange::Update {
+                path,
+                new_content,
+                move_to: None,
+                ..
+            } => Change::Write {
+                path,
+                data: new_content.as_bytes(),
+                expect: expect(path),
+                parents: Parents::MustExist,
+            },
+            FileChange::Update {
+                path,
+                new_content,
                 move_to: Some(to),
                 ..
-            } = change
-            {
-                let _ = env.files.rename(to, path, Overwrite::No);
-            }
-            let unrestored = restore(env, &before);
-            let state = if unrestored.is_empty() {
-                "every file was restored to what it was before the patch".to_string()
-            } else {
-                format!(
-                    "these files could not be restored: {}",
-                    unrestored.join(", ")
-                )
-            };
-            return Err(ToolError::failed(format!(
-                "writing change {} of {} (`{}`) failed: {e}; {state}",
-                i + 1,
-                changes.len(),
-                change.path()
-            )));
-        }
-        if let FileChange::Update {
-            path,
-            move_to: Some(to),
-            ..
-        } = change
-        {
-            moved.push((path.as_str(), to.as_str()));
-        }
-    }
+            } => Change::Move {
+                from: path,
+                to,
+                data: new_content.as_bytes(),
+                expect: expect(path),
+            },
+        })
+        .collect();
+    const NOTHING: &str = "No file was changed.";
+    env.files
+        .commit(&commit)
+        .map_err(|e| match ToolError::from(e) {
+            ToolError::Conflict(m) => ToolError::Conflict(format!("{m}\n{NOTHING}")),
+            ToolError::NotFound(m) => ToolError::NotFound(format!("{m}\n{NOTHING}")),
+            ToolError::Denied { rule, message } => ToolError::Denied {
+                rule,
+                message: format!("{message}\n{NOTHING}"),
+            },
+            other => ToolError::failed(format!("{other}\n{NOTHING}")),
+        })?;
 
     let mut summary = Vec::new();
     let mut diffs = String::new();

@@ -133,6 +133,16 @@ impl toolshed_ops::FileOps for FailWritesTo {
         }
         self.inner.write(path, data, parents)
     }
+    fn commit(&self, changes: &[toolshed_ops::Change<'_>]) -> Result<(), toolshed_ops::OpsError> {
+        if let Some(change) = changes.iter().find(|c| c.path() == self.path) {
+            return Err(toolshed_ops::OpsError::Io {
+                action: "write",
+                path: change.path().into(),
+                message: "No space left on device".into(),
+            });
+        }
+        self.inner.commit(changes)
+    }
     fn append(&self, path: &str, data: &[u8]) -> Result<(), toolshed_ops::OpsError> {
         self.inner.append(path, data)
     }
