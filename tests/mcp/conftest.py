@@ -86,6 +86,7 @@ def serve(toolshed_bin: str, home: Path, workspace: Path):
                 return line.split(" ", 2)[2].strip(), token
         pytest.fail(f"toolshed serve exited before listening: {''.join(seen)}")
 
+    start.procs = procs
     yield start
     for proc in procs:
         proc.terminate()

@@ -1,12 +1,14 @@
-//! The audit writer: rows are queued by the pipeline and written by one thread, many rows
-//! per transaction.
+//! The audit writer: rows are queued by the pipeline and committed by one thread, many
+//! rows per transaction (group commit).
 //!
-//! Writing a row per call in its own transaction, on the blocking pool, under the store's
-//! connection lock, cost more CPU than the file read it recorded, and serialised concurrent
-//! calls on the lock. Here a call only appends its row to a queue in memory and goes on;
-//! the writer thread commits whatever has gathered, in one transaction per batch. It waits
-//! up to [`LINGER`] after the first row of a batch so that even calls made one at a time
-//! share transactions.
+//! A call's row must be in the database before its reply leaves — a server killed right
+//! after replying must not have acknowledged a call it never recorded. Writing each row in
+//! its own transaction, on the blocking pool, under the store's connection lock, cost more
+//! CPU than the file read it recorded and serialised concurrent calls on the lock. Here a
+//! call appends its row to a queue and waits ([`AuditQueue::push`]) until the writer
+//! thread has committed it; the writer commits whatever has gathered in one transaction,
+//! so rows that arrive while a commit runs share the next one. A call made alone pays one
+//! small WAL commit; many concurrent calls share each commit.
 //!
 //! Nothing is dropped. When [`CAPACITY`] rows are waiting, [`AuditQueue::push`] waits for
 //! the writer to take them (back-pressure on the callers, never a silent loss).
@@ -16,21 +18,12 @@
 //! SQLite refuses is logged as a warning with its row count: it is not retried, since the
 //! same rows would fail again.
 
+use rusqlite::Connection;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use rusqlite::Connection;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::store::{AuditRecord, StoreError, insert_audit_rows};
-
-/// How long the writer waits for more rows after the first row of a batch.
-pub(crate) const LINGER: Duration = Duration::from_millis(5);
-
-/// A batch is written as soon as this many rows are waiting, without waiting out
-/// [`LINGER`].
-pub(crate) const BATCH: usize = 512;
 
 /// The most rows waiting to be written; past this, callers wait for the writer.
 pub(crate) const CAPACITY: usize = 8192;
@@ -50,6 +43,9 @@ struct Shared {
     written: Condvar,
     /// Wakes callers waiting for room in a full queue.
     room: Notify,
+    /// How many rows (counted from the start) are committed; `u64::MAX` once the writer
+    /// is gone, so that no caller waits for it forever.
+    committed: watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -61,8 +57,6 @@ struct State {
     queued: u64,
     /// Rows handed to SQLite since the start (written, or failed and logged).
     done: u64,
-    /// Flushes waiting: the writer skips its linger for them.
-    flushing: usize,
     /// The writer is waiting for a first row (so a push must wake it).
     idle: bool,
     /// No more rows will come: write what is left and stop.
@@ -84,6 +78,7 @@ impl AuditQueue {
             wake: Condvar::new(),
             written: Condvar::new(),
             room: Notify::new(),
+            committed: watch::channel(0).0,
         });
         let writer = {
             let shared = shared.clone();
@@ -99,9 +94,17 @@ impl AuditQueue {
         })
     }
 
-    /// Queues one row, keeping at most `max_rows` in the log. Returns at once unless
-    /// [`CAPACITY`] rows are already waiting; then it waits for room.
+    /// Records one row, keeping at most `max_rows` in the log: returns once the row is
+    /// committed (or, should SQLite refuse its batch, logged as lost).
     pub(crate) async fn push(&self, record: AuditRecord, max_rows: u64) {
+        let ticket = self.enqueue(record, max_rows).await;
+        let mut committed = self.shared.committed.subscribe();
+        let _ = committed.wait_for(|done| *done >= ticket).await;
+    }
+
+    /// Queues one row; returns its ticket (the rows queued up to and including it). Waits
+    /// only when [`CAPACITY`] rows are already waiting.
+    async fn enqueue(&self, record: AuditRecord, max_rows: u64) -> u64 {
         let mut record = Some(record);
         loop {
             let room = self.shared.room.notified();
@@ -116,7 +119,7 @@ impl AuditQueue {
                     if let Some(record) = record.take() {
                         self.write_directly(&record, max_rows);
                     }
-                    return;
+                    return 0;
                 }
                 if st.rows.len() < CAPACITY {
                     if let Some(record) = record.take() {
@@ -124,11 +127,11 @@ impl AuditQueue {
                     }
                     st.queued += 1;
                     st.max_rows = max_rows;
-                    if st.idle || st.rows.len() == BATCH {
+                    if st.idle {
                         st.idle = false;
                         self.shared.wake.notify_one();
                     }
-                    return;
+                    return st.queued;
                 }
             }
             room.await;
@@ -142,7 +145,6 @@ impl AuditQueue {
         if st.done >= target || st.gone {
             return;
         }
-        st.flushing += 1;
         self.shared.wake.notify_one();
         while st.done < target && !st.gone {
             st = self
@@ -151,7 +153,6 @@ impl AuditQueue {
                 .wait(st)
                 .unwrap_or_else(|p| p.into_inner());
         }
-        st.flushing -= 1;
     }
 
     /// Used only when the writer thread is gone (it crashed): the row is written on the
@@ -191,6 +192,7 @@ struct Gone<'a>(&'a Shared);
 impl Drop for Gone<'_> {
     fn drop(&mut self) {
         lock(&self.0.state).gone = true;
+        self.0.committed.send_replace(u64::MAX);
         self.0.written.notify_all();
         self.0.room.notify_waiters();
     }
@@ -208,19 +210,8 @@ fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
         if st.rows.is_empty() {
             return; // closed, and nothing left
         }
-        // Let more rows gather, unless someone is waiting for them.
-        let deadline = Instant::now() + LINGER;
-        while !st.closed && st.flushing == 0 && st.rows.len() < BATCH {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            st = shared
-                .wake
-                .wait_timeout(st, left)
-                .map(|(st, _)| st)
-                .unwrap_or_else(|p| p.into_inner().0);
-        }
+        // No lingering: callers wait for their rows, and those that arrive while this
+        // batch commits form the next one.
         let batch = std::mem::take(&mut st.rows);
         let max_rows = st.max_rows;
         let upto = st.queued;
@@ -232,6 +223,7 @@ fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
         drop(batch);
         st = lock(&shared.state);
         st.done = upto;
+        shared.committed.send_replace(upto);
         shared.written.notify_all();
     }
 }
@@ -250,6 +242,7 @@ mod tests {
     use std::future::Future;
     use std::pin::pin;
     use std::task::{Context, Waker};
+    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::store::MIGRATIONS;
@@ -332,14 +325,14 @@ mod tests {
             })
         };
         held_rx.recv().unwrap();
-        queue.push(record(0), 100_000).await;
+        let first = queue.enqueue(record(0), 100_000).await;
         wait_for("the writer to take the first row", || {
             lock(&queue.shared.state).rows.is_empty()
         });
         for i in 1..=CAPACITY as i64 {
-            queue.push(record(i), 100_000).await;
+            queue.enqueue(record(i), 100_000).await;
         }
-        let mut blocked = pin!(queue.push(record(-1), 100_000));
+        let mut blocked = pin!(queue.enqueue(record(-1), 100_000));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(
             blocked.as_mut().poll(&mut cx).is_pending(),
@@ -347,10 +340,29 @@ mod tests {
         );
         release_tx.send(()).unwrap();
         holder.join().unwrap();
+        assert!(first > 0);
         tokio::time::timeout(Duration::from_secs(10), blocked)
             .await
             .expect("the waiting push goes through once the writer takes the queued rows");
         queue.flush();
         assert_eq!(count(&conn), CAPACITY as i64 + 2);
+    }
+
+    #[tokio::test]
+    async fn a_push_returns_only_once_its_row_is_committed() {
+        let conn = database();
+        let queue = AuditQueue::start(conn.clone()).unwrap();
+        let held = conn.lock().unwrap();
+        let mut push = pin!(queue.push(record(1), 100_000));
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..50 {
+            assert!(push.as_mut().poll(&mut cx).is_pending());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(10), push)
+            .await
+            .expect("the push returns once its row is committed");
+        assert_eq!(count(&conn), 1);
     }
 }

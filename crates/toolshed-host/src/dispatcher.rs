@@ -746,8 +746,8 @@ impl Dispatcher {
             duration_ms: duration_ms as i64,
             approval,
         };
-        // Queued for the store's writer thread, which commits rows in batches; the reply
-        // does not wait for the database.
+        // Committed (by the store's writer thread, many concurrent rows per transaction)
+        // before the reply leaves: an acknowledged call always has its row.
         self.store.queue_audit(record, self.audit_max_rows).await;
         let event = match result {
             Ok(out) => Event::CallFinished {

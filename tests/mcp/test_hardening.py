@@ -1,0 +1,139 @@
+"""A real `toolshed serve` killed with SIGKILL mid-work loses nothing it acknowledged.
+
+- A multi-file patch is all-or-nothing across the kill: the restarted server's workspace
+  holds the state before or after it, never a mix, and no temporary file is left.
+- Every call that got a reply before the kill has its audit row after the restart.
+"""
+
+import json
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def request(url, token, method="GET", body=None, timeout=30):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def call(base, token, tool, arguments):
+    return request(f"{base}/api/v1/tools/{tool}/execute", token, "POST", {"arguments": arguments})
+
+
+TO_B = (
+    "*** Begin Patch\n*** Update File: a.txt\n@@\n-A\n+B\n*** Update File: b.txt\n@@\n-A\n+B\n"
+    "*** Update File: c.txt\n*** Move to: d/c.txt\n@@\n-c\n+c\n*** Add File: n.txt\n+new\n"
+    "*** End Patch\n"
+)
+TO_A = (
+    "*** Begin Patch\n*** Update File: a.txt\n@@\n-B\n+A\n*** Update File: b.txt\n@@\n-B\n+A\n"
+    "*** Update File: d/c.txt\n*** Move to: c.txt\n@@\n-c\n+c\n*** Delete File: n.txt\n"
+    "*** End Patch\n"
+)
+
+
+def state(ws: Path) -> str:
+    read = lambda p: (ws / p).read_text() if (ws / p).exists() else None  # noqa: E731
+    seen = (read("a.txt"), read("b.txt"), read("c.txt"), read("d/c.txt"), read("n.txt"))
+    if seen == ("A\n", "A\n", "c\n", None, None):
+        return "A"
+    if seen == ("B\n", "B\n", None, "c\n", "new\n"):
+        return "B"
+    return f"mixed {seen}"
+
+
+def strays(ws: Path) -> list:
+    scratch = ws / ".toolshed" / "tmp"
+    names = [p.name for p in scratch.iterdir()] if scratch.exists() else []
+    beside = [p.name for p in ws.rglob(".tsw-*")]
+    return [n for n in names if n not in (".gitignore", ".sweep.lock")] + beside
+
+
+def patch_forever(base, token, stop, done):
+    while not stop.is_set():
+        try:
+            for path in ("a.txt", "b.txt", "c.txt", "d/c.txt"):
+                call(base, token, "workspace_read", {"path": path})
+            patch = TO_B if done[-1] == "A" else TO_A
+            status, body = call(base, token, "workspace_patch", {"patch": patch})
+        except OSError:
+            return
+        if status == 200 and not body.get("is_error"):
+            done.append("B" if done[-1] == "A" else "A")
+
+
+def test_sigkill_mid_patch_leaves_all_or_nothing_and_no_stray_files(serve, workspace):
+    (workspace / "a.txt").write_text("A\n")
+    (workspace / "b.txt").write_text("A\n")
+    (workspace / "c.txt").write_text("c\n")
+    (workspace / "d").mkdir()
+    for round_ in range(6):
+        url, token = serve()
+        base = url.rsplit("/mcp", 1)[0]
+        stop, done = threading.Event(), [state(workspace)]
+        assert done[0] in ("A", "B"), done[0]
+        worker = threading.Thread(target=patch_forever, args=(base, token, stop, done))
+        worker.start()
+        deadline = time.time() + 30
+        while len(done) < 3 + round_ and time.time() < deadline:
+            time.sleep(0.005)
+        assert len(done) >= 3, "no patch went through"
+        time.sleep(0.003 * round_)
+        proc = serve.procs[-1]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        stop.set()
+        worker.join()
+        # The next server to open the workspace finishes or discards what was cut off.
+        serve()
+        now = state(workspace)
+        assert now in ("A", "B"), f"round {round_}: {now}"
+        assert strays(workspace) == [], f"round {round_}: {strays(workspace)}"
+        serve.procs[-1].send_signal(signal.SIGKILL)
+        serve.procs[-1].wait()
+
+
+def test_sigkill_loses_no_acknowledged_audit_row(serve, workspace):
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    acknowledged = []
+    stop = threading.Event()
+
+    def caller():
+        while not stop.is_set() and len(acknowledged) < 600:
+            try:
+                status, body = call(base, token, "workspace_stat", {"path": "hello.txt"})
+            except OSError:
+                return
+            if status == 200:
+                acknowledged.append(body["call_id"])
+
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(8):
+            pool.submit(caller)
+        while len(acknowledged) < 200:
+            time.sleep(0.002)
+        serve.procs[-1].send_signal(signal.SIGKILL)
+        serve.procs[-1].wait()
+        stop.set()
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    status, body = request(f"{base}/api/v1/audit?limit=1000", token)
+    assert status == 200, body
+    recorded = {row["call_id"] for row in body["audit"]}
+    missing = [c for c in acknowledged if c not in recorded]
+    assert missing == [], f"{len(missing)} of {len(acknowledged)} acknowledged calls have no audit row"
