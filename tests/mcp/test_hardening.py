@@ -137,3 +137,40 @@ def test_sigkill_loses_no_acknowledged_audit_row(serve, workspace):
     recorded = {row["call_id"] for row in body["audit"]}
     missing = [c for c in acknowledged if c not in recorded]
     assert missing == [], f"{len(missing)} of {len(acknowledged)} acknowledged calls have no audit row"
+
+
+def test_closed_and_abandoned_http_sessions_end_what_they_ran(serve):
+    """65 MCP-over-HTTP sessions each leave a command running; the client deletes every
+    other session and abandons the rest. Deleted sessions' commands end at once (so the
+    host's session limit never fills), abandoned ones when the idle timeout closes their
+    session, and a new client can still run commands."""
+    import asyncio
+    import os
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from test_exec import running, wait_gone
+
+    url, token = serve({"TOOLSHED_MCP__SESSION_IDLE_SECS": "3"})
+    marker = f"sleep 611.{os.getpid() % 1000}"
+
+    async def session(i, delete):
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        client = Client(streamable_http_client(url, http_client=http, terminate_on_close=delete), mode="legacy")
+        async with http, client:
+            result = await client.call_tool("exec_command", {"cmd": f"{marker}{i:02d}", "yield_ms": 0})
+            assert not result.is_error, (i, result.content)
+            assert result.structured_content["running"] is True
+
+    async def main():
+        for i in range(65):
+            await session(i, delete=i % 2 == 0)
+        await session(99, delete=True)
+
+    asyncio.run(asyncio.wait_for(main(), timeout=120))
+    assert wait_gone(f"{marker}00", 10), "a deleted session's command still runs"
+    # The abandoned sessions expire after 3 s idle, and their commands with them.
+    assert wait_gone(marker, 20), "an abandoned session's command still runs"
+    assert not running(marker)

@@ -20,6 +20,13 @@ impl OwnerId {
     pub fn new(id: impl Into<String>) -> Self {
         Self(id.into())
     }
+
+    /// Whether `other` is this owner or one of its sub-owners (`this/…`).
+    pub fn covers(&self, other: &str) -> bool {
+        other
+            .strip_prefix(self.0.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
 }
 
 impl fmt::Display for OwnerId {

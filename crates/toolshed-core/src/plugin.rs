@@ -66,6 +66,11 @@ pub trait Plugin: Send + Sync {
     async fn health(&self) -> Health {
         Health::Ok
     }
+
+    /// `owner` is gone for good (the MCP session it was made for closed or expired): end
+    /// what it owns — command sessions, background processes — rather than keep it running
+    /// with no one able to reach it.
+    async fn owner_ended(&self, _owner: &crate::OwnerId) {}
 }
 
 /// A built-in plugin made of a manifest and a fixed list of tools.

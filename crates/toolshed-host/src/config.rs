@@ -254,11 +254,19 @@ impl Default for ServerConfig {
 pub struct McpConfig {
     /// The most tools one `tools/list` page holds; a `nextCursor` leads to the rest.
     pub page_size: usize,
+    /// An MCP-over-HTTP session with no message for this long is closed; what its own
+    /// owner kept running (command sessions, shells, background processes) ends with it,
+    /// as when the client deletes the session. Sessions of an agent token's owner leave
+    /// their work to that owner.
+    pub session_idle_secs: u64,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { page_size: 100 }
+        Self {
+            page_size: 100,
+            session_idle_secs: 1800,
+        }
     }
 }
 

@@ -122,10 +122,7 @@ impl Caller {
 
 /// Whether `owner` is `base` or a sub-owner of it (`base/…`).
 fn within(owner: &str, base: &str) -> bool {
-    owner == base
-        || owner
-            .strip_prefix(base)
-            .is_some_and(|rest| rest.starts_with('/'))
+    OwnerId::new(base).covers(owner)
 }
 
 /// `Ok` when `owner` is a usable owner id: 1 to [`MAX_OWNER_LEN`] letters, digits and

@@ -256,6 +256,21 @@ fn new_owner() -> OwnerId {
     OwnerId::new(format!("mcp-{micros:x}-{}-{n}", std::process::id()))
 }
 
+/// The connection is gone (closed, deleted, expired): what its own owner kept running —
+/// command sessions, shells, background processes — ends with it instead of holding the
+/// host's limits until each times out. Owners a request named (a handle, an agent token's
+/// owner) outlive the connection and keep theirs.
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let registry = self.host.registry().clone();
+        let owner = self.owner.clone();
+        runtime.spawn(async move { registry.end_owner(&owner).await });
+    }
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(

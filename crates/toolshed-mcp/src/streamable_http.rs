@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -21,13 +23,17 @@ pub type McpHttpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
 /// The streamable-HTTP MCP service for `host`: every session it starts sees the tools
 /// `session` narrows to. Bodies larger than `max_body_bytes` are refused while they stream
-/// in; cancelling `stop` ends every session and stream.
+/// in; a session idle for `[mcp] session_idle_secs` is closed (and what its own owner kept
+/// running ends, see [`McpServer`]); cancelling `stop` ends every session and stream.
 pub fn streamable_http_service(
     host: Arc<Host>,
     session: Session,
     max_body_bytes: usize,
     stop: CancellationToken,
 ) -> McpHttpService {
+    let idle = host.config().config.mcp.session_idle_secs.max(1);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(Duration::from_secs(idle));
     let config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(max_body_bytes)
         .with_cancellation_token(stop);
@@ -37,7 +43,7 @@ pub fn streamable_http_service(
             tracing::info!(owner = %server.owner(), "new MCP session over HTTP");
             Ok(server)
         },
-        LocalSessionManager::default().into(),
+        sessions.into(),
         config,
     )
 }

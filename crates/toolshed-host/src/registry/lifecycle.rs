@@ -240,6 +240,19 @@ impl Registry {
         Some(info)
     }
 
+    /// Tells every running plugin that `owner` is gone, so that what it owned ends too.
+    pub async fn end_owner(&self, owner: &toolshed_core::OwnerId) {
+        let plugins: Vec<Arc<dyn Plugin>> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter_map(|s| s.running().map(|r| r.plugin.clone()))
+                .collect()
+        });
+        for plugin in plugins {
+            plugin.owner_ended(owner).await;
+        }
+    }
+
     /// Stops every running plugin.
     pub async fn shutdown(&self) {
         let plugins: Vec<(String, Arc<dyn Plugin>)> = self.read(|i| {

@@ -117,6 +117,11 @@ impl Plugin for ExecPlugin {
         Ok(())
     }
 
+    async fn owner_ended(&self, owner: &toolshed_core::OwnerId) {
+        self.table.stop_owner(owner).await;
+        self.shells.stop_owner(owner).await;
+    }
+
     async fn health(&self) -> Health {
         Health::Ok
     }

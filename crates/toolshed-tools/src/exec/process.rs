@@ -130,6 +130,25 @@ impl Plugin for ProcessPlugin {
         self.inner.tools()
     }
 
+    async fn owner_ended(&self, owner: &toolshed_core::OwnerId) {
+        let gone: Vec<Arc<Background>> = {
+            let mut items = self.table.lock();
+            let ids: Vec<u64> = items
+                .iter()
+                .filter(|(_, b)| owner.covers(&b.owner))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| items.remove(id)).collect()
+        };
+        for item in &gone {
+            item.process.start_stop(Stop::graceful());
+        }
+        for item in gone {
+            item.process.terminate(Stop::graceful()).await;
+            self.table.ports.remove(&item.id);
+        }
+    }
+
     async fn stop(&self) -> Result<(), PluginError> {
         let all: Vec<Arc<Background>> = std::mem::take(&mut *self.table.lock())
             .into_values()

@@ -146,14 +146,33 @@ impl SessionTable {
         self.len() == 0
     }
 
+    /// Stops the process trees of `owner`'s sessions (and its sub-owners') and forgets them.
+    pub async fn stop_owner(&self, owner: &toolshed_core::OwnerId) {
+        let gone: Vec<Arc<Session>> = {
+            let mut table = self.lock();
+            let ids: Vec<u64> = table
+                .values()
+                .filter(|s| owner.covers(&s.owner))
+                .map(|s| s.id)
+                .collect();
+            ids.iter().filter_map(|id| table.remove(id)).collect()
+        };
+        stop_sessions(gone).await;
+    }
+
     /// Stops every session's process tree and forgets them all.
     pub async fn stop_all(&self) {
         let all: Vec<Arc<Session>> = std::mem::take(&mut *self.lock()).into_values().collect();
-        for session in &all {
-            session.process.start_stop(Stop::graceful());
-        }
-        for session in all {
-            session.process.terminate(Stop::graceful()).await;
-        }
+        stop_sessions(all).await;
+    }
+}
+
+/// Stops every tree at once, then waits for each.
+async fn stop_sessions(all: Vec<Arc<Session>>) {
+    for session in &all {
+        session.process.start_stop(Stop::graceful());
+    }
+    for session in all {
+        session.process.terminate(Stop::graceful()).await;
     }
 }

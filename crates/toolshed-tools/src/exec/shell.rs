@@ -254,6 +254,18 @@ impl ShellTable {
         }
     }
 
+    /// Stops the shells of `owner` (and its sub-owners).
+    pub(crate) async fn stop_owner(&self, owner: &toolshed_core::OwnerId) {
+        let gone: Vec<Arc<Shell>> = {
+            let mut shells = self.lock();
+            let keys: Vec<String> = shells.keys().filter(|k| owner.covers(k)).cloned().collect();
+            keys.iter().filter_map(|k| shells.remove(k)).collect()
+        };
+        for shell in gone {
+            shell.process.terminate(Stop::graceful()).await;
+        }
+    }
+
     /// Stops every shell.
     pub(crate) async fn stop_all(&self) {
         let all: Vec<Arc<Shell>> = self.lock().drain().map(|(_, s)| s).collect();
