@@ -174,3 +174,85 @@ def test_closed_and_abandoned_http_sessions_end_what_they_ran(serve):
     # The abandoned sessions expire after 3 s idle, and their commands with them.
     assert wait_gone(marker, 20), "an abandoned session's command still runs"
     assert not running(marker)
+
+
+def sse_events(base, token, last_event_id=None, stop_after=None, timeout=30):
+    """Reads `GET /api/v1/events` until the stream ends (or `stop_after(events)` holds):
+    the events as dicts, `events.missed` included (as {"type": "events.missed"})."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    req = urllib.request.Request(f"{base}/api/v1/events", headers=headers)
+    events, data = [], []
+    with urllib.request.urlopen(req, timeout=timeout) as response:
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif line == "" and data:
+                events.append(json.loads("\n".join(data)))
+                data = []
+                if stop_after and stop_after(events):
+                    break
+    return events
+
+
+def test_a_restart_keeps_job_ids_and_event_ids_moving_forward(serve):
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    status, body = call(base, token, "calculator", {"expression": "1+1"})
+    assert status == 200
+    status, started = request(
+        f"{base}/api/v1/tools/exec_command/execute", token, "POST",
+        {"arguments": {"cmd": "sleep 47.75", "yield_ms": 60000}, "async": True},
+    )
+    assert status == 202, started
+    first_job = started["job"]["id"]
+    seen = sse_events(base, token, last_event_id=0, stop_after=lambda e: any(x.get("job_id") == first_job for x in e))
+    last_id = max(e["id"] for e in seen if "id" in e)
+    serve.procs[-1].send_signal(signal.SIGKILL)
+    serve.procs[-1].wait()
+
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    # The job the killed server ran is failed, with the reason, not lost or "running".
+    status, job = request(f"{base}/api/v1/jobs/{first_job}", token)
+    assert status == 200, job
+    assert job["state"] == "failed" and "interrupted by a restart" in job["error"]["message"], job
+    # A new job gets a new id: a client polling the old one never reads another's.
+    status, again = request(
+        f"{base}/api/v1/tools/calculator/execute", token, "POST",
+        {"arguments": {"expression": "2+2"}, "async": True},
+    )
+    assert status == 202
+    assert int(again["job"]["id"].split("-")[1]) > int(first_job.split("-")[1]), (first_job, again)
+    # Resuming from the old run's last event is told it missed events, then gets the new
+    # run's events (the interrupted job's job.failed first), with larger ids.
+    resumed = sse_events(base, token, last_event_id=last_id, stop_after=lambda e: len(e) >= 3)
+    assert resumed[0]["type"] == "events.missed", resumed
+    assert resumed[1]["type"] == "job.failed" and resumed[1]["job_id"] == first_job, resumed
+    assert all(e["id"] > last_id for e in resumed[1:]), resumed
+
+
+def test_sigterm_sends_the_cancellation_of_running_jobs_before_the_streams_end(serve):
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    status, started = request(
+        f"{base}/api/v1/tools/exec_command/execute", token, "POST",
+        {"arguments": {"cmd": "sleep 47.5", "yield_ms": 60000}, "async": True},
+    )
+    assert status == 202, started
+    job = started["job"]["id"]
+    events = []
+
+    def follow():
+        events.extend(sse_events(base, token, last_event_id=0))
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    time.sleep(0.5)
+    serve.procs[-1].send_signal(signal.SIGTERM)
+    reader.join(timeout=20)
+    assert not reader.is_alive(), "the event stream did not end"
+    kinds = [(e.get("type"), e.get("job_id")) for e in events]
+    assert ("job.cancelled", job) in kinds, kinds

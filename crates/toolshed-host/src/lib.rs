@@ -33,6 +33,7 @@ pub mod config;
 pub mod config_fields;
 pub mod identity;
 pub mod install;
+pub mod job_store;
 pub mod manifest;
 pub mod oauth;
 pub mod policy;

@@ -105,6 +105,24 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (owner, tool, digest)
     );",
     "ALTER TABLE audit ADD COLUMN approval TEXT;",
+    "CREATE TABLE jobs (
+        n              INTEGER PRIMARY KEY AUTOINCREMENT,
+        tool           TEXT NOT NULL,
+        owner          TEXT NOT NULL,
+        state          TEXT NOT NULL,
+        created_ms     INTEGER NOT NULL,
+        finished_ms    INTEGER,
+        progress_count INTEGER NOT NULL DEFAULT 0,
+        progress       TEXT,
+        result         TEXT,
+        error          TEXT,
+        instance       TEXT NOT NULL
+    );
+    CREATE INDEX jobs_state ON jobs (state, instance);
+    CREATE TABLE sequences (
+        name  TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.

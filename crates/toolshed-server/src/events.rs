@@ -1,9 +1,16 @@
 //! The live event log of the REST API: job and plugin events with increasing ids, the most
 //! recent kept so a reconnecting client resumes from its last event id, and a broadcast
 //! channel for the live tail.
+//!
+//! Ids only ever increase, across restarts and across servers sharing a data dir: they are
+//! handed out from blocks reserved in the state store. Events are kept in memory only, so
+//! a client resuming from an id this server never published (one from before a restart)
+//! is told `events.missed` and refetches state, instead of silently skipping events.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use toolshed_host::StateStore;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -15,7 +22,7 @@ pub const RETAINED_EVENTS: usize = 1000;
 /// One event as clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApiEvent {
-    /// Increasing, unique in this server's life.
+    /// Increasing; never reused, also across restarts.
     pub id: u64,
     /// `job.started`, `job.progress`, `job.finished`, `job.failed`, `plugin.state_changed`.
     #[serde(rename = "type")]
@@ -59,19 +66,37 @@ impl Filter {
     }
 }
 
-/// The log.
+/// How many event ids one reservation in the state store covers.
+pub const ID_BLOCK: u64 = 10_000;
+
+/// The ids this log hands out.
 #[derive(Debug)]
+struct Ids {
+    /// The last id handed out (`first - 1` before any).
+    last: u64,
+    /// The first id of this log's life: a resume point before it is from another life.
+    first: u64,
+    /// The end (exclusive) of the reserved block.
+    end: u64,
+}
+
+/// The log.
 pub struct EventLog {
-    retained: Mutex<(u64, VecDeque<ApiEvent>)>,
+    retained: Mutex<(Ids, VecDeque<ApiEvent>)>,
     live: broadcast::Sender<ApiEvent>,
+    store: Option<Arc<StateStore>>,
+}
+
+impl std::fmt::Debug for EventLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventLog").finish_non_exhaustive()
+    }
 }
 
 impl Default for EventLog {
+    /// A log whose ids start at 1 and are not persisted (tests).
     fn default() -> Self {
-        Self {
-            retained: Mutex::new((0, VecDeque::new())),
-            live: broadcast::channel(RETAINED_EVENTS).0,
-        }
+        Self::starting_at(1, u64::MAX, None)
     }
 }
 
@@ -83,12 +108,57 @@ fn now_ms() -> u64 {
 }
 
 impl EventLog {
+    fn starting_at(first: u64, end: u64, store: Option<Arc<StateStore>>) -> Self {
+        Self {
+            retained: Mutex::new((
+                Ids {
+                    last: first - 1,
+                    first,
+                    end,
+                },
+                VecDeque::new(),
+            )),
+            live: broadcast::channel(RETAINED_EVENTS).0,
+            store,
+        }
+    }
+
+    /// A log whose ids continue the sequence kept in `store`.
+    pub fn persistent(store: Arc<StateStore>) -> Self {
+        match store.reserve_sequence("events", ID_BLOCK) {
+            Ok(first) => Self::starting_at(first, first + ID_BLOCK, Some(store)),
+            Err(e) => {
+                // Ids still increase within this life; a resume across the restart is
+                // then not caught, which the warning says.
+                tracing::warn!(error = %e, "cannot reserve event ids; they restart at 1");
+                Self::default()
+            }
+        }
+    }
+
+    /// The next id, reserving another block when this one is used up.
+    fn next_id(&self, ids: &mut Ids) -> u64 {
+        if ids.last + 1 >= ids.end
+            && let Some(store) = &self.store
+        {
+            match store.reserve_sequence("events", ID_BLOCK) {
+                Ok(first) => {
+                    ids.last = first.max(ids.last + 1) - 1;
+                    ids.end = first + ID_BLOCK;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot reserve more event ids"),
+            }
+        }
+        ids.last += 1;
+        ids.last
+    }
+
     /// Records and broadcasts an event.
     pub fn publish(&self, kind: &str, job_id: Option<&str>, owner: Option<&str>, data: Value) {
         let mut retained = self.retained.lock().unwrap_or_else(|p| p.into_inner());
-        retained.0 += 1;
+        let id = self.next_id(&mut retained.0);
         let event = ApiEvent {
-            id: retained.0,
+            id,
             kind: kind.to_string(),
             time_ms: now_ms(),
             job_id: job_id.map(String::from),
@@ -116,9 +186,12 @@ impl EventLog {
         let Some(last) = last_id else {
             return (Vec::new(), false, receiver);
         };
-        let oldest = retained.1.front().map(|e| e.id);
-        let missed =
-            oldest.is_some_and(|oldest| last.saturating_add(1) < oldest) || last > retained.0;
+        // Missed: the events right after `last` are gone from the buffer, `last` is from
+        // before this server started (a restart), or it was never handed out.
+        let oldest = retained.1.front().map_or(retained.0.last + 1, |e| e.id);
+        let missed = last.saturating_add(1) < oldest
+            || last.saturating_add(1) < retained.0.first
+            || last > retained.0.last;
         let backlog = retained
             .1
             .iter()
@@ -128,8 +201,12 @@ impl EventLog {
         (backlog, missed, receiver)
     }
 
-    /// The id of the latest event (0 before any).
+    /// The id of the latest event (one less than the first before any).
     pub fn last_id(&self) -> u64 {
-        self.retained.lock().unwrap_or_else(|p| p.into_inner()).0
+        self.retained
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .last
     }
 }

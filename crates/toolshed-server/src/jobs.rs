@@ -1,15 +1,22 @@
 //! Asynchronous calls: `execute` with `async: true` starts a job and answers `202` at once;
 //! the job's state, progress and result are kept until `retention` after it ends.
+//!
+//! Jobs live in the state store (see `toolshed_host::job_store`), so their ids never
+//! repeat and a finished job can still be read after the server restarts. A job that was
+//! running when its server died is marked failed ("interrupted by a restart") by the next
+//! server to start on the same data dir, with a `job.failed` event. This server's running
+//! jobs are also held in memory, for their progress and cancellation.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolshed_core::{OwnerId, Progress, ProgressSink};
-use toolshed_host::{CallRequest, Host};
+use toolshed_host::job_store::{Instance, JobEnd, JobRow};
+use toolshed_host::{CallRequest, Host, StateStore};
 
 use crate::error::ApiError;
 use crate::events::EventLog;
@@ -62,17 +69,58 @@ pub struct JobView {
     pub error: Option<Value>,
 }
 
+impl JobState {
+    fn as_str(self) -> &'static str {
+        match self {
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    fn parse(text: &str) -> JobState {
+        match text {
+            "running" => JobState::Running,
+            "succeeded" => JobState::Succeeded,
+            "cancelled" => JobState::Cancelled,
+            _ => JobState::Failed,
+        }
+    }
+}
+
+impl From<JobRow> for JobView {
+    fn from(row: JobRow) -> Self {
+        JobView {
+            id: format!("job-{}", row.n),
+            tool: row.tool,
+            owner: row.owner,
+            state: JobState::parse(&row.state),
+            created_ms: row.created_ms,
+            finished_ms: row.finished_ms,
+            progress_count: row.progress_count,
+            progress: serde_json::from_value(row.progress).unwrap_or_default(),
+            result: row.result,
+            error: row.error,
+        }
+    }
+}
+
+/// A job this server runs now.
 struct Job {
     view: JobView,
     progress: VecDeque<Progress>,
     cancel: CancellationToken,
-    ended: Option<Instant>,
 }
 
 /// Every job of the server.
 pub struct Jobs {
-    jobs: Mutex<BTreeMap<u64, Job>>,
-    next: std::sync::atomic::AtomicU64,
+    /// This server's running jobs.
+    running: Mutex<BTreeMap<u64, Job>>,
+    /// Wakes [`Jobs::drain`] when a job ends.
+    ended: tokio::sync::Notify,
+    store: Arc<StateStore>,
+    instance: Instance,
     retention: Duration,
     max_jobs: usize,
     events: Arc<EventLog>,
@@ -90,26 +138,67 @@ fn number(id: &str) -> Option<u64> {
 }
 
 impl Jobs {
-    /// A job table keeping finished jobs for `retention`, at most `max_jobs` in all.
-    pub fn new(retention: Duration, max_jobs: usize, events: Arc<EventLog>) -> Self {
-        Self {
-            jobs: Mutex::new(BTreeMap::new()),
-            next: Default::default(),
+    /// A job table in `host`'s state store, keeping finished jobs for `retention` and at
+    /// most `max_jobs` in all. Jobs that a server which is gone left running are marked
+    /// failed now, each with a `job.failed` event.
+    pub fn new(host: &Host, retention: Duration, max_jobs: usize, events: Arc<EventLog>) -> Self {
+        let store = host.store().clone();
+        let instances = (store.path() != std::path::Path::new(":memory:"))
+            .then(|| host.data_dir().join("instances"));
+        let jobs = Self {
+            running: Mutex::new(BTreeMap::new()),
+            ended: tokio::sync::Notify::new(),
+            instance: Instance::register(instances.as_deref()),
+            store,
             retention,
             max_jobs: max_jobs.max(1),
             events,
+        };
+        if let Some(dir) = &instances {
+            jobs.interrupt_orphans(dir);
+        }
+        jobs
+    }
+
+    /// Fails, with an event each, the jobs of servers that are gone.
+    fn interrupt_orphans(&self, dir: &std::path::Path) {
+        let error = ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "failed",
+            "interrupted by a restart: the server running this job stopped before it ended; start it again if it is still needed",
+        )
+        .body()["error"]
+            .clone();
+        match self
+            .store
+            .jobs_interrupt(dir, self.instance.id(), &error, now_ms())
+        {
+            Ok(rows) => {
+                for row in rows {
+                    let id = format!("job-{}", row.n);
+                    self.events.publish(
+                        "job.failed",
+                        Some(&id),
+                        Some(&row.owner),
+                        json!({"error": error, "duration_ms": null, "interrupted": true}),
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot mark the jobs of stopped servers failed"),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Job>> {
-        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Removes finished jobs past their retention.
+    /// Removes finished jobs past their retention, and the oldest past `max_jobs`.
     pub fn sweep(&self) {
-        let retention = self.retention;
-        self.lock()
-            .retain(|_, job| job.ended.is_none_or(|t| t.elapsed() < retention));
+        let before =
+            now_ms().saturating_sub(u64::try_from(self.retention.as_millis()).unwrap_or(u64::MAX));
+        if let Err(e) = self.store.job_sweep(before, self.max_jobs) {
+            tracing::warn!(error = %e, "cannot remove expired jobs");
+        }
     }
 
     /// Starts `request` as a job and returns its view.
@@ -120,54 +209,47 @@ impl Jobs {
     ) -> Result<JobView, ApiError> {
         self.sweep();
         let cancel = CancellationToken::new();
-        let n = {
-            let mut jobs = self.lock();
-            while jobs.len() >= self.max_jobs {
-                let oldest_done = jobs
-                    .iter()
-                    .find(|(_, j)| j.ended.is_some())
-                    .map(|(n, _)| *n);
-                match oldest_done {
-                    Some(n) => {
-                        jobs.remove(&n);
-                    }
-                    None => {
-                        return Err(ApiError::new(
-                            axum::http::StatusCode::TOO_MANY_REQUESTS,
-                            "too_many_jobs",
-                            format!(
-                                "{} jobs are running, the most this server keeps ([jobs] max_jobs); wait for one or cancel one",
-                                jobs.len()
-                            ),
-                        ));
-                    }
-                }
-            }
-            let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            let view = JobView {
-                id: format!("job-{n}"),
-                tool: request.tool.clone(),
-                owner: request.owner.0.clone(),
-                state: JobState::Running,
-                created_ms: now_ms(),
-                finished_ms: None,
-                progress_count: 0,
-                progress: Vec::new(),
-                result: None,
-                error: None,
-            };
-            jobs.insert(
-                n,
-                Job {
-                    view,
-                    progress: VecDeque::new(),
-                    cancel: cancel.clone(),
-                    ended: None,
-                },
-            );
-            n
-        };
+        let running = self.lock().len();
+        if running >= self.max_jobs {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_jobs",
+                format!(
+                    "{running} jobs are running, the most this server keeps ([jobs] max_jobs); wait for one or cancel one"
+                ),
+            ));
+        }
+        let created_ms = now_ms();
+        let n = self
+            .store
+            .job_create(
+                &request.tool,
+                &request.owner.0,
+                created_ms,
+                self.instance.id(),
+            )
+            .map_err(|e| ApiError::internal(format!("cannot record the job: {e}")))?;
         let id = format!("job-{n}");
+        let view = JobView {
+            id: id.clone(),
+            tool: request.tool.clone(),
+            owner: request.owner.0.clone(),
+            state: JobState::Running,
+            created_ms,
+            finished_ms: None,
+            progress_count: 0,
+            progress: Vec::new(),
+            result: None,
+            error: None,
+        };
+        self.lock().insert(
+            n,
+            Job {
+                view: view.clone(),
+                progress: VecDeque::new(),
+                cancel: cancel.clone(),
+            },
+        );
         let owner = request.owner.0.clone();
         self.events.publish(
             "job.started",
@@ -192,8 +274,7 @@ impl Jobs {
             let result = host.call(request).await;
             jobs.finish(n, result);
         });
-        self.get(&id)
-            .ok_or_else(|| ApiError::internal("the job vanished as it started"))
+        Ok(view)
     }
 
     fn progress(&self, n: u64, id: &str, owner: &str, mut progress: Progress) {
@@ -224,66 +305,104 @@ impl Jobs {
         );
     }
 
+    /// Records how job `n` ended — in the store first, so that a client told by the event
+    /// reads the final state — then announces it.
     fn finish(&self, n: u64, result: toolshed_host::CallResult) {
-        let (kind, data, id, owner) = {
-            let mut jobs = self.lock();
-            let Some(job) = jobs.get_mut(&n) else { return };
-            job.ended = Some(Instant::now());
-            while job.progress.len() > KEPT_PROGRESS_FINISHED {
-                job.progress.pop_front();
-            }
-            job.view.finished_ms = Some(now_ms());
-            let duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX);
-            let (kind, data) = match &result.result {
-                Ok(output) => {
-                    job.view.state = JobState::Succeeded;
-                    let value = crate::api::output_json(&result, output);
-                    job.view.result = Some(value.clone());
-                    (
-                        "job.finished",
-                        json!({"is_error": output.is_error, "duration_ms": duration_ms, "result": value}),
-                    )
-                }
-                Err(error) => {
-                    job.view.state = if matches!(error, toolshed_core::ToolError::Cancelled) {
-                        JobState::Cancelled
-                    } else {
-                        JobState::Failed
-                    };
-                    let body = ApiError::from(error).body()["error"].clone();
-                    job.view.error = Some(body.clone());
-                    (
-                        "job.failed",
-                        json!({"error": body, "duration_ms": duration_ms}),
-                    )
-                }
-            };
-            (kind, data, job.view.id.clone(), job.view.owner.clone())
+        let Some(mut job) = self.lock().remove(&n) else {
+            return;
         };
-        self.events.publish(kind, Some(&id), Some(&owner), data);
+        let duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX);
+        let (kind, data) = match &result.result {
+            Ok(output) => {
+                job.view.state = JobState::Succeeded;
+                let value = crate::api::output_json(&result, output);
+                job.view.result = Some(value.clone());
+                (
+                    "job.finished",
+                    json!({"is_error": output.is_error, "duration_ms": duration_ms, "result": value}),
+                )
+            }
+            Err(error) => {
+                let cancelled = matches!(error, toolshed_core::ToolError::Cancelled);
+                job.view.state = if cancelled {
+                    JobState::Cancelled
+                } else {
+                    JobState::Failed
+                };
+                let body = ApiError::from(error).body()["error"].clone();
+                job.view.error = Some(body.clone());
+                (
+                    if cancelled {
+                        "job.cancelled"
+                    } else {
+                        "job.failed"
+                    },
+                    json!({"error": body, "duration_ms": duration_ms}),
+                )
+            }
+        };
+        job.view.finished_ms = Some(now_ms());
+        while job.progress.len() > KEPT_PROGRESS_FINISHED {
+            job.progress.pop_front();
+        }
+        let progress: Vec<&Progress> = job.progress.iter().collect();
+        let progress = serde_json::to_value(progress).unwrap_or(Value::Array(Vec::new()));
+        let end = JobEnd {
+            state: job.view.state.as_str(),
+            finished_ms: job.view.finished_ms.unwrap_or_default(),
+            progress_count: job.view.progress_count,
+            progress: &progress,
+            result: job.view.result.as_ref(),
+            error: job.view.error.as_ref(),
+        };
+        if let Err(e) = self.store.job_finish(n, end) {
+            tracing::warn!(job = %job.view.id, error = %e, "cannot record how the job ended");
+        }
+        self.events
+            .publish(kind, Some(&job.view.id), Some(&job.view.owner), data);
+        self.ended.notify_waiters();
     }
 
     /// One job.
     pub fn get(&self, id: &str) -> Option<JobView> {
         let n = number(id)?;
-        self.lock().get(&n).map(|job| {
+        if let Some(job) = self.lock().get(&n) {
             let mut view = job.view.clone();
             view.progress = job.progress.iter().cloned().collect();
-            view
-        })
+            return Some(view);
+        }
+        match self.store.job_get(n) {
+            Ok(row) => row.map(JobView::from),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read a job");
+                None
+            }
+        }
     }
 
     /// The jobs, oldest first, optionally of one owner and in one state.
     pub fn list(&self, owner: Option<&str>, state: Option<JobState>) -> Vec<JobView> {
         self.sweep();
-        self.lock()
-            .values()
-            .filter(|j| owner.is_none_or(|o| j.view.owner == o))
-            .filter(|j| state.is_none_or(|s| j.view.state == s))
-            .map(|j| {
-                let mut view = j.view.clone();
-                view.progress = j.progress.back().cloned().into_iter().collect();
-                view
+        let rows = self
+            .store
+            .job_list(owner, state.map(JobState::as_str), self.max_jobs)
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot list jobs");
+                Vec::new()
+            });
+        let running = self.lock();
+        rows.into_iter()
+            .map(|row| match running.get(&row.n) {
+                Some(job) => {
+                    let mut view = job.view.clone();
+                    view.progress = job.progress.back().cloned().into_iter().collect();
+                    view
+                }
+                None => {
+                    let mut view = JobView::from(row);
+                    view.progress.drain(..view.progress.len().saturating_sub(1));
+                    view
+                }
             })
             .collect()
     }
@@ -292,19 +411,20 @@ impl Jobs {
     /// process tree is killed). Answers the job as it is now.
     pub fn cancel(&self, id: &str) -> Result<JobView, ApiError> {
         let n = number(id).ok_or_else(|| missing(id))?;
-        {
-            let jobs = self.lock();
-            let job = jobs.get(&n).ok_or_else(|| missing(id))?;
-            if job.ended.is_some() {
-                return Err(ApiError::conflict(format!(
-                    "job {id} has already ended ({}); nothing to cancel",
-                    serde_json::to_value(job.view.state)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default()
-                )));
-            }
+        if let Some(job) = self.lock().get(&n) {
             job.cancel.cancel();
+        } else {
+            let view = self.get(id).ok_or_else(|| missing(id))?;
+            return Err(ApiError::conflict(if view.state == JobState::Running {
+                format!(
+                    "job {id} runs in another toolshed server on this data dir; cancel it there"
+                )
+            } else {
+                format!(
+                    "job {id} has already ended ({}); nothing to cancel",
+                    view.state.as_str()
+                )
+            }));
         }
         self.get(id).ok_or_else(|| missing(id))
     }
@@ -317,14 +437,8 @@ impl Jobs {
             ("failed", 0),
             ("cancelled", 0),
         ]);
-        for job in self.lock().values() {
-            let key = match job.view.state {
-                JobState::Running => "running",
-                JobState::Succeeded => "succeeded",
-                JobState::Failed => "failed",
-                JobState::Cancelled => "cancelled",
-            };
-            *counts.entry(key).or_default() += 1;
+        for (state, n) in self.store.job_counts().unwrap_or_default() {
+            *counts.entry(JobState::parse(&state).as_str()).or_default() += n;
         }
         counts
     }
@@ -333,6 +447,24 @@ impl Jobs {
     pub fn cancel_all(&self) {
         for job in self.lock().values() {
             job.cancel.cancel();
+        }
+    }
+
+    /// Cancels every running job and waits (at most `limit`) until each has ended and
+    /// announced it, so that event streams carry the news before they close.
+    pub async fn drain(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            self.cancel_all();
+            if self.lock().is_empty() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return;
+            }
         }
     }
 }

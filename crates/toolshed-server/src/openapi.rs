@@ -275,7 +275,7 @@ fn operations() -> Vec<Op> {
             .respond("200", json_response("The job now", schema_ref("Job")))
             .respond("404", not_found())
             .respond("409", error_response("The job has already ended")),
-        op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, plugin.state_changed. Resume with Last-Event-ID")
+        op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, job.cancelled, plugin.state_changed. Resume with Last-Event-ID")
             .param(query_param("job", "Only this job's events", json!({"type": "string"})))
             .param(query_param("owner", "Only the events of this owner's jobs (plugin events always pass)", json!({"type": "string"})))
             .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64})))
@@ -284,7 +284,7 @@ fn operations() -> Vec<Op> {
                 "required": ["data"],
                 "properties": {
                     "data": {"type": "string"},
-                    "event": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed", "approval.requested", "approval.resolved", "events.missed"]},
+                    "event": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "job.cancelled", "plugin.state_changed", "approval.requested", "approval.resolved", "events.missed"]},
                     "id": {"type": "string"},
                     "retry": {"type": "integer"}
                 }
@@ -436,7 +436,7 @@ fn schemas() -> Value {
             "required": ["id", "type", "time_ms", "data"],
             "properties": {
                 "id": {"type": "integer"},
-                "type": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "plugin.state_changed", "approval.requested", "approval.resolved"]},
+                "type": {"type": "string", "enum": ["job.started", "job.progress", "job.finished", "job.failed", "job.cancelled", "plugin.state_changed", "approval.requested", "approval.resolved"]},
                 "time_ms": {"type": "integer"}, "job_id": {"type": "string"}, "owner": {"type": "string"},
                 "data": {"type": "object"}
             }

@@ -23,6 +23,9 @@ pub const API_PREFIX: &str = "/api/v1";
 /// The path the MCP endpoint is mounted at.
 pub const MCP_PATH: &str = "/mcp";
 
+/// How long a stopping server waits for its cancelled jobs to end and say so.
+pub(crate) const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
+
 /// The largest request body the server accepts by default: 4 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
@@ -56,30 +59,49 @@ pub fn app(
     options: ServerOptions,
     stop: CancellationToken,
 ) -> Router {
+    app_draining(host, local, options, stop).0
+}
+
+/// [`app`], and a token cancelled once `stop` has fired and the running jobs have ended
+/// and announced it (at most [`SHUTDOWN_DRAIN`] later): connections must stay open until
+/// then, so that event streams carry the news.
+fn app_draining(
+    host: Arc<Host>,
+    local: SocketAddr,
+    options: ServerOptions,
+    stop: CancellationToken,
+) -> (Router, CancellationToken) {
     let config = &host.config().config.jobs;
     let server_config = host.config().config.server.clone();
-    let events = Arc::new(events::EventLog::default());
+    let events = Arc::new(events::EventLog::persistent(host.store().clone()));
     let jobs = Arc::new(jobs::Jobs::new(
+        &host,
         Duration::from_secs(config.retention_secs),
         config.max_jobs,
         events.clone(),
     ));
-    bridge_plugin_events(&host, events.clone(), stop.clone());
+    // On shutdown, running jobs are cancelled first and their `job.cancelled` events go out
+    // on the event streams; only then do the streams end.
+    let streams_stop = CancellationToken::new();
+    bridge_plugin_events(&host, events.clone(), streams_stop.clone());
     {
         let jobs = jobs.clone();
         let stop = stop.clone();
+        let streams_stop = streams_stop.clone();
         tokio::spawn(async move {
             stop.cancelled().await;
-            jobs.cancel_all();
+            jobs.drain(SHUTDOWN_DRAIN).await;
+            streams_stop.cancel();
         });
     }
+    let drained = streams_stop.clone();
     let metrics = metrics::Metrics::start(&host, stop.clone());
     let state = api::AppState {
         host: host.clone(),
         jobs,
         events,
         started: std::time::Instant::now(),
-        stop: stop.clone(),
+        stop: streams_stop,
     };
     let api = Router::new()
         .route("/health", get(api::health))
@@ -150,7 +172,7 @@ pub fn app(
         ));
         guard = guard.with_oauth(oauth);
     }
-    guarded(routes, Arc::new(guard))
+    (guarded(routes, Arc::new(guard)), drained)
 }
 
 /// Serves [`app`] on `listener` until `shutdown` completes; then event streams end, jobs
@@ -161,9 +183,12 @@ pub async fn serve(
     options: ServerOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    serve_router(
+    serve_with(
         listener,
-        |local, stop| app(host, local, options, stop),
+        |local, stop| {
+            let (router, drained) = app_draining(host, local, options, stop);
+            (router, Some(drained))
+        },
         shutdown,
     )
     .await
@@ -177,9 +202,19 @@ pub async fn serve_router(
     make: impl FnOnce(SocketAddr, CancellationToken) -> Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_with(listener, |local, stop| (make(local, stop), None), shutdown).await
+}
+
+/// [`serve_router`], where `make` may also return a token that must fire before
+/// connections are closed on shutdown.
+async fn serve_with(
+    listener: TcpListener,
+    make: impl FnOnce(SocketAddr, CancellationToken) -> (Router, Option<CancellationToken>),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let local = listener.local_addr().map_err(ServeError::Address)?;
     let stop = CancellationToken::new();
-    let router = make(local, stop.child_token());
+    let (router, drained) = make(local, stop.child_token());
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -187,6 +222,9 @@ pub async fn serve_router(
     .with_graceful_shutdown(async move {
         shutdown.await;
         stop.cancel();
+        if let Some(drained) = drained {
+            drained.cancelled().await;
+        }
     })
     .await
     .map_err(ServeError::Serve)

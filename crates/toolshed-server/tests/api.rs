@@ -373,7 +373,7 @@ async fn an_async_job_is_seen_through_websocket_and_cancelling_it_kills_its_tree
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
     loop {
         let event = ws.next().await;
-        if event["type"] == "job.failed" {
+        if event["type"] == "job.cancelled" {
             assert_eq!(event["data"]["error"]["kind"], "cancelled");
             break;
         }
