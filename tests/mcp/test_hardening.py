@@ -256,3 +256,54 @@ def test_sigterm_sends_the_cancellation_of_running_jobs_before_the_streams_end(s
     assert not reader.is_alive(), "the event stream did not end"
     kinds = [(e.get("type"), e.get("job_id")) for e in events]
     assert ("job.cancelled", job) in kinds, kinds
+
+
+def test_slow_and_idle_connections_are_closed_and_cannot_starve_real_clients(serve):
+    """With room for 20 connections and a 2 s header/body timeout: 20 sockets that send
+    half a request head (or nothing) are closed by the server after the timeout, a body
+    that never arrives fails the same way, and a real request made while they hold every
+    slot is answered once they are gone, not never."""
+    import socket
+
+    url, token = serve({
+        "TOOLSHED_SERVER__MAX_CONNECTIONS": "20",
+        "TOOLSHED_SERVER__HEADER_TIMEOUT_SECS": "2",
+        "TOOLSHED_SERVER__BODY_TIMEOUT_SECS": "2",
+    })
+    base = url.rsplit("/mcp", 1)[0]
+    host, port = base.split("//")[1].split(":")
+    slow = []
+    for i in range(20):
+        s = socket.create_connection((host, int(port)))
+        if i % 2:
+            s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+        slow.append(s)
+    started = time.time()
+    status, body = request(f"{base}/api/v1/health", token, timeout=30)
+    waited = time.time() - started
+    assert status == 200, body
+    assert waited >= 1.0, f"answered after {waited:.1f} s although every slot was taken"
+    # Every slow socket was closed by the server: reading it reaches the end, no timeout.
+    for s in slow:
+        s.settimeout(10)
+        while s.recv(4096):
+            pass
+        s.close()
+    # A body that never completes is cut off too.
+    s = socket.create_connection((host, int(port)))
+    s.settimeout(10)
+    s.sendall(
+        b"POST /api/v1/tools/calculator/execute HTTP/1.1\r\nHost: 127.0.0.1:" + port.encode()
+        + b"\r\nAuthorization: Bearer " + token.encode()
+        + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"arguments\":"
+    )
+    started = time.time()
+    reply = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    assert time.time() - started < 8, "the server waited for the body forever"
+    assert reply == b"" or reply.split(b" ")[1] in (b"400", b"408", b"413"), reply[:200]
+    s.close()

@@ -233,6 +233,16 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Bearer JWTs from this issuer are accepted too (docs/security.md).
     pub oauth: Option<crate::oauth::OAuthConfig>,
+    /// The longest a connection may take to send a request head, counted from when the
+    /// server starts waiting for it: slow senders and idle keep-alive connections close.
+    pub header_timeout_secs: u64,
+    /// The longest a client may take to send a request body.
+    pub body_timeout_secs: u64,
+    /// The most connections open at once; more wait until one closes.
+    pub max_connections: usize,
+    /// The most request-body bytes being received and parsed at once, across all
+    /// requests; a request that would go over waits for room.
+    pub max_inflight_body_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -244,6 +254,10 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             oauth: None,
+            header_timeout_secs: 60,
+            body_timeout_secs: 60,
+            max_connections: 512,
+            max_inflight_body_bytes: 32 << 20,
         }
     }
 }

@@ -768,6 +768,42 @@ impl Dispatcher {
     }
 }
 
+/// The most bytes of a value quoted in a message.
+const MAX_QUOTED: usize = 120;
+
+/// `value` as a message quotes it: its JSON when short, else the start of it and its size,
+/// so that an oversized argument is never echoed whole (nor rendered whole in memory).
+fn preview(value: &Value) -> String {
+    struct Capped(Vec<u8>);
+    impl std::io::Write for Capped {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let room = MAX_QUOTED - self.0.len();
+            if bytes.len() > room {
+                self.0.extend_from_slice(&bytes[..room]);
+                return Err(std::io::Error::other("the preview is full"));
+            }
+            self.0.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut capped = Capped(Vec::with_capacity(MAX_QUOTED));
+    let whole = serde_json::to_writer(&mut capped, value).is_ok();
+    let text = String::from_utf8_lossy(&capped.0).into_owned();
+    if whole {
+        return text;
+    }
+    let size = match value {
+        Value::String(s) => format!("a string of {} bytes", s.len()),
+        Value::Array(a) => format!("an array of {} items", a.len()),
+        Value::Object(o) => format!("an object of {} members", o.len()),
+        _ => "a long value".into(),
+    };
+    format!("{text}… ({size})")
+}
+
 /// Checks `args` against the tool's schema, listing every violation.
 fn validate(entry: &ToolEntry, args: &Value) -> Result<(), ToolError> {
     let validator = entry.validator.get().map_err(|e| {
@@ -780,7 +816,7 @@ fn validate(entry: &ToolEntry, args: &Value) -> Result<(), ToolError> {
         .iter_errors(args)
         .map(|e| Violation {
             pointer: e.instance_path().to_string(),
-            message: e.to_string(),
+            message: e.masked_with(preview(e.instance())).to_string(),
         })
         .take(MAX_VIOLATIONS + 1)
         .collect();

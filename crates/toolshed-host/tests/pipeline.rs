@@ -42,6 +42,32 @@ async fn unknown_tool_suggests_close_names() {
 }
 
 #[tokio::test]
+async fn an_oversized_bad_argument_is_quoted_short_with_its_size() {
+    let t = echo_host().await;
+    let huge = "x".repeat(1 << 20);
+    let err = t
+        .host
+        .call(req("echo_strict", json!({"n": huge, "s": "x"})))
+        .await
+        .result
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.len() < 1000, "{} bytes of error", text.len());
+    assert!(text.contains("(a string of 1048576 bytes)"), "{text}");
+    // A short value is quoted whole, as before.
+    let err = t
+        .host
+        .call(req("echo_strict", json!({"n": "seven", "s": "x"})))
+        .await
+        .result
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(r#""seven" is not of type"#),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn invalid_arguments_list_every_violation_with_pointers() {
     let t = echo_host().await;
     let err = t

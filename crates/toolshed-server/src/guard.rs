@@ -79,6 +79,9 @@ async fn check_request(
             let closing = request.method() == axum::http::Method::DELETE;
             let token_id = caller.token_id.clone();
             request.extensions_mut().insert(caller);
+            // Room for the body in the in-flight budget, held until the route has answered
+            // (it has read and parsed the body by then).
+            let _room = guard.body_room(request.headers()).await;
             let response = next.run(request).await;
             match (&session, response.headers().get(MCP_SESSION)) {
                 (None, Some(opened)) => {
@@ -262,6 +265,10 @@ pub struct RequestGuard {
     sessions: std::sync::Mutex<BoundSessions>,
     /// Bearer JWTs from an OAuth issuer, when configured.
     oauth: Option<OAuth>,
+    /// The request-body bytes that may be in flight at once, in KiB.
+    body_budget: Arc<tokio::sync::Semaphore>,
+    /// Its size, in KiB.
+    body_budget_kib: u32,
 }
 
 /// The OAuth issuer's settings, its current keys, and a way to ask for fresh ones.
@@ -274,6 +281,9 @@ pub struct OAuth {
     /// Woken when a token names a key not known yet (the keys may have rotated).
     pub refresh: Arc<tokio::sync::Notify>,
 }
+
+/// The default in-flight body budget: 32 MiB.
+const DEFAULT_BODY_BUDGET_KIB: u32 = 32 * 1024;
 
 /// The most peers whose failures are remembered; beyond it the oldest windows are dropped.
 const MAX_TRACKED_PEERS: usize = 4096;
@@ -310,7 +320,41 @@ impl RequestGuard {
             agents: None,
             sessions: Default::default(),
             oauth: None,
+            body_budget: Arc::new(tokio::sync::Semaphore::new(
+                DEFAULT_BODY_BUDGET_KIB as usize,
+            )),
+            body_budget_kib: DEFAULT_BODY_BUDGET_KIB,
         }
+    }
+
+    /// Lets at most `bytes` of request bodies be received and parsed at once.
+    pub fn with_body_budget(mut self, bytes: usize) -> Self {
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .max(1);
+        self.body_budget = Arc::new(tokio::sync::Semaphore::new(kib as usize));
+        self.body_budget_kib = kib;
+        self
+    }
+
+    /// Waits for room for a request's body in the in-flight budget: its declared length,
+    /// or the most a body may be when it is sent in chunks. `None` for a request without
+    /// a body.
+    async fn body_room(&self, headers: &HeaderMap) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let bytes = match declared {
+            Some(0) => return None,
+            Some(n) => n.min(self.max_body_bytes as u64),
+            None if headers.contains_key(header::TRANSFER_ENCODING) => self.max_body_bytes as u64,
+            None => return None,
+        };
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.body_budget_kib);
+        self.body_budget.clone().acquire_many_owned(kib).await.ok()
     }
 
     /// Also accepts bearer JWTs verified against `oauth`.
@@ -625,6 +669,43 @@ fn is_port(text: &str) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[tokio::test]
+    async fn bodies_in_flight_stay_within_the_budget() {
+        let token = BearerToken::new("a".repeat(64)).unwrap();
+        let local: SocketAddr = "127.0.0.1:7070".parse().unwrap();
+        let guard = RequestGuard::new(local, token, 4 << 20).with_body_budget(5 << 20);
+        let body = |len: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_LENGTH, len.parse().unwrap());
+            headers
+        };
+        let first = guard.body_room(&body("4194304")).await;
+        assert!(first.is_some());
+        // A small body fits beside it, and a request without a body takes nothing.
+        let small = guard.body_room(&body("1000")).await;
+        assert!(small.is_some());
+        assert!(guard.body_room(&HeaderMap::new()).await.is_none());
+        drop(small);
+        // Another 4 MiB body does not fit beside the first: it waits for room.
+        let big = body("4194304");
+        let second = guard.body_room(&big);
+        let mut second = std::pin::pin!(second);
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), second.as_mut())
+                .await
+                .is_err()
+        );
+        drop(first);
+        assert!(second.await.is_some());
+        // A chunked body counts as the largest a body may be.
+        let mut chunked = HeaderMap::new();
+        chunked.insert(header::TRANSFER_ENCODING, "chunked".parse().unwrap());
+        assert_eq!(
+            guard.body_room(&chunked).await.map(|p| p.num_permits()),
+            Some(4096)
+        );
+    }
 
     #[test]
     fn loopback_origins_are_recognised() {

@@ -44,6 +44,7 @@ pub mod error;
 pub mod events;
 mod guard;
 pub mod jobs;
+mod listen;
 pub mod metrics;
 mod oauth;
 pub mod openapi;
@@ -57,6 +58,7 @@ pub use error::ApiError;
 pub use guard::{
     FAILURE_WINDOW, MAX_AUTH_FAILURES, MAX_HEADER_BYTES, Rejection, RequestGuard, guarded,
 };
+pub use listen::ConnectionLimits;
 pub use serve::{
     API_PREFIX, DEFAULT_MAX_BODY_BYTES, MCP_PATH, ServeError, ServerOptions, app, serve,
     serve_router,

@@ -14,6 +14,7 @@ use toolshed_host::{Event, Host};
 use toolshed_mcp::Session;
 
 use crate::guard::{RequestGuard, guarded};
+use crate::listen::ConnectionLimits;
 use crate::token::BearerToken;
 use crate::{api, approvals, events, jobs, metrics, openapi, proxy, stream};
 
@@ -153,6 +154,7 @@ fn app_draining(
         .nest(API_PREFIX, api)
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
     let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
+        .with_body_budget(server_config.max_inflight_body_bytes)
         .with_agent_tokens(store)
         .with_open_paths(&["/api/v1/health"])
         .with_failure_limit(server_config.max_auth_failures)
@@ -183,8 +185,15 @@ pub async fn serve(
     options: ServerOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let server = &host.config().config.server;
+    let limits = ConnectionLimits {
+        header_timeout: Duration::from_secs(server.header_timeout_secs.max(1)),
+        body_timeout: Duration::from_secs(server.body_timeout_secs.max(1)),
+        max_connections: server.max_connections.max(1),
+    };
     serve_with(
         listener,
+        limits,
         |local, stop| {
             let (router, drained) = app_draining(host, local, options, stop);
             (router, Some(drained))
@@ -195,31 +204,41 @@ pub async fn serve(
 }
 
 /// Serves the router `make` builds for the bound address on `listener`, with connect info
-/// (for the guard's per-address limit), until `shutdown` completes; then the token `make`
-/// was given is cancelled, so sessions and streams end.
+/// (for the guard's per-address limit) and the default connection limits of
+/// `[server]`, until `shutdown` completes; then the token `make` was given is cancelled, so
+/// sessions and streams end.
 pub async fn serve_router(
     listener: TcpListener,
     make: impl FnOnce(SocketAddr, CancellationToken) -> Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    serve_with(listener, |local, stop| (make(local, stop), None), shutdown).await
+    let defaults = toolshed_host::config::ServerConfig::default();
+    let limits = ConnectionLimits {
+        header_timeout: Duration::from_secs(defaults.header_timeout_secs),
+        body_timeout: Duration::from_secs(defaults.body_timeout_secs),
+        max_connections: defaults.max_connections,
+    };
+    serve_with(
+        listener,
+        limits,
+        |local, stop| (make(local, stop), None),
+        shutdown,
+    )
+    .await
 }
 
 /// [`serve_router`], where `make` may also return a token that must fire before
 /// connections are closed on shutdown.
 async fn serve_with(
     listener: TcpListener,
+    limits: ConnectionLimits,
     make: impl FnOnce(SocketAddr, CancellationToken) -> (Router, Option<CancellationToken>),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let local = listener.local_addr().map_err(ServeError::Address)?;
     let stop = CancellationToken::new();
     let (router, drained) = make(local, stop.child_token());
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    crate::listen::serve_connections(listener, router, limits, async move {
         shutdown.await;
         stop.cancel();
         if let Some(drained) = drained {

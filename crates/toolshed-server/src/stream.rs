@@ -12,8 +12,6 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
-use tokio_stream::wrappers::BroadcastStream;
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use toolshed_host::identity::Caller;
 
@@ -86,18 +84,41 @@ fn items(
     let (backlog, missed, receiver) = state.events.subscribe(last_id, &filter);
     let start = missed.then_some(Item::Missed).into_iter();
     let backlog = backlog.into_iter().map(Item::Event);
-    let live = BroadcastStream::new(receiver).filter_map(move |received| {
-        let item = match received {
-            Ok(event) if filter.accepts(&event) => Some(Item::Event(event)),
-            Ok(_) => None,
-            Err(BroadcastStreamRecvError::Lagged(_)) => Some(Item::Missed),
-        };
-        std::future::ready(item)
-    });
+    // Live events until the server stops; what was published before it stopped (a
+    // cancelled job's `job.cancelled`) is still sent, then the stream ends.
     let stop = state.stop.clone();
-    futures_util::stream::iter(start.chain(backlog))
-        .chain(live)
-        .take_until(async move { stop.cancelled().await })
+    let live = futures_util::stream::unfold(
+        (receiver, filter, stop, false),
+        |(mut receiver, filter, stop, stopping)| async move {
+            use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+            loop {
+                let received = if stopping {
+                    match receiver.try_recv() {
+                        Ok(event) => Ok(event),
+                        Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                        Err(_) => return None,
+                    }
+                } else {
+                    tokio::select! {
+                        biased;
+                        received = receiver.recv() => received,
+                        () = stop.cancelled() => {
+                            return Some((None, (receiver, filter, stop, true)));
+                        }
+                    }
+                };
+                let item = match received {
+                    Ok(event) if filter.accepts(&event) => Item::Event(event),
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => Item::Missed,
+                    Err(RecvError::Closed) => return None,
+                };
+                return Some((Some(item), (receiver, filter, stop, stopping)));
+            }
+        },
+    )
+    .filter_map(std::future::ready);
+    futures_util::stream::iter(start.chain(backlog)).chain(live)
 }
 
 fn missed_data() -> String {
