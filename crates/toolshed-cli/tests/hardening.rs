@@ -61,3 +61,43 @@ fn two_servers_editing_one_file_never_lose_an_update() {
     }
     eprintln!("{conflicts} of 30 edits were refused as conflicts; none was lost");
 }
+
+/// Every request on the stdio door gets an answer, whatever is wrong with it: the client
+/// never waits forever. Each reply carries the request's id when the line shows it.
+#[test]
+fn the_stdio_door_answers_every_malformed_request() {
+    let env = Env::new();
+    let mut server = mcp(&env);
+    let mut huge = br#"{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'1', 17 << 20));
+    huge.extend_from_slice(br#""}}}"#);
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":102,"method":"tools/call","params":{{"name":"calculator","arguments":{{"expression":{}1{}}}}}}}"#,
+        "[".repeat(130),
+        "]".repeat(130)
+    );
+    let mut not_utf8 =
+        br#"{"jsonrpc":"2.0","id":103,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":""#
+            .to_vec();
+    not_utf8.extend_from_slice(&[0xff, 0xfe]);
+    not_utf8.extend_from_slice(br#""}}}"#);
+    let surrogate = br#"{"jsonrpc":"2.0","id":104,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"\ud800"}}}"#;
+    let no_params = br#"{"jsonrpc":"2.0","id":105,"method":"tools/call"}"#;
+    let cases: [(&[u8], serde_json::Value, i64); 6] = [
+        (&huge, json!(101), -32700),
+        (deep.as_bytes(), json!(102), -32700),
+        (&not_utf8, json!(103), -32700),
+        (surrogate, json!(104), -32700),
+        (no_params, json!(105), -32602),
+        (b"{this is not json", serde_json::Value::Null, -32700),
+    ];
+    for (line, id, code) in cases {
+        server.send_raw(line);
+        let reply = server.next_message();
+        assert_eq!(reply["id"], id, "{reply}");
+        assert_eq!(reply["error"]["code"], code, "{reply}");
+    }
+    // The session goes on.
+    let result = server.call("calculator", json!({"expression": "6*7"}));
+    assert_eq!(text(&result), "42");
+}

@@ -106,6 +106,23 @@ impl Mcp {
         self.stdin.flush().unwrap();
     }
 
+    /// Writes `bytes` and a newline as they are, valid JSON or not.
+    pub(crate) fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next message the server writes.
+    pub(crate) fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "the server ended"
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
     pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;

@@ -148,9 +148,12 @@ fn app_draining(
         options.max_body_bytes,
         stop.clone(),
     );
+    let mcp = Router::new()
+        .nest_service(MCP_PATH, mcp)
+        .layer(axum::middleware::from_fn(mcp_statuses));
     let routes = Router::new()
         .merge(proxy::routes(ports))
-        .nest_service(MCP_PATH, mcp)
+        .merge(mcp)
         .nest(API_PREFIX, api)
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
     let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
@@ -247,6 +250,49 @@ async fn serve_with(
     })
     .await
     .map_err(ServeError::Serve)
+}
+
+/// The MCP transport answers a body that is not JSON-RPC with `415` (as if the media type
+/// were wrong) and a body cut off by the body timeout with `500`: these become a `400`
+/// carrying a JSON-RPC parse error, and a `408`.
+async fn mcp_statuses(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let json = request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status == StatusCode::UNSUPPORTED_MEDIA_TYPE && json
+        || status == StatusCode::INTERNAL_SERVER_ERROR)
+    {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return (parts.status, parts.headers).into_response();
+    };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {
+            "code": -32700,
+            "message": format!("parse error: {}", text.trim_start_matches("fail to deserialize request body ")),
+        }});
+        return (StatusCode::BAD_REQUEST, axum::Json(reply)).into_response();
+    }
+    if text.contains("was not received within") {
+        return (StatusCode::REQUEST_TIMEOUT, text).into_response();
+    }
+    axum::response::Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 /// Copies the host's plugin state changes into the API's event log.

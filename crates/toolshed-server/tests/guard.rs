@@ -104,6 +104,51 @@ async fn an_oversized_body_is_413() {
 }
 
 #[tokio::test]
+async fn a_body_that_is_not_json_rpc_is_a_400_parse_error() {
+    let server = start().await;
+    let reply = post_mcp(server.address, &[bearer(TOKEN)], "{nope", "").await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    let body: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(body["error"]["code"], -32700, "{body}");
+    assert_eq!(body["id"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_413() {
+    let server = start().await;
+    let mut stream = tokio::net::TcpStream::connect(server.address)
+        .await
+        .unwrap();
+    let head = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        server.address
+    );
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let chunk = vec![b' '; 1 << 20];
+    for _ in 0..(DEFAULT_MAX_BODY_BYTES >> 20) + 2 {
+        let size = format!("{:x}\r\n", chunk.len());
+        if stream.write_all(size.as_bytes()).await.is_err()
+            || stream.write_all(&chunk).await.is_err()
+            || stream.write_all(b"\r\n").await.is_err()
+        {
+            break;
+        }
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        stream.read_to_end(&mut reply),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+}
+
+#[tokio::test]
 async fn initialize_with_the_token_starts_a_session() {
     let server = start().await;
     let port = server.address.port();
