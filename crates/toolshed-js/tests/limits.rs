@@ -29,6 +29,7 @@ export function activate(context) {
     action("spin_caught", () => { try { while (true) {} } catch (e) { return "caught it"; } }),
     action("spin_later", async (inputs, ctx) => { await null; ctx.progress("spinning"); for (;;) {} }),
     action("bomb", () => { let a = []; while (true) a.push("x".repeat(1e6)); }),
+    action("map_bomb", () => { const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); }),
     action("hoard", () => { globalThis.hoard = []; while (true) globalThis.hoard.push("y".repeat(1e6)); }),
     action("recurse", () => { function f(n) { return f(n + 1) + 1; } return f(0); }),
     action("forever", () => new Promise(() => {})),
@@ -145,6 +146,21 @@ async fn a_memory_bomb_is_stopped_and_its_memory_reclaimed() {
         );
         expect_ok_after(&p, "a memory bomb").await;
     }
+}
+
+#[tokio::test]
+async fn a_map_that_outgrows_the_memory_limit_says_so() {
+    let p = runaway("acme.mapbomb", JsLimits::default()).start().await;
+    let err = tokio::time::timeout(LIVENESS, p.call("mapbomb_map_bomb", json!({})))
+        .await
+        .expect("stopped")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("ran out of its 64 MiB memory limit"),
+        "{err}"
+    );
+    expect_ok_after(&p, "a Map bomb").await;
 }
 
 #[tokio::test]

@@ -70,14 +70,18 @@ pub(crate) fn caught(ctx: &Ctx<'_>, error: rquickjs::Error) -> Thrown {
     }
 }
 
+/// The description of a thrown `null`.
+pub(crate) const THREW_NULL: &str = "the script threw `null`";
+
 /// Describes a thrown (or rejected-with) value.
 pub(crate) fn describe<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Thrown {
     // A value QuickJS throws while out of memory may be `null`: it could not allocate more.
     if value.is_null() || value.is_undefined() {
-        return Thrown::Error(format!(
-            "the script threw `{}`",
-            if value.is_null() { "null" } else { "undefined" }
-        ));
+        return Thrown::Error(if value.is_null() {
+            THREW_NULL.into()
+        } else {
+            "the script threw `undefined`".into()
+        });
     }
     let Some(error) = value.as_exception() else {
         let text = if let Some(s) = value.as_string() {

@@ -185,6 +185,19 @@ impl Engine {
         }
     }
 
+    /// QuickJS, out of memory while throwing (a growing `Map`, say), cannot allocate the
+    /// error and throws `null`; by the time the call has unwound, the memory is freed
+    /// again, so the heap cannot tell. A thrown `null` is therefore reported as the memory
+    /// limit (docs/plugins.md says so, for the rare script that throws `null` itself).
+    fn oom_or(&self, fault: Fault) -> Fault {
+        match fault {
+            Fault::Threw(Thrown::Error(text)) if text == convert::THREW_NULL => {
+                Fault::Threw(Thrown::OutOfMemory)
+            }
+            fault => fault,
+        }
+    }
+
     /// `Err` with the rejection reason when the settled `promise` rejected.
     fn rejection(&self, promise: &Persistent<Promise<'static>>) -> Result<(), Fault> {
         let result = self.context.with(|ctx| {
@@ -323,7 +336,10 @@ impl Engine {
         self.shared.log.reset();
         self.guard
             .begin(cpu, req.ctx.deadline, Some(req.cancel.clone()));
-        let outcome = self.run_call(run, &scope, req, cpu).await;
+        let outcome = self
+            .run_call(run, &scope, req, cpu)
+            .await
+            .map_err(|f| self.oom_or(f));
         scope.end();
         self.ops.clear();
         self.after_call(&outcome);
