@@ -68,6 +68,8 @@ fn main() -> ExitCode {
     // A thread blocked reading stdin (the stdio transport) never ends by itself when the
     // server stops for another reason (a signal, the parent gone): do not wait for it long.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    // The cgroups this process made for its commands go with it.
+    toolshed_ops::release_cgroups();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.exit(),

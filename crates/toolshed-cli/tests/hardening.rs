@@ -101,3 +101,110 @@ fn the_stdio_door_answers_every_malformed_request() {
     let result = server.call("calculator", json!({"expression": "6*7"}));
     assert_eq!(text(&result), "42");
 }
+
+/// The cgroup v2 directory the `toolshed` binary makes its groups in, when it uses cgroups.
+fn cgroup_parent(env: &Env) -> Option<std::path::PathBuf> {
+    let out = env.run(&[
+        "call",
+        "exec_command",
+        "--args",
+        r#"{"cmd":"grep ^0:: /proc/self/cgroup"}"#,
+    ]);
+    let text = crate::support::stdout(&out);
+    let rel = text.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    // `<toolshed's cgroup>/toolshed-<pid>-<start>/c<n>`
+    let parent_rel = std::path::Path::new(rel).parent()?.parent()?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, point) = mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        right.starts_with("cgroup2 ").then_some(())?;
+        let fields: Vec<&str> = left.split(' ').collect();
+        Some((fields.get(3)?.to_string(), fields.get(4)?.to_string()))
+    })?;
+    let inside = parent_rel.strip_prefix(&root).ok()?;
+    Some(std::path::Path::new(&point).join(inside))
+}
+
+fn groups(parent: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(parent)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("toolshed-"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn sleeper_in(group: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    std::fs::write(group.join("cgroup.procs"), child.id().to_string()).unwrap();
+    child
+}
+
+fn alive(child: &mut std::process::Child) -> bool {
+    child.try_wait().unwrap().is_none()
+}
+
+/// A toolshed removes its own cgroup when it exits; the stale-group sweep of the next one
+/// judges a neighbour by its group's own `self` group, not by a PID (which names nothing in
+/// another PID namespace): a live neighbour's commands survive, a dead one's are cleared.
+#[test]
+fn cgroups_are_removed_at_exit_and_live_neighbours_survive_the_sweep() {
+    let env = Env::new();
+    let Some(parent) = cgroup_parent(&env) else {
+        eprintln!("skipped: commands do not run in cgroup v2 groups here");
+        return;
+    };
+    // A neighbour whose PID means nothing here but whose own process is alive...
+    let live = parent.join("toolshed-999999-1");
+    std::fs::create_dir_all(live.join("self")).unwrap();
+    std::fs::create_dir_all(live.join("c0")).unwrap();
+    let mut live_self = sleeper_in(&live.join("self"));
+    let mut live_command = sleeper_in(&live.join("c0"));
+    // ...and one that is gone, its command orphaned.
+    let dead = parent.join("toolshed-999998-1");
+    std::fs::create_dir_all(dead.join("self")).unwrap();
+    std::fs::create_dir_all(dead.join("c0")).unwrap();
+    let mut orphan = sleeper_in(&dead.join("c0"));
+
+    let out = env.run(&[
+        "call",
+        "exec_command",
+        "--args",
+        r#"{"cmd":"echo ran; grep ^0:: /proc/self/cgroup"}"#,
+    ]);
+    let text = crate::support::stdout(&out);
+    assert!(text.contains("ran"), "{text}");
+    let own = text
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .and_then(|rel| std::path::Path::new(rel.trim()).parent()?.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap();
+
+    let survived = alive(&mut live_self) && alive(&mut live_command);
+    let orphan_left = alive(&mut orphan);
+    let live_kept = live.join("c0").is_dir();
+    let dead_removed = !dead.exists();
+    for child in [&mut live_self, &mut live_command, &mut orphan] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for dir in [live.join("self"), live.join("c0"), live.clone()] {
+        let _ = std::fs::remove_dir(dir);
+    }
+    assert!(survived && live_kept, "a live neighbour's group was swept");
+    assert!(
+        !orphan_left && dead_removed,
+        "a dead neighbour's group was kept"
+    );
+    assert!(
+        own.starts_with("toolshed-") && !parent.join(&own).exists(),
+        "the toolshed that ran left its group {own} behind: {:?}",
+        groups(&parent)
+    );
+}

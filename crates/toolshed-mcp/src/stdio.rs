@@ -46,7 +46,11 @@ type Writer = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
 pub(crate) struct LineTransport<R> {
     reader: BufReader<R>,
     writer: Writer,
+    /// The line read so far. It lives here, not in `receive`'s future, because rmcp drops
+    /// that future whenever something else happens first: what was read must survive it.
     line: Vec<u8>,
+    /// Whether the line read so far is over [`MAX_LINE_BYTES`].
+    oversized: bool,
 }
 
 impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
@@ -56,25 +60,29 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
             reader: BufReader::with_capacity(64 * 1024, reader),
             writer: Arc::new(Mutex::new(Box::new(writer))),
             line: Vec::new(),
+            oversized: false,
         }
     }
 
-    /// The next line into `self.line`, without its newline: `Some(true)` when it was
-    /// longer than [`MAX_LINE_BYTES`] (then only its start is kept), `None` at the end.
+    /// Reads until `self.line` holds a whole line, without its newline: `Some(oversized)`,
+    /// where `oversized` says it was longer than [`MAX_LINE_BYTES`] (then only its start
+    /// is kept); `None` at the end of input. Cancel-safe: dropped part way, it goes on
+    /// from where it was on the next call. The caller clears the line once it is used.
     async fn next_line(&mut self) -> std::io::Result<Option<bool>> {
-        self.line.clear();
-        let mut oversized = false;
         loop {
             let buf = self.reader.fill_buf().await?;
             if buf.is_empty() {
-                return Ok((!self.line.is_empty() || oversized).then_some(oversized));
+                let pending = !self.line.is_empty() || self.oversized;
+                return Ok(pending.then_some(self.oversized));
             }
             let (chunk, used, done) = match buf.iter().position(|b| *b == b'\n') {
                 Some(i) => (&buf[..i], i + 1, true),
                 None => (buf, buf.len(), false),
             };
-            let limit = if oversized || self.line.len() + chunk.len() > MAX_LINE_BYTES {
-                oversized = true;
+            if self.line.len() + chunk.len() > MAX_LINE_BYTES {
+                self.oversized = true;
+            }
+            let limit = if self.oversized {
                 ID_SCAN_BYTES
             } else {
                 MAX_LINE_BYTES
@@ -83,8 +91,18 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
             self.line.extend_from_slice(&chunk[..chunk.len().min(room)]);
             self.reader.consume(used);
             if done {
-                return Ok(Some(oversized));
+                return Ok(Some(self.oversized));
             }
+        }
+    }
+
+    /// Forgets the line just used.
+    fn clear_line(&mut self) {
+        self.line.clear();
+        self.oversized = false;
+        // A huge line's buffer is not kept for the small ones after it.
+        if self.line.capacity() > 1 << 20 {
+            self.line.shrink_to(64 * 1024);
         }
     }
 }
@@ -271,18 +289,22 @@ where
                     return None;
                 }
             };
-            let reply = match read_message(&self.line, oversized) {
+            let read = read_message(&self.line, oversized);
+            self.clear_line();
+            let reply = match read {
                 Ok(message) => return Some(message),
                 Err(reply) => reply,
             };
             if let Some(reply) = reply {
                 tracing::debug!(reply = %reply, "answered an unusable message");
-                if write_line(&self.writer, reply.to_string().as_bytes())
-                    .await
-                    .is_err()
-                {
-                    return None;
-                }
+                // Written by a task of its own: this future may be dropped at any await,
+                // and a reply cut in half would corrupt the stream.
+                let writer = self.writer.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = write_line(&writer, reply.to_string().as_bytes()).await {
+                        tracing::debug!(error = %e, "cannot write to stdout");
+                    }
+                });
             }
         }
     }
@@ -330,6 +352,34 @@ pub async fn serve_stdio(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// rmcp drops `receive`'s future whenever another event comes first; a line read in
+    /// part must not be lost with it (the request would never be answered).
+    #[tokio::test]
+    async fn a_receive_dropped_half_way_through_a_line_loses_nothing() {
+        use rmcp::transport::Transport;
+        use tokio::io::AsyncWriteExt;
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut transport = LineTransport::new(server, tokio::io::sink());
+        let line = br#"{"jsonrpc":"2.0","id":41,"method":"ping"}"#;
+        client.write_all(&line[..20]).await.unwrap();
+        {
+            let receive = Transport::<RoleServer>::receive(&mut transport);
+            let dropped = tokio::time::timeout(std::time::Duration::from_millis(50), receive).await;
+            assert!(dropped.is_err(), "half a line is not a message");
+        }
+        client.write_all(&line[20..]).await.unwrap();
+        client.write_all(b"\n").await.unwrap();
+        let message = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            Transport::<RoleServer>::receive(&mut transport),
+        )
+        .await
+        .expect("the whole line is read once the rest arrives")
+        .unwrap();
+        let value = serde_json::to_value(&message).unwrap();
+        assert_eq!(value["id"], 41, "{value}");
+    }
 
     #[test]
     fn the_id_is_found_however_broken_the_rest_is() {

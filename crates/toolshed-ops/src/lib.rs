@@ -38,7 +38,9 @@ pub use file::{
     Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
     Metadata, Overwrite, Parents, Written,
 };
-pub use local::process::{LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod};
+pub use local::process::{
+    LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod, release_cgroups,
+};
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;
 pub use net::{FollowedResponse, NetClient, NetConfig};

@@ -25,7 +25,7 @@ use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags};
 
 pub use limits::ResourceLimits;
-pub use tree::TreeKillMethod;
+pub use tree::{TreeKillMethod, release_cgroups};
 
 use super::LocalOps;
 use crate::error::OpsError;

@@ -96,10 +96,17 @@ impl Tracker {
     }
 }
 
+/// The group this process itself moves into, inside its base: while it lives the group is
+/// populated, which any toolshed — in any PID namespace — reads from `cgroup.events`.
+const SELF_GROUP: &str = "self";
+
 /// Where this process makes its cgroups: `<toolshed's cgroup>/toolshed-<pid>-<start>`.
 #[derive(Debug)]
 pub(super) struct CgroupBase {
     dir: PathBuf,
+    /// The cgroup this process was in, to go back to before removing its base at exit;
+    /// `None` when it could not join its `self` group (liveness then falls back to PIDs).
+    home: Option<PathBuf>,
     /// `dir` as `/proc/<pid>/cgroup` spells it.
     rel: String,
     next: AtomicU64,
@@ -108,11 +115,13 @@ pub(super) struct CgroupBase {
 /// The cgroup base of this process, found and created once; `Err` says why cgroups cannot
 /// be used.
 pub(super) fn cgroup_base() -> Result<&'static CgroupBase, String> {
-    static BASE: OnceLock<Result<CgroupBase, String>> = OnceLock::new();
-    BASE.get_or_init(probe_cgroup)
+    CGROUP_BASE
+        .get_or_init(probe_cgroup)
         .as_ref()
         .map_err(Clone::clone)
 }
+
+static CGROUP_BASE: OnceLock<Result<CgroupBase, String>> = OnceLock::new();
 
 fn probe_cgroup() -> Result<CgroupBase, String> {
     let own =
@@ -159,11 +168,43 @@ fn probe_cgroup() -> Result<CgroupBase, String> {
         return Err("the kernel has no cgroup.kill (Linux 5.14 or later is needed)".into());
     }
     let rel = Path::new(&own).join(&name).to_string_lossy().into_owned();
+    let me = dir.join(SELF_GROUP);
+    let joined = match fs::create_dir(&me) {
+        Ok(()) => true,
+        Err(e) => e.kind() == io::ErrorKind::AlreadyExists,
+    } && fs::write(me.join("cgroup.procs"), "0").is_ok();
+    if !joined {
+        tracing::debug!(group = %me.display(), "cannot join the own cgroup; stale groups are judged by PID");
+        let _ = fs::remove_dir(&me);
+    }
     Ok(CgroupBase {
         dir,
+        home: joined.then_some(parent),
         rel,
         next: AtomicU64::new(0),
     })
+}
+
+/// Removes this process's cgroups, at exit: it goes back to the cgroup it came from, kills
+/// what is left in its groups and removes them, so no empty `toolshed-…` group stays
+/// behind. Does nothing when cgroups were never used.
+pub fn release_cgroups() {
+    let Some(Ok(base)) = CGROUP_BASE.get() else {
+        return;
+    };
+    if let Some(home) = &base.home
+        && fs::write(home.join("cgroup.procs"), "0").is_err()
+    {
+        // Still inside: killing or removing the base would take this process with it.
+        return;
+    }
+    let _ = fs::write(base.dir.join("cgroup.kill"), "1");
+    if let Ok(children) = fs::read_dir(&base.dir) {
+        for child in children.flatten().filter(|c| c.path().is_dir()) {
+            remove_group(&child.path(), Duration::from_millis(500));
+        }
+    }
+    remove_group(&base.dir, Duration::from_millis(500));
 }
 
 /// This process's group name in a cgroup hierarchy: `toolshed-<pid>-<start time>`.
@@ -172,8 +213,26 @@ pub(super) fn own_group_name() -> String {
     format!("toolshed-{me}-{}", start_time(me).unwrap_or(0))
 }
 
+/// Whether the toolshed that made the group `dir` still runs: its `self` group is
+/// populated (kernel state, the same from every PID namespace). `None` for a group without
+/// one (made by an older toolshed, or one that could not join it).
+fn owner_alive(dir: &Path) -> Option<bool> {
+    let me = dir.join(SELF_GROUP);
+    if !me.is_dir() {
+        return None;
+    }
+    match fs::read_to_string(me.join("cgroup.events")) {
+        Ok(events) => Some(events.lines().any(|l| l.trim() == "populated 1")),
+        Err(_) => {
+            Some(fs::read_to_string(me.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty()))
+        }
+    }
+}
+
 /// The `toolshed-<pid>-<start>` groups under `parent` whose toolshed process no longer
-/// runs (a crash leaves them behind).
+/// runs (a crash leaves them behind): neither is its `self` group populated — which holds
+/// across PID namespaces, where a PID says nothing — nor does its PID, with its start
+/// time, name a process here.
 pub(super) fn stale_groups(parent: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(parent) else {
         return Vec::new();
@@ -189,7 +248,12 @@ pub(super) fn stale_groups(parent: &Path) -> Vec<PathBuf> {
                 return false;
             };
             match (pid.parse::<u32>(), start.parse::<u64>()) {
-                (Ok(pid), Ok(start)) => start_time(pid) != Some(start),
+                // Alive if its `self` group is populated (whatever its PID namespace), or
+                // if its PID still names it here (a toolshed that has made its group but
+                // not yet joined `self` is not judged dead on the empty group).
+                (Ok(pid), Ok(start)) => {
+                    owner_alive(&entry.path()) != Some(true) && start_time(pid) != Some(start)
+                }
                 _ => false,
             }
         })
