@@ -38,7 +38,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 type Result<T> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: mcp-driver --toolshed BIN (--filesystem DIST_INDEX_JS [--node NODE] | \
---versus-config TOML) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
+--versus-config TOML | --versus-binary BIN) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
 [--rounds 3] [--warmup 100]";
 
 struct Options {
@@ -48,6 +48,9 @@ struct Options {
     /// (`TOOLSHED_CONFIG`): the same server side by side with and without, e.g., policy
     /// rules.
     versus_config: Option<PathBuf>,
+    /// Instead of server-filesystem, another toolshed binary (an older build, say): the
+    /// same calls side by side.
+    versus_binary: Option<PathBuf>,
     node: String,
     spawns: usize,
     sequential: usize,
@@ -62,6 +65,7 @@ fn parse_options() -> Result<Options> {
         toolshed: PathBuf::new(),
         filesystem: PathBuf::new(),
         versus_config: None,
+        versus_binary: None,
         node: "node".into(),
         spawns: 15,
         sequential: 2000,
@@ -87,6 +91,7 @@ fn parse_options() -> Result<Options> {
             "--toolshed" => o.toolshed = PathBuf::from(&value),
             "--filesystem" => o.filesystem = PathBuf::from(&value),
             "--versus-config" => o.versus_config = Some(PathBuf::from(&value)),
+            "--versus-binary" => o.versus_binary = Some(PathBuf::from(&value)),
             "--node" => o.node = value.clone(),
             "--spawns" => o.spawns = number()?,
             "--sequential" => o.sequential = number()?,
@@ -98,7 +103,9 @@ fn parse_options() -> Result<Options> {
         }
     }
     if o.toolshed.as_os_str().is_empty()
-        || (o.filesystem.as_os_str().is_empty() && o.versus_config.is_none())
+        || (o.filesystem.as_os_str().is_empty()
+            && o.versus_config.is_none()
+            && o.versus_binary.is_none())
     {
         return Err(USAGE.into());
     }
@@ -440,6 +447,20 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         tool: "workspace_read".into(),
         arguments: json!({"path": "f.txt"}),
     };
+    if let Some(binary) = &o.versus_binary {
+        let mut argv = toolshed.argv.clone();
+        argv[0] = binary.to_string_lossy().into_owned();
+        let other = Server {
+            name: format!(
+                "toolshed ({})",
+                binary.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            argv,
+            home: work.join("home2"),
+            ..toolshed.clone()
+        };
+        return compare(o, &toolshed, &other, "(same tool)");
+    }
     if let Some(config) = &o.versus_config {
         let config = std::fs::canonicalize(config).map_err(|e| format!("{}: {e}", config.display()))?;
         let other = Server {

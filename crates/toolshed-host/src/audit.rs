@@ -1,14 +1,17 @@
-//! The audit writer: rows are queued by the pipeline and committed by one thread, many
-//! rows per transaction (group commit).
+//! The audit writer: every call's row is on disk before its reply leaves, and rows reach
+//! SQLite in batches.
 //!
-//! A call's row must be in the database before its reply leaves — a server killed right
-//! after replying must not have acknowledged a call it never recorded. Writing each row in
-//! its own transaction, on the blocking pool, under the store's connection lock, cost more
-//! CPU than the file read it recorded and serialised concurrent calls on the lock. Here a
-//! call appends its row to a queue and waits ([`AuditQueue::push`]) until the writer
-//! thread has committed it; the writer commits whatever has gathered in one transaction,
-//! so rows that arrive while a commit runs share the next one. A call made alone pays one
-//! small WAL commit; many concurrent calls share each commit.
+//! A server killed right after replying must not have acknowledged a call it never
+//! recorded. Committing a transaction per call before replying cost 40% of the
+//! throughput (a WAL commit, and the thread wake-ups around it, per call), so a row is
+//! first appended — one `write`, in the same lock that queues it — to this process's audit
+//! journal (`<data dir>/audit-journal/<pid>-<time>.log`): once written, it survives the
+//! process being killed (it is in the kernel's page cache). The writer thread then commits
+//! whatever has gathered in one transaction per batch, waiting up to [`LINGER`] after the
+//! first row of a batch so that even calls made one at a time share transactions, and
+//! empties the journal whenever everything queued is committed. The journal is locked
+//! (`flock`) while its process lives; a store opened later replays the journals of dead
+//! processes — rows not yet in the log are inserted — and deletes them.
 //!
 //! Nothing is dropped. When [`CAPACITY`] rows are waiting, [`AuditQueue::push`] waits for
 //! the writer to take them (back-pressure on the callers, never a silent loss).
@@ -18,15 +21,131 @@
 //! SQLite refuses is logged as a warning with its row count: it is not retried, since the
 //! same rows would fail again.
 
-use rusqlite::Connection;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use tokio::sync::{Notify, watch};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use tokio::sync::Notify;
 
 use crate::store::{AuditRecord, StoreError, insert_audit_rows};
 
+/// How long the writer waits for more rows after the first row of a batch.
+pub(crate) const LINGER: Duration = Duration::from_millis(5);
+
+/// A batch is written as soon as this many rows are waiting, without waiting out
+/// [`LINGER`].
+pub(crate) const BATCH: usize = 512;
+
 /// The most rows waiting to be written; past this, callers wait for the writer.
 pub(crate) const CAPACITY: usize = 8192;
+
+/// The directory of audit journals, inside the data dir.
+pub(crate) const JOURNAL_DIR: &str = "audit-journal";
+
+/// This process's audit journal: rows queued and not yet committed, one JSON line each.
+pub(crate) struct Journal {
+    file: File,
+    path: PathBuf,
+}
+
+impl Journal {
+    /// Creates this process's journal in `dir` (created if missing) and locks it.
+    pub(crate) fn create(dir: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let path = dir.join(format!("{}-{nanos:x}.log", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+        Ok(Self { file, path })
+    }
+
+    fn append(&mut self, record: &AuditRecord) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)
+    }
+
+    fn clear(&mut self) {
+        if let Err(e) = self.file.set_len(0) {
+            tracing::warn!(journal = %self.path.display(), error = %e, "cannot empty the audit journal");
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        // Dropped after the queue wrote everything (see `AuditQueue`'s drop).
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Inserts the rows of the journals in `dir` that no live process holds — a process
+/// killed before committing them — unless the log has them already, and deletes the
+/// journals. Returns how many rows it inserted.
+pub(crate) fn replay_journals(conn: &mut Connection, dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut inserted = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue; // its process is alive
+        }
+        let rows: Vec<AuditRecord> = std::io::BufReader::new(&file)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|line| serde_json::from_str(&line).ok())
+            .collect();
+        match insert_missing(conn, &rows) {
+            Ok(n) => {
+                inserted += n;
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(e) => tracing::warn!(journal = %path.display(), error = %e,
+                "cannot replay an audit journal; it is retried at the next start"),
+        }
+    }
+    inserted
+}
+
+/// Inserts the rows of `rows` whose call is not among the log's most recent rows (a row
+/// committed just before a crash is still in its journal).
+fn insert_missing(conn: &mut Connection, rows: &[AuditRecord]) -> Result<usize, StoreError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let recent: HashSet<String> = {
+        let mut stmt = conn.prepare("SELECT call_id FROM audit ORDER BY id DESC LIMIT ?1")?;
+        let limit = i64::try_from(rows.len() + 10_000).unwrap_or(i64::MAX);
+        stmt.query_map([limit], |r| r.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    let missing: Vec<AuditRecord> = rows
+        .iter()
+        .filter(|r| !recent.contains(&r.call_id))
+        .cloned()
+        .collect();
+    insert_audit_rows(conn, &missing, u64::MAX)?;
+    Ok(missing.len())
+}
 
 /// The queue and its writer thread.
 pub(crate) struct AuditQueue {
@@ -43,13 +162,12 @@ struct Shared {
     written: Condvar,
     /// Wakes callers waiting for room in a full queue.
     room: Notify,
-    /// How many rows (counted from the start) are committed; `u64::MAX` once the writer
-    /// is gone, so that no caller waits for it forever.
-    committed: watch::Sender<u64>,
 }
 
 #[derive(Default)]
 struct State {
+    /// Where each row is appended before it is queued; `None` for an in-memory store.
+    journal: Option<Journal>,
     rows: Vec<AuditRecord>,
     /// The retention of the newest queued row.
     max_rows: u64,
@@ -57,6 +175,8 @@ struct State {
     queued: u64,
     /// Rows handed to SQLite since the start (written, or failed and logged).
     done: u64,
+    /// Flushes waiting: the writer skips its linger for them.
+    flushing: usize,
     /// The writer is waiting for a first row (so a push must wake it).
     idle: bool,
     /// No more rows will come: write what is left and stop.
@@ -71,14 +191,19 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl AuditQueue {
-    /// Starts the writer thread over `conn`.
-    pub(crate) fn start(conn: Arc<Mutex<Connection>>) -> std::io::Result<Self> {
+    /// Starts the writer thread over `conn`, appending each row to `journal` first.
+    pub(crate) fn start(
+        conn: Arc<Mutex<Connection>>,
+        journal: Option<Journal>,
+    ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                journal,
+                ..State::default()
+            }),
             wake: Condvar::new(),
             written: Condvar::new(),
             room: Notify::new(),
-            committed: watch::channel(0).0,
         });
         let writer = {
             let shared = shared.clone();
@@ -94,17 +219,10 @@ impl AuditQueue {
         })
     }
 
-    /// Records one row, keeping at most `max_rows` in the log: returns once the row is
-    /// committed (or, should SQLite refuse its batch, logged as lost).
+    /// Appends one row to the journal and queues it, keeping at most `max_rows` in the log.
+    /// Returns once the row is in the journal (at once, unless [`CAPACITY`] rows are already
+    /// waiting; then it waits for room).
     pub(crate) async fn push(&self, record: AuditRecord, max_rows: u64) {
-        let ticket = self.enqueue(record, max_rows).await;
-        let mut committed = self.shared.committed.subscribe();
-        let _ = committed.wait_for(|done| *done >= ticket).await;
-    }
-
-    /// Queues one row; returns its ticket (the rows queued up to and including it). Waits
-    /// only when [`CAPACITY`] rows are already waiting.
-    async fn enqueue(&self, record: AuditRecord, max_rows: u64) -> u64 {
         let mut record = Some(record);
         loop {
             let room = self.shared.room.notified();
@@ -119,19 +237,24 @@ impl AuditQueue {
                     if let Some(record) = record.take() {
                         self.write_directly(&record, max_rows);
                     }
-                    return 0;
+                    return;
                 }
                 if st.rows.len() < CAPACITY {
                     if let Some(record) = record.take() {
+                        if let Some(journal) = &mut st.journal
+                            && let Err(e) = journal.append(&record)
+                        {
+                            tracing::warn!(error = %e, "cannot append to the audit journal");
+                        }
                         st.rows.push(record);
                     }
                     st.queued += 1;
                     st.max_rows = max_rows;
-                    if st.idle {
+                    if st.idle || st.rows.len() == BATCH {
                         st.idle = false;
                         self.shared.wake.notify_one();
                     }
-                    return st.queued;
+                    return;
                 }
             }
             room.await;
@@ -145,6 +268,7 @@ impl AuditQueue {
         if st.done >= target || st.gone {
             return;
         }
+        st.flushing += 1;
         self.shared.wake.notify_one();
         while st.done < target && !st.gone {
             st = self
@@ -153,6 +277,7 @@ impl AuditQueue {
                 .wait(st)
                 .unwrap_or_else(|p| p.into_inner());
         }
+        st.flushing -= 1;
     }
 
     /// Used only when the writer thread is gone (it crashed): the row is written on the
@@ -192,7 +317,6 @@ struct Gone<'a>(&'a Shared);
 impl Drop for Gone<'_> {
     fn drop(&mut self) {
         lock(&self.0.state).gone = true;
-        self.0.committed.send_replace(u64::MAX);
         self.0.written.notify_all();
         self.0.room.notify_waiters();
     }
@@ -210,8 +334,19 @@ fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
         if st.rows.is_empty() {
             return; // closed, and nothing left
         }
-        // No lingering: callers wait for their rows, and those that arrive while this
-        // batch commits form the next one.
+        // Let more rows gather, unless someone is waiting for them.
+        let deadline = Instant::now() + LINGER;
+        while !st.closed && st.flushing == 0 && st.rows.len() < BATCH {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            st = shared
+                .wake
+                .wait_timeout(st, left)
+                .map(|(st, _)| st)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
         let batch = std::mem::take(&mut st.rows);
         let max_rows = st.max_rows;
         let upto = st.queued;
@@ -223,7 +358,13 @@ fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
         drop(batch);
         st = lock(&shared.state);
         st.done = upto;
-        shared.committed.send_replace(upto);
+        // Everything journaled is committed: the journal starts over. (Rows are journaled
+        // in the same lock, so none can slip in between.)
+        if st.done == st.queued
+            && let Some(journal) = &mut st.journal
+        {
+            journal.clear();
+        }
         shared.written.notify_all();
     }
 }
@@ -242,7 +383,6 @@ mod tests {
     use std::future::Future;
     use std::pin::pin;
     use std::task::{Context, Waker};
-    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::store::MIGRATIONS;
@@ -287,10 +427,33 @@ mod tests {
         }
     }
 
+    #[test]
+    fn journals_of_dead_processes_are_replayed_once_and_live_ones_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = database();
+        insert_audit_rows(&mut conn.lock().unwrap(), &[record(1)], 100).unwrap();
+        // A killed process's journal: row 1 was committed before the kill, row 2 was not.
+        // (Written as it would be, with no process left holding its lock.)
+        let dead_path = dir.path().join("12345-abc.log");
+        let lines: Vec<String> = [record(1), record(2)]
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(&dead_path, lines.concat()).unwrap();
+        // A live process's journal is not touched.
+        let mut live = Journal::create(dir.path()).unwrap();
+        live.append(&record(3)).unwrap();
+        assert_eq!(replay_journals(&mut conn.lock().unwrap(), dir.path()), 1);
+        assert_eq!(count(&conn), 2);
+        assert!(!dead_path.exists());
+        assert!(live.path.exists());
+        assert_eq!(replay_journals(&mut conn.lock().unwrap(), dir.path()), 0);
+    }
+
     #[tokio::test]
     async fn flush_waits_for_every_queued_row() {
         let conn = database();
-        let queue = AuditQueue::start(conn.clone()).unwrap();
+        let queue = AuditQueue::start(conn.clone(), None).unwrap();
         for i in 0..1000 {
             queue.push(record(i), 100_000).await;
         }
@@ -301,7 +464,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_queue_writes_what_is_left() {
         let conn = database();
-        let queue = AuditQueue::start(conn.clone()).unwrap();
+        let queue = AuditQueue::start(conn.clone(), None).unwrap();
         for i in 0..10 {
             queue.push(record(i), 100_000).await;
         }
@@ -312,7 +475,7 @@ mod tests {
     #[tokio::test]
     async fn a_full_queue_makes_callers_wait_and_loses_nothing() {
         let conn = database();
-        let queue = AuditQueue::start(conn.clone()).unwrap();
+        let queue = AuditQueue::start(conn.clone(), None).unwrap();
         // Hold the database on another thread so the writer cannot finish a batch.
         let (held_tx, held_rx) = std::sync::mpsc::channel();
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
@@ -325,14 +488,14 @@ mod tests {
             })
         };
         held_rx.recv().unwrap();
-        let first = queue.enqueue(record(0), 100_000).await;
+        queue.push(record(0), 100_000).await;
         wait_for("the writer to take the first row", || {
             lock(&queue.shared.state).rows.is_empty()
         });
         for i in 1..=CAPACITY as i64 {
-            queue.enqueue(record(i), 100_000).await;
+            queue.push(record(i), 100_000).await;
         }
-        let mut blocked = pin!(queue.enqueue(record(-1), 100_000));
+        let mut blocked = pin!(queue.push(record(-1), 100_000));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(
             blocked.as_mut().poll(&mut cx).is_pending(),
@@ -340,29 +503,10 @@ mod tests {
         );
         release_tx.send(()).unwrap();
         holder.join().unwrap();
-        assert!(first > 0);
         tokio::time::timeout(Duration::from_secs(10), blocked)
             .await
             .expect("the waiting push goes through once the writer takes the queued rows");
         queue.flush();
         assert_eq!(count(&conn), CAPACITY as i64 + 2);
-    }
-
-    #[tokio::test]
-    async fn a_push_returns_only_once_its_row_is_committed() {
-        let conn = database();
-        let queue = AuditQueue::start(conn.clone()).unwrap();
-        let held = conn.lock().unwrap();
-        let mut push = pin!(queue.push(record(1), 100_000));
-        let mut cx = Context::from_waker(Waker::noop());
-        for _ in 0..50 {
-            assert!(push.as_mut().poll(&mut cx).is_pending());
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        drop(held);
-        tokio::time::timeout(Duration::from_secs(10), push)
-            .await
-            .expect("the push returns once its row is committed");
-        assert_eq!(count(&conn), 1);
     }
 }

@@ -746,8 +746,8 @@ impl Dispatcher {
             duration_ms: duration_ms as i64,
             approval,
         };
-        // Committed (by the store's writer thread, many concurrent rows per transaction)
-        // before the reply leaves: an acknowledged call always has its row.
+        // On disk (the store's audit journal) before the reply leaves, so an acknowledged
+        // call always has its row; committed to the log in batches.
         self.store.queue_audit(record, self.audit_max_rows).await;
         let event = match result {
             Ok(out) => Event::CallFinished {

@@ -2,9 +2,9 @@
 //!
 //! The API is synchronous and short: each method takes the connection lock, runs one
 //! statement or transaction and returns. Async callers run it on the blocking pool. The
-//! exception is the audit log, written by the pipeline on every call: rows are queued with
-//! [`StateStore::queue_audit`] and written in batches by a thread of the store's own (see
-//! [`crate::audit`]).
+//! exception is the audit log, written by the pipeline on every call: each call's row is
+//! appended to a journal before the reply leaves and committed in batches by a thread of
+//! the store's own (see [`crate::audit`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -163,7 +163,7 @@ pub enum StoreError {
 }
 
 /// One audit row: a call and how it ended. Arguments are kept only as a digest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct AuditRecord {
     /// Milliseconds since the Unix epoch when the call started.
     pub ts_ms: i64,
@@ -326,8 +326,30 @@ impl StateStore {
             });
         }
         seal_clear_secrets(&mut conn, &secrets, &path)?;
+        // Rows that processes killed before committing left in their journals go in first.
+        let journal = match path.parent().filter(|_| path != Path::new(":memory:")) {
+            Some(dir) => {
+                let dir = dir.join(crate::audit::JOURNAL_DIR);
+                let replayed = crate::audit::replay_journals(&mut conn, &dir);
+                if replayed > 0 {
+                    tracing::info!(
+                        rows = replayed,
+                        "recovered audit rows of a process that was killed"
+                    );
+                }
+                match crate::audit::Journal::create(&dir) {
+                    Ok(journal) => Some(journal),
+                    Err(e) => {
+                        tracing::warn!(dir = %dir.display(), error = %e,
+                            "cannot create the audit journal: rows are committed in batches, and a kill may lose the last ones");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
         let conn = Arc::new(Mutex::new(conn));
-        let audit = AuditQueue::start(conn.clone()).map_err(|e| StoreError::Open {
+        let audit = AuditQueue::start(conn.clone(), journal).map_err(|e| StoreError::Open {
             path: path.clone(),
             message: format!("cannot start the audit writer thread: {e}"),
         })?;

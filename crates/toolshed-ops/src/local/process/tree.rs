@@ -104,9 +104,10 @@ const SELF_GROUP: &str = "self";
 #[derive(Debug)]
 pub(super) struct CgroupBase {
     dir: PathBuf,
-    /// The cgroup this process was in, to go back to before removing its base at exit;
-    /// `None` when it could not join its `self` group (liveness then falls back to PIDs).
-    home: Option<PathBuf>,
+    /// The cgroup this process was in, to go back to before removing its base at exit.
+    parent: PathBuf,
+    /// Whether this process moved into its `self` group (see [`CgroupBase::join_self`]).
+    joined: OnceLock<bool>,
     /// `dir` as `/proc/<pid>/cgroup` spells it.
     rel: String,
     next: AtomicU64,
@@ -168,21 +169,34 @@ fn probe_cgroup() -> Result<CgroupBase, String> {
         return Err("the kernel has no cgroup.kill (Linux 5.14 or later is needed)".into());
     }
     let rel = Path::new(&own).join(&name).to_string_lossy().into_owned();
-    let me = dir.join(SELF_GROUP);
-    let joined = match fs::create_dir(&me) {
-        Ok(()) => true,
-        Err(e) => e.kind() == io::ErrorKind::AlreadyExists,
-    } && fs::write(me.join("cgroup.procs"), "0").is_ok();
-    if !joined {
-        tracing::debug!(group = %me.display(), "cannot join the own cgroup; stale groups are judged by PID");
-        let _ = fs::remove_dir(&me);
-    }
     Ok(CgroupBase {
         dir,
-        home: joined.then_some(parent),
+        parent,
+        joined: OnceLock::new(),
         rel,
         next: AtomicU64::new(0),
     })
+}
+
+impl CgroupBase {
+    /// Moves this process into its `self` group, once, before its first command's group
+    /// is made: from then on a neighbour judges its groups alive from any PID namespace.
+    /// (Moving a process between cgroups costs milliseconds, so it is not done at start,
+    /// for a process that may never run a command.)
+    fn join_self(&self) -> bool {
+        *self.joined.get_or_init(|| {
+            let me = self.dir.join(SELF_GROUP);
+            let joined = match fs::create_dir(&me) {
+                Ok(()) => true,
+                Err(e) => e.kind() == io::ErrorKind::AlreadyExists,
+            } && fs::write(me.join("cgroup.procs"), "0").is_ok();
+            if !joined {
+                tracing::debug!(group = %me.display(), "cannot join the own cgroup; stale groups are judged by PID");
+                let _ = fs::remove_dir(&me);
+            }
+            joined
+        })
+    }
 }
 
 /// Removes this process's cgroups, at exit: it goes back to the cgroup it came from, kills
@@ -192,8 +206,7 @@ pub fn release_cgroups() {
     let Some(Ok(base)) = CGROUP_BASE.get() else {
         return;
     };
-    if let Some(home) = &base.home
-        && fs::write(home.join("cgroup.procs"), "0").is_err()
+    if base.joined.get() == Some(&true) && fs::write(base.parent.join("cgroup.procs"), "0").is_err()
     {
         // Still inside: killing or removing the base would take this process with it.
         return;
@@ -306,6 +319,7 @@ fn remove_with(dir: &Path, deadline: Instant, remove: impl Fn(&Path) -> io::Resu
 impl CgroupBase {
     /// A new cgroup for one child, and its `cgroup.procs` open for the child to join.
     pub(super) fn create(&self) -> io::Result<(CgroupTree, OwnedFd)> {
+        self.join_self();
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let name = format!("c{n}");
         let dir = self.dir.join(&name);
