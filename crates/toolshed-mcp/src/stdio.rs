@@ -107,10 +107,11 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
     }
 }
 
-async fn write_line(writer: &Writer, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `line` (which ends in a newline) in one write, so that a reader sees whole
+/// messages and each costs one system call.
+async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
     let mut writer = writer.lock().await;
-    writer.write_all(bytes).await?;
-    writer.write_all(b"\n").await?;
+    writer.write_all(line).await?;
     writer.flush().await
 }
 
@@ -274,8 +275,9 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
         async move {
-            let bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            write_line(&writer, &bytes).await
+            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            write_line(&writer, &line).await
         }
     }
 
@@ -301,7 +303,8 @@ where
                 // and a reply cut in half would corrupt the stream.
                 let writer = self.writer.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = write_line(&writer, reply.to_string().as_bytes()).await {
+                    let line = format!("{reply}\n");
+                    if let Err(e) = write_line(&writer, line.as_bytes()).await {
                         tracing::debug!(error = %e, "cannot write to stdout");
                     }
                 });
