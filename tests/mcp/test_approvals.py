@@ -71,7 +71,7 @@ def test_elicitation_approving_runs_the_command_and_declining_is_a_denial_naming
     assert len(asked) == 2 and "echo approved" in asked[0] and "ask before commands" in asked[0]
 
 
-def request(url, token, method="GET", body=None):
+def request(url, token, method="GET", body=None, timeout=60):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
         url,
@@ -80,7 +80,7 @@ def request(url, token, method="GET", body=None):
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(req, timeout=60) as response:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
             return response.status, json.loads(response.read().decode() or "null")
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read().decode() or "null")

@@ -57,11 +57,7 @@ impl Journal {
     /// Creates this process's journal in `dir` (created if missing) and locks it.
     pub(crate) fn create(dir: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let path = dir.join(format!("{}-{nanos:x}.log", std::process::id()));
+        let path = dir.join(format!("{}.log", crate::job_store::process_tag()));
         let file = std::fs::OpenOptions::new()
             .create_new(true)
             .append(true)

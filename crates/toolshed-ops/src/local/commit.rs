@@ -84,7 +84,7 @@ fn unheld(fd: &OwnedFd) -> bool {
 struct Temp {
     in_scratch: bool,
     name: String,
-    _file: File,
+    file: File,
 }
 
 /// One primitive step of a commit.
@@ -220,10 +220,10 @@ impl LocalOps {
         let temp = Temp {
             in_scratch,
             name,
-            _file: File::from(fd),
+            file: File::from(fd),
         };
         let result = (|| {
-            let mut file = &temp._file;
+            let mut file = &temp.file;
             file.write_all(data).map_err(|e| OpsError::Io {
                 action: "write",
                 path: shown(path),
