@@ -303,3 +303,44 @@ def test_exits_promptly_when_stdin_closes(toolshed_bin, workspace, home):
         pytest.fail("toolshed mcp still running 5 s after stdin closed")
     assert code == 0, proc.stderr.read().decode()
     assert time.monotonic() - started < 5
+
+
+def test_a_name_that_is_not_utf8_is_listed_escaped_and_works_everywhere(server, workspace):
+    """Linux names are bytes: `caf\\xe9.txt` (Latin-1) is spelled with `\\xe9`, and every
+    workspace tool takes that spelling back; a name holding the text `\\x` doubles its
+    backslash so the two can never be confused."""
+    raw = os.path.join(os.fsencode(workspace), b"d", b"caf\xe9.txt")
+    os.makedirs(os.path.dirname(raw))
+    with open(raw, "wb") as f:
+        f.write(b"one\n")
+    (workspace / "d" / "lit\\xe9.txt").write_text("literal\n")
+    spelled = "d/caf\\xe9.txt"
+
+    async def text(client, tool, args):
+        result = await client.call_tool(tool, args)
+        assert not result.is_error, (tool, result.content)
+        return result.content[0].text
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            listing = await text(client, "workspace_list", {"path": "d"})
+            assert "caf\\xe9.txt" in listing and "lit\\\\xe9.txt" in listing, listing
+            assert "\ufffd" not in listing, listing
+            assert "  caf\\xe9.txt\n" in await text(client, "workspace_tree", {"path": "d"})
+            for tool, args in [
+                ("workspace_glob", {"patterns": ["d/*.txt"]}),
+                ("workspace_find", {"query": "caf"}),
+                ("workspace_grep", {"pattern": "one"}),
+            ]:
+                assert spelled in await text(client, tool, args), tool
+            assert "one" in await text(client, "workspace_read", {"path": spelled})
+            assert "literal" in await text(client, "workspace_read", {"path": "d/lit\\\\xe9.txt"})
+            await text(client, "workspace_edit", {"path": spelled, "old_text": "one", "new_text": "two"})
+            await text(client, "workspace_stat", {"path": spelled})
+            await text(client, "workspace_move", {"from": spelled, "to": "d/\\xff.txt"})
+            await text(client, "workspace_write", {"path": "d/new\\xfe", "content": "x"})
+
+    run(main())
+    names = sorted(os.listdir(os.path.join(os.fsencode(workspace), b"d")))
+    assert names == [b"lit\\xe9.txt", b"new\xfe", b"\xff.txt"], names
+    assert open(os.path.join(os.fsencode(workspace), b"d", b"\xff.txt"), "rb").read() == b"two\n"

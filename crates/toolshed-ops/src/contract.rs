@@ -22,6 +22,9 @@ pub trait Fixture {
     fn fifo(&self, path: &str);
     /// Creates the file `name` inside the reserved `.toolshed/` directory.
     fn reserved_file(&self, name: &str, data: &[u8]);
+    /// Creates a file whose path, as the file system has it, is `path` (bytes that need not
+    /// be UTF-8), with its parent directories.
+    fn raw_file(&self, path: &[u8], data: &[u8]);
 }
 
 pub use crate::search::contract::{SEARCH_CASES, SearchCase, run_search, run_search_case};
@@ -38,6 +41,7 @@ pub const FILE_CASES: &[(&str, FileCase)] = &[
     ("refusals", refusals),
     ("reserved", reserved),
     ("malformed", malformed),
+    ("names", names),
 ];
 
 /// Runs the file-contract case `name` (see [`FILE_CASES`]) on `ops`, which must be a fresh
@@ -69,7 +73,7 @@ macro_rules! file_contract {
             #[allow(unused_imports)]
             use super::*;
             $crate::file_contract!(@cases $setup, $fixture, $check;
-                files directories renames escapes refusals reserved malformed);
+                files directories renames escapes refusals reserved malformed names);
         }
     };
     (@cases $setup:expr, $fixture:expr, $check:expr; $($case:ident)*) => {
@@ -487,4 +491,65 @@ fn malformed(ops: &dyn FileOps, _fx: &dyn Fixture) {
         "name too long",
         invalid,
     );
+}
+
+/// A name that is not UTF-8 is listed in its escaped spelling (see [`crate::path`]), and
+/// that spelling works everywhere a path is taken; the text `\x` in a name is not mistaken
+/// for an escape.
+fn names(ops: &dyn FileOps, fx: &dyn Fixture) {
+    fx.raw_file(b"contract-names/caf\xe9 \xff.txt", b"raw");
+    let spelled = "contract-names/caf\\xe9 \\xff.txt";
+    let listing = ok(ops.read_dir("contract-names"), "list");
+    let listed: Vec<&str> = listing.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        listed,
+        ["caf\\xe9 \\xff.txt"],
+        "the listing spells the name"
+    );
+    assert_eq!(ok(ops.read(spelled, 10), "read").bytes, b"raw");
+    assert_eq!(ok(ops.stat(spelled, Follow::No), "stat").size, 3);
+    assert_eq!(ok(ops.realpath(spelled), "realpath"), spelled);
+    assert_eq!(
+        ok(ops.write(spelled, b"new", Parents::MustExist), "replace"),
+        Written::Replaced
+    );
+    assert_eq!(ok(ops.read(spelled, 10), "read again").bytes, b"new");
+    // Hex digits in either case name the same file.
+    assert_eq!(
+        ok(
+            ops.read("contract-names/caf\\xE9 \\xFF.txt", 10),
+            "read upper"
+        )
+        .bytes,
+        b"new"
+    );
+    // A name holding the text `\x` is its own file, spelled with a doubled backslash.
+    ok(
+        ops.write("contract-names/\\\\xff", b"literal", Parents::MustExist),
+        "write a literal backslash-x name",
+    );
+    let listing = ok(ops.read_dir("contract-names"), "list again");
+    let listed: Vec<&str> = listing.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(listed, ["\\\\xff", "caf\\xe9 \\xff.txt"]);
+    fails(
+        ops.read("contract-names/\\xff", 10),
+        "the byte 0xff alone names no file here",
+        |e| matches!(e, OpsError::NotFound { .. }),
+    );
+    ok(
+        ops.rename(spelled, "contract-names/\\xfe", Overwrite::No),
+        "rename",
+    );
+    ok(
+        ops.mkdir("contract-names/d\\x80", Parents::MustExist),
+        "mkdir",
+    );
+    ok(
+        ops.write("contract-names/d\\x80/f", b"x", Parents::MustExist),
+        "write inside",
+    );
+    ok(ops.remove("contract-names/d\\x80", true), "remove");
+    let listing = ok(ops.read_dir("contract-names"), "list at the end");
+    let listed: Vec<&str> = listing.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(listed, ["\\\\xff", "\\xfe"]);
 }

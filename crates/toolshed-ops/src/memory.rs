@@ -672,6 +672,13 @@ impl FileOps for MemoryOps {
 }
 
 impl crate::contract::Fixture for MemoryOps {
+    /// Names are kept as they are spelled (see [`crate::path`]).
+    fn raw_file(&self, path: &[u8], data: &[u8]) {
+        let path = crate::path::from_fs(path);
+        let written = crate::FileOps::write(self, &path, data, Parents::Create);
+        assert!(written.is_ok(), "{path}: {written:?}");
+    }
+
     fn symlink(&self, path: &str, target: &str) {
         self.add_symlink(path, target);
     }

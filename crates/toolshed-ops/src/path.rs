@@ -4,7 +4,20 @@
 //! beneath the workspace root. Here a path is only checked for form (empty, NUL bytes,
 //! length) and turned into a relative path: an absolute path that names the workspace root
 //! has the root removed; `.` components are dropped. `..` stays, for the kernel to judge.
+//!
+//! # Names that are not UTF-8
+//!
+//! Paths travel as text, but a Linux file name is any bytes. A name that is not valid UTF-8
+//! is spelled with each byte outside valid UTF-8 written `\xhh` (two lowercase hex digits),
+//! and a backslash in such a name written `\\`; so is a name that holds the text `\x`
+//! itself, so that no spelling can mean two files. Every other name is spelled as it is.
+//! [`from_fs`] spells names for output (listings, search results, link targets), and
+//! [`to_fs`] reads a spelling back: a name is decoded only when it is exactly the spelling
+//! of its decoding (hex digits in either case), and taken literally otherwise.
 
+use std::borrow::Cow;
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path};
 
 use crate::error::OpsError;
@@ -25,7 +38,111 @@ pub fn shown(path: &str) -> String {
     format!("{head}…")
 }
 
-/// Checks `path` and returns it relative to `root` (`.` for the root itself).
+/// The spelling of file-system path bytes as text (see the module docs): borrowed when
+/// every name is UTF-8 without `\x` in it, which is nearly always.
+pub fn from_fs(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && !text.contains("\\x")
+    {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for (i, name) in bytes.split(|b| *b == b'/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        spell_name(name, &mut out);
+    }
+    Cow::Owned(out)
+}
+
+/// Appends the spelling of one name.
+fn spell_name(name: &[u8], out: &mut String) {
+    let plain = match std::str::from_utf8(name) {
+        Ok(text) if !text.contains("\\x") => Some(text),
+        _ => None,
+    };
+    if let Some(text) = plain {
+        out.push_str(text);
+        return;
+    }
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+}
+
+/// The file-system bytes a path spelled by [`from_fs`] stands for: borrowed when it has
+/// no backslash, which is nearly always.
+pub fn to_fs(text: &str) -> Cow<'_, OsStr> {
+    if !text.contains('\\') {
+        return Cow::Borrowed(OsStr::new(text));
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(text.len());
+    for (i, name) in text.split('/').enumerate() {
+        if i > 0 {
+            out.push(b'/');
+        }
+        match unspell_name(name) {
+            Some(bytes) => out.extend_from_slice(&bytes),
+            None => out.extend_from_slice(name.as_bytes()),
+        }
+    }
+    Cow::Owned(std::ffi::OsString::from_vec(out))
+}
+
+/// The bytes `name` spells, if it is a spelling: `\\` and `\xhh` are its only escapes, and
+/// spelling the result again gives `name` back (up to the case of hex digits).
+fn unspell_name(name: &str) -> Option<Vec<u8>> {
+    if !name.contains('\\') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(name.len());
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        match bytes.get(i + 1) {
+            Some(b'\\') => {
+                out.push(b'\\');
+                i += 2;
+            }
+            Some(b'x') => {
+                let hex = name.get(i + 2..i + 4)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 4;
+            }
+            _ => return None,
+        }
+    }
+    let mut again = String::with_capacity(name.len());
+    spell_name(&out, &mut again);
+    again.eq_ignore_ascii_case(name).then_some(out)
+}
+
+/// The one spelling of the file `name` stands for (hex digits in lowercase; a literal
+/// name that needs escaping, escaped).
+fn canonical(name: &str) -> Cow<'_, str> {
+    if !name.contains('\\') {
+        return Cow::Borrowed(name);
+    }
+    Cow::Owned(from_fs(to_fs(name).as_bytes()).into_owned())
+}
+
+/// Checks `path` and returns it relative to `root` (`.` for the root itself), each name in
+/// its one spelling (see the module docs).
 pub fn normalize(root: &Path, path: &str) -> Result<String, OpsError> {
     let invalid = |reason: &str| OpsError::InvalidPath {
         path: shown(path),
@@ -37,10 +154,11 @@ pub fn normalize(root: &Path, path: &str) -> Result<String, OpsError> {
     if path.contains('\0') {
         return Err(invalid("the path contains a NUL byte"));
     }
-    if path.len() > MAX_PATH_BYTES {
+    // Limits count the bytes on disk, which a spelled name overstates.
+    if path.len() > MAX_PATH_BYTES && to_fs(path).len() > MAX_PATH_BYTES {
         return Err(invalid(&format!(
             "the path is {} bytes; the limit is {MAX_PATH_BYTES}",
-            path.len()
+            to_fs(path).len()
         )));
     }
     let p = Path::new(path);
@@ -52,21 +170,21 @@ pub fn normalize(root: &Path, path: &str) -> Result<String, OpsError> {
     } else {
         p
     };
-    let mut parts: Vec<&str> = Vec::new();
+    let mut parts: Vec<Cow<'_, str>> = Vec::new();
     for component in relative.components() {
         match component {
             Component::CurDir => {}
             Component::Normal(name) => {
                 let name = name.to_str().unwrap_or_default();
-                if name.len() > MAX_NAME_BYTES {
+                if name.len() > MAX_NAME_BYTES && to_fs(name).len() > MAX_NAME_BYTES {
                     return Err(invalid(&format!(
                         "a name in the path is {} bytes; the limit is {MAX_NAME_BYTES}",
-                        name.len()
+                        to_fs(name).len()
                     )));
                 }
-                parts.push(name);
+                parts.push(canonical(name));
             }
-            Component::ParentDir => parts.push(".."),
+            Component::ParentDir => parts.push(Cow::Borrowed("..")),
             Component::RootDir | Component::Prefix(_) => {
                 return Err(OpsError::Escape {
                     path: shown(path),
@@ -201,5 +319,42 @@ mod tests {
         );
         assert_eq!(split_parent("a/b/c"), ("a/b", "c"));
         assert_eq!(split_parent("c"), (".", "c"));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_have_one_spelling_each() {
+        let cases: [(&[u8], &str); 8] = [
+            (b"plain.txt", "plain.txt"),
+            (b"caf\xc3\xa9/a\\b", "caf\u{e9}/a\\b"),
+            (b"\xff.txt", "\\xff.txt"),
+            (b"dir/\xe9t\xe9", "dir/\\xe9t\\xe9"),
+            (b"a\\b\xff", "a\\\\b\\xff"),
+            // The text `\x` itself, so that `\xff` can only mean the byte.
+            (b"\\xff", "\\\\xff"),
+            (b"\xc3", "\\xc3"),
+            (b"ok/\x80/ok", "ok/\\x80/ok"),
+        ];
+        for (bytes, text) in cases {
+            assert_eq!(from_fs(bytes), text, "{bytes:?}");
+            assert_eq!(to_fs(text).as_bytes(), bytes, "{text}");
+        }
+        // Hex digits in either case; anything that is not exactly a spelling is literal.
+        assert_eq!(to_fs("\\xFF.txt").as_bytes(), b"\xff.txt");
+        for literal in [
+            "\\x41",
+            "\\x2f",
+            "\\x00",
+            "\\xc3\\xa9",
+            "a\\b",
+            "a\\\\b",
+            "\\x",
+            "\\xzz",
+        ] {
+            assert_eq!(to_fs(literal).as_bytes(), literal.as_bytes(), "{literal}");
+        }
+        // Limits count bytes on disk: 255 escaped bytes are 1020 characters.
+        let long = "\\xff".repeat(255);
+        assert_eq!(normalize(Path::new("/r"), &long).unwrap(), long);
+        assert!(normalize(Path::new("/r"), &"\\xff".repeat(256)).is_err());
     }
 }

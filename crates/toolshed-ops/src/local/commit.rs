@@ -11,6 +11,7 @@
 //! no live writer holds. Each temporary file and journal is locked by its writer for as
 //! long as it lives, so "no live writer" is decided by the kernel, in any PID namespace.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -91,7 +92,7 @@ struct Temp {
 enum Step<'a> {
     Put {
         dir: usize,
-        name: String,
+        name: OsString,
         rel: String,
         path: &'a str,
         data: &'a [u8],
@@ -101,7 +102,7 @@ enum Step<'a> {
     },
     Del {
         dir: usize,
-        name: String,
+        name: OsString,
         rel: String,
         path: &'a str,
         expect: Expect<'a>,
@@ -109,7 +110,7 @@ enum Step<'a> {
 }
 
 /// Whether the file `name` in `dir` holds exactly `want`.
-fn holds(dir: &OwnedFd, name: &str, st: &Stat, want: &[u8]) -> Result<bool, Errno> {
+fn holds(dir: &OwnedFd, name: &OsStr, st: &Stat, want: &[u8]) -> Result<bool, Errno> {
     if u64::try_from(st.st_size).unwrap_or(u64::MAX) != want.len() as u64 {
         return Ok(false);
     }
@@ -189,7 +190,7 @@ impl LocalOps {
         &self,
         dir: &OwnedFd,
         dev: u64,
-        target: &str,
+        target: &OsStr,
         path: &str,
         data: &[u8],
         mode: u32,
@@ -270,7 +271,7 @@ impl LocalOps {
                 }
             }
             let (fd, name) = this.open_parent(&rel, path)?;
-            let name = name.to_string();
+            let name = name.into_owned();
             let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
             let key = (st.st_dev, st.st_ino);
             let index = match dirs.iter().position(|(_, k)| *k == key) {
@@ -377,7 +378,7 @@ impl LocalOps {
                 detail,
             };
             let dir = &dirs[dir].0;
-            match statat(dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            match statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => {
                     if let Step::Put {
                         moved_from: Some(_),
@@ -469,7 +470,7 @@ impl LocalOps {
                     self.temp_dir(temp, dir),
                     temp.name.as_str(),
                     dir,
-                    name.as_str(),
+                    name.as_os_str(),
                 ) {
                     record(Self::error(path, "replace", e));
                 }
@@ -480,7 +481,7 @@ impl LocalOps {
                 dir, name, path, ..
             } = step
             {
-                match unlinkat(&dirs[*dir].0, name.as_str(), AtFlags::empty()) {
+                match unlinkat(&dirs[*dir].0, name.as_os_str(), AtFlags::empty()) {
                     Ok(()) | Err(Errno::NOENT) => {}
                     Err(e) => record(Self::error(path, "remove", e)),
                 }

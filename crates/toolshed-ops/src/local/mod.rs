@@ -15,9 +15,12 @@ mod commit;
 pub(crate) mod process;
 mod tree;
 
+use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -33,7 +36,7 @@ use crate::file::{
     Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
     Metadata, Overwrite, Parents, Written,
 };
-use crate::path::{RESERVED_DIR, names_reserved, normalize, shown, split_parent};
+use crate::path::{RESERVED_DIR, from_fs, names_reserved, normalize, shown, split_parent, to_fs};
 
 /// The prefix of toolshed's temporary files; listings hide them.
 pub const TEMP_PREFIX: &str = ".tsw-";
@@ -199,7 +202,7 @@ impl LocalOps {
         action: &'static str,
     ) -> Result<OwnedFd, OpsError> {
         self.open_beneath_with(
-            Path::new(rel),
+            Path::new(&*to_fs(rel)),
             flags,
             ResolveFlags::empty(),
             shown_path,
@@ -307,7 +310,12 @@ impl LocalOps {
     }
 
     /// Opens the parent directory of `rel` for `*at` calls and checks it.
-    fn open_parent<'a>(&self, rel: &'a str, path: &str) -> Result<(OwnedFd, &'a str), OpsError> {
+    /// The name comes back as the file system spells it (see [`to_fs`]).
+    fn open_parent<'a>(
+        &self,
+        rel: &'a str,
+        path: &str,
+    ) -> Result<(OwnedFd, Cow<'a, OsStr>), OpsError> {
         let (parent, name) = split_parent(rel);
         if name == ".." || rel == "." {
             return Err(OpsError::InvalidPath {
@@ -327,18 +335,22 @@ impl LocalOps {
         if real == self.root && name == RESERVED_DIR {
             return Err(OpsError::Reserved { path: shown(path) });
         }
-        Ok((fd, name))
+        Ok((fd, to_fs(name)))
     }
 
     /// The temporary file for writing `name` when the scratch directory is on another file
     /// system: one fixed name per target, so a writer killed mid-write leaves at most one
     /// leftover, which the next write of that file replaces. Two writers never share it:
     /// both hold the directory's exclusive lock.
-    fn temp_name(name: &str) -> String {
+    fn temp_name(name: &OsStr) -> String {
         // FNV-1a: stable across builds, so leftovers of older versions are found too.
-        let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let hash = name
+            .as_bytes()
+            .iter()
+            .copied()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
         format!("{TEMP_PREFIX}{hash:016x}.tmp")
     }
 }
@@ -402,7 +414,7 @@ impl FileOps for LocalOps {
         let (dir, name) = self.open_parent(&rel, path)?;
         let fd = openat(
             &dir,
-            name,
+            &*name,
             OFlags::WRONLY
                 | OFlags::APPEND
                 | OFlags::CREATE
@@ -431,7 +443,7 @@ impl FileOps for LocalOps {
         let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
         if kind_of(&st) == FileKind::Symlink {
             let target = rustix::fs::readlinkat(&fd, "", Vec::new())
-                .map(|t| t.to_string_lossy().into_owned())
+                .map(|t| from_fs(t.as_bytes()).into_owned())
                 .ok();
             return Ok(metadata_of(&st, target));
         }
@@ -449,7 +461,7 @@ impl FileOps for LocalOps {
         for entry in dir {
             let entry = entry.map_err(|e| Self::error(path, "list", e))?;
             let name_c = entry.file_name();
-            let name = name_c.to_string_lossy().into_owned();
+            let name = from_fs(name_c.to_bytes()).into_owned();
             if name == "."
                 || name == ".."
                 || name.starts_with(TEMP_PREFIX)
@@ -469,7 +481,7 @@ impl FileOps for LocalOps {
                 .then(|| {
                     rustix::fs::readlinkat(&fd, name_c, Vec::new())
                         .ok()
-                        .map(|t| t.to_string_lossy().into_owned())
+                        .map(|t| from_fs(t.as_bytes()).into_owned())
                 })
                 .flatten();
             listing.entries.push(DirEntry {
@@ -500,7 +512,7 @@ impl FileOps for LocalOps {
                 Err(e) => return Err(e),
             }
             let (dir, name) = self.open_parent(&prefix, path)?;
-            match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
+            match rustix::fs::mkdirat(&dir, &*name, Mode::from_raw_mode(0o755)) {
                 Ok(()) | Err(Errno::EXIST) => {}
                 Err(e) => return Err(Self::error(path, "create directory", e)),
             }
@@ -518,6 +530,7 @@ impl FileOps for LocalOps {
     fn remove(&self, path: &str, recursive: bool) -> Result<(), OpsError> {
         let rel = self.rel(path)?;
         let (dir, name) = self.open_parent(&rel, path)?;
+        let name = &*name;
         let st = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| Self::error(path, "remove", e))?;
         if kind_of(&st) == FileKind::Dir {
@@ -536,6 +549,7 @@ impl FileOps for LocalOps {
         let to_rel = self.rel(to)?;
         let (from_dir, from_name) = self.open_parent(&from_rel, from)?;
         let (to_dir, to_name) = self.open_parent(&to_rel, to)?;
+        let (from_name, to_name) = (&*from_name, &*to_name);
         statat(&from_dir, from_name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| Self::error(from, "move", e))?;
         let result = match overwrite {
@@ -564,7 +578,7 @@ impl FileOps for LocalOps {
         self.check_opened(&fd, path)?;
         let real = self.real_path_of(&fd, path)?;
         let inner = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
-        let text = inner.to_string_lossy();
+        let text = from_fs(inner.as_os_str().as_bytes());
         Ok(if text.is_empty() {
             ".".into()
         } else {

@@ -9,8 +9,9 @@ use rustix::io::Errno;
 const MAX_DEPTH: usize = 512;
 
 /// Removes `name` (a directory in `parent`) and everything in it.
-pub(super) fn remove_tree(parent: &OwnedFd, name: &str) -> Result<(), Errno> {
-    let name = std::ffi::CString::new(name).map_err(|_| Errno::INVAL)?;
+pub(super) fn remove_tree(parent: &OwnedFd, name: &std::ffi::OsStr) -> Result<(), Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno::INVAL)?;
     remove_in(parent, &name, 0)
 }
 

@@ -50,6 +50,8 @@ fn setup(files: &dyn FileOps, fx: &dyn Fixture) {
             "write the fixture",
         );
     }
+    // A name that is not UTF-8 is found, listed and searched in its escaped spelling.
+    fx.raw_file(b"names/caf\xe9 \xff.txt", b"needle raw\n");
     ok(files.mkdir("links", Parents::Create), "mkdir links");
     fx.reserved_file("state.db", b"needle reserved\n");
     // Links are never followed nor listed, whether they lead out or stay inside.
@@ -81,6 +83,7 @@ pub const SEARCH_CASES: &[(&str, SearchCase)] = &[
     ("greps", greps),
     ("grep_limits", grep_limits),
     ("errors", errors),
+    ("names", names),
 ];
 
 /// Writes the search fixture into a fresh workspace, then runs the search-contract case
@@ -105,7 +108,7 @@ macro_rules! search_contract {
         mod $module {
             #[allow(unused_imports)]
             use super::*;
-            $crate::search_contract!(@cases $setup, $fixture, $check; globs finds greps grep_limits errors);
+            $crate::search_contract!(@cases $setup, $fixture, $check; globs finds greps grep_limits errors names);
         }
     };
     (@cases $setup:expr, $fixture:expr, $check:expr; $($case:ident)*) => {
@@ -141,6 +144,7 @@ fn globs(ops: &dyn SearchOps) {
         "docs/guide.md",
         "keep.log",
         "long/line.txt",
+        "names/caf\\xe9 \\xff.txt",
         "src/domain/rules.rs",
         "src/lib.rs",
         "src/main.rs",
@@ -175,7 +179,8 @@ fn globs(ops: &dyn SearchOps) {
             ".github/workflow.yml",
             "bin/data.bin",
             "keep.log",
-            "long/line.txt"
+            "long/line.txt",
+            "names/caf\\xe9 \\xff.txt",
         ],
         "exclusions"
     );
@@ -192,6 +197,7 @@ fn globs(ops: &dyn SearchOps) {
             "docs/guide.md",
             "keep.log",
             "long/line.txt",
+            "names/caf\\xe9 \\xff.txt",
             "src/domain/.gitignore",
             "src/domain/rules.rs",
             "src/lib.rs",
@@ -208,7 +214,7 @@ fn globs(ops: &dyn SearchOps) {
             && !p.contains(".tsw-")),
         "{everything:?}"
     );
-    assert_eq!(everything.len(), 15, "{everything:?}");
+    assert_eq!(everything.len(), 16, "{everything:?}");
     assert_eq!(
         paths(ops, &glob("src", &["*.rs"])),
         rust,
@@ -368,6 +374,7 @@ fn greps(ops: &dyn SearchOps) {
             ("README.md", &[(2, false, "needle in readme")]),
             ("docs/guide.md", &[(1, false, "needle (literal) [x]")]),
             ("keep.log", &[(1, false, "needle kept log")]),
+            ("names/caf\\xe9 \\xff.txt", &[(1, false, "needle raw")]),
             (
                 "src/domain/rules.rs",
                 &[(3, false, "needle c"), (7, false, "needle g")]
@@ -383,7 +390,7 @@ fn greps(ops: &dyn SearchOps) {
             result.skipped_binary,
             result.truncated
         ),
-        (7, 8, 1, false)
+        (8, 9, 1, false)
     );
 
     let mut insensitive = grep("needle");
@@ -457,7 +464,8 @@ fn greps(ops: &dyn SearchOps) {
             ".github/workflow.yml",
             "README.md",
             "docs/guide.md",
-            "long/line.txt"
+            "long/line.txt",
+            "names/caf\\xe9 \\xff.txt"
         ]
     );
     let mut both = grep("needle");
@@ -566,8 +574,8 @@ fn grep_limits(ops: &dyn SearchOps) {
         1,
         "a file is cut inside when the limit falls there"
     );
-    let result = capped(8);
-    assert_eq!((result.total_matches, result.truncated), (8, false));
+    let result = capped(9);
+    assert_eq!((result.total_matches, result.truncated), (9, false));
     let mut one = grep("needle");
     one.base = "src/domain".into();
     one.max_matches = 1;
@@ -646,4 +654,39 @@ fn errors(ops: &dyn SearchOps) {
         "missing base",
         |e| matches!(e, OpsError::NotFound { .. }),
     );
+}
+
+/// The name that is not UTF-8 is found, walked and searched through its spelling.
+fn names(ops: &dyn SearchOps) {
+    let spelled = "names/caf\\xe9 \\xff.txt";
+    assert_eq!(found(ops, &find("caf")), [spelled]);
+    let mut one = grep("needle");
+    one.base = spelled.into();
+    assert_eq!(
+        lines(&ok(ops.grep(&one), "grep the file itself")),
+        expect(&[(spelled, &[(1, false, "needle raw")])])
+    );
+    let mut inside = grep("raw");
+    inside.base = "names".into();
+    assert_eq!(
+        lines(&ok(ops.grep(&inside), "grep its directory")),
+        expect(&[(spelled, &[(1, false, "needle raw")])])
+    );
+    let mut by_glob = glob("names", &["*\\\\xff.txt"]);
+    by_glob.respect_gitignore = true;
+    assert_eq!(
+        paths(ops, &by_glob),
+        [spelled],
+        "a glob matches the spelling"
+    );
+    let tree = ok(
+        ops.tree(&crate::search::TreeRequest {
+            base: "names".into(),
+            max_depth: 2,
+            ..crate::search::TreeRequest::default()
+        }),
+        "tree",
+    );
+    let listed: Vec<&str> = tree.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(listed, [spelled]);
 }

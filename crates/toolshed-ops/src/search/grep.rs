@@ -361,7 +361,7 @@ pub(crate) fn grep<B: Backend>(ops: &B, request: &GrepRequest) -> Result<GrepRes
         FileKind::File => {
             let mut counts = Counts::default();
             let mut searcher = grep.searcher.build();
-            grep.search(&mut searcher, Path::new(&base), &base, &mut counts);
+            grep.search(&mut searcher, &ops.fs_rel(&base), &base, &mut counts);
             grep.merge(&counts);
         }
         FileKind::Dir => {

@@ -27,6 +27,7 @@ use super::{FindRequest, FindResult, GlobRequest, GlobResult, GrepRequest, GrepR
 use crate::error::OpsError;
 use crate::file::FileKind;
 use crate::local::LocalOps;
+use crate::path::{from_fs, to_fs};
 
 /// The ignore rules of each directory admitted so far, by workspace-relative path bytes
 /// (hashing bytes is much cheaper than hashing a `Path`, which goes by components).
@@ -101,7 +102,7 @@ impl Walk {
             .strip_prefix(self.root.as_slice())?;
         Some(Seen {
             fs_rel,
-            rel: String::from_utf8_lossy(fs_rel),
+            rel: from_fs(fs_rel),
             kind,
         })
     }
@@ -113,7 +114,7 @@ impl Walk {
         let Some(chain) = self.chains.of(seen.parent()) else {
             return false;
         };
-        let name = dent.file_name().to_string_lossy();
+        let name = from_fs(dent.file_name().as_bytes());
         self.filter.admits(
             &chain,
             &seen.rel,
@@ -126,10 +127,11 @@ impl Walk {
 
 impl Backend for LocalOps {
     fn walk<'v>(&self, base: &str, filter: &Arc<Filter>, make: MakeVisitor<'_, 'v>) {
+        let fs_base = to_fs(base);
         let walk_root = if base == "." {
             self.root().to_path_buf()
         } else {
-            self.root().join(base)
+            self.root().join(&fs_base)
         };
         let mut root = self.root().as_os_str().as_bytes().to_vec();
         if !root.ends_with(b"/") {
@@ -139,7 +141,7 @@ impl Backend for LocalOps {
             respect: filter.respect_gitignore,
             by_dir: RwLock::new(HashMap::new()),
         };
-        let base_key: &[u8] = if base == "." { b"" } else { base.as_bytes() };
+        let base_key: &[u8] = if base == "." { b"" } else { fs_base.as_bytes() };
         chains.insert(base_key, base_chain(self, base, filter));
         let walk = Arc::new(Walk {
             root,
@@ -199,6 +201,13 @@ impl Backend for LocalOps {
         searcher
             .search_file(matcher, &file, sink)
             .map_err(|_| Unreadable)
+    }
+
+    fn fs_rel<'a>(&self, key: &'a str) -> Cow<'a, Path> {
+        match to_fs(key) {
+            Cow::Borrowed(name) => Cow::Borrowed(Path::new(name)),
+            Cow::Owned(name) => Cow::Owned(name.into()),
+        }
     }
 }
 

@@ -150,6 +150,11 @@ pub(crate) trait Backend: FileOps + Sync {
         matcher: &RegexMatcher,
         sink: &mut FileSink<'_>,
     ) -> Result<(), Unreadable>;
+
+    /// The `fs_rel` of a resolved key (they differ where names are not UTF-8).
+    fn fs_rel<'a>(&self, key: &'a str) -> std::borrow::Cow<'a, Path> {
+        std::borrow::Cow::Borrowed(Path::new(key))
+    }
 }
 
 /// Resolves the search base through the jail: its workspace-relative key and its kind.

@@ -26,4 +26,10 @@ impl Fixture for Disk {
         std::fs::create_dir_all(self.0.join(".toolshed")).unwrap();
         std::fs::write(self.0.join(".toolshed").join(name), data).unwrap();
     }
+    fn raw_file(&self, path: &[u8], data: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        let path = self.0.join(std::ffi::OsStr::from_bytes(path));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
 }
