@@ -157,3 +157,60 @@ def test_stateless_requests_share_an_owner_unless_they_name_one(http_server, wor
 
     run(main())
     assert (workspace / "hello.txt").read_text() == "hi from the workspace\n"
+
+
+def raw_session(url, token):
+    """Opens a legacy MCP session by hand; returns the headers its requests carry."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+
+    def post(body, extra=None):
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        conn.request("POST", parts.path, body=__import__("json").dumps(body), headers={**headers, **(extra or {})})
+        resp = conn.getresponse()
+        data = resp.read().decode()
+        conn.close()
+        return resp.status, resp.getheader("content-type", ""), resp.getheader("mcp-session-id"), data
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    status, _, session, _ = post(init)
+    assert status == 200 and session
+    extra = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"}
+    assert post({"jsonrpc": "2.0", "method": "notifications/initialized"}, extra)[0] == 202
+    return lambda body: post(body, extra)
+
+
+def test_a_single_reply_is_one_json_body_and_progress_still_streams(http_server):
+    import json
+
+    url, token = http_server
+    post = raw_session(url, token)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "calculator", "arguments": {"expression": "6*7"}}}
+    status, kind, _, data = post(call)
+    assert status == 200 and kind.startswith("application/json"), (kind, data)
+    reply = json.loads(data)
+    assert reply["id"] == 7 and "42" in json.dumps(reply["result"]), reply
+    # A call that reports progress keeps its event stream: the notifications come first.
+    slow = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "exec_command", "arguments": {"cmd": "echo one; sleep 0.3; echo two", "yield_ms": 5000},
+        "_meta": {"progressToken": "p1"}}}
+    status, kind, _, data = post(slow)
+    assert status == 200 and kind.startswith("text/event-stream"), (kind, data)
+    messages = [json.loads(line[5:]) for line in data.splitlines() if line.startswith("data:") and line[5:].strip()]
+    assert messages[0]["method"] == "notifications/progress", messages
+    assert messages[-1]["id"] == 8 and "two" in json.dumps(messages[-1]["result"]), messages
+    # A call slower than the folding window streams too, so its headers come at once.
+    quiet = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "exec_command", "arguments": {"cmd": "sleep 1; echo late", "yield_ms": 5000}}}
+    status, kind, _, data = post(quiet)
+    assert status == 200 and kind.startswith("text/event-stream"), (kind, data)
+    assert "late" in data

@@ -38,7 +38,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 type Result<T> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: mcp-driver --toolshed BIN (--filesystem DIST_INDEX_JS [--node NODE] | \
---versus-config TOML | --versus-binary BIN) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
+--rust-filesystem BIN | --versus-config TOML | --versus-binary BIN) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
 [--rounds 3] [--warmup 100]";
 
 struct Options {
@@ -51,6 +51,8 @@ struct Options {
     /// Instead of server-filesystem, another toolshed binary (an older build, say): the
     /// same calls side by side.
     versus_binary: Option<PathBuf>,
+    /// Instead of server-filesystem, the Rust peer `rust-mcp-filesystem` (its binary).
+    rust_filesystem: Option<PathBuf>,
     node: String,
     spawns: usize,
     sequential: usize,
@@ -66,6 +68,7 @@ fn parse_options() -> Result<Options> {
         filesystem: PathBuf::new(),
         versus_config: None,
         versus_binary: None,
+        rust_filesystem: None,
         node: "node".into(),
         spawns: 15,
         sequential: 2000,
@@ -92,6 +95,7 @@ fn parse_options() -> Result<Options> {
             "--filesystem" => o.filesystem = PathBuf::from(&value),
             "--versus-config" => o.versus_config = Some(PathBuf::from(&value)),
             "--versus-binary" => o.versus_binary = Some(PathBuf::from(&value)),
+            "--rust-filesystem" => o.rust_filesystem = Some(PathBuf::from(&value)),
             "--node" => o.node = value.clone(),
             "--spawns" => o.spawns = number()?,
             "--sequential" => o.sequential = number()?,
@@ -105,7 +109,8 @@ fn parse_options() -> Result<Options> {
     if o.toolshed.as_os_str().is_empty()
         || (o.filesystem.as_os_str().is_empty()
             && o.versus_config.is_none()
-            && o.versus_binary.is_none())
+            && o.versus_binary.is_none()
+            && o.rust_filesystem.is_none())
     {
         return Err(USAGE.into());
     }
@@ -474,20 +479,30 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         };
         return compare(o, &toolshed, &other, "(same tool)");
     }
-    let mut filesystem = Server {
-        name: "server-filesystem".into(),
-        argv: vec![
-            o.node.clone(),
-            o.filesystem.to_string_lossy().into_owned(),
-            ws_arg,
-        ],
-        env: Vec::new(),
-        home,
-        tool: String::new(),
-        arguments: json!({"path": file.to_string_lossy()}),
+    let mut filesystem = match &o.rust_filesystem {
+        Some(binary) => Server {
+            name: "rust-mcp-filesystem".into(),
+            argv: vec![binary.to_string_lossy().into_owned(), ws_arg],
+            env: Vec::new(),
+            home,
+            tool: String::new(),
+            arguments: json!({"path": file.to_string_lossy()}),
+        },
+        None => Server {
+            name: "server-filesystem".into(),
+            argv: vec![
+                o.node.clone(),
+                o.filesystem.to_string_lossy().into_owned(),
+                ws_arg,
+            ],
+            env: Vec::new(),
+            home,
+            tool: String::new(),
+            arguments: json!({"path": file.to_string_lossy()}),
+        },
     };
 
-    // Pick server-filesystem's text-read tool from its own tool list.
+    // Pick the peer's text-read tool from its own tool list.
     {
         let mut s = Session::spawn(&filesystem)?;
         s.initialize()?;
@@ -501,7 +516,7 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         filesystem.tool = ["read_text_file", "read_file"]
             .into_iter()
             .find(|n| names.contains(n))
-            .ok_or_else(|| format!("server-filesystem offers no text-read tool: {names:?}"))?
+            .ok_or_else(|| format!("{} offers no text-read tool: {names:?}", filesystem.name))?
             .to_string();
     }
     let tool = filesystem.tool.clone();

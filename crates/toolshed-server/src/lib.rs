@@ -45,6 +45,7 @@ pub mod events;
 mod guard;
 pub mod jobs;
 mod listen;
+mod mcp_reply;
 pub mod metrics;
 mod oauth;
 pub mod openapi;

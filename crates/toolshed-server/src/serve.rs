@@ -150,6 +150,9 @@ fn app_draining(
     );
     let mcp = Router::new()
         .nest_service(MCP_PATH, mcp)
+        .layer(axum::middleware::from_fn(
+            crate::mcp_reply::single_reply_as_json,
+        ))
         .layer(axum::middleware::from_fn(mcp_statuses));
     let routes = Router::new()
         .merge(proxy::routes(ports))
