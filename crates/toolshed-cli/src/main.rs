@@ -80,6 +80,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Token { command: None } = cli.command {
         return commands::serve::print_token(&cli.global).await;
     }
+    // The stdio door answers `initialize` while the host opens behind it.
+    if let Command::Mcp(args) = cli.command {
+        return commands::mcp::run(cli.global, args).await;
+    }
     let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
     let result = match cli.command {
         Command::Tools {
@@ -119,18 +123,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Revoke { id, grants, all },
         } => commands::plugins::revoke(&host, &id, grants, all).await,
-        Command::Mcp(args) => match context::caller(&host, &cli.global) {
-            Ok(caller) => {
-                commands::mcp::run(
-                    &host,
-                    args,
-                    caller,
-                    cli.global.token.as_deref().map(str::trim),
-                )
-                .await
-            }
-            Err(e) => Err(e),
-        },
+        Command::Mcp(_) => Ok(()),
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token { command: None } => Ok(()),
         Command::Token {

@@ -65,37 +65,21 @@ pub fn selection_from_globs(list: &str) -> Result<Option<CompiledRules>, RuleErr
     CompiledRules::allow_only("--tools", allow)
 }
 
-/// One MCP connection's view of the host: the tools it may see, and its calls run through
-/// the host's pipeline as one owner.
-pub struct McpServer {
+/// The host a server serves and the connection's narrowing, once both are there.
+struct Bound {
     host: Arc<Host>,
-    owner: OwnerId,
     session: Session,
     page_size: usize,
-    /// Ends this connection's list_changed watcher when the server is dropped.
-    stop: CancellationToken,
-    _stop_guard: DropGuard,
 }
 
-impl McpServer {
-    /// A server for one connection. Each gets a fresh [`OwnerId`], so read-before-edit
-    /// state and ownership checks never leak between connections.
-    pub fn new(host: Arc<Host>, session: Session) -> Self {
+impl Bound {
+    fn new(host: Arc<Host>, session: Session) -> Self {
         let page_size = host.config().config.mcp.page_size.max(1);
-        let stop = CancellationToken::new();
         Self {
             host,
-            owner: new_owner(),
             session,
             page_size,
-            _stop_guard: stop.clone().drop_guard(),
-            stop,
         }
-    }
-
-    /// The owner this connection's calls run as when a request names none.
-    pub fn owner(&self) -> &OwnerId {
-        &self.owner
     }
 
     fn is_visible(&self, entry: &ToolEntry) -> bool {
@@ -138,20 +122,130 @@ impl McpServer {
             Err(e) => Err(McpError::internal_error(e.to_string(), None)),
         }
     }
+}
+
+/// What a host that is still opening resolves to: the host and the session, or why it
+/// could not open.
+type Opened = Option<Result<(Arc<Host>, Session), String>>;
+
+/// The sending half of [`HostOpening`]: the door that opens the host in the background
+/// reports the outcome here, once.
+pub struct HostOpened(tokio::sync::watch::Sender<Opened>);
+
+impl HostOpened {
+    /// Reports the opened host and the connection's session, or why it failed.
+    pub fn send(self, outcome: Result<(Arc<Host>, Session), String>) {
+        self.0.send_replace(Some(outcome));
+    }
+}
+
+/// A host that is opening while the door already talks: `initialize` needs nothing from
+/// it, so a stdio client gets its reply before the store, plugins and engines are up, and
+/// the first request that needs them waits for them.
+#[derive(Clone)]
+pub struct HostOpening(tokio::sync::watch::Receiver<Opened>);
+
+/// A channel for a host opened in the background: give [`HostOpening`] to
+/// [`McpServer::opening`] and report through [`HostOpened`].
+pub fn host_opening() -> (HostOpened, HostOpening) {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    (HostOpened(tx), HostOpening(rx))
+}
+
+/// The host and session of a server: at once, or once its host has opened.
+struct Binding {
+    ready: std::sync::OnceLock<Bound>,
+    opening: Option<HostOpening>,
+}
+
+/// One MCP connection's view of the host: the tools it may see, and its calls run through
+/// the host's pipeline as one owner.
+pub struct McpServer {
+    binding: Arc<Binding>,
+    owner: OwnerId,
+    /// Ends this connection's list_changed watcher when the server is dropped.
+    stop: CancellationToken,
+    _stop_guard: DropGuard,
+}
+
+impl McpServer {
+    /// A server for one connection. Each gets a fresh [`OwnerId`], so read-before-edit
+    /// state and ownership checks never leak between connections.
+    pub fn new(host: Arc<Host>, session: Session) -> Self {
+        let ready = std::sync::OnceLock::new();
+        let _ = ready.set(Bound::new(host, session));
+        Self::with(Binding {
+            ready,
+            opening: None,
+        })
+    }
+
+    /// A server whose host is still opening (see [`HostOpening`]).
+    pub fn opening(opening: HostOpening) -> Self {
+        Self::with(Binding {
+            ready: std::sync::OnceLock::new(),
+            opening: Some(opening),
+        })
+    }
+
+    fn with(binding: Binding) -> Self {
+        let stop = CancellationToken::new();
+        Self {
+            binding: Arc::new(binding),
+            owner: new_owner(),
+            _stop_guard: stop.clone().drop_guard(),
+            stop,
+        }
+    }
+
+    /// The owner this connection's calls run as when a request names none.
+    pub fn owner(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    /// The host and session, waiting for the host to open if it is still opening.
+    async fn bound(&self) -> Result<&Bound, McpError> {
+        if let Some(bound) = self.binding.ready.get() {
+            return Ok(bound);
+        }
+        let Some(HostOpening(opening)) = &self.binding.opening else {
+            return Err(McpError::internal_error("toolshed has no host", None));
+        };
+        let mut opening = opening.clone();
+        let opened = opening
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| McpError::internal_error("toolshed stopped while starting", None))?;
+        match opened.as_ref() {
+            Some(Ok((host, session))) => Ok(self
+                .binding
+                .ready
+                .get_or_init(|| Bound::new(host.clone(), session.clone()))),
+            Some(Err(why)) => Err(McpError::internal_error(
+                format!("toolshed could not start: {why}"),
+                None,
+            )),
+            None => Err(McpError::internal_error("toolshed is still starting", None)),
+        }
+    }
 
     /// Who sent this request: the HTTP guard's caller, else the connection's own.
-    fn caller_for(&self, context: &RequestContext<RoleServer>) -> Option<Caller> {
+    fn caller_for(bound: &Bound, context: &RequestContext<RoleServer>) -> Option<Caller> {
         context
             .extensions
             .get::<http::request::Parts>()
             .and_then(|p| p.extensions.get::<Caller>())
-            .or(self.session.caller.as_ref())
+            .or(bound.session.caller.as_ref())
             .cloned()
     }
 
     /// Refuses a request whose caller lacks `scope`.
-    fn require(&self, context: &RequestContext<RoleServer>, scope: &str) -> Result<(), McpError> {
-        match self.caller_for(context) {
+    fn require(
+        bound: &Bound,
+        context: &RequestContext<RoleServer>,
+        scope: &str,
+    ) -> Result<(), McpError> {
+        match Self::caller_for(bound, context) {
             Some(caller) => caller
                 .require(scope)
                 .map_err(|m| McpError::invalid_request(m, None)),
@@ -163,7 +257,11 @@ impl McpServer {
     /// `_meta` key, or the `X-Toolshed-Owner` HTTP header), else the shared HTTP owner for a
     /// stateless HTTP request, else this connection's own. With an agent token, the token's
     /// owner, which a handle may only narrow to a sub-owner.
-    fn owner_for(&self, context: &RequestContext<RoleServer>) -> Result<OwnerId, McpError> {
+    fn owner_for(
+        &self,
+        bound: &Bound,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<OwnerId, McpError> {
         let parts = context.extensions.get::<http::request::Parts>();
         let from_meta = context.meta.get(OWNER_META_KEY).map(|v| match v {
             Value::String(s) => Ok(s.as_str()),
@@ -173,7 +271,7 @@ impl McpServer {
             .and_then(|p| p.headers.get(OWNER_HEADER))
             .map(|v| v.to_str().map_err(|_| bad_owner("(not text)")));
         let requested = from_meta.or(from_header).transpose()?;
-        if let Some(caller) = self.caller_for(context).filter(Caller::is_agent) {
+        if let Some(caller) = Self::caller_for(bound, context).filter(Caller::is_agent) {
             return caller
                 .owner_for(requested)
                 .map_err(|m| McpError::invalid_params(m, None));
@@ -195,16 +293,19 @@ impl McpServer {
         Fut: std::future::Future<Output = Result<(), E>>,
         E: std::fmt::Display,
     {
-        let mut changes = self.host.registry().catalog_changes();
+        let Ok(bound) = self.bound().await else {
+            return;
+        };
+        let mut changes = bound.host.registry().catalog_changes();
         changes.mark_unchanged();
-        let mut last = self.visible_list();
+        let mut last = bound.visible_list();
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
                 _ = until.cancelled() => return,
                 changed = changes.changed() => if changed.is_err() { return },
             }
-            let now = self.visible_list();
+            let now = bound.visible_list();
             if now == last {
                 continue;
             }
@@ -265,7 +366,10 @@ impl Drop for McpServer {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let registry = self.host.registry().clone();
+        let Some(bound) = self.binding.ready.get() else {
+            return;
+        };
+        let registry = bound.host.registry().clone();
         let owner = self.owner.clone();
         runtime.spawn(async move { registry.end_owner(&owner).await });
     }
@@ -287,12 +391,13 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.check_token()?;
-        self.require(&context, "tools:list")?;
-        let caller_tools = self.caller_for(&context).and_then(|c| c.tools);
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, &context, "tools:list")?;
+        let caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
         let mut tools: Vec<Tool> = match caller_tools {
-            None => self.visible_list(),
-            Some(rules) => self
+            None => bound.visible_list(),
+            Some(rules) => bound
                 .visible_tools()
                 .iter()
                 .filter(|e| {
@@ -316,8 +421,8 @@ impl ServerHandler for McpServer {
             let start = tools.partition_point(|t| t.name.as_ref() <= after);
             tools.drain(..start);
         }
-        let next = (tools.len() > self.page_size).then(|| {
-            tools.truncate(self.page_size);
+        let next = (tools.len() > bound.page_size).then(|| {
+            tools.truncate(bound.page_size);
             tools.last().map(|t| cursor_after(&t.name))
         });
         let mut result = ListToolsResult::with_all_items(tools);
@@ -326,10 +431,12 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.host
+        let bound = self.binding.ready.get()?;
+        bound
+            .host
             .registry()
             .lookup(name)
-            .filter(|entry| self.is_visible(entry) && entry.spec().name == name)
+            .filter(|entry| bound.is_visible(entry) && entry.spec().name == name)
             .map(|entry| tool_from_spec(entry.spec()))
     }
 
@@ -338,13 +445,14 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.check_token()?;
-        self.require(&context, "tools:call")?;
-        let owner = self.owner_for(&context)?;
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, &context, "tools:call")?;
+        let owner = self.owner_for(bound, &context)?;
         let name = request.name.into_owned();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
-        call.caller_tools = self.caller_for(&context).and_then(|c| c.tools);
+        call.caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
         call.cancel = context.ct.clone();
         if crate::approve::Elicitation::supported(&context.peer) {
             call.approver = Some(Arc::new(crate::approve::Elicitation {
@@ -352,8 +460,8 @@ impl ServerHandler for McpServer {
                 owner: call.owner.0.clone(),
             }));
         }
-        call.profile = self.session.profile.clone();
-        call.selection = self.session.selection.clone();
+        call.profile = bound.session.profile.clone();
+        call.selection = bound.session.selection.clone();
         let forwarder = match context.meta.get_progress_token() {
             Some(token) => {
                 let (forwarder, sink) = ProgressForwarder::start(context.peer.clone(), token);
@@ -362,7 +470,7 @@ impl ServerHandler for McpServer {
             }
             None => None,
         };
-        let result = self.host.call(call).await;
+        let result = bound.host.call(call).await;
         if let Some(forwarder) = forwarder {
             forwarder.finish().await;
         }
@@ -377,12 +485,9 @@ impl ServerHandler for McpServer {
     /// catalog and send `notifications/tools/list_changed` when what it sees changes.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
-        let host = self.host.clone();
         let watcher = Self {
-            host,
+            binding: self.binding.clone(),
             owner: self.owner.clone(),
-            session: self.session.clone(),
-            page_size: self.page_size,
             stop: self.stop.clone(),
             _stop_guard: CancellationToken::new().drop_guard(),
         };

@@ -10,27 +10,38 @@ use toolshed_host::Host;
 use toolshed_mcp::{McpServer, Session, selection_from_globs};
 
 use crate::Failure;
-use crate::cli::McpArgs;
+use crate::cli::{GlobalArgs, McpArgs};
 
 /// How often the server checks whether its parent process is still alive.
 const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 
 /// Serves one MCP client on stdin/stdout until it closes stdin, its parent process dies,
 /// or a SIGTERM or Ctrl-C arrives.
-pub async fn run(
-    host: &Arc<Host>,
-    args: McpArgs,
-    caller: Option<toolshed_host::identity::Caller>,
-    global_token: Option<&str>,
-) -> Result<(), Failure> {
-    let mut session = session_from_args(host, args)?;
-    if caller.as_ref().is_some_and(|c| c.is_agent()) {
-        session.token = global_token.map(str::to_string);
-    }
-    session.caller = caller;
-    let server = McpServer::new(host.clone(), session);
+///
+/// The host (state store, plugins, engines) opens in the background: `initialize` needs
+/// nothing from it, so the client's handshake does not wait for start-up, and the first
+/// request that needs the host waits for it. A host that cannot open (bad configuration,
+/// a bad `--profile` or token) stops the server with the same error and exit code as
+/// before it talked.
+pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
+    let (opened, opening) = toolshed_mcp::host_opening();
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
+    let starting = tokio::spawn(async move {
+        match open(&global, args).await {
+            Ok((host, session, watcher)) => {
+                opened.send(Ok((host.clone(), session)));
+                Ok((host, watcher))
+            }
+            Err(failure) => {
+                let (Failure::Usage(why) | Failure::Runtime(why)) = &failure;
+                opened.send(Err(why.clone()));
+                let _ = failed_tx.send(());
+                Err(failure)
+            }
+        }
+    });
+    let server = McpServer::opening(opening);
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
-    let watcher = host.watch_store().await;
     let stop = async {
         tokio::select! {
             () = crate::commands::serve::shutdown_signal() => {
@@ -39,11 +50,36 @@ pub async fn run(
             () = parent_gone() => {
                 tracing::info!("the parent process is gone; stopping");
             }
+            Ok(()) = failed_rx => {}
         }
     };
     let served = toolshed_mcp::serve_stdio(server, stop).await;
-    watcher.abort();
+    match starting.await {
+        Ok(Ok((host, watcher))) => {
+            watcher.abort();
+            host.shutdown().await;
+        }
+        Ok(Err(failure)) => return Err(failure),
+        Err(e) => return Err(Failure::Runtime(format!("starting toolshed failed: {e}"))),
+    }
     served.map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// Opens the host and makes the connection's session: what the door did before it talked.
+async fn open(
+    global: &GlobalArgs,
+    args: McpArgs,
+) -> Result<(Arc<Host>, Session, tokio::task::JoinHandle<()>), Failure> {
+    let host = Arc::new(crate::context::open_host(global).await?);
+    let caller = crate::context::caller(&host, global)?;
+    let mut session = session_from_args(&host, args)?;
+    if caller.as_ref().is_some_and(|c| c.is_agent()) {
+        session.token = global.token.as_deref().map(str::trim).map(str::to_string);
+    }
+    session.caller = caller;
+    // Plugin changes made by other processes reach this one's catalog.
+    let watcher = host.watch_store().await;
+    Ok((host, session, watcher))
 }
 
 /// Completes when this process's parent exits (the client that started `toolshed mcp`
