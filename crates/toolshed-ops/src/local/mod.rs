@@ -284,6 +284,36 @@ impl LocalOps {
         Ok(File::from(fd))
     }
 
+    /// Opens `rel` beneath the root and refuses it inside the reserved directory. A path
+    /// without `..` is first opened with no symbolic link allowed on the way: then what the
+    /// kernel opened is the path's own words, which [`rel`](Self::rel) already judged, and
+    /// the `/proc/self/fd` lookup of [`check_opened`](Self::check_opened) (a fifth of a
+    /// small read's cost) is not needed. A link on the way is followed as usual, and
+    /// checked.
+    fn open_checked(
+        &self,
+        rel: &str,
+        flags: OFlags,
+        path: &str,
+        action: &'static str,
+    ) -> Result<OwnedFd, OpsError> {
+        if !rel.split('/').any(|part| part == "..") {
+            match self.open_beneath_with(
+                Path::new(&*to_fs(rel)),
+                flags,
+                ResolveFlags::NO_SYMLINKS,
+                path,
+                action,
+            ) {
+                Err(OpsError::Escape { .. }) => {}
+                plain => return plain,
+            }
+        }
+        let fd = self.open_beneath(rel, flags, path, action)?;
+        self.check_opened(&fd, path)?;
+        Ok(fd)
+    }
+
     /// Refuses an opened object inside the reserved directory, judged on the kernel's path.
     fn check_opened(&self, fd: &OwnedFd, path: &str) -> Result<PathBuf, OpsError> {
         let real = self.real_path_of(fd, path)?;
@@ -359,13 +389,12 @@ impl FileOps for LocalOps {
     fn read(&self, path: &str, max_bytes: u64) -> Result<FileContents, OpsError> {
         let rel = self.rel(path)?;
         // NONBLOCK so that opening a FIFO does not hang; it is refused below.
-        let fd = self.open_beneath(
+        let fd = self.open_checked(
             &rel,
             OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK,
             path,
             "read",
         )?;
-        self.check_opened(&fd, path)?;
         let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
         match kind_of(&st) {
             FileKind::File => {}

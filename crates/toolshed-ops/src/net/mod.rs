@@ -160,7 +160,9 @@ pub struct NetClient {
     user_agent: HeaderValue,
     resolver: SharedResolver,
     #[cfg(feature = "tls")]
-    tls: Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String>,
+    /// Made on the first HTTPS request: a server that never fetches never loads the TLS
+    /// code or copies the trust anchors.
+    tls: std::sync::OnceLock<Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String>>,
 }
 
 impl Default for NetClient {
@@ -185,7 +187,7 @@ impl NetClient {
             user_agent,
             resolver: SharedResolver(std::sync::Arc::new(SystemResolver)),
             #[cfg(feature = "tls")]
-            tls: connect::tls::client_config(),
+            tls: std::sync::OnceLock::new(),
         }
     }
 
@@ -336,6 +338,7 @@ impl NetClient {
     ) -> Result<HttpResponse, ToolError> {
         let config = self
             .tls
+            .get_or_init(connect::tls::client_config)
             .as_ref()
             .map_err(|e| ToolError::Internal(format!("TLS could not be set up: {e}")))?;
         let limit = self.config.connect_timeout;

@@ -62,6 +62,11 @@ pub(super) fn is_text(bytes: &[u8]) -> bool {
 
 /// Appends `line` to `out`, cut at [`LINE_CAP`] characters.
 fn push_cut_line(out: &mut String, line: &str) {
+    // No more bytes than the cap means no more characters: nothing to count.
+    if line.len() <= LINE_CAP {
+        out.push_str(line);
+        return;
+    }
     match line.char_indices().nth(LINE_CAP) {
         None => out.push_str(line),
         Some((at, _)) => {
