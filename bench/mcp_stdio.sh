@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# toolshed mcp against @modelcontextprotocol/server-filesystem over stdio, side by side:
-# cold start, 4 KiB file reads one at a time and 16 in flight, peak RSS, CPU per call.
+# toolshed mcp over stdio side by side with @modelcontextprotocol/server-filesystem, then
+# with the Rust peer rust-mcp-filesystem: cold start, 4 KiB file reads one at a time and 16
+# in flight, peak RSS, CPU per call. The load average is printed before each comparison.
 #
 # Usage: bench/mcp_stdio.sh [DRIVER OPTIONS]     (see bench/mcp-driver/src/main.rs)
+#        PEERS=node bench/mcp_stdio.sh  (only server-filesystem; PEERS=rust only the Rust peer)
 #        DRIVER=python bench/mcp_stdio.sh [OPTIONS]  (the Python driver, bench/mcp_stdio.py)
 # Needs: cargo, node and npm (python3 for DRIVER=python). server-filesystem is installed at
 # the version pinned in bench/package.json / package-lock.json into bench/node_modules
-# (ignored by git).
+# (ignored by git); rust-mcp-filesystem at RUST_FS_VERSION with `cargo install --locked`
+# into bench/peers/ (its own target dir; ignored by git, reused while the version holds).
 #
 # The default driver, bench/mcp-driver, is a small Rust program (std and serde_json only)
 # built as a package of its own, outside the workspace, so `cargo test --workspace` never
@@ -28,4 +31,19 @@ if [ "${DRIVER:-rust}" = python ]; then
   exec python3 bench/mcp_stdio.py --toolshed "$bin" --filesystem "$fs" "$@"
 fi
 cargo build --release -q --manifest-path bench/mcp-driver/Cargo.toml --target-dir "$target"
-exec "$target/release/mcp-driver" --toolshed "$bin" --filesystem "$fs" "$@"
+peers=${PEERS:-node,rust}
+if [[ $peers == *node* ]]; then
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$target/release/mcp-driver" --toolshed "$bin" --filesystem "$fs" "$@"
+  echo
+fi
+if [[ $peers == *rust* ]]; then
+  version=${RUST_FS_VERSION:-0.4.5}
+  peer=bench/peers/rust-mcp-filesystem-$version
+  if [ ! -x "$peer/bin/rust-mcp-filesystem" ]; then
+    cargo install --locked --quiet rust-mcp-filesystem --version "$version" \
+      --root "$peer" --target-dir bench/peers/target
+  fi
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$target/release/mcp-driver" --toolshed "$bin" --rust-filesystem "$peer/bin/rust-mcp-filesystem" "$@"
+fi

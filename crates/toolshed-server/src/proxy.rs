@@ -154,7 +154,11 @@ async fn proxy(
             forward(stream, request, client_upgrade, &id).await
         }
         None => match tokio::net::TcpStream::connect(("127.0.0.1", target.port)).await {
-            Ok(stream) => forward(stream, request, client_upgrade, &id).await,
+            Ok(stream) => {
+                // Requests and small answers go out at once, not after a delayed ACK.
+                let _ = stream.set_nodelay(true);
+                forward(stream, request, client_upgrade, &id).await
+            }
             Err(e) => unanswered(&e),
         },
     }
