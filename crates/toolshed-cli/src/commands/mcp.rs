@@ -30,7 +30,8 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
         match open(&global, args).await {
             Ok((host, session, watcher)) => {
                 opened.send(Ok((host.clone(), session)));
-                Ok((host, watcher))
+                // Held until the server stops: dropped early, it would read as a failure.
+                Ok((host, watcher, failed_tx))
             }
             Err(failure) => {
                 let (Failure::Usage(why) | Failure::Runtime(why)) = &failure;
@@ -50,12 +51,13 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
             () = parent_gone() => {
                 tracing::info!("the parent process is gone; stopping");
             }
-            Ok(()) = failed_rx => {}
+            // A failure, or the opening task gone without a word (it panicked).
+            _ = failed_rx => {}
         }
     };
     let served = toolshed_mcp::serve_stdio(server, stop).await;
     match starting.await {
-        Ok(Ok((host, watcher))) => {
+        Ok(Ok((host, watcher, _held))) => {
             watcher.abort();
             host.shutdown().await;
         }
