@@ -130,12 +130,22 @@ type Opened = Option<Result<(Arc<Host>, Session), String>>;
 
 /// The sending half of [`HostOpening`]: the door that opens the host in the background
 /// reports the outcome here, once.
-pub struct HostOpened(tokio::sync::watch::Sender<Opened>);
+pub struct HostOpened {
+    outcome: tokio::sync::watch::Sender<Opened>,
+    greeted: Arc<tokio::sync::Notify>,
+}
 
 impl HostOpened {
+    /// Completes once the client has been greeted (the server is answering `initialize`):
+    /// the moment to start opening the host, so that its work never competes with the
+    /// handshake's. Completes at once if the greeting already happened.
+    pub async fn greeted(&self) {
+        self.greeted.notified().await;
+    }
+
     /// Reports the opened host and the connection's session, or why it failed.
     pub fn send(self, outcome: Result<(Arc<Host>, Session), String>) {
-        self.0.send_replace(Some(outcome));
+        self.outcome.send_replace(Some(outcome));
     }
 }
 
@@ -143,13 +153,26 @@ impl HostOpened {
 /// it, so a stdio client gets its reply before the store, plugins and engines are up, and
 /// the first request that needs them waits for them.
 #[derive(Clone)]
-pub struct HostOpening(tokio::sync::watch::Receiver<Opened>);
+pub struct HostOpening {
+    outcome: tokio::sync::watch::Receiver<Opened>,
+    greeted: Arc<tokio::sync::Notify>,
+}
 
 /// A channel for a host opened in the background: give [`HostOpening`] to
 /// [`McpServer::opening`] and report through [`HostOpened`].
 pub fn host_opening() -> (HostOpened, HostOpening) {
     let (tx, rx) = tokio::sync::watch::channel(None);
-    (HostOpened(tx), HostOpening(rx))
+    let greeted = Arc::new(tokio::sync::Notify::new());
+    (
+        HostOpened {
+            outcome: tx,
+            greeted: greeted.clone(),
+        },
+        HostOpening {
+            outcome: rx,
+            greeted,
+        },
+    )
 }
 
 /// The host and session of a server: at once, or once its host has opened.
@@ -208,10 +231,11 @@ impl McpServer {
         if let Some(bound) = self.binding.ready.get() {
             return Ok(bound);
         }
-        let Some(HostOpening(opening)) = &self.binding.opening else {
+        let Some(opening) = &self.binding.opening else {
             return Err(McpError::internal_error("toolshed has no host", None));
         };
-        let mut opening = opening.clone();
+        opening.greeted.notify_one();
+        let mut opening = opening.outcome.clone();
         let opened = opening
             .wait_for(Option::is_some)
             .await
@@ -377,6 +401,9 @@ impl Drop for McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
+        if let Some(opening) = &self.binding.opening {
+            opening.greeted.notify_one();
+        }
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()

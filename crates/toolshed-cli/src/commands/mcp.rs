@@ -12,21 +12,30 @@ use toolshed_mcp::{McpServer, Session, selection_from_globs};
 use crate::Failure;
 use crate::cli::{GlobalArgs, McpArgs};
 
+/// How long the host waits for the client's `initialize` before it opens anyway.
+const GREETING_WAIT: Duration = Duration::from_millis(25);
+
 /// How often the server checks whether its parent process is still alive.
 const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 
 /// Serves one MCP client on stdin/stdout until it closes stdin, its parent process dies,
 /// or a SIGTERM or Ctrl-C arrives.
 ///
-/// The host (state store, plugins, engines) opens in the background: `initialize` needs
-/// nothing from it, so the client's handshake does not wait for start-up, and the first
-/// request that needs the host waits for it. A host that cannot open (bad configuration,
+/// The host (state store, plugins, engines) opens in the background once the client is
+/// greeted: `initialize` needs nothing from it, so the handshake neither waits for start-up
+/// nor shares the cores with it, and the first request that needs the host waits for it. A host that cannot open (bad configuration,
 /// a bad `--profile` or token) stops the server with the same error and exit code as
 /// before it talked.
 pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
     let (opened, opening) = toolshed_mcp::host_opening();
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let starting = tokio::spawn(async move {
+        // After the greeting, so that opening never slows the handshake; a client that
+        // does not greet promptly gets its host opened anyway.
+        tokio::select! {
+            () = opened.greeted() => {}
+            () = tokio::time::sleep(GREETING_WAIT) => {}
+        }
         match open(&global, args).await {
             Ok((host, session, watcher)) => {
                 opened.send(Ok((host.clone(), session)));
