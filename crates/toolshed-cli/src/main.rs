@@ -123,6 +123,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Revoke { id, grants, all },
         } => commands::plugins::revoke(&host, &id, grants, all).await,
+        // Served above, before the host opens.
         Command::Mcp(_) => Ok(()),
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token { command: None } => Ok(()),

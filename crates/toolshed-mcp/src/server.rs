@@ -158,6 +158,18 @@ pub struct HostOpening {
     greeted: Arc<tokio::sync::Notify>,
 }
 
+impl HostOpening {
+    /// Completes when the host could not open, or the side opening it ended without a
+    /// word (it panicked); never once it has opened.
+    pub async fn failed(&self) {
+        let mut outcome = self.outcome.clone();
+        let _ = outcome.wait_for(|o| matches!(o, Some(Err(_)))).await;
+        if matches!(*outcome.borrow(), Some(Ok(_))) {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// A channel for a host opened in the background: give [`HostOpening`] to
 /// [`McpServer::opening`] and report through [`HostOpened`].
 pub fn host_opening() -> (HostOpened, HostOpening) {

@@ -128,14 +128,25 @@ fn first_message(events: &[u8]) -> Option<Vec<u8>> {
         .find(|d| !d.trim_ascii().is_empty())
 }
 
-/// Whether `data` is a JSON-RPC response or error: a final reply.
+/// Whether `data` is a JSON-RPC response or error: a final reply. Only which of the four
+/// members are there is read (a `null` id counts); nothing of the reply is kept.
 fn is_reply(data: &[u8]) -> bool {
-    let Ok(message) = serde_json::from_slice::<serde_json::Value>(data) else {
-        return false;
-    };
-    message.get("id").is_some()
-        && message.get("method").is_none()
-        && (message.get("result").is_some() || message.get("error").is_some())
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| true)
+    }
+    use serde::Deserialize;
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default, deserialize_with = "present")]
+        id: bool,
+        #[serde(default, deserialize_with = "present")]
+        method: bool,
+        #[serde(default, deserialize_with = "present")]
+        result: bool,
+        #[serde(default, deserialize_with = "present")]
+        error: bool,
+    }
+    serde_json::from_slice::<Probe>(data).is_ok_and(|m| m.id && !m.method && (m.result || m.error))
 }
 
 #[cfg(test)]
@@ -154,6 +165,12 @@ mod tests {
         let progress = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
         assert!(!is_reply(&first_message(progress).unwrap()));
         assert!(first_message(b"id: 0\ndata: \n\ndata: {\"id\":1,").is_none());
+        assert!(is_reply(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#
+        ));
+        assert!(!is_reply(
+            br#"{"jsonrpc":"2.0","id":2,"method":"elicitation/create"}"#
+        ));
         let mut headers = axum::http::HeaderMap::new();
         headers.insert(
             header::ACCEPT,

@@ -23,12 +23,11 @@ const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 ///
 /// The host (state store, plugins, engines) opens in the background once the client is
 /// greeted: `initialize` needs nothing from it, so the handshake neither waits for start-up
-/// nor shares the cores with it, and the first request that needs the host waits for it. A host that cannot open (bad configuration,
-/// a bad `--profile` or token) stops the server with the same error and exit code as
-/// before it talked.
+/// nor shares the cores with it, and the first request that needs the host waits for it.
+/// A host that cannot open (bad configuration, a bad `--profile` or token) stops the
+/// server with the same error and exit code as before it talked.
 pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
     let (opened, opening) = toolshed_mcp::host_opening();
-    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let starting = tokio::spawn(async move {
         // After the greeting, so that opening never slows the handshake; a client that
         // does not greet promptly gets its host opened anyway.
@@ -39,18 +38,16 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
         match open(&global, args).await {
             Ok((host, session, watcher)) => {
                 opened.send(Ok((host.clone(), session)));
-                // Held until the server stops: dropped early, it would read as a failure.
-                Ok((host, watcher, failed_tx))
+                Ok((host, watcher))
             }
             Err(failure) => {
                 let (Failure::Usage(why) | Failure::Runtime(why)) = &failure;
                 opened.send(Err(why.clone()));
-                let _ = failed_tx.send(());
                 Err(failure)
             }
         }
     });
-    let server = McpServer::opening(opening);
+    let server = McpServer::opening(opening.clone());
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
     let stop = async {
         tokio::select! {
@@ -60,13 +57,12 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
             () = parent_gone() => {
                 tracing::info!("the parent process is gone; stopping");
             }
-            // A failure, or the opening task gone without a word (it panicked).
-            _ = failed_rx => {}
+            () = opening.failed() => {}
         }
     };
     let served = toolshed_mcp::serve_stdio(server, stop).await;
     match starting.await {
-        Ok(Ok((host, watcher, _held))) => {
+        Ok(Ok((host, watcher))) => {
             watcher.abort();
             host.shutdown().await;
         }
