@@ -23,6 +23,7 @@ cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release -q -p toolshed
 bin=$target/release/toolshed
+scripts/text-order/check "$bin"
 fs=bench/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 if [ ! -f "$fs" ]; then
   (cd bench && npm ci --no-audit --no-fund --loglevel=error)

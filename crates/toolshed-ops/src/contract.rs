@@ -353,6 +353,16 @@ fn escapes(ops: &dyn FileOps, fx: &dyn Fixture) {
         ok(ops.read("contract/e/inside", 10), "inside link").bytes,
         b"t"
     );
+    // A link on the way is resolved (not the path's words), one going out refused.
+    assert_eq!(
+        ok(ops.realpath("contract/e/inside"), "realpath of a link"),
+        "contract/e/target.txt"
+    );
+    fails(
+        ops.realpath("contract/e/up/etc"),
+        "realpath through a link out",
+        is_escape,
+    );
     let m = ok(ops.stat("contract/e/inside", Follow::No), "lstat");
     assert_eq!(
         (m.kind, m.link_target.as_deref()),

@@ -9,9 +9,12 @@
 //! user has few inotify instances (128 by default) — reports:
 //!
 //! - **the user roots**, recursively. A root that does not exist yet (the workspace's
-//!   `.toolshed/plugins` usually) is awaited by watching its nearest existing ancestor
-//!   alone; when the root appears it is watched in turn. Nothing is created to be watched.
-//!   Hidden entries at the top of a root (install staging, the install lock) are ignored.
+//!   `.toolshed/plugins` usually) is looked for every [`MISSING_ROOT_EVERY`] — one `stat`
+//!   — and watched once it appears. Its nearest existing ancestor is not watched instead:
+//!   that is usually the workspace itself, where the kernel would report every file an
+//!   agent opens (a wake-up of the watcher's thread per read). Nothing is created to be
+//!   watched. Hidden entries at the top of a root (install staging, the install lock) are
+//!   ignored.
 //! - **the data dir**, alone, for writes to `toolshed.db` and `toolshed.db-wal`. A write
 //!   is followed by one `PRAGMA data_version` read ([`StateStore::data_version`]), which
 //!   moves only when another connection committed; only then does the registry sync from
@@ -56,6 +59,9 @@ pub(super) const STORE_SETTLE: Duration = Duration::from_millis(25);
 
 /// How often the fallback looks, when file-system notifications cannot be had.
 pub(super) const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// How often a user root that does not exist is looked for.
+pub(super) const MISSING_ROOT_EVERY: Duration = Duration::from_secs(1);
 
 /// Something changed in a user root.
 const PLUGINS: u8 = 1;
@@ -220,10 +226,22 @@ async fn run_notified(
     let mut plugins_due = unsettled.then(|| Instant::now() + QUIET);
     let mut store_due: Option<Instant> = None;
     let mut rewatch = false;
+    let mut look_for_roots = tokio::time::interval(MISSING_ROOT_EVERY);
+    look_for_roots.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let next = plugins_due.into_iter().chain(store_due).min();
         tokio::select! {
             () = stop.cancelled() => return,
+            _ = look_for_roots.tick(), if !set.missing.is_empty() => {
+                let targets = set.targets.clone();
+                let Some(missing) = blocking(move || targets.missing_roots()).await else {
+                    return;
+                };
+                if missing != set.missing {
+                    rewatch = true;
+                    plugins_due = Some(Instant::now() + QUIET);
+                }
+            }
             wake = woken.recv() => {
                 if wake.is_none() {
                     return;
@@ -320,23 +338,23 @@ impl Targets {
         }
     }
 
-    /// What to watch now: each root that exists, recursively; for one that does not, its
-    /// nearest existing ancestor, alone; the data dir, alone. Blocking (stats paths).
+    /// What to watch now: each root that exists, recursively; the data dir, alone.
+    /// Blocking (stats paths).
     fn wanted(&self) -> BTreeMap<PathBuf, RecursiveMode> {
         let mut wanted = BTreeMap::new();
         if let Some(dir) = self.data_dir.as_ref().filter(|d| d.is_dir()) {
             wanted.insert(dir.clone(), RecursiveMode::NonRecursive);
         }
-        for root in &self.roots {
-            if root.is_dir() {
-                wanted.insert(root.clone(), RecursiveMode::Recursive);
-            } else if let Some(ancestor) = root.ancestors().skip(1).find(|a| a.is_dir()) {
-                wanted
-                    .entry(ancestor.to_path_buf())
-                    .or_insert(RecursiveMode::NonRecursive);
-            }
+        for root in self.roots.iter().filter(|r| r.is_dir()) {
+            wanted.insert(root.clone(), RecursiveMode::Recursive);
         }
         wanted
+    }
+
+    /// The user roots that do not exist now, looked for every [`MISSING_ROOT_EVERY`].
+    /// Blocking (stats paths).
+    fn missing_roots(&self) -> Vec<PathBuf> {
+        self.roots.iter().filter(|r| !r.is_dir()).cloned().collect()
     }
 
     /// What an event means, as bits; 0 for an event that does not matter.
@@ -384,6 +402,8 @@ struct WatchSet {
     watcher: RecommendedWatcher,
     targets: Arc<Targets>,
     watched: BTreeMap<PathBuf, RecursiveMode>,
+    /// The user roots that did not exist at the last update, looked for periodically.
+    missing: Vec<PathBuf>,
 }
 
 impl WatchSet {
@@ -418,6 +438,7 @@ impl WatchSet {
             watcher,
             targets,
             watched: BTreeMap::new(),
+            missing: Vec::new(),
         };
         set.update()?;
         Ok(set)
@@ -427,6 +448,9 @@ impl WatchSet {
     /// is watched again: a root removed and made again is a new directory to the kernel.
     /// Returns the first failure; the other watches are set up all the same. Blocking.
     fn update(&mut self) -> notify::Result<()> {
+        // Missing ones first: a root made in between is then both watched and seen to
+        // have appeared (a rewatch too many), never neither.
+        self.missing = self.targets.missing_roots();
         let wanted = self.targets.wanted();
         let stale: Vec<PathBuf> = self
             .watched
@@ -565,7 +589,7 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_root_is_awaited_from_its_nearest_ancestor() {
+    fn a_missing_root_is_looked_for_and_its_ancestors_are_not_watched() {
         let data = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         let t = Targets::new(
@@ -575,14 +599,12 @@ mod tests {
             ],
             &data.path().join("toolshed.db"),
         );
-        let wanted = t.wanted();
+        // The workspace, where an agent opens files all day, is never watched.
         assert_eq!(
-            wanted,
-            BTreeMap::from([
-                (data.path().to_path_buf(), RecursiveMode::NonRecursive),
-                (ws.path().to_path_buf(), RecursiveMode::NonRecursive),
-            ])
+            t.wanted(),
+            BTreeMap::from([(data.path().to_path_buf(), RecursiveMode::NonRecursive)])
         );
+        assert_eq!(t.missing_roots(), t.roots);
         std::fs::create_dir_all(data.path().join("plugins")).unwrap();
         std::fs::create_dir_all(ws.path().join(".toolshed")).unwrap();
         assert_eq!(
@@ -590,8 +612,11 @@ mod tests {
             BTreeMap::from([
                 (data.path().to_path_buf(), RecursiveMode::NonRecursive),
                 (data.path().join("plugins"), RecursiveMode::Recursive),
-                (ws.path().join(".toolshed"), RecursiveMode::NonRecursive),
             ])
         );
+        assert_eq!(t.missing_roots(), vec![t.roots[1].clone()]);
+        std::fs::create_dir_all(ws.path().join(".toolshed/plugins")).unwrap();
+        assert!(t.missing_roots().is_empty());
+        assert_eq!(t.wanted().len(), 3);
     }
 }

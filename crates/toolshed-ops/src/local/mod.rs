@@ -603,6 +603,22 @@ impl FileOps for LocalOps {
 
     fn realpath(&self, path: &str) -> Result<String, OpsError> {
         let rel = self.rel(path)?;
+        // Without `..`, and found with no link on the way, the path's own words are where
+        // it is: the two `/proc/self/fd` lookups below (a fifth of a small read) are not
+        // needed. `rel` is spelled already, `.` parts dropped.
+        if !rel.split('/').any(|part| part == "..") {
+            match self.open_beneath_with(
+                Path::new(&*to_fs(&rel)),
+                OFlags::PATH,
+                ResolveFlags::NO_SYMLINKS,
+                path,
+                "resolve",
+            ) {
+                Ok(_) => return Ok(rel),
+                Err(OpsError::Escape { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let fd = self.open_beneath(&rel, OFlags::PATH, path, "resolve")?;
         self.check_opened(&fd, path)?;
         let real = self.real_path_of(&fd, path)?;
