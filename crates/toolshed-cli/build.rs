@@ -7,7 +7,8 @@
 //!
 //! The list is handed to the linker as `--symbol-ordering-file`, which LLD reads: Rust
 //! links with its own LLD on x86_64 Linux since 1.90. With another linker (an older
-//! toolchain, a linker set in the environment or the flags) nothing is passed.
+//! toolchain, a linker named in the configuration, the environment or the flags) nothing is
+//! passed.
 //! `TOOLSHED_TEXT_ORDER=0` turns it off.
 
 use std::process::Command;
@@ -19,6 +20,7 @@ fn main() {
     let flags = var("CARGO_ENCODED_RUSTFLAGS");
     let own_linker = var("RUSTC_LINKER").is_empty()
         && ![
+            "linker=",
             "fuse-ld",
             "linker-flavor",
             "linker-features",
