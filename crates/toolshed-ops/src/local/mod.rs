@@ -297,21 +297,38 @@ impl LocalOps {
         path: &str,
         action: &'static str,
     ) -> Result<OwnedFd, OpsError> {
-        if !rel.split('/').any(|part| part == "..") {
-            match self.open_beneath_with(
-                Path::new(&*to_fs(rel)),
-                flags,
-                ResolveFlags::NO_SYMLINKS,
-                path,
-                action,
-            ) {
-                Err(OpsError::Escape { .. }) => {}
-                plain => return plain,
-            }
+        if let Some(opened) = self.open_by_words(rel, flags, path, action) {
+            return opened;
         }
         let fd = self.open_beneath(rel, flags, path, action)?;
         self.check_opened(&fd, path)?;
         Ok(fd)
+    }
+
+    /// Opens `rel` with no symbolic link allowed on the way, when it has no `..`: then what
+    /// the kernel opened is exactly the path's words, which [`rel`](Self::rel) already
+    /// judged. `None` when that cannot be had (a `..`, or a link on the way): the caller
+    /// opens the checked way.
+    fn open_by_words(
+        &self,
+        rel: &str,
+        flags: OFlags,
+        path: &str,
+        action: &'static str,
+    ) -> Option<Result<OwnedFd, OpsError>> {
+        if rel.split('/').any(|part| part == "..") {
+            return None;
+        }
+        match self.open_beneath_with(
+            Path::new(&*to_fs(rel)),
+            flags,
+            ResolveFlags::NO_SYMLINKS,
+            path,
+            action,
+        ) {
+            Err(OpsError::Escape { .. }) => None,
+            plain => Some(plain),
+        }
     }
 
     /// Refuses an opened object inside the reserved directory, judged on the kernel's path.
@@ -603,21 +620,10 @@ impl FileOps for LocalOps {
 
     fn realpath(&self, path: &str) -> Result<String, OpsError> {
         let rel = self.rel(path)?;
-        // Without `..`, and found with no link on the way, the path's own words are where
-        // it is: the two `/proc/self/fd` lookups below (a fifth of a small read) are not
-        // needed. `rel` is spelled already, `.` parts dropped.
-        if !rel.split('/').any(|part| part == "..") {
-            match self.open_beneath_with(
-                Path::new(&*to_fs(&rel)),
-                OFlags::PATH,
-                ResolveFlags::NO_SYMLINKS,
-                path,
-                "resolve",
-            ) {
-                Ok(_) => return Ok(rel),
-                Err(OpsError::Escape { .. }) => {}
-                Err(e) => return Err(e),
-            }
+        // Found by its words, the path is where it is: the two `/proc/self/fd` lookups
+        // below (a fifth of a small read) are not needed. `rel` is spelled already.
+        if let Some(opened) = self.open_by_words(&rel, OFlags::PATH, path, "resolve") {
+            return opened.map(|_| rel);
         }
         let fd = self.open_beneath(&rel, OFlags::PATH, path, "resolve")?;
         self.check_opened(&fd, path)?;
