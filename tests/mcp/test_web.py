@@ -98,10 +98,13 @@ def test_loopback_is_refused_until_allowed_then_fetch_and_request_work(toolshed_
     run(refused())
     assert Handler.seen == [], "nothing reached the server"
 
-    (workspace / "toolshed.toml").write_text(f'[web]\nallow = ["{site}"]\n')
+    # In the user's own config (here the --config file): a workspace's toolshed.toml may
+    # not widen what the web tools reach.
+    (home / "web.toml").write_text(f'[web]\nallow = ["{site}"]\n')
 
     async def allowed():
-        async with Client(params(toolshed_bin, workspace, home), mode="auto") as client:
+        trusted = params(toolshed_bin, workspace, home, TOOLSHED_CONFIG=str(home / "web.toml"))
+        async with Client(trusted, mode="auto") as client:
             result = await client.call_tool("web_fetch", {"url": f"http://{site}/article"})
             assert not result.is_error, result.content
             text = result.content[0].text

@@ -9,16 +9,61 @@ use toolshed_host::{Host, HostBuilder, HostError};
 use crate::Failure;
 use crate::cli::GlobalArgs;
 
-/// Loads the configuration, sets up logging and opens the host.
+/// The workspace the global flags choose: `--workspace` (or `TOOLSHED_WORKSPACE`), else
+/// the current directory — unless that is too broad to hand to an agent (see
+/// [`too_broad`]), which is refused rather than served silently.
+pub fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> {
+    if let Some(dir) = &global.workspace {
+        return Ok(dir.clone());
+    }
+    let cwd = std::env::current_dir().map_err(|e| {
+        Failure::Usage(format!(
+            "cannot read the current directory ({e}); pass --workspace DIR"
+        ))
+    })?;
+    if let Some(what) = too_broad(&cwd) {
+        return Err(Failure::Usage(format!(
+            "no workspace was given, and the current directory {} is {what}: every tool \
+             could read and change everything below it. Start toolshed in your project's \
+             directory or pass --workspace DIR (or set TOOLSHED_WORKSPACE); to serve {} \
+             anyway, say so with --workspace {}",
+            cwd.display(),
+            cwd.display(),
+            cwd.display()
+        )));
+    }
+    Ok(cwd)
+}
+
+/// Why `dir` is too broad to be a workspace nobody chose: the root, the home directory or
+/// one of its parents, or a top-level directory (`/usr`, `/tmp`, `/home`).
+pub fn too_broad(dir: &std::path::Path) -> Option<&'static str> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .map(|h| h.canonicalize().unwrap_or(h));
+    if dir.parent().is_none() {
+        return Some("the root of the file system");
+    }
+    if let Some(home) = &home {
+        if *home == dir {
+            return Some("your home directory");
+        }
+        if home.starts_with(&dir) {
+            return Some("a parent of your home directory");
+        }
+    }
+    (dir.components().count() <= 2).then_some("a top-level system directory")
+}
+
+/// Loads the configuration, sets up logging and opens the host on the workspace the global
+/// flags choose.
 pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
-    let workspace = match &global.workspace {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| {
-            Failure::Usage(format!(
-                "cannot read the current directory ({e}); pass --workspace DIR"
-            ))
-        })?,
-    };
+    open_host_in(global, chosen_workspace(global)?).await
+}
+
+/// Loads the configuration, sets up logging and opens the host on `workspace`.
+pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Host, Failure> {
     if !workspace.is_dir() {
         return Err(Failure::Usage(format!(
             "workspace {} is not a directory; pass an existing directory with --workspace",
@@ -34,6 +79,17 @@ pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
         eprintln!(
             "warning: unknown config key `{}` in {}; it is ignored (see docs/cli.md for the keys)",
             unknown.key, unknown.source
+        );
+    }
+    for ignored in &loaded.workspace_ignored {
+        eprintln!(
+            "warning: `{}` in {} is ignored: it {}, and a workspace's toolshed.toml may only \
+             narrow what tools do. To apply it, trust this workspace in your own config \
+             (~/.config/toolshed/config.toml): trusted_workspaces = [\"{}\"]",
+            ignored.key,
+            ignored.source,
+            ignored.why,
+            workspace.display()
         );
     }
     let mut builder = HostBuilder::new(workspace, data_dir)
@@ -71,13 +127,31 @@ pub fn data_dir(global: &GlobalArgs) -> Result<PathBuf, Failure> {
     })
 }
 
+/// Logs go to stderr, coloured only when it is a terminal: a pipe or a client's log file
+/// gets plain text.
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
+    use std::io::IsTerminal as _;
+    let filter = tracing_subscriber::EnvFilter::try_new(log_directives(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// The filter for `[log] level`. The MCP library logs every error reply it sends at WARN
+/// (an unknown tool name, a bad cursor: the client's mistakes, answered) and a client that
+/// hangs up with replies in flight at ERROR; both are normal and would fill a client's log
+/// on every call, so its request loop is quiet unless the level asks for debug output or
+/// names the library itself.
+fn log_directives(level: &str) -> String {
+    let verbose = ["debug", "trace"].iter().any(|v| level.contains(v));
+    if verbose || level.contains("rmcp") {
+        level.to_string()
+    } else {
+        format!("{level},rmcp::service=off")
+    }
 }
 
 /// Where the curated plugins shipped with toolshed are: `$TOOLSHED_CURATED_DIR`, else
@@ -140,5 +214,18 @@ pub fn caller(
                 .into(),
         )),
         Err(e) => Err(Failure::Runtime(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_directives;
+
+    #[test]
+    fn the_mcp_request_loop_is_quiet_unless_asked() {
+        assert_eq!(log_directives("warn"), "warn,rmcp::service=off");
+        assert_eq!(log_directives("info"), "info,rmcp::service=off");
+        assert_eq!(log_directives("debug"), "debug");
+        assert_eq!(log_directives("warn,rmcp=info"), "warn,rmcp=info");
     }
 }

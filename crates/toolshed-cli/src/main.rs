@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+#[macro_use]
+mod render;
 mod cli;
 mod commands;
 mod context;
-mod render;
 
 use cli::{Cli, Command, PluginsCommand, PolicyCommand, SandboxCommand, ToolsCommand};
 
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
     // The cgroups this process made for its commands go with it.
     toolshed_ops::release_cgroups();
     match outcome {
+        Ok(()) if render::stdout_failed() => ExitCode::from(1),
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.exit(),
     }

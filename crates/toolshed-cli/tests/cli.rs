@@ -773,7 +773,7 @@ fn serve_refuses_a_remote_address_unless_allowed() {
     let out = env.run(&["serve", "--bind", "0.0.0.0", "--port", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--allow-remote"), "{}", stderr(&out));
-    env.write("toolshed.toml", "[server]\nbind = \"0.0.0.0\"\n");
+    env.write_user_config("[server]\nbind = \"0.0.0.0\"\n");
     let out = env.run(&["serve", "--port", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 
@@ -1276,17 +1276,14 @@ fn http_request_reaches_loopback_only_through_web_allow() {
     );
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 0);
 
-    env.write(
-        "toolshed.toml",
-        &format!("[web]\nallow = [\"127.0.0.1:{port}\"]\n"),
-    );
+    env.write_user_config(&format!("[web]\nallow = [\"127.0.0.1:{port}\"]\n"));
     let o = env.run(&["call", "http_request", "--args", &args]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).starts_with("HTTP 200"), "{}", stdout(&o));
     assert!(stdout(&o).contains("hello"), "{}", stdout(&o));
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
 
-    env.write("toolshed.toml", "[web]\nallow = [\"10.0.0.1/8\"]\n");
+    env.write_user_config("[web]\nallow = [\"10.0.0.1/8\"]\n");
     let o = env.run(&["tools", "list"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("`10.0.0.1/8`"), "{}", stderr(&o));

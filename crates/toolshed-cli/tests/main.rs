@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod first_hour;
 mod hardening;
 mod identity;
 mod policy;

@@ -419,11 +419,16 @@ fn a_workspace_file_cannot_turn_the_sandbox_off() {
     ] {
         let setup = Setup::new(widening);
         let out = sandbox_check(&setup);
-        assert_eq!(out.status.code(), Some(2), "{widening}: {out:?}");
+        assert_eq!(out.status.code(), Some(0), "{widening}: {out:?}");
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(
-            said.contains("may only narrow the sandbox"),
+            said.contains("is ignored") && said.contains("may only narrow what tools do"),
             "{widening}: {said}"
+        );
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            shown.contains("workspace-write") && shown.contains("filtered"),
+            "{widening}: {shown}"
         );
     }
     // Narrowing is fine.
@@ -528,10 +533,15 @@ fn filtered_network_goes_out_only_through_the_egress_proxy_under_the_web_rules()
         "{said}"
     );
 
-    // `[web] allow` opens a destination for commands as for the web tools.
-    let setup = Setup::new(&format!(
-        "[sandbox]\nnetwork = \"filtered\"\n[web]\nallow = [\"127.0.0.1:{port}\"]\n"
-    ));
+    // `[web] allow` (in the user's own config, where widening counts) opens a destination
+    // for commands as for the web tools.
+    let setup = Setup::new("[sandbox]\nnetwork = \"filtered\"\n");
+    std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    std::fs::write(
+        setup.path("home/.config/toolshed/config.toml"),
+        format!("[web]\nallow = [\"127.0.0.1:{port}\"]\n"),
+    )
+    .unwrap();
     let mut mcp = setup.mcp();
     let allowed = text(&mcp.call(
         "exec_command",

@@ -41,6 +41,14 @@ impl Env {
         self.cmd(args).output().unwrap()
     }
 
+    /// Writes the user's own config (`~/.config/toolshed/config.toml` of this env's home):
+    /// the layer where settings that widen access count.
+    pub fn write_user_config(&self, text: &str) {
+        let dir = self.data.path().join("home/.config/toolshed");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    }
+
     pub fn write(&self, rel: &str, text: &str) {
         let path = self.workspace.path().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -35,7 +35,7 @@ pub use manifest::{
     Capabilities, ConfigField, ConfigFieldType, EnvVar, PluginKind, PluginManifest, Requirement,
     Translation, is_valid_plugin_id,
 };
-pub use output::{Content, ToolOutput};
+pub use output::{Content, ToolOutput, counted};
 pub use plugin::{BuiltinPlugin, Health, Plugin, PluginError, SyncTool, Tool};
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};

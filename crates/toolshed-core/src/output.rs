@@ -85,3 +85,20 @@ impl ToolOutput {
         out
     }
 }
+
+/// `n` and the noun for it, singular for one: `counted(1, "line", "lines")` is `1 line`,
+/// `counted(3, "line", "lines")` is `3 lines`. Messages read by people and models say
+/// neither "1 lines" nor "1 line(s)".
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod counted_tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::counted(1, "line", "lines"), "1 line");
+        assert_eq!(super::counted(0, "line", "lines"), "0 lines");
+        assert_eq!(super::counted(2, "match", "matches"), "2 matches");
+    }
+}

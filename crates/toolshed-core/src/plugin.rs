@@ -19,6 +19,13 @@ pub trait Tool: Send + Sync {
 
     /// Serves one call.
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError>;
+
+    /// Why the tool cannot work as things are (an API key that is not set), with the
+    /// environment variables that would fix it: the catalog shows it as unconfigured and
+    /// MCP clients do not list it by default. `None` (the default) when it can.
+    fn unavailable(&self) -> Option<(String, Vec<String>)> {
+        None
+    }
 }
 
 /// Why a plugin failed to start or stop.

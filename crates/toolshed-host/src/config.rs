@@ -3,7 +3,10 @@
 //! Layers, later wins: `toolshed.toml` in the workspace, `~/.config/toolshed/config.toml`,
 //! the file named by `--config` (or `TOOLSHED_CONFIG`), then `TOOLSHED_*` environment
 //! variables. The user's own file comes after the workspace's on purpose: a repository you
-//! cloned must not be able to loosen the rules you set for yourself.
+//! cloned must not be able to loosen the rules you set for yourself. Nor may it widen what
+//! you left at the defaults: settings that widen access ([`WIDENING`]) are ignored in the
+//! workspace's file, with a warning naming each, unless your own config trusts it
+//! (`trust_workspace_config = true`, or the workspace listed in `trusted_workspaces`).
 //!
 //! Environment variables map onto keys with `__` between levels:
 //! `TOOLSHED_LIMITS__DEFAULT_TIMEOUT_MS=5000` sets `limits.default_timeout_ms`. A value that
@@ -16,13 +19,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// Environment variables that are not config keys: they choose where things are.
+/// Environment variables that are not config keys: they choose where things are, the
+/// language plugins speak (`TOOLSHED_LANG`), or how a release binary is linked.
 pub const RESERVED_ENV: &[&str] = &[
     "TOOLSHED_HOME",
     "TOOLSHED_CONFIG",
     "TOOLSHED_WORKSPACE",
     "TOOLSHED_CURATED_DIR",
     "TOOLSHED_TOKEN",
+    "TOOLSHED_LANG",
+    "TOOLSHED_TEXT_ORDER",
 ];
 
 /// The largest config file read.
@@ -32,6 +38,12 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
+    /// Apply the settings of every workspace's `toolshed.toml` that widen access (honoured
+    /// only in your own config, never in a workspace's).
+    pub trust_workspace_config: bool,
+    /// Workspaces whose `toolshed.toml` may widen access (`~/` expands; honoured only in
+    /// your own config).
+    pub trusted_workspaces: Vec<String>,
     /// Logging.
     pub log: LogConfig,
     /// Deadlines.
@@ -266,6 +278,9 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct McpConfig {
+    /// List tools that cannot work yet (a missing key, setting or grant) in `tools/list`;
+    /// by default they are left out, and a call answers `unconfigured`.
+    pub list_unconfigured: bool,
     /// The most tools one `tools/list` page holds; a `nextCursor` leads to the rest.
     pub page_size: usize,
     /// An MCP-over-HTTP session with no message for this long is closed; what its own
@@ -280,6 +295,7 @@ impl Default for McpConfig {
         Self {
             page_size: 100,
             session_idle_secs: 1800,
+            list_unconfigured: false,
         }
     }
 }
@@ -404,6 +420,15 @@ pub struct LoadedConfig {
     pub layers: Vec<String>,
     /// Keys nothing reads.
     pub unknown_keys: Vec<UnknownKey>,
+    /// Settings of the workspace's `toolshed.toml` not applied because they widen access
+    /// and the user's config does not trust the workspace.
+    pub workspace_ignored: Vec<IgnoredKey>,
+    /// Whether the user's config trusts the workspace's `toolshed.toml`.
+    pub workspace_trusted: bool,
+    /// The widening settings applied, each with the layer that set it.
+    pub widening: Vec<WideningSetting>,
+    /// The layer that set each leaf key (dotted), for `toolshed config show`.
+    pub sources: BTreeMap<String, String>,
 }
 
 /// Half of the machine's memory in MiB (0 when it cannot be read: no limit).
@@ -455,19 +480,16 @@ impl ConfigSources {
         if let Some(explicit) = &self.explicit_file {
             files.push((explicit.clone(), true));
         }
+        // Every layer first, in order, with whether it is the workspace's own file: whether
+        // that file is trusted depends on the layers after it.
+        let mut layers: Vec<(String, toml::Table, bool)> = Vec::new();
         for (index, (path, must_exist)) in files.into_iter().enumerate() {
             let Some(table) = read_table(&path, must_exist)? else {
                 continue;
             };
             let name = path.display().to_string();
             check_layer(&table, &name, &mut loaded.unknown_keys)?;
-            if index == 0 {
-                // The workspace's own file comes with the code (a cloned repository): it
-                // may narrow the sandbox, never widen it.
-                check_workspace_sandbox(&table, &name)?;
-            }
-            merge(&mut merged, table);
-            loaded.layers.push(name);
+            layers.push((name, table, index == 0));
         }
         let mut env: Vec<_> = self.env.clone();
         env.sort();
@@ -475,20 +497,45 @@ impl ConfigSources {
             if RESERVED_ENV.contains(&name.as_str()) {
                 continue;
             }
+            let source = format!("environment ({name})");
             let Some(table) = env_table(&name, &raw) else {
-                loaded.unknown_keys.push(UnknownKey {
-                    source: format!("environment ({name})"),
-                    key: name,
-                });
+                loaded.unknown_keys.push(UnknownKey { source, key: name });
                 continue;
             };
-            check_layer(
-                &table,
-                &format!("environment ({name})"),
-                &mut loaded.unknown_keys,
-            )?;
+            check_layer(&table, &source, &mut loaded.unknown_keys)?;
+            layers.push((source, table, false));
+        }
+        let own: Vec<toml::Table> = layers
+            .iter()
+            .filter(|(_, _, workspace)| !workspace)
+            .map(|(_, table, _)| table.clone())
+            .collect();
+        loaded.workspace_trusted = trusts(&own, &self.workspace);
+        for (name, mut table, workspace) in layers {
+            if workspace {
+                // The workspace's file comes with the code (a cloned repository): it may
+                // narrow what tools do, never widen it, unless the user trusts it. Whether
+                // trusted or not, the trust keys themselves count only in the user's layers.
+                if loaded.workspace_trusted {
+                    take_key(&mut table, "trust_workspace_config");
+                    take_key(&mut table, "trusted_workspaces");
+                } else {
+                    loaded
+                        .workspace_ignored
+                        .extend(narrow_workspace_table(&mut table, &name));
+                }
+            }
+            for (key, why) in widening_in(&table) {
+                loaded.widening.retain(|w| w.key != key);
+                loaded.widening.push(WideningSetting {
+                    key,
+                    source: name.clone(),
+                    why,
+                });
+            }
+            record_sources(&table, "", &name, &mut loaded.sources);
             merge(&mut merged, table);
-            loaded.layers.push(format!("environment ({name})"));
+            loaded.layers.push(name);
         }
         loaded.config =
             Config::deserialize(toml::Value::Table(merged)).map_err(|e| ConfigError::Invalid {
@@ -500,56 +547,132 @@ impl ConfigSources {
     }
 }
 
-/// Refuses a workspace file that widens the sandbox: `full-access`, the host's network,
-/// extra writable roots, or a deny list without the default entries.
-fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), ConfigError> {
-    for (key, why) in [
-        (
-            "policy",
-            "could replace the rules you set (a list replaces the one before it)",
-        ),
-        (
-            "hooks",
-            "would run its commands at every tool call, and could replace the hooks you set",
-        ),
-        ("quotas", "could replace the quotas you set"),
-    ] {
-        if table.contains_key(key) {
-            return Err(ConfigError::Invalid {
-                source_name: source.to_string(),
-                message: format!(
-                    "[{key}] in a workspace's toolshed.toml {why}; set it in your user config \
-                     (~/.config/toolshed/config.toml) or a file given with --config"
-                ),
-            });
+/// Settings that widen what tools, commands, plugins or clients may do, with why. In a
+/// workspace's `toolshed.toml` they are ignored unless the user's own config trusts it;
+/// `toolshed doctor` reports each one set anywhere, with where.
+pub const WIDENING: &[(&str, &str)] = &[
+    (
+        "web.allow",
+        "opens private and local addresses to the web tools",
+    ),
+    (
+        "exec.env_allow",
+        "passes more of your environment to commands",
+    ),
+    ("server.bind", "could expose the server beyond this machine"),
+    ("server.allowed_hosts", "accepts more Host names"),
+    (
+        "server.allowed_origins",
+        "lets web pages of other origins call the server",
+    ),
+    ("server.oauth", "accepts tokens from another issuer"),
+    ("server.max_auth_failures", "allows more password guessing"),
+    (
+        "plugins.download_hosts",
+        "allows plugin downloads from more hosts",
+    ),
+    (
+        "policy",
+        "could replace your policy rules (a list replaces the one before it)",
+    ),
+    ("hooks", "would run its commands at every tool call"),
+    ("quotas", "could replace your quotas"),
+    ("audit", "could shorten what the audit log keeps"),
+    (
+        "trust_workspace_config",
+        "is honoured only in your own config",
+    ),
+    ("trusted_workspaces", "is honoured only in your own config"),
+];
+
+/// A setting a layer made that was not applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IgnoredKey {
+    /// The layer (a file path).
+    pub source: String,
+    /// The dotted key: `web.allow`, `sandbox.mode`.
+    pub key: String,
+    /// Why it matters.
+    pub why: String,
+}
+
+/// A widening setting that was applied, and the layer that set it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WideningSetting {
+    /// The dotted key.
+    pub key: String,
+    /// The layer that set it (the last one wins).
+    pub source: String,
+    /// What it widens.
+    pub why: String,
+}
+
+/// Notes `source` as the layer that set each leaf key of `table` (a later layer replaces an
+/// earlier one's note, as its value does).
+fn record_sources(
+    table: &toml::Table,
+    prefix: &str,
+    source: &str,
+    sources: &mut BTreeMap<String, String>,
+) {
+    for (key, value) in table {
+        let dotted = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) if !inner.is_empty() => {
+                record_sources(inner, &dotted, source, sources);
+            }
+            _ => {
+                sources.insert(dotted, source.to_string());
+            }
         }
     }
-    let Some(toml::Value::Table(sandbox)) = table.get("sandbox") else {
-        return Ok(());
-    };
-    let refuse = |what: String| {
-        Err(ConfigError::Invalid {
-            source_name: source.to_string(),
-            message: format!(
-                "{what} would widen what commands may do, and a workspace's toolshed.toml may \
-                 only narrow the sandbox; set it in your user config \
-                 (~/.config/toolshed/config.toml), a file given with --config, or \
-                 TOOLSHED_SANDBOX__* variables"
-            ),
-        })
-    };
+}
+
+/// Removes `dotted` (`a.b`) from `table`; whether it was there.
+fn take_key(table: &mut toml::Table, dotted: &str) -> bool {
+    match dotted.split_once('.') {
+        None => table.remove(dotted).is_some(),
+        Some((head, rest)) => match table.get_mut(head) {
+            Some(toml::Value::Table(inner)) => take_key(inner, rest),
+            _ => false,
+        },
+    }
+}
+
+fn has_key(table: &toml::Table, dotted: &str) -> bool {
+    match dotted.split_once('.') {
+        None => table.contains_key(dotted),
+        Some((head, rest)) => match table.get(head) {
+            Some(toml::Value::Table(inner)) => has_key(inner, rest),
+            _ => false,
+        },
+    }
+}
+
+/// The sandbox settings of `sandbox` that widen it: `full-access`, the host's network,
+/// extra writable roots, a deny list without the default entries, no process or memory
+/// limit.
+fn widening_sandbox(sandbox: &toml::Table) -> Vec<(&'static str, String)> {
+    let mut found = Vec::new();
     if sandbox.get("mode").and_then(toml::Value::as_str) == Some("full-access") {
-        return refuse("[sandbox] mode = \"full-access\"".into());
+        found.push(("mode", "runs commands without a sandbox".to_string()));
     }
     if sandbox.get("network").and_then(toml::Value::as_str) == Some("on") {
-        return refuse("[sandbox] network = \"on\"".into());
+        found.push(("network", "gives commands the host's network".into()));
     }
     if sandbox
         .get("writable")
         .and_then(toml::Value::as_array)
         .is_some_and(|w| !w.is_empty())
     {
-        return refuse("[sandbox] writable".into());
+        found.push((
+            "writable",
+            "lets commands write outside the workspace".into(),
+        ));
     }
     if let Some(deny) = sandbox.get("deny").and_then(toml::Value::as_array) {
         let listed: Vec<&str> = deny.iter().filter_map(toml::Value::as_str).collect();
@@ -559,13 +682,80 @@ fn check_workspace_sandbox(table: &toml::Table, source: &str) -> Result<(), Conf
             .filter(|d| !listed.contains(&d.as_str()))
             .collect();
         if !missing.is_empty() {
-            return refuse(format!(
-                "[sandbox] deny without {} (a list replaces the default one)",
-                missing.join(", ")
+            found.push((
+                "deny",
+                format!(
+                    "unhides {} (a list replaces the default one)",
+                    missing.join(", ")
+                ),
             ));
         }
     }
-    Ok(())
+    for key in ["max_processes", "max_memory_mb"] {
+        if sandbox.get(key).and_then(toml::Value::as_integer) == Some(0) {
+            found.push((key, "lifts a limit on commands".into()));
+        }
+    }
+    found
+}
+
+/// Every widening setting `table` makes, as (dotted key, why).
+fn widening_in(table: &toml::Table) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = WIDENING
+        .iter()
+        .filter(|(key, _)| has_key(table, key))
+        .map(|(key, why)| ((*key).to_string(), (*why).to_string()))
+        .collect();
+    if let Some(toml::Value::Table(sandbox)) = table.get("sandbox") {
+        found.extend(
+            widening_sandbox(sandbox)
+                .into_iter()
+                .map(|(key, why)| (format!("sandbox.{key}"), why)),
+        );
+    }
+    found
+}
+
+/// Removes from a workspace's table every setting that widens access; what was removed.
+fn narrow_workspace_table(table: &mut toml::Table, source: &str) -> Vec<IgnoredKey> {
+    let found = widening_in(table);
+    for (key, _) in &found {
+        take_key(table, key);
+    }
+    found
+        .into_iter()
+        .map(|(key, why)| IgnoredKey {
+            source: source.to_string(),
+            key,
+            why,
+        })
+        .collect()
+}
+
+/// Whether the user's own layers trust `workspace`'s file: `trust_workspace_config = true`,
+/// or the workspace in `trusted_workspaces` (compared after resolving links; `~/` expands).
+fn trusts(layers: &[toml::Table], workspace: &Path) -> bool {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let workspace = canonical(workspace);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    layers.iter().any(|table| {
+        table
+            .get("trust_workspace_config")
+            .and_then(toml::Value::as_bool)
+            == Some(true)
+            || table
+                .get("trusted_workspaces")
+                .and_then(toml::Value::as_array)
+                .is_some_and(|list| {
+                    list.iter().filter_map(toml::Value::as_str).any(|entry| {
+                        let path = match (entry.strip_prefix("~/"), &home) {
+                            (Some(rest), Some(home)) => home.join(rest),
+                            _ => PathBuf::from(entry),
+                        };
+                        canonical(&path) == workspace
+                    })
+                })
+    })
 }
 
 fn validate(config: &Config) -> Result<(), ConfigError> {
@@ -803,7 +993,7 @@ mod tests {
     fn web_allow_entries_are_parsed_and_a_bad_one_is_named() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join("toolshed.toml"),
+            dir.path().join("user.toml"),
             "[web]\nallow = [\"docs.internal\", \"docs.internal:8443\", \"10.0.0.0/8\", \"192.168.1.7\", \"[fd00::1]\", \"fd00::/8\"]\n",
         )
         .unwrap();
@@ -824,7 +1014,7 @@ mod tests {
         );
 
         std::fs::write(
-            dir.path().join("toolshed.toml"),
+            dir.path().join("user.toml"),
             "[web]\nallow = [\"docs.internal\", \"10.0.0.1/8\"]\nproxy = \"x\"\n",
         )
         .unwrap();
@@ -833,7 +1023,7 @@ mod tests {
         assert!(err.contains("10.0.0.0/8"), "{err}");
         assert!(err.contains("web"), "{err}");
 
-        std::fs::write(dir.path().join("toolshed.toml"), "[web]\nproxy = \"x\"\n").unwrap();
+        std::fs::write(dir.path().join("user.toml"), "[web]\nproxy = \"x\"\n").unwrap();
         let loaded = sources(dir.path(), &[]).load().unwrap();
         let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
         assert_eq!(keys, ["web.proxy"]);

@@ -300,7 +300,7 @@ impl Dispatcher {
     }
 
     /// Runs one call through the whole pipeline and records it.
-    pub async fn call(&self, req: CallRequest) -> CallResult {
+    pub async fn call(&self, mut req: CallRequest) -> CallResult {
         let started = Instant::now();
         let ts_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -310,7 +310,7 @@ impl Dispatcher {
         let call_id = CallId(format!("{:x}-{n}", self.epoch));
         let args_sha256 = hex(&Sha256::digest(req.arguments.to_string().as_bytes()));
         let mut approval = None;
-        let (plugin_id, result) = self.run_pipeline(&req, &call_id, &mut approval).await;
+        let (plugin_id, result) = self.run_pipeline(&mut req, &call_id, &mut approval).await;
         let duration = started.elapsed();
         self.record(
             &req,
@@ -335,15 +335,18 @@ impl Dispatcher {
     /// audit row.
     async fn run_pipeline(
         &self,
-        req: &CallRequest,
+        req: &mut CallRequest,
         call_id: &CallId,
         approval: &mut Option<String>,
     ) -> (Option<String>, Result<ToolOutput, ToolError>) {
         // 1. resolve
-        let entry = match self.resolve(&req.tool) {
+        let entry = match self.resolve(&req.tool, req.door) {
             Ok(entry) => entry,
             Err(e) => return (None, Err(e)),
         };
+        // Arguments as meant: `null` for "not given", common aliases (see `arguments`).
+        crate::arguments::normalize(&entry.spec().input_schema, &mut req.arguments);
+        let req = &*req;
         let plugin_id = Some(entry.plugin_id.clone());
         let result = self.run_resolved(req, call_id, entry, approval).await;
         (plugin_id, result)
@@ -354,8 +357,10 @@ impl Dispatcher {
     /// while the call runs later (a REST job). `Ok` is no promise: hooks, and a state that
     /// changes meanwhile, still decide when the call is made through [`Dispatcher::call`].
     pub fn preflight(&self, req: &CallRequest) -> Result<(), ToolError> {
-        let entry = self.resolve(&req.tool)?;
-        match self.check_before_hooks(req, &entry)? {
+        let entry = self.resolve(&req.tool, req.door)?;
+        let mut arguments = req.arguments.clone();
+        crate::arguments::normalize(&entry.spec().input_schema, &mut arguments);
+        match self.check_before_hooks(req, &entry, &arguments)? {
             Gate::Ask { rule, reason } if self.approvals.timeout_secs == 0 => {
                 Err(self.approvals_off(&rule, &reason))
             }
@@ -364,7 +369,12 @@ impl Dispatcher {
     }
 
     /// Steps 2 to 4: review, validate, policy.
-    fn check_before_hooks(&self, req: &CallRequest, entry: &ToolEntry) -> Result<Gate, ToolError> {
+    fn check_before_hooks(
+        &self,
+        req: &CallRequest,
+        entry: &ToolEntry,
+        arguments: &Value,
+    ) -> Result<Gate, ToolError> {
         // 2. review
         let profile = match &req.profile {
             None => None,
@@ -397,16 +407,13 @@ impl Dispatcher {
                 message: format!("tool `{}` is not available to this caller", req.tool),
             });
         }
-        if let Some((message, variables)) = &entry.unconfigured {
-            return Err(ToolError::Unconfigured {
-                message: message.clone(),
-                variables: variables.clone(),
-            });
+        if let Some((message, variables)) = self.registry.unavailable(entry) {
+            return Err(ToolError::Unconfigured { message, variables });
         }
         // 3. validate
-        validate(entry, &req.arguments)?;
+        validate(entry, arguments, req.door)?;
         // 4. policy
-        self.check_policy(req, entry, &req.arguments)
+        self.check_policy(req, entry, arguments)
     }
 
     async fn run_resolved(
@@ -416,7 +423,7 @@ impl Dispatcher {
         entry: ToolEntry,
         note: &mut Option<String>,
     ) -> Result<ToolOutput, ToolError> {
-        let mut approved = match self.check_before_hooks(req, &entry)? {
+        let mut approved = match self.check_before_hooks(req, &entry, &req.arguments)? {
             Gate::Allow => false,
             Gate::Ask { rule, reason } => {
                 self.approve(req, &req.arguments, &rule, &reason, note)
@@ -439,7 +446,7 @@ impl Dispatcher {
                 message: reason,
             })?;
         if let Some(new_args) = rewrite {
-            validate(&entry, &new_args)?;
+            validate(&entry, &new_args, req.door)?;
             // The policy judges what will run, not what was asked; an approval was for the
             // arguments asked about.
             match self.check_policy(req, &entry, &new_args)? {
@@ -654,30 +661,60 @@ impl Dispatcher {
         }
     }
 
-    fn resolve(&self, name: &str) -> Result<ToolEntry, ToolError> {
+    /// The tool named `name`, or an error a caller can act on: the plugin that has it and
+    /// why it does not run, or the tools it probably meant — including toolshed's names
+    /// for the tools of other tool sets (`read_file`, `Bash`). Only the CLI is pointed at
+    /// CLI commands.
+    fn resolve(&self, name: &str, door: &str) -> Result<ToolEntry, ToolError> {
         if let Some(entry) = self.registry.lookup(name) {
             return Ok(entry);
         }
+        // Only a model on MCP is spared the CLI commands a person would run.
+        let cli = door != "mcp";
         if let Some((plugin, state, reason)) = self.registry.unavailable_tool(name) {
-            let why = reason.unwrap_or_else(|| format!("it is {}", state.as_str()));
+            let why = match reason {
+                Some(reason) if cli => reason,
+                // The reason names the CLI command that fixes it: a person's job.
+                Some(reason) => reason
+                    .split_once("; enable it with")
+                    .map_or(reason.clone(), |(head, _)| head.to_string()),
+                None => format!("it is {}", state.as_str()),
+            };
+            let why = why
+                .strip_prefix(state.as_str())
+                .map_or(format!(": {why}"), str::to_string);
+            let fix = if cli || state != crate::registry::PluginState::Disabled {
+                String::new()
+            } else {
+                "; the user can enable it".into()
+            };
             return Err(ToolError::NotFound(format!(
-                "tool `{name}` belongs to plugin `{plugin}`, which is {}: {why}",
+                "tool `{name}` belongs to plugin `{plugin}`, which is {}{why}{fix}",
                 state.as_str()
             )));
         }
         let names = self.registry.tool_names();
-        let close = closest(name, names.iter().map(String::as_str), 3);
-        let hint = if close.is_empty() {
-            "; `toolshed tools list` shows every tool".to_string()
-        } else {
-            format!(
+        let mut close: Vec<String> = crate::suggest::known_equivalents(name)
+            .iter()
+            .filter(|n| names.iter().any(|have| have == *n))
+            .map(|n| (*n).to_string())
+            .collect();
+        for near in closest(name, names.iter().map(String::as_str), 3) {
+            if close.len() < 3 && !close.contains(&near) {
+                close.push(near);
+            }
+        }
+        let hint = match (close.is_empty(), cli) {
+            (true, true) => "; `toolshed tools list` shows every tool".to_string(),
+            (true, false) => "; tools/list names the tools you can call".to_string(),
+            (false, _) => format!(
                 "; did you mean {}?",
                 close
                     .iter()
                     .map(|c| format!("`{c}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            )
+            ),
         };
         Err(ToolError::NotFound(format!("no tool named `{name}`{hint}")))
     }
@@ -804,8 +841,10 @@ fn preview(value: &Value) -> String {
     format!("{text}… ({size})")
 }
 
-/// Checks `args` against the tool's schema, listing every violation.
-fn validate(entry: &ToolEntry, args: &Value) -> Result<(), ToolError> {
+/// Checks `args` against the tool's schema, listing every violation. The message says what
+/// the tool takes: the CLI points at `toolshed tools show`; other doors (a model on MCP)
+/// get the arguments themselves, and a "did you mean" for each unknown name.
+fn validate(entry: &ToolEntry, args: &Value, door: &str) -> Result<(), ToolError> {
     let validator = entry.validator.get().map_err(|e| {
         ToolError::Internal(format!(
             "the input schema of `{}` does not compile: {e}",
@@ -826,16 +865,33 @@ fn validate(entry: &ToolEntry, args: &Value) -> Result<(), ToolError> {
     let more = violations.len() > MAX_VIOLATIONS;
     violations.truncate(MAX_VIOLATIONS);
     let count = if more {
-        format!("more than {MAX_VIOLATIONS}")
+        format!("more than {MAX_VIOLATIONS} problems")
     } else {
-        violations.len().to_string()
+        toolshed_core::counted(violations.len(), "problem", "problems")
     };
+    let spec = entry.spec();
+    let mut message = format!(
+        "the arguments for `{}` do not match its input schema ({count})",
+        spec.name
+    );
+    for hint in crate::arguments::unknown_names(&spec.input_schema, args) {
+        message.push_str("; ");
+        message.push_str(&hint);
+    }
+    if door != "mcp" {
+        message.push_str(&format!(
+            "; `toolshed tools show {}` prints the schema",
+            spec.name
+        ));
+    } else {
+        message.push_str(&format!(
+            ". `{}` takes: {}",
+            spec.name,
+            crate::arguments::outline(&spec.input_schema)
+        ));
+    }
     Err(ToolError::InvalidArguments {
-        message: format!(
-            "the arguments for `{}` do not match its input schema ({count} problem(s)); `toolshed tools show {}` prints the schema",
-            entry.spec().name,
-            entry.spec().name
-        ),
+        message,
         violations,
     })
 }

@@ -40,6 +40,7 @@ pub mod policy;
 pub mod quotas;
 pub mod registry;
 
+mod arguments;
 mod audit;
 mod builder;
 mod dispatcher;

@@ -32,7 +32,7 @@ mod stdio;
 mod streamable_http;
 
 pub use server::{
-    HostOpened, HostOpening, MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY,
+    ClientRoots, HostOpened, HostOpening, MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY,
     SHARED_HTTP_OWNER, Session, host_opening, selection_from_globs, valid_owner_handle,
 };
 pub use stdio::{MAX_LINE_BYTES, ServeError, serve_stdio};

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -70,15 +71,20 @@ struct Bound {
     host: Arc<Host>,
     session: Session,
     page_size: usize,
+    /// `[mcp] list_unconfigured`: list tools that cannot work yet (they answer
+    /// `unconfigured` when called).
+    list_unconfigured: bool,
 }
 
 impl Bound {
     fn new(host: Arc<Host>, session: Session) -> Self {
         let page_size = host.config().config.mcp.page_size.max(1);
+        let list_unconfigured = host.config().config.mcp.list_unconfigured;
         Self {
             host,
             session,
             page_size,
+            list_unconfigured,
         }
     }
 
@@ -90,13 +96,15 @@ impl Bound {
         )
     }
 
-    /// The tools this connection sees, sorted by name (the registry's order).
+    /// The tools this connection sees, sorted by name (the registry's order): a model is
+    /// not offered a tool that can only answer "unconfigured" unless the config asks.
     fn visible_tools(&self) -> Vec<ToolEntry> {
-        self.host
-            .registry()
+        let registry = self.host.registry();
+        registry
             .tools()
             .into_iter()
             .filter(|t| self.is_visible(t))
+            .filter(|t| self.list_unconfigured || registry.unavailable(t).is_none())
             .collect()
     }
 
@@ -128,14 +136,50 @@ impl Bound {
 /// could not open.
 type Opened = Option<Result<(Arc<Host>, Session), String>>;
 
+/// What the client said about its roots (`roots/list`), for a door that takes its
+/// workspace from them when none was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientRoots {
+    /// Nothing yet (no `initialize` so far: a 2026-07-28 client never sends one).
+    Unknown,
+    /// The client's `initialize` did not offer roots.
+    NotOffered,
+    /// Offered; `roots/list` has been asked and not answered yet.
+    Asked,
+    /// The roots the client listed: URIs, in its order.
+    Listed(Vec<String>),
+    /// `roots/list` failed.
+    Failed(String),
+}
+
+/// How long a door waits for the client to answer `roots/list`.
+pub(crate) const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The sending half of [`HostOpening`]: the door that opens the host in the background
 /// reports the outcome here, once.
 pub struct HostOpened {
     outcome: tokio::sync::watch::Sender<Opened>,
     greeted: Arc<tokio::sync::Notify>,
+    roots: tokio::sync::watch::Receiver<ClientRoots>,
 }
 
 impl HostOpened {
+    /// The client's roots, once known: at once when its `initialize` offered none (or
+    /// there was none), else when it has answered `roots/list` or [`ROOTS_WAIT`] has
+    /// passed. Call after [`HostOpened::greeted`].
+    pub async fn client_roots(&self) -> ClientRoots {
+        let mut roots = self.roots.clone();
+        let answered = roots.wait_for(|r| !matches!(r, ClientRoots::Asked));
+        match tokio::time::timeout(ROOTS_WAIT, answered).await {
+            Ok(Ok(seen)) => seen.clone(),
+            Ok(Err(_)) => ClientRoots::Unknown,
+            Err(_) => ClientRoots::Failed(format!(
+                "the client did not answer roots/list within {} s",
+                ROOTS_WAIT.as_secs()
+            )),
+        }
+    }
+
     /// Completes once the client has been greeted (the server is answering `initialize`):
     /// the moment to start opening the host, so that its work never competes with the
     /// handshake's. Completes at once if the greeting already happened.
@@ -156,6 +200,7 @@ impl HostOpened {
 pub struct HostOpening {
     outcome: tokio::sync::watch::Receiver<Opened>,
     greeted: Arc<tokio::sync::Notify>,
+    roots: Arc<tokio::sync::watch::Sender<ClientRoots>>,
 }
 
 impl HostOpening {
@@ -175,14 +220,17 @@ impl HostOpening {
 pub fn host_opening() -> (HostOpened, HostOpening) {
     let (tx, rx) = tokio::sync::watch::channel(None);
     let greeted = Arc::new(tokio::sync::Notify::new());
+    let (roots_tx, roots_rx) = tokio::sync::watch::channel(ClientRoots::Unknown);
     (
         HostOpened {
             outcome: tx,
             greeted: greeted.clone(),
+            roots: roots_rx,
         },
         HostOpening {
             outcome: rx,
             greeted,
+            roots: Arc::new(roots_tx),
         },
     )
 }
@@ -197,6 +245,8 @@ struct Binding {
 /// the host's pipeline as one owner.
 pub struct McpServer {
     binding: Arc<Binding>,
+    /// Said in the `initialize` result: what the workspace is, how tools address files.
+    instructions: Option<Arc<str>>,
     owner: OwnerId,
     /// Ends this connection's list_changed watcher when the server is dropped.
     stop: CancellationToken,
@@ -227,10 +277,17 @@ impl McpServer {
         let stop = CancellationToken::new();
         Self {
             binding: Arc::new(binding),
+            instructions: None,
             owner: new_owner(),
             _stop_guard: stop.clone().drop_guard(),
             stop,
         }
+    }
+
+    /// Sends `text` as the `instructions` of the `initialize` result.
+    pub fn with_instructions(mut self, text: impl Into<Arc<str>>) -> Self {
+        self.instructions = Some(text.into());
+        self
     }
 
     /// The owner this connection's calls run as when a request names none.
@@ -416,13 +473,37 @@ impl ServerHandler for McpServer {
         if let Some(opening) = &self.binding.opening {
             opening.greeted.notify_one();
         }
-        ServerConfig::new(
+        let config = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
         )
-        .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
+        .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")));
+        match &self.instructions {
+            Some(text) => config.with_instructions(text.as_ref()),
+            None => config,
+        }
+    }
+
+    /// Notes whether the client offers roots before the greeting is answered, so a door
+    /// waiting for its workspace knows at once whether to wait for `roots/list`.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if let Some(opening) = &self.binding.opening {
+            opening
+                .roots
+                .send_replace(if request.capabilities.roots.is_some() {
+                    ClientRoots::Asked
+                } else {
+                    ClientRoots::NotOffered
+                });
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn list_tools(
@@ -524,8 +605,26 @@ impl ServerHandler for McpServer {
     /// catalog and send `notifications/tools/list_changed` when what it sees changes.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
+        if let Some(opening) = &self.binding.opening
+            && *opening.roots.borrow() == ClientRoots::Asked
+        {
+            let (roots, peer) = (opening.roots.clone(), peer.clone());
+            // Roots are deprecated by the newest protocol revision, but the clients that
+            // start toolshed (editors, agent CLIs) are of the revisions that have them.
+            #[allow(deprecated)]
+            tokio::spawn(async move {
+                let listed = match peer.list_roots().await {
+                    Ok(list) => {
+                        ClientRoots::Listed(list.roots.into_iter().map(|r| r.uri).collect())
+                    }
+                    Err(e) => ClientRoots::Failed(e.to_string()),
+                };
+                roots.send_replace(listed);
+            });
+        }
         let watcher = Self {
             binding: self.binding.clone(),
+            instructions: None,
             owner: self.owner.clone(),
             stop: self.stop.clone(),
             _stop_guard: CancellationToken::new().drop_guard(),

@@ -104,7 +104,13 @@ fn registry_error(error: RegistryError) -> ApiError {
     }
 }
 
-/// `GET /health`.
+/// `GET /health` at the root: served without a token, so it says nothing but that the
+/// server answers.
+pub async fn liveness() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `GET /api/v1/health`.
 pub async fn health(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
         "status": "ok",

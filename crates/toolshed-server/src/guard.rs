@@ -71,10 +71,14 @@ async fn check_request(
                 .get(MCP_SESSION)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            if let Some(id) = &session
-                && !guard.session_matches(id, &caller)
-            {
-                return Rejection::ForeignSession.into_response();
+            if let Some(id) = &session {
+                match guard.session_opener(id) {
+                    None => return unknown_session(id),
+                    Some(opener) if opener != caller.token_id => {
+                        return Rejection::ForeignSession.into_response();
+                    }
+                    Some(_) => {}
+                }
             }
             let closing = request.method() == axum::http::Method::DELETE;
             let token_id = caller.token_id.clone();
@@ -99,6 +103,21 @@ async fn check_request(
             rejection.into_response()
         }
     }
+}
+
+/// The answer to a request naming an MCP session this server does not know (never opened,
+/// deleted, expired): `404`, as the MCP transport asks, with a JSON-RPC error a client can
+/// show, whatever the method (a second `DELETE` of one session included).
+pub(crate) fn unknown_session(id: &str) -> Response {
+    let shown: String = id.chars().take(80).collect();
+    let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": -32001,
+        "message": format!(
+            "MCP session {shown:?} is not known here (it ended, expired or was never opened); \
+             start a new session with initialize"
+        ),
+    }});
+    (StatusCode::NOT_FOUND, axum::Json(reply)).into_response()
 }
 
 /// Why a request was refused before it reached a route.
@@ -208,7 +227,7 @@ impl Rejection {
             Self::ForeignSession => (
                 StatusCode::FORBIDDEN,
                 "denied",
-                "this MCP session was opened with another token (or is no longer known); open a new session with yours".into(),
+                "this MCP session was opened with another token; open a new session with yours".into(),
             ),
             Self::TooManyFailures { retry_after } => (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -430,15 +449,12 @@ impl RequestGuard {
         }
     }
 
-    /// Whether the MCP session `id` was opened with `caller`'s token. Every session is
-    /// bound when it opens, so one not known here (never opened, or forgotten past
-    /// [`MAX_BOUND_SESSIONS`]) is refused too.
-    fn session_matches(&self, id: &str, caller: &Caller) -> bool {
+    /// The token id the MCP session `id` was opened with (`Some(None)`: the server's own
+    /// token); `None` for a session not known here (never opened, ended, or forgotten past
+    /// [`MAX_BOUND_SESSIONS`]).
+    fn session_opener(&self, id: &str) -> Option<Option<String>> {
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions
-            .0
-            .get(id)
-            .is_some_and(|opener| *opener == caller.token_id)
+        sessions.0.get(id).cloned()
     }
 
     fn bind_session(&self, id: &str, token: Option<String>) {

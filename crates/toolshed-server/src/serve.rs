@@ -155,6 +155,8 @@ fn app_draining(
         ))
         .layer(axum::middleware::from_fn(mcp_statuses));
     let routes = Router::new()
+        // For load balancers and container probes: no token, and nothing but "ok".
+        .route("/health", get(api::liveness))
         .merge(proxy::routes(ports))
         .merge(mcp)
         .nest(API_PREFIX, api)
@@ -162,7 +164,7 @@ fn app_draining(
     let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_body_budget(server_config.max_inflight_body_bytes)
         .with_agent_tokens(store)
-        .with_open_paths(&["/api/v1/health"])
+        .with_open_paths(&["/api/v1/health", "/health"])
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
     if let Some(config) = server_config.oauth.clone() {
@@ -257,13 +259,21 @@ async fn serve_with(
 
 /// The MCP transport answers a body that is not JSON-RPC with `415` (as if the media type
 /// were wrong) and a body cut off by the body timeout with `500`: these become a `400`
-/// carrying a JSON-RPC parse error, and a `408`.
+/// carrying a JSON-RPC parse error, and a `408`. A session it no longer has (expired while
+/// idle) gets the same JSON-RPC `404` as one never opened, and a session ended by `DELETE`
+/// answers `204 No Content` rather than `202 Accepted`: it is gone when the reply leaves.
 async fn mcp_statuses(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
+    let deleting = request.method() == axum::http::Method::DELETE;
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let json = request
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
@@ -275,6 +285,14 @@ async fn mcp_statuses(
         });
     let response = next.run(request).await;
     let status = response.status();
+    if deleting && status == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    if let Some(id) = &session
+        && status == StatusCode::NOT_FOUND
+    {
+        return crate::guard::unknown_session(id);
+    }
     if !(status == StatusCode::UNSUPPORTED_MEDIA_TYPE && json
         || status == StatusCode::INTERNAL_SERVER_ERROR)
     {

@@ -22,7 +22,7 @@ pub fn run(host: &Host, command: ApprovalsCommand) -> Result<(), Failure> {
                 return print_json(&json!(list));
             }
             if list.is_empty() {
-                println!(
+                outln!(
                     "{}",
                     if all {
                         "no approval requests"
@@ -50,11 +50,14 @@ fn print_request(r: &ApprovalRequest) {
             None => other.as_str().to_string(),
         },
     };
-    println!(
+    outln!(
         "{}  {}  [{state}]  owner {}  rule {}",
-        r.id, r.summary, r.owner, r.rule
+        r.id,
+        r.summary,
+        r.owner,
+        r.rule
     );
-    println!("    {}", r.reason);
+    outln!("    {}", r.reason);
 }
 
 fn answer(host: &Host, id: &str, approve: bool, remember: bool) -> Result<(), Failure> {
@@ -86,7 +89,7 @@ fn answer(host: &Host, id: &str, approve: bool, remember: bool) -> Result<(), Fa
                 .unwrap_or_default()
         )));
     }
-    println!(
+    outln!(
         "{} {id}: {}{}",
         if approve { "approved" } else { "denied" },
         request.summary,

@@ -114,11 +114,11 @@ pub async fn run(
             } else {
                 for block in &output.content {
                     match block {
-                        Content::Text { text } if text.ends_with('\n') => print!("{text}"),
-                        Content::Text { text } => println!("{text}"),
+                        Content::Text { text } if text.ends_with('\n') => out!("{text}"),
+                        Content::Text { text } => outln!("{text}"),
                         Content::Json { json } => print_json(json)?,
                         Content::Image { data, mime_type } => {
-                            println!(
+                            outln!(
                                 "[image {mime_type}, {} base64 characters; use --json to get it]",
                                 data.len()
                             )

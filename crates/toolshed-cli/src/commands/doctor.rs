@@ -46,6 +46,34 @@ fn checks(host: &Host) -> Vec<Check> {
             format!("unknown key `{}` in {}; it is ignored", key.key, key.source),
         );
     }
+    for ignored in &config.workspace_ignored {
+        push(
+            "config",
+            Status::Warning,
+            format!(
+                "`{}` in {} is ignored: it {} and the workspace is not trusted \
+                 (trusted_workspaces in your own config)",
+                ignored.key, ignored.source, ignored.why
+            ),
+        );
+    }
+    for widening in &config.widening {
+        push(
+            "config",
+            Status::Ok,
+            format!(
+                "`{}` is set by {}: it {}",
+                widening.key, widening.source, widening.why
+            ),
+        );
+    }
+    if config.workspace_trusted {
+        push(
+            "config",
+            Status::Warning,
+            "the workspace's toolshed.toml is trusted: it may widen what tools do".into(),
+        );
+    }
 
     push(
         "workspace",
@@ -106,6 +134,16 @@ fn checks(host: &Host) -> Vec<Check> {
             format!("{} is {}: {reason}", p.id, p.state.as_str()),
         );
     }
+    // Tools that cannot work yet: MCP clients do not see them ([mcp] list_unconfigured).
+    for tool in host.registry().tools() {
+        if let Some((reason, _)) = host.registry().unavailable(&tool) {
+            push(
+                "tools",
+                Status::Warning,
+                format!("{} is unconfigured: {reason}", tool.spec().name),
+            );
+        }
+    }
     for d in host.registry().diagnostics() {
         let status = if d.level == Level::Error {
             Status::Error
@@ -161,9 +199,13 @@ pub fn run(host: &Host, json: bool) -> Result<(), Failure> {
                 Status::Warning => "warn",
                 Status::Error => "FAIL",
             };
-            println!("{mark}  {:<13} {}", c.area, c.message);
+            outln!("{mark}  {:<13} {}", c.area, c.message);
         }
-        println!("\n{errors} error(s), {warnings} warning(s)");
+        outln!(
+            "\n{}, {}",
+            toolshed_core::counted(errors, "error", "errors"),
+            toolshed_core::counted(warnings, "warning", "warnings")
+        );
     }
     if errors > 0 {
         Err(Failure::Runtime(String::new()))

@@ -3,11 +3,13 @@
 //! stdout belongs to the protocol: nothing but JSON-RPC is written there (logs and
 //! warnings go to stderr). The command returns when the client closes stdin.
 
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use toolshed_host::Host;
-use toolshed_mcp::{McpServer, Session, selection_from_globs};
+use toolshed_mcp::{ClientRoots, HostOpened, McpServer, Session, selection_from_globs};
 
 use crate::Failure;
 use crate::cli::{GlobalArgs, McpArgs};
@@ -28,6 +30,7 @@ const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 /// server with the same error and exit code as before it talked.
 pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
     let (opened, opening) = toolshed_mcp::host_opening();
+    let instructions = instructions(&global);
     let starting = tokio::spawn(async move {
         // After the greeting, so that opening never slows the handshake; a client that
         // does not greet promptly gets its host opened anyway.
@@ -35,7 +38,15 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
             () = opened.greeted() => {}
             () = tokio::time::sleep(GREETING_WAIT) => {}
         }
-        match open(&global, args).await {
+        let workspace = match workspace(&global, &opened).await {
+            Ok(dir) => dir,
+            Err(failure) => {
+                let (Failure::Usage(why) | Failure::Runtime(why)) = &failure;
+                opened.send(Err(why.clone()));
+                return Err(failure);
+            }
+        };
+        match open(&global, args, workspace).await {
             Ok((host, session, watcher)) => {
                 opened.send(Ok((host.clone(), session)));
                 Ok((host, watcher))
@@ -47,7 +58,14 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
             }
         }
     });
-    let server = McpServer::opening(opening.clone());
+    let server = McpServer::opening(opening.clone()).with_instructions(instructions);
+    if std::io::stdin().is_terminal() {
+        // Someone ran it by hand: it is waiting for a client, not stuck.
+        eprintln!(
+            "toolshed {}: an MCP server on stdin/stdout, for an MCP client to start; press Ctrl-D or Ctrl-C to stop",
+            env!("CARGO_PKG_VERSION")
+        );
+    }
     tracing::info!(owner = %server.owner(), "serving MCP on stdio");
     let stop = async {
         tokio::select! {
@@ -72,12 +90,86 @@ pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
     served.map_err(|e| Failure::Runtime(e.to_string()))
 }
 
+/// The workspace: `--workspace` (or `TOOLSHED_WORKSPACE`) when given; else the client's
+/// first `file://` root when it offers roots; else the current directory, unless that is
+/// too broad (see [`crate::context::chosen_workspace`]).
+async fn workspace(global: &GlobalArgs, opened: &HostOpened) -> Result<PathBuf, Failure> {
+    if let Some(dir) = &global.workspace {
+        return Ok(dir.clone());
+    }
+    match opened.client_roots().await {
+        ClientRoots::Listed(uris) => {
+            if let Some(dir) = uris.iter().find_map(|uri| path_of_file_uri(uri)) {
+                if uris.len() > 1 {
+                    tracing::info!(workspace = %dir.display(), roots = uris.len(), "the client listed several roots; the first is the workspace");
+                }
+                return Ok(dir);
+            }
+            tracing::warn!(?uris, "the client's roots hold no file:// directory");
+        }
+        ClientRoots::Failed(why) => {
+            tracing::warn!(%why, "cannot read the client's roots");
+        }
+        ClientRoots::Unknown | ClientRoots::NotOffered | ClientRoots::Asked => {}
+    }
+    crate::context::chosen_workspace(global)
+}
+
+/// The local path of a `file://` URI (`file:///home/ada/src`, percent-escapes decoded).
+fn path_of_file_uri(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file://localhost/x` names the same file as `file:///x`.
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|b| hex(*b)),
+            bytes.get(i + 2).and_then(|b| hex(*b)),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    use std::os::unix::ffi::OsStringExt as _;
+    let path = PathBuf::from(std::ffi::OsString::from_vec(out));
+    path.is_dir().then_some(path)
+}
+
+/// The `instructions` of the `initialize` result: what the workspace is and how the tools
+/// address files, so a model needs no round trip to learn it.
+fn instructions(global: &GlobalArgs) -> String {
+    let which = match &global.workspace {
+        Some(dir) => format!("the directory {}", dir.display()),
+        None => "your first root (or, without roots, the directory toolshed was started in)".into(),
+    };
+    format!(
+        "toolshed's workspace is {which}. The workspace_* tools take paths relative to it \
+         (an absolute path inside it works too) and cannot reach anything outside it; \
+         exec_command, shell and process_exec run commands with the workspace as their \
+         working directory. Read a file with workspace_read before you edit or overwrite it."
+    )
+}
+
 /// Opens the host and makes the connection's session: what the door did before it talked.
 async fn open(
     global: &GlobalArgs,
     args: McpArgs,
+    workspace: PathBuf,
 ) -> Result<(Arc<Host>, Session, tokio::task::JoinHandle<()>), Failure> {
-    let host = Arc::new(crate::context::open_host(global).await?);
+    let host = Arc::new(crate::context::open_host_in(global, workspace).await?);
     let caller = crate::context::caller(&host, global)?;
     let mut session = session_from_args(&host, args)?;
     if caller.as_ref().is_some_and(|c| c.is_agent()) {

@@ -29,7 +29,7 @@ pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
             ]
         })
         .collect();
-    print!(
+    out!(
         "{}",
         table(&["ID", "VERSION", "KIND", "ROOT", "STATE", "TOOLS"], &rows)
     );
@@ -38,19 +38,19 @@ pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
         .filter_map(|p| p.reason.as_ref().map(|r| (p, r)))
         .collect();
     if !reasons.is_empty() {
-        println!();
+        outln!();
         for (p, reason) in reasons {
-            println!("{} ({}): {reason}", p.id, p.state.as_str());
+            outln!("{} ({}): {reason}", p.id, p.state.as_str());
         }
     }
     if !diagnostics.is_empty() {
-        println!("\nProblems:");
+        outln!("\nProblems:");
         for d in &diagnostics {
             let level = match d.level {
                 Level::Error => "error",
                 Level::Warning => "warning",
             };
-            println!("  {level}: {d}");
+            outln!("  {level}: {d}");
         }
     }
     Ok(())
@@ -64,8 +64,8 @@ pub async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Fai
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     match &info.reason {
-        Some(reason) => println!("{}: {} ({reason})", info.id, info.state.as_str()),
-        None => println!("{}: {}", info.id, info.state.as_str()),
+        Some(reason) => outln!("{}: {} ({reason})", info.id, info.state.as_str()),
+        None => outln!("{}: {}", info.id, info.state.as_str()),
     }
     Ok(())
 }
@@ -94,7 +94,7 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
     if let Some(dir) = &installed.stripped {
         eprintln!("note: used the archive's single top-level directory `{dir}/` as the plugin");
     }
-    println!(
+    outln!(
         "{} {}: {} into {}",
         installed.id,
         installed.version,
@@ -132,8 +132,8 @@ pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     match &info.dir {
-        Some(dir) => println!("{}: uninstalled (removed {})", info.id, dir.display()),
-        None => println!("{}: uninstalled", info.id),
+        Some(dir) => outln!("{}: uninstalled (removed {})", info.id, dir.display()),
+        None => outln!("{}: uninstalled", info.id),
     }
     Ok(())
 }
@@ -146,8 +146,8 @@ pub async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     match &info.reason {
-        Some(reason) => println!("{}: {} ({reason})", info.id, info.state.as_str()),
-        None => println!("{}: {}", info.id, info.state.as_str()),
+        Some(reason) => outln!("{}: {} ({reason})", info.id, info.state.as_str()),
+        None => outln!("{}: {}", info.id, info.state.as_str()),
     }
     Ok(())
 }
@@ -176,11 +176,11 @@ fn print_grants(id: &str, info: &GrantsInfo) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!("{id} asks for: {asks}");
+    outln!("{id} asks for: {asks}");
     if info.granted.is_empty() {
-        println!("{id} holds: nothing");
+        outln!("{id} holds: nothing");
     } else {
-        println!("{id} holds: {}", info.granted.join(", "));
+        outln!("{id} holds: {}", info.granted.join(", "));
     }
 }
 
@@ -215,7 +215,7 @@ pub async fn grant(host: &Host, id: &str, grants: Vec<String>, list: bool) -> Re
     if let Some(plugin) = registry.plugin(id)
         && let Some(reason) = &plugin.reason
     {
-        println!("{id}: {} ({reason})", plugin.state.as_str());
+        outln!("{id}: {} ({reason})", plugin.state.as_str());
     }
     Ok(())
 }
@@ -263,7 +263,7 @@ pub fn config(
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     let Some(key) = key else {
         if manifest.config.is_empty() {
-            println!("plugin `{id}` has no config fields");
+            outln!("plugin `{id}` has no config fields");
             return Ok(());
         }
         let rows: Vec<Vec<String>> = manifest
@@ -291,7 +291,7 @@ pub fn config(
                 ]
             })
             .collect();
-        print!("{}", table(&["KEY", "TYPE", "VALUE", "DESCRIPTION"], &rows));
+        out!("{}", table(&["KEY", "TYPE", "VALUE", "DESCRIPTION"], &rows));
         return Ok(());
     };
     let Some(field) = manifest.config.iter().find(|f| f.key == key) else {
@@ -318,11 +318,11 @@ pub fn config(
         }
         return match stored.get(key).or(field.default.as_ref()) {
             Some(serde_json::Value::String(s)) => {
-                println!("{s}");
+                outln!("{s}");
                 Ok(())
             }
             Some(v) => {
-                println!("{v}");
+                outln!("{v}");
                 Ok(())
             }
             None => Err(Failure::Runtime(format!(
@@ -347,9 +347,9 @@ pub fn config(
         .set_config_value(id, key, &parsed, field.secret)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     if field.secret {
-        println!("{id}: {key} set (secret, not shown)");
+        outln!("{id}: {key} set (secret, not shown)");
     } else {
-        println!("{id}: {key} = {parsed}");
+        outln!("{id}: {key} = {parsed}");
     }
     Ok(())
 }

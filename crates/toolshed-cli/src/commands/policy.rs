@@ -57,9 +57,9 @@ pub fn test(
             "rules": rules.len(),
         }))?;
     } else {
-        println!("{}  ({})", verdict.decision.as_str(), verdict.rule);
+        outln!("{}  ({})", verdict.decision.as_str(), verdict.rule);
         if let Some(message) = &verdict.message {
-            println!("{message}");
+            outln!("{message}");
         }
     }
     Ok(())

@@ -35,19 +35,19 @@ pub fn check(host: &Host, json: bool) -> Result<(), Failure> {
     } else {
         for layer in &layers {
             let mark = if layer.available { "ok  " } else { "no  " };
-            println!("{mark}  {:<16} {}", layer.name, layer.detail);
+            outln!("{mark}  {:<16} {}", layer.name, layer.detail);
         }
-        println!();
+        outln!();
         match &error {
-            None if checked.is_none() => println!(
+            None if checked.is_none() => outln!(
                 "mode full-access: commands run without a sandbox (set [sandbox] mode = \
                  \"workspace-write\" to confine them)"
             ),
             None => {
-                println!("mode {mode} · network {network}: a sandboxed `true` ran");
-                println!("enforced: {}", enforced.join(", "));
+                outln!("mode {mode} · network {network}: a sandboxed `true` ran");
+                outln!("enforced: {}", enforced.join(", "));
             }
-            Some(e) => println!("FAIL  {e}"),
+            Some(e) => outln!("FAIL  {e}"),
         }
     }
     match error {

@@ -64,7 +64,7 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
 /// Prints the bearer token, generating it when no server has started yet.
 pub async fn print_token(global: &GlobalArgs) -> Result<(), Failure> {
     let token = load_token(context::data_dir(global)?).await?;
-    println!("{}", token.reveal());
+    outln!("{}", token.reveal());
     Ok(())
 }
 

@@ -35,7 +35,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             if json {
                 print_json(&json!({"token": made.token, "record": made.record}))?;
             } else {
-                println!("{}", made.token);
+                outln!("{}", made.token);
                 eprintln!(
                     "token {} for owner {} ({}); shown once — store it now",
                     made.record.id,
@@ -51,7 +51,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
                 return print_json(&json!(tokens));
             }
             if tokens.is_empty() {
-                println!("no agent tokens; `toolshed token create --owner NAME` makes one");
+                outln!("no agent tokens; `toolshed token create --owner NAME` makes one");
             }
             for t in &tokens {
                 let state = match (t.revoked_ms, t.expires_ms) {
@@ -63,7 +63,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
                 let used = t.last_used_ms.map_or("never used".to_string(), |u| {
                     format!("used {} ago", human(now_ms() - u))
                 });
-                println!(
+                outln!(
                     "{:<12}  {:<20}  {:<40}  {state}, {used}",
                     t.id,
                     t.owner,
@@ -74,7 +74,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
         }
         TokenCommand::Revoke { id } => {
             if store.revoke_token(&id).map_err(failed)? {
-                println!("revoked; requests with it are refused from now on");
+                outln!("revoked; requests with it are refused from now on");
                 Ok(())
             } else {
                 Err(Failure::Usage(format!(

@@ -15,12 +15,13 @@ fn visible(host: &Host) -> Vec<ToolEntry> {
         .collect()
 }
 
-fn describe(entry: &ToolEntry) -> serde_json::Value {
+fn describe(host: &Host, entry: &ToolEntry) -> serde_json::Value {
     let mut value = serde_json::to_value(entry.spec()).unwrap_or_default();
     if let Some(obj) = value.as_object_mut() {
         obj.insert("plugin".into(), json!(entry.plugin_id));
-        obj.insert("available".into(), json!(entry.unconfigured.is_none()));
-        if let Some((reason, _)) = &entry.unconfigured {
+        let unavailable = host.registry().unavailable(entry);
+        obj.insert("available".into(), json!(unavailable.is_none()));
+        if let Some((reason, _)) = unavailable {
             obj.insert("unavailable_reason".into(), json!(reason));
         }
     }
@@ -34,14 +35,14 @@ pub fn list(host: &Host, json: bool, group: Option<&str>) -> Result<(), Failure>
         .filter(|t| group.is_none_or(|g| t.spec().group == g))
         .collect();
     if json {
-        return print_json(&tools.iter().map(describe).collect::<Vec<_>>());
+        return print_json(&tools.iter().map(|t| describe(host, t)).collect::<Vec<_>>());
     }
     if tools.is_empty() {
         let groups: std::collections::BTreeSet<String> = visible(host)
             .iter()
             .map(|t| t.spec().group.clone())
             .collect();
-        println!(
+        outln!(
             "No tools{}. Groups: {}",
             group
                 .map(|g| format!(" in group `{g}`"))
@@ -55,7 +56,7 @@ pub fn list(host: &Host, json: bool, group: Option<&str>) -> Result<(), Failure>
         .map(|t| {
             let spec = t.spec();
             let mut desc = summary(&spec.description, 70);
-            if t.unconfigured.is_some() {
+            if host.registry().unavailable(t).is_some() {
                 desc = format!("[unconfigured] {desc}");
             }
             vec![
@@ -66,7 +67,7 @@ pub fn list(host: &Host, json: bool, group: Option<&str>) -> Result<(), Failure>
             ]
         })
         .collect();
-    print!(
+    out!(
         "{}",
         table(&["NAME", "GROUP", "PLUGIN", "DESCRIPTION"], &rows)
     );
@@ -93,11 +94,11 @@ pub fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
             Failure::Runtime(format!("no tool named `{name}`{hint}"))
         })?;
     if json {
-        return print_json(&describe(&entry));
+        return print_json(&describe(host, &entry));
     }
     let spec = entry.spec();
     let a = &spec.annotations;
-    println!(
+    outln!(
         "{}{}",
         spec.name,
         spec.title
@@ -105,21 +106,26 @@ pub fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
             .map(|t| format!(" — {t}"))
             .unwrap_or_default()
     );
-    println!(
+    outln!(
         "plugin: {}   group: {}   danger: {:?}",
-        entry.plugin_id, spec.group, spec.danger
+        entry.plugin_id,
+        spec.group,
+        spec.danger
     );
-    println!(
+    outln!(
         "read-only: {}   destructive: {}   idempotent: {}   open-world: {}",
-        a.read_only, a.destructive, a.idempotent, a.open_world
+        a.read_only,
+        a.destructive,
+        a.idempotent,
+        a.open_world
     );
     if let Some(ms) = spec.default_timeout_ms {
-        println!("default timeout: {ms} ms");
+        outln!("default timeout: {ms} ms");
     }
-    if let Some((reason, _)) = &entry.unconfigured {
-        println!("unavailable: {reason}");
+    if let Some((reason, _)) = host.registry().unavailable(&entry) {
+        outln!("unavailable: {reason}");
     }
-    println!("\n{}\n", spec.description);
-    println!("input schema:");
+    outln!("\n{}\n", spec.description);
+    outln!("input schema:");
     print_json(&spec.input_schema)
 }

@@ -137,6 +137,56 @@ impl Registry {
         transitions::overlay_config(&self.store, id, defaults)
     }
 
+    /// Why `entry` cannot work as things are, and the environment variables that would fix
+    /// it: its plugin's env contract or requirements are unmet, the tool itself lacks
+    /// something (an API key), or a required config setting has no value. `None` when it
+    /// can work. Checked
+    /// on every call and listing, so a setting or grant made meanwhile counts at once.
+    pub fn unavailable(&self, entry: &ToolEntry) -> Option<(String, Vec<String>)> {
+        if let Some(unconfigured) = &entry.unconfigured {
+            return Some(unconfigured.clone());
+        }
+        if let Some(why) = entry.tool.unavailable() {
+            return Some(why);
+        }
+        let id = &entry.plugin_id;
+        let required = self.read(|i| {
+            i.slot(id).map_or(Vec::new(), |slot| {
+                slot.manifest
+                    .config
+                    .iter()
+                    .filter(|f| f.required && f.default.is_none())
+                    .map(|f| f.key.clone())
+                    .collect::<Vec<String>>()
+            })
+        });
+        if !required.is_empty() {
+            let config = self.resolved_config(id);
+            let missing: Vec<&String> = required
+                .iter()
+                .filter(|key| {
+                    config
+                        .get(key.as_str())
+                        .is_none_or(|v| v.is_null() || v.as_str() == Some(""))
+                })
+                .collect();
+            if let Some(first) = missing.first() {
+                let keys: Vec<String> = missing.iter().map(|k| format!("`{k}`")).collect();
+                return Some((
+                    format!(
+                        "plugin `{id}` is not configured: its {} setting{} {} no value; \
+                         `toolshed plugins config {id} {first} VALUE` sets it",
+                        keys.join(", "),
+                        if missing.len() == 1 { "" } else { "s" },
+                        if missing.len() == 1 { "has" } else { "have" },
+                    ),
+                    Vec::new(),
+                ));
+            }
+        }
+        None
+    }
+
     /// Every discovery and registration problem.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         self.read(|i| {

@@ -412,7 +412,8 @@ fn unmet_contract(m: &PluginManifest) -> Option<Unmet> {
     let mut parts = Vec::new();
     if !missing_env.is_empty() {
         parts.push(format!(
-            "set the environment variable(s) {}",
+            "set the environment variable{} {}",
+            if missing_env.len() == 1 { "" } else { "s" },
             missing_env.join(", ")
         ));
     }

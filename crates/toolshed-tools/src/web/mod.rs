@@ -206,6 +206,18 @@ impl Tool for WebTool {
         &self.spec
     }
 
+    fn unavailable(&self) -> Option<(String, Vec<String>)> {
+        let unconfigured = match self.run {
+            Run::Fetch => return None,
+            Run::Search => search::unconfigured_search(&self.env.read()),
+            Run::Scrape => search::unconfigured_scrape(&self.env.read()),
+        };
+        match unconfigured? {
+            ToolError::Unconfigured { message, variables } => Some((message, variables)),
+            other => Some((other.to_string(), Vec::new())),
+        }
+    }
+
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.run {
             Run::Fetch => fetch::run(&ctx, &self.net, args).await,

@@ -41,6 +41,26 @@ fn unconfigured() -> ToolError {
     }
 }
 
+/// Why web_search cannot run with `env`: no provider configured.
+pub(super) fn unconfigured_search(env: &WebEnv) -> Option<ToolError> {
+    let any = PROVIDERS
+        .iter()
+        .any(|(id, _)| configured(env, id).is_some());
+    (!any).then(unconfigured)
+}
+
+/// Why firecrawl_scrape cannot run with `env`: no Firecrawl key.
+pub(super) fn unconfigured_scrape(env: &WebEnv) -> Option<ToolError> {
+    firecrawl(env).is_none().then(no_firecrawl)
+}
+
+fn no_firecrawl() -> ToolError {
+    ToolError::Unconfigured {
+        message: "firecrawl_scrape needs a Firecrawl API key: set FIRECRAWL_API_KEY in toolshed's environment (and FIRECRAWL_BASE_URL for a self-hosted Firecrawl), or use web_fetch".into(),
+        variables: vec!["FIRECRAWL_API_KEY".into()],
+    }
+}
+
 pub(super) async fn run(
     ctx: &CallContext,
     net: &NetClient,
@@ -208,10 +228,7 @@ pub(super) async fn scrape(
                 ),
             )
         })?;
-    let firecrawl = firecrawl(env).ok_or_else(|| ToolError::Unconfigured {
-        message: "firecrawl_scrape needs a Firecrawl API key: set FIRECRAWL_API_KEY in toolshed's environment (and FIRECRAWL_BASE_URL for a self-hosted Firecrawl), or use web_fetch".into(),
-        variables: vec!["FIRECRAWL_API_KEY".into()],
-    })?;
+    let firecrawl = firecrawl(env).ok_or_else(no_firecrawl)?;
     let request = ProviderRequest {
         method: "POST",
         url: endpoint(

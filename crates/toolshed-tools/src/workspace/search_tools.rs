@@ -2,7 +2,7 @@
 //! the workspace through the confined `SearchOps`.
 
 use serde_json::{Value, json};
-use toolshed_core::{ToolError, ToolOutput};
+use toolshed_core::{ToolError, ToolOutput, counted};
 use toolshed_ops::{FileKind, FindRequest, GlobRequest, GrepRequest, TreeRequest};
 
 use super::Env;
@@ -122,13 +122,16 @@ pub(super) fn grep(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let files_with_matches = result.files.len();
     if result.total_matches == 0 {
         text.push_str(&format!(
-            "No matches for `{}` in {} files searched\n",
-            request.pattern, result.files_searched
+            "No matches for `{}` in {} searched\n",
+            request.pattern,
+            counted(result.files_searched, "file", "files")
         ));
     } else {
         text.push_str(&format!(
-            "[{} matches in {files_with_matches} files; {} files searched]\n",
-            result.total_matches, result.files_searched
+            "[{} in {}; {} searched]\n",
+            counted(result.total_matches, "match", "matches"),
+            counted(files_with_matches, "file", "files"),
+            counted(result.files_searched, "file", "files")
         ));
     }
     if result.truncated {

@@ -105,9 +105,10 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
     };
     Ok(ToolOutput::text_and_structured(
         format!(
-            "{verb} `{}` ({} bytes, {lines} lines)",
+            "{verb} `{}` ({}, {})",
             args.path,
-            args.content.len()
+            toolshed_core::counted(args.content.len(), "byte", "bytes"),
+            toolshed_core::counted(lines, "line", "lines"),
         ),
         json!({"path": args.path, "created": written == Written::Created, "bytes": args.content.len(), "lines": lines}),
     ))

@@ -201,9 +201,9 @@ fn resolve_group(regex: &Regex, group: &Value) -> Result<usize, ToolError> {
             Err(ToolError::invalid_at(
                 "/group",
                 format!(
-                    "group {index} does not exist: the pattern has {} capture group(s); use \
-                     0 for the whole match or 1..={}",
-                    count - 1,
+                    "group {index} does not exist: the pattern has {}; use 0 for the whole \
+                     match or 1..={}",
+                    toolshed_core::counted(count - 1, "capture group", "capture groups"),
                     count - 1
                 ),
             ))
@@ -364,8 +364,9 @@ fn unknown_reference(regex: &Regex, name: &str, written: &str) -> ToolError {
         "/replacement",
         format!(
             "the replacement refers to `{}`, which is not a group of the pattern (it has \
-             {groups} numbered group(s) and {names}){hint}",
-            shorten(written)
+             {} and {names}){hint}",
+            shorten(written),
+            toolshed_core::counted(groups, "numbered group", "numbered groups")
         ),
     )
 }

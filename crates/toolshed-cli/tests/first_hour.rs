@@ -1,0 +1,348 @@
+//! The first hour of a new user: the defects they met, the workspace toolshed picks, the
+//! rules a cloned repository cannot loosen, and a catalog that lists what works.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::support::{Env, code, stderr, stdout};
+
+/// `toolshed` with an isolated home and data dir but no `--workspace`, run in `dir`.
+fn without_workspace(env: &Env, dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("TOOLSHED_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("HOME", env.data.path().join("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env("TOOLSHED_HOME", env.data.path())
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// The three lines of an MCP session that calls `tool` once, then end of input.
+const SESSION: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"x"}}}"#,
+    "\n",
+);
+
+fn mcp_session(env: &Env, level: Option<&str>) -> std::process::Output {
+    let mut cmd = env.cmd(&["mcp"]);
+    if let Some(level) = level {
+        cmd.env("TOOLSHED_LOG__LEVEL", level);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(SESSION.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_reader_that_goes_away_early_ends_the_output_quietly() {
+    let env = Env::new();
+    // The reading end is closed before toolshed writes: every write fails with EPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = env
+        .cmd(&["tools", "list", "--json"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn toolshed_lang_is_not_an_unknown_config_key() {
+    let env = Env::new();
+    let o = env
+        .cmd(&["tools", "list"])
+        .env("TOOLSHED_LANG", "zh")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("unknown config key"), "{}", stderr(&o));
+}
+
+#[test]
+fn logs_into_a_pipe_carry_no_colours_and_normal_client_mistakes_are_not_warnings() {
+    let env = Env::new();
+    let o = mcp_session(&env, Some("debug"));
+    let said = stderr(&o);
+    assert!(
+        said.contains("rmcp"),
+        "debug logging reached stderr: {said}"
+    );
+    assert!(!said.contains('\u{1b}'), "ANSI escapes in a pipe: {said:?}");
+    // At the default level an unknown tool (the client's mistake, answered) logs nothing.
+    let o = mcp_session(&env, None);
+    let said = stderr(&o);
+    assert!(
+        stdout(&o).contains("did you mean `workspace_read`"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!said.contains("WARN") && !said.contains("ERROR"), "{said}");
+}
+
+#[test]
+fn call_help_shows_each_default_once() {
+    let o = Env::new().run(&["call", "--help"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        stdout(&o).matches("[default: cli").count(),
+        1,
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn tools_list_summaries_end_with_a_sentence_not_a_colon() {
+    let env = Env::new();
+    let o = env.run(&["tools", "list"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    for line in text.lines() {
+        assert!(!line.trim_end().ends_with(':'), "{line}");
+    }
+    let crypto = text.lines().find(|l| l.starts_with("crypto ")).unwrap();
+    assert!(
+        crypto.ends_with("Hash, HMAC and encode/decode bytes."),
+        "{crypto}"
+    );
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let env = Env::new();
+    let o = env.run(&[
+        "call",
+        "workspace_write",
+        "--args",
+        r#"{"path":"one.txt","content":"a\n"}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("(2 bytes, 1 line)"), "{}", stdout(&o));
+    let o = env.run(&["call", "calculator", "--args", r#"{"expression":1}"#]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("(1 problem)"), "{}", stderr(&o));
+}
+
+#[test]
+fn arguments_are_taken_as_meant_null_for_not_given_and_common_aliases() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    let o = env.run(&[
+        "call",
+        "workspace_read",
+        "--args",
+        r#"{"file_path":"a.txt","offset":null,"limit":null}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("alpha"), "{}", stdout(&o));
+    let o = env.run(&[
+        "call",
+        "exec_command",
+        "--args",
+        r#"{"command":"echo via-alias"}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("via-alias"), "{}", stdout(&o));
+    // A unit that differs is never guessed: the error names the argument.
+    let o = env.run(&[
+        "call",
+        "exec_command",
+        "--args",
+        r#"{"cmd":"true","timeout":5}"#,
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("`timeout` is not an argument (did you mean `timeout_ms`?)"),
+        "{}",
+        stderr(&o)
+    );
+    // Other tool sets' names lead to ours.
+    let o = env.run(&["call", "Bash", "--args", "{}"]);
+    assert!(stderr(&o).contains("`exec_command`"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_broad_directory_is_never_the_workspace_unless_asked_for() {
+    let env = Env::new();
+    for (dir, what) in [
+        (std::path::PathBuf::from("/"), "the root of the file system"),
+        (env.data.path().join("home"), "your home directory"),
+    ] {
+        std::fs::create_dir_all(&dir).unwrap();
+        for args in [&["tools", "list"][..], &["mcp"][..]] {
+            let o = without_workspace(&env, &dir, args).output().unwrap();
+            assert_eq!(code(&o), 2, "{args:?} in {}: {}", dir.display(), stderr(&o));
+            let said = stderr(&o);
+            assert!(
+                said.contains(what) && said.contains("--workspace"),
+                "{said}"
+            );
+        }
+        // Said explicitly, it is served.
+        let o = without_workspace(&env, &dir, &["tools", "list"])
+            .arg("--workspace")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    // A project directory is fine without the flag.
+    let o = without_workspace(&env, env.workspace.path(), &["tools", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+/// A loopback HTTP server answering every request with `hello`, until the test ends.
+fn loopback_site() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/",
+        listener.local_addr().unwrap().port()
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    url
+}
+
+fn trust_workspace(env: &Env) {
+    let dir = env.data.path().join("home/.config/toolshed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "trusted_workspaces = [{:?}]\n",
+            env.workspace.path().display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_workspace_file_cannot_open_loopback_or_pass_variables_until_trusted() {
+    let env = Env::new();
+    let url = loopback_site();
+    env.write(
+        "toolshed.toml",
+        "[web]\nallow = [\"127.0.0.1\"]\n[exec]\nenv_allow = [\"FIRST_HOUR_SECRET\"]\n",
+    );
+    let fetch = format!(r#"{{"url":"{url}"}}"#);
+    let echo = r#"{"cmd":"echo \"v=$FIRST_HOUR_SECRET\""}"#;
+    let run = |args: &[&str]| {
+        env.cmd(args)
+            .env("FIRST_HOUR_SECRET", "s3cret")
+            .output()
+            .unwrap()
+    };
+
+    let o = run(&["call", "web_fetch", "--args", &fetch]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(!stdout(&o).contains("hello"), "{}", stdout(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("`web.allow` in") && said.contains("is ignored"),
+        "{said}"
+    );
+    let o = run(&["call", "exec_command", "--args", echo]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("v=\n"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("s3cret"), "{}", stdout(&o));
+    let o = run(&["doctor"]);
+    assert!(
+        stdout(&o).contains("`exec.env_allow` in") && stdout(&o).contains("is ignored"),
+        "{}",
+        stdout(&o)
+    );
+
+    trust_workspace(&env);
+    let o = run(&["call", "web_fetch", "--args", &fetch]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("hello"), "{}", stdout(&o));
+    let o = run(&["call", "exec_command", "--args", echo]);
+    assert!(stdout(&o).contains("v=s3cret"), "{}", stdout(&o));
+    // doctor names each widening setting and the file that set it.
+    let o = run(&["doctor"]);
+    let report = stdout(&o);
+    assert!(
+        report.contains("`web.allow` is set by") && report.contains("toolshed.toml"),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_catalog_says_which_tools_cannot_work_yet_and_they_answer_unconfigured() {
+    let env = Env::new();
+    let o = env
+        .cmd(&["tools", "list", "--json"])
+        .env(
+            "TOOLSHED_CURATED_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins"),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let unavailable: Vec<&str> = tools
+        .iter()
+        .filter(|t| t["available"] == false)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in ["web_search", "firecrawl_scrape", "webhook_send"] {
+        assert!(unavailable.contains(&name), "{name}: {unavailable:?}");
+    }
+    let search = tools.iter().find(|t| t["name"] == "web_search").unwrap();
+    assert!(
+        search["unavailable_reason"]
+            .as_str()
+            .unwrap()
+            .contains("SEARXNG_URL"),
+        "{search}"
+    );
+    // A JavaScript plugin that was not configured says so; it did not fail.
+    let o = env
+        .cmd(&["call", "webhook_send", "--args", r#"{"text":"hi"}"#])
+        .env(
+            "TOOLSHED_CURATED_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins"),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("[unconfigured]"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`url`"), "{}", stderr(&o));
+}
