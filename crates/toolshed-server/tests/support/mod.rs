@@ -56,9 +56,13 @@ async fn start_dirs(
     data: tempfile::TempDir,
     config_toml: &str,
 ) -> Server {
-    std::fs::write(workspace.path().join("toolshed.toml"), config_toml).unwrap();
+    // The operator's own config (as `--config` would give it): server names, origins and
+    // OAuth widen access, which a workspace's toolshed.toml may not.
+    let config_file = data.path().join("config.toml");
+    std::fs::write(&config_file, config_toml).unwrap();
     let config = ConfigSources {
         workspace: workspace.path().to_path_buf(),
+        explicit_file: Some(config_file),
         // These tests drive the HTTP doors of a library-built host, which has no sandbox
         // helper binary; the sandbox is tested through the real binary (CLI, MCP, REST).
         env: vec![("TOOLSHED_SANDBOX__MODE".into(), "full-access".into())],
