@@ -11,18 +11,10 @@ use crate::support::{Env, code, stderr, stdout};
 
 /// `toolshed` with an isolated home and data dir but no `--workspace`, run in `dir`.
 fn without_workspace(env: &Env, dir: &std::path::Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("TOOLSHED_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("HOME", env.data.path().join("home"))
-        .env_remove("XDG_CONFIG_HOME")
-        .env("TOOLSHED_HOME", env.data.path())
+    let mut cmd = env.bare();
+    cmd.env("TOOLSHED_HOME", env.data.path())
         .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null());
+        .args(args);
     cmd
 }
 

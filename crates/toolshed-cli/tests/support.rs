@@ -19,6 +19,18 @@ impl Env {
     /// `toolshed` with an isolated home, data dir and workspace, and no inherited
     /// `TOOLSHED_*` variables.
     pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = self.bare();
+        cmd.arg("--workspace")
+            .arg(self.workspace.path())
+            .arg("--data-dir")
+            .arg(self.data.path())
+            .args(args);
+        cmd
+    }
+
+    /// `toolshed` with this env's home and no inherited `TOOLSHED_*` variables, but no
+    /// `--workspace` or `--data-dir`: the caller chooses.
+    pub fn bare(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
         for (key, _) in std::env::vars() {
             if key.starts_with("TOOLSHED_") {
@@ -28,11 +40,6 @@ impl Env {
         cmd.env("HOME", self.data.path().join("home"))
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
-            .arg("--workspace")
-            .arg(self.workspace.path())
-            .arg("--data-dir")
-            .arg(self.data.path())
-            .args(args)
             .stdin(Stdio::null());
         cmd
     }

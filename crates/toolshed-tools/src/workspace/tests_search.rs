@@ -100,7 +100,7 @@ async fn grep_formats_like_ripgrep_and_reports_limits() {
         .text_joined();
     assert_eq!(
         out,
-        "src/domain/rules.rs-1-pub fn rule() {}\nsrc/domain/rules.rs:2:// hello again\n[1 matches in 1 files; 3 files searched]\n"
+        "src/domain/rules.rs-1-pub fn rule() {}\nsrc/domain/rules.rs:2:// hello again\n[1 match in 1 file; 3 files searched]\n"
     );
     let out = h
         .ok(
@@ -154,7 +154,7 @@ async fn search_on_the_real_file_system_stays_inside() {
         .text_joined();
     assert_eq!(
         out,
-        "src/a.txt:1:needle inside\n[1 matches in 1 files; 1 files searched]\n"
+        "src/a.txt:1:needle inside\n[1 match in 1 file; 1 file searched]\n"
     );
     let out = h
         .ok("workspace_tree", json!({"include_hidden": true}))
