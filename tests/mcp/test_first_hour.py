@@ -163,3 +163,26 @@ def test_a_fresh_install_lists_no_tool_that_answers_unconfigured(toolshed_bin, h
                 assert "unconfigured" not in text and "not configured" not in text, (name, text)
 
     run(main())
+
+
+def test_rest_audit_is_filtered_and_paged(serve):
+    url, token = serve()
+    api = url.removesuffix("/mcp") + "/api/v1"
+    for expression in ("1+1", "2+2", "3+3"):
+        status, body, _ = http(
+            "POST", f"{api}/tools/calculator/execute", token, {"arguments": {"expression": expression}}
+        )
+        assert status == 200, body
+    status, body, _ = http("GET", f"{api}/audit?tool=calc*&since=1h&limit=2", token)
+    assert status == 200, body
+    first = json.loads(body)
+    assert [row["tool"] for row in first["audit"]] == ["calculator", "calculator"], first
+    assert all(row["door"] == "rest" and row["outcome"] == "ok" for row in first["audit"])
+    status, body, _ = http("GET", f"{api}/audit?tool=calc*&limit=2&cursor={first['next_cursor']}", token)
+    second = json.loads(body)
+    assert len(second["audit"]) == 1 and second["next_cursor"] is None, second
+    assert second["audit"][0]["id"] < first["audit"][-1]["id"]
+    status, body, _ = http("GET", f"{api}/audit?since=soon", token)
+    assert status == 400 and "is not a time" in json.loads(body)["error"]["message"], body
+    status, body, _ = http("GET", f"{api}/audit?colour=red", token)
+    assert status == 400, body

@@ -82,6 +82,70 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read the audit log: every call, newest first, with its owner, door and outcome
+    Audit(AuditArgs),
+    /// Write a starter config, or show the settings in force and which file set each one
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Print a shell completion script: `toolshed completions bash > ~/.local/share/bash-completion/completions/toolshed`
+    Completions {
+        /// The shell
+        shell: Shell,
+    },
+}
+
+/// The shells `toolshed completions` writes scripts for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only calls of tools matching this glob (e.g. `workspace_*`)
+    #[arg(long, value_name = "GLOB")]
+    pub tool: Option<String>,
+    /// Only calls of owners matching this glob (e.g. `alice/*`)
+    #[arg(long, value_name = "GLOB")]
+    pub owner: Option<String>,
+    /// Only calls since then: `30m`, `2h`, `7d`, or an RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only calls with this outcome: ok, tool_error, error
+    #[arg(long, value_name = "OUTCOME")]
+    pub outcome: Option<String>,
+    /// How many rows, 1 to 1000
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// Older rows: the cursor the previous page printed
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
+    /// Print exact JSON (`{"audit": [...], "next_cursor": ...}`)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Write a commented starter config (every setting, at its default, commented out)
+    Init {
+        /// Where [default: your user config, ~/.config/toolshed/config.toml]
+        #[arg(long, value_name = "FILE")]
+        path: Option<PathBuf>,
+        /// Replace the file if it exists
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print every setting in force and the file (or variable) that set it
+    Show {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -78,9 +78,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes the completion script for `shell` to standard output.
+fn completions(shell: cli::Shell) {
+    use clap::CommandFactory as _;
+    let shell = match shell {
+        cli::Shell::Bash => clap_complete::Shell::Bash,
+        cli::Shell::Zsh => clap_complete::Shell::Zsh,
+        cli::Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "toolshed", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+}
+
 async fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Token { command: None } = cli.command {
         return commands::serve::print_token(&cli.global).await;
+    }
+    // Commands that read files of their own and need no workspace or host.
+    match cli.command {
+        Command::Completions { shell } => {
+            completions(shell);
+            return Ok(());
+        }
+        Command::Config { command } => return commands::config::run(&cli.global, command),
+        Command::Audit(args) => return commands::audit::run(&cli.global, args).await,
+        _ => {}
     }
     // The stdio door answers `initialize` while the host opens behind it.
     if let Command::Mcp(args) = cli.command {
@@ -128,7 +151,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         // Served above, before the host opens.
         Command::Mcp(_) => Ok(()),
         Command::Serve(args) => commands::serve::run(&host, args).await,
-        Command::Token { command: None } => Ok(()),
+        Command::Token { command: None }
+        | Command::Completions { .. }
+        | Command::Config { .. }
+        | Command::Audit(_) => Ok(()),
         Command::Token {
             command: Some(command),
         } => commands::token::run(&host, command),

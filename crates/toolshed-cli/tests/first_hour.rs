@@ -338,3 +338,141 @@ fn the_catalog_says_which_tools_cannot_work_yet_and_they_answer_unconfigured() {
     assert!(stderr(&o).contains("[unconfigured]"), "{}", stderr(&o));
     assert!(stderr(&o).contains("`url`"), "{}", stderr(&o));
 }
+
+#[test]
+fn bash_completes_subcommands_from_the_generated_script() {
+    let env = Env::new();
+    let o = env.bare().args(["completions", "bash"]).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let script = env.data.path().join("toolshed.bash");
+    std::fs::write(&script, &o.stdout).unwrap();
+    // What bash does on `toolshed au<TAB>` and `toolshed config <TAB>`.
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; COMP_WORDS=(toolshed au); COMP_CWORD=1; _toolshed toolshed au toolshed; \
+             echo \"${{COMPREPLY[@]}}\"; COMP_WORDS=(toolshed config ''); COMP_CWORD=2; \
+             _toolshed toolshed '' config; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    assert_eq!(lines[0].trim(), "audit", "{lines:?}");
+    assert!(lines[1].contains("init") && lines[1].contains("show"), "{lines:?}");
+    for shell in ["zsh", "fish"] {
+        let o = env.bare().args(["completions", shell]).output().unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert!(stdout(&o).contains("audit"), "{shell}");
+    }
+    let o = env.bare().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("bash"), "{}", stderr(&o));
+}
+
+#[test]
+fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source() {
+    let env = Env::new();
+    let o = env.bare().args(["config", "init"]).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let file = env.data.path().join("home/.config/toolshed/config.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("#default_timeout_ms = 60000"), "{text}");
+    // Never overwritten by accident.
+    std::fs::write(&file, text.replace("#default_timeout_ms = 60000", "default_timeout_ms = 5000"))
+        .unwrap();
+    let o = env.bare().args(["config", "init"]).output().unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    // As written, it loads without a warning.
+    let o = env.run(&["tools", "list"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+
+    env.write("toolshed.toml", "[review]\ndeny = [\"calc*\"]\n[web]\nallow = [\"10.0.0.0/8\"]\n");
+    let o = env
+        .cmd(&["config", "show"])
+        .env("TOOLSHED_LOG__LEVEL", "info")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in {out}"))
+            .to_string()
+    };
+    assert!(line("limits.default_timeout_ms").contains("5000"));
+    assert!(line("limits.default_timeout_ms").ends_with("# ~/.config/toolshed/config.toml"), "{out}");
+    assert!(line("limits.max_timeout_ms").ends_with("# default"), "{out}");
+    assert!(line("review.deny").ends_with("toolshed.toml"), "{out}");
+    assert!(line("log.level").ends_with("# environment (TOOLSHED_LOG__LEVEL)"), "{out}");
+    assert!(line("web.allow").contains("[]"), "{out}");
+    assert!(out.contains("ignored: `web.allow`"), "{out}");
+
+    let o = env.run(&["config", "show", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let deny = v["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "review.deny")
+        .unwrap();
+    assert_eq!(deny["value"], serde_json::json!(["calc*"]));
+}
+
+#[test]
+fn the_audit_log_reads_filtered_and_paged_from_the_command_line() {
+    let env = Env::new();
+    let o = env.run(&["audit"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("no calls recorded yet"), "{}", stdout(&o));
+    for expression in ["1+1", "2+2", "3+3"] {
+        let args = format!(r#"{{"expression":"{expression}"}}"#);
+        assert_eq!(code(&env.run(&["call", "calculator", "--args", &args])), 0);
+    }
+    // A call that fails: an unknown path.
+    env.run(&["call", "workspace_read", "--args", r#"{"path":"missing.txt"}"#]);
+
+    let o = env.run(&["audit"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("TIME"), "{out}");
+    assert_eq!(out.matches("calculator").count(), 3, "{out}");
+    assert!(out.contains("workspace_read"), "{out}");
+
+    let page = |extra: &[&str]| -> Value {
+        let mut args = vec!["audit", "--json"];
+        args.extend_from_slice(extra);
+        let o = env.run(&args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let first = page(&["--tool", "calc*", "--limit", "2", "--since", "1h"]);
+    let rows = first["audit"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["tool"] == "calculator" && r["outcome"] == "ok"));
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    let second = page(&["--tool", "calc*", "--limit", "2", "--cursor", &cursor]);
+    assert_eq!(second["audit"].as_array().unwrap().len(), 1);
+    assert!(second["next_cursor"].is_null());
+    assert!(rows[1]["id"].as_i64() > second["audit"][0]["id"].as_i64());
+    let failed = page(&["--outcome", "error"]);
+    assert_eq!(failed["audit"][0]["tool"], "workspace_read", "{failed}");
+    assert_eq!(page(&["--owner", "nobody"])["audit"], serde_json::json!([]));
+    let future = page(&["--since", "2999-01-01T00:00:00Z"]);
+    assert_eq!(future["audit"], serde_json::json!([]));
+
+    for (flag, value, says) in [
+        ("--since", "yesterday", "is not a time"),
+        ("--limit", "0", "out of range"),
+        ("--outcome", "fine", "is not one of"),
+        ("--cursor", "abc", "next_cursor"),
+    ] {
+        let o = env.run(&["audit", flag, value]);
+        assert_eq!(code(&o), 2, "{flag} {value}");
+        assert!(stderr(&o).contains(says), "{flag}: {}", stderr(&o));
+    }
+}

@@ -34,6 +34,127 @@ use tokio::sync::Notify;
 
 use crate::store::{AuditRecord, StoreError, insert_audit_rows};
 
+/// What to read of the audit log (`toolshed audit`, `GET /api/v1/audit`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only calls of tools matching this glob (`workspace_*`; a plain name matches itself).
+    pub tool: Option<String>,
+    /// Only calls of owners matching this glob (`alice`, `alice/*`).
+    pub owner: Option<String>,
+    /// Only calls started at or after this time (milliseconds since the Unix epoch).
+    pub since_ms: Option<i64>,
+    /// Only this outcome: `ok`, `tool_error` or `error`.
+    pub outcome: Option<String>,
+    /// Only rows older than this row id: the cursor a previous page returned.
+    pub before: Option<i64>,
+    /// The most rows on the page.
+    pub limit: usize,
+}
+
+/// The most rows one page of the audit log holds.
+pub const MAX_AUDIT_PAGE: usize = 1000;
+
+/// The outcomes an audit row may have.
+pub const OUTCOMES: [&str; 3] = ["ok", "tool_error", "error"];
+
+/// One audit row with its id.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AuditRow {
+    /// The row id: rows are numbered in the order they were written.
+    pub id: i64,
+    /// The row.
+    #[serde(flatten)]
+    pub record: AuditRecord,
+}
+
+/// A page of the audit log, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AuditPage {
+    /// The rows.
+    pub rows: Vec<AuditRow>,
+    /// Pass as the cursor to read the next (older) page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl AuditQuery {
+    /// Checks the limit, outcome and cursor as a person or client gave them, naming the
+    /// value and what to give instead.
+    pub fn checked(
+        mut self,
+        cursor: Option<&str>,
+        since: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Self, String> {
+        if !(1..=MAX_AUDIT_PAGE).contains(&self.limit) {
+            return Err(format!(
+                "limit {} is out of range: give 1 to {MAX_AUDIT_PAGE}",
+                self.limit
+            ));
+        }
+        if let Some(outcome) = &self.outcome
+            && !OUTCOMES.contains(&outcome.as_str())
+        {
+            return Err(format!(
+                "outcome `{outcome}` is not one of {}",
+                OUTCOMES.join(", ")
+            ));
+        }
+        if let Some(cursor) = cursor {
+            self.before = Some(cursor.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(
+                || format!("cursor `{cursor}` is not one this log gave: pass the `next_cursor` of the previous page"),
+            )?);
+        }
+        if let Some(since) = since {
+            self.since_ms = Some(parse_since(since, now_ms)?);
+        }
+        Ok(self)
+    }
+}
+
+/// `ms` (since the Unix epoch) as a local time a person reads: `2026-12-02 09:15:04`.
+pub fn local_time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map_or_else(
+        |_| ms.to_string(),
+        |t| {
+            t.to_zoned_datetime(jiff::tz::TimeZone::system())
+                .strftime("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        },
+    )
+}
+
+/// A point in time for `since`: a duration back from now (`90s`, `15m`, `2h`, `7d`), an
+/// RFC 3339 time (`2026-12-01T09:00:00Z`) or milliseconds since the Unix epoch.
+pub fn parse_since(text: &str, now_ms: i64) -> Result<i64, String> {
+    let text = text.trim();
+    let unit_ms = match text.chars().last() {
+        Some('s') => Some(1_000),
+        Some('m') => Some(60_000),
+        Some('h') => Some(3_600_000),
+        Some('d') => Some(86_400_000),
+        _ => None,
+    };
+    if let Some(unit_ms) = unit_ms
+        && let Ok(n) = text[..text.len() - 1].parse::<i64>()
+        && n >= 0
+    {
+        return Ok(now_ms.saturating_sub(n.saturating_mul(unit_ms)));
+    }
+    if let Ok(ms) = text.parse::<i64>()
+        && ms >= 0
+    {
+        return Ok(ms);
+    }
+    text.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .map_err(|_| {
+            format!(
+                "since `{text}` is not a time: give a duration back from now (`30m`, `2h`, \
+                 `7d`), an RFC 3339 time (`2026-12-01T09:00:00Z`) or milliseconds since 1970"
+            )
+        })
+}
+
 /// How long the writer waits for more rows after the first row of a batch.
 pub(crate) const LINGER: Duration = Duration::from_millis(5);
 

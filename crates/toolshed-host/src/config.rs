@@ -431,6 +431,67 @@ pub struct LoadedConfig {
     pub sources: BTreeMap<String, String>,
 }
 
+/// The commented starter config `toolshed config init` writes: every setting commented
+/// out at its default.
+pub const STARTER: &str = include_str!("config_starter.toml");
+
+/// One setting in force, for `toolshed config show`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Setting {
+    /// The dotted key: `limits.default_timeout_ms`.
+    pub key: String,
+    /// Its value.
+    pub value: serde_json::Value,
+    /// The layer that set it (a file path or `environment (NAME)`), or `default`.
+    pub source: String,
+}
+
+impl LoadedConfig {
+    /// Every leaf setting in force, in the config's order, with the layer that set it.
+    pub fn settings(&self) -> Vec<Setting> {
+        let mut out = Vec::new();
+        if let Ok(value) = serde_json::to_value(&self.config) {
+            self.flatten(&value, "", &mut out);
+        }
+        out
+    }
+
+    fn flatten(&self, value: &serde_json::Value, prefix: &str, out: &mut Vec<Setting>) {
+        match value {
+            serde_json::Value::Object(map) if !map.is_empty() => {
+                for (key, inner) in map {
+                    let dotted = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    self.flatten(inner, &dotted, out);
+                }
+            }
+            serde_json::Value::Null => {}
+            _ => out.push(Setting {
+                key: prefix.to_string(),
+                value: value.clone(),
+                source: self.source_of(prefix),
+            }),
+        }
+    }
+
+    /// The layer that set `key` or the nearest table holding it (`default` if none did).
+    fn source_of(&self, key: &str) -> String {
+        let mut key = key;
+        loop {
+            if let Some(source) = self.sources.get(key) {
+                return source.clone();
+            }
+            match key.rsplit_once('.') {
+                Some((parent, _)) => key = parent,
+                None => return "default".into(),
+            }
+        }
+    }
+}
+
 /// Half of the machine's memory in MiB (0 when it cannot be read: no limit).
 fn half_of_memory_mb() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
@@ -622,7 +683,9 @@ fn record_sources(
             format!("{prefix}.{key}")
         };
         match value {
-            toml::Value::Table(inner) if !inner.is_empty() => {
+            // An empty table sets nothing (a starter config's `[log]` with every key
+            // commented out).
+            toml::Value::Table(inner) => {
                 record_sources(inner, &dotted, source, sources);
             }
             _ => {
@@ -914,6 +977,62 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }
+    }
+
+    /// Every setting line of the starter, uncommented, is a known key with a valid value.
+    #[test]
+    fn the_starter_config_names_only_real_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let uncommented: String = STARTER
+            .lines()
+            .map(|line| match line.strip_prefix('#') {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                {
+                    rest
+                }
+                _ => line,
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert!(uncommented.contains("\n[[policy.rule]]\n"), "{uncommented}");
+        std::fs::write(dir.path().join("user.toml"), &uncommented).unwrap();
+        let loaded = sources(dir.path(), &[]).load().unwrap();
+        assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+        assert_eq!(loaded.config.policy.rule.len(), 1);
+        assert_eq!(loaded.config.quotas.len(), 1);
+        assert_eq!(loaded.config.hooks.pre_tool_use.len(), 1);
+        // As written (all commented out) it changes nothing.
+        std::fs::write(dir.path().join("user.toml"), STARTER).unwrap();
+        let loaded = sources(dir.path(), &[]).load().unwrap();
+        assert_eq!(loaded.config, Config::default());
+        assert!(loaded.widening.is_empty(), "{:?}", loaded.widening);
+    }
+
+    #[test]
+    fn settings_name_the_layer_that_set_each_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("toolshed.toml"),
+            "[limits]\ndefault_timeout_ms = 1000\n[review]\ndeny = [\"a*\"]\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("user.toml"), "[limits]\ndefault_timeout_ms = 2000\n").unwrap();
+        let loaded = sources(dir.path(), &[("TOOLSHED_LOG__LEVEL", "info")])
+            .load()
+            .unwrap();
+        let settings = loaded.settings();
+        let find = |key: &str| settings.iter().find(|s| s.key == key).unwrap().clone();
+        let timeout = find("limits.default_timeout_ms");
+        assert_eq!(timeout.value, serde_json::json!(2000));
+        assert!(timeout.source.ends_with("user.toml"), "{timeout:?}");
+        assert!(find("review.deny").source.ends_with("toolshed.toml"));
+        assert_eq!(find("log.level").source, "environment (TOOLSHED_LOG__LEVEL)");
+        assert_eq!(find("limits.max_timeout_ms").source, "default");
+        assert_eq!(find("server.bind").value, serde_json::json!("127.0.0.1"));
     }
 
     #[test]

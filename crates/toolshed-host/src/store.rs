@@ -694,28 +694,70 @@ impl StateStore {
 
     /// The newest audit rows, newest first, queued rows included.
     pub fn recent_audit(&self, limit: usize) -> Result<Vec<AuditRecord>, StoreError> {
+        let query = crate::audit::AuditQuery {
+            limit,
+            ..Default::default()
+        };
+        Ok(self
+            .audit_page(&query)?
+            .rows
+            .into_iter()
+            .map(|row| row.record)
+            .collect())
+    }
+
+    /// One page of the audit log, newest first, queued rows included: the rows `query`
+    /// selects, and the cursor of the next (older) page when there are more.
+    pub fn audit_page(
+        &self,
+        query: &crate::audit::AuditQuery,
+    ) -> Result<crate::audit::AuditPage, StoreError> {
         self.flush_audit();
         self.with(|c| {
-            let mut stmt = c.prepare(
-                "SELECT ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
-                 error_kind, duration_ms, approval FROM audit ORDER BY id DESC LIMIT ?1",
+            let mut stmt = c.prepare_cached(
+                "SELECT id, ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
+                 error_kind, duration_ms, approval FROM audit
+                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR owner GLOB ?2)
+                   AND (?3 IS NULL OR ts_ms >= ?3) AND (?4 IS NULL OR id < ?4)
+                   AND (?5 IS NULL OR outcome = ?5)
+                 ORDER BY id DESC LIMIT ?6",
             )?;
-            let rows = stmt.query_map([limit as i64], |r| {
-                Ok(AuditRecord {
-                    ts_ms: r.get(0)?,
-                    call_id: r.get(1)?,
-                    owner: r.get(2)?,
-                    door: r.get(3)?,
-                    tool: r.get(4)?,
-                    plugin: r.get(5)?,
-                    args_sha256: r.get(6)?,
-                    outcome: r.get(7)?,
-                    error_kind: r.get(8)?,
-                    duration_ms: r.get(9)?,
-                    approval: r.get(10)?,
-                })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let mut rows = stmt
+                .query_map(
+                    params![
+                        query.tool,
+                        query.owner,
+                        query.since_ms,
+                        query.before,
+                        query.outcome,
+                        query.limit.saturating_add(1) as i64
+                    ],
+                    |r| {
+                        Ok(crate::audit::AuditRow {
+                            id: r.get(0)?,
+                            record: AuditRecord {
+                                ts_ms: r.get(1)?,
+                                call_id: r.get(2)?,
+                                owner: r.get(3)?,
+                                door: r.get(4)?,
+                                tool: r.get(5)?,
+                                plugin: r.get(6)?,
+                                args_sha256: r.get(7)?,
+                                outcome: r.get(8)?,
+                                error_kind: r.get(9)?,
+                                duration_ms: r.get(10)?,
+                                approval: r.get(11)?,
+                            },
+                        })
+                    },
+                )?
+                .collect::<Result<Vec<_>, _>>()?;
+            let more = rows.len() > query.limit;
+            rows.truncate(query.limit);
+            let next_cursor = more
+                .then(|| rows.last().map(|row| row.id.to_string()))
+                .flatten();
+            Ok(crate::audit::AuditPage { rows, next_cursor })
         })
     }
 }

@@ -144,31 +144,49 @@ async fn decide(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditFilter {
-    /// How many of the newest rows (1 to 1000; default 100).
+    /// How many rows (1 to 1000; default 100).
     #[serde(default = "default_audit_limit")]
     pub limit: usize,
+    /// Only calls of tools matching this glob.
+    pub tool: Option<String>,
+    /// Only calls of owners matching this glob.
+    pub owner: Option<String>,
+    /// Only calls since then: `30m`, `2h`, `7d`, an RFC 3339 time or epoch milliseconds.
+    pub since: Option<String>,
+    /// Only this outcome: `ok`, `tool_error`, `error`.
+    pub outcome: Option<String>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 fn default_audit_limit() -> usize {
     100
 }
 
-/// `GET /audit`: the newest audit rows, approvals with who answered included.
+/// `GET /audit`: audit rows newest first, approvals with who answered included, filtered
+/// and paged (`next_cursor`).
 pub async fn audit(
     State(state): State<AppState>,
     filter: Result<Query<AuditFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query(filter)?;
-    if !(1..=1000).contains(&filter.limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit = {} is out of range: give 1 to 1000",
-            filter.limit
-        )));
+    let wanted = toolshed_host::AuditQuery {
+        tool: filter.tool,
+        owner: filter.owner,
+        outcome: filter.outcome,
+        limit: filter.limit,
+        ..Default::default()
     }
-    let rows = state
-        .host
-        .store()
-        .recent_audit(filter.limit)
+    .checked(
+        filter.cursor.as_deref(),
+        filter.since.as_deref(),
+        toolshed_host::now_ms(),
+    )
+    .map_err(ApiError::bad_request)?;
+    let store = state.host.store().clone();
+    let page = tokio::task::spawn_blocking(move || store.audit_page(&wanted))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map_err(failed)?;
-    Ok(Json(json!({ "audit": rows })))
+    Ok(Json(json!({ "audit": page.rows, "next_cursor": page.next_cursor })))
 }

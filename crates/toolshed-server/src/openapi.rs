@@ -240,10 +240,15 @@ fn operations() -> Vec<Op> {
             .respond("500", error_response("A bug in toolshed"))
             .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
             .respond("504", error_response("The call's deadline passed")),
-        op("GET", "/audit", "listAudit", "The newest audit rows: every call with its owner, door, outcome and, when it needed one, how its approval ended and who answered")
+        op("GET", "/audit", "listAudit", "Audit rows, newest first and paged: every call with its owner, door, outcome and, when it needed one, how its approval ended and who answered")
             .param(query_param("limit", "How many rows (1 to 1000; default 100)", json!({"type": "integer", "minimum": 1, "maximum": 1000})))
-            .respond("200", json_response("The rows, newest first", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}}})))
-            .respond("400", error_response("limit is out of range")),
+            .param(query_param("tool", "Only calls of tools matching this glob (workspace_*)", json!({"type": "string"})))
+            .param(query_param("owner", "Only calls of owners matching this glob (alice, alice/*)", json!({"type": "string"})))
+            .param(query_param("since", "Only calls since then: 30m, 2h, 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string"})))
+            .param(query_param("outcome", "Only this outcome", json!({"type": "string", "enum": ["ok", "tool_error", "error"]})))
+            .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string"})))
+            .respond("200", json_response("The rows, newest first; next_cursor leads to older rows", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}})))
+            .respond("400", error_response("limit is out of range, or since, outcome or cursor is not valid")),
         op("GET", "/approvals", "listApprovals", "Calls waiting for a person's approval (with all=true, recent answered and expired requests too)")
             .param(query_param("all", "Also the answered and expired requests", json!({"type": "boolean"})))
             .respond("200", json_response("The requests, newest first", json!({"type": "object", "required": ["approvals"], "properties": {"approvals": {"type": "array", "items": schema_ref("Approval")}}}))),

@@ -1,7 +1,9 @@
 //! One module per command.
 
 pub mod approvals;
+pub mod audit;
 pub mod call;
+pub mod config;
 pub mod doctor;
 pub mod mcp;
 pub mod plugins;
