@@ -360,7 +360,10 @@ fn bash_completes_subcommands_from_the_generated_script() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
     assert_eq!(lines[0].trim(), "audit", "{lines:?}");
-    assert!(lines[1].contains("init") && lines[1].contains("show"), "{lines:?}");
+    assert!(
+        lines[1].contains("init") && lines[1].contains("show"),
+        "{lines:?}"
+    );
     for shell in ["zsh", "fish"] {
         let o = env.bare().args(["completions", shell]).output().unwrap();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -380,8 +383,11 @@ fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source(
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("#default_timeout_ms = 60000"), "{text}");
     // Never overwritten by accident.
-    std::fs::write(&file, text.replace("#default_timeout_ms = 60000", "default_timeout_ms = 5000"))
-        .unwrap();
+    std::fs::write(
+        &file,
+        text.replace("#default_timeout_ms = 60000", "default_timeout_ms = 5000"),
+    )
+    .unwrap();
     let o = env.bare().args(["config", "init"]).output().unwrap();
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
@@ -390,7 +396,10 @@ fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source(
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 
-    env.write("toolshed.toml", "[review]\ndeny = [\"calc*\"]\n[web]\nallow = [\"10.0.0.0/8\"]\n");
+    env.write(
+        "toolshed.toml",
+        "[review]\ndeny = [\"calc*\"]\n[web]\nallow = [\"10.0.0.0/8\"]\n",
+    );
     let o = env
         .cmd(&["config", "show"])
         .env("TOOLSHED_LOG__LEVEL", "info")
@@ -405,10 +414,19 @@ fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source(
             .to_string()
     };
     assert!(line("limits.default_timeout_ms").contains("5000"));
-    assert!(line("limits.default_timeout_ms").ends_with("# ~/.config/toolshed/config.toml"), "{out}");
-    assert!(line("limits.max_timeout_ms").ends_with("# default"), "{out}");
+    assert!(
+        line("limits.default_timeout_ms").ends_with("# ~/.config/toolshed/config.toml"),
+        "{out}"
+    );
+    assert!(
+        line("limits.max_timeout_ms").ends_with("# default"),
+        "{out}"
+    );
     assert!(line("review.deny").ends_with("toolshed.toml"), "{out}");
-    assert!(line("log.level").ends_with("# environment (TOOLSHED_LOG__LEVEL)"), "{out}");
+    assert!(
+        line("log.level").ends_with("# environment (TOOLSHED_LOG__LEVEL)"),
+        "{out}"
+    );
     assert!(line("web.allow").contains("[]"), "{out}");
     assert!(out.contains("ignored: `web.allow`"), "{out}");
 
@@ -428,13 +446,22 @@ fn the_audit_log_reads_filtered_and_paged_from_the_command_line() {
     let env = Env::new();
     let o = env.run(&["audit"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(stdout(&o).contains("no calls recorded yet"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("no calls recorded yet"),
+        "{}",
+        stdout(&o)
+    );
     for expression in ["1+1", "2+2", "3+3"] {
         let args = format!(r#"{{"expression":"{expression}"}}"#);
         assert_eq!(code(&env.run(&["call", "calculator", "--args", &args])), 0);
     }
     // A call that fails: an unknown path.
-    env.run(&["call", "workspace_read", "--args", r#"{"path":"missing.txt"}"#]);
+    env.run(&[
+        "call",
+        "workspace_read",
+        "--args",
+        r#"{"path":"missing.txt"}"#,
+    ]);
 
     let o = env.run(&["audit"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -453,7 +480,10 @@ fn the_audit_log_reads_filtered_and_paged_from_the_command_line() {
     let first = page(&["--tool", "calc*", "--limit", "2", "--since", "1h"]);
     let rows = first["audit"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r["tool"] == "calculator" && r["outcome"] == "ok"));
+    assert!(
+        rows.iter()
+            .all(|r| r["tool"] == "calculator" && r["outcome"] == "ok")
+    );
     let cursor = first["next_cursor"].as_str().unwrap().to_string();
     let second = page(&["--tool", "calc*", "--limit", "2", "--cursor", &cursor]);
     assert_eq!(second["audit"].as_array().unwrap().len(), 1);

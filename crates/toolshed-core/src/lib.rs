@@ -24,6 +24,7 @@ mod output;
 mod plugin;
 mod ports;
 mod spec;
+pub mod suggest;
 
 pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};

@@ -1020,7 +1020,11 @@ mod tests {
             "[limits]\ndefault_timeout_ms = 1000\n[review]\ndeny = [\"a*\"]\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("user.toml"), "[limits]\ndefault_timeout_ms = 2000\n").unwrap();
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[limits]\ndefault_timeout_ms = 2000\n",
+        )
+        .unwrap();
         let loaded = sources(dir.path(), &[("TOOLSHED_LOG__LEVEL", "info")])
             .load()
             .unwrap();
@@ -1030,7 +1034,10 @@ mod tests {
         assert_eq!(timeout.value, serde_json::json!(2000));
         assert!(timeout.source.ends_with("user.toml"), "{timeout:?}");
         assert!(find("review.deny").source.ends_with("toolshed.toml"));
-        assert_eq!(find("log.level").source, "environment (TOOLSHED_LOG__LEVEL)");
+        assert_eq!(
+            find("log.level").source,
+            "environment (TOOLSHED_LOG__LEVEL)"
+        );
         assert_eq!(find("limits.max_timeout_ms").source, "default");
         assert_eq!(find("server.bind").value, serde_json::json!("127.0.0.1"));
     }

@@ -54,7 +54,9 @@ mod secrets;
 mod store;
 mod suggest;
 
-pub use audit::{AuditPage, AuditQuery, AuditRow, MAX_AUDIT_PAGE, OUTCOMES, local_time, parse_since};
+pub use audit::{
+    AuditPage, AuditQuery, AuditRow, MAX_AUDIT_PAGE, OUTCOMES, local_time, parse_since,
+};
 pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{CANCEL_GRACE, CallRequest, CallResult, Dispatcher, MAX_VIOLATIONS};

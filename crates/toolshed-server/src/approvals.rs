@@ -188,5 +188,7 @@ pub async fn audit(
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map_err(failed)?;
-    Ok(Json(json!({ "audit": page.rows, "next_cursor": page.next_cursor })))
+    Ok(Json(
+        json!({ "audit": page.rows, "next_cursor": page.next_cursor }),
+    ))
 }

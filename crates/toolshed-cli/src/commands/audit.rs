@@ -64,7 +64,9 @@ pub async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Failure> {
     out!(
         "{}",
         table(
-            &["TIME", "OWNER", "DOOR", "TOOL", "OUTCOME", "TOOK", "APPROVAL"],
+            &[
+                "TIME", "OWNER", "DOOR", "TOOL", "OUTCOME", "TOOK", "APPROVAL"
+            ],
             &rows
         )
     );

@@ -24,11 +24,13 @@ pub fn run(global: &GlobalArgs, command: ConfigCommand) -> Result<(), Failure> {
 fn init(path: Option<PathBuf>, force: bool) -> Result<(), Failure> {
     let path = match path {
         Some(path) => path,
-        None => user_config_dir().map(|dir| dir.join("config.toml")).ok_or_else(|| {
-            Failure::Usage(
-                "cannot tell where your config goes: HOME is not set; pass --path FILE".into(),
-            )
-        })?,
+        None => user_config_dir()
+            .map(|dir| dir.join("config.toml"))
+            .ok_or_else(|| {
+                Failure::Usage(
+                    "cannot tell where your config goes: HOME is not set; pass --path FILE".into(),
+                )
+            })?,
     };
     if path.exists() && !force {
         return Err(Failure::Usage(format!(
@@ -37,9 +39,8 @@ fn init(path: Option<PathBuf>, force: bool) -> Result<(), Failure> {
         )));
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Failure::Runtime(format!("cannot create {}: {e}", dir.display()))
-        })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", dir.display())))?;
     }
     // Written whole to a temporary file beside it, then renamed: never half a config.
     let tmp = path.with_extension("toml.tmp");

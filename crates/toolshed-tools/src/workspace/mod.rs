@@ -21,6 +21,7 @@ mod edit_tool;
 pub mod engine;
 mod files;
 mod ledger;
+mod near;
 mod patch_tool;
 mod read;
 mod search_tools;
@@ -85,7 +86,18 @@ impl Tool for WorkspaceTool {
             cancel: Cancel::new(flag.clone()),
         };
         let handler = self.handler;
-        let mut work = tokio::task::spawn_blocking(move || handler(&env, args));
+        let mut work = tokio::task::spawn_blocking(move || {
+            let asked = ["path", "from"]
+                .iter()
+                .find_map(|key| args.get(key).and_then(Value::as_str).map(String::from));
+            match handler(&env, args) {
+                Err(ToolError::NotFound(message)) => {
+                    let near = asked.map_or_else(Vec::new, |p| near::near_paths(&env, &p));
+                    Err(ToolError::NotFound(near::with_near(message, &near)))
+                }
+                other => other,
+            }
+        });
         // The blocking work cannot await the token: cancellation while it runs raises the
         // flag it polls, and the work is still awaited so it ends before the call does.
         let joined = tokio::select! {

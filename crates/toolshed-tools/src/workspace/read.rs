@@ -13,8 +13,12 @@ use super::spec::ReadArgs;
 pub(super) const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
 /// The largest image returned.
 pub(super) const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
-/// The most output bytes of one call.
+/// The most output bytes of one call that names a `limit`.
 pub(super) const OUTPUT_CAP: usize = 256 * 1024;
+/// The most output bytes of one call that names no `limit`: about 12k tokens, what a
+/// model can take in one turn without crowding out its work (a big log read whole was
+/// 40k tokens). The reply says how to read on.
+pub(super) const DEFAULT_OUTPUT_CAP: usize = 50 * 1024;
 /// Longer lines are cut.
 pub(super) const LINE_CAP: usize = 2000;
 /// Lines returned when no limit is given.
@@ -125,7 +129,10 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     let offset = args.offset;
-    let limit = args.limit;
+    let (limit, cap) = match args.limit {
+        Some(limit) => (limit, OUTPUT_CAP),
+        None => (DEFAULT_LIMIT, DEFAULT_OUTPUT_CAP),
+    };
     if total == 0 {
         return Ok(ToolOutput::text_and_structured(
             format!("`{}` is empty (0 lines)", args.path),
@@ -150,14 +157,14 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
         .take(limit)
         .map(|l| l.len() + width + 2)
         .sum();
-    let mut out = String::with_capacity(shown.min(OUTPUT_CAP) + 128);
+    let mut out = String::with_capacity(shown.min(cap) + 128);
     let mut last = offset - 1;
     for (i, line) in lines.iter().enumerate().skip(offset - 1).take(limit) {
         let start = out.len();
         let _ = write!(out, "{:>width$}\t", i + 1);
         push_cut_line(&mut out, line);
         out.push('\n');
-        if out.len() > OUTPUT_CAP && last >= offset {
+        if out.len() > cap && last >= offset {
             out.truncate(start);
             break;
         }
@@ -165,10 +172,16 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
     }
     let truncated = last < total;
     if truncated {
-        out.push_str(&format!(
-            "[truncated — lines {offset}-{last} of {total} shown; continue with offset={}]\n",
-            last + 1
-        ));
+        let _ = writeln!(
+            out,
+            "[truncated — lines {offset}-{last} of {total} shown; continue with offset={}{}]",
+            last + 1,
+            if args.limit.is_none() {
+                ", or find the lines you need with workspace_grep"
+            } else {
+                ""
+            }
+        );
     }
     Ok(ToolOutput::text_and_structured(
         out,

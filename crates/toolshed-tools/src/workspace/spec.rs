@@ -218,10 +218,6 @@ fn one() -> usize {
     1
 }
 
-fn default_limit() -> usize {
-    DEFAULT_LIMIT
-}
-
 /// The arguments of `workspace_read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -232,10 +228,10 @@ pub(super) struct ReadArgs {
     #[serde(default = "one")]
     #[schemars(range(min = 1))]
     pub(super) offset: usize,
-    /// The most lines to return
-    #[serde(default = "default_limit")]
-    #[schemars(range(min = 1, max = MAX_ITEMS))]
-    pub(super) limit: usize,
+    /// The most lines to return. Without it, at most 2000 lines and 50 KB come back (the reply says how to read on); with it, up to 256 KB
+    #[serde(default)]
+    #[schemars(with = "usize", range(min = 1, max = MAX_ITEMS), extend("default" = DEFAULT_LIMIT))]
+    pub(super) limit: Option<usize>,
 }
 
 /// The arguments of `workspace_write`.

@@ -66,6 +66,30 @@ async fn read_cuts_long_lines_and_caps_output() {
         "{}",
         &text[text.len() - 100..]
     );
+
+    // Without a limit, a big file comes back as what a model can take in one turn, and
+    // the reply says how to go on.
+    let out = h.ok("workspace_read", json!({"path": "big.txt"})).await;
+    let text = out.text_joined();
+    assert!(
+        text.len() <= super::read::DEFAULT_OUTPUT_CAP + 200,
+        "{}",
+        text.len()
+    );
+    assert!(text.len() > super::read::DEFAULT_OUTPUT_CAP - 200);
+    let next = out.structured.unwrap()["next_offset"].as_u64().unwrap();
+    assert!(
+        text.ends_with(&format!(
+            "continue with offset={next}, or find the lines you need with workspace_grep]\n"
+        )),
+        "{}",
+        &text[text.len() - 120..]
+    );
+    // A small file still comes back whole.
+    let small: String = (0..1500).map(|i| format!("line {i}\n")).collect();
+    h.put("small.txt", &small);
+    let out = h.ok("workspace_read", json!({"path": "small.txt"})).await;
+    assert_eq!(out.structured.unwrap()["truncated"], json!(false));
 }
 
 #[tokio::test]
@@ -387,4 +411,34 @@ async fn cancelling_a_call_raises_the_flag_its_blocking_work_polls() {
     cancel.cancel();
     let out = call.await.unwrap().unwrap();
     assert_eq!(out.text_joined(), "saw the flag");
+}
+
+#[tokio::test]
+async fn a_missing_path_names_the_paths_it_was_probably_meant_to_be() {
+    let h = Harness::memory();
+    h.put("src/main.rs", "fn main() {}\n");
+    h.put("src/lib/context.rs", "\n");
+    h.put("README.md", "# hi\n");
+    let message = |e: toolshed_core::ToolError| match e {
+        toolshed_core::ToolError::NotFound(m) => m,
+        other => panic!("{other:?}"),
+    };
+    // A typo in the right directory.
+    let m = message(
+        h.err("workspace_read", json!({"path": "src/mian.rs"}))
+            .await,
+    );
+    assert!(m.ends_with("did you mean `src/main.rs`?"), "{m}");
+    // The right name in the wrong directory.
+    let m = message(h.err("workspace_stat", json!({"path": "context.rs"})).await);
+    assert!(m.contains("`src/lib/context.rs`"), "{m}");
+    // Another case.
+    let m = message(h.err("workspace_read", json!({"path": "readme.md"})).await);
+    assert!(m.contains("`README.md`"), "{m}");
+    // Nothing near: the plain message.
+    let m = message(
+        h.err("workspace_read", json!({"path": "nothing/like/it.txt"}))
+            .await,
+    );
+    assert!(m.ends_with("does not exist"), "{m}");
 }

@@ -177,7 +177,8 @@ fn suggest_zone(name: &str) -> Option<String> {
         let candidate = candidate.as_str();
         let lower = candidate.to_ascii_lowercase();
         let city = lower.rsplit('/').next().unwrap_or(&lower);
-        let distance = edit_distance(&lower, &wanted).min(edit_distance(city, &wanted_city));
+        let distance = toolshed_core::suggest::edit_distance(&lower, &wanted)
+            .min(toolshed_core::suggest::edit_distance(city, &wanted_city));
         // Allow about one typo per three letters, so `Tokio` finds `Asia/Tokyo` but short
         // names don't match everything.
         let allowed = (wanted_city.chars().count() / 3).min(2);
@@ -186,25 +187,6 @@ fn suggest_zone(name: &str) -> Option<String> {
         }
     }
     best.map(|(_, name)| name)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// Reads an instant in any accepted form. A civil time (no offset, no zone) and unix
