@@ -120,9 +120,10 @@
 //! ## Errors
 //!
 //! - A thrown value or rejected promise → `ToolError::Failed` with the error's message
-//!   (prefixed by its name unless plain `Error`) and the first stack line, e.g.
-//!   `TypeError: x is not a function (at run (main.js:12:9))`. Stack lines name the entry by
-//!   its path inside the plugin, never a host path.
+//!   (prefixed by its name unless plain `Error`), e.g. `TypeError: x is not a function`.
+//!   The first stack line (`at run (main.js:12:9)`, the entry named by its path inside the
+//!   plugin, never a host path) is logged at `info`, not shown to the caller: a model can
+//!   do nothing with the plugin's source positions. Load errors keep it in the message.
 //! - JavaScript running longer than [`JsLimits::cpu_per_call`] without awaiting →
 //!   `Failed`: "the plugin's code ran past its 5 s CPU limit ...". The budget starts again
 //!   each time the script resumes after a host promise settles.

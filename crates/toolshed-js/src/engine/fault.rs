@@ -71,14 +71,17 @@ pub(super) fn fault_to_error(
     req: &CallRequest,
 ) -> ToolError {
     match fault {
-        Fault::Threw(Thrown::Error(text)) => ToolError::Failed(text),
+        Fault::Threw(Thrown::Error(text)) => {
+            ToolError::Failed(without_location(text, plugin_id, req))
+        }
         Fault::Threw(Thrown::OutOfMemory) => ToolError::Failed(format!(
             "the plugin's code ran out of its {} memory limit and was stopped; its memory was reclaimed and the plugin stays usable. Retry with a smaller request",
             show_bytes(limits.memory_bytes)
         )),
         Fault::Threw(Thrown::StackOverflow(text)) => ToolError::Failed(format!(
-            "the plugin's code ran past its {} stack limit (recursion too deep) and was stopped: {text}",
-            show_bytes(limits.stack_bytes)
+            "the plugin's code ran past its {} stack limit (recursion too deep) and was stopped: {}",
+            show_bytes(limits.stack_bytes),
+            without_location(text, plugin_id, req)
         )),
         Fault::Stopped(Stop::Cpu) => ToolError::Failed(format!(
             "the plugin's code ran past its {} CPU limit without awaiting (an endless loop?) and was stopped; the plugin stays usable",
@@ -100,5 +103,55 @@ pub(super) fn fault_to_error(
         )),
         Fault::BadResult(text) => ToolError::Failed(text),
         Fault::Internal(text) => ToolError::Internal(text),
+    }
+}
+
+/// A thrown error's text without the stack line [`super::convert`] appends (`(at run
+/// (main.js:12:9))`): the model calling the tool can do nothing with the plugin's source
+/// positions. The plugin's author finds the line in the log (level `info`).
+fn without_location(text: String, plugin_id: &str, req: &CallRequest) -> String {
+    match split_location(&text) {
+        Some((message, at)) => {
+            tracing::info!(
+                plugin = plugin_id,
+                action = %req.action,
+                at,
+                "the plugin's code threw: {message}"
+            );
+            message.to_string()
+        }
+        None => text,
+    }
+}
+
+/// `message (at frame)` split in two, when the tail is a stack frame ending in a source
+/// position (`main.js:12:9`).
+fn split_location(text: &str) -> Option<(&str, &str)> {
+    let start = text.rfind(" (at ")?;
+    let at = text[start + 2..].strip_suffix(')')?;
+    let position = at.trim_end_matches(')');
+    let mut parts = position.rsplitn(3, ':');
+    let column = parts.next()?;
+    let line = parts.next()?;
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (numeric(column) && numeric(line) && parts.next().is_some()).then(|| (&text[..start], at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_location;
+
+    #[test]
+    fn the_stack_frame_is_split_off_only_when_it_is_one() {
+        assert_eq!(
+            split_location("the widget is broken (at run (main.js:4:15))"),
+            Some(("the widget is broken", "at run (main.js:4:15)"))
+        );
+        assert_eq!(
+            split_location("TypeError: x (at main.js:3:1)"),
+            Some(("TypeError: x", "at main.js:3:1"))
+        );
+        assert_eq!(split_location("see the manual (at page 4)"), None);
+        assert_eq!(split_location("no frame"), None);
     }
 }
