@@ -506,3 +506,61 @@ fn the_audit_log_reads_filtered_and_paged_from_the_command_line() {
         assert!(stderr(&o).contains(says), "{flag}: {}", stderr(&o));
     }
 }
+
+/// Whatever the deadline, a write's answer matches the file: a write that happened is never
+/// reported as timed out, and one reported as timed out did not happen.
+#[test]
+fn a_write_reported_as_timed_out_never_happened() {
+    let env = Env::new();
+    env.write("f.txt", "start\n");
+    let mut before = "start\n".to_string();
+    let (mut done, mut timed_out) = (0, 0);
+    for i in 0..16 {
+        let content = format!("version {i}\n{}", "x".repeat(i * 20_000));
+        let args = serde_json::json!({"path": "f.txt", "content": content}).to_string();
+        let timeout = ["1", "2", "3", "5"][i % 4];
+        // Edits follow a read of the current version.
+        assert_eq!(
+            code(&env.run(&[
+                "call",
+                "workspace_read",
+                "--args",
+                r#"{"path":"f.txt","limit":1}"#
+            ])),
+            0
+        );
+        let mut child = env
+            .cmd(&[
+                "call",
+                "workspace_write",
+                "--args",
+                "-",
+                "--timeout-ms",
+                timeout,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(args.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        let now = std::fs::read_to_string(env.workspace.path().join("f.txt")).unwrap();
+        if now == content {
+            assert_eq!(code(&o), 0, "written, yet: {}", stderr(&o));
+            done += 1;
+        } else {
+            assert_eq!(now, before, "neither the old nor the new content");
+            assert_eq!(code(&o), 1);
+            assert!(stderr(&o).contains("timeout"), "{}", stderr(&o));
+            timed_out += 1;
+        }
+        before = now;
+    }
+    eprintln!("{done} written, {timed_out} timed out");
+}

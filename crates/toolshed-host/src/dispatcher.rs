@@ -899,6 +899,13 @@ fn validate(entry: &ToolEntry, args: &Value, door: &str) -> Result<(), ToolError
 /// Runs the tool on its own task, so a panic is contained, and stops it at the deadline or
 /// on cancellation: the call's token is cancelled first (tools stop their children), then
 /// the task is aborted.
+///
+/// A tool that changes things and finishes its work although the deadline passed (or the
+/// caller cancelled) — a file write whose rename happened — is not reported as timed out:
+/// what it did stands, so its result is returned with a note saying it completed late, and
+/// the audit row records it as done. Tools that stop on their token answer `Cancelled` or
+/// an error, and a read-only tool's late answer may be partial (a search cut short): the
+/// call is then the timeout (or cancellation) it was.
 async fn run_with_deadline(
     entry: ToolEntry,
     ctx: CallContext,
@@ -908,30 +915,57 @@ async fn run_with_deadline(
     call_cancel: CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let name = entry.spec().name.clone();
+    let changes_things = !entry.spec().annotations.read_only;
     let tool = entry.tool.clone();
+    let started = Instant::now();
     let mut task = tokio::spawn(async move { tool.call(ctx, args).await });
-    let outcome = tokio::select! {
-        joined = &mut task => match joined {
+    let joined =
+        |joined: Result<Result<ToolOutput, ToolError>, tokio::task::JoinError>| match joined {
             Ok(result) => result,
             Err(e) if e.is_panic() => {
                 tracing::error!(tool = %name, "tool panicked");
-                Err(ToolError::Internal(format!("tool `{name}` crashed; this is a bug in the tool, please report it")))
+                Err(ToolError::Internal(format!(
+                    "tool `{name}` crashed; this is a bug in the tool, please report it"
+                )))
             }
             Err(_) => Err(ToolError::Cancelled),
-        },
-        _ = tokio::time::sleep(timeout) => Err(ToolError::Timeout(timeout)),
-        _ = caller_cancel.cancelled() => Err(ToolError::Cancelled),
+        };
+    let stopped = tokio::select! {
+        result = &mut task => return joined(result),
+        _ = tokio::time::sleep(timeout) => ToolError::Timeout(timeout),
+        _ = caller_cancel.cancelled() => ToolError::Cancelled,
     };
-    if !task.is_finished() {
-        // Let the tool see its token and clean up (kill its children, remove temp files)
-        // before the task is dropped.
-        call_cancel.cancel();
-        if tokio::time::timeout(CANCEL_GRACE, &mut task).await.is_err() {
+    // Let the tool see its token and clean up (kill its children, remove temp files) before
+    // the task is dropped; a tool that had already finished answers at once.
+    call_cancel.cancel();
+    let finished = match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
+        Ok(result) => joined(result),
+        Err(_) => {
             tracing::warn!(tool = %entry.spec().name, "tool ignored cancellation; aborting it");
             task.abort();
+            return Err(stopped);
         }
+    };
+    match finished {
+        Ok(mut output) if changes_things && !output.is_error => {
+            let took = started.elapsed().as_millis();
+            let note = match stopped {
+                ToolError::Timeout(limit) => format!(
+                    "[completed after its deadline: it took {took} ms of the {} ms allowed; \
+                     what it did stands]",
+                    limit.as_millis()
+                ),
+                _ => format!(
+                    "[completed although the call was cancelled ({took} ms); what it did stands]"
+                ),
+            };
+            output
+                .content
+                .push(toolshed_core::Content::Text { text: note });
+            Ok(output)
+        }
+        _ => Err(stopped),
     }
-    outcome
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -224,6 +224,50 @@ async fn timeout_cancels_the_tool_and_says_so() {
 }
 
 #[tokio::test]
+async fn a_change_that_completes_after_the_deadline_is_reported_done_not_timed_out() {
+    let late = |name: &str, read_only: bool| {
+        let mut spec = ToolSpec::new(name, "w");
+        spec.annotations.read_only = read_only;
+        tool(spec, Behaviour::FinishAfter(Duration::from_millis(150)))
+    };
+    let t = open(
+        vec![plugin(
+            "t.late",
+            vec![late("commit", false), late("look", true)],
+        )],
+        "",
+    )
+    .await;
+    let mut r = req("commit", json!({}));
+    r.timeout = Some(Duration::from_millis(30));
+    let out = t.host.call(r).await.result.unwrap();
+    let text = out.text_joined();
+    assert!(text.starts_with("committed"), "{text}");
+    assert!(
+        text.contains("completed after its deadline") && text.contains("of the 30 ms allowed"),
+        "{text}"
+    );
+    // A read-only tool's late answer may be partial: that call timed out.
+    let mut r = req("look", json!({}));
+    r.timeout = Some(Duration::from_millis(30));
+    assert_eq!(
+        t.host.call(r).await.result.unwrap_err().kind(),
+        ErrorKind::Timeout
+    );
+    // The audit log tells the same story.
+    let rows = t.host.store().recent_audit(2).unwrap();
+    assert_eq!(
+        (rows[0].tool.as_str(), rows[0].outcome.as_str()),
+        ("look", "error")
+    );
+    assert_eq!(rows[0].error_kind.as_deref(), Some("timeout"));
+    assert_eq!(
+        (rows[1].tool.as_str(), rows[1].outcome.as_str()),
+        ("commit", "ok")
+    );
+}
+
+#[tokio::test]
 async fn default_timeout_comes_from_config_and_zero_is_refused() {
     let observed = Arc::new(tokio::sync::Notify::new());
     let t = open(wait_plugin(observed), "[limits]\ndefault_timeout_ms = 30\n").await;

@@ -38,6 +38,9 @@ pub enum Behaviour {
     Config,
     /// Reports progress three times.
     Progress,
+    /// Takes this long without watching its token, then reports success: a change that
+    /// commits after the deadline.
+    FinishAfter(std::time::Duration),
 }
 
 pub struct TestTool {
@@ -67,6 +70,10 @@ impl Tool for TestTool {
                     ctx.progress.message(format!("step {i}"));
                 }
                 Ok(ToolOutput::text("done"))
+            }
+            Behaviour::FinishAfter(took) => {
+                tokio::time::sleep(*took).await;
+                Ok(ToolOutput::text("committed"))
             }
         }
     }
