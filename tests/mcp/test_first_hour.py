@@ -186,3 +186,30 @@ def test_rest_audit_is_filtered_and_paged(serve):
     assert status == 400 and "is not a time" in json.loads(body)["error"]["message"], body
     status, body, _ = http("GET", f"{api}/audit?colour=red", token)
     assert status == 400, body
+
+
+def test_a_scraper_token_reads_metrics_and_nothing_else(serve, toolshed_bin, home):
+    url, admin = serve()
+    api = url.removesuffix("/mcp") + "/api/v1"
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+
+    def token(*scopes):
+        args = [toolshed_bin, "token", "create", "--owner", "prometheus"]
+        for scope in scopes:
+            args += ["--scope", scope]
+        return subprocess.run(args, env=env, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+    scraper = token("metrics:read")
+    status, body, headers = http("GET", f"{api}/metrics", scraper)
+    assert status == 200 and "toolshed_uptime_seconds" in body, body
+    assert {k.lower(): v for k, v in headers.items()}["content-type"].startswith("text/plain")
+    for path in ("/plugins", "/tools", "/audit"):
+        status, body, _ = http("GET", f"{api}{path}", scraper)
+        assert status == 403 and "scope" in body, (path, body)
+    status, body, _ = http("POST", f"{api}/tools/calculator/execute", scraper, {"arguments": {"expression": "1"}})
+    assert status == 403, body
+    # An agent's token (default scopes) does not read the operator's metrics.
+    status, body, _ = http("GET", f"{api}/metrics", token())
+    assert status == 403 and "metrics:read" in body, body
+    status, _, _ = http("GET", f"{api}/metrics", admin)
+    assert status == 200

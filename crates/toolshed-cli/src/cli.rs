@@ -182,7 +182,8 @@ pub enum TokenCommand {
         #[arg(long, value_name = "NAME")]
         owner: String,
         /// What it may do (repeat, or comma-separate): tools:call, tools:list,
-        /// plugins:admin, approvals:answer, audit:read [default: tools:call,tools:list]
+        /// plugins:admin, approvals:answer, audit:read, metrics:read [default:
+        /// tools:call,tools:list]
         #[arg(long = "scope", value_name = "SCOPE", value_delimiter = ',')]
         scopes: Vec<String>,
         /// Stop working after this long: e.g. 90m, 12h, 30d

@@ -34,6 +34,7 @@ pub const SCOPES: &[&str] = &[
     "plugins:admin",
     "approvals:answer",
     "audit:read",
+    "metrics:read",
 ];
 
 /// The scopes of a token created without `--scope`.

@@ -426,6 +426,9 @@ impl RequestGuard {
                 "approvals:answer"
             } else if rest.starts_with("audit") {
                 "audit:read"
+            } else if rest.starts_with("metrics") {
+                // A Prometheus scraper's token needs nothing else.
+                "metrics:read"
             } else if rest.starts_with("plugins") {
                 if read { "tools:list" } else { "plugins:admin" }
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
