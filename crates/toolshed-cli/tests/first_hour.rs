@@ -337,6 +337,37 @@ fn the_catalog_says_which_tools_cannot_work_yet_and_they_answer_unconfigured() {
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("[unconfigured]"), "{}", stderr(&o));
     assert!(stderr(&o).contains("`url`"), "{}", stderr(&o));
+
+    // A reader of one web API without its network grant: unconfigured until granted.
+    let curated = |args: &[&str]| {
+        env.cmd(args)
+            .env(
+                "TOOLSHED_CURATED_DIR",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins"),
+            )
+            .output()
+            .unwrap()
+    };
+    let issue = r#"{"repo":"rust-lang/rust","number":1}"#;
+    let o = curated(&["call", "github_get_issue", "--args", issue]);
+    assert_eq!(code(&o), 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains("[unconfigured]") && err.contains("`api.github.com`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("toolshed plugins grant toolshed.github"),
+        "{err}"
+    );
+    assert_eq!(code(&curated(&["plugins", "grant", "toolshed.github"])), 0);
+    let o = curated(&["tools", "list", "--json"]);
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let github = tools
+        .iter()
+        .find(|t| t["name"] == "github_get_issue")
+        .unwrap();
+    assert_eq!(github["available"], true, "{github}");
 }
 
 #[test]

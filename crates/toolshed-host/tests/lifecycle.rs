@@ -97,7 +97,7 @@ async fn only_declared_capabilities_are_granted_and_grants_reach_the_plugin() {
     let f = open(true).await;
     let registry = f.host.registry();
     let info = registry.grants("acme.text").await.unwrap();
-    assert_eq!(info.declared, vec!["http:api.example.com", "fs-read:notes"]);
+    assert_eq!(info.declared, vec!["fs-read:notes"]);
     assert_eq!(info.wildcards, vec!["http"]);
     assert!(info.granted.is_empty());
 

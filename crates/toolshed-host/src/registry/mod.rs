@@ -150,6 +150,11 @@ impl Registry {
             return Some(why);
         }
         let id = &entry.plugin_id;
+        if entry.spec().annotations.open_world
+            && let Some(why) = self.read(|i| i.slot(id).and_then(ungranted_network))
+        {
+            return Some((why, Vec::new()));
+        }
         let required = self.read(|i| {
             i.slot(id).map_or(Vec::new(), |slot| {
                 slot.manifest
@@ -214,4 +219,33 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(_) => None,
     }
+}
+
+/// Why a sandboxed plugin's tools that reach outside (`openWorld`) cannot work yet for want
+/// of a network grant: its manifest names the hosts it talks to (a client of one web API),
+/// and none of them — nor any other host — has been granted. A plugin that declares only
+/// `*` (hosts from its config, such as a webhook notifier) is judged by its config instead.
+fn ungranted_network(slot: &state::Slot) -> Option<String> {
+    let loaded = slot.running()?.loaded.as_ref()?;
+    let named: Vec<&str> = slot
+        .manifest
+        .capabilities
+        .network
+        .iter()
+        .map(String::as_str)
+        .filter(|host| *host != "*")
+        .collect();
+    if named.is_empty() || !loaded.grants.http.is_empty() {
+        return None;
+    }
+    let id = slot.id();
+    Some(format!(
+        "plugin `{id}` may not reach the network yet: it needs {} granted; \
+         `toolshed plugins grant {id}` grants what it names",
+        named
+            .iter()
+            .map(|h| format!("`{h}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }

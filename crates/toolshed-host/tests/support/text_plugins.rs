@@ -88,7 +88,8 @@ version = "1.0.0"
 name = "Text"
 kind = "js"
 [capabilities]
-network = ["api.example.com", "*"]
+# Hosts from its config: its tools work without a network grant.
+network = ["*"]
 fs_read = ["notes"]
 [[config]]
 key = "colour"
