@@ -163,6 +163,10 @@ def test_a_fresh_install_lists_no_tool_that_answers_unconfigured(toolshed_bin, h
                 result = await client.call_tool(name, {})
                 text = " ".join(c.text for c in result.content if hasattr(c, "text"))
                 assert "unconfigured" not in text and "not configured" not in text, (name, text)
+            # Called by name anyway, a hidden tool says who can make it work.
+            result = await client.call_tool("webhook_send", {"text": "hi"})
+            text = result.content[0].text
+            assert result.is_error and "Only the person running toolshed" in text, text
 
     run(main())
 

@@ -407,7 +407,15 @@ impl Dispatcher {
                 message: format!("tool `{}` is not available to this caller", req.tool),
             });
         }
-        if let Some((message, variables)) = self.registry.unavailable(entry) {
+        if let Some((mut message, variables)) = self.registry.unavailable(entry) {
+            if req.door == "mcp" {
+                // A model cannot configure toolshed: say who can.
+                message = format!(
+                    "`{}` cannot be used yet: {message}. Only the person running toolshed \
+                     can change that; tell them if the task needs this tool",
+                    req.tool
+                );
+            }
             return Err(ToolError::Unconfigured { message, variables });
         }
         // 3. validate
