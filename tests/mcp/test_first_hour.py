@@ -192,6 +192,9 @@ def test_rest_audit_is_filtered_and_paged(serve):
     assert status == 400 and "is not a time" in json.loads(body)["error"]["message"], body
     status, body, _ = http("GET", f"{api}/audit?colour=red", token)
     assert status == 400, body
+    # A filter left blank (a form's empty field) is not given.
+    status, body, _ = http("GET", f"{api}/audit?since=&cursor=&tool=&limit=1", token)
+    assert status == 200 and len(json.loads(body)["audit"]) == 1, body
 
 
 def test_a_scraper_token_reads_metrics_and_nothing_else(serve, toolshed_bin, home):

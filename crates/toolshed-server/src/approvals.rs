@@ -170,18 +170,17 @@ pub async fn audit(
     filter: Result<Query<AuditFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query(filter)?;
+    // `?since=` from a form left blank means "not given".
+    let given = |value: Option<String>| value.filter(|v| !v.is_empty());
+    let (cursor, since) = (given(filter.cursor), given(filter.since));
     let wanted = toolshed_host::AuditQuery {
-        tool: filter.tool,
-        owner: filter.owner,
-        outcome: filter.outcome,
+        tool: given(filter.tool),
+        owner: given(filter.owner),
+        outcome: given(filter.outcome),
         limit: filter.limit,
         ..Default::default()
     }
-    .checked(
-        filter.cursor.as_deref(),
-        filter.since.as_deref(),
-        toolshed_host::now_ms(),
-    )
+    .checked(cursor.as_deref(), since.as_deref(), toolshed_host::now_ms())
     .map_err(ApiError::bad_request)?;
     let store = state.host.store().clone();
     let page = tokio::task::spawn_blocking(move || store.audit_page(&wanted))

@@ -244,9 +244,9 @@ fn operations() -> Vec<Op> {
             .param(query_param("limit", "How many rows (1 to 1000; default 100)", json!({"type": "integer", "minimum": 1, "maximum": 1000})))
             .param(query_param("tool", "Only calls of tools matching this glob (workspace_*)", json!({"type": "string"})))
             .param(query_param("owner", "Only calls of owners matching this glob (alice, alice/*)", json!({"type": "string"})))
-            .param(query_param("since", "Only calls since then: 30m, 2h, 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string"})))
+            .param(query_param("since", "Only calls since then: 30m, 2h, 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string", "pattern": "^([0-9]+[smhd]?|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)?$"})))
             .param(query_param("outcome", "Only this outcome", json!({"type": "string", "enum": ["ok", "tool_error", "error"]})))
-            .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string"})))
+            .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string", "pattern": "^([1-9][0-9]{0,17})?$"})))
             .respond("200", json_response("The rows, newest first; next_cursor leads to older rows", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}})))
             .respond("400", error_response("limit is out of range, or since, outcome or cursor is not valid")),
         op("GET", "/approvals", "listApprovals", "Calls waiting for a person's approval (with all=true, recent answered and expired requests too)")
