@@ -348,6 +348,40 @@ async fn piped_stdin_is_written_and_closed() {
 }
 
 #[tokio::test]
+async fn streamed_stdio_is_handed_over_and_stderr_is_still_kept() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let p = local(dir.path())
+        .spawn(
+            &SpawnRequest::new("sh")
+                .args(["-c", "echo starting >&2; cat"])
+                .stdin(Stdin::Stream),
+        )
+        .unwrap();
+    let stdio = p.take_stdio().expect("the pipes");
+    assert!(p.take_stdio().is_none(), "handed over once");
+    // Non-blocking as handed over; blocking is simpler for this test.
+    let blocking = |fd: &std::os::fd::OwnedFd| {
+        rustix::fs::fcntl_setfl(fd, rustix::fs::OFlags::empty()).unwrap();
+    };
+    blocking(&stdio.stdout);
+    blocking(&stdio.stdin);
+    let mut input = std::fs::File::from(stdio.stdin);
+    let mut output = std::fs::File::from(stdio.stdout);
+    input.write_all(b"a line\n").unwrap();
+    let mut buf = [0u8; 7];
+    output.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"a line\n");
+    // The backend neither reads stdout nor accepts writes: the pipes are the caller's.
+    assert!(p.write(b"x").is_err());
+    drop(input);
+    let exit = p.wait(LONG).await.unwrap();
+    assert_eq!(exit.status, ExitStatus::Code(0));
+    assert_eq!(p.snapshot(Stream::Stdout).total, 0);
+    assert_eq!(p.snapshot(Stream::Stderr).head, b"starting\n");
+}
+
+#[tokio::test]
 async fn stdin_is_closed_unless_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let p = local(dir.path()).spawn(&SpawnRequest::new("cat")).unwrap();

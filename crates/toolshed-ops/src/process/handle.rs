@@ -134,6 +134,17 @@ pub struct Process {
     program: String,
     started: SystemTime,
     inbound: Option<std::path::PathBuf>,
+    stdio: Mutex<Option<StreamStdio>>,
+}
+
+/// The child's standard output and input as pipes, for [`Stdin::Stream`](super::Stdin):
+/// both in non-blocking mode, closed on exec.
+#[derive(Debug)]
+pub struct StreamStdio {
+    /// Read the child's standard output here.
+    pub stdout: std::os::fd::OwnedFd,
+    /// Write the child's standard input here; dropping it is end of input.
+    pub stdin: std::os::fd::OwnedFd,
 }
 
 impl Process {
@@ -145,7 +156,20 @@ impl Process {
             program,
             started: SystemTime::now(),
             inbound: None,
+            stdio: Mutex::new(None),
         }
+    }
+
+    /// The handle holding the child's streamed stdio (see [`take_stdio`](Self::take_stdio)).
+    pub(crate) fn with_stdio(self, stdio: Option<StreamStdio>) -> Self {
+        *self.stdio.lock().unwrap_or_else(|e| e.into_inner()) = stdio;
+        self
+    }
+
+    /// The child's standard output and input pipes, once, when it was started with
+    /// [`Stdin::Stream`](super::Stdin); `None` otherwise or when already taken.
+    pub fn take_stdio(&self) -> Option<StreamStdio> {
+        self.stdio.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// The handle with `inbound`: see [`inbound`](Self::inbound).

@@ -64,7 +64,7 @@ use crate::error::OpsError;
 
 pub use env::{DEFAULT_PATH, FIXED_ENV, SECRET_MARKERS, clean_env, is_secret_name};
 pub use feed::{Input, ProcessControl, ProcessFeed, ProcessStart};
-pub use handle::{MAX_STDIN_QUEUE, Process};
+pub use handle::{MAX_STDIN_QUEUE, Process, StreamStdio};
 pub(crate) use handle::{ResizeHook, Shared, State, StdinState};
 pub(crate) use output::OutputBuffer;
 pub use output::{OutputChunk, OutputSnapshot};
@@ -97,6 +97,11 @@ pub enum Stdin {
     /// A pipe the caller writes to with [`Process::write`] and closes with
     /// [`Process::close_stdin`].
     Piped,
+    /// Standard input and output are pipes handed to the caller whole
+    /// ([`Process::take_stdio`]) rather than written and buffered by the backend: for a
+    /// protocol spoken over them (an MCP server). Standard error is kept as usual. A
+    /// backend that cannot hand pipes over refuses it.
+    Stream,
 }
 
 /// How much output is kept per stream.

@@ -460,7 +460,7 @@ impl ProcessOps for LocalProcessOps {
                 command
                     .stdin(match request.stdin {
                         Stdin::Closed => Stdio::null(),
-                        Stdin::Piped => Stdio::piped(),
+                        Stdin::Piped | Stdin::Stream => Stdio::piped(),
                     })
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
@@ -528,6 +528,26 @@ impl ProcessOps for LocalProcessOps {
             fail(what, e)
         };
 
+        // Streamed stdio goes to the caller; the supervisor keeps only stderr.
+        let (stdout, stdin, streamed) = match (request.stdin, &request.tty) {
+            (Stdin::Stream, Tty::No) => match (stdout, stdin) {
+                (Some(out), Some(input)) => {
+                    for fd in [&out, &input] {
+                        nonblocking(fd).map_err(|e| abandon(&tracker, "fcntl", &e))?;
+                    }
+                    (
+                        None,
+                        None,
+                        Some(crate::process::StreamStdio {
+                            stdout: out,
+                            stdin: input,
+                        }),
+                    )
+                }
+                _ => return Err(abandon(&tracker, "pipes", &"the child has no stdio pipes")),
+            },
+            _ => (stdout, stdin, None),
+        };
         let (out, err, input) = match master {
             Some(master) => {
                 let reader = master.try_clone();
@@ -617,7 +637,8 @@ impl ProcessOps for LocalProcessOps {
         }
         Ok(
             Process::new(shared, pid_raw, request.tty, request.program.clone())
-                .with_inbound(inbound_path),
+                .with_inbound(inbound_path)
+                .with_stdio(streamed),
         )
     }
 }
