@@ -52,8 +52,9 @@ pub enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
-    /// Serve MCP over stdio: add toolshed to Claude Code, Codex, Cursor or Goose this way
-    Mcp(McpArgs),
+    /// Serve MCP over stdio (add toolshed to Claude Code, Codex, Cursor or Goose this way),
+    /// or mount other MCP servers: `toolshed mcp add|list|remove`
+    Mcp(McpCommandArgs),
     /// Serve MCP over streamable HTTP at http://127.0.0.1:7070/mcp, behind a bearer token
     Serve(ServeArgs),
     /// Print the admin bearer token (generated on first use), or manage agent tokens
@@ -288,6 +289,53 @@ pub struct McpArgs {
     /// Use a named profile from the config to narrow the visible tools
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+}
+
+/// `toolshed mcp`: serve MCP on stdio, or manage the MCP servers toolshed mounts.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpCommandArgs {
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
+    #[command(flatten)]
+    pub serve: McpArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Mount an MCP server that runs over stdio: `toolshed mcp add memory -- npx -y @modelcontextprotocol/server-memory`
+    Add(McpAddArgs),
+    /// The mounted MCP servers, with their state and tools
+    List {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Unmount an MCP server (its plugin, config and secrets are removed)
+    Remove {
+        /// The server's name (or its plugin id, `mcp.NAME`)
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct McpAddArgs {
+    /// The server's name: its tools are mounted as NAME__TOOL, its plugin is `mcp.NAME`
+    pub name: String,
+    /// A variable for the server, KEY=VALUE (repeat). Values of names that look secret
+    /// (TOKEN, KEY, SECRET, PASSWORD) go to toolshed's secret store, not the plugin file
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// The sandbox mode it runs in: read-only, workspace-write or full-access [default: the
+    /// configured one]
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<String>,
+    /// Replace a server of the same name
+    #[arg(long)]
+    pub force: bool,
+    /// The command that runs the server, and its arguments (after `--`)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -96,7 +96,8 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
         .plugins(toolshed_tools::system_plugins)
-        .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)));
+        .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))
+        .loader(|services| Arc::new(toolshed_gateway::McpLoader::new(services.clone())));
     for dir in curated_dirs() {
         builder = builder.curated_dir(dir);
     }

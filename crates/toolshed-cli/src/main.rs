@@ -53,7 +53,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Servers handle calls in parallel on every core; one-shot commands start faster on
     // one thread.
-    let serves = matches!(cli.command, Command::Mcp(_) | Command::Serve(_));
+    let serves = matches!(
+        cli.command,
+        Command::Mcp(cli::McpCommandArgs { command: None, .. }) | Command::Serve(_)
+    );
     let mut builder = if serves {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder.max_blocking_threads(MAX_BLOCKING_THREADS);
@@ -106,9 +109,25 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         _ => {}
     }
     // The stdio door answers `initialize` while the host opens behind it.
-    if let Command::Mcp(args) = cli.command {
-        return commands::mcp::run(cli.global, args).await;
-    }
+    let cli = match cli.command {
+        Command::Mcp(cli::McpCommandArgs {
+            command: None,
+            serve,
+        }) => return commands::mcp::run(cli.global, serve).await,
+        Command::Mcp(cli::McpCommandArgs {
+            command: Some(command),
+            ..
+        }) => {
+            let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
+            let result = commands::gateway::run(&host, command).await;
+            host.shutdown().await;
+            return result;
+        }
+        command => Cli {
+            global: cli.global,
+            command,
+        },
+    };
     let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
     let result = match cli.command {
         Command::Tools {

@@ -33,8 +33,8 @@ pub use loader::{
     Grants, HttpClient, HttpRequest, HttpResponse, LoadRequest, NetPolicy, PluginLoader, ToolCaller,
 };
 pub use manifest::{
-    Capabilities, ConfigField, ConfigFieldType, EnvVar, PluginKind, PluginManifest, Requirement,
-    Translation, is_valid_plugin_id,
+    Capabilities, ConfigField, ConfigFieldType, EnvVar, McpServer, PluginKind, PluginManifest,
+    Requirement, Translation, is_valid_plugin_id,
 };
 pub use output::{Content, ToolOutput, counted};
 pub use plugin::{BuiltinPlugin, Health, Plugin, PluginError, SyncTool, Tool};

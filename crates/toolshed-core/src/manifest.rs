@@ -191,6 +191,43 @@ pub struct PluginManifest {
     /// What the plugin may touch.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// For kind `mcp`: the MCP server whose tools are mounted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpServer>,
+}
+
+/// An external MCP server mounted as a plugin (`[mcp]` in a manifest of kind `mcp`).
+///
+/// Values of `args` and `env` may name the plugin's config values as `${config.KEY}`
+/// (secrets included), so credentials live in toolshed's secret store, not in the file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServer {
+    /// The command that runs the server over stdio: a program on the `PATH` or a path.
+    pub command: String,
+    /// Its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set for it, on top of the clean environment every command gets.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory, relative to the workspace (default: the workspace root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The prefix of its tools' names (`<prefix>__<tool>`); default: the part of the
+    /// plugin id after `mcp.` (or the whole id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Stop the server after this many seconds without a call (0: keep it running); the
+    /// next call starts it again.
+    pub idle_timeout_secs: u64,
+    /// The sandbox mode it runs in (`read-only`, `workspace-write`, `full-access`); default:
+    /// the host's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// The longest the server may take to start and answer the handshake, in milliseconds
+    /// (0: 30 seconds).
+    pub start_timeout_ms: u64,
 }
 
 impl PluginManifest {
@@ -218,7 +255,26 @@ impl PluginManifest {
             env: Vec::new(),
             requirements: Vec::new(),
             capabilities: Capabilities::default(),
+            mcp: None,
         }
+    }
+}
+
+impl PluginManifest {
+    /// For kind `mcp`: its server, from the `[mcp]` table, else from `entry` read as a
+    /// command line (`entry = "npx -y @modelcontextprotocol/server-memory"`, split at
+    /// whitespace).
+    pub fn mcp_server(&self) -> Option<McpServer> {
+        if let Some(server) = &self.mcp {
+            return Some(server.clone());
+        }
+        let mut words = self.entry.as_deref()?.split_whitespace().map(String::from);
+        let command = words.next()?;
+        Some(McpServer {
+            command,
+            args: words.collect(),
+            ..McpServer::default()
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolshed_core::{ConfigFieldType, PluginManifest, ToolSpec, is_valid_plugin_id};
+use toolshed_core::{ConfigFieldType, PluginKind, PluginManifest, ToolSpec, is_valid_plugin_id};
 
 /// Manifest file names, in the order they are tried.
 pub const MANIFEST_NAMES: [&str; 6] = [
@@ -143,6 +143,46 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
     }
     if m.name.trim().is_empty() {
         return err("name", "is empty; give the plugin a display name".into());
+    }
+    if m.kind != PluginKind::Mcp && m.mcp.is_some() {
+        return err(
+            "mcp",
+            format!(
+                "an `[mcp]` table belongs to plugins of kind `mcp`; this one is `{}`",
+                m.kind.as_str()
+            ),
+        );
+    }
+    match (&m.kind, m.mcp_server()) {
+        (PluginKind::Mcp, None) => {
+            return err(
+                "mcp",
+                "a plugin of kind `mcp` needs an `[mcp]` table naming its server: \
+                 `command = \"npx\"`, `args = [\"-y\", \"@modelcontextprotocol/server-memory\"]`"
+                    .into(),
+            );
+        }
+        (PluginKind::Mcp, Some(server)) if server.command.trim().is_empty() => {
+            return err(
+                "mcp.command",
+                "is empty; name the program that runs the server over stdio".into(),
+            );
+        }
+        (PluginKind::Mcp, Some(server)) => {
+            if let Some(prefix) = &server.prefix
+                && (prefix.is_empty()
+                    || prefix.len() > 32
+                    || !prefix
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            {
+                return err(
+                    "mcp.prefix",
+                    format!("`{prefix}` is not a valid prefix: use 1 to 32 of a-z, 0-9, `_`, `-`"),
+                );
+            }
+        }
+        _ => {}
     }
     let mut names = BTreeSet::new();
     for (i, tool) in m.tools.iter().enumerate() {
@@ -316,6 +356,34 @@ secret = true
 
     fn problem(name: &str, text: &str) -> ManifestError {
         parse(name, text).unwrap_err()
+    }
+
+    #[test]
+    fn an_mcp_plugin_names_its_server() {
+        let base = "id = \"mcp.x\"\nversion = \"1.0.0\"\nname = \"X\"\nkind = \"mcp\"\n";
+        let e = problem("plugin.toml", base);
+        assert_eq!(e.field, "mcp");
+        let e = problem("plugin.toml", &format!("{base}[mcp]\nargs = [\"x\"]\n"));
+        assert_eq!(e.field, "mcp.command");
+        let e = problem(
+            "plugin.toml",
+            &format!("{base}[mcp]\ncommand = \"x\"\nprefix = \"a b\"\n"),
+        );
+        assert_eq!(e.field, "mcp.prefix");
+        let e = problem(
+            "plugin.toml",
+            &format!("{base}[mcp]\ncommand = \"x\"\nurl = \"y\"\n"),
+        );
+        assert!(e.to_string().contains("url"), "{e}");
+        let js = GOOD_TOML.replace(
+            "entry = \"main.js\"",
+            "entry = \"main.js\"\n[mcp]\ncommand = \"x\"",
+        );
+        assert_eq!(problem("plugin.toml", &js).field, "mcp");
+        // `entry` as a command line does too.
+        let m = parse("plugin.toml", &format!("{base}entry = \"npx -y srv\"\n")).unwrap();
+        let server = m.mcp_server().unwrap();
+        assert_eq!((server.command.as_str(), server.args.len()), ("npx", 2));
     }
 
     #[test]

@@ -263,7 +263,10 @@ async fn a_plugin_kind_without_a_loader_says_so() {
     write(
         &f.plugins,
         "text/plugin.toml",
-        &MANIFEST.replace("kind = \"js\"", "kind = \"mcp\""),
+        &format!(
+            "{}\n[mcp]\ncommand = \"true\"\n",
+            MANIFEST.replace("kind = \"js\"", "kind = \"mcp\"")
+        ),
     );
     let info = f.host.registry().reload("acme.text").await.unwrap();
     assert_eq!(info.state, PluginState::Error);

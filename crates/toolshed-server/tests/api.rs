@@ -530,7 +530,7 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
     let source = tempfile::tempdir().unwrap();
     std::fs::write(
         source.path().join("plugin.toml"),
-        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
+        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\n[mcp]\ncommand = \"true\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
     )
     .unwrap();
     let body = json!({"source": source.path().to_str().unwrap()}).to_string();

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod call;
 pub mod config;
 pub mod doctor;
+pub mod gateway;
 pub mod mcp;
 pub mod plugins;
 pub mod policy;

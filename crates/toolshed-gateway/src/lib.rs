@@ -1,0 +1,18 @@
+//! External MCP servers mounted as toolshed plugins (kind `mcp`): toolshed as the one
+//! gateway an agent needs.
+//!
+//! A plugin of kind `mcp` names a server in its manifest's `[mcp]` table (a command run
+//! over stdio, with arguments and environment that may take `${config.KEY}` values). Its
+//! [`McpPlugin`] starts the server in the command sandbox, lists its tools at `init` and
+//! mounts each as `<prefix>__<tool>` in the group `mcp:<prefix>`, so review rules,
+//! profiles, policy, hooks and the audit log treat them like any other tool. A call is
+//! forwarded as `tools/call` with the call's progress routed back and cancellation sent on;
+//! the host has validated its arguments against the server's schema first. See
+//! docs/gateway.md.
+
+mod convert;
+mod names;
+mod plugin;
+mod upstream;
+
+pub use plugin::{McpLoader, McpPlugin};

@@ -1,0 +1,306 @@
+//! The `mcp` plugin kind: a server's tools as toolshed tools.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Map, Value, json};
+use toolshed_core::{
+    CallContext, Health, LoadRequest, McpServer, Plugin, PluginError, PluginKind, PluginLoader,
+    PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
+};
+use toolshed_ops::Services;
+use toolshed_ops::sandbox::SandboxMode;
+
+use crate::convert;
+use crate::names;
+use crate::upstream::{Launch, Upstream};
+
+/// Builds plugins of kind `mcp`.
+pub struct McpLoader {
+    services: Services,
+}
+
+impl McpLoader {
+    /// A loader starting servers through `services`' process backend (and so its sandbox).
+    pub fn new(services: Services) -> Self {
+        Self { services }
+    }
+}
+
+impl PluginLoader for McpLoader {
+    fn kind(&self) -> PluginKind {
+        PluginKind::Mcp
+    }
+
+    fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
+        let server =
+            request.manifest.mcp.clone().ok_or_else(|| {
+                PluginError("a plugin of kind `mcp` needs an `[mcp]` table".into())
+            })?;
+        let prefix = server
+            .prefix
+            .clone()
+            .unwrap_or_else(|| names::default_prefix(&request.manifest.id));
+        let launch = launch(&server, &request.config)?;
+        let upstream = Arc::new(Upstream::new(
+            prefix.clone(),
+            launch,
+            self.services.ops.process.clone(),
+        ));
+        Ok(Arc::new(McpPlugin {
+            base: request.manifest,
+            prefix,
+            idle: (server.idle_timeout_secs > 0)
+                .then(|| Duration::from_secs(server.idle_timeout_secs)),
+            upstream,
+            mounted: OnceLock::new(),
+            idle_watch: std::sync::Mutex::new(None),
+        }))
+    }
+}
+
+/// `text` with every `${config.KEY}` replaced by that config value (strings as they are,
+/// other values as JSON); an unknown key is an error naming it.
+fn substitute(text: &str, config: &Map<String, Value>) -> Result<String, PluginError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("${config.") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "${config.".len()..];
+        let end = after.find('}').ok_or_else(|| {
+            PluginError(format!(
+                "`{text}` has a `${{config.` without its closing `}}`"
+            ))
+        })?;
+        let key = &after[..end];
+        match config.get(key) {
+            Some(Value::String(s)) => out.push_str(s),
+            Some(Value::Null) | None => {
+                return Err(PluginError(format!(
+                    "`${{config.{key}}}` has no value: set it with `toolshed plugins config ID {key} VALUE`"
+                )));
+            }
+            Some(other) => out.push_str(&other.to_string()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, PluginError> {
+    let sandbox = match &server.sandbox {
+        None => None,
+        Some(mode) => Some(SandboxMode::parse(mode).map_err(PluginError)?),
+    };
+    Ok(Launch {
+        program: substitute(&server.command, config)?,
+        args: server
+            .args
+            .iter()
+            .map(|a| substitute(a, config))
+            .collect::<Result<_, _>>()?,
+        env: server
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), substitute(v, config)?)))
+            .collect::<Result<_, PluginError>>()?,
+        workdir: server.cwd.clone().unwrap_or_else(|| ".".into()),
+        sandbox,
+        start_timeout: (server.start_timeout_ms > 0)
+            .then(|| Duration::from_millis(server.start_timeout_ms)),
+    })
+}
+
+/// What `init` found: the manifest with the server's tools, and those tools.
+struct Mounted {
+    manifest: PluginManifest,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+/// A mounted MCP server.
+pub struct McpPlugin {
+    base: PluginManifest,
+    prefix: String,
+    idle: Option<Duration>,
+    upstream: Arc<Upstream>,
+    mounted: OnceLock<Mounted>,
+    idle_watch: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+#[async_trait]
+impl Plugin for McpPlugin {
+    fn manifest(&self) -> &PluginManifest {
+        self.mounted.get().map_or(&self.base, |m| &m.manifest)
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.mounted
+            .get()
+            .map_or_else(Vec::new, |m| m.tools.clone())
+    }
+
+    /// Starts the server and lists its tools.
+    async fn init(&self) -> Result<(), PluginError> {
+        let peer = self.upstream.peer().await.map_err(PluginError)?;
+        let listed = peer.list_all_tools().await.map_err(|e| {
+            PluginError(format!(
+                "MCP server `{}` did not list its tools: {e}",
+                self.prefix
+            ))
+        })?;
+        let listed: Vec<Value> = listed
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        let originals: Vec<String> = listed
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        let group = format!("mcp:{}", self.prefix);
+        let names = names::mounted_names(&self.prefix, &originals);
+        let tools: Vec<Arc<dyn Tool>> = listed
+            .iter()
+            .zip(originals)
+            .zip(names)
+            .map(|((tool, original), name)| {
+                Arc::new(MountedTool {
+                    spec: convert::spec(tool, &name, &group),
+                    original,
+                    upstream: self.upstream.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect();
+        let mut manifest = self.base.clone();
+        manifest.tools = tools.iter().map(|t| t.spec().clone()).collect();
+        if manifest.description.is_empty()
+            && let Some(instructions) = self.upstream.instructions().await
+        {
+            manifest.description = instructions;
+        }
+        let _ = self.mounted.set(Mounted { manifest, tools });
+        Ok(())
+    }
+
+    async fn start(&self) -> Result<(), PluginError> {
+        if let Some(idle) = self.idle {
+            let upstream = Arc::downgrade(&self.upstream);
+            let every = (idle / 4).max(Duration::from_millis(100));
+            let watch = tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(upstream) = upstream.upgrade() else {
+                        return;
+                    };
+                    upstream.stop_if_idle(idle).await;
+                }
+            });
+            *self.idle_watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watch);
+        }
+        Ok(())
+    }
+
+    async fn stop(&self) -> Result<(), PluginError> {
+        if let Some(watch) = self
+            .idle_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            watch.abort();
+        }
+        self.upstream.stop().await;
+        Ok(())
+    }
+
+    async fn health(&self) -> Health {
+        match self.upstream.failure() {
+            Some(why) => Health::Degraded(why),
+            None => Health::Ok,
+        }
+    }
+}
+
+/// One tool of a mounted server.
+struct MountedTool {
+    spec: ToolSpec,
+    /// The tool's name on its server.
+    original: String,
+    upstream: Arc<Upstream>,
+}
+
+#[async_trait]
+impl Tool for MountedTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let upstream = &self.upstream;
+        let _in_flight = upstream.begin();
+        let peer = upstream.peer().await.map_err(ToolError::Failed)?;
+        let params: CallToolRequestParams = serde_json::from_value(json!({
+            "name": self.original,
+            "arguments": convert::arguments(args),
+        }))
+        .map_err(|e| ToolError::Internal(format!("cannot build the call: {e}")))?;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| ToolError::Failed(format!("MCP server `{}`: {e}", upstream.name)))?;
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        upstream.handler.route(&token, ctx.progress.clone());
+        let answer = tokio::select! {
+            answer = handle.await_response() => Some(answer),
+            () = ctx.cancel.cancelled() => None,
+        };
+        upstream.handler.unroute(&token);
+        let Some(answer) = answer else {
+            // Tell the server, so it stops the work too.
+            if let Ok(cancelled) = serde_json::from_value(json!({
+                "requestId": id,
+                "reason": "the call was cancelled or its deadline passed",
+            })) {
+                let _ = peer.notify_cancelled(cancelled).await;
+            }
+            return Err(ToolError::Cancelled);
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
+                .map(|v| convert::output(&v))
+                .map_err(|e| ToolError::Internal(e.to_string())),
+            Ok(_) => Err(ToolError::Failed(format!(
+                "MCP server `{}` answered `tools/call` with something else than a result",
+                upstream.name
+            ))),
+            Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::Failed(format!(
+                "MCP server `{}` refused the call: {}",
+                upstream.name, e.message
+            ))),
+            Err(e) => Err(ToolError::Failed(upstream.broken(&e.to_string()).await)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_values_fill_args_and_env() {
+        let mut config = Map::new();
+        config.insert("token".into(), json!("s3cret"));
+        config.insert("port".into(), json!(8080));
+        assert_eq!(
+            substitute("Bearer ${config.token}:${config.port}", &config).unwrap(),
+            "Bearer s3cret:8080"
+        );
+        let err = substitute("${config.missing}", &config).unwrap_err().0;
+        assert!(err.contains("`${config.missing}` has no value"), "{err}");
+        assert!(substitute("${config.token", &config).is_err());
+    }
+}

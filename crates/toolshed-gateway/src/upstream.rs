@@ -1,0 +1,355 @@
+//! One mounted server: its process, the MCP session with it, and starting it again.
+//!
+//! The server starts when a call first needs it (or at `init`, to list its tools), runs in
+//! the command sandbox like every command, and speaks MCP over its stdin and stdout. When
+//! it exits or stops answering, the next call starts it again; repeated failures back off
+//! (1 s, 2 s, 4 s, … up to a minute) and each failure's message carries the tail of what
+//! the server wrote to stderr. A server unused for its idle timeout is stopped.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ClientConfig, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use toolshed_core::{Progress, ProgressSink};
+use toolshed_ops::ProcessOps;
+use toolshed_ops::process::{OutputLimits, Process, SpawnRequest, Stdin, Stream};
+use toolshed_ops::sandbox::SandboxMode;
+
+/// How long a server may take to start and answer the handshake, unless its manifest says.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest wait between attempts to start a failing server.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The most of a server's stderr quoted in a failure.
+const STDERR_TAIL: usize = 2000;
+
+/// How to start the server.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub workdir: String,
+    pub sandbox: Option<SandboxMode>,
+    pub start_timeout: Option<Duration>,
+}
+
+/// Where the progress of calls in flight goes, by the progress token sent with each.
+#[derive(Clone, Default)]
+pub(crate) struct Handler {
+    routes: Arc<Mutex<HashMap<String, ProgressSink>>>,
+}
+
+impl Handler {
+    fn key(token: &impl serde::Serialize) -> String {
+        serde_json::to_string(token).unwrap_or_default()
+    }
+
+    pub(crate) fn route(&self, token: &impl serde::Serialize, sink: ProgressSink) {
+        self.lock().insert(Self::key(token), sink);
+    }
+
+    pub(crate) fn unroute(&self, token: &impl serde::Serialize) {
+        self.lock().remove(&Self::key(token));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProgressSink>> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self.lock().get(&Self::key(&params.progress_token)).cloned();
+        if let Some(sink) = sink {
+            sink.send(Progress {
+                progress: Some(params.progress),
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // Not yet followed: the catalog keeps the tools listed at `init` until the plugin
+        // is reloaded (`toolshed plugins reload ID`).
+        tracing::info!("an MCP server says its tools changed; reload its plugin to see them");
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or(Value::Null);
+        info["clientInfo"] = json!({"name": "toolshed", "version": env!("CARGO_PKG_VERSION")});
+        serde_json::from_value(info).unwrap_or_default()
+    }
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    process: Arc<Process>,
+}
+
+/// Why starting failed, and when to try again.
+struct Failures {
+    count: u32,
+    retry_at: Instant,
+    message: String,
+}
+
+/// One mounted server.
+pub(crate) struct Upstream {
+    pub(crate) name: String,
+    launch: Launch,
+    processes: Arc<dyn ProcessOps>,
+    pub(crate) handler: Handler,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    failures: Mutex<Option<Failures>>,
+    /// Milliseconds since `epoch` of the last call's start.
+    last_used: AtomicU64,
+    in_flight: AtomicUsize,
+    epoch: Instant,
+}
+
+/// A call in flight: keeps an idle server from being stopped under it.
+pub(crate) struct InFlight<'a>(&'a Upstream);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Upstream {
+    pub(crate) fn new(name: String, launch: Launch, processes: Arc<dyn ProcessOps>) -> Self {
+        Self {
+            name,
+            launch,
+            processes,
+            handler: Handler::default(),
+            connection: tokio::sync::Mutex::new(None),
+            failures: Mutex::new(None),
+            last_used: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn touch(&self) {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_used.store(now, Ordering::Relaxed);
+    }
+
+    /// Marks a call in flight until the guard is dropped.
+    pub(crate) fn begin(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+        InFlight(self)
+    }
+
+    /// The session with the running server, starting it when it is not running.
+    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        let mut connection = self.connection.lock().await;
+        if let Some(c) = connection.as_ref() {
+            if c.process.is_running() && !c.service.is_transport_closed() {
+                return Ok(c.service.peer().clone());
+            }
+            let why = exited(&c.process);
+            tracing::warn!(server = %self.name, "MCP server {why}; starting it again");
+        }
+        *connection = None;
+        if let Some(f) = self.failures().as_ref()
+            && Instant::now() < f.retry_at
+        {
+            let wait = f.retry_at.saturating_duration_since(Instant::now());
+            return Err(format!(
+                "{} (the next attempt to start it is in {} s)",
+                f.message,
+                wait.as_secs().max(1)
+            ));
+        }
+        match self.start().await {
+            Ok(started) => {
+                *self.failures() = None;
+                let peer = started.service.peer().clone();
+                *connection = Some(started);
+                Ok(peer)
+            }
+            Err(message) => {
+                let mut failures = self.failures();
+                let count = failures.as_ref().map_or(0, |f| f.count) + 1;
+                let backoff = Duration::from_secs(1 << (count - 1).min(6)).min(MAX_BACKOFF);
+                *failures = Some(Failures {
+                    count,
+                    retry_at: Instant::now() + backoff,
+                    message: message.clone(),
+                });
+                Err(message)
+            }
+        }
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, Option<Failures>> {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Why the server cannot be used now, if its last start failed.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failures().as_ref().map(|f| f.message.clone())
+    }
+
+    async fn start(&self) -> Result<Connection, String> {
+        let launch = &self.launch;
+        let mut request = SpawnRequest::new(&launch.program)
+            .args(launch.args.iter().cloned())
+            .workdir(&launch.workdir)
+            .stdin(Stdin::Stream)
+            .limits(OutputLimits {
+                head_bytes: 8 * 1024,
+                tail_bytes: 64 * 1024,
+                kill_after_bytes: None,
+            });
+        for (name, value) in &launch.env {
+            request = request.env(name, value);
+        }
+        request.sandbox = launch.sandbox;
+        let process = self
+            .processes
+            .spawn(&request)
+            .map_err(|e| format!("MCP server `{}` cannot start: {e}", self.name))?;
+        let process = Arc::new(process);
+        let stdio = process.take_stdio().ok_or_else(|| {
+            format!(
+                "MCP server `{}` cannot start: this process backend cannot hand over a \
+                 child's stdin and stdout",
+                self.name
+            )
+        })?;
+        let pipes = (|| {
+            Ok::<_, std::io::Error>((
+                tokio::net::unix::pipe::Receiver::from_owned_fd(stdio.stdout)?,
+                tokio::net::unix::pipe::Sender::from_owned_fd(stdio.stdin)?,
+            ))
+        })()
+        .map_err(|e| format!("MCP server `{}`: cannot use its pipes: {e}", self.name))?;
+        let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
+        let handshake = self.handler.clone().serve(pipes);
+        let service = match tokio::time::timeout(timeout, handshake).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
+                // Give its last words a moment to arrive.
+                process.wait(Duration::from_millis(200)).await;
+                return Err(format!(
+                    "MCP server `{}` failed the handshake ({e}){}",
+                    self.name,
+                    stderr_tail(&process)
+                ));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "MCP server `{}` did not answer the handshake within {} s{}",
+                    self.name,
+                    timeout.as_secs(),
+                    stderr_tail(&process)
+                ));
+            }
+        };
+        tracing::info!(server = %self.name, pid = process.pid(), "MCP server started");
+        Ok(Connection { service, process })
+    }
+
+    /// The error for a call whose session broke: what became of the server.
+    pub(crate) async fn broken(&self, error: &str) -> String {
+        let connection = self.connection.lock().await;
+        match connection.as_ref() {
+            Some(c) if !c.process.is_running() => {
+                format!(
+                    "MCP server `{}` {}{}",
+                    self.name,
+                    exited(&c.process),
+                    stderr_tail(&c.process)
+                )
+            }
+            _ => format!("MCP server `{}`: {error}", self.name),
+        }
+    }
+
+    /// The server's `instructions`, once it has started.
+    pub(crate) async fn instructions(&self) -> Option<String> {
+        let connection = self.connection.lock().await;
+        let info = connection.as_ref()?.service.peer().peer_info()?;
+        let value = serde_json::to_value(&*info).ok()?;
+        value["instructions"].as_str().map(String::from)
+    }
+
+    /// Stops the server if nothing used it for `idle`; whether it did.
+    pub(crate) async fn stop_if_idle(&self, idle: Duration) -> bool {
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return false;
+        }
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let since =
+            Duration::from_millis(now.saturating_sub(self.last_used.load(Ordering::Relaxed)));
+        if since < idle {
+            return false;
+        }
+        let mut connection = self.connection.lock().await;
+        if connection.is_none() {
+            return false;
+        }
+        tracing::info!(server = %self.name, "stopping the idle MCP server");
+        if let Some(c) = connection.take() {
+            shut(c).await;
+        }
+        true
+    }
+
+    /// Stops the server.
+    pub(crate) async fn stop(&self) {
+        if let Some(c) = self.connection.lock().await.take() {
+            shut(c).await;
+        }
+    }
+}
+
+async fn shut(connection: Connection) {
+    let Connection { service, process } = connection;
+    // Closing its stdin is how a stdio server learns to exit; then its tree is stopped.
+    let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+    process
+        .terminate(toolshed_ops::process::Stop::graceful())
+        .await;
+}
+
+fn exited(process: &Process) -> String {
+    use toolshed_ops::process::ExitStatus;
+    match process.exit().map(|e| e.status) {
+        Some(ExitStatus::Code(code)) => format!("exited with code {code}"),
+        Some(ExitStatus::Signal(signal)) => format!("was killed by signal {signal}"),
+        None => "stopped answering".into(),
+    }
+}
+
+/// `": <the end of its stderr>"`, or nothing when it wrote nothing there.
+fn stderr_tail(process: &Process) -> String {
+    let all = process
+        .snapshot(Stream::Stderr)
+        .joined(|n| format!("\n[{n} bytes]\n").into_bytes());
+    let text = String::from_utf8_lossy(&all);
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let start = text.len().saturating_sub(STDERR_TAIL);
+    let start = (start..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(text.len());
+    format!("; its stderr ends: {}", &text[start..])
+}

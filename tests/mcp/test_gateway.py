@@ -1,0 +1,244 @@
+"""External MCP servers mounted in toolshed (kind `mcp`), driven through toolshed's own
+MCP door by the Python client: real servers from the package registries — the reference
+`server-everything`, `server-filesystem` and `server-memory` (npm) and `mcp-server-time`
+(PyPI) — mounted with `toolshed mcp add`."""
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+NODE_MODULES = Path(__file__).resolve().parents[1] / "mcp-ts" / "node_modules" / "@modelcontextprotocol"
+
+
+def server_js(name):
+    return str(NODE_MODULES / f"server-{name}" / "dist" / "index.js")
+
+
+def run(coro, timeout=60):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+@pytest.fixture
+def toolshed(toolshed_bin, home, workspace):
+    """Runs the toolshed CLI on the test's home and workspace."""
+    env = {
+        "TOOLSHED_HOME": str(home),
+        "TOOLSHED_CURATED_DIR": str(home / "no-curated"),
+        "HOME": str(home),
+        "PATH": os.environ["PATH"],
+    }
+
+    def cli(*args, check=True):
+        done = subprocess.run(
+            [toolshed_bin, "--workspace", str(workspace), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check:
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done
+
+    cli.env = env
+    return cli
+
+
+def text(result):
+    return " ".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_reference_servers_are_mounted_and_called_through_toolshed(server, toolshed, workspace):
+    (workspace / "notes").mkdir()
+    (workspace / "notes" / "a.txt").write_text("alpha\n")
+    added = toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+    assert "mounted" in added.stdout and "everything__echo" in added.stdout, added.stdout
+    toolshed("mcp", "add", "files", "--", "node", server_js("filesystem"), str(workspace / "notes"))
+    toolshed("mcp", "add", "memory", "-e", f"MEMORY_FILE_PATH={workspace / 'memory.jsonl'}", "--", "node", server_js("memory"))
+    toolshed("mcp", "add", "time", "--", sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC")
+    listed = json.loads(toolshed("mcp", "list", "--json").stdout)["servers"]
+    assert sorted(s["id"] for s in listed) == ["mcp.everything", "mcp.files", "mcp.memory", "mcp.time"]
+    assert all(s["state"] == "running" for s in listed), listed
+
+    async def main():
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append((value, total))
+
+        async with Client(server(), mode="legacy") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            for name in ("everything__echo", "files__read_text_file", "memory__create_entities", "time__get_current_time", "calculator"):
+                assert name in tools, sorted(tools)
+            # Annotations and output schemas pass through.
+            assert tools["everything__get-structured-content"].output_schema is not None
+
+            result = await client.call_tool("everything__echo", {"message": "through the gateway"})
+            assert not result.is_error and "through the gateway" in text(result), result
+
+            result = await client.call_tool("everything__get-tiny-image", {})
+            assert any(c.type == "image" and c.mime_type == "image/png" for c in result.content), result.content
+
+            result = await client.call_tool("everything__get-structured-content", {"location": "Chicago"})
+            assert result.structured_content and "temperature" in result.structured_content, result
+
+            result = await client.call_tool(
+                "everything__trigger-long-running-operation", {"duration": 1, "steps": 4}, progress_callback=on_progress
+            )
+            assert not result.is_error, result
+            assert len(progress) >= 3 and progress[-1][1] == 4, progress
+
+            # toolshed checks the arguments against the server's schema before sending.
+            result = await client.call_tool("everything__get-sum", {"a": "two", "b": 2})
+            assert result.is_error and "schema" in text(result), text(result)
+
+            result = await client.call_tool("files__read_text_file", {"path": str(workspace / "notes" / "a.txt")})
+            assert "alpha" in text(result), result
+            # The server's own rules still apply (outside its allowed directory).
+            result = await client.call_tool("files__read_text_file", {"path": "/etc/hostname"})
+            assert result.is_error, result
+
+            entity = {"name": "toolshed", "entityType": "project", "observations": ["mounts servers"]}
+            result = await client.call_tool("memory__create_entities", {"entities": [entity]})
+            assert not result.is_error, result
+            result = await client.call_tool("memory__read_graph", {})
+            assert "mounts servers" in text(result), result
+
+            result = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+            assert not result.is_error and "UTC" in text(result), result
+
+    run(main())
+    audit = json.loads(toolshed("audit", "--tool", "*__*", "--json").stdout)["audit"]
+    tools = {row["tool"] for row in audit}
+    for name in ("everything__echo", "files__read_text_file", "memory__read_graph", "time__get_current_time"):
+        assert name in tools, tools
+    assert all(row["door"] == "mcp" for row in audit)
+
+
+def test_a_deny_rule_on_the_servers_group_hides_its_tools(server, toolshed, home):
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+    config = home / ".config" / "toolshed"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('[review]\ndeny = ["group:mcp:everything"]\n')
+
+    async def main():
+        params = server()
+        params.env = {**params.env, "HOME": str(home)}
+        async with Client(params, mode="legacy") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "calculator" in names and not any(n.startswith("everything__") for n in names), names
+            result = await client.call_tool("everything__echo", {"message": "x"})
+            said = text(result)
+            assert result.is_error and ("denied" in said.lower() or "not available" in said), said
+
+    run(main())
+
+
+def server_pids(marker):
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and "toolshed-sandbox" not in cmdline and "sandbox-exec" not in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_killed_server_is_started_again_and_other_tools_keep_answering(server, toolshed, workspace):
+    # A copy of the server under a name of its own, so this test finds its process only.
+    marker = f"everything-{os.getpid()}.js"
+    copy = Path(server_js("everything")).with_name(marker)
+    copy.write_bytes(Path(server_js("everything")).read_bytes())
+    try:
+        toolshed("mcp", "add", "everything", "--", "node", str(copy), "stdio")
+
+        async def main():
+            async with Client(server(), mode="legacy") as client:
+                result = await client.call_tool("everything__echo", {"message": "one"})
+                assert "one" in text(result)
+                pids = server_pids(marker)
+                assert pids, "the server runs"
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+                await asyncio.sleep(0.3)
+                # Other tools are not affected.
+                result = await client.call_tool("calculator", {"expression": "6*7"})
+                assert "42" in text(result)
+                # The next call starts the server again (a first call may see the broken
+                # session and say so; the one after it works).
+                for _ in range(3):
+                    result = await client.call_tool("everything__echo", {"message": "two"})
+                    if not result.is_error:
+                        break
+                    assert "everything" in text(result), text(result)
+                    await asyncio.sleep(1.1)
+                assert not result.is_error and "two" in text(result), text(result)
+                assert server_pids(marker) and set(server_pids(marker)).isdisjoint(pids)
+
+        run(main())
+    finally:
+        copy.unlink()
+
+
+def test_a_server_that_cannot_start_leaves_its_plugin_in_error_with_its_stderr(toolshed):
+    done = toolshed("mcp", "add", "broken", "--", "sh", "-c", "echo missing API key >&2; exit 3", check=False)
+    assert done.returncode == 1
+    assert "missing API key" in done.stderr and "error" in done.stderr, done.stderr
+    listed = json.loads(toolshed("mcp", "list", "--json").stdout)["servers"]
+    assert listed[0]["state"] == "error" and "missing API key" in listed[0]["reason"], listed
+    toolshed("mcp", "remove", "broken")
+    assert json.loads(toolshed("mcp", "list", "--json").stdout)["servers"] == []
+
+
+def test_secret_variables_go_to_the_secret_store_not_the_plugin_file(server, toolshed, home):
+    toolshed("mcp", "add", "everything", "-e", "API_TOKEN=tok-123", "-e", "GREETING=hello", "--", "node", server_js("everything"), "stdio")
+    manifest = (home / "plugins" / "mcp.everything" / "plugin.toml").read_text()
+    assert "tok-123" not in manifest and "${config.api_token}" in manifest and "hello" in manifest, manifest
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            result = await client.call_tool("everything__get-env", {})
+            env = json.loads(text(result))
+            assert env.get("API_TOKEN") == "tok-123" and env.get("GREETING") == "hello", env
+
+    run(main())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_mounted_tools_answer_over_http_in_both_protocol_eras(serve, toolshed, mode):
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+    url, token = serve()
+
+    async def main():
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append(value)
+
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert "everything__get-sum" in names, names
+                result = await client.call_tool("everything__get-sum", {"a": 40, "b": 2})
+                assert "42" in text(result), result
+                result = await client.call_tool(
+                    "everything__trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress
+                )
+                assert not result.is_error and len(progress) >= 2, (result, progress)
+
+    run(main())
+    audit = json.loads(toolshed("audit", "--tool", "everything__*", "--json").stdout)["audit"]
+    assert {row["door"] for row in audit} == {"mcp"} and len(audit) == 2, audit
