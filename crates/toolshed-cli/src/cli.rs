@@ -316,6 +316,29 @@ pub enum McpCommand {
         /// The server's name (or its plugin id, `mcp.NAME`)
         name: String,
     },
+    /// Show a server's pinned tools, or accept tools whose definition changed since they
+    /// were pinned (withheld until then)
+    Pin {
+        /// The server's name (or its plugin id, `mcp.NAME`)
+        name: String,
+        /// Accept this tool's current definition (its name on the server, or as mounted);
+        /// repeat for more
+        #[arg(long, value_name = "TOOL")]
+        accept: Vec<String>,
+        /// Accept every tool's current definition
+        #[arg(long, conflicts_with = "accept")]
+        all: bool,
+    },
+    /// Mount every server of an `mcpServers` JSON config (Claude Desktop's
+    /// claude_desktop_config.json, Claude Code's .mcp.json, Cursor's mcp.json); secret
+    /// variables go to toolshed's secret store
+    Import {
+        /// The config file
+        file: PathBuf,
+        /// Replace servers of the same names
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -30,7 +30,8 @@ pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
 pub use loader::{
-    Grants, HttpClient, HttpRequest, HttpResponse, LoadRequest, NetPolicy, PluginLoader, ToolCaller,
+    Grants, HttpClient, HttpRequest, HttpResponse, LoadRequest, NetPolicy, PLUGIN_STATE_DIR,
+    PluginLoader, ToolCaller,
 };
 pub use manifest::{
     Capabilities, ConfigField, ConfigFieldType, EnvVar, McpServer, PluginKind, PluginManifest,

@@ -54,6 +54,11 @@ pub struct LoadRequest {
     pub grants: Grants,
 }
 
+/// The directory inside a plugin's directory where the host and its loaders keep state of
+/// that plugin (a mounted MCP server's pinned tool digests): not part of the plugin, so a
+/// change there neither reloads it nor counts as a new version.
+pub const PLUGIN_STATE_DIR: &str = ".state";
+
 /// Builds plugins of one kind from directories. The host calls [`PluginLoader::load`] when a
 /// plugin of that kind is enabled (at start, on enable and on reload); the plugin's `init`
 /// then runs its code, and its `tools` are read after `init`.
@@ -64,6 +69,13 @@ pub trait PluginLoader: Send + Sync {
     /// Builds the plugin. Cheap checks only (files present, limits sane): running the
     /// plugin's code belongs in `init`, so a failure there puts the plugin in `error`.
     fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError>;
+
+    /// The health of a plugin listed from its recorded tools whose code has not run in this
+    /// process: what the loader can tell without running it (state it keeps beside the
+    /// plugin, in [`PLUGIN_STATE_DIR`]). Blocking but quick. [`Health::Ok`] by default.
+    fn idle_health(&self, _request: &LoadRequest) -> crate::Health {
+        crate::Health::Ok
+    }
 }
 
 /// Calls other tools through the whole pipeline (review, validation, policy, hooks, audit),

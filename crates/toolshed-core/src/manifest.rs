@@ -228,6 +228,12 @@ pub struct McpServer {
     /// The longest the server may take to start and answer the handshake, in milliseconds
     /// (0: 30 seconds).
     pub start_timeout_ms: u64,
+    /// What happens when a tool's definition (name, description, schemas, annotations)
+    /// differs from the one pinned when it was first mounted: `strict` (the default)
+    /// withholds the tool until a person accepts the change (`toolshed mcp pin NAME
+    /// --accept TOOL`), `warn` mounts it and says so, `off` does not pin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
 }
 
 impl PluginManifest {

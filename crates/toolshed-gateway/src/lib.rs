@@ -12,6 +12,7 @@
 
 mod convert;
 mod names;
+pub mod pins;
 mod plugin;
 mod upstream;
 

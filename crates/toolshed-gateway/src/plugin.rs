@@ -16,6 +16,7 @@ use toolshed_ops::sandbox::SandboxMode;
 
 use crate::convert;
 use crate::names;
+use crate::pins::{self, PinMode};
 use crate::upstream::{Launch, Upstream};
 
 /// Builds plugins of kind `mcp`.
@@ -35,6 +36,14 @@ impl PluginLoader for McpLoader {
         PluginKind::Mcp
     }
 
+    /// Degraded when the server withheld tools at its last start (kept with its pins).
+    fn idle_health(&self, request: &LoadRequest) -> Health {
+        let withheld = pins::read(&pins::pins_path(&request.dir)).withheld;
+        let id = &request.manifest.id;
+        let name = id.strip_prefix("mcp.").unwrap_or(id);
+        pins::withheld_reason(name, &withheld).map_or(Health::Ok, Health::Degraded)
+    }
+
     fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
         let server =
             request.manifest.mcp.clone().ok_or_else(|| {
@@ -51,6 +60,9 @@ impl PluginLoader for McpLoader {
             self.services.ops.process.clone(),
         ));
         Ok(Arc::new(McpPlugin {
+            pins: pins::pins_path(&request.dir),
+            pin_mode: PinMode::parse(server.pin.as_deref()),
+            withheld: std::sync::Mutex::new(Vec::new()),
             base: request.manifest,
             prefix,
             idle: (server.idle_timeout_secs > 0)
@@ -123,6 +135,11 @@ struct Mounted {
 
 /// A mounted MCP server.
 pub struct McpPlugin {
+    /// Where its tools' pinned digests are kept.
+    pins: std::path::PathBuf,
+    pin_mode: PinMode,
+    /// Tools not mounted because their definition changed since it was pinned.
+    withheld: std::sync::Mutex<Vec<String>>,
     base: PluginManifest,
     prefix: String,
     idle: Option<Duration>,
@@ -156,6 +173,7 @@ impl Plugin for McpPlugin {
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
             .collect();
+        let listed = self.check_pins(listed);
         let originals: Vec<String> = listed
             .iter()
             .map(|t| t["name"].as_str().unwrap_or_default().to_string())
@@ -217,10 +235,59 @@ impl Plugin for McpPlugin {
     }
 
     async fn health(&self) -> Health {
-        match self.upstream.failure() {
-            Some(why) => Health::Degraded(why),
-            None => Health::Ok,
+        if let Some(why) = self.upstream.failure() {
+            return Health::Degraded(why);
         }
+        let withheld = self
+            .withheld
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let name = self.base.id.strip_prefix("mcp.").unwrap_or(&self.base.id);
+        pins::withheld_reason(name, &withheld).map_or(Health::Ok, Health::Degraded)
+    }
+}
+
+impl McpPlugin {
+    /// The listed tools that may be mounted: those whose definition matches its pin (a new
+    /// tool is pinned now); the others are withheld in strict mode, mounted with a warning
+    /// in `warn` mode. Pins are written back when they changed.
+    fn check_pins(&self, listed: Vec<Value>) -> Vec<Value> {
+        if self.pin_mode == PinMode::Off {
+            return listed;
+        }
+        let mut pins = pins::read(&self.pins);
+        let before = pins.clone();
+        let mut withheld = Vec::new();
+        let mut kept = Vec::with_capacity(listed.len());
+        for tool in listed {
+            let name = tool["name"].as_str().unwrap_or_default().to_string();
+            let digest = pins::digest(&tool);
+            match pins.tools.get(&name) {
+                Some(pinned) if *pinned == digest => kept.push(tool),
+                Some(_) if self.pin_mode == PinMode::Strict => {
+                    tracing::warn!(server = %self.prefix, tool = %name, "a pinned MCP tool changed its definition; withheld until accepted");
+                    withheld.push(name);
+                }
+                Some(_) => {
+                    tracing::warn!(server = %self.prefix, tool = %name, "a pinned MCP tool changed its definition (pin = \"warn\": mounted anyway)");
+                    kept.push(tool);
+                }
+                None => {
+                    pins.tools.insert(name, digest);
+                    kept.push(tool);
+                }
+            }
+        }
+        // Kept for processes that list this server from its record without starting it.
+        pins.withheld.clone_from(&withheld);
+        if pins != before
+            && let Err(e) = pins::write(&self.pins, &pins)
+        {
+            tracing::warn!(server = %self.prefix, error = %e, "cannot write the MCP server's pins; its tools are pinned for this run only");
+        }
+        *self.withheld.lock().unwrap_or_else(|e| e.into_inner()) = withheld;
+        kept
     }
 }
 

@@ -147,7 +147,7 @@ impl Plugin for LazyPlugin {
         let real = self.shared.real.lock().await.clone();
         match real {
             Some(plugin) => plugin.health().await,
-            None => Health::Ok,
+            None => self.shared.loader.idle_health(&self.shared.request),
         }
     }
 }
@@ -165,16 +165,25 @@ impl Tool for LazyTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let plugin = self.shared.real().await?;
-        let tool = plugin
+        let found = plugin
             .tools()
             .into_iter()
-            .find(|t| t.spec().name == self.spec.name)
-            .ok_or_else(|| {
-                ToolError::NotFound(format!(
-                    "plugin `{}` no longer has the tool `{}`; `toolshed plugins reload {}` lists its tools again",
-                    self.shared.manifest.id, self.spec.name, self.shared.manifest.id
-                ))
-            })?;
+            .find(|t| t.spec().name == self.spec.name);
+        let Some(tool) = found else {
+            let id = &self.shared.manifest.id;
+            // A plugin that withholds the tool (a mounted server's changed definition) says
+            // why.
+            return Err(match plugin.health().await {
+                Health::Degraded(why) | Health::Failed(why) => ToolError::Unconfigured {
+                    message: format!("`{}` is not available: {why}", self.spec.name),
+                    variables: Vec::new(),
+                },
+                Health::Ok => ToolError::NotFound(format!(
+                    "plugin `{id}` no longer has the tool `{}`; `toolshed plugins reload {id}` lists its tools again",
+                    self.spec.name
+                )),
+            });
+        };
         tool.call(ctx, args).await
     }
 }

@@ -169,6 +169,14 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
             );
         }
         (PluginKind::Mcp, Some(server)) => {
+            if let Some(pin) = &server.pin
+                && !["strict", "warn", "off"].contains(&pin.as_str())
+            {
+                return err(
+                    "mcp.pin",
+                    format!("`{pin}` is not a pin mode: use strict, warn or off"),
+                );
+            }
             if let Some(prefix) = &server.prefix
                 && (prefix.is_empty()
                     || prefix.len() > 32

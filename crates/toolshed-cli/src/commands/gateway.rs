@@ -1,4 +1,5 @@
-//! `toolshed mcp add|list|remove`: the MCP servers toolshed mounts as plugins (kind `mcp`).
+//! `toolshed mcp add|list|remove|import`: the MCP servers toolshed mounts as plugins (kind
+//! `mcp`).
 
 use serde_json::json;
 use toolshed_core::PluginKind;
@@ -14,6 +15,8 @@ pub async fn run(host: &Host, command: McpCommand) -> Result<(), Failure> {
         McpCommand::Add(args) => add(host, args).await,
         McpCommand::List { json } => list(host, json),
         McpCommand::Remove { name } => remove(host, &name).await,
+        McpCommand::Import { file, force } => import(host, &file, force).await,
+        McpCommand::Pin { name, accept, all } => pin(host, &name, &accept, all).await,
     }
 }
 
@@ -31,8 +34,39 @@ fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
 
-/// The manifest of server `name` and the secrets to store for it (config key, value).
-fn manifest(name: &str, args: &McpAddArgs) -> Result<(String, Vec<(String, String)>), Failure> {
+/// A server to mount.
+struct NewServer {
+    name: String,
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+    sandbox: Option<String>,
+    force: bool,
+}
+
+impl NewServer {
+    fn from_args(args: McpAddArgs) -> Result<Self, Failure> {
+        let env = args
+            .env
+            .iter()
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| Failure::Usage(format!("--env `{pair}` is not KEY=VALUE")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            name: args.name,
+            command: args.command,
+            env,
+            sandbox: args.sandbox,
+            force: args.force,
+        })
+    }
+}
+
+/// The manifest of a server and the secrets to store for it (config key, value).
+fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), Failure> {
+    let name = args.name.as_str();
     let id = plugin_id(name);
     let prefix = id.trim_start_matches("mcp.");
     if prefix.is_empty()
@@ -62,13 +96,11 @@ fn manifest(name: &str, args: &McpAddArgs) -> Result<(String, Vec<(String, Strin
     let mut env_lines = String::new();
     let mut secrets = Vec::new();
     let mut fields = String::new();
-    for pair in &args.env {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| Failure::Usage(format!("--env `{pair}` is not KEY=VALUE")))?;
+    for (key, value) in &args.env {
+        let (key, value) = (key.as_str(), value.as_str());
         if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Failure::Usage(format!(
-                "--env `{key}` is not a variable name: use letters, digits and `_`"
+                "variable `{key}` is not a name: use letters, digits and `_`"
             )));
         }
         if toolshed_ops::process::is_secret_name(key) {
@@ -107,8 +139,21 @@ fn manifest(name: &str, args: &McpAddArgs) -> Result<(String, Vec<(String, Strin
 }
 
 async fn add(host: &Host, args: McpAddArgs) -> Result<(), Failure> {
-    let id = plugin_id(&args.name);
-    let (text, secrets) = manifest(&args.name, &args)?;
+    let server = NewServer::from_args(args)?;
+    let info = mount(host, &server).await?;
+    outln!(
+        "{}: mounted {} ({})",
+        info.id,
+        toolshed_core::counted(info.tools.len(), "tool", "tools"),
+        info.tools.join(", ")
+    );
+    Ok(())
+}
+
+/// Installs and starts server `server`: its plugin, running, or why not.
+async fn mount(host: &Host, server: &NewServer) -> Result<toolshed_host::PluginInfo, Failure> {
+    let id = plugin_id(&server.name);
+    let (text, secrets) = manifest(server)?;
     let dir = tempfile_dir()?;
     std::fs::write(dir.join("plugin.toml"), text)
         .map_err(|e| Failure::Runtime(format!("cannot write the manifest: {e}")))?;
@@ -122,7 +167,7 @@ async fn add(host: &Host, args: McpAddArgs) -> Result<(), Failure> {
         dir.display().to_string(),
         Some(id.clone()),
         None,
-        args.force,
+        server.force,
     );
     let outcome = host
         .install_plugin(request, std::sync::Arc::new(|_line: String| {}))
@@ -136,22 +181,141 @@ async fn add(host: &Host, args: McpAddArgs) -> Result<(), Failure> {
         .await
         .ok_or_else(|| Failure::Runtime(format!("`{id}` was installed but is not listed")))?;
     match (&info.state, &info.reason) {
-        (PluginState::Running, _) => {
-            outln!(
-                "{id}: mounted {} ({})",
-                toolshed_core::counted(info.tools.len(), "tool", "tools"),
-                info.tools.join(", ")
-            );
-            Ok(())
-        }
+        (PluginState::Running, _) => Ok(info),
         (state, reason) => Err(Failure::Runtime(format!(
             "{id} was added but is in state `{}`: {}; fix it and run `toolshed plugins reload \
              {id}`, or `toolshed mcp remove {}`",
             state.as_str(),
             reason.as_deref().unwrap_or("no reason given"),
-            args.name
+            server.name
         ))),
     }
+}
+
+/// A server name made from a name in another tool's config: lowercase, other characters
+/// than a-z, 0-9, `_` and `-` replaced by `_`, at most 32 characters.
+fn server_name(text: &str) -> String {
+    let mut name: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    name.truncate(32);
+    if name.is_empty() {
+        "server".into()
+    } else {
+        name
+    }
+}
+
+/// The most a config file to import may be.
+const MAX_IMPORT_BYTES: u64 = 1024 * 1024;
+
+/// Mounts every server of an `mcpServers` config (Claude Desktop, Claude Code's
+/// `.mcp.json`, Cursor, Windsurf, …): each as `toolshed mcp add` would, secrets moved to the
+/// secret store. Servers that cannot be mounted are reported and the rest go on.
+async fn import(host: &Host, file: &std::path::Path, force: bool) -> Result<(), Failure> {
+    let meta = std::fs::metadata(file)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", file.display())))?;
+    if meta.len() > MAX_IMPORT_BYTES {
+        return Err(Failure::Usage(format!(
+            "{} is {} bytes; a config to import may be at most {MAX_IMPORT_BYTES}",
+            file.display(),
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", file.display())))?;
+    let config: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::Usage(format!("{} is not JSON: {e}", file.display())))?;
+    let servers = config
+        .get("mcpServers")
+        .or_else(|| config.get("servers"))
+        .and_then(serde_json::Value::as_object)
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "{} has no `mcpServers` object (the form Claude Desktop, Claude Code and \
+                 Cursor use: {{\"mcpServers\": {{\"NAME\": {{\"command\": …, \"args\": […]}}}}}})",
+                file.display()
+            ))
+        })?;
+    let (mut mounted, mut failed) = (0, 0);
+    for (original, entry) in servers {
+        let name = server_name(original);
+        let outcome = match import_entry(&name, entry, force) {
+            Ok(server) => mount(host, &server).await,
+            Err(why) => Err(why),
+        };
+        match outcome {
+            Ok(info) => {
+                mounted += 1;
+                outln!(
+                    "{original}: mounted as {} ({})",
+                    info.id,
+                    toolshed_core::counted(info.tools.len(), "tool", "tools")
+                );
+            }
+            Err(Failure::Usage(why) | Failure::Runtime(why)) => {
+                failed += 1;
+                outln!("{original}: not mounted: {why}");
+            }
+        }
+    }
+    outln!(
+        "{} mounted, {} not",
+        toolshed_core::counted(mounted, "server", "servers"),
+        failed
+    );
+    if failed > 0 {
+        return Err(Failure::Runtime(String::new()));
+    }
+    Ok(())
+}
+
+/// One `mcpServers` entry as a server to mount.
+fn import_entry(name: &str, entry: &serde_json::Value, force: bool) -> Result<NewServer, Failure> {
+    if entry.get("url").is_some() || entry.get("serverUrl").is_some() {
+        return Err(Failure::Usage(
+            "servers reached over HTTP cannot be mounted yet, only those run over stdio".into(),
+        ));
+    }
+    let command = entry["command"]
+        .as_str()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| Failure::Usage("it has no `command`".into()))?;
+    let mut line = vec![command.to_string()];
+    for arg in entry["args"].as_array().into_iter().flatten() {
+        line.push(
+            arg.as_str()
+                .map(String::from)
+                .ok_or_else(|| Failure::Usage(format!("argument {arg} is not a string")))?,
+        );
+    }
+    let env = entry["env"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let value = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), value)
+        })
+        .collect();
+    Ok(NewServer {
+        name: name.to_string(),
+        command: line,
+        env,
+        sandbox: None,
+        force,
+    })
 }
 
 /// A fresh private directory for the manifest being installed.
@@ -228,5 +392,83 @@ async fn remove(host: &Host, name: &str) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     outln!("{id}: removed");
+    Ok(())
+}
+
+async fn pin(host: &Host, name: &str, accept: &[String], all: bool) -> Result<(), Failure> {
+    let id = plugin_id(name);
+    let info = host
+        .registry()
+        .plugins()
+        .into_iter()
+        .find(|p| p.id == id && p.kind == PluginKind::Mcp)
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "no MCP server `{name}`; `toolshed mcp list` shows the mounted ones"
+            ))
+        })?;
+    let dir = info
+        .dir
+        .clone()
+        .ok_or_else(|| Failure::Runtime(format!("`{id}` has no directory to keep pins in")))?;
+    let path = toolshed_gateway::pins::pins_path(&dir);
+    let mut pins = toolshed_gateway::pins::read(&path);
+    if accept.is_empty() && !all {
+        if pins.tools.is_empty() {
+            outln!("{id}: no tools pinned yet (they are pinned when first mounted)");
+        } else {
+            let rows: Vec<Vec<String>> = pins
+                .tools
+                .iter()
+                .map(|(tool, digest)| {
+                    vec![tool.clone(), digest[..16.min(digest.len())].to_string()]
+                })
+                .collect();
+            out!("{}", table(&["TOOL", "PINNED DIGEST"], &rows));
+        }
+        if let Some(reason) = &info.reason {
+            outln!("{id} ({}): {reason}", info.state.as_str());
+        }
+        return Ok(());
+    }
+    let prefix = host
+        .registry()
+        .manifest(&id)
+        .and_then(|m| m.mcp_server())
+        .and_then(|s| s.prefix)
+        .unwrap_or_else(|| id.trim_start_matches("mcp.").to_string());
+    if all {
+        pins.tools.clear();
+    } else {
+        for tool in accept {
+            let key = pins
+                .tools
+                .keys()
+                .find(|k| *k == tool || format!("{prefix}__{k}") == *tool)
+                .cloned()
+                .ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "`{tool}` is not a pinned tool of `{id}`; `toolshed mcp pin {name}` lists them"
+                    ))
+                })?;
+            pins.tools.remove(&key);
+        }
+    }
+    toolshed_gateway::pins::write(&path, &pins)
+        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+    // Started again, the server's current definitions are pinned anew.
+    let info = host
+        .registry()
+        .reload(&id)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    outln!(
+        "{id}: accepted; {} mounted, {}",
+        toolshed_core::counted(info.tools.len(), "tool", "tools"),
+        info.state.as_str()
+    );
+    if let Some(reason) = &info.reason {
+        outln!("{id}: {reason}");
+    }
     Ok(())
 }

@@ -96,6 +96,7 @@ impl Catalog {
             let unconfigured = running
                 .unmet
                 .as_ref()
+                .filter(|u| u.blocks_tools)
                 .map(|u| (u.reason.clone(), u.missing_env.clone()));
             for tool in running.plugin.tools() {
                 let name = tool.spec().name.clone();

@@ -20,6 +20,10 @@ use crate::store::StateStore;
 /// The most plugin directories read from one root.
 pub const MAX_PLUGINS_PER_ROOT: usize = 1000;
 
+/// A directory inside a plugin's directory where the host keeps state of that plugin
+/// (`toolshed_core::PLUGIN_STATE_DIR`); its changes do not change the plugin.
+const STATE_DIR: &str = toolshed_core::PLUGIN_STATE_DIR;
+
 /// The most files and directories looked at when fingerprinting one plugin directory.
 const MAX_FINGERPRINT_ENTRIES: usize = 2000;
 
@@ -355,6 +359,11 @@ pub(super) fn fingerprint(dir: &Path) -> u64 {
         let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
+            // The host's own state kept beside a plugin (a mounted MCP server's pins) is
+            // not a change to the plugin.
+            if depth == 0 && entry.file_name() == STATE_DIR {
+                continue;
+            }
             seen += 1;
             if seen > MAX_FINGERPRINT_ENTRIES {
                 return hasher.finish();

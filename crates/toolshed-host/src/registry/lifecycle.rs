@@ -88,6 +88,13 @@ impl Registry {
                 "plugin `{id}` is disabled; enable it with `toolshed plugins enable {id}` instead of reloading"
             )));
         }
+        // Its code runs now, whatever was recorded: a reload is how a person asks a
+        // plugin (a mounted MCP server, say) to look again.
+        self.write(|i| {
+            if let Some(slot) = i.slot_mut(id) {
+                slot.recorded = None;
+            }
+        });
         self.restart(id, "reload").await;
         self.known(id)
     }

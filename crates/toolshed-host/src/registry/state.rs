@@ -152,6 +152,9 @@ pub(super) struct Unmet {
     pub reason: String,
     /// The environment variables to set.
     pub missing_env: Vec<String>,
+    /// Whether its tools cannot work until it is fixed (an unmet env contract), rather
+    /// than the plugin working with less (it withholds some tools, say).
+    pub blocks_tools: bool,
 }
 
 /// One plugin.

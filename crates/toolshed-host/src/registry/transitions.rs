@@ -60,14 +60,17 @@ impl Registry {
                 Err(reason) => return self.set_phase(id, Phase::Failed { reason }),
             },
         };
-        if let Err(reason) = start(plugin.as_ref()).await {
-            if loaded.is_some()
-                && let Err(e) = plugin.stop().await
-            {
-                tracing::warn!(plugin = %id, error = %e, "plugin failed to stop after a failed start");
+        let degraded = match start(plugin.as_ref()).await {
+            Ok(degraded) => degraded,
+            Err(reason) => {
+                if loaded.is_some()
+                    && let Err(e) = plugin.stop().await
+                {
+                    tracing::warn!(plugin = %id, error = %e, "plugin failed to stop after a failed start");
+                }
+                return self.set_phase(id, Phase::Failed { reason });
             }
-            return self.set_phase(id, Phase::Failed { reason });
-        }
+        };
         self.remember_tools(id, plugin.as_ref(), loaded.as_ref())
             .await;
         let unmet = if manifest.env.is_empty() && manifest.requirements.is_empty() {
@@ -75,6 +78,14 @@ impl Registry {
         } else {
             blocking(move || unmet_contract(&manifest)).await.flatten()
         };
+        // A plugin that started but reports working with less says why.
+        let unmet = unmet.or_else(|| {
+            degraded.map(|reason| Unmet {
+                reason,
+                missing_env: Vec::new(),
+                blocks_tools: false,
+            })
+        });
         self.set_phase(
             id,
             Phase::Running(Running {
@@ -380,7 +391,8 @@ pub(super) fn overlay_config(
     config
 }
 
-async fn start(plugin: &dyn Plugin) -> Result<(), String> {
+/// Starts `plugin`; `Ok(Some(reason))` when it started but reports being degraded.
+async fn start(plugin: &dyn Plugin) -> Result<Option<String>, String> {
     plugin
         .init()
         .await
@@ -391,7 +403,8 @@ async fn start(plugin: &dyn Plugin) -> Result<(), String> {
         .map_err(|e| format!("start failed: {e}"))?;
     match plugin.health().await {
         Health::Failed(reason) => Err(format!("unhealthy after start: {reason}")),
-        Health::Ok | Health::Degraded(_) => Ok(()),
+        Health::Degraded(reason) => Ok(Some(reason)),
+        Health::Ok => Ok(None),
     }
 }
 
@@ -424,6 +437,7 @@ fn unmet_contract(m: &PluginManifest) -> Option<Unmet> {
         ));
     }
     (!parts.is_empty()).then(|| Unmet {
+        blocks_tools: true,
         reason: format!("plugin `{}` is not configured: {}", m.id, parts.join("; ")),
         missing_env,
     })
