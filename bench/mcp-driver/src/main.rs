@@ -38,7 +38,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 type Result<T> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: mcp-driver --toolshed BIN (--filesystem DIST_INDEX_JS [--node NODE] | \
---rust-filesystem BIN | --versus-config TOML | --versus-binary BIN) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
+--rust-filesystem BIN [--gateway] | --versus-config TOML | --versus-binary BIN) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
 [--rounds 3] [--warmup 100]";
 
 struct Options {
@@ -53,6 +53,9 @@ struct Options {
     versus_binary: Option<PathBuf>,
     /// Instead of server-filesystem, the Rust peer `rust-mcp-filesystem` (its binary).
     rust_filesystem: Option<PathBuf>,
+    /// With `--rust-filesystem`: that server called directly against the same server
+    /// mounted in toolshed (kind `mcp`) and called through it.
+    gateway: bool,
     node: String,
     spawns: usize,
     sequential: usize,
@@ -69,6 +72,7 @@ fn parse_options() -> Result<Options> {
         versus_config: None,
         versus_binary: None,
         rust_filesystem: None,
+        gateway: false,
         node: "node".into(),
         spawns: 15,
         sequential: 2000,
@@ -81,6 +85,10 @@ fn parse_options() -> Result<Options> {
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
             return Err(USAGE.into());
+        }
+        if flag == "--gateway" {
+            o.gateway = true;
+            continue;
         }
         let value = args
             .next()
@@ -152,7 +160,12 @@ impl<'a> Session<'a> {
             .envs(server.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // MCP_DRIVER_STDERR=1 shows the servers' logs (to see why one failed).
+            .stderr(if std::env::var_os("MCP_DRIVER_STDERR").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .map_err(|e| format!("{}: cannot start {program}: {e}", server.name))?;
         let stdin = child.stdin.take().ok_or("no stdin pipe")?;
@@ -424,7 +437,11 @@ fn run(o: &Options) -> Result<()> {
     let work =
         std::env::temp_dir().join(format!("toolshed-mcp-bench-{}-{nanos}", std::process::id()));
     let result = run_in(o, &work);
-    let _ = std::fs::remove_dir_all(&work);
+    if std::env::var_os("MCP_DRIVER_KEEP").is_some() {
+        eprintln!("kept {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
     result
 }
 
@@ -520,6 +537,31 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
             .to_string();
     }
     let tool = filesystem.tool.clone();
+    if o.gateway {
+        // The same server mounted in toolshed: its plugin written into toolshed's home.
+        let plugin = toolshed.home.join("plugins").join("mcp.fs");
+        std::fs::create_dir_all(&plugin).map_err(|e| format!("{}: {e}", plugin.display()))?;
+        // Absolute: the server starts in toolshed's workspace.
+        let program = std::fs::canonicalize(&filesystem.argv[0])
+            .map_err(|e| format!("{}: {e}", filesystem.argv[0]))?;
+        let manifest = format!(
+            "id = \"mcp.fs\"\nversion = \"1.0.0\"\nname = \"fs\"\nkind = \"mcp\"\n[mcp]\ncommand = {}\nargs = [{}]\n",
+            json!(program.to_string_lossy()),
+            json!(filesystem.argv[1])
+        );
+        std::fs::write(plugin.join("plugin.toml"), manifest).map_err(|e| format!("{e}"))?;
+        let through = Server {
+            name: "toolshed → rust-mcp-filesystem".into(),
+            tool: format!("fs__{tool}"),
+            arguments: filesystem.arguments.clone(),
+            ..toolshed.clone()
+        };
+        let direct = Server {
+            name: "rust-mcp-filesystem direct".into(),
+            ..filesystem
+        };
+        return compare(o, &through, &direct, &tool);
+    }
     compare(o, &toolshed, &filesystem, &tool)
 }
 

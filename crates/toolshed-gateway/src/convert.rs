@@ -2,7 +2,7 @@
 //! call result a [`ToolOutput`]. Read through JSON, so every field the protocol carries is
 //! seen whatever the SDK models.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolshed_core::{Content, Danger, ToolAnnotations, ToolOutput, ToolSpec};
 
 /// The spec of a server's tool (`tool` as the server listed it) mounted as `name` in
@@ -73,14 +73,6 @@ fn block(block: &Value) -> Content {
         _ => Content::Json {
             json: block.clone(),
         },
-    }
-}
-
-/// The arguments as the JSON object MCP sends.
-pub(crate) fn arguments(args: Value) -> Map<String, Value> {
-    match args {
-        Value::Object(map) => map,
-        _ => Map::new(),
     }
 }
 

@@ -4,8 +4,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
-use rmcp::service::PeerRequestOptions;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
     CallContext, Health, LoadRequest, McpServer, Plugin, PluginError, PluginKind, PluginLoader,
@@ -14,6 +12,7 @@ use toolshed_core::{
 use toolshed_ops::Services;
 use toolshed_ops::sandbox::SandboxMode;
 
+use crate::client::RpcError;
 use crate::convert;
 use crate::names;
 use crate::pins::{self, PinMode};
@@ -162,17 +161,17 @@ impl Plugin for McpPlugin {
 
     /// Starts the server and lists its tools.
     async fn init(&self) -> Result<(), PluginError> {
-        let peer = self.upstream.peer().await.map_err(PluginError)?;
-        let listed = peer.list_all_tools().await.map_err(|e| {
+        let client = self.upstream.peer().await.map_err(PluginError)?;
+        let listed = client.list_all("tools/list", "tools").await.map_err(|e| {
+            let why = match e {
+                RpcError::Server { message } => message,
+                RpcError::Closed(why) => why,
+            };
             PluginError(format!(
-                "MCP server `{}` did not list its tools: {e}",
+                "MCP server `{}` did not list its tools: {why}",
                 self.prefix
             ))
         })?;
-        let listed: Vec<Value> = listed
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
-            .collect();
         let listed = self.check_pins(listed);
         let originals: Vec<String> = listed
             .iter()
@@ -308,48 +307,39 @@ impl Tool for MountedTool {
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let upstream = &self.upstream;
         let _in_flight = upstream.begin();
-        let peer = upstream.peer().await.map_err(ToolError::Failed)?;
-        let params: CallToolRequestParams = serde_json::from_value(json!({
-            "name": self.original,
-            "arguments": convert::arguments(args),
-        }))
-        .map_err(|e| ToolError::Internal(format!("cannot build the call: {e}")))?;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+        let client = upstream.peer().await.map_err(ToolError::Failed)?;
+        let params = json!({"name": self.original, "arguments": args});
+        let (id, reply) = client
+            .start("tools/call", params, Some(ctx.progress.clone()))
             .await
-            .map_err(|e| ToolError::Failed(format!("MCP server `{}`: {e}", upstream.name)))?;
-        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
-        upstream.handler.route(&token, ctx.progress.clone());
+            .map_err(|e| self.failed(e))?;
         let answer = tokio::select! {
-            answer = handle.await_response() => Some(answer),
-            () = ctx.cancel.cancelled() => None,
-        };
-        upstream.handler.unroute(&token);
-        let Some(answer) = answer else {
-            // Tell the server, so it stops the work too.
-            if let Ok(cancelled) = serde_json::from_value(json!({
-                "requestId": id,
-                "reason": "the call was cancelled or its deadline passed",
-            })) {
-                let _ = peer.notify_cancelled(cancelled).await;
+            answer = client.finish(id, reply) => answer,
+            () = ctx.cancel.cancelled() => {
+                // Tell the server, so it stops the work too.
+                client.cancel(id, "the call was cancelled or its deadline passed").await;
+                return Err(ToolError::Cancelled);
             }
-            return Err(ToolError::Cancelled);
         };
         match answer {
-            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
-                .map(|v| convert::output(&v))
-                .map_err(|e| ToolError::Internal(e.to_string())),
-            Ok(_) => Err(ToolError::Failed(format!(
-                "MCP server `{}` answered `tools/call` with something else than a result",
+            Ok(result) => Ok(convert::output(&result)),
+            Err(RpcError::Server { message }) => Err(ToolError::Failed(format!(
+                "MCP server `{}` refused the call: {message}",
                 upstream.name
             ))),
-            Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::Failed(format!(
-                "MCP server `{}` refused the call: {}",
-                upstream.name, e.message
-            ))),
-            Err(e) => Err(ToolError::Failed(upstream.broken(&e.to_string()).await)),
+            Err(RpcError::Closed(why)) => Err(ToolError::Failed(upstream.broken(&why).await)),
         }
+    }
+}
+
+impl MountedTool {
+    fn failed(&self, e: RpcError) -> ToolError {
+        ToolError::Failed(match e {
+            RpcError::Server { message } => {
+                format!("MCP server `{}`: {message}", self.upstream.name)
+            }
+            RpcError::Closed(why) => format!("MCP server `{}`: {why}", self.upstream.name),
+        })
     }
 }
 

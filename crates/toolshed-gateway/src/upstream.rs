@@ -6,19 +6,15 @@
 //! (1 s, 2 s, 4 s, … up to a minute) and each failure's message carries the tail of what
 //! the server wrote to stderr. A server unused for its idle timeout is stopped.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ClientConfig, ProgressNotificationParam};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
-use rmcp::{ClientHandler, ServiceExt};
-use serde_json::{Value, json};
-use toolshed_core::{Progress, ProgressSink};
 use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{OutputLimits, Process, SpawnRequest, Stdin, Stream};
 use toolshed_ops::sandbox::SandboxMode;
+
+use crate::client::Client;
 
 /// How long a server may take to start and answer the handshake, unless its manifest says.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,61 +34,8 @@ pub(crate) struct Launch {
     pub start_timeout: Option<Duration>,
 }
 
-/// Where the progress of calls in flight goes, by the progress token sent with each.
-#[derive(Clone, Default)]
-pub(crate) struct Handler {
-    routes: Arc<Mutex<HashMap<String, ProgressSink>>>,
-}
-
-impl Handler {
-    fn key(token: &impl serde::Serialize) -> String {
-        serde_json::to_string(token).unwrap_or_default()
-    }
-
-    pub(crate) fn route(&self, token: &impl serde::Serialize, sink: ProgressSink) {
-        self.lock().insert(Self::key(token), sink);
-    }
-
-    pub(crate) fn unroute(&self, token: &impl serde::Serialize) {
-        self.lock().remove(&Self::key(token));
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProgressSink>> {
-        self.routes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let sink = self.lock().get(&Self::key(&params.progress_token)).cloned();
-        if let Some(sink) = sink {
-            sink.send(Progress {
-                progress: Some(params.progress),
-                total: params.total,
-                message: params.message,
-            });
-        }
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        // Not yet followed: the catalog keeps the tools listed at `init` until the plugin
-        // is reloaded (`toolshed plugins reload ID`).
-        tracing::info!("an MCP server says its tools changed; reload its plugin to see them");
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or(Value::Null);
-        info["clientInfo"] = json!({"name": "toolshed", "version": env!("CARGO_PKG_VERSION")});
-        serde_json::from_value(info).unwrap_or_default()
-    }
-}
-
 struct Connection {
-    service: RunningService<RoleClient, Handler>,
+    client: Arc<Client>,
     process: Arc<Process>,
 }
 
@@ -108,7 +51,6 @@ pub(crate) struct Upstream {
     pub(crate) name: String,
     launch: Launch,
     processes: Arc<dyn ProcessOps>,
-    pub(crate) handler: Handler,
     connection: tokio::sync::Mutex<Option<Connection>>,
     failures: Mutex<Option<Failures>>,
     /// Milliseconds since `epoch` of the last call's start.
@@ -133,7 +75,6 @@ impl Upstream {
             name,
             launch,
             processes,
-            handler: Handler::default(),
             connection: tokio::sync::Mutex::new(None),
             failures: Mutex::new(None),
             last_used: AtomicU64::new(0),
@@ -155,11 +96,11 @@ impl Upstream {
     }
 
     /// The session with the running server, starting it when it is not running.
-    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+    pub(crate) async fn peer(&self) -> Result<Arc<Client>, String> {
         let mut connection = self.connection.lock().await;
         if let Some(c) = connection.as_ref() {
-            if c.process.is_running() && !c.service.is_transport_closed() {
-                return Ok(c.service.peer().clone());
+            if c.process.is_running() && !c.client.is_closed() {
+                return Ok(c.client.clone());
             }
             let why = exited(&c.process);
             tracing::warn!(server = %self.name, "MCP server {why}; starting it again");
@@ -178,9 +119,9 @@ impl Upstream {
         match self.start().await {
             Ok(started) => {
                 *self.failures() = None;
-                let peer = started.service.peer().clone();
+                let client = started.client.clone();
                 *connection = Some(started);
-                Ok(peer)
+                Ok(client)
             }
             Err(message) => {
                 let mut failures = self.failures();
@@ -240,10 +181,9 @@ impl Upstream {
         })()
         .map_err(|e| format!("MCP server `{}`: cannot use its pipes: {e}", self.name))?;
         let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
-        let handshake = self.handler.clone().serve(pipes);
-        let service = match tokio::time::timeout(timeout, handshake).await {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
+        let client = match Client::connect(pipes.0, pipes.1, timeout).await {
+            Ok(client) => Arc::new(client),
+            Err(e) => {
                 // Give its last words a moment to arrive.
                 process.wait(Duration::from_millis(200)).await;
                 return Err(format!(
@@ -252,17 +192,9 @@ impl Upstream {
                     stderr_tail(&process)
                 ));
             }
-            Err(_) => {
-                return Err(format!(
-                    "MCP server `{}` did not answer the handshake within {} s{}",
-                    self.name,
-                    timeout.as_secs(),
-                    stderr_tail(&process)
-                ));
-            }
         };
         tracing::info!(server = %self.name, pid = process.pid(), "MCP server started");
-        Ok(Connection { service, process })
+        Ok(Connection { client, process })
     }
 
     /// The error for a call whose session broke: what became of the server.
@@ -284,9 +216,9 @@ impl Upstream {
     /// The server's `instructions`, once it has started.
     pub(crate) async fn instructions(&self) -> Option<String> {
         let connection = self.connection.lock().await;
-        let info = connection.as_ref()?.service.peer().peer_info()?;
-        let value = serde_json::to_value(&*info).ok()?;
-        value["instructions"].as_str().map(String::from)
+        connection.as_ref()?.client.info["instructions"]
+            .as_str()
+            .map(String::from)
     }
 
     /// Stops the server if nothing used it for `idle`; whether it did.
@@ -320,9 +252,9 @@ impl Upstream {
 }
 
 async fn shut(connection: Connection) {
-    let Connection { service, process } = connection;
+    let Connection { client, process } = connection;
     // Closing its stdin is how a stdio server learns to exit; then its tree is stopped.
-    let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+    drop(client);
     process
         .terminate(toolshed_ops::process::Stop::graceful())
         .await;

@@ -1,0 +1,378 @@
+//! A small MCP client over a server's stdio: newline-delimited JSON-RPC, a reader task that
+//! settles each reply where its caller waits, and writes made by the caller itself.
+//!
+//! Written for the gateway's hot path rather than taken from an SDK: a call here crosses
+//! one task boundary (the reader waking the caller), where a general client's request
+//! queue and transport task cost several thread wake-ups per call on a multi-threaded
+//! runtime — most of what a forwarded call cost.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::pipe;
+use tokio::sync::oneshot;
+use toolshed_core::{Progress, ProgressSink};
+
+/// The protocol version offered; a server answers with the one it speaks.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The longest message read from a server; a longer line ends the session.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why a request got no result.
+#[derive(Debug)]
+pub(crate) enum RpcError {
+    /// The server answered with a JSON-RPC error.
+    Server { message: String },
+    /// The session ended (the server exited or wrote something unreadable).
+    Closed(String),
+}
+
+type Reply = Result<Value, RpcError>;
+
+/// The server's stdin, written by callers and by the reader (answers to the server's own
+/// requests).
+type Writer = Arc<tokio::sync::Mutex<pipe::Sender>>;
+
+async fn write_line(writer: &Writer, message: &Value) -> Result<(), String> {
+    let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    let mut writer = writer.lock().await;
+    writer
+        .write_all(&line)
+        .await
+        .map_err(|e| format!("cannot write to the server: {e}"))
+}
+
+#[derive(Default)]
+struct Shared {
+    pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    progress: Mutex<HashMap<u64, ProgressSink>>,
+    closed: AtomicBool,
+    why_closed: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ProgressSink>> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the session: every waiting request fails with `why`.
+    fn close(&self, why: String) {
+        self.closed.store(true, Ordering::SeqCst);
+        *self.why_closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
+        for (_, waiter) in self.lock_pending().drain() {
+            let _ = waiter.send(Err(RpcError::Closed(why.clone())));
+        }
+    }
+}
+
+/// A session with one server.
+pub(crate) struct Client {
+    writer: Writer,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+    reader: tokio::task::JoinHandle<()>,
+    /// The server's `initialize` result.
+    pub(crate) info: Value,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Client {
+    /// Runs the handshake over the server's stdout (`rx`) and stdin (`tx`).
+    pub(crate) async fn connect(
+        rx: pipe::Receiver,
+        tx: pipe::Sender,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        let shared = Arc::new(Shared::default());
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
+        let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
+        let mut client = Self {
+            writer,
+            shared,
+            next_id: AtomicU64::new(1),
+            reader,
+            info: Value::Null,
+        };
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let info = tokio::time::timeout(timeout, client.request("initialize", params, None))
+            .await
+            .map_err(|_| format!("no answer to `initialize` within {} s", timeout.as_secs()))?
+            .map_err(|e| match e {
+                RpcError::Server { message } => format!("it refused `initialize`: {message}"),
+                RpcError::Closed(why) => why,
+            })?;
+        client.info = info;
+        client
+            .notify("notifications/initialized", None)
+            .await
+            .map_err(|e| format!("cannot finish the handshake: {e}"))?;
+        Ok(client)
+    }
+
+    /// Whether the session ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    async fn write(&self, message: &Value) -> Result<(), String> {
+        write_line(&self.writer, message).await
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), String> {
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.write(&message).await
+    }
+
+    /// Sends a request and waits for its result. With `progress`, the request carries a
+    /// progress token and the server's progress notifications for it go there.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<Value, RpcError> {
+        let (id, waiter) = self.start(method, params, progress).await?;
+        self.finish(id, waiter).await
+    }
+
+    /// Sends a request; its id and where its reply will arrive.
+    pub(crate) async fn start(
+        &self,
+        method: &str,
+        mut params: Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<(u64, oneshot::Receiver<Reply>), RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.shared.lock_pending().insert(id, tx);
+        if let Some(sink) = progress {
+            self.shared.lock_progress().insert(id, sink);
+            if let Value::Object(map) = &mut params {
+                map.insert("_meta".into(), json!({"progressToken": id}));
+            }
+        }
+        if self.is_closed() {
+            self.forget(id);
+            let why = self
+                .shared
+                .why_closed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            return Err(RpcError::Closed(
+                why.unwrap_or_else(|| "the session ended".into()),
+            ));
+        }
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if let Err(e) = self.write(&message).await {
+            self.forget(id);
+            return Err(RpcError::Closed(e));
+        }
+        Ok((id, rx))
+    }
+
+    /// Waits for the reply to request `id`.
+    pub(crate) async fn finish(&self, id: u64, waiter: oneshot::Receiver<Reply>) -> Reply {
+        let reply = waiter
+            .await
+            .unwrap_or_else(|_| Err(RpcError::Closed("the session ended".into())));
+        self.shared.lock_progress().remove(&id);
+        reply
+    }
+
+    /// Gives up on request `id`: its reply, if it comes, is dropped, and the server is told
+    /// to stop the work.
+    pub(crate) async fn cancel(&self, id: u64, reason: &str) {
+        self.forget(id);
+        let _ = self
+            .notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": reason})),
+            )
+            .await;
+    }
+
+    fn forget(&self, id: u64) {
+        self.shared.lock_pending().remove(&id);
+        self.shared.lock_progress().remove(&id);
+    }
+
+    /// Every item of a paged list (`tools/list`, …), following `nextCursor` (at most 100
+    /// pages).
+    pub(crate) async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, RpcError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..100 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let mut page = self.request(method, params, None).await?;
+            if let Some(Value::Array(list)) = page.get_mut(key).map(Value::take) {
+                items.extend(list);
+            }
+            cursor = page["nextCursor"].as_str().map(String::from);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(items)
+    }
+}
+
+/// Reads the server's messages until its stdout ends: replies settle their requests,
+/// progress goes where its request said, requests from the server are answered (a ping
+/// with an empty result, anything else as not supported).
+async fn read_loop(rx: pipe::Receiver, shared: Arc<Shared>, writer: Writer) {
+    let mut lines = BufReader::with_capacity(64 * 1024, rx);
+    let mut line = Vec::new();
+    let why = loop {
+        line.clear();
+        let read = (&mut lines)
+            .take(MAX_MESSAGE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await;
+        match read {
+            Ok(0) => break "the server closed its output (it exited?)".to_string(),
+            Ok(n) if n > MAX_MESSAGE_BYTES => {
+                break format!("the server sent a message over {MAX_MESSAGE_BYTES} bytes");
+            }
+            Ok(_) => {}
+            Err(e) => break format!("cannot read from the server: {e}"),
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(text) else {
+            // Servers that print logs to stdout: not MCP, skipped.
+            tracing::debug!("an MCP server wrote a line that is not JSON; skipped");
+            continue;
+        };
+        if let Some(answer) = dispatch(message, &shared)
+            && let Err(e) = write_line(&writer, &answer).await
+        {
+            break e;
+        }
+    };
+    shared.close(why);
+}
+
+/// Handles one message from the server; the answer to write back, for its requests.
+fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(String::from);
+    match (method.as_deref(), message.get("id").and_then(Value::as_u64)) {
+        (None, Some(id)) => {
+            let reply = match message.get_mut("error") {
+                Some(error) => Err(RpcError::Server {
+                    message: error["message"].as_str().unwrap_or("an error").to_string(),
+                }),
+                None => Ok(message
+                    .get_mut("result")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null)),
+            };
+            if let Some(waiter) = shared.lock_pending().remove(&id) {
+                let _ = waiter.send(reply);
+            }
+            None
+        }
+        (Some("notifications/progress"), _) => {
+            let params = &message["params"];
+            let token = params["progressToken"].as_u64()?;
+            let sink = shared.lock_progress().get(&token).cloned();
+            if let Some(sink) = sink {
+                sink.send(Progress {
+                    progress: params["progress"].as_f64(),
+                    total: params["total"].as_f64(),
+                    message: params["message"].as_str().map(String::from),
+                });
+            }
+            None
+        }
+        (Some("notifications/tools/list_changed"), _) => {
+            // Not yet followed: the catalog keeps the tools listed at `init` until the
+            // plugin is reloaded (`toolshed plugins reload ID`).
+            tracing::info!("an MCP server says its tools changed; reload its plugin to see them");
+            None
+        }
+        // Requests from the server (an id and a method): answered, never left waiting.
+        (Some(method), _) if message.get("id").is_some() => {
+            let id = message["id"].take();
+            Some(match method {
+                "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+                "roots/list" => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
+                other => json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32601,
+                    "message": format!("toolshed does not answer `{other}` for the servers it mounts"),
+                }}),
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_settle_requests_progress_is_routed_and_server_requests_are_answered() {
+        let shared = Shared::default();
+        let (tx, mut rx) = oneshot::channel();
+        shared.lock_pending().insert(7, tx);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        shared.lock_progress().insert(
+            7,
+            ProgressSink::new(move |p: Progress| log.lock().unwrap().push(p.progress)),
+        );
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": 7, "progress": 0.5, "total": 1}});
+        assert!(dispatch(progress, &shared).is_none());
+        assert_eq!(*seen.lock().unwrap(), vec![Some(0.5)]);
+        let reply = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}});
+        assert!(dispatch(reply, &shared).is_none());
+        assert!(matches!(rx.try_recv(), Ok(Ok(v)) if v == json!({"content": []})));
+
+        let ping = json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"});
+        assert_eq!(dispatch(ping, &shared).unwrap()["result"], json!({}));
+        let sampling = json!({"jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage"});
+        assert_eq!(
+            dispatch(sampling, &shared).unwrap()["error"]["code"],
+            -32601
+        );
+
+        let (tx, mut rx) = oneshot::channel();
+        shared.lock_pending().insert(8, tx);
+        shared.close("the server exited".into());
+        assert!(
+            matches!(rx.try_recv(), Ok(Err(RpcError::Closed(why))) if why == "the server exited")
+        );
+    }
+}
