@@ -5,7 +5,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, code, stderr, stdout};
+use crate::support::{Env, code, stderr, stdout, with_input};
 
 #[test]
 fn version() {
@@ -58,20 +58,10 @@ fn bad_usage_exits_2() {
 #[test]
 fn args_from_standard_input() {
     let env = Env::new();
-    let mut child = env
-        .cmd(&["call", "calculator", "--args", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"expression":"(1+2)^2"}"#)
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = with_input(
+        env.cmd(&["call", "calculator", "--args", "-"]),
+        br#"{"expression":"(1+2)^2"}"#,
+    );
     assert_eq!((code(&o), stdout(&o).trim()), (0, "9"), "{}", stderr(&o));
 }
 
@@ -1123,20 +1113,10 @@ fn plugins_config_lists_gets_and_sets_and_never_prints_secrets() {
     }
 
     // A secret from standard input keeps it out of the process list and shell history.
-    let mut child = env
-        .cmd(&["plugins", "config", "acme.hello", "token", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"from-stdin\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = with_input(
+        env.cmd(&["plugins", "config", "acme.hello", "token", "-"]),
+        b"from-stdin\n",
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let db = rusqlite::Connection::open(env.data.path().join("toolshed.db")).unwrap();
     let stored: String = db

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{Env, code, stderr, stdout};
+use crate::support::{Env, code, stderr, stdout, with_input};
 
 /// `toolshed` with an isolated home and data dir but no `--workspace`, run in `dir`.
 fn without_workspace(env: &Env, dir: &std::path::Path, args: &[&str]) -> Command {
@@ -33,19 +33,7 @@ fn mcp_session(env: &Env, level: Option<&str>) -> std::process::Output {
     if let Some(level) = level {
         cmd.env("TOOLSHED_LOG__LEVEL", level);
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(SESSION.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    with_input(cmd, SESSION.as_bytes())
 }
 
 #[test]
@@ -560,27 +548,15 @@ fn a_write_reported_as_timed_out_never_happened() {
             ])),
             0
         );
-        let mut child = env
-            .cmd(&[
-                "call",
-                "workspace_write",
-                "--args",
-                "-",
-                "--timeout-ms",
-                timeout,
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(args.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
+        let write = [
+            "call",
+            "workspace_write",
+            "--args",
+            "-",
+            "--timeout-ms",
+            timeout,
+        ];
+        let o = with_input(env.cmd(&write), args.as_bytes());
         let now = std::fs::read_to_string(env.workspace.path().join("f.txt")).unwrap();
         if now == content {
             assert_eq!(code(&o), 0, "written, yet: {}", stderr(&o));

@@ -1013,36 +1013,6 @@ mod tests {
     }
 
     #[test]
-    fn settings_name_the_layer_that_set_each_key() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("toolshed.toml"),
-            "[limits]\ndefault_timeout_ms = 1000\n[review]\ndeny = [\"a*\"]\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path().join("user.toml"),
-            "[limits]\ndefault_timeout_ms = 2000\n",
-        )
-        .unwrap();
-        let loaded = sources(dir.path(), &[("TOOLSHED_LOG__LEVEL", "info")])
-            .load()
-            .unwrap();
-        let settings = loaded.settings();
-        let find = |key: &str| settings.iter().find(|s| s.key == key).unwrap().clone();
-        let timeout = find("limits.default_timeout_ms");
-        assert_eq!(timeout.value, serde_json::json!(2000));
-        assert!(timeout.source.ends_with("user.toml"), "{timeout:?}");
-        assert!(find("review.deny").source.ends_with("toolshed.toml"));
-        assert_eq!(
-            find("log.level").source,
-            "environment (TOOLSHED_LOG__LEVEL)"
-        );
-        assert_eq!(find("limits.max_timeout_ms").source, "default");
-        assert_eq!(find("server.bind").value, serde_json::json!("127.0.0.1"));
-    }
-
-    #[test]
     fn later_layers_win_and_env_maps_nested_keys() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -1055,11 +1025,24 @@ mod tests {
             "[limits]\ndefault_timeout_ms = 2000\n",
         )
         .unwrap();
-        let loaded = sources(dir.path(), &[("TOOLSHED_REVIEW__ALLOW", "[\"calc*\"]")])
-            .load()
-            .unwrap();
+        let env = [
+            ("TOOLSHED_REVIEW__ALLOW", "[\"calc*\"]"),
+            ("TOOLSHED_LOG__LEVEL", "info"),
+        ];
+        let loaded = sources(dir.path(), &env).load().unwrap();
         assert_eq!(loaded.config.limits.default_timeout_ms, 2000);
         assert_eq!(loaded.config.review.deny, vec!["a*"]);
+        // `toolshed config show`: each setting with the layer that set it.
+        let settings = loaded.settings();
+        let find = |key: &str| settings.iter().find(|s| s.key == key).unwrap().clone();
+        let timeout = find("limits.default_timeout_ms");
+        assert_eq!(timeout.value, serde_json::json!(2000));
+        assert!(timeout.source.ends_with("user.toml"), "{timeout:?}");
+        assert!(find("review.deny").source.ends_with("toolshed.toml"));
+        let level = find("log.level").source;
+        assert_eq!(level, "environment (TOOLSHED_LOG__LEVEL)");
+        assert_eq!(find("limits.max_timeout_ms").source, "default");
+        assert_eq!(find("server.bind").value, serde_json::json!("127.0.0.1"));
         assert_eq!(loaded.config.review.allow, vec!["calc*"]);
         assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
 
