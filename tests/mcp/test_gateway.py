@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -317,9 +317,35 @@ def test_a_pinned_tool_whose_definition_changes_is_withheld_until_accepted(serve
     assert "describe" in shown.stdout and "withheld" in shown.stdout, shown.stdout
 
     accepted = toolshed("mcp", "pin", "changing", "--accept", "changing__describe")
-    assert "accepted; 2 tools mounted, running" in accepted.stdout, accepted.stdout
+    assert "accepted; 3 tools mounted, running" in accepted.stdout, accepted.stdout
     tools = run(names_and_descriptions())
     assert "id_rsa" in tools["changing__describe"], tools
     # Unknown names are refused.
     refused = toolshed("mcp", "pin", "changing", "--accept", "nope", check=False)
     assert refused.returncode == 2 and "not a pinned tool" in refused.stderr, refused.stderr
+
+
+def test_a_servers_new_tools_reach_the_client_with_list_changed(server, toolshed, workspace):
+    described = workspace / "description.txt"
+    described.write_text("Describes a topic.")
+    toolshed("mcp", "add", "changing", "--", sys.executable, CHANGING, str(described))
+
+    async def main():
+        changed = asyncio.Event()
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                changed.set()
+
+        async with Client(server(), mode="legacy", message_handler=on_message) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "changing__grow" in names and "changing__grown" not in names, names
+            result = await client.call_tool("changing__grow", {})
+            assert "added" in text(result), result
+            await asyncio.wait_for(changed.wait(), timeout=10)
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "changing__grown" in names, names
+            result = await client.call_tool("changing__grown", {})
+            assert "grown" in text(result) and not result.is_error, result
+
+    run(main())

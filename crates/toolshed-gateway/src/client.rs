@@ -53,6 +53,8 @@ struct Shared {
     progress: Mutex<HashMap<u64, ProgressSink>>,
     closed: AtomicBool,
     why_closed: Mutex<Option<String>>,
+    /// Told when the server says its tools changed.
+    tools_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Shared {
@@ -96,8 +98,12 @@ impl Client {
         rx: pipe::Receiver,
         tx: pipe::Sender,
         timeout: Duration,
+        tools_changed: Arc<tokio::sync::Notify>,
     ) -> Result<Self, String> {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            tools_changed,
+            ..Shared::default()
+        });
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
         let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
         let mut client = Self {
@@ -316,9 +322,7 @@ fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
             None
         }
         (Some("notifications/tools/list_changed"), _) => {
-            // Not yet followed: the catalog keeps the tools listed at `init` until the
-            // plugin is reloaded (`toolshed plugins reload ID`).
-            tracing::info!("an MCP server says its tools changed; reload its plugin to see them");
+            shared.tools_changed.notify_one();
             None
         }
         // Requests from the server (an id and a method): answered, never left waiting.

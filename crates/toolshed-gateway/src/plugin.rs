@@ -9,8 +9,8 @@ use toolshed_core::{
     CallContext, Health, LoadRequest, McpServer, Plugin, PluginError, PluginKind, PluginLoader,
     PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::Services;
 use toolshed_ops::sandbox::SandboxMode;
+use toolshed_ops::{CatalogSignals, Services};
 
 use crate::client::RpcError;
 use crate::convert;
@@ -59,16 +59,20 @@ impl PluginLoader for McpLoader {
             self.services.ops.process.clone(),
         ));
         Ok(Arc::new(McpPlugin {
-            pins: pins::pins_path(&request.dir),
-            pin_mode: PinMode::parse(server.pin.as_deref()),
-            withheld: std::sync::Mutex::new(Vec::new()),
+            lister: Arc::new(Lister {
+                prefix,
+                upstream,
+                pins: pins::pins_path(&request.dir),
+                pin_mode: PinMode::parse(server.pin.as_deref()),
+                withheld: std::sync::Mutex::new(Vec::new()),
+                tools: std::sync::RwLock::new(Vec::new()),
+            }),
             base: request.manifest,
-            prefix,
             idle: (server.idle_timeout_secs > 0)
                 .then(|| Duration::from_secs(server.idle_timeout_secs)),
-            upstream,
-            mounted: OnceLock::new(),
-            idle_watch: std::sync::Mutex::new(None),
+            manifest: OnceLock::new(),
+            catalog: self.services.catalog.clone(),
+            watches: std::sync::Mutex::new(Vec::new()),
         }))
     }
 }
@@ -126,41 +130,121 @@ fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, Plu
     })
 }
 
-/// What `init` found: the manifest with the server's tools, and those tools.
-struct Mounted {
-    manifest: PluginManifest,
-    tools: Vec<Arc<dyn Tool>>,
-}
-
 /// A mounted MCP server.
 pub struct McpPlugin {
+    base: PluginManifest,
+    idle: Option<Duration>,
+    lister: Arc<Lister>,
+    /// The manifest with the server's tools, once listed.
+    manifest: OnceLock<PluginManifest>,
+    catalog: Arc<CatalogSignals>,
+    /// Background work: stopping an idle server, following its list changes.
+    watches: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// Lists a server's tools and keeps them: at `init`, and again whenever it says they
+/// changed.
+struct Lister {
+    prefix: String,
+    upstream: Arc<Upstream>,
     /// Where its tools' pinned digests are kept.
     pins: std::path::PathBuf,
     pin_mode: PinMode,
     /// Tools not mounted because their definition changed since it was pinned.
     withheld: std::sync::Mutex<Vec<String>>,
-    base: PluginManifest,
-    prefix: String,
-    idle: Option<Duration>,
-    upstream: Arc<Upstream>,
-    mounted: OnceLock<Mounted>,
-    idle_watch: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    tools: std::sync::RwLock<Vec<Arc<dyn Tool>>>,
 }
 
 #[async_trait]
 impl Plugin for McpPlugin {
     fn manifest(&self) -> &PluginManifest {
-        self.mounted.get().map_or(&self.base, |m| &m.manifest)
+        self.manifest.get().unwrap_or(&self.base)
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.mounted
-            .get()
-            .map_or_else(Vec::new, |m| m.tools.clone())
+        self.lister
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Starts the server and lists its tools.
     async fn init(&self) -> Result<(), PluginError> {
+        self.lister.list().await?;
+        let mut manifest = self.base.clone();
+        manifest.tools = self.tools().iter().map(|t| t.spec().clone()).collect();
+        if manifest.description.is_empty()
+            && let Some(instructions) = self.lister.upstream.instructions().await
+        {
+            manifest.description = instructions;
+        }
+        let _ = self.manifest.set(manifest);
+        Ok(())
+    }
+
+    async fn start(&self) -> Result<(), PluginError> {
+        let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(idle) = self.idle {
+            let upstream = Arc::downgrade(&self.lister.upstream);
+            let every = (idle / 4).max(Duration::from_millis(100));
+            watches.push(tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(upstream) = upstream.upgrade() else {
+                        return;
+                    };
+                    upstream.stop_if_idle(idle).await;
+                }
+            }));
+        }
+        // A server that says its tools changed is listed again, and the host told.
+        let lister = Arc::downgrade(&self.lister);
+        let changed = self.lister.upstream.tools_changed.clone();
+        let catalog = self.catalog.clone();
+        let id = self.base.id.clone();
+        watches.push(tokio::spawn(async move {
+            loop {
+                changed.notified().await;
+                let Some(lister) = lister.upgrade() else {
+                    return;
+                };
+                match lister.list().await {
+                    Ok(()) => catalog.tools_changed(&id),
+                    Err(e) => tracing::warn!(plugin = %id, error = %e, "cannot list the MCP server's changed tools"),
+                }
+            }
+        }));
+        Ok(())
+    }
+
+    async fn stop(&self) -> Result<(), PluginError> {
+        let watches = std::mem::take(&mut *self.watches.lock().unwrap_or_else(|e| e.into_inner()));
+        for watch in watches {
+            watch.abort();
+        }
+        self.lister.upstream.stop().await;
+        Ok(())
+    }
+
+    async fn health(&self) -> Health {
+        if let Some(why) = self.lister.upstream.failure() {
+            return Health::Degraded(why);
+        }
+        let withheld = self
+            .lister
+            .withheld
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let name = self.base.id.strip_prefix("mcp.").unwrap_or(&self.base.id);
+        pins::withheld_reason(name, &withheld).map_or(Health::Ok, Health::Degraded)
+    }
+}
+
+impl Lister {
+    /// Lists the server's tools (starting it if needed) and mounts those its pins allow.
+    async fn list(&self) -> Result<(), PluginError> {
         let client = self.upstream.peer().await.map_err(PluginError)?;
         let listed = client.list_all("tools/list", "tools").await.map_err(|e| {
             let why = match e {
@@ -191,63 +275,10 @@ impl Plugin for McpPlugin {
                 }) as Arc<dyn Tool>
             })
             .collect();
-        let mut manifest = self.base.clone();
-        manifest.tools = tools.iter().map(|t| t.spec().clone()).collect();
-        if manifest.description.is_empty()
-            && let Some(instructions) = self.upstream.instructions().await
-        {
-            manifest.description = instructions;
-        }
-        let _ = self.mounted.set(Mounted { manifest, tools });
+        *self.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
         Ok(())
     }
 
-    async fn start(&self) -> Result<(), PluginError> {
-        if let Some(idle) = self.idle {
-            let upstream = Arc::downgrade(&self.upstream);
-            let every = (idle / 4).max(Duration::from_millis(100));
-            let watch = tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(every).await;
-                    let Some(upstream) = upstream.upgrade() else {
-                        return;
-                    };
-                    upstream.stop_if_idle(idle).await;
-                }
-            });
-            *self.idle_watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watch);
-        }
-        Ok(())
-    }
-
-    async fn stop(&self) -> Result<(), PluginError> {
-        if let Some(watch) = self
-            .idle_watch
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            watch.abort();
-        }
-        self.upstream.stop().await;
-        Ok(())
-    }
-
-    async fn health(&self) -> Health {
-        if let Some(why) = self.upstream.failure() {
-            return Health::Degraded(why);
-        }
-        let withheld = self
-            .withheld
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let name = self.base.id.strip_prefix("mcp.").unwrap_or(&self.base.id);
-        pins::withheld_reason(name, &withheld).map_or(Health::Ok, Health::Degraded)
-    }
-}
-
-impl McpPlugin {
     /// The listed tools that may be mounted: those whose definition matches its pin (a new
     /// tool is pinned now); the others are withheld in strict mode, mounted with a warning
     /// in `warn` mode. Pins are written back when they changed.

@@ -51,6 +51,8 @@ pub(crate) struct Upstream {
     pub(crate) name: String,
     launch: Launch,
     processes: Arc<dyn ProcessOps>,
+    /// Told when the server says its tools changed.
+    pub(crate) tools_changed: Arc<tokio::sync::Notify>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     failures: Mutex<Option<Failures>>,
     /// Milliseconds since `epoch` of the last call's start.
@@ -75,6 +77,7 @@ impl Upstream {
             name,
             launch,
             processes,
+            tools_changed: Arc::default(),
             connection: tokio::sync::Mutex::new(None),
             failures: Mutex::new(None),
             last_used: AtomicU64::new(0),
@@ -181,18 +184,19 @@ impl Upstream {
         })()
         .map_err(|e| format!("MCP server `{}`: cannot use its pipes: {e}", self.name))?;
         let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
-        let client = match Client::connect(pipes.0, pipes.1, timeout).await {
-            Ok(client) => Arc::new(client),
-            Err(e) => {
-                // Give its last words a moment to arrive.
-                process.wait(Duration::from_millis(200)).await;
-                return Err(format!(
-                    "MCP server `{}` failed the handshake ({e}){}",
-                    self.name,
-                    stderr_tail(&process)
-                ));
-            }
-        };
+        let client =
+            match Client::connect(pipes.0, pipes.1, timeout, self.tools_changed.clone()).await {
+                Ok(client) => Arc::new(client),
+                Err(e) => {
+                    // Give its last words a moment to arrive.
+                    process.wait(Duration::from_millis(200)).await;
+                    return Err(format!(
+                        "MCP server `{}` failed the handshake ({e}){}",
+                        self.name,
+                        stderr_tail(&process)
+                    ));
+                }
+            };
         tracing::info!(server = %self.name, pid = process.pid(), "MCP server started");
         Ok(Connection { client, process })
     }

@@ -180,6 +180,7 @@ impl HostBuilder {
             ports: Arc::new(PortDirectory::new()),
             read_log,
             gauges: Arc::new(Gauges::new()),
+            catalog: Default::default(),
         })
     }
 

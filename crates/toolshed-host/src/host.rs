@@ -282,9 +282,12 @@ impl Host {
     /// plugin directories (installed, changed, removed), by file-system notifications: an
     /// idle host does no periodic work ([`Registry::watch`]). Each change is published as a
     /// `PluginStateChanged` event, which the MCP door turns into
-    /// `notifications/tools/list_changed`. Returns once the watches are in place; the task
-    /// ends when the host is dropped.
+    /// `notifications/tools/list_changed`. So are changes plugins report themselves (a
+    /// mounted MCP server's new tools). Returns once the watches are in place; the tasks
+    /// end when the host is dropped.
     pub async fn watch_store(&self) -> tokio::task::JoinHandle<()> {
+        self.registry
+            .follow_catalog_signals(self.services.catalog.clone());
         self.registry.watch().await
     }
 

@@ -45,6 +45,9 @@ struct Shared {
     specs: Vec<ToolSpec>,
     store: Arc<StateStore>,
     real: tokio::sync::Mutex<Option<Arc<dyn Plugin>>>,
+    /// The running plugin once started, for [`Plugin::tools`] (not async): a plugin whose
+    /// tools change while it runs then lists its own.
+    live: std::sync::Mutex<Option<Arc<dyn Plugin>>>,
     /// Set by `stop`: a call that resolved the tool before stays refused, rather than
     /// starting the code again with what the plugin was loaded with.
     stopped: std::sync::atomic::AtomicBool,
@@ -67,6 +70,7 @@ impl LazyPlugin {
             specs: specs.clone(),
             store,
             real: tokio::sync::Mutex::new(None),
+            live: std::sync::Mutex::new(None),
             stopped: std::sync::atomic::AtomicBool::new(false),
         });
         let tools = specs
@@ -118,6 +122,7 @@ impl Shared {
             }
         }
         *real = Some(plugin.clone());
+        *self.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(plugin.clone());
         Ok(plugin)
     }
 }
@@ -129,7 +134,16 @@ impl Plugin for LazyPlugin {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.tools.clone()
+        let live = self
+            .shared
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match live {
+            Some(plugin) => plugin.tools(),
+            None => self.tools.clone(),
+        }
     }
 
     async fn stop(&self) -> Result<(), PluginError> {
@@ -137,6 +151,7 @@ impl Plugin for LazyPlugin {
             .stopped
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let real = self.shared.real.lock().await.take();
+        *self.shared.live.lock().unwrap_or_else(|e| e.into_inner()) = None;
         match real {
             Some(plugin) => plugin.stop().await,
             None => Ok(()),

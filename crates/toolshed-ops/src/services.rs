@@ -34,6 +34,42 @@ pub struct Services {
     pub read_log: Arc<dyn ReadLog>,
     /// Gauges the metrics endpoint reports (live sessions, background processes).
     pub gauges: Arc<Gauges>,
+    /// Where plugins say their tools changed.
+    pub catalog: Arc<CatalogSignals>,
+}
+
+/// Plugins saying their tools changed while they run (a mounted MCP server's
+/// `notifications/tools/list_changed`): the host reads their tools again and tells its
+/// clients. Signals for the same plugin coalesce.
+#[derive(Debug, Default)]
+pub struct CatalogSignals {
+    changed: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    notify: tokio::sync::Notify,
+}
+
+impl CatalogSignals {
+    /// Plugin `plugin_id`'s tools changed.
+    pub fn tools_changed(&self, plugin_id: &str) {
+        self.changed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(plugin_id.to_string());
+        self.notify.notify_one();
+    }
+
+    /// The plugins whose tools changed since the last call, waiting for at least one.
+    pub async fn next(&self) -> Vec<String> {
+        loop {
+            let changed: Vec<String> =
+                std::mem::take(&mut *self.changed.lock().unwrap_or_else(|e| e.into_inner()))
+                    .into_iter()
+                    .collect();
+            if !changed.is_empty() {
+                return changed;
+            }
+            self.notify.notified().await;
+        }
+    }
 }
 
 impl Services {
@@ -47,6 +83,7 @@ impl Services {
             ports: Arc::new(PortDirectory::new()),
             read_log: Arc::new(MemoryReadLog::default()),
             gauges: Arc::new(Gauges::new()),
+            catalog: Arc::new(CatalogSignals::default()),
         }
     }
 

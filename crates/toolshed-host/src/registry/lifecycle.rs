@@ -99,6 +99,52 @@ impl Registry {
         self.known(id)
     }
 
+    /// Reads a running plugin's tools again (it said they changed: a mounted MCP server's
+    /// `list_changed`), records them, and announces the change like any other. Schemas are
+    /// compiled anew.
+    pub async fn refresh_tools(&self, id: &str) {
+        let _lifecycle = self.lifecycle.lock().await;
+        let before = self.seen(id);
+        let running = self.write(|i| {
+            let slot = i.slot_mut(id)?;
+            slot.recorded = None;
+            match &mut slot.phase {
+                super::state::Phase::Running(running) => {
+                    running.validators.clear();
+                    Some((running.plugin.clone(), running.loaded.clone()))
+                }
+                _ => None,
+            }
+        });
+        let Some((plugin, loaded)) = running else {
+            return;
+        };
+        self.remember_tools(id, plugin.as_ref(), loaded.as_ref())
+            .await;
+        self.reindex();
+        self.publish_change(id, before);
+    }
+
+    /// Follows plugins' signals that their tools changed, until the registry is dropped.
+    pub fn follow_catalog_signals(
+        self: &Arc<Self>,
+        signals: Arc<toolshed_ops::CatalogSignals>,
+    ) -> tokio::task::JoinHandle<()> {
+        let registry = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let changed = signals.next().await;
+                let Some(registry) = registry.upgrade() else {
+                    return;
+                };
+                for id in changed {
+                    tracing::info!(plugin = %id, "the plugin's tools changed; reading them again");
+                    registry.refresh_tools(&id).await;
+                }
+            }
+        })
+    }
+
     /// What a plugin asks for (`declared`, as grants) and what it was granted.
     pub async fn grants(&self, id: &str) -> Result<GrantsInfo, RegistryError> {
         let manifest = self.manifest(id).ok_or_else(|| self.unknown(id))?;

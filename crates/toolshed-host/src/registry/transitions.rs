@@ -99,7 +99,12 @@ impl Registry {
 
     /// Keeps the names of the tools a started plugin serves and, for a sandboxed plugin
     /// whose code ran on something new, records its tools in the store ([`crate::lazy`]).
-    async fn remember_tools(&self, id: &str, plugin: &dyn Plugin, loaded: Option<&Loaded>) {
+    pub(super) async fn remember_tools(
+        &self,
+        id: &str,
+        plugin: &dyn Plugin,
+        loaded: Option<&Loaded>,
+    ) {
         let tools = plugin.tools();
         let remember = self.write(|i| {
             let slot = i.slot_mut(id)?;
