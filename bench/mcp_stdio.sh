@@ -39,12 +39,7 @@ if [[ $peers == *node* ]]; then
   echo
 fi
 if [[ $peers == *rust* ]]; then
-  version=${RUST_FS_VERSION:-0.4.5}
-  peer=bench/peers/rust-mcp-filesystem-$version
-  if [ ! -x "$peer/bin/rust-mcp-filesystem" ]; then
-    cargo install --locked --quiet rust-mcp-filesystem --version "$version" \
-      --root "$peer" --target-dir bench/peers/target
-  fi
+  source bench/rust_fs_peer.sh
   echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-  "$target/release/mcp-driver" --toolshed "$bin" --rust-filesystem "$peer/bin/rust-mcp-filesystem" "$@"
+  "$target/release/mcp-driver" --toolshed "$bin" --rust-filesystem "$rust_fs" "$@"
 fi

@@ -13,6 +13,7 @@
 mod client;
 mod convert;
 mod names;
+pub use names::prefix;
 pub mod pins;
 mod plugin;
 mod upstream;

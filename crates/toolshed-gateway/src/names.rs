@@ -9,8 +9,17 @@ const MAX_NAME: usize = 64;
 /// The prefix of a server's tools when its manifest names none: the plugin id after `mcp.`
 /// (`mcp.everything` → `everything`), other characters than letters, digits, `_` and `-`
 /// replaced by `_`.
-pub(crate) fn default_prefix(plugin_id: &str) -> String {
+fn default_prefix(plugin_id: &str) -> String {
     sanitize(plugin_id.strip_prefix("mcp.").unwrap_or(plugin_id))
+}
+
+/// The prefix of a mounted server's tool names: its manifest's `prefix`, else the default
+/// made from its plugin id.
+pub fn prefix(manifest: &toolshed_core::PluginManifest) -> String {
+    manifest
+        .mcp_server()
+        .and_then(|server| server.prefix)
+        .unwrap_or_else(|| default_prefix(&manifest.id))
 }
 
 /// `text` with every character outside `[A-Za-z0-9_-]` replaced by `_`.

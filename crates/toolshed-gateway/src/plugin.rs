@@ -48,10 +48,7 @@ impl PluginLoader for McpLoader {
             request.manifest.mcp.clone().ok_or_else(|| {
                 PluginError("a plugin of kind `mcp` needs an `[mcp]` table".into())
             })?;
-        let prefix = server
-            .prefix
-            .clone()
-            .unwrap_or_else(|| names::default_prefix(&request.manifest.id));
+        let prefix = names::prefix(&request.manifest);
         let launch = launch(&server, &request.config)?;
         let upstream = Arc::new(Upstream::new(
             prefix.clone(),

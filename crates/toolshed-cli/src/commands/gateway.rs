@@ -434,9 +434,8 @@ async fn pin(host: &Host, name: &str, accept: &[String], all: bool) -> Result<()
     let prefix = host
         .registry()
         .manifest(&id)
-        .and_then(|m| m.mcp_server())
-        .and_then(|s| s.prefix)
-        .unwrap_or_else(|| id.trim_start_matches("mcp.").to_string());
+        .map(|m| toolshed_gateway::prefix(&m))
+        .unwrap_or_default();
     if all {
         pins.tools.clear();
     } else {
