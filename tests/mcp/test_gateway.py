@@ -140,6 +140,48 @@ def test_a_deny_rule_on_the_servers_group_hides_its_tools(server, toolshed, home
             result = await client.call_tool("everything__echo", {"message": "x"})
             said = text(result)
             assert result.is_error and ("denied" in said.lower() or "not available" in said), said
+            # Its resources and prompts are hidden with its tools.
+            assert (await client.list_resources()).resources == []
+            assert (await client.list_prompts()).prompts == []
+            with pytest.raises(MCPError):
+                await client.get_prompt("everything__simple-prompt")
+
+    run(main())
+
+
+def test_a_mounted_servers_resources_and_prompts_are_listed_and_read_through_toolshed(server, toolshed):
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            assert client.server_capabilities.resources is not None
+            assert client.server_capabilities.prompts is not None
+
+            resources = (await client.list_resources()).resources
+            uris = [str(r.uri) for r in resources]
+            docs = [u for u in uris if u.startswith("demo://resource/static/document/")]
+            assert docs, uris
+            read = await client.read_resource(docs[0])
+            assert read.contents and read.contents[0].text, read
+
+            templates = (await client.list_resource_templates()).resource_templates
+            text_template = next(t.uri_template for t in templates if "/dynamic/text/" in t.uri_template)
+            # A URI made from a template (never listed) is read from the server that has it.
+            read = await client.read_resource(text_template.replace("{resourceId}", "7"))
+            assert read.contents and "7" in read.contents[0].text, read
+
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource("demo://resource/nowhere")
+            assert "demo://resource/nowhere" in str(missing.value), missing.value
+
+            prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+            assert "everything__simple-prompt" in prompts and "everything__args-prompt" in prompts, sorted(prompts)
+            assert [a.name for a in prompts["everything__args-prompt"].arguments][:1] == ["city"]
+            got = await client.get_prompt("everything__args-prompt", {"city": "Lisbon"})
+            assert "Lisbon" in got.messages[0].content.text, got
+            with pytest.raises(MCPError) as unknown:
+                await client.get_prompt("everything__no-such-prompt")
+            assert "no prompt" in str(unknown.value), unknown.value
 
     run(main())
 

@@ -38,7 +38,7 @@ pub use manifest::{
     Requirement, Translation, is_valid_plugin_id,
 };
 pub use output::{Content, ToolOutput, counted};
-pub use plugin::{BuiltinPlugin, Health, Plugin, PluginError, SyncTool, Tool};
+pub use plugin::{BuiltinPlugin, Health, Library, Plugin, PluginError, SyncTool, Tool};
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};
 

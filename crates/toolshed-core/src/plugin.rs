@@ -78,6 +78,38 @@ pub trait Plugin: Send + Sync {
     /// what it owns — command sessions, background processes — rather than keep it running
     /// with no one able to reach it.
     async fn owner_ended(&self, _owner: &crate::OwnerId) {}
+
+    /// The resources and prompts it offers besides tools (a mounted MCP server's), or
+    /// `None` (the default) when it offers none.
+    fn library(&self) -> Option<Arc<dyn Library>> {
+        None
+    }
+}
+
+/// What a plugin offers besides tools: MCP resources, resource templates and prompts, in
+/// the JSON shapes of the MCP methods that list and read them. Prompt names are the ones
+/// clients see (a mounted server's prefixed like its tools); resource URIs are the
+/// server's own.
+#[async_trait]
+pub trait Library: Send + Sync {
+    /// The items of `resources/list`.
+    async fn resources(&self) -> Result<Vec<Value>, PluginError>;
+
+    /// The items of `resources/templates/list`.
+    async fn resource_templates(&self) -> Result<Vec<Value>, PluginError>;
+
+    /// The result of `resources/read` for `uri`.
+    async fn read_resource(&self, uri: &str) -> Result<Value, PluginError>;
+
+    /// The items of `prompts/list`.
+    async fn prompts(&self) -> Result<Vec<Value>, PluginError>;
+
+    /// The result of `prompts/get` for the prompt `name` (as listed).
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, PluginError>;
 }
 
 /// A built-in plugin made of a manifest and a fixed list of tools.

@@ -12,6 +12,7 @@
 
 mod client;
 mod convert;
+mod library;
 mod names;
 pub use names::prefix;
 pub mod pins;

@@ -6,14 +6,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolshed_core::{
-    CallContext, Health, LoadRequest, McpServer, Plugin, PluginError, PluginKind, PluginLoader,
-    PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
+    CallContext, Health, Library, LoadRequest, McpServer, Plugin, PluginError, PluginKind,
+    PluginLoader, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{CatalogSignals, Services};
 
 use crate::client::RpcError;
 use crate::convert;
+use crate::library::{Offers, ServerLibrary};
 use crate::names;
 use crate::pins::{self, PinMode};
 use crate::upstream::{Launch, Upstream};
@@ -68,6 +69,7 @@ impl PluginLoader for McpLoader {
             idle: (server.idle_timeout_secs > 0)
                 .then(|| Duration::from_secs(server.idle_timeout_secs)),
             manifest: OnceLock::new(),
+            library: OnceLock::new(),
             catalog: self.services.catalog.clone(),
             watches: std::sync::Mutex::new(Vec::new()),
         }))
@@ -135,6 +137,8 @@ pub struct McpPlugin {
     /// The manifest with the server's tools, once listed.
     manifest: OnceLock<PluginManifest>,
     catalog: Arc<CatalogSignals>,
+    /// Its resources and prompts, once started, when the server offers any.
+    library: OnceLock<Option<Arc<dyn Library>>>,
     /// Background work: stopping an idle server, following its list changes.
     watches: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -171,12 +175,21 @@ impl Plugin for McpPlugin {
         self.lister.list().await?;
         let mut manifest = self.base.clone();
         manifest.tools = self.tools().iter().map(|t| t.spec().clone()).collect();
+        let info = self.lister.upstream.info().await.unwrap_or_default();
         if manifest.description.is_empty()
-            && let Some(instructions) = self.lister.upstream.instructions().await
+            && let Some(instructions) = info["instructions"].as_str()
         {
-            manifest.description = instructions;
+            manifest.description = instructions.to_string();
         }
         let _ = self.manifest.set(manifest);
+        let offers = Offers::from_info(&info);
+        let _ = self.library.set(offers.any().then(|| {
+            Arc::new(ServerLibrary::new(
+                self.lister.prefix.clone(),
+                self.lister.upstream.clone(),
+                offers,
+            )) as Arc<dyn Library>
+        }));
         Ok(())
     }
 
@@ -222,6 +235,10 @@ impl Plugin for McpPlugin {
         }
         self.lister.upstream.stop().await;
         Ok(())
+    }
+
+    fn library(&self) -> Option<Arc<dyn Library>> {
+        self.library.get().cloned().flatten()
     }
 
     async fn health(&self) -> Health {

@@ -217,12 +217,10 @@ impl Upstream {
         }
     }
 
-    /// The server's `instructions`, once it has started.
-    pub(crate) async fn instructions(&self) -> Option<String> {
+    /// The server's `initialize` result, once it has started.
+    pub(crate) async fn info(&self) -> Option<serde_json::Value> {
         let connection = self.connection.lock().await;
-        connection.as_ref()?.client.info["instructions"]
-            .as_str()
-            .map(String::from)
+        Some(connection.as_ref()?.client.info.clone())
     }
 
     /// Stops the server if nothing used it for `idle`; whether it did.

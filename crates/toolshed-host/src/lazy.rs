@@ -13,8 +13,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use toolshed_core::{
-    CallContext, Health, LoadRequest, Plugin, PluginError, PluginLoader, PluginManifest, Tool,
-    ToolError, ToolOutput, ToolSpec,
+    CallContext, Health, Library, LoadRequest, Plugin, PluginError, PluginKind, PluginLoader,
+    PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
 
 use crate::store::StateStore;
@@ -158,6 +158,16 @@ impl Plugin for LazyPlugin {
         }
     }
 
+    /// A mounted MCP server's resources and prompts start it, like a call to one of its
+    /// tools; other kinds offer none.
+    fn library(&self) -> Option<Arc<dyn Library>> {
+        (self.shared.manifest.kind == PluginKind::Mcp).then(|| {
+            Arc::new(LazyLibrary {
+                shared: self.shared.clone(),
+            }) as Arc<dyn Library>
+        })
+    }
+
     async fn health(&self) -> Health {
         let real = self.shared.real.lock().await.clone();
         match real {
@@ -200,5 +210,72 @@ impl Tool for LazyTool {
             });
         };
         tool.call(ctx, args).await
+    }
+}
+
+/// The library of a plugin not started yet: starts it when asked, then answers from it.
+struct LazyLibrary {
+    shared: Arc<Shared>,
+}
+
+impl LazyLibrary {
+    async fn real(&self) -> Result<Option<Arc<dyn Library>>, PluginError> {
+        let plugin = self
+            .shared
+            .real()
+            .await
+            .map_err(|e| PluginError(e.to_string()))?;
+        Ok(plugin.library())
+    }
+}
+
+#[async_trait]
+impl Library for LazyLibrary {
+    async fn resources(&self) -> Result<Vec<Value>, PluginError> {
+        match self.real().await? {
+            Some(library) => library.resources().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn resource_templates(&self) -> Result<Vec<Value>, PluginError> {
+        match self.real().await? {
+            Some(library) => library.resource_templates().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn read_resource(&self, uri: &str) -> Result<Value, PluginError> {
+        match self.real().await? {
+            Some(library) => library.read_resource(uri).await,
+            None => Err(self.offers_none()),
+        }
+    }
+
+    async fn prompts(&self) -> Result<Vec<Value>, PluginError> {
+        match self.real().await? {
+            Some(library) => library.prompts().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, PluginError> {
+        match self.real().await? {
+            Some(library) => library.get_prompt(name, arguments).await,
+            None => Err(self.offers_none()),
+        }
+    }
+}
+
+impl LazyLibrary {
+    fn offers_none(&self) -> PluginError {
+        PluginError(format!(
+            "plugin `{}` offers no resources or prompts",
+            self.shared.manifest.id
+        ))
     }
 }

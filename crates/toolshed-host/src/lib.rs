@@ -34,6 +34,7 @@ pub mod config_fields;
 pub mod identity;
 pub mod install;
 pub mod job_store;
+pub mod library;
 pub mod manifest;
 pub mod oauth;
 pub mod policy;

@@ -1,13 +1,16 @@
 //! The MCP server handler over the host.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -15,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use toolshed_core::OwnerId;
 use toolshed_host::identity::Caller;
+use toolshed_host::library::{Libraries, LibraryError};
 use toolshed_host::registry::ToolEntry;
 use toolshed_host::{CallRequest, Host};
 use toolshed_host::{CompiledRules, RuleError, Subject};
@@ -332,6 +336,40 @@ impl McpServer {
             .cloned()
     }
 
+    /// The tools this request's caller sees: the connection's, narrowed by an agent
+    /// token's tool rules.
+    fn tools_for(bound: &Bound, context: &RequestContext<RoleServer>) -> Vec<ToolEntry> {
+        let tools = bound.visible_tools();
+        match Self::caller_for(bound, context).and_then(|c| c.tools) {
+            None => tools,
+            Some(rules) => tools
+                .into_iter()
+                .filter(|e| {
+                    rules
+                        .refuse(&Subject::new(e.spec(), &e.plugin_id))
+                        .is_none()
+                })
+                .collect(),
+        }
+    }
+
+    /// The resources and prompts this request's caller may use: those of the plugins
+    /// whose tools it sees. Lists need `tools:list`; reading and getting need `tools:call`.
+    async fn libraries_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+        scope: &str,
+    ) -> Result<Libraries, McpError> {
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, context, scope)?;
+        let plugins: BTreeSet<String> = Self::tools_for(bound, context)
+            .into_iter()
+            .map(|e| e.plugin_id)
+            .collect();
+        Ok(bound.host.registry().libraries(&plugins))
+    }
+
     /// Refuses a request whose caller lacks `scope`.
     fn require(
         bound: &Bound,
@@ -435,6 +473,34 @@ fn valid_owner(handle: &str) -> Result<OwnerId, McpError> {
     }
 }
 
+/// The items a plugin listed that parse as `T`; one that does not is left out (and
+/// logged) rather than failing the whole list.
+fn from_values<T: serde::de::DeserializeOwned>(values: Vec<Value>) -> Vec<T> {
+    values
+        .into_iter()
+        .filter_map(|v| match serde_json::from_value(v) {
+            Ok(item) => Some(item),
+            Err(e) => {
+                tracing::warn!(error = %e, "a plugin listed an item that is not valid MCP; left out");
+                None
+            }
+        })
+        .collect()
+}
+
+/// A resource or prompt that could not be served, as the MCP error a client expects:
+/// resource-not-found (-32002) or invalid params for what does not exist, internal for
+/// what failed.
+fn library_error(e: LibraryError) -> McpError {
+    match e {
+        LibraryError::NotFound(message) if message.starts_with("there is no prompt") => {
+            McpError::invalid_params(message, None)
+        }
+        LibraryError::NotFound(message) => McpError::resource_not_found(message, None),
+        LibraryError::Failed(message) => McpError::internal_error(message, None),
+    }
+}
+
 /// The cursor of the page after the tool named `last`.
 fn cursor_after(last: &str) -> String {
     format!("after:{last}")
@@ -473,10 +539,14 @@ impl ServerHandler for McpServer {
         if let Some(opening) = &self.binding.opening {
             opening.greeted.notify_one();
         }
+        // Resources and prompts are offered whether or not a mounted server has any yet
+        // (the host may still be opening when this is answered): lists are then empty.
         let config = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")));
@@ -514,20 +584,10 @@ impl ServerHandler for McpServer {
         let bound = self.bound().await?;
         bound.check_token()?;
         Self::require(bound, &context, "tools:list")?;
-        let caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
-        let mut tools: Vec<Tool> = match caller_tools {
-            None => bound.visible_list(),
-            Some(rules) => bound
-                .visible_tools()
-                .iter()
-                .filter(|e| {
-                    rules
-                        .refuse(&Subject::new(e.spec(), &e.plugin_id))
-                        .is_none()
-                })
-                .map(|e| tool_from_spec(e.spec()))
-                .collect(),
-        };
+        let mut tools: Vec<Tool> = Self::tools_for(bound, &context)
+            .iter()
+            .map(|e| tool_from_spec(e.spec()))
+            .collect();
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             let Some(after) = cursor.strip_prefix("after:") else {
                 let shown: String = cursor.chars().take(80).collect();
@@ -599,6 +659,71 @@ impl ServerHandler for McpServer {
             Ok(output) => Ok(result_from_output(output).into()),
             Err(error) => result_from_error(&name, resolved, error).map(Into::into),
         }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let libraries = self.libraries_for(&context, "tools:list").await?;
+        Ok(ListResourcesResult::with_all_items(from_values(
+            libraries.resources().await,
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let libraries = self.libraries_for(&context, "tools:list").await?;
+        Ok(ListResourceTemplatesResult::with_all_items(from_values(
+            libraries.resource_templates().await,
+        )))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let libraries = self.libraries_for(&context, "tools:call").await?;
+        let result = libraries
+            .read_resource(&request.uri)
+            .await
+            .map_err(library_error)?;
+        let result: ReadResourceResult = serde_json::from_value(result).map_err(|e| {
+            McpError::internal_error(format!("a plugin's resource could not be read: {e}"), None)
+        })?;
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let libraries = self.libraries_for(&context, "tools:list").await?;
+        Ok(ListPromptsResult::with_all_items(from_values(
+            libraries.prompts().await,
+        )))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let libraries = self.libraries_for(&context, "tools:call").await?;
+        let result = libraries
+            .get_prompt(&request.name, request.arguments.unwrap_or_default())
+            .await
+            .map_err(library_error)?;
+        let result: GetPromptResult = serde_json::from_value(result).map_err(|e| {
+            McpError::internal_error(format!("a plugin's prompt could not be read: {e}"), None)
+        })?;
+        Ok(result.into())
     }
 
     /// Legacy sessions (2025-11-25 and earlier): once the client is initialized, watch the

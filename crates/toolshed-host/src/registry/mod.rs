@@ -192,6 +192,24 @@ impl Registry {
         None
     }
 
+    /// The resources and prompts of the running plugins among `plugin_ids`, in trust order.
+    pub fn libraries(
+        &self,
+        plugin_ids: &std::collections::BTreeSet<String>,
+    ) -> crate::library::Libraries {
+        crate::library::Libraries::new(self.read(|inner| {
+            inner
+                .slots
+                .iter()
+                .filter(|slot| plugin_ids.contains(slot.id()))
+                .filter_map(|slot| {
+                    let library = slot.running()?.plugin.library()?;
+                    Some((slot.id().to_string(), library))
+                })
+                .collect()
+        }))
+    }
+
     /// Every discovery and registration problem.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         self.read(|i| {
