@@ -391,3 +391,103 @@ def test_a_servers_new_tools_reach_the_client_with_list_changed(server, toolshed
             assert "grown" in text(result) and not result.is_error, result
 
     run(main())
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_http_server(command, env=None):
+    """Starts a server listening on 127.0.0.1; its process and port once it answers."""
+    import socket
+    import time
+
+    port = free_port()
+    process = subprocess.Popen(
+        [part.replace("{port}", str(port)) for part in command],
+        env={**os.environ, "PORT": str(port), **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"{command} did not listen on {port}")
+
+
+def test_a_server_reached_over_http_is_mounted_and_called_through_toolshed(server, toolshed):
+    process, port = start_http_server(["node", server_js("everything"), "streamableHttp"])
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        added = toolshed("mcp", "add", "remote", "--url", url)
+        assert "remote__echo" in added.stdout, added.stdout
+        listed = toolshed("mcp", "list").stdout
+        assert url in listed, listed
+
+        async def main():
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append(value)
+
+            async with Client(server(), mode="legacy") as client:
+                result = await client.call_tool("remote__echo", {"message": "over http"})
+                assert not result.is_error and "over http" in text(result), result
+                result = await client.call_tool(
+                    "remote__trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress
+                )
+                assert not result.is_error and len(progress) >= 2, (result, progress)
+                result = await client.call_tool("remote__get-tiny-image", {})
+                assert any(c.type == "image" for c in result.content), result.content
+                docs = [str(r.uri) for r in (await client.list_resources()).resources]
+                assert any(u.startswith("demo://resource/static/document/") for u in docs), docs
+
+        run(main())
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_http_headers_carry_secrets_from_the_store_and_list_changed_comes_over_http(server, toolshed, workspace, home):
+    described = workspace / "description.txt"
+    described.write_text("Describes a topic.")
+    port = free_port()
+    process, port = start_http_server([sys.executable, CHANGING, str(described), "--http", "{port}", "--token", "tok-9"])
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        # Without the token the server refuses, and the plugin says why.
+        refused = toolshed("mcp", "add", "guarded", "--url", url, check=False)
+        assert refused.returncode == 1 and "401" in refused.stderr, refused.stderr
+        toolshed("mcp", "add", "guarded", "--url", url, "-H", "Authorization=Bearer tok-9", "--force")
+        manifest = (home / "plugins" / "mcp.guarded" / "plugin.toml").read_text()
+        assert "tok-9" not in manifest and "${config.header_authorization}" in manifest, manifest
+
+        async def main():
+            changed = asyncio.Event()
+
+            async def on_message(message):
+                if isinstance(message, types.ToolListChangedNotification):
+                    changed.set()
+
+            async with Client(server(), mode="legacy", message_handler=on_message) as client:
+                result = await client.call_tool("guarded__steady", {})
+                assert "steady" in text(result) and not result.is_error, result
+                result = await client.call_tool("guarded__grow", {})
+                assert "added" in text(result), result
+                await asyncio.wait_for(changed.wait(), timeout=10)
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert "guarded__grown" in names, names
+
+        run(main())
+    finally:
+        process.kill()
+        process.wait()

@@ -356,8 +356,20 @@ pub struct McpAddArgs {
     /// Replace a server of the same name
     #[arg(long)]
     pub force: bool,
+    /// The URL of a server reached over streamable HTTP, instead of a command
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// A header sent to the --url server, NAME=VALUE (repeat). Values of credential headers
+    /// (Authorization, Cookie, names with TOKEN, KEY, SECRET) go to the secret store
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME=VALUE",
+        requires = "url"
+    )]
+    pub headers: Vec<String>,
     /// The command that runs the server, and its arguments (after `--`)
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 

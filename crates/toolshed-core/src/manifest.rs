@@ -204,7 +204,16 @@ pub struct PluginManifest {
 #[serde(default, deny_unknown_fields)]
 pub struct McpServer {
     /// The command that runs the server over stdio: a program on the `PATH` or a path.
+    /// Empty for a server reached at `url`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub command: String,
+    /// The URL of a server reached over streamable HTTP, instead of a `command`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every request to `url` (values may name `${config.KEY}`, a secret
+    /// such as a bearer token).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     /// Its arguments.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,

@@ -17,10 +17,12 @@ use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 use toolshed_core::{Progress, ProgressSink};
 
+use crate::http::{HttpLink, HttpTarget};
+
 /// The protocol version offered; a server answers with the one it speaks.
 const PROTOCOL_VERSION: &str = "2025-06-18";
 /// The longest message read from a server; a longer line ends the session.
-const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why a request got no result.
 #[derive(Debug)]
@@ -31,11 +33,28 @@ pub(crate) enum RpcError {
     Closed(String),
 }
 
-type Reply = Result<Value, RpcError>;
+pub(crate) type Reply = Result<Value, RpcError>;
 
 /// The server's stdin, written by callers and by the reader (answers to the server's own
 /// requests).
 type Writer = Arc<tokio::sync::Mutex<pipe::Sender>>;
+
+/// How messages reach the server.
+enum Link {
+    /// Lines on its stdin.
+    Pipe(Writer),
+    /// HTTP requests to its URL (streamable HTTP).
+    Http(Arc<HttpLink>),
+}
+
+impl Link {
+    async fn send(&self, message: &Value) -> Result<(), String> {
+        match self {
+            Self::Pipe(writer) => write_line(writer, message).await,
+            Self::Http(link) => link.send(message.clone()).await,
+        }
+    }
+}
 
 async fn write_line(writer: &Writer, message: &Value) -> Result<(), String> {
     let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
@@ -48,7 +67,7 @@ async fn write_line(writer: &Writer, message: &Value) -> Result<(), String> {
 }
 
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     progress: Mutex<HashMap<u64, ProgressSink>>,
     closed: AtomicBool,
@@ -58,6 +77,18 @@ struct Shared {
 }
 
 impl Shared {
+    /// Whether the session ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Settles request `id` with `reply`, if it still waits.
+    pub(crate) fn settle(&self, id: u64, reply: Reply) {
+        if let Some(waiter) = self.lock_pending().remove(&id) {
+            let _ = waiter.send(reply);
+        }
+    }
+
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -67,7 +98,7 @@ impl Shared {
     }
 
     /// Ends the session: every waiting request fails with `why`.
-    fn close(&self, why: String) {
+    pub(crate) fn close(&self, why: String) {
         self.closed.store(true, Ordering::SeqCst);
         *self.why_closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
         for (_, waiter) in self.lock_pending().drain() {
@@ -78,17 +109,23 @@ impl Shared {
 
 /// A session with one server.
 pub(crate) struct Client {
-    writer: Writer,
+    link: Link,
     shared: Arc<Shared>,
     next_id: AtomicU64,
-    reader: tokio::task::JoinHandle<()>,
+    /// Reads what the server sends unasked: its stdout, or its HTTP event stream.
+    reader: Option<tokio::task::JoinHandle<()>>,
     /// The server's `initialize` result.
     pub(crate) info: Value,
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
-        self.reader.abort();
+        if let Some(reader) = &self.reader {
+            reader.abort();
+        }
+        if let Link::Http(link) = &self.link {
+            link.end();
+        }
     }
 }
 
@@ -106,31 +143,61 @@ impl Client {
         });
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
         let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
-        let mut client = Self {
-            writer,
+        let client = Self {
+            link: Link::Pipe(writer),
             shared,
             next_id: AtomicU64::new(1),
-            reader,
+            reader: Some(reader),
             info: Value::Null,
         };
+        client.handshake(timeout).await
+    }
+
+    /// Runs the handshake with a server at `target` over streamable HTTP, then listens to
+    /// its event stream for what it sends unasked (its tools changed).
+    pub(crate) async fn connect_http(
+        target: HttpTarget,
+        timeout: Duration,
+        tools_changed: Arc<tokio::sync::Notify>,
+    ) -> Result<Self, String> {
+        let shared = Arc::new(Shared {
+            tools_changed,
+            ..Shared::default()
+        });
+        let link = HttpLink::new(target, shared.clone());
+        let client = Self {
+            link: Link::Http(link.clone()),
+            shared,
+            next_id: AtomicU64::new(1),
+            reader: None,
+            info: Value::Null,
+        };
+        let mut client = client.handshake(timeout).await?;
+        if let Some(version) = client.info["protocolVersion"].as_str() {
+            link.set_protocol(version);
+        }
+        client.reader = Some(tokio::spawn(async move { link.listen().await }));
+        Ok(client)
+    }
+
+    async fn handshake(mut self, timeout: Duration) -> Result<Self, String> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
             "clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
         });
-        let info = tokio::time::timeout(timeout, client.request("initialize", params, None))
+        let info = tokio::time::timeout(timeout, self.request("initialize", params, None))
             .await
             .map_err(|_| format!("no answer to `initialize` within {} s", timeout.as_secs()))?
             .map_err(|e| match e {
                 RpcError::Server { message } => format!("it refused `initialize`: {message}"),
                 RpcError::Closed(why) => why,
             })?;
-        client.info = info;
-        client
-            .notify("notifications/initialized", None)
+        self.info = info;
+        self.notify("notifications/initialized", None)
             .await
             .map_err(|e| format!("cannot finish the handshake: {e}"))?;
-        Ok(client)
+        Ok(self)
     }
 
     /// Whether the session ended.
@@ -139,7 +206,7 @@ impl Client {
     }
 
     async fn write(&self, message: &Value) -> Result<(), String> {
-        write_line(&self.writer, message).await
+        self.link.send(message).await
     }
 
     /// Sends a notification.
@@ -287,7 +354,7 @@ async fn read_loop(rx: pipe::Receiver, shared: Arc<Shared>, writer: Writer) {
 }
 
 /// Handles one message from the server; the answer to write back, for its requests.
-fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
+pub(crate) fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
     let method = message
         .get("method")
         .and_then(Value::as_str)
@@ -303,9 +370,7 @@ fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
                     .map(Value::take)
                     .unwrap_or(Value::Null)),
             };
-            if let Some(waiter) = shared.lock_pending().remove(&id) {
-                let _ = waiter.send(reply);
-            }
+            shared.settle(id, reply);
             None
         }
         (Some("notifications/progress"), _) => {

@@ -12,6 +12,7 @@
 
 mod client;
 mod convert;
+mod http;
 mod library;
 mod names;
 pub use names::prefix;

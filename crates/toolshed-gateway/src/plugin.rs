@@ -14,6 +14,7 @@ use toolshed_ops::{CatalogSignals, Services};
 
 use crate::client::RpcError;
 use crate::convert;
+use crate::http::HttpTarget;
 use crate::library::{Offers, ServerLibrary};
 use crate::names;
 use crate::pins::{self, PinMode};
@@ -126,6 +127,17 @@ fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, Plu
         sandbox,
         start_timeout: (server.start_timeout_ms > 0)
             .then(|| Duration::from_millis(server.start_timeout_ms)),
+        http: match &server.url {
+            None => None,
+            Some(url) => Some(HttpTarget {
+                url: substitute(url, config)?,
+                headers: server
+                    .headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), substitute(v, config)?)))
+                    .collect::<Result<_, PluginError>>()?,
+            }),
+        },
     })
 }
 

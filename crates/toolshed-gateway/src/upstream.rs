@@ -15,6 +15,7 @@ use toolshed_ops::process::{OutputLimits, Process, SpawnRequest, Stdin, Stream};
 use toolshed_ops::sandbox::SandboxMode;
 
 use crate::client::Client;
+use crate::http::HttpTarget;
 
 /// How long a server may take to start and answer the handshake, unless its manifest says.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,11 +33,14 @@ pub(crate) struct Launch {
     pub workdir: String,
     pub sandbox: Option<SandboxMode>,
     pub start_timeout: Option<Duration>,
+    /// Set for a server reached over HTTP: then nothing is spawned.
+    pub http: Option<HttpTarget>,
 }
 
 struct Connection {
     client: Arc<Client>,
-    process: Arc<Process>,
+    /// The server's process, for a server toolshed runs.
+    process: Option<Arc<Process>>,
 }
 
 /// Why starting failed, and when to try again.
@@ -102,10 +106,13 @@ impl Upstream {
     pub(crate) async fn peer(&self) -> Result<Arc<Client>, String> {
         let mut connection = self.connection.lock().await;
         if let Some(c) = connection.as_ref() {
-            if c.process.is_running() && !c.client.is_closed() {
+            if c.process.as_ref().is_none_or(|p| p.is_running()) && !c.client.is_closed() {
                 return Ok(c.client.clone());
             }
-            let why = exited(&c.process);
+            let why = c
+                .process
+                .as_ref()
+                .map_or_else(|| "ended the session".to_string(), |p| exited(p));
             tracing::warn!(server = %self.name, "MCP server {why}; starting it again");
         }
         *connection = None;
@@ -151,6 +158,17 @@ impl Upstream {
 
     async fn start(&self) -> Result<Connection, String> {
         let launch = &self.launch;
+        let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
+        if let Some(target) = &launch.http {
+            let client = Client::connect_http(target.clone(), timeout, self.tools_changed.clone())
+                .await
+                .map_err(|e| format!("MCP server `{}` failed the handshake ({e})", self.name))?;
+            tracing::info!(server = %self.name, "MCP server connected over HTTP");
+            return Ok(Connection {
+                client: Arc::new(client),
+                process: None,
+            });
+        }
         let mut request = SpawnRequest::new(&launch.program)
             .args(launch.args.iter().cloned())
             .workdir(&launch.workdir)
@@ -183,7 +201,6 @@ impl Upstream {
             ))
         })()
         .map_err(|e| format!("MCP server `{}`: cannot use its pipes: {e}", self.name))?;
-        let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
         let client =
             match Client::connect(pipes.0, pipes.1, timeout, self.tools_changed.clone()).await {
                 Ok(client) => Arc::new(client),
@@ -198,19 +215,22 @@ impl Upstream {
                 }
             };
         tracing::info!(server = %self.name, pid = process.pid(), "MCP server started");
-        Ok(Connection { client, process })
+        Ok(Connection {
+            client,
+            process: Some(process),
+        })
     }
 
     /// The error for a call whose session broke: what became of the server.
     pub(crate) async fn broken(&self, error: &str) -> String {
         let connection = self.connection.lock().await;
-        match connection.as_ref() {
-            Some(c) if !c.process.is_running() => {
+        match connection.as_ref().and_then(|c| c.process.as_ref()) {
+            Some(process) if !process.is_running() => {
                 format!(
                     "MCP server `{}` {}{}",
                     self.name,
-                    exited(&c.process),
-                    stderr_tail(&c.process)
+                    exited(process),
+                    stderr_tail(process)
                 )
             }
             _ => format!("MCP server `{}`: {error}", self.name),
@@ -256,10 +276,13 @@ impl Upstream {
 async fn shut(connection: Connection) {
     let Connection { client, process } = connection;
     // Closing its stdin is how a stdio server learns to exit; then its tree is stopped.
+    // An HTTP session is ended with a `DELETE` as the client goes.
     drop(client);
-    process
-        .terminate(toolshed_ops::process::Stop::graceful())
-        .await;
+    if let Some(process) = process {
+        process
+            .terminate(toolshed_ops::process::Stop::graceful())
+            .await;
+    }
 }
 
 fn exited(process: &Process) -> String {

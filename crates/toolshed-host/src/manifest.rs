@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolshed_core::{ConfigFieldType, PluginKind, PluginManifest, ToolSpec, is_valid_plugin_id};
+use toolshed_core::{
+    ConfigFieldType, McpServer, PluginKind, PluginManifest, ToolSpec, is_valid_plugin_id,
+};
 
 /// Manifest file names, in the order they are tried.
 pub const MANIFEST_NAMES: [&str; 6] = [
@@ -162,10 +164,31 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
                     .into(),
             );
         }
-        (PluginKind::Mcp, Some(server)) if server.command.trim().is_empty() => {
+        (PluginKind::Mcp, Some(server))
+            if server.command.trim().is_empty() && server.url.is_none() =>
+        {
             return err(
                 "mcp.command",
-                "is empty; name the program that runs the server over stdio".into(),
+                "is empty; name the program that runs the server over stdio, or give the \
+                 `url` of a server reached over HTTP"
+                    .into(),
+            );
+        }
+        (PluginKind::Mcp, Some(server))
+            if server.url.is_some() && !server.command.trim().is_empty() =>
+        {
+            return err(
+                "mcp.url",
+                "a server is either a `command` (stdio) or a `url` (HTTP), not both; remove one"
+                    .into(),
+            );
+        }
+        (PluginKind::Mcp, Some(McpServer { url: Some(url), .. }))
+            if !(url.starts_with("http://") || url.starts_with("https://")) =>
+        {
+            return err(
+                "mcp.url",
+                format!("`{url}` is not an http:// or https:// URL"),
             );
         }
         (PluginKind::Mcp, Some(server)) => {
@@ -380,9 +403,16 @@ secret = true
         assert_eq!(e.field, "mcp.prefix");
         let e = problem(
             "plugin.toml",
-            &format!("{base}[mcp]\ncommand = \"x\"\nurl = \"y\"\n"),
+            &format!("{base}[mcp]\ncommand = \"x\"\nurl = \"http://y/\"\n"),
         );
-        assert!(e.to_string().contains("url"), "{e}");
+        assert_eq!(e.field, "mcp.url");
+        let e = problem("plugin.toml", &format!("{base}[mcp]\nurl = \"ftp://y/\"\n"));
+        assert_eq!(e.field, "mcp.url");
+        parse(
+            "plugin.toml",
+            &format!("{base}[mcp]\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp.headers]\nAuthorization = \"Bearer ${{config.token}}\"\n"),
+        )
+        .unwrap();
         let js = GOOD_TOML.replace(
             "entry = \"main.js\"",
             "entry = \"main.js\"\n[mcp]\ncommand = \"x\"",

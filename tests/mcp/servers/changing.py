@@ -3,6 +3,10 @@ start: a stand-in for a server that changes a tool's definition between runs ("r
 Its `grow` tool adds a tool while it runs and says so (`notifications/tools/list_changed`).
 
     python changing.py DESCRIPTION_FILE
+    python changing.py DESCRIPTION_FILE --http PORT --token TOKEN
+
+With `--http` it serves streamable HTTP on 127.0.0.1:PORT/mcp and answers 401 to a request
+without `Authorization: Bearer TOKEN`.
 """
 
 import sys
@@ -35,4 +39,22 @@ async def grow(ctx: Context) -> str:
     return "added"
 
 
-server.run()
+if "--http" in sys.argv:
+    import uvicorn
+
+    port = int(sys.argv[sys.argv.index("--http") + 1])
+    token = sys.argv[sys.argv.index("--token") + 1]
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+else:
+    server.run()

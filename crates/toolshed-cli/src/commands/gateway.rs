@@ -38,6 +38,9 @@ fn toml_string(text: &str) -> String {
 struct NewServer {
     name: String,
     command: Vec<String>,
+    /// A server reached over HTTP, with the headers sent to it.
+    url: Option<String>,
+    headers: Vec<(String, String)>,
     env: Vec<(String, String)>,
     sandbox: Option<String>,
     force: bool,
@@ -45,19 +48,21 @@ struct NewServer {
 
 impl NewServer {
     fn from_args(args: McpAddArgs) -> Result<Self, Failure> {
-        let env = args
-            .env
-            .iter()
-            .map(|pair| {
-                pair.split_once('=')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .ok_or_else(|| Failure::Usage(format!("--env `{pair}` is not KEY=VALUE")))
-            })
-            .collect::<Result<_, _>>()?;
+        let pairs = |list: &[String], flag: &str| {
+            list.iter()
+                .map(|pair| {
+                    pair.split_once('=')
+                        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                        .ok_or_else(|| Failure::Usage(format!("{flag} `{pair}` is not NAME=VALUE")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
         Ok(Self {
             name: args.name,
             command: args.command,
-            env,
+            url: args.url,
+            headers: pairs(&args.headers, "--header")?,
+            env: pairs(&args.env, "--env")?,
             sandbox: args.sandbox,
             force: args.force,
         })
@@ -80,17 +85,16 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), Failure
              become NAME__TOOL)"
         )));
     }
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| Failure::Usage("give the server's command after `--`".into()))?;
+    let what = match &args.url {
+        Some(url) => url.clone(),
+        None => args.command.join(" "),
+    };
     let mut text = format!(
         "id = {}\nversion = \"1.0.0\"\nname = {}\nkind = \"mcp\"\ndescription = {}\n",
         toml_string(&id),
         toml_string(name),
         toml_string(&format!(
-            "The MCP server `{}`, mounted by `toolshed mcp add`.",
-            args.command.join(" ")
+            "The MCP server `{what}`, mounted by `toolshed mcp add`."
         )),
     );
     let mut env_lines = String::new();
@@ -121,11 +125,54 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), Failure
             env_lines.push_str(&format!("{} = {}\n", toml_string(key), toml_string(value)));
         }
     }
+    let mut header_lines = String::new();
+    for (name, value) in &args.headers {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(Failure::Usage(format!(
+                "header `{name}` is not a header name: use letters, digits and `-`"
+            )));
+        }
+        if is_credential_header(name) {
+            let field = format!("header_{}", name.to_ascii_lowercase().replace('-', "_"));
+            fields.push_str(&format!(
+                "\n[[config]]\nkey = {}\nlabel = {}\ntype = \"string\"\nsecret = true\n",
+                toml_string(&field),
+                toml_string(&format!("{name} header"))
+            ));
+            header_lines.push_str(&format!(
+                "{} = {}\n",
+                toml_string(name),
+                toml_string(&format!("${{config.{field}}}"))
+            ));
+            secrets.push((field, value.clone()));
+        } else {
+            header_lines.push_str(&format!("{} = {}\n", toml_string(name), toml_string(value)));
+        }
+    }
     text.push_str(&fields);
-    text.push_str(&format!("\n[mcp]\ncommand = {}\n", toml_string(program)));
-    if !rest.is_empty() {
-        let list: Vec<String> = rest.iter().map(|a| toml_string(a)).collect();
-        text.push_str(&format!("args = [{}]\n", list.join(", ")));
+    match &args.url {
+        Some(url) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(Failure::Usage(format!(
+                    "--url `{url}` is not an http:// or https:// URL"
+                )));
+            }
+            text.push_str(&format!("\n[mcp]\nurl = {}\n", toml_string(url)));
+        }
+        None => {
+            let (program, rest) = args.command.split_first().ok_or_else(|| {
+                Failure::Usage("give the server's command after `--`, or its --url".into())
+            })?;
+            text.push_str(&format!("\n[mcp]\ncommand = {}\n", toml_string(program)));
+            if !rest.is_empty() {
+                let list: Vec<String> = rest.iter().map(|a| toml_string(a)).collect();
+                text.push_str(&format!("args = [{}]\n", list.join(", ")));
+            }
+        }
     }
     if let Some(mode) = &args.sandbox {
         toolshed_ops::sandbox::SandboxMode::parse(mode).map_err(Failure::Usage)?;
@@ -135,7 +182,20 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), Failure
         text.push_str("\n[mcp.env]\n");
         text.push_str(&env_lines);
     }
+    if !header_lines.is_empty() {
+        text.push_str("\n[mcp.headers]\n");
+        text.push_str(&header_lines);
+    }
     Ok((text, secrets))
+}
+
+/// Whether a header carries a credential, whose value belongs in the secret store.
+fn is_credential_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "authorization" | "cookie" | "proxy-authorization"
+    ) || toolshed_ops::process::is_secret_name(&name.to_ascii_uppercase().replace('-', "_"))
 }
 
 async fn add(host: &Host, args: McpAddArgs) -> Result<(), Failure> {
@@ -280,10 +340,37 @@ async fn import(host: &Host, file: &std::path::Path, force: bool) -> Result<(), 
 
 /// One `mcpServers` entry as a server to mount.
 fn import_entry(name: &str, entry: &serde_json::Value, force: bool) -> Result<NewServer, Failure> {
-    if entry.get("url").is_some() || entry.get("serverUrl").is_some() {
-        return Err(Failure::Usage(
-            "servers reached over HTTP cannot be mounted yet, only those run over stdio".into(),
-        ));
+    if let Some(url) = entry.get("url").or_else(|| entry.get("serverUrl")) {
+        let url = url
+            .as_str()
+            .ok_or_else(|| Failure::Usage(format!("its url {url} is not a string")))?;
+        if entry["type"].as_str() == Some("sse") {
+            return Err(Failure::Usage(
+                "it is an SSE server (the transport MCP retired); toolshed mounts servers \
+                 over streamable HTTP or stdio"
+                    .into(),
+            ));
+        }
+        let headers = entry["headers"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str().map_or_else(|| v.to_string(), String::from),
+                )
+            })
+            .collect();
+        return Ok(NewServer {
+            name: name.to_string(),
+            command: Vec::new(),
+            url: Some(url.to_string()),
+            headers,
+            env: Vec::new(),
+            sandbox: None,
+            force,
+        });
     }
     let command = entry["command"]
         .as_str()
@@ -312,6 +399,8 @@ fn import_entry(name: &str, entry: &serde_json::Value, force: bool) -> Result<Ne
     Ok(NewServer {
         name: name.to_string(),
         command: line,
+        url: None,
+        headers: Vec::new(),
         env,
         sandbox: None,
         force,
@@ -351,11 +440,12 @@ fn list(host: &Host, json: bool) -> Result<(), Failure> {
                 .registry()
                 .manifest(&p.id)
                 .and_then(|m| m.mcp)
-                .map(|m| {
-                    std::iter::once(m.command)
+                .map(|m| match m.url {
+                    Some(url) => url,
+                    None => std::iter::once(m.command)
                         .chain(m.args)
                         .collect::<Vec<_>>()
-                        .join(" ")
+                        .join(" "),
                 })
                 .unwrap_or_default();
             vec![
@@ -366,7 +456,10 @@ fn list(host: &Host, json: bool) -> Result<(), Failure> {
             ]
         })
         .collect();
-    out!("{}", table(&["ID", "STATE", "TOOLS", "COMMAND"], &rows));
+    out!(
+        "{}",
+        table(&["ID", "STATE", "TOOLS", "COMMAND OR URL"], &rows)
+    );
     for p in &servers {
         if let Some(reason) = &p.reason {
             outln!("{} ({}): {reason}", p.id, p.state.as_str());

@@ -216,6 +216,101 @@ where
     })
 }
 
+/// A response whose body arrives as it comes: [`super::NetClient::send_streaming`].
+#[derive(Debug)]
+pub struct StreamingResponse {
+    /// The status code.
+    pub status: u16,
+    /// Response headers, in order, names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body, chunk by chunk; it ends with the body, or with an error (the connection
+    /// broke, or the body passed `max_response_bytes`). Dropping it closes the connection.
+    pub body: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
+}
+
+/// Sends `out` over `io` and returns once the response head has arrived; a task of its own
+/// reads the body into [`StreamingResponse::body`] while the receiver is kept, and closes
+/// the connection when it is dropped.
+pub(super) async fn exchange_streaming<IO>(
+    io: IO,
+    out: &Outgoing,
+    config: &NetConfig,
+) -> Result<StreamingResponse, ToolError>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let request = out.to_hyper()?;
+    let host = out.target.authority();
+    let mut builder = http1::Builder::new();
+    builder
+        .max_header_size(config.max_head_bytes)
+        .max_headers(config.max_headers);
+    let (mut sender, connection) = builder
+        .handshake::<_, Full<Bytes>>(TokioIo::new(io))
+        .await
+        .map_err(|e| failure(&host, &e, config))?;
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let response = match sender.send_request(request).await {
+        Ok(response) => response,
+        Err(e) => {
+            driver.abort();
+            return Err(failure(&host, &e, config));
+        }
+    };
+    let (parts, mut body) = response.into_parts();
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let limit = out.max_response_bytes;
+    tokio::spawn(async move {
+        let mut seen = 0usize;
+        loop {
+            let frame = tokio::select! {
+                () = tx.closed() => break,
+                frame = body.frame() => frame,
+            };
+            let chunk = match frame {
+                None => break,
+                Some(Err(e)) => {
+                    let _ = tx.send(Err(format!("the response broke off: {e}"))).await;
+                    break;
+                }
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(chunk) => chunk,
+                    Err(_) => continue, // trailers
+                },
+            };
+            seen += chunk.len();
+            if seen > limit {
+                let _ = tx
+                    .send(Err(format!("the response passed {limit} bytes")))
+                    .await;
+                break;
+            }
+            if tx.send(Ok(chunk)).await.is_err() {
+                break;
+            }
+        }
+        drop(sender);
+        driver.abort();
+    });
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_string(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    Ok(StreamingResponse {
+        status: parts.status.as_u16(),
+        headers,
+        body: rx,
+    })
+}
+
 /// Reads `body` until it ends or `limit` bytes are kept; `true` when something was left.
 async fn read_capped(
     mut body: Incoming,

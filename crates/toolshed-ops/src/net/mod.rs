@@ -93,7 +93,10 @@ use toolshed_core::{
 pub use address::non_public_reason;
 pub use allow::{AllowRule, AllowRuleError, parse_allowlist};
 use exchange::Outgoing;
+pub use exchange::StreamingResponse;
 pub use host_pattern::HostPattern;
+/// A chunk of a [`StreamingResponse`]'s body.
+pub use hyper::body::Bytes;
 use policy::Target;
 pub(crate) use policy::egress_addresses;
 pub use policy::redact_url;
@@ -294,6 +297,64 @@ impl NetClient {
             redirected_from.push(out.target.url.to_string());
             out = next;
         }
+    }
+
+    /// Sends `request` once (a redirect is returned as it is) and returns as soon as the
+    /// response head has arrived, with the body to read as it comes (server-sent events,
+    /// a long answer): the same checks as [`HttpClient::send`]; `request.timeout` covers
+    /// reaching the head, `max_response_bytes` the whole body, and dropping the body
+    /// closes the connection.
+    pub async fn send_streaming(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<StreamingResponse, ToolError> {
+        let limit = request.timeout;
+        let out = Outgoing::from_request(request, &self.user_agent)?;
+        let open = async {
+            let allow = &self.config.allow;
+            policy::check_target(&out.target, policy, allow)?;
+            let connect = self.config.connect_timeout;
+            let addresses =
+                connect::resolve(self.resolver.0.as_ref(), &out.target, connect).await?;
+            policy::check_resolved(&out.target, &addresses, policy, allow)?;
+            let tcp = connect::dial(&out.target, &addresses, connect).await?;
+            if out.target.tls {
+                self.streaming_over_tls(&out, tcp).await
+            } else {
+                exchange::exchange_streaming(tcp, &out, &self.config).await
+            }
+        };
+        guarded(open, limit, cancel).await
+    }
+
+    #[cfg(feature = "tls")]
+    async fn streaming_over_tls(
+        &self,
+        out: &Outgoing,
+        tcp: tokio::net::TcpStream,
+    ) -> Result<StreamingResponse, ToolError> {
+        let config = self
+            .tls
+            .get_or_init(connect::tls::client_config)
+            .as_ref()
+            .map_err(|e| ToolError::Internal(format!("TLS could not be set up: {e}")))?;
+        let limit = self.config.connect_timeout;
+        let stream = connect::tls::handshake(config, &out.target, tcp, limit).await?;
+        exchange::exchange_streaming(stream, out, &self.config).await
+    }
+
+    #[cfg(not(feature = "tls"))]
+    async fn streaming_over_tls(
+        &self,
+        out: &Outgoing,
+        _tcp: tokio::net::TcpStream,
+    ) -> Result<StreamingResponse, ToolError> {
+        Err(ToolError::Failed(format!(
+            "`{}` is an https URL, but this toolshed was built without TLS (the `tls` feature of toolshed-ops); use an http URL or a build with TLS",
+            out.target.shown()
+        )))
     }
 
     /// One request, no redirects, no deadline: the checks, the connection, the exchange.
