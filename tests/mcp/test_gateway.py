@@ -232,6 +232,8 @@ def test_a_killed_server_is_started_again_and_other_tools_keep_answering(server,
                 assert server_pids(marker) and set(server_pids(marker)).isdisjoint(pids)
 
         run(main())
+        logs = toolshed("plugins", "logs", "mcp.everything").stdout
+        assert logs.count("started `node`") >= 2 and "killed by signal 9" in logs, logs
     finally:
         copy.unlink()
 
@@ -242,6 +244,9 @@ def test_a_server_that_cannot_start_leaves_its_plugin_in_error_with_its_stderr(t
     assert "missing API key" in done.stderr and "error" in done.stderr, done.stderr
     listed = json.loads(toolshed("mcp", "list", "--json").stdout)["servers"]
     assert listed[0]["state"] == "error" and "missing API key" in listed[0]["reason"], listed
+    # Its stderr is kept in its log, with how it started and ended.
+    logs = toolshed("plugins", "logs", "broken").stdout
+    assert "started `sh`" in logs and "missing API key" in logs and "exited with code 3" in logs, logs
     toolshed("mcp", "remove", "broken")
     assert json.loads(toolshed("mcp", "list", "--json").stdout)["servers"] == []
 

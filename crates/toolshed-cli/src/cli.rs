@@ -421,6 +421,15 @@ pub enum PluginsCommand {
         /// The plugin id
         id: String,
     },
+    /// Show the end of a plugin's log: a mounted MCP server's stderr, with its starts and
+    /// exits
+    Logs {
+        /// The plugin id (or a mounted server's name)
+        id: String,
+        /// How many lines to show
+        #[arg(long, short = 'n', default_value_t = 100, value_name = "N")]
+        lines: usize,
+    },
     /// Show or set a plugin's config: no KEY lists the fields, KEY prints one value,
     /// KEY VALUE sets it (VALUE `-` reads it from standard input, for secrets)
     Config {

@@ -159,6 +159,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: PluginsCommand::Reload { id },
         } => commands::plugins::reload(&host, &id).await,
         Command::Plugins {
+            command: PluginsCommand::Logs { id, lines },
+        } => commands::plugins::logs(&host, &id, lines),
+        Command::Plugins {
             command: PluginsCommand::Config { id, key, value },
         } => commands::plugins::config(&host, &id, key.as_deref(), value.as_deref()),
         Command::Plugins {

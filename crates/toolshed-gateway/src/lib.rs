@@ -14,6 +14,7 @@ mod client;
 mod convert;
 mod http;
 mod library;
+pub mod log;
 mod names;
 pub use names::prefix;
 pub mod pins;

@@ -56,6 +56,7 @@ impl PluginLoader for McpLoader {
             prefix.clone(),
             launch,
             self.services.ops.process.clone(),
+            Some(crate::log::log_path(&request.dir)),
         ));
         Ok(Arc::new(McpPlugin {
             lister: Arc::new(Lister {

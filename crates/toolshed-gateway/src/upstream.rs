@@ -63,6 +63,8 @@ pub(crate) struct Upstream {
     last_used: AtomicU64,
     in_flight: AtomicUsize,
     epoch: Instant,
+    /// Where its stderr and its starts and ends are logged.
+    log: Option<std::path::PathBuf>,
 }
 
 /// A call in flight: keeps an idle server from being stopped under it.
@@ -76,8 +78,14 @@ impl Drop for InFlight<'_> {
 }
 
 impl Upstream {
-    pub(crate) fn new(name: String, launch: Launch, processes: Arc<dyn ProcessOps>) -> Self {
+    pub(crate) fn new(
+        name: String,
+        launch: Launch,
+        processes: Arc<dyn ProcessOps>,
+        log: Option<std::path::PathBuf>,
+    ) -> Self {
         Self {
+            log,
             name,
             launch,
             processes,
@@ -134,6 +142,7 @@ impl Upstream {
                 Ok(client)
             }
             Err(message) => {
+                self.note(&message);
                 let mut failures = self.failures();
                 let count = failures.as_ref().map_or(0, |f| f.count) + 1;
                 let backoff = Duration::from_secs(1 << (count - 1).min(6)).min(MAX_BACKOFF);
@@ -144,6 +153,12 @@ impl Upstream {
                 });
                 Err(message)
             }
+        }
+    }
+
+    fn note(&self, text: &str) {
+        if let Some(path) = &self.log {
+            crate::log::note(path, text);
         }
     }
 
@@ -164,6 +179,7 @@ impl Upstream {
                 .await
                 .map_err(|e| format!("MCP server `{}` failed the handshake ({e})", self.name))?;
             tracing::info!(server = %self.name, "MCP server connected over HTTP");
+            self.note(&format!("connected to {}", target.url));
             return Ok(Connection {
                 client: Arc::new(client),
                 process: None,
@@ -187,6 +203,13 @@ impl Upstream {
             .spawn(&request)
             .map_err(|e| format!("MCP server `{}` cannot start: {e}", self.name))?;
         let process = Arc::new(process);
+        if let Some(path) = &self.log {
+            crate::log::note(
+                path,
+                &format!("started `{}` (pid {})", launch.program, process.pid()),
+            );
+            crate::log::follow(process.clone(), path.clone());
+        }
         let stdio = process.take_stdio().ok_or_else(|| {
             format!(
                 "MCP server `{}` cannot start: this process backend cannot hand over a \
@@ -285,7 +308,7 @@ async fn shut(connection: Connection) {
     }
 }
 
-fn exited(process: &Process) -> String {
+pub(crate) fn exited(process: &Process) -> String {
     use toolshed_ops::process::ExitStatus;
     match process.exit().map(|e| e.status) {
         Some(ExitStatus::Code(code)) => format!("exited with code {code}"),

@@ -1,4 +1,4 @@
-//! `toolshed plugins list|enable|disable|install|uninstall|reload|config|grant|revoke`.
+//! `toolshed plugins list|enable|disable|install|uninstall|reload|logs|config|grant|revoke`.
 
 use serde_json::json;
 use toolshed_host::install::{self, InstallError};
@@ -148,6 +148,31 @@ pub async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
     match &info.reason {
         Some(reason) => outln!("{}: {} ({reason})", info.id, info.state.as_str()),
         None => outln!("{}: {}", info.id, info.state.as_str()),
+    }
+    Ok(())
+}
+
+/// Prints the end of a plugin's log (a mounted MCP server's stderr).
+pub fn logs(host: &Host, id: &str, lines: usize) -> Result<(), Failure> {
+    let registry = host.registry();
+    let info = registry
+        .plugin(id)
+        .or_else(|| registry.plugin(&format!("mcp.{id}")))
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "there is no plugin `{id}`; `toolshed plugins list` shows the plugins there are"
+            ))
+        })?;
+    let text = info
+        .dir
+        .as_deref()
+        .and_then(|dir| toolshed_gateway::log::tail(dir, lines));
+    match text {
+        Some(text) => outln!("{text}"),
+        None => eprintln!(
+            "{} has no log yet: a mounted MCP server's log begins when it first starts",
+            info.id
+        ),
     }
     Ok(())
 }
