@@ -496,3 +496,56 @@ def test_http_headers_carry_secrets_from_the_store_and_list_changed_comes_over_h
     finally:
         process.kill()
         process.wait()
+
+
+def test_servers_are_added_listed_imported_pinned_and_removed_over_rest(serve, workspace, home):
+    import httpx2 as httpx
+
+    url, token = serve()
+    base = url.removesuffix("/mcp") + "/api/v1"
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(headers=auth, timeout=120) as http:
+        added = http.post(f"{base}/mcp-servers", json={
+            "name": "everything", "command": ["node", server_js("everything"), "stdio"], "env": {"API_TOKEN": "tok-7"},
+        })
+        assert added.status_code == 201, added.text
+        server = added.json()
+        assert server["state"] == "running" and "everything__echo" in server["tools"] and "stdio" in server["target"], server
+        assert "tok-7" not in (home / "plugins" / "mcp.everything" / "plugin.toml").read_text()
+        # The tools are callable through the REST door at once.
+        result = http.post(f"{base}/tools/everything__echo/execute", json={"arguments": {"message": "via rest"}})
+        assert result.status_code == 200 and "via rest" in result.text, result.text
+
+        bad = http.post(f"{base}/mcp-servers", json={"name": "Bad Name", "command": ["x"]})
+        assert bad.status_code == 400 and "not a server name" in bad.json()["error"]["message"], bad.text
+        neither = http.post(f"{base}/mcp-servers", json={"name": "none"})
+        assert neither.status_code == 400, neither.text
+
+        config = {"mcpServers": {
+            "Time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+            "old-sse": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        }}
+        imported = http.post(f"{base}/mcp-servers/import", json={"config": config})
+        assert imported.status_code == 200, imported.text
+        outcome = {s["name"]: s for s in imported.json()["servers"]}
+        assert outcome["Time"]["mounted"] and not outcome["old-sse"]["mounted"], outcome
+        assert "SSE" in outcome["old-sse"]["reason"], outcome
+
+        listed = http.get(f"{base}/mcp-servers").json()["servers"]
+        assert sorted(s["id"] for s in listed) == ["mcp.everything", "mcp.time"], listed
+
+        shown = http.get(f"{base}/mcp-servers/everything").json()
+        assert "echo" in shown["pins"]["tools"] and shown["pins"]["withheld"] == [], shown
+        accepted = http.post(f"{base}/mcp-servers/everything/accept", json={"tools": ["everything__echo"]})
+        assert accepted.status_code == 200 and accepted.json()["state"] == "running", accepted.text
+        unknown = http.post(f"{base}/mcp-servers/everything/accept", json={"tools": ["nope"]})
+        assert unknown.status_code == 400 and "not a pinned tool" in unknown.text, unknown.text
+
+        removed = http.delete(f"{base}/mcp-servers/time")
+        assert removed.status_code == 200 and removed.json()["removed"] == "mcp.time", removed.text
+        missing = http.delete(f"{base}/mcp-servers/time")
+        assert missing.status_code == 404, missing.text
+        assert [s["id"] for s in http.get(f"{base}/mcp-servers").json()["servers"]] == ["mcp.everything"]
+
+    # Without the token nothing is managed.
+    assert httpx.get(f"{base}/mcp-servers").status_code == 401

@@ -15,6 +15,7 @@ mod convert;
 mod http;
 mod library;
 pub mod log;
+pub mod manage;
 mod names;
 pub use names::prefix;
 pub mod pins;

@@ -429,7 +429,7 @@ impl RequestGuard {
             } else if rest.starts_with("metrics") {
                 // A Prometheus scraper's token needs nothing else.
                 "metrics:read"
-            } else if rest.starts_with("plugins") {
+            } else if rest.starts_with("plugins") || rest.starts_with("mcp-servers") {
                 if read { "tools:list" } else { "plugins:admin" }
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
                 || rest.starts_with("jobs")

@@ -42,6 +42,7 @@ pub mod api;
 pub mod approvals;
 pub mod error;
 pub mod events;
+pub mod gateway;
 mod guard;
 pub mod jobs;
 mod listen;

@@ -21,6 +21,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/plugins/{id}/tools"),
     ("GET", "/plugins/{id}/config"),
     ("PUT", "/plugins/{id}/config"),
+    ("GET", "/mcp-servers"),
+    ("POST", "/mcp-servers"),
+    ("POST", "/mcp-servers/import"),
+    ("GET", "/mcp-servers/{name}"),
+    ("DELETE", "/mcp-servers/{name}"),
+    ("POST", "/mcp-servers/{name}/accept"),
     ("GET", "/tools"),
     ("GET", "/tools/{name}"),
     ("POST", "/tools/{name}/execute"),
@@ -186,6 +192,54 @@ fn operations() -> Vec<Op> {
             .respond("400", error_response("The source, checksum or archive was refused; nothing was installed"))
             .respond("409", error_response("A plugin with that id is installed (use force), or the id belongs to a built-in or curated plugin"))
             .respond("415", error_response("The body is not application/json")),
+        op("GET", "/mcp-servers", "listMcpServers", "The MCP servers mounted as plugins (kind mcp), with what each runs")
+            .respond("200", json_response("The servers", json!({"type": "object", "required": ["servers"], "properties": {"servers": {"type": "array", "items": schema_ref("McpServer")}}}))),
+        op("POST", "/mcp-servers", "addMcpServer", "Mount an MCP server: a command run over stdio, or a URL reached over streamable HTTP (as `toolshed mcp add`); credential env and headers go to the secret store")
+            .body(json!({"type": "object", "required": ["name"], "additionalProperties": false, "properties": {
+                "name": {"type": "string", "pattern": "^[a-z0-9_-]{1,32}$", "description": "Its name: tools become NAME__TOOL, the plugin mcp.NAME"},
+                "command": {"type": "array", "items": {"type": "string"}, "maxItems": 256, "description": "The command and its arguments (stdio)"},
+                "url": {"type": "string", "description": "An http:// or https:// URL (streamable HTTP), instead of command"},
+                "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers sent to the url server"},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Variables for the command"},
+                "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "full-access"]},
+                "force": {"type": "boolean", "description": "Replace a server of the same name"}
+            }}))
+            .respond("201", json_response("Mounted and running", schema_ref("McpServer")))
+            .respond("415", error_response("The body is not application/json"))
+            .respond("422", error_response("It was installed but cannot start, or cannot be installed; the message says why")),
+        op("POST", "/mcp-servers/import", "importMcpServers", "Mount every server of an mcpServers config (Claude Desktop, Claude Code, Cursor)")
+            .body(json!({"type": "object", "required": ["config"], "properties": {
+                "config": {"type": "object", "description": "The config: {\"mcpServers\": {NAME: {command, args, env} | {url, headers}}}"},
+                "force": {"type": "boolean"}
+            }}))
+            .respond("200", json_response("Each server's outcome", json!({"type": "object", "required": ["mounted", "failed", "servers"], "properties": {
+                "mounted": {"type": "integer"}, "failed": {"type": "integer"},
+                "servers": {"type": "array", "items": {"type": "object", "required": ["name", "mounted"], "properties": {
+                    "name": {"type": "string"}, "mounted": {"type": "boolean"}, "reason": {"type": "string"}, "server": schema_ref("McpServer")
+                }}}
+            }})))
+            .respond("415", error_response("The body is not application/json"))
+            .respond("422", error_response("A server could not be managed")),
+        op("GET", "/mcp-servers/{name}", "getMcpServer", "One mounted server with its pinned tool digests and the tools it withholds")
+            .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
+            .respond("200", json_response("The server", schema_ref("McpServer")))
+            .respond("404", error_response("No such server"))
+            .respond("422", error_response("Its pins cannot be read")),
+        op("DELETE", "/mcp-servers/{name}", "removeMcpServer", "Unmount a server: its plugin, state and config")
+            .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
+            .respond("200", json_response("What was removed", json!({"type": "object", "required": ["removed"], "properties": {"removed": {"type": "string"}}})))
+            .respond("404", error_response("No such server"))
+            .respond("422", error_response("It could not be removed")),
+        op("POST", "/mcp-servers/{name}/accept", "acceptMcpServerTools", "Accept changed tool definitions (they are pinned again) and start the server again")
+            .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
+            .body(json!({"type": "object", "additionalProperties": false, "properties": {
+                "tools": {"type": "array", "items": {"type": "string"}, "description": "Tools to accept, as mounted or as the server names them"},
+                "all": {"type": "boolean", "description": "Accept every tool"}
+            }}))
+            .respond("200", json_response("The server now", schema_ref("McpServer")))
+            .respond("404", error_response("No such server"))
+            .respond("415", error_response("The body is not application/json"))
+            .respond("422", error_response("It could not be started again")),
         op("GET", "/plugins/{id}/grants", "getPluginGrants", "What a plugin's manifest asks for and what it was granted")
             .param(plugin_id())
             .respond("200", json_response("Its grants", schema_ref("PluginGrants")))
@@ -338,6 +392,25 @@ fn schemas() -> Value {
                 "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
                 "reason": nullable_string,
                 "tools": {"type": "array", "items": {"type": "string"}}
+            }
+        },
+        "McpServer": {
+            "type": "object",
+            "required": ["id", "name", "version", "kind", "root", "state", "tools", "target"],
+            "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "version": {"type": "string"},
+                "description": {"type": "string"},
+                "kind": {"type": "string", "enum": ["mcp"]},
+                "root": {"type": "string", "enum": ["system", "curated", "user"]},
+                "dir": nullable_string, "manifest_path": nullable_string,
+                "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
+                "reason": nullable_string,
+                "tools": {"type": "array", "items": {"type": "string"}},
+                "target": {"type": "string", "description": "Its command line, or its URL"},
+                "pins": {"type": "object", "properties": {
+                    "tools": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "withheld": {"type": "array", "items": {"type": "string"}}
+                }}
             }
         },
         "Installed": {

@@ -16,7 +16,7 @@ use toolshed_mcp::Session;
 use crate::guard::{RequestGuard, guarded};
 use crate::listen::ConnectionLimits;
 use crate::token::BearerToken;
-use crate::{api, approvals, events, jobs, metrics, openapi, proxy, stream};
+use crate::{api, approvals, events, gateway, jobs, metrics, openapi, proxy, stream};
 
 /// The path prefix of the REST API.
 pub const API_PREFIX: &str = "/api/v1";
@@ -121,6 +121,13 @@ fn app_draining(
             "/plugins/{id}/config",
             get(api::get_config).put(api::put_config),
         )
+        .route("/mcp-servers", get(gateway::list).post(gateway::add))
+        .route("/mcp-servers/import", post(gateway::import))
+        .route(
+            "/mcp-servers/{name}",
+            get(gateway::get).delete(gateway::remove),
+        )
+        .route("/mcp-servers/{name}/accept", post(gateway::accept))
         .route("/tools", get(api::tools))
         .route("/tools/{name}", get(api::tool))
         .route("/tools/{name}/execute", post(api::execute))

@@ -1,0 +1,178 @@
+//! `/api/v1/mcp-servers`: the MCP servers toolshed mounts, managed over REST as
+//! `toolshed mcp add|list|remove|import|pin` manage them on the command line (the same
+//! code: `toolshed_gateway::manage`). Reads need `tools:list`, changes `plugins:admin`.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolshed_gateway::manage::{self, ManageError, NewServer};
+
+use crate::api::{AppState, body};
+use crate::error::ApiError;
+
+fn api_error(e: ManageError) -> ApiError {
+    match e {
+        ManageError::Usage(why) if why.starts_with("no MCP server") => ApiError::not_found(why),
+        ManageError::Usage(why) => ApiError::bad_request(why),
+        ManageError::Failed(why) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "failed", why),
+    }
+}
+
+fn server_json(state: &AppState, info: &toolshed_host::PluginInfo) -> Value {
+    let mut value = serde_json::to_value(info).unwrap_or(Value::Null);
+    value["target"] = json!(manage::target(&state.host, &info.id));
+    value
+}
+
+/// `GET /mcp-servers`.
+pub async fn list(State(state): State<AppState>) -> Json<Value> {
+    let servers: Vec<Value> = manage::servers(&state.host)
+        .iter()
+        .map(|info| server_json(&state, info))
+        .collect();
+    Json(json!({ "servers": servers }))
+}
+
+/// `GET /mcp-servers/{name}`: the server with its pins.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (info, pins) = manage::pins(&state.host, &name).map_err(api_error)?;
+    let mut value = server_json(&state, &info);
+    value["pins"] = json!({ "tools": pins.tools, "withheld": pins.withheld });
+    Ok(Json(value))
+}
+
+/// The body of `POST /mcp-servers`: a server as `toolshed mcp add` takes it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddBody {
+    /// Its name: tools become `NAME__TOOL`.
+    pub name: String,
+    /// The command and its arguments, for a server run over stdio.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// The URL of a server reached over streamable HTTP.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Headers for the `url` server.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Variables for the command.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The sandbox mode it runs in.
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    /// Replace a server of the same name.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `POST /mcp-servers`: mounts a server; `201` with it once it runs.
+pub async fn add(
+    State(state): State<AppState>,
+    request: Result<Json<AddBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let request = body(request)?;
+    if request.command.is_empty() == request.url.is_none() {
+        return Err(ApiError::bad_request(
+            "give either `command` (a server run over stdio: [\"npx\", \"-y\", \"PACKAGE\"]) or `url` (a server reached over HTTP)",
+        ));
+    }
+    let server = NewServer {
+        name: request.name,
+        command: request.command,
+        url: request.url,
+        headers: request.headers.into_iter().collect(),
+        env: request.env.into_iter().collect(),
+        sandbox: request.sandbox,
+        force: request.force,
+    };
+    let info = manage::mount(&state.host, &server)
+        .await
+        .map_err(api_error)?;
+    Ok((StatusCode::CREATED, Json(server_json(&state, &info))))
+}
+
+/// `DELETE /mcp-servers/{name}`.
+pub async fn remove(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = manage::remove(&state.host, &name)
+        .await
+        .map_err(api_error)?;
+    Ok(Json(json!({ "removed": id })))
+}
+
+/// The body of `POST /mcp-servers/import`: a config with `mcpServers` (Claude Desktop,
+/// Claude Code, Cursor), and whether to replace servers of the same names.
+#[derive(Debug, Deserialize)]
+pub struct ImportBody {
+    /// The config, as those tools write it.
+    pub config: Value,
+    /// Replace servers of the same names.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `POST /mcp-servers/import`: mounts every server of the config; each one's outcome.
+pub async fn import(
+    State(state): State<AppState>,
+    request: Result<Json<ImportBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let request = body(request)?;
+    let entries = manage::import_entries(&request.config, request.force).map_err(api_error)?;
+    let mut results = Vec::with_capacity(entries.len());
+    for (original, entry) in entries {
+        let outcome = match entry {
+            Ok(server) => manage::mount(&state.host, &server).await,
+            Err(why) => Err(why),
+        };
+        results.push(match outcome {
+            Ok(info) => {
+                json!({"name": original, "mounted": true, "server": server_json(&state, &info)})
+            }
+            Err(ManageError::Usage(why) | ManageError::Failed(why)) => {
+                json!({"name": original, "mounted": false, "reason": why})
+            }
+        });
+    }
+    let mounted = results.iter().filter(|r| r["mounted"] == true).count();
+    Ok(Json(
+        json!({ "mounted": mounted, "failed": results.len() - mounted, "servers": results }),
+    ))
+}
+
+/// The body of `POST /mcp-servers/{name}/accept`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptBody {
+    /// Tools whose changed definitions to accept.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Accept every tool's current definition.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// `POST /mcp-servers/{name}/accept`: accepts changed tool definitions (re-pins them) and
+/// starts the server again; the server as it then is.
+pub async fn accept(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    request: Result<Json<AcceptBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let request = body(request)?;
+    let info = manage::accept(&state.host, &name, &request.tools, request.all)
+        .await
+        .map_err(api_error)?;
+    Ok(Json(server_json(&state, &info)))
+}
