@@ -299,13 +299,13 @@ def test_a_claude_desktop_config_with_three_servers_is_imported_whole(server, to
             "Everything": {"command": "node", "args": [server_js("everything"), "stdio"], "env": {"EVERYTHING_API_KEY": "k-42"}},
             "memory": {"command": "node", "args": [server_js("memory")], "env": {"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")}},
             "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-            "remote": {"url": "https://example.com/mcp"},
+            "remote": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
         }
     }))
     done = toolshed("mcp", "import", str(config), check=False)
-    assert done.returncode == 1, done  # the HTTP one is not mounted, and says why
+    assert done.returncode == 1, done  # the SSE one is not mounted, and says why
     assert "3 servers mounted, 1 not" in done.stdout, done.stdout
-    assert "remote: not mounted: servers reached over HTTP" in done.stdout, done.stdout
+    assert "remote: not mounted: it is an SSE server" in done.stdout, done.stdout
     listed = json.loads(toolshed("mcp", "list", "--json").stdout)["servers"]
     assert sorted(s["id"] for s in listed) == ["mcp.everything", "mcp.memory", "mcp.time"], listed
     assert all(s["state"] == "running" for s in listed), listed
@@ -549,3 +549,58 @@ def test_servers_are_added_listed_imported_pinned_and_removed_over_rest(serve, w
 
     # Without the token nothing is managed.
     assert httpx.get(f"{base}/mcp-servers").status_code == 401
+
+
+def serve_text(body):
+    """An HTTP server on 127.0.0.1 answering `body`; (server, port)."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, httpd.server_address[1]
+
+
+FETCHER = str(Path(__file__).resolve().parent / "servers" / "fetcher.py")
+
+
+def test_a_sandboxed_server_reaches_only_the_hosts_it_was_allowed_and_writes_its_cache(server, toolshed, tmp_path):
+    allowed, allowed_port = serve_text("allowed-canary")
+    other, other_port = serve_text("other-canary")
+    try:
+        toolshed("mcp", "add", "net", "--allow-host", f"127.0.0.1:{allowed_port}", "--", sys.executable, FETCHER)
+        toolshed("mcp", "add", "offline", "--", sys.executable, FETCHER)
+        cache = tmp_path / "cache"
+
+        async def main():
+            params = server()
+            params.env = {**params.env, "XDG_CACHE_HOME": str(cache)}
+            async with Client(params, mode="legacy") as client:
+                said = text(await client.call_tool("net__fetch", {"url": f"http://127.0.0.1:{allowed_port}/"}))
+                assert "allowed-canary" in said, said
+                # Another port on the same machine is not among its hosts.
+                said = text(await client.call_tool("net__fetch", {"url": f"http://127.0.0.1:{other_port}/"}))
+                assert "refused" in said and "403" in said and "other-canary" not in said, said
+                # A server allowed no host has no network at all.
+                said = text(await client.call_tool("offline__fetch", {"url": f"http://127.0.0.1:{allowed_port}/"}))
+                assert "refused" in said and "allowed-canary" not in said, said
+                # Its package cache is its own and writable, outside the workspace.
+                said = text(await client.call_tool("net__cache_write", {"text": "cached"}))
+                assert "wrote" in said, said
+
+        run(main())
+        assert (cache / "toolshed" / "mcp" / "mcp.net" / "npm" / "note.txt").read_text() == "cached"
+    finally:
+        allowed.shutdown()
+        other.shutdown()

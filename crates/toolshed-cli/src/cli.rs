@@ -349,6 +349,10 @@ pub struct McpAddArgs {
     /// (TOKEN, KEY, SECRET, PASSWORD) go to toolshed's secret store, not the plugin file
     #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// A host the server may reach, HOST or HOST:PORT (repeat; `*`: any public host, under
+    /// the web rules). Without one, a sandboxed server has no network
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
     /// The sandbox mode it runs in: read-only, workspace-write or full-access [default: the
     /// configured one]
     #[arg(long, value_name = "MODE")]

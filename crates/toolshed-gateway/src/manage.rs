@@ -45,6 +45,9 @@ pub struct NewServer {
     pub headers: Vec<(String, String)>,
     /// Variables for the command (secret-looking ones go to the secret store).
     pub env: Vec<(String, String)>,
+    /// Hosts it may reach (`host` or `host:port`; `*`: any public host, under the web
+    /// rules): declared in its manifest and granted, since a person asked for them.
+    pub allow_hosts: Vec<String>,
     /// The sandbox mode it runs in.
     pub sandbox: Option<String>,
     /// Replace a server of the same name.
@@ -135,6 +138,18 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), ManageE
             header_lines.push_str(&format!("{} = {}\n", toml_string(name), toml_string(value)));
         }
     }
+    if !args.allow_hosts.is_empty() {
+        for host in args.allow_hosts.iter().filter(|h| *h != "*") {
+            toolshed_ops::net::HostPattern::parse(host).map_err(|e| {
+                ManageError::Usage(format!("`{host}` is not a host (HOST or HOST:PORT): {e}"))
+            })?;
+        }
+        let list: Vec<String> = args.allow_hosts.iter().map(|h| toml_string(h)).collect();
+        text.push_str(&format!(
+            "\n[capabilities]\nnetwork = [{}]\n",
+            list.join(", ")
+        ));
+    }
     text.push_str(&fields);
     match &args.url {
         Some(url) => {
@@ -190,7 +205,17 @@ pub async fn mount(
     let dir = tempfile_dir()?;
     std::fs::write(dir.join("plugin.toml"), text)
         .map_err(|e| ManageError::Failed(format!("cannot write the manifest: {e}")))?;
-    // Secrets first, so that the server starts with them.
+    // Grants and secrets first, so that the server starts with them.
+    let grants: Vec<String> = server
+        .allow_hosts
+        .iter()
+        .map(|h| format!("http:{h}"))
+        .collect();
+    if !grants.is_empty() {
+        host.store()
+            .change_grants(&id, &grants, &[])
+            .map_err(|e| ManageError::Failed(e.to_string()))?;
+    }
     for (key, value) in &secrets {
         host.store()
             .set_config_value(&id, key, &json!(value), true)
@@ -280,6 +305,7 @@ pub fn import_entry(
             url: Some(url.to_string()),
             headers,
             env: Vec::new(),
+            allow_hosts: Vec::new(),
             sandbox: None,
             force,
         });
@@ -314,6 +340,7 @@ pub fn import_entry(
         url: None,
         headers: Vec::new(),
         env,
+        allow_hosts: Vec::new(),
         sandbox: None,
         force,
     })

@@ -51,7 +51,9 @@ impl PluginLoader for McpLoader {
                 PluginError("a plugin of kind `mcp` needs an `[mcp]` table".into())
             })?;
         let prefix = names::prefix(&request.manifest);
-        let launch = launch(&server, &request.config)?;
+        let mut launch = launch(&server, &request.config)?;
+        launch.network_hosts = network_hosts(&request.grants.http);
+        launch.cache = cache_dir(&request.manifest.id);
         let upstream = Arc::new(Upstream::new(
             prefix.clone(),
             launch,
@@ -107,6 +109,27 @@ fn substitute(text: &str, config: &Map<String, Value>) -> Result<String, PluginE
     Ok(out)
 }
 
+/// The hosts a mounted server may reach: those granted to its plugin, or the sandbox's
+/// own rules (public hosts, `[web] allow`) when it was granted `*`.
+fn network_hosts(granted: &[String]) -> Option<Vec<String>> {
+    if granted.iter().any(|h| h == "*") {
+        None
+    } else {
+        Some(granted.to_vec())
+    }
+}
+
+/// Where a mounted server keeps its package caches: `$XDG_CACHE_HOME/toolshed/mcp/ID`
+/// (`~/.cache/…`), outside toolshed's data directory, which sandboxed commands never see.
+fn cache_dir(id: &str) -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache")))?;
+    base.is_absolute()
+        .then(|| base.join("toolshed").join("mcp").join(id))
+}
+
 fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, PluginError> {
     let sandbox = match &server.sandbox {
         None => None,
@@ -139,6 +162,8 @@ fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, Plu
                     .collect::<Result<_, PluginError>>()?,
             }),
         },
+        network_hosts: Some(Vec::new()),
+        cache: None,
     })
 }
 

@@ -35,6 +35,11 @@ pub(crate) struct Launch {
     pub start_timeout: Option<Duration>,
     /// Set for a server reached over HTTP: then nothing is spawned.
     pub http: Option<HttpTarget>,
+    /// The hosts a sandboxed server may reach (`None`: the sandbox's own network rules, for a
+    /// plugin granted `*`).
+    pub network_hosts: Option<Vec<String>>,
+    /// A directory of its own it may write (package caches), outside the workspace.
+    pub cache: Option<std::path::PathBuf>,
 }
 
 struct Connection {
@@ -194,10 +199,30 @@ impl Upstream {
                 tail_bytes: 64 * 1024,
                 kill_after_bytes: None,
             });
+        if let Some(cache) = &launch.cache {
+            match std::fs::create_dir_all(cache) {
+                Ok(()) => {
+                    // Package runners (`npx -y`, `uvx`) keep what they fetch here rather
+                    // than in a home the sandbox does not let them write.
+                    for (name, sub) in [
+                        ("npm_config_cache", "npm"),
+                        ("UV_CACHE_DIR", "uv"),
+                        ("XDG_CACHE_HOME", "xdg"),
+                    ] {
+                        request = request.env(name, cache.join(sub).display().to_string());
+                    }
+                    request.writable.push(cache.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(server = %self.name, cache = %cache.display(), error = %e, "cannot create the MCP server's cache directory")
+                }
+            }
+        }
         for (name, value) in &launch.env {
             request = request.env(name, value);
         }
         request.sandbox = launch.sandbox;
+        request.network_hosts.clone_from(&launch.network_hosts);
         let process = self
             .processes
             .spawn(&request)

@@ -67,6 +67,9 @@ pub struct AddBody {
     /// Variables for the command.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Hosts it may reach.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
     /// The sandbox mode it runs in.
     #[serde(default)]
     pub sandbox: Option<String>,
@@ -92,6 +95,7 @@ pub async fn add(
         url: request.url,
         headers: request.headers.into_iter().collect(),
         env: request.env.into_iter().collect(),
+        allow_hosts: request.allow_hosts,
         sandbox: request.sandbox,
         force: request.force,
     };

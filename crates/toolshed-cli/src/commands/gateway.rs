@@ -44,6 +44,7 @@ fn new_server(args: McpAddArgs) -> Result<NewServer, Failure> {
         url: args.url,
         headers: pairs(&args.headers, "--header")?,
         env: pairs(&args.env, "--env")?,
+        allow_hosts: args.allow_hosts,
         sandbox: args.sandbox,
         force: args.force,
     })

@@ -197,12 +197,14 @@ pub(super) fn check_resolved(
     Ok(())
 }
 
-/// The addresses to dial for `host:port`, under the web tools' rules ([`NetPolicy::Public`]
-/// widened by `allow`): for the command sandbox's egress filter. Resolves with the system
+/// The addresses to dial for `host:port` under `policy`: the web tools' rules
+/// ([`NetPolicy::Public`] widened by `allow`), or only the hosts a person named
+/// ([`NetPolicy::Only`]); for the command sandbox's egress filter. Resolves with the system
 /// resolver (blocking); the error says why the destination is refused.
 pub(crate) fn egress_addresses(
     host: &str,
     port: u16,
+    policy: &NetPolicy,
     allow: &[AllowRule],
 ) -> Result<Vec<SocketAddr>, String> {
     let bracketed = if host.contains(':') && !host.starts_with('[') {
@@ -212,7 +214,7 @@ pub(crate) fn egress_addresses(
     };
     let target = Target::parse(&format!("http://{bracketed}:{port}/"))
         .map_err(|e| format!("`{host}` is not a host name: {e}"))?;
-    check_target(&target, &NetPolicy::Public, allow).map_err(|e| e.to_string())?;
+    check_target(&target, policy, allow).map_err(|e| e.to_string())?;
     let name = match &target.host {
         Host::Domain(name) => name.clone(),
         Host::Ipv4(ip) => ip.to_string(),
@@ -225,7 +227,7 @@ pub(crate) fn egress_addresses(
     if addresses.is_empty() {
         return Err(format!("`{host}` has no address"));
     }
-    check_resolved(&target, &addresses, &NetPolicy::Public, allow).map_err(|e| e.to_string())?;
+    check_resolved(&target, &addresses, policy, allow).map_err(|e| e.to_string())?;
     Ok(addresses)
 }
 

@@ -158,6 +158,13 @@ pub struct SpawnRequest {
     pub sandbox: Option<crate::sandbox::SandboxMode>,
     /// Whether a person approved this command's wider `sandbox` mode.
     pub escalation_approved: bool,
+    /// Absolute directories it may write besides the workspace, in `workspace-write` mode (a
+    /// mounted MCP server's package cache). Ignored without a sandbox.
+    pub writable: Vec<std::path::PathBuf>,
+    /// When set, its network is its own, and its only way out is a proxy reaching these
+    /// hosts (`host` or `host:port`, whatever their addresses: a person named them); with
+    /// none listed, it has no network. Ignored without a sandbox (full access).
+    pub network_hosts: Option<Vec<String>>,
 }
 
 impl SpawnRequest {
@@ -173,6 +180,8 @@ impl SpawnRequest {
             limits: OutputLimits::default(),
             sandbox: None,
             escalation_approved: false,
+            writable: Vec::new(),
+            network_hosts: None,
         }
     }
 
@@ -259,6 +268,14 @@ impl SpawnRequest {
         }
         if self.workdir.contains('\0') {
             return Err(bad("the working directory".into(), "contains a NUL byte"));
+        }
+        for dir in &self.writable {
+            if !dir.is_absolute() {
+                return Err(bad(
+                    format!("the writable directory `{}`", dir.display()),
+                    "is not an absolute path",
+                ));
+            }
         }
         if self
             .limits

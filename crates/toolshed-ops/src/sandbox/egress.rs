@@ -18,6 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use toolshed_core::NetPolicy;
+
 use crate::net::AllowRule;
 
 /// The port the proxy answers on inside a filtered sandbox.
@@ -29,11 +31,13 @@ const MAX_HEAD: usize = 16 * 1024;
 /// How long dialling one address may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A running egress proxy; its socket and directory are removed when dropped.
+/// A running egress proxy; when dropped, it stops taking connections and its socket and
+/// directory are removed.
 #[derive(Debug)]
 pub(crate) struct EgressProxy {
     dir: PathBuf,
     socket: PathBuf,
+    stopped: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl EgressProxy {
@@ -42,39 +46,62 @@ impl EgressProxy {
         &self.socket
     }
 
-    /// Starts a proxy applying `allow` on a socket in a new private directory.
+    /// Starts a proxy applying `allow` on a socket in a new private directory: public
+    /// hosts, and what `allow` opens.
     pub(crate) fn start(allow: Vec<AllowRule>) -> io::Result<Self> {
+        Self::start_with(NetPolicy::Public, allow)
+    }
+
+    /// Starts a proxy that reaches only `hosts` (`host` or `host:port`), whatever their
+    /// addresses: for a command whose hosts a person named (a mounted MCP server's).
+    pub(crate) fn only(hosts: Vec<String>) -> io::Result<Self> {
+        Self::start_with(NetPolicy::Only(hosts), Vec::new())
+    }
+
+    fn start_with(policy: NetPolicy, allow: Vec<AllowRule>) -> io::Result<Self> {
         let dir = super::private_dir("toolshed-egress")?;
         let socket = dir.join("egress.sock");
         let listener = UnixListener::bind(&socket)?;
-        let allow = Arc::new(allow);
+        let rules = Arc::new((policy, allow));
         let open = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = stopped.clone();
         std::thread::Builder::new()
             .name("toolshed-egress".into())
             .spawn(move || {
                 for client in listener.incoming().flatten() {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
                     if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
                         open.fetch_sub(1, Ordering::AcqRel);
                         let _ = refuse(&client, 503, "too many connections through the proxy");
                         continue;
                     }
-                    let (allow, open) = (Arc::clone(&allow), Arc::clone(&open));
+                    let (rules, open) = (Arc::clone(&rules), Arc::clone(&open));
                     let spawned = std::thread::Builder::new()
                         .name("toolshed-egress-conn".into())
                         .spawn(move || {
-                            let _ = serve(client, &allow);
+                            let _ = serve(client, &rules.0, &rules.1);
                             open.fetch_sub(1, Ordering::AcqRel);
                         });
                     // A thread that cannot start drops the client: its connection closes.
                     drop(spawned);
                 }
             })?;
-        Ok(Self { dir, socket })
+        Ok(Self {
+            dir,
+            socket,
+            stopped,
+        })
     }
 }
 
 impl Drop for EgressProxy {
     fn drop(&mut self) {
+        // The listening thread wakes for one last connection and ends.
+        self.stopped.store(true, Ordering::Release);
+        let _ = UnixStream::connect(&self.socket);
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_dir(&self.dir);
     }
@@ -98,7 +125,7 @@ fn refuse(mut client: &UnixStream, status: u16, why: &str) -> io::Result<()> {
 }
 
 /// One client connection: read the request head, check the destination, relay.
-fn serve(client: UnixStream, allow: &[AllowRule]) -> io::Result<()> {
+fn serve(client: UnixStream, policy: &NetPolicy, allow: &[AllowRule]) -> io::Result<()> {
     client.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut reader = BufReader::new(client.try_clone()?);
     let mut head = Vec::new();
@@ -146,7 +173,7 @@ fn serve(client: UnixStream, allow: &[AllowRule]) -> io::Result<()> {
             None => return refuse(&client, 400, &format!("`{authority}` is not a host")),
         }
     };
-    let addresses = match crate::net::egress_addresses(&host, port, allow) {
+    let addresses = match crate::net::egress_addresses(&host, port, policy, allow) {
         Ok(addresses) => addresses,
         Err(why) => return refuse(&client, 403, &why),
     };

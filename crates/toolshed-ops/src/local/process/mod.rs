@@ -395,6 +395,7 @@ impl ProcessOps for LocalProcessOps {
 
         let mut inbound_path: Option<PathBuf> = None;
         let mut inherit = None;
+        let mut own_egress = None;
         let plan = self
             .plan(request.sandbox, request.escalation_approved)
             .inspect_err(|_| remove_cgroup(&cgroup))?;
@@ -405,8 +406,33 @@ impl ProcessOps for LocalProcessOps {
                 command
             }
             Some((ready, mode)) => {
-                inherit = ready.sandbox.policy.joined_network;
-                let inbound = match ready.sandbox.policy.network {
+                let mut sandbox = ready.sandbox.with_mode(mode);
+                // A writable directory never uncovers a hidden one (toolshed's data dir).
+                let (kept, hidden): (Vec<&PathBuf>, Vec<&PathBuf>) = request
+                    .writable
+                    .iter()
+                    .partition(|dir| !sandbox.policy.denied.iter().any(|d| dir.starts_with(d)));
+                for dir in hidden {
+                    tracing::debug!(dir = %dir.display(), "a directory asked to be writable is hidden from commands; left out");
+                }
+                sandbox.policy.writable.extend(kept.into_iter().cloned());
+                if let Some(hosts) = &request.network_hosts {
+                    // A network of its own: not the one every command joins.
+                    sandbox.policy.joined_network = None;
+                    sandbox.policy.egress_socket = None;
+                    sandbox.policy.network = NetworkMode::Off;
+                    if !hosts.is_empty() {
+                        let proxy = EgressProxy::only(hosts.clone()).map_err(|e| {
+                            remove_cgroup(&cgroup);
+                            fail("cannot start its egress proxy", &e)
+                        })?;
+                        sandbox.policy.network = NetworkMode::Filtered;
+                        sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
+                        own_egress = Some(proxy);
+                    }
+                }
+                inherit = sandbox.policy.joined_network;
+                let inbound = match sandbox.policy.network {
                     NetworkMode::On => None,
                     NetworkMode::Off | NetworkMode::Filtered => {
                         let dir = self
@@ -421,11 +447,7 @@ impl ProcessOps for LocalProcessOps {
                     }
                 };
                 inbound_path.clone_from(&inbound);
-                let (helper, args) =
-                    ready
-                        .sandbox
-                        .with_mode(mode)
-                        .wrap(program, &request.args, inbound.as_deref());
+                let (helper, args) = sandbox.wrap(program, &request.args, inbound.as_deref());
                 let mut command = Command::new(helper);
                 command.args(args);
                 command
@@ -617,6 +639,7 @@ impl ProcessOps for LocalProcessOps {
             started,
             groups,
             socket: inbound_path.clone(),
+            _egress: own_egress,
         };
         // If the thread cannot start, the supervisor is dropped with it: kill the tree here.
         let kill_on_failure = (pid, self.method);

@@ -46,6 +46,8 @@ pub(super) struct Supervisor {
     pub(super) groups: Groups,
     /// Its inbound socket (a sandbox with a network of its own), removed at the end.
     pub(super) socket: Option<std::path::PathBuf>,
+    /// Its own egress proxy (a command limited to named hosts), stopped at the end.
+    pub(super) _egress: Option<crate::sandbox::EgressProxy>,
 }
 
 /// A stop under way.
