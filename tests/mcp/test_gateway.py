@@ -234,6 +234,7 @@ def test_a_killed_server_is_started_again_and_other_tools_keep_answering(server,
         run(main())
         logs = toolshed("plugins", "logs", "mcp.everything").stdout
         assert logs.count("started `node`") >= 2 and "killed by signal 9" in logs, logs
+        assert "speaking MCP 2025-06-18" in logs and "2026-07-28" not in logs, logs
     finally:
         copy.unlink()
 
@@ -396,6 +397,10 @@ def test_a_servers_new_tools_reach_the_client_with_list_changed(server, toolshed
             assert "grown" in text(result) and not result.is_error, result
 
     run(main())
+    # Both eras on the client side: this server speaks 2026-07-28 and was greeted so (its
+    # list_changed came through subscriptions/listen); server-everything only the legacy
+    # era, and was greeted with `initialize` after `server/discover` was refused.
+    assert "speaking MCP 2026-07-28" in toolshed("plugins", "logs", "changing").stdout
 
 
 def free_port():

@@ -243,6 +243,11 @@ pub struct McpServer {
     /// --accept TOOL`), `warn` mounts it and says so, `off` does not pin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
+    /// The protocol era to greet it in: `auto` (the default: `server/discover`, then
+    /// `initialize` if the server does not know it), `legacy` (`initialize` only) or
+    /// `2026-07-28` (`server/discover` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 impl PluginManifest {

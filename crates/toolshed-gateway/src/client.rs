@@ -19,8 +19,63 @@ use toolshed_core::{Progress, ProgressSink};
 
 use crate::http::{HttpLink, HttpTarget};
 
-/// The protocol version offered; a server answers with the one it speaks.
+/// The protocol version offered in a legacy `initialize`; a server answers with the one it
+/// speaks.
 const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The protocol version of the era without `initialize`: each request carries who the
+/// client is, and a server is asked what it offers with `server/discover`.
+pub(crate) const MODERN_VERSION: &str = "2026-07-28";
+/// How long `auto` waits for an answer to `server/discover` before it tries `initialize`.
+const DISCOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// Which protocol era to speak with a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// `server/discover` first; `initialize` when the server does not know it.
+    Auto,
+    /// `initialize` only (2025-11-25 and before).
+    Legacy,
+    /// `server/discover` only (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    /// The era a manifest names (`auto` by default).
+    pub(crate) fn parse(text: Option<&str>) -> Self {
+        match text {
+            Some("legacy") => Self::Legacy,
+            Some(MODERN_VERSION) => Self::Modern,
+            _ => Self::Auto,
+        }
+    }
+}
+
+/// Why a handshake failed, and whether starting the server again and speaking the legacy
+/// era may work (a server that ended the session on `server/discover`).
+#[derive(Debug)]
+pub(crate) struct HandshakeError {
+    pub message: String,
+    pub try_legacy: bool,
+}
+
+impl From<String> for HandshakeError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            try_legacy: false,
+        }
+    }
+}
+
+/// What a 2026-07-28 request carries in its `_meta`: the protocol version and who the
+/// client is.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
 /// The longest message read from a server; a longer line ends the session.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -114,8 +169,11 @@ pub(crate) struct Client {
     next_id: AtomicU64,
     /// Reads what the server sends unasked: its stdout, or its HTTP event stream.
     reader: Option<tokio::task::JoinHandle<()>>,
-    /// The server's `initialize` result.
+    /// The server's `initialize` result (for a 2026-07-28 server, what `server/discover`
+    /// said, with `protocolVersion` set).
     pub(crate) info: Value,
+    /// Whether the session speaks 2026-07-28: every request carries [`modern_meta`].
+    modern: bool,
 }
 
 impl Drop for Client {
@@ -136,7 +194,8 @@ impl Client {
         tx: pipe::Sender,
         timeout: Duration,
         tools_changed: Arc<tokio::sync::Notify>,
-    ) -> Result<Self, String> {
+        era: Era,
+    ) -> Result<Self, HandshakeError> {
         let shared = Arc::new(Shared {
             tools_changed,
             ..Shared::default()
@@ -149,8 +208,9 @@ impl Client {
             next_id: AtomicU64::new(1),
             reader: Some(reader),
             info: Value::Null,
+            modern: false,
         };
-        client.handshake(timeout).await
+        client.handshake(timeout, era).await
     }
 
     /// Runs the handshake with a server at `target` over streamable HTTP, then listens to
@@ -159,7 +219,8 @@ impl Client {
         target: HttpTarget,
         timeout: Duration,
         tools_changed: Arc<tokio::sync::Notify>,
-    ) -> Result<Self, String> {
+        era: Era,
+    ) -> Result<Self, HandshakeError> {
         let shared = Arc::new(Shared {
             tools_changed,
             ..Shared::default()
@@ -171,16 +232,64 @@ impl Client {
             next_id: AtomicU64::new(1),
             reader: None,
             info: Value::Null,
+            modern: false,
         };
-        let mut client = client.handshake(timeout).await?;
+        let mut client = client.handshake(timeout, era).await?;
         if let Some(version) = client.info["protocolVersion"].as_str() {
             link.set_protocol(version);
         }
-        client.reader = Some(tokio::spawn(async move { link.listen().await }));
+        // A 2026-07-28 server sends what it is not asked for on the `subscriptions/listen`
+        // stream alone; an older one on the stream a GET opens.
+        if !client.modern {
+            client.reader = Some(tokio::spawn(async move { link.listen().await }));
+        }
         Ok(client)
     }
 
-    async fn handshake(mut self, timeout: Duration) -> Result<Self, String> {
+    async fn handshake(mut self, timeout: Duration, era: Era) -> Result<Self, HandshakeError> {
+        if era != Era::Legacy {
+            let wait = if era == Era::Modern {
+                timeout
+            } else {
+                timeout.min(DISCOVER_WAIT)
+            };
+            let asked = self.request("server/discover", json!({"_meta": modern_meta()}), None);
+            match tokio::time::timeout(wait, asked).await {
+                Ok(Ok(found)) if speaks_modern(&found) => {
+                    self.modern = true;
+                    self.info = json!({
+                        "protocolVersion": MODERN_VERSION,
+                        "capabilities": found["capabilities"],
+                        "instructions": found["instructions"],
+                        "serverInfo": found["_meta"]["io.modelcontextprotocol/serverInfo"],
+                    });
+                    // Told of its tools changing, as the legacy era tells unasked.
+                    let listen = json!({"notifications": {"toolsListChanged": true}});
+                    if let Err(e) = self.start("subscriptions/listen", listen, None).await {
+                        tracing::debug!(error = ?e, "an MCP server refused subscriptions/listen");
+                    }
+                    return Ok(self);
+                }
+                Ok(Err(RpcError::Closed(why))) => {
+                    return Err(HandshakeError {
+                        message: format!(
+                            "it ended the session when asked `server/discover` ({why})"
+                        ),
+                        try_legacy: era == Era::Auto,
+                    });
+                }
+                outcome if era == Era::Modern => {
+                    let why = match outcome {
+                        Ok(Err(RpcError::Server { message })) => message,
+                        Ok(_) => "it does not list 2026-07-28 among its versions".into(),
+                        Err(_) => format!("no answer within {} s", wait.as_secs()),
+                    };
+                    return Err(format!("it does not speak MCP {MODERN_VERSION}: {why}").into());
+                }
+                // An older server: `initialize`, as it expects.
+                _ => {}
+            }
+        }
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
@@ -198,6 +307,11 @@ impl Client {
             .await
             .map_err(|e| format!("cannot finish the handshake: {e}"))?;
         Ok(self)
+    }
+
+    /// The protocol version the session speaks.
+    pub(crate) fn protocol(&self) -> &str {
+        self.info["protocolVersion"].as_str().unwrap_or("unknown")
     }
 
     /// Whether the session ended.
@@ -240,10 +354,23 @@ impl Client {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.shared.lock_pending().insert(id, tx);
+        let mut meta = if self.modern {
+            modern_meta()
+        } else {
+            json!({})
+        };
         if let Some(sink) = progress {
             self.shared.lock_progress().insert(id, sink);
-            if let Value::Object(map) = &mut params {
-                map.insert("_meta".into(), json!({"progressToken": id}));
+            meta["progressToken"] = json!(id);
+        }
+        if let (Value::Object(map), Value::Object(meta)) = (&mut params, meta)
+            && !meta.is_empty()
+        {
+            match map.get_mut("_meta") {
+                Some(Value::Object(given)) => given.extend(meta),
+                _ => {
+                    map.insert("_meta".into(), Value::Object(meta));
+                }
             }
         }
         if self.is_closed() {
@@ -313,6 +440,13 @@ impl Client {
         }
         Ok(items)
     }
+}
+
+/// Whether a `server/discover` result says the server speaks 2026-07-28.
+fn speaks_modern(found: &Value) -> bool {
+    found["supportedVersions"]
+        .as_array()
+        .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MODERN_VERSION)))
 }
 
 /// Reads the server's messages until its stdout ends: replies settle their requests,

@@ -12,7 +12,7 @@ use toolshed_core::{
 use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{CatalogSignals, Services};
 
-use crate::client::RpcError;
+use crate::client::{Era, RpcError};
 use crate::convert;
 use crate::http::HttpTarget;
 use crate::library::{Offers, ServerLibrary};
@@ -164,6 +164,7 @@ fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, Plu
         },
         network_hosts: Some(Vec::new()),
         cache: None,
+        era: Era::parse(server.protocol.as_deref()),
     })
 }
 

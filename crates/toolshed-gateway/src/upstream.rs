@@ -14,7 +14,7 @@ use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{OutputLimits, Process, SpawnRequest, Stdin, Stream};
 use toolshed_ops::sandbox::SandboxMode;
 
-use crate::client::Client;
+use crate::client::{Client, Era};
 use crate::http::HttpTarget;
 
 /// How long a server may take to start and answer the handshake, unless its manifest says.
@@ -35,6 +35,8 @@ pub(crate) struct Launch {
     pub start_timeout: Option<Duration>,
     /// Set for a server reached over HTTP: then nothing is spawned.
     pub http: Option<HttpTarget>,
+    /// The protocol era to greet it in.
+    pub era: Era,
     /// The hosts a sandboxed server may reach (`None`: the sandbox's own network rules, for a
     /// plugin granted `*`).
     pub network_hosts: Option<Vec<String>>,
@@ -70,6 +72,9 @@ pub(crate) struct Upstream {
     epoch: Instant,
     /// Where its stderr and its starts and ends are logged.
     log: Option<std::path::PathBuf>,
+    /// Set once the server ended the session when asked `server/discover`: it is greeted
+    /// with `initialize` from then on.
+    legacy_only: std::sync::atomic::AtomicBool,
 }
 
 /// A call in flight: keeps an idle server from being stopped under it.
@@ -91,6 +96,7 @@ impl Upstream {
     ) -> Self {
         Self {
             log,
+            legacy_only: std::sync::atomic::AtomicBool::new(false),
             name,
             launch,
             processes,
@@ -139,7 +145,15 @@ impl Upstream {
                 wait.as_secs().max(1)
             ));
         }
-        match self.start().await {
+        let mut outcome = self.start().await;
+        if let Err((message, true)) = &outcome {
+            // A server of the legacy era that ended the session on `server/discover`:
+            // started again and greeted the old way, now and from now on.
+            self.note(message);
+            self.legacy_only.store(true, Ordering::Relaxed);
+            outcome = self.start().await;
+        }
+        match outcome.map_err(|(message, _)| message) {
             Ok(started) => {
                 *self.failures() = None;
                 let client = started.client.clone();
@@ -176,20 +190,45 @@ impl Upstream {
         self.failures().as_ref().map(|f| f.message.clone())
     }
 
-    async fn start(&self) -> Result<Connection, String> {
+    /// Starts the server (or connects to it) and greets it; on failure, why, and whether
+    /// greeting it the legacy way may work.
+    async fn start(&self) -> Result<Connection, (String, bool)> {
         let launch = &self.launch;
         let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
+        let era = if self.legacy_only.load(Ordering::Relaxed) {
+            Era::Legacy
+        } else {
+            launch.era
+        };
         if let Some(target) = &launch.http {
-            let client = Client::connect_http(target.clone(), timeout, self.tools_changed.clone())
-                .await
-                .map_err(|e| format!("MCP server `{}` failed the handshake ({e})", self.name))?;
+            let client =
+                Client::connect_http(target.clone(), timeout, self.tools_changed.clone(), era)
+                    .await
+                    .map_err(|e| {
+                        (
+                            format!(
+                                "MCP server `{}` failed the handshake ({})",
+                                self.name, e.message
+                            ),
+                            e.try_legacy,
+                        )
+                    })?;
             tracing::info!(server = %self.name, "MCP server connected over HTTP");
-            self.note(&format!("connected to {}", target.url));
+            self.note(&format!(
+                "connected to {}, speaking MCP {}",
+                target.url,
+                client.protocol()
+            ));
             return Ok(Connection {
                 client: Arc::new(client),
                 process: None,
             });
         }
+        self.spawn(era, timeout).await
+    }
+
+    async fn spawn(&self, era: Era, timeout: Duration) -> Result<Connection, (String, bool)> {
+        let launch = &self.launch;
         let mut request = SpawnRequest::new(&launch.program)
             .args(launch.args.iter().cloned())
             .workdir(&launch.workdir)
@@ -223,10 +262,12 @@ impl Upstream {
         }
         request.sandbox = launch.sandbox;
         request.network_hosts.clone_from(&launch.network_hosts);
-        let process = self
-            .processes
-            .spawn(&request)
-            .map_err(|e| format!("MCP server `{}` cannot start: {e}", self.name))?;
+        let process = self.processes.spawn(&request).map_err(|e| {
+            (
+                format!("MCP server `{}` cannot start: {e}", self.name),
+                false,
+            )
+        })?;
         let process = Arc::new(process);
         if let Some(path) = &self.log {
             crate::log::note(
@@ -236,10 +277,13 @@ impl Upstream {
             crate::log::follow(process.clone(), path.clone());
         }
         let stdio = process.take_stdio().ok_or_else(|| {
-            format!(
-                "MCP server `{}` cannot start: this process backend cannot hand over a \
-                 child's stdin and stdout",
-                self.name
+            (
+                format!(
+                    "MCP server `{}` cannot start: this process backend cannot hand over a \
+                     child's stdin and stdout",
+                    self.name
+                ),
+                false,
             )
         })?;
         let pipes = (|| {
@@ -248,21 +292,37 @@ impl Upstream {
                 tokio::net::unix::pipe::Sender::from_owned_fd(stdio.stdin)?,
             ))
         })()
-        .map_err(|e| format!("MCP server `{}`: cannot use its pipes: {e}", self.name))?;
-        let client =
-            match Client::connect(pipes.0, pipes.1, timeout, self.tools_changed.clone()).await {
-                Ok(client) => Arc::new(client),
-                Err(e) => {
-                    // Give its last words a moment to arrive.
-                    process.wait(Duration::from_millis(200)).await;
-                    return Err(format!(
-                        "MCP server `{}` failed the handshake ({e}){}",
-                        self.name,
-                        stderr_tail(&process)
-                    ));
+        .map_err(|e| {
+            (
+                format!("MCP server `{}`: cannot use its pipes: {e}", self.name),
+                false,
+            )
+        })?;
+        let connected =
+            Client::connect(pipes.0, pipes.1, timeout, self.tools_changed.clone(), era).await;
+        let client = match connected {
+            Ok(client) => Arc::new(client),
+            Err(e) => {
+                // Give its last words a moment to arrive.
+                process.wait(Duration::from_millis(200)).await;
+                if e.try_legacy {
+                    process
+                        .terminate(toolshed_ops::process::Stop::graceful())
+                        .await;
                 }
-            };
+                return Err((
+                    format!(
+                        "MCP server `{}` failed the handshake ({}){}",
+                        self.name,
+                        e.message,
+                        stderr_tail(&process)
+                    ),
+                    e.try_legacy,
+                ));
+            }
+        };
         tracing::info!(server = %self.name, pid = process.pid(), "MCP server started");
+        self.note(&format!("speaking MCP {}", client.protocol()));
         Ok(Connection {
             client,
             process: Some(process),

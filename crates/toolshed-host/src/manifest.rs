@@ -192,6 +192,16 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
             );
         }
         (PluginKind::Mcp, Some(server)) => {
+            if let Some(protocol) = &server.protocol
+                && !["auto", "legacy", "2026-07-28"].contains(&protocol.as_str())
+            {
+                return err(
+                    "mcp.protocol",
+                    format!(
+                        "`{protocol}` is not a protocol choice: use auto, legacy or 2026-07-28"
+                    ),
+                );
+            }
             if let Some(pin) = &server.pin
                 && !["strict", "warn", "off"].contains(&pin.as_str())
             {

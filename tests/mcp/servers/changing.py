@@ -35,7 +35,12 @@ def grown() -> str:
 @server.tool(name="grow", description="Adds the tool `grown`.")
 async def grow(ctx: Context) -> str:
     server.add_tool(grown, name="grown", description="Added while the server ran.")
+    # A legacy session is told unasked; a 2026-07-28 one through its subscriptions/listen.
     await ctx.session.send_tool_list_changed()
+    try:
+        await ctx.notify_tools_changed()
+    except ValueError:
+        pass
     return "added"
 
 
