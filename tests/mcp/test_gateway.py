@@ -609,3 +609,31 @@ def test_a_sandboxed_server_reaches_only_the_hosts_it_was_allowed_and_writes_its
     finally:
         allowed.shutdown()
         other.shutdown()
+
+
+def test_an_eager_server_starts_when_toolshed_opens_and_a_lazy_one_at_its_first_call(server, toolshed, workspace):
+    # Copies under distinct names, to tell their processes apart.
+    eager_script = workspace / "eager_server.py"
+    lazy_script = workspace / "lazy_server.py"
+    for copy in (eager_script, lazy_script):
+        copy.write_text(Path(CHANGING).read_text())
+    described = workspace / "description.txt"
+    described.write_text("Describes a topic.")
+    toolshed("mcp", "add", "early", "--eager", "--", sys.executable, str(eager_script), str(described))
+    toolshed("mcp", "add", "late", "--", sys.executable, str(lazy_script), str(described))
+    assert not server_pids("eager_server.py") and not server_pids("lazy_server.py")
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            await client.list_tools()
+            for _ in range(100):
+                if server_pids("eager_server.py"):
+                    break
+                await asyncio.sleep(0.1)
+            assert server_pids("eager_server.py"), "the eager server did not start"
+            assert not server_pids("lazy_server.py"), "the lazy server started before a call"
+            result = await client.call_tool("late__steady", {})
+            assert "steady" in text(result), result
+            assert server_pids("lazy_server.py")
+
+    run(main())

@@ -353,6 +353,9 @@ pub struct McpAddArgs {
     /// the web rules). Without one, a sandboxed server has no network
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
+    /// Start it as soon as `toolshed mcp` or `toolshed serve` opens, not at its first call
+    #[arg(long)]
+    pub eager: bool,
     /// The sandbox mode it runs in: read-only, workspace-write or full-access [default: the
     /// configured one]
     #[arg(long, value_name = "MODE")]

@@ -243,6 +243,10 @@ pub struct McpServer {
     /// --accept TOOL`), `warn` mounts it and says so, `off` does not pin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
+    /// Start the server as soon as a long-running toolshed (`toolshed mcp`, `toolshed
+    /// serve`) opens, rather than at the first call that needs it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub eager: bool,
     /// The protocol era to greet it in: `auto` (the default: `server/discover`, then
     /// `initialize` if the server does not know it), `legacy` (`initialize` only) or
     /// `2026-07-28` (`server/discover` only).

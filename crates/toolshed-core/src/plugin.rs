@@ -79,6 +79,12 @@ pub trait Plugin: Send + Sync {
     /// with no one able to reach it.
     async fn owner_ended(&self, _owner: &crate::OwnerId) {}
 
+    /// Starts now what its first call would start (the code of a plugin listed from its
+    /// recorded tools): for plugins asked to start eagerly. Does nothing by default.
+    async fn warm(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
+
     /// The resources and prompts it offers besides tools (a mounted MCP server's), or
     /// `None` (the default) when it offers none.
     fn library(&self) -> Option<Arc<dyn Library>> {

@@ -48,6 +48,8 @@ pub struct NewServer {
     /// Hosts it may reach (`host` or `host:port`; `*`: any public host, under the web
     /// rules): declared in its manifest and granted, since a person asked for them.
     pub allow_hosts: Vec<String>,
+    /// Start it as soon as a long-running toolshed opens, not at its first call.
+    pub eager: bool,
     /// The sandbox mode it runs in.
     pub sandbox: Option<String>,
     /// Replace a server of the same name.
@@ -170,6 +172,9 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), ManageE
                 text.push_str(&format!("args = [{}]\n", list.join(", ")));
             }
         }
+    }
+    if args.eager {
+        text.push_str("eager = true\n");
     }
     if let Some(mode) = &args.sandbox {
         toolshed_ops::sandbox::SandboxMode::parse(mode).map_err(ManageError::Usage)?;
@@ -306,6 +311,7 @@ pub fn import_entry(
             headers,
             env: Vec::new(),
             allow_hosts: Vec::new(),
+            eager: false,
             sandbox: None,
             force,
         });
@@ -341,6 +347,7 @@ pub fn import_entry(
         headers: Vec::new(),
         env,
         allow_hosts: Vec::new(),
+        eager: false,
         sandbox: None,
         force,
     })

@@ -288,6 +288,7 @@ impl Host {
     pub async fn watch_store(&self) -> tokio::task::JoinHandle<()> {
         self.registry
             .follow_catalog_signals(self.services.catalog.clone());
+        self.registry.start_eager();
         self.registry.watch().await
     }
 

@@ -158,6 +158,14 @@ impl Plugin for LazyPlugin {
         }
     }
 
+    async fn warm(&self) -> Result<(), PluginError> {
+        self.shared
+            .real()
+            .await
+            .map(|_| ())
+            .map_err(|e| PluginError(e.to_string()))
+    }
+
     /// A mounted MCP server's resources and prompts start it, like a call to one of its
     /// tools; other kinds offer none.
     fn library(&self) -> Option<Arc<dyn Library>> {

@@ -70,6 +70,9 @@ pub struct AddBody {
     /// Hosts it may reach.
     #[serde(default)]
     pub allow_hosts: Vec<String>,
+    /// Start it as soon as toolshed opens.
+    #[serde(default)]
+    pub eager: bool,
     /// The sandbox mode it runs in.
     #[serde(default)]
     pub sandbox: Option<String>,
@@ -96,6 +99,7 @@ pub async fn add(
         headers: request.headers.into_iter().collect(),
         env: request.env.into_iter().collect(),
         allow_hosts: request.allow_hosts,
+        eager: request.eager,
         sandbox: request.sandbox,
         force: request.force,
     };

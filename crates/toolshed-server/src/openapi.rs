@@ -202,6 +202,7 @@ fn operations() -> Vec<Op> {
                 "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers sent to the url server"},
                 "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Variables for the command"},
                 "allow_hosts": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Hosts it may reach (HOST or HOST:PORT; * for any public host); none: no network"},
+                "eager": {"type": "boolean", "description": "Start it as soon as toolshed opens, not at its first call"},
                 "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "full-access"]},
                 "force": {"type": "boolean", "description": "Replace a server of the same name"}
             }}))

@@ -45,6 +45,7 @@ fn new_server(args: McpAddArgs) -> Result<NewServer, Failure> {
         headers: pairs(&args.headers, "--header")?,
         env: pairs(&args.env, "--env")?,
         allow_hosts: args.allow_hosts,
+        eager: args.eager,
         sandbox: args.sandbox,
         force: args.force,
     })

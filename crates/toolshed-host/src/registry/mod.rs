@@ -61,6 +61,9 @@ pub struct Registry {
     pending: std::sync::Mutex<BTreeMap<PathBuf, u64>>,
     /// What the watcher did, and how to stop it.
     watching: watching::WatchState,
+    /// Set by a long-running door ([`Registry::start_eager`]): plugins asked to start
+    /// eagerly start as soon as they run.
+    warm_eager: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -100,6 +103,7 @@ impl Registry {
             user_roots,
             pending: std::sync::Mutex::new(BTreeMap::new()),
             watching: watching::WatchState::default(),
+            warm_eager: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -190,6 +194,24 @@ impl Registry {
             }
         }
         None
+    }
+
+    /// Starts the plugins asked to start eagerly (a mounted MCP server with `eager =
+    /// true`) now, in the background, and any that start later as soon as they do. For
+    /// long-running doors; a one-shot command leaves them to its first call.
+    pub fn start_eager(&self) {
+        self.warm_eager
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let eager: Vec<(String, Arc<dyn toolshed_core::Plugin>)> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter(|s| s.manifest.mcp.as_ref().is_some_and(|m| m.eager))
+                .filter_map(|s| Some((s.id().to_string(), s.running()?.plugin.clone())))
+                .collect()
+        });
+        for (id, plugin) in eager {
+            transitions::warm(&id, plugin);
+        }
     }
 
     /// The resources and prompts of the running plugins among `plugin_ids`, in trust order.

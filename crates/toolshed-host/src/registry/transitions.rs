@@ -52,6 +52,7 @@ impl Registry {
         let Some((manifest, source)) = found else {
             return;
         };
+        let eager = manifest.mcp.as_ref().is_some_and(|m| m.eager);
         let (plugin, loaded, validators) = match source {
             Source::Running(r) => (r.plugin, r.loaded, r.validators),
             Source::Compiled(plugin) => (plugin, None, BTreeMap::new()),
@@ -86,6 +87,9 @@ impl Registry {
                 blocks_tools: false,
             })
         });
+        if eager && self.warm_eager.load(std::sync::atomic::Ordering::Relaxed) {
+            warm(id, plugin.clone());
+        }
         self.set_phase(
             id,
             Phase::Running(Running {
@@ -394,6 +398,16 @@ pub(super) fn overlay_config(
         Err(e) => tracing::warn!(plugin = %id, error = %e, "cannot read plugin config"),
     }
     config
+}
+
+/// Starts in the background what `plugin`'s first call would start.
+pub(super) fn warm(id: &str, plugin: Arc<dyn Plugin>) {
+    let id = id.to_string();
+    tokio::spawn(async move {
+        if let Err(e) = plugin.warm().await {
+            tracing::warn!(plugin = %id, error = %e, "the plugin asked to start eagerly did not start");
+        }
+    });
 }
 
 /// Starts `plugin`; `Ok(Some(reason))` when it started but reports being degraded.
