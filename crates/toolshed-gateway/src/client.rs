@@ -25,8 +25,10 @@ const PROTOCOL_VERSION: &str = "2025-06-18";
 /// The protocol version of the era without `initialize`: each request carries who the
 /// client is, and a server is asked what it offers with `server/discover`.
 pub(crate) const MODERN_VERSION: &str = "2026-07-28";
-/// How long `auto` waits for an answer to `server/discover` before it tries `initialize`.
-const DISCOVER_WAIT: Duration = Duration::from_secs(10);
+/// How long `auto` waits for an answer to `server/discover` before it tries `initialize`
+/// (a legacy server may ignore a request before `initialize`; the era it speaks is then
+/// remembered, so only its first start waits).
+const DISCOVER_WAIT: Duration = Duration::from_secs(5);
 
 /// Which protocol era to speak with a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,6 +309,11 @@ impl Client {
             .await
             .map_err(|e| format!("cannot finish the handshake: {e}"))?;
         Ok(self)
+    }
+
+    /// Whether the session speaks 2026-07-28.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern
     }
 
     /// The protocol version the session speaks.

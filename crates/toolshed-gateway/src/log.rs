@@ -44,12 +44,34 @@ pub(crate) fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(&bytes[start..])
 }
 
-/// A line saying what happened, with the time (UTC, seconds).
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (days to a civil date as in Howard
+/// Hinnant's `civil_from_days`).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
+/// A line saying what happened, with the time (UTC).
 pub(crate) fn note(path: &Path, text: &str) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let line = format!("--- toolshed [{now}]: {text} ---\n");
+    let line = format!("--- toolshed {}: {text} ---\n", utc(now));
     if let Err(e) = append(path, line.as_bytes()) {
         tracing::debug!(error = %e, log = %path.display(), "cannot write the MCP server's log");
     }
@@ -111,6 +133,13 @@ pub fn tail(plugin_dir: &Path, lines: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_written_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_796_199_311), "2026-12-02T08:15:11Z");
+    }
 
     #[test]
     fn the_log_rotates_and_stays_bounded() {

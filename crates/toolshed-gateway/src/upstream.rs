@@ -175,6 +175,33 @@ impl Upstream {
         }
     }
 
+    /// Where the era an `auto` server turned out to speak is kept: a legacy one is greeted
+    /// with `initialize` at once from then on, without waiting on `server/discover`.
+    fn era_file(&self) -> Option<std::path::PathBuf> {
+        Some(self.log.as_ref()?.with_file_name("protocol"))
+    }
+
+    /// Keeps the era a server greeted in `auto` mode speaks.
+    fn remember_era(&self, client: &Client) {
+        if self.launch.era != Era::Auto {
+            return;
+        }
+        let Some(file) = self.era_file() else {
+            return;
+        };
+        let kept = if client.is_modern() {
+            std::fs::remove_file(&file).or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Ok(()),
+                _ => Err(e),
+            })
+        } else {
+            std::fs::write(&file, "legacy\n")
+        };
+        if let Err(e) = kept {
+            tracing::debug!(server = %self.name, error = %e, "cannot keep the server's protocol era");
+        }
+    }
+
     fn note(&self, text: &str) {
         if let Some(path) = &self.log {
             crate::log::note(path, text);
@@ -195,7 +222,13 @@ impl Upstream {
     async fn start(&self) -> Result<Connection, (String, bool)> {
         let launch = &self.launch;
         let timeout = launch.start_timeout.unwrap_or(START_TIMEOUT);
-        let era = if self.legacy_only.load(Ordering::Relaxed) {
+        let remembered = self
+            .era_file()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .is_some_and(|t| t.trim() == "legacy");
+        let era = if self.legacy_only.load(Ordering::Relaxed)
+            || (launch.era == Era::Auto && remembered)
+        {
             Era::Legacy
         } else {
             launch.era
@@ -214,6 +247,7 @@ impl Upstream {
                         )
                     })?;
             tracing::info!(server = %self.name, "MCP server connected over HTTP");
+            self.remember_era(&client);
             self.note(&format!(
                 "connected to {}, speaking MCP {}",
                 target.url,
@@ -322,6 +356,7 @@ impl Upstream {
             }
         };
         tracing::info!(server = %self.name, pid = process.pid(), "MCP server started");
+        self.remember_era(&client);
         self.note(&format!("speaking MCP {}", client.protocol()));
         Ok(Connection {
             client,
