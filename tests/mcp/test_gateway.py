@@ -186,6 +186,18 @@ def test_a_mounted_servers_resources_and_prompts_are_listed_and_read_through_too
     run(main())
 
 
+def list_changed_watcher():
+    """An event set when `notifications/tools/list_changed` arrives, and the client's
+    message handler that sets it."""
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    return changed, on_message
+
+
 def server_pids(marker):
     pids = []
     for entry in Path("/proc").iterdir():
@@ -379,11 +391,7 @@ def test_a_servers_new_tools_reach_the_client_with_list_changed(server, toolshed
     toolshed("mcp", "add", "changing", "--", sys.executable, CHANGING, str(described))
 
     async def main():
-        changed = asyncio.Event()
-
-        async def on_message(message):
-            if isinstance(message, types.ToolListChangedNotification):
-                changed.set()
+        changed, on_message = list_changed_watcher()
 
         async with Client(server(), mode="legacy", message_handler=on_message) as client:
             names = {t.name for t in (await client.list_tools()).tools}
@@ -482,11 +490,7 @@ def test_http_headers_carry_secrets_from_the_store_and_list_changed_comes_over_h
         assert "tok-9" not in manifest and "${config.header_authorization}" in manifest, manifest
 
         async def main():
-            changed = asyncio.Event()
-
-            async def on_message(message):
-                if isinstance(message, types.ToolListChangedNotification):
-                    changed.set()
+            changed, on_message = list_changed_watcher()
 
             async with Client(server(), mode="legacy", message_handler=on_message) as client:
                 result = await client.call_tool("guarded__steady", {})

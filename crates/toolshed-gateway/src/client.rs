@@ -190,6 +190,18 @@ impl Drop for Client {
 }
 
 impl Client {
+    /// A session over `link`, before its handshake.
+    fn over(link: Link, shared: Arc<Shared>, reader: Option<tokio::task::JoinHandle<()>>) -> Self {
+        Self {
+            link,
+            shared,
+            next_id: AtomicU64::new(1),
+            reader,
+            info: Value::Null,
+            modern: false,
+        }
+    }
+
     /// Runs the handshake over the server's stdout (`rx`) and stdin (`tx`).
     pub(crate) async fn connect(
         rx: pipe::Receiver,
@@ -204,15 +216,9 @@ impl Client {
         });
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
         let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
-        let client = Self {
-            link: Link::Pipe(writer),
-            shared,
-            next_id: AtomicU64::new(1),
-            reader: Some(reader),
-            info: Value::Null,
-            modern: false,
-        };
-        client.handshake(timeout, era).await
+        Self::over(Link::Pipe(writer), shared, Some(reader))
+            .handshake(timeout, era)
+            .await
     }
 
     /// Runs the handshake with a server at `target` over streamable HTTP, then listens to
@@ -228,15 +234,9 @@ impl Client {
             ..Shared::default()
         });
         let link = HttpLink::new(target, shared.clone());
-        let client = Self {
-            link: Link::Http(link.clone()),
-            shared,
-            next_id: AtomicU64::new(1),
-            reader: None,
-            info: Value::Null,
-            modern: false,
-        };
-        let mut client = client.handshake(timeout, era).await?;
+        let mut client = Self::over(Link::Http(link.clone()), shared, None)
+            .handshake(timeout, era)
+            .await?;
         if let Some(version) = client.info["protocolVersion"].as_str() {
             link.set_protocol(version);
         }
@@ -361,22 +361,23 @@ impl Client {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.shared.lock_pending().insert(id, tx);
-        let mut meta = if self.modern {
-            modern_meta()
-        } else {
-            json!({})
-        };
-        if let Some(sink) = progress {
-            self.shared.lock_progress().insert(id, sink);
-            meta["progressToken"] = json!(id);
-        }
-        if let (Value::Object(map), Value::Object(meta)) = (&mut params, meta)
-            && !meta.is_empty()
-        {
-            match map.get_mut("_meta") {
-                Some(Value::Object(given)) => given.extend(meta),
-                _ => {
-                    map.insert("_meta".into(), Value::Object(meta));
+        // A legacy call without progress carries no `_meta`: nothing is built for it.
+        if self.modern || progress.is_some() {
+            let mut meta = if self.modern {
+                modern_meta()
+            } else {
+                json!({})
+            };
+            if let Some(sink) = progress {
+                self.shared.lock_progress().insert(id, sink);
+                meta["progressToken"] = json!(id);
+            }
+            if let (Value::Object(map), Value::Object(meta)) = (&mut params, meta) {
+                match map.get_mut("_meta") {
+                    Some(Value::Object(given)) => given.extend(meta),
+                    _ => {
+                        map.insert("_meta".into(), Value::Object(meta));
+                    }
                 }
             }
         }

@@ -166,14 +166,7 @@ where
 {
     let request = out.to_hyper()?;
     let host = out.target.authority();
-    let mut builder = http1::Builder::new();
-    builder
-        .max_header_size(config.max_head_bytes)
-        .max_headers(config.max_headers);
-    let (mut sender, connection) = builder
-        .handshake::<_, Full<Bytes>>(TokioIo::new(io))
-        .await
-        .map_err(|e| failure(&host, &e, config))?;
+    let (mut sender, connection) = handshake(io, config, &host).await?;
     let limit = out.max_response_bytes;
     let progress = out.progress.clone();
     let work = async move {
@@ -198,19 +191,9 @@ where
         }
     };
     let (parts, body, truncated) = outcome.map_err(|e| failure(&host, &e, config))?;
-    let headers = parts
-        .headers
-        .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_string(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
     Ok(HttpResponse {
         status: parts.status.as_u16(),
-        headers,
+        headers: header_list(&parts.headers),
         body,
         truncated,
     })
@@ -241,14 +224,7 @@ where
 {
     let request = out.to_hyper()?;
     let host = out.target.authority();
-    let mut builder = http1::Builder::new();
-    builder
-        .max_header_size(config.max_head_bytes)
-        .max_headers(config.max_headers);
-    let (mut sender, connection) = builder
-        .handshake::<_, Full<Bytes>>(TokioIo::new(io))
-        .await
-        .map_err(|e| failure(&host, &e, config))?;
+    let (mut sender, connection) = handshake(io, config, &host).await?;
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
@@ -294,8 +270,41 @@ where
         drop(sender);
         driver.abort();
     });
-    let headers = parts
-        .headers
+    Ok(StreamingResponse {
+        status: parts.status.as_u16(),
+        headers: header_list(&parts.headers),
+        body: rx,
+    })
+}
+
+/// An HTTP/1.1 connection over `io`, with the configured limits on response heads.
+async fn handshake<IO>(
+    io: IO,
+    config: &NetConfig,
+    host: &str,
+) -> Result<
+    (
+        http1::SendRequest<Full<Bytes>>,
+        http1::Connection<TokioIo<IO>, Full<Bytes>>,
+    ),
+    ToolError,
+>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = http1::Builder::new();
+    builder
+        .max_header_size(config.max_head_bytes)
+        .max_headers(config.max_headers);
+    builder
+        .handshake::<_, Full<Bytes>>(TokioIo::new(io))
+        .await
+        .map_err(|e| failure(host, &e, config))
+}
+
+/// Response headers as (lowercase name, value) pairs.
+fn header_list(headers: &hyper::HeaderMap) -> Vec<(String, String)> {
+    headers
         .iter()
         .map(|(name, value)| {
             (
@@ -303,12 +312,7 @@ where
                 String::from_utf8_lossy(value.as_bytes()).into_owned(),
             )
         })
-        .collect();
-    Ok(StreamingResponse {
-        status: parts.status.as_u16(),
-        headers,
-        body: rx,
-    })
+        .collect()
 }
 
 /// Reads `body` until it ends or `limit` bytes are kept; `true` when something was left.

@@ -313,48 +313,10 @@ impl NetClient {
         let limit = request.timeout;
         let out = Outgoing::from_request(request, &self.user_agent)?;
         let open = async {
-            let allow = &self.config.allow;
-            policy::check_target(&out.target, policy, allow)?;
-            let connect = self.config.connect_timeout;
-            let addresses =
-                connect::resolve(self.resolver.0.as_ref(), &out.target, connect).await?;
-            policy::check_resolved(&out.target, &addresses, policy, allow)?;
-            let tcp = connect::dial(&out.target, &addresses, connect).await?;
-            if out.target.tls {
-                self.streaming_over_tls(&out, tcp).await
-            } else {
-                exchange::exchange_streaming(tcp, &out, &self.config).await
-            }
+            let io = self.connect(&out, policy).await?;
+            exchange::exchange_streaming(io, &out, &self.config).await
         };
         guarded(open, limit, cancel).await
-    }
-
-    #[cfg(feature = "tls")]
-    async fn streaming_over_tls(
-        &self,
-        out: &Outgoing,
-        tcp: tokio::net::TcpStream,
-    ) -> Result<StreamingResponse, ToolError> {
-        let config = self
-            .tls
-            .get_or_init(connect::tls::client_config)
-            .as_ref()
-            .map_err(|e| ToolError::Internal(format!("TLS could not be set up: {e}")))?;
-        let limit = self.config.connect_timeout;
-        let stream = connect::tls::handshake(config, &out.target, tcp, limit).await?;
-        exchange::exchange_streaming(stream, out, &self.config).await
-    }
-
-    #[cfg(not(feature = "tls"))]
-    async fn streaming_over_tls(
-        &self,
-        out: &Outgoing,
-        _tcp: tokio::net::TcpStream,
-    ) -> Result<StreamingResponse, ToolError> {
-        Err(ToolError::Failed(format!(
-            "`{}` is an https URL, but this toolshed was built without TLS (the `tls` feature of toolshed-ops); use an http URL or a build with TLS",
-            out.target.shown()
-        )))
     }
 
     /// One request, no redirects, no deadline: the checks, the connection, the exchange.
@@ -363,6 +325,21 @@ impl NetClient {
         out: &Outgoing,
         policy: &NetPolicy,
     ) -> Result<HttpResponse, ToolError> {
+        let io = self.connect(out, policy).await?;
+        let response = exchange::exchange(io, out, &self.config).await?;
+        // Method, host and status only: header values and bodies may hold secrets.
+        tracing::debug!(
+            method = %out.method,
+            host = %out.target.host,
+            status = response.status,
+            "http request"
+        );
+        Ok(response)
+    }
+
+    /// The checks on the target and its addresses, then a connection to a checked address
+    /// (with TLS for an https URL).
+    async fn connect(&self, out: &Outgoing, policy: &NetPolicy) -> Result<Io, ToolError> {
         let allow = &self.config.allow;
         policy::check_target(&out.target, policy, allow)?;
         #[cfg(not(feature = "tls"))]
@@ -376,27 +353,14 @@ impl NetClient {
         let addresses = connect::resolve(self.resolver.0.as_ref(), &out.target, limit).await?;
         policy::check_resolved(&out.target, &addresses, policy, allow)?;
         let tcp = connect::dial(&out.target, &addresses, limit).await?;
-        let response = if out.target.tls {
-            self.over_tls(out, tcp).await?
-        } else {
-            exchange::exchange(tcp, out, &self.config).await?
-        };
-        // Method, host and status only: header values and bodies may hold secrets.
-        tracing::debug!(
-            method = %out.method,
-            host = %out.target.host,
-            status = response.status,
-            "http request"
-        );
-        Ok(response)
+        if !out.target.tls {
+            return Ok(Box::new(tcp));
+        }
+        self.over_tls(out, tcp).await
     }
 
     #[cfg(feature = "tls")]
-    async fn over_tls(
-        &self,
-        out: &Outgoing,
-        tcp: tokio::net::TcpStream,
-    ) -> Result<HttpResponse, ToolError> {
+    async fn over_tls(&self, out: &Outgoing, tcp: tokio::net::TcpStream) -> Result<Io, ToolError> {
         let config = self
             .tls
             .get_or_init(connect::tls::client_config)
@@ -404,21 +368,25 @@ impl NetClient {
             .map_err(|e| ToolError::Internal(format!("TLS could not be set up: {e}")))?;
         let limit = self.config.connect_timeout;
         let stream = connect::tls::handshake(config, &out.target, tcp, limit).await?;
-        exchange::exchange(stream, out, &self.config).await
+        Ok(Box::new(stream))
     }
 
     #[cfg(not(feature = "tls"))]
-    async fn over_tls(
-        &self,
-        out: &Outgoing,
-        _tcp: tokio::net::TcpStream,
-    ) -> Result<HttpResponse, ToolError> {
+    async fn over_tls(&self, out: &Outgoing, _tcp: tokio::net::TcpStream) -> Result<Io, ToolError> {
         Err(ToolError::Internal(format!(
             "`{}` reached TLS in a build without it",
             out.target.shown()
         )))
     }
 }
+
+/// A connection to a checked address: TCP, or TLS over it.
+type Io = Box<dyn Connection>;
+
+/// What an exchange reads and writes.
+trait Connection: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Connection for T {}
 
 #[async_trait]
 impl HttpClient for NetClient {
