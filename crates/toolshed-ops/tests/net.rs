@@ -545,3 +545,51 @@ async fn messages_never_echo_what_follows_the_host() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_streamed_body_arrives_as_it_is_sent_and_dropping_it_closes_the_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (go_on, mut told) = tokio::sync::mpsc::channel::<()>(1);
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = vec![0u8; 4096];
+        let _ = socket.read(&mut head).await.unwrap();
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
+            .await
+            .unwrap();
+        // The second part only once the client has read the first.
+        told.recv().await;
+        socket.write_all(b"7\r\nsecond\n\r\n").await.unwrap();
+        // Then nothing, until the client drops the body and the connection closes.
+        let mut rest = [0u8; 16];
+        socket.read(&mut rest).await.unwrap_or(0)
+    });
+    let request = get(&format!("http://127.0.0.1:{port}/events"));
+    let mut response = NetClient::new()
+        .send_streaming(request, &loopback(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        header(&response.headers, "content-type"),
+        Some("text/event-stream")
+    );
+    assert_eq!(
+        &response.body.recv().await.unwrap().unwrap()[..],
+        b"first\n"
+    );
+    go_on.send(()).await.unwrap();
+    assert_eq!(
+        &response.body.recv().await.unwrap().unwrap()[..],
+        b"second\n"
+    );
+    drop(response);
+    let read = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the connection closed once the body was dropped")
+        .unwrap();
+    assert_eq!(read, 0);
+}
