@@ -118,6 +118,8 @@ def test_reference_servers_are_mounted_and_called_through_toolshed(server, tools
             assert not result.is_error and "UTC" in text(result), result
 
     run(main())
+    # server-everything registers more tools once initialized and says so: followed.
+    assert "said its tools changed (list_changed)" in toolshed("plugins", "logs", "everything").stdout
     audit = json.loads(toolshed("audit", "--tool", "*__*", "--json").stdout)["audit"]
     tools = {row["tool"] for row in audit}
     for name in ("everything__echo", "files__read_text_file", "memory__read_graph", "time__get_current_time"):

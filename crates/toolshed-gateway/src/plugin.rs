@@ -259,7 +259,13 @@ impl Plugin for McpPlugin {
                     return;
                 };
                 match lister.list().await {
-                    Ok(()) => catalog.tools_changed(&id),
+                    Ok(()) => {
+                        let count = lister.tools.read().unwrap_or_else(|e| e.into_inner()).len();
+                        lister.upstream.note(&format!(
+                            "the server said its tools changed (list_changed); {count} listed"
+                        ));
+                        catalog.tools_changed(&id);
+                    }
                     Err(e) => tracing::warn!(plugin = %id, error = %e, "cannot list the MCP server's changed tools"),
                 }
             }

@@ -202,7 +202,8 @@ impl Upstream {
         }
     }
 
-    fn note(&self, text: &str) {
+    /// Adds a line to the server's log.
+    pub(crate) fn note(&self, text: &str) {
         if let Some(path) = &self.log {
             crate::log::note(path, text);
         }
