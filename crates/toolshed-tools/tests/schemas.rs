@@ -132,3 +132,83 @@ fn plugin_ids_and_tool_names_follow_the_rules() {
         }
     }
 }
+
+/// The most bytes one built-in tool may take in `tools/list` (name, title, description,
+/// schemas and annotations, as compact JSON): what a model pays for it on every turn.
+const TOOL_BUDGET: usize = 1536;
+
+/// Tools over [`TOOL_BUDGET`] today, each with the size it may not grow past: issue 20's
+/// rewrite brings them under the budget and empties this list.
+const OVER_BUDGET: &[(&str, usize)] = &[
+    ("text", 2840),
+    ("datetime", 3930),
+    ("random", 3330),
+    ("http_request", 2650),
+    ("json_ops", 2500),
+    ("exec_command", 2380),
+    ("workspace_grep", 2310),
+    ("crypto", 2210),
+    ("markdown", 1970),
+    ("web_fetch", 1890),
+    ("web_search", 1680),
+];
+
+/// The bytes `spec` takes in a `tools/list` reply.
+fn listed_bytes(spec: &toolshed_core::ToolSpec) -> usize {
+    let a = spec.annotations;
+    let mut tool = serde_json::json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": spec.input_schema,
+        "annotations": {
+            "readOnlyHint": a.read_only,
+            "destructiveHint": a.destructive,
+            "idempotentHint": a.idempotent,
+            "openWorldHint": a.open_world,
+        },
+    });
+    if let Some(title) = &spec.title {
+        tool["title"] = title.clone().into();
+    }
+    if let Some(schema) = &spec.output_schema {
+        tool["outputSchema"] = schema.clone();
+    }
+    serde_json::to_vec(&tool).unwrap().len()
+}
+
+#[test]
+fn no_builtin_tool_grows_past_its_byte_budget() {
+    let mut sizes = Vec::new();
+    for plugin in
+        toolshed_tools::system_plugins(&toolshed_ops::Services::new(toolshed_ops::Ops::memory()))
+    {
+        for tool in plugin.tools() {
+            sizes.push((tool.spec().name.clone(), listed_bytes(tool.spec())));
+        }
+    }
+    sizes.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    let total: usize = sizes.iter().map(|(_, n)| n).sum();
+    eprintln!("built-in catalog: {} tools, {total} bytes", sizes.len());
+    for (name, bytes) in &sizes {
+        eprintln!("  {bytes:>6}  {name}");
+    }
+    let problems: Vec<String> = sizes
+        .iter()
+        .filter_map(|(name, bytes)| {
+            let limit = OVER_BUDGET
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(TOOL_BUDGET, |(_, limit)| *limit);
+            (*bytes > limit).then(|| format!("{name}: {bytes} bytes, over its {limit}"))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // A tool brought under the budget leaves the list of exceptions.
+    for (name, _) in OVER_BUDGET {
+        let bytes = sizes.iter().find(|(n, _)| n == name).map_or(0, |(_, b)| *b);
+        assert!(
+            bytes > TOOL_BUDGET,
+            "{name} is {bytes} bytes, within the budget: remove it from OVER_BUDGET"
+        );
+    }
+}

@@ -13,30 +13,9 @@ use crate::util::GROUP;
 pub(super) fn tool_spec() -> ToolSpec {
     ToolSpec::new(
         "text",
-        "Text utilities; pick one `operation` per call. `text` is always required (at most \
-         1 MiB).\n\
-         - count: chars (Unicode scalar values), words (whitespace-separated), lines, bytes \
-         (UTF-8).\n\
-         - case: `to` = upper | lower | title | sentence | snake | kebab | camel | pascal | \
-         constant. snake/kebab/camel/pascal/constant rebuild the text from its words, split \
-         at spaces, punctuation, camelCase humps and acronyms (HTTPServer → http, server). \
-         title and sentence keep spacing and punctuation; a single identifier such as \
-         user_id or parseJson is split into words first.\n\
-         - slugify: lowercase ASCII slug (é → e, ß → ss; other scripts dropped); optional \
-         `separator` (default -) and `max_length` (whole words kept while they fit).\n\
-         - truncate: `max_length` required; `unit` chars (default: the `ellipsis`, default \
-         …, counts toward max_length) or words (ellipsis appended to the last word kept). \
-         Never splits a character.\n\
-         - regex_extract: `pattern` (Rust regex syntax: no look-around or backreferences), \
-         optional `flags` (i, m, s, x), `group` (number or name: return only that group; \
-         matches where it did not take part are skipped) and `max_matches` (default 100, \
-         at most 10000). Returns each match with byte offsets and its groups.\n\
-         - regex_replace: `pattern`, `replacement` ($1, ${name}; $$ is a literal $; write \
-         ${1}x when text follows a group), optional `flags` and `limit` (0 = all). Returns \
-         the new text and the number of replacements.\n\
-         - split: `separator` (literal string) or `pattern` (regex, with optional `flags`); \
-         optional `max_parts` (the last part holds the rest), `trim` (trim whitespace from \
-         each part) and `skip_empty` (drop empty parts, after trimming).",
+        "Count, change case, slugify, truncate, regex-extract, regex-replace or split text: \
+         one `operation` per call. Each field says which operations read it; regexes use \
+         Rust syntax (no look-around or backreferences).",
     )
     .title("Text utilities")
     .group(GROUP)
@@ -68,46 +47,46 @@ fn max_matches() -> u64 {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// What to do with `text`; see the tool description for the fields each operation uses.
+    /// count: chars, words, lines, bytes. case: convert to `to`. slugify: a lowercase ASCII slug. truncate: cut to `max_length`. regex_extract: matches with offsets and groups. regex_replace: the new text and the count. split: the parts.
     pub(super) operation: Operation,
     /// The input text (at most 1 MiB).
     #[schemars(length(max = MAX_TEXT_BYTES))]
     pub(super) text: String,
-    /// case: the target case. constant is SCREAMING_SNAKE_CASE.
+    /// case (required): snake, kebab, camel, pascal and constant (SCREAMING_SNAKE) rebuild the text from its words; title and sentence keep its spacing.
     pub(super) to: Option<case::Case>,
-    /// slugify: the word separator (`-` if omitted). split: the literal string to split on (use this or `pattern`).
+    /// slugify: the word separator (`-` if omitted). split: the literal to split on (or use `pattern`).
     pub(super) separator: Option<String>,
-    /// truncate (required): the most characters or words to keep. slugify: the longest slug, in characters.
+    /// truncate (required): the most chars or words to keep. slugify: the longest slug (whole words).
     #[schemars(range(min = 1))]
     pub(super) max_length: Option<u64>,
-    /// truncate: appended where the text was cut ("" for none). Counts toward max_length when unit is chars.
+    /// truncate: appended where cut ("" for none); counts toward max_length in chars.
     #[serde(default = "ellipsis")]
     pub(super) ellipsis: String,
     /// truncate: what max_length counts.
     #[serde(default)]
     pub(super) unit: length::Unit,
-    /// regex_extract, regex_replace (required), split: a regular expression in Rust regex syntax, e.g. `(?P<year>\d{4})-(\d{2})`.
+    /// regex_extract, regex_replace (required), split: a regex, e.g. `(?P<year>\d{4})-(\d{2})`.
     pub(super) pattern: Option<String>,
-    /// Regex flags, any of: i (case-insensitive), m (^ and $ match at line breaks), s (. matches newlines), x (verbose), e.g. `im`.
+    /// Regex flags: i (ignore case), m (multi-line ^ $), s (. matches \n), x (verbose).
     pub(super) flags: Option<String>,
-    /// regex_extract: return only this capture group, by number (0 is the whole match) or by name.
+    /// regex_extract: return only this group, by number (0: the whole match) or name.
     pub(super) group: Option<Value>,
     /// regex_extract: the most matches to return.
     #[serde(default = "max_matches")]
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_matches: u64,
-    /// regex_replace (required): the replacement text; $1 or ${name} insert a group, $$ is a literal $.
+    /// regex_replace (required): $1 or ${name} insert a group ($$: a literal $).
     pub(super) replacement: Option<String>,
-    /// regex_replace: replace only the first N matches (0 = all).
+    /// regex_replace: replace only the first N matches (0: all).
     #[serde(default)]
     pub(super) limit: u64,
-    /// split: the most parts to return; the last part holds the rest of the text.
+    /// split: the most parts; the last holds the rest.
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_parts: Option<u64>,
     /// split: trim whitespace from each part.
     #[serde(default)]
     pub(super) trim: bool,
-    /// split: drop empty parts, after trimming.
+    /// split: drop empty parts (after trimming).
     #[serde(default)]
     pub(super) skip_empty: bool,
 }
