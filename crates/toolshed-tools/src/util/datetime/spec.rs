@@ -12,14 +12,10 @@ use crate::util::GROUP;
 pub(super) const NAME: &str = "datetime";
 
 const DESCRIPTION: &str = "\
-Dates, times and time zones (IANA time zone database, DST-aware). Set `operation`:
-- `now`: the current time in `timezone` (default UTC): RFC 3339, zone, offset, unix seconds and milliseconds, weekday.
-- `format`: `instant` (or `unix` seconds) formatted with a strftime `format` such as `%Y-%m-%d %H:%M`, in `timezone` if given.
-- `parse`: read `text` (with a strptime `format`, or auto-detected) into a UTC instant, unix seconds and the offset/zone it carried.
-- `add` / `subtract`: move `instant` by `duration` (ISO 8601 `P1DT2H` or friendly `1d 2h 30m`, `90s`, `2 weeks`). Days, months and years follow the calendar in `timezone` (default: the instant's own zone), so `1d` across a DST change stays at the same wall-clock time.
-- `diff`: `end` minus `start` as signed seconds, a human span with largest unit `unit` (default `days`) and ISO 8601.
-- `convert`: `instant` shown in zone `to`; `from` is the zone of an `instant` written without an offset.
-Instants: RFC 3339 (`2026-03-29T01:30:00Z`, `...+02:00`), RFC 9557 (`2026-03-29T14:30[Europe/Paris]`), civil `2026-03-29` or `2026-03-29T14:30[:00]` (read in `timezone`/`from`, default UTC), RFC 2822, unix seconds as digits, or `now`. A civil time that falls in a DST gap or fold is resolved by `disambiguation` (default `compatible`: a gap moves forward by its length, a fold takes the earlier time) and the result says so. Zones are IANA names like `Europe/London`, `UTC`, or fixed offsets like `+05:30`.";
+Dates, times and time zones (IANA, DST-aware): the time now, format, parse, add or subtract \
+a duration, the span between two instants, convert between zones. Instants: RFC 3339, RFC \
+9557 (`2026-03-29T14:30[Europe/Paris]`), civil `2026-03-29T14:30` (read in `timezone` or \
+`from`), RFC 2822, unix seconds, or `now`.";
 
 /// The `datetime` tool's spec.
 pub(super) fn spec() -> ToolSpec {
@@ -81,33 +77,33 @@ fn utc() -> Option<String> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// What to do; see the tool description for the fields each operation reads.
+    /// now: the time in `timezone`. format: `instant` (or `unix`) with `format`. parse: `text` to an instant. add, subtract: move `instant` by `duration` (calendar days keep the wall-clock time across DST). diff: `end` minus `start`. convert: `instant` in zone `to`.
     pub(super) operation: Operation,
-    /// IANA zone (`Europe/London`), `UTC` or a fixed offset (`+05:30`). now/format/add/subtract/diff: the zone to show results and do calendar arithmetic in. parse and civil instants: the zone a time without an offset is read in. Omitted: UTC, or the instant's own zone when it carries one.
+    /// IANA zone (`Europe/London`), `UTC` or an offset (`+05:30`): where results are shown, calendar arithmetic done and offset-less times read. Omitted: the instant's own zone, else UTC.
     pub(super) timezone: Option<String>,
-    /// format/add/subtract/convert: the point in time, e.g. `2026-03-29T01:30:00Z`, `2026-03-29T14:30`, `1774747800` or `now`.
+    /// format, add, subtract, convert: e.g. `2026-03-29T01:30:00Z`, `2026-03-29T14:30`, `1774747800`, `now`.
     pub(super) instant: Option<String>,
-    /// format: unix time in seconds (fractions allowed), instead of `instant`.
+    /// format: unix seconds (fractions allowed) instead of `instant`.
     pub(super) unix: Option<Number>,
-    /// format: strftime pattern for the output, e.g. `%Y-%m-%d %H:%M %Z`. parse: strptime pattern the text follows, e.g. `%d/%m/%Y %H:%M`; omit to auto-detect.
+    /// format: strftime, e.g. `%Y-%m-%d %H:%M %Z`. parse: strptime, e.g. `%d/%m/%Y`; omitted: auto-detect.
     pub(super) format: Option<String>,
     /// parse: the date/time text to read.
     pub(super) text: Option<String>,
-    /// add/subtract: ISO 8601 (`P1DT2H`, `PT90M`) or friendly (`1d 2h 30m`, `90s`, `2 weeks`, `1 month`).
+    /// add, subtract: ISO 8601 (`P1DT2H`) or `1d 2h 30m`, `90s`, `2 weeks`, `1 month`.
     pub(super) duration: Option<String>,
-    /// diff: the earlier instant (any accepted instant form).
+    /// diff: the earlier instant.
     pub(super) start: Option<String>,
-    /// diff: the later instant; a negative result means `end` is before `start`.
+    /// diff: the later instant (before `start`: a negative span).
     pub(super) end: Option<String>,
     /// diff: the largest unit of the human span.
     #[serde(default)]
     pub(super) unit: DiffUnit,
-    /// convert: the target zone, e.g. `Europe/London`, `Asia/Kolkata`, `UTC`.
+    /// convert: the target zone, e.g. `Asia/Kolkata`.
     pub(super) to: Option<String>,
-    /// convert: the zone of an `instant` written without an offset; ignored when `instant` has an offset.
+    /// convert: the zone of an `instant` without an offset.
     #[schemars(default = "utc")]
     pub(super) from: Option<String>,
-    /// How to read a civil time that a DST change skips (gap) or repeats (fold): `compatible` (gap: shift forward, fold: earlier), `earlier`, `later`, or `reject` with an error.
+    /// A civil time a DST change skips or repeats: compatible (skipped: later, repeated: earlier), earlier, later, or reject.
     #[serde(default)]
     pub(super) disambiguation: Disambiguation,
 }
