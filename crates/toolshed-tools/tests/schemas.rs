@@ -142,13 +142,10 @@ const TOOL_BUDGET: usize = 1536;
 const OVER_BUDGET: &[(&str, usize)] = &[
     ("text", 2840),
     ("datetime", 2590),
-    ("random", 3330),
+    ("random", 2130),
     ("http_request", 2650),
-    ("json_ops", 2500),
     ("exec_command", 2380),
     ("workspace_grep", 2310),
-    ("crypto", 2210),
-    ("markdown", 1970),
     ("web_fetch", 1890),
     ("web_search", 1680),
 ];

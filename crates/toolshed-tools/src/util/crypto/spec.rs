@@ -6,24 +6,14 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Hash, HMAC and encode/decode bytes. Operations:\n\
-- `hash`: `algorithm` (md5|sha1|sha256|sha512) and `input`, optional `input_encoding` \
-(utf8 default, hex, base64) to hash binary data; returns the hex digest (base64 too in the \
-structured result). md5 and sha1 are broken for security: use them only for checksums and \
-legacy formats, never for passwords or signatures.\n\
-- `hmac`: HMAC-SHA256 of `input` with `key`; optional `key_encoding` and `input_encoding` \
-(utf8|hex|base64), optional `algorithm` to use another hash; returns hex and base64.\n\
-- `encode` / `decode`: `encoding` (base64|base64url|hex|url) and `input`. base64url encodes \
-without padding and decodes with or without it; url percent-encodes one URL component \
-(everything but A-Z a-z 0-9 - . _ ~) and decodes only %XX escapes (`+` stays `+`). Decoded \
-bytes that are not UTF-8 come back as hex, with a note. `encode` also takes `input_encoding` \
-to convert, e.g. hex to base64.\n\
-Inputs and keys up to 1 MiB.";
+const DESCRIPTION: &str = "Hash (md5, sha1, sha256, sha512), HMAC, or encode and decode \
+(base64, base64url, hex, URL component) up to 1 MiB. md5 and sha1 suit checksums only, \
+never passwords or signatures. Decoded bytes that are not UTF-8 come back as hex.";
 
 /// The `crypto` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new("crypto", DESCRIPTION)
-        .title("Hash, HMAC, base64/hex/url encode and decode")
+        .title("Hash, HMAC, encode and decode")
         .input_schema(crate::args::schema::<Args>())
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
@@ -109,20 +99,20 @@ fn utf8() -> Option<BytesEncoding> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// What to do: `hash` a value, compute an `hmac`, or `encode` / `decode` it.
+    /// hash: `input` with `algorithm`. hmac: `input` with `key` (sha256 unless `algorithm`). encode, decode: `input` in `encoding`.
     pub(super) operation: Operation,
-    /// The data to hash, authenticate, encode or decode (up to 1 MiB).
+    /// The data.
     pub(super) input: String,
-    /// Hash function. Required for `hash`; `hmac` uses sha256 if omitted. md5 and sha1 are not secure.
+    /// The hash function.
     pub(super) algorithm: Option<Algorithm>,
-    /// How `input` is turned into bytes for `hash`, `hmac` and `encode`.
+    /// hash, hmac, encode: how `input` is read (encode hex to base64, say).
     #[schemars(default = "utf8")]
     pub(super) input_encoding: Option<BytesEncoding>,
-    /// The secret key for `hmac`.
+    /// hmac: the secret key.
     pub(super) key: Option<String>,
     /// How `key` is turned into bytes.
     #[schemars(default = "utf8")]
     pub(super) key_encoding: Option<BytesEncoding>,
-    /// The encoding for `encode` and `decode`.
+    /// encode, decode: url percent-encodes one URL component.
     pub(super) encoding: Option<Encoding>,
 }

@@ -6,24 +6,13 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Work with Markdown (CommonMark with GitHub tables, strikethrough, \
-task lists and footnotes). Field `markdown` (up to 1 MiB) plus `operation`:\n\
-- `to_html`: render HTML. Safe by default: raw HTML in the input is escaped and \
-javascript:, vbscript: and data: link targets (data: images excepted) become `#`; set \
-`allow_html: true` to pass raw HTML and all links through unchanged (trusted input only).\n\
-- `to_text`: plain text without markup: blank lines between paragraphs, list items as `- ` \
-lines (`1. ` for numbered lists), code blocks verbatim, link text kept; `include_urls: true` \
-appends ` (url)` after links and images.\n\
-- `headings`: every heading with level, text, GitHub-style anchor slug and line number.\n\
-- `toc`: a Markdown nested bullet list linking to the heading anchors, headings up to \
-`max_level` (1-6, default 3).\n\
-- `links`: every link and image with text, url, title, kind (link|image|autolink) and line; \
-reference-style links are resolved.";
+const DESCRIPTION: &str = "Render Markdown (CommonMark and GitHub extensions) to safe HTML or \
+plain text, or list its headings (level, anchor, line), a table of contents or its links.";
 
 /// The `markdown` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new("markdown", DESCRIPTION)
-        .title("Markdown to HTML/text, headings, table of contents, links")
+        .title("Markdown to HTML or text, headings, links")
         .input_schema(crate::args::schema::<Args>())
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
@@ -53,17 +42,17 @@ fn three() -> Option<i64> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// What to produce: `to_html`, `to_text`, the `headings`, a `toc` (table of contents) or the `links`.
+    /// to_html: raw HTML escaped and script links dropped unless `allow_html`. to_text: no markup. headings. toc: a nested list of anchor links. links: links and images with their lines.
     pub(super) operation: Operation,
     /// The Markdown source (up to 1 MiB).
     pub(super) markdown: String,
-    /// For `to_html`: pass raw HTML in the input through unescaped; only enable for trusted input.
+    /// to_html: pass raw HTML and every link through (trusted input only).
     #[schemars(default = "no")]
     pub(super) allow_html: Option<bool>,
-    /// For `to_text`: append ` (url)` after each link and image.
+    /// to_text: append ` (url)` to links and images.
     #[schemars(default = "no")]
     pub(super) include_urls: Option<bool>,
-    /// For `toc`: deepest heading level included.
+    /// toc: the deepest heading level.
     #[schemars(default = "three", range(min = 1, max = 6))]
     pub(super) max_level: Option<i64>,
 }
