@@ -143,11 +143,8 @@ const OVER_BUDGET: &[(&str, usize)] = &[
     ("text", 2840),
     ("datetime", 2590),
     ("random", 2130),
-    ("http_request", 2650),
-    ("exec_command", 2380),
-    ("workspace_grep", 2310),
-    ("web_fetch", 1890),
-    ("web_search", 1680),
+    ("exec_command", 1940),
+    ("workspace_grep", 2080),
 ];
 
 /// The bytes `spec` takes in a `tools/list` reply.

@@ -112,7 +112,7 @@ pub(super) fn exec_command() -> ToolSpec {
     let mut spec = tool::<ExecArgs>(
         "exec_command",
         "Run a command",
-        "Run a shell command line (bash -c) in the workspace. If it finishes within `yield_ms` (default 10000), returns its exit code, wall time and output (stdout and stderr together, terminal escapes removed, at most `max_output_bytes` with the middle left out). If it is still running, returns the output so far and a `session_id`: continue with write_stdin (input, Ctrl-C as \\u0003 with tty=true), command_run_read_output, command_run_wait or command_run_terminate. `timeout_ms` (default 1800000) limits its whole life; when it passes, the whole process tree is killed and the result says so. Use tty=true for programs that need a terminal (REPLs, prompts), stdin=true for a pipe to write to without one. Output streams as progress while it runs. Children get a clean environment (variables with TOKEN, KEY, SECRET or PASSWORD in their names are dropped; `env` adds variables).",
+        "Run a shell command (bash -c) in the workspace and return its exit code and output (stdout and stderr merged, the middle cut past `max_output_bytes`). Still running after `yield_ms`: the output so far and a `session_id` for write_stdin, command_run_read_output, command_run_wait or command_run_terminate. `tty` for programs that need a terminal. The whole process tree is killed at `timeout_ms`; variables that look secret are not passed on.",
         RUNS,
     );
     spec.streaming = true;

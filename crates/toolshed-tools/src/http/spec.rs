@@ -15,17 +15,10 @@ pub(super) const NAME: &str = "http_request";
 /// The `http_request` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     let description = format!(
-        "Send one HTTP request to an API and return the response: `HTTP <status>`, the useful headers, and the body as text \
-(binary bodies are summarized as size and content type). Structured output: `{{status, headers, body, truncated, url}}`.
-- `method` (default GET), `url` (absolute http:// or https://), `headers` (object of name -> value), and either `body` (a string sent as is) \
-or `json` (any JSON value, sent with `content-type: application/json` unless you set one); not both.
-- GET and HEAD follow up to {MAX_REDIRECTS} redirects (`url` is then the final URL); other methods return the redirect response itself.
-- A 4xx or 5xx status is a normal result, not a tool error: read the status and the body.
-- The body is cut at `max_bytes` (default {DEFAULT_MAX_BYTES}, at most {MAX_BYTES}); `truncated` says so. \
-`timeout_ms` (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}) covers the whole exchange, redirects included.
-- Only public addresses are reached: localhost, private networks, link-local and cloud metadata addresses are refused, \
-on the URL and on every redirect, unless the person running toolshed listed them under `[web] allow`. \
-Credentials go in headers (`Authorization`), never in the URL (`user:password@` is refused). Proxies are not used."
+        "Send one HTTP request to a public API and return the status, useful headers and body \
+(text; binary summarized). A 4xx or 5xx is a result, not a tool error. GET and HEAD follow up to \
+{MAX_REDIRECTS} redirects. Private, loopback and metadata addresses are refused unless listed \
+in `[web] allow`; credentials go in headers, not the URL."
     );
     let mut spec = ToolSpec::new(NAME, description)
         .title("HTTP request")
@@ -93,18 +86,18 @@ pub(super) struct Args {
     /// An absolute http:// or https:// URL of a public host.
     #[schemars(length(min = 1, max = 8192))]
     pub(super) url: String,
-    /// Request headers, name -> value (`{"Authorization": "Bearer ...", "Accept": "application/json"}`). Host, Content-Length and connection headers are set by toolshed.
+    /// Request headers, e.g. `{"Authorization": "Bearer …"}`.
     #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
     pub(super) headers: Option<Map<String, Value>>,
-    /// The request body, sent as is (set a Content-Type header for it). Not together with `json`.
+    /// The body, sent as is (or use `json`).
     pub(super) body: Option<String>,
-    /// Any JSON value (object, array, string, number, boolean) sent as the body with content-type application/json. Not together with `body`.
+    /// A JSON body, sent as application/json (or use `body`).
     pub(super) json: Option<Value>,
-    /// How long the whole exchange may take, in milliseconds.
+    /// The whole exchange's limit, redirects included.
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
     pub(super) timeout_ms: u64,
-    /// The most response body bytes kept (1048576 = 1 MiB; at most 10 MiB); the rest is dropped and `truncated` is true.
+    /// Response body bytes kept; past them `truncated` is true.
     #[serde(default = "default_max_bytes")]
     #[schemars(range(min = 1, max = MAX_BYTES))]
     pub(super) max_bytes: u64,

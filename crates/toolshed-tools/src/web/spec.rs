@@ -18,14 +18,10 @@ const READS_THE_WEB: ToolAnnotations = ToolAnnotations {
 };
 
 const FETCH_DESCRIPTION: &str = "\
-Fetch a public web page (http/https GET; redirects followed, at most 5) and return its readable content. \
-`format`: `markdown` (default: the page's main content - navigation, sidebars, ads, cookie banners, comments and footers removed - \
-as Markdown with absolute links), `text` (the same content as plain text), `html` (the cleaned HTML of the main content) \
-or `raw` (the body exactly as received). JSON and plain-text responses are returned as they are; binary content (images, PDFs, archives) \
-is described by type and size only. The output starts with the final URL, status, content type and page title. \
-Long content is paginated: at most `max_length` characters (default 20000, at most 100000) from `start_index` (default 0); \
-when more remains, the last line says `content truncated — call again with start_index=N`. \
-Private, loopback and link-local addresses are refused, also after redirects. A 4xx/5xx answer is an error result naming the status.";
+Fetch a public web page and return its main content (navigation, ads and footers removed) \
+as Markdown with absolute links, text, cleaned HTML or the raw body; JSON and text as they \
+are, binary described by type and size. Long pages come in parts: the last line says which \
+`start_index` to call with next. Private and loopback addresses are refused.";
 
 /// `web_fetch`.
 pub(super) fn web_fetch() -> ToolSpec {
@@ -40,10 +36,8 @@ pub(super) fn web_fetch() -> ToolSpec {
 }
 
 const SEARCH_DESCRIPTION: &str = "\
-Search the web. Returns up to `count` results (default 5, at most 20), each with title, URL, snippet and date when the provider gives one; \
-structured output `{provider, query, results: [{title, url, snippet, date?}]}`. \
-Providers: `searxng`, `brave`, `tavily`, `exa`, `firecrawl`; without `provider` the first configured one in that order is used. \
-Follow up with web_fetch to read a result.";
+Search the web: titles, URLs, snippets and dates, best first, from the first configured \
+provider (or `provider`). Read a result with web_fetch.";
 
 /// What `web_fetch` returns of a page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -67,10 +61,10 @@ pub(super) struct FetchArgs {
     /// The absolute http or https URL to fetch.
     #[schemars(length(min = 1, max = 8192))]
     pub(super) url: String,
-    /// markdown: main content as Markdown; text: same as plain text; html: cleaned HTML of the main content; raw: the body as received.
+    /// The main content as markdown, text or cleaned html; raw: the body as received.
     #[serde(default)]
     pub(super) format: Format,
-    /// Character offset to start from, for reading a long page in parts. Use the value the truncation line gives.
+    /// Where to go on from in a long page (the last line of the previous part says).
     #[serde(default)]
     pub(super) start_index: u64,
     /// Most characters of content returned.

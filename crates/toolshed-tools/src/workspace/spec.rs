@@ -196,7 +196,7 @@ pub(super) fn grep() -> ToolSpec {
     tool(
         "workspace_grep",
         "Search file contents",
-        "Search file contents with a regular expression (Rust regex syntax) or a fixed string, like ripgrep: results as `path:line:text`, context lines as `path-line-text`, files in path order. Case: `smart` (default: insensitive unless the pattern has a capital), `sensitive` or `insensitive`. Filter files with `include`/`exclude` globs; .gitignore'd, hidden and binary files are skipped. Stops at `max_matches` (default 500) and says so; long lines are cut around the match.",
+        "Search file contents with a regex (Rust syntax) or fixed string, like ripgrep: `path:line:text` lines, context as `path-line-text`. Skips .gitignore'd, hidden and binary files; stops at `max_matches` and says so.",
         crate::args::schema::<GrepArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -488,7 +488,7 @@ pub(super) struct GrepArgs {
     /// Treat the pattern as literal text
     #[serde(default)]
     pub(super) fixed_string: bool,
-    /// How letters compare
+    /// smart: insensitive unless the pattern has a capital
     #[serde(default)]
     pub(super) case: Case,
     /// A directory or file to search

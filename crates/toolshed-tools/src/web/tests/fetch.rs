@@ -355,7 +355,7 @@ fn the_schema_offers_every_argument_in_order() {
         json!({
             "type": "string",
             "enum": ["markdown", "text", "html", "raw"],
-            "description": "markdown: main content as Markdown; text: same as plain text; html: cleaned HTML of the main content; raw: the body as received.",
+            "description": "The main content as markdown, text or cleaned html; raw: the body as received.",
             "default": "markdown"
         })
     );
