@@ -7,8 +7,9 @@ English prose; a model's own tokenizer differs by some percent).
 
     python3 bench/catalog_size.py TOOLSHED_BIN [REFERENCE_SERVER_JS]
 
-Prints a Markdown table: toolshed's default catalog, then the reference filesystem server
-when its `dist/index.js` is given, and the largest toolshed tools.
+Prints a Markdown table: toolshed's default catalog and each shipped profile, then the
+reference filesystem server when its `dist/index.js` is given, and the largest toolshed
+tools.
 """
 
 import json
@@ -78,6 +79,8 @@ def main():
         print("| catalog | tools | bytes | ≈ tokens |")
         print("|---|---|---|---|")
         row("toolshed, all built-ins (default)", builtins)
+        for profile in ("coding", "readonly", "web"):
+            row(f"toolshed `--profile {profile}`", tools_of([toolshed, "--workspace", workspace, "mcp", "--profile", profile], env))
         if reference:
             row("@modelcontextprotocol/server-filesystem", tools_of(["node", reference, workspace]))
         print()

@@ -154,3 +154,27 @@ def test_rest_hides_and_refuses(serve, workspace, rule):
     # What is not denied still runs.
     status, body = rest(base, token, "POST", "/tools/calculator/execute", {"arguments": {"expression": "1+1"}})
     assert status == 200 and body["content"][0]["text"] == "2", body
+
+
+def test_a_shipped_profile_narrows_what_an_mcp_client_sees_and_calls(server, workspace):
+    """`toolshed mcp --profile readonly`: no tool that changes anything is listed or runs."""
+
+    async def main():
+        async with Client(server("--profile", "readonly"), mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "workspace_read" in names and "calculator" in names, names
+            assert not names & {"workspace_write", "workspace_delete", "exec_command", "shell", "http_request"}, names
+            try:
+                result = await client.call_tool("workspace_delete", {"path": "hello.txt"})
+            except MCPError as err:
+                message = err.message
+            else:
+                assert result.is_error
+                message = result.content[0].text
+            assert "profiles.readonly" in message, message
+        assert (workspace / "hello.txt").exists()
+        async with Client(server("--profile", "coding"), mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"workspace_edit", "exec_command", "web_fetch"} <= names and "calculator" not in names, names
+
+    run(main())

@@ -246,6 +246,14 @@ pub enum ToolsCommand {
         /// Only tools of this group (e.g. `util`)
         #[arg(long, value_name = "G")]
         group: Option<String>,
+        /// The tools a client using this profile sees (built in: all, coding, readonly,
+        /// web; or a `[profiles.NAME]` of the configuration)
+        #[arg(long, value_name = "P")]
+        profile: Option<String>,
+        /// Also the bytes each tool takes in `tools/list`, and the total an MCP client's
+        /// model pays for on every turn
+        #[arg(long)]
+        size: bool,
     },
     /// Show one tool: description, annotations and input schema
     Show {

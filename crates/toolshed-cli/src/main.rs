@@ -131,8 +131,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
     let result = match cli.command {
         Command::Tools {
-            command: ToolsCommand::List { json, group },
-        } => commands::tools::list(&host, json, group.as_deref()),
+            command:
+                ToolsCommand::List {
+                    json,
+                    group,
+                    profile,
+                    size,
+                },
+        } => commands::tools::list(&host, json, group.as_deref(), profile.as_deref(), size),
         Command::Tools {
             command: ToolsCommand::Show { name, json },
         } => commands::tools::show(&host, &name, json),

@@ -296,6 +296,93 @@ fn tools_list_show_and_group_filter() {
 }
 
 #[test]
+fn shipped_profiles_narrow_the_list_and_size_says_what_a_model_pays() {
+    let env = Env::new();
+    let names = |args: &[&str]| -> Vec<String> {
+        let o = env.run(args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let tools: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let coding = names(&["tools", "list", "--json", "--profile", "coding"]);
+    for expected in [
+        "workspace_edit",
+        "exec_command",
+        "process_exec",
+        "web_fetch",
+    ] {
+        assert!(coding.iter().any(|n| n == expected), "{coding:?}");
+    }
+    assert!(
+        !coding
+            .iter()
+            .any(|n| n == "calculator" || n == "http_request"),
+        "{coding:?}"
+    );
+    let readonly = names(&["tools", "list", "--json", "--profile", "readonly"]);
+    assert!(
+        readonly.iter().any(|n| n == "workspace_read"),
+        "{readonly:?}"
+    );
+    for refused in [
+        "workspace_write",
+        "workspace_edit",
+        "exec_command",
+        "http_request",
+    ] {
+        assert!(!readonly.iter().any(|n| n == refused), "{readonly:?}");
+    }
+    let web = names(&["tools", "list", "--json", "--profile", "web"]);
+    assert!(
+        web.iter().any(|n| n == "web_fetch") && web.iter().any(|n| n == "http_request"),
+        "{web:?}"
+    );
+    assert!(!web.iter().any(|n| n.starts_with("workspace_")), "{web:?}");
+    let all = names(&["tools", "list", "--json", "--profile", "all"]);
+    assert_eq!(all, names(&["tools", "list", "--json"]));
+
+    // --size: bytes per tool and the total a client is sent.
+    let o = env.run(&["tools", "list", "--profile", "coding", "--size"]);
+    let out = stdout(&o);
+    assert!(out.lines().next().unwrap().contains("BYTES"), "{out}");
+    let total = out.lines().last().unwrap();
+    assert!(
+        total.starts_with(&format!(
+            "tools/list with --profile coding: {} tools, ",
+            coding.len()
+        )) && total.contains(" bytes (about "),
+        "{out}"
+    );
+    let o = env.run(&["tools", "list", "--json", "--size"]);
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["listed_bytes"].as_u64().unwrap() > 100)
+    );
+
+    // An unknown profile names the ones there are; a configured one replaces the built-in.
+    let o = env.run(&["tools", "list", "--profile", "nope"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("all, coding, readonly, web"),
+        "{}",
+        stderr(&o)
+    );
+    env.write(
+        "toolshed.toml",
+        "[profiles.coding]\nallow = [\"calculator\"]\n",
+    );
+    assert_eq!(
+        names(&["tools", "list", "--json", "--profile", "coding"]),
+        ["calculator"]
+    );
+}
+
+#[test]
 fn review_rules_from_the_workspace_config_hide_and_deny_tools() {
     let env = Env::new();
     env.write("toolshed.toml", "[review]\ndeny = [\"random\"]\n");

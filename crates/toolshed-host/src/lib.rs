@@ -67,7 +67,7 @@ pub use hooks::{CallHook, HookDecision, Hooks};
 pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
 pub use policy::{AllowAll, Policy, PolicyDecision, RulePolicy, SandboxEscalation};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
-pub use review::{CompiledRules, Review, RuleError, Subject};
+pub use review::{BUILTIN_PROFILES, CompiledRules, Review, RuleError, Subject};
 pub use store::{AuditRecord, StateStore, StoreError, now_ms};
 pub use suggest::closest;
 pub use toolshed_ops::Services;

@@ -233,11 +233,35 @@ pub struct Review {
     profiles: BTreeMap<String, CompiledRules>,
 }
 
+/// The profiles toolshed ships, each a set of allow rules: `--profile NAME` works without
+/// a `[profiles.NAME]` table, and a table of that name in the configuration replaces it.
+pub const BUILTIN_PROFILES: &[(&str, &[&str])] = &[
+    // Everything the host rules leave visible.
+    ("all", &[]),
+    // Editing and running code: the workspace, commands and processes, reading the web.
+    ("coding", &["group:workspace", "group:exec", "web_fetch"]),
+    // Only tools that change nothing.
+    ("readonly", &["read_only"]),
+    // Reading and calling the web.
+    ("web", &["group:web", "group:http"]),
+];
+
 impl Review {
-    /// Compiles the review rules of `config`.
+    /// Compiles the review rules of `config`, with the built-in profiles it does not
+    /// replace.
     pub fn from_config(config: &Config) -> Result<Self, RuleError> {
         let global = CompiledRules::compile("review", &config.review)?;
         let mut profiles = BTreeMap::new();
+        for (name, allow) in BUILTIN_PROFILES {
+            let rules = ReviewRules {
+                allow: allow.iter().map(|r| (*r).to_string()).collect(),
+                deny: Vec::new(),
+            };
+            profiles.insert(
+                (*name).to_string(),
+                CompiledRules::compile(&format!("profiles.{name}"), &rules)?,
+            );
+        }
         for (name, rules) in &config.profiles {
             profiles.insert(
                 name.clone(),

@@ -36,6 +36,11 @@ pub(crate) fn tool_from_spec(spec: &ToolSpec) -> Tool {
     tool
 }
 
+/// `spec` as an MCP client receives it in `tools/list`, as JSON.
+pub fn listed_tool(spec: &ToolSpec) -> Value {
+    serde_json::to_value(tool_from_spec(spec)).unwrap_or(Value::Null)
+}
+
 /// The result for a tool that ran. Text is always present: a structured-only output gets
 /// its JSON as a text block, since many clients show only text to the model.
 pub(crate) fn result_from_output(output: ToolOutput) -> CallToolResult {

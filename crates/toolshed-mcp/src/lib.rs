@@ -31,6 +31,7 @@ mod server;
 mod stdio;
 mod streamable_http;
 
+pub use convert::listed_tool;
 pub use server::{
     ClientRoots, HostOpened, HostOpening, MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY,
     SHARED_HTTP_OWNER, Session, host_opening, selection_from_globs, valid_owner_handle,

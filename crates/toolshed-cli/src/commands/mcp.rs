@@ -196,20 +196,22 @@ async fn parent_gone() {
     }
 }
 
+/// Refuses a `--profile` that names no built-in profile nor one of the configuration.
+pub fn check_profile(host: &Host, name: &str) -> Result<(), Failure> {
+    if host.dispatcher().review().profile(name).is_some() {
+        return Ok(());
+    }
+    let names = host.dispatcher().review().profile_names();
+    Err(Failure::Usage(format!(
+        "no profile `{name}`: the profiles are {} (add one as [profiles.NAME] in the configuration)",
+        names.join(", ")
+    )))
+}
+
 /// The narrowing `--tools` and `--profile` ask for, checked against the configuration.
 pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure> {
-    if let Some(name) = &args.profile
-        && host.dispatcher().review().profile(name).is_none()
-    {
-        let names = host.dispatcher().review().profile_names();
-        return Err(Failure::Usage(format!(
-            "no profile `{name}` in the configuration; defined profiles: {}",
-            if names.is_empty() {
-                "none (add one as [profiles.NAME] in toolshed.toml)".to_string()
-            } else {
-                names.join(", ")
-            }
-        )));
+    if let Some(name) = &args.profile {
+        check_profile(host, name)?;
     }
     let selection = match &args.tools {
         None => None,

@@ -8,10 +8,15 @@ use crate::Failure;
 use crate::render::{print_json, summary, table};
 
 fn visible(host: &Host) -> Vec<ToolEntry> {
+    visible_with(host, None)
+}
+
+/// The tools a caller using `profile` sees.
+fn visible_with(host: &Host, profile: Option<&str>) -> Vec<ToolEntry> {
     host.registry()
         .tools()
         .into_iter()
-        .filter(|t| host.dispatcher().visible(t, None))
+        .filter(|t| host.dispatcher().visible(t, profile))
         .collect()
 }
 
@@ -29,13 +34,34 @@ fn describe(host: &Host, entry: &ToolEntry) -> serde_json::Value {
 }
 
 /// Lists visible tools, optionally of one group.
-pub fn list(host: &Host, json: bool, group: Option<&str>) -> Result<(), Failure> {
-    let tools: Vec<ToolEntry> = visible(host)
+pub fn list(
+    host: &Host,
+    json: bool,
+    group: Option<&str>,
+    profile: Option<&str>,
+    size: bool,
+) -> Result<(), Failure> {
+    if let Some(name) = profile {
+        super::mcp::check_profile(host, name)?;
+    }
+    let tools: Vec<ToolEntry> = visible_with(host, profile)
         .into_iter()
         .filter(|t| group.is_none_or(|g| t.spec().group == g))
         .collect();
+    let bytes = |t: &ToolEntry| listed_bytes(t.spec());
     if json {
-        return print_json(&tools.iter().map(|t| describe(host, t)).collect::<Vec<_>>());
+        return print_json(
+            &tools
+                .iter()
+                .map(|t| {
+                    let mut value = describe(host, t);
+                    if size {
+                        value["listed_bytes"] = json!(bytes(t));
+                    }
+                    value
+                })
+                .collect::<Vec<_>>(),
+        );
     }
     if tools.is_empty() {
         let groups: std::collections::BTreeSet<String> = visible(host)
@@ -59,19 +85,45 @@ pub fn list(host: &Host, json: bool, group: Option<&str>) -> Result<(), Failure>
             if host.registry().unavailable(t).is_some() {
                 desc = format!("[unconfigured] {desc}");
             }
-            vec![
-                spec.name.clone(),
-                spec.group.clone(),
-                t.plugin_id.clone(),
-                desc,
-            ]
+            let mut row = vec![spec.name.clone(), spec.group.clone(), t.plugin_id.clone()];
+            if size {
+                row.push(bytes(t).to_string());
+            }
+            row.push(desc);
+            row
         })
         .collect();
-    out!(
-        "{}",
-        table(&["NAME", "GROUP", "PLUGIN", "DESCRIPTION"], &rows)
-    );
+    let headers: &[&str] = if size {
+        &["NAME", "GROUP", "PLUGIN", "BYTES", "DESCRIPTION"]
+    } else {
+        &["NAME", "GROUP", "PLUGIN", "DESCRIPTION"]
+    };
+    out!("{}", table(headers, &rows));
+    if size {
+        // What an MCP client is sent: the tools that can work (unless `[mcp]
+        // list_unconfigured`), as one `tools` array.
+        let list_unconfigured = host.config().config.mcp.list_unconfigured;
+        let listed: Vec<serde_json::Value> = tools
+            .iter()
+            .filter(|t| list_unconfigured || host.registry().unavailable(t).is_none())
+            .map(|t| toolshed_mcp::listed_tool(t.spec()))
+            .collect();
+        let total = serde_json::to_vec(&listed).map_or(0, |v| v.len());
+        outln!(
+            "tools/list{}: {} tools, {total} bytes (about {} tokens)",
+            profile
+                .map(|p| format!(" with --profile {p}"))
+                .unwrap_or_default(),
+            listed.len(),
+            total / 4
+        );
+    }
     Ok(())
+}
+
+/// The bytes `spec` takes in a `tools/list` reply.
+fn listed_bytes(spec: &toolshed_core::ToolSpec) -> usize {
+    serde_json::to_vec(&toolshed_mcp::listed_tool(spec)).map_or(0, |v| v.len())
 }
 
 /// Shows one tool.
