@@ -40,6 +40,7 @@ pub mod oauth;
 pub mod policy;
 pub mod quotas;
 pub mod registry;
+pub mod tool_search;
 
 mod arguments;
 mod audit;

@@ -6,9 +6,9 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Hash (md5, sha1, sha256, sha512), HMAC, or encode and decode \
-(base64, base64url, hex, URL component) up to 1 MiB. md5 and sha1 suit checksums only, \
-never passwords or signatures. Decoded bytes that are not UTF-8 come back as hex.";
+const DESCRIPTION: &str = "Hash, HMAC, encode and decode bytes. Hashes: md5, sha1, sha256, \
+sha512 (md5 and sha1 for checksums only, never passwords or signatures); encodings: base64, \
+base64url, hex, URL component; up to 1 MiB. Decoded bytes that are not UTF-8 come back as hex.";
 
 /// The `crypto` tool's spec.
 pub(super) fn spec() -> ToolSpec {
