@@ -283,9 +283,14 @@ pub struct CallArgs {
     /// a sub-owner]
     #[arg(long, value_name = "NAME")]
     pub owner: Option<String>,
-    /// Use a named profile from the config to narrow the visible tools
+    /// Use a named profile to narrow the visible tools (shipped: all, coding, readonly,
+    /// web; or a `[profiles.NAME]` of the config)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+    /// `full`: every tool in tools/list; `discover`: only the `[mcp] core` tools plus
+    /// tool_search and tool_call, through which the rest are found and run
+    #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "discover"])]
+    pub catalog: String,
 }
 
 #[derive(Debug, Args)]
@@ -294,9 +299,14 @@ pub struct McpArgs {
     /// the client sees no others and may call no others
     #[arg(long, value_name = "GLOBS")]
     pub tools: Option<String>,
-    /// Use a named profile from the config to narrow the visible tools
+    /// Use a named profile to narrow the visible tools (shipped: all, coding, readonly,
+    /// web; or a `[profiles.NAME]` of the config)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+    /// `full`: every tool in tools/list; `discover`: only the `[mcp] core` tools plus
+    /// tool_search and tool_call, through which the rest are found and run
+    #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "discover"])]
+    pub catalog: String,
 }
 
 /// `toolshed mcp`: serve MCP on stdio, or manage the MCP servers toolshed mounts.

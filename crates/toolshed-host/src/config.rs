@@ -288,6 +288,10 @@ pub struct McpConfig {
     /// as when the client deletes the session. Sessions of an agent token's owner leave
     /// their work to that owner.
     pub session_idle_secs: u64,
+    /// In discovery mode (`--catalog discover`), the tools `tools/list` holds besides
+    /// `tool_search` and `tool_call`: rules as in `[review]` (`workspace_read`,
+    /// `group:workspace`). Empty: none.
+    pub core: Vec<String>,
 }
 
 impl Default for McpConfig {
@@ -296,6 +300,7 @@ impl Default for McpConfig {
             page_size: 100,
             session_idle_secs: 1800,
             list_unconfigured: false,
+            core: Vec::new(),
         }
     }
 }

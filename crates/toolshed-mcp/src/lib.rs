@@ -26,6 +26,7 @@
 
 mod approve;
 mod convert;
+mod discover;
 mod progress;
 mod server;
 mod stdio;

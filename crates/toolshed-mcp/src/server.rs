@@ -55,6 +55,10 @@ pub struct Session {
     /// revoked token stops working at once on a door that authenticated only when it
     /// opened.
     pub token: Option<String>,
+    /// Discovery mode (`--catalog discover`): `tools/list` holds the `[mcp] core` tools
+    /// and `tool_search` and `tool_call`, through which every other tool is found and
+    /// called.
+    pub discover: bool,
 }
 
 /// Compiles a comma-separated list of tool-name globs (`workspace_*,calculator`) into the
@@ -78,18 +82,51 @@ struct Bound {
     /// `[mcp] list_unconfigured`: list tools that cannot work yet (they answer
     /// `unconfigured` when called).
     list_unconfigured: bool,
+    /// In discovery mode, the tools listed besides `tool_search` and `tool_call` (`[mcp]
+    /// core`); `None`: none.
+    core: Option<CompiledRules>,
 }
 
 impl Bound {
     fn new(host: Arc<Host>, session: Session) -> Self {
         let page_size = host.config().config.mcp.page_size.max(1);
         let list_unconfigured = host.config().config.mcp.list_unconfigured;
+        let core = CompiledRules::allow_only("[mcp] core", host.config().config.mcp.core.clone())
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "[mcp] core has a rule that does not compile; no core tools are listed");
+                None
+            });
         Self {
             host,
             session,
             page_size,
             list_unconfigured,
+            core,
         }
+    }
+
+    /// Whether a tool the connection sees is also listed: in discovery mode only the core.
+    fn listed(&self, entry: &ToolEntry) -> bool {
+        !self.session.discover
+            || self.core.as_ref().is_some_and(|core| {
+                core.refuse(&Subject::new(entry.spec(), &entry.plugin_id))
+                    .is_none()
+            })
+    }
+
+    /// The tools `tools/list` gives for `visible`: all of them, or in discovery mode the
+    /// core ones and the two discovery tools, sorted by name.
+    fn list_of(&self, visible: &[ToolEntry]) -> Vec<Tool> {
+        let mut tools: Vec<Tool> = visible
+            .iter()
+            .filter(|e| self.listed(e))
+            .map(|e| tool_from_spec(e.spec()))
+            .collect();
+        if self.session.discover {
+            tools.extend(crate::discover::tools());
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        tools
     }
 
     fn is_visible(&self, entry: &ToolEntry) -> bool {
@@ -113,10 +150,7 @@ impl Bound {
     }
 
     fn visible_list(&self) -> Vec<Tool> {
-        self.visible_tools()
-            .iter()
-            .map(|entry| tool_from_spec(entry.spec()))
-            .collect()
+        self.list_of(&self.visible_tools())
     }
 
     /// Refuses a request when the connection's own token (stdio) was revoked or expired
@@ -584,10 +618,7 @@ impl ServerHandler for McpServer {
         let bound = self.bound().await?;
         bound.check_token()?;
         Self::require(bound, &context, "tools:list")?;
-        let mut tools: Vec<Tool> = Self::tools_for(bound, &context)
-            .iter()
-            .map(|e| tool_from_spec(e.spec()))
-            .collect();
+        let mut tools: Vec<Tool> = bound.list_of(&Self::tools_for(bound, &context));
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             let Some(after) = cursor.strip_prefix("after:") else {
                 let shown: String = cursor.chars().take(80).collect();
@@ -612,6 +643,13 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let bound = self.binding.ready.get()?;
+        if bound.session.discover
+            && let Some(tool) = crate::discover::tools()
+                .into_iter()
+                .find(|t| t.name == name)
+        {
+            return Some(tool);
+        }
         bound
             .host
             .registry()
@@ -629,8 +667,24 @@ impl ServerHandler for McpServer {
         bound.check_token()?;
         Self::require(bound, &context, "tools:call")?;
         let owner = self.owner_for(bound, &context)?;
-        let name = request.name.into_owned();
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let mut name = request.name.into_owned();
+        let mut arguments = Value::Object(request.arguments.unwrap_or_default());
+        if bound.session.discover {
+            match name.as_str() {
+                crate::discover::SEARCH => {
+                    let visible = Self::tools_for(bound, &context);
+                    return Ok(crate::discover::search(&visible, &arguments).into());
+                }
+                crate::discover::CALL => match crate::discover::inner_call(arguments) {
+                    Ok((inner, inner_arguments)) => {
+                        name = inner;
+                        arguments = inner_arguments;
+                    }
+                    Err(result) => return Ok((*result).into()),
+                },
+                _ => {}
+            }
+        }
         let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
         call.caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
         call.cancel = context.ct.clone();

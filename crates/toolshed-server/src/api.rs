@@ -518,6 +518,76 @@ pub async fn tools(
     Ok(Json(json!({ "tools": tools })))
 }
 
+/// The query of `GET /tools/search`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearch {
+    /// What the caller wants to do.
+    pub q: String,
+    /// The most tools returned (default 8).
+    pub limit: Option<usize>,
+    /// Search the tools a caller using this profile sees.
+    pub profile: Option<String>,
+}
+
+/// `GET /tools/search`: the tools the caller may use that best match `q`, ranked.
+pub async fn search_tools(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    search: Result<Query<ToolSearch>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let search = query(search)?;
+    let limit = search.limit.unwrap_or(8);
+    let max = toolshed_host::tool_search::MAX_SEARCH_RESULTS;
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit {limit} is out of range: ask for 1 to {max} tools"
+        )));
+    }
+    if search.q.trim().is_empty() || search.q.len() > 500 {
+        return Err(ApiError::bad_request(
+            "q is what you want to do, 1 to 500 bytes, e.g. q=replace+text+in+a+file",
+        ));
+    }
+    let dispatcher = state.host.dispatcher();
+    if let Some(profile) = &search.profile
+        && dispatcher.review().profile(profile).is_none()
+    {
+        return Err(ApiError::bad_request(format!(
+            "no profile `{profile}`: the profiles are {}",
+            dispatcher.review().profile_names().join(", ")
+        )));
+    }
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    let visible: Vec<toolshed_host::registry::ToolEntry> = state
+        .host
+        .registry()
+        .tools()
+        .into_iter()
+        .filter(|t| dispatcher.visible(t, search.profile.as_deref()))
+        .filter(|t| {
+            caller_tools
+                .as_deref()
+                .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
+        })
+        .collect();
+    let results: Vec<Value> = toolshed_host::tool_search::search(&visible, &search.q, limit)
+        .into_iter()
+        .map(|(t, score)| {
+            let spec = t.spec();
+            json!({
+                "name": spec.name,
+                "group": spec.group,
+                "plugin": t.plugin_id,
+                "summary": toolshed_host::tool_search::summary(&spec.description, 160),
+                "input_schema": spec.input_schema,
+                "score": (score * 1000.0).round() / 1000.0,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "query": search.q, "results": results })))
+}
+
 /// `GET /tools/{name}`.
 pub async fn tool(
     State(state): State<AppState>,

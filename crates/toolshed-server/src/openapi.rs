@@ -28,6 +28,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/mcp-servers/{name}"),
     ("POST", "/mcp-servers/{name}/accept"),
     ("GET", "/tools"),
+    ("GET", "/tools/search"),
     ("GET", "/tools/{name}"),
     ("POST", "/tools/{name}/execute"),
     ("GET", "/audit"),
@@ -275,6 +276,17 @@ fn operations() -> Vec<Op> {
             .param(query_param("plugin", "Only this plugin's tools", json!({"type": "string"})))
             .param(query_param("q", "Only tools whose name, title or description contains this", json!({"type": "string"})))
             .respond("200", json_response("The tools", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema_ref("Tool")}}}))),
+        op("GET", "/tools/search", "searchTools", "The tools the caller may use that best match what it wants to do, ranked (BM25 over names, titles, groups and descriptions)")
+            .param(json!({"name": "q", "in": "query", "required": true, "description": "What you want to do, e.g. `replace text in a file`", "schema": {"type": "string", "minLength": 1, "maxLength": 500}}))
+            .param(query_param("limit", "The most tools returned (default 8)", json!({"type": "integer", "minimum": 1, "maximum": 50})))
+            .param(query_param("profile", "Search what a caller using this profile sees", json!({"type": "string"})))
+            .respond("200", json_response("The matches, best first", json!({"type": "object", "required": ["query", "results"], "properties": {
+                "query": {"type": "string"},
+                "results": {"type": "array", "items": {"type": "object", "required": ["name", "group", "plugin", "summary", "input_schema", "score"], "properties": {
+                    "name": {"type": "string"}, "group": {"type": "string"}, "plugin": {"type": "string"},
+                    "summary": {"type": "string"}, "input_schema": {"type": "object"}, "score": {"type": "number"}
+                }}}
+            }}))),
         op("GET", "/tools/{name}", "getTool", "One tool with its input schema and annotations")
             .param(path_param("name", "A tool name, e.g. calculator"))
             .respond("200", json_response("The tool", schema_ref("Tool")))

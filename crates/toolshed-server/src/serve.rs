@@ -129,6 +129,7 @@ fn app_draining(
         )
         .route("/mcp-servers/{name}/accept", post(gateway::accept))
         .route("/tools", get(api::tools))
+        .route("/tools/search", get(api::search_tools))
         .route("/tools/{name}", get(api::tool))
         .route("/tools/{name}/execute", post(api::execute))
         .route("/audit", get(approvals::audit))

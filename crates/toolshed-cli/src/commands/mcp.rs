@@ -230,5 +230,6 @@ pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure>
         selection,
         caller: None,
         token: None,
+        discover: args.catalog == "discover",
     })
 }

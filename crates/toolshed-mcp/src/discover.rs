@@ -1,0 +1,184 @@
+//! Discovery mode (`toolshed mcp --catalog discover`): instead of every tool, `tools/list`
+//! holds a small core and two tools through which a model finds and calls the rest —
+//! `tool_search` (ranked matches among the tools the caller may use, with their input
+//! schemas) and `tool_call` (runs one of them through the whole pipeline, exactly as a
+//! direct call would). Both live in the door: they see what the connection sees.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+use toolshed_host::registry::ToolEntry;
+use toolshed_host::tool_search;
+
+/// The search tool's name.
+pub(crate) const SEARCH: &str = "tool_search";
+/// The call tool's name.
+pub(crate) const CALL: &str = "tool_call";
+
+/// How many matches `tool_search` returns unless asked.
+const DEFAULT_LIMIT: usize = 8;
+/// The longest query taken.
+const MAX_QUERY: usize = 500;
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// `tool_search` and `tool_call` as listed.
+pub(crate) fn tools() -> Vec<Tool> {
+    let search = Tool::new(
+        SEARCH,
+        "Find tools by what they do among all you may use: the best matches for `query`, \
+         each with a one-line summary and its input schema. Run one with tool_call.",
+        schema(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY,
+                          "description": "What you want to do, e.g. `replace text in a file`."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": tool_search::MAX_SEARCH_RESULTS,
+                          "default": DEFAULT_LIMIT, "description": "The most tools returned."}
+            },
+            "required": ["query"]
+        })),
+    )
+    .with_title("Find a tool")
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    );
+    let call = Tool::new(
+        CALL,
+        "Run a tool that tool_search found, with `arguments` matching its input schema: \
+         exactly as calling it directly (same checks, approvals and audit).",
+        schema(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 128, "description": "The tool's name."},
+                "arguments": {"type": "object", "description": "Its arguments."}
+            },
+            "required": ["name"]
+        })),
+    )
+    .with_title("Run a found tool")
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    );
+    vec![search, call]
+}
+
+fn refused(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// `tool_search`'s answer among `visible`, the tools the caller may use.
+pub(crate) fn search(visible: &[ToolEntry], arguments: &Value) -> CallToolResult {
+    let Some(query) = arguments["query"].as_str().filter(|q| !q.trim().is_empty()) else {
+        return refused(
+            "tool_search needs `query`: what you want to do, e.g. {\"query\": \"replace text in a file\"}"
+                .into(),
+        );
+    };
+    if query.len() > MAX_QUERY {
+        return refused(format!(
+            "the query is {} bytes; tool_search takes at most {MAX_QUERY}",
+            query.len()
+        ));
+    }
+    let limit = match &arguments["limit"] {
+        Value::Null => DEFAULT_LIMIT,
+        value => match value.as_u64() {
+            Some(n @ 1..) if n <= tool_search::MAX_SEARCH_RESULTS as u64 => n as usize,
+            _ => {
+                return refused(format!(
+                    "`limit` {value} is not a whole number from 1 to {}",
+                    tool_search::MAX_SEARCH_RESULTS
+                ));
+            }
+        },
+    };
+    if let Some(Value::Object(extra)) = Some(arguments)
+        && let Some(unknown) = extra.keys().find(|k| *k != "query" && *k != "limit")
+    {
+        return refused(format!(
+            "tool_search takes `query` and `limit`, not `{unknown}`"
+        ));
+    }
+    let found = tool_search::search(visible, query, limit);
+    if found.is_empty() {
+        return CallToolResult::success(vec![ContentBlock::text(format!(
+            "No tool matches {query:?}. Try other words for what you want to do."
+        ))]);
+    }
+    let mut text = String::new();
+    let mut results = Vec::with_capacity(found.len());
+    for (entry, score) in &found {
+        let spec = entry.spec();
+        let summary = tool_search::summary(&spec.description, 160);
+        let input = serde_json::to_string(&spec.input_schema).unwrap_or_default();
+        text.push_str(&format!(
+            "{} ({}): {summary}\n  arguments: {input}\n",
+            spec.name, spec.group
+        ));
+        results.push(json!({
+            "name": spec.name,
+            "group": spec.group,
+            "summary": summary,
+            "input_schema": spec.input_schema,
+            "score": (score * 1000.0).round() / 1000.0,
+        }));
+    }
+    text.push_str("Run one with tool_call {\"name\": …, \"arguments\": {…}}.");
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json!({ "query": query, "results": results }));
+    result
+}
+
+/// The tool and arguments a `tool_call` names, or the error result for a call that names
+/// none.
+pub(crate) fn inner_call(arguments: Value) -> Result<(String, Value), Box<CallToolResult>> {
+    let Value::Object(mut map) = arguments else {
+        return Err(Box::new(refused("tool_call takes an object".into())));
+    };
+    if let Some(unknown) = map.keys().find(|k| *k != "name" && *k != "arguments") {
+        return Err(Box::new(refused(format!(
+            "tool_call takes `name` and `arguments`, not `{unknown}`"
+        ))));
+    }
+    let name = match map.remove("name") {
+        Some(Value::String(name)) if !name.is_empty() => name,
+        _ => {
+            return Err(Box::new(refused(
+                "tool_call needs `name`: a tool tool_search found, e.g. {\"name\": \"workspace_read\", \"arguments\": {\"path\": \"README.md\"}}"
+                    .into(),
+            )));
+        }
+    };
+    if name == SEARCH || name == CALL {
+        return Err(Box::new(refused(format!(
+            "tool_call runs found tools, not `{name}`: call it directly"
+        ))));
+    }
+    let arguments = match map.remove("arguments") {
+        None | Some(Value::Null) => Value::Object(JsonObject::new()),
+        Some(object @ Value::Object(_)) => object,
+        Some(other) => {
+            return Err(Box::new(refused(format!(
+                "`arguments` of tool_call is an object matching the tool's input schema, not {other}"
+            ))));
+        }
+    };
+    Ok((name, arguments))
+}

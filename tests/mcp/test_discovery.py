@@ -1,0 +1,117 @@
+"""Discovery mode (`--catalog discover`): `tools/list` holds the configured core plus
+`tool_search` and `tool_call`; every other tool the caller may use is found and run
+through them — over stdio, over HTTP in both protocol eras, and searched over REST."""
+
+import asyncio
+import json
+import os
+import subprocess
+import urllib.parse
+import urllib.request
+
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=60))
+
+
+def text(result):
+    return " ".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+async def found(client, query):
+    result = await client.call_tool("tool_search", {"query": query})
+    assert not result.is_error, text(result)
+    return [r["name"] for r in result.structured_content["results"]]
+
+
+def test_tools_are_found_and_called_through_the_two_discovery_tools(server, workspace, toolshed_bin, home):
+    (workspace / "toolshed.toml").write_text('[mcp]\ncore = ["workspace_read"]\n')
+
+    async def main():
+        async with Client(server("--catalog", "discover"), mode="legacy") as client:
+            tools = (await client.list_tools()).tools
+            assert sorted(t.name for t in tools) == ["tool_call", "tool_search", "workspace_read"]
+            listed = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+            assert len(json.dumps(listed, separators=(",", ":")).encode()) <= 4096
+
+            assert (await found(client, "replace text in a file"))[0] == "workspace_edit"
+            assert "exec_command" in await found(client, "run tests")
+
+            # A tool outside the listed core runs through the whole pipeline.
+            result = await client.call_tool("tool_call", {"name": "calculator", "arguments": {"expression": "6*7"}})
+            assert not result.is_error and "42" in text(result), result
+            # Its arguments are checked against its own schema, as for a direct call.
+            result = await client.call_tool("tool_call", {"name": "calculator", "arguments": {"expr": "1"}})
+            assert result.is_error and "expression" in text(result), text(result)
+            result = await client.call_tool("tool_call", {"arguments": {}})
+            assert result.is_error and "needs `name`" in text(result), text(result)
+            result = await client.call_tool("tool_search", {"query": "zzqx vvkw"})
+            assert "No tool matches" in text(result), text(result)
+
+    run(main())
+    env = {**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    audit = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "audit", "--tool", "calculator", "--json"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    rows = json.loads(audit.stdout)["audit"]
+    assert len(rows) == 2 and {r["outcome"] for r in rows} == {"ok", "error"}, rows
+
+
+def test_a_tool_the_profile_denies_is_neither_found_nor_callable(server, workspace):
+    async def main():
+        async with Client(server("--catalog", "discover", "--profile", "readonly"), mode="legacy") as client:
+            assert "exec_command" not in await found(client, "run tests")
+            assert "workspace_delete" not in await found(client, "delete a file")
+            result = await client.call_tool("tool_call", {"name": "workspace_delete", "arguments": {"path": "hello.txt"}})
+            assert result.is_error and "profiles.readonly" in text(result), text(result)
+        assert (workspace / "hello.txt").exists()
+
+    run(main())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_discovery_works_over_http_in_both_eras_and_search_over_rest(toolshed_bin, workspace, home, mode):
+    env = {**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    token = subprocess.run([toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.Popen(
+        [toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0", "--catalog", "discover"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = None
+        for line in proc.stderr:
+            if line.startswith("listening on "):
+                url = line.split(" ", 2)[2].strip()
+                break
+        assert url, "toolshed serve did not start"
+
+        async def main():
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                    names = sorted(t.name for t in (await client.list_tools()).tools)
+                    assert names == ["tool_call", "tool_search"], names
+                    assert (await found(client, "replace text in a file"))[0] == "workspace_edit"
+                    result = await client.call_tool("tool_call", {"name": "calculator", "arguments": {"expression": "2+2"}})
+                    assert "4" in text(result), result
+
+        run(main())
+        base = url.removesuffix("/mcp") + "/api/v1"
+        query = urllib.parse.urlencode({"q": "run tests", "limit": 5})
+        request = urllib.request.Request(f"{base}/tools/search?{query}", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer = json.loads(response.read())
+        assert "exec_command" in [r["name"] for r in answer["results"]], answer
+        assert all("input_schema" in r for r in answer["results"])
+        query = urllib.parse.urlencode({"q": "run tests", "profile": "readonly"})
+        request = urllib.request.Request(f"{base}/tools/search?{query}", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert "exec_command" not in [r["name"] for r in json.loads(response.read())["results"]]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
