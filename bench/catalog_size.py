@@ -7,7 +7,8 @@ English prose; a model's own tokenizer differs by some percent).
 
     python3 bench/catalog_size.py TOOLSHED_BIN [REFERENCE_SERVER_JS]
 
-Prints a Markdown table: toolshed's default catalog and each shipped profile, then the
+Prints a Markdown table: toolshed's default catalog, each shipped profile and discovery
+mode, then the
 reference filesystem server when its `dist/index.js` is given, and the largest toolshed
 tools.
 """
@@ -81,6 +82,14 @@ def main():
         row("toolshed, all built-ins (default)", builtins)
         for profile in ("coding", "readonly", "web"):
             row(f"toolshed `--profile {profile}`", tools_of([toolshed, "--workspace", workspace, "mcp", "--profile", profile], env))
+        row("toolshed `--catalog discover` (no core)", tools_of([toolshed, "--workspace", workspace, "mcp", "--catalog", "discover"], env))
+        core = os.path.join(tmp, "core.toml")
+        with open(core, "w") as f:
+            f.write('[mcp]\ncore = ["workspace_read", "workspace_edit"]\n')
+        row(
+            "toolshed `--catalog discover`, core `workspace_read`, `workspace_edit`",
+            tools_of([toolshed, "--workspace", workspace, "--config", core, "mcp", "--catalog", "discover"], env),
+        )
         if reference:
             row("@modelcontextprotocol/server-filesystem", tools_of(["node", reference, workspace]))
         print()
