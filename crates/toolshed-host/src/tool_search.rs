@@ -172,6 +172,20 @@ pub fn search(entries: &[ToolEntry], query: &str, limit: usize) -> Vec<(ToolEntr
         .collect()
 }
 
+/// One search result as the doors give it: name, group, plugin, summary, input schema and
+/// score.
+pub fn found_json(entry: &ToolEntry, score: f64) -> serde_json::Value {
+    let spec = entry.spec();
+    serde_json::json!({
+        "name": spec.name,
+        "group": spec.group,
+        "plugin": entry.plugin_id,
+        "summary": summary(&spec.description, 160),
+        "input_schema": spec.input_schema,
+        "score": (score * 1000.0).round() / 1000.0,
+    })
+}
+
 /// The first sentence of a description, at most `max` characters: what a search result
 /// shows of a tool.
 pub fn summary(description: &str, max: usize) -> String {

@@ -125,20 +125,16 @@ pub(crate) fn search(visible: &[ToolEntry], arguments: &Value) -> CallToolResult
     let mut text = String::new();
     let mut results = Vec::with_capacity(found.len());
     for (entry, score) in &found {
+        let result = tool_search::found_json(entry, *score);
         let spec = entry.spec();
-        let summary = tool_search::summary(&spec.description, 160);
-        let input = serde_json::to_string(&spec.input_schema).unwrap_or_default();
         text.push_str(&format!(
-            "{} ({}): {summary}\n  arguments: {input}\n",
-            spec.name, spec.group
+            "{} ({}): {}\n  arguments: {}\n",
+            spec.name,
+            spec.group,
+            result["summary"].as_str().unwrap_or_default(),
+            result["input_schema"]
         ));
-        results.push(json!({
-            "name": spec.name,
-            "group": spec.group,
-            "summary": summary,
-            "input_schema": spec.input_schema,
-            "score": (score * 1000.0).round() / 1000.0,
-        }));
+        results.push(result);
     }
     text.push_str("Run one with tool_call {\"name\": …, \"arguments\": {…}}.");
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);

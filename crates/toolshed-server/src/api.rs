@@ -573,17 +573,7 @@ pub async fn search_tools(
         .collect();
     let results: Vec<Value> = toolshed_host::tool_search::search(&visible, &search.q, limit)
         .into_iter()
-        .map(|(t, score)| {
-            let spec = t.spec();
-            json!({
-                "name": spec.name,
-                "group": spec.group,
-                "plugin": t.plugin_id,
-                "summary": toolshed_host::tool_search::summary(&spec.description, 160),
-                "input_schema": spec.input_schema,
-                "score": (score * 1000.0).round() / 1000.0,
-            })
-        })
+        .map(|(t, score)| toolshed_host::tool_search::found_json(&t, score))
         .collect();
     Ok(Json(json!({ "query": search.q, "results": results })))
 }
