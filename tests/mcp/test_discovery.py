@@ -115,3 +115,24 @@ def test_discovery_works_over_http_in_both_eras_and_search_over_rest(toolshed_bi
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_profile_can_ask_for_discovery_mode_and_the_flag_overrides_it(server, workspace):
+    (workspace / "toolshed.toml").write_text('[profiles.lean]\nallow = ["group:workspace", "calculator"]\ncatalog = "discover"\n')
+
+    async def main():
+        async with Client(server("--profile", "lean"), mode="legacy") as client:
+            assert sorted(t.name for t in (await client.list_tools()).tools) == ["tool_call", "tool_search"]
+            assert "exec_command" not in await found(client, "run tests")
+        async with Client(server("--profile", "lean", "--catalog", "full"), mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "workspace_read" in names and "calculator" in names and "tool_search" not in names, names
+
+    run(main())
+
+
+def test_a_catalog_mode_that_does_not_exist_is_a_config_error(toolshed_bin, workspace, home):
+    (workspace / "toolshed.toml").write_text('[profiles.lean]\ncatalog = "tiny"\n')
+    env = {**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    done = subprocess.run([toolshed_bin, "--workspace", str(workspace), "tools", "list"], env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "profiles.lean.catalog" in done.stderr and "full or discover" in done.stderr, done.stderr

@@ -288,9 +288,10 @@ pub struct CallArgs {
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// `full`: every tool in tools/list; `discover`: only the `[mcp] core` tools plus
-    /// tool_search and tool_call, through which the rest are found and run
-    #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "discover"])]
-    pub catalog: String,
+    /// tool_search and tool_call, through which the rest are found and run [default: the
+    /// profile's `catalog`, else full]
+    #[arg(long, value_name = "MODE", value_parser = ["full", "discover"])]
+    pub catalog: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -304,9 +305,10 @@ pub struct McpArgs {
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// `full`: every tool in tools/list; `discover`: only the `[mcp] core` tools plus
-    /// tool_search and tool_call, through which the rest are found and run
-    #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "discover"])]
-    pub catalog: String,
+    /// tool_search and tool_call, through which the rest are found and run [default: the
+    /// profile's `catalog`, else full]
+    #[arg(long, value_name = "MODE", value_parser = ["full", "discover"])]
+    pub catalog: Option<String>,
 }
 
 /// `toolshed mcp`: serve MCP on stdio, or manage the MCP servers toolshed mounts.

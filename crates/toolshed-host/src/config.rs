@@ -349,6 +349,11 @@ pub struct ReviewRules {
     pub allow: Vec<String>,
     /// Globs of tools that may never be called.
     pub deny: Vec<String>,
+    /// In a profile: `discover` serves its MCP clients in discovery mode (the `[mcp] core`
+    /// tools plus `tool_search` and `tool_call`) unless `--catalog` says otherwise; `full`
+    /// (the default) lists every tool. Not allowed in `[review]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<String>,
 }
 
 /// Audit log settings.

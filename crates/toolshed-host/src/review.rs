@@ -22,7 +22,7 @@
 //! use toolshed_core::{Danger, ToolSpec};
 //! use toolshed_host::config::ReviewRules;
 //! use toolshed_host::{CompiledRules, Subject};
-//! let rules = ReviewRules { allow: vec![], deny: vec!["group:exec".into(), "danger:high".into()] };
+//! let rules = ReviewRules { deny: vec!["group:exec".into(), "danger:high".into()], ..Default::default() };
 //! let rules = CompiledRules::compile("review", &rules).unwrap();
 //! let shell = ToolSpec::new("shell", "Run a command.").group("exec");
 //! assert!(rules.refuse(&Subject::new(&shell, "system.exec")).is_some());
@@ -204,7 +204,7 @@ impl CompiledRules {
         }
         let rules = ReviewRules {
             allow: patterns,
-            deny: Vec::new(),
+            ..ReviewRules::default()
         };
         Self::compile(source, &rules).map(Some)
     }
@@ -231,6 +231,8 @@ impl CompiledRules {
 pub struct Review {
     global: CompiledRules,
     profiles: BTreeMap<String, CompiledRules>,
+    /// The profiles whose clients get discovery mode (`catalog = "discover"`).
+    discovering: std::collections::BTreeSet<String>,
 }
 
 /// The profiles toolshed ships, each a set of allow rules: `--profile NAME` works without
@@ -255,20 +257,50 @@ impl Review {
         for (name, allow) in BUILTIN_PROFILES {
             let rules = ReviewRules {
                 allow: allow.iter().map(|r| (*r).to_string()).collect(),
-                deny: Vec::new(),
+                ..ReviewRules::default()
             };
             profiles.insert(
                 (*name).to_string(),
                 CompiledRules::compile(&format!("profiles.{name}"), &rules)?,
             );
         }
+        if let Some(catalog) = &config.review.catalog {
+            return Err(RuleError {
+                source_name: "review.catalog".into(),
+                pattern: catalog.clone(),
+                message: "`catalog` belongs to a profile ([profiles.NAME]), not to [review]".into(),
+            });
+        }
+        let mut discovering = std::collections::BTreeSet::new();
         for (name, rules) in &config.profiles {
             profiles.insert(
                 name.clone(),
                 CompiledRules::compile(&format!("profiles.{name}"), rules)?,
             );
+            match rules.catalog.as_deref() {
+                None | Some("full") => {}
+                Some("discover") => {
+                    discovering.insert(name.clone());
+                }
+                Some(other) => {
+                    return Err(RuleError {
+                        source_name: format!("profiles.{name}.catalog"),
+                        pattern: other.to_string(),
+                        message: "is not a catalog mode: use full or discover".into(),
+                    });
+                }
+            }
         }
-        Ok(Self { global, profiles })
+        Ok(Self {
+            global,
+            profiles,
+            discovering,
+        })
+    }
+
+    /// Whether clients using profile `name` get discovery mode unless they ask otherwise.
+    pub fn profile_discovers(&self, name: &str) -> bool {
+        self.discovering.contains(name)
     }
 
     /// A profile's rules.
@@ -299,6 +331,7 @@ mod tests {
         let rules = ReviewRules {
             allow: allow.iter().map(|s| s.to_string()).collect(),
             deny: deny.iter().map(|s| s.to_string()).collect(),
+            ..ReviewRules::default()
         };
         CompiledRules::compile("review", &rules).unwrap()
     }
@@ -401,7 +434,7 @@ mod tests {
                 "review",
                 &ReviewRules {
                     allow: vec![rule.into()],
-                    deny: vec![],
+                    ..ReviewRules::default()
                 },
             )
             .unwrap_err()

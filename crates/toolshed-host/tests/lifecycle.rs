@@ -393,7 +393,7 @@ async fn nested_calls_keep_the_callers_narrowing_and_never_wait_for_themselves()
         "--tools",
         &toolshed_host::config::ReviewRules {
             allow: vec!["a_*".to_string()],
-            deny: vec![],
+            ..Default::default()
         },
     )
     .expect("valid globs");

@@ -170,7 +170,7 @@ async fn a_door_selection_narrows_what_the_caller_sees_and_may_call() {
     let t = open(plugins, "").await;
     let rules = ReviewRules {
         allow: vec!["alpha_*".into()],
-        deny: vec![],
+        ..ReviewRules::default()
     };
     let selection = Arc::new(CompiledRules::compile("--tools", &rules).unwrap());
     let dispatcher = t.host.dispatcher();

@@ -225,11 +225,18 @@ pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure>
             rules.map(Arc::new)
         }
     };
+    let discover = match args.catalog.as_deref() {
+        Some(mode) => mode == "discover",
+        None => args
+            .profile
+            .as_deref()
+            .is_some_and(|p| host.dispatcher().review().profile_discovers(p)),
+    };
     Ok(Session {
         profile: args.profile,
         selection,
         caller: None,
         token: None,
-        discover: args.catalog == "discover",
+        discover,
     })
 }
