@@ -190,6 +190,14 @@ impl Drop for Client {
 }
 
 impl Client {
+    /// What a session's reader and link share, told of list changes through `tools_changed`.
+    fn shared(tools_changed: Arc<tokio::sync::Notify>) -> Arc<Shared> {
+        Arc::new(Shared {
+            tools_changed,
+            ..Shared::default()
+        })
+    }
+
     /// A session over `link`, before its handshake.
     fn over(link: Link, shared: Arc<Shared>, reader: Option<tokio::task::JoinHandle<()>>) -> Self {
         Self {
@@ -210,10 +218,7 @@ impl Client {
         tools_changed: Arc<tokio::sync::Notify>,
         era: Era,
     ) -> Result<Self, HandshakeError> {
-        let shared = Arc::new(Shared {
-            tools_changed,
-            ..Shared::default()
-        });
+        let shared = Self::shared(tools_changed);
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
         let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
         Self::over(Link::Pipe(writer), shared, Some(reader))
@@ -229,10 +234,7 @@ impl Client {
         tools_changed: Arc<tokio::sync::Notify>,
         era: Era,
     ) -> Result<Self, HandshakeError> {
-        let shared = Arc::new(Shared {
-            tools_changed,
-            ..Shared::default()
-        });
+        let shared = Self::shared(tools_changed);
         let link = HttpLink::new(target, shared.clone());
         let mut client = Self::over(Link::Http(link.clone()), shared, None)
             .handshake(timeout, era)

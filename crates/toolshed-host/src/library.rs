@@ -4,9 +4,9 @@
 //! A caller sees the resources and prompts of the plugins whose tools it may see (so a rule
 //! that hides `group:mcp:everything` hides that server's resources and prompts too). Lists
 //! are merged in the registry's trust order; a plugin that fails to answer is left out of
-//! a list (and logged) rather than failing it. A resource is read from the first plugin
-//! that lists it, else from each plugin in turn until one has it; a prompt is got from the
-//! plugin that lists its name.
+//! a list (and logged) rather than failing it. A resource is read from each plugin in turn
+//! until one has it (without listing anyone's resources first: a read costs one request per
+//! plugin asked, never a listing); a prompt is got from the plugin that lists its name.
 
 use std::sync::Arc;
 
@@ -88,17 +88,6 @@ impl Libraries {
         if self.entries.is_empty() {
             return Err(no_resource(uri));
         }
-        // The plugin that lists it, if one does.
-        for (_, library) in &self.entries {
-            let listed = library.resources().await.unwrap_or_default();
-            if listed.iter().any(|r| r["uri"].as_str() == Some(uri)) {
-                return library
-                    .read_resource(uri)
-                    .await
-                    .map_err(|e| LibraryError::Failed(e.0));
-            }
-        }
-        // Unlisted (made from a template, or not listed at all): whoever has it.
         let mut refusals = Vec::new();
         for (_, library) in &self.entries {
             match library.read_resource(uri).await {

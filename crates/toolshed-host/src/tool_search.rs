@@ -144,6 +144,14 @@ pub fn search(entries: &[ToolEntry], query: &str, limit: usize) -> Vec<(ToolEntr
     let length = |d: &HashMap<String, f64>| d.values().sum::<f64>();
     let average = documents.iter().map(length).sum::<f64>() / documents.len() as f64;
     let count = documents.len() as f64;
+    // Each term's inverse document frequency, once per search.
+    let idf: Vec<f64> = terms
+        .iter()
+        .map(|term| {
+            let holding = documents.iter().filter(|d| d.contains_key(term)).count() as f64;
+            ((count - holding + 0.5) / (holding + 0.5) + 1.0).ln()
+        })
+        .collect();
     let mut scored: Vec<(usize, f64)> = documents
         .iter()
         .enumerate()
@@ -151,10 +159,9 @@ pub fn search(entries: &[ToolEntry], query: &str, limit: usize) -> Vec<(ToolEntr
             let len = length(doc);
             let score: f64 = terms
                 .iter()
-                .filter_map(|term| {
+                .zip(&idf)
+                .filter_map(|(term, idf)| {
                     let tf = *doc.get(term)?;
-                    let holding = documents.iter().filter(|d| d.contains_key(term)).count() as f64;
-                    let idf = ((count - holding + 0.5) / (holding + 0.5) + 1.0).ln();
                     Some(idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / average)))
                 })
                 .sum();
