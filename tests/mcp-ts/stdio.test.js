@@ -42,7 +42,9 @@ test('lists the tools with honest annotations', () =>
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.ok(byName.calculator, 'calculator is listed');
     assert.equal(byName.calculator.annotations.readOnlyHint, true);
-    assert.equal(byName.workspace_delete.annotations.destructiveHint, true);
+    // Hints at MCP's defaults are left out: an absent destructiveHint reads as true.
+    assert.equal(byName.workspace_delete.annotations.destructiveHint, undefined);
+    assert.equal(byName.workspace_delete.annotations.openWorldHint, false);
     assert.equal(byName.workspace_read.inputSchema.type, 'object');
     const names = tools.map((t) => t.name);
     assert.deepEqual(names, [...names].sort(), 'tools come in a stable order');

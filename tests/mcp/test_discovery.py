@@ -10,7 +10,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -115,6 +115,33 @@ def test_discovery_works_over_http_in_both_eras_and_search_over_rest(toolshed_bi
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_tool_search_can_activate_what_it_finds_and_the_client_is_told(server):
+    async def main():
+        changed = asyncio.Event()
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                changed.set()
+
+        async with Client(server("--catalog", "discover"), mode="legacy", message_handler=on_message) as client:
+            assert "workspace_edit" not in {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("tool_search", {"query": "replace text in a file", "limit": 2, "activate": True})
+            assert not result.is_error, text(result)
+            activated = result.structured_content["activated"]
+            assert activated[0] == "workspace_edit" and len(activated) <= 2, activated
+            assert "Added to your tools/list: workspace_edit" in text(result), text(result)
+            await asyncio.wait_for(changed.wait(), timeout=10)
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert set(activated) | {"tool_search", "tool_call"} == names, names
+            # Found again: nothing new to add, and no second notification is needed.
+            result = await client.call_tool("tool_search", {"query": "replace text in a file", "limit": 1, "activate": True})
+            assert result.structured_content["activated"] == [] and "Nothing new" in text(result), text(result)
+            result = await client.call_tool("tool_search", {"query": "x", "activate": "yes"})
+            assert result.is_error and "activate" in text(result), text(result)
+
+    run(main())
 
 
 def test_a_profile_can_ask_for_discovery_mode_and_the_flag_overrides_it(server, workspace):

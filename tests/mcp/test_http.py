@@ -43,6 +43,10 @@ def test_lists_tools_and_calls_the_calculator(http_server, mode):
         async with http, client:
             names = [t.name for t in (await client.list_tools()).tools]
             assert "calculator" in names and names == sorted(names)
+            # Said once for every tool, as over stdio: where paths lead, what a flag left
+            # out means (the schemas leave both out).
+            instructions = client.instructions or ""
+            assert "relative to it" in instructions and "left out is false" in instructions, instructions
             result = await client.call_tool("calculator", {"expression": "2+3*4"})
             assert not result.is_error, result.content
             assert result.content[0].text == "14"

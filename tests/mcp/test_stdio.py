@@ -27,12 +27,16 @@ def test_lists_tools_with_honest_annotations(server, mode):
             assert "calculator" in tools and "workspace_read" in tools
             calc = tools["calculator"].annotations
             assert calc.read_only_hint is True
-            assert calc.destructive_hint is False
             assert calc.open_world_hint is False
+            # Only hints that differ from MCP's reading of an absent one are listed; for a
+            # read-only tool destructive/idempotent mean nothing and are left out.
+            assert calc.destructive_hint is None
             read = tools["workspace_read"].annotations
-            assert read.read_only_hint is True and read.destructive_hint is False
+            assert read.read_only_hint is True
             write = tools["workspace_write"].annotations
-            assert write.read_only_hint is False
+            # Absent readOnlyHint/destructiveHint: MCP reads "may change, may destroy".
+            assert write.read_only_hint is None and write.destructive_hint is None
+            assert write.idempotent_hint is True and write.open_world_hint is False
             for tool in tools.values():
                 assert tool.input_schema["type"] == "object", tool.name
                 assert tool.description, tool.name

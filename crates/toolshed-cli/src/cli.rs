@@ -119,6 +119,9 @@ pub struct AuditArgs {
     /// Only calls with this outcome: ok, tool_error, error
     #[arg(long, value_name = "OUTCOME")]
     pub outcome: Option<String>,
+    /// Only the calls made on behalf of this call id (a run_code snippet's tool calls)
+    #[arg(long, value_name = "CALL_ID")]
+    pub parent: Option<String>,
     /// How many rows, 1 to 1000
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,

@@ -311,15 +311,17 @@ fn shipped_profiles_narrow_the_list_and_size_says_what_a_model_pays() {
     for expected in [
         "workspace_edit",
         "exec_command",
-        "process_exec",
+        "write_stdin",
+        "shell",
         "web_fetch",
     ] {
         assert!(coding.iter().any(|n| n == expected), "{coding:?}");
     }
+    // Background processes (the port proxy's) are not a coding agent's: left out.
     assert!(
         !coding
             .iter()
-            .any(|n| n == "calculator" || n == "http_request"),
+            .any(|n| n == "calculator" || n == "http_request" || n == "process_exec"),
         "{coding:?}"
     );
     let readonly = names(&["tools", "list", "--json", "--profile", "readonly"]);
@@ -425,6 +427,8 @@ const CATALOG: &[(&str, &str, &str, &str)] = &[
     ("process_read_output", "exec", "low", "r-i-"),
     ("process_stop", "exec", "high", "-di-"),
     ("random", "util", "low", "r---"),
+    // Its effects are the tools it calls, each checked on its own.
+    ("run_code", "code", "medium", "-d-o"),
     ("shell", "exec", "high", "-d-o"),
     ("text", "util", "low", "r-i-"),
     ("web_fetch", "web", "high", "r-io"),

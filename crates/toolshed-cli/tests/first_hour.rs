@@ -109,7 +109,7 @@ fn tools_list_summaries_end_with_a_sentence_not_a_colon() {
     }
     let crypto = text.lines().find(|l| l.starts_with("crypto ")).unwrap();
     assert!(
-        crypto.ends_with("Hash, HMAC, encode and decode bytes."),
+        crypto.ends_with("Hash, HMAC, encode or decode bytes."),
         "{crypto}"
     );
 }

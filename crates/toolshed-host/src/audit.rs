@@ -45,6 +45,8 @@ pub struct AuditQuery {
     pub since_ms: Option<i64>,
     /// Only this outcome: `ok`, `tool_error` or `error`.
     pub outcome: Option<String>,
+    /// Only the calls made on behalf of this call (its `run_code` snippet's, its plugin's).
+    pub parent: Option<String>,
     /// Only rows older than this row id: the cursor a previous page returned.
     pub before: Option<i64>,
     /// The most rows on the page.
@@ -53,6 +55,9 @@ pub struct AuditQuery {
 
 /// The most rows one page of the audit log holds.
 pub const MAX_AUDIT_PAGE: usize = 1000;
+
+/// The longest call id a `parent` filter takes.
+pub(crate) const MAX_CALL_ID_LEN: usize = 64;
 
 /// The outcomes an audit row may have.
 pub const OUTCOMES: [&str; 3] = ["ok", "tool_error", "error"];
@@ -97,6 +102,15 @@ impl AuditQuery {
             return Err(format!(
                 "outcome `{outcome}` is not one of {}",
                 OUTCOMES.join(", ")
+            ));
+        }
+        if let Some(parent) = &self.parent
+            && (parent.is_empty() || parent.len() > MAX_CALL_ID_LEN)
+        {
+            let shown: String = parent.chars().take(40).collect();
+            return Err(format!(
+                "parent `{shown}` is not a call id ({} bytes; call ids are 1 to {MAX_CALL_ID_LEN}): pass the `call_id` of an audit row",
+                parent.len()
             ));
         }
         if let Some(cursor) = cursor {
@@ -517,6 +531,7 @@ mod tests {
             error_kind: None,
             duration_ms: 0,
             approval: None,
+            parent: None,
         }
     }
 
@@ -542,6 +557,23 @@ mod tests {
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
             std::thread::yield_now();
         }
+    }
+
+    #[test]
+    fn a_parent_filter_must_look_like_a_call_id() {
+        let query = |parent: &str| AuditQuery {
+            parent: Some(parent.to_string()),
+            limit: 10,
+            ..Default::default()
+        };
+        assert!(query("661a45f8513b3-1").checked(None, None, 0).is_ok());
+        let long = "0".repeat(MAX_CALL_ID_LEN + 1);
+        let err = query(&long).checked(None, None, 0).unwrap_err();
+        assert!(
+            err.contains("is not a call id") && err.contains("call_id"),
+            "{err}"
+        );
+        assert!(query("").checked(None, None, 0).is_err());
     }
 
     #[test]

@@ -321,7 +321,7 @@ impl Default for LogConfig {
     }
 }
 
-/// Deadlines for calls.
+/// Deadlines and reply sizes of calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Limits {
@@ -329,13 +329,21 @@ pub struct Limits {
     pub default_timeout_ms: u64,
     /// The largest deadline a caller may ask for.
     pub max_timeout_ms: u64,
+    /// The most bytes of text (and structured JSON) one call's reply may hold, whatever
+    /// its tool and arguments: past it the pipeline cuts the reply and says so. About 25k
+    /// tokens by default. Images are not counted (a model pays for them by their pixels).
+    pub max_output_bytes: u64,
 }
+
+/// The smallest `[limits] max_output_bytes` taken.
+pub const MIN_OUTPUT_CEILING: u64 = 4096;
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             default_timeout_ms: 60_000,
             max_timeout_ms: 3_600_000,
+            max_output_bytes: 100_000,
         }
     }
 }
@@ -843,6 +851,12 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         return Err(invalid(format!(
             "default_timeout_ms ({}) is larger than max_timeout_ms ({}); lower the first or raise the second",
             config.limits.default_timeout_ms, config.limits.max_timeout_ms
+        )));
+    }
+    if config.limits.max_output_bytes < MIN_OUTPUT_CEILING {
+        return Err(invalid(format!(
+            "max_output_bytes ({}) is below {MIN_OUTPUT_CEILING}: a reply that small cannot say what was cut; give {MIN_OUTPUT_CEILING} or more (the default is 100000)",
+            config.limits.max_output_bytes
         )));
     }
     if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {

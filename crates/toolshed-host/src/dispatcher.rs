@@ -63,6 +63,9 @@ pub struct CallRequest {
     /// The door's way to ask the calling client's user for an approval (MCP elicitation);
     /// approvals can always be answered through the CLI and REST as well.
     pub approver: Option<Arc<dyn Approver>>,
+    /// For a call a tool made on behalf of another: the call id of the call that made it,
+    /// kept in the audit row so a `run_code` run's inner calls can be found from it.
+    pub parent: Option<String>,
 }
 
 impl std::fmt::Debug for dyn Approver {
@@ -108,6 +111,7 @@ impl CallRequest {
             caller_tools: None,
             via_plugins: Vec::new(),
             approver: None,
+            parent: None,
         }
     }
 }
@@ -181,6 +185,7 @@ impl ToolCaller for NestedCaller {
         request.selection = lineage.selection.clone();
         request.caller_tools = lineage.caller_tools.clone();
         request.via_plugins = via;
+        request.parent = Some(ctx.call_id.0.clone());
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).
         match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
@@ -509,7 +514,7 @@ impl Dispatcher {
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
         // 7. post hooks
-        match post {
+        let result = match post {
             None => result,
             Some((entry, arguments)) => {
                 let subject = Subject::new(entry.spec(), &entry.plugin_id);
@@ -517,7 +522,10 @@ impl Dispatcher {
                     .after(&subject, &req.owner, &arguments, result)
                     .await
             }
-        }
+        };
+        // Whatever the tool and its arguments asked for, no reply passes the ceiling.
+        let ceiling = usize::try_from(self.limits.max_output_bytes).unwrap_or(usize::MAX);
+        result.map(|output| crate::ceiling::enforce(output, ceiling))
     }
 
     fn check_policy(
@@ -790,6 +798,7 @@ impl Dispatcher {
             error_kind,
             duration_ms: duration_ms as i64,
             approval,
+            parent: req.parent.clone(),
         };
         // On disk (the store's audit journal) before the reply leaves, so an acknowledged
         // call always has its row; committed to the log in batches.

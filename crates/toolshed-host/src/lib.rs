@@ -29,6 +29,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod approvals;
+pub mod ceiling;
 pub mod config;
 pub mod config_fields;
 pub mod identity;

@@ -240,8 +240,14 @@ pub struct Review {
 pub const BUILTIN_PROFILES: &[(&str, &[&str])] = &[
     // Everything the host rules leave visible.
     ("all", &[]),
-    // Editing and running code: the workspace, commands and processes, reading the web.
-    ("coding", &["group:workspace", "group:exec", "web_fetch"]),
+    // Editing and running code: the workspace, commands and their sessions (a dev server
+    // runs as a session too), reading the web. The background processes with their port
+    // proxy (`plugin:system.process`) are left out: a coding agent at a terminal does not
+    // need them, and every tool listed costs its model tokens on every turn.
+    (
+        "coding",
+        &["group:workspace", "plugin:system.exec_command", "web_fetch"],
+    ),
     // Only tools that change nothing.
     ("readonly", &["read_only"]),
     // Reading and calling the web.

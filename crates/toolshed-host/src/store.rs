@@ -123,6 +123,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         name  TEXT PRIMARY KEY,
         value INTEGER NOT NULL
     );",
+    "ALTER TABLE audit ADD COLUMN parent TEXT;
+    CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -187,6 +189,10 @@ pub struct AuditRecord {
     pub duration_ms: i64,
     /// How the approval the call needed ended, and who answered (`ap-… approved by …`).
     pub approval: Option<String>,
+    /// For a call a tool made on behalf of another (a `run_code` snippet's, a plugin's
+    /// `tools.call`): the call id of the call that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// The SQLite-backed state store.
@@ -716,10 +722,10 @@ impl StateStore {
         self.with(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
-                 error_kind, duration_ms, approval FROM audit
+                 error_kind, duration_ms, approval, parent FROM audit
                  WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR owner GLOB ?2)
                    AND (?3 IS NULL OR ts_ms >= ?3) AND (?4 IS NULL OR id < ?4)
-                   AND (?5 IS NULL OR outcome = ?5)
+                   AND (?5 IS NULL OR outcome = ?5) AND (?7 IS NULL OR parent = ?7)
                  ORDER BY id DESC LIMIT ?6",
             )?;
             let mut rows = stmt
@@ -730,7 +736,8 @@ impl StateStore {
                         query.since_ms,
                         query.before,
                         query.outcome,
-                        query.limit.saturating_add(1) as i64
+                        query.limit.saturating_add(1) as i64,
+                        query.parent
                     ],
                     |r| {
                         Ok(crate::audit::AuditRow {
@@ -747,6 +754,7 @@ impl StateStore {
                                 error_kind: r.get(9)?,
                                 duration_ms: r.get(10)?,
                                 approval: r.get(11)?,
+                                parent: r.get(12)?,
                             },
                         })
                     },
@@ -775,8 +783,8 @@ pub(crate) fn insert_audit_rows(
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
-             outcome, error_kind, duration_ms, approval)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
+             outcome, error_kind, duration_ms, approval, parent)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
         )?;
         for record in rows {
             let id: i64 = insert.query_row(
@@ -791,7 +799,8 @@ pub(crate) fn insert_audit_rows(
                     record.outcome,
                     record.error_kind,
                     record.duration_ms,
-                    record.approval
+                    record.approval,
+                    record.parent
                 ],
                 |r| r.get(0),
             )?;
@@ -826,6 +835,7 @@ mod tests {
             error_kind: None,
             duration_ms: 1,
             approval: None,
+            parent: None,
         }
     }
 

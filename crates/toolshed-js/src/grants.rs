@@ -73,9 +73,25 @@ pub(crate) struct Reach {
     read_roots: Vec<String>,
     write_roots: Vec<String>,
     tools: Vec<String>,
+    /// Every tool may be called (the pipeline still reviews each call): `run_code`'s.
+    all_tools: bool,
 }
 
 impl Reach {
+    /// No host, no path, and every tool: what `run_code`'s snippets reach. Each call still
+    /// goes through the pipeline, which decides what the caller may use.
+    pub(crate) fn all_tools(plugin_id: &str) -> Self {
+        Self {
+            plugin_id: plugin_id.to_string(),
+            declared: Capabilities::default(),
+            hosts: Vec::new(),
+            read_roots: Vec::new(),
+            write_roots: Vec::new(),
+            tools: Vec::new(),
+            all_tools: true,
+        }
+    }
+
     /// The intersection of `declared` and `grants` for plugin `plugin_id`.
     pub(crate) fn new(plugin_id: &str, declared: &Capabilities, grants: &Grants) -> Self {
         let hosts = effective_hosts(&declared.network, &grants.http);
@@ -112,6 +128,7 @@ impl Reach {
             read_roots,
             write_roots,
             tools,
+            all_tools: false,
         }
     }
 
@@ -127,7 +144,7 @@ impl Reach {
 
     /// Whether any tool may be called (`ctx.tools` exists).
     pub(crate) fn has_tools(&self) -> bool {
-        !self.tools.is_empty()
+        self.all_tools || !self.tools.is_empty()
     }
 
     /// The reachable hosts as the HTTP client's policy spells them.
@@ -201,7 +218,7 @@ impl Reach {
 
     /// Checks that the tool `name` may be called.
     pub(crate) fn check_tool(&self, name: &str) -> Result<(), String> {
-        if self.tools.iter().any(|t| t == name) {
+        if self.all_tools || self.tools.iter().any(|t| t == name) {
             return Ok(());
         }
         let id = &self.plugin_id;

@@ -194,7 +194,9 @@
 //!     `toolshed_ops::Ops`, which confines everything to the workspace.
 //!   - `ctx.tools.call(name, args)` → `{ text, structured, isError }`, through the host's
 //!     [`ToolCallerHandle`](toolshed_core::ToolCallerHandle) (the whole pipeline: review,
-//!     policy, audit), with this call's deadline and cancellation.
+//!     policy, audit), with this call's deadline and cancellation. A call the pipeline
+//!     refuses, or a tool error, rejects with an `Error` whose `kind` names it
+//!     (`not_found`, `denied`, `invalid_arguments`, `needs_approval`, `timeout`, ...).
 //! - At most 64 host operations in flight per call. A `ctx` kept past its call throws.
 //!
 //! ## No ambient authority
@@ -220,6 +222,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod action;
+pub mod code;
 mod engine;
 mod grants;
 mod i18n;
@@ -229,5 +232,6 @@ mod plugin;
 mod tool;
 mod worker;
 
+pub use code::{code_plugin, code_plugin_with};
 pub use limits::JsLimits;
 pub use loader::{DEFAULT_ENTRY, JsLoader};

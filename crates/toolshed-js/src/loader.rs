@@ -115,6 +115,7 @@ impl PluginLoader for JsLoader {
             plane: manifest.plane,
             dir,
             entry,
+            source: None,
             config,
             language,
             limits: limits.clone(),

@@ -26,8 +26,12 @@ pub(crate) struct WorkerConfig {
     pub prefix: String,
     pub plane: Plane,
     pub dir: PathBuf,
-    /// The entry's path relative to `dir`, checked by the loader.
+    /// The entry's path relative to `dir`, checked by the loader; with `source`, only the
+    /// module's name in stack traces.
     pub entry: String,
+    /// The entry's source, for a module the host supplies (`run_code`'s) rather than a
+    /// plugin directory; then `dir` is not read at all.
+    pub source: Option<String>,
     pub config: Map<String, Value>,
     pub language: String,
     pub limits: JsLimits,
@@ -225,8 +229,13 @@ async fn start(
 }
 
 fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
-    let source = read_entry(&config.dir, &config.entry)?;
-    let translations = Translations::load(&config.dir, &config.language)?;
+    let (source, translations) = match &config.source {
+        Some(source) => (source.clone(), Translations::default()),
+        None => (
+            read_entry(&config.dir, &config.entry)?,
+            Translations::load(&config.dir, &config.language)?,
+        ),
+    };
     Ok(Setup {
         plugin_id: config.plugin_id.clone(),
         prefix: config.prefix.clone(),

@@ -8,8 +8,9 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{Value, json};
 use toolshed_core::{Content, ToolError, ToolOutput, ToolSpec};
 
-/// The MCP tool for `spec`. Every annotation is sent explicitly, never left to the
-/// protocol's defaults, so a client reads exactly what the spec says.
+/// The MCP tool for `spec`. Annotations state only the hints whose value differs from
+/// what the protocol reads into an absent one ([`toolshed_core::ToolAnnotations::stated`]):
+/// a client reads exactly what the spec says, and a model pays for no restated default.
 pub(crate) fn tool_from_spec(spec: &ToolSpec) -> Tool {
     let input = match &spec.input_schema {
         Value::Object(map) => map.clone(),
@@ -17,14 +18,20 @@ pub(crate) fn tool_from_spec(spec: &ToolSpec) -> Tool {
         // argument-less schema is the honest fallback.
         _ => JsonObject::from_iter([("type".to_string(), json!("object"))]),
     };
-    let a = spec.annotations;
-    let annotations = ToolAnnotations::new()
-        .read_only(a.read_only)
-        .destructive(a.destructive)
-        .idempotent(a.idempotent)
-        .open_world(a.open_world);
-    let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(input))
-        .with_annotations(annotations);
+    let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(input));
+    let hints = spec.annotations.stated();
+    if !hints.is_empty() {
+        let mut annotations = ToolAnnotations::new();
+        for (hint, value) in hints {
+            annotations = match hint {
+                "readOnlyHint" => annotations.read_only(value),
+                "destructiveHint" => annotations.destructive(value),
+                "idempotentHint" => annotations.idempotent(value),
+                _ => annotations.open_world(value),
+            };
+        }
+        tool = tool.with_annotations(annotations);
+    }
     if let Some(title) = &spec.title {
         tool = tool.with_title(title.clone());
     }
@@ -100,13 +107,32 @@ mod tests {
     use toolshed_core::ToolAnnotations as Hints;
 
     #[test]
-    fn every_annotation_is_sent_as_the_spec_says() {
+    fn annotations_state_what_differs_from_the_protocols_defaults() {
         let spec = ToolSpec::new("t", "d").annotations(Hints::PURE).title("T");
+        let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
+        // Read-only: destructive and idempotent mean nothing; closed world differs.
+        assert_eq!(
+            tool["annotations"],
+            json!({"readOnlyHint": true, "openWorldHint": false})
+        );
+        let writes = Hints {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: true,
+        };
+        let spec = ToolSpec::new("w", "d").annotations(writes);
         let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
         assert_eq!(
             tool["annotations"],
-            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+            json!({"destructiveHint": false, "idempotentHint": true})
         );
+        // Every hint at the protocol's default: nothing to state.
+        let spec = ToolSpec::new("d", "d").annotations(Hints::default());
+        let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
+        assert!(tool.get("annotations").is_none(), "{tool}");
+        let spec = ToolSpec::new("t", "d").annotations(Hints::PURE).title("T");
+        let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
         assert_eq!(tool["title"], "T");
         assert_eq!(tool["inputSchema"]["type"], "object");
     }

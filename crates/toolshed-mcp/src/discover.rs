@@ -20,6 +20,8 @@ pub(crate) const CALL: &str = "tool_call";
 const DEFAULT_LIMIT: usize = 8;
 /// The longest query taken.
 const MAX_QUERY: usize = 500;
+/// The most tools `activate: true` adds to one connection's list.
+pub(crate) const MAX_ACTIVATED: usize = 64;
 
 fn schema(value: Value) -> Arc<JsonObject> {
     match value {
@@ -33,7 +35,8 @@ pub(crate) fn tools() -> Vec<Tool> {
     let search = Tool::new(
         SEARCH,
         "Find tools by what they do among all you may use: the best matches for `query`, \
-         each with a one-line summary and its input schema. Run one with tool_call.",
+         each with a one-line summary and its input schema. Run one with tool_call, or with \
+         `activate` have them listed to call directly.",
         schema(json!({
             "type": "object",
             "additionalProperties": false,
@@ -41,7 +44,9 @@ pub(crate) fn tools() -> Vec<Tool> {
                 "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY,
                           "description": "What you want to do, e.g. `replace text in a file`."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": tool_search::MAX_SEARCH_RESULTS,
-                          "default": DEFAULT_LIMIT, "description": "The most tools returned."}
+                          "default": DEFAULT_LIMIT, "description": "The most tools returned."},
+                "activate": {"type": "boolean",
+                             "description": "Add the tools found to your tools/list (you are sent tools/list_changed)."}
             },
             "required": ["query"]
         })),
@@ -83,8 +88,56 @@ fn refused(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
-/// `tool_search`'s answer among `visible`, the tools the caller may use.
-pub(crate) fn search(visible: &[ToolEntry], arguments: &Value) -> CallToolResult {
+/// `tool_search`'s answer among `visible`, the tools the caller may use, and — when it
+/// asked to `activate` them — the names found, for the connection to list.
+pub(crate) fn search(
+    visible: &[ToolEntry],
+    arguments: &Value,
+) -> (CallToolResult, Option<Vec<String>>) {
+    let activate = match &arguments["activate"] {
+        Value::Null | Value::Bool(false) => false,
+        Value::Bool(true) => true,
+        other => {
+            return (
+                refused(format!("`activate` is true or false, not {other}")),
+                None,
+            );
+        }
+    };
+    let result = search_only(visible, arguments);
+    let found = activate.then(|| {
+        result
+            .structured_content
+            .as_ref()
+            .and_then(|s| s["results"].as_array())
+            .map(|results| {
+                results
+                    .iter()
+                    .filter_map(|r| r["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    (result, found)
+}
+
+/// Says in `result` which tools were added to the list.
+pub(crate) fn say_activated(result: &mut CallToolResult, added: &[String]) {
+    let line = if added.is_empty() {
+        "Nothing new was added to your tools/list.".to_string()
+    } else {
+        format!(
+            "Added to your tools/list: {} (call them directly).",
+            added.join(", ")
+        )
+    };
+    result.content.push(ContentBlock::text(line));
+    if let Some(Value::Object(structured)) = &mut result.structured_content {
+        structured.insert("activated".into(), json!(added));
+    }
+}
+
+fn search_only(visible: &[ToolEntry], arguments: &Value) -> CallToolResult {
     let Some(query) = arguments["query"].as_str().filter(|q| !q.trim().is_empty()) else {
         return refused(
             "tool_search needs `query`: what you want to do, e.g. {\"query\": \"replace text in a file\"}"
@@ -110,17 +163,22 @@ pub(crate) fn search(visible: &[ToolEntry], arguments: &Value) -> CallToolResult
         },
     };
     if let Some(Value::Object(extra)) = Some(arguments)
-        && let Some(unknown) = extra.keys().find(|k| *k != "query" && *k != "limit")
+        && let Some(unknown) = extra
+            .keys()
+            .find(|k| !matches!(k.as_str(), "query" | "limit" | "activate"))
     {
         return refused(format!(
-            "tool_search takes `query` and `limit`, not `{unknown}`"
+            "tool_search takes `query`, `limit` and `activate`, not `{unknown}`"
         ));
     }
     let found = tool_search::search(visible, query, limit);
     if found.is_empty() {
-        return CallToolResult::success(vec![ContentBlock::text(format!(
+        // The same shape as a hit, so a program reading `results` needs no special case.
+        let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
             "No tool matches {query:?}. Try other words for what you want to do."
         ))]);
+        result.structured_content = Some(json!({ "query": query, "results": [] }));
+        return result;
     }
     let mut text = String::new();
     let mut results = Vec::with_capacity(found.len());

@@ -39,3 +39,16 @@ pub use server::{
 };
 pub use stdio::{MAX_LINE_BYTES, ServeError, serve_stdio};
 pub use streamable_http::{McpHttpService, streamable_http_service};
+
+/// The `instructions` of the `initialize` result: what the workspace is (`which`, e.g.
+/// "the directory /src/app") and the conventions every tool shares, said once here rather
+/// than in every tool's schema, where a model would pay for them on every turn.
+pub fn instructions(which: &str) -> String {
+    format!(
+        "toolshed's workspace is {which}. The workspace_* tools take paths relative to it \
+         (an absolute path inside it works too) and cannot reach anything outside it; \
+         exec_command, shell and process_exec run commands with the workspace as their \
+         working directory. Read a file with workspace_read before you edit or overwrite it. \
+         A flag (true/false argument) left out is false unless its schema says otherwise."
+    )
+}

@@ -85,6 +85,11 @@ struct Bound {
     /// In discovery mode, the tools listed besides `tool_search` and `tool_call` (`[mcp]
     /// core`); `None`: none.
     core: Option<CompiledRules>,
+    /// In discovery mode, the tools `tool_search {activate: true}` added to this
+    /// connection's list (at most [`crate::discover::MAX_ACTIVATED`]).
+    activated: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Bumped when `activated` grows, so that the list watchers tell the client.
+    relisted: tokio::sync::watch::Sender<u64>,
 }
 
 impl Bound {
@@ -102,16 +107,47 @@ impl Bound {
             page_size,
             list_unconfigured,
             core,
+            activated: std::sync::Mutex::default(),
+            relisted: tokio::sync::watch::Sender::new(0),
         }
     }
 
-    /// Whether a tool the connection sees is also listed: in discovery mode only the core.
+    fn activated(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        self.activated
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a tool the connection sees is also listed: in discovery mode only the core
+    /// and the tools `tool_search` activated.
     fn listed(&self, entry: &ToolEntry) -> bool {
         !self.session.discover
             || self.core.as_ref().is_some_and(|core| {
                 core.refuse(&Subject::new(entry.spec(), &entry.plugin_id))
                     .is_none()
             })
+            || self.activated().contains(&entry.spec().name)
+    }
+
+    /// Adds `names` to the connection's list (discovery mode's `activate: true`); returns
+    /// the names newly listed, and tells the list watchers when there are any.
+    fn activate(&self, names: &[String]) -> Vec<String> {
+        let mut added = Vec::new();
+        {
+            let mut activated = self.activated();
+            for name in names {
+                if activated.len() >= crate::discover::MAX_ACTIVATED {
+                    break;
+                }
+                if activated.insert(name.clone()) {
+                    added.push(name.clone());
+                }
+            }
+        }
+        if !added.is_empty() {
+            self.relisted.send_modify(|n| *n += 1);
+        }
+        added
     }
 
     /// The tools `tools/list` gives for `visible`: all of them, or in discovery mode the
@@ -463,12 +499,15 @@ impl McpServer {
         };
         let mut changes = bound.host.registry().catalog_changes();
         changes.mark_unchanged();
+        let mut relisted = bound.relisted.subscribe();
+        relisted.mark_unchanged();
         let mut last = bound.visible_list();
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
                 _ = until.cancelled() => return,
                 changed = changes.changed() => if changed.is_err() { return },
+                changed = relisted.changed() => if changed.is_err() { return },
             }
             let now = bound.visible_list();
             if now == last {
@@ -673,7 +712,12 @@ impl ServerHandler for McpServer {
             match name.as_str() {
                 crate::discover::SEARCH => {
                     let visible = Self::tools_for(bound, &context);
-                    return Ok(crate::discover::search(&visible, &arguments).into());
+                    let (mut result, found) = crate::discover::search(&visible, &arguments);
+                    if let Some(names) = found {
+                        let added = bound.activate(&names);
+                        crate::discover::say_activated(&mut result, &added);
+                    }
+                    return Ok(result.into());
                 }
                 crate::discover::CALL => match crate::discover::inner_call(arguments) {
                     Ok((inner, inner_arguments)) => {

@@ -39,7 +39,9 @@ pub fn streamable_http_service(
         .with_cancellation_token(stop);
     StreamableHttpService::new(
         move || {
-            let server = McpServer::new(host.clone(), session.clone());
+            let which = format!("the directory {}", host.workspace().display());
+            let server = McpServer::new(host.clone(), session.clone())
+                .with_instructions(crate::instructions(&which));
             tracing::info!(owner = %server.owner(), "new MCP session over HTTP");
             Ok(server)
         },

@@ -155,6 +155,8 @@ pub struct AuditFilter {
     pub since: Option<String>,
     /// Only this outcome: `ok`, `tool_error`, `error`.
     pub outcome: Option<String>,
+    /// Only the calls made on behalf of this call id (a `run_code` snippet's tool calls).
+    pub parent: Option<String>,
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
@@ -177,6 +179,7 @@ pub async fn audit(
         tool: given(filter.tool),
         owner: given(filter.owner),
         outcome: given(filter.outcome),
+        parent: given(filter.parent),
         limit: filter.limit,
         ..Default::default()
     }

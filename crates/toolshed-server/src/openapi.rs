@@ -313,7 +313,8 @@ fn operations() -> Vec<Op> {
             .param(query_param("tool", "Only calls of tools matching this glob (workspace_*)", json!({"type": "string"})))
             .param(query_param("owner", "Only calls of owners matching this glob (alice, alice/*)", json!({"type": "string"})))
             .param(query_param("since", "Only calls since then: 30m, 2h, 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string", "pattern": "^([0-9]+[smhd]?|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)?$"})))
-            .param(query_param("outcome", "Only this outcome", json!({"type": "string", "enum": ["ok", "tool_error", "error"]})))
+            .param(query_param("outcome", "Only this outcome (empty, as a form left blank sends it: any)", json!({"type": "string", "enum": ["", "ok", "tool_error", "error"]})))
+            .param(query_param("parent", "Only the calls made on behalf of this call id (a run_code snippet's tool calls)", json!({"type": "string", "maxLength": 64})))
             .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string", "pattern": "^([1-9][0-9]{0,17})?$"})))
             .respond("200", json_response("The rows, newest first; next_cursor leads to older rows", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}})))
             .respond("400", error_response("limit is out of range, or since, outcome or cursor is not valid")),

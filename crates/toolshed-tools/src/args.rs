@@ -5,7 +5,8 @@
 //! The generated schema is made lean for a model's context: no `$schema`, `title` or
 //! `format` keywords, no `null` alternatives for optional fields (leaving a field out is how
 //! a model says "none"), subschemas inlined, and `additionalProperties: false` on the
-//! arguments object. Defaults come from `#[serde(default = …)]` and appear as `default`;
+//! arguments object. Defaults come from `#[serde(default = …)]` and appear as `default`
+//! (but for a flag that is off by default: a flag left out is off);
 //! bounds come from `#[schemars(range(…))]` / `length(…)` and appear as
 //! `minimum`/`maximum`/`minLength`/`maxLength`.
 
@@ -90,8 +91,13 @@ fn lean(value: &mut Value) {
     if let Some(Value::Array(values)) = map.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
-    // `{"default": null}` says nothing a model can use.
-    if map.get("default").is_some_and(Value::is_null) {
+    // `{"default": null}` says nothing a model can use, nor does `false` for a flag: a
+    // flag left out is off (the server's instructions say so once for every tool).
+    let flag = map.get("type").is_some_and(|t| t == "boolean");
+    if map
+        .get("default")
+        .is_some_and(|d| d.is_null() || (flag && *d == Value::Bool(false)))
+    {
         map.shift_remove("default");
     }
     for (key, child) in map.iter_mut() {
@@ -115,6 +121,10 @@ mod tests {
         2
     }
 
+    fn yes() -> bool {
+        true
+    }
+
     /// What a tool's arguments look like.
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]
@@ -127,6 +137,12 @@ mod tests {
         count: u32,
         /// Maybe.
         flag: Option<bool>,
+        /// Off unless asked.
+        #[serde(default)]
+        off: bool,
+        /// On unless asked.
+        #[serde(default = "yes")]
+        on: bool,
         /// Pairs.
         env: Option<std::collections::BTreeMap<String, String>>,
         /// A choice.
@@ -150,7 +166,9 @@ mod tests {
         let names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
         assert_eq!(
             names,
-            ["path", "count", "flag", "env", "mode", "format", "title"]
+            [
+                "path", "count", "flag", "off", "on", "env", "mode", "format", "title"
+            ]
         );
         assert_eq!(
             schema,
@@ -160,6 +178,8 @@ mod tests {
                     "path": {"type": "string", "description": "The file."},
                     "count": {"type": "integer", "description": "How many.", "default": 2, "minimum": 1, "maximum": 10},
                     "flag": {"type": "boolean", "description": "Maybe."},
+                    "off": {"type": "boolean", "description": "Off unless asked."},
+                    "on": {"type": "boolean", "description": "On unless asked.", "default": true},
                     "env": {"type": "object", "description": "Pairs.", "additionalProperties": {"type": "string"}},
                     "mode": {"type": "string", "description": "A choice.", "enum": ["fast", "slow"]},
                     "format": {"type": "string", "description": "Arguments may be named like keywords."},

@@ -15,6 +15,7 @@ pub async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Failure> {
         tool: args.tool,
         owner: args.owner,
         outcome: args.outcome,
+        parent: args.parent,
         limit: args.limit,
         ..Default::default()
     }

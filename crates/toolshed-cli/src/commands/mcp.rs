@@ -155,12 +155,7 @@ fn instructions(global: &GlobalArgs) -> String {
         Some(dir) => format!("the directory {}", dir.display()),
         None => "your first root (or, without roots, the directory toolshed was started in)".into(),
     };
-    format!(
-        "toolshed's workspace is {which}. The workspace_* tools take paths relative to it \
-         (an absolute path inside it works too) and cannot reach anything outside it; \
-         exec_command, shell and process_exec run commands with the workspace as their \
-         working directory. Read a file with workspace_read before you edit or overwrite it."
-    )
+    toolshed_mcp::instructions(&which)
 }
 
 /// Opens the host and makes the connection's session: what the door did before it talked.

@@ -289,17 +289,23 @@ impl Engine {
                 let resolve = resolve.restore(&ctx)?;
                 let reject = reject.restore(&ctx)?;
                 let prelude = prelude.restore(&ctx)?;
-                let message = match done.result {
+                let (message, kind) = match done.result {
                     Ok(value) => match host::host_value(&ctx, value, &prelude) {
                         Ok(js) => return resolve.call((js,)),
                         Err(e) => match caught(&ctx, e) {
-                            Thrown::OutOfMemory => "out of memory while receiving the result".into(),
-                            Thrown::Error(t) | Thrown::StackOverflow(t) => t,
+                            Thrown::OutOfMemory => {
+                                ("out of memory while receiving the result".into(), None)
+                            }
+                            Thrown::Error(t) | Thrown::StackOverflow(t) => (t, None),
                         },
                     },
-                    Err(message) => message,
+                    Err(error) => (error.message, error.kind),
                 };
-                reject.call((convert::error_value(&ctx, &message)?,))
+                let error = convert::error_value(&ctx, &message)?;
+                if let (Some(kind), Some(object)) = (kind, error.as_object()) {
+                    object.set("kind", kind)?;
+                }
+                reject.call((error,))
             };
             if let Err(e) = settle() {
                 let why = caught(&ctx, e);

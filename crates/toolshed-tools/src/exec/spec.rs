@@ -24,11 +24,13 @@ pub(super) const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The most output bytes in one reply of the session tools.
 pub(super) const DEFAULT_OUTPUT_BYTES: u64 = 32 * 1024;
 pub(super) const MIN_OUTPUT_BYTES: u64 = 64;
-pub(super) const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+/// Under the host's default per-call ceiling (100,000 bytes), so a reply keeps the command's
+/// own word on what was cut (the middle) and where the rest is (`next_offset`).
+pub(super) const MAX_OUTPUT_BYTES: u64 = 96 * 1024;
 /// The longest one `shell` command may run.
 const SHELL_DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub(super) const SHELL_MAX_TIMEOUT_MS: u64 = 3_600_000;
-/// How many of the last lines `process_read_output` returns.
+/// Last lines `process_read_output` returns.
 const DEFAULT_TAIL_LINES: u64 = 100;
 pub(super) const MAX_TAIL_LINES: u64 = 10_000;
 
@@ -112,7 +114,7 @@ pub(super) fn exec_command() -> ToolSpec {
     let mut spec = tool::<ExecArgs>(
         "exec_command",
         "Run a command",
-        "Run a shell command (bash -c) in the workspace and return its exit code and output (stdout and stderr merged, the middle cut past `max_output_bytes`). Still running after `yield_ms`: the output so far and a `session_id` for write_stdin, command_run_read_output, command_run_wait or command_run_terminate. `tty` for programs that need a terminal. The whole process tree is killed at `timeout_ms`; variables that look secret are not passed on.",
+        "Run a shell command (bash -c); returns its exit code and output. Still running after `yield_ms`: returns a `session_id` for write_stdin and command_run_*. Its process tree is killed at `timeout_ms`.",
         RUNS,
     );
     spec.streaming = true;
@@ -125,32 +127,27 @@ pub(super) fn exec_command() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExecArgs {
-    /// The command line, run by bash -c (sh -c where bash is missing)
     #[schemars(length(min = 1))]
     pub(super) cmd: String,
-    /// The working directory, relative to the workspace root (omitted: the root)
     pub(super) workdir: Option<String>,
-    /// Run it in a pseudo-terminal (80x24); stdout and stderr arrive together
+    /// Use a terminal (80x24)
     #[serde(default)]
     pub(super) tty: bool,
-    /// Without tty: open a pipe for write_stdin instead of closing stdin
+    /// Keep stdin open for write_stdin
     #[serde(default)]
     pub(super) stdin: bool,
-    /// Kill the process tree after this long
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
     pub(super) timeout_ms: u64,
-    /// Wait this long for it to finish before returning a session (capped by the call's deadline)
+    /// Return a session after this long
     #[serde(default = "default_yield_ms")]
     #[schemars(range(min = 0, max = MAX_YIELD_MS))]
     pub(super) yield_ms: u64,
-    /// The most output bytes in this reply
     #[serde(default = "default_output_bytes")]
     #[schemars(range(min = MIN_OUTPUT_BYTES, max = MAX_OUTPUT_BYTES))]
     pub(super) max_output_bytes: u64,
-    /// Extra environment variables
     pub(super) env: Option<BTreeMap<String, String>>,
-    /// Run it in this sandbox mode instead of the host's: narrower runs, wider needs approval
+    /// Sandbox mode (wider needs approval)
     pub(super) sandbox: Option<SandboxArg>,
 }
 
@@ -178,7 +175,7 @@ pub(super) fn write_stdin() -> ToolSpec {
     tool::<WriteStdinArgs>(
         "write_stdin",
         "Write to a session",
-        "Write characters to a command session's terminal (tty=true) or stdin pipe (stdin=true), then return the output that follows: the reply comes when the output goes quiet, the command exits, or `yield_ms` (default 1000) passes. An empty `chars` only polls for new output. Control characters work in a terminal: \\u0003 is Ctrl-C, \\u0004 Ctrl-D (end of input).",
+        "Type into a command session, then return the output that follows (empty `chars` polls). In a tty, \\u0003 is Ctrl-C, \\u0004 Ctrl-D.",
         RUNS,
     )
 }
@@ -187,16 +184,14 @@ pub(super) fn write_stdin() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WriteStdinArgs {
-    /// The session id exec_command returned
     #[schemars(range(min = 1))]
     pub(super) session_id: u64,
-    /// What to type; include \n to press Enter
+    /// Text to type; \n is Enter
     pub(super) chars: String,
-    /// The longest wait for output
+    /// Longest wait
     #[serde(default = "default_write_yield_ms")]
     #[schemars(range(min = 0, max = MAX_YIELD_MS))]
     pub(super) yield_ms: u64,
-    /// The most output bytes in this reply
     #[serde(default = "default_output_bytes")]
     #[schemars(range(min = MIN_OUTPUT_BYTES, max = MAX_OUTPUT_BYTES))]
     pub(super) max_output_bytes: u64,
@@ -207,7 +202,7 @@ pub(super) fn command_run_list() -> ToolSpec {
     tool::<NoArgs>(
         "command_run_list",
         "List command sessions",
-        "List your command sessions: id, command, whether it runs, exit code, age and output size.",
+        "List your command sessions and their state.",
         LOOKS,
     )
 }
@@ -216,8 +211,8 @@ pub(super) fn command_run_list() -> ToolSpec {
 pub(super) fn command_run_read_output() -> ToolSpec {
     tool::<ReadOutputArgs>(
         "command_run_read_output",
-        "Read a session's output",
-        "Return a command session's output since the last reply (or since byte offset `since`), waiting up to `wait_ms` (default 0) for some to arrive. The reply's `next_offset` continues from there.",
+        "Read session output",
+        "Read a command session's new output (or from byte `since`); `next_offset` continues.",
         LOOKS,
     )
 }
@@ -226,16 +221,14 @@ pub(super) fn command_run_read_output() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ReadOutputArgs {
-    /// The session id exec_command returned
     #[schemars(range(min = 1))]
     pub(super) session_id: u64,
-    /// A byte offset into the output (omitted: where the last reply ended)
+    /// Byte offset
     pub(super) since: Option<u64>,
-    /// Wait this long for output when there is none yet
+    /// Wait for output
     #[serde(default)]
     #[schemars(range(min = 0, max = MAX_YIELD_MS))]
     pub(super) wait_ms: u64,
-    /// The most output bytes in this reply
     #[serde(default = "default_output_bytes")]
     #[schemars(range(min = MIN_OUTPUT_BYTES, max = MAX_OUTPUT_BYTES))]
     pub(super) max_output_bytes: u64,
@@ -246,7 +239,7 @@ pub(super) fn command_run_wait() -> ToolSpec {
     tool::<WaitArgs>(
         "command_run_wait",
         "Wait for a session",
-        "Wait up to `timeout_ms` (default 30000; capped by the call's deadline) for a command session to finish; return its exit code when it did, and the output since the last reply either way.",
+        "Wait for a command session to end; returns its exit code and new output.",
         LOOKS,
     )
 }
@@ -255,14 +248,11 @@ pub(super) fn command_run_wait() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WaitArgs {
-    /// The session id exec_command returned
     #[schemars(range(min = 1))]
     pub(super) session_id: u64,
-    /// How long to wait
     #[serde(default = "default_wait_ms")]
     #[schemars(range(min = 0, max = MAX_YIELD_MS))]
     pub(super) timeout_ms: u64,
-    /// The most output bytes in this reply
     #[serde(default = "default_output_bytes")]
     #[schemars(range(min = MIN_OUTPUT_BYTES, max = MAX_OUTPUT_BYTES))]
     pub(super) max_output_bytes: u64,
@@ -273,7 +263,7 @@ pub(super) fn command_run_terminate() -> ToolSpec {
     tool::<TerminateArgs>(
         "command_run_terminate",
         "Stop a session",
-        "Stop a command session's whole process tree: SIGTERM, 2 s of grace, then SIGKILL (or SIGKILL at once with force=true). Returns how it ended and its last output.",
+        "Kill a command session's process tree (SIGTERM, then SIGKILL after 2 s).",
         STOPS,
     )
 }
@@ -282,10 +272,8 @@ pub(super) fn command_run_terminate() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TerminateArgs {
-    /// The session id exec_command returned
     #[schemars(range(min = 1))]
     pub(super) session_id: u64,
-    /// Kill at once instead of asking first
     #[serde(default)]
     pub(super) force: bool,
 }
@@ -295,7 +283,7 @@ pub(super) fn shell() -> ToolSpec {
     let mut spec = tool::<ShellArgs>(
         "shell",
         "Persistent shell",
-        "Run a command in your own persistent shell (bash): the working directory, exported variables, aliases and functions carry over to your next call. Returns the output (stdout and stderr together, terminal escapes removed, at most 32 KiB with the middle left out) and the exit status. Commands get no input (stdin is /dev/null); use exec_command with tty=true for interactive programs. If a command runs longer than `timeout_ms` (default 120000), the shell and everything it started are killed, and the next call starts a fresh shell in the workspace root.",
+        "Run a command in your persistent bash shell (directory, variables and functions carry over). No stdin; restarts after a timeout.",
         RUNS,
     );
     spec.default_timeout_ms = Some(SHELL_MAX_TIMEOUT_MS + 60_000);
@@ -306,10 +294,8 @@ pub(super) fn shell() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ShellArgs {
-    /// The command line
     #[schemars(length(min = 1))]
     pub(super) command: String,
-    /// The longest it may run (capped by the call's deadline)
     #[serde(default = "shell_default_timeout_ms")]
     #[schemars(range(min = 1, max = SHELL_MAX_TIMEOUT_MS))]
     pub(super) timeout_ms: u64,
@@ -322,7 +308,7 @@ pub(super) fn process_exec() -> ToolSpec {
     let mut spec = tool::<ProcessExecArgs>(
         "process_exec",
         "Start a background process",
-        "Start a long-running command (bash -c) in the background — a dev server, a watcher — and return at once with its id. It keeps running after this call; its stdout and stderr are kept in ring buffers (process_read_output) and its exit status after it ends (process_list). If it listens on a port on 127.0.0.1, give `port`: process_proxy_info then tells the URL under `toolshed serve` that forwards to it. Stop it with process_stop; all are stopped when toolshed exits.",
+        "Start a long-running command (dev server, watcher) in the background; returns its id at once. Give `port` if it listens on 127.0.0.1 (see process_proxy_info).",
         RUNS,
     );
     spec.sandbox_argument = true;
@@ -333,20 +319,17 @@ pub(super) fn process_exec() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ProcessExecArgs {
-    /// The command line
     #[schemars(length(min = 1))]
     pub(super) cmd: String,
-    /// The working directory, relative to the workspace root (omitted: the root)
     pub(super) workdir: Option<String>,
-    /// A label to recognise it by
+    /// Label
     #[schemars(length(max = 100))]
     pub(super) name: Option<String>,
-    /// The 127.0.0.1 port it will listen on, for the proxy
+    /// Port it listens on
     #[schemars(range(min = 1, max = 65535))]
     pub(super) port: Option<u64>,
-    /// Extra environment variables
     pub(super) env: Option<BTreeMap<String, String>>,
-    /// Run it in this sandbox mode instead of the host's: narrower runs, wider needs approval
+    /// Sandbox mode (wider needs approval)
     pub(super) sandbox: Option<SandboxArg>,
 }
 
@@ -355,7 +338,7 @@ pub(super) fn process_list() -> ToolSpec {
     tool::<NoArgs>(
         "process_list",
         "List background processes",
-        "List your background processes: id, name, command, pid, port, whether it runs, exit status, age and output sizes.",
+        "List your background processes and their state.",
         LOOKS,
     )
 }
@@ -364,13 +347,14 @@ pub(super) fn process_list() -> ToolSpec {
 pub(super) fn process_read_output() -> ToolSpec {
     tool::<ProcessReadArgs>(
         "process_read_output",
-        "Read a background process's output",
-        "Return a background process's output: the last `tail_lines` lines (default 100), or everything since byte offset `since` (at most 32 KiB; `next_offset` continues). `stream` picks stdout, stderr or both in arrival order (combined, the default).",
+        "Read process output",
+        "Read a background process's output: the last `tail_lines`, or from byte `since` (`next_offset` continues).",
         LOOKS,
     )
 }
 
-/// Which output of a background process to read.
+// Which stream of a background process to read (a plain comment: a doc comment would become the
+// argument's description in the schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum Output {
@@ -387,17 +371,15 @@ fn combined() -> Output {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ProcessReadArgs {
-    /// The process id process_exec returned (p1, p2, ...)
     #[schemars(length(min = 1, max = 32))]
     pub(super) id: String,
-    /// Which output
     #[serde(default = "combined")]
     pub(super) stream: Output,
-    /// How many of the last lines
+    /// Last lines
     #[serde(default = "default_tail_lines")]
     #[schemars(range(min = 1, max = MAX_TAIL_LINES))]
     pub(super) tail_lines: u64,
-    /// A byte offset to read on from (instead of tail_lines)
+    /// Byte offset, instead of tail_lines
     pub(super) since: Option<u64>,
 }
 
@@ -406,12 +388,13 @@ pub(super) fn process_stop() -> ToolSpec {
     tool::<ProcessStopArgs>(
         "process_stop",
         "Stop a background process",
-        "Stop a background process and everything it started: graceful (SIGTERM, 2 s of grace, then SIGKILL; the default) or forced (SIGKILL at once). Returns how it ended.",
+        "Stop a background process and its children: graceful (SIGTERM, SIGKILL after 2 s) or forced.",
         STOPS,
     )
 }
 
-/// How `process_stop` stops a process.
+// How `process_stop` stops a process (a plain comment: a doc comment would become the argument's
+// description in the schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum StopMode {
@@ -427,10 +410,8 @@ fn graceful() -> StopMode {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ProcessStopArgs {
-    /// The process id process_exec returned (p1, p2, ...)
     #[schemars(length(min = 1, max = 32))]
     pub(super) id: String,
-    /// How to stop it
     #[serde(default = "graceful")]
     pub(super) mode: StopMode,
 }
@@ -439,8 +420,8 @@ pub(super) struct ProcessStopArgs {
 pub(super) fn process_proxy_info() -> ToolSpec {
     tool::<ProcessIdArgs>(
         "process_proxy_info",
-        "Proxy URL of a background process",
-        "Tell where a background process started with `port` can be reached: the URL under `toolshed serve` (/proxy/<id>/...) that forwards HTTP and WebSocket requests to its 127.0.0.1 port (send the same bearer token), the direct address, and whether something listens there now.",
+        "Process proxy URL",
+        "Where a background process's `port` is reachable: its URL under `toolshed serve` (/proxy/<id>/, same bearer token), and whether it listens now.",
         LOOKS,
     )
 }
@@ -449,7 +430,6 @@ pub(super) fn process_proxy_info() -> ToolSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ProcessIdArgs {
-    /// The process id process_exec returned (p1, p2, ...)
     #[schemars(length(min = 1, max = 32))]
     pub(super) id: String,
 }

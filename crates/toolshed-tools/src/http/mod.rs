@@ -42,10 +42,12 @@ pub const MAX_REDIRECTS: usize = 5;
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The largest `timeout_ms`.
 pub const MAX_TIMEOUT_MS: u64 = 120_000;
-/// The default `max_bytes`: 1 MiB.
-pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
-/// The largest `max_bytes`: 10 MiB.
-pub const MAX_BYTES: u64 = 10 << 20;
+/// The default `max_bytes`: 32 KiB, about 8k tokens of a model's context.
+pub const DEFAULT_MAX_BYTES: u64 = 32 << 10;
+/// The largest `max_bytes`: 48 KiB. The body travels twice, as text and in the structured
+/// result, so this keeps a reply under the host's default per-call ceiling (100,000 bytes)
+/// with room for the status and headers, and the reply says itself how to get more.
+pub const MAX_BYTES: u64 = 48 << 10;
 
 /// Response headers shown in the text output (all of them are in `structured`).
 const SHOWN_HEADERS: &[&str] = &[
@@ -259,7 +261,7 @@ fn render(
     }
     if response.truncated {
         text.push_str(&format!(
-            "[body cut at {} bytes; raise max_bytes (up to {MAX_BYTES}) to get more]\n",
+            "[body cut at {} bytes; raise max_bytes (up to {MAX_BYTES}), or ask for the rest with a Range header (bytes=N-)]\n",
             response.body.len()
         ));
     }

@@ -15,10 +15,8 @@ pub(super) const NAME: &str = "http_request";
 /// The `http_request` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     let description = format!(
-        "Send one HTTP request to a public API and return the status, useful headers and body \
-(text; binary summarized). A 4xx or 5xx is a result, not a tool error. GET and HEAD follow up to \
-{MAX_REDIRECTS} redirects. Private, loopback and metadata addresses are refused unless listed \
-in `[web] allow`; credentials go in headers, not the URL."
+        "Send an HTTP request to a public API; returns the status, headers and body. A 4xx \
+or 5xx is a result, not an error; GET and HEAD follow {MAX_REDIRECTS} redirects."
     );
     let mut spec = ToolSpec::new(NAME, description)
         .title("HTTP request")
@@ -80,24 +78,24 @@ fn default_max_bytes() -> u64 {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// The HTTP method.
+    /// Method
     #[serde(default = "get")]
     pub(super) method: Method,
-    /// An absolute http:// or https:// URL of a public host.
+    /// http(s) URL
     #[schemars(length(min = 1, max = 8192))]
     pub(super) url: String,
-    /// Request headers, e.g. `{"Authorization": "Bearer …"}`.
+    /// Headers (credentials here, not in the URL)
     #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
     pub(super) headers: Option<Map<String, Value>>,
-    /// The body, sent as is (or use `json`).
+    /// Body, sent as is
     pub(super) body: Option<String>,
-    /// A JSON body, sent as application/json (or use `body`).
+    /// JSON body
     pub(super) json: Option<Value>,
-    /// The whole exchange's limit, redirects included.
+    /// Limit of the whole exchange
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
     pub(super) timeout_ms: u64,
-    /// Response body bytes kept; past them `truncated` is true.
+    /// Body bytes kept
     #[serde(default = "default_max_bytes")]
     #[schemars(range(min = 1, max = MAX_BYTES))]
     pub(super) max_bytes: u64,

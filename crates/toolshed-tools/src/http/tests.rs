@@ -78,7 +78,7 @@ fn plugin_has_one_tool_with_honest_annotations() {
     assert!(!a.idempotent);
     assert!(a.open_world);
     assert_eq!(spec.danger, toolshed_core::Danger::High);
-    assert!(spec.description.contains("not a tool error"));
+    assert!(spec.description.contains("not an error"));
 }
 
 #[test]
@@ -89,14 +89,14 @@ fn schema_compiles_and_validates() {
             json!({"url": "https://api.example.com/"}),
             json!({"method": "POST", "url": "https://a.example/", "json": {"a": [1, null]}}),
             json!({"method": "PUT", "url": "https://a.example/", "json": "text", "headers": {"X-A": "1"}}),
-            json!({"url": "https://a.example/", "body": "x", "timeout_ms": 120000, "max_bytes": 10485760}),
+            json!({"url": "https://a.example/", "body": "x", "timeout_ms": 120000, "max_bytes": 49152}),
         ],
         &[
             json!({}),
             json!({"url": "https://a.example/", "method": "CONNECT"}),
             json!({"url": "https://a.example/", "headers": {"X-A": 1}}),
             json!({"url": "https://a.example/", "timeout_ms": 120001}),
-            json!({"url": "https://a.example/", "max_bytes": 10485761}),
+            json!({"url": "https://a.example/", "max_bytes": 49153}),
             json!({"url": "https://a.example/", "colour": "red"}),
         ],
     );

@@ -14,8 +14,10 @@ use super::spec::{FetchArgs, Format};
 
 /// The default for `max_length`, in characters.
 pub(super) const DEFAULT_MAX_LENGTH: u64 = 20_000;
-/// The largest `max_length`, in characters.
-pub(super) const MAX_LENGTH: u64 = 100_000;
+/// The largest `max_length`, in characters: 30,000 characters stay under the host's
+/// default per-call ceiling (100,000 bytes) even at three bytes a character, so a long page
+/// always ends with its own `start_index` line rather than the pipeline's cut.
+pub(super) const MAX_LENGTH: u64 = 30_000;
 /// The most response bytes read; the rest of a larger body is never downloaded.
 pub(super) const MAX_RESPONSE_BYTES: usize = 5 << 20;
 /// The most redirects followed.

@@ -27,7 +27,7 @@ const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a scrape may take: Firecrawl renders the page first.
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(90);
 /// The most Markdown characters `firecrawl_scrape` returns.
-const MAX_SCRAPE_CHARS: usize = 100_000;
+const MAX_SCRAPE_CHARS: usize = 30_000;
 
 /// The error for a search with no provider configured.
 fn unconfigured() -> ToolError {

@@ -18,15 +18,13 @@ const READS_THE_WEB: ToolAnnotations = ToolAnnotations {
 };
 
 const FETCH_DESCRIPTION: &str = "\
-Fetch a public web page and return its main content (navigation, ads and footers removed) \
-as Markdown with absolute links, text, cleaned HTML or the raw body; JSON and text as they \
-are, binary described by type and size. Long pages come in parts: the last line says which \
-`start_index` to call with next. Private and loopback addresses are refused.";
+Fetch a public web page's main content as Markdown (or text, HTML, raw); the last line \
+gives a long page's next `start_index`.";
 
 /// `web_fetch`.
 pub(super) fn web_fetch() -> ToolSpec {
     let mut spec = ToolSpec::new("web_fetch", FETCH_DESCRIPTION)
-        .title("Fetch a web page as Markdown")
+        .title("Fetch a web page")
         .group(GROUP)
         .annotations(READS_THE_WEB)
         .input_schema(crate::args::schema::<FetchArgs>());
@@ -58,16 +56,16 @@ fn default_max_length() -> u64 {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FetchArgs {
-    /// The absolute http or https URL to fetch.
+    /// http(s) URL
     #[schemars(length(min = 1, max = 8192))]
     pub(super) url: String,
-    /// The main content as markdown, text or cleaned html; raw: the body as received.
+    /// raw: the body as received
     #[serde(default)]
     pub(super) format: Format,
-    /// Where to go on from in a long page (the last line of the previous part says).
+    /// Where to go on from
     #[serde(default)]
     pub(super) start_index: u64,
-    /// Most characters of content returned.
+    /// Most characters
     #[serde(default = "default_max_length")]
     #[schemars(range(min = 1, max = MAX_LENGTH))]
     pub(super) max_length: u64,

@@ -13,8 +13,10 @@ use super::spec::ReadArgs;
 pub(super) const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
 /// The largest image returned.
 pub(super) const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
-/// The most output bytes of one call that names a `limit`.
-pub(super) const OUTPUT_CAP: usize = 256 * 1024;
+/// The most output bytes of one call that names a `limit`: under the host's default
+/// per-call ceiling (100,000 bytes), so that the reply says how to read on (`offset=N`)
+/// rather than being cut by the pipeline.
+pub(super) const OUTPUT_CAP: usize = 96 * 1024;
 /// The most output bytes of one call that names no `limit`: about 12k tokens, what a
 /// model can take in one turn without crowding out its work (a big log read whole was
 /// 40k tokens). The reply says how to read on.

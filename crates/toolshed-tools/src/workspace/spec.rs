@@ -52,7 +52,7 @@ pub(super) fn read() -> ToolSpec {
     tool(
         "workspace_read",
         "Read a file",
-        "Read a text file of the workspace with line numbers (`cat -n` style). Reads from line `offset` (1-based, default 1) at most `limit` lines (default 2000); long lines are cut at 2000 characters and output is capped at 256 KiB, and a final line says how to continue (`offset=N`). Images (PNG, JPEG, GIF, WebP up to 5 MiB) come back as images; other binary files are refused with their size and type. Reading a file is also what allows editing it: edits need a read of the current version.",
+        "Read a text file with line numbers; the last line says which `offset` reads on. Images come back as images.",
         crate::args::schema::<ReadArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -64,7 +64,7 @@ pub(super) fn write() -> ToolSpec {
     tool(
         "workspace_write",
         "Write a file",
-        "Create a file or replace its whole content, atomically (a reader never sees a half-written file) and keeping its permissions. Overwriting an existing file requires having read its current version with workspace_read in this session. Use workspace_edit or workspace_patch to change part of a file. Parent directories are created when `create_parents` is true (default false).",
+        "Create or overwrite a whole file, atomically (overwriting needs a workspace_read first).",
         crate::args::schema::<WriteArgs>(),
         changes(true, true),
         Danger::Medium,
@@ -76,7 +76,7 @@ pub(super) fn stat() -> ToolSpec {
     tool(
         "workspace_stat",
         "File facts",
-        "Facts about one path: kind (file, dir, symlink, other), size in bytes, permissions, modification time, hard link count and, for a symbolic link, its target.",
+        "Kind, size, permissions, modified time and link target of a path.",
         crate::args::schema::<StatArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -88,7 +88,7 @@ pub(super) fn list() -> ToolSpec {
     tool(
         "workspace_list",
         "List a directory",
-        "List one directory: each entry's name (directories end in `/`), size and modification time. Sort by `name` (default), `size` or `modified`; `reverse` flips the order. At most `max_entries` (default 1000) are shown.",
+        "List a directory: name (directories end in `/`), size and modified time.",
         crate::args::schema::<ListArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -100,7 +100,7 @@ pub(super) fn mkdir() -> ToolSpec {
     tool(
         "workspace_mkdir",
         "Create a directory",
-        "Create a directory, and its missing parents unless `parents` is false. An existing directory is not an error.",
+        "Create a directory; an existing one is fine.",
         crate::args::schema::<MkdirArgs>(),
         changes(false, true),
         Danger::Low,
@@ -112,7 +112,7 @@ pub(super) fn move_() -> ToolSpec {
     tool(
         "workspace_move",
         "Move or rename",
-        "Move or rename a file or directory inside the workspace. An existing destination is refused unless `overwrite` is true.",
+        "Move or rename a file or directory.",
         crate::args::schema::<MoveArgs>(),
         changes(true, false),
         Danger::Medium,
@@ -123,8 +123,8 @@ pub(super) fn move_() -> ToolSpec {
 pub(super) fn delete() -> ToolSpec {
     tool(
         "workspace_delete",
-        "Delete a file or directory",
-        "Delete a file or symbolic link (a link is removed, never its target). A directory is deleted only with `recursive: true`, together with everything in it.",
+        "Delete",
+        "Delete a file or symlink (never its target), or a directory with `recursive`.",
         crate::args::schema::<DeleteArgs>(),
         changes(true, true),
         Danger::High,
@@ -136,7 +136,7 @@ pub(super) fn edit() -> ToolSpec {
     tool(
         "workspace_edit",
         "Edit a file",
-        "Replace `old_text` with `new_text` in one file. `old_text` must match exactly once (include enough surrounding lines to make it unique) unless `replace_all` is true. If it is not found exactly, a whitespace-tolerant match is used only when it is unambiguous, and the result says so; otherwise the error shows the closest region with its line numbers. Requires a workspace_read of the file's current version first. Returns a unified diff of the change. Line endings and a missing final newline are preserved.",
+        "Replace `old_text` with `new_text` in a file; returns a diff. `old_text` must match once unless `replace_all` (a unique whitespace-tolerant match counts). Needs a workspace_read first.",
         crate::args::schema::<EditArgs>(),
         changes(true, false),
         Danger::Medium,
@@ -147,8 +147,8 @@ pub(super) fn edit() -> ToolSpec {
 pub(super) fn patch() -> ToolSpec {
     tool(
         "workspace_patch",
-        "Apply a multi-file patch",
-        "Apply a patch to several files at once, all-or-nothing: if any hunk of any file does not apply, no file changes. Accepts the `*** Begin Patch` format (`*** Add File: path` with `+` lines, `*** Delete File: path`, `*** Update File: path` with optional `*** Move to: new/path`, hunks starting `@@` optionally followed by a line to anchor on, then ` ` context, `-` removed and `+` added lines, and `*** End of File`; finish with `*** End Patch`) and standard unified diffs (`--- a/x` / `+++ b/x` / `@@ -l,c +l,c @@`). Context matches exactly, then ignoring trailing whitespace, then surrounding whitespace, then Unicode punctuation look-alikes; the result says when a looser match was used. Files being changed or deleted must have been read with workspace_read first. CRLF line endings and final newlines are preserved.",
+        "Apply a patch",
+        "Apply a multi-file patch, all-or-nothing: a unified diff, or `*** Begin Patch`, then `*** Add File: p` (`+` lines), `*** Delete File: p` or `*** Update File: p` (optional `*** Move to: q`; `@@` hunks of ` `, `-`, `+` lines), then `*** End Patch`. Context may differ in whitespace. Changed files need a workspace_read first.",
         crate::args::schema::<PatchArgs>(),
         changes(true, false),
         Danger::Medium,
@@ -160,7 +160,7 @@ pub(super) fn tree() -> ToolSpec {
     tool(
         "workspace_tree",
         "Directory tree",
-        "Show the files and directories below a path as an indented tree, `depth` levels deep (default 3), skipping what .gitignore excludes and hidden names unless asked. At most `max_entries` (default 500) entries, in path order; the result says when more exist.",
+        "Show a directory as an indented tree.",
         crate::args::schema::<TreeArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -172,7 +172,7 @@ pub(super) fn glob() -> ToolSpec {
     tool(
         "workspace_glob",
         "Find files by glob",
-        "List the files matching glob patterns, sorted by path. Patterns follow .gitignore rules: `*.rs` matches at any depth, `src/**/*.ts` is relative to `path`, a leading `!` excludes (`!**/generated/**`). .gitignore'd and hidden files are skipped unless asked. At most `max_results` paths (default 1000).",
+        "List files matching glob patterns (.gitignore syntax: `*.rs` at any depth, `src/**/*.ts`), sorted by path.",
         crate::args::schema::<GlobArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -183,8 +183,8 @@ pub(super) fn glob() -> ToolSpec {
 pub(super) fn find() -> ToolSpec {
     tool(
         "workspace_find",
-        "Find files by name (fuzzy)",
-        "Fuzzy-find files (or directories) whose path contains the query's characters in order, best match first: matches in the file name, at word boundaries and in runs rank higher (`mainrs` finds `src/main.rs`). At most `max_results` (default 50).",
+        "Find files by name",
+        "Fuzzy-find files by name, best match first (`mainrs` finds `src/main.rs`).",
         crate::args::schema::<FindArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -196,7 +196,7 @@ pub(super) fn grep() -> ToolSpec {
     tool(
         "workspace_grep",
         "Search file contents",
-        "Search file contents with a regex (Rust syntax) or fixed string, like ripgrep: `path:line:text` lines, context as `path-line-text`. Skips .gitignore'd, hidden and binary files; stops at `max_matches` and says so.",
+        "Search file contents by regex (Rust syntax) or literal text, like ripgrep: `path:line:text` lines.",
         crate::args::schema::<GrepArgs>(),
         READ_ONLY,
         Danger::Low,
@@ -222,13 +222,12 @@ fn one() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ReadArgs {
-    /// The file to read, relative to the workspace root (an absolute path inside the workspace also works)
     pub(super) path: String,
-    /// The first line to return, 1-based
+    /// First line, 1-based
     #[serde(default = "one")]
     #[schemars(range(min = 1))]
     pub(super) offset: usize,
-    /// The most lines to return. Without it, at most 2000 lines and 50 KB come back (the reply says how to read on); with it, up to 256 KB
+    /// Most lines
     #[serde(default)]
     #[schemars(with = "usize", range(min = 1, max = MAX_ITEMS), extend("default" = DEFAULT_LIMIT))]
     pub(super) limit: Option<usize>,
@@ -238,11 +237,8 @@ pub(super) struct ReadArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WriteArgs {
-    /// The file to write, relative to the workspace root (an absolute path inside the workspace also works)
     pub(super) path: String,
-    /// The complete new content of the file
     pub(super) content: String,
-    /// Create missing parent directories
     #[serde(default)]
     pub(super) create_parents: bool,
 }
@@ -251,11 +247,11 @@ pub(super) struct WriteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct StatArgs {
-    /// The path to describe, relative to the workspace root (an absolute path inside the workspace also works)
     pub(super) path: String,
 }
 
-/// How `workspace_list` orders entries.
+// How `workspace_list` orders entries (a plain comment: a doc comment would become the argument's
+// description in the schema).
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum Sort {
@@ -273,16 +269,12 @@ fn default_list_entries() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListArgs {
-    /// The directory, relative to the workspace root
     #[serde(default = "dot")]
     pub(super) path: String,
-    /// Sort order
     #[serde(default)]
     pub(super) sort: Sort,
-    /// Reverse the order
     #[serde(default)]
     pub(super) reverse: bool,
-    /// The most entries to show
     #[serde(default = "default_list_entries")]
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_entries: usize,
@@ -292,9 +284,7 @@ pub(super) struct ListArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct MkdirArgs {
-    /// The directory to create, relative to the workspace root (an absolute path inside the workspace also works)
     pub(super) path: String,
-    /// Create missing parents too
     #[serde(default = "yes")]
     pub(super) parents: bool,
 }
@@ -303,11 +293,10 @@ pub(super) struct MkdirArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct MoveArgs {
-    /// What to move, relative to the workspace root (an absolute path inside the workspace also works)
+    /// Source path
     pub(super) from: String,
-    /// The new path, relative to the workspace root (an absolute path inside the workspace also works)
+    /// Destination path
     pub(super) to: String,
-    /// Replace an existing destination
     #[serde(default)]
     pub(super) overwrite: bool,
 }
@@ -316,9 +305,7 @@ pub(super) struct MoveArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DeleteArgs {
-    /// What to delete, relative to the workspace root (an absolute path inside the workspace also works)
     pub(super) path: String,
-    /// Required to delete a directory and its contents
     #[serde(default)]
     pub(super) recursive: bool,
 }
@@ -327,13 +314,11 @@ pub(super) struct DeleteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EditArgs {
-    /// The file to edit, relative to the workspace root (an absolute path inside the workspace also works)
     pub(super) path: String,
-    /// The exact text to replace, including indentation
+    /// Exact text, with indentation
     pub(super) old_text: String,
-    /// The text to put in its place
+    /// Replacement
     pub(super) new_text: String,
-    /// Replace every occurrence instead of requiring exactly one
     #[serde(default)]
     pub(super) replace_all: bool,
 }
@@ -342,7 +327,6 @@ pub(super) struct EditArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PatchArgs {
-    /// The patch text
     pub(super) patch: String,
 }
 
@@ -358,21 +342,17 @@ fn default_tree_entries() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TreeArgs {
-    /// The directory to start from
     #[serde(default = "dot")]
     pub(super) path: String,
-    /// How many levels to show
+    /// Levels
     #[serde(default = "three")]
     #[schemars(range(min = 1, max = 20))]
     pub(super) depth: usize,
-    /// The most entries to show
     #[serde(default = "default_tree_entries")]
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_entries: usize,
-    /// Include names starting with `.`
     #[serde(default)]
     pub(super) include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude
     #[serde(default = "yes")]
     pub(super) respect_gitignore: bool,
 }
@@ -385,25 +365,22 @@ fn default_glob_results() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GlobArgs {
-    /// Glob patterns; a leading `!` excludes
+    /// Globs; `!` excludes
     #[schemars(length(min = 1, max = 100))]
     pub(super) patterns: Vec<String>,
-    /// The directory to search under
     #[serde(default = "dot")]
     pub(super) path: String,
-    /// The most paths to return
     #[serde(default = "default_glob_results")]
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_results: usize,
-    /// Include names starting with `.`
     #[serde(default)]
     pub(super) include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude
     #[serde(default = "yes")]
     pub(super) respect_gitignore: bool,
 }
 
-/// What `workspace_find` looks for.
+// What `workspace_find` looks for (a plain comment: a doc comment would become the argument's
+// description in the schema).
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum Kind {
@@ -431,22 +408,17 @@ fn default_find_results() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FindArgs {
-    /// Characters of the name to look for
+    /// Name characters
     pub(super) query: String,
-    /// The directory to search under
     #[serde(default = "dot")]
     pub(super) path: String,
-    /// What to look for
     #[serde(default)]
     pub(super) kind: Kind,
-    /// The most matches to return
     #[serde(default = "default_find_results")]
     #[schemars(range(min = 1, max = 10_000))]
     pub(super) max_results: usize,
-    /// Include names starting with `.`
     #[serde(default)]
     pub(super) include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude
     #[serde(default = "yes")]
     pub(super) respect_gitignore: bool,
 }
@@ -483,45 +455,40 @@ fn default_max_line_len() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GrepArgs {
-    /// The regular expression, or the literal text with fixed_string
+    /// Regex, or text with fixed_string
     pub(super) pattern: String,
-    /// Treat the pattern as literal text
+    /// Literal pattern
     #[serde(default)]
     pub(super) fixed_string: bool,
-    /// smart: insensitive unless the pattern has a capital
+    /// smart: insensitive without capitals
     #[serde(default)]
     pub(super) case: Case,
-    /// A directory or file to search
     #[serde(default = "dot")]
     pub(super) path: String,
-    /// Only files matching these globs (e.g. `*.rs`)
+    /// Only these globs
     pub(super) include: Option<Vec<String>>,
-    /// Skip files matching these globs
+    /// Skip these globs
     pub(super) exclude: Option<Vec<String>>,
-    /// Lines of context before and after each match
+    /// Lines around
     #[schemars(range(max = MAX_CONTEXT_LINES))]
     pub(super) context: Option<usize>,
-    /// Lines of context before each match
+    /// Lines before
     #[schemars(range(max = MAX_CONTEXT_LINES))]
     pub(super) context_before: Option<usize>,
-    /// Lines of context after each match
+    /// Lines after
     #[schemars(range(max = MAX_CONTEXT_LINES))]
     pub(super) context_after: Option<usize>,
-    /// The most matching lines to return
     #[serde(default = "default_max_matches")]
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_matches: usize,
-    /// Cut longer lines around the match, in bytes
+    /// Cut longer lines (bytes)
     #[serde(default = "default_max_line_len")]
     #[schemars(range(min = 20, max = MAX_ITEMS))]
     pub(super) max_line_len: usize,
-    /// Let the pattern match across lines (`\n`)
     #[serde(default)]
     pub(super) multiline: bool,
-    /// Include names starting with `.`
     #[serde(default)]
     pub(super) include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude
     #[serde(default = "yes")]
     pub(super) respect_gitignore: bool,
 }

@@ -53,10 +53,27 @@ pub(crate) enum HostValue {
     Tool(ToolOutput),
 }
 
+/// Why a host operation failed: the message its promise rejects with and, for a tool call
+/// the pipeline refused or the tool failed, the error's kind (`denied`, `not_found`, ...),
+/// which the `Error` carries as `kind`.
+pub(crate) struct HostError {
+    pub message: String,
+    pub kind: Option<&'static str>,
+}
+
+impl From<String> for HostError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            kind: None,
+        }
+    }
+}
+
 /// A finished host operation.
 pub(crate) struct Completion {
     pub id: u64,
-    pub result: Result<HostValue, String>,
+    pub result: Result<HostValue, HostError>,
 }
 
 type Resolvers = (Persistent<Function<'static>>, Persistent<Function<'static>>);
@@ -173,9 +190,10 @@ impl CallScope {
     }
 
     /// Starts `work` on the host runtime and returns the promise it settles.
-    fn start<'js, F>(&self, ctx: &Ctx<'js>, work: F) -> rquickjs::Result<Promise<'js>>
+    fn start<'js, F, E>(&self, ctx: &Ctx<'js>, work: F) -> rquickjs::Result<Promise<'js>>
     where
-        F: Future<Output = Result<HostValue, String>> + Send + 'static,
+        F: Future<Output = Result<HostValue, E>> + Send + 'static,
+        E: Into<HostError> + 'static,
     {
         if self.ops.in_flight() >= MAX_PENDING_OPS {
             return rejected(
@@ -201,7 +219,7 @@ impl CallScope {
             let result = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                r = work => r,
+                r = work => r.map_err(Into::into),
             };
             // The plugin's thread may be gone; then nobody waits for this result.
             let _ = done.send(Completion { id, result });
@@ -313,7 +331,10 @@ fn tools_call<'js>(
             .call_tool(&call, &plugin_id, &name, args)
             .await
             .map(HostValue::Tool)
-            .map_err(|e| e.to_string())
+            .map_err(|e| HostError {
+                message: e.to_string(),
+                kind: Some(e.kind().as_str()),
+            })
     })
 }
 

@@ -6,14 +6,13 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Hash, HMAC, encode and decode bytes. Hashes: md5, sha1, sha256, \
-sha512 (md5 and sha1 for checksums only, never passwords or signatures); encodings: base64, \
-base64url, hex, URL component; up to 1 MiB. Decoded bytes that are not UTF-8 come back as hex.";
+const DESCRIPTION: &str = "Hash, HMAC, encode or decode bytes. md5 and sha1 are for \
+checksums only; decoded bytes that are not UTF-8 come back as hex.";
 
 /// The `crypto` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new("crypto", DESCRIPTION)
-        .title("Hash, HMAC, encode and decode")
+        .title("Hash and encode")
         .input_schema(crate::args::schema::<Args>())
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
@@ -99,20 +98,20 @@ fn utf8() -> Option<BytesEncoding> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// hash: `input` with `algorithm`. hmac: `input` with `key` (sha256 unless `algorithm`). encode, decode: `input` in `encoding`.
+    /// hmac: with `key`. encode, decode: in `encoding`.
     pub(super) operation: Operation,
-    /// The data.
+    /// The data
     pub(super) input: String,
-    /// The hash function.
+    /// hash, hmac (sha256)
     pub(super) algorithm: Option<Algorithm>,
-    /// hash, hmac, encode: how `input` is read (encode hex to base64, say).
+    /// How `input` is read
     #[schemars(default = "utf8")]
     pub(super) input_encoding: Option<BytesEncoding>,
-    /// hmac: the secret key.
+    /// hmac: the key
     pub(super) key: Option<String>,
-    /// How `key` is turned into bytes.
+    /// How `key` is read
     #[schemars(default = "utf8")]
     pub(super) key_encoding: Option<BytesEncoding>,
-    /// encode, decode: url percent-encodes one URL component.
+    /// url: one URL component
     pub(super) encoding: Option<Encoding>,
 }

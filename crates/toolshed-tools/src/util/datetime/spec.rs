@@ -12,15 +12,13 @@ use crate::util::GROUP;
 pub(super) const NAME: &str = "datetime";
 
 const DESCRIPTION: &str = "\
-Dates, times and time zones (IANA, DST-aware): the time now, format, parse, add or subtract \
-a duration, the span between two instants, convert between zones. Instants: RFC 3339, RFC \
-9557 (`2026-03-29T14:30[Europe/Paris]`), civil `2026-03-29T14:30` (read in `timezone` or \
-`from`), RFC 2822, unix seconds, or `now`.";
+Dates and times, DST-aware. Instants: RFC 3339 or 9557, civil `2026-03-29T14:30`, unix \
+seconds or `now`.";
 
 /// The `datetime` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new(NAME, DESCRIPTION)
-        .title("Date and time: now, format, parse, arithmetic, time zones")
+        .title("Date and time")
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
         .input_schema(crate::args::schema::<Args>())
@@ -77,33 +75,33 @@ fn utc() -> Option<String> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// now: the time in `timezone`. format: `instant` (or `unix`) with `format`. parse: `text` to an instant. add, subtract: move `instant` by `duration` (calendar days keep the wall-clock time across DST). diff: `end` minus `start`. convert: `instant` in zone `to`.
+    /// format, add, subtract, convert: `instant`. parse: `text`. diff: `start` to `end`.
     pub(super) operation: Operation,
-    /// IANA zone (`Europe/London`), `UTC` or an offset (`+05:30`): where results are shown, calendar arithmetic done and offset-less times read. Omitted: the instant's own zone, else UTC.
+    /// IANA zone or offset of results and civil times
     pub(super) timezone: Option<String>,
-    /// format, add, subtract, convert: e.g. `2026-03-29T01:30:00Z`, `2026-03-29T14:30`, `1774747800`, `now`.
+    /// The instant
     pub(super) instant: Option<String>,
-    /// format: unix seconds (fractions allowed) instead of `instant`.
+    /// Unix seconds instead of `instant`
     pub(super) unix: Option<Number>,
-    /// format: strftime, e.g. `%Y-%m-%d %H:%M %Z`. parse: strptime, e.g. `%d/%m/%Y`; omitted: auto-detect.
+    /// strftime; parse: strptime (omitted: guess)
     pub(super) format: Option<String>,
-    /// parse: the date/time text to read.
+    /// parse: the text
     pub(super) text: Option<String>,
-    /// add, subtract: ISO 8601 (`P1DT2H`) or `1d 2h 30m`, `90s`, `2 weeks`, `1 month`.
+    /// add, subtract: `P1DT2H` or `1d 2h`
     pub(super) duration: Option<String>,
-    /// diff: the earlier instant.
+    /// diff: from
     pub(super) start: Option<String>,
-    /// diff: the later instant (before `start`: a negative span).
+    /// diff: to
     pub(super) end: Option<String>,
-    /// diff: the largest unit of the human span.
+    /// diff: largest unit
     #[serde(default)]
     pub(super) unit: DiffUnit,
-    /// convert: the target zone, e.g. `Asia/Kolkata`.
+    /// convert: target zone
     pub(super) to: Option<String>,
-    /// convert: the zone of an `instant` without an offset.
+    /// convert: zone of a civil `instant`
     #[schemars(default = "utc")]
     pub(super) from: Option<String>,
-    /// A civil time a DST change skips or repeats: compatible (skipped: later, repeated: earlier), earlier, later, or reject.
+    /// Civil time in a DST gap/overlap
     #[serde(default)]
     pub(super) disambiguation: Disambiguation,
 }

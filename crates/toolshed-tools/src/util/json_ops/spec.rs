@@ -7,15 +7,13 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Parse and pretty-print JSON (syntax errors with line and column), \
-validate it against a JSON Schema (every error with its path), query it with JSONPath (RFC \
-9535), or diff two values as an RFC 6902 JSON Patch. Inputs up to 1 MiB and 128 levels; \
-remote `$ref`s are not fetched.";
+const DESCRIPTION: &str = "Pretty-print JSON, validate it against a JSON Schema, query it \
+with JSONPath, or diff two values as a JSON Patch.";
 
 /// The `json_ops` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new("json_ops", DESCRIPTION)
-        .title("JSON parse, validate, query, diff")
+        .title("JSON tools")
         .input_schema(crate::args::schema::<Args>())
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
@@ -44,28 +42,28 @@ fn no() -> Option<bool> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// parse: `text`. validate: `document` or `text` against `schema`. query: `document` or `text` with `path`. diff: `left` to `right`.
+    /// parse: `text`. validate, query: `document` or `text`. diff: `left` to `right`.
     pub(super) operation: Operation,
-    /// JSON as a string.
+    /// JSON as a string
     pub(super) text: Option<String>,
-    /// The JSON value to validate or query.
+    /// A JSON value
     #[serde(default, deserialize_with = "present")]
     pub(super) document: Option<Value>,
-    /// validate: the JSON Schema (draft from `$schema`, else 2020-12).
+    /// validate: the JSON Schema
     #[serde(default, deserialize_with = "present")]
     pub(super) schema: Option<Value>,
-    /// query: e.g. `$.items[*].name`, `$..book[?@.price < 10]`.
+    /// query: JSONPath, e.g. `$.items[*].name`
     pub(super) path: Option<String>,
-    /// diff: the original value.
+    /// diff: original
     #[serde(default, deserialize_with = "present")]
     pub(super) left: Option<Value>,
-    /// diff: the changed value.
+    /// diff: changed
     #[serde(default, deserialize_with = "present")]
     pub(super) right: Option<Value>,
-    /// parse: spaces per level (0: compact).
+    /// parse: spaces (0: compact)
     #[schemars(default = "two", range(min = 0, max = 8))]
     pub(super) indent: Option<i64>,
-    /// parse: sort object keys.
+    /// parse: sort keys
     #[schemars(default = "no")]
     pub(super) sort_keys: Option<bool>,
 }

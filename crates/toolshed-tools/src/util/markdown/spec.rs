@@ -6,13 +6,13 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Render Markdown (CommonMark and GitHub extensions) to safe HTML or \
-plain text, or list its headings (level, anchor, line), a table of contents or its links.";
+const DESCRIPTION: &str = "Render Markdown (GitHub flavour) to safe HTML or plain text, or \
+list its headings, table of contents or links.";
 
 /// The `markdown` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new("markdown", DESCRIPTION)
-        .title("Markdown to HTML or text, headings, links")
+        .title("Markdown")
         .input_schema(crate::args::schema::<Args>())
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
@@ -42,17 +42,17 @@ fn three() -> Option<i64> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// to_html: raw HTML escaped and script links dropped unless `allow_html`. to_text: no markup. headings. toc: a nested list of anchor links. links: links and images with their lines.
+    /// toc: nested anchor links
     pub(super) operation: Operation,
-    /// The Markdown source (up to 1 MiB).
+    /// The source
     pub(super) markdown: String,
-    /// to_html: pass raw HTML and every link through (trusted input only).
+    /// to_html: keep raw HTML and all links (trusted input)
     #[schemars(default = "no")]
     pub(super) allow_html: Option<bool>,
-    /// to_text: append ` (url)` to links and images.
+    /// to_text: append link URLs
     #[schemars(default = "no")]
     pub(super) include_urls: Option<bool>,
-    /// toc: the deepest heading level.
+    /// toc: deepest level
     #[schemars(default = "three", range(min = 1, max = 6))]
     pub(super) max_level: Option<i64>,
 }

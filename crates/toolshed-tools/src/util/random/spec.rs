@@ -12,14 +12,12 @@ use crate::util::GROUP;
 pub(super) const NAME: &str = "random";
 
 const DESCRIPTION: &str = "\
-Random integers, floats, UUIDs (v4, v7), passwords, picks from a list and shuffles, from \
-the operating system's secure generator; `seed` makes them reproducible (never for real \
-passwords).";
+Secure random integers, floats, UUIDs, passwords, picks from a list and shuffles.";
 
 /// The `random` tool's spec.
 pub(super) fn spec() -> ToolSpec {
     ToolSpec::new(NAME, DESCRIPTION)
-        .title("Random numbers, UUIDs, passwords, picks and shuffles")
+        .title("Random values")
         .group(GROUP)
         .annotations(ToolAnnotations {
             read_only: true,
@@ -66,48 +64,48 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// integer: in `min`..=`max`. float: in `min`..`max`. uuid: of `version`. password: `length` chars, one of each enabled class at least. pick: `count` of `items`. shuffle: `items` reordered.
+    /// pick: `count` of `items`
     pub(super) operation: Operation,
-    /// Same seed and arguments, same values (a v7 UUID keeps the current time).
+    /// Reproducible (not for passwords)
     pub(super) seed: Option<u64>,
-    /// How many values.
+    /// How many
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = MAX_COUNT))]
     pub(super) count: u64,
-    /// integer, float: the lower bound (inclusive).
+    /// Lower bound
     #[serde(default = "zero")]
     pub(super) min: Number,
-    /// integer: the upper bound, inclusive (100 if omitted). float: exclusive (1 if omitted).
+    /// Upper bound (integer: 100, float: 1)
     pub(super) max: Option<Number>,
-    /// uuid: 4 (random) or 7 (time-ordered).
+    /// uuid version
     #[serde(default = "four")]
     #[schemars(range(min = 4), extend("enum" = [4, 7]))]
     pub(super) version: u64,
-    /// password: its characters.
+    /// password length
     #[serde(default = "twenty")]
     #[schemars(range(min = MIN_PASSWORD_LENGTH, max = MAX_PASSWORD_LENGTH))]
     pub(super) length: u64,
-    /// password: include a-z.
+    /// password: a-z
     #[serde(default = "yes")]
     pub(super) lowercase: bool,
-    /// password: include A-Z.
+    /// password: A-Z
     #[serde(default = "yes")]
     pub(super) uppercase: bool,
-    /// password: include 0-9.
+    /// password: 0-9
     #[serde(default = "yes")]
     pub(super) digits: bool,
-    /// password: include symbols.
+    /// password: symbols
     #[serde(default = "yes")]
     pub(super) symbols: bool,
-    /// password: leave out 0 O 1 l I |.
+    /// password: no 0 O 1 l I |
     #[serde(default)]
     pub(super) exclude_ambiguous: bool,
-    /// pick, shuffle: the values.
+    /// pick, shuffle
     // An element schema of `true` would be shorter, but strict schema checkers (the MCP
     // inspector's `--strict`) refuse a bare `true` where a schema object is expected.
     #[schemars(length(max = MAX_ITEMS), extend("items" = {"description": "Any JSON value."}))]
     pub(super) items: Option<Vec<Value>>,
-    /// pick: each item at most once.
+    /// pick: without repeats
     #[serde(default = "yes")]
     pub(super) unique: bool,
 }

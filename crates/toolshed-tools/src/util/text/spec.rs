@@ -13,11 +13,10 @@ use crate::util::GROUP;
 pub(super) fn tool_spec() -> ToolSpec {
     ToolSpec::new(
         "text",
-        "Count, change case, slugify, truncate, regex-extract, regex-replace or split text: \
-         one `operation` per call. Each field says which operations read it; regexes use \
-         Rust syntax (no look-around or backreferences).",
+        "Count, change case, slugify, truncate, regex-extract, regex-replace or split text \
+         (Rust regexes); each field says which operations read it.",
     )
-    .title("Text utilities")
+    .title("Text")
     .group(GROUP)
     .annotations(ToolAnnotations::PURE)
     .input_schema(crate::args::schema::<Args>())
@@ -47,46 +46,45 @@ fn max_matches() -> u64 {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// count: chars, words, lines, bytes. case: convert to `to`. slugify: a lowercase ASCII slug. truncate: cut to `max_length`. regex_extract: matches with offsets and groups. regex_replace: the new text and the count. split: the parts.
     pub(super) operation: Operation,
-    /// The input text (at most 1 MiB).
+    /// The input
     #[schemars(length(max = MAX_TEXT_BYTES))]
     pub(super) text: String,
-    /// case (required): snake, kebab, camel, pascal and constant (SCREAMING_SNAKE) rebuild the text from its words; title and sentence keep its spacing.
+    /// case: constant is SCREAMING_SNAKE
     pub(super) to: Option<case::Case>,
-    /// slugify: the word separator (`-` if omitted). split: the literal to split on (or use `pattern`).
+    /// slugify: word separator. split: literal
     pub(super) separator: Option<String>,
-    /// truncate (required): the most chars or words to keep. slugify: the longest slug (whole words).
+    /// truncate, slugify: most chars or words
     #[schemars(range(min = 1))]
     pub(super) max_length: Option<u64>,
-    /// truncate: appended where cut ("" for none); counts toward max_length in chars.
+    /// truncate: appended where cut
     #[serde(default = "ellipsis")]
     pub(super) ellipsis: String,
-    /// truncate: what max_length counts.
+    /// truncate: what max_length counts
     #[serde(default)]
     pub(super) unit: length::Unit,
-    /// regex_extract, regex_replace (required), split: a regex, e.g. `(?P<year>\d{4})-(\d{2})`.
+    /// A regex
     pub(super) pattern: Option<String>,
-    /// Regex flags: i (ignore case), m (multi-line ^ $), s (. matches \n), x (verbose).
+    /// Regex flags: i, m, s, x
     pub(super) flags: Option<String>,
-    /// regex_extract: return only this group, by number (0: the whole match) or name.
+    /// regex_extract: one group
     pub(super) group: Option<Value>,
-    /// regex_extract: the most matches to return.
+    /// regex_extract: most matches
     #[serde(default = "max_matches")]
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_matches: u64,
-    /// regex_replace (required): $1 or ${name} insert a group ($$: a literal $).
+    /// regex_replace: $1, ${name} insert groups
     pub(super) replacement: Option<String>,
-    /// regex_replace: replace only the first N matches (0: all).
+    /// regex_replace: only the first N (0: all)
     #[serde(default)]
     pub(super) limit: u64,
-    /// split: the most parts; the last holds the rest.
+    /// split: most parts
     #[schemars(range(min = 1, max = MAX_ITEMS))]
     pub(super) max_parts: Option<u64>,
-    /// split: trim whitespace from each part.
+    /// split: trim parts
     #[serde(default)]
     pub(super) trim: bool,
-    /// split: drop empty parts (after trimming).
+    /// split: drop empty parts
     #[serde(default)]
     pub(super) skip_empty: bool,
 }
