@@ -97,6 +97,7 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         .sandbox_helper(sandbox_helper()?)
         .plugins(toolshed_tools::system_plugins)
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
+        .memory()
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))
         .loader(|services| Arc::new(toolshed_gateway::McpLoader::new(services.clone())));
     for dir in curated_dirs() {

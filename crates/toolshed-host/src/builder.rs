@@ -53,6 +53,7 @@ pub struct HostBuilder {
     pub(crate) hooks: Hooks,
     ops: Option<Ops>,
     sandbox_helper: Option<PathBuf>,
+    pub(crate) memory: bool,
 }
 
 impl HostBuilder {
@@ -70,7 +71,15 @@ impl HostBuilder {
             hooks: Hooks::default(),
             ops: None,
             sandbox_helper: None,
+            memory: false,
         }
+    }
+
+    /// Adds `system.memory`, the memory tools over the host's state store, configured by
+    /// `[memory]` (docs/memory.md).
+    pub fn memory(mut self) -> Self {
+        self.memory = true;
+        self
     }
 
     /// Uses this configuration instead of the embedded defaults.

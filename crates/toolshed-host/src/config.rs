@@ -76,6 +76,8 @@ pub struct Config {
     pub hooks: crate::hooks::HooksConfig,
     /// Calls per minute and at once, per owner and tool kind.
     pub quotas: Vec<crate::quotas::QuotaConfig>,
+    /// The memory tools (`memory_store`, `memory_search`, ...).
+    pub memory: crate::memory::MemoryConfig,
 }
 
 /// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may
@@ -655,6 +657,10 @@ pub const WIDENING: &[(&str, &str)] = &[
         "could replace your policy rules (a list replaces the one before it)",
     ),
     ("hooks", "would run its commands at every tool call"),
+    (
+        "memory.shared_namespaces",
+        "lets every owner read and write memories of these namespaces",
+    ),
     ("quotas", "could replace your quotas"),
     ("audit", "could shorten what the audit log keeps"),
     (

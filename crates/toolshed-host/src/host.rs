@@ -107,7 +107,12 @@ impl Host {
             )
         };
         let services = options.services(&workspace, Arc::new(StoreReadLog::new(store.clone())))?;
-        let built = options.build_plugins(&services);
+        let mut built = options.build_plugins(&services);
+        if options.memory {
+            let memories =
+                crate::memory::Memories::new(store.clone(), options.config.config.memory.clone());
+            built.plugins.push(crate::memory::plugin(memories));
+        }
         let plugin_root = data_dir.join(PLUGINS_DIR);
         // Installs a killed process left half done: invisible to discovery, removed here.
         match tokio::task::spawn_blocking(move || crate::install::clean_stale_staging(&plugin_root))

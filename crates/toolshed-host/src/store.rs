@@ -125,6 +125,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );",
     "ALTER TABLE audit ADD COLUMN parent TEXT;
     CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;",
+    crate::memory::SCHEMA,
 ];
 
 /// The most read-log rows kept; the oldest are removed first.

@@ -8,6 +8,7 @@ mod audit;
 mod install;
 mod lifecycle;
 mod manifests;
+mod memory;
 mod pipeline;
 mod registry;
 mod secrets;

@@ -58,10 +58,9 @@ const START_GRACE: Duration = Duration::from_secs(2);
 /// The module each run evaluates.
 const MODULE: &str = include_str!("code.js");
 
-const DESCRIPTION: &str = "Run JavaScript (an async function body) that calls tools: \
-`await tools.NAME(args)` calls any tool you may use (tool_search finds more) and returns its \
-text (or structured result); a refused or failed call throws an Error with `kind`. Returns \
-what you `return` and `console.log`. No network or files but through tools.";
+const DESCRIPTION: &str = "Run JavaScript (an async function body) where `await \
+tools.NAME(args)` calls a tool and gives its text; a failed call throws an Error with `kind`. \
+Returns what you `return` and `console.log`.";
 
 /// `system.code`, the plugin holding `run_code`.
 pub fn code_plugin(services: &Services) -> Arc<dyn Plugin> {

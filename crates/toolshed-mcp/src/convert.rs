@@ -13,7 +13,16 @@ use toolshed_core::{Content, ToolError, ToolOutput, ToolSpec};
 /// a client reads exactly what the spec says, and a model pays for no restated default.
 pub(crate) fn tool_from_spec(spec: &ToolSpec) -> Tool {
     let input = match &spec.input_schema {
-        Value::Object(map) => map.clone(),
+        Value::Object(map) => {
+            let mut map = map.clone();
+            // The pipeline refuses unknown arguments (naming them) whatever the listing
+            // says; a model needs no `additionalProperties: false` to call a tool right, and
+            // would pay for it in every tool of every `tools/list`.
+            if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+                map.remove("additionalProperties");
+            }
+            map
+        }
         // Registration compiles every schema, so this is unreachable in practice; an
         // argument-less schema is the honest fallback.
         _ => JsonObject::from_iter([("type".to_string(), json!("object"))]),
@@ -135,6 +144,20 @@ mod tests {
         let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
         assert_eq!(tool["title"], "T");
         assert_eq!(tool["inputSchema"]["type"], "object");
+    }
+
+    #[test]
+    fn the_listing_leaves_out_additional_properties_false_and_nothing_else() {
+        let schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"o": {"type": "object", "additionalProperties": false}}});
+        let spec = ToolSpec::new("t", "d").input_schema(schema);
+        let tool = serde_json::to_value(tool_from_spec(&spec)).unwrap();
+        assert_eq!(
+            tool["inputSchema"],
+            json!({"type": "object", "properties": {"o": {"type": "object", "additionalProperties": false}}})
+        );
+        // The spec the pipeline validates with keeps it.
+        assert_eq!(spec.input_schema["additionalProperties"], false);
     }
 
     #[test]

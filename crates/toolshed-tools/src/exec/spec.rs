@@ -114,7 +114,7 @@ pub(super) fn exec_command() -> ToolSpec {
     let mut spec = tool::<ExecArgs>(
         "exec_command",
         "Run a command",
-        "Run a shell command (bash -c); returns its exit code and output. Still running after `yield_ms`: returns a `session_id` for write_stdin and command_run_*. Its process tree is killed at `timeout_ms`.",
+        "Run a shell command (bash -c); returns its exit code and output. Still running after `yield_ms`: returns a `session_id` for write_stdin and command_run_*.",
         RUNS,
     );
     spec.streaming = true;
@@ -175,7 +175,7 @@ pub(super) fn write_stdin() -> ToolSpec {
     tool::<WriteStdinArgs>(
         "write_stdin",
         "Write to a session",
-        "Type into a command session, then return the output that follows (empty `chars` polls). In a tty, \\u0003 is Ctrl-C, \\u0004 Ctrl-D.",
+        "Type into a command session and return the output that follows; \\u0003 is Ctrl-C.",
         RUNS,
     )
 }
@@ -283,7 +283,7 @@ pub(super) fn shell() -> ToolSpec {
     let mut spec = tool::<ShellArgs>(
         "shell",
         "Persistent shell",
-        "Run a command in your persistent bash shell (directory, variables and functions carry over). No stdin; restarts after a timeout.",
+        "Run a command in your persistent bash shell: the directory and variables carry over.",
         RUNS,
     );
     spec.default_timeout_ms = Some(SHELL_MAX_TIMEOUT_MS + 60_000);
@@ -308,7 +308,7 @@ pub(super) fn process_exec() -> ToolSpec {
     let mut spec = tool::<ProcessExecArgs>(
         "process_exec",
         "Start a background process",
-        "Start a long-running command (dev server, watcher) in the background; returns its id at once. Give `port` if it listens on 127.0.0.1 (see process_proxy_info).",
+        "Start a long-running command (a dev server) in the background; returns its id.",
         RUNS,
     );
     spec.sandbox_argument = true;
@@ -325,7 +325,7 @@ pub(super) struct ProcessExecArgs {
     /// Label
     #[schemars(length(max = 100))]
     pub(super) name: Option<String>,
-    /// Port it listens on
+    /// 127.0.0.1 port it listens on, for process_proxy_info
     #[schemars(range(min = 1, max = 65535))]
     pub(super) port: Option<u64>,
     pub(super) env: Option<BTreeMap<String, String>>,
@@ -348,7 +348,7 @@ pub(super) fn process_read_output() -> ToolSpec {
     tool::<ProcessReadArgs>(
         "process_read_output",
         "Read process output",
-        "Read a background process's output: the last `tail_lines`, or from byte `since` (`next_offset` continues).",
+        "Read a background process's output: the last `tail_lines`, or from byte `since`.",
         LOOKS,
     )
 }
@@ -388,7 +388,7 @@ pub(super) fn process_stop() -> ToolSpec {
     tool::<ProcessStopArgs>(
         "process_stop",
         "Stop a background process",
-        "Stop a background process and its children: graceful (SIGTERM, SIGKILL after 2 s) or forced.",
+        "Stop a background process and its children.",
         STOPS,
     )
 }
@@ -421,7 +421,7 @@ pub(super) fn process_proxy_info() -> ToolSpec {
     tool::<ProcessIdArgs>(
         "process_proxy_info",
         "Process proxy URL",
-        "Where a background process's `port` is reachable: its URL under `toolshed serve` (/proxy/<id>/, same bearer token), and whether it listens now.",
+        "The URL under `toolshed serve` that reaches a background process's `port`.",
         LOOKS,
     )
 }

@@ -5,19 +5,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
 
-use super::{
-    DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT_MS, GROUP, MAX_BYTES, MAX_REDIRECTS, MAX_TIMEOUT_MS,
-};
+use super::{DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT_MS, GROUP, MAX_BYTES, MAX_TIMEOUT_MS};
 
 /// The tool's name.
 pub(super) const NAME: &str = "http_request";
 
 /// The `http_request` tool's spec.
 pub(super) fn spec() -> ToolSpec {
-    let description = format!(
-        "Send an HTTP request to a public API; returns the status, headers and body. A 4xx \
-or 5xx is a result, not an error; GET and HEAD follow {MAX_REDIRECTS} redirects."
-    );
+    let description = "Send an HTTP request to a public API; returns the status, headers and \
+body (a 4xx is a result, not an error).";
     let mut spec = ToolSpec::new(NAME, description)
         .title("HTTP request")
         .group(GROUP)

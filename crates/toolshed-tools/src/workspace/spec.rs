@@ -148,7 +148,7 @@ pub(super) fn patch() -> ToolSpec {
     tool(
         "workspace_patch",
         "Apply a patch",
-        "Apply a multi-file patch, all-or-nothing: a unified diff, or `*** Begin Patch`, then `*** Add File: p` (`+` lines), `*** Delete File: p` or `*** Update File: p` (optional `*** Move to: q`; `@@` hunks of ` `, `-`, `+` lines), then `*** End Patch`. Context may differ in whitespace. Changed files need a workspace_read first.",
+        "Apply a multi-file patch, all-or-nothing: a unified diff, or `*** Begin Patch`, then `*** Add File: p` (`+` lines), `*** Delete File: p` or `*** Update File: p` (optional `*** Move to: q`; `@@` hunks of ` `, `-`, `+` lines), then `*** End Patch`. Changed files need a workspace_read first.",
         crate::args::schema::<PatchArgs>(),
         changes(true, false),
         Danger::Medium,

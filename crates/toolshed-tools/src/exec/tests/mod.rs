@@ -81,6 +81,18 @@ fn running(needle: &str) -> bool {
     })
 }
 
+/// Whether a process matching `needle` shows up within 10 s: a command started in the
+/// background may not have forked yet when its tool returns, on a loaded machine.
+async fn started(needle: &str) -> bool {
+    for _ in 0..100 {
+        if running(needle) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 async fn gone(needle: &str) -> bool {
     for _ in 0..100 {
         if !running(needle) {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolshed_core::ToolError;
 
-use super::{H, gone, running, structured};
+use super::{H, gone, running, started, structured};
 
 #[tokio::test]
 async fn a_background_server_is_listed_read_reachable_and_stopped_with_its_children() {
@@ -160,7 +160,7 @@ async fn stopping_an_ended_process_still_stops_what_it_left_running() {
         .await
         .unwrap();
     let id = structured(&out)["id"].as_str().unwrap().to_string();
-    assert!(running("sleep 49.5"));
+    assert!(started("sleep 49.5").await);
     h.call("process_stop", json!({"id": id})).await.unwrap();
     assert!(
         gone("sleep 49.5").await,

@@ -11,9 +11,8 @@ use crate::util::GROUP;
 pub(super) fn tool_spec() -> ToolSpec {
     ToolSpec::new(
         "calculator",
-        "Evaluate an arithmetic expression exactly: + - * / % ^ (power; -2^2 = -4), \
-         parentheses, sqrt, abs, min, max, round(x, digits?), floor, ceil, ln, log10, sin, \
-         cos, tan (radians), pi, e. No implicit multiplication: 2*pi.",
+        "Evaluate arithmetic exactly: + - * / % ^, sqrt, abs, min, max, round(x, digits?), \
+         floor, ceil, ln, log10, sin, cos, tan, pi, e.",
     )
     .title("Calculator")
     .group(GROUP)

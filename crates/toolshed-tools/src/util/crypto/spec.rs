@@ -6,8 +6,7 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Hash, HMAC, encode or decode bytes. md5 and sha1 are for \
-checksums only; decoded bytes that are not UTF-8 come back as hex.";
+const DESCRIPTION: &str = "Hash, HMAC, encode or decode bytes.";
 
 /// The `crypto` tool's spec.
 pub(super) fn spec() -> ToolSpec {

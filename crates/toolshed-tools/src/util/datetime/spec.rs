@@ -75,9 +75,9 @@ fn utc() -> Option<String> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// format, add, subtract, convert: `instant`. parse: `text`. diff: `start` to `end`.
+    /// parse reads `text`, diff `start` and `end`, the rest `instant`
     pub(super) operation: Operation,
-    /// IANA zone or offset of results and civil times
+    /// IANA zone or offset
     pub(super) timezone: Option<String>,
     /// The instant
     pub(super) instant: Option<String>,
@@ -101,7 +101,7 @@ pub(super) struct Args {
     /// convert: zone of a civil `instant`
     #[schemars(default = "utc")]
     pub(super) from: Option<String>,
-    /// Civil time in a DST gap/overlap
+    /// For a time in a DST gap or overlap
     #[serde(default)]
     pub(super) disambiguation: Disambiguation,
 }

@@ -7,8 +7,8 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Pretty-print JSON, validate it against a JSON Schema, query it \
-with JSONPath, or diff two values as a JSON Patch.";
+const DESCRIPTION: &str = "Pretty-print, validate (JSON Schema), query (JSONPath) or diff \
+JSON.";
 
 /// The `json_ops` tool's spec.
 pub(super) fn spec() -> ToolSpec {

@@ -6,8 +6,8 @@ use toolshed_core::{ToolAnnotations, ToolSpec};
 
 use crate::util::GROUP;
 
-const DESCRIPTION: &str = "Render Markdown (GitHub flavour) to safe HTML or plain text, or \
-list its headings, table of contents or links.";
+const DESCRIPTION: &str = "Render Markdown to safe HTML or text, or list its headings or \
+links.";
 
 /// The `markdown` tool's spec.
 pub(super) fn spec() -> ToolSpec {

@@ -66,7 +66,7 @@ fn yes() -> bool {
 pub(super) struct Args {
     /// pick: `count` of `items`
     pub(super) operation: Operation,
-    /// Reproducible (not for passwords)
+    /// Reproducible values
     pub(super) seed: Option<u64>,
     /// How many
     #[serde(default = "one")]
@@ -75,7 +75,7 @@ pub(super) struct Args {
     /// Lower bound
     #[serde(default = "zero")]
     pub(super) min: Number,
-    /// Upper bound (integer: 100, float: 1)
+    /// Upper bound
     pub(super) max: Option<Number>,
     /// uuid version
     #[serde(default = "four")]

@@ -13,8 +13,7 @@ use crate::util::GROUP;
 pub(super) fn tool_spec() -> ToolSpec {
     ToolSpec::new(
         "text",
-        "Count, change case, slugify, truncate, regex-extract, regex-replace or split text \
-         (Rust regexes); each field says which operations read it.",
+        "Count, change case, slugify, truncate, regex-extract, regex-replace or split text.",
     )
     .title("Text")
     .group(GROUP)

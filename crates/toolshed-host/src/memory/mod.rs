@@ -1,0 +1,945 @@
+//! Memory: persistent, searchable notes for agents, kept in the state store (SQLite, with an
+//! FTS5 index ranked by BM25). The tools of `system.memory` ([`plugin`]) serve them; see
+//! docs/memory.md.
+//!
+//! **Scope.** A memory belongs to the memory owner of the call that stored it
+//! ([`scope_of`]): an agent token's owner (its first path segment: `alice/task-1` keeps
+//! `alice`'s memories), or `local` for the person at this machine (the CLI, the admin token,
+//! an MCP connection without a token — whose per-connection owner ids would otherwise
+//! forget everything when the connection closes). One owner never sees another's memories,
+//! but those of a namespace listed in `[memory] shared_namespaces`, which every owner reads
+//! and writes.
+//!
+//! **Lifecycle.** A delete is soft: the memory can be restored for `[memory] deleted_days`,
+//! then it is purged. Compaction replaces old entries with a summary written by the model
+//! and keeps each replaced entry as an archived row, restorable like a deleted one; it
+//! happens in one transaction, so it is all-or-nothing.
+
+mod query;
+mod tools;
+
+use std::sync::Arc;
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::store::{StateStore, StoreError};
+
+pub use query::fts_query;
+pub use tools::plugin;
+
+/// The tables, index and triggers of memory (one migration of the state store).
+pub(crate) const SCHEMA: &str = "CREATE TABLE memories (
+        n           INTEGER PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        owner       TEXT NOT NULL,
+        namespace   TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        day         TEXT,
+        title       TEXT NOT NULL,
+        text        TEXT NOT NULL,
+        tags        TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL,
+        expires_ms  INTEGER,
+        deleted_ms  INTEGER,
+        archived_in TEXT
+    );
+    CREATE INDEX memories_recent ON memories (owner, namespace, updated_ms);
+    CREATE INDEX memories_gone ON memories (deleted_ms) WHERE deleted_ms IS NOT NULL;
+    CREATE INDEX memories_days ON memories (owner, namespace, day) WHERE day IS NOT NULL;
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        title, text, tags, content = 'memories', content_rowid = 'n',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE memory_usage (owner TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
+    CREATE TRIGGER memories_added AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, title, text, tags)
+            VALUES (new.n, new.title, new.text, new.tags);
+        INSERT INTO memory_usage (owner, bytes) VALUES (new.owner, length(CAST(new.text AS BLOB)))
+            ON CONFLICT (owner) DO UPDATE SET bytes = bytes + excluded.bytes;
+    END;
+    CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, title, text, tags)
+            VALUES ('delete', old.n, old.title, old.text, old.tags);
+        UPDATE memory_usage SET bytes = bytes - length(CAST(old.text AS BLOB))
+            WHERE owner = old.owner;
+    END;
+    CREATE TRIGGER memories_changed AFTER UPDATE OF title, text, tags ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, title, text, tags)
+            VALUES ('delete', old.n, old.title, old.text, old.tags);
+        INSERT INTO memories_fts (rowid, title, text, tags)
+            VALUES (new.n, new.title, new.text, new.tags);
+        UPDATE memory_usage
+            SET bytes = bytes - length(CAST(old.text AS BLOB)) + length(CAST(new.text AS BLOB))
+            WHERE owner = new.owner;
+    END;";
+
+/// The owner value of memories in a shared namespace.
+const SHARED: &str = "*";
+/// The most tags on one memory.
+pub const MAX_TAGS: usize = 20;
+/// The longest tag, namespace or title.
+const MAX_TAG_LEN: usize = 40;
+const MAX_NAMESPACE_LEN: usize = 64;
+const MAX_TITLE_LEN: usize = 200;
+/// The most results of one search or page of a list.
+pub const MAX_PAGE: usize = 100;
+
+/// `[memory]`: limits and sharing of the memory tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryConfig {
+    /// The time zone of the daily journal's dates (IANA, e.g. `Europe/Paris`); the
+    /// system's when left out.
+    pub time_zone: Option<String>,
+    /// The largest memory, in bytes of text.
+    pub max_bytes: u64,
+    /// The most bytes of text one owner may keep (deleted and archived memories count
+    /// until they are purged).
+    pub max_owner_bytes: u64,
+    /// Namespaces every owner reads and writes (widens access: honoured only in your own
+    /// config).
+    pub shared_namespaces: Vec<String>,
+    /// How long a deleted memory can be restored before it is purged.
+    pub deleted_days: u64,
+    /// The most bytes of memories one compaction gathers for a summary.
+    pub compact_bytes: u64,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            time_zone: None,
+            max_bytes: 32 * 1024,
+            max_owner_bytes: 64 * 1024 * 1024,
+            shared_namespaces: Vec::new(),
+            deleted_days: 30,
+            compact_bytes: 32 * 1024,
+        }
+    }
+}
+
+/// The memory owner a call's owner stands for (see the module docs).
+pub fn scope_of(owner: &str) -> String {
+    let top = owner.split('/').next().unwrap_or(owner);
+    if top.is_empty() || top == "cli" || top == "rest" || top.starts_with("mcp-") {
+        "local".into()
+    } else {
+        top.to_string()
+    }
+}
+
+/// Why a memory operation failed: the caller's mistake (named, with what to do) or the
+/// store's.
+#[derive(Debug)]
+pub enum MemoryError {
+    /// Bad input: the message says which value and what to give instead.
+    Invalid(String),
+    /// No such memory for this owner.
+    NotFound(String),
+    /// The owner's memories are full, or something changed under a two-step operation.
+    Conflict(String),
+    /// The database failed.
+    Store(StoreError),
+}
+
+impl From<StoreError> for MemoryError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl From<rusqlite::Error> for MemoryError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(StoreError::from(e))
+    }
+}
+
+type Result<T> = std::result::Result<T, MemoryError>;
+
+/// A memory as the tools show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Memory {
+    /// Its id (`m-…`).
+    pub id: String,
+    /// Its namespace; empty for the owner's own.
+    pub namespace: String,
+    /// `note`, `daily` (a journal day) or `summary` (of compacted memories).
+    pub kind: String,
+    /// Its title; may be empty.
+    pub title: String,
+    /// Its text.
+    pub text: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// When it was stored and last changed (milliseconds since 1970).
+    pub created_ms: i64,
+    /// When it was last changed.
+    pub updated_ms: i64,
+    /// When it expires, if it does.
+    pub expires_ms: Option<i64>,
+    /// When it was deleted, if it was (restorable).
+    pub deleted_ms: Option<i64>,
+    /// The summary that replaced it, if it was compacted (restorable).
+    pub archived_in: Option<String>,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Found {
+    /// The memory's id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The text around the matches, matched terms in `**bold**`.
+    pub snippet: String,
+    /// BM25 relevance: higher is better.
+    pub score: f64,
+    /// When it was last changed.
+    pub updated_ms: i64,
+}
+
+/// What to store.
+#[derive(Debug, Clone, Default)]
+pub struct NewMemory {
+    /// The text.
+    pub text: String,
+    /// A title.
+    pub title: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The namespace; the owner's own when `None`.
+    pub namespace: Option<String>,
+    /// Update this memory instead of creating one.
+    pub id: Option<String>,
+    /// Expire after this many milliseconds.
+    pub ttl_ms: Option<i64>,
+}
+
+/// What to search for.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    /// The query (words, `"phrases"`, `prefix*`, `OR`).
+    pub query: String,
+    /// Only memories with all these tags.
+    pub tags: Vec<String>,
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// The most results.
+    pub limit: usize,
+    /// Only memories changed at or after this time.
+    pub since_ms: Option<i64>,
+}
+
+/// The memories of one state store, with the clock and limits they are kept by.
+#[derive(Clone)]
+pub struct Memories {
+    store: Arc<StateStore>,
+    config: MemoryConfig,
+    clock: Arc<dyn Fn() -> i64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for Memories {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memories").finish_non_exhaustive()
+    }
+}
+
+fn checked_namespace(namespace: Option<&str>) -> Result<String> {
+    let Some(ns) = namespace.map(str::trim).filter(|ns| !ns.is_empty()) else {
+        return Ok(String::new());
+    };
+    // Segments that start with a letter or digit: never `..`, never absolute, should a
+    // namespace become a directory (the Markdown view).
+    let ok = ns.len() <= MAX_NAMESPACE_LEN
+        && ns
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && ns
+            .split('/')
+            .all(|segment| segment.starts_with(|c: char| c.is_ascii_alphanumeric()));
+    if !ok {
+        return Err(MemoryError::Invalid(format!(
+            "namespace `{}` is not valid: use 1 to {MAX_NAMESPACE_LEN} letters, digits and - _ . /, each part starting with a letter or digit (`project-x`, `team/infra`)",
+            ns.chars().take(80).collect::<String>()
+        )));
+    }
+    Ok(ns.to_string())
+}
+
+fn checked_tags(tags: &[String]) -> Result<Vec<String>> {
+    if tags.len() > MAX_TAGS {
+        return Err(MemoryError::Invalid(format!(
+            "{} tags given; a memory has at most {MAX_TAGS}",
+            tags.len()
+        )));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for tag in tags {
+        let tag = tag.trim().trim_start_matches('#').to_lowercase();
+        let ok = !tag.is_empty()
+            && tag.len() <= MAX_TAG_LEN
+            && tag
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+        if !ok {
+            return Err(MemoryError::Invalid(format!(
+                "tag `{}` is not valid: use 1 to {MAX_TAG_LEN} letters, digits and - _ . : (no spaces)",
+                tag.chars().take(80).collect::<String>()
+            )));
+        }
+        if !out.contains(&tag) {
+            out.push(tag);
+        }
+    }
+    Ok(out)
+}
+
+/// Tags as stored: ` a b ` (so that ` a ` finds a whole tag).
+fn stored_tags(tags: &[String]) -> String {
+    if tags.is_empty() {
+        " ".into()
+    } else {
+        format!(" {} ", tags.join(" "))
+    }
+}
+
+fn tag_list(stored: &str) -> Vec<String> {
+    stored.split_whitespace().map(str::to_string).collect()
+}
+
+fn new_id(prefix: &str) -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 8];
+    // The id only needs to be unique; the system generator failing is not worth failing
+    // a store for (the time part still differs).
+    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{hex}")
+}
+
+const COLUMNS: &str = "id, namespace, kind, title, text, tags, created_ms, updated_ms, \
+                       expires_ms, deleted_ms, archived_in";
+
+fn row_memory(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    Ok(Memory {
+        id: r.get(0)?,
+        namespace: r.get(1)?,
+        kind: r.get(2)?,
+        title: r.get(3)?,
+        text: r.get(4)?,
+        tags: tag_list(&r.get::<_, String>(5)?),
+        created_ms: r.get(6)?,
+        updated_ms: r.get(7)?,
+        expires_ms: r.get(8)?,
+        deleted_ms: r.get(9)?,
+        archived_in: r.get(10)?,
+    })
+}
+
+/// The condition of a memory a caller sees as present (not deleted, archived or expired);
+/// `?now` is bound by name.
+const LIVE: &str = "m.deleted_ms IS NULL AND m.archived_in IS NULL \
+                    AND (m.expires_ms IS NULL OR m.expires_ms > :now)";
+
+impl Memories {
+    /// The memories of `store`, kept by `config`, on the system clock.
+    pub fn new(store: Arc<StateStore>, config: MemoryConfig) -> Self {
+        Self::with_clock(store, config, Arc::new(crate::store::now_ms))
+    }
+
+    /// The same on `clock` (milliseconds since 1970): tests move time with it.
+    pub fn with_clock(
+        store: Arc<StateStore>,
+        config: MemoryConfig,
+        clock: Arc<dyn Fn() -> i64 + Send + Sync>,
+    ) -> Self {
+        Self {
+            store,
+            config,
+            clock,
+        }
+    }
+
+    fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    /// The owner value stored for `owner` writing to `namespace`.
+    fn owner_in(&self, owner: &str, namespace: &str) -> String {
+        if !namespace.is_empty() && self.config.shared_namespaces.iter().any(|s| s == namespace) {
+            SHARED.into()
+        } else {
+            scope_of(owner)
+        }
+    }
+
+    /// Creates a memory, or updates the caller's memory `new.id`; returns it.
+    pub fn store(&self, owner: &str, new: NewMemory) -> Result<Memory> {
+        let text = new.text.trim_end().to_string();
+        if text.trim().is_empty() {
+            return Err(MemoryError::Invalid(
+                "`text` is empty: give what to remember".into(),
+            ));
+        }
+        self.check_size(&text)?;
+        let title = new.title.unwrap_or_default().trim().to_string();
+        if title.len() > MAX_TITLE_LEN {
+            return Err(MemoryError::Invalid(format!(
+                "the title is {} bytes; a title has at most {MAX_TITLE_LEN}",
+                title.len()
+            )));
+        }
+        let tags = stored_tags(&checked_tags(&new.tags)?);
+        let namespace = checked_namespace(new.namespace.as_deref())?;
+        let stored_owner = self.owner_in(owner, &namespace);
+        let now = self.now();
+        let expires = match new.ttl_ms {
+            Some(ttl) if ttl <= 0 => {
+                return Err(MemoryError::Invalid(
+                    "`ttl` must be a positive duration such as `7d` or `12h`".into(),
+                ));
+            }
+            Some(ttl) => Some(now.saturating_add(ttl)),
+            None => None,
+        };
+        let max_owner = self.config.max_owner_bytes;
+        let deleted_days = self.config.deleted_days;
+        let id = self.store.with(|c| {
+            let tx = c.transaction()?;
+            purge(&tx, now, deleted_days)?;
+            let id = match &new.id {
+                Some(id) => {
+                    let found: Option<(i64, i64)> = tx
+                        .query_row(
+                            "SELECT n, length(CAST(text AS BLOB)) FROM memories
+                             WHERE id = ?1 AND owner IN (?2, ?3)",
+                            params![id, stored_owner, scope_of(owner)],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        )
+                        .optional()?;
+                    let Some((n, old_len)) = found else {
+                        return Ok(Err(not_found(id)));
+                    };
+                    let more = text.len() as i64 - old_len;
+                    if let Err(e) = check_room(&tx, &stored_owner, more, max_owner) {
+                        return Ok(Err(e));
+                    }
+                    tx.execute(
+                        "UPDATE memories SET title = ?2, text = ?3, tags = ?4, updated_ms = ?5,
+                         expires_ms = ?6, deleted_ms = NULL WHERE n = ?1",
+                        params![n, title, text, tags, now, expires],
+                    )?;
+                    id.clone()
+                }
+                None => {
+                    if let Err(e) = check_room(&tx, &stored_owner, text.len() as i64, max_owner) {
+                        return Ok(Err(e));
+                    }
+                    let id = new_id("m");
+                    tx.execute(
+                        "INSERT INTO memories (id, owner, namespace, kind, title, text, tags,
+                         created_ms, updated_ms, expires_ms)
+                         VALUES (?1, ?2, ?3, 'note', ?4, ?5, ?6, ?7, ?7, ?8)",
+                        params![id, stored_owner, namespace, title, text, tags, now, expires],
+                    )?;
+                    id
+                }
+            };
+            tx.commit()?;
+            Ok(Ok(id))
+        })??;
+        self.get(owner, &id)
+    }
+
+    fn check_size(&self, text: &str) -> Result<()> {
+        if text.len() as u64 > self.config.max_bytes {
+            return Err(MemoryError::Invalid(format!(
+                "the text is {} bytes; one memory holds at most {} ([memory] max_bytes): store the \
+                 gist, or split it into several memories",
+                text.len(),
+                self.config.max_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// The caller's memory `id`, deleted or archived ones included (they say so).
+    pub fn get(&self, owner: &str, id: &str) -> Result<Memory> {
+        let scope = scope_of(owner);
+        self.store
+            .with(|c| {
+                Ok(c.query_row(
+                    &format!(
+                        "SELECT {COLUMNS} FROM memories WHERE id = ?1 AND owner IN (?2, '{SHARED}')"
+                    ),
+                    params![id, scope],
+                    row_memory,
+                )
+                .optional()?)
+            })?
+            .ok_or_else(|| not_found(id))
+    }
+
+    /// Full-text search among the caller's present memories, best first.
+    pub fn search(&self, owner: &str, search: &Search) -> Result<Vec<Found>> {
+        let expr = fts_query(&search.query).map_err(MemoryError::Invalid)?;
+        let tags = checked_tags(&search.tags)?;
+        let namespace = match search.namespace.as_deref() {
+            Some(ns) => Some(checked_namespace(Some(ns))?),
+            None => None,
+        };
+        let limit = search.limit.clamp(1, MAX_PAGE) as i64;
+        let scope = scope_of(owner);
+        let now = self.now();
+        let mut sql = format!(
+            "SELECT m.id, m.title, m.namespace, m.tags, m.updated_ms,
+                    bm25(memories_fts, 4.0, 1.0, 2.0) AS rank,
+                    snippet(memories_fts, 1, '**', '**', '…', 24)
+             FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid
+             WHERE memories_fts MATCH :expr AND m.owner IN (:scope, '{SHARED}') AND {LIVE}
+               AND (:ns IS NULL OR m.namespace = :ns) AND (:since IS NULL OR m.updated_ms >= :since)"
+        );
+        for i in 0..tags.len() {
+            sql.push_str(&format!(" AND instr(m.tags, :tag{i}) > 0"));
+        }
+        sql.push_str(" ORDER BY rank LIMIT :limit");
+        let tag_values: Vec<String> = tags.iter().map(|t| format!(" {t} ")).collect();
+        self.store
+            .with(|c| {
+                let mut stmt = c.prepare_cached(&sql)?;
+                let tag_names: Vec<String> = (0..tags.len()).map(|i| format!(":tag{i}")).collect();
+                let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
+                    (":expr", &expr),
+                    (":scope", &scope),
+                    (":now", &now),
+                    (":ns", &namespace),
+                    (":since", &search.since_ms),
+                    (":limit", &limit),
+                ];
+                for (name, value) in tag_names.iter().zip(&tag_values) {
+                    named.push((name.as_str(), value));
+                }
+                let rows = stmt
+                    .query_map(named.as_slice(), |r| {
+                        Ok(Found {
+                            id: r.get(0)?,
+                            title: r.get(1)?,
+                            namespace: r.get(2)?,
+                            tags: tag_list(&r.get::<_, String>(3)?),
+                            updated_ms: r.get(4)?,
+                            score: (-(r.get::<_, f64>(5)?) * 1000.0).round() / 1000.0,
+                            snippet: r.get(6)?,
+                        })
+                    })?
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .map_err(|e| match e {
+                // The query is built from quoted terms, so FTS5 cannot refuse its syntax;
+                // anything it still says is about the query, not the database.
+                StoreError::Sql(e) if e.to_string().contains("fts5") => MemoryError::Invalid(
+                    format!("the search could not run ({e}); search for plain words instead"),
+                ),
+                e => MemoryError::Store(e),
+            })
+    }
+
+    /// The caller's present memories, newest first, a page at a time; the cursor of the
+    /// next page when there is one.
+    pub fn list(
+        &self,
+        owner: &str,
+        namespace: Option<&str>,
+        tags: &[String],
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<Memory>, Option<String>)> {
+        let tags = checked_tags(tags)?;
+        let namespace = match namespace {
+            Some(ns) => Some(checked_namespace(Some(ns))?),
+            None => None,
+        };
+        let (before_ms, before_n) = match cursor {
+            None => (i64::MAX, i64::MAX),
+            Some(cursor) => parse_cursor(cursor)?,
+        };
+        let limit = limit.clamp(1, MAX_PAGE);
+        let scope = scope_of(owner);
+        let now = self.now();
+        let mut sql = format!(
+            "SELECT {COLUMNS}, n FROM memories m
+             WHERE m.owner IN (:scope, '{SHARED}') AND {LIVE}
+               AND (:ns IS NULL OR m.namespace = :ns)
+               AND (m.updated_ms < :before_ms OR (m.updated_ms = :before_ms AND m.n < :before_n))"
+        );
+        for i in 0..tags.len() {
+            sql.push_str(&format!(" AND instr(m.tags, :tag{i}) > 0"));
+        }
+        sql.push_str(" ORDER BY m.updated_ms DESC, m.n DESC LIMIT :limit");
+        let tag_values: Vec<String> = tags.iter().map(|t| format!(" {t} ")).collect();
+        let fetch = (limit + 1) as i64;
+        let rows = self.store.with(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let tag_names: Vec<String> = (0..tags.len()).map(|i| format!(":tag{i}")).collect();
+            let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
+                (":scope", &scope),
+                (":now", &now),
+                (":ns", &namespace),
+                (":before_ms", &before_ms),
+                (":before_n", &before_n),
+                (":limit", &fetch),
+            ];
+            for (name, value) in tag_names.iter().zip(&tag_values) {
+                named.push((name.as_str(), value));
+            }
+            let rows = stmt
+                .query_map(named.as_slice(), |r| {
+                    Ok((row_memory(r)?, r.get::<_, i64>(11)?))
+                })?
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })?;
+        let more = rows.len() > limit;
+        let mut page: Vec<(Memory, i64)> = rows;
+        page.truncate(limit);
+        let next = more
+            .then(|| page.last().map(|(m, n)| format!("{}:{n}", m.updated_ms)))
+            .flatten();
+        Ok((page.into_iter().map(|(m, _)| m).collect(), next))
+    }
+
+    /// Deletes the caller's memory `id` (restorable for `[memory] deleted_days`).
+    pub fn delete(&self, owner: &str, id: &str) -> Result<Memory> {
+        let scope = scope_of(owner);
+        let now = self.now();
+        let changed = self.store.with(|c| {
+            Ok(c.execute(
+                &format!(
+                    "UPDATE memories SET deleted_ms = ?3 WHERE id = ?1 AND owner IN (?2, '{SHARED}')
+                     AND deleted_ms IS NULL"
+                ),
+                params![id, scope, now],
+            )?)
+        })?;
+        let memory = self.get(owner, id)?;
+        if changed == 0 && memory.deleted_ms.is_none() {
+            return Err(not_found(id));
+        }
+        Ok(memory)
+    }
+
+    /// Brings back the caller's deleted or compacted memory `id`.
+    pub fn restore(&self, owner: &str, id: &str) -> Result<Memory> {
+        let memory = self.get(owner, id)?;
+        if memory.deleted_ms.is_none() && memory.archived_in.is_none() {
+            return Err(MemoryError::Conflict(format!(
+                "memory `{id}` is not deleted or compacted: there is nothing to restore"
+            )));
+        }
+        let scope = scope_of(owner);
+        self.store.with(|c| {
+            c.execute(
+                &format!(
+                    "UPDATE memories SET deleted_ms = NULL, archived_in = NULL
+                     WHERE id = ?1 AND owner IN (?2, '{SHARED}')"
+                ),
+                params![id, scope],
+            )?;
+            Ok(())
+        })?;
+        self.get(owner, id)
+    }
+
+    /// Today's date (`YYYY-MM-DD`) in the configured time zone.
+    fn today(&self) -> Result<String> {
+        let tz = match &self.config.time_zone {
+            Some(name) => jiff::tz::TimeZone::get(name).map_err(|e| {
+                MemoryError::Invalid(format!(
+                    "[memory] time_zone `{name}` is not a time zone ({e}); use an IANA name such as Europe/Paris"
+                ))
+            })?,
+            None => jiff::tz::TimeZone::system(),
+        };
+        let at = jiff::Timestamp::from_millisecond(self.now())
+            .map_err(|e| MemoryError::Invalid(format!("the clock is out of range: {e}")))?;
+        Ok(at.to_zoned_datetime(tz).date().to_string())
+    }
+
+    /// Appends `text` to the caller's journal entry of today, creating it if needed.
+    pub fn append_daily(&self, owner: &str, text: &str) -> Result<Memory> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(MemoryError::Invalid(
+                "`text` is empty: give what to add to today's journal".into(),
+            ));
+        }
+        let day = self.today()?;
+        let scope = scope_of(owner);
+        let now = self.now();
+        let max = self.config.max_bytes;
+        let max_owner = self.config.max_owner_bytes;
+        let id = self
+            .store
+            .with(|c| {
+                let tx = c.transaction()?;
+                let existing: Option<(i64, String, String)> = tx
+                    .query_row(
+                        "SELECT n, id, text FROM memories m WHERE owner = ?1 AND namespace = ''
+                         AND day = ?2 AND kind = 'daily' AND deleted_ms IS NULL
+                         AND archived_in IS NULL",
+                        params![scope, day],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?;
+                let id = match existing {
+                    Some((n, id, old)) => {
+                        let joined = format!("{old}\n{text}");
+                        if joined.len() as u64 > max {
+                            return Ok(Err(MemoryError::Invalid(format!(
+                                "today's journal would be {} bytes, past the {max} of one memory \
+                                 ([memory] max_bytes): store this as a memory of its own",
+                                joined.len()
+                            ))));
+                        }
+                        if let Err(e) = check_room(&tx, &scope, text.len() as i64 + 1, max_owner) {
+                            return Ok(Err(e));
+                        }
+                        tx.execute(
+                            "UPDATE memories SET text = ?2, updated_ms = ?3 WHERE n = ?1",
+                            params![n, joined, now],
+                        )?;
+                        id
+                    }
+                    None => {
+                        if let Err(e) = check_room(&tx, &scope, text.len() as i64, max_owner) {
+                            return Ok(Err(e));
+                        }
+                        let id = new_id("m");
+                        tx.execute(
+                            "INSERT INTO memories (id, owner, namespace, kind, day, title, text,
+                             tags, created_ms, updated_ms)
+                             VALUES (?1, ?2, '', 'daily', ?3, ?4, ?5, ' journal ', ?6, ?6)",
+                            params![id, scope, day, format!("Journal {day}"), text, now],
+                        )?;
+                        id
+                    }
+                };
+                tx.commit()?;
+                Ok(Ok(id))
+            })
+            .map_err(store_error)??;
+        self.get(owner, &id)
+    }
+
+    /// The caller's present memories of `namespace` changed before `before_ms`, oldest
+    /// first, within `[memory] compact_bytes` (at least one), and the token that names
+    /// exactly them.
+    fn gather(
+        &self,
+        tx: &Transaction<'_>,
+        scope: &str,
+        namespace: &str,
+        before_ms: i64,
+    ) -> rusqlite::Result<(Vec<Memory>, String)> {
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM memories m WHERE m.owner = :scope AND m.namespace = :ns
+             AND {LIVE} AND m.updated_ms < :before ORDER BY m.updated_ms, m.n"
+        ))?;
+        let now = self.now();
+        let rows = stmt.query_map(
+            rusqlite::named_params! {":scope": scope, ":ns": namespace, ":now": now, ":before": before_ms},
+            row_memory,
+        )?;
+        let mut picked = Vec::new();
+        let mut bytes = 0u64;
+        for row in rows {
+            let memory = row?;
+            bytes += memory.text.len() as u64;
+            if !picked.is_empty() && bytes > self.config.compact_bytes {
+                break;
+            }
+            picked.push(memory);
+        }
+        let token = compaction_token(scope, namespace, &picked);
+        Ok((picked, token))
+    }
+
+    /// Compaction, first step: the material to summarise and the token for the second.
+    pub fn compact_material(
+        &self,
+        owner: &str,
+        namespace: Option<&str>,
+        before_ms: Option<i64>,
+    ) -> Result<(Vec<Memory>, String)> {
+        let namespace = checked_namespace(namespace)?;
+        let scope = self.owner_in(owner, &namespace);
+        let before = before_ms.unwrap_or(i64::MAX);
+        Ok(self.store.with(|c| {
+            let tx = c.transaction()?;
+            Ok(self.gather(&tx, &scope, &namespace, before)?)
+        })?)
+    }
+
+    /// Compaction, second step: replaces the memories `token` names with `summary`, in one
+    /// transaction; each replaced memory is kept, archived under the summary's id.
+    pub fn compact_apply(
+        &self,
+        owner: &str,
+        namespace: Option<&str>,
+        before_ms: Option<i64>,
+        token: &str,
+        summary: &str,
+    ) -> Result<(Memory, usize)> {
+        let summary = summary.trim();
+        if summary.is_empty() {
+            return Err(MemoryError::Invalid("`summary` is empty".into()));
+        }
+        self.check_size(summary)?;
+        let namespace = checked_namespace(namespace)?;
+        let scope = self.owner_in(owner, &namespace);
+        let before = before_ms.unwrap_or(i64::MAX);
+        let now = self.now();
+        let max_owner = self.config.max_owner_bytes;
+        let outcome = self.store.with(|c| {
+            let tx = c.transaction()?;
+            let (picked, expected) = self.gather(&tx, &scope, &namespace, before)?;
+            if picked.is_empty() {
+                return Ok(Err(MemoryError::Conflict(
+                    "there is nothing to compact in this namespace (and before that time)".into(),
+                )));
+            }
+            if expected != token {
+                return Ok(Err(MemoryError::Conflict(
+                    "the memories to compact changed since `token` was given (or it belongs to \
+                     other arguments): call memory_compact_summary again without `summary` for \
+                     the current material"
+                        .into(),
+                )));
+            }
+            if let Err(e) = check_room(&tx, &scope, summary.len() as i64, max_owner) {
+                return Ok(Err(e));
+            }
+            let id = new_id("m");
+            let first = picked.first().map_or(now, |m| m.updated_ms);
+            let last = picked.last().map_or(now, |m| m.updated_ms);
+            let title = format!(
+                "Summary of {} memories ({} to {})",
+                picked.len(),
+                day_of(first),
+                day_of(last)
+            );
+            tx.execute(
+                "INSERT INTO memories (id, owner, namespace, kind, title, text, tags, created_ms,
+                 updated_ms) VALUES (?1, ?2, ?3, 'summary', ?4, ?5, ' summary ', ?6, ?6)",
+                params![id, scope, namespace, title, summary, now],
+            )?;
+            {
+                let mut archive = tx.prepare_cached(
+                    "UPDATE memories SET archived_in = ?2 WHERE id = ?1 AND archived_in IS NULL",
+                )?;
+                for memory in &picked {
+                    archive.execute(params![memory.id, id])?;
+                }
+            }
+            tx.commit()?;
+            Ok(Ok((id, picked.len())))
+        })??;
+        let (id, count) = outcome;
+        Ok((self.get(owner, &id)?, count))
+    }
+}
+
+fn day_of(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string()[..10].to_string())
+        .unwrap_or_default()
+}
+
+/// The token naming exactly `picked` of `scope`/`namespace`: a digest of their ids and
+/// versions, so that anything changed between the two steps is noticed.
+fn compaction_token(scope: &str, namespace: &str, picked: &[Memory]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(scope.as_bytes());
+    hash.update([0]);
+    hash.update(namespace.as_bytes());
+    for memory in picked {
+        hash.update([0]);
+        hash.update(memory.id.as_bytes());
+        hash.update(memory.updated_ms.to_le_bytes());
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("c-{hex}")
+}
+
+fn parse_cursor(cursor: &str) -> Result<(i64, i64)> {
+    cursor
+        .split_once(':')
+        .and_then(|(ms, n)| Some((ms.parse().ok()?, n.parse().ok()?)))
+        .ok_or_else(|| {
+            MemoryError::Invalid(format!(
+                "cursor `{}` is not one this list gave: pass the `next_cursor` of the previous page",
+                cursor.chars().take(40).collect::<String>()
+            ))
+        })
+}
+
+fn not_found(id: &str) -> MemoryError {
+    MemoryError::NotFound(format!(
+        "no memory `{}` of yours; memory_search or memory_list shows their ids",
+        id.chars().take(80).collect::<String>()
+    ))
+}
+
+fn store_error(e: StoreError) -> MemoryError {
+    MemoryError::Store(e)
+}
+
+/// Refuses `more` bytes for `owner` past `max`.
+fn check_room(tx: &Transaction<'_>, owner: &str, more: i64, max: u64) -> Result<()> {
+    if more <= 0 {
+        return Ok(());
+    }
+    let used: i64 = tx
+        .query_row(
+            "SELECT bytes FROM memory_usage WHERE owner = ?1",
+            params![owner],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(0);
+    if (used + more) as u64 > max {
+        return Err(MemoryError::Conflict(format!(
+            "your memories hold {used} bytes, and {more} more would pass the {max} allowed \
+             ([memory] max_owner_bytes): delete or compact some (memory_delete, \
+             memory_compact_summary)"
+        )));
+    }
+    Ok(())
+}
+
+/// Removes memories deleted more than `days` ago and those expired as long ago.
+fn purge(tx: &Transaction<'_>, now: i64, days: u64) -> rusqlite::Result<()> {
+    let cutoff = now.saturating_sub((days as i64).saturating_mul(86_400_000));
+    tx.execute(
+        "DELETE FROM memories WHERE (deleted_ms IS NOT NULL AND deleted_ms < ?1)
+         OR (expires_ms IS NOT NULL AND expires_ms < ?1)",
+        params![cutoff],
+    )?;
+    Ok(())
+}
+
+impl Memory {
+    /// The memory as JSON for a structured result.
+    pub fn to_json(&self) -> Value {
+        json!(self)
+    }
+}

@@ -1,0 +1,180 @@
+//! A memory search as an FTS5 expression that cannot be a syntax error: every word and
+//! phrase is quoted, so nothing a caller types (`"`, `*`, `NEAR(`, `) OR 1=1 --`) reaches
+//! FTS5 as an operator but what this grammar offers:
+//!
+//! - words, all of which must match (`deploy staging`);
+//! - `"a phrase"` (an unclosed quote runs to the end);
+//! - `prefix*` (at least two characters before the `*`);
+//! - `OR` between two terms (`redis OR memcached`);
+//! - `-word` leaves out memories with that word.
+
+/// The longest query taken.
+pub(super) const MAX_QUERY_LEN: usize = 1000;
+/// The most terms in one query.
+const MAX_TERMS: usize = 32;
+
+#[derive(Debug, PartialEq)]
+enum Term {
+    Word {
+        text: String,
+        prefix: bool,
+        not: bool,
+    },
+    Phrase(String),
+    Or,
+}
+
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// Whether `text` has something the tokenizer keeps (a letter or digit).
+fn has_word(text: &str) -> bool {
+    text.chars().any(char::is_alphanumeric)
+}
+
+fn terms(input: &str) -> Vec<Term> {
+    let mut terms = Vec::new();
+    let mut chars = input.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        if c == '"' {
+            chars.next();
+            let mut phrase = String::new();
+            for c in chars.by_ref() {
+                if c == '"' {
+                    break;
+                }
+                phrase.push(c);
+            }
+            terms.push(Term::Phrase(phrase));
+            continue;
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.peek() {
+            if c.is_whitespace() || c == '"' {
+                break;
+            }
+            word.push(c);
+            chars.next();
+        }
+        if word == "OR" {
+            terms.push(Term::Or);
+            continue;
+        }
+        let not = word.len() > 1 && word.starts_with('-');
+        let body = if not { &word[1..] } else { &word[..] };
+        let prefix = body.ends_with('*');
+        let text = body.trim_end_matches('*').to_string();
+        let prefix = prefix && text.chars().filter(|c| c.is_alphanumeric()).count() >= 2;
+        terms.push(Term::Word { text, prefix, not });
+    }
+    terms
+}
+
+/// The FTS5 expression for `input`, or why there is nothing to search for.
+pub fn fts_query(input: &str) -> Result<String, String> {
+    if input.len() > MAX_QUERY_LEN {
+        return Err(format!(
+            "the query is {} bytes; a search takes at most {MAX_QUERY_LEN}",
+            input.len()
+        ));
+    }
+    let mut positive: Vec<String> = Vec::new();
+    let mut negative: Vec<String> = Vec::new();
+    let mut pending_or = false;
+    let mut count = 0;
+    for term in terms(input) {
+        let (expr, not) = match term {
+            Term::Or => {
+                pending_or = !positive.is_empty();
+                continue;
+            }
+            Term::Phrase(text) if has_word(&text) => (quoted(text.trim()), false),
+            Term::Word { text, prefix, not } if has_word(&text) => {
+                let mut expr = quoted(&text);
+                if prefix {
+                    expr.push('*');
+                }
+                (expr, not)
+            }
+            // Only punctuation: nothing the index holds.
+            Term::Phrase(_) | Term::Word { .. } => continue,
+        };
+        count += 1;
+        if count > MAX_TERMS {
+            return Err(format!(
+                "the query has more than {MAX_TERMS} terms; search for the few words that matter"
+            ));
+        }
+        if not {
+            negative.push(expr);
+        } else if pending_or && let Some(last) = positive.last_mut() {
+            *last = format!("({last} OR {expr})");
+            pending_or = false;
+        } else {
+            positive.push(expr);
+        }
+    }
+    if positive.is_empty() {
+        return Err(format!(
+            "the query {:?} has no word to search for (a leading `-` only leaves words out): \
+             give at least one word, \"a phrase\" or a prefix*",
+            input.chars().take(100).collect::<String>()
+        ));
+    }
+    let mut expr = positive.join(" AND ");
+    for not in negative {
+        expr = format!("{expr} NOT {not}");
+    }
+    Ok(expr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_phrases_prefixes_or_and_not() {
+        assert_eq!(
+            fts_query("deploy staging").unwrap(),
+            "\"deploy\" AND \"staging\""
+        );
+        assert_eq!(
+            fts_query("\"blue green\" dep*").unwrap(),
+            "\"blue green\" AND \"dep\"*"
+        );
+        assert_eq!(
+            fts_query("redis OR memcached cache").unwrap(),
+            "(\"redis\" OR \"memcached\") AND \"cache\""
+        );
+        assert_eq!(
+            fts_query("cache -redis").unwrap(),
+            "\"cache\" NOT \"redis\""
+        );
+    }
+
+    #[test]
+    fn hostile_input_becomes_quoted_words_or_a_clear_error() {
+        assert_eq!(fts_query("NEAR(a b)").unwrap(), "\"NEAR(a\" AND \"b)\"");
+        assert_eq!(
+            fts_query("x\" OR 1=1 --").unwrap(),
+            "\"x\" AND \"OR 1=1 --\""
+        );
+        assert_eq!(
+            fts_query("'; DROP TABLE memories; --").unwrap(),
+            "\"DROP\" AND \"TABLE\" AND \"memories;\""
+        );
+        for nothing in ["", "   ", "\"", "*", "-x", "OR", "()", "\"\""] {
+            let err = fts_query(nothing).unwrap_err();
+            assert!(err.contains("no word to search for"), "{nothing:?}: {err}");
+        }
+        assert!(fts_query(&"a ".repeat(40)).unwrap_err().contains("terms"));
+        assert!(fts_query(&"a".repeat(2000)).unwrap_err().contains("bytes"));
+        // A one-letter prefix would match half the index: it is a plain word.
+        assert_eq!(fts_query("a*").unwrap(), "\"a\"");
+    }
+}

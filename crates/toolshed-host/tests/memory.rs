@@ -1,0 +1,492 @@
+//! Memory over a real SQLite file: the lifecycle of a memory, ranking, filters, hostile
+//! queries, owners, the daily journal across a date change, compaction and the caps.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use toolshed_host::StateStore;
+use toolshed_host::memory::{Memories, MemoryConfig, MemoryError, NewMemory, Search};
+
+/// 2026-12-01T23:58:00Z.
+const LATE: i64 = 1_796_169_480_000;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    clock: Arc<AtomicI64>,
+    memories: Memories,
+}
+
+fn fixture(config: MemoryConfig) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolshed.db");
+    let store = Arc::new(StateStore::open(&path).unwrap());
+    let clock = Arc::new(AtomicI64::new(LATE));
+    let tick = clock.clone();
+    let memories =
+        Memories::with_clock(store, config, Arc::new(move || tick.load(Ordering::SeqCst)));
+    Fixture {
+        _dir: dir,
+        path,
+        clock,
+        memories,
+    }
+}
+
+fn note(text: &str) -> NewMemory {
+    NewMemory {
+        text: text.into(),
+        ..NewMemory::default()
+    }
+}
+
+fn search(m: &Memories, owner: &str, query: &str) -> Vec<String> {
+    m.search(
+        owner,
+        &Search {
+            query: query.into(),
+            limit: 10,
+            ..Search::default()
+        },
+    )
+    .unwrap()
+    .into_iter()
+    .map(|f| f.id)
+    .collect()
+}
+
+#[test]
+fn a_memory_is_stored_found_listed_deleted_and_restored() {
+    let f = fixture(MemoryConfig::default());
+    let m = &f.memories;
+    let staging = m
+        .store(
+            "alice",
+            NewMemory {
+                text: "The staging database is postgres 16 on port 5433".into(),
+                title: Some("Staging DB".into()),
+                tags: vec!["infra".into(), "#DB".into()],
+                ..NewMemory::default()
+            },
+        )
+        .unwrap();
+    assert!(staging.id.starts_with("m-"));
+    assert_eq!(staging.tags, ["infra", "db"]);
+    let deploy = m
+        .store("alice", note("Deploys go out on Tuesdays"))
+        .unwrap();
+    let found = m
+        .search(
+            "alice",
+            &Search {
+                query: "postgres".into(),
+                limit: 10,
+                ..Search::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, staging.id);
+    assert!(
+        found[0].snippet.contains("**postgres**"),
+        "{}",
+        found[0].snippet
+    );
+    assert_eq!(
+        m.get("alice", &deploy.id).unwrap().text,
+        "Deploys go out on Tuesdays"
+    );
+
+    // Update by id keeps the id and changes the text the index holds.
+    f.clock.fetch_add(1000, Ordering::SeqCst);
+    let updated = m
+        .store(
+            "alice",
+            NewMemory {
+                id: Some(deploy.id.clone()),
+                ..note("Deploys go out on Thursdays")
+            },
+        )
+        .unwrap();
+    assert_eq!(updated.id, deploy.id);
+    assert!(search(m, "alice", "tuesdays").is_empty());
+    assert_eq!(search(m, "alice", "thursdays"), [deploy.id.as_str()]);
+
+    // Newest first, paged.
+    let (page, next) = m.list("alice", None, &[], None, 1).unwrap();
+    assert_eq!(page[0].id, deploy.id);
+    let (rest, last) = m.list("alice", None, &[], next.as_deref(), 1).unwrap();
+    assert_eq!(rest[0].id, staging.id);
+    assert_eq!(last, None);
+    assert!(matches!(
+        m.list("alice", None, &[], Some("nonsense"), 1),
+        Err(MemoryError::Invalid(_))
+    ));
+
+    // Deleted: gone from search and list, still readable (saying so), restorable.
+    m.delete("alice", &staging.id).unwrap();
+    assert!(search(m, "alice", "postgres").is_empty());
+    assert_eq!(m.list("alice", None, &[], None, 10).unwrap().0.len(), 1);
+    assert!(m.get("alice", &staging.id).unwrap().deleted_ms.is_some());
+    m.restore("alice", &staging.id).unwrap();
+    assert_eq!(search(m, "alice", "postgres"), [staging.id.as_str()]);
+    assert!(matches!(
+        m.restore("alice", &staging.id),
+        Err(MemoryError::Conflict(_))
+    ));
+    assert!(matches!(
+        m.delete("alice", "m-nope"),
+        Err(MemoryError::NotFound(_))
+    ));
+
+    // Purged once deleted for longer than deleted_days (30).
+    m.delete("alice", &staging.id).unwrap();
+    f.clock.fetch_add(31 * 86_400_000, Ordering::SeqCst);
+    m.store("alice", note("anything")).unwrap();
+    assert!(matches!(
+        m.get("alice", &staging.id),
+        Err(MemoryError::NotFound(_))
+    ));
+    // All of it in the file on disk.
+    assert!(std::fs::metadata(&f.path).unwrap().len() > 0);
+}
+
+#[test]
+fn bm25_ranks_tags_filter_and_prefixes_and_phrases_match() {
+    let f = fixture(MemoryConfig::default());
+    let m = &f.memories;
+    let once = m
+        .store(
+            "a",
+            note("A long note that mentions caching once among many other words about deploys, reviews, queues and schedules"),
+        )
+        .unwrap();
+    let thrice = m
+        .store("a", note("caching: caching layers and caching rules"))
+        .unwrap();
+    assert_eq!(
+        search(m, "a", "caching"),
+        [thrice.id.clone(), once.id.clone()]
+    );
+    // A title weighs more than the text.
+    let titled = m
+        .store(
+            "a",
+            NewMemory {
+                title: Some("queues".into()),
+                ..note("how the workers run")
+            },
+        )
+        .unwrap();
+    assert_eq!(search(m, "a", "queues")[0], titled.id);
+
+    let tagged = m
+        .store(
+            "a",
+            NewMemory {
+                tags: vec!["decision".into()],
+                ..note("We chose caching in redis")
+            },
+        )
+        .unwrap();
+    let with_tag = m
+        .search(
+            "a",
+            &Search {
+                query: "caching".into(),
+                tags: vec!["decision".into()],
+                limit: 10,
+                ..Search::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(with_tag.len(), 1);
+    assert_eq!(with_tag[0].id, tagged.id);
+    let (listed, _) = m.list("a", None, &["decision".into()], None, 10).unwrap();
+    assert_eq!(listed.len(), 1);
+
+    // Prefixes, phrases, OR and NOT; stemming finds `deploy` in `deploys`.
+    assert_eq!(search(m, "a", "sched*"), [once.id.as_str()]);
+    assert_eq!(search(m, "a", "\"caching layers\""), [thrice.id.as_str()]);
+    assert!(search(m, "a", "\"layers caching\"").is_empty());
+    assert_eq!(search(m, "a", "deploy"), [once.id.as_str()]);
+    assert_eq!(search(m, "a", "workers OR redis").len(), 2);
+    let without_redis = search(m, "a", "caching -redis");
+    assert!(!without_redis.contains(&tagged.id) && without_redis.len() == 2);
+}
+
+#[test]
+fn hostile_queries_are_answered_never_crash() {
+    let f = fixture(MemoryConfig::default());
+    let m = &f.memories;
+    m.store("a", note("select star from memories; near the end"))
+        .unwrap();
+    for query in [
+        "\"",
+        "*",
+        "NEAR(",
+        "NEAR(a b, 3)",
+        "' OR 1=1 --",
+        "\"; DROP TABLE memories; --",
+        "a AND OR NOT b",
+        "title:secret",
+        "{a b}",
+        "^start",
+        "(((",
+        "select * from memories",
+        "\u{0}",
+        "🦀🦀",
+        "-",
+        "OR OR OR",
+    ] {
+        match m.search(
+            "a",
+            &Search {
+                query: query.into(),
+                limit: 5,
+                ..Search::default()
+            },
+        ) {
+            Ok(_) => {}
+            Err(MemoryError::Invalid(message)) => {
+                assert!(
+                    !message.is_empty() && !message.contains("SQL"),
+                    "{query:?}: {message}"
+                );
+            }
+            Err(other) => panic!("{query:?}: {other:?}"),
+        }
+    }
+    // A SQL fragment is searched for as words.
+    assert_eq!(search(m, "a", "select * from memories").len(), 1);
+    // The table is intact.
+    assert_eq!(m.list("a", None, &[], None, 10).unwrap().0.len(), 1);
+}
+
+#[test]
+fn owners_never_see_each_others_memories_but_a_shared_namespace() {
+    let f = fixture(MemoryConfig {
+        shared_namespaces: vec!["team".into()],
+        ..MemoryConfig::default()
+    });
+    let m = &f.memories;
+    let alice = m.store("alice", note("alice likes tea")).unwrap();
+    m.store("bob", note("bob likes tea too")).unwrap();
+    assert_eq!(search(m, "alice", "tea"), [alice.id.as_str()]);
+    assert_eq!(search(m, "alice/task-1", "tea"), [alice.id.as_str()]);
+    assert_eq!(search(m, "bob", "tea").len(), 1);
+    assert!(matches!(
+        m.get("bob", &alice.id),
+        Err(MemoryError::NotFound(_))
+    ));
+    assert!(matches!(
+        m.delete("bob", &alice.id),
+        Err(MemoryError::NotFound(_))
+    ));
+    assert!(matches!(
+        m.store(
+            "bob",
+            NewMemory {
+                id: Some(alice.id.clone()),
+                ..note("mine now")
+            }
+        ),
+        Err(MemoryError::NotFound(_))
+    ));
+    // The person at the machine is one owner whatever door or connection: `local`.
+    let local = m
+        .store("mcp-661a45f848b8a-12302-1", note("local coffee"))
+        .unwrap();
+    assert_eq!(search(m, "mcp-99-1-7", "coffee"), [local.id.as_str()]);
+    assert_eq!(search(m, "cli", "coffee"), [local.id.as_str()]);
+    assert!(search(m, "alice", "coffee").is_empty());
+    // A shared namespace is everyone's.
+    let team = m
+        .store(
+            "alice",
+            NewMemory {
+                namespace: Some("team".into()),
+                ..note("team standup at ten")
+            },
+        )
+        .unwrap();
+    assert_eq!(search(m, "bob", "standup"), [team.id.as_str()]);
+    let private = m
+        .store(
+            "alice",
+            NewMemory {
+                namespace: Some("project-x".into()),
+                ..note("project x standup notes")
+            },
+        )
+        .unwrap();
+    assert_eq!(search(m, "bob", "standup"), [team.id]);
+    assert_eq!(search(m, "alice", "standup").len(), 2);
+    assert!(search(m, "alice", "standup").contains(&private.id));
+}
+
+#[test]
+fn the_daily_journal_turns_over_at_midnight_in_its_time_zone() {
+    let f = fixture(MemoryConfig {
+        time_zone: Some("UTC".into()),
+        ..MemoryConfig::default()
+    });
+    let m = &f.memories;
+    let first = m.append_daily("alice", "started the migration").unwrap();
+    let same = m.append_daily("alice", "migration half done").unwrap();
+    assert_eq!(first.id, same.id);
+    assert_eq!(same.title, "Journal 2026-12-01");
+    assert_eq!(same.text, "started the migration\nmigration half done");
+    // Three minutes later it is the 2nd in UTC: a new entry.
+    f.clock.fetch_add(3 * 60_000, Ordering::SeqCst);
+    let next = m.append_daily("alice", "migration done").unwrap();
+    assert_ne!(next.id, first.id);
+    assert_eq!(next.title, "Journal 2026-12-02");
+    // In Tokyo (UTC+9) both moments are on the 2nd: one entry.
+    let tokyo = fixture(MemoryConfig {
+        time_zone: Some("Asia/Tokyo".into()),
+        ..MemoryConfig::default()
+    });
+    let a = tokyo.memories.append_daily("a", "one").unwrap();
+    tokyo.clock.fetch_add(3 * 60_000, Ordering::SeqCst);
+    let b = tokyo.memories.append_daily("a", "two").unwrap();
+    assert_eq!(a.id, b.id);
+    assert_eq!(b.title, "Journal 2026-12-02");
+    let bad = fixture(MemoryConfig {
+        time_zone: Some("Mars/Olympus".into()),
+        ..MemoryConfig::default()
+    });
+    assert!(matches!(
+        bad.memories.append_daily("a", "x"),
+        Err(MemoryError::Invalid(message)) if message.contains("Mars/Olympus")
+    ));
+}
+
+#[test]
+fn compaction_replaces_old_memories_keeps_them_archived_and_checks_its_token() {
+    let f = fixture(MemoryConfig {
+        compact_bytes: 60,
+        ..MemoryConfig::default()
+    });
+    let m = &f.memories;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        f.clock.fetch_add(1000, Ordering::SeqCst);
+        ids.push(
+            m.store("a", note(&format!("old fact number {i} about lunch")))
+                .unwrap()
+                .id,
+        );
+    }
+    let (material, token) = m.compact_material("a", None, None).unwrap();
+    // Oldest first, within 60 bytes: two of the five.
+    assert_eq!(
+        material.iter().map(|x| x.id.clone()).collect::<Vec<_>>(),
+        ids[..2]
+    );
+    // Something changed meanwhile: the token no longer names the material.
+    f.clock.fetch_add(1000, Ordering::SeqCst);
+    m.store(
+        "a",
+        NewMemory {
+            id: Some(ids[0].clone()),
+            ..note("old fact zero, edited")
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        m.compact_apply("a", None, None, &token, "lunch facts"),
+        Err(MemoryError::Conflict(_))
+    ));
+    let (material, token) = m.compact_material("a", None, None).unwrap();
+    let replaced: Vec<String> = material.iter().map(|x| x.id.clone()).collect();
+    let (summary, count) = m
+        .compact_apply("a", None, None, &token, "Facts 1-2 about lunch.")
+        .unwrap();
+    assert_eq!(count, replaced.len());
+    assert_eq!(summary.kind, "summary");
+    assert!(search(m, "a", "lunch").contains(&summary.id));
+    for id in &replaced {
+        let archived = m.get("a", id).unwrap();
+        assert_eq!(archived.archived_in.as_deref(), Some(summary.id.as_str()));
+        assert!(!search(m, "a", "fact").contains(id));
+    }
+    // The same token cannot be used twice: its memories are gone from the live set.
+    assert!(matches!(
+        m.compact_apply("a", None, None, &token, "again"),
+        Err(MemoryError::Conflict(_))
+    ));
+    // An archived memory comes back on its own.
+    m.restore("a", &replaced[0]).unwrap();
+    assert!(search(m, "a", "fact").contains(&replaced[0]));
+}
+
+#[test]
+fn sizes_are_capped_with_errors_that_say_what_to_do() {
+    let f = fixture(MemoryConfig {
+        max_bytes: 100,
+        max_owner_bytes: 250,
+        ..MemoryConfig::default()
+    });
+    let m = &f.memories;
+    let Err(MemoryError::Invalid(message)) = m.store("a", note(&"x".repeat(101))) else {
+        panic!("a memory past max_bytes is refused");
+    };
+    assert!(
+        message.contains("max_bytes") && message.contains("101"),
+        "{message}"
+    );
+    m.store("a", note(&"y".repeat(100))).unwrap();
+    m.store("a", note(&"z".repeat(100))).unwrap();
+    let Err(MemoryError::Conflict(message)) = m.store("a", note(&"w".repeat(100))) else {
+        panic!("an owner past max_owner_bytes is refused");
+    };
+    assert!(
+        message.contains("max_owner_bytes") && message.contains("memory_delete"),
+        "{message}"
+    );
+    // Another owner has room of its own.
+    m.store("b", note(&"w".repeat(100))).unwrap();
+    assert!(matches!(
+        m.store("a", note("   ")),
+        Err(MemoryError::Invalid(_))
+    ));
+    assert!(matches!(
+        m.store(
+            "a",
+            NewMemory {
+                tags: vec!["two words".into()],
+                ..note("t")
+            }
+        ),
+        Err(MemoryError::Invalid(_))
+    ));
+    assert!(matches!(
+        m.store(
+            "a",
+            NewMemory {
+                namespace: Some("../etc".into()),
+                ..note("t")
+            }
+        ),
+        Err(MemoryError::Invalid(_))
+    ));
+}
+
+#[test]
+fn a_memory_with_a_ttl_expires() {
+    let f = fixture(MemoryConfig::default());
+    let m = &f.memories;
+    let short = m
+        .store(
+            "a",
+            NewMemory {
+                ttl_ms: Some(60_000),
+                ..note("the build is red")
+            },
+        )
+        .unwrap();
+    assert_eq!(search(m, "a", "build"), [short.id]);
+    f.clock.fetch_add(61_000, Ordering::SeqCst);
+    assert!(search(m, "a", "build").is_empty());
+}
