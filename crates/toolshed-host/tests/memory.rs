@@ -320,6 +320,16 @@ fn owners_never_see_each_others_memories_but_a_shared_namespace() {
             },
         )
         .unwrap();
+    // Bob may update the shared one (without naming its namespace again).
+    m.store(
+        "bob",
+        NewMemory {
+            id: Some(team.id.clone()),
+            ..note("team standup at half past ten")
+        },
+    )
+    .unwrap();
+    assert!(m.get("alice", &team.id).unwrap().text.contains("half past"));
     assert_eq!(search(m, "bob", "standup"), [team.id]);
     assert_eq!(search(m, "alice", "standup").len(), 2);
     assert!(search(m, "alice", "standup").contains(&private.id));

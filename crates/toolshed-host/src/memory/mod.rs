@@ -441,7 +441,8 @@ impl Memories {
                         .query_row(
                             "SELECT n, length(CAST(text AS BLOB)) FROM memories
                              WHERE id = ?1 AND owner IN (?2, ?3)",
-                            params![id, stored_owner, scope_of(owner)],
+                            // The caller's own or a shared one, whatever `namespace` says.
+                            params![id, scope_of(owner), SHARED],
                             |r| Ok((r.get(0)?, r.get(1)?)),
                         )
                         .optional()?;
