@@ -169,7 +169,7 @@ impl Tool for RunCode {
         let inputs = json!({ "code": code, "max_log_bytes": MAX_LOG_BYTES });
         let outcome = snippet.tool.call(ctx, inputs).await;
         snippet.stop();
-        let output = outcome.map_err(plainer)?;
+        let output = outcome?;
         Ok(reply(output.structured.unwrap_or(Value::Null)))
     }
 }
@@ -228,19 +228,6 @@ impl Snippet {
     /// Ends the thread; it frees the runtime on its way out.
     fn stop(self) {
         self.shutdown.cancel();
-    }
-}
-
-/// The engine's wording is a plugin's; a snippet is not one.
-fn plainer(error: ToolError) -> ToolError {
-    match error {
-        ToolError::Failed(text) => ToolError::Failed(
-            text.replace("the plugin's code", "the code")
-                .replace("; the plugin stays usable", "")
-                .replace(", and the plugin stays usable", "")
-                .replace(" and the plugin stays usable", ""),
-        ),
-        other => other,
     }
 }
 
@@ -325,19 +312,5 @@ mod tests {
         assert!(text.len() < MAX_REPLY_BYTES + 300, "{}", text.len());
         assert!(text.contains("cut: the reply was"), "{text}");
         assert!(out.structured.is_none());
-    }
-
-    #[test]
-    fn the_engines_words_for_a_plugin_become_a_snippets() {
-        let e = plainer(ToolError::Failed(
-            "the plugin's code ran past its 5 s CPU limit without awaiting (an endless loop?) and was stopped; the plugin stays usable".into(),
-        ));
-        assert_eq!(
-            e.to_string(),
-            ToolError::Failed(
-                "the code ran past its 5 s CPU limit without awaiting (an endless loop?) and was stopped".into()
-            )
-            .to_string()
-        );
     }
 }

@@ -247,6 +247,7 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
         limits: config.limits.clone(),
         reach: config.reach.clone(),
         access: config.access.clone(),
+        snippet: config.source.is_some(),
     })
 }
 

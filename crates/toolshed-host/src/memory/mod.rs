@@ -528,15 +528,11 @@ impl Memories {
              WHERE memories_fts MATCH :expr AND m.owner IN (:scope, '{SHARED}') AND {LIVE}
                AND (:ns IS NULL OR m.namespace = :ns) AND (:since IS NULL OR m.updated_ms >= :since)"
         );
-        for i in 0..tags.len() {
-            sql.push_str(&format!(" AND instr(m.tags, :tag{i}) > 0"));
-        }
+        let tag_params = TagFilter::new(&tags, &mut sql);
         sql.push_str(" ORDER BY rank LIMIT :limit");
-        let tag_values: Vec<String> = tags.iter().map(|t| format!(" {t} ")).collect();
         self.store
             .with(|c| {
                 let mut stmt = c.prepare_cached(&sql)?;
-                let tag_names: Vec<String> = (0..tags.len()).map(|i| format!(":tag{i}")).collect();
                 let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
                     (":expr", &expr),
                     (":scope", &scope),
@@ -545,9 +541,7 @@ impl Memories {
                     (":since", &search.since_ms),
                     (":limit", &limit),
                 ];
-                for (name, value) in tag_names.iter().zip(&tag_values) {
-                    named.push((name.as_str(), value));
-                }
+                tag_params.bind(&mut named);
                 let rows = stmt
                     .query_map(named.as_slice(), |r| {
                         Ok(Found {
@@ -601,15 +595,11 @@ impl Memories {
                AND (:ns IS NULL OR m.namespace = :ns)
                AND (m.updated_ms < :before_ms OR (m.updated_ms = :before_ms AND m.n < :before_n))"
         );
-        for i in 0..tags.len() {
-            sql.push_str(&format!(" AND instr(m.tags, :tag{i}) > 0"));
-        }
+        let tag_params = TagFilter::new(&tags, &mut sql);
         sql.push_str(" ORDER BY m.updated_ms DESC, m.n DESC LIMIT :limit");
-        let tag_values: Vec<String> = tags.iter().map(|t| format!(" {t} ")).collect();
         let fetch = (limit + 1) as i64;
         let rows = self.store.with(|c| {
             let mut stmt = c.prepare_cached(&sql)?;
-            let tag_names: Vec<String> = (0..tags.len()).map(|i| format!(":tag{i}")).collect();
             let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
                 (":scope", &scope),
                 (":now", &now),
@@ -618,9 +608,7 @@ impl Memories {
                 (":before_n", &before_n),
                 (":limit", &fetch),
             ];
-            for (name, value) in tag_names.iter().zip(&tag_values) {
-                named.push((name.as_str(), value));
-            }
+            tag_params.bind(&mut named);
             let rows = stmt
                 .query_map(named.as_slice(), |r| {
                     Ok((row_memory(r)?, r.get::<_, i64>(11)?))
@@ -875,6 +863,33 @@ impl Memories {
         })??;
         let (id, count) = outcome;
         Ok((self.get(owner, &id)?, count))
+    }
+}
+
+/// The tag conditions of a search or list: ` AND instr(m.tags, :tagN) > 0` for each tag,
+/// and the values (` tag `, a whole tag of the stored list) to bind to them.
+struct TagFilter {
+    params: Vec<(String, String)>,
+}
+
+impl TagFilter {
+    /// Appends the conditions for `tags` to `sql`.
+    fn new(tags: &[String], sql: &mut String) -> Self {
+        let params = tags
+            .iter()
+            .enumerate()
+            .map(|(i, tag)| {
+                sql.push_str(&format!(" AND instr(m.tags, :tag{i}) > 0"));
+                (format!(":tag{i}"), format!(" {tag} "))
+            })
+            .collect();
+        Self { params }
+    }
+
+    fn bind<'a>(&'a self, named: &mut Vec<(&'a str, &'a dyn rusqlite::ToSql)>) {
+        for (name, value) in &self.params {
+            named.push((name.as_str(), value));
+        }
     }
 }
 

@@ -63,28 +63,35 @@ pub(super) fn returned<'js>(
     }
 }
 
-/// The error a caller sees for `fault`.
+/// The error a caller sees for `fault`; `snippet`: the code is a caller's (`run_code`),
+/// not a plugin that lives on after the call.
 pub(super) fn fault_to_error(
     fault: Fault,
     plugin_id: &str,
     limits: &JsLimits,
     req: &CallRequest,
+    snippet: bool,
 ) -> ToolError {
+    let (code, usable) = if snippet {
+        ("the code", "")
+    } else {
+        ("the plugin's code", "; the plugin stays usable")
+    };
     match fault {
         Fault::Threw(Thrown::Error(text)) => {
             ToolError::Failed(without_location(text, plugin_id, req))
         }
         Fault::Threw(Thrown::OutOfMemory) => ToolError::Failed(format!(
-            "the plugin's code ran out of its {} memory limit and was stopped; its memory was reclaimed and the plugin stays usable. Retry with a smaller request",
+            "{code} ran out of its {} memory limit and was stopped; its memory was reclaimed{usable}. Retry with a smaller request",
             show_bytes(limits.memory_bytes)
         )),
         Fault::Threw(Thrown::StackOverflow(text)) => ToolError::Failed(format!(
-            "the plugin's code ran past its {} stack limit (recursion too deep) and was stopped: {}",
+            "{code} ran past its {} stack limit (recursion too deep) and was stopped: {}",
             show_bytes(limits.stack_bytes),
             without_location(text, plugin_id, req)
         )),
         Fault::Stopped(Stop::Cpu) => ToolError::Failed(format!(
-            "the plugin's code ran past its {} CPU limit without awaiting (an endless loop?) and was stopped; the plugin stays usable",
+            "{code} ran past its {} CPU limit without awaiting (an endless loop?) and was stopped{usable}",
             show_duration(limits.cpu_per_call)
         )),
         Fault::Stopped(Stop::Wall) => {

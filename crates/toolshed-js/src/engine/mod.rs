@@ -73,6 +73,9 @@ pub(crate) struct Setup {
     pub reach: Arc<Reach>,
     /// What it reaches it through.
     pub access: HostAccess,
+    /// The module is the host's (`run_code`'s) and runs a caller's code: errors speak of
+    /// "the code", not of a plugin that stays usable.
+    pub snippet: bool,
 }
 
 /// What `run` returned, before the tool maps it to a [`toolshed_core::ToolOutput`].
@@ -439,7 +442,13 @@ impl Engine {
 
     /// The error a caller sees for `fault` in the call `req`.
     pub(crate) fn tool_error(&self, fault: Fault, req: &CallRequest) -> ToolError {
-        fault_to_error(fault, &self.setup.plugin_id, &self.setup.limits, req)
+        fault_to_error(
+            fault,
+            &self.setup.plugin_id,
+            &self.setup.limits,
+            req,
+            self.setup.snippet,
+        )
     }
 }
 
