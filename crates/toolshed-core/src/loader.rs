@@ -27,6 +27,8 @@ pub struct Grants {
     pub fs_write: Vec<String>,
     /// Names of tools the plugin may call through the pipeline.
     pub tools: Vec<String>,
+    /// Whether the plugin may keep memories (`ctx.memory`).
+    pub memory: bool,
 }
 
 impl Grants {
@@ -36,6 +38,7 @@ impl Grants {
             && self.fs_read.is_empty()
             && self.fs_write.is_empty()
             && self.tools.is_empty()
+            && !self.memory
     }
 }
 

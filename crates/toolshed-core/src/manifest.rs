@@ -144,6 +144,10 @@ pub struct Capabilities {
     /// Tools the plugin may call through the pipeline.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// Whether the plugin keeps memories (`ctx.memory`): the calling owner's, in a
+    /// namespace of the plugin's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub memory: bool,
 }
 
 /// A plugin described as data, as read from `plugin.toml` and its siblings.

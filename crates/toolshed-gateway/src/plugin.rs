@@ -277,6 +277,8 @@ impl Plugin for McpPlugin {
         let watches = std::mem::take(&mut *self.watches.lock().unwrap_or_else(|e| e.into_inner()));
         for watch in watches {
             watch.abort();
+            // Wait for it to end: one running on another thread may be writing the log.
+            let _ = watch.await;
         }
         self.lister.upstream.stop().await;
         Ok(())

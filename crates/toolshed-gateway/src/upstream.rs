@@ -21,6 +21,8 @@ use crate::http::HttpTarget;
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest wait between attempts to start a failing server.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// How long stopping a server waits for the last of its stderr to reach its log.
+const FOLLOWER_GRACE: Duration = Duration::from_secs(5);
 /// The most of a server's stderr quoted in a failure.
 const STDERR_TAIL: usize = 2000;
 
@@ -75,6 +77,10 @@ pub(crate) struct Upstream {
     /// Set once the server ended the session when asked `server/discover`: it is greeted
     /// with `initialize` from then on.
     legacy_only: std::sync::atomic::AtomicBool,
+    /// The tasks copying each started process's stderr into the log: waited for when the
+    /// server stops, so nothing writes into its plugin's directory after that (an
+    /// uninstall removes it next).
+    followers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// A call in flight: keeps an idle server from being stopped under it.
@@ -97,6 +103,7 @@ impl Upstream {
         Self {
             log,
             legacy_only: std::sync::atomic::AtomicBool::new(false),
+            followers: Mutex::default(),
             name,
             launch,
             processes,
@@ -309,7 +316,10 @@ impl Upstream {
                 path,
                 &format!("started `{}` (pid {})", launch.program, process.pid()),
             );
-            crate::log::follow(process.clone(), path.clone());
+            let follower = crate::log::follow(process.clone(), path.clone());
+            let mut followers = self.followers.lock().unwrap_or_else(|e| e.into_inner());
+            followers.retain(|f| !f.is_finished());
+            followers.push(follower);
         }
         let stdio = process.take_stdio().ok_or_else(|| {
             (
@@ -338,13 +348,12 @@ impl Upstream {
         let client = match connected {
             Ok(client) => Arc::new(client),
             Err(e) => {
-                // Give its last words a moment to arrive.
+                // Give its last words a moment to arrive, then stop what is left of it:
+                // a server that failed its handshake is not used.
                 process.wait(Duration::from_millis(200)).await;
-                if e.try_legacy {
-                    process
-                        .terminate(toolshed_ops::process::Stop::graceful())
-                        .await;
-                }
+                process
+                    .terminate(toolshed_ops::process::Stop::graceful())
+                    .await;
                 return Err((
                     format!(
                         "MCP server `{}` failed the handshake ({}){}",
@@ -409,10 +418,25 @@ impl Upstream {
         true
     }
 
-    /// Stops the server.
+    /// Stops the server, and returns once its log is complete: nothing it ran writes
+    /// into the plugin's directory afterwards.
     pub(crate) async fn stop(&self) {
         if let Some(c) = self.connection.lock().await.take() {
             shut(c).await;
+        }
+        let followers =
+            std::mem::take(&mut *self.followers.lock().unwrap_or_else(|e| e.into_inner()));
+        for mut follower in followers {
+            // Its process has ended (stopped above, or failed to start and was stopped
+            // then): what remains is copying its last output. A follower stuck on a full
+            // disk is not waited for without end.
+            if tokio::time::timeout(FOLLOWER_GRACE, &mut follower)
+                .await
+                .is_err()
+            {
+                follower.abort();
+                let _ = follower.await;
+            }
         }
     }
 }
@@ -453,4 +477,53 @@ fn stderr_tail(process: &Process) -> String {
         .find(|i| text.is_char_boundary(*i))
         .unwrap_or(text.len());
     format!("; its stderr ends: {}", &text[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server whose handshake fails while it is still running: once `stop` returns, its
+    /// log holds how it ended and nothing writes to it any more, so an uninstall can
+    /// remove the plugin's directory (it once failed with "Directory not empty").
+    #[tokio::test]
+    async fn stopping_a_server_that_failed_to_start_waits_for_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let ops = Arc::new(toolshed_ops::LocalOps::new(dir.path()).unwrap());
+        let processes: Arc<dyn ProcessOps> = Arc::new(
+            toolshed_ops::LocalProcessOps::new(ops, toolshed_ops::ProcessConfig::default())
+                .unwrap(),
+        );
+        let log = crate::log::log_path(&dir.path().join("plugin"));
+        let launch = Launch {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "echo no key >&2; exec 1>&-; sleep 2; echo late >&2".into(),
+            ],
+            env: Vec::new(),
+            workdir: dir.path().display().to_string(),
+            sandbox: None,
+            start_timeout: Some(Duration::from_secs(10)),
+            http: None,
+            era: Era::Legacy,
+            network_hosts: None,
+            cache: None,
+        };
+        let upstream = Upstream::new("broken".into(), launch, processes, Some(log.clone()));
+        let Err(err) = upstream.peer().await else {
+            panic!("a server that closed its stdout was greeted");
+        };
+        assert!(err.contains("no key"), "{err}");
+        upstream.stop().await;
+        let written = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            written.contains("the server was killed by signal")
+                || written.contains("the server exited"),
+            "{written}"
+        );
+        assert!(!written.contains("late"), "{written}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), written);
+    }
 }

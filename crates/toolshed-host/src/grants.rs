@@ -3,8 +3,8 @@
 //! A plugin's manifest declares what it asks for (`capabilities`: `network` hosts,
 //! `fs_read` and `fs_write` roots, `tools` it calls); a person grants some of it with
 //! `toolshed plugins grant ID GRANT...`. Only what is both declared and granted reaches the
-//! plugin. A grant is written `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH` or
-//! `tool:NAME`. A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
+//! plugin. A grant is written `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`,
+//! `tool:NAME` or `memory` (the calling owner's memories, in the plugin's own namespace). A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
 //! declares "whatever the person grants": for plugins whose hosts come from their config,
 //! such as a webhook notifier.
 
@@ -12,6 +12,9 @@ use toolshed_core::{Grants, PluginManifest};
 use toolshed_ops::net::HostPattern;
 
 use crate::manifest::is_valid_tool_name;
+
+/// The grant of `ctx.memory`.
+const MEMORY: &str = "memory";
 
 /// The most grants one plugin keeps.
 pub const MAX_GRANTS: usize = 64;
@@ -27,12 +30,18 @@ pub(crate) enum Grant {
     FsWrite(String),
     /// Calling a tool.
     Tool(String),
+    /// Keeping memories (`ctx.memory`).
+    Memory,
 }
 
 impl Grant {
-    /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH` or `tool:NAME`.
+    /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`, `tool:NAME` or `memory`.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH or tool:NAME";
+        let usage =
+            "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME or memory";
+        if text == MEMORY {
+            return Ok(Self::Memory);
+        }
         let Some((kind, value)) = text.split_once(':') else {
             return Err(format!("`{text}` is not a grant; {usage}"));
         };
@@ -55,6 +64,7 @@ impl Grant {
             Self::FsRead(v) => format!("fs-read:{v}"),
             Self::FsWrite(v) => format!("fs-write:{v}"),
             Self::Tool(v) => format!("tool:{v}"),
+            Self::Memory => MEMORY.into(),
         }
     }
 
@@ -66,6 +76,14 @@ impl Grant {
             Self::FsRead(path) => (&caps.fs_read, "file reads (`fs_read`)", path),
             Self::FsWrite(path) => (&caps.fs_write, "file writes (`fs_write`)", path),
             Self::Tool(name) => (&caps.tools, "tool calls (`tools`)", name),
+            Self::Memory if caps.memory => return Ok(()),
+            Self::Memory => {
+                return Err(format!(
+                    "plugin `{}` does not ask for memory in its manifest (`memory = true` under \
+                     [capabilities]), so it cannot be granted `memory`",
+                    manifest.id
+                ));
+            }
         };
         if declared.is_empty() {
             return Err(format!(
@@ -78,6 +96,7 @@ impl Grant {
             Self::Http(_) => d == "*" || host_matches(d, value) || host_matches(value, d),
             Self::FsRead(_) | Self::FsWrite(_) => d == "*" || path_within(value, d),
             Self::Tool(_) => d == "*" || d == value,
+            Self::Memory => false,
         });
         if fits {
             Ok(())
@@ -159,6 +178,9 @@ pub(crate) fn declared(manifest: &PluginManifest) -> Vec<String> {
     out.extend(named(&caps.fs_read, "fs-read"));
     out.extend(named(&caps.fs_write, "fs-write"));
     out.extend(named(&caps.tools, "tool"));
+    if caps.memory {
+        out.push(MEMORY.into());
+    }
     out
 }
 
@@ -171,6 +193,7 @@ pub(crate) fn to_grants(stored: &[String]) -> Grants {
             Ok(Grant::FsRead(v)) => grants.fs_read.push(v),
             Ok(Grant::FsWrite(v)) => grants.fs_write.push(v),
             Ok(Grant::Tool(v)) => grants.tools.push(v),
+            Ok(Grant::Memory) => grants.memory = true,
             Err(e) => tracing::warn!(grant = %text, error = %e, "ignoring a stored grant"),
         }
     }

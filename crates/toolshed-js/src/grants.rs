@@ -75,6 +75,8 @@ pub(crate) struct Reach {
     tools: Vec<String>,
     /// Every tool may be called (the pipeline still reviews each call): `run_code`'s.
     all_tools: bool,
+    /// Memories may be kept (`ctx.memory`): declared and granted.
+    memory: bool,
 }
 
 impl Reach {
@@ -89,6 +91,7 @@ impl Reach {
             write_roots: Vec::new(),
             tools: Vec::new(),
             all_tools: true,
+            memory: false,
         }
     }
 
@@ -129,6 +132,7 @@ impl Reach {
             write_roots,
             tools,
             all_tools: false,
+            memory: declared.memory && grants.memory,
         }
     }
 
@@ -230,6 +234,21 @@ impl Reach {
                 " (the plugin's manifest must also declare it in capabilities.tools, which lists: {})",
                 list_or_nothing(&self.declared.tools)
             ));
+        }
+        Err(msg)
+    }
+
+    /// Checks that memories may be kept (`ctx.memory`).
+    pub(crate) fn check_memory(&self) -> Result<(), String> {
+        if self.memory {
+            return Ok(());
+        }
+        let id = &self.plugin_id;
+        let mut msg = format!(
+            "plugin `{id}` is not granted memory; to allow it, run `toolshed plugins grant {id} memory`"
+        );
+        if !self.declared.memory {
+            msg.push_str(" (the plugin's manifest must also ask for it: `memory = true` under [capabilities])");
         }
         Err(msg)
     }

@@ -247,11 +247,11 @@ fn operations() -> Vec<Op> {
             .param(plugin_id())
             .respond("200", json_response("Its grants", schema_ref("PluginGrants")))
             .respond("404", not_found()),
-        op("POST", "/plugins/{id}/grants", "changePluginGrants", "Grant or take back capabilities (http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME); the plugin reloads with them")
+        op("POST", "/plugins/{id}/grants", "changePluginGrants", "Grant or take back capabilities (http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, memory); the plugin reloads with them")
             .param(plugin_id())
             .body(json!({"type": "object", "additionalProperties": false, "properties": {
-                "add": {"type": "array", "items": {"type": "string", "pattern": "^(http|fs-read|fs-write|tool):.+$"}, "maxItems": 64},
-                "remove": {"type": "array", "items": {"type": "string", "pattern": "^(http|fs-read|fs-write|tool):.+$"}, "maxItems": 64}
+                "add": {"type": "array", "items": {"type": "string", "pattern": "^((http|fs-read|fs-write|tool):.+|memory)$"}, "maxItems": 64},
+                "remove": {"type": "array", "items": {"type": "string", "pattern": "^((http|fs-read|fs-write|tool):.+|memory)$"}, "maxItems": 64}
             }}))
             .respond("200", json_response("Its grants now", schema_ref("PluginGrants")))
             .respond("400", error_response("A grant is malformed, or the manifest does not ask for it"))
