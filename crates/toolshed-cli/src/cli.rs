@@ -72,6 +72,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
+    /// Export memories as Markdown files a person can read and edit, or import them back
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
     /// Ask the policy rules what they decide for a call, without running it
     Policy {
         #[command(subcommand)]
@@ -175,6 +180,30 @@ pub enum ApprovalsCommand {
     Deny {
         /// The request's id (`ap-…`)
         id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Write each present memory as DIR/[NAMESPACE/]ID.md, front matter first
+    Export {
+        /// The directory (created if needed; files of the same ids are replaced)
+        dir: PathBuf,
+        /// Whose memories: an agent token's owner (default: yours, `local`)
+        #[arg(long, value_name = "NAME", default_value = "local")]
+        owner: String,
+    },
+    /// Read the .md files under DIR: a file with a known `id` updates that memory, any
+    /// other is stored as a new memory and gets its id written into its front matter
+    Import {
+        /// The directory
+        dir: PathBuf,
+        /// Whose memories: an agent token's owner (default: yours, `local`)
+        #[arg(long, value_name = "NAME", default_value = "local")]
+        owner: String,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -471,7 +500,7 @@ pub enum PluginsCommand {
         value: Option<String>,
     },
     /// Grant a sandboxed plugin capabilities its manifest asks for: `http:HOST[:PORT]`,
-    /// `fs-read:PATH`, `fs-write:PATH`, `tool:NAME`. No GRANT grants everything the
+    /// `fs-read:PATH`, `fs-write:PATH`, `tool:NAME`, `memory`. No GRANT grants everything the
     /// manifest names; with none, prints what it asks for and holds
     Grant {
         /// The plugin id

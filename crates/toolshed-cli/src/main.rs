@@ -188,6 +188,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         } => commands::token::run(&host, command),
         Command::Doctor { json } => commands::doctor::run(&host, json),
         Command::Approvals { command } => commands::approvals::run(&host, command),
+        Command::Memory { command } => commands::memory::run(&host, command).await,
         Command::Policy {
             command:
                 PolicyCommand::Test {

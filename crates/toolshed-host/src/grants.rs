@@ -314,4 +314,20 @@ mod tests {
         assert!(!path_within("notes2/a", "notes"));
         assert!(!path_within("no", "notes"));
     }
+
+    #[test]
+    fn memory_is_granted_only_to_a_plugin_that_asks_for_it() {
+        let grant = Grant::parse("memory").unwrap();
+        assert_eq!(grant, Grant::Memory);
+        assert_eq!(grant.to_text(), "memory");
+        let mut m = manifest();
+        let err = grant.check_declared(&m).unwrap_err();
+        assert!(err.contains("`memory = true`"), "{err}");
+        assert!(!declared(&m).contains(&"memory".to_string()));
+        m.capabilities.memory = true;
+        assert!(grant.check_declared(&m).is_ok());
+        assert!(declared(&m).contains(&"memory".to_string()));
+        assert!(to_grants(&["memory".into()]).memory);
+        assert!(Grant::parse("memory:x").is_err());
+    }
 }

@@ -500,3 +500,106 @@ fn a_memory_with_a_ttl_expires() {
     f.clock.fetch_add(61_000, Ordering::SeqCst);
     assert!(search(m, "a", "build").is_empty());
 }
+
+#[test]
+fn memories_go_out_as_markdown_files_and_edits_come_back_by_id() {
+    let f = fixture(MemoryConfig::default());
+    let m = &f.memories;
+    let db = m
+        .store(
+            "alice",
+            NewMemory {
+                text: "postgres listens on 5433".into(),
+                title: Some("db: port".into()),
+                tags: vec!["ops".into()],
+                ..NewMemory::default()
+            },
+        )
+        .unwrap();
+    let team = m
+        .store(
+            "alice",
+            NewMemory {
+                namespace: Some("team/infra".into()),
+                ..note("the rota is in the wiki")
+            },
+        )
+        .unwrap();
+    m.store("bob", note("bob's own")).unwrap();
+
+    let out = tempfile::tempdir().unwrap();
+    let exported = m.export_markdown("alice", out.path()).unwrap();
+    assert_eq!(exported.files, 2);
+    let db_file = out.path().join(format!("{}.md", db.id));
+    let written = std::fs::read_to_string(&db_file).unwrap();
+    assert!(
+        written.starts_with(&format!(
+            "---\nid: {}\ntitle: \"db: port\"\ntags: [\"ops\"]\n",
+            db.id
+        )),
+        "{written}"
+    );
+    assert!(
+        written.ends_with("---\npostgres listens on 5433\n"),
+        "{written}"
+    );
+    assert!(
+        out.path()
+            .join("team/infra")
+            .join(format!("{}.md", team.id))
+            .is_file()
+    );
+
+    // A person edits one file, adds one, and breaks one.
+    std::fs::write(
+        &db_file,
+        written
+            .replace("5433", "5434")
+            .replace("[\"ops\"]", "[\"ops\", \"db\"]"),
+    )
+    .unwrap();
+    let added = out.path().join("team/infra/new.md");
+    std::fs::write(&added, "deploys go out on tuesdays\n").unwrap();
+    std::fs::write(out.path().join("broken.md"), "---\ntags: [oops\n---\nx\n").unwrap();
+    let imported = m.import_markdown("alice", out.path()).unwrap();
+    assert_eq!(
+        (imported.created, imported.updated, imported.unchanged),
+        (1, 1, 1)
+    );
+    assert_eq!(imported.failed.len(), 1, "{:?}", imported.failed);
+    assert!(
+        imported.failed[0].1.contains("tags"),
+        "{:?}",
+        imported.failed
+    );
+
+    let now = m.get("alice", &db.id).unwrap();
+    assert_eq!(now.text, "postgres listens on 5434");
+    assert_eq!(now.tags, ["ops", "db"]);
+    assert_eq!(search(m, "alice", "tuesdays").len(), 1);
+    // The new file now names its memory, so a second import changes nothing.
+    assert!(
+        std::fs::read_to_string(&added)
+            .unwrap()
+            .starts_with("---\nid: m-")
+    );
+    std::fs::remove_file(out.path().join("broken.md")).unwrap();
+    let again = m.import_markdown("alice", out.path()).unwrap();
+    assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 3));
+    let found = m
+        .search(
+            "alice",
+            &Search {
+                query: "tuesdays".into(),
+                limit: 10,
+                ..Search::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(found[0].namespace, "team/infra");
+    // Bob's memories were neither exported nor touched.
+    assert_eq!(search(m, "bob", "postgres"), Vec::<String>::new());
+    assert!(!std::fs::read_dir(out.path()).unwrap().any(|e| {
+        std::fs::read_to_string(e.unwrap().path()).is_ok_and(|t| t.contains("bob's own"))
+    }));
+}

@@ -350,7 +350,30 @@ mod tests {
             fs_read: v(read),
             fs_write: v(write),
             tools: v(tools),
+            ..Grants::default()
         }
+    }
+
+    #[test]
+    fn memory_must_be_declared_and_granted() {
+        let asked = Capabilities {
+            memory: true,
+            ..Capabilities::default()
+        };
+        let granted = Grants {
+            memory: true,
+            ..Grants::default()
+        };
+        assert!(Reach::new("acme.n", &asked, &granted).check_memory().is_ok());
+        let err = Reach::new("acme.n", &asked, &Grants::default())
+            .check_memory()
+            .unwrap_err();
+        assert!(err.contains("toolshed plugins grant acme.n memory"), "{err}");
+        assert!(!err.contains("manifest"), "{err}");
+        let err = Reach::new("acme.n", &Capabilities::default(), &granted)
+            .check_memory()
+            .unwrap_err();
+        assert!(err.contains("`memory = true` under [capabilities]"), "{err}");
     }
 
     #[test]

@@ -47,6 +47,7 @@ mod guard;
 pub mod jobs;
 mod listen;
 mod mcp_reply;
+pub mod memories;
 pub mod metrics;
 mod oauth;
 pub mod openapi;

@@ -31,6 +31,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/tools/search"),
     ("GET", "/tools/{name}"),
     ("POST", "/tools/{name}/execute"),
+    ("GET", "/memories"),
+    ("POST", "/memories"),
+    ("GET", "/memories/search"),
+    ("GET", "/memories/{id}"),
+    ("DELETE", "/memories/{id}"),
+    ("POST", "/memories/{id}/restore"),
     ("GET", "/audit"),
     ("GET", "/approvals"),
     ("GET", "/approvals/{id}"),
@@ -145,6 +151,36 @@ impl Op {
 
 fn plugin_id() -> Value {
     path_param("id", "A plugin id, e.g. system.calculator")
+}
+
+fn nullable_string() -> Value {
+    json!({"type": "string", "nullable": true})
+}
+
+/// The answers of an operation that is a call of a memory tool.
+fn memory_op(op: Op) -> Op {
+    op.respond(
+        "400",
+        error_response("A value is not valid (the message names it and what to give)"),
+    )
+    .respond(
+        "403",
+        error_response("Denied by review or policy, or needs approval"),
+    )
+    .respond(
+        "404",
+        error_response("No such memory of the caller's, or the memory tools are disabled"),
+    )
+    .respond(
+        "409",
+        error_response("The caller's memories are full, or there is nothing to restore"),
+    )
+    .respond(
+        "429",
+        error_response("A quota is used up, or too many failed authentications"),
+    )
+    .respond("500", error_response("The state store failed"))
+    .respond("504", error_response("The call's deadline passed"))
 }
 
 fn operations() -> Vec<Op> {
@@ -308,6 +344,40 @@ fn operations() -> Vec<Op> {
             .respond("500", error_response("A bug in toolshed"))
             .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
             .respond("504", error_response("The call's deadline passed")),
+        memory_op(op("GET", "/memories", "listMemories", "The caller's memories, newest first, a page at a time (a call of memory_list)")
+            .param(query_param("namespace", "Only this namespace", json!({"type": "string", "maxLength": 80})))
+            .param(query_param("tags", "Only memories with all these tags, comma-separated", json!({"type": "string"})))
+            .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string"})))
+            .param(query_param("limit", "The most memories (1 to 100; default 20)", json!({"type": "integer", "minimum": 1, "maximum": 100})))
+            .respond("200", json_response("A page; next_cursor leads to older memories", json!({"type": "object", "required": ["memories"], "properties": {"memories": {"type": "array", "items": schema_ref("Memory")}, "next_cursor": nullable_string()}})))),
+        memory_op(op("POST", "/memories", "storeMemory", "Remember something, or update memory `id` (a call of memory_store)")
+            .body(json!({"type": "object", "required": ["text"], "additionalProperties": false, "properties": {
+                "text": {"type": "string", "minLength": 1},
+                "title": {"type": "string", "maxLength": 200},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+                "namespace": {"type": "string", "maxLength": 80},
+                "id": {"type": "string", "description": "Update this memory instead of storing a new one"},
+                "ttl": {"type": "string", "description": "Forget after e.g. 7d"}
+            }}))
+            .respond("201", json_response("Stored", schema_ref("Memory")))
+            .respond("200", json_response("Updated (id)", schema_ref("Memory")))
+            .respond("415", error_response("The body is not application/json"))),
+        memory_op(op("GET", "/memories/search", "searchMemories", "Full-text search of the caller's memories, best first (a call of memory_search)")
+            .param(json!({"name": "q", "in": "query", "required": true, "description": "Words, \"a phrase\", prefix*, OR, -word", "schema": {"type": "string", "minLength": 1, "maxLength": toolshed_host::memory::MAX_QUERY_LEN}}))
+            .param(query_param("namespace", "Only this namespace", json!({"type": "string", "maxLength": 80})))
+            .param(query_param("tags", "Only memories with all these tags, comma-separated", json!({"type": "string"})))
+            .param(query_param("limit", "The most results (1 to 100; default 10)", json!({"type": "integer", "minimum": 1, "maximum": 100})))
+            .param(query_param("since", "Only memories changed since then: 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string"})))
+            .respond("200", json_response("The matches, best first, matched terms in **bold** in each snippet", json!({"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": schema_ref("MemoryMatch")}}})))),
+        memory_op(op("GET", "/memories/{id}", "getMemory", "One of the caller's memories, deleted and compacted ones included (they say so)")
+            .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
+            .respond("200", json_response("The memory", schema_ref("Memory")))),
+        memory_op(op("DELETE", "/memories/{id}", "deleteMemory", "Delete a memory (restorable for [memory] deleted_days)")
+            .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
+            .respond("200", json_response("What was deleted", json!({"type": "object", "required": ["deleted"], "properties": {"deleted": schema_ref("Memory")}})))),
+        memory_op(op("POST", "/memories/{id}/restore", "restoreMemory", "Bring back a deleted or compacted memory")
+            .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
+            .respond("200", json_response("The memory now", schema_ref("Memory")))),
         op("GET", "/audit", "listAudit", "Audit rows, newest first and paged: every call with its owner, door, outcome and, when it needed one, how its approval ended and who answered")
             .param(query_param("limit", "How many rows (1 to 1000; default 100)", json!({"type": "integer", "minimum": 1, "maximum": 1000})))
             .param(query_param("tool", "Only calls of tools matching this glob (workspace_*)", json!({"type": "string"})))
@@ -375,7 +445,7 @@ fn operations() -> Vec<Op> {
 }
 
 fn schemas() -> Value {
-    let nullable_string = json!({"type": "string", "nullable": true});
+    let nullable_string = nullable_string();
     json!({
         "Error": {
             "type": "object",
@@ -509,6 +579,29 @@ fn schemas() -> Value {
                 "progress": {"type": "array", "items": {"type": "object"}},
                 "result": {"allOf": [schema_ref("CallResult")], "nullable": true},
                 "error": {"type": "object", "nullable": true}
+            }
+        },
+        "Memory": {
+            "type": "object",
+            "required": ["id", "namespace", "kind", "title", "text", "tags", "created_ms", "updated_ms"],
+            "properties": {
+                "id": {"type": "string"}, "namespace": {"type": "string"},
+                "kind": {"type": "string", "enum": ["note", "daily", "summary"]},
+                "title": {"type": "string"}, "text": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "created_ms": {"type": "integer"}, "updated_ms": {"type": "integer"},
+                "expires_ms": {"type": "integer", "nullable": true},
+                "deleted_ms": {"type": "integer", "nullable": true},
+                "archived_in": nullable_string
+            }
+        },
+        "MemoryMatch": {
+            "type": "object",
+            "required": ["id", "title", "namespace", "tags", "snippet", "score", "updated_ms"],
+            "properties": {
+                "id": {"type": "string"}, "title": {"type": "string"}, "namespace": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "snippet": {"type": "string"}, "score": {"type": "number"}, "updated_ms": {"type": "integer"}
             }
         },
         "Approval": {

@@ -16,7 +16,7 @@ use toolshed_mcp::Session;
 use crate::guard::{RequestGuard, guarded};
 use crate::listen::ConnectionLimits;
 use crate::token::BearerToken;
-use crate::{api, approvals, events, gateway, jobs, metrics, openapi, proxy, stream};
+use crate::{api, approvals, events, gateway, jobs, memories, metrics, openapi, proxy, stream};
 
 /// The path prefix of the REST API.
 pub const API_PREFIX: &str = "/api/v1";
@@ -132,6 +132,13 @@ fn app_draining(
         .route("/tools/search", get(api::search_tools))
         .route("/tools/{name}", get(api::tool))
         .route("/tools/{name}/execute", post(api::execute))
+        .route("/memories", get(memories::list).post(memories::store))
+        .route("/memories/search", get(memories::search))
+        .route(
+            "/memories/{id}",
+            get(memories::get).delete(memories::delete),
+        )
+        .route("/memories/{id}/restore", post(memories::restore))
         .route("/audit", get(approvals::audit))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", get(approvals::get))

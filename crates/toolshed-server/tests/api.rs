@@ -604,3 +604,140 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
         404
     );
 }
+
+#[tokio::test]
+async fn memories_are_stored_found_and_deleted_per_owner() {
+    let s = start().await;
+    let as_owner = |owner: &'static str| [auth(), ("X-Toolshed-Owner", owner.to_string())];
+    let stored = request(
+        s.address,
+        "POST",
+        "/api/v1/memories",
+        &as_owner("alice"),
+        Some(r#"{"text":"the staging database listens on 5433","tags":["ops"]}"#),
+    )
+    .await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
+    let id = stored.json()["id"].as_str().unwrap().to_string();
+    let updated = request(
+        s.address,
+        "POST",
+        "/api/v1/memories",
+        &as_owner("alice"),
+        Some(&format!(
+            r#"{{"id":"{id}","text":"the staging database listens on 5434","tags":["ops"]}}"#
+        )),
+    )
+    .await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    assert!(updated.json()["text"].as_str().unwrap().ends_with("5434"));
+
+    let found = request(
+        s.address,
+        "GET",
+        "/api/v1/memories/search?q=staging&tags=ops",
+        &as_owner("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert_eq!(found.json()["results"][0]["id"], id.as_str());
+    assert!(
+        found.json()["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("**staging**")
+    );
+    // Another owner sees none of it.
+    let other = request(
+        s.address,
+        "GET",
+        "/api/v1/memories/search?q=staging",
+        &as_owner("bob"),
+        None,
+    )
+    .await;
+    assert_eq!(other.json()["results"], json!([]));
+    let theirs = request(
+        s.address,
+        "GET",
+        &format!("/api/v1/memories/{id}"),
+        &as_owner("bob"),
+        None,
+    )
+    .await;
+    assert_eq!(theirs.status, 404, "{}", theirs.body);
+    assert_eq!(theirs.kind(), "not_found");
+
+    let listed = request(
+        s.address,
+        "GET",
+        "/api/v1/memories?limit=5",
+        &as_owner("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(listed.json()["memories"][0]["id"], id.as_str());
+    let deleted = request(
+        s.address,
+        "DELETE",
+        &format!("/api/v1/memories/{id}"),
+        &as_owner("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert!(deleted.json()["deleted"]["deleted_ms"].is_i64());
+    let gone = request(
+        s.address,
+        "GET",
+        "/api/v1/memories/search?q=staging",
+        &as_owner("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(gone.json()["results"], json!([]));
+    let restored = request(
+        s.address,
+        "POST",
+        &format!("/api/v1/memories/{id}/restore"),
+        &as_owner("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(restored.status, 200, "{}", restored.body);
+    assert!(restored.json()["deleted_ms"].is_null());
+    let again = request(
+        s.address,
+        "POST",
+        &format!("/api/v1/memories/{id}/restore"),
+        &as_owner("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+
+    // Bad input is named.
+    let no_query = get(s.address, "/api/v1/memories/search").await;
+    assert_eq!(no_query.status, 400);
+    assert!(no_query.body.contains("`q`"), "{}", no_query.body);
+    let empty = post(s.address, "/api/v1/memories", r#"{"text":"   "}"#).await;
+    assert_eq!(empty.status, 400, "{}", empty.body);
+    let bad_namespace = post(
+        s.address,
+        "/api/v1/memories",
+        r#"{"text":"x","namespace":"../up"}"#,
+    )
+    .await;
+    assert_eq!(bad_namespace.status, 400, "{}", bad_namespace.body);
+    assert!(
+        bad_namespace.body.contains("namespace"),
+        "{}",
+        bad_namespace.body
+    );
+    // Each request was a call of a memory tool through the pipeline: it is audited.
+    s.host.store().flush_audit();
+    let audit = get(s.address, "/api/v1/audit?tool=memory_*&limit=100").await;
+    let rows = audit.json()["audit"].as_array().unwrap().len();
+    assert!(rows >= 10, "{}", audit.body);
+}

@@ -7,6 +7,7 @@ pub mod config;
 pub mod doctor;
 pub mod gateway;
 pub mod mcp;
+pub mod memory;
 pub mod plugins;
 pub mod policy;
 pub mod sandbox;

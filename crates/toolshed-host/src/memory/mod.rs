@@ -15,18 +15,20 @@
 //! and keeps each replaced entry as an archived row, restorable like a deleted one; it
 //! happens in one transaction, so it is all-or-nothing.
 
+mod markdown;
 mod query;
 mod tools;
 
 use std::sync::Arc;
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::store::{StateStore, StoreError};
 
-pub use query::fts_query;
+pub use markdown::{Exported, Imported, MAX_IMPORT_FILES};
+pub use query::{MAX_QUERY_LEN, fts_query};
 pub use tools::plugin;
 
 /// The tables, index and triggers of memory (one migration of the state store).
@@ -83,7 +85,7 @@ const SHARED: &str = "*";
 pub const MAX_TAGS: usize = 20;
 /// The longest tag, namespace or title.
 const MAX_TAG_LEN: usize = 40;
-const MAX_NAMESPACE_LEN: usize = 64;
+const MAX_NAMESPACE_LEN: usize = 80;
 const MAX_TITLE_LEN: usize = 200;
 /// The most results of one search or page of a list.
 pub const MAX_PAGE: usize = 100;
@@ -144,6 +146,8 @@ pub enum MemoryError {
     Conflict(String),
     /// The database failed.
     Store(StoreError),
+    /// A batch of writes could not be committed (the database's message).
+    Unwritten(String),
 }
 
 impl From<StoreError> for MemoryError {
@@ -246,6 +250,20 @@ pub struct Memories {
     clock: Arc<dyn Fn() -> i64 + Send + Sync>,
     /// When expired and long-deleted memories were last purged (at most once a minute).
     purged_ms: Arc<std::sync::atomic::AtomicI64>,
+    /// Writes waiting to be committed together (see [`Memories::write`]).
+    pending: Arc<std::sync::Mutex<Vec<Pending>>>,
+}
+
+/// One write of a memory, run inside the shared transaction of a batch: the memory as
+/// written, or why not. A job checks everything that can refuse it before it writes
+/// (housekeeping such as a purge aside), so a refused job leaves nothing of its own
+/// behind; a job the database fails may have, and is run again alone (so it is `Fn`).
+type WriteJob = Box<dyn Fn(&Connection) -> rusqlite::Result<Result<Memory>> + Send>;
+
+/// A write waiting for its batch, and where its outcome goes.
+struct Pending {
+    job: WriteJob,
+    done: std::sync::mpsc::SyncSender<Result<Memory>>,
 }
 
 /// How often a store purges expired and long-deleted memories.
@@ -371,7 +389,32 @@ impl Memories {
             config,
             clock,
             purged_ms: Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN)),
+            pending: Arc::default(),
         }
+    }
+
+    /// Runs `job` in a write transaction, shared with the writes that arrive meanwhile.
+    ///
+    /// A commit costs more than the statements of one memory (the WAL frames of every page
+    /// touched, the FTS segment it flushes), so writes that wait for the connection at the
+    /// same time are committed together: each queues its job, then takes the connection,
+    /// and whoever holds it runs every job queued by then, commits once and hands each job
+    /// its outcome. A job queued after that batch began is in the next one. (Not one
+    /// savepoint per job: FTS5 flushes its pending index at every savepoint, which is the
+    /// cost a batch saves.)
+    fn write(&self, job: WriteJob) -> Result<Memory> {
+        let (done, outcome) = std::sync::mpsc::sync_channel(1);
+        lock(&self.pending).push(Pending { job, done });
+        self.store.with(|c| {
+            let batch = std::mem::take(&mut *lock(&self.pending));
+            if !batch.is_empty() {
+                commit_batch(c, batch);
+            }
+            Ok(())
+        })?;
+        outcome.recv().map_err(|_| {
+            MemoryError::Unwritten("the memory was not written: its batch stopped".into())
+        })?
     }
 
     /// Whether this store should purge now (and, if so, notes that it did).
@@ -430,54 +473,59 @@ impl Memories {
         let max_owner = self.config.max_owner_bytes;
         let deleted_days = self.config.deleted_days;
         let purge_now = self.purge_due(now);
-        let id = self.store.with(|c| {
-            let tx = c.transaction()?;
+        let scope = scope_of(owner);
+        let update = new.id;
+        self.write(Box::new(move |c| {
             if purge_now {
-                purge(&tx, now, deleted_days)?;
+                purge(c, now, deleted_days)?;
             }
-            let id = match &new.id {
-                Some(id) => {
-                    let found: Option<(i64, i64)> = tx
-                        .query_row(
-                            "SELECT n, length(CAST(text AS BLOB)) FROM memories
-                             WHERE id = ?1 AND owner IN (?2, ?3)",
-                            // The caller's own or a shared one, whatever `namespace` says.
-                            params![id, scope_of(owner), SHARED],
-                            |r| Ok((r.get(0)?, r.get(1)?)),
-                        )
-                        .optional()?;
-                    let Some((n, old_len)) = found else {
-                        return Ok(Err(not_found(id)));
-                    };
-                    let more = text.len() as i64 - old_len;
-                    if let Err(e) = check_room(&tx, &stored_owner, more, max_owner) {
-                        return Ok(Err(e));
-                    }
-                    tx.execute(
-                        "UPDATE memories SET title = ?2, text = ?3, tags = ?4, updated_ms = ?5,
-                         expires_ms = ?6, deleted_ms = NULL WHERE n = ?1",
-                        params![n, title, text, tags, now, expires],
-                    )?;
-                    id.clone()
+            let Some(id) = &update else {
+                if let Err(e) = check_room(c, &stored_owner, text.len() as i64, max_owner) {
+                    return Ok(Err(e));
                 }
-                None => {
-                    if let Err(e) = check_room(&tx, &stored_owner, text.len() as i64, max_owner) {
-                        return Ok(Err(e));
-                    }
-                    let id = new_id("m");
-                    tx.execute(
+                let memory = c
+                    .prepare_cached(&format!(
                         "INSERT INTO memories (id, owner, namespace, kind, title, text, tags,
                          created_ms, updated_ms, expires_ms)
-                         VALUES (?1, ?2, ?3, 'note', ?4, ?5, ?6, ?7, ?7, ?8)",
-                        params![id, stored_owner, namespace, title, text, tags, now, expires],
+                         VALUES (?1, ?2, ?3, 'note', ?4, ?5, ?6, ?7, ?7, ?8) RETURNING {COLUMNS}"
+                    ))?
+                    .query_row(
+                        params![
+                            new_id("m"),
+                            stored_owner,
+                            namespace,
+                            title,
+                            text,
+                            tags,
+                            now,
+                            expires
+                        ],
+                        row_memory,
                     )?;
-                    id
-                }
+                return Ok(Ok(memory));
             };
-            tx.commit()?;
-            Ok(Ok(id))
-        })??;
-        self.get(owner, &id)
+            let found: Option<(i64, i64)> = c
+                .prepare_cached(&format!(
+                    "SELECT n, length(CAST(text AS BLOB)) FROM memories
+                     WHERE id = ?1 AND owner IN (?2, '{SHARED}')"
+                ))?
+                // The caller's own or a shared one, whatever `namespace` says.
+                .query_row(params![id, scope], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((n, old_len)) = found else {
+                return Ok(Err(not_found(id)));
+            };
+            if let Err(e) = check_room(c, &stored_owner, text.len() as i64 - old_len, max_owner) {
+                return Ok(Err(e));
+            }
+            let memory = c
+                .prepare_cached(&format!(
+                    "UPDATE memories SET title = ?2, text = ?3, tags = ?4, updated_ms = ?5,
+                     expires_ms = ?6, deleted_ms = NULL WHERE n = ?1 RETURNING {COLUMNS}"
+                ))?
+                .query_row(params![n, title, text, tags, now, expires], row_memory)?;
+            Ok(Ok(memory))
+        }))
     }
 
     fn check_size(&self, text: &str) -> Result<()> {
@@ -695,57 +743,51 @@ impl Memories {
         let now = self.now();
         let max = self.config.max_bytes;
         let max_owner = self.config.max_owner_bytes;
-        let id = self
-            .store
-            .with(|c| {
-                let tx = c.transaction()?;
-                let existing: Option<(i64, String, String)> = tx
+        let text = text.to_string();
+        self.write(Box::new(move |c| {
+            let existing: Option<(i64, String)> = c
+                .prepare_cached(
+                    "SELECT n, text FROM memories m WHERE owner = ?1 AND namespace = ''
+                     AND day = ?2 AND kind = 'daily' AND deleted_ms IS NULL
+                     AND archived_in IS NULL",
+                )?
+                .query_row(params![scope, day], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((n, old)) = existing else {
+                if let Err(e) = check_room(c, &scope, text.len() as i64, max_owner) {
+                    return Ok(Err(e));
+                }
+                let memory = c
+                    .prepare_cached(&format!(
+                        "INSERT INTO memories (id, owner, namespace, kind, day, title, text,
+                         tags, created_ms, updated_ms)
+                         VALUES (?1, ?2, '', 'daily', ?3, ?4, ?5, ' journal ', ?6, ?6)
+                         RETURNING {COLUMNS}"
+                    ))?
                     .query_row(
-                        "SELECT n, id, text FROM memories m WHERE owner = ?1 AND namespace = ''
-                         AND day = ?2 AND kind = 'daily' AND deleted_ms IS NULL
-                         AND archived_in IS NULL",
-                        params![scope, day],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                    )
-                    .optional()?;
-                let id = match existing {
-                    Some((n, id, old)) => {
-                        let joined = format!("{old}\n{text}");
-                        if joined.len() as u64 > max {
-                            return Ok(Err(MemoryError::Invalid(format!(
-                                "today's journal would be {} bytes, past the {max} of one memory \
-                                 ([memory] max_bytes): store this as a memory of its own",
-                                joined.len()
-                            ))));
-                        }
-                        if let Err(e) = check_room(&tx, &scope, text.len() as i64 + 1, max_owner) {
-                            return Ok(Err(e));
-                        }
-                        tx.execute(
-                            "UPDATE memories SET text = ?2, updated_ms = ?3 WHERE n = ?1",
-                            params![n, joined, now],
-                        )?;
-                        id
-                    }
-                    None => {
-                        if let Err(e) = check_room(&tx, &scope, text.len() as i64, max_owner) {
-                            return Ok(Err(e));
-                        }
-                        let id = new_id("m");
-                        tx.execute(
-                            "INSERT INTO memories (id, owner, namespace, kind, day, title, text,
-                             tags, created_ms, updated_ms)
-                             VALUES (?1, ?2, '', 'daily', ?3, ?4, ?5, ' journal ', ?6, ?6)",
-                            params![id, scope, day, format!("Journal {day}"), text, now],
-                        )?;
-                        id
-                    }
-                };
-                tx.commit()?;
-                Ok(Ok(id))
-            })
-            .map_err(store_error)??;
-        self.get(owner, &id)
+                        params![new_id("m"), scope, day, format!("Journal {day}"), text, now],
+                        row_memory,
+                    )?;
+                return Ok(Ok(memory));
+            };
+            let joined = format!("{old}\n{text}");
+            if joined.len() as u64 > max {
+                return Ok(Err(MemoryError::Invalid(format!(
+                    "today's journal would be {} bytes, past the {max} of one memory \
+                     ([memory] max_bytes): store this as a memory of its own",
+                    joined.len()
+                ))));
+            }
+            if let Err(e) = check_room(c, &scope, text.len() as i64 + 1, max_owner) {
+                return Ok(Err(e));
+            }
+            let memory = c
+                .prepare_cached(&format!(
+                    "UPDATE memories SET text = ?2, updated_ms = ?3 WHERE n = ?1 RETURNING {COLUMNS}"
+                ))?
+                .query_row(params![n, joined, now], row_memory)?;
+            Ok(Ok(memory))
+        }))
     }
 
     /// The caller's present memories of `namespace` changed before `before_ms`, oldest
@@ -866,6 +908,45 @@ impl Memories {
     }
 }
 
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `batch` in one transaction and hands out the outcomes. When the database fails a
+/// job, the batch is rolled back and each job run again in a transaction of its own, so
+/// that only the failing one fails.
+fn commit_batch(c: &mut Connection, batch: Vec<Pending>) {
+    let (jobs, dones): (Vec<WriteJob>, Vec<_>) = batch.into_iter().map(|p| (p.job, p.done)).unzip();
+    let together = |c: &mut Connection| -> rusqlite::Result<Vec<Result<Memory>>> {
+        let tx = c.transaction()?;
+        let outcomes = jobs
+            .iter()
+            .map(|job| job(&tx))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        tx.commit()?;
+        Ok(outcomes)
+    };
+    let outcomes = match together(c) {
+        Ok(outcomes) => outcomes,
+        Err(e) if jobs.len() == 1 => vec![Err(MemoryError::from(e))],
+        Err(_) => jobs
+            .iter()
+            .map(|job| {
+                let tx = c.transaction()?;
+                let outcome = job(&tx)?;
+                tx.commit()?;
+                Ok(outcome)
+            })
+            .map(|r: rusqlite::Result<Result<Memory>>| r.unwrap_or_else(|e| Err(e.into())))
+            .collect(),
+    };
+    for (done, outcome) in dones.into_iter().zip(outcomes) {
+        let _ = done.send(outcome);
+    }
+}
+
 /// The tag conditions of a search or list: ` AND instr(m.tags, :tagN) > 0` for each tag,
 /// and the values (` tag `, a whole tag of the stored list) to bind to them.
 struct TagFilter {
@@ -936,21 +1017,14 @@ fn not_found(id: &str) -> MemoryError {
     ))
 }
 
-fn store_error(e: StoreError) -> MemoryError {
-    MemoryError::Store(e)
-}
-
 /// Refuses `more` bytes for `owner` past `max`.
-fn check_room(tx: &Transaction<'_>, owner: &str, more: i64, max: u64) -> Result<()> {
+fn check_room(c: &Connection, owner: &str, more: i64, max: u64) -> Result<()> {
     if more <= 0 {
         return Ok(());
     }
-    let used: i64 = tx
-        .query_row(
-            "SELECT bytes FROM memory_usage WHERE owner = ?1",
-            params![owner],
-            |r| r.get(0),
-        )
+    let used: i64 = c
+        .prepare_cached("SELECT bytes FROM memory_usage WHERE owner = ?1")?
+        .query_row(params![owner], |r| r.get(0))
         .optional()?
         .unwrap_or(0);
     if (used + more) as u64 > max {
@@ -964,14 +1038,14 @@ fn check_room(tx: &Transaction<'_>, owner: &str, more: i64, max: u64) -> Result<
 }
 
 /// Removes memories deleted more than `days` ago and those expired as long ago.
-fn purge(tx: &Transaction<'_>, now: i64, days: u64) -> rusqlite::Result<()> {
+fn purge(c: &Connection, now: i64, days: u64) -> rusqlite::Result<()> {
     let cutoff = now.saturating_sub((days as i64).saturating_mul(86_400_000));
     // Two statements, each on its partial index: an OR of the two would scan the table.
-    tx.execute(
+    c.execute(
         "DELETE FROM memories WHERE deleted_ms IS NOT NULL AND deleted_ms < ?1",
         params![cutoff],
     )?;
-    tx.execute(
+    c.execute(
         "DELETE FROM memories WHERE expires_ms IS NOT NULL AND expires_ms < ?1",
         params![cutoff],
     )?;

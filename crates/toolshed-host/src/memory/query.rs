@@ -9,7 +9,7 @@
 //! - `-word` leaves out memories with that word.
 
 /// The longest query taken.
-pub(super) const MAX_QUERY_LEN: usize = 1000;
+pub const MAX_QUERY_LEN: usize = 1000;
 /// The most terms in one query.
 const MAX_TERMS: usize = 32;
 

@@ -88,7 +88,7 @@ fn spec(op: Op) -> ToolSpec {
                 "text": {"type": "string", "minLength": 1},
                 "title": {"type": "string", "maxLength": 200},
                 "tags": tags_schema(None),
-                "namespace": {"type": "string", "maxLength": 64, "description": "e.g. a project"},
+                "namespace": {"type": "string", "maxLength": 80, "description": "e.g. a project"},
                 "id": {"type": "string"},
                 "ttl": {"type": "string", "description": "Forget after e.g. `7d`"}
             }, "required": ["text"]}),
@@ -101,7 +101,7 @@ fn spec(op: Op) -> ToolSpec {
             json!({"type": "object", "additionalProperties": false, "properties": {
                 "query": {"type": "string", "minLength": 1, "maxLength": super::query::MAX_QUERY_LEN},
                 "tags": tags_schema(None),
-                "namespace": {"type": "string", "maxLength": 64},
+                "namespace": {"type": "string", "maxLength": 80},
                 "limit": {"type": "integer", "minimum": 1, "maximum": super::MAX_PAGE, "default": 10},
                 "since": {"type": "string", "description": "e.g. `7d`"}
             }, "required": ["query"]}),
@@ -121,7 +121,7 @@ fn spec(op: Op) -> ToolSpec {
             "List memories",
             "List your memories, newest first.",
             json!({"type": "object", "additionalProperties": false, "properties": {
-                "namespace": {"type": "string", "maxLength": 64},
+                "namespace": {"type": "string", "maxLength": 80},
                 "tags": tags_schema(None),
                 "cursor": {"type": "string"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": super::MAX_PAGE, "default": 20}
@@ -158,7 +158,7 @@ fn spec(op: Op) -> ToolSpec {
             "Replace old memories with your summary: first call gives them and a `token`, the \
              second passes `summary` and `token`.",
             json!({"type": "object", "additionalProperties": false, "properties": {
-                "namespace": {"type": "string", "maxLength": 64},
+                "namespace": {"type": "string", "maxLength": 80},
                 "before": {"type": "string", "description": "e.g. `30d`"},
                 "summary": {"type": "string"},
                 "token": {"type": "string"}
@@ -222,6 +222,7 @@ fn error(e: MemoryError) -> ToolError {
         MemoryError::NotFound(message) => ToolError::NotFound(message),
         MemoryError::Conflict(message) => ToolError::Conflict(message),
         MemoryError::Store(e) => ToolError::Internal(e.to_string()),
+        MemoryError::Unwritten(message) => ToolError::Internal(message),
     }
 }
 

@@ -22,6 +22,16 @@
         get: (url, opts) => request({ ...(opts || {}), method: "GET", url }),
         post: (url, body, opts) => request({ ...(opts || {}), method: "POST", url, body }),
       }),
+    // ctx.memory over one host function: op(name, args).
+    memory: (op) =>
+      freeze({
+        store: (memory) => op("store", typeof memory === "string" ? { text: memory } : memory),
+        search: (query, opts) =>
+          op("search", typeof query === "string" ? { ...(opts || {}), query } : query),
+        get: (id) => op("get", { id }),
+        list: (opts) => op("list", opts || {}),
+        delete: (id) => op("delete", { id }),
+      }),
     freeze,
   });
 })()

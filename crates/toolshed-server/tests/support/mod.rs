@@ -74,6 +74,7 @@ async fn start_dirs(
         Host::builder(workspace.path(), data.path())
             .config(config)
             .plugins(toolshed_tools::system_plugins)
+            .memory()
             .open()
             .await
             .unwrap(),

@@ -10,6 +10,7 @@
 
 mod fs;
 mod http;
+mod memory;
 mod objects;
 
 use std::cell::{Cell, RefCell};
@@ -51,6 +52,7 @@ pub(crate) enum HostValue {
     Unit,
     Entries(Vec<Entry>),
     Tool(ToolOutput),
+    Json(serde_json::Value),
 }
 
 /// Why a host operation failed: the message its promise rejects with and, for a tool call
@@ -236,7 +238,7 @@ fn rejected<'js>(ctx: &Ctx<'js>, message: &str) -> rquickjs::Result<Promise<'js>
 }
 
 /// The `ctx` given to `run`: `config`, `t`, `logger`, `progress`, `cancelled`, and the
-/// capabilities that are both declared and granted (`http`, `fs`, `tools`).
+/// capabilities that are both declared and granted (`http`, `fs`, `tools`), and `memory`.
 pub(crate) fn call_context<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
@@ -297,6 +299,18 @@ pub(crate) fn call_context<'js>(
         let freeze: Function = prelude.get("freeze")?;
         obj.set("tools", freeze.call::<_, Value>((tools,))?)?;
     }
+    // Always there: without the grant, each operation rejects naming the command that
+    // grants it.
+    let s = scope.clone();
+    let op = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, op: Coerced<String>, args: Opt<Value<'js>>| {
+            memory::memory_op(&ctx, &s, &op.0, args.0)
+        },
+    )?
+    .with_name("memory")?;
+    let make: Function = prelude.get("memory")?;
+    obj.set("memory", make.call::<_, Value>((op,))?)?;
     Ok(obj)
 }
 
@@ -391,5 +405,6 @@ pub(crate) fn host_value<'js>(
             o.set("isError", output.is_error)?;
             Ok(o.into_value())
         }
+        HostValue::Json(value) => from_json(ctx, &value),
     }
 }

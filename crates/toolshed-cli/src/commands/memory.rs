@@ -1,0 +1,70 @@
+//! `toolshed memory export|import`: the Markdown files view of an owner's memories
+//! (docs/memory.md).
+
+use serde_json::json;
+use toolshed_host::Host;
+use toolshed_host::memory::{Memories, MemoryError};
+
+use crate::Failure;
+use crate::cli::MemoryCommand;
+use crate::render::print_json;
+
+fn failure(e: MemoryError) -> Failure {
+    match e {
+        MemoryError::Invalid(m) | MemoryError::NotFound(m) => Failure::Usage(m),
+        MemoryError::Conflict(m) | MemoryError::Unwritten(m) => Failure::Runtime(m),
+        MemoryError::Store(e) => Failure::Runtime(e.to_string()),
+    }
+}
+
+/// Runs one memory command.
+pub async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
+    let memories = Memories::new(host.store().clone(), host.config().config.memory.clone());
+    tokio::task::spawn_blocking(move || match command {
+        MemoryCommand::Export { dir, owner } => {
+            let report = memories.export_markdown(&owner, &dir).map_err(failure)?;
+            outln!(
+                "exported {} memories of `{}` to {}",
+                report.files,
+                toolshed_host::memory::scope_of(&owner),
+                dir.display()
+            );
+            Ok(())
+        }
+        MemoryCommand::Import { dir, owner, json } => {
+            let report = memories.import_markdown(&owner, &dir).map_err(failure)?;
+            if json {
+                let failed: Vec<_> = report
+                    .failed
+                    .iter()
+                    .map(|(path, why)| json!({"file": path, "error": why}))
+                    .collect();
+                print_json(&json!({
+                    "created": report.created,
+                    "updated": report.updated,
+                    "unchanged": report.unchanged,
+                    "failed": failed,
+                }))?;
+            } else {
+                outln!(
+                    "imported into the memories of `{}`: {} new, {} updated, {} unchanged, {} failed",
+                    toolshed_host::memory::scope_of(&owner),
+                    report.created,
+                    report.updated,
+                    report.unchanged,
+                    report.failed.len()
+                );
+                for (path, why) in &report.failed {
+                    outln!("  {}: {why}", path.display());
+                }
+            }
+            if report.failed.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::Runtime(String::new()))
+            }
+        }
+    })
+    .await
+    .map_err(|e| Failure::Runtime(format!("the memory command failed: {e}")))?
+}

@@ -1,0 +1,222 @@
+//! `/api/v1/memories`: the caller's memories over REST. Each request is a call of a memory
+//! tool through the pipeline (door `rest`), so review, policy, quotas and audit hold as for
+//! any other call, and the owner is the caller's (see [`owner`]).
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toolshed_host::CallRequest;
+use toolshed_host::identity::Caller;
+
+use crate::api::{AppState, body, owner, query};
+use crate::error::ApiError;
+
+/// Filters of `GET /memories`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only memories with all these tags, comma-separated.
+    pub tags: Option<String>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// The most memories on the page.
+    pub limit: Option<u32>,
+}
+
+/// Parameters of `GET /memories/search`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchQuery {
+    /// The query: words, `"a phrase"`, `prefix*`, `OR`, `-word`.
+    pub q: Option<String>,
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only memories with all these tags, comma-separated.
+    pub tags: Option<String>,
+    /// The most results.
+    pub limit: Option<u32>,
+    /// Only memories changed since then (`7d`, an RFC 3339 time, epoch milliseconds).
+    pub since: Option<String>,
+}
+
+/// Calls memory tool `tool` for the caller; its structured result.
+async fn call(
+    state: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<Value, ApiError> {
+    let owner = owner(caller, headers)?;
+    let mut request = CallRequest::new(tool, Value::Object(arguments), owner, "rest");
+    request.caller_tools = caller.and_then(|c| c.tools.clone());
+    // A client that goes away cancels the call.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    request.cancel = cancel;
+    let result = state.host.call(request).await;
+    match result.result {
+        Ok(output) if !output.is_error => Ok(output.structured.unwrap_or_default()),
+        Ok(output) => Err(ApiError::internal(output.text_joined())),
+        Err(error) if error.kind() == toolshed_core::ErrorKind::Failed => {
+            Err(ApiError::internal(error.to_string()))
+        }
+        Err(error) => Err(ApiError::from(&error)),
+    }
+}
+
+/// `a,b` as `["a", "b"]` (blanks dropped).
+fn tag_list(tags: Option<&str>) -> Option<Value> {
+    let tags: Vec<Value> = tags?
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(Value::from)
+        .collect();
+    (!tags.is_empty()).then_some(Value::Array(tags))
+}
+
+/// Puts `value` under `key` when there is one.
+fn put(args: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        args.insert(key.into(), value);
+    }
+}
+
+/// `GET /memories`: the caller's memories, newest first, a page at a time.
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    filter: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query(filter)?;
+    let mut args = Map::new();
+    put(&mut args, "namespace", filter.namespace.map(Value::from));
+    put(&mut args, "tags", tag_list(filter.tags.as_deref()));
+    put(&mut args, "cursor", filter.cursor.map(Value::from));
+    put(&mut args, "limit", filter.limit.map(Value::from));
+    let page = call(&state, caller.as_deref(), &headers, "memory_list", args).await?;
+    Ok(Json(page))
+}
+
+/// `GET /memories/search`: full-text search, best first.
+pub async fn search(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    params: Result<Query<SearchQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let params = query(params)?;
+    let Some(q) = params.q.filter(|q| !q.trim().is_empty()) else {
+        return Err(ApiError::bad_request(
+            "`q` is missing: give what to search for, e.g. ?q=postgres",
+        ));
+    };
+    let mut args = Map::new();
+    args.insert("query".into(), q.into());
+    put(&mut args, "namespace", params.namespace.map(Value::from));
+    put(&mut args, "tags", tag_list(params.tags.as_deref()));
+    put(&mut args, "limit", params.limit.map(Value::from));
+    put(&mut args, "since", params.since.map(Value::from));
+    let found = call(&state, caller.as_deref(), &headers, "memory_search", args).await?;
+    Ok(Json(found))
+}
+
+/// The body of `POST /memories`: what `memory_store` takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMemory {
+    text: String,
+    title: Option<String>,
+    tags: Option<Vec<String>>,
+    namespace: Option<String>,
+    id: Option<String>,
+    ttl: Option<String>,
+}
+
+/// `POST /memories`: stores a memory (`201`), or updates memory `id` (`200`).
+pub async fn store(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    new: Result<Json<NewMemory>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let new = body(new)?;
+    let update = new.id.is_some();
+    let mut args = Map::new();
+    args.insert("text".into(), new.text.into());
+    put(&mut args, "title", new.title.map(Value::from));
+    put(&mut args, "tags", new.tags.map(Value::from));
+    put(&mut args, "namespace", new.namespace.map(Value::from));
+    put(&mut args, "id", new.id.map(Value::from));
+    put(&mut args, "ttl", new.ttl.map(Value::from));
+    let mut stored = call(&state, caller.as_deref(), &headers, "memory_store", args).await?;
+    let status = if update {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(stored["memory"].take())).into_response())
+}
+
+fn id_arg(id: String) -> Map<String, Value> {
+    let mut args = Map::new();
+    args.insert("id".into(), id.into());
+    args
+}
+
+/// `GET /memories/{id}`.
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let memory = call(
+        &state,
+        caller.as_deref(),
+        &headers,
+        "memory_get",
+        id_arg(id),
+    )
+    .await?;
+    Ok(Json(memory))
+}
+
+/// `DELETE /memories/{id}`: a soft delete, restorable for `[memory] deleted_days`.
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let memory = call(
+        &state,
+        caller.as_deref(),
+        &headers,
+        "memory_delete",
+        id_arg(id),
+    )
+    .await?;
+    Ok(Json(json!({ "deleted": memory })))
+}
+
+/// `POST /memories/{id}/restore`: brings back a deleted or compacted memory.
+pub async fn restore(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let mut args = id_arg(id);
+    args.insert("restore".into(), true.into());
+    let memory = call(&state, caller.as_deref(), &headers, "memory_delete", args).await?;
+    Ok(Json(memory))
+}
