@@ -259,7 +259,24 @@ fn seal_clear_secrets(
     Ok(())
 }
 
+/// The file beside the database written after every change to the choices a running
+/// registry follows (plugins enabled or disabled, config values, grants): what a server's
+/// watcher watches instead of the database, whose write-ahead log every audit row and
+/// memory rewrites (a file-system event each).
+pub(crate) const CHANGES_FILE: &str = "state.changed";
+
 impl StateStore {
+    /// Tells watching servers that plugin choices changed: rewrites [`CHANGES_FILE`].
+    fn mark_changed(&self) {
+        if self.path == Path::new(":memory:") {
+            return;
+        }
+        let changes = self.path.with_file_name(CHANGES_FILE);
+        if let Err(e) = std::fs::write(&changes, format!("{}\n", now_ms())) {
+            tracing::warn!(file = %changes.display(), error = %e, "cannot tell running servers that plugin choices changed; they see it when they next look");
+        }
+    }
+
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let open_err = |message: String| StoreError::Open {
@@ -293,6 +310,12 @@ impl StateStore {
         conn.pragma_update(None, "cache_size", -256)?;
         let key = path.with_file_name("secret.key");
         let secrets = SecretBox::open_or_create(&key).map_err(open_err)?;
+        // There from the start, so that a running server can watch it.
+        let changes = path.with_file_name(CHANGES_FILE);
+        if !changes.exists() {
+            std::fs::write(&changes, b"0\n")
+                .map_err(|e| open_err(format!("cannot create {}: {e}", changes.display())))?;
+        }
         Self::from_connection(conn, path.to_path_buf(), secrets)
     }
 
@@ -441,6 +464,7 @@ impl StateStore {
             Ok(())
         })?;
         self.cached_config(|cache| cache.remove(plugin_id));
+        self.mark_changed();
         Ok(())
     }
 
@@ -454,7 +478,9 @@ impl StateStore {
                 params![plugin_id, enabled, now_ms()],
             )?;
             Ok(())
-        })
+        })?;
+        self.mark_changed();
+        Ok(())
     }
 
     /// The stored config values of a plugin (secrets included: callers must not list them).
@@ -538,6 +564,7 @@ impl StateStore {
             Ok(())
         })?;
         self.cached_config(|cache| cache.remove(plugin_id));
+        self.mark_changed();
         Ok(())
     }
 
@@ -641,7 +668,9 @@ impl StateStore {
             }
             tx.commit()?;
             Ok(())
-        })
+        })?;
+        self.mark_changed();
+        Ok(())
     }
 
     /// Appends an audit row now, and keeps at most `max_rows` rows (oldest removed first).

@@ -364,16 +364,26 @@ mod tests {
             memory: true,
             ..Grants::default()
         };
-        assert!(Reach::new("acme.n", &asked, &granted).check_memory().is_ok());
+        assert!(
+            Reach::new("acme.n", &asked, &granted)
+                .check_memory()
+                .is_ok()
+        );
         let err = Reach::new("acme.n", &asked, &Grants::default())
             .check_memory()
             .unwrap_err();
-        assert!(err.contains("toolshed plugins grant acme.n memory"), "{err}");
+        assert!(
+            err.contains("toolshed plugins grant acme.n memory"),
+            "{err}"
+        );
         assert!(!err.contains("manifest"), "{err}");
         let err = Reach::new("acme.n", &Capabilities::default(), &granted)
             .check_memory()
             .unwrap_err();
-        assert!(err.contains("`memory = true` under [capabilities]"), "{err}");
+        assert!(
+            err.contains("`memory = true` under [capabilities]"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -15,10 +15,15 @@
 //!   agent opens (a wake-up of the watcher's thread per read). Nothing is created to be
 //!   watched. Hidden entries at the top of a root (install staging, the install lock) are
 //!   ignored.
-//! - **the data dir**, alone, for writes to `toolshed.db` and `toolshed.db-wal`. A write
-//!   is followed by one `PRAGMA data_version` read ([`StateStore::data_version`]), which
-//!   moves only when another connection committed; only then does the registry sync from
-//!   the store. This process's own writes (audit rows) cost that one read, nothing more.
+//! - **the store's changes file** ([`CHANGES_FILE`](crate::store::CHANGES_FILE), beside
+//!   the database), which every process rewrites after it changes what a registry follows
+//!   (plugins enabled, config values, grants). Not the database itself: every audit row,
+//!   read record and memory rewrites its write-ahead log, and each of those writes would be
+//!   an event to queue, read and classify (15 % of the CPU of a stream of memory stores). A
+//!   rewrite is followed by one `PRAGMA data_version` read
+//!   ([`StateStore::data_version`]), which moves only when another connection committed;
+//!   only then does the registry sync from the store. When the file is missing (deleted
+//!   under a running server), the data dir is watched until it is back.
 //!
 //! The notify callback runs on the watcher's own thread: it only classifies the event,
 //! ORs a bit into a shared set and wakes the task with `try_send` on a channel of one
@@ -312,8 +317,8 @@ struct Targets {
     roots: Vec<PathBuf>,
     /// The data dir holding the state database; `None` for an in-memory store.
     data_dir: Option<PathBuf>,
-    /// The state database and its write-ahead log.
-    database: Vec<PathBuf>,
+    /// The store's changes file.
+    changes: Option<PathBuf>,
 }
 
 impl Targets {
@@ -324,25 +329,21 @@ impl Targets {
             .as_deref()
             .and_then(Path::parent)
             .map(Path::to_path_buf);
-        let database = database
-            .map(|db| {
-                let mut wal = db.clone().into_os_string();
-                wal.push("-wal");
-                vec![db, PathBuf::from(wal)]
-            })
-            .unwrap_or_default();
+        let changes = database.map(|db| db.with_file_name(crate::store::CHANGES_FILE));
         Self {
             roots: roots.iter().map(|r| absolute(r)).collect(),
             data_dir,
-            database,
+            changes,
         }
     }
 
-    /// What to watch now: each root that exists, recursively; the data dir, alone.
-    /// Blocking (stats paths).
+    /// What to watch now: each root that exists, recursively; the changes file, or the
+    /// data dir alone while the file is missing. Blocking (stats paths).
     fn wanted(&self) -> BTreeMap<PathBuf, RecursiveMode> {
         let mut wanted = BTreeMap::new();
-        if let Some(dir) = self.data_dir.as_ref().filter(|d| d.is_dir()) {
+        if let Some(changes) = self.changes.as_ref().filter(|f| f.is_file()) {
+            wanted.insert(changes.clone(), RecursiveMode::NonRecursive);
+        } else if let Some(dir) = self.data_dir.as_ref().filter(|d| d.is_dir()) {
             wanted.insert(dir.clone(), RecursiveMode::NonRecursive);
         }
         for root in self.roots.iter().filter(|r| r.is_dir()) {
@@ -373,8 +374,12 @@ impl Targets {
         }
         let mut bits = 0;
         for path in &event.paths {
-            if self.database.contains(path) {
-                bits |= STORE;
+            if self.changes.as_ref() == Some(path) {
+                // Made again, or gone: what to watch changes too.
+                bits |= match event.kind {
+                    EventKind::Create(_) | EventKind::Remove(_) => STORE | REWATCH,
+                    _ => STORE,
+                };
                 continue;
             }
             for root in &self.roots {
@@ -507,8 +512,16 @@ mod tests {
         let create = EventKind::Create(CreateKind::Folder);
         let cases: &[(EventKind, &[&str], u8)] = &[
             (modify, &["/data/plugins/hello/main.js"], PLUGINS),
-            (modify, &["/data/toolshed.db-wal"], STORE),
-            (modify, &["/data/toolshed.db"], STORE),
+            (modify, &["/data/state.changed"], STORE),
+            (create, &["/data/state.changed"], STORE | REWATCH),
+            (
+                EventKind::Remove(notify::event::RemoveKind::File),
+                &["/data/state.changed"],
+                STORE | REWATCH,
+            ),
+            // Every audit row and memory writes the database: not an event to act on.
+            (modify, &["/data/toolshed.db-wal"], 0),
+            (modify, &["/data/toolshed.db"], 0),
             (modify, &["/data/toolshed.db-shm"], 0),
             (modify, &["/data/token"], 0),
             // Install staging and the install lock.
