@@ -865,6 +865,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             config.limits.max_output_bytes
         )));
     }
+    config.memory.check(config.limits.max_output_bytes)?;
     if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {
         return Err(ConfigError::Invalid {
             source_name: "mcp".into(),
@@ -1126,6 +1127,32 @@ mod tests {
         .unwrap();
         let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
         assert!(err.contains("at least 1 ms"), "{err}");
+    }
+
+    #[test]
+    fn memory_limits_that_cannot_work_are_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        for (toml, expected) in [
+            ("[memory]\nmax_bytes = 0\n", "max_bytes"),
+            (
+                "[memory]\ncompact_bytes = 200000\n",
+                "raise [limits] max_output_bytes",
+            ),
+            ("[memory]\ntime_zone = \"Mars/Olympus\"\n", "IANA"),
+        ] {
+            std::fs::write(dir.path().join("user.toml"), toml).unwrap();
+            let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+            assert!(
+                err.contains("[memory]") && err.contains(expected),
+                "{toml}: {err}"
+            );
+        }
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[memory]\ncompact_bytes = 200000\ntime_zone = \"Europe/Paris\"\n[limits]\nmax_output_bytes = 300000\n",
+        )
+        .unwrap();
+        sources(dir.path(), &[]).load().unwrap();
     }
 
     #[test]

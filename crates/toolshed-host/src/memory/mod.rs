@@ -124,6 +124,43 @@ impl Default for MemoryConfig {
     }
 }
 
+impl MemoryConfig {
+    /// Refuses limits that cannot work, naming the setting; `max_output_bytes` is the
+    /// per-call reply ceiling (`[limits]`), which a compaction's material must fit.
+    pub(crate) fn check(
+        &self,
+        max_output_bytes: u64,
+    ) -> std::result::Result<(), crate::config::ConfigError> {
+        let invalid = |message: String| crate::config::ConfigError::Invalid {
+            source_name: "memory".into(),
+            message,
+        };
+        if self.max_bytes == 0 || self.compact_bytes == 0 {
+            return Err(invalid(
+                "[memory] max_bytes and compact_bytes must be at least 1 byte".into(),
+            ));
+        }
+        if self.compact_bytes > max_output_bytes {
+            return Err(invalid(format!(
+                "[memory] compact_bytes ({}) is larger than a reply may be ([limits] \
+                 max_output_bytes = {max_output_bytes}): the material of a compaction would be \
+                 cut before the model reads it; lower compact_bytes or raise [limits] \
+                 max_output_bytes",
+                self.compact_bytes
+            )));
+        }
+        if let Some(name) = &self.time_zone
+            && let Err(e) = jiff::tz::TimeZone::get(name)
+        {
+            return Err(invalid(format!(
+                "[memory] time_zone `{name}` is not a time zone ({e}); use an IANA name such as \
+                 Europe/Paris"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The memory owner a call's owner stands for (see the module docs).
 pub fn scope_of(owner: &str) -> String {
     let top = owner.split('/').next().unwrap_or(owner);
