@@ -865,7 +865,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             config.limits.max_output_bytes
         )));
     }
-    config.memory.check(config.limits.max_output_bytes)?;
+    config.memory.check()?;
     if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {
         return Err(ConfigError::Invalid {
             source_name: "mcp".into(),
@@ -1134,10 +1134,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (toml, expected) in [
             ("[memory]\nmax_bytes = 0\n", "max_bytes"),
-            (
-                "[memory]\ncompact_bytes = 200000\n",
-                "raise [limits] max_output_bytes",
-            ),
             ("[memory]\ntime_zone = \"Mars/Olympus\"\n", "IANA"),
         ] {
             std::fs::write(dir.path().join("user.toml"), toml).unwrap();
@@ -1149,7 +1145,7 @@ mod tests {
         }
         std::fs::write(
             dir.path().join("user.toml"),
-            "[memory]\ncompact_bytes = 200000\ntime_zone = \"Europe/Paris\"\n[limits]\nmax_output_bytes = 300000\n",
+            "[memory]\ncompact_bytes = 200000\ntime_zone = \"Europe/Paris\"\n[limits]\nmax_output_bytes = 5000\n",
         )
         .unwrap();
         sources(dir.path(), &[]).load().unwrap();

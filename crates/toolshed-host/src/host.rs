@@ -109,8 +109,15 @@ impl Host {
         let services = options.services(&workspace, Arc::new(StoreReadLog::new(store.clone())))?;
         let mut built = options.build_plugins(&services);
         if options.memory {
-            let memories =
-                crate::memory::Memories::new(store.clone(), options.config.config.memory.clone());
+            let memories = crate::memory::Memories::new(
+                store.clone(),
+                options
+                    .config
+                    .config
+                    .memory
+                    .clone()
+                    .within_reply(options.config.config.limits.max_output_bytes),
+            );
             built.plugins.push(crate::memory::plugin(memories));
         }
         let plugin_root = data_dir.join(PLUGINS_DIR);

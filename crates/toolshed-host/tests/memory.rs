@@ -603,3 +603,24 @@ fn memories_go_out_as_markdown_files_and_edits_come_back_by_id() {
         std::fs::read_to_string(e.unwrap().path()).is_ok_and(|t| t.contains("bob's own"))
     }));
 }
+
+#[test]
+fn a_compaction_gathers_no_more_than_fits_in_a_reply() {
+    // A 5,000-byte reply ceiling: compaction gathers at most 4,000 bytes, not 32 KiB.
+    let f = fixture(MemoryConfig::default().within_reply(5_000));
+    for i in 0..20 {
+        f.memories
+            .store("alice", note(&format!("{i:03} {}", "x".repeat(496))))
+            .unwrap();
+    }
+    let (picked, _token) = f.memories.compact_material("alice", None, None).unwrap();
+    assert_eq!(picked.len(), 8, "{} gathered", picked.len());
+    let full = fixture(MemoryConfig::default().within_reply(100_000));
+    for i in 0..20 {
+        full.memories
+            .store("alice", note(&format!("{i:03} {}", "x".repeat(496))))
+            .unwrap();
+    }
+    let (picked, _token) = full.memories.compact_material("alice", None, None).unwrap();
+    assert_eq!(picked.len(), 20);
+}

@@ -125,12 +125,16 @@ impl Default for MemoryConfig {
 }
 
 impl MemoryConfig {
-    /// Refuses limits that cannot work, naming the setting; `max_output_bytes` is the
-    /// per-call reply ceiling (`[limits]`), which a compaction's material must fit.
-    pub(crate) fn check(
-        &self,
-        max_output_bytes: u64,
-    ) -> std::result::Result<(), crate::config::ConfigError> {
+    /// These limits with compaction gathering no more than fits in a reply under the
+    /// per-call ceiling `max_output_bytes` (`[limits]`), with room for each memory's
+    /// heading: material cut by the ceiling would be summarised without being read.
+    pub fn within_reply(mut self, max_output_bytes: u64) -> Self {
+        self.compact_bytes = self.compact_bytes.min(max_output_bytes / 5 * 4);
+        self
+    }
+
+    /// Refuses limits that cannot work, naming the setting.
+    pub(crate) fn check(&self) -> std::result::Result<(), crate::config::ConfigError> {
         let invalid = |message: String| crate::config::ConfigError::Invalid {
             source_name: "memory".into(),
             message,
@@ -139,15 +143,6 @@ impl MemoryConfig {
             return Err(invalid(
                 "[memory] max_bytes and compact_bytes must be at least 1 byte".into(),
             ));
-        }
-        if self.compact_bytes > max_output_bytes {
-            return Err(invalid(format!(
-                "[memory] compact_bytes ({}) is larger than a reply may be ([limits] \
-                 max_output_bytes = {max_output_bytes}): the material of a compaction would be \
-                 cut before the model reads it; lower compact_bytes or raise [limits] \
-                 max_output_bytes",
-                self.compact_bytes
-            )));
         }
         if let Some(name) = &self.time_zone
             && let Err(e) = jiff::tz::TimeZone::get(name)
