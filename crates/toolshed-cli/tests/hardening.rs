@@ -136,13 +136,56 @@ fn groups(parent: &std::path::Path) -> Vec<String> {
     names
 }
 
-fn sleeper_in(group: &std::path::Path) -> std::process::Child {
-    let child = std::process::Command::new("sleep")
+/// A `sleep` moved into `group`; `None` when the group vanished before it got there.
+fn sleeper_in(group: &std::path::Path) -> Option<std::process::Child> {
+    let mut child = std::process::Command::new("sleep")
         .arg("60")
         .spawn()
         .unwrap();
-    std::fs::write(group.join("cgroup.procs"), child.id().to_string()).unwrap();
-    child
+    match std::fs::write(group.join("cgroup.procs"), child.id().to_string()) {
+        Ok(()) => Some(child),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+        Err(e) => panic!("cannot move a process into {}: {e}", group.display()),
+    }
+}
+
+/// A fake neighbour's group `name` under `parent` with a command in `c0`, and a live
+/// process in its `self` group when `live`. Other tests start toolsheds at the same time,
+/// and each sweeps the groups it judges stale: a group whose `self` has no process yet is
+/// one, so a group swept while it is being made is made again.
+fn neighbour(
+    parent: &std::path::Path,
+    name: &str,
+    live: bool,
+) -> (std::path::PathBuf, Vec<std::process::Child>) {
+    let group = parent.join(name);
+    for _ in 0..50 {
+        let mut children = Vec::new();
+        let made = std::fs::create_dir_all(group.join("self"))
+            .and_then(|()| std::fs::create_dir_all(group.join("c0")))
+            .is_ok();
+        let placed = made
+            && (!live
+                || sleeper_in(&group.join("self"))
+                    .map(|c| children.push(c))
+                    .is_some())
+            && sleeper_in(&group.join("c0"))
+                .map(|c| children.push(c))
+                .is_some();
+        if placed {
+            return (group, children);
+        }
+        for mut child in children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{name} kept being swept while it was made");
 }
 
 fn alive(child: &mut std::process::Child) -> bool {
@@ -160,16 +203,11 @@ fn cgroups_are_removed_at_exit_and_live_neighbours_survive_the_sweep() {
         return;
     };
     // A neighbour whose PID means nothing here but whose own process is alive...
-    let live = parent.join("toolshed-999999-1");
-    std::fs::create_dir_all(live.join("self")).unwrap();
-    std::fs::create_dir_all(live.join("c0")).unwrap();
-    let mut live_self = sleeper_in(&live.join("self"));
-    let mut live_command = sleeper_in(&live.join("c0"));
+    let (live, mut live_children) = neighbour(&parent, "toolshed-999999-1", true);
+    let (mut live_self, mut live_command) = (live_children.remove(0), live_children.remove(0));
     // ...and one that is gone, its command orphaned.
-    let dead = parent.join("toolshed-999998-1");
-    std::fs::create_dir_all(dead.join("self")).unwrap();
-    std::fs::create_dir_all(dead.join("c0")).unwrap();
-    let mut orphan = sleeper_in(&dead.join("c0"));
+    let (dead, mut dead_children) = neighbour(&parent, "toolshed-999998-1", false);
+    let mut orphan = dead_children.remove(0);
 
     let out = env.run(&[
         "call",
