@@ -1368,3 +1368,66 @@ fn http_request_reaches_loopback_only_through_web_allow() {
     assert!(stderr(&o).contains("`10.0.0.1/8`"), "{}", stderr(&o));
     assert!(stderr(&o).contains("10.0.0.0/8"), "{}", stderr(&o));
 }
+
+/// `toolshed memory export` and `import` through the binary: memories out as Markdown
+/// files, a person's edit and a new file back in, a broken file named with exit 1.
+#[test]
+fn memories_go_out_as_markdown_and_edits_come_back_through_the_cli() {
+    let env = Env::new();
+    let stored = env.run(&[
+        "call",
+        "memory_store",
+        "--json",
+        "--args",
+        r#"{"text":"postgres listens on 5433","tags":["ops"]}"#,
+    ]);
+    assert_eq!(code(&stored), 0, "{}", stderr(&stored));
+    let result: Value = serde_json::from_str(&stdout(&stored)).unwrap();
+    let id = result["structured"]["id"].as_str().unwrap().to_string();
+
+    let dir = env.workspace.path().join("notes");
+    let dir_arg = dir.to_str().unwrap();
+    let exported = env.run(&["memory", "export", dir_arg]);
+    assert_eq!(code(&exported), 0, "{}", stderr(&exported));
+    assert!(
+        stdout(&exported).contains("exported 1 memories of `local`"),
+        "{}",
+        stdout(&exported)
+    );
+    let file = dir.join(format!("{id}.md"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("5433", "5434")).unwrap();
+    std::fs::write(dir.join("new.md"), "deploys go out on tuesdays\n").unwrap();
+
+    let imported = env.run(&["memory", "import", dir_arg]);
+    assert_eq!(code(&imported), 0, "{}", stderr(&imported));
+    assert!(
+        stdout(&imported).contains("1 new, 1 updated, 0 unchanged, 0 failed"),
+        "{}",
+        stdout(&imported)
+    );
+    let found = env.run(&[
+        "call",
+        "memory_search",
+        "--args",
+        r#"{"query":"5434 OR tuesdays"}"#,
+    ]);
+    let found = stdout(&found);
+    assert!(
+        found.contains(&id) && found.contains("**tuesdays**"),
+        "{found}"
+    );
+
+    std::fs::write(dir.join("broken.md"), "---\ntags: [oops\n---\nx\n").unwrap();
+    let failed = env.run(&["memory", "import", dir_arg, "--json"]);
+    assert_eq!(code(&failed), 1, "{}", stderr(&failed));
+    let report: Value = serde_json::from_str(&stdout(&failed)).unwrap();
+    assert_eq!(report["unchanged"], 2, "{report}");
+    assert!(
+        report["failed"][0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.md"),
+        "{report}"
+    );
+}
