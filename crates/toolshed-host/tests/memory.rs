@@ -606,21 +606,18 @@ fn memories_go_out_as_markdown_files_and_edits_come_back_by_id() {
 
 #[test]
 fn a_compaction_gathers_no_more_than_fits_in_a_reply() {
+    // How many of 20 memories of 500 bytes one compaction gathers under a reply ceiling.
+    let gathered = |ceiling: u64| {
+        let f = fixture(MemoryConfig::default().within_reply(ceiling));
+        for i in 0..20 {
+            f.memories
+                .store("alice", note(&format!("{i:03} {}", "x".repeat(496))))
+                .unwrap();
+        }
+        let (picked, _token) = f.memories.compact_material("alice", None, None).unwrap();
+        picked.len()
+    };
     // A 5,000-byte reply ceiling: compaction gathers at most 4,000 bytes, not 32 KiB.
-    let f = fixture(MemoryConfig::default().within_reply(5_000));
-    for i in 0..20 {
-        f.memories
-            .store("alice", note(&format!("{i:03} {}", "x".repeat(496))))
-            .unwrap();
-    }
-    let (picked, _token) = f.memories.compact_material("alice", None, None).unwrap();
-    assert_eq!(picked.len(), 8, "{} gathered", picked.len());
-    let full = fixture(MemoryConfig::default().within_reply(100_000));
-    for i in 0..20 {
-        full.memories
-            .store("alice", note(&format!("{i:03} {}", "x".repeat(496))))
-            .unwrap();
-    }
-    let (picked, _token) = full.memories.compact_material("alice", None, None).unwrap();
-    assert_eq!(picked.len(), 20);
+    assert_eq!(gathered(5_000), 8);
+    assert_eq!(gathered(100_000), 20);
 }

@@ -213,11 +213,7 @@ impl Memories {
         let title = field(&fields, "title").map(str::to_string);
         let body = body.trim_end().to_string();
         let known = field(&fields, "id").and_then(|id| self.get(owner, id).ok());
-        let reason = |e: MemoryError| match e {
-            MemoryError::Invalid(m) | MemoryError::NotFound(m) | MemoryError::Conflict(m) => m,
-            MemoryError::Unwritten(m) => m,
-            MemoryError::Store(e) => e.to_string(),
-        };
+        let reason = |e: MemoryError| e.to_string();
         if let Some(memory) = known {
             let unchanged = memory.text == body
                 && memory.title == title.clone().unwrap_or_default()

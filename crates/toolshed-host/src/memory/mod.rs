@@ -182,6 +182,17 @@ pub enum MemoryError {
     Unwritten(String),
 }
 
+impl std::fmt::Display for MemoryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Invalid(m) | Self::NotFound(m) | Self::Conflict(m) | Self::Unwritten(m) => {
+                f.write_str(m)
+            }
+            Self::Store(e) => e.fmt(f),
+        }
+    }
+}
+
 impl From<StoreError> for MemoryError {
     fn from(e: StoreError) -> Self {
         Self::Store(e)
