@@ -55,6 +55,20 @@ def server(toolshed_bin: str, home: Path, workspace: Path):
 
 
 @pytest.fixture
+def token_for(toolshed_bin, home):
+    """Makes an agent token for `owner` (`toolshed token create --owner`)."""
+
+    def make(owner):
+        out = subprocess.run(
+            [toolshed_bin, "token", "create", "--owner", owner],
+            env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
+        )
+        return out.stdout.strip()
+
+    return make
+
+
+@pytest.fixture
 def serve(toolshed_bin: str, home: Path, workspace: Path):
     """Starts `toolshed serve --port 0` on the test's workspace when called (after the test
     has written its config; `extra_env` adds variables such as `TOOLSHED_SANDBOX__NETWORK`);

@@ -68,18 +68,6 @@ def connect(url, token):
     return http, Client(streamable_http_client(url, http_client=http), mode="legacy")
 
 
-@pytest.fixture
-def token_for(toolshed_bin, home):
-    def make(owner):
-        out = subprocess.run(
-            [toolshed_bin, "token", "create", "--owner", owner],
-            env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
-        )
-        return out.stdout.strip()
-
-    return make
-
-
 def test_two_tokens_never_see_each_others_memories(serve, token_for):
     url, _admin = serve()
     alice, bob = token_for("alice"), token_for("bob")

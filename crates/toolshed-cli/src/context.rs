@@ -92,10 +92,12 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
             workspace.display()
         );
     }
+    let browser = browser_settings(&loaded.config.browser);
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
         .plugins(toolshed_tools::system_plugins)
+        .plugins(move |services| vec![toolshed_tools::browser::plugin(services, browser)])
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
         .memory()
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))
@@ -109,6 +111,31 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         }
         other => Failure::Runtime(other.to_string()),
     })
+}
+
+/// `[browser]` as the browser plugin takes it (the config checked the values at load).
+fn browser_settings(
+    config: &toolshed_host::config::BrowserConfig,
+) -> toolshed_tools::browser::Settings {
+    use toolshed_tools::browser::{Profile, Settings};
+    let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    Settings {
+        executable: config.executable.clone(),
+        profile: if config.profile == "owner" {
+            Profile::Owner
+        } else {
+            Profile::Session
+        },
+        max_sessions_per_owner: count(config.max_sessions_per_owner),
+        max_sessions: count(config.max_sessions),
+        max_memory_mb: config.max_memory_mb,
+        idle_timeout_secs: config.idle_timeout_secs,
+        width: config.width,
+        height: config.height,
+        evaluate: config.evaluate,
+        max_screenshot_bytes: config.max_screenshot_bytes,
+        navigation_timeout_ms: config.navigation_timeout_ms,
+    }
 }
 
 /// The binary commands run through inside the sandbox: `toolshed-sandbox` next to this

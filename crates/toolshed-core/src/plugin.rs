@@ -54,6 +54,13 @@ pub trait Plugin: Send + Sync {
     /// The tools, one per spec in the manifest.
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
 
+    /// Whether it runs before anyone enabled it: `false` for a heavy built-in a person
+    /// turns on (`toolshed plugins enable <id>`), such as the browser. A choice a person
+    /// made, either way, is kept in the state store and wins.
+    fn enabled_by_default(&self) -> bool {
+        true
+    }
+
     /// Prepares the plugin; called once before `start`.
     async fn init(&self) -> Result<(), PluginError> {
         Ok(())

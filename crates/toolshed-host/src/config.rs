@@ -78,6 +78,91 @@ pub struct Config {
     pub quotas: Vec<crate::quotas::QuotaConfig>,
     /// The memory tools (`memory_store`, `memory_search`, ...).
     pub memory: crate::memory::MemoryConfig,
+    /// The browser tools (`browser_open`, ...; docs/browser.md).
+    pub browser: BrowserConfig,
+}
+
+/// `[browser]`: the headless Chromium behind the browser tools (docs/browser.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrowserConfig {
+    /// The Chromium binary (left out: found on the machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// `session` (each session its own cookies and storage) or `owner` (an owner's
+    /// sessions share them).
+    pub profile: String,
+    /// The most sessions one owner may have open.
+    pub max_sessions_per_owner: u64,
+    /// The most sessions open at once, all owners together.
+    pub max_sessions: u64,
+    /// No new session while the browser's processes use more than this (MiB).
+    pub max_memory_mb: u64,
+    /// A session unused this long is closed; the browser stops when none is left.
+    pub idle_timeout_secs: u64,
+    /// The viewport's width in CSS pixels.
+    pub width: u32,
+    /// The viewport's height in CSS pixels.
+    pub height: u32,
+    /// Allow `browser_evaluate` (any JavaScript in a page).
+    pub evaluate: bool,
+    /// The largest screenshot returned, in bytes of PNG.
+    pub max_screenshot_bytes: u64,
+    /// How long a navigation may take before its result is returned anyway.
+    pub navigation_timeout_ms: u64,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            executable: None,
+            profile: "session".into(),
+            max_sessions_per_owner: 5,
+            max_sessions: 20,
+            max_memory_mb: 2048,
+            idle_timeout_secs: 600,
+            width: 1280,
+            height: 800,
+            evaluate: false,
+            max_screenshot_bytes: 4 * 1024 * 1024,
+            navigation_timeout_ms: 30_000,
+        }
+    }
+}
+
+impl BrowserConfig {
+    /// Refuses settings that cannot work, naming them.
+    fn check(&self) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            source_name: "browser".into(),
+            message,
+        };
+        if !matches!(self.profile.as_str(), "session" | "owner") {
+            return Err(invalid(format!(
+                "[browser] profile = `{}` is not one of `session`, `owner`",
+                self.profile
+            )));
+        }
+        for (name, value) in [
+            ("max_sessions_per_owner", self.max_sessions_per_owner),
+            ("max_sessions", self.max_sessions),
+            ("max_memory_mb", self.max_memory_mb),
+            ("idle_timeout_secs", self.idle_timeout_secs),
+            ("max_screenshot_bytes", self.max_screenshot_bytes),
+            ("navigation_timeout_ms", self.navigation_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("[browser] {name} must be at least 1")));
+            }
+        }
+        if !(100..=8192).contains(&self.width) || !(100..=8192).contains(&self.height) {
+            return Err(invalid(format!(
+                "[browser] width and height must be 100 to 8192 pixels (they are {} and {})",
+                self.width, self.height
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The command sandbox: what every command (`exec_command`, `shell`, `process_exec`) may
@@ -661,6 +746,14 @@ pub const WIDENING: &[(&str, &str)] = &[
         "memory.shared_namespaces",
         "lets every owner read and write memories of these namespaces",
     ),
+    (
+        "browser.evaluate",
+        "lets agents run any JavaScript in browser pages",
+    ),
+    (
+        "browser.executable",
+        "chooses the program run as the browser",
+    ),
     ("quotas", "could replace your quotas"),
     ("audit", "could shorten what the audit log keeps"),
     (
@@ -866,6 +959,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         )));
     }
     config.memory.check()?;
+    config.browser.check()?;
     if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {
         return Err(ConfigError::Invalid {
             source_name: "mcp".into(),

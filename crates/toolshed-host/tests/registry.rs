@@ -366,3 +366,74 @@ async fn a_built_in_schema_that_does_not_compile_fails_its_calls_not_the_start()
         "{err}"
     );
 }
+
+async fn call_heavy(host: &toolshed_host::Host) -> toolshed_host::CallResult {
+    host.call(CallRequest::new(
+        "heavy",
+        json!({}),
+        OwnerId::new("o"),
+        "test",
+    ))
+    .await
+}
+
+/// A built-in that waits for a person to turn it on (as the browser does).
+struct OffByDefault(std::sync::Arc<dyn toolshed_core::Plugin>);
+
+#[async_trait::async_trait]
+impl toolshed_core::Plugin for OffByDefault {
+    fn manifest(&self) -> &toolshed_core::PluginManifest {
+        self.0.manifest()
+    }
+
+    fn tools(&self) -> Vec<std::sync::Arc<dyn toolshed_core::Tool>> {
+        self.0.tools()
+    }
+
+    fn enabled_by_default(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn a_builtin_off_by_default_waits_to_be_enabled_and_the_choice_lasts() {
+    let workspace = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let make = || -> Vec<std::sync::Arc<dyn toolshed_core::Plugin>> {
+        vec![std::sync::Arc::new(OffByDefault(plugin(
+            "system.heavy",
+            vec![tool(ToolSpec::new("heavy", "h"), Behaviour::Echo)],
+        )))]
+    };
+    let t = open_in(workspace, data, make(), "").await;
+    assert_eq!(
+        t.host.registry().plugin("system.heavy").unwrap().state,
+        PluginState::Disabled
+    );
+    let err = call_heavy(&t.host).await.result.unwrap_err().to_string();
+    assert!(
+        err.contains("toolshed plugins enable system.heavy"),
+        "{err}"
+    );
+    t.host
+        .registry()
+        .set_enabled("system.heavy", true)
+        .await
+        .unwrap();
+    assert!(call_heavy(&t.host).await.result.is_ok());
+
+    // Enabled by a person, it stays enabled when the host starts again.
+    let support::TestHost {
+        host,
+        workspace,
+        data,
+    } = t;
+    host.shutdown().await;
+    drop(host);
+    let t = open_in(workspace, data, make(), "").await;
+    assert_eq!(
+        t.host.registry().plugin("system.heavy").unwrap().state,
+        PluginState::Running
+    );
+    assert!(call_heavy(&t.host).await.result.is_ok());
+}

@@ -12,6 +12,7 @@ use toolshed_core::Plugin;
 use toolshed_ops::Services;
 
 mod args;
+pub mod browser;
 pub mod exec;
 pub mod http;
 pub mod util;

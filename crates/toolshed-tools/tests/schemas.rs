@@ -31,6 +31,7 @@ const SELF_DESCRIBING: &[&str] = &[
     "command",
     "env",
     "session_id",
+    "session",
     "id",
     "include_hidden",
     "respect_gitignore",
@@ -47,6 +48,7 @@ const SELF_DESCRIBING: &[&str] = &[
     "timeout_ms",
     "max_output_bytes",
     "max_results",
+    "max_chars",
     "max_entries",
     "max_matches",
 ];
@@ -118,13 +120,22 @@ fn mentions_default(text: &str) -> bool {
         .any(|word| word == "default" || word == "defaults")
 }
 
+/// Every built-in plugin: the default ones and the browser (off until enabled).
+fn builtins() -> Vec<std::sync::Arc<dyn toolshed_core::Plugin>> {
+    let services = toolshed_ops::Services::new(toolshed_ops::Ops::memory());
+    let mut plugins = toolshed_tools::system_plugins(&services);
+    plugins.push(toolshed_tools::browser::plugin(
+        &services,
+        toolshed_tools::browser::Settings::default(),
+    ));
+    plugins
+}
+
 #[test]
 fn every_builtin_schema_is_in_the_conservative_dialect() {
     let mut problems = Vec::new();
     let mut count = 0;
-    for plugin in
-        toolshed_tools::system_plugins(&toolshed_ops::Services::new(toolshed_ops::Ops::memory()))
-    {
+    for plugin in builtins() {
         for tool in plugin.tools() {
             count += 1;
             let spec = tool.spec();
@@ -148,9 +159,7 @@ fn every_builtin_schema_is_in_the_conservative_dialect() {
 
 #[test]
 fn plugin_ids_and_tool_names_follow_the_rules() {
-    for plugin in
-        toolshed_tools::system_plugins(&toolshed_ops::Services::new(toolshed_ops::Ops::memory()))
-    {
+    for plugin in builtins() {
         let m = plugin.manifest();
         assert!(m.id.starts_with("system."), "{}", m.id);
         assert!(toolshed_core::is_valid_plugin_id(&m.id), "{}", m.id);
@@ -204,9 +213,7 @@ fn listed_bytes(spec: &toolshed_core::ToolSpec) -> usize {
 #[test]
 fn no_builtin_tool_grows_past_its_byte_budget() {
     let mut sizes = Vec::new();
-    for plugin in
-        toolshed_tools::system_plugins(&toolshed_ops::Services::new(toolshed_ops::Ops::memory()))
-    {
+    for plugin in builtins() {
         for tool in plugin.tools() {
             sizes.push((tool.spec().name.clone(), listed_bytes(tool.spec())));
         }

@@ -98,6 +98,35 @@ fn checks(host: &Host) -> Vec<Check> {
         ),
         Some(Err(e)) => push("sandbox", Status::Error, e.to_string()),
     }
+    let browser_state = host
+        .registry()
+        .plugins()
+        .into_iter()
+        .find(|p| p.id == toolshed_tools::browser::PLUGIN_ID)
+        .map(|p| p.state);
+    let enabled = match browser_state {
+        Some(PluginState::Disabled) => {
+            "system.browser is disabled (toolshed plugins enable system.browser)"
+        }
+        Some(_) => "system.browser is enabled",
+        None => "system.browser is not in this build",
+    };
+    match toolshed_tools::browser::detect(config.config.browser.executable.as_deref()) {
+        Ok((path, version)) => {
+            let own = if toolshed_tools::browser::own_sandbox_works() {
+                "Chromium's own sandbox on"
+            } else {
+                "Chromium's own sandbox cannot run as root here, so Chromium runs with \
+                 --no-sandbox, inside toolshed's command sandbox"
+            };
+            push(
+                "browser",
+                Status::Ok,
+                format!("{version} at {path}; {own}; {enabled}"),
+            )
+        }
+        Err(why) => push("browser", Status::Warning, format!("{why}; {enabled}")),
+    }
     match host.store().schema_version() {
         Ok(v) => push(
             "data dir",

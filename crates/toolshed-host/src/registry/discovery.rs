@@ -150,12 +150,12 @@ impl Registry {
             }
             i.slots
                 .iter()
-                .map(|s| s.id().to_string())
+                .map(|s| (s.id().to_string(), s.enabled_by_default()))
                 .collect::<Vec<_>>()
         });
-        for id in ids {
+        for (id, default) in ids {
             // Nobody can be subscribed yet: the start-up states are not events.
-            let enabled = states.get(&id).copied().unwrap_or(true);
+            let enabled = states.get(&id).copied().unwrap_or(default);
             registry.bring_up(&id, enabled).await;
         }
         registry.reindex();

@@ -55,7 +55,10 @@ impl Registry {
             i.slots
                 .iter()
                 .filter_map(|s| {
-                    let want = stored.get(s.id()).copied().unwrap_or(true);
+                    let want = stored
+                        .get(s.id())
+                        .copied()
+                        .unwrap_or_else(|| s.enabled_by_default());
                     let is = s.state() != PluginState::Disabled;
                     (want != is).then(|| (s.id().to_string(), want))
                 })

@@ -189,6 +189,14 @@ impl Slot {
         &self.manifest.id
     }
 
+    /// Whether it runs while no person has enabled or disabled it.
+    pub(super) fn enabled_by_default(&self) -> bool {
+        match &self.origin {
+            Origin::Compiled(plugin) => plugin.enabled_by_default(),
+            Origin::Dir(_) => true,
+        }
+    }
+
     /// The plugin's directory, for plugins found on disk.
     pub(super) fn dir(&self) -> Option<&Path> {
         self.origin.dir().map(|d| d.dir.as_path())

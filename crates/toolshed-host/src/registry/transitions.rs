@@ -351,14 +351,16 @@ impl Registry {
         })
     }
 
-    /// Whether a person left the plugin enabled (never set counts as enabled).
+    /// Whether a person left the plugin enabled (never set: its default, enabled but for
+    /// a heavy built-in).
     pub(super) async fn stored_enabled(&self, id: &str) -> bool {
         let owned = id.to_string();
+        let default = self.read(|i| i.slot(id).is_none_or(|s| s.enabled_by_default()));
         self.on_store(move |s| s.plugin_enabled(&owned))
             .await
             .ok()
             .flatten()
-            .unwrap_or(true)
+            .unwrap_or(default)
     }
 
     /// Runs `f` on the state store on the blocking pool.

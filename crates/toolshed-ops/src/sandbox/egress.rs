@@ -107,7 +107,8 @@ impl Drop for EgressProxy {
     }
 }
 
-/// Answers `status` with `why` and closes.
+/// Answers `status` with `why` and closes. The `x-toolshed-refused` header tells the
+/// proxy's own answer from a server's (the browser reports it as a refusal).
 fn refuse(mut client: &UnixStream, status: u16, why: &str) -> io::Result<()> {
     let reason = match status {
         400 => "Bad Request",
@@ -118,7 +119,7 @@ fn refuse(mut client: &UnixStream, status: u16, why: &str) -> io::Result<()> {
     let body = format!("toolshed sandbox: {why}\n");
     write!(
         client,
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nx-toolshed-refused: {status}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )?;
     client.flush()
