@@ -207,6 +207,13 @@ def test_a_script_built_page_a_login_and_a_screenshot(toolshed_bin, workspace, h
             assert f"URL: {site}/welcome" in text(submitted), text(submitted)
             read = await client.call_tool("browser_get_content", {"session": session, "format": "text"})
             assert "Welcome, Ada" in text(read) and "3 new messages" in text(read), text(read)
+            # Another session is another browser context: the login does not carry over.
+            other = await client.call_tool("browser_open", {"url": f"{site}/welcome"})
+            assert "Status: 401" in text(other), text(other)
+            other_read = await client.call_tool(
+                "browser_get_content", {"session": other.structured_content["session"], "format": "text"}
+            )
+            assert "not signed in" in text(other_read), text(other_read)
 
             # A screenshot arrives as an image block holding a PNG of the viewport's size.
             shot = await client.call_tool("browser_screenshot", {"session": session})
@@ -338,3 +345,59 @@ def test_owners_are_kept_apart_and_a_killed_browser_is_reported_and_replaced(
             assert not waited.is_error, text(waited)
 
     run(main())
+
+
+def test_caps_the_owner_profile_idle_sessions_and_a_missing_browser(toolshed_bin, workspace, home, pages):
+    site, _canary = pages
+    enable_browser(toolshed_bin, home)
+    shared = {
+        "TOOLSHED_BROWSER__PROFILE": "owner",
+        "TOOLSHED_BROWSER__MAX_SESSIONS_PER_OWNER": "2",
+        "TOOLSHED_BROWSER__IDLE_TIMEOUT_SECS": "2",
+    }
+
+    async def owner_profile():
+        async with Client(stdio(toolshed_bin, workspace, home, site, **shared), mode="legacy") as client:
+            first = (await client.call_tool("browser_open", {"url": f"{site}/login"})).structured_content["session"]
+            await client.call_tool("browser_type", {"session": first, "selector": "#user", "text": "ada"})
+            await client.call_tool("browser_type", {"session": first, "selector": "#pass", "text": "l0velace", "submit": True})
+            # profile = "owner": the owner's second session shares the login.
+            second = await client.call_tool("browser_open", {"url": f"{site}/welcome"})
+            assert "Title: Home" in text(second), text(second)
+            third = await client.call_tool("browser_open", {})
+            assert third.is_error and "max_sessions_per_owner" in text(third), text(third)
+            # Unused for the idle timeout, both sessions are closed.
+            deadline = time.time() + 15
+            while time.time() < deadline:
+                listed = await client.call_tool("browser_list", {})
+                if "No browser sessions" in text(listed):
+                    break
+                await asyncio.sleep(0.5)
+            assert "No browser sessions" in text(listed), text(listed)
+            gone = await client.call_tool("browser_get_content", {"session": first})
+            assert gone.is_error and "no browser session" in text(gone), text(gone)
+
+    run(owner_profile())
+
+    async def memory_cap():
+        params = stdio(toolshed_bin, workspace, home, site, TOOLSHED_BROWSER__MAX_MEMORY_MB="1")
+        async with Client(params, mode="legacy") as client:
+            refused = await client.call_tool("browser_open", {})
+            assert refused.is_error and "max_memory_mb" in text(refused), text(refused)
+
+    run(memory_cap())
+
+    async def missing():
+        params = stdio(toolshed_bin, workspace, home, site, TOOLSHED_BROWSER__EXECUTABLE="/nonexistent/chromium")
+        async with Client(params, mode="legacy") as client:
+            refused = await client.call_tool("browser_open", {})
+            assert refused.is_error and "apt-get install chromium" in text(refused), text(refused)
+
+    run(missing())
+    listed = subprocess.run(
+        [toolshed_bin, "plugins", "list"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"),
+             "TOOLSHED_BROWSER__EXECUTABLE": "/nonexistent/chromium"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert "system.browser (degraded): `[browser] executable` is `/nonexistent/chromium`" in listed.stdout, listed
