@@ -165,6 +165,11 @@ pub struct SpawnRequest {
     /// hosts (`host` or `host:port`, whatever their addresses: a person named them); with
     /// none listed, it has no network. Ignored without a sandbox (full access).
     pub network_hosts: Option<Vec<String>>,
+    /// When set (and `network_hosts` is not), its network is its own whatever the
+    /// backend's network mode, and its only way out is a proxy under the web tools' rules
+    /// (public hosts, and what `[web] allow` opens): for the browser. Ignored without a
+    /// sandbox.
+    pub web_network: bool,
 }
 
 impl SpawnRequest {
@@ -182,6 +187,7 @@ impl SpawnRequest {
             escalation_approved: false,
             writable: Vec::new(),
             network_hosts: None,
+            web_network: false,
         }
     }
 

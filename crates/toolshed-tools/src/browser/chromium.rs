@@ -1,6 +1,6 @@
 //! Finding Chromium and starting it: inside the command sandbox, headless, its profile in
-//! the sandbox's private `/tmp`, every request through the sandbox's egress proxy, driven
-//! over a pipe.
+//! the sandbox's private `/tmp`, in a network of its own whose one way out is an egress
+//! proxy under the web tools' rules, driven over a pipe.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolshed_ops::process::{OutputLimits, Process, ProcessOps, SpawnRequest, Stdin, Stop, Stream};
-use toolshed_ops::sandbox::{NetworkMode, PROXY_PORT, SandboxMode};
+use toolshed_ops::sandbox::{PROXY_PORT, SandboxMode};
 
 use super::cdp::Cdp;
 use super::{PageState, Settings};
@@ -67,19 +67,17 @@ pub(super) fn own_sandbox_works() -> bool {
 }
 
 /// Why the browser cannot start on this backend, or `None` when it can: it runs only inside
-/// a command sandbox whose network is filtered, since that is where the web tools' network
-/// rules hold for every connection it makes.
+/// the command sandbox, in a network of its own whose one way out is a proxy under the web
+/// tools' rules — that is where those rules hold for every connection it makes.
 pub(super) fn refusal(processes: &dyn ProcessOps) -> Option<String> {
     match processes.sandbox(Some(SandboxMode::ReadOnly)) {
-        Ok(Some(e)) if e.network == NetworkMode::Filtered => None,
-        Ok(Some(e)) => Some(format!(
-            "the browser runs only inside the command sandbox with `[sandbox] network = \"filtered\"`, where every request it makes goes through toolshed's network rules; here the network is `{}`",
-            e.network.as_str()
-        )),
+        Ok(Some(_)) => None,
         Ok(None) => Some(
-            "the browser runs only inside the command sandbox (with `[sandbox] network = \"filtered\"`), where every request it makes goes through toolshed's network rules; commands run without a sandbox here".into(),
+            "the browser runs only inside the command sandbox, where every request it makes goes through toolshed's network rules; this process backend has no sandbox".into(),
         ),
-        Err(e) => Some(format!("the browser runs inside the command sandbox, which cannot start here: {e}")),
+        Err(e) => Some(format!(
+            "the browser runs inside the command sandbox, which cannot start here: {e}"
+        )),
     }
 }
 
@@ -120,7 +118,7 @@ impl Browser {
             "--disable-breakpad".into(),
             "--mute-audio".into(),
             "--hide-scrollbars".into(),
-            // Every connection, loopback too, through the sandbox's egress proxy; WebRTC
+            // Every connection, loopback too, through its sandbox's egress proxy; WebRTC
             // may not go around it over UDP.
             format!("--proxy-server=http://127.0.0.1:{PROXY_PORT}"),
             "--proxy-bypass-list=<-loopback>".into(),
@@ -154,6 +152,7 @@ impl Browser {
                 kill_after_bytes: None,
             });
         request.sandbox = Some(SandboxMode::ReadOnly);
+        request.web_network = true;
         let process = Arc::new(
             processes
                 .spawn(&request)

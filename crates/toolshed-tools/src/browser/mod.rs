@@ -10,7 +10,7 @@
 //!
 //! One Chromium per host, started on the first `browser_open` and stopped when no session
 //! has been used for `[browser] idle_timeout_secs`. It runs inside the command sandbox
-//! (read-only, its profile in the sandbox's private `/tmp`) whose network is filtered: every
+//! (read-only, its profile in the sandbox's private `/tmp`) in a network of its own: every
 //! connection it makes — the page, each redirect, subresources, fetch/XHR, WebSockets,
 //! iframes — goes through the sandbox's egress proxy, which resolves the host itself and
 //! applies the web tools' rules (`[web] allow`), so neither a page's script nor DNS
@@ -492,19 +492,7 @@ impl Shared {
         let fail = |e: CdpError| ToolError::failed(format!("cannot open a page: {e}"));
         let (context, own_context) = match self.settings.profile {
             Profile::Session => {
-                let made = cdp
-                    .call(
-                        "Target.createBrowserContext",
-                        json!({"disposeOnDetach": true}),
-                        None,
-                        timeout,
-                    )
-                    .await
-                    .map_err(fail)?;
-                let id = made["browserContextId"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
+                let id = new_context(cdp, timeout).await.map_err(fail)?;
                 (id.clone(), Some(id))
             }
             Profile::Owner => {
@@ -519,19 +507,7 @@ impl Shared {
                 match known {
                     Some(context) => (context, None),
                     None => {
-                        let made = cdp
-                            .call(
-                                "Target.createBrowserContext",
-                                json!({"disposeOnDetach": true}),
-                                None,
-                                timeout,
-                            )
-                            .await
-                            .map_err(fail)?;
-                        let id = made["browserContextId"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string();
+                        let id = new_context(cdp, timeout).await.map_err(fail)?;
                         self.state
                             .lock()
                             .await
@@ -693,6 +669,23 @@ impl Shared {
             browser.stop().await;
         }
     }
+}
+
+/// A new browser context (its own cookies, storage and cache), disposed if the browser
+/// connection goes.
+async fn new_context(cdp: &cdp::Cdp, timeout: Duration) -> Result<String, CdpError> {
+    let made = cdp
+        .call(
+            "Target.createBrowserContext",
+            json!({"disposeOnDetach": true}),
+            None,
+            timeout,
+        )
+        .await?;
+    Ok(made["browserContextId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
 }
 
 /// Keeps each page's [`PageState`] up to date from the browser's events.

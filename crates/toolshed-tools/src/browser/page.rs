@@ -465,12 +465,7 @@ async fn content(
          url: location.href, title: document.title}}; }})()"
     );
     let value = evaluate(session, &read, budget(ctx, Duration::from_secs(30))).await?;
-    if let Some(bad) = value["bad"].as_str() {
-        return Err(ToolError::invalid_at(
-            "/selector",
-            format!("the selector is not valid CSS: {bad}"),
-        ));
-    }
+    valid_selector(&value)?;
     if value.is_null() {
         return Err(ToolError::NotFound(format!(
             "no element matches `{}` on this page; browser_wait waits for one to appear",
@@ -504,30 +499,13 @@ async fn content(
         // The seeds' rule: inner text when the readable content is empty.
         body = inner_text;
     }
-    let total = body.chars().count();
-    let start = usize::try_from(args.start).unwrap_or(usize::MAX);
-    if start > 0 && start >= total {
-        return Err(ToolError::invalid_at(
-            "/start",
-            format!(
-                "`start` {start} is past the end of the content, which is {total} characters long; use a smaller start (0 for the beginning)"
-            ),
-        ));
-    }
-    let max = usize::try_from(args.max_chars).unwrap_or(usize::MAX);
-    let slice: String = body.chars().skip(start).take(max).collect();
-    let end = start + slice.chars().count();
     let mut out = format!("URL: {url}\nTitle: {title}\n");
-    if start > 0 || end < total {
-        out.push_str(&format!("Showing: characters {start}-{end} of {total}\n"));
-    }
-    out.push('\n');
-    out.push_str(&slice);
-    if end < total {
-        out.push_str(&format!(
-            "\n\ncontent truncated — call again with start={end}"
-        ));
-    }
+    out.push_str(&crate::web::window(
+        &body,
+        args.start,
+        args.max_chars,
+        "start",
+    )?);
     Ok(ToolOutput::text(out))
 }
 
@@ -634,6 +612,17 @@ pub(super) fn png_size(data: &str) -> Option<(u32, u32)> {
     Some((be(head.get(16..20)?), be(head.get(20..24)?)))
 }
 
+/// The error a page script reports for a selector that is not CSS (`{bad}`), if it did.
+fn valid_selector(found: &Value) -> Result<(), ToolError> {
+    match found["bad"].as_str() {
+        Some(bad) => Err(ToolError::invalid_at(
+            "/selector",
+            format!("the selector is not valid CSS: {bad}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Finds an element by selector or visible text, scrolls it into view and returns its
 /// centre, tag and label; `{bad}` for a selector that is not CSS, `null` when none.
 fn finder(selector: Option<&str>, text: Option<&str>) -> String {
@@ -690,12 +679,7 @@ async fn click(
         .map(|s| format!("selector `{s}`"))
         .or_else(|| args.text.as_deref().map(|t| format!("text \"{t}\"")))
         .unwrap_or_default();
-    if let Some(bad) = found["bad"].as_str() {
-        return Err(ToolError::invalid_at(
-            "/selector",
-            format!("the selector is not valid CSS: {bad}"),
-        ));
-    }
+    valid_selector(&found)?;
     if found.is_null() {
         return Err(ToolError::NotFound(format!(
             "nothing on the page matches {what}; browser_get_content shows what is there"
@@ -744,12 +728,7 @@ async fn type_text(
          return {{tag: e.tagName.toLowerCase(), focused: document.activeElement === e}}; }})()"
     );
     let found = evaluate(session, &focus, QUICK).await?;
-    if let Some(bad) = found["bad"].as_str() {
-        return Err(ToolError::invalid_at(
-            "/selector",
-            format!("the selector is not valid CSS: {bad}"),
-        ));
-    }
+    valid_selector(&found)?;
     if found.is_null() {
         return Err(ToolError::NotFound(format!(
             "no field matches `{}`; browser_get_content with format `html` shows the form",
@@ -857,12 +836,7 @@ async fn wait(
         (_, Some(t)) => format!("the text \"{t}\""),
         _ => unreachable!("checked above"),
     };
-    if let Some(bad) = found["bad"].as_str() {
-        return Err(ToolError::invalid_at(
-            "/selector",
-            format!("the selector is not valid CSS: {bad}"),
-        ));
-    }
+    valid_selector(&found)?;
     if found == true {
         Ok(ToolOutput::text(format!(
             "Found {what} after {} ms.",

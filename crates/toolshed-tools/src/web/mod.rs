@@ -41,6 +41,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use fetch::window;
 pub use providers::{ProviderRequest, SearchProvider, SearchResult};
 
 /// The group every web tool belongs to.

@@ -430,6 +430,16 @@ impl ProcessOps for LocalProcessOps {
                         sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
                         own_egress = Some(proxy);
                     }
+                } else if request.web_network {
+                    let proxy =
+                        EgressProxy::start(sandbox.policy.egress_allow.clone()).map_err(|e| {
+                            remove_cgroup(&cgroup);
+                            fail("cannot start its egress proxy", &e)
+                        })?;
+                    sandbox.policy.joined_network = None;
+                    sandbox.policy.network = NetworkMode::Filtered;
+                    sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
+                    own_egress = Some(proxy);
                 }
                 inherit = sandbox.policy.joined_network;
                 let inbound = match sandbox.policy.network {
