@@ -217,6 +217,9 @@ async fn serve(
             ),
         }
     }
+    if let Some(mut engine) = engine {
+        engine.deactivate().await;
+    }
 }
 
 async fn start(
@@ -241,6 +244,7 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
         prefix: config.prefix.clone(),
         plane: config.plane,
         module_name: config.entry.clone(),
+        dir: config.source.is_none().then(|| config.dir.clone()),
         source,
         config: config.config.clone(),
         translations: Rc::new(translations),

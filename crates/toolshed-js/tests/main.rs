@@ -9,3 +9,4 @@ mod capabilities;
 mod contract;
 mod curated;
 mod limits;
+mod modules;

@@ -5,12 +5,15 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use rquickjs::{Ctx, Function, Module, Persistent, Promise, Value};
+use rquickjs::{Ctx, Function, Module, Object, Persistent, Promise, Value};
 
 use super::convert::{Thrown, caught, to_json};
 use super::{Engine, Fault, Setup, Stop, host};
 use crate::action::ActionDef;
 use crate::limits::{show_bytes, show_duration};
+
+/// The longest `deactivate()` may take: a plugin being stopped does not hold up the stop.
+const DEACTIVATE_LIMIT: Duration = Duration::from_secs(2);
 
 /// Which part of activation failed, for the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,25 +67,16 @@ impl Engine {
         limit: Duration,
         deadline: Instant,
     ) -> Result<Vec<ActionDef>, (Stage, Fault)> {
-        let module_name = self.setup.module_name.clone();
-        let source = self.setup.source.clone();
-        let loaded = self.context.with(|ctx| {
-            let declared = Module::declare(ctx.clone(), module_name, source)
-                .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
-            let (module, promise) = declared.eval().map_err(|e| Fault::Threw(caught(&ctx, e)))?;
-            let namespace = module
-                .namespace()
-                .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
-            Ok((
-                Persistent::save(&ctx, promise),
-                Persistent::save(&ctx, namespace),
-            ))
-        });
-        let (evaluated, namespace) = loaded.map_err(|f| (Stage::Load, self.stopped_or(f)))?;
-        self.settle(&evaluated, limit, deadline, None)
-            .await
-            .map_err(|f| (Stage::Load, f))?;
-        self.rejection(&evaluated).map_err(|f| (Stage::Load, f))?;
+        let namespace = match &self.files {
+            Some(files)
+                if super::modules::is_commonjs(&self.setup.module_name, &self.setup.source) =>
+            {
+                self.load_commonjs(files.clone())
+                    .map_err(|f| (Stage::Load, self.stopped_or(f)))?
+            }
+            _ => self.load_module(limit, deadline).await?,
+        };
+        self.exports = Some(namespace.clone());
 
         let prelude = self.prelude().map_err(|f| (Stage::Activate, f))?;
         let registry = self.registry.clone();
@@ -151,6 +145,115 @@ impl Engine {
             defs.push(r.def);
         }
         Ok(defs)
+    }
+
+    /// Calls the plugin's `deactivate(context)`, if it exports one, within the activation
+    /// limit (at most [`DEACTIVATE_LIMIT`]): on disable, reload, uninstall and shutdown.
+    /// What goes wrong is logged; the plugin stops either way.
+    pub(crate) async fn deactivate(&mut self) {
+        let Some(exports) = self.exports.clone() else {
+            return;
+        };
+        let Ok(prelude) = self.prelude() else {
+            return;
+        };
+        let limit = self.setup.limits.activate_timeout.min(DEACTIVATE_LIMIT);
+        let deadline = Instant::now() + limit;
+        self.shared.log.reset();
+        self.guard.stopping();
+        self.guard.begin(limit, deadline, None);
+        let registry = self.registry.clone();
+        let setup = self.setup.clone();
+        let started = self.context.with(|ctx| {
+            let inner = || -> Result<Option<Promise>, rquickjs::Error> {
+                let deactivate: Value = exports.restore(&ctx)?.get("deactivate")?;
+                if !deactivate.is_function() {
+                    return Ok(None);
+                }
+                // Registering is over: the context's registerActions refuses.
+                let register = register_function(&ctx, registry, setup.clone())?;
+                let context =
+                    host::activation_context(&ctx, &self.shared, &setup.config, register)?;
+                let invoke: Function = prelude.restore(&ctx)?.get("invoke")?;
+                invoke.call((deactivate, context)).map(Some)
+            };
+            match inner() {
+                Ok(Some(p)) => Ok(Some(Persistent::save(&ctx, p))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(Fault::Threw(caught(&ctx, e))),
+            }
+        });
+        let outcome = match started {
+            Ok(None) => Ok(()),
+            Ok(Some(promise)) => match self.settle(&promise, limit, deadline, None).await {
+                Ok(()) => self.rejection(&promise),
+                Err(fault) => Err(fault),
+            },
+            Err(fault) => Err(self.stopped_or(fault)),
+        };
+        self.guard.end();
+        if let Err(fault) = outcome {
+            let why = match fault {
+                Fault::Stopped(_) => format!("did not finish within {}", show_duration(limit)),
+                Fault::Threw(Thrown::Error(text)) => format!("threw: {text}"),
+                Fault::NeverSettles => "returned a promise that can never settle".into(),
+                other => format!("failed: {other:?}"),
+            };
+            tracing::warn!(plugin = %self.setup.plugin_id, "deactivate() {why}");
+        }
+    }
+
+    /// Evaluates the entry as an ES module (its imports resolved in the plugin directory)
+    /// and returns its namespace.
+    async fn load_module(
+        &mut self,
+        limit: Duration,
+        deadline: Instant,
+    ) -> Result<Persistent<Object<'static>>, (Stage, Fault)> {
+        let module_name = self.setup.module_name.clone();
+        let source = self.setup.source.clone();
+        let loaded = self.context.with(|ctx| {
+            let declared = Module::declare(ctx.clone(), module_name, source)
+                .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+            let (module, promise) = declared.eval().map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+            let namespace = module
+                .namespace()
+                .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+            Ok((
+                Persistent::save(&ctx, promise),
+                Persistent::save(&ctx, namespace),
+            ))
+        });
+        let (evaluated, namespace) = loaded.map_err(|f| (Stage::Load, self.stopped_or(f)))?;
+        self.settle(&evaluated, limit, deadline, None)
+            .await
+            .map_err(|f| (Stage::Load, f))?;
+        self.rejection(&evaluated).map_err(|f| (Stage::Load, f))?;
+        Ok(namespace)
+    }
+
+    /// Runs the entry as CommonJS and returns its `module.exports`.
+    fn load_commonjs(
+        &mut self,
+        files: std::rc::Rc<super::modules::Files>,
+    ) -> Result<Persistent<Object<'static>>, Fault> {
+        let prelude = self.prelude()?;
+        let entry = self.setup.module_name.clone();
+        self.context.with(|ctx| {
+            let inner = || -> Result<Object, rquickjs::Error> {
+                let prelude = prelude.restore(&ctx)?;
+                let commonjs: Function = prelude.get("commonjs")?;
+                let host = super::modules::cjs_host(&ctx, files)?;
+                commonjs.call((host, entry.clone()))
+            };
+            match inner() {
+                Ok(exports) => Ok(Persistent::save(&ctx, exports)),
+                Err(rquickjs::Error::FromJs { .. }) => Err(Fault::BadResult(format!(
+                    "{entry} sets `module.exports` to something other than an object; export an object with an `activate` function"
+                ))),
+                Err(e) => Err(Fault::Threw(caught(&ctx, e))),
+            }
+        })
     }
 
     fn activation_message(&self, stage: Stage, fault: Fault) -> String {

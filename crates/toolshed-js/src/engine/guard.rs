@@ -31,6 +31,8 @@ pub(crate) struct Guard {
     wall_deadline: Cell<Option<Instant>>,
     cancel: RefCell<Option<CancellationToken>>,
     shutdown: CancellationToken,
+    /// Set while `deactivate` runs after the shutdown: then only its deadlines stop it.
+    stopping: Cell<bool>,
     fired: Cell<Option<Stop>>,
 }
 
@@ -42,6 +44,7 @@ impl Guard {
             wall_deadline: Cell::new(None),
             cancel: RefCell::new(None),
             shutdown,
+            stopping: Cell::new(false),
             fired: Cell::new(None),
         }
     }
@@ -63,6 +66,17 @@ impl Guard {
     /// Pauses the CPU slice while the host waits; no JavaScript runs then.
     pub(crate) fn pause(&self) {
         self.cpu_deadline.set(None);
+    }
+
+    /// From now on the shutdown no longer stops JavaScript, only the deadlines do: for the
+    /// plugin's `deactivate`, which runs because it is shutting down.
+    pub(crate) fn stopping(&self) {
+        self.stopping.set(true);
+    }
+
+    /// Whether the shutdown stops JavaScript (see [`Guard::stopping`]).
+    pub(crate) fn shutdown_stops(&self) -> bool {
+        !self.stopping.get()
     }
 
     /// Disarms the guard entirely.
@@ -91,7 +105,7 @@ impl Guard {
 
     /// The reason JavaScript may not run now, without recording it.
     pub(crate) fn check(&self) -> Option<Stop> {
-        if self.shutdown.is_cancelled() {
+        if self.shutdown.is_cancelled() && !self.stopping.get() {
             return Some(Stop::Shutdown);
         }
         let cpu = self.cpu_deadline.get()?;

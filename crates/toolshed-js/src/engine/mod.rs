@@ -16,6 +16,7 @@ mod convert;
 mod fault;
 mod guard;
 mod host;
+mod modules;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -61,6 +62,9 @@ pub(crate) struct Setup {
     pub plane: Plane,
     /// The entry's path relative to the plugin directory; also the module name in stacks.
     pub module_name: String,
+    /// The plugin directory, whose files the entry may import (`None`: a module the host
+    /// supplies, which imports nothing).
+    pub dir: Option<std::path::PathBuf>,
     /// The entry's source.
     pub source: String,
     /// The configuration `activate` sees.
@@ -114,6 +118,10 @@ pub(crate) struct Engine {
     registry: Rc<Registry>,
     runs: HashMap<String, Persistent<Function<'static>>>,
     prelude: Option<Persistent<Object<'static>>>,
+    /// The entry's exports, once loaded: `deactivate` is found there.
+    exports: Option<Persistent<Object<'static>>>,
+    /// The plugin's files, for `require`.
+    files: Option<Rc<modules::Files>>,
     ops: Rc<HostOps>,
     guard: Rc<Guard>,
     done_rx: mpsc::UnboundedReceiver<Completion>,
@@ -130,6 +138,7 @@ impl Drop for Engine {
         self.registry.clear();
         self.runs.clear();
         self.prelude = None;
+        self.exports = None;
     }
 }
 
@@ -143,6 +152,13 @@ impl Engine {
         let guard = Rc::new(Guard::new(shutdown.clone()));
         let handler_guard = guard.clone();
         runtime.set_interrupt_handler(Some(Box::new(move || handler_guard.should_interrupt())));
+        let files = setup.dir.clone().map(modules::Files::new);
+        if let Some(files) = &files {
+            runtime.set_loader(
+                modules::PluginModules(files.clone()),
+                modules::PluginModules(files.clone()),
+            );
+        }
         let context = Context::full(&runtime)
             .map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
         let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -157,6 +173,8 @@ impl Engine {
             registry: Rc::new(Registry::default()),
             runs: HashMap::new(),
             prelude: None,
+            exports: None,
+            files,
             ops: Rc::new(HostOps::new(done_tx)),
             guard,
             done_rx,
@@ -248,7 +266,9 @@ impl Engine {
             self.guard.pause();
             let done = tokio::select! {
                 biased;
-                _ = self.shutdown.cancelled() => return Err(Fault::Stopped(Stop::Shutdown)),
+                _ = self.shutdown.cancelled(), if self.guard.shutdown_stops() => {
+                    return Err(Fault::Stopped(Stop::Shutdown));
+                }
                 _ = cancelled(cancel) => return Err(Fault::Stopped(Stop::Cancelled)),
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     return Err(Fault::Stopped(Stop::Wall));

@@ -32,6 +32,30 @@
         list: (opts) => op("list", opts || {}),
         delete: (id) => op("delete", { id }),
       }),
+    // CommonJS: `require` over the host's resolve(from, name) and load(path); runs the
+    // entry and returns its module.exports.
+    commonjs: (host, entry) => {
+      const cache = new Map();
+      const dirname = (path) => path.slice(0, Math.max(path.lastIndexOf("/"), 0));
+      const run = (path) => {
+        const cached = cache.get(path);
+        if (cached) return cached.exports;
+        const loaded = host.load(path);
+        const module = { exports: "json" in loaded ? loaded.json : {}, id: path, filename: path };
+        cache.set(path, module);
+        if (!("json" in loaded)) {
+          loaded.run.call(module.exports, module.exports, requireFrom(path), module, path, dirname(path));
+        }
+        return module.exports;
+      };
+      const requireFrom = (from) => (name) => {
+        if (typeof name !== "string") {
+          throw new TypeError("require() takes a file of the plugin, such as './actions.js'");
+        }
+        return run(host.resolve(from, name));
+      };
+      return run(entry);
+    },
     freeze,
   });
 })()
