@@ -184,6 +184,7 @@ impl Snippet {
     async fn start(limits: &JsLimits, access: &HostAccess) -> Result<Self, ToolError> {
         let config = WorkerConfig {
             plugin_id: PLUGIN_ID.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
             prefix: GROUP.into(),
             plane: Plane::Execution,
             dir: PathBuf::new(),

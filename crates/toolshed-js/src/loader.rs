@@ -111,6 +111,7 @@ impl PluginLoader for JsLoader {
         let reach = Arc::new(Reach::new(&id, &manifest.capabilities, &grants));
         let worker = WorkerConfig {
             plugin_id: id.clone(),
+            version: manifest.version.clone(),
             prefix,
             plane: manifest.plane,
             dir,

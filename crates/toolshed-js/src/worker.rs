@@ -23,6 +23,8 @@ pub(crate) const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerConfig {
     pub plugin_id: String,
+    /// The manifest's version, for `context.plugin`.
+    pub version: String,
     pub prefix: String,
     pub plane: Plane,
     pub dir: PathBuf,
@@ -241,6 +243,7 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
     };
     Ok(Setup {
         plugin_id: config.plugin_id.clone(),
+        version: config.version.clone(),
         prefix: config.prefix.clone(),
         plane: config.plane,
         module_name: config.entry.clone(),

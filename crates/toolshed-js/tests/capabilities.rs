@@ -314,6 +314,73 @@ async fn a_granted_host_is_reached_through_the_hosts_client() {
     );
 }
 
+#[tokio::test]
+async fn fetch_goes_through_the_same_grants_as_ctx_http() {
+    let port = echo_server().await;
+    let client = Arc::new(RawHttp::default());
+    let p = probe(
+        "acme.web",
+        network(&["127.0.0.1"]),
+        http_grants(&["127.0.0.1"]),
+    )
+    .http(client.clone())
+    .start()
+    .await;
+    let snippet = format!(
+        r#"const url = new URL("/items", "http://127.0.0.1:{port}");
+           url.searchParams.set("q", "a b");
+           const r = await fetch(url, {{ method: "POST", headers: {{ "X-Token": "t0k", "Content-Type": "application/json" }},
+                                        body: JSON.stringify({{ a: 1 }}) }});
+           const echoed = await r.json();
+           let again = "";
+           try {{ await r.text(); }} catch (e) {{ again = e.message; }}
+           const bytes = await (await fetch(`http://127.0.0.1:{port}/b`)).arrayBuffer();
+           return {{ status: r.status, ok: r.ok, xtest: r.headers.get("X-Test"), echoed, again,
+                    bytes: bytes.byteLength > 0 }};"#
+    );
+    let out = p
+        .call_with("web_probe", plain(), code(&snippet))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.structured,
+        Some(json!({
+            "status": 201, "ok": true, "xtest": "a, b",
+            "echoed": { "method": "POST", "path": "/items?q=a+b", "contentType": "application/json",
+                        "token": "t0k", "body": "{\"a\":1}" },
+            "again": "the body has been read already", "bytes": true
+        }))
+    );
+    assert_eq!(
+        *client.policies.lock().unwrap(),
+        vec![NetPolicy::Only(strings(&["127.0.0.1"])); 2]
+    );
+
+    // Not granted: refused with the command that grants it, nothing sent.
+    let client = Arc::new(RawHttp::default());
+    let p = probe("acme.web", Capabilities::default(), Grants::default())
+        .http(client.clone())
+        .start()
+        .await;
+    let out = p
+        .call_with(
+            "web_probe",
+            plain(),
+            code(&format!("return await fetch('http://127.0.0.1:{port}/x');")),
+        )
+        .await
+        .unwrap();
+    let error = error_of(&out);
+    assert!(
+        error.contains("toolshed plugins grant acme.web http:HOST"),
+        "{error}"
+    );
+    assert!(
+        client.policies.lock().unwrap().is_empty(),
+        "nothing was sent"
+    );
+}
+
 // ---- Files ----
 
 fn fs_plugin() -> TestPlugin {

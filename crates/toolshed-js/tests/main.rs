@@ -8,5 +8,6 @@ mod activation;
 mod capabilities;
 mod contract;
 mod curated;
+mod globals;
 mod limits;
 mod modules;

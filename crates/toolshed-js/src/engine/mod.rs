@@ -45,6 +45,8 @@ use host::{CallScope, Completion, HostOps, LogBudget, Shared};
 
 /// JavaScript helpers the host builds plugin-facing objects with.
 const PRELUDE: &str = include_str!("prelude.js");
+/// The globals every plugin runtime has (console, timers, URL, fetch, ...).
+const GLOBALS: &str = include_str!("globals.js");
 
 /// After a call ends, promise jobs it left behind may run this long before the runtime is
 /// judged stuck and rebuilt.
@@ -56,6 +58,8 @@ const MAX_DRAIN_JOBS: usize = 10_000;
 pub(crate) struct Setup {
     /// The plugin id.
     pub plugin_id: String,
+    /// The manifest's version.
+    pub version: String,
     /// The tool name prefix.
     pub prefix: String,
     /// The manifest's plane, for the tool specs.
@@ -122,6 +126,8 @@ pub(crate) struct Engine {
     exports: Option<Persistent<Object<'static>>>,
     /// The plugin's files, for `require`.
     files: Option<Rc<modules::Files>>,
+    /// The call running now: where timers and `fetch` start their host operations.
+    current: host::Current,
     ops: Rc<HostOps>,
     guard: Rc<Guard>,
     done_rx: mpsc::UnboundedReceiver<Completion>,
@@ -164,6 +170,14 @@ impl Engine {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let shared = Shared {
             plugin_id: setup.plugin_id.clone(),
+            plugin: (
+                setup.version.clone(),
+                setup
+                    .dir
+                    .as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+            ),
             translations: setup.translations.clone(),
             log: Rc::new(LogBudget::new(&setup.plugin_id)),
         };
@@ -175,6 +189,7 @@ impl Engine {
             prelude: None,
             exports: None,
             files,
+            current: host::Current::default(),
             ops: Rc::new(HostOps::new(done_tx)),
             guard,
             done_rx,
@@ -189,6 +204,18 @@ impl Engine {
                 .map_err(|e| format!("cannot set up the plugin runtime: {:?}", caught(&ctx, e)))
         })?;
         engine.prelude = Some(prelude);
+        engine.context.with(|ctx| {
+            ctx.eval::<Function, _>(GLOBALS)
+                .and_then(|install| {
+                    host::install_globals(&ctx, &engine.shared, &engine.current, install)
+                })
+                .map_err(|e| {
+                    format!(
+                        "cannot set up the plugin runtime's globals: {:?}",
+                        caught(&ctx, e)
+                    )
+                })
+        })?;
         Ok(engine)
     }
 
@@ -365,10 +392,12 @@ impl Engine {
         self.shared.log.reset();
         self.guard
             .begin(cpu, req.ctx.deadline, Some(req.cancel.clone()));
+        *self.current.borrow_mut() = Some(scope.clone());
         let outcome = self
             .run_call(run, &scope, req, cpu)
             .await
             .map_err(|f| self.oom_or(f));
+        *self.current.borrow_mut() = None;
         scope.end();
         self.ops.clear();
         self.after_call(&outcome);

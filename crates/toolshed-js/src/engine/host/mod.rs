@@ -9,6 +9,7 @@
 //! never reaches the script.
 
 mod fs;
+mod globals;
 mod http;
 mod memory;
 mod objects;
@@ -32,6 +33,7 @@ use super::convert::{cap, error_value, from_json, to_json};
 use crate::grants::Reach;
 
 use fs::{Entry, fs_object};
+pub(crate) use globals::{Current, install as install_globals};
 use http::http_request;
 use objects::logger_object;
 pub(crate) use objects::{LogBudget, Shared, activation_context, t_function};

@@ -64,6 +64,9 @@ enum Level {
 /// What every plugin-facing object of one engine shares.
 pub(crate) struct Shared {
     pub plugin_id: String,
+    /// `context.plugin`: the id, the manifest's version and the plugin directory (empty
+    /// for a module the host supplies).
+    pub plugin: (String, String),
     pub translations: Rc<Translations>,
     pub log: Rc<LogBudget>,
 }
@@ -100,6 +103,8 @@ pub(super) fn logger_object<'js>(
         ("debug", Level::Debug),
         ("info", Level::Info),
         ("warn", Level::Warn),
+        // The seeds' name for it.
+        ("warning", Level::Warn),
         ("error", Level::Error),
     ] {
         let log = log.clone();
@@ -150,6 +155,11 @@ pub(crate) fn activation_context<'js>(
 ) -> rquickjs::Result<Object<'js>> {
     let context = Object::new(ctx.clone())?;
     context.set("id", shared.plugin_id.as_str())?;
+    let plugin = Object::new(ctx.clone())?;
+    plugin.set("id", shared.plugin_id.as_str())?;
+    plugin.set("version", shared.plugin.0.as_str())?;
+    plugin.set("dir", shared.plugin.1.as_str())?;
+    context.set("plugin", plugin)?;
     context.set(
         "config",
         from_json(ctx, &serde_json::Value::Object(config.clone()))?,
