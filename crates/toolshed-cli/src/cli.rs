@@ -475,6 +475,15 @@ pub enum PluginsCommand {
         /// The plugin id
         id: String,
     },
+    /// Check an installed plugin's files against what its install recorded (exit 1 when
+    /// one changed, was added or is gone)
+    Verify {
+        /// The plugin id
+        id: String,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Restart a plugin (stop, then start again)
     Reload {
         /// The plugin id

@@ -955,6 +955,62 @@ fn listed_plugin(env: &Env, id: &str) -> Option<Value> {
 }
 
 #[test]
+fn plugins_verify_names_each_file_changed_added_or_removed_since_the_install() {
+    let env = Env::new();
+    env.write("src/hello/plugin.toml", PLUGIN_TOML);
+    env.write("src/hello/main.js", "export function activate() {}\n");
+    env.write("src/hello/lib/util.js", "export const x = 1;\n");
+    let dir = env.workspace.path().join("src/hello");
+    let o = env.run(&["plugins", "install", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let listed = listed_plugin(&env, "acme.hello").expect("listed");
+    let source = std::fs::canonicalize(&dir).unwrap();
+    assert_eq!(listed["provenance"]["source"], source.display().to_string());
+    assert_eq!(
+        listed["provenance"]["tree_sha256"].as_str().unwrap().len(),
+        64
+    );
+    let o = env.run(&["plugins", "verify", "acme.hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("every file is as installed"),
+        "{}",
+        stdout(&o)
+    );
+
+    let installed = env.data.path().join("plugins/acme.hello");
+    std::fs::write(
+        installed.join("main.js"),
+        "export function activate() { steal(); }\n",
+    )
+    .unwrap();
+    std::fs::write(installed.join("extra.js"), "x").unwrap();
+    std::fs::remove_file(installed.join("lib/util.js")).unwrap();
+    let o = env.run(&["plugins", "verify", "acme.hello", "--json"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["clean"], false);
+    assert_eq!(
+        v["drift"],
+        json!({"changed": ["main.js"], "added": ["extra.js"], "removed": ["lib/util.js"]})
+    );
+    assert!(
+        stderr(&o).contains("1 changed, 1 added, 1 removed"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A plugin toolshed did not install has nothing to verify against.
+    let o = env.run(&["plugins", "verify", "system.web"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("no record of installing"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn plugins_install_from_a_directory_then_force_and_uninstall() {
     let env = Env::new();
     env.write("src/hello/plugin.toml", PLUGIN_TOML);

@@ -249,14 +249,83 @@ impl Host {
         progress: Arc<dyn Fn(String) + Send + Sync>,
     ) -> Result<crate::install::Installed, crate::install::InstallError> {
         let client = crate::install::download::NetClient::new();
-        crate::install::download::install_from(
+        // A path is recorded as an absolute one: the same words typed elsewhere name
+        // another place.
+        let source = if crate::install::download::is_url(&request.source) {
+            request.source.clone()
+        } else {
+            std::fs::canonicalize(&request.source)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| request.source.clone())
+        };
+        let sha256 = request.sha256.clone();
+        let installed = crate::install::download::install_from(
             &self.user_plugin_root(),
             request,
             &client,
             &self.config.config.plugins.download_hosts,
             progress,
         )
+        .await?;
+        // What was put in place, for `plugins verify`. A record that cannot be made is
+        // logged: the plugin is installed either way.
+        let (dir, store, id) = (
+            installed.dir.clone(),
+            self.store.clone(),
+            installed.id.clone(),
+        );
+        let recorded = tokio::task::spawn_blocking(move || {
+            let files = crate::install::provenance::hash_tree(&dir)
+                .map_err(|e| format!("cannot hash the installed files: {e}"))?;
+            let provenance = crate::install::provenance::Provenance {
+                source,
+                sha256: sha256.map(|s| s.to_ascii_lowercase()),
+                tree_sha256: crate::install::provenance::tree_digest(&files),
+                installed_ms: crate::store::now_ms(),
+                files,
+            };
+            store
+                .set_provenance(&id, &provenance)
+                .map_err(|e| e.to_string())
+        })
+        .await;
+        match recorded {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => {
+                tracing::warn!(plugin = %installed.id, %why, "the install's provenance was not recorded")
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %installed.id, error = %e, "the install's provenance was not recorded")
+            }
+        }
+        Ok(installed)
+    }
+
+    /// Hashes the files of the installed plugin `id` again and says how they differ from
+    /// what its install recorded.
+    pub async fn verify_plugin(
+        &self,
+        id: &str,
+    ) -> Result<
+        (
+            crate::install::provenance::Provenance,
+            crate::install::provenance::Drift,
+        ),
+        String,
+    > {
+        let (store, id) = (self.store.clone(), id.to_string());
+        let dir = self.user_plugin_root().join(&id);
+        tokio::task::spawn_blocking(move || {
+            let provenance = store.provenance(&id).map_err(|e| e.to_string())?.ok_or_else(|| {
+                format!("toolshed has no record of installing `{id}` (built-in, curated and workspace plugins, and plugins installed before records were kept, cannot be verified); `toolshed plugins install` records one")
+            })?;
+            let now = crate::install::provenance::hash_tree(&dir)
+                .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let drift = crate::install::provenance::drift(&provenance.files, &now);
+            Ok((provenance, drift))
+        })
         .await
+        .map_err(|e| e.to_string())?
     }
 
     /// Where installed plugins live: `<data dir>/plugins`.

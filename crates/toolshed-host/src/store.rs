@@ -126,6 +126,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE audit ADD COLUMN parent TEXT;
     CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;",
     crate::memory::SCHEMA,
+    "CREATE TABLE plugin_installs (
+        plugin_id    TEXT PRIMARY KEY,
+        source       TEXT NOT NULL,
+        sha256       TEXT,
+        tree_sha256  TEXT NOT NULL,
+        files        TEXT NOT NULL,
+        installed_ms INTEGER NOT NULL
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -460,12 +468,70 @@ impl StateStore {
                 [plugin_id],
             )?;
             tx.execute("DELETE FROM plugin_tools WHERE plugin_id = ?1", [plugin_id])?;
+            tx.execute(
+                "DELETE FROM plugin_installs WHERE plugin_id = ?1",
+                [plugin_id],
+            )?;
             tx.commit()?;
             Ok(())
         })?;
         self.cached_config(|cache| cache.remove(plugin_id));
         self.mark_changed();
         Ok(())
+    }
+
+    /// Records where an installed plugin came from and the hashes of its files (replacing
+    /// what an earlier install of the same id recorded).
+    pub fn set_provenance(
+        &self,
+        plugin_id: &str,
+        provenance: &crate::install::provenance::Provenance,
+    ) -> Result<(), StoreError> {
+        let files = serde_json::to_string(&provenance.files).unwrap_or_else(|_| "{}".into());
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO plugin_installs
+                   (plugin_id, source, sha256, tree_sha256, files, installed_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (plugin_id) DO UPDATE SET source = excluded.source,
+                   sha256 = excluded.sha256, tree_sha256 = excluded.tree_sha256,
+                   files = excluded.files, installed_ms = excluded.installed_ms",
+                params![
+                    plugin_id,
+                    provenance.source,
+                    provenance.sha256,
+                    provenance.tree_sha256,
+                    files,
+                    provenance.installed_ms
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// What the install of `plugin_id` recorded, if toolshed installed it.
+    pub fn provenance(
+        &self,
+        plugin_id: &str,
+    ) -> Result<Option<crate::install::provenance::Provenance>, StoreError> {
+        self.with(|c| {
+            Ok(c.query_row(
+                "SELECT source, sha256, tree_sha256, files, installed_ms
+                 FROM plugin_installs WHERE plugin_id = ?1",
+                [plugin_id],
+                |row| {
+                    let files: String = row.get(3)?;
+                    Ok(crate::install::provenance::Provenance {
+                        source: row.get(0)?,
+                        sha256: row.get(1)?,
+                        tree_sha256: row.get(2)?,
+                        files: serde_json::from_str(&files).unwrap_or_default(),
+                        installed_ms: row.get(4)?,
+                    })
+                },
+            )
+            .optional()?)
+        })
     }
 
     /// Records that the plugin is enabled or disabled.

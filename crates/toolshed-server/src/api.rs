@@ -139,7 +139,34 @@ fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
             serde_json::to_value(&manifest.env).unwrap_or(Value::Null),
         );
     }
+    if let Value::Object(map) = &mut value {
+        let provenance = state.host.store().provenance(id).ok().flatten();
+        map.insert(
+            "provenance".into(),
+            serde_json::to_value(provenance).unwrap_or(Value::Null),
+        );
+    }
     Ok(value)
+}
+
+/// `GET /plugins/{id}/verify`: its files against what its install recorded.
+pub async fn verify(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if state.host.registry().plugin(&id).is_none() {
+        return Err(ApiError::not_found(format!(
+            "no plugin `{id}`; GET /api/v1/plugins lists them"
+        )));
+    }
+    let (provenance, drift) = state
+        .host
+        .verify_plugin(&id)
+        .await
+        .map_err(ApiError::conflict)?;
+    Ok(Json(serde_json::json!({
+        "id": id, "clean": drift.is_clean(), "drift": drift, "provenance": provenance,
+    })))
 }
 
 /// `GET /plugins/{id}`.

@@ -18,6 +18,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/plugins/{id}/enable"),
     ("POST", "/plugins/{id}/disable"),
     ("POST", "/plugins/{id}/reload"),
+    ("GET", "/plugins/{id}/verify"),
     ("GET", "/plugins/{id}/tools"),
     ("GET", "/plugins/{id}/config"),
     ("PUT", "/plugins/{id}/config"),
@@ -212,6 +213,17 @@ fn operations() -> Vec<Op> {
             .param(plugin_id())
             .respond("200", json_response("The plugin now", schema_ref("Plugin")))
             .respond("404", not_found()),
+        op("GET", "/plugins/{id}/verify", "verifyPlugin", "Hash an installed plugin's files again and compare them with what its install recorded")
+            .param(plugin_id())
+            .respond("200", json_response("What changed since the install", json!({"type": "object", "required": ["id", "clean", "drift", "provenance"], "properties": {
+                "id": {"type": "string"}, "clean": {"type": "boolean"},
+                "drift": {"type": "object", "required": ["changed", "added", "removed"], "properties": {
+                    "changed": {"type": "array", "items": {"type": "string"}},
+                    "added": {"type": "array", "items": {"type": "string"}},
+                    "removed": {"type": "array", "items": {"type": "string"}}}},
+                "provenance": schema_ref("Provenance")}})))
+            .respond("404", not_found())
+            .respond("409", error_response("toolshed has no record of installing it")),
         op("POST", "/plugins/{id}/reload", "reloadPlugin", "Stop and start a running plugin")
             .param(plugin_id())
             .respond("200", json_response("The plugin now", schema_ref("Plugin")))
@@ -476,7 +488,17 @@ fn schemas() -> Value {
                 "dir": nullable_string, "manifest_path": nullable_string,
                 "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
                 "reason": nullable_string,
-                "tools": {"type": "array", "items": {"type": "string"}}
+                "tools": {"type": "array", "items": {"type": "string"}},
+                "provenance": {"nullable": true, "allOf": [schema_ref("Provenance")]}
+            }
+        },
+        "Provenance": {
+            "type": "object",
+            "description": "Where an installed plugin came from (null for plugins toolshed did not install)",
+            "required": ["source", "tree_sha256", "installed_ms"],
+            "properties": {
+                "source": {"type": "string"}, "sha256": nullable_string,
+                "tree_sha256": {"type": "string"}, "installed_ms": {"type": "integer"}
             }
         },
         "McpServer": {

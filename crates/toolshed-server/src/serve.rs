@@ -116,6 +116,7 @@ fn app_draining(
         .route("/plugins/{id}/enable", post(api::enable))
         .route("/plugins/{id}/disable", post(api::disable))
         .route("/plugins/{id}/reload", post(api::reload))
+        .route("/plugins/{id}/verify", get(api::verify))
         .route("/plugins/{id}/tools", get(api::plugin_tools))
         .route(
             "/plugins/{id}/config",

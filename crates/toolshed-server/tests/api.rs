@@ -543,6 +543,27 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
         get(s.address, "/api/v1/plugins/acme.hooks").await.json()["state"],
         "error"
     );
+    // Where it came from, and whether its files are still those installed.
+    let shown = get(s.address, "/api/v1/plugins/acme.hooks").await.json();
+    let canonical = std::fs::canonicalize(source.path()).unwrap();
+    assert_eq!(
+        shown["provenance"]["source"],
+        canonical.display().to_string()
+    );
+    let verified = get(s.address, "/api/v1/plugins/acme.hooks/verify").await;
+    assert_eq!(verified.status, 200, "{}", verified.body);
+    assert_eq!(verified.json()["clean"], true);
+    let dir = std::path::PathBuf::from(shown["dir"].as_str().unwrap());
+    std::fs::write(dir.join("added.js"), "x").unwrap();
+    let verified = get(s.address, "/api/v1/plugins/acme.hooks/verify")
+        .await
+        .json();
+    assert_eq!(verified["clean"], false);
+    assert_eq!(verified["drift"]["added"], json!(["added.js"]));
+    std::fs::remove_file(dir.join("added.js")).unwrap();
+    let never = get(s.address, "/api/v1/plugins/system.echo/verify").await;
+    assert!(matches!(never.status, 404 | 409), "{}", never.body);
+
     let again = request(s.address, "POST", "/api/v1/plugins", &[auth()], Some(&body)).await;
     assert_eq!(again.status, 409, "{}", again.body);
     let bad = request(

@@ -14,7 +14,22 @@ pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
     let plugins = host.registry().plugins();
     let diagnostics = host.registry().diagnostics();
     if json {
-        return print_json(&json!({ "plugins": plugins, "problems": diagnostics }));
+        // Installed plugins carry where they came from (`plugins verify` checks their files).
+        let listed: Vec<serde_json::Value> = plugins
+            .iter()
+            .map(|p| {
+                let mut value = serde_json::to_value(p).unwrap_or_default();
+                if let serde_json::Value::Object(map) = &mut value {
+                    let provenance = host.store().provenance(&p.id).ok().flatten();
+                    map.insert(
+                        "provenance".into(),
+                        serde_json::to_value(provenance).unwrap_or_default(),
+                    );
+                }
+                value
+            })
+            .collect();
+        return print_json(&json!({ "plugins": listed, "problems": diagnostics }));
     }
     let rows: Vec<Vec<String>> = plugins
         .iter()
@@ -136,6 +151,49 @@ pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
         None => outln!("{}: uninstalled", info.id),
     }
     Ok(())
+}
+
+/// Checks an installed plugin's files against what its install recorded.
+pub async fn verify(host: &Host, id: &str, json: bool) -> Result<(), Failure> {
+    let (provenance, drift) = host.verify_plugin(id).await.map_err(Failure::Runtime)?;
+    if json {
+        print_json(&serde_json::json!({
+            "id": id, "provenance": provenance, "clean": drift.is_clean(), "drift": drift,
+        }))?;
+    } else {
+        let installed = toolshed_host::local_time(provenance.installed_ms);
+        outln!("{id}: installed {installed} from {}", provenance.source);
+        if let Some(sha) = &provenance.sha256 {
+            outln!("  archive sha256 {sha}");
+        }
+        outln!(
+            "  files sha256 {} ({} files)",
+            provenance.tree_sha256,
+            provenance.files.len()
+        );
+        if drift.is_clean() {
+            outln!("  every file is as installed");
+        }
+        for (what, files) in [
+            ("changed", &drift.changed),
+            ("added", &drift.added),
+            ("removed", &drift.removed),
+        ] {
+            for file in files {
+                outln!("  {what}: {file}");
+            }
+        }
+    }
+    if drift.is_clean() {
+        Ok(())
+    } else {
+        Err(Failure::Runtime(format!(
+            "{id}: {} changed, {} added, {} removed since it was installed; reinstall it (`toolshed plugins install SOURCE --force`) if that was not you",
+            drift.changed.len(),
+            drift.added.len(),
+            drift.removed.len()
+        )))
+    }
 }
 
 /// Restarts a plugin.

@@ -39,6 +39,7 @@ use crate::manifest::{MANIFEST_NAMES, find_manifest, load_manifest};
 
 pub mod download;
 mod extract;
+pub mod provenance;
 
 use extract::Extractor;
 
