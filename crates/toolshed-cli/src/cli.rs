@@ -475,6 +475,15 @@ pub enum PluginsCommand {
         /// The plugin id
         id: String,
     },
+    /// Ask plugins how they are now (a JavaScript plugin's `health()` export answers):
+    /// every plugin, or ID (exit 1 when one is not ok)
+    Health {
+        /// The plugin id (all of them when left out)
+        id: Option<String>,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Check an installed plugin's files against what its install recorded (exit 1 when
     /// one changed, was added or is gone)
     Verify {

@@ -162,6 +162,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: PluginsCommand::Uninstall { id },
         } => commands::plugins::uninstall(&host, &id).await,
         Command::Plugins {
+            command: PluginsCommand::Health { id, json },
+        } => commands::plugins::health(&host, id.as_deref(), json).await,
+        Command::Plugins {
             command: PluginsCommand::Verify { id, json },
         } => commands::plugins::verify(&host, &id, json).await,
         Command::Plugins {

@@ -955,6 +955,41 @@ fn listed_plugin(env: &Env, id: &str) -> Option<Value> {
 }
 
 #[test]
+fn plugins_health_asks_a_plugins_own_health_export() {
+    let env = Env::new();
+    env.write(
+        ".toolshed/plugins/acme.moody/plugin.toml",
+        "id = \"acme.moody\"\nversion = \"1.0.0\"\nname = \"Moody\"\nkind = \"js\"\n",
+    );
+    env.write(
+        ".toolshed/plugins/acme.moody/main.js",
+        "export function activate(c) { c.registerActions([{ name: 'a', description: 'd', run: () => 'ok' }]); }\n\
+         export function health() { return { status: 'degraded', message: 'quota 90% used' }; }\n",
+    );
+    let o = env.run(&["plugins", "health", "acme.moody", "--json"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["plugins"][0],
+        json!({"id": "acme.moody", "state": "degraded", "health": "degraded", "message": "quota 90% used"})
+    );
+    let o = env.run(&["plugins", "health", "system.web"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("system.web") && stdout(&o).contains("ok"),
+        "{}",
+        stdout(&o)
+    );
+    let o = env.run(&["plugins", "health", "acme.nope"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("no plugin `acme.nope`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn plugins_verify_names_each_file_changed_added_or_removed_since_the_install() {
     let env = Env::new();
     env.write("src/hello/plugin.toml", PLUGIN_TOML);

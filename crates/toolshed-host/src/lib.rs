@@ -74,3 +74,12 @@ pub use review::{BUILTIN_PROFILES, CompiledRules, Review, RuleError, Subject};
 pub use store::{AuditRecord, StateStore, StoreError, now_ms};
 pub use suggest::closest;
 pub use toolshed_ops::Services;
+
+/// A health report as words: `ok`, `degraded` or `failed`, and the reason.
+pub fn health_words(health: &toolshed_core::Health) -> (&'static str, String) {
+    match health {
+        toolshed_core::Health::Ok => ("ok", String::new()),
+        toolshed_core::Health::Degraded(why) => ("degraded", why.clone()),
+        toolshed_core::Health::Failed(why) => ("failed", why.clone()),
+    }
+}

@@ -69,6 +69,67 @@ async fn shut_down(id: &str, running: Running) {
     }
 }
 
+/// What the plugin's own `health()` export says (healthy when it has none). Returns at
+/// once with the plugin busy: health is never queued behind calls.
+async fn asked_health(
+    id: &str,
+    commands: &tokio::sync::mpsc::Sender<crate::engine::CallRequest>,
+) -> Health {
+    use crate::engine::JsReturn;
+    let (reply_tx, reply_rx) = tokio::sync::oneshot::channel();
+    let limit = HEALTH_WAIT;
+    let mut ctx = toolshed_core::CallContext::for_test(limit);
+    ctx.owner = toolshed_core::OwnerId::new(format!("plugin/{id}"));
+    ctx.call_id = toolshed_core::CallId("health".into());
+    let request = crate::engine::CallRequest {
+        action: worker::HEALTH_ACTION.into(),
+        inputs: serde_json::Value::Null,
+        cancel: ctx.cancel.clone(),
+        ctx,
+        host: tokio::runtime::Handle::current(),
+        started: std::time::Instant::now(),
+        reply: reply_tx,
+    };
+    if commands.try_send(request).is_err() {
+        return Health::Ok;
+    }
+    let said = match tokio::time::timeout(limit + Duration::from_secs(1), reply_rx).await {
+        Ok(Ok(said)) => said,
+        _ => return Health::Degraded("health() did not answer in time".into()),
+    };
+    let text =
+        |v: &serde_json::Value, key: &str| v.get(key).and_then(|m| m.as_str()).map(str::to_string);
+    match said {
+        Err(e) => Health::Failed(e.to_string()),
+        Ok(JsReturn::Nothing) => Health::Ok,
+        Ok(JsReturn::Text(t)) if t.eq_ignore_ascii_case("ok") => Health::Ok,
+        Ok(JsReturn::Text(t)) => Health::Degraded(t),
+        Ok(JsReturn::Json(serde_json::Value::Bool(true))) => Health::Ok,
+        Ok(JsReturn::Json(serde_json::Value::Bool(false))) => {
+            Health::Failed("health() returned false".into())
+        }
+        Ok(JsReturn::Json(v)) => {
+            let message = text(&v, "message").unwrap_or_default();
+            match text(&v, "status").as_deref() {
+                Some("ok" | "healthy") | None
+                    if v.get("ok") != Some(&serde_json::Value::Bool(false)) =>
+                {
+                    Health::Ok
+                }
+                Some("degraded" | "warning") => Health::Degraded(message),
+                _ => Health::Failed(if message.is_empty() {
+                    format!("health() said {v}")
+                } else {
+                    message
+                }),
+            }
+        }
+    }
+}
+
+/// The longest a plugin's `health()` may take.
+const HEALTH_WAIT: Duration = Duration::from_secs(2);
+
 #[async_trait]
 impl Plugin for JsPlugin {
     fn manifest(&self) -> &PluginManifest {
@@ -129,17 +190,22 @@ impl Plugin for JsPlugin {
     }
 
     async fn health(&self) -> Health {
-        let state = self.lock();
-        let Some(running) = &state.worker else {
-            return Health::Failed("not started".into());
+        let commands = {
+            let state = self.lock();
+            let Some(running) = &state.worker else {
+                return Health::Failed("not started".into());
+            };
+            if let Some(reason) = failure_reason(&running.handle.failure) {
+                return Health::Failed(reason);
+            }
+            if running.handle.commands.is_closed() {
+                return Health::Failed(
+                    "its JavaScript thread has stopped; reload the plugin".into(),
+                );
+            }
+            running.handle.commands.clone()
         };
-        if let Some(reason) = failure_reason(&running.handle.failure) {
-            return Health::Failed(reason);
-        }
-        if running.handle.commands.is_closed() {
-            return Health::Failed("its JavaScript thread has stopped; reload the plugin".into());
-        }
-        Health::Ok
+        asked_health(&self.manifest.id, &commands).await
     }
 }
 

@@ -41,6 +41,10 @@ pub(crate) struct WorkerConfig {
     pub access: HostAccess,
 }
 
+/// The request that asks the plugin's `health()` export instead of running an action (no
+/// action can have this name).
+pub(crate) const HEALTH_ACTION: &str = "\0health";
+
 /// Why the plugin stopped working, shared between its thread and its handle.
 pub(crate) type Failure = Arc<Mutex<Option<String>>>;
 
@@ -185,6 +189,11 @@ async fn serve(
             ))));
             continue;
         };
+        if request.action == HEALTH_ACTION {
+            let health = current.health().await.map_err(ToolError::Failed);
+            let _ = request.reply.send(health);
+            continue;
+        }
         let result = current
             .serve(&request)
             .await

@@ -167,3 +167,37 @@ export function deactivate() { for (;;) {} }
     let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
     assert!(text.contains("deactivate() did not finish"), "{text}");
 }
+
+#[tokio::test]
+async fn a_health_export_is_what_the_plugin_reports() {
+    use toolshed_core::Health;
+    let plugin = |health: &str| {
+        format!(
+            "export function activate(c) {{ c.registerActions([{{ name: 'a', description: 'd', run: () => 'ok' }}]); }}\n{health}"
+        )
+    };
+    let none = TestPlugin::new("acme.h", &plugin("")).start().await;
+    assert_eq!(none.plugin.health().await, Health::Ok);
+    let degraded = TestPlugin::new(
+        "acme.h",
+        &plugin("export async function health() { await null; return { status: 'degraded', message: 'token expires in 2 days' }; }"),
+    )
+    .start()
+    .await;
+    assert_eq!(
+        degraded.plugin.health().await,
+        Health::Degraded("token expires in 2 days".into())
+    );
+    let thrown = TestPlugin::new(
+        "acme.h",
+        &plugin("export function health() { throw new Error('upstream unreachable'); }"),
+    )
+    .start()
+    .await;
+    match thrown.plugin.health().await {
+        Health::Failed(why) => assert!(why.contains("upstream unreachable"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // Still serving calls between health checks.
+    assert_eq!(thrown.text("h_a", json!({})).await, "ok");
+}

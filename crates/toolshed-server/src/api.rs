@@ -149,6 +149,21 @@ fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
     Ok(value)
 }
 
+/// `GET /plugins/{id}/health`: how the plugin is now (a JavaScript plugin's `health()`
+/// export answers).
+pub async fn plugin_health(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (info, health) = state.host.registry().health_now(&id).await.ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let (word, message) = toolshed_host::health_words(&health);
+    Ok(Json(serde_json::json!({
+        "id": info.id, "state": info.state.as_str(), "health": word, "message": message,
+    })))
+}
+
 /// `GET /plugins/{id}/verify`: its files against what its install recorded.
 pub async fn verify(
     State(state): State<AppState>,

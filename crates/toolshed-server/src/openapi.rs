@@ -19,6 +19,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/plugins/{id}/disable"),
     ("POST", "/plugins/{id}/reload"),
     ("GET", "/plugins/{id}/verify"),
+    ("GET", "/plugins/{id}/health"),
     ("GET", "/plugins/{id}/tools"),
     ("GET", "/plugins/{id}/config"),
     ("PUT", "/plugins/{id}/config"),
@@ -212,6 +213,14 @@ fn operations() -> Vec<Op> {
         op("POST", "/plugins/{id}/disable", "disablePlugin", "Disable a plugin (persisted); its tools stop being callable")
             .param(plugin_id())
             .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("404", not_found()),
+        op("GET", "/plugins/{id}/health", "pluginHealth", "How the plugin is now: a JavaScript plugin's health() export is asked")
+            .param(plugin_id())
+            .respond("200", json_response("Its health", json!({"type": "object", "required": ["id", "state", "health", "message"], "properties": {
+                "id": {"type": "string"},
+                "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
+                "health": {"type": "string", "enum": ["ok", "degraded", "failed"]},
+                "message": {"type": "string"}}})))
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/verify", "verifyPlugin", "Hash an installed plugin's files again and compare them with what its install recorded")
             .param(plugin_id())

@@ -117,6 +117,7 @@ fn app_draining(
         .route("/plugins/{id}/disable", post(api::disable))
         .route("/plugins/{id}/reload", post(api::reload))
         .route("/plugins/{id}/verify", get(api::verify))
+        .route("/plugins/{id}/health", get(api::plugin_health))
         .route("/plugins/{id}/tools", get(api::plugin_tools))
         .route(
             "/plugins/{id}/config",

@@ -153,6 +153,62 @@ pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Asks plugins how they are now.
+pub async fn health(host: &Host, id: Option<&str>, json: bool) -> Result<(), Failure> {
+    let ids: Vec<String> = match id {
+        Some(id) => vec![id.to_string()],
+        None => host
+            .registry()
+            .plugins()
+            .into_iter()
+            .map(|p| p.id)
+            .collect(),
+    };
+    let mut rows = Vec::new();
+    let mut unwell = 0;
+    for id in ids {
+        let Some((info, health)) = host.registry().health_now(&id).await else {
+            return Err(Failure::Runtime(format!(
+                "no plugin `{id}`; `toolshed plugins list` shows them"
+            )));
+        };
+        let (word, message) = toolshed_host::health_words(&health);
+        if word != "ok" && info.state != toolshed_host::PluginState::Disabled {
+            unwell += 1;
+        }
+        rows.push((info.id, info.state.as_str().to_string(), word, message));
+    }
+    if json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(id, state, health, message)| {
+                json!({"id": id, "state": state, "health": health, "message": message})
+            })
+            .collect();
+        print_json(&json!({ "plugins": list }))?;
+    } else {
+        let table_rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(id, state, health, message)| {
+                vec![
+                    id.clone(),
+                    state.clone(),
+                    health.to_string(),
+                    message.clone(),
+                ]
+            })
+            .collect();
+        out!("{}", table(&["ID", "STATE", "HEALTH", "WHY"], &table_rows));
+    }
+    if unwell == 0 {
+        Ok(())
+    } else {
+        Err(Failure::Runtime(format!(
+            "{unwell} enabled plugin(s) not healthy"
+        )))
+    }
+}
+
 /// Checks an installed plugin's files against what its install recorded.
 pub async fn verify(host: &Host, id: &str, json: bool) -> Result<(), Failure> {
     let (provenance, drift) = host.verify_plugin(id).await.map_err(Failure::Runtime)?;

@@ -125,6 +125,29 @@ impl Registry {
         self.read(|i| i.slot(id).map(state::Slot::info))
     }
 
+    /// The plugin's health as it reports it now (a JavaScript plugin's `health()` export
+    /// is asked), with its state; `None` when there is no such plugin. A plugin that is not
+    /// running reports its state's reason instead.
+    pub async fn health_now(&self, id: &str) -> Option<(PluginInfo, toolshed_core::Health)> {
+        let (info, running) = self.read(|i| {
+            i.slot(id).map(|s| {
+                let running = match &s.phase {
+                    state::Phase::Running(r) => Some(r.plugin.clone()),
+                    _ => None,
+                };
+                (s.info(), running)
+            })
+        })?;
+        let health = match running {
+            Some(plugin) => plugin.health().await,
+            None => match &info.reason {
+                Some(reason) => toolshed_core::Health::Failed(reason.clone()),
+                None => toolshed_core::Health::Failed(format!("it is {}", info.state.as_str())),
+            },
+        };
+        Some((info, health))
+    }
+
     /// The plugin's manifest.
     pub fn manifest(&self, id: &str) -> Option<PluginManifest> {
         self.read(|i| i.slot(id).map(|s| s.manifest.clone()))

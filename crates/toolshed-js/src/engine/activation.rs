@@ -203,6 +203,60 @@ impl Engine {
         }
     }
 
+    /// Calls the plugin's `health()` export, if it has one, within [`DEACTIVATE_LIMIT`]:
+    /// what it returns (`Nothing` without the export).
+    pub(crate) async fn health(&mut self) -> Result<super::JsReturn, String> {
+        let Some(exports) = self.exports.clone() else {
+            return Ok(super::JsReturn::Nothing);
+        };
+        let prelude = self
+            .prelude()
+            .map_err(|_| "the runtime's helpers are missing")?;
+        let limit = self.setup.limits.activate_timeout.min(DEACTIVATE_LIMIT);
+        let deadline = Instant::now() + limit;
+        self.shared.log.reset();
+        self.guard.begin(limit, deadline, None);
+        let started = self.context.with(|ctx| {
+            let inner = || -> Result<Option<Promise>, rquickjs::Error> {
+                let health: Value = exports.restore(&ctx)?.get("health")?;
+                if !health.is_function() {
+                    return Ok(None);
+                }
+                let invoke: Function = prelude.restore(&ctx)?.get("invoke")?;
+                invoke.call((health,)).map(Some)
+            };
+            match inner() {
+                Ok(Some(p)) => Ok(Some(Persistent::save(&ctx, p))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(Fault::Threw(caught(&ctx, e))),
+            }
+        });
+        let outcome = match started {
+            Ok(None) => Ok(super::JsReturn::Nothing),
+            Ok(Some(promise)) => match self.settle(&promise, limit, deadline, None).await {
+                Ok(()) => self.context.with(|ctx| {
+                    let p = promise
+                        .restore(&ctx)
+                        .map_err(|e| Fault::Internal(e.to_string()))?;
+                    match p.result::<Value>() {
+                        None => Err(Fault::NeverSettles),
+                        Some(Ok(value)) => super::fault::returned(&ctx, value, 64 * 1024),
+                        Some(Err(e)) => Err(Fault::Threw(caught(&ctx, e))),
+                    }
+                }),
+                Err(fault) => Err(fault),
+            },
+            Err(fault) => Err(self.stopped_or(fault)),
+        };
+        self.guard.end();
+        outcome.map_err(|fault| match fault {
+            Fault::Stopped(_) => format!("health() did not answer within {}", show_duration(limit)),
+            Fault::Threw(Thrown::Error(text)) => format!("health() threw: {text}"),
+            Fault::NeverSettles => "health() returned a promise that can never settle".into(),
+            other => format!("health() failed: {other:?}"),
+        })
+    }
+
     /// Evaluates the entry as an ES module (its imports resolved in the plugin directory)
     /// and returns its namespace.
     async fn load_module(
