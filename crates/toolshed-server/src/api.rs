@@ -164,6 +164,85 @@ pub async fn plugin_health(
     })))
 }
 
+/// The largest icon served.
+const MAX_ICON_BYTES: u64 = 256 * 1024;
+
+/// `GET /plugins/{id}/icon`: the image the manifest's `icon` names inside the plugin
+/// directory (svg, png, jpg, webp; at most 256 KiB; no link leading out of the directory).
+pub async fn plugin_icon(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (Some(info), Some(manifest)) = (
+        state.host.registry().plugin(&id),
+        state.host.registry().manifest(&id),
+    ) else {
+        return Err(ApiError::not_found(format!(
+            "no plugin `{id}`; GET /api/v1/plugins lists them"
+        )));
+    };
+    let no_icon = || ApiError::not_found(format!("plugin `{id}` has no icon file"));
+    let (Some(dir), Some(icon)) = (info.dir, manifest.icon) else {
+        return Err(no_icon());
+    };
+    let kind = match icon.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
+        Some(e) if e == "svg" => "image/svg+xml",
+        Some(e) if e == "png" => "image/png",
+        Some(e) if e == "jpg" || e == "jpeg" => "image/jpeg",
+        Some(e) if e == "webp" => "image/webp",
+        _ => return Err(no_icon()),
+    };
+    let bytes = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
+        let relative = std::path::Path::new(&icon);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(format!(
+                "the icon `{icon}` is not a path inside the plugin directory"
+            ));
+        }
+        let path = dir.join(relative);
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+        let inside = std::fs::canonicalize(&path)
+            .ok()
+            .zip(std::fs::canonicalize(&dir).ok())
+            .is_some_and(|(file, root)| file.starts_with(root));
+        if !meta.is_file() || !inside {
+            return Err(format!(
+                "the icon `{icon}` is not a regular file inside the plugin directory"
+            ));
+        }
+        if meta.len() > MAX_ICON_BYTES {
+            return Err(format!(
+                "the icon is {} bytes; icons are served up to {MAX_ICON_BYTES}",
+                meta.len()
+            ));
+        }
+        std::fs::read(&path).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+    .map_err(|why| ApiError::not_found(format!("plugin `{id}`: {why}")))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(kind)),
+            // An SVG is shown as an image, never run as a document.
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; sandbox"),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
 /// `GET /plugins/{id}/verify`: its files against what its install recorded.
 pub async fn verify(
     State(state): State<AppState>,

@@ -20,6 +20,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/plugins/{id}/reload"),
     ("GET", "/plugins/{id}/verify"),
     ("GET", "/plugins/{id}/health"),
+    ("GET", "/plugins/{id}/icon"),
     ("GET", "/plugins/{id}/tools"),
     ("GET", "/plugins/{id}/config"),
     ("PUT", "/plugins/{id}/config"),
@@ -221,6 +222,14 @@ fn operations() -> Vec<Op> {
                 "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
                 "health": {"type": "string", "enum": ["ok", "degraded", "failed"]},
                 "message": {"type": "string"}}})))
+            .respond("404", not_found()),
+        op("GET", "/plugins/{id}/icon", "pluginIcon", "The image the manifest's icon names (svg, png, jpg, webp; at most 256 KiB)")
+            .param(plugin_id())
+            .respond("200", json!({"description": "The icon", "content": {
+                "image/svg+xml": {"schema": {"type": "string"}},
+                "image/png": {"schema": {"type": "string", "format": "binary"}},
+                "image/jpeg": {"schema": {"type": "string", "format": "binary"}},
+                "image/webp": {"schema": {"type": "string", "format": "binary"}}}}))
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/verify", "verifyPlugin", "Hash an installed plugin's files again and compare them with what its install recorded")
             .param(plugin_id())

@@ -118,6 +118,7 @@ fn app_draining(
         .route("/plugins/{id}/reload", post(api::reload))
         .route("/plugins/{id}/verify", get(api::verify))
         .route("/plugins/{id}/health", get(api::plugin_health))
+        .route("/plugins/{id}/icon", get(api::plugin_icon))
         .route("/plugins/{id}/tools", get(api::plugin_tools))
         .route(
             "/plugins/{id}/config",

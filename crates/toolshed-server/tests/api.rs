@@ -530,9 +530,11 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
     let source = tempfile::tempdir().unwrap();
     std::fs::write(
         source.path().join("plugin.toml"),
-        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\n[mcp]\ncommand = \"true\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
+        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\nicon = \"icon.svg\"\n[mcp]\ncommand = \"true\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
     )
     .unwrap();
+    let svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>";
+    std::fs::write(source.path().join("icon.svg"), svg).unwrap();
     let body = json!({"source": source.path().to_str().unwrap()}).to_string();
     let installed = request(s.address, "POST", "/api/v1/plugins", &[auth()], Some(&body)).await;
     assert_eq!(installed.status, 201, "{}", installed.body);
@@ -561,6 +563,15 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
     assert_eq!(verified["clean"], false);
     assert_eq!(verified["drift"]["added"], json!(["added.js"]));
     std::fs::remove_file(dir.join("added.js")).unwrap();
+    let icon = get(s.address, "/api/v1/plugins/acme.hooks/icon").await;
+    assert_eq!(icon.status, 200, "{}", icon.body);
+    assert_eq!(icon.body, svg);
+    assert_eq!(
+        icon.headers.get("content-type").map(String::as_str),
+        Some("image/svg+xml")
+    );
+    let none = get(s.address, "/api/v1/plugins/system.echo/icon").await;
+    assert_eq!(none.status, 404, "{}", none.body);
     let never = get(s.address, "/api/v1/plugins/system.echo/verify").await;
     assert!(matches!(never.status, 404 | 409), "{}", never.body);
 

@@ -204,6 +204,11 @@ impl Engine {
                 .map_err(|e| format!("cannot set up the plugin runtime: {:?}", caught(&ctx, e)))
         })?;
         engine.prelude = Some(prelude);
+        // A plugin's globals; `run_code`'s snippets, one fresh runtime per call, go without
+        // (defining them is most of what a new runtime costs).
+        if engine.setup.snippet {
+            return Ok(engine);
+        }
         engine.context.with(|ctx| {
             ctx.eval::<Function, _>(GLOBALS)
                 .and_then(|install| {
