@@ -1246,6 +1246,32 @@ mod tests {
     }
 
     #[test]
+    fn browser_settings_that_cannot_work_are_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        for (toml, expected) in [
+            ("[browser]\nprofile = \"tab\"\n", "`session`, `owner`"),
+            (
+                "[browser]\nmax_sessions = 0\n",
+                "max_sessions must be at least 1",
+            ),
+            ("[browser]\nidle_timeout_secs = 0\n", "idle_timeout_secs"),
+            ("[browser]\nwidth = 20\n", "100 to 8192"),
+        ] {
+            std::fs::write(dir.path().join("user.toml"), toml).unwrap();
+            let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+            assert!(err.contains(expected), "{toml}: {err}");
+        }
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[browser]\nprofile = \"owner\"\nmax_sessions_per_owner = 2\nevaluate = true\n",
+        )
+        .unwrap();
+        let loaded = sources(dir.path(), &[]).load().unwrap();
+        assert_eq!(loaded.config.browser.profile, "owner");
+        assert!(loaded.config.browser.evaluate);
+    }
+
+    #[test]
     fn web_allow_entries_are_parsed_and_a_bad_one_is_named() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
