@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use toolshed_ops::process::{OutputLimits, Process, ProcessOps, SpawnRequest, Stdin, Stop, Stream};
 use toolshed_ops::sandbox::{PROXY_PORT, SandboxMode};
 
@@ -203,7 +203,7 @@ impl Browser {
     pub(super) async fn stop(&self) {
         let _ = self
             .cdp
-            .call("Browser.close", Value::Null, None, Duration::from_secs(2))
+            .call("Browser.close", json!({}), None, Duration::from_secs(2))
             .await;
         self.process.terminate(Stop::graceful()).await;
     }
