@@ -120,8 +120,76 @@ pub async fn health(State(state): State<AppState>) -> Json<Value> {
 }
 
 /// `GET /plugins`.
-pub async fn plugins(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "plugins": state.host.registry().plugins() }))
+/// `?locale=`: the language names and descriptions are shown in.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct LocaleQuery {
+    locale: Option<String>,
+}
+
+impl LocaleQuery {
+    /// The locale asked for, checked (`zh`, `zh-CN`, `pt_BR`).
+    fn locale(&self) -> Result<Option<&str>, ApiError> {
+        match self.locale.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(l)
+                if l.len() <= 35
+                    && l.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+            {
+                Ok(Some(l))
+            }
+            Some(l) => Err(ApiError::bad_request(format!(
+                "`locale` {l:?} is not a language tag; use one such as `zh` or `zh-CN`"
+            ))),
+        }
+    }
+}
+
+/// `plugin` (a plugin's JSON) with its name and description in `locale` where its
+/// manifest translates them: the exact tag first, then its language (`zh-CN`, then `zh`).
+fn localize(plugin: &mut Value, manifest: &toolshed_core::PluginManifest, locale: &str) {
+    let wanted = locale.replace('_', "-").to_ascii_lowercase();
+    let language = wanted.split('-').next().unwrap_or_default().to_string();
+    let find = |tag: &str| {
+        manifest
+            .translations
+            .iter()
+            .find(|(k, _)| k.replace('_', "-").eq_ignore_ascii_case(tag))
+            .map(|(_, t)| t)
+    };
+    let Some(translation) = find(&wanted).or_else(|| find(&language)) else {
+        return;
+    };
+    if let Value::Object(map) = plugin {
+        if let Some(name) = &translation.name {
+            map.insert("name".into(), Value::String(name.clone()));
+        }
+        if let Some(description) = &translation.description {
+            map.insert("description".into(), Value::String(description.clone()));
+        }
+    }
+}
+
+/// `GET /plugins`.
+pub async fn plugins(
+    State(state): State<AppState>,
+    locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let locale = query(locale)?;
+    let locale = locale.locale()?;
+    let registry = state.host.registry();
+    let plugins: Vec<Value> = registry
+        .plugins()
+        .into_iter()
+        .map(|info| {
+            let mut value = serde_json::to_value(&info).unwrap_or(Value::Null);
+            if let (Some(locale), Some(manifest)) = (locale, registry.manifest(&info.id)) {
+                localize(&mut value, &manifest, locale);
+            }
+            value
+        })
+        .collect();
+    Ok(Json(json!({ "plugins": plugins })))
 }
 
 fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
@@ -267,8 +335,15 @@ pub async fn verify(
 pub async fn plugin(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    plugin_json(&state, &id).map(Json)
+    let locale = query(locale)?;
+    let mut value = plugin_json(&state, &id)?;
+    if let (Some(locale), Some(manifest)) = (locale.locale()?, state.host.registry().manifest(&id))
+    {
+        localize(&mut value, &manifest, locale);
+    }
+    Ok(Json(value))
 }
 
 /// `POST /plugins/{id}/enable` and `/disable`.

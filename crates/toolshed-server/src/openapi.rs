@@ -99,6 +99,15 @@ fn path_param(name: &str, description: &str) -> Value {
     json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string"}})
 }
 
+/// `?locale=`: names and descriptions in that language where the manifest translates them.
+fn locale_param() -> Value {
+    query_param(
+        "locale",
+        "Names and descriptions in this language where the plugin translates them (`zh`, `zh-CN`)",
+        json!({"type": "string", "maxLength": 35, "pattern": "^[A-Za-z0-9_-]*$"}),
+    )
+}
+
 fn query_param(name: &str, description: &str, schema: Value) -> Value {
     json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
 }
@@ -196,10 +205,14 @@ fn operations() -> Vec<Op> {
         op("GET", "/metrics", "metrics", "Prometheus metrics: calls by tool and outcome, durations, jobs, live sessions and processes")
             .respond("200", json!({"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}})),
         op("GET", "/plugins", "listPlugins", "Every plugin with its state")
+            .param(locale_param())
+            .respond("400", error_response("The locale is not a language tag"))
             .respond("200", json_response("The plugins", json!({"type": "object", "required": ["plugins"], "properties": {"plugins": {"type": "array", "items": schema_ref("Plugin")}}}))),
         op("GET", "/plugins/{id}", "getPlugin", "One plugin")
             .param(plugin_id())
+            .param(locale_param())
             .respond("200", json_response("The plugin", schema_ref("Plugin")))
+            .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
         op("DELETE", "/plugins/{id}", "uninstallPlugin", "Uninstall a user plugin: stop it, remove its files, forget its state")
             .param(plugin_id())

@@ -530,7 +530,7 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
     let source = tempfile::tempdir().unwrap();
     std::fs::write(
         source.path().join("plugin.toml"),
-        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\nicon = \"icon.svg\"\n[mcp]\ncommand = \"true\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
+        "id = \"acme.hooks\"\nversion = \"0.2.0\"\nname = \"Hooks\"\nkind = \"mcp\"\nicon = \"icon.svg\"\n[translations.zh]\nname = \"钩子\"\ndescription = \"发送通知\"\n[mcp]\ncommand = \"true\"\n[capabilities]\nnetwork = [\"hooks.example.com\"]\n",
     )
     .unwrap();
     let svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>";
@@ -563,6 +563,29 @@ async fn a_plugin_is_installed_granted_and_uninstalled_over_rest() {
     assert_eq!(verified["clean"], false);
     assert_eq!(verified["drift"]["added"], json!(["added.js"]));
     std::fs::remove_file(dir.join("added.js")).unwrap();
+    // Names and descriptions in the language asked for, where the plugin translates them.
+    let zh = get(s.address, "/api/v1/plugins/acme.hooks?locale=zh-CN")
+        .await
+        .json();
+    assert_eq!(
+        (zh["name"].as_str(), zh["description"].as_str()),
+        (Some("钩子"), Some("发送通知"))
+    );
+    let fr = get(s.address, "/api/v1/plugins/acme.hooks?locale=fr")
+        .await
+        .json();
+    assert_eq!(fr["name"], "Hooks");
+    let listed = get(s.address, "/api/v1/plugins?locale=zh").await.json();
+    let hooks = listed["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "acme.hooks")
+        .cloned();
+    assert_eq!(hooks.unwrap()["name"], "钩子");
+    let bad = get(s.address, "/api/v1/plugins?locale=zh%3Bdrop").await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body.contains("language tag"), "{}", bad.body);
     let icon = get(s.address, "/api/v1/plugins/acme.hooks/icon").await;
     assert_eq!(icon.status, 200, "{}", icon.body);
     assert_eq!(icon.body, svg);
