@@ -151,79 +151,54 @@ impl Engine {
     /// limit (at most [`DEACTIVATE_LIMIT`]): on disable, reload, uninstall and shutdown.
     /// What goes wrong is logged; the plugin stops either way.
     pub(crate) async fn deactivate(&mut self) {
-        let Some(exports) = self.exports.clone() else {
-            return;
-        };
-        let Ok(prelude) = self.prelude() else {
-            return;
-        };
-        let limit = self.setup.limits.activate_timeout.min(DEACTIVATE_LIMIT);
-        let deadline = Instant::now() + limit;
-        self.shared.log.reset();
+        // It runs because the plugin is shutting down: only its own deadline stops it.
         self.guard.stopping();
-        self.guard.begin(limit, deadline, None);
-        let registry = self.registry.clone();
-        let setup = self.setup.clone();
-        let started = self.context.with(|ctx| {
-            let inner = || -> Result<Option<Promise>, rquickjs::Error> {
-                let deactivate: Value = exports.restore(&ctx)?.get("deactivate")?;
-                if !deactivate.is_function() {
-                    return Ok(None);
-                }
-                // Registering is over: the context's registerActions refuses.
-                let register = register_function(&ctx, registry, setup.clone())?;
-                let context =
-                    host::activation_context(&ctx, &self.shared, &setup.config, register)?;
-                let invoke: Function = prelude.restore(&ctx)?.get("invoke")?;
-                invoke.call((deactivate, context)).map(Some)
-            };
-            match inner() {
-                Ok(Some(p)) => Ok(Some(Persistent::save(&ctx, p))),
-                Ok(None) => Ok(None),
-                Err(e) => Err(Fault::Threw(caught(&ctx, e))),
-            }
-        });
-        let outcome = match started {
-            Ok(None) => Ok(()),
-            Ok(Some(promise)) => match self.settle(&promise, limit, deadline, None).await {
-                Ok(()) => self.rejection(&promise),
-                Err(fault) => Err(fault),
-            },
-            Err(fault) => Err(self.stopped_or(fault)),
-        };
-        self.guard.end();
-        if let Err(fault) = outcome {
-            let why = match fault {
-                Fault::Stopped(_) => format!("did not finish within {}", show_duration(limit)),
-                Fault::Threw(Thrown::Error(text)) => format!("threw: {text}"),
-                Fault::NeverSettles => "returned a promise that can never settle".into(),
-                other => format!("failed: {other:?}"),
-            };
-            tracing::warn!(plugin = %self.setup.plugin_id, "deactivate() {why}");
+        if let Err(why) = self.call_export("deactivate", true).await {
+            tracing::warn!(plugin = %self.setup.plugin_id, "{why}");
         }
     }
 
     /// Calls the plugin's `health()` export, if it has one, within [`DEACTIVATE_LIMIT`]:
     /// what it returns (`Nothing` without the export).
     pub(crate) async fn health(&mut self) -> Result<super::JsReturn, String> {
+        self.call_export("health", false).await
+    }
+
+    /// Calls the export `name` — with the activation `context` when `with_context` — and
+    /// waits, within the activation limit (at most [`DEACTIVATE_LIMIT`]), for what it
+    /// returns; `Nothing` when there is no such export. The error says what went wrong,
+    /// naming `name()`.
+    async fn call_export(
+        &mut self,
+        name: &str,
+        with_context: bool,
+    ) -> Result<super::JsReturn, String> {
         let Some(exports) = self.exports.clone() else {
             return Ok(super::JsReturn::Nothing);
         };
         let prelude = self
             .prelude()
-            .map_err(|_| "the runtime's helpers are missing")?;
+            .map_err(|_| format!("{name}(): the runtime's helpers are missing"))?;
         let limit = self.setup.limits.activate_timeout.min(DEACTIVATE_LIMIT);
         let deadline = Instant::now() + limit;
         self.shared.log.reset();
         self.guard.begin(limit, deadline, None);
+        let (registry, setup) = (self.registry.clone(), self.setup.clone());
         let started = self.context.with(|ctx| {
             let inner = || -> Result<Option<Promise>, rquickjs::Error> {
-                let health: Value = exports.restore(&ctx)?.get("health")?;
-                if !health.is_function() {
+                let export: Value = exports.restore(&ctx)?.get(name)?;
+                if !export.is_function() {
                     return Ok(None);
                 }
                 let invoke: Function = prelude.restore(&ctx)?.get("invoke")?;
-                invoke.call((health,)).map(Some)
+                if !with_context {
+                    return invoke.call((export,)).map(Some);
+                }
+                // Registering is over: the context's registerActions refuses.
+                let register = register_function(&ctx, registry, setup.clone())?;
+                let context =
+                    host::activation_context(&ctx, &self.shared, &setup.config, register)?;
+                invoke.call((export, context)).map(Some)
             };
             match inner() {
                 Ok(Some(p)) => Ok(Some(Persistent::save(&ctx, p))),
@@ -250,10 +225,12 @@ impl Engine {
         };
         self.guard.end();
         outcome.map_err(|fault| match fault {
-            Fault::Stopped(_) => format!("health() did not answer within {}", show_duration(limit)),
-            Fault::Threw(Thrown::Error(text)) => format!("health() threw: {text}"),
-            Fault::NeverSettles => "health() returned a promise that can never settle".into(),
-            other => format!("health() failed: {other:?}"),
+            Fault::Stopped(_) => {
+                format!("{name}() did not finish within {}", show_duration(limit))
+            }
+            Fault::Threw(Thrown::Error(text)) => format!("{name}() threw: {text}"),
+            Fault::NeverSettles => format!("{name}() returned a promise that can never settle"),
+            other => format!("{name}() failed: {other:?}"),
         })
     }
 

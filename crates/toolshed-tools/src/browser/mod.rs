@@ -303,6 +303,16 @@ impl PageState {
     }
 }
 
+/// Why every session of a browser that exited is lost.
+pub(crate) const BROWSER_GONE: &str = "the browser stopped (it crashed or was killed)";
+
+/// The error of a call on session `id`, lost for `why`.
+fn lost_error(id: &str, why: &str) -> ToolError {
+    ToolError::failed(format!(
+        "browser session {id} was lost: {why}; open a new one with browser_open"
+    ))
+}
+
 /// One open page.
 pub(crate) struct Session {
     pub id: String,
@@ -334,7 +344,7 @@ impl Session {
     /// Why this session can no longer be used, if it cannot.
     fn lost(&self) -> Option<String> {
         if !self.browser.alive() {
-            return Some("the browser stopped (it crashed or was killed)".into());
+            return Some(BROWSER_GONE.into());
         }
         self.page.lost()
     }
@@ -353,12 +363,14 @@ impl Session {
             .map_err(|e| self.error(method, e))
     }
 
+    /// The error of a call on this session after it was lost for `why`.
+    pub(crate) fn lost_error(&self, why: &str) -> ToolError {
+        lost_error(&self.id, why)
+    }
+
     fn error(&self, method: &str, e: CdpError) -> ToolError {
         match e {
-            CdpError::Closed => ToolError::failed(format!(
-                "browser session {} was lost: the browser stopped (it crashed or was killed); open a new one with browser_open",
-                self.id
-            )),
+            CdpError::Closed => self.lost_error(BROWSER_GONE),
             CdpError::Timeout(_) => ToolError::failed(format!(
                 "the page of browser session {} did not answer `{method}` in time; it may be busy or hung (browser_close it and open a new one)",
                 self.id
@@ -410,9 +422,7 @@ impl Shared {
         };
         if let Some(why) = session.lost() {
             self.forget(&session.id).await;
-            return Err(ToolError::failed(format!(
-                "browser session {id} was lost: {why}; open a new one with browser_open"
-            )));
+            return Err(lost_error(id, &why));
         }
         session.touch();
         Ok(session)

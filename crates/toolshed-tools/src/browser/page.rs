@@ -188,10 +188,7 @@ pub(super) async fn act(
     match (result, session.lost()) {
         (Err(_), Some(why)) => {
             shared.forget(&session.id).await;
-            Err(ToolError::failed(format!(
-                "browser session {} was lost: {why}; open a new one with browser_open",
-                session.id
-            )))
+            Err(session.lost_error(&why))
         }
         (result, _) => result,
     }
@@ -333,10 +330,7 @@ async fn finish_load(
         .as_ref()
         .is_some_and(|e| e.method == cdp::DISCONNECTED)
     {
-        return Err(ToolError::failed(format!(
-            "browser session {} was lost: the browser stopped (it crashed or was killed); open a new one with browser_open",
-            session.id
-        )));
+        return Err(session.lost_error(super::BROWSER_GONE));
     }
     let (url, title) = location(session).await?;
     if refused {
@@ -403,10 +397,7 @@ async fn settle(
     })
     .await;
     match started {
-        Some(e) if e.method == cdp::DISCONNECTED => Err(ToolError::failed(format!(
-            "browser session {} was lost: the browser stopped (it crashed or was killed); open a new one with browser_open",
-            session.id
-        ))),
+        Some(e) if e.method == cdp::DISCONNECTED => Err(session.lost_error(super::BROWSER_GONE)),
         Some(_) => {
             let timeout = budget(
                 ctx,
