@@ -484,6 +484,16 @@ pub enum PluginsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Read a plugin directory's manifest (toolshed's own or another system's: info.json,
+    /// web-plugin.json, package.json, plugin.yml) and print it as toolshed reads it, with
+    /// every field that was mapped, defaulted or ignored, and why. Nothing is installed
+    Inspect {
+        /// The plugin directory (or its manifest file)
+        dir: std::path::PathBuf,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Check an installed plugin's files against what its install recorded (exit 1 when
     /// one changed, was added or is gone)
     Verify {

@@ -106,6 +106,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Config { command } => return commands::config::run(&cli.global, command),
         Command::Audit(args) => return commands::audit::run(&cli.global, args).await,
+        Command::Plugins {
+            command: PluginsCommand::Inspect { dir, json },
+        } => return commands::plugins::inspect(&dir, json),
         _ => {}
     }
     // The stdio door answers `initialize` while the host opens behind it.
@@ -167,6 +170,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugins {
             command: PluginsCommand::Verify { id, json },
         } => commands::plugins::verify(&host, &id, json).await,
+        Command::Plugins {
+            command: PluginsCommand::Inspect { dir, json },
+        } => commands::plugins::inspect(&dir, json),
         Command::Plugins {
             command: PluginsCommand::Reload { id },
         } => commands::plugins::reload(&host, &id).await,

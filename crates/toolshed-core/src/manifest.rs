@@ -44,6 +44,9 @@ pub struct Translation {
     /// Translated description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Translated tags, for search in that language.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// The type of a configuration field.
@@ -198,6 +201,13 @@ pub struct PluginManifest {
     /// For kind `mcp`: the MCP server whose tools are mounted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpServer>,
+    /// Who wrote the plugin (shown, never acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Other plugins this one needs, by id, each with a semver requirement (`*`: any
+    /// version); checked when the plugin is enabled.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dependencies: BTreeMap<String, String>,
 }
 
 /// An external MCP server mounted as a plugin (`[mcp]` in a manifest of kind `mcp`).
@@ -284,11 +294,32 @@ impl PluginManifest {
             requirements: Vec::new(),
             capabilities: Capabilities::default(),
             mcp: None,
+            author: None,
+            dependencies: BTreeMap::new(),
         }
     }
 }
 
 impl PluginManifest {
+    /// The translation for `locale` (`zh`, `zh-CN`, `zh_CN.UTF-8`): the exact tag, else its
+    /// language; `None` when the manifest has neither.
+    pub fn translation(&self, locale: &str) -> Option<&Translation> {
+        let wanted = locale
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .replace('_', "-")
+            .to_ascii_lowercase();
+        let language = wanted.split('-').next().unwrap_or_default().to_string();
+        let find = |tag: &str| {
+            self.translations
+                .iter()
+                .find(|(k, _)| k.replace('_', "-").eq_ignore_ascii_case(tag))
+                .map(|(_, t)| t)
+        };
+        find(&wanted).or_else(|| find(&language))
+    }
+
     /// For kind `mcp`: its server, from the `[mcp]` table, else from `entry` read as a
     /// command line (`entry = "npx -y @modelcontextprotocol/server-memory"`, split at
     /// whitespace).

@@ -37,6 +37,7 @@ pub mod install;
 pub mod job_store;
 pub mod library;
 pub mod manifest;
+pub mod manifest_compat;
 pub mod memory;
 pub mod oauth;
 pub mod policy;

@@ -9,18 +9,25 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+pub use crate::manifest_compat::{Dialect, FieldNote};
+use crate::manifest_compat::{Normalized, normalize};
 use toolshed_core::{
     ConfigFieldType, McpServer, PluginKind, PluginManifest, ToolSpec, is_valid_plugin_id,
 };
 
-/// Manifest file names, in the order they are tried.
-pub const MANIFEST_NAMES: [&str; 6] = [
+/// Manifest file names, in the order they are tried. `info.json`, `web-plugin.json` and
+/// `package.json` are other systems' names ([`crate::manifest_compat`]); a `package.json`
+/// counts only when it holds a plugin manifest.
+pub const MANIFEST_NAMES: [&str; 8] = [
     "plugin.toml",
     "plugin.yaml",
     "plugin.yml",
     "plugin.json",
     "manifest.json",
     "info.json",
+    "web-plugin.json",
+    "package.json",
 ];
 
 /// The largest manifest read.
@@ -56,11 +63,40 @@ pub fn find_manifest(dir: &Path) -> Option<PathBuf> {
     MANIFEST_NAMES
         .iter()
         .map(|name| dir.join(name))
-        .find(|p| p.is_file())
+        .find(|p| p.is_file() && (!p.ends_with("package.json") || package_holds_plugin(p)))
+}
+
+/// Whether the `package.json` at `path` holds a plugin manifest (any other package is not
+/// a plugin); one that cannot be read counts, so the problem is reported.
+fn package_holds_plugin(path: &Path) -> bool {
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_MANIFEST_BYTES);
+    let Some(text) = small.then(|| std::fs::read_to_string(path).ok()).flatten() else {
+        return true;
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value) => crate::manifest_compat::package_is_plugin(&value),
+        Err(_) => true,
+    }
 }
 
 /// Reads, parses and checks the manifest at `path`.
 pub fn load_manifest(path: &Path) -> Result<PluginManifest, ManifestError> {
+    inspect_manifest(path).map(|i| i.manifest)
+}
+
+/// A manifest as read, with what was done to fields of other systems' formats.
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    /// The manifest, as toolshed uses it.
+    pub manifest: PluginManifest,
+    /// Each field of another format that was mapped, defaulted or ignored, with why.
+    pub notes: Vec<FieldNote>,
+    /// The format the file was read as.
+    pub dialect: Dialect,
+}
+
+/// [`load_manifest`], keeping the notes on the fields it mapped or ignored.
+pub fn inspect_manifest(path: &Path) -> Result<Inspection, ManifestError> {
     let meta = std::fs::metadata(path)
         .map_err(|e| ManifestError::new(path, "(file)", format!("cannot read: {e}")))?;
     if meta.len() > MAX_MANIFEST_BYTES {
@@ -76,11 +112,15 @@ pub fn load_manifest(path: &Path) -> Result<PluginManifest, ManifestError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         ManifestError::new(path, "(file)", format!("cannot read as UTF-8 text: {e}"))
     })?;
-    parse_manifest(path, &text)
+    parse_inspected(path, &text)
 }
 
 /// Parses and checks manifest text; `path` decides the format and is named in errors.
 pub fn parse_manifest(path: &Path, text: &str) -> Result<PluginManifest, ManifestError> {
+    parse_inspected(path, text).map(|i| i.manifest)
+}
+
+fn parse_inspected(path: &Path, text: &str) -> Result<Inspection, ManifestError> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let syntax = |message: String| ManifestError::new(path, "(syntax)", message);
     let value: Value = match ext {
@@ -93,6 +133,11 @@ pub fn parse_manifest(path: &Path, text: &str) -> Result<PluginManifest, Manifes
         "yaml" | "yml" => serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?,
         _ => serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?,
     };
+    let Normalized {
+        value,
+        notes,
+        dialect,
+    } = normalize(path, value);
     let plugin_id = value.get("id").and_then(Value::as_str).map(str::to_string);
     let with_id = |mut e: ManifestError| {
         e.plugin_id = plugin_id.clone();
@@ -107,7 +152,11 @@ pub fn parse_manifest(path: &Path, text: &str) -> Result<PluginManifest, Manifes
     })?;
     check_manifest(&manifest)
         .map_err(|(field, problem)| with_id(ManifestError::new(path, field, problem)))?;
-    Ok(manifest)
+    Ok(Inspection {
+        manifest,
+        notes,
+        dialect,
+    })
 }
 
 /// The rules serde cannot express, including that every tool's input schema compiles.
@@ -224,6 +273,23 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
             }
         }
         _ => {}
+    }
+    for (dep, requirement) in &m.dependencies {
+        let at = format!("dependencies.{dep}");
+        if !is_valid_plugin_id(dep) {
+            return err(&at, format!("`{dep}` is not a valid plugin id"));
+        }
+        if dep == &m.id {
+            return err(&at, "a plugin cannot depend on itself".into());
+        }
+        if let Err(e) = semver::VersionReq::parse(requirement) {
+            return err(
+                &at,
+                format!(
+                    "`{requirement}` is not a version requirement ({e}); use e.g. `^1.2` or `*`"
+                ),
+            );
+        }
     }
     let mut names = BTreeSet::new();
     for (i, tool) in m.tools.iter().enumerate() {

@@ -447,6 +447,47 @@ impl ActionDef {
     }
 }
 
+impl ActionDef {
+    /// A tool the manifest lists (Fenix's `tool_catalog`), served by an exported function
+    /// of its name: it keeps its name and schema; defaults come from the schema's
+    /// properties' `default`s.
+    pub(crate) fn from_catalog(mut spec: ToolSpec, prefix: &str, plane: Plane) -> Self {
+        if spec.group.is_empty() {
+            spec.group = prefix.to_string();
+        }
+        spec.plane = plane;
+        let hints = spec.annotations;
+        if hints.read_only {
+            spec.annotations.destructive = false;
+        }
+        spec.mutates_state = !hints.read_only;
+        spec.danger = if hints.read_only {
+            Danger::Low
+        } else if hints.destructive {
+            Danger::High
+        } else {
+            Danger::Medium
+        };
+        let defaults = spec
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .filter_map(|(k, p)| Some((k.clone(), p.get("default")?.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            name: spec.name.clone(),
+            spec,
+            defaults,
+            outputs: None,
+        }
+    }
+}
+
 fn parse_annotations(value: Option<&Value>) -> Result<ToolAnnotations, String> {
     let mut out = ToolAnnotations::default();
     let Some(value) = value else {

@@ -187,6 +187,7 @@ impl Snippet {
             version: env!("CARGO_PKG_VERSION").into(),
             prefix: GROUP.into(),
             plane: Plane::Execution,
+            catalog: Vec::new(),
             dir: PathBuf::new(),
             entry: "run_code.js".into(),
             source: Some(MODULE.into()),

@@ -114,6 +114,7 @@ impl PluginLoader for JsLoader {
             version: manifest.version.clone(),
             prefix,
             plane: manifest.plane,
+            catalog: manifest.tools.clone(),
             dir,
             entry,
             source: None,

@@ -27,6 +27,9 @@ pub(crate) struct WorkerConfig {
     pub version: String,
     pub prefix: String,
     pub plane: Plane,
+    /// The manifest's tool list: tools a plugin may serve by exporting a function of the
+    /// tool's name instead of registering an action (Fenix's `tool_catalog`).
+    pub catalog: Vec<toolshed_core::ToolSpec>,
     pub dir: PathBuf,
     /// The entry's path relative to `dir`, checked by the loader; with `source`, only the
     /// module's name in stack traces.
@@ -255,6 +258,7 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
         version: config.version.clone(),
         prefix: config.prefix.clone(),
         plane: config.plane,
+        catalog: config.catalog.clone(),
         module_name: config.entry.clone(),
         dir: config.source.is_none().then(|| config.dir.clone()),
         source,

@@ -201,3 +201,58 @@ async fn a_health_export_is_what_the_plugin_reports() {
     // Still serving calls between health checks.
     assert_eq!(thrown.text("h_a", json!({})).await, "ok");
 }
+
+fn catalog_tool(name: &str, schema: serde_json::Value) -> toolshed_core::ToolSpec {
+    toolshed_core::ToolSpec::new(name, "A tool from the manifest's catalog.").input_schema(schema)
+}
+
+#[tokio::test]
+async fn tools_the_manifest_lists_are_served_by_exported_functions() {
+    // Fenix style: no activate, one exported function per listed tool, state kept.
+    let main = r#"
+const notes = [];
+module.exports.note_add = (inputs) => { notes.push(inputs.text); return { count: notes.length, tag: inputs.tag }; };
+module.exports.note_list = async () => notes.join(",");
+"#;
+    let schema = json!({"type": "object", "properties": {
+        "text": {"type": "string"}, "tag": {"type": "string", "default": "general"}}});
+    let p = TestPlugin::new("fenix.notes", main)
+        .tools(vec![
+            catalog_tool("note_add", schema),
+            catalog_tool("note_list", json!({"type": "object"})),
+        ])
+        .start()
+        .await;
+    let names: Vec<String> = p
+        .plugin
+        .tools()
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["note_add", "note_list"],
+        "the catalog's names, unprefixed"
+    );
+    let added: serde_json::Value =
+        serde_json::from_str(&p.text("note_add", json!({"text": "a"})).await).unwrap();
+    assert_eq!(added, json!({"count": 1, "tag": "general"}));
+    p.text("note_add", json!({"text": "b"})).await;
+    assert_eq!(p.text("note_list", json!({})).await, "a,b");
+}
+
+#[tokio::test]
+async fn a_listed_tool_without_its_function_fails_activation_by_name() {
+    let error = TestPlugin::new("fenix.half", "module.exports.note_add = () => 1;")
+        .tools(vec![
+            catalog_tool("note_add", json!({"type": "object"})),
+            catalog_tool("note_list", json!({"type": "object"})),
+        ])
+        .init_error()
+        .await;
+    assert!(
+        error.contains("lists the tool `note_list`")
+            && error.contains("exports a function named `note_list`"),
+        "{error}"
+    );
+}

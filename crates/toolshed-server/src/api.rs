@@ -148,16 +148,7 @@ impl LocaleQuery {
 /// `plugin` (a plugin's JSON) with its name and description in `locale` where its
 /// manifest translates them: the exact tag first, then its language (`zh-CN`, then `zh`).
 fn localize(plugin: &mut Value, manifest: &toolshed_core::PluginManifest, locale: &str) {
-    let wanted = locale.replace('_', "-").to_ascii_lowercase();
-    let language = wanted.split('-').next().unwrap_or_default().to_string();
-    let find = |tag: &str| {
-        manifest
-            .translations
-            .iter()
-            .find(|(k, _)| k.replace('_', "-").eq_ignore_ascii_case(tag))
-            .map(|(_, t)| t)
-    };
-    let Some(translation) = find(&wanted).or_else(|| find(&language)) else {
+    let Some(translation) = manifest.translation(locale) else {
         return;
     };
     if let Value::Object(map) = plugin {

@@ -11,7 +11,26 @@ use crate::render::{print_json, table};
 
 /// Lists plugins and every discovery problem.
 pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
-    let plugins = host.registry().plugins();
+    let mut plugins = host.registry().plugins();
+    // Names and descriptions in the language asked for, where manifests translate them.
+    if let Some(lang) = std::env::var("TOOLSHED_LANG")
+        .ok()
+        .filter(|l| !l.trim().is_empty())
+    {
+        for p in &mut plugins {
+            let Some(manifest) = host.registry().manifest(&p.id) else {
+                continue;
+            };
+            if let Some(t) = manifest.translation(&lang) {
+                if let Some(name) = &t.name {
+                    p.name = name.clone();
+                }
+                if let Some(description) = &t.description {
+                    p.description = description.clone();
+                }
+            }
+        }
+    }
     let diagnostics = host.registry().diagnostics();
     if json {
         // Installed plugins carry where they came from (`plugins verify` checks their files).
@@ -207,6 +226,69 @@ pub async fn health(host: &Host, id: Option<&str>, json: bool) -> Result<(), Fai
             "{unwell} enabled plugin(s) not healthy"
         )))
     }
+}
+
+/// Prints the manifest of a plugin directory as toolshed reads it, with what was done to
+/// the fields of other systems' formats.
+pub fn inspect(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
+    use toolshed_host::manifest::{MANIFEST_NAMES, find_manifest, inspect_manifest};
+    let path = if dir.is_file() {
+        dir.to_path_buf()
+    } else {
+        find_manifest(dir).ok_or_else(|| {
+            Failure::Usage(format!(
+                "{} holds no plugin manifest; looked for {}",
+                dir.display(),
+                MANIFEST_NAMES.join(", ")
+            ))
+        })?
+    };
+    let inspection = inspect_manifest(&path).map_err(|e| Failure::Runtime(e.to_string()))?;
+    if json {
+        return print_json(&serde_json::json!({
+            "file": path,
+            "dialect": inspection.dialect,
+            "manifest": inspection.manifest,
+            "fields": inspection.notes,
+        }));
+    }
+    let m = &inspection.manifest;
+    let dialect = match inspection.dialect {
+        toolshed_host::manifest::Dialect::Toolshed => "toolshed's own fields",
+        toolshed_host::manifest::Dialect::Foreign => "another system's format, mapped",
+    };
+    outln!("{}: {dialect}", path.display());
+    outln!(
+        "{} {} ({}, kind {})",
+        m.id,
+        m.version,
+        m.name,
+        m.kind.as_str()
+    );
+    let manifest = serde_json::to_string_pretty(m).map_err(|e| Failure::Runtime(e.to_string()))?;
+    outln!("");
+    outln!("# The manifest as toolshed reads it");
+    outln!("{manifest}");
+    if !inspection.notes.is_empty() {
+        outln!("");
+        outln!("# Fields of the file");
+        let rows: Vec<Vec<String>> = inspection
+            .notes
+            .iter()
+            .map(|n| {
+                vec![
+                    n.field.clone(),
+                    match &n.to {
+                        Some(to) => format!("{} → {to}", n.action),
+                        None => n.action.to_string(),
+                    },
+                    n.why.clone(),
+                ]
+            })
+            .collect();
+        out!("{}", table(&["FIELD", "DONE", "WHY"], &rows));
+    }
+    Ok(())
 }
 
 /// Checks an installed plugin's files against what its install recorded.

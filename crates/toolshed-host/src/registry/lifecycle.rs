@@ -67,6 +67,14 @@ impl Registry {
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<PluginInfo, RegistryError> {
         self.known(id)?;
         let _lifecycle = self.lifecycle.lock().await;
+        if enabled {
+            let manifest = self.read(|i| i.slot(id).map(|s| s.manifest.clone()));
+            if let Some(why) = manifest.and_then(|m| self.unmet_dependencies(&m)) {
+                return Err(RegistryError::Conflict(format!(
+                    "plugin `{id}` cannot be enabled: {why}"
+                )));
+            }
+        }
         let owned = id.to_string();
         self.on_store(move |s| s.set_plugin_enabled(&owned, enabled))
             .await?;

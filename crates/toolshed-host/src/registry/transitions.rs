@@ -52,6 +52,9 @@ impl Registry {
         let Some((manifest, source)) = found else {
             return;
         };
+        if let Some(reason) = self.unmet_dependencies(&manifest) {
+            return self.set_phase(id, Phase::Failed { reason });
+        }
         let eager = manifest.mcp.as_ref().is_some_and(|m| m.eager);
         let (plugin, loaded, validators) = match source {
             Source::Running(r) => (r.plugin, r.loaded, r.validators),
@@ -99,6 +102,46 @@ impl Registry {
                 validators,
             }),
         );
+    }
+
+    /// Why the plugins `manifest` depends on do not serve it — one missing, disabled or
+    /// of a version outside the requirement — or `None` when all are there.
+    pub(super) fn unmet_dependencies(&self, manifest: &PluginManifest) -> Option<String> {
+        let problems: Vec<String> = manifest
+            .dependencies
+            .iter()
+            .filter_map(|(dep, requirement)| {
+                let found = self.read(|i| {
+                    let slot = i.slot(dep)?;
+                    Some((
+                        slot.manifest.version.clone(),
+                        matches!(slot.phase, Phase::Disabled),
+                    ))
+                });
+                let wanted = semver::VersionReq::parse(requirement).unwrap_or(semver::VersionReq::STAR);
+                match found {
+                    None => Some(format!("`{dep}` ({requirement}) is not installed; install it")),
+                    Some((version, _))
+                        if !semver::Version::parse(&version).is_ok_and(|v| wanted.matches(&v)) =>
+                    {
+                        Some(format!(
+                            "`{dep}` is version {version}, not {requirement}; install a matching version"
+                        ))
+                    }
+                    Some((_, true)) => Some(format!(
+                        "`{dep}` is disabled; enable it with `toolshed plugins enable {dep}`"
+                    )),
+                    Some(_) => None,
+                }
+            })
+            .collect();
+        (!problems.is_empty()).then(|| {
+            format!(
+                "it needs other plugins: {}; then `toolshed plugins reload {}`",
+                problems.join("; "),
+                manifest.id
+            )
+        })
     }
 
     /// Keeps the names of the tools a started plugin serves and, for a sandboxed plugin

@@ -83,7 +83,7 @@ impl Engine {
         let setup = self.setup.clone();
         let started = self.context.with(|ctx| {
             let inner = || -> Result<Option<Promise>, rquickjs::Error> {
-                let namespace = namespace.restore(&ctx)?;
+                let namespace = namespace.clone().restore(&ctx)?;
                 let activate: Value = namespace.get("activate")?;
                 if !activate.is_function() {
                     return Ok(None);
@@ -102,6 +102,11 @@ impl Engine {
             }
         });
         let Some(activated) = started.map_err(|f| (Stage::Activate, self.stopped_or(f)))? else {
+            if !self.setup.catalog.is_empty() {
+                return self
+                    .bind_catalog(&namespace, true)
+                    .map_err(|f| (Stage::Activate, f));
+            }
             return Err((
                 Stage::Activate,
                 Fault::BadResult(format!(
@@ -122,6 +127,11 @@ impl Engine {
         }
         self.rejection(&activated)
             .map_err(|f| (Stage::Activate, f))?;
+        if !self.registry.called.get() && !self.setup.catalog.is_empty() {
+            return self
+                .bind_catalog(&namespace, true)
+                .map_err(|f| (Stage::Activate, f));
+        }
         if !self.registry.called.get() {
             return Err((
                 Stage::Activate,
@@ -143,6 +153,54 @@ impl Engine {
         for r in registered {
             self.runs.insert(r.def.name.clone(), r.run);
             defs.push(r.def);
+        }
+        // Tools the manifest lists that no action serves may be exported functions.
+        let mut bound = self
+            .bind_catalog(&namespace, false)
+            .map_err(|f| (Stage::Activate, f))?;
+        bound.retain(|b| !defs.iter().any(|d| d.spec.name == b.spec.name));
+        defs.extend(bound);
+        Ok(defs)
+    }
+
+    /// Serves the manifest's tools (Fenix's `tool_catalog`) with the module's exported
+    /// functions of the same names, each called as `fn(inputs, ctx)` like an action's
+    /// `run`. With `all`, every listed tool must have its function; otherwise tools
+    /// without one are skipped.
+    fn bind_catalog(
+        &mut self,
+        namespace: &Persistent<Object<'static>>,
+        all: bool,
+    ) -> Result<Vec<ActionDef>, Fault> {
+        let setup = self.setup.clone();
+        let found = self.context.with(|ctx| {
+            let exports = namespace
+                .clone()
+                .restore(&ctx)
+                .map_err(|e| Fault::Internal(e.to_string()))?;
+            let mut found = Vec::new();
+            for spec in &setup.catalog {
+                let value: Value = exports
+                    .get(spec.name.as_str())
+                    .map_err(|e| Fault::Threw(caught(&ctx, e)))?;
+                match value.into_function() {
+                    Some(f) => found.push((spec.clone(), Persistent::save(&ctx, f))),
+                    None if all => {
+                        return Err(Fault::BadResult(format!(
+                            "the manifest lists the tool `{}`, but {} neither registers actions nor exports a function named `{}`; export `{}(inputs, ctx)` or register the actions in activate(context)",
+                            spec.name, setup.module_name, spec.name, spec.name
+                        )));
+                    }
+                    None => {}
+                }
+            }
+            Ok(found)
+        })?;
+        let mut defs = Vec::with_capacity(found.len());
+        for (spec, run) in found {
+            let def = ActionDef::from_catalog(spec, &setup.prefix, setup.plane);
+            self.runs.insert(def.name.clone(), run);
+            defs.push(def);
         }
         Ok(defs)
     }

@@ -64,6 +64,8 @@ pub(crate) struct Setup {
     pub prefix: String,
     /// The manifest's plane, for the tool specs.
     pub plane: Plane,
+    /// The manifest's tools, which exported functions of the same names may serve.
+    pub catalog: Vec<toolshed_core::ToolSpec>,
     /// The entry's path relative to the plugin directory; also the module name in stacks.
     pub module_name: String,
     /// The plugin directory, whose files the entry may import (`None`: a module the host

@@ -59,6 +59,12 @@ impl TestPlugin {
         self
     }
 
+    /// Lists these tools in the manifest (a Fenix `tool_catalog`).
+    pub fn tools(mut self, tools: Vec<toolshed_core::ToolSpec>) -> Self {
+        self.manifest.tools = tools;
+        self
+    }
+
     /// Sets the manifest's entry.
     pub fn entry(mut self, entry: &str) -> Self {
         self.manifest.entry = Some(entry.into());

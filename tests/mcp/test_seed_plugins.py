@@ -1,0 +1,172 @@
+"""Plugins written to the contracts of the systems toolshed replaces install unchanged and
+answer through the MCP door: an Agent Spaces-style plugin (info.json, CommonJS main.js
+with exports.activate/deactivate, actions in actions.js and shared.js, using console, URL,
+setTimeout and fetch to a granted loopback host) and a Fenix-style plugin.yml whose
+tool_catalog is served by functions exported under the tools' names."""
+
+import asyncio
+import hashlib
+import json
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from mcp import Client
+
+from test_stdio import toolshed
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "plugins"
+WEATHER = FIXTURES / "agent-spaces-weather"
+NOTES = FIXTURES / "fenix-notes"
+
+
+def run(coro, timeout=90):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+class Forecast(BaseHTTPRequestHandler):
+    seen = []
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        Forecast.seen.append((url.path, parse_qs(url.query), self.headers.get("accept")))
+        if url.path != "/forecast":
+            self.send_response(404)
+            self.end_headers()
+            return
+        body = json.dumps({"sky": "sunny", "celsius": 21}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def forecast():
+    Forecast.seen = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Forecast)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_seed_plugins_install_unchanged_and_answer_over_mcp(server, toolshed_bin, workspace, home, forecast):
+    before = {d: tree_digest(d) for d in (WEATHER, NOTES)}
+    for source, line in ((WEATHER, "spaces.weather 1.0.0"), (NOTES, "fenix.notes 2.0.0")):
+        installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(source))
+        assert installed.returncode == 0, installed.stderr
+        assert line in installed.stdout, installed.stdout
+    assert {d: tree_digest(d) for d in (WEATHER, NOTES)} == before, "the fixtures are installed as they are"
+
+    # `plugins inspect` says what it mapped and what it ignored.
+    inspected = toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(WEATHER), "--json")
+    assert inspected.returncode == 0, inspected.stderr
+    report = json.loads(inspected.stdout)
+    assert report["dialect"] == "foreign"
+    assert report["manifest"]["translations"]["zh"]["name"] == "天气"
+    actions = {f["field"]: f["action"] for f in report["fields"]}
+    assert actions["name_zh"] == "mapped" and actions["hasWorkflow"] == "ignored", actions
+
+    # TOOLSHED_LANG picks the names the manifest translates.
+    zh = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "plugins", "list", "--json"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), "TOOLSHED_LANG": "zh"},
+        capture_output=True, text=True, timeout=30, check=True,
+    )
+    names = {p["id"]: p["name"] for p in json.loads(zh.stdout)["plugins"]}
+    assert names["spaces.weather"] == "天气" and names["fenix.notes"] == "Notes", names
+    assert "unknown" not in zh.stderr, zh.stderr
+
+    # The plugin asks for the network; a person grants the one host, and (in the user's
+    # own config) lets toolshed reach loopback at all.
+    granted = toolshed(toolshed_bin, workspace, home, "plugins", "grant", "spaces.weather", "http:127.0.0.1")
+    assert granted.returncode == 0, granted.stderr
+    (home / "web.toml").write_text(f'[web]\nallow = ["{forecast}"]\n')
+    params = server()
+    params.env["TOOLSHED_CONFIG"] = str(home / "web.toml")
+
+    async def main():
+        async with Client(params, mode="auto") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            for name in ("weather_forecast", "note_add", "note_list"):
+                assert name in tools, sorted(tools)
+            assert tools["note_add"].input_schema["required"] == ["text"]
+            assert tools["note_list"].annotations.read_only_hint is True
+
+            result = await client.call_tool(
+                "weather_forecast", {"city": "Hangzhou", "service": f"http://{forecast}/"}
+            )
+            assert not result.is_error, result.content
+            assert result.structured_content == {
+                "city": "Hangzhou", "summary": "sunny, 21 °C", "celsius": 21, "status": 200,
+            }
+            assert Forecast.seen == [("/forecast", {"city": ["Hangzhou"]}, "application/json")]
+
+            # fetch goes through the grants: a host nobody granted is refused, naming the
+            # command that grants it, and nothing is sent.
+            port = forecast.split(":")[1]
+            result = await client.call_tool(
+                "weather_forecast", {"city": "Hangzhou", "service": f"http://localhost:{port}/"}
+            )
+            assert result.is_error
+            assert "toolshed plugins grant spaces.weather http:localhost" in result.content[0].text, result.content
+            assert len(Forecast.seen) == 1
+
+            # The Fenix plugin: catalog tools, schema defaults, state kept between calls.
+            first = await client.call_tool("note_add", {"text": "buy milk"})
+            assert not first.is_error, first.content
+            assert first.structured_content == {"number": 1, "count": 1, "tag": "general"}
+            second = await client.call_tool("note_add", {"text": "ship it", "tag": "work"})
+            assert second.structured_content["number"] == 2
+            listed = await client.call_tool("note_list", {"tag": "work"})
+            assert listed.structured_content == {"notes": [{"text": "ship it", "tag": "work"}], "count": 1}
+            # The catalog's schema is enforced before the plugin runs.
+            refused = await client.call_tool("note_add", {"text": ""})
+            assert refused.is_error and "text" in refused.content[0].text, refused.content
+
+    run(main())
+
+
+def test_a_plugin_that_needs_another_is_held_until_it_is_there(toolshed_bin, workspace, home, tmp_path):
+    """Cyrene-style `dependencies`: checked when the plugin starts and when it is enabled."""
+    dependent = tmp_path / "dependent"
+    dependent.mkdir()
+    (dependent / "plugin.json").write_text(json.dumps({
+        "id": "cyrene.report", "version": "1.0.0", "name": "Report", "kind": "js",
+        "author": "Cyrene", "dependencies": {"fenix.notes": "^2"},
+    }))
+    (dependent / "main.js").write_text(
+        'export function activate(c) { c.registerActions([{ name: "make", description: "Make a report.", run: () => "ok" }]); }\n'
+    )
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(dependent))
+    assert installed.returncode == 0, installed.stderr
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)["plugins"]
+    report = next(p for p in listed if p["id"] == "cyrene.report")
+    assert report["state"] == "error", report
+    assert "`fenix.notes` (^2) is not installed" in report["reason"], report
+
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(NOTES)).returncode == 0
+    called = toolshed(toolshed_bin, workspace, home, "call", "report_make", "--args", "{}")
+    assert called.returncode == 0, called.stderr
+
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "disable", "fenix.notes").returncode == 0
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "disable", "cyrene.report").returncode == 0
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        toolshed(toolshed_bin, workspace, home, "plugins", "enable", "cyrene.report")
+    enabled = refused.value
+    assert "`fenix.notes` is disabled; enable it with `toolshed plugins enable fenix.notes`" in enabled.stderr
