@@ -190,6 +190,7 @@ impl HostBuilder {
             read_log,
             gauges: Arc::new(Gauges::new()),
             catalog: Default::default(),
+            notices: Default::default(),
         })
     }
 

@@ -257,6 +257,77 @@ impl StateStore {
     }
 }
 
+/// The most events kept in the store for resuming streams; older ones are removed.
+pub const MAX_STORED_EVENTS: u64 = 10_000;
+
+/// An event of the live log as stored, so a stream resumes across a restart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Its id (from the `events` sequence).
+    pub id: u64,
+    /// `job.finished`, `process.exited`…
+    pub kind: String,
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// The job, for job events.
+    pub job_id: Option<String>,
+    /// Whose it is; `None`: everyone's.
+    pub owner: Option<String>,
+    /// Its fields.
+    pub data: Value,
+}
+
+impl StateStore {
+    /// Keeps an event for streams that resume after a restart; the oldest beyond
+    /// [`MAX_STORED_EVENTS`] are removed (every hundredth insert looks).
+    pub fn append_event(&self, event: &StoredEvent) -> Result<(), StoreError> {
+        let data = serde_json::to_string(&event.data).unwrap_or_else(|_| "null".into());
+        self.with(|c| {
+            c.execute(
+                "INSERT OR REPLACE INTO events (id, kind, time_ms, job_id, owner, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    ms(event.id),
+                    event.kind,
+                    ms(event.time_ms),
+                    event.job_id,
+                    event.owner,
+                    data
+                ],
+            )?;
+            if event.id % 100 == 0 {
+                c.execute(
+                    "DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?1",
+                    params![ms(MAX_STORED_EVENTS)],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The latest `limit` stored events, oldest first.
+    pub fn recent_events(&self, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, kind, time_ms, job_id, owner, data FROM
+                   (SELECT * FROM events ORDER BY id DESC LIMIT ?1) ORDER BY id",
+            )?;
+            let rows = stmt.query_map(params![i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+                let data: String = r.get(5)?;
+                Ok(StoredEvent {
+                    id: u64::try_from(r.get::<_, i64>(0)?).unwrap_or(0),
+                    kind: r.get(1)?,
+                    time_ms: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
+                    job_id: r.get(3)?,
+                    owner: r.get(4)?,
+                    data: serde_json::from_str(&data).unwrap_or(Value::Null),
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+}
+
 /// `<pid>-<start of this call, ns, hex>`: a name for a file of this process that no other
 /// process, here or in another PID namespace, picks at the same time.
 pub(crate) fn process_tag() -> String {

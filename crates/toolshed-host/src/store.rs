@@ -134,6 +134,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         files        TEXT NOT NULL,
         installed_ms INTEGER NOT NULL
     );",
+    "CREATE TABLE events (
+        id      INTEGER PRIMARY KEY,
+        kind    TEXT NOT NULL,
+        time_ms INTEGER NOT NULL,
+        job_id  TEXT,
+        owner   TEXT,
+        data    TEXT NOT NULL
+    );",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.

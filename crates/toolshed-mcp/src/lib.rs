@@ -27,6 +27,7 @@
 mod approve;
 mod convert;
 mod discover;
+mod logging;
 mod progress;
 mod server;
 mod stdio;

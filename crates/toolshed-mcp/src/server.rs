@@ -325,6 +325,8 @@ pub struct McpServer {
     /// Ends this connection's list_changed watcher when the server is dropped.
     stop: CancellationToken,
     _stop_guard: DropGuard,
+    /// The level `logging/setLevel` asked for; messages flow once it is set.
+    log_level: Arc<crate::logging::LogLevel>,
 }
 
 impl McpServer {
@@ -355,6 +357,7 @@ impl McpServer {
             owner: new_owner(),
             _stop_guard: stop.clone().drop_guard(),
             stop,
+            log_level: Arc::default(),
         }
     }
 
@@ -608,6 +611,8 @@ impl Drop for McpServer {
 }
 
 impl ServerHandler for McpServer {
+    // Logging is deprecated by the newest revision; clients of the earlier ones use it.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         if let Some(opening) = &self.binding.opening {
             opening.greeted.notify_one();
@@ -620,6 +625,7 @@ impl ServerHandler for McpServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_prompts()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")));
@@ -851,12 +857,37 @@ impl ServerHandler for McpServer {
             owner: self.owner.clone(),
             stop: self.stop.clone(),
             _stop_guard: CancellationToken::new().drop_guard(),
+            log_level: self.log_level.clone(),
         };
         tokio::spawn(async move {
             watcher
                 .watch_list(CancellationToken::new(), || peer.notify_tool_list_changed())
                 .await;
         });
+    }
+
+    /// `logging/setLevel`: from now on, what tools announce for this connection's owner
+    /// (`process.exited`, `command_session.closed`, plugins' events) at or above `level`
+    /// comes as `notifications/message`.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        let owner = self.owner_for(bound, &context)?;
+        if self.log_level.set(request.level) {
+            crate::logging::forward(
+                &bound.host.services().notices,
+                owner,
+                self.log_level.clone(),
+                context.peer.clone(),
+                self.stop.clone(),
+            );
+        }
+        Ok(())
     }
 
     /// 2026-07-28: `subscriptions/listen` with `toolsListChanged` is honoured.

@@ -52,7 +52,7 @@ pub use search::{
     GlobResult, GrepRequest, GrepResult, LineMatch, MAX_CONTEXT_LINES, MAX_IGNORE_FILE_BYTES,
     MAX_SEARCH_BUFFER, SearchOps, TreeEntry, TreeRequest, TreeResult,
 };
-pub use services::{CatalogSignals, Services};
+pub use services::{CatalogSignals, Notice, Notices, Services};
 
 /// Everything a tool may use to act on the workspace, part of the host's [`Services`].
 #[derive(Clone)]

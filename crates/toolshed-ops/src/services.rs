@@ -36,6 +36,51 @@ pub struct Services {
     pub gauges: Arc<Gauges>,
     /// Where plugins say their tools changed.
     pub catalog: Arc<CatalogSignals>,
+    /// Where tools and plugins announce what happened (a background process exited), for
+    /// the host's event streams.
+    pub notices: Arc<Notices>,
+}
+
+/// Something that happened that a client may want to hear of without asking:
+/// `process.exited`, `command_session.closed`, `plugin.<id>.<type>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// The event type, dotted.
+    pub kind: String,
+    /// Whose it is (only that owner's subscribers hear it); `None`: everyone's.
+    pub owner: Option<String>,
+    /// Its fields.
+    pub data: serde_json::Value,
+}
+
+/// How many notices a slow listener may fall behind before it misses some.
+const NOTICE_BUFFER: usize = 256;
+
+/// The channel notices go through: a bounded broadcast, so nothing that announces ever
+/// waits for a listener.
+#[derive(Debug)]
+pub struct Notices(tokio::sync::broadcast::Sender<Notice>);
+
+impl Default for Notices {
+    fn default() -> Self {
+        Self(tokio::sync::broadcast::channel(NOTICE_BUFFER).0)
+    }
+}
+
+impl Notices {
+    /// Announces `kind` with `data`, for `owner`'s listeners (`None`: everyone's).
+    pub fn publish(&self, kind: impl Into<String>, owner: Option<&str>, data: serde_json::Value) {
+        let _ = self.0.send(Notice {
+            kind: kind.into(),
+            owner: owner.map(str::to_string),
+            data,
+        });
+    }
+
+    /// What is announced from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Notice> {
+        self.0.subscribe()
+    }
 }
 
 /// Plugins saying their tools changed while they run (a mounted MCP server's
@@ -84,6 +129,7 @@ impl Services {
             read_log: Arc::new(MemoryReadLog::default()),
             gauges: Arc::new(Gauges::new()),
             catalog: Arc::new(CatalogSignals::default()),
+            notices: Arc::new(Notices::default()),
         }
     }
 

@@ -3,9 +3,10 @@
 //! channel for the live tail.
 //!
 //! Ids only ever increase, across restarts and across servers sharing a data dir: they are
-//! handed out from blocks reserved in the state store. Events are kept in memory only, so
-//! a client resuming from an id this server never published (one from before a restart)
-//! is told `events.missed` and refetches state, instead of silently skipping events.
+//! handed out from blocks reserved in the state store. Each event is also stored (the
+//! latest [`toolshed_host::job_store::MAX_STORED_EVENTS`]), and a server starts holding the
+//! latest of them, so a client resumes across a restart; one resuming from an id no longer
+//! held is told `events.missed` and refetches state, instead of silently skipping events.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -44,7 +45,7 @@ pub struct ApiEvent {
 pub struct Filter {
     /// Only this job's events.
     pub job: Option<String>,
-    /// Only the events of this owner's jobs (plugin events always pass).
+    /// Only this owner's events (and its sub-owners'); events of no owner always pass.
     pub owner: Option<String>,
 }
 
@@ -56,9 +57,11 @@ impl Filter {
         {
             return false;
         }
+        // An owner's subscriber sees that owner's events (and its sub-owners'), and those
+        // that are no one's (plugin state).
         if let Some(owner) = &self.owner
-            && event.job_id.is_some()
-            && event.owner.as_ref() != Some(owner)
+            && let Some(of) = &event.owner
+            && !toolshed_core::OwnerId::new(owner.as_str()).covers(of)
         {
             return false;
         }
@@ -123,10 +126,31 @@ impl EventLog {
         }
     }
 
-    /// A log whose ids continue the sequence kept in `store`.
+    /// A log whose ids continue the sequence kept in `store`, holding the latest events
+    /// stored by earlier servers, so a client resumes across a restart.
     pub fn persistent(store: Arc<StateStore>) -> Self {
         match store.reserve_sequence("events", ID_BLOCK) {
-            Ok(first) => Self::starting_at(first, first + ID_BLOCK, Some(store)),
+            Ok(first) => {
+                let log = Self::starting_at(first, first + ID_BLOCK, Some(store.clone()));
+                match store.recent_events(RETAINED_EVENTS) {
+                    Ok(earlier) => {
+                        let mut retained = log.retained.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(oldest) = earlier.first() {
+                            retained.0.first = retained.0.first.min(oldest.id);
+                        }
+                        retained.1.extend(earlier.into_iter().map(|e| ApiEvent {
+                            id: e.id,
+                            kind: e.kind,
+                            time_ms: e.time_ms,
+                            job_id: e.job_id,
+                            owner: e.owner,
+                            data: e.data,
+                        }));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot read the stored events; streams resume only from this server's"),
+                }
+                log
+            }
             Err(e) => {
                 // Ids still increase within this life; a resume across the restart is
                 // then not caught, which the warning says.
@@ -165,6 +189,18 @@ impl EventLog {
             owner: owner.map(String::from),
             data,
         };
+        if let Some(store) = &self.store
+            && let Err(e) = store.append_event(&toolshed_host::job_store::StoredEvent {
+                id,
+                kind: event.kind.clone(),
+                time_ms: event.time_ms,
+                job_id: event.job_id.clone(),
+                owner: event.owner.clone(),
+                data: event.data.clone(),
+            })
+        {
+            tracing::warn!(error = %e, "cannot store an event; a stream resumed after a restart misses it");
+        }
         if retained.1.len() >= RETAINED_EVENTS {
             retained.1.pop_front();
         }

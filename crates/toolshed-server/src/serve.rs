@@ -85,6 +85,7 @@ fn app_draining(
     // on the event streams; only then do the streams end.
     let streams_stop = CancellationToken::new();
     bridge_plugin_events(&host, events.clone(), streams_stop.clone());
+    bridge_notices(&host, events.clone(), streams_stop.clone());
     {
         let jobs = jobs.clone();
         let stop = stop.clone();
@@ -332,6 +333,29 @@ async fn mcp_statuses(
         return (StatusCode::REQUEST_TIMEOUT, text).into_response();
     }
     axum::response::Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// Copies what tools and plugins announce (`process.exited`, `command_session.closed`,
+/// `plugin.<id>.<type>`) into the API's event log, each for its owner.
+fn bridge_notices(host: &Host, events: Arc<events::EventLog>, stop: CancellationToken) {
+    let mut receiver = host.services().notices.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let received = tokio::select! {
+                () = stop.cancelled() => return,
+                received = receiver.recv() => received,
+            };
+            match received {
+                Ok(notice) => {
+                    events.publish(&notice.kind, None, notice.owner.as_deref(), notice.data)
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "the event log fell behind the notices");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
 }
 
 /// Copies the host's plugin state changes into the API's event log.

@@ -131,7 +131,7 @@ impl Plugin for ExecPlugin {
 /// operations, and its gauges (live sessions and shells) are registered in theirs.
 pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
     let gauges = &services.gauges;
-    let table: Table = Arc::new(SessionTable::default());
+    let table: Table = Arc::new(SessionTable::with_notices(services.notices.clone()));
     let shells = Arc::new(ShellTable::new(services.ops.process.clone()));
     {
         let table = table.clone();
@@ -317,7 +317,10 @@ async fn exec(
             }
             Ok(reply)
         }
-        None => Ok(running_reply(&session, budget)),
+        None => {
+            table.announce_close(&session);
+            Ok(running_reply(&session, budget))
+        }
     }
 }
 

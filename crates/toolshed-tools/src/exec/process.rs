@@ -54,6 +54,8 @@ struct ProcessTable {
     process: Arc<dyn ProcessOps>,
     /// Where ports are published for the HTTP proxy.
     ports: Arc<PortDirectory>,
+    /// Where an exit is announced (`process.exited`).
+    notices: Arc<toolshed_ops::Notices>,
 }
 
 impl ProcessTable {
@@ -177,6 +179,7 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
         next: AtomicU64::new(0),
         process: services.ops.process.clone(),
         ports: services.ports.clone(),
+        notices: services.notices.clone(),
     });
     {
         let table = table.clone();
@@ -320,8 +323,12 @@ async fn start(
                 via: item.process.inbound().map(std::path::Path::to_path_buf),
             },
         );
+    }
+    // When it ends: its port leaves the proxy's map, and its owner hears of it.
+    {
         let watched = item.clone();
         let directory = table.ports.clone();
+        let notices = table.notices.clone();
         tokio::spawn(async move {
             while watched
                 .process
@@ -329,7 +336,14 @@ async fn start(
                 .await
                 .is_none()
             {}
-            directory.remove(&watched.id);
+            if watched.port.is_some() {
+                directory.remove(&watched.id);
+            }
+            notices.publish(
+                "process.exited",
+                Some(&watched.owner),
+                Value::Object(exited(&watched)),
+            );
         });
     }
     // A command that fails at once (a typo, a missing program) says so now.
@@ -355,6 +369,21 @@ async fn start(
     }
     text.push_str("; read its output with process_read_output, stop it with process_stop");
     Ok(ToolOutput::text_and_structured(text, Value::Object(fields)))
+}
+
+/// What `process.exited` says: which process, whose, and how it ended.
+fn exited(item: &Background) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("id".into(), json!(item.id));
+    fields.insert("owner".into(), json!(item.owner));
+    if let Some(name) = &item.name {
+        fields.insert("name".into(), json!(name));
+    }
+    fields.insert("pid".into(), json!(item.process.pid()));
+    if let Some(exit) = item.process.exit() {
+        exit_fields(&exit, false, &mut fields);
+    }
+    fields
 }
 
 fn describe(item: &Background) -> Map<String, Value> {

@@ -48,6 +48,8 @@ impl Session {
 pub struct SessionTable {
     sessions: Mutex<BTreeMap<u64, Arc<Session>>>,
     next: AtomicU64,
+    /// Where a session that outlived its call announces its end.
+    notices: Option<Arc<toolshed_ops::Notices>>,
 }
 
 /// What a new session is made of, besides its id.
@@ -63,6 +65,47 @@ pub(crate) struct NewSession {
 }
 
 impl SessionTable {
+    /// An empty table whose sessions announce `command_session.closed` through `notices`.
+    pub fn with_notices(notices: Arc<toolshed_ops::Notices>) -> Self {
+        Self {
+            notices: Some(notices),
+            ..Self::default()
+        }
+    }
+
+    /// Watches a session that outlived the call that started it: when its process ends,
+    /// `command_session.closed` is announced to its owner.
+    pub fn announce_close(&self, session: &Arc<Session>) {
+        let Some(notices) = self.notices.clone() else {
+            return;
+        };
+        let session = session.clone();
+        tokio::spawn(async move {
+            while session
+                .process
+                .wait(Duration::from_secs(3600))
+                .await
+                .is_none()
+            {}
+            let mut fields = serde_json::Map::new();
+            fields.insert("session_id".into(), session.id.into());
+            fields.insert("owner".into(), session.owner.clone().into());
+            fields.insert("tty".into(), session.tty.into());
+            if let Some(exit) = session.process.exit() {
+                super::exit_fields(
+                    &exit,
+                    session.timed_out.load(Ordering::Acquire),
+                    &mut fields,
+                );
+            }
+            notices.publish(
+                "command_session.closed",
+                Some(&session.owner),
+                serde_json::Value::Object(fields),
+            );
+        });
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Session>>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
