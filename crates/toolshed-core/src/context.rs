@@ -120,6 +120,10 @@ pub struct CallContext {
     /// Whether a person approved this exact call (policy asked, and was answered yes): a
     /// tool may then do what the call asked beyond its defaults (a wider sandbox).
     pub approved: bool,
+    /// Who answers a model completion asked for during this call (`ctx.llm.complete`):
+    /// the calling client through MCP sampling, else the host's configured endpoint;
+    /// `None` when neither can.
+    pub sampler: Option<Arc<dyn crate::Sampler>>,
 }
 
 impl CallContext {
@@ -135,6 +139,7 @@ impl CallContext {
             config: Map::new(),
             caller: None,
             approved: false,
+            sampler: None,
         }
     }
 }

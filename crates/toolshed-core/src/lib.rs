@@ -18,6 +18,7 @@
 mod context;
 mod error;
 mod gauges;
+mod llm;
 mod loader;
 mod manifest;
 mod output;
@@ -29,6 +30,7 @@ pub mod suggest;
 pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
+pub use llm::{ChatMessage, Completion, CompletionRequest, Sampler};
 pub use loader::{
     Grants, HttpClient, HttpRequest, HttpResponse, LoadRequest, NetPolicy, PLUGIN_STATE_DIR,
     PluginLoader, ToolCaller,

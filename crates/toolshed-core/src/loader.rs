@@ -29,6 +29,12 @@ pub struct Grants {
     pub tools: Vec<String>,
     /// Whether the plugin may keep memories (`ctx.memory`).
     pub memory: bool,
+    /// Whether the plugin may publish events (`ctx.events.publish`).
+    pub events: bool,
+    /// Whether the plugin may ask a model (`ctx.llm.complete`).
+    pub llm: bool,
+    /// Whether the plugin may change its writable config fields (`ctx.config.set`).
+    pub config_write: bool,
 }
 
 impl Grants {
@@ -39,6 +45,9 @@ impl Grants {
             && self.fs_write.is_empty()
             && self.tools.is_empty()
             && !self.memory
+            && !self.events
+            && !self.llm
+            && !self.config_write
     }
 }
 
@@ -95,6 +104,17 @@ pub trait ToolCaller: Send + Sync {
         name: &str,
         args: Value,
     ) -> Result<ToolOutput, ToolError>;
+
+    /// Sets config field `key` of plugin `plugin` (its own: `ctx.config.set`) to `value`,
+    /// when its manifest marks the field `writable` and the value fits. The grant check is
+    /// the caller's job.
+    async fn set_own_config(&self, plugin: &str, key: &str, value: Value) -> Result<(), ToolError> {
+        let _ = (plugin, key, value);
+        Err(ToolError::Unconfigured {
+            message: "this host does not let plugins change their config".into(),
+            variables: Vec::new(),
+        })
+    }
 }
 
 /// One HTTP request.

@@ -92,6 +92,10 @@ pub struct ConfigField {
     /// Whether the plugin cannot work without it.
     #[serde(default)]
     pub required: bool,
+    /// Whether the plugin may change it itself (`ctx.config.set`, with the `config-write`
+    /// grant); never for a secret.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub writable: bool,
 }
 
 /// One environment variable of the plugin's env contract.
@@ -151,6 +155,18 @@ pub struct Capabilities {
     /// namespace of the plugin's own.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub memory: bool,
+    /// Whether the plugin publishes events (`ctx.events.publish`), as
+    /// `plugin.<id>.<type>` on every event stream.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub events: bool,
+    /// Whether the plugin asks a model (`ctx.llm.complete`): the calling client's through
+    /// MCP sampling, else the endpoint configured under `[llm]`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub llm: bool,
+    /// Whether the plugin changes its own config (`ctx.config.set`), for the fields its
+    /// manifest marks `writable` (never secrets).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub config_write: bool,
 }
 
 /// A plugin described as data, as read from `plugin.toml` and its siblings.

@@ -80,6 +80,8 @@ pub struct Config {
     pub memory: crate::memory::MemoryConfig,
     /// The browser tools (`browser_open`, ...; docs/browser.md).
     pub browser: BrowserConfig,
+    /// The model endpoint plugins' `ctx.llm.complete` falls back to (docs/plugins.md).
+    pub llm: crate::llm::LlmConfig,
 }
 
 /// `[browser]`: the headless Chromium behind the browser tools (docs/browser.md).
@@ -754,6 +756,14 @@ pub const WIDENING: &[(&str, &str)] = &[
         "browser.executable",
         "chooses the program run as the browser",
     ),
+    (
+        "llm.base_url",
+        "sends plugins' model requests, with your key, to another endpoint",
+    ),
+    (
+        "llm.api_key_env",
+        "sends another environment variable to the model endpoint",
+    ),
     ("quotas", "could replace your quotas"),
     ("audit", "could shorten what the audit log keeps"),
     (
@@ -960,6 +970,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     }
     config.memory.check()?;
     config.browser.check()?;
+    config.llm.check()?;
     if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {
         return Err(ConfigError::Invalid {
             source_name: "mcp".into(),

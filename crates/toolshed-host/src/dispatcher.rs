@@ -66,6 +66,9 @@ pub struct CallRequest {
     /// For a call a tool made on behalf of another: the call id of the call that made it,
     /// kept in the audit row so a `run_code` run's inner calls can be found from it.
     pub parent: Option<String>,
+    /// The calling client's model (MCP sampling), for plugins' `ctx.llm.complete`; the
+    /// host's `[llm]` endpoint answers when it is `None`.
+    pub sampler: Option<Arc<dyn toolshed_core::Sampler>>,
 }
 
 impl std::fmt::Debug for dyn Approver {
@@ -112,6 +115,7 @@ impl CallRequest {
             via_plugins: Vec::new(),
             approver: None,
             parent: None,
+            sampler: None,
         }
     }
 }
@@ -186,12 +190,53 @@ impl ToolCaller for NestedCaller {
         request.caller_tools = lineage.caller_tools.clone();
         request.via_plugins = via;
         request.parent = Some(ctx.call_id.0.clone());
+        request.sampler = ctx.sampler.clone();
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).
         match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
             Ok(result) => result,
             Err(e) => Err(ToolError::Internal(format!("a nested call failed: {e}"))),
         }
+    }
+
+    async fn set_own_config(&self, plugin: &str, key: &str, value: Value) -> Result<(), ToolError> {
+        let Some(dispatcher) = self.dispatcher.upgrade() else {
+            return Err(ToolError::Internal("the host is shutting down".into()));
+        };
+        let Some(manifest) = dispatcher.registry.manifest(plugin) else {
+            return Err(ToolError::NotFound(format!("no plugin `{plugin}`")));
+        };
+        let writable: Vec<&str> = manifest
+            .config
+            .iter()
+            .filter(|f| f.writable && !f.secret)
+            .map(|f| f.key.as_str())
+            .collect();
+        let Some(field) = manifest
+            .config
+            .iter()
+            .find(|f| f.key == key && f.writable && !f.secret)
+        else {
+            return Err(ToolError::Denied {
+                rule: "plugin config".into(),
+                message: format!(
+                    "plugin `{plugin}` may not change config field `{key}`: only fields its manifest marks `writable = true` (and never secrets) can be set by the plugin; it may set {}",
+                    if writable.is_empty() {
+                        "none".to_string()
+                    } else {
+                        writable.join(", ")
+                    }
+                ),
+            });
+        };
+        crate::config_fields::check(field, &value)
+            .map_err(|problem| ToolError::invalid(format!("config.set(`{key}`): {problem}")))?;
+        let store = dispatcher.store.clone();
+        let (plugin, key) = (plugin.to_string(), key.to_string());
+        tokio::task::spawn_blocking(move || store.set_config_value(&plugin, &key, &value, false))
+            .await
+            .map_err(|e| ToolError::Internal(e.to_string()))?
+            .map_err(|e| ToolError::Internal(e.to_string()))
     }
 }
 
@@ -207,6 +252,7 @@ pub struct Dispatcher {
     hooks: Hooks,
     approvals: ApprovalsConfig,
     quotas: Quotas,
+    llm: Option<Arc<dyn toolshed_core::Sampler>>,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -235,6 +281,8 @@ pub struct DispatcherParts {
     pub approvals: ApprovalsConfig,
     /// Calls per minute and at once, per owner.
     pub quotas: Quotas,
+    /// The `[llm]` endpoint, answering model requests when the caller's client cannot.
+    pub llm: Option<Arc<dyn toolshed_core::Sampler>>,
 }
 
 impl Dispatcher {
@@ -261,6 +309,7 @@ impl Dispatcher {
             hooks: parts.hooks,
             approvals: parts.approvals,
             quotas: parts.quotas,
+            llm: parts.llm,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -510,6 +559,7 @@ impl Dispatcher {
             config: self.registry.resolved_config(&entry.plugin_id),
             caller: Some(caller),
             approved,
+            sampler: req.sampler.clone().or_else(|| self.llm.clone()),
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;

@@ -4,7 +4,9 @@
 //! `fs_read` and `fs_write` roots, `tools` it calls); a person grants some of it with
 //! `toolshed plugins grant ID GRANT...`. Only what is both declared and granted reaches the
 //! plugin. A grant is written `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`,
-//! `tool:NAME` or `memory` (the calling owner's memories, in the plugin's own namespace). A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
+//! `tool:NAME`, `memory` (the calling owner's memories, in the plugin's own namespace),
+//! `events` (publishing `plugin.<id>.*` events), `llm` (asking a model) or `config-write`
+//! (changing its own writable config fields). A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
 //! declares "whatever the person grants": for plugins whose hosts come from their config,
 //! such as a webhook notifier.
 
@@ -15,6 +17,52 @@ use crate::manifest::is_valid_tool_name;
 
 /// The grant of `ctx.memory`.
 const MEMORY: &str = "memory";
+
+/// Grants that are one word, each of one capability flag: (grant, manifest key).
+const FLAGS: [(Flag, &str, &str); 4] = [
+    (Flag::Memory, MEMORY, "memory"),
+    (Flag::Events, "events", "events"),
+    (Flag::Llm, "llm", "llm"),
+    (Flag::ConfigWrite, "config-write", "config_write"),
+];
+
+/// A capability that is on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flag {
+    /// `ctx.memory`.
+    Memory,
+    /// `ctx.events.publish`.
+    Events,
+    /// `ctx.llm.complete`.
+    Llm,
+    /// `ctx.config.set`.
+    ConfigWrite,
+}
+
+impl Flag {
+    fn text(self) -> &'static str {
+        FLAGS.iter().find(|f| f.0 == self).map_or("", |f| f.1)
+    }
+    fn manifest_key(self) -> &'static str {
+        FLAGS.iter().find(|f| f.0 == self).map_or("", |f| f.2)
+    }
+    fn declared(self, caps: &toolshed_core::Capabilities) -> bool {
+        match self {
+            Self::Memory => caps.memory,
+            Self::Events => caps.events,
+            Self::Llm => caps.llm,
+            Self::ConfigWrite => caps.config_write,
+        }
+    }
+    fn grant(self, grants: &mut Grants) {
+        match self {
+            Self::Memory => grants.memory = true,
+            Self::Events => grants.events = true,
+            Self::Llm => grants.llm = true,
+            Self::ConfigWrite => grants.config_write = true,
+        }
+    }
+}
 
 /// The most grants one plugin keeps.
 pub const MAX_GRANTS: usize = 64;
@@ -30,17 +78,16 @@ pub(crate) enum Grant {
     FsWrite(String),
     /// Calling a tool.
     Tool(String),
-    /// Keeping memories (`ctx.memory`).
-    Memory,
+    /// A capability that is on or off: `memory`, `events`, `llm`, `config-write`.
+    Flag(Flag),
 }
 
 impl Grant {
     /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`, `tool:NAME` or `memory`.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let usage =
-            "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME or memory";
-        if text == MEMORY {
-            return Ok(Self::Memory);
+        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, memory, events, llm or config-write";
+        if let Some(flag) = FLAGS.iter().find(|f| f.1 == text) {
+            return Ok(Self::Flag(flag.0));
         }
         let Some((kind, value)) = text.split_once(':') else {
             return Err(format!("`{text}` is not a grant; {usage}"));
@@ -64,7 +111,7 @@ impl Grant {
             Self::FsRead(v) => format!("fs-read:{v}"),
             Self::FsWrite(v) => format!("fs-write:{v}"),
             Self::Tool(v) => format!("tool:{v}"),
-            Self::Memory => MEMORY.into(),
+            Self::Flag(flag) => flag.text().into(),
         }
     }
 
@@ -76,12 +123,15 @@ impl Grant {
             Self::FsRead(path) => (&caps.fs_read, "file reads (`fs_read`)", path),
             Self::FsWrite(path) => (&caps.fs_write, "file writes (`fs_write`)", path),
             Self::Tool(name) => (&caps.tools, "tool calls (`tools`)", name),
-            Self::Memory if caps.memory => return Ok(()),
-            Self::Memory => {
+            Self::Flag(flag) if flag.declared(caps) => return Ok(()),
+            Self::Flag(flag) => {
                 return Err(format!(
-                    "plugin `{}` does not ask for memory in its manifest (`memory = true` under \
-                     [capabilities]), so it cannot be granted `memory`",
-                    manifest.id
+                    "plugin `{}` does not ask for {} in its manifest (`{} = true` under \
+                     [capabilities]), so it cannot be granted `{}`",
+                    manifest.id,
+                    flag.text(),
+                    flag.manifest_key(),
+                    flag.text()
                 ));
             }
         };
@@ -96,7 +146,7 @@ impl Grant {
             Self::Http(_) => d == "*" || host_matches(d, value) || host_matches(value, d),
             Self::FsRead(_) | Self::FsWrite(_) => d == "*" || path_within(value, d),
             Self::Tool(_) => d == "*" || d == value,
-            Self::Memory => false,
+            Self::Flag(_) => false,
         });
         if fits {
             Ok(())
@@ -178,8 +228,10 @@ pub(crate) fn declared(manifest: &PluginManifest) -> Vec<String> {
     out.extend(named(&caps.fs_read, "fs-read"));
     out.extend(named(&caps.fs_write, "fs-write"));
     out.extend(named(&caps.tools, "tool"));
-    if caps.memory {
-        out.push(MEMORY.into());
+    for (flag, text, _) in FLAGS {
+        if flag.declared(caps) {
+            out.push(text.into());
+        }
     }
     out
 }
@@ -193,7 +245,7 @@ pub(crate) fn to_grants(stored: &[String]) -> Grants {
             Ok(Grant::FsRead(v)) => grants.fs_read.push(v),
             Ok(Grant::FsWrite(v)) => grants.fs_write.push(v),
             Ok(Grant::Tool(v)) => grants.tools.push(v),
-            Ok(Grant::Memory) => grants.memory = true,
+            Ok(Grant::Flag(flag)) => flag.grant(&mut grants),
             Err(e) => tracing::warn!(grant = %text, error = %e, "ignoring a stored grant"),
         }
     }
@@ -318,7 +370,7 @@ mod tests {
     #[test]
     fn memory_is_granted_only_to_a_plugin_that_asks_for_it() {
         let grant = Grant::parse("memory").unwrap();
-        assert_eq!(grant, Grant::Memory);
+        assert_eq!(grant, Grant::Flag(Flag::Memory));
         assert_eq!(grant.to_text(), "memory");
         let mut m = manifest();
         let err = grant.check_declared(&m).unwrap_err();

@@ -181,6 +181,9 @@ impl Host {
             approvals: config.approvals.clone(),
             quotas: Quotas::compile(&config.quotas)
                 .map_err(|e| HostError::Config(e.to_string()))?,
+            llm: config
+                .llm
+                .sampler(services.net.clone() as Arc<dyn toolshed_core::HttpClient>),
         });
         Ok(Self {
             workspace,

@@ -295,7 +295,7 @@ impl StateStore {
                     data
                 ],
             )?;
-            if event.id % 100 == 0 {
+            if event.id.is_multiple_of(100) {
                 c.execute(
                     "DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?1",
                     params![ms(MAX_STORED_EVENTS)],

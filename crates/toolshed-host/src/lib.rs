@@ -36,6 +36,7 @@ pub mod identity;
 pub mod install;
 pub mod job_store;
 pub mod library;
+pub mod llm;
 pub mod manifest;
 pub mod manifest_compat;
 pub mod memory;

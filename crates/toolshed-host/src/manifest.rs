@@ -321,6 +321,12 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
         if !keys.insert(field.key.as_str()) {
             return err(&at("key"), format!("`{}` is listed twice", field.key));
         }
+        if field.writable && field.secret {
+            return err(
+                &at("writable"),
+                "a secret cannot be writable: plugins never see or change secrets through `ctx.config.set`".into(),
+            );
+        }
         if field.field_type == ConfigFieldType::Select && field.options.is_empty() {
             return err(
                 &at("options"),

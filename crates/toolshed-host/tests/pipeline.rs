@@ -632,6 +632,7 @@ async fn a_plugins_config_reaches_its_tools_and_follows_stored_changes() {
         options: vec![],
         secret: false,
         required: false,
+        writable: false,
     }];
     let tools = vec![tool(ToolSpec::new("show_config", "c"), Behaviour::Config)];
     let t = open(

@@ -84,6 +84,7 @@ pub fn code_plugin_with(services: &Services, limits: JsLimits) -> Arc<dyn Plugin
         access: HostAccess {
             files: services.ops.files.clone(),
             http: services.net.clone(),
+            notices: services.notices.clone(),
         },
         running: Arc::new(Semaphore::new(MAX_RUNNING)),
     };

@@ -77,6 +77,12 @@ pub(crate) struct Reach {
     all_tools: bool,
     /// Memories may be kept (`ctx.memory`): declared and granted.
     memory: bool,
+    /// Events may be published (`ctx.events.publish`): declared and granted.
+    events: bool,
+    /// A model may be asked (`ctx.llm.complete`): declared and granted.
+    llm: bool,
+    /// Writable config fields may be changed (`ctx.config.set`): declared and granted.
+    config_write: bool,
 }
 
 impl Reach {
@@ -92,6 +98,9 @@ impl Reach {
             tools: Vec::new(),
             all_tools: true,
             memory: false,
+            events: false,
+            llm: false,
+            config_write: false,
         }
     }
 
@@ -133,6 +142,9 @@ impl Reach {
             tools,
             all_tools: false,
             memory: declared.memory && grants.memory,
+            events: declared.events && grants.events,
+            llm: declared.llm && grants.llm,
+            config_write: declared.config_write && grants.config_write,
         }
     }
 
@@ -240,15 +252,47 @@ impl Reach {
 
     /// Checks that memories may be kept (`ctx.memory`).
     pub(crate) fn check_memory(&self) -> Result<(), String> {
-        if self.memory {
+        self.check_flag(self.memory, self.declared.memory, "memory", "memory")
+    }
+
+    /// Checks that events may be published (`ctx.events.publish`).
+    pub(crate) fn check_events(&self) -> Result<(), String> {
+        self.check_flag(self.events, self.declared.events, "events", "events")
+    }
+
+    /// Checks that a model may be asked (`ctx.llm.complete`).
+    pub(crate) fn check_llm(&self) -> Result<(), String> {
+        self.check_flag(self.llm, self.declared.llm, "llm", "llm")
+    }
+
+    /// Checks that writable config fields may be changed (`ctx.config.set`).
+    pub(crate) fn check_config_write(&self) -> Result<(), String> {
+        self.check_flag(
+            self.config_write,
+            self.declared.config_write,
+            "config-write",
+            "config_write",
+        )
+    }
+
+    fn check_flag(
+        &self,
+        granted: bool,
+        declared: bool,
+        grant: &str,
+        key: &str,
+    ) -> Result<(), String> {
+        if granted {
             return Ok(());
         }
         let id = &self.plugin_id;
         let mut msg = format!(
-            "plugin `{id}` is not granted memory; to allow it, run `toolshed plugins grant {id} memory`"
+            "plugin `{id}` is not granted {grant}; to allow it, run `toolshed plugins grant {id} {grant}`"
         );
-        if !self.declared.memory {
-            msg.push_str(" (the plugin's manifest must also ask for it: `memory = true` under [capabilities])");
+        if !declared {
+            msg.push_str(&format!(
+                " (the plugin's manifest must also ask for it: `{key} = true` under [capabilities])"
+            ));
         }
         Err(msg)
     }

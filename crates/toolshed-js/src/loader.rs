@@ -48,6 +48,7 @@ impl JsLoader {
             access: HostAccess {
                 files: services.ops.files.clone(),
                 http: services.net.clone(),
+                notices: services.notices.clone(),
             },
         }
     }

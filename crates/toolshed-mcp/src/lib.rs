@@ -29,6 +29,7 @@ mod convert;
 mod discover;
 mod logging;
 mod progress;
+mod sampling;
 mod server;
 mod stdio;
 mod streamable_http;

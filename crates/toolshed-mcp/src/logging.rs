@@ -112,8 +112,8 @@ pub(crate) fn forward(
             if !wanted.admits(level) {
                 continue;
             }
-            let param = LoggingMessageNotificationParam::new(level, message(&notice))
-                .with_logger(LOGGER);
+            let param =
+                LoggingMessageNotificationParam::new(level, message(&notice)).with_logger(LOGGER);
             if let Err(e) = peer.notify_logging_message(param).await {
                 tracing::debug!(error = %e, "cannot send a log message; the client is gone");
                 return;

@@ -744,6 +744,11 @@ impl ServerHandler for McpServer {
                 owner: call.owner.0.clone(),
             }));
         }
+        if crate::sampling::ClientSampler::supported(&context.peer) {
+            call.sampler = Some(Arc::new(crate::sampling::ClientSampler {
+                peer: context.peer.clone(),
+            }));
+        }
         call.profile = bound.session.profile.clone();
         call.selection = bound.session.selection.clone();
         let forwarder = match context.meta.get_progress_token() {

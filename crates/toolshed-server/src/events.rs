@@ -147,7 +147,9 @@ impl EventLog {
                             data: e.data,
                         }));
                     }
-                    Err(e) => tracing::warn!(error = %e, "cannot read the stored events; streams resume only from this server's"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read the stored events; streams resume only from this server's")
+                    }
                 }
                 log
             }

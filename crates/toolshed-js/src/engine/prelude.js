@@ -32,6 +32,20 @@
         list: (opts) => op("list", opts || {}),
         delete: (id) => op("delete", { id }),
       }),
+    // ctx.config.set(key, value) beside the values (not enumerable, so listing the config
+    // shows only fields); the local copy follows a successful set.
+    configSet: (config, set) => {
+      if (!Object.prototype.hasOwnProperty.call(config, "set")) {
+        Object.defineProperty(config, "set", {
+          enumerable: false,
+          value: async (key, value) => {
+            await set(key, value);
+            config[key] = value;
+          },
+        });
+      }
+      return config;
+    },
     // CommonJS: `require` over the host's resolve(from, name) and load(path); runs the
     // entry and returns its module.exports.
     commonjs: (host, entry) => {

@@ -186,6 +186,7 @@ pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
             options: Vec::new(),
             secret: false,
             required: false,
+            writable: false,
         },
         ConfigField {
             key: MAX_SESSIONS_PER_OWNER.into(),
@@ -196,6 +197,7 @@ pub fn exec_plugin(services: &Services) -> Arc<dyn Plugin> {
             options: Vec::new(),
             secret: false,
             required: false,
+            writable: false,
         },
     ];
     Arc::new(ExecPlugin {

@@ -230,6 +230,7 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
             options: Vec::new(),
             secret: false,
             required: false,
+            writable: false,
         },
         ConfigField {
             key: MAX_PROCESSES_PER_OWNER.into(),
@@ -240,6 +241,7 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
             options: Vec::new(),
             secret: false,
             required: false,
+            writable: false,
         },
     ];
     Arc::new(ProcessPlugin {

@@ -162,6 +162,7 @@ pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
         options: Vec::new(),
         secret: false,
         required: false,
+        writable: false,
     }];
     manifest.capabilities = Capabilities {
         fs_read: vec![".".into()],

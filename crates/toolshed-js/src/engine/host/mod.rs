@@ -11,6 +11,7 @@
 mod fs;
 mod globals;
 mod http;
+mod llm;
 mod memory;
 mod objects;
 
@@ -123,6 +124,8 @@ pub(crate) struct HostAccess {
     pub files: Arc<dyn FileOps>,
     /// The HTTP client; requests carry the plugin's granted hosts as their policy.
     pub http: Arc<dyn HttpClient>,
+    /// Where `ctx.events.publish` announces (as `plugin.<id>.<type>`).
+    pub notices: Arc<toolshed_ops::Notices>,
 }
 
 impl std::fmt::Debug for HostAccess {
@@ -250,7 +253,19 @@ pub(crate) fn call_context<'js>(
     let obj = Object::new(ctx.clone())?;
     obj.set("id", shared.plugin_id.as_str())?;
     let config = serde_json::Value::Object(scope.call(ctx)?.config.clone());
-    obj.set("config", from_json(ctx, &config)?)?;
+    let s = scope.clone();
+    let set = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, key: Coerced<String>, value: Opt<Value<'js>>| {
+            llm::config_set(&ctx, &s, &key.0, value.0)
+        },
+    )?
+    .with_name("set")?;
+    let with_set: Function = prelude.get("configSet")?;
+    obj.set(
+        "config",
+        with_set.call::<_, Value>((from_json(ctx, &config)?, set))?,
+    )?;
     obj.set("t", t_function(ctx, &shared.translations)?)?;
     obj.set("logger", logger_object(ctx, &shared.log)?)?;
 
@@ -313,6 +328,9 @@ pub(crate) fn call_context<'js>(
     .with_name("memory")?;
     let make: Function = prelude.get("memory")?;
     obj.set("memory", make.call::<_, Value>((op,))?)?;
+    // Also always there, refusing without their grants.
+    obj.set("llm", llm::llm_object(ctx, scope, prelude)?)?;
+    obj.set("events", llm::events_object(ctx, scope, prelude)?)?;
     Ok(obj)
 }
 

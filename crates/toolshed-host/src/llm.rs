@@ -1,0 +1,206 @@
+//! `[llm]`: an OpenAI-compatible chat-completions endpoint that answers plugins' model
+//! requests (`ctx.llm.complete`) when the calling client does not offer MCP sampling.
+//!
+//! The key is never in a config file: it is read from the environment variable the
+//! config names (`api_key_env`, `TOOLSHED_LLM_API_KEY` by default) when a request is
+//! made, and sent only to the configured endpoint. The endpoint's host is reached because
+//! a person configured it in their own config (a workspace's `toolshed.toml` cannot set
+//! `[llm] base_url`), so loopback and private addresses work for a local model server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolshed_core::{
+    CancellationToken, Completion, CompletionRequest, HttpClient, HttpRequest, NetPolicy, Sampler,
+    ToolError,
+};
+
+use crate::config::ConfigError;
+
+/// The largest answer body read from the endpoint.
+const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// `[llm]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// The endpoint's base URL, up to and including `/v1` (`http://127.0.0.1:8080/v1`);
+    /// `/chat/completions` is appended. Left out: no endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The model asked for.
+    pub model: String,
+    /// The environment variable holding the API key (sent as `Authorization: Bearer`);
+    /// unset or empty: no key is sent.
+    pub api_key_env: String,
+    /// How long one completion may take.
+    pub timeout_secs: u64,
+    /// The most tokens a plugin may ask for in one answer.
+    pub max_tokens: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            model: "default".into(),
+            api_key_env: "TOOLSHED_LLM_API_KEY".into(),
+            timeout_secs: 60,
+            max_tokens: 4096,
+        }
+    }
+}
+
+impl LlmConfig {
+    /// Refuses settings that cannot work, naming them.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            source_name: "llm".into(),
+            message,
+        };
+        if let Some(url) = &self.base_url {
+            endpoint_host(url).map_err(invalid)?;
+        }
+        if self.timeout_secs == 0 || self.max_tokens == 0 {
+            return Err(invalid(
+                "[llm] timeout_secs and max_tokens must be at least 1".into(),
+            ));
+        }
+        if self.api_key_env.is_empty()
+            || !self
+                .api_key_env
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(invalid(format!(
+                "[llm] api_key_env = `{}` is not an environment variable name",
+                self.api_key_env
+            )));
+        }
+        Ok(())
+    }
+
+    /// The sampler over the configured endpoint; `None` without `base_url`.
+    pub fn sampler(&self, http: Arc<dyn HttpClient>) -> Option<Arc<dyn Sampler>> {
+        let url = self.base_url.clone()?;
+        let host = endpoint_host(&url).ok()?;
+        Some(Arc::new(EndpointSampler {
+            url: format!("{}/chat/completions", url.trim_end_matches('/')),
+            host,
+            config: self.clone(),
+            http,
+        }))
+    }
+}
+
+/// `host:port` of an endpoint URL, or why it is not one.
+fn endpoint_host(url: &str) -> Result<String, String> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| format!("[llm] base_url = `{url}` is not a URL ({e})"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "[llm] base_url = `{url}` must be an http:// or https:// URL"
+        ));
+    }
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| format!("[llm] base_url = `{url}` names no host"))?;
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    Ok(format!("{host}:{port}"))
+}
+
+/// Completions from an OpenAI-compatible `/chat/completions` endpoint.
+struct EndpointSampler {
+    url: String,
+    host: String,
+    config: LlmConfig,
+    http: Arc<dyn HttpClient>,
+}
+
+#[async_trait]
+impl Sampler for EndpointSampler {
+    async fn complete(
+        &self,
+        request: CompletionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ToolError> {
+        let mut messages = Vec::new();
+        if let Some(system) = &request.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in &request.messages {
+            messages.push(json!({"role": m.role, "content": m.content}));
+        }
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens.min(self.config.max_tokens),
+        });
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if let Ok(key) = std::env::var(&self.config.api_key_env)
+            && !key.is_empty()
+        {
+            headers.push(("authorization".into(), format!("Bearer {key}")));
+        }
+        let response = self
+            .http
+            .send(
+                HttpRequest {
+                    method: "POST".into(),
+                    url: self.url.clone(),
+                    headers,
+                    body: Some(body.to_string().into_bytes()),
+                    timeout: Duration::from_secs(self.config.timeout_secs),
+                    max_response_bytes: MAX_RESPONSE_BYTES,
+                },
+                &NetPolicy::Only(vec![self.host.clone()]),
+                cancel,
+            )
+            .await
+            .map_err(|e| {
+                ToolError::Failed(format!(
+                    "the model endpoint {} could not be reached: {e}",
+                    self.host
+                ))
+            })?;
+        let text = String::from_utf8_lossy(&response.body);
+        let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if !(200..300).contains(&response.status) {
+            let said = parsed["error"]["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| text.chars().take(300).collect());
+            let hint = if matches!(response.status, 401 | 403) {
+                format!(
+                    "; check the key in ${} ([llm] api_key_env)",
+                    self.config.api_key_env
+                )
+            } else {
+                String::new()
+            };
+            return Err(ToolError::Failed(format!(
+                "the model endpoint {} answered {}: {said}{hint}",
+                self.host, response.status
+            )));
+        }
+        let choice = &parsed["choices"][0];
+        let Some(answer) = choice["message"]["content"].as_str() else {
+            return Err(ToolError::Failed(format!(
+                "the model endpoint {} answered without choices[0].message.content",
+                self.host
+            )));
+        };
+        Ok(Completion {
+            text: answer.to_string(),
+            model: parsed["model"].as_str().map(str::to_string),
+            stop_reason: choice["finish_reason"].as_str().map(str::to_string),
+            via: "endpoint".into(),
+        })
+    }
+}

@@ -1,0 +1,271 @@
+//! `ctx.llm.complete({messages, maxTokens, system?, temperature?})`: a model's answer,
+//! from the calling MCP client (sampling) or the host's `[llm]` endpoint; and
+//! `ctx.events.publish(type, data)`: an event `plugin.<id>.<type>` for the calling owner's
+//! event streams; `ctx.config.set(key, value)`: a change to one of the plugin's own config
+//! fields its manifest marks writable. Each needs its manifest capability and a person's
+//! grant.
+
+use std::rc::Rc;
+
+use rquickjs::function::Opt;
+use rquickjs::{Coerced, Ctx, Exception, Function, Object, Promise, Value};
+use serde_json::{Value as Json, json};
+use toolshed_core::{ChatMessage, CompletionRequest, ToolError};
+
+use super::{CallScope, HostError, HostValue, rejected};
+use crate::engine::convert::to_json;
+
+/// The most messages one completion may carry.
+const MAX_MESSAGES: usize = 100;
+/// The most text, all messages and the system prompt together.
+const MAX_PROMPT_BYTES: usize = 256 * 1024;
+/// `maxTokens` when the plugin leaves it out.
+const DEFAULT_MAX_TOKENS: u32 = 1024;
+/// The largest event a plugin publishes (its data as JSON).
+const MAX_EVENT_BYTES: usize = 16 * 1024;
+
+/// `ctx.llm`: `{ complete(request) }`.
+pub(super) fn llm_object<'js>(
+    ctx: &Ctx<'js>,
+    scope: &Rc<CallScope>,
+    prelude: &Object<'js>,
+) -> rquickjs::Result<Value<'js>> {
+    let obj = Object::new(ctx.clone())?;
+    let s = scope.clone();
+    let complete = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, request: Opt<Value<'js>>| complete(&ctx, &s, request.0),
+    )?
+    .with_name("complete")?;
+    obj.set("complete", complete)?;
+    let freeze: Function = prelude.get("freeze")?;
+    freeze.call((obj,))
+}
+
+fn complete<'js>(
+    ctx: &Ctx<'js>,
+    scope: &Rc<CallScope>,
+    request: Option<Value<'js>>,
+) -> rquickjs::Result<Promise<'js>> {
+    if let Err(message) = scope.reach.check_llm() {
+        return rejected(ctx, &message);
+    }
+    let request = match request.map(|v| to_json(ctx, v)) {
+        Some(Ok(Some(json))) => json,
+        _ => {
+            return rejected(
+                ctx,
+                "llm.complete takes { messages: [{ role, content }], maxTokens?, system?, temperature? }",
+            );
+        }
+    };
+    let request = match parse_request(&request) {
+        Ok(r) => r,
+        Err(message) => return rejected(ctx, &format!("llm.complete: {message}")),
+    };
+    let call = scope.call(ctx)?.clone();
+    let Some(sampler) = call.sampler.clone() else {
+        return rejected_unconfigured(ctx);
+    };
+    let cancel = call.cancel.clone();
+    scope.start(ctx, async move {
+        match sampler.complete(request, &cancel).await {
+            Ok(answer) => Ok(HostValue::Json(
+                serde_json::to_value(answer).unwrap_or(Json::Null),
+            )),
+            Err(e) => Err(HostError {
+                kind: Some(e.kind().as_str()),
+                message: match e {
+                    ToolError::Unconfigured { message, .. } => message,
+                    other => other.to_string(),
+                },
+            }),
+        }
+    })
+}
+
+fn rejected_unconfigured<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Promise<'js>> {
+    let (promise, _resolve, reject) = ctx.promise()?;
+    let error = super::error_value(
+        ctx,
+        "unconfigured: no model can answer: the calling client does not offer MCP sampling, \
+         and no endpoint is configured; set `[llm] base_url` (an OpenAI-compatible \
+         endpoint, e.g. http://127.0.0.1:8080/v1) in your toolshed config, with its key in \
+         $TOOLSHED_LLM_API_KEY",
+    )?;
+    if let Some(obj) = error.as_object() {
+        obj.set("kind", "unconfigured")?;
+    }
+    reject.call::<_, ()>((error,))?;
+    Ok(promise)
+}
+
+/// Checks what a plugin asked for and caps it.
+fn parse_request(value: &Json) -> Result<CompletionRequest, String> {
+    let obj = value.as_object().ok_or("the request must be an object")?;
+    let list = obj
+        .get("messages")
+        .and_then(Json::as_array)
+        .ok_or("`messages` must be an array of { role, content }")?;
+    if list.is_empty() || list.len() > MAX_MESSAGES {
+        return Err(format!("give 1 to {MAX_MESSAGES} messages"));
+    }
+    let mut size = 0;
+    let mut messages = Vec::with_capacity(list.len());
+    for (i, m) in list.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or("");
+        if !matches!(role, "user" | "assistant") {
+            return Err(format!(
+                "messages[{i}].role must be `user` or `assistant` (put instructions in `system`)"
+            ));
+        }
+        let content = m["content"]
+            .as_str()
+            .ok_or_else(|| format!("messages[{i}].content must be a string"))?;
+        size += content.len();
+        messages.push(ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        });
+    }
+    let system = match obj.get("system") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(s)) => {
+            size += s.len();
+            Some(s.clone())
+        }
+        Some(_) => return Err("`system` must be a string".into()),
+    };
+    if size > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "the messages are {size} bytes; at most {MAX_PROMPT_BYTES} may be sent"
+        ));
+    }
+    let max_tokens = match obj.get("maxTokens").or_else(|| obj.get("max_tokens")) {
+        None | Some(Json::Null) => DEFAULT_MAX_TOKENS,
+        Some(v) => v
+            .as_u64()
+            .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or("`maxTokens` must be a positive integer")?,
+    };
+    let temperature = match obj.get("temperature") {
+        None | Some(Json::Null) => None,
+        Some(v) => Some(
+            v.as_f64()
+                .filter(|t| (0.0..=2.0).contains(t))
+                .ok_or("`temperature` must be a number from 0 to 2")?,
+        ),
+    };
+    Ok(CompletionRequest {
+        messages,
+        system,
+        max_tokens,
+        temperature,
+    })
+}
+
+/// `ctx.events`: `{ publish(type, data) }`.
+pub(super) fn events_object<'js>(
+    ctx: &Ctx<'js>,
+    scope: &Rc<CallScope>,
+    prelude: &Object<'js>,
+) -> rquickjs::Result<Value<'js>> {
+    let obj = Object::new(ctx.clone())?;
+    let s = scope.clone();
+    let publish = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, kind: Coerced<String>, data: Opt<Value<'js>>| {
+            publish(&ctx, &s, &kind.0, data.0)
+        },
+    )?
+    .with_name("publish")?;
+    obj.set("publish", publish)?;
+    let freeze: Function = prelude.get("freeze")?;
+    freeze.call((obj,))
+}
+
+fn publish<'js>(
+    ctx: &Ctx<'js>,
+    scope: &Rc<CallScope>,
+    kind: &str,
+    data: Option<Value<'js>>,
+) -> rquickjs::Result<()> {
+    if let Err(message) = scope.reach.check_events() {
+        return Err(Exception::throw_message(ctx, &message));
+    }
+    let valid = !kind.is_empty()
+        && kind.len() <= 64
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'));
+    if !valid {
+        return Err(Exception::throw_type(
+            ctx,
+            &format!(
+                "events.publish: type `{}` must be 1 to 64 of a-z, 0-9, `_`, `.`, `-` (e.g. `note.added`)",
+                kind.chars().take(64).collect::<String>()
+            ),
+        ));
+    }
+    let data = match data.map(|v| to_json(ctx, v)) {
+        None => Json::Null,
+        Some(Ok(Some(json))) => json,
+        Some(Ok(None)) => Json::Null,
+        Some(Err(_)) => {
+            return Err(Exception::throw_type(
+                ctx,
+                "events.publish: data must be JSON (objects, arrays, strings, numbers, booleans)",
+            ));
+        }
+    };
+    let size = data.to_string().len();
+    if size > MAX_EVENT_BYTES {
+        return Err(Exception::throw_range(
+            ctx,
+            &format!("events.publish: data is {size} bytes as JSON; at most {MAX_EVENT_BYTES}"),
+        ));
+    }
+    let owner = scope.call(ctx)?.owner.0.clone();
+    scope.access.notices.publish(
+        format!("plugin.{}.{kind}", scope.plugin_id),
+        Some(&owner),
+        json!({ "plugin_id": scope.plugin_id, "data": data }),
+    );
+    Ok(())
+}
+
+/// `ctx.config.set(key, value)`: through the host, which checks the field is writable
+/// and the value fits, and stores it (later calls see it).
+pub(super) fn config_set<'js>(
+    ctx: &Ctx<'js>,
+    scope: &Rc<CallScope>,
+    key: &str,
+    value: Option<Value<'js>>,
+) -> rquickjs::Result<Promise<'js>> {
+    if let Err(message) = scope.reach.check_config_write() {
+        return rejected(ctx, &message);
+    }
+    let value = match value.map(|v| to_json(ctx, v)) {
+        Some(Ok(Some(json))) => json,
+        _ => return rejected(ctx, "config.set(key, value): value must be JSON data"),
+    };
+    let call = scope.call(ctx)?.clone();
+    let Some(caller) = call.caller.clone() else {
+        return rejected(
+            ctx,
+            "this toolshed host does not let plugins change their config",
+        );
+    };
+    let (plugin, key) = (scope.plugin_id.clone(), key.to_string());
+    scope.start(ctx, async move {
+        caller
+            .set_own_config(&plugin, &key, value)
+            .await
+            .map(|()| HostValue::Unit)
+            .map_err(|e| HostError {
+                kind: Some(e.kind().as_str()),
+                message: e.to_string(),
+            })
+    })
+}

@@ -1,0 +1,200 @@
+"""A JavaScript plugin's host API through the MCP door: `ctx.llm.complete` answered by the
+calling client's sampling callback, else by a loopback OpenAI-compatible endpoint set in
+`[llm]`, else refused as unconfigured; `ctx.events.publish` reaching a client subscribed
+with logging/setLevel; `ctx.config.set` changing a writable field and nothing else."""
+
+import asyncio
+import json
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from mcp import Client, types
+
+from test_stdio import toolshed
+
+MAIN = textwrap.dedent(
+    """
+    exports.activate = (context) => context.registerActions([
+      { name: "ask", description: "Ask a model.", properties: { question: { type: "string", required: true } },
+        run: async (inputs, ctx) => ctx.llm.complete({
+          system: "Answer in one word.", maxTokens: 20,
+          messages: [{ role: "user", content: inputs.question }] }) },
+      { name: "announce", description: "Publish an event.", properties: { what: { type: "string", required: true } },
+        run: (inputs, ctx) => { ctx.events.publish("note.added", { what: inputs.what }); return "published"; } },
+      { name: "remember", description: "Change a setting.",
+        properties: { key: { type: "string", required: true }, value: { type: "string", required: true } },
+        run: async (inputs, ctx) => { await ctx.config.set(inputs.key, inputs.value); return ctx.config[inputs.key]; } },
+      { name: "recall", description: "Read the setting.", run: (inputs, ctx) => String(ctx.config.greeting) },
+    ]);
+    """
+)
+
+MANIFEST = {
+    "id": "test.hostapi",
+    "version": "1.0.0",
+    "name": "Host API",
+    "kind": "js",
+    "config": [
+        {"key": "greeting", "type": "string", "default": "hello", "writable": True},
+        {"key": "region", "type": "string", "default": "eu"},
+    ],
+    "capabilities": {"llm": True, "events": True, "config_write": True},
+}
+
+
+def run(coro, timeout=60):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+class FakeModel(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /v1/chat/completions."""
+
+    seen = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        FakeModel.seen.append((self.path, self.headers.get("authorization"), body))
+        answer = json.dumps({
+            "model": "fake-1",
+            "choices": [{"message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}],
+        }).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fake_model():
+    FakeModel.seen = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture
+def plugin(toolshed_bin, workspace, home, tmp_path):
+    source = tmp_path / "hostapi"
+    source.mkdir()
+    (source / "plugin.json").write_text(json.dumps(MANIFEST))
+    (source / "main.js").write_text(MAIN)
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(source)).returncode == 0
+    return source
+
+
+def text(result):
+    return result.content[0].text
+
+
+def test_a_model_request_is_refused_until_granted_then_answered_by_the_clients_sampling(
+    server, toolshed_bin, workspace, home, plugin
+):
+    asked = []
+
+    async def sampling(context, params):
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Lisbon"),
+            model="client-model", stop_reason="endTurn",
+        )
+
+    async def ungranted():
+        async with Client(server(), mode="legacy", sampling_callback=sampling) as client:
+            result = await client.call_tool("hostapi_ask", {"question": "Capital of Portugal?"})
+            assert result.is_error
+            assert "toolshed plugins grant test.hostapi llm" in text(result), text(result)
+    run(ungranted())
+    assert asked == []
+
+    granted = toolshed(toolshed_bin, workspace, home, "plugins", "grant", "test.hostapi")
+    assert "llm" in granted.stdout and "events" in granted.stdout and "config-write" in granted.stdout, granted.stdout
+
+    async def main():
+        async with Client(server(), mode="legacy", sampling_callback=sampling) as client:
+            result = await client.call_tool("hostapi_ask", {"question": "Capital of Portugal?"})
+            assert not result.is_error, result.content
+            assert result.structured_content == {
+                "text": "Lisbon", "model": "client-model", "stopReason": "endTurn", "via": "sampling",
+            }
+    run(main())
+    assert len(asked) == 1
+    assert asked[0].max_tokens == 20 and asked[0].system_prompt == "Answer in one word."
+    assert asked[0].messages[0].role == "user"
+    assert asked[0].messages[0].content.text == "Capital of Portugal?"
+
+    # Without sampling and without [llm]: unconfigured, saying what to set.
+    async def nothing():
+        async with Client(server(), mode="legacy") as client:
+            result = await client.call_tool("hostapi_ask", {"question": "Capital of Portugal?"})
+            assert result.is_error
+            assert "unconfigured" in text(result) and "[llm] base_url" in text(result), text(result)
+    run(nothing())
+
+
+def test_a_client_without_sampling_is_answered_by_the_configured_endpoint(
+    server, toolshed_bin, workspace, home, plugin, fake_model
+):
+    toolshed(toolshed_bin, workspace, home, "plugins", "grant", "test.hostapi", "llm")
+    (home / "llm.toml").write_text(f'[llm]\nbase_url = "http://{fake_model}/v1"\nmodel = "fake-1"\n')
+    params = server()
+    params.env["TOOLSHED_CONFIG"] = str(home / "llm.toml")
+    params.env["TOOLSHED_LLM_API_KEY"] = "sk-test-key"
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool("hostapi_ask", {"question": "Capital of France?"})
+            assert not result.is_error, result.content
+            assert result.structured_content == {
+                "text": "Paris", "model": "fake-1", "stopReason": "stop", "via": "endpoint",
+            }
+    run(main())
+    [(path, auth, body)] = FakeModel.seen
+    assert path == "/v1/chat/completions" and auth == "Bearer sk-test-key"
+    assert body["model"] == "fake-1" and body["max_tokens"] == 20
+    assert body["messages"] == [
+        {"role": "system", "content": "Answer in one word."},
+        {"role": "user", "content": "Capital of France?"},
+    ]
+
+
+def test_events_reach_a_subscribed_client_and_config_set_changes_only_writable_fields(
+    server, toolshed_bin, workspace, home, plugin
+):
+    toolshed(toolshed_bin, workspace, home, "plugins", "grant", "test.hostapi", "events", "config-write")
+    messages = []
+
+    async def on_log(params):
+        messages.append(params)
+
+    async def main():
+        async with Client(server(), mode="legacy", logging_callback=on_log) as client:
+            await client.set_logging_level("info")
+            result = await client.call_tool("hostapi_announce", {"what": "milk"})
+            assert not result.is_error, result.content
+            for _ in range(100):
+                if messages:
+                    break
+                await asyncio.sleep(0.05)
+
+            changed = await client.call_tool("hostapi_remember", {"key": "greeting", "value": "hola"})
+            assert not changed.is_error and text(changed) == "hola", changed.content
+            again = await client.call_tool("hostapi_recall", {})
+            assert text(again) == "hola"
+            refused = await client.call_tool("hostapi_remember", {"key": "region", "value": "us"})
+            assert refused.is_error
+            assert "only fields its manifest marks `writable = true`" in text(refused), text(refused)
+    run(main())
+    [message] = [m for m in messages if m.data.get("type", "").startswith("plugin.")]
+    assert message.data["type"] == "plugin.test.hostapi.note.added"
+    assert message.data["data"] == {"what": "milk"} and message.data["plugin_id"] == "test.hostapi"
+    stored = toolshed(toolshed_bin, workspace, home, "plugins", "config", "test.hostapi", "greeting")
+    assert stored.stdout.strip() == "hola"
+    region = toolshed(toolshed_bin, workspace, home, "plugins", "config", "test.hostapi", "region")
+    assert region.stdout.strip() == "eu"
