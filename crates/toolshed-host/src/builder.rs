@@ -159,6 +159,7 @@ impl HostBuilder {
         &mut self,
         workspace: &std::path::Path,
         read_log: Arc<dyn toolshed_ops::ReadLog>,
+        env: &crate::env_overlay::EnvOverlay,
     ) -> Result<Services, HostError> {
         let config = &self.config.config;
         let ops = match self.ops.take() {
@@ -168,6 +169,8 @@ impl HostBuilder {
                     env_allow: config.exec.env_allow.clone(),
                     sandbox: self.sandbox(workspace)?,
                     limits: config.sandbox.limits(),
+                    // The workspace's .env files under the process environment.
+                    base_env: (!env.is_empty()).then(|| env.base_env()),
                     ..ProcessConfig::default()
                 };
                 Ops::local_with(workspace, process).map_err(|e| HostError::Workspace {
@@ -191,6 +194,7 @@ impl HostBuilder {
             gauges: Arc::new(Gauges::new()),
             catalog: Default::default(),
             notices: Default::default(),
+            env_files: Arc::new(env.vars()),
         })
     }
 

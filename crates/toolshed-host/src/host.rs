@@ -67,6 +67,7 @@ pub struct Host {
     events: EventBus,
     dispatcher: Arc<Dispatcher>,
     services: Services,
+    env: Arc<crate::env_overlay::EnvOverlay>,
 }
 
 impl Host {
@@ -106,7 +107,22 @@ impl Host {
                     })??,
             )
         };
-        let services = options.services(&workspace, Arc::new(StoreReadLog::new(store.clone())))?;
+        let env = {
+            let workspace = workspace.clone();
+            let trusted = options.config.workspace_trusted;
+            Arc::new(
+                tokio::task::spawn_blocking(move || {
+                    crate::env_overlay::EnvOverlay::load(&workspace, trusted)
+                })
+                .await
+                .unwrap_or_default(),
+            )
+        };
+        for problem in &env.problems {
+            tracing::warn!("{problem}");
+        }
+        let services =
+            options.services(&workspace, Arc::new(StoreReadLog::new(store.clone())), &env)?;
         let mut built = options.build_plugins(&services);
         if options.memory {
             let memories = crate::memory::Memories::new(
@@ -143,6 +159,7 @@ impl Host {
                 workspace.join(".toolshed").join("plugins"),
             ],
             loaders: built.loaders,
+            env: env.clone(),
         };
         let registry = Arc::new(Registry::discover(roots, store.clone(), events.clone()).await);
         let config = &options.config.config;
@@ -194,7 +211,13 @@ impl Host {
             events,
             dispatcher,
             services,
+            env,
         })
+    }
+
+    /// The workspace's `.env` files, layered under the process environment.
+    pub fn env_overlay(&self) -> &crate::env_overlay::EnvOverlay {
+        &self.env
     }
 
     /// The services this host's tools were built with.

@@ -32,6 +32,7 @@ pub mod approvals;
 pub mod ceiling;
 pub mod config;
 pub mod config_fields;
+pub mod env_overlay;
 pub mod identity;
 pub mod install;
 pub mod job_store;

@@ -39,6 +39,9 @@ pub struct Services {
     /// Where tools and plugins announce what happened (a background process exited), for
     /// the host's event streams.
     pub notices: Arc<Notices>,
+    /// The variables of the workspace's `.env` files: what a tool reading a variable
+    /// (a search provider's key) falls back to when the process environment lacks it.
+    pub env_files: Arc<std::collections::BTreeMap<String, String>>,
 }
 
 /// Something that happened that a client may want to hear of without asking:
@@ -130,6 +133,7 @@ impl Services {
             gauges: Arc::new(Gauges::new()),
             catalog: Arc::new(CatalogSignals::default()),
             notices: Arc::new(Notices::default()),
+            env_files: Arc::default(),
         }
     }
 

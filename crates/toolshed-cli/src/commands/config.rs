@@ -73,12 +73,16 @@ fn show(global: &GlobalArgs, json: bool) -> Result<(), Failure> {
         .load()
         .map_err(|e| Failure::Usage(e.to_string()))?;
     let settings = loaded.settings();
+    let env = toolshed_host::env_overlay::EnvOverlay::load(&workspace, loaded.workspace_trusted);
     if json {
         return print_json(&json!({
             "layers": loaded.layers,
             "settings": settings,
             "ignored": loaded.workspace_ignored,
             "unknown_keys": loaded.unknown_keys,
+            "env": env.sources(),
+            "env_read_by_toolshed": env.trusted,
+            "env_problems": env.problems,
         }));
     }
     if loaded.layers.is_empty() {
@@ -119,6 +123,28 @@ fn show(global: &GlobalArgs, json: bool) -> Result<(), Failure> {
     }
     for unknown in &loaded.unknown_keys {
         outln!("unknown: `{}` in {} (ignored)", unknown.key, unknown.source);
+    }
+    // The workspace's .env files: which variable comes from where (never a value).
+    let sources = env.sources();
+    if !sources.is_empty() {
+        outln!("");
+        outln!("environment for commands (.env < .env.toolshed < process):");
+        if !env.trusted {
+            outln!(
+                "  (commands only: toolshed itself reads these files in a workspace your own config trusts — trusted_workspaces)"
+            );
+        }
+        for s in sources {
+            let over = if s.overridden.is_empty() {
+                String::new()
+            } else {
+                format!(" (over {})", s.overridden.join(", "))
+            };
+            outln!("  {}  # {}{over}", s.name, s.source);
+        }
+    }
+    for problem in &env.problems {
+        outln!("env: {problem}");
     }
     Ok(())
 }

@@ -57,6 +57,37 @@ fn checks(host: &Host) -> Vec<Check> {
             ),
         );
     }
+    let env = host.env_overlay();
+    for problem in &env.problems {
+        push("env", Status::Warning, problem.clone());
+    }
+    let sources = env.sources();
+    if !sources.is_empty() {
+        // Names and where each value comes from; never a value.
+        let listed: Vec<String> = sources
+            .iter()
+            .map(|s| {
+                let file = std::path::Path::new(&s.source)
+                    .file_name()
+                    .map_or(s.source.clone(), |f| f.to_string_lossy().into_owned());
+                format!("{} ({file})", s.name)
+            })
+            .collect();
+        push(
+            "env",
+            Status::Ok,
+            format!(
+                "{} variable(s) from the workspace's .env files, under the process environment: {}{}",
+                sources.len(),
+                listed.join(", "),
+                if env.trusted {
+                    ""
+                } else {
+                    "; commands see them, but plugins' env contracts and the web tools' keys do not: the workspace is not trusted (trusted_workspaces in your own config)"
+                }
+            ),
+        );
+    }
     for widening in &config.widening {
         push(
             "config",
@@ -187,7 +218,10 @@ fn checks(host: &Host) -> Vec<Check> {
             continue;
         };
         for var in &manifest.env {
-            let set = std::env::var_os(&var.name).is_some_and(|v| !v.is_empty());
+            let set = host
+                .env_overlay()
+                .get(&var.name)
+                .is_some_and(|v| !v.is_empty());
             let (status, word) = match (set, var.required) {
                 (true, _) => (Status::Ok, "set"),
                 (false, true) => (Status::Error, "missing (required)"),

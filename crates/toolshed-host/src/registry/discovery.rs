@@ -98,6 +98,8 @@ pub struct DiscoveryRoots {
     pub user: Vec<PathBuf>,
     /// What builds plugins of sandboxed kinds (`js`, `mcp`) from their directories.
     pub loaders: Vec<Arc<dyn PluginLoader>>,
+    /// The workspace's `.env` files, for checking plugins' env contracts.
+    pub env: Arc<crate::env_overlay::EnvOverlay>,
 }
 
 impl Registry {
@@ -108,6 +110,7 @@ impl Registry {
             curated,
             user,
             loaders,
+            env,
         } = roots;
         let (slots, discovery) = {
             let user = user.clone();
@@ -120,7 +123,7 @@ impl Registry {
             discovery,
             ..Inner::default()
         };
-        let registry = Self::new(inner, store, events, loaders, user);
+        let registry = Self::new(inner, store, events, loaders, user, env);
         // The data version is read before the states: whatever another process commits
         // after it, the watcher's first look at the store sees.
         let read = registry

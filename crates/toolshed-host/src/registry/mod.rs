@@ -64,6 +64,9 @@ pub struct Registry {
     /// Set by a long-running door ([`Registry::start_eager`]): plugins asked to start
     /// eagerly start as soon as they run.
     warm_eager: std::sync::atomic::AtomicBool,
+    /// The workspace's `.env` files under the process environment: what env contracts
+    /// are checked against.
+    env: Arc<crate::env_overlay::EnvOverlay>,
 }
 
 #[derive(Default)]
@@ -92,8 +95,10 @@ impl Registry {
         events: EventBus,
         loaders: Vec<Arc<dyn PluginLoader>>,
         user_roots: Vec<PathBuf>,
+        env: Arc<crate::env_overlay::EnvOverlay>,
     ) -> Self {
         Self {
+            env,
             inner: RwLock::new(inner),
             store,
             events,

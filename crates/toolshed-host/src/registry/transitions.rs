@@ -80,7 +80,10 @@ impl Registry {
         let unmet = if manifest.env.is_empty() && manifest.requirements.is_empty() {
             None
         } else {
-            blocking(move || unmet_contract(&manifest)).await.flatten()
+            let env = self.env.clone();
+            blocking(move || unmet_contract(&manifest, &env))
+                .await
+                .flatten()
         };
         // A plugin that started but reports working with less says why.
         let unmet = unmet.or_else(|| {
@@ -473,11 +476,11 @@ async fn start(plugin: &dyn Plugin) -> Result<Option<String>, String> {
 }
 
 /// What the plugin's env contract or requirements lack. Blocking (looks on `PATH`).
-fn unmet_contract(m: &PluginManifest) -> Option<Unmet> {
+fn unmet_contract(m: &PluginManifest, env: &crate::env_overlay::EnvOverlay) -> Option<Unmet> {
     let missing_env: Vec<String> = m
         .env
         .iter()
-        .filter(|v| v.required && std::env::var_os(&v.name).is_none_or(|x| x.is_empty()))
+        .filter(|v| v.required && env.get(&v.name).is_none_or(|x| x.is_empty()))
         .map(|v| v.name.clone())
         .collect();
     let missing_bins: Vec<String> = m

@@ -89,11 +89,18 @@ pub struct WebEnv {
 impl WebEnv {
     /// The variables of [`ENV_VARS`] as the process environment has them now.
     pub fn from_process() -> Self {
+        Self::from_process_or(&std::collections::BTreeMap::new())
+    }
+
+    /// [`WebEnv::from_process`], taking from `files` (the workspace's `.env` files) what
+    /// the process environment does not set.
+    pub fn from_process_or(files: &BTreeMap<String, String>) -> Self {
         let vars = ENV_VARS
             .iter()
             .filter_map(|(name, _, _)| {
                 std::env::var(name)
                     .ok()
+                    .or_else(|| files.get(*name).cloned())
                     .map(|value| (name.to_string(), value))
             })
             .collect();
@@ -125,14 +132,15 @@ impl WebEnv {
 /// snapshot.
 #[derive(Debug, Clone)]
 enum EnvSource {
-    Process,
+    /// The process environment, over the workspace's `.env` files.
+    Process(Arc<BTreeMap<String, String>>),
     Fixed(Arc<WebEnv>),
 }
 
 impl EnvSource {
     fn read(&self) -> Arc<WebEnv> {
         match self {
-            Self::Process => Arc::new(WebEnv::from_process()),
+            Self::Process(files) => Arc::new(WebEnv::from_process_or(files)),
             Self::Fixed(env) => env.clone(),
         }
     }
@@ -141,7 +149,7 @@ impl EnvSource {
 /// The `system.web` plugin over the services' HTTP client, reading its variables from the
 /// process environment.
 pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
-    build(services, EnvSource::Process)
+    build(services, EnvSource::Process(services.env_files.clone()))
 }
 
 /// The `system.web` plugin reading its variables from `env` instead of the process
