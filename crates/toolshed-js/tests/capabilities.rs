@@ -93,6 +93,14 @@ async fn echo_server() -> u16 {
                     }
                     buf.extend_from_slice(&chunk[..n]);
                 }
+                if head.split_whitespace().nth(1) == Some("/bin") {
+                    // Bytes that are not UTF-8.
+                    let body = [0xffu8, 0x00, 0xc3, 0x28];
+                    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 4\r\nConnection: close\r\n\r\n";
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(&body).await;
+                    return;
+                }
                 let mut words = head.split_whitespace();
                 let reply = json!({
                     "method": words.next(),
@@ -334,9 +342,9 @@ async fn fetch_goes_through_the_same_grants_as_ctx_http() {
            const echoed = await r.json();
            let again = "";
            try {{ await r.text(); }} catch (e) {{ again = e.message; }}
-           const bytes = await (await fetch(`http://127.0.0.1:{port}/b`)).arrayBuffer();
+           const bytes = await (await fetch(`http://127.0.0.1:{port}/bin`)).arrayBuffer();
            return {{ status: r.status, ok: r.ok, xtest: r.headers.get("X-Test"), echoed, again,
-                    bytes: bytes.byteLength > 0 }};"#
+                    bytes: Array.from(new Uint8Array(bytes)) }};"#
     );
     let out = p
         .call_with("web_probe", plain(), code(&snippet))
@@ -348,7 +356,7 @@ async fn fetch_goes_through_the_same_grants_as_ctx_http() {
             "status": 201, "ok": true, "xtest": "a, b",
             "echoed": { "method": "POST", "path": "/items?q=a+b", "contentType": "application/json",
                         "token": "t0k", "body": "{\"a\":1}" },
-            "again": "the body has been read already", "bytes": true
+            "again": "the body has been read already", "bytes": [255, 0, 195, 40]
         }))
     );
     assert_eq!(

@@ -319,6 +319,8 @@
     *values() { yield* this.#map.values(); }
     [Symbol.iterator]() { return this.entries(); }
   }
+  // The bytes of responses fetch received, for arrayBuffer() byte for byte.
+  const raw = new WeakMap();
   class Response {
     #body;
     #used = false;
@@ -340,10 +342,14 @@
     }
     text() { return this.#take(); }
     json() { return this.#take().then((t) => JSON.parse(t)); }
-    arrayBuffer() { return this.#take().then((t) => utf8Encode(t).buffer); }
+    arrayBuffer() {
+      return this.#take().then((t) => (raw.has(this) ? raw.get(this).slice(0) : utf8Encode(t).buffer));
+    }
     clone() {
       if (this.#used) throw new TypeError("the body has been read already");
-      return new Response(this.#body, this);
+      const copy = new Response(this.#body, this);
+      if (raw.has(this)) raw.set(copy, raw.get(this));
+      return copy;
     }
   }
   define("Headers", Headers);
@@ -368,6 +374,8 @@
       ...(body === undefined || body === null ? {} : { body }),
       ...(init.timeoutMs ? { timeoutMs: init.timeoutMs } : {}),
     });
-    return new Response(r.body, { status: r.status, headers: r.headers, url });
+    const response = new Response(r.body, { status: r.status, headers: r.headers, url });
+    raw.set(response, r.arrayBuffer());
+    return response;
   });
 };

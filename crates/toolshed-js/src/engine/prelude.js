@@ -6,7 +6,7 @@
   return freeze({
     // Calls fn(a, b) and always gives a promise: a synchronous throw becomes a rejection.
     invoke: async (fn, a, b) => fn(a, b),
-    response: (status, headers, body, truncated) => ({
+    response: (status, headers, body, truncated, bytes) => ({
       status,
       ok: status >= 200 && status < 300,
       headers,
@@ -14,6 +14,10 @@
       truncated,
       json() {
         return JSON.parse(body);
+      },
+      // The body byte for byte (`body` is it read as UTF-8 text).
+      arrayBuffer() {
+        return bytes.slice(0);
       },
     }),
     http: (request) =>

@@ -400,8 +400,9 @@ pub(crate) fn host_value<'js>(
                 headers.set(name, value)?;
             }
             let body = String::from_utf8_lossy(&response.body).into_owned();
+            let bytes = rquickjs::ArrayBuffer::new(ctx.clone(), response.body)?;
             let make: Function = prelude.get("response")?;
-            make.call((response.status, headers, body, response.truncated))
+            make.call((response.status, headers, body, response.truncated, bytes))
         }
         HostValue::Entries(entries) => {
             let list = rquickjs::Array::new(ctx.clone())?;
