@@ -429,14 +429,7 @@ impl ActionDef {
             .annotations(annotations);
         spec.title = label;
         spec.output_schema = outputs.as_ref().map(|o| o.schema(false));
-        spec.mutates_state = !annotations.read_only;
-        spec.danger = if annotations.read_only {
-            Danger::Low
-        } else if annotations.destructive {
-            Danger::High
-        } else {
-            Danger::Medium
-        };
+        classify(&mut spec);
         spec.plane = plane;
         Ok(Self {
             name,
@@ -456,18 +449,10 @@ impl ActionDef {
             spec.group = prefix.to_string();
         }
         spec.plane = plane;
-        let hints = spec.annotations;
-        if hints.read_only {
+        if spec.annotations.read_only {
             spec.annotations.destructive = false;
         }
-        spec.mutates_state = !hints.read_only;
-        spec.danger = if hints.read_only {
-            Danger::Low
-        } else if hints.destructive {
-            Danger::High
-        } else {
-            Danger::Medium
-        };
+        classify(&mut spec);
         let defaults = spec
             .input_schema
             .get("properties")
@@ -486,6 +471,20 @@ impl ActionDef {
             outputs: None,
         }
     }
+}
+
+/// What a plugin's tool is taken to do, from its annotations: whether it changes state
+/// and how dangerous it is (read-only low, destructive high, the rest medium).
+fn classify(spec: &mut ToolSpec) {
+    let hints = spec.annotations;
+    spec.mutates_state = !hints.read_only;
+    spec.danger = if hints.read_only {
+        Danger::Low
+    } else if hints.destructive {
+        Danger::High
+    } else {
+        Danger::Medium
+    };
 }
 
 fn parse_annotations(value: Option<&Value>) -> Result<ToolAnnotations, String> {

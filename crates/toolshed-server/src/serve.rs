@@ -338,7 +338,18 @@ async fn mcp_statuses(
 /// Copies what tools and plugins announce (`process.exited`, `command_session.closed`,
 /// `plugin.<id>.<type>`) into the API's event log, each for its owner.
 fn bridge_notices(host: &Host, events: Arc<events::EventLog>, stop: CancellationToken) {
-    let mut receiver = host.services().notices.subscribe();
+    follow(host.services().notices.subscribe(), stop, move |notice| {
+        events.publish(&notice.kind, None, notice.owner.as_deref(), notice.data);
+    });
+}
+
+/// Calls `on` with each message of `receiver` until `stop` fires or the sender is gone;
+/// a burst it fell behind is logged and skipped.
+fn follow<T: Clone + Send + 'static>(
+    mut receiver: tokio::sync::broadcast::Receiver<T>,
+    stop: CancellationToken,
+    mut on: impl FnMut(T) + Send + 'static,
+) {
     tokio::spawn(async move {
         loop {
             let received = tokio::select! {
@@ -346,11 +357,9 @@ fn bridge_notices(host: &Host, events: Arc<events::EventLog>, stop: Cancellation
                 received = receiver.recv() => received,
             };
             match received {
-                Ok(notice) => {
-                    events.publish(&notice.kind, None, notice.owner.as_deref(), notice.data)
-                }
+                Ok(message) => on(message),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "the event log fell behind the notices");
+                    tracing::debug!(missed = n, "the event log fell behind");
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
@@ -360,40 +369,29 @@ fn bridge_notices(host: &Host, events: Arc<events::EventLog>, stop: Cancellation
 
 /// Copies the host's plugin state changes into the API's event log.
 fn bridge_plugin_events(host: &Host, events: Arc<events::EventLog>, stop: CancellationToken) {
-    let mut receiver = host.events().subscribe();
-    tokio::spawn(async move {
-        loop {
-            let received = tokio::select! {
-                () = stop.cancelled() => return,
-                received = receiver.recv() => received,
-            };
-            match received {
-                Ok(Event::PluginStateChanged {
-                    plugin_id,
-                    state,
-                    reason,
-                }) => events.publish(
-                    "plugin.state_changed",
-                    None,
-                    None,
-                    serde_json::json!({"plugin_id": plugin_id, "state": state, "reason": reason}),
-                ),
-                Ok(Event::ApprovalRequested { request }) => events.publish(
-                    "approval.requested",
-                    None,
-                    Some(&request.owner.clone()),
-                    serde_json::json!(request),
-                ),
-                Ok(Event::ApprovalResolved { request }) => events.publish(
-                    "approval.resolved",
-                    None,
-                    Some(&request.owner.clone()),
-                    serde_json::json!(request),
-                ),
-                Ok(_) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
-        }
+    follow(host.events().subscribe(), stop, move |event| match event {
+        Event::PluginStateChanged {
+            plugin_id,
+            state,
+            reason,
+        } => events.publish(
+            "plugin.state_changed",
+            None,
+            None,
+            serde_json::json!({"plugin_id": plugin_id, "state": state, "reason": reason}),
+        ),
+        Event::ApprovalRequested { request } => events.publish(
+            "approval.requested",
+            None,
+            Some(&request.owner.clone()),
+            serde_json::json!(request),
+        ),
+        Event::ApprovalResolved { request } => events.publish(
+            "approval.resolved",
+            None,
+            Some(&request.owner.clone()),
+            serde_json::json!(request),
+        ),
+        _ => {}
     });
 }

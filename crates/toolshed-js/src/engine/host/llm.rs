@@ -30,14 +30,23 @@ pub(super) fn llm_object<'js>(
     scope: &Rc<CallScope>,
     prelude: &Object<'js>,
 ) -> rquickjs::Result<Value<'js>> {
-    let obj = Object::new(ctx.clone())?;
     let s = scope.clone();
     let complete = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, request: Opt<Value<'js>>| complete(&ctx, &s, request.0),
-    )?
-    .with_name("complete")?;
-    obj.set("complete", complete)?;
+    )?;
+    frozen_with(ctx, prelude, "complete", complete)
+}
+
+/// A frozen object holding one function, `name`.
+fn frozen_with<'js>(
+    ctx: &Ctx<'js>,
+    prelude: &Object<'js>,
+    name: &str,
+    function: Function<'js>,
+) -> rquickjs::Result<Value<'js>> {
+    let obj = Object::new(ctx.clone())?;
+    obj.set(name, function.with_name(name)?)?;
     let freeze: Function = prelude.get("freeze")?;
     freeze.call((obj,))
 }
@@ -171,18 +180,14 @@ pub(super) fn events_object<'js>(
     scope: &Rc<CallScope>,
     prelude: &Object<'js>,
 ) -> rquickjs::Result<Value<'js>> {
-    let obj = Object::new(ctx.clone())?;
     let s = scope.clone();
     let publish = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, kind: Coerced<String>, data: Opt<Value<'js>>| {
             publish(&ctx, &s, &kind.0, data.0)
         },
-    )?
-    .with_name("publish")?;
-    obj.set("publish", publish)?;
-    let freeze: Function = prelude.get("freeze")?;
-    freeze.call((obj,))
+    )?;
+    frozen_with(ctx, prelude, "publish", publish)
 }
 
 fn publish<'js>(
