@@ -198,3 +198,59 @@ def test_events_reach_a_subscribed_client_and_config_set_changes_only_writable_f
     assert stored.stdout.strip() == "hola"
     region = toolshed(toolshed_bin, workspace, home, "plugins", "config", "test.hostapi", "region")
     assert region.stdout.strip() == "eu"
+
+
+def test_text_summarize_and_translate_ask_the_clients_model_or_the_endpoint(
+    server, toolshed_bin, workspace, home, fake_model
+):
+    asked = []
+
+    async def sampling(context, params):
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="  Tides rise twice a day.  "),
+            model="client-model",
+        )
+
+    article = "High water comes roughly twice a day, about 12 hours 25 minutes apart. " * 20
+
+    async def with_sampling():
+        async with Client(server(), mode="legacy", sampling_callback=sampling) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["text_summarize"].annotations.open_world_hint is not False
+            result = await client.call_tool(
+                "text_summarize", {"text": article, "max_words": 30, "style": "bullets"}
+            )
+            assert not result.is_error, result.content
+            assert result.structured_content == {
+                "summary": "Tides rise twice a day.", "via": "sampling", "model": "client-model",
+            }
+            # The schema is enforced before anything is asked.
+            refused = await client.call_tool("text_translate", {"text": "hi"})
+            assert refused.is_error and "to" in refused.content[0].text
+    run(with_sampling())
+    [params] = asked
+    prompt = params.messages[0].content.text
+    assert "at most 30 words" in prompt and "bullet points" in prompt and article in prompt
+
+    async def unconfigured():
+        async with Client(server(), mode="legacy") as client:
+            result = await client.call_tool("text_translate", {"text": "Bonjour", "to": "English"})
+            assert result.is_error
+            assert "[llm] base_url" in result.content[0].text, result.content
+    run(unconfigured())
+
+    (home / "llm.toml").write_text(f'[llm]\nbase_url = "http://{fake_model}/v1"\n')
+    params = server()
+    params.env["TOOLSHED_CONFIG"] = str(home / "llm.toml")
+
+    async def endpoint():
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool("text_translate", {"text": "Capitale de la France", "to": "English", "from": "French"})
+            assert not result.is_error, result.content
+            assert result.structured_content == {
+                "translation": "Paris", "to": "English", "via": "endpoint", "model": "fake-1",
+            }
+    run(endpoint())
+    [(_, _, body)] = FakeModel.seen
+    assert "Translate the text below from French into English." in body["messages"][1]["content"]

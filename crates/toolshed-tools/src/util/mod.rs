@@ -1,6 +1,7 @@
 //! Stateless utility plugins: calculator, datetime, text, crypto, random, markdown, json_ops.
 //!
-//! Each is one system plugin (`system.<name>`) with one tool named after it. Tools with
+//! Each is one system plugin (`system.<name>`) with one tool named after it (`system.text`
+//! also has `text_summarize` and `text_translate`, which ask a model). Tools with
 //! several operations take an `operation` argument; the schema stays flat (no `oneOf`) so
 //! every model provider accepts it, and each operation checks its own required fields with
 //! an error that names the missing field.

@@ -1,4 +1,5 @@
-//! The `text` tool: counting, case conversion, slugs, truncation, regex and splitting.
+//! The `text` tool: counting, case conversion, slugs, truncation, regex and splitting; and
+//! `text_summarize` / `text_translate`, which ask a model ([`model`]).
 //!
 //! ```text
 //! {"operation": "case", "text": "HTTPServer error", "to": "snake"}   → http_server_error
@@ -14,6 +15,7 @@
 
 mod case;
 mod length;
+mod model;
 mod pattern;
 mod slug;
 mod spec;
@@ -27,7 +29,7 @@ use serde_json::Value;
 use toolshed_core::{CallContext, Plugin, SyncTool, ToolError, ToolOutput};
 
 use self::spec::{Args, Operation};
-use super::{required, single_tool_plugin};
+use super::required;
 
 /// Largest `text` accepted, in bytes.
 const MAX_TEXT_BYTES: usize = 1 << 20;
@@ -38,9 +40,22 @@ const MAX_OUTPUT_BYTES: usize = 2 << 20;
 /// Most matches or parts a call returns.
 const MAX_ITEMS: usize = 10_000;
 
-/// The `system.text` plugin.
+/// The `system.text` plugin: `text`, which is pure, and the two tools that ask a model.
 pub fn plugin() -> Arc<dyn Plugin> {
-    single_tool_plugin("text", "Text", SyncTool::new(spec::tool_spec(), handle))
+    let mut manifest = toolshed_core::PluginManifest::new(
+        "system.text",
+        env!("CARGO_PKG_VERSION"),
+        "Text",
+        toolshed_core::PluginKind::Builtin,
+    );
+    manifest.description = "Count, change case, slugify, truncate, regex-extract, regex-replace or split text; summarize and translate it with a model.".into();
+    manifest.tags = vec![super::GROUP.to_string()];
+    let tools: Vec<Arc<dyn toolshed_core::Tool>> = vec![
+        Arc::new(SyncTool::new(spec::tool_spec(), handle)),
+        Arc::new(model::ModelTool::new(model::Job::Summarize)),
+        Arc::new(model::ModelTool::new(model::Job::Translate)),
+    ];
+    Arc::new(toolshed_core::BuiltinPlugin::new(manifest, tools))
 }
 
 fn handle(_ctx: &CallContext, args: Value) -> Result<ToolOutput, ToolError> {
