@@ -40,6 +40,17 @@ SEARXNG = {
 }
 
 
+# DuckDuckGo's HTML results page, as its markup is (made here, not downloaded).
+DDG_PAGE = """<html><body><div id="links" class="results">
+<div class="result results_links results_links_deep result--ad"><h2 class="result__title">
+<a class="result__a" href="https://duckduckgo.com/y.js?ad_domain=shop.example">Tide clocks</a></h2></div>
+<div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
+<h2 class="result__title"><a rel="nofollow" class="result__a"
+ href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.org%2Ftides&amp;rut=1">Tides for <b>sailors</b></a></h2>
+<a class="result__snippet" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.org%2Ftides">When high water comes.</a>
+</div></div></div></body></html>"""
+
+
 class Handler(BaseHTTPRequestHandler):
     seen: list = []
 
@@ -49,6 +60,8 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, "text/html; charset=utf-8", ARTICLE.encode())
         elif self.path.startswith("/search"):
             self.answer(200, "application/json", json.dumps(SEARXNG).encode())
+        elif self.path.startswith("/html/"):
+            self.answer(200, "text/html; charset=utf-8", DDG_PAGE.encode())
         elif self.path.startswith("/api"):
             self.answer(200, "application/json", b'{"ok": true}')
         else:
@@ -123,11 +136,26 @@ def test_loopback_is_refused_until_allowed_then_fetch_and_request_work(toolshed_
 
 def test_web_search_asks_the_configured_searxng(toolshed_bin, workspace, home, site):
     async def unconfigured():
-        async with Client(params(toolshed_bin, workspace, home), mode="legacy") as client:
+        server = params(toolshed_bin, workspace, home, TOOLSHED_WEB__SEARCH__FALLBACK="off")
+        async with Client(server, mode="legacy") as client:
             result = await client.call_tool("web_search", {"query": "tides"})
             assert result.is_error
             assert "SEARXNG_URL" in result.content[0].text and "BRAVE_API_KEY" in result.content[0].text
     run(unconfigured())
+
+    # With no keyed provider, the keyless DuckDuckGo fallback (on by default) answers.
+    async def keyless():
+        server = params(toolshed_bin, workspace, home, DUCKDUCKGO_BASE_URL=f"http://{site}")
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("web_search", {"query": "tides"})
+            assert not result.is_error, result.content
+            assert result.structured_content["provider"] == "duckduckgo"
+            assert result.structured_content["results"] == [
+                {"title": "Tides for sailors", "url": "https://example.org/tides", "snippet": "When high water comes."}
+            ]
+            assert "best effort" in result.content[0].text
+    run(keyless())
+    assert any(path.startswith("/html/?q=tides") for path in Handler.seen), Handler.seen
 
     async def configured():
         server = params(toolshed_bin, workspace, home, SEARXNG_URL=f"http://{site}")

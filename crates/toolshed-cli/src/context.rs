@@ -93,10 +93,13 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         );
     }
     let browser = browser_settings(&loaded.config.browser);
+    let web = toolshed_tools::web::Settings {
+        keyless_fallback: loaded.config.web.keyless_fallback(),
+    };
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
-        .plugins(toolshed_tools::system_plugins)
+        .plugins(move |services| toolshed_tools::system_plugins_with(services, web))
         .plugins(move |services| vec![toolshed_tools::browser::plugin(services, browser)])
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
         .memory()

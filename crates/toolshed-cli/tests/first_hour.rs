@@ -302,10 +302,20 @@ fn the_catalog_says_which_tools_cannot_work_yet_and_they_answer_unconfigured() {
         .filter(|t| t["available"] == false)
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    for name in ["web_search", "firecrawl_scrape", "webhook_send"] {
+    for name in ["firecrawl_scrape", "webhook_send"] {
         assert!(unavailable.contains(&name), "{name}: {unavailable:?}");
     }
+    // web_search works keyless (DuckDuckGo) on a fresh install...
+    assert!(!unavailable.contains(&"web_search"), "{unavailable:?}");
+    // ...and names the keyed providers when the fallback is turned off.
+    let o = env
+        .cmd(&["tools", "list", "--json"])
+        .env("TOOLSHED_WEB__SEARCH__FALLBACK", "off")
+        .output()
+        .unwrap();
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     let search = tools.iter().find(|t| t["name"] == "web_search").unwrap();
+    assert_eq!(search["available"], false, "{search}");
     assert!(
         search["unavailable_reason"]
             .as_str()

@@ -266,9 +266,34 @@ pub struct WebConfig {
     /// `docs.internal:8443`, `192.168.1.7`, `[fd00::1]`, `10.0.0.0/8`, `fd00::/8`. Everything
     /// else must be a public address.
     pub allow: Vec<String>,
+    /// `[web.search]`: how `web_search` picks a provider.
+    pub search: WebSearchConfig,
+}
+
+/// `[web.search]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WebSearchConfig {
+    /// `duckduckgo` (default): with no keyed provider configured, `web_search` reads
+    /// DuckDuckGo's HTML results page (keyless, best effort); `off`: it answers
+    /// `unconfigured` instead.
+    pub fallback: String,
+}
+
+impl Default for WebSearchConfig {
+    fn default() -> Self {
+        Self {
+            fallback: "duckduckgo".into(),
+        }
+    }
 }
 
 impl WebConfig {
+    /// Whether `web_search` may fall back to DuckDuckGo.
+    pub fn keyless_fallback(&self) -> bool {
+        self.search.fallback == "duckduckgo"
+    }
+
     /// `allow`, parsed; an entry that does not parse is an error naming it.
     pub fn allow_rules(&self) -> Result<Vec<toolshed_ops::net::AllowRule>, ConfigError> {
         toolshed_ops::net::parse_allowlist(&self.allow).map_err(|e| ConfigError::Invalid {
@@ -971,6 +996,15 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     config.memory.check()?;
     config.browser.check()?;
     config.llm.check()?;
+    if !matches!(config.web.search.fallback.as_str(), "duckduckgo" | "off") {
+        return Err(ConfigError::Invalid {
+            source_name: "web".into(),
+            message: format!(
+                "[web.search] fallback = `{}` is not one of `duckduckgo`, `off`",
+                config.web.search.fallback
+            ),
+        });
+    }
     if !(1..=MAX_PAGE_SIZE).contains(&config.mcp.page_size) {
         return Err(ConfigError::Invalid {
             source_name: "mcp".into(),

@@ -22,6 +22,11 @@ pub mod workspace;
 /// Every built-in plugin over `services`, in a stable order. Their gauges (for the metrics
 /// endpoint) are registered in `services.gauges`.
 pub fn system_plugins(services: &Services) -> Vec<Arc<dyn Plugin>> {
+    system_plugins_with(services, web::Settings::default())
+}
+
+/// [`system_plugins`] with the web tools' `settings` (`[web.search]`).
+pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<dyn Plugin>> {
     let mut plugins = vec![
         workspace::plugin(services),
         exec::exec_plugin(services),
@@ -29,7 +34,7 @@ pub fn system_plugins(services: &Services) -> Vec<Arc<dyn Plugin>> {
         http::plugin(services),
     ];
     plugins.extend(util::plugins());
-    plugins.push(web::plugin(services));
+    plugins.push(web::plugin_with_settings(services, web));
     plugins
 }
 

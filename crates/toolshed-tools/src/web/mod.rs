@@ -33,6 +33,7 @@ use toolshed_core::{
 };
 use toolshed_ops::{NetClient, Services};
 
+mod duckduckgo;
 mod fetch;
 pub mod html;
 mod providers;
@@ -78,7 +79,28 @@ pub const ENV_VARS: &[(&str, &str, bool)] = &[
         "Overrides the Firecrawl API base URL (a self-hosted Firecrawl)",
         false,
     ),
+    (
+        "DUCKDUCKGO_BASE_URL",
+        "Overrides the base URL of DuckDuckGo's HTML results page, the keyless fallback (tests, proxies)",
+        false,
+    ),
 ];
+
+/// How the web tools behave beyond their variables: `[web.search]` in the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// `web_search` falls back to DuckDuckGo's HTML page (keyless, best effort) when no
+    /// keyed provider is configured.
+    pub keyless_fallback: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            keyless_fallback: true,
+        }
+    }
+}
 
 /// A snapshot of the variables the web tools read. Empty values count as unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -149,22 +171,32 @@ impl EnvSource {
 /// The `system.web` plugin over the services' HTTP client, reading its variables from the
 /// process environment.
 pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
-    build(services, EnvSource::Process(services.env_files.clone()))
+    plugin_with_settings(services, Settings::default())
+}
+
+/// [`plugin`] with `settings` (`[web.search]`).
+pub fn plugin_with_settings(services: &Services, settings: Settings) -> Arc<dyn Plugin> {
+    build(
+        services,
+        EnvSource::Process(services.env_files.clone()),
+        settings,
+    )
 }
 
 /// The `system.web` plugin reading its variables from `env` instead of the process
 /// environment (tests, embedders).
-pub fn plugin_with_env(services: &Services, env: WebEnv) -> Arc<dyn Plugin> {
-    build(services, EnvSource::Fixed(Arc::new(env)))
+pub fn plugin_with_env(services: &Services, env: WebEnv, settings: Settings) -> Arc<dyn Plugin> {
+    build(services, EnvSource::Fixed(Arc::new(env)), settings)
 }
 
-fn build(services: &Services, env: EnvSource) -> Arc<dyn Plugin> {
+fn build(services: &Services, env: EnvSource, settings: Settings) -> Arc<dyn Plugin> {
     let tool = |spec: ToolSpec, run: Run| -> Arc<dyn Tool> {
         Arc::new(WebTool {
             spec,
             env: env.clone(),
             net: services.net.clone(),
             run,
+            settings,
         })
     };
     let tools = vec![
@@ -179,7 +211,7 @@ fn build(services: &Services, env: EnvSource) -> Arc<dyn Plugin> {
         PluginKind::Builtin,
     );
     manifest.description =
-        "Fetch web pages as readable Markdown and search the web (SearXNG, Brave, Tavily, Exa, Firecrawl).".into();
+        "Fetch web pages as readable Markdown and search the web (SearXNG, Brave, Tavily, Exa, Firecrawl; keyless DuckDuckGo as the fallback).".into();
     manifest.tags = vec![GROUP.to_string()];
     // None is required on its own: any one provider is enough for web_search, and
     // web_fetch needs none. web_search names them when none is set.
@@ -207,6 +239,7 @@ struct WebTool {
     env: EnvSource,
     net: Arc<NetClient>,
     run: Run,
+    settings: Settings,
 }
 
 #[async_trait]
@@ -218,6 +251,7 @@ impl Tool for WebTool {
     fn unavailable(&self) -> Option<(String, Vec<String>)> {
         let unconfigured = match self.run {
             Run::Fetch => return None,
+            Run::Search if self.settings.keyless_fallback => return None,
             Run::Search => search::unconfigured_search(&self.env.read()),
             Run::Scrape => search::unconfigured_scrape(&self.env.read()),
         };
@@ -230,7 +264,9 @@ impl Tool for WebTool {
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         match self.run {
             Run::Fetch => fetch::run(&ctx, &self.net, args).await,
-            Run::Search => search::run(&ctx, &self.net, &self.env.read(), args).await,
+            Run::Search => {
+                search::run(&ctx, &self.net, &self.env.read(), self.settings, args).await
+            }
             Run::Scrape => search::scrape(&ctx, &self.net, &self.env.read(), args).await,
         }
     }

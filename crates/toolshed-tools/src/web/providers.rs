@@ -57,8 +57,14 @@ pub trait SearchProvider: Send + Sync {
     /// The request for `query`, asking for `count` results.
     fn request(&self, query: &str, count: usize) -> Result<ProviderRequest, ToolError>;
 
-    /// The results in the provider's answer, in its order.
+    /// The results in the provider's answer, in its order. An HTML answer
+    /// ([`SearchProvider::answers_html`]) comes as a JSON string.
     fn parse(&self, answer: &Value) -> Vec<SearchResult>;
+
+    /// Whether the answer is an HTML page rather than JSON.
+    fn answers_html(&self) -> bool {
+        false
+    }
 }
 
 /// The providers, in the order the default choice tries them, with the variable that

@@ -10,8 +10,10 @@ use toolshed_core::{CallContext, HttpRequest, NetPolicy, ToolError, ToolOutput};
 use toolshed_ops::NetClient;
 use url::Url;
 
+use super::duckduckgo::{self, Duckduckgo};
 use super::providers::{
-    PROVIDERS, ProviderRequest, SearchResult, configured, endpoint, firecrawl, shorten,
+    PROVIDERS, ProviderRequest, SearchProvider, SearchResult, configured, endpoint, firecrawl,
+    shorten,
 };
 use super::spec::{ScrapeArgs, SearchArgs};
 use super::{WebEnv, request_timeout};
@@ -65,6 +67,7 @@ pub(super) async fn run(
     ctx: &CallContext,
     net: &NetClient,
     env: &WebEnv,
+    settings: super::Settings,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
     let args: SearchArgs = crate::args::parse(args)?;
@@ -83,7 +86,16 @@ pub(super) async fn run(
         ));
     }
     let count = usize::try_from(count).unwrap_or(1);
+    let keyless =
+        || -> Box<dyn SearchProvider> { Box::new(Duckduckgo::new(env.get(duckduckgo::BASE_VAR))) };
     let provider = match args.provider.map(|p| p.id()) {
+        Some(duckduckgo::ID) if settings.keyless_fallback => keyless(),
+        Some(duckduckgo::ID) => {
+            return Err(ToolError::Unconfigured {
+                message: "the duckduckgo provider is off ([web.search] fallback = \"off\"); set fallback = \"duckduckgo\" in your toolshed config, or leave out `provider` to use a configured one".into(),
+                variables: Vec::new(),
+            });
+        }
         Some(id) => {
             let Some(&(_, var)) = PROVIDERS.iter().find(|(p, _)| *p == id) else {
                 let names: Vec<&str> = PROVIDERS.iter().map(|(p, _)| *p).collect();
@@ -99,12 +111,26 @@ pub(super) async fn run(
                 variables: vec![var.to_string()],
             })?
         }
-        None => PROVIDERS
-            .iter()
-            .find_map(|(id, _)| configured(env, id))
-            .ok_or_else(unconfigured)?,
+        None => match PROVIDERS.iter().find_map(|(id, _)| configured(env, id)) {
+            Some(provider) => provider,
+            None if settings.keyless_fallback => keyless(),
+            None => return Err(unconfigured()),
+        },
     };
     let request = provider.request(query, count)?;
+    if provider.id() == duckduckgo::ID {
+        // Best effort: spaced out, so as not to be taken for a bot.
+        let wait = duckduckgo::wait_for_slot();
+        if wait >= request_timeout(ctx, SEARCH_TIMEOUT) {
+            return Err(ToolError::Failed(
+                "too many keyless searches at once; DuckDuckGo is asked at most once every 1.5 s. Try again, or configure a keyed provider (docs/web.md)".into(),
+            ));
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        }
+    }
     let answer = exchange(
         ctx,
         net,
@@ -112,18 +138,33 @@ pub(super) async fn run(
         provider.credential_var(),
         request,
         SEARCH_TIMEOUT,
+        provider.answers_html(),
     )
     .await?;
+    if provider.id() == duckduckgo::ID {
+        let page = answer.as_str().unwrap_or_default();
+        if duckduckgo::is_bot_check(page) {
+            return Err(ToolError::Failed(
+                "DuckDuckGo answered with a bot check instead of results (too many searches from this address); wait a few minutes, or configure a keyed provider such as SEARXNG_URL or BRAVE_API_KEY (docs/web.md)".into(),
+            ));
+        }
+    }
     let mut found = provider.parse(&answer);
     found.truncate(count);
     Ok(search_output(provider.id(), query, &found))
 }
 
 fn search_output(provider: &str, query: &str, found: &[SearchResult]) -> ToolOutput {
-    let mut text = if found.is_empty() {
-        format!("No results for \"{query}\" ({provider}). Try other words.")
+    let source = if provider == duckduckgo::ID {
+        "duckduckgo, keyless and best effort: configure a keyed provider for reliable results"
+            .to_string()
     } else {
-        format!("Results for \"{query}\" ({provider}):")
+        provider.to_string()
+    };
+    let mut text = if found.is_empty() {
+        format!("No results for \"{query}\" ({source}). Try other words.")
+    } else {
+        format!("Results for \"{query}\" ({source}):")
     };
     for (i, r) in found.iter().enumerate() {
         text.push_str(&format!("\n\n{}. {}\n   {}", i + 1, r.title, r.url));
@@ -149,6 +190,7 @@ async fn exchange(
     credential_var: &str,
     request: ProviderRequest,
     timeout: Duration,
+    html: bool,
 ) -> Result<Value, ToolError> {
     let host = request.url.host_str().unwrap_or_default().to_string();
     let port = request.url.port_or_known_default().unwrap_or(443);
@@ -202,6 +244,11 @@ async fn exchange(
             MAX_RESPONSE_BYTES >> 20
         )));
     }
+    if html {
+        return Ok(Value::String(
+            String::from_utf8_lossy(&response.body).into_owned(),
+        ));
+    }
     serde_json::from_slice(&response.body).map_err(|e| {
         ToolError::Failed(format!(
             "{provider} answered from {host} with something that is not JSON ({e}); for SearXNG, enable the json format in its settings.yml (search.formats)"
@@ -247,6 +294,7 @@ pub(super) async fn scrape(
         "FIRECRAWL_API_KEY",
         request,
         SCRAPE_TIMEOUT,
+        false,
     )
     .await?;
     if answer["success"] == Value::Bool(false) {

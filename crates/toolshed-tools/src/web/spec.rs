@@ -35,7 +35,8 @@ pub(super) fn web_fetch() -> ToolSpec {
 
 const SEARCH_DESCRIPTION: &str = "\
 Search the web: titles, URLs, snippets and dates, best first, from the first configured \
-provider (or `provider`). Read a result with web_fetch.";
+provider (or `provider`; keyless DuckDuckGo, best effort, when none is). Read a result with \
+web_fetch.";
 
 /// What `web_fetch` returns of a page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -113,6 +114,7 @@ pub(super) enum Provider {
     Tavily,
     Exa,
     Firecrawl,
+    Duckduckgo,
 }
 
 impl Provider {
@@ -124,6 +126,7 @@ impl Provider {
             Provider::Tavily => "tavily",
             Provider::Exa => "exa",
             Provider::Firecrawl => "firecrawl",
+            Provider::Duckduckgo => "duckduckgo",
         }
     }
 }
@@ -143,7 +146,8 @@ pub(super) struct SearchArgs {
     #[serde(default = "default_count")]
     #[schemars(range(min = 1, max = MAX_COUNT))]
     pub(super) count: u64,
-    /// The search provider to use. Leave out for the first configured one, in this order.
+    /// The search provider to use. Leave out for the first configured one, in this order;
+    /// duckduckgo (keyless, best effort) answers when none is configured.
     pub(super) provider: Option<Provider>,
 }
 

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use toolshed_core::{ErrorKind, ToolError, ToolOutput};
 
-use super::support::{LoopbackClient, Reply, Seen, Server, call};
+use super::support::{LoopbackClient, Reply, Seen, Server, call, call_with};
 use crate::web::WebEnv;
 
 /// Runs `web_search` with `args` against a server answering `answer`, with `env` pointing at
@@ -397,9 +397,96 @@ async fn a_refused_key_names_the_variable_and_never_the_key() {
 #[test]
 fn the_provider_argument_offers_every_provider_in_the_order_tried() {
     let schema = crate::web::spec::web_search().input_schema;
-    let ids: Vec<&str> = crate::web::providers::PROVIDERS
+    let mut ids: Vec<&str> = crate::web::providers::PROVIDERS
         .iter()
         .map(|(id, _)| *id)
         .collect();
+    // The keyless fallback comes last.
+    ids.push("duckduckgo");
     assert_eq!(schema["properties"]["provider"]["enum"], json!(ids));
+}
+
+/// A results page as DuckDuckGo's HTML endpoint writes it (made here, not downloaded).
+const DDG_PAGE: &str = r#"<!DOCTYPE html><html><head><title>tides at DuckDuckGo</title></head><body>
+<div id="links" class="results">
+ <div class="result results_links results_links_deep result--ad"><div class="result__body">
+  <h2 class="result__title"><a class="result__a" href="https://duckduckgo.com/y.js?ad_domain=shop.example">Tide clocks on sale</a></h2>
+  <a class="result__snippet" href="https://duckduckgo.com/y.js?ad_domain=shop.example">Buy now</a></div></div>
+ <div class="result results_links results_links_deep web-result "><div class="links_main links_deep result__body">
+  <h2 class="result__title"><a rel="nofollow" class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Ftides.example%2Fguide&amp;rut=4f1">Tide tables, <b>explained</b></a></h2>
+  <div class="result__extras"><span class="result__url">tides.example/guide</span></div>
+  <a class="result__snippet" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Ftides.example%2Fguide">High water comes roughly <b>twice</b> a day.</a>
+ </div></div>
+ <div class="result results_links results_links_deep web-result "><div class="links_main links_deep result__body">
+  <h2 class="result__title"><a rel="nofollow" class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fharbour.example%2Fcharts%3Fsea%3Dnorth&amp;rut=9ab">Harbour charts</a></h2>
+  <a class="result__snippet" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fharbour.example%2Fcharts">Read them before you sail.</a>
+ </div></div>
+</div></body></html>"#;
+
+#[tokio::test]
+async fn with_no_keyed_provider_duckduckgo_answers_best_effort() {
+    let server = Server::start(|_| Reply::new(200, "text/html; charset=utf-8", DDG_PAGE)).await;
+    let env = WebEnv::from_pairs([("DUCKDUCKGO_BASE_URL", server.url(""))]);
+    let on = crate::web::Settings {
+        keyless_fallback: true,
+    };
+    let client = LoopbackClient::strict();
+    let out = call_with(
+        &client,
+        env,
+        on,
+        "web_search",
+        json!({"query": "tide tables", "count": 5}),
+    )
+    .await
+    .unwrap();
+    let found = results(&out);
+    assert_eq!(
+        found,
+        vec![
+            json!({"title": "Tide tables, explained", "url": "https://tides.example/guide",
+                   "snippet": "High water comes roughly twice a day."}),
+            json!({"title": "Harbour charts", "url": "https://harbour.example/charts?sea=north",
+                   "snippet": "Read them before you sail."}),
+        ]
+    );
+    assert!(
+        out.text_joined().contains("keyless and best effort"),
+        "{}",
+        out.text_joined()
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, "GET");
+    assert_eq!(seen[0].target, "/html/?q=tide+tables");
+    assert!(seen[0].header("user-agent").unwrap().contains("toolshed"));
+}
+
+#[tokio::test]
+async fn a_duckduckgo_bot_check_says_to_configure_a_keyed_provider() {
+    let server = Server::start(|_| {
+        Reply::new(
+            202,
+            "text/html",
+            r#"<html><body><div class="anomaly-modal__title">Unfortunately, bots use DuckDuckGo too.</div></body></html>"#,
+        )
+    })
+    .await;
+    let env = WebEnv::from_pairs([("DUCKDUCKGO_BASE_URL", server.url(""))]);
+    let on = crate::web::Settings {
+        keyless_fallback: true,
+    };
+    let e = call_with(
+        &LoopbackClient::strict(),
+        env,
+        on,
+        "web_search",
+        json!({"query": "x"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("bot check") && e.to_string().contains("SEARXNG_URL"),
+        "{e}"
+    );
 }

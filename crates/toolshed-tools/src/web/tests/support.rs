@@ -38,15 +38,30 @@ impl LoopbackClient {
     }
 }
 
-/// Calls tool `name` of a `system.web` plugin reading `env`, through `client`.
+/// Calls tool `name` of a `system.web` plugin reading `env`, through `client`, with no
+/// keyless fallback.
 pub(super) async fn call(
     client: &Arc<LoopbackClient>,
     env: WebEnv,
     name: &str,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
+    let off = crate::web::Settings {
+        keyless_fallback: false,
+    };
+    call_with(client, env, off, name, args).await
+}
+
+/// [`call`] with these settings.
+pub(super) async fn call_with(
+    client: &Arc<LoopbackClient>,
+    env: WebEnv,
+    settings: crate::web::Settings,
+    name: &str,
+    args: Value,
+) -> Result<ToolOutput, ToolError> {
     let services = Services::new(Ops::memory()).with_net(client.net.clone());
-    let plugin = plugin_with_env(&services, env);
+    let plugin = plugin_with_env(&services, env, settings);
     let tool = plugin
         .tools()
         .into_iter()
