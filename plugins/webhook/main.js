@@ -20,6 +20,10 @@ const SET_SECRET =
 // A mention is a Slack member id, a DingTalk mobile number or a Feishu open_id: plain
 // words, so nothing a caller passes can inject markup into the message.
 const MENTION = /^[A-Za-z0-9_.+-]{1,64}$/;
+// Message kinds beyond plain text: a link preview, a card with buttons, a list of links.
+const KINDS = ["text", "link", "action_card", "feed_card"];
+const MAX_BUTTONS = 8;
+const MAX_LINKS = 10;
 
 export function activate(context) {
   context.registerActions((t) => [
@@ -28,10 +32,16 @@ export function activate(context) {
       label: t("send.label"),
       description: t("send.description"),
       properties: {
-        text: { type: "string", required: true, description: t("send.text") },
+        text: { type: "string", description: t("send.text") },
         title: { type: "string", description: t("send.title") },
         mentions: { type: "array", items: { type: "string" }, description: t("send.mentions") },
         at_all: { type: "boolean", default: false, description: t("send.at_all") },
+        kind: { type: "string", enum: KINDS, default: "text", description: t("send.kind") },
+        url: { type: "string", description: t("send.url") },
+        picture_url: { type: "string", description: t("send.picture_url") },
+        buttons: { type: "array", items: { type: "object" }, description: t("send.buttons") },
+        vertical: { type: "boolean", default: false, description: t("send.vertical") },
+        links: { type: "array", items: { type: "object" }, description: t("send.links") },
       },
       annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: true },
       run: send,
@@ -96,13 +106,18 @@ async function send(inputs, ctx) {
 // ---- Inputs and config ----
 
 function readMessage(inputs) {
+  const kind = inputs.kind ?? "text";
+  if (!KINDS.includes(kind)) throw new Error(`kind \`${String(kind).slice(0, 20)}\` is not one of ${KINDS.join(", ")}`);
   const text = inputs.text;
-  if (typeof text !== "string" || text.trim() === "") {
+  if (kind !== "feed_card" && (typeof text !== "string" || text.trim() === "")) {
     throw new Error("`text` is empty; give the message to send");
   }
   const title = inputs.title;
   if (title !== undefined && title !== null && typeof title !== "string") {
     throw new Error("`title` must be a string");
+  }
+  if ((kind === "link" || kind === "action_card") && !(typeof title === "string" && title.trim())) {
+    throw new Error(`a ${kind} message needs a \`title\``);
   }
   const mentions = inputs.mentions ?? [];
   if (!Array.isArray(mentions)) throw new Error("`mentions` must be a list of ids");
@@ -113,7 +128,65 @@ function readMessage(inputs) {
       );
     }
   }
-  return { text, title: title || null, mentions, atAll: inputs.at_all === true };
+  if (kind !== "text" && (mentions.length || inputs.at_all === true)) {
+    throw new Error(`mentions and at_all are for text messages; a ${kind} message cannot mention anyone`);
+  }
+  const url = kind === "link" ? readLink(inputs.url, "url") : null;
+  const pictureUrl =
+    inputs.picture_url === undefined || inputs.picture_url === null
+      ? null
+      : readLink(inputs.picture_url, "picture_url");
+  const buttons = readList(inputs.buttons, "buttons", kind === "action_card", MAX_BUTTONS).map((b, i) => ({
+    title: readTitle(b.title, `buttons[${i}].title`),
+    url: readLink(b.url, `buttons[${i}].url`),
+  }));
+  const links = readList(inputs.links, "links", kind === "feed_card", MAX_LINKS).map((l, i) => ({
+    title: readTitle(l.title, `links[${i}].title`),
+    url: readLink(l.url, `links[${i}].url`),
+    pictureUrl:
+      l.picture_url === undefined || l.picture_url === null
+        ? null
+        : readLink(l.picture_url, `links[${i}].picture_url`),
+  }));
+  return {
+    kind,
+    text: typeof text === "string" ? text : "",
+    title: title || null,
+    mentions,
+    atAll: inputs.at_all === true,
+    url,
+    pictureUrl,
+    buttons,
+    vertical: inputs.vertical === true,
+    links,
+  };
+}
+
+// An http(s) URL given for a link, a button or a picture.
+function readLink(value, field) {
+  if (typeof value !== "string" || !/^https?:\/\/[^\s/?#]+/i.test(value.trim())) {
+    throw new Error(`\`${field}\` must be an http:// or https:// URL`);
+  }
+  return value.trim();
+}
+
+function readTitle(value, field) {
+  if (typeof value !== "string" || value.trim() === "") throw new Error(`\`${field}\` must be a non-empty string`);
+  return value;
+}
+
+// A list of objects: required (non-empty) for one kind, at most `max`.
+function readList(value, field, needed, max) {
+  if (value === undefined || value === null) {
+    if (needed) throw new Error(`this kind of message needs \`${field}\`: a list of { title, url }`);
+    return [];
+  }
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "object" || v === null)) {
+    throw new Error(`\`${field}\` must be a list of { title, url }`);
+  }
+  if (needed && value.length === 0) throw new Error(`\`${field}\` is empty; give at least one { title, url }`);
+  if (value.length > max) throw new Error(`\`${field}\` has ${value.length} entries; at most ${max}`);
+  return value;
 }
 
 function readTimeout(value) {
@@ -187,7 +260,9 @@ function messageOf(e) {
 
 // The URL to post to and the JSON body, in `format`'s wire format; `secret` signs it
 // (DingTalk in the URL, Feishu in the body).
-function buildRequest(format, url, secret, { text, title, mentions, atAll }) {
+function buildRequest(format, url, secret, message) {
+  if (message.kind !== "text") return signRequest(format, url, secret, richBody(format, message));
+  const { text, title, mentions, atAll } = message;
   switch (format) {
     case "slack": {
       const tags = [...(atAll ? ["<!channel>"] : []), ...mentions.map((m) => `<@${m}>`)];
@@ -234,6 +309,89 @@ function buildRequest(format, url, secret, { text, title, mentions, atAll }) {
       return { url, body };
     }
   }
+}
+
+// Signs a body the way `format` wants (DingTalk in the URL, Feishu in the body).
+function signRequest(format, url, secret, body) {
+  if (secret === null) return { url, body };
+  if (format === "dingtalk") {
+    const timestamp = Date.now();
+    const sign = encodeURIComponent(dingtalkSign(secret, timestamp));
+    const glue = url.includes("?") ? "&" : "?";
+    return { url: `${url}${glue}timestamp=${timestamp}&sign=${sign}`, body };
+  }
+  if (format === "feishu") {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    return { url, body: { timestamp, sign: feishuSign(secret, timestamp), ...body } };
+  }
+  return { url, body };
+}
+
+// The body of a link, action_card or feed_card message in `format`'s wire format.
+function richBody(format, { kind, text, title, url, pictureUrl, buttons, vertical, links }) {
+  if (format === "dingtalk") {
+    switch (kind) {
+      case "link":
+        return { msgtype: "link", link: { title, text, messageUrl: url, picUrl: pictureUrl ?? "" } };
+      case "action_card": {
+        const card = { title, text, btnOrientation: vertical ? "0" : "1" };
+        if (buttons.length === 1) {
+          card.singleTitle = buttons[0].title;
+          card.singleURL = buttons[0].url;
+        } else {
+          card.btns = buttons.map((b) => ({ title: b.title, actionURL: b.url }));
+        }
+        return { msgtype: "actionCard", actionCard: card };
+      }
+      default:
+        return {
+          msgtype: "feedCard",
+          feedCard: { links: links.map((l) => ({ title: l.title, messageURL: l.url, picURL: l.pictureUrl ?? "" })) },
+        };
+    }
+  }
+  if (format === "feishu") {
+    if (kind === "action_card") {
+      // An interactive card: a header, the text as lark_md, the buttons.
+      const elements = [{ tag: "div", text: { tag: "lark_md", content: text } }];
+      if (buttons.length) {
+        elements.push({
+          tag: "action",
+          layout: vertical ? "flow" : "bisected",
+          actions: buttons.map((b, i) => ({
+            tag: "button",
+            text: { tag: "plain_text", content: b.title },
+            url: b.url,
+            type: i === 0 ? "primary" : "default",
+          })),
+        });
+      }
+      return {
+        msg_type: "interactive",
+        card: { header: { title: { tag: "plain_text", content: title } }, elements },
+      };
+    }
+    // A post: the text, then each link on a line of its own.
+    const lines = [];
+    if (text) for (const line of text.split("\n")) lines.push([{ tag: "text", text: line }]);
+    const entries = kind === "link" ? [{ title, url }] : links;
+    for (const l of entries) lines.push([{ tag: "a", text: l.title, href: l.url }]);
+    return { msg_type: "post", content: { post: { zh_cn: { title: title ?? "", content: lines } } } };
+  }
+  // Slack and generic webhooks: the same content as text with links.
+  const entries = kind === "link" ? [{ title, url }] : kind === "feed_card" ? links : buttons;
+  if (format === "slack") {
+    const parts = [];
+    if (title && kind !== "link") parts.push(`*${title}*`);
+    if (text) parts.push(text);
+    for (const e of entries) parts.push(`<${e.url}|${e.title}>`);
+    return { text: parts.join("\n") };
+  }
+  const body = { kind, title: title ?? undefined, text: text || undefined };
+  if (kind === "link") body.url = url;
+  if (kind === "action_card") body.buttons = buttons;
+  if (kind === "feed_card") body.links = links.map((l) => ({ title: l.title, url: l.url }));
+  return body;
 }
 
 // Returns when the service took the message; throws what it answered otherwise.

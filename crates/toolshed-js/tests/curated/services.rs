@@ -253,6 +253,28 @@ pub fn dingtalk(
             Some("markdown") => {
                 body["markdown"]["title"].is_string() && body["markdown"]["text"].is_string()
             }
+            // As DingTalk's custom robot documentation describes each message type.
+            Some("link") => ["title", "text", "messageUrl"]
+                .iter()
+                .all(|k| body["link"][k].as_str().is_some_and(|v| !v.is_empty())),
+            Some("actionCard") => {
+                let card = &body["actionCard"];
+                let single = card["singleTitle"].is_string() && card["singleURL"].is_string();
+                let several = card["btns"].as_array().is_some_and(|b| {
+                    !b.is_empty()
+                        && b.iter()
+                            .all(|b| b["title"].is_string() && b["actionURL"].is_string())
+                });
+                card["title"].is_string() && card["text"].is_string() && (single || several)
+            }
+            Some("feedCard") => body["feedCard"]["links"].as_array().is_some_and(|links| {
+                !links.is_empty()
+                    && links.iter().all(|l| {
+                        l["title"].is_string()
+                            && l["messageURL"].is_string()
+                            && l["picURL"].is_string()
+                    })
+            }),
             _ => false,
         };
         if !well_formed {
@@ -314,6 +336,11 @@ pub fn feishu(
                 .as_str()
                 .is_some_and(|t| !t.is_empty()),
             Some("post") => body["content"]["post"].is_object(),
+            // A message card: a header and elements.
+            Some("interactive") => {
+                body["card"]["elements"].is_array()
+                    && body["card"]["header"]["title"]["content"].is_string()
+            }
             _ => false,
         };
         if !well_formed {

@@ -513,3 +513,155 @@ async fn webhook_keeps_the_url_out_of_connection_errors() {
         "{error}"
     );
 }
+
+// ---- Webhook: DingTalk and Feishu rich messages ----
+
+#[tokio::test]
+async fn webhook_sends_dingtalk_link_action_card_and_feed_card_signed() {
+    let ding = Service::start(services::dingtalk(DING_TOKEN, Some(DING_SECRET))).await;
+    let url = format!("{}/robot/send?access_token={DING_TOKEN}", ding.origin());
+    let p = Curated::start(
+        "webhook",
+        webhook_config("dingtalk", url, Some(DING_SECRET)),
+        ding.grant(),
+    )
+    .await;
+
+    p.ok(
+        "webhook_send",
+        json!({ "kind": "link", "title": "Release notes", "text": "What changed in v2",
+                "url": "https://example.com/v2", "picture_url": "https://example.com/v2.png" }),
+    )
+    .await;
+    let sent = ding.take_one();
+    // The fake recomputed each signature with the Rust crates and accepted it.
+    assert!(sent.query.contains_key("sign") && sent.query.contains_key("timestamp"));
+    assert_eq!(
+        sent.json(),
+        json!({ "msgtype": "link", "link": { "title": "Release notes", "text": "What changed in v2",
+                "messageUrl": "https://example.com/v2", "picUrl": "https://example.com/v2.png" } })
+    );
+
+    p.ok(
+        "webhook_send",
+        json!({ "kind": "action_card", "title": "Deploy v2?", "text": "### Deploy\n**v2** is ready",
+                "buttons": [{ "title": "Approve", "url": "https://ci.example.com/approve" },
+                            { "title": "Reject", "url": "https://ci.example.com/reject" }] }),
+    )
+    .await;
+    assert_eq!(
+        ding.take_one().json(),
+        json!({ "msgtype": "actionCard", "actionCard": {
+            "title": "Deploy v2?", "text": "### Deploy\n**v2** is ready", "btnOrientation": "1",
+            "btns": [{ "title": "Approve", "actionURL": "https://ci.example.com/approve" },
+                     { "title": "Reject", "actionURL": "https://ci.example.com/reject" }] } })
+    );
+
+    p.ok(
+        "webhook_send",
+        json!({ "kind": "action_card", "title": "Read", "text": "The report", "vertical": true,
+                "buttons": [{ "title": "Open", "url": "https://example.com/r" }] }),
+    )
+    .await;
+    assert_eq!(
+        ding.take_one().json()["actionCard"],
+        json!({ "title": "Read", "text": "The report", "btnOrientation": "0",
+                "singleTitle": "Open", "singleURL": "https://example.com/r" })
+    );
+
+    p.ok(
+        "webhook_send",
+        json!({ "kind": "feed_card", "links": [
+            { "title": "One", "url": "https://example.com/1", "picture_url": "https://example.com/1.png" },
+            { "title": "Two", "url": "https://example.com/2" }] }),
+    )
+    .await;
+    assert_eq!(
+        ding.take_one().json(),
+        json!({ "msgtype": "feedCard", "feedCard": { "links": [
+            { "title": "One", "messageURL": "https://example.com/1", "picURL": "https://example.com/1.png" },
+            { "title": "Two", "messageURL": "https://example.com/2", "picURL": "" }] } })
+    );
+
+    // Wrong shapes are refused before anything is sent.
+    let e = p
+        .fail(
+            "webhook_send",
+            json!({ "kind": "link", "title": "x", "text": "y", "url": "ftp://x" }),
+        )
+        .await;
+    assert!(
+        e.contains("`url` must be an http:// or https:// URL"),
+        "{e}"
+    );
+    let e = p
+        .fail("webhook_send", json!({ "kind": "feed_card", "links": [] }))
+        .await;
+    assert!(e.contains("`links` is empty"), "{e}");
+    let e = p
+        .fail(
+            "webhook_send",
+            json!({ "kind": "link", "title": "x", "text": "y", "url": "https://x.example", "mentions": ["138"] }),
+        )
+        .await;
+    assert!(
+        e.contains("mentions and at_all are for text messages"),
+        "{e}"
+    );
+    assert!(ding.requests().is_empty());
+}
+
+#[tokio::test]
+async fn webhook_sends_feishu_interactive_cards_and_link_posts_signed() {
+    let feishu = Service::start(services::feishu(
+        FEISHU_TOKEN,
+        Some(FEISHU_SECRET),
+        FeishuReply::Current,
+    ))
+    .await;
+    let url = format!("{}/open-apis/bot/v2/hook/{FEISHU_TOKEN}", feishu.origin());
+    let p = Curated::start(
+        "webhook",
+        webhook_config("feishu", url, Some(FEISHU_SECRET)),
+        feishu.grant(),
+    )
+    .await;
+
+    p.ok(
+        "webhook_send",
+        json!({ "kind": "action_card", "title": "构建失败", "text": "**main** 构建失败",
+                "buttons": [{ "title": "查看日志", "url": "https://ci.example.com/1" }] }),
+    )
+    .await;
+    let body = feishu.take_one().json();
+    let timestamp = body["timestamp"].as_str().unwrap().to_string();
+    assert_eq!(
+        body,
+        json!({
+            "timestamp": timestamp,
+            "sign": services::hmac_base64(format!("{timestamp}\n{FEISHU_SECRET}").as_bytes(), b""),
+            "msg_type": "interactive",
+            "card": {
+                "header": { "title": { "tag": "plain_text", "content": "构建失败" } },
+                "elements": [
+                    { "tag": "div", "text": { "tag": "lark_md", "content": "**main** 构建失败" } },
+                    { "tag": "action", "layout": "bisected", "actions": [
+                        { "tag": "button", "text": { "tag": "plain_text", "content": "查看日志" },
+                          "url": "https://ci.example.com/1", "type": "primary" }] }
+                ]
+            }
+        })
+    );
+
+    p.ok(
+        "webhook_send",
+        json!({ "kind": "link", "title": "周报", "text": "本周进展", "url": "https://example.com/w" }),
+    )
+    .await;
+    assert_eq!(
+        feishu.take_one().json()["content"],
+        json!({ "post": { "zh_cn": { "title": "周报", "content": [
+            [{ "tag": "text", "text": "本周进展" }],
+            [{ "tag": "a", "text": "周报", "href": "https://example.com/w" }]] } } })
+    );
+}
