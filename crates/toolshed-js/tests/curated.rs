@@ -6,6 +6,8 @@
 
 #[path = "curated/github.rs"]
 mod github;
+#[path = "curated/homeassistant.rs"]
+mod homeassistant;
 #[path = "curated/services.rs"]
 mod services;
 use crate::support;
@@ -48,6 +50,8 @@ const SECRETS: &[&str] = &[
     WRONG_TOKEN,
     GITHUB_TOKEN,
     "ghp_someoneElsesRevokedToken000000000",
+    services::HASS_TOKEN,
+    "hassWrongToken0123456789",
 ];
 
 // ---- Harness ----
@@ -183,6 +187,7 @@ fn logs() -> String {
 
 /// The tools each plugin's README documents.
 const WEBHOOK_TOOLS: &[&str] = &["webhook_send"];
+const HASS_TOOLS: &[&str] = &["iot_query", "iot_control"];
 const GITHUB_TOOLS: &[&str] = &[
     "github_list_issues",
     "github_get_issue",
@@ -201,6 +206,12 @@ async fn curated_manifests_load_and_serve_the_documented_tools() {
             &["url", "signing_secret"][..],
         ),
         ("github", "toolshed.github", GITHUB_TOOLS, &["token"][..]),
+        (
+            "homeassistant",
+            "toolshed.homeassistant",
+            HASS_TOOLS,
+            &["token"][..],
+        ),
     ] {
         let manifest = manifest_of(&plugin_dir(dir));
         assert_eq!(manifest.id, id);
@@ -255,7 +266,17 @@ async fn curated_manifests_load_and_serve_the_documented_tools() {
     let send = wh.plugin.tools().into_iter().next().unwrap();
     let a = send.spec().annotations;
     assert!(!a.read_only && !a.idempotent && !a.destructive && a.open_world);
-    assert_eq!(send.spec().input_schema["required"], json!(["text"]));
+    assert!(send.spec().input_schema.get("required").is_none());
+
+    // Reading devices is read-only; controlling them is destructive, so policy can ask.
+    let hass = Curated::start("homeassistant", json!({}), vec![]).await;
+    for tool in hass.plugin.tools() {
+        let a = tool.spec().annotations;
+        match tool.spec().name.as_str() {
+            "iot_query" => assert!(a.read_only && !a.destructive && a.open_world, "{a:?}"),
+            _ => assert!(!a.read_only && a.destructive && a.open_world, "{a:?}"),
+        }
+    }
 
     // lang.json: the labels in Chinese when the host speaks it.
     let zh = Curated::start_in("webhook", json!({}), vec![], "zh").await;

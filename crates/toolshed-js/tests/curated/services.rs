@@ -659,3 +659,93 @@ pub fn github(r: &Recorded) -> Answer {
         _ => Answer::json(404, not_found("repos/repos#get-a-repository")),
     }
 }
+
+// ---- Home Assistant ----
+
+/// The long-lived access token the Home Assistant fake accepts.
+pub const HASS_TOKEN: &str = "hassLongLivedToken.eyJhbGciOiJIUzI1NiJ9.c2VjcmV0";
+
+/// A state object as Home Assistant writes it.
+fn hass_state(entity_id: &str, state: &str, attributes: Value) -> Value {
+    json!({
+        "entity_id": entity_id, "state": state, "attributes": attributes,
+        "last_changed": "2026-12-01T08:00:00.000000+00:00",
+        "last_updated": "2026-12-01T08:00:00.000000+00:00",
+        "context": {"id": "01HZX", "parent_id": null, "user_id": null}
+    })
+}
+
+/// Home Assistant's REST API as its documentation describes it: `GET /api/states`,
+/// `GET /api/states/<entity_id>` (404 `{"message": "Entity not found."}`),
+/// `GET /api/services`, `POST /api/services/<domain>/<service>` (the states that changed),
+/// `POST /api/template` (rendered as text), and `401: Unauthorized` without the bearer
+/// token. Three entities: a kitchen light, a kitchen temperature sensor, a hall switch.
+pub fn homeassistant(r: &Recorded) -> Answer {
+    if r.header("authorization") != format!("Bearer {HASS_TOKEN}") {
+        return Answer::text(401, "401: Unauthorized");
+    }
+    let states = [
+        hass_state(
+            "light.kitchen",
+            "off",
+            json!({"friendly_name": "Kitchen light", "supported_color_modes": ["brightness"]}),
+        ),
+        hass_state(
+            "sensor.kitchen_temperature",
+            "21.5",
+            json!({"friendly_name": "Kitchen temperature", "unit_of_measurement": "°C"}),
+        ),
+        hass_state("switch.hall", "on", json!({"friendly_name": "Hall switch"})),
+    ];
+    let path = r.path.as_str();
+    match (r.method.as_str(), path) {
+        ("GET", "/api/states") => Answer::json(200, Value::Array(states.to_vec())),
+        ("GET", p) if p.starts_with("/api/states/") => {
+            let id = &p["/api/states/".len()..];
+            match states.iter().find(|s| s["entity_id"] == id) {
+                Some(s) => Answer::json(200, s.clone()),
+                None => Answer::json(404, json!({"message": "Entity not found."})),
+            }
+        }
+        ("GET", "/api/services") => Answer::json(
+            200,
+            json!([
+                {"domain": "light", "services": {"turn_on": {"name": "Turn on"}, "turn_off": {"name": "Turn off"}, "toggle": {}}},
+                {"domain": "switch", "services": {"turn_on": {}, "turn_off": {}, "toggle": {}}},
+                {"domain": "homeassistant", "services": {"restart": {}}}
+            ]),
+        ),
+        ("POST", p) if p.starts_with("/api/services/") => {
+            let body = r.json();
+            let id = body["entity_id"].as_str().unwrap_or_default();
+            let new_state = if p.ends_with("/turn_off") {
+                "off"
+            } else {
+                "on"
+            };
+            let attributes = match body.get("brightness_pct") {
+                Some(b) => {
+                    json!({"friendly_name": "Kitchen light", "brightness": (b.as_f64().unwrap_or(0.0) * 2.55).round()})
+                }
+                None => json!({}),
+            };
+            Answer::json(200, json!([hass_state(id, new_state, attributes)]))
+        }
+        ("POST", "/api/template") => {
+            let template = r.json()["template"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if template.contains("area_entities(\"Kitchen\")") {
+                Answer::text(200, r#"["light.kitchen", "sensor.kitchen_temperature"]"#)
+            } else if template.contains("area_entities(") {
+                Answer::text(200, "[]")
+            } else if template.contains("areas()") {
+                Answer::text(200, r#"["Kitchen", "Hallway"]"#)
+            } else {
+                Answer::json(400, json!({"message": "Error rendering template"}))
+            }
+        }
+        _ => Answer::json(404, json!({"message": "Not Found"})),
+    }
+}
