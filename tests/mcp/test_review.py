@@ -35,6 +35,8 @@ EXEC_GROUP = {
 }
 HIGH_DANGER = {
     "command_run_terminate",
+    "download_batch",
+    "download_file",
     "exec_command",
     "firecrawl_scrape",
     "http_request",

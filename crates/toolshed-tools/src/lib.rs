@@ -13,6 +13,7 @@ use toolshed_ops::Services;
 
 mod args;
 pub mod browser;
+pub mod download;
 pub mod exec;
 pub mod http;
 pub mod util;
@@ -35,6 +36,7 @@ pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<d
     ];
     plugins.extend(util::plugins());
     plugins.push(web::plugin_with_settings(services, web));
+    plugins.push(download::plugin(services));
     plugins
 }
 
