@@ -16,6 +16,7 @@ pub mod browser;
 pub mod download;
 pub mod exec;
 pub mod http;
+pub mod mail;
 pub mod util;
 pub mod web;
 pub mod workspace;
@@ -37,6 +38,7 @@ pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<d
     plugins.extend(util::plugins());
     plugins.push(web::plugin_with_settings(services, web));
     plugins.push(download::plugin(services));
+    plugins.push(mail::plugin(services));
     plugins
 }
 

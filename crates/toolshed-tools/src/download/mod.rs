@@ -1,4 +1,4 @@
-//! `toolshed.download`: `download_file` and `download_batch` fetch URLs into workspace
+//! `system.download`: `download_file` and `download_batch` fetch URLs into workspace
 //! files through the host's guarded HTTP client (public addresses only, plus `[web]
 //! allow`, checked on every redirect), streamed to a partial file beside the target and
 //! renamed into place once complete (and, with `sha256`, verified). A partial file left by
@@ -24,7 +24,7 @@ use url::Url;
 mod tests;
 
 /// The plugin's id.
-pub const PLUGIN_ID: &str = "toolshed.download";
+pub const PLUGIN_ID: &str = "system.download";
 
 /// The largest file downloaded.
 pub const MAX_DOWNLOAD_BYTES: u64 = 1 << 30;
@@ -77,15 +77,20 @@ struct Item {
     sha256: Option<String>,
 }
 
+fn default_concurrency() -> usize {
+    DEFAULT_CONCURRENCY
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct BatchArgs {
     /// What to download
     #[schemars(length(min = 1, max = MAX_BATCH))]
     items: Vec<Item>,
-    /// Downloads at once (default 3)
+    /// Downloads at once
+    #[serde(default = "default_concurrency")]
     #[schemars(range(min = 1, max = MAX_CONCURRENCY))]
-    concurrency: Option<usize>,
+    concurrency: usize,
     /// Replace existing files
     #[serde(default)]
     overwrite: bool,
@@ -104,7 +109,7 @@ struct DownloadTool {
     net: Arc<NetClient>,
 }
 
-/// The `toolshed.download` plugin over `services`' files and HTTP client.
+/// The `system.download` plugin over `services`' files and HTTP client.
 pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
     let annotations = ToolAnnotations {
         read_only: false,
@@ -214,10 +219,7 @@ impl DownloadTool {
             jobs.push(job);
         }
         let total = jobs.len();
-        let limit = args
-            .concurrency
-            .unwrap_or(DEFAULT_CONCURRENCY)
-            .clamp(1, MAX_CONCURRENCY);
+        let limit = args.concurrency.clamp(1, MAX_CONCURRENCY);
         let gate = Arc::new(tokio::sync::Semaphore::new(limit));
         let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let runs = jobs.iter().map(|job| {

@@ -31,11 +31,16 @@ pub(super) enum Job {
     Translate,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Style {
+    #[default]
     Paragraph,
     Bullets,
+}
+
+fn default_words() -> u64 {
+    DEFAULT_WORDS
 }
 
 /// `text_summarize`'s arguments.
@@ -45,12 +50,14 @@ struct SummarizeArgs {
     /// The text to summarize
     #[schemars(length(min = 1, max = MAX_MODEL_TEXT_BYTES))]
     text: String,
-    /// At most this many words (default 120)
+    /// At most this many words
+    #[serde(default = "default_words")]
     #[schemars(range(min = 10, max = 2000))]
-    max_words: Option<u64>,
-    /// paragraph (default) or bullets
-    style: Option<Style>,
-    /// The summary's language (default: the text's)
+    max_words: u64,
+    /// A paragraph, or bullet points
+    #[serde(default)]
+    style: Style,
+    /// Write the summary in this language instead of the text's
     language: Option<String>,
 }
 
@@ -98,10 +105,10 @@ impl ModelTool {
             .title("Translate text")
             .input_schema(crate::args::schema::<TranslateArgs>()),
         };
-        Self {
-            job,
-            spec: spec.group(GROUP).annotations(annotations),
-        }
+        let mut spec = spec.group(GROUP).annotations(annotations);
+        // The text leaves the host: High by the definition of `Danger`.
+        spec.danger = toolshed_core::Danger::High;
+        Self { job, spec }
     }
 }
 
@@ -139,8 +146,8 @@ fn summarize_request(
     &'static str,
     Option<(&'static str, Value)>,
 ) {
-    let words = args.max_words.unwrap_or(DEFAULT_WORDS).clamp(10, 2000);
-    let form = match args.style.unwrap_or(Style::Paragraph) {
+    let words = args.max_words.clamp(10, 2000);
+    let form = match args.style {
         Style::Paragraph => "one paragraph",
         Style::Bullets => "bullet points, one line each",
     };

@@ -33,15 +33,19 @@ async fn slug(args: Value) -> String {
 }
 
 #[tokio::test]
-async fn plugin_has_one_pure_tool_named_text() {
+async fn plugin_has_a_pure_text_tool_and_two_that_ask_a_model() {
     let p = plugin();
     assert_eq!(p.manifest().id, "system.text");
     let tools = p.tools();
-    assert_eq!(tools.len(), 1);
+    let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+    assert_eq!(names, ["text", "text_summarize", "text_translate"]);
     let spec = tools[0].spec();
-    assert_eq!(spec.name, "text");
     assert_eq!(spec.group, "util");
     assert_eq!(spec.annotations, toolshed_core::ToolAnnotations::PURE);
+    for model in &tools[1..] {
+        let a = model.spec().annotations;
+        assert!(a.read_only && a.open_world && !a.destructive, "{a:?}");
+    }
 }
 
 #[tokio::test]
