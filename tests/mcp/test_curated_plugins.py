@@ -5,14 +5,14 @@ answer (MCP elicitation) before Home Assistant (a loopback fake of its REST API)
 import asyncio
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from mcp import Client, types
 
-from test_stdio import toolshed
+import loopback
 
 REPO = Path(__file__).resolve().parents[2]
 PAYLOAD = bytes((i * 31 + 7) % 251 for i in range(900 * 1024))
@@ -23,7 +23,7 @@ def run(coro, timeout=90):
     return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
 
 
-class Site(BaseHTTPRequestHandler):
+class Site(loopback.Handler):
     """A file server, and the Home Assistant REST API's documented endpoints."""
 
     calls = []
@@ -48,24 +48,12 @@ class Site(BaseHTTPRequestHandler):
             return self.answer(401, "text/plain", b"401: Unauthorized")
         self.answer(200, "application/json", json.dumps(make()).encode())
 
-    def answer(self, status, kind, body):
-        self.send_response(status)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture
 def site():
     Site.calls = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with loopback.serving(Site) as address:
+        yield address
 
 
 def test_download_file_reports_progress_and_writes_the_file(server, workspace, home, site):
@@ -101,9 +89,6 @@ def test_iot_control_under_an_ask_rule_waits_for_the_persons_answer(server, tool
     env = dict(curated)
 
     def cli(*args, stdin=None):
-        import os
-        import subprocess
-
         return subprocess.run(
             [toolshed_bin, "--workspace", str(workspace), *args],
             env={**os.environ, "TOOLSHED_HOME": str(home), **env},

@@ -6,12 +6,11 @@ with logging/setLevel; `ctx.config.set` changing a writable field and nothing el
 import asyncio
 import json
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from mcp import Client, types
 
+import loopback
 from test_stdio import toolshed
 
 MAIN = textwrap.dedent(
@@ -48,7 +47,7 @@ def run(coro, timeout=60):
     return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
 
 
-class FakeModel(BaseHTTPRequestHandler):
+class FakeModel(loopback.Handler):
     """An OpenAI-compatible /v1/chat/completions."""
 
     seen = []
@@ -60,23 +59,14 @@ class FakeModel(BaseHTTPRequestHandler):
             "model": "fake-1",
             "choices": [{"message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}],
         }).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *args):
-        pass
+        self.answer(200, "application/json", answer)
 
 
 @pytest.fixture
 def fake_model():
     FakeModel.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with loopback.serving(FakeModel) as address:
+        yield address
 
 
 @pytest.fixture

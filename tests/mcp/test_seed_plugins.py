@@ -8,14 +8,13 @@ import asyncio
 import hashlib
 import json
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from mcp import Client
 
+import loopback
 from test_stdio import toolshed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,34 +27,22 @@ def run(coro, timeout=90):
     return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
 
 
-class Forecast(BaseHTTPRequestHandler):
+class Forecast(loopback.Handler):
     seen = []
 
     def do_GET(self):
         url = urlparse(self.path)
         Forecast.seen.append((url.path, parse_qs(url.query), self.headers.get("accept")))
         if url.path != "/forecast":
-            self.send_response(404)
-            self.end_headers()
-            return
-        body = json.dumps({"sky": "sunny", "celsius": 21}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+            return self.answer(404, "text/plain", b"")
+        self.answer(200, "application/json", json.dumps({"sky": "sunny", "celsius": 21}).encode())
 
 
 @pytest.fixture
 def forecast():
     Forecast.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Forecast)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with loopback.serving(Forecast) as address:
+        yield address
 
 
 def tree_digest(root: Path) -> str:
