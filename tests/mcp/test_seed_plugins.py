@@ -151,7 +151,11 @@ def test_a_plugin_that_needs_another_is_held_until_it_is_there(toolshed_bin, wor
     called = toolshed(toolshed_bin, workspace, home, "call", "report_make", "--args", "{}")
     assert called.returncode == 0, called.stderr
 
-    assert toolshed(toolshed_bin, workspace, home, "plugins", "disable", "fenix.notes").returncode == 0
+    # Disabling the dependency stops the plugin that needs it, saying why.
+    disabled = toolshed(toolshed_bin, workspace, home, "plugins", "disable", "fenix.notes")
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)["plugins"]
+    report = next(p for p in listed if p["id"] == "cyrene.report")
+    assert report["state"] == "error" and "`fenix.notes` is disabled" in report["reason"], (report, disabled.stdout)
     assert toolshed(toolshed_bin, workspace, home, "plugins", "disable", "cyrene.report").returncode == 0
     with pytest.raises(subprocess.CalledProcessError) as refused:
         toolshed(toolshed_bin, workspace, home, "plugins", "enable", "cyrene.report")

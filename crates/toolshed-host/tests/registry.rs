@@ -437,3 +437,64 @@ async fn a_builtin_off_by_default_waits_to_be_enabled_and_the_choice_lasts() {
     );
     assert!(call_heavy(&t.host).await.result.is_ok());
 }
+
+#[tokio::test]
+async fn a_plugin_stops_when_its_dependency_goes_and_starts_when_it_is_back() {
+    let base = plugin(
+        "system.base",
+        vec![tool(ToolSpec::new("base_ping", "b"), Behaviour::Echo)],
+    );
+    let mut m = manifest("system.needy");
+    m.dependencies.insert("system.base".into(), "*".into());
+    let needy = std::sync::Arc::new(BuiltinPlugin::new(
+        m,
+        vec![tool(ToolSpec::new("needy_ping", "n"), Behaviour::Echo)],
+    ));
+    let t = open(vec![base, needy], "").await;
+    let registry = t.host.registry();
+    assert_eq!(
+        registry.plugin("system.needy").unwrap().state,
+        PluginState::Running
+    );
+
+    registry.set_enabled("system.base", false).await.unwrap();
+    let needy = registry.plugin("system.needy").unwrap();
+    assert_eq!(needy.state, PluginState::Error);
+    assert!(
+        needy
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("`system.base` is disabled"),
+        "{needy:?}"
+    );
+    // While it is missing, enabling the plugin that needs it is refused, naming it.
+    registry.set_enabled("system.needy", false).await.unwrap();
+    let err = registry
+        .set_enabled("system.needy", true)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("toolshed plugins enable system.base"),
+        "{err}"
+    );
+
+    registry.set_enabled("system.base", true).await.unwrap();
+    registry.set_enabled("system.needy", true).await.unwrap();
+    assert_eq!(
+        registry.plugin("system.needy").unwrap().state,
+        PluginState::Running
+    );
+    // Disabled and enabled again: the dependent follows both ways by itself.
+    registry.set_enabled("system.base", false).await.unwrap();
+    assert_eq!(
+        registry.plugin("system.needy").unwrap().state,
+        PluginState::Error
+    );
+    registry.set_enabled("system.base", true).await.unwrap();
+    assert_eq!(
+        registry.plugin("system.needy").unwrap().state,
+        PluginState::Running
+    );
+}

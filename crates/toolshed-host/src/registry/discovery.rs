@@ -156,9 +156,17 @@ impl Registry {
                 .map(|s| (s.id().to_string(), s.enabled_by_default()))
                 .collect::<Vec<_>>()
         });
-        for (id, default) in ids {
+        // The disabled ones first, so a plugin that depends on one sees it disabled.
+        let mut ids: Vec<(String, bool)> = ids
+            .into_iter()
+            .map(|(id, default)| {
+                let enabled = states.get(&id).copied().unwrap_or(default);
+                (id, enabled)
+            })
+            .collect();
+        ids.sort_by_key(|(_, enabled)| *enabled);
+        for (id, enabled) in ids {
             // Nobody can be subscribed yet: the start-up states are not events.
-            let enabled = states.get(&id).copied().unwrap_or(default);
             registry.bring_up(&id, enabled).await;
         }
         registry.reindex();

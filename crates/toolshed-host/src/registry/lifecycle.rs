@@ -80,6 +80,7 @@ impl Registry {
             .await?;
         let before = self.seen(id);
         self.bring_up(id, enabled).await;
+        self.follow_dependents(id).await;
         self.reindex();
         self.publish_change(id, before);
         self.known(id)
@@ -251,6 +252,7 @@ impl Registry {
         let owned = id.to_string();
         self.on_store(move |s| s.forget_plugin(&owned)).await?;
         self.write(|i| i.slots.retain(|s| s.id() != id));
+        self.follow_dependents(id).await;
         self.reindex();
         self.events.publish(Event::PluginStateChanged {
             plugin_id: id.to_string(),
@@ -288,6 +290,8 @@ impl Registry {
             }
             None => {
                 let id = self.add_found(dir, print).await?;
+                // Plugins that waited for this one start.
+                self.follow_dependents(&id).await;
                 self.reindex();
                 id
             }

@@ -72,6 +72,7 @@ impl Registry {
             let before = self.seen(id);
             self.bring_up(id, *enabled).await;
             events.extend(self.change_since(id, before));
+            self.follow_dependents(id).await;
         }
         self.reindex();
         for event in events {

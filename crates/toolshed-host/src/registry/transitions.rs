@@ -53,6 +53,8 @@ impl Registry {
             return;
         };
         if let Some(reason) = self.unmet_dependencies(&manifest) {
+            // One that ran (its dependency went away) stops first.
+            self.stop_plugin(id, "a missing dependency").await;
             return self.set_phase(id, Phase::Failed { reason });
         }
         let eager = manifest.mcp.as_ref().is_some_and(|m| m.eager);
@@ -105,6 +107,33 @@ impl Registry {
                 validators,
             }),
         );
+    }
+
+    /// Brings up again the enabled plugins that depend on `id` (it was enabled, disabled,
+    /// installed or removed): they stop, with the reason, when it is gone, and start when
+    /// it is back.
+    pub(super) async fn follow_dependents(&self, id: &str) {
+        let dependents: Vec<(PluginManifest, bool)> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter(|s| {
+                    s.manifest.dependencies.contains_key(id) && !matches!(s.phase, Phase::Disabled)
+                })
+                .map(|s| (s.manifest.clone(), matches!(s.phase, Phase::Running(_))))
+                .collect()
+        });
+        for (manifest, running) in dependents {
+            // Only a change of fortune: running without its dependency, or held for one
+            // that is back.
+            let unmet = self.unmet_dependencies(&manifest).is_some();
+            if running != unmet {
+                continue;
+            }
+            let dependent = manifest.id;
+            let before = self.seen(&dependent);
+            Box::pin(self.bring_up(&dependent, true)).await;
+            self.publish_change(&dependent, before);
+        }
     }
 
     /// Why the plugins `manifest` depends on do not serve it — one missing, disabled or
