@@ -96,12 +96,14 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
     let web = toolshed_tools::web::Settings {
         keyless_fallback: loaded.config.web.keyless_fallback(),
     };
+    let skills = skill_roots(&workspace, &data_dir);
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
         .plugins(move |services| toolshed_tools::system_plugins_with(services, web))
         .plugins(move |services| vec![toolshed_tools::browser::plugin(services, browser)])
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
+        .plugins(move |_| vec![toolshed_tools::skills::plugin(skills.clone())])
         .memory()
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))
         .loader(|services| Arc::new(toolshed_gateway::McpLoader::new(services.clone())));
@@ -114,6 +116,32 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         }
         other => Failure::Runtime(other.to_string()),
     })
+}
+
+/// Where skills are found, in the order a name is looked up: the workspace's own, the
+/// `.claude/skills` other agents keep there (read as they are), the user's.
+fn skill_roots(
+    workspace: &std::path::Path,
+    data_dir: &std::path::Path,
+) -> Vec<toolshed_tools::skills::SkillRoot> {
+    use toolshed_tools::skills::SkillRoot;
+    vec![
+        SkillRoot {
+            dir: workspace.join(".toolshed").join("skills"),
+            source: "workspace".into(),
+            in_workspace: Some(".toolshed/skills".into()),
+        },
+        SkillRoot {
+            dir: workspace.join(".claude").join("skills"),
+            source: "claude".into(),
+            in_workspace: Some(".claude/skills".into()),
+        },
+        SkillRoot {
+            dir: data_dir.join("skills"),
+            source: "user".into(),
+            in_workspace: None,
+        },
+    ]
 }
 
 /// `[browser]` as the browser plugin takes it (the config checked the values at load).

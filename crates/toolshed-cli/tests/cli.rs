@@ -448,6 +448,8 @@ const CATALOG: &[(&str, &str, &str, &str)] = &[
     ("mail_send", "mail", "high", "---o"),
     ("iot_control", "homeassistant", "high", "-d-o"),
     ("iot_query", "homeassistant", "low", "r-io"),
+    ("skill_list", "skills", "low", "r-i-"),
+    ("skill_load", "skills", "low", "r-i-"),
     ("webhook_send", "webhook", "medium", "---o"),
     ("workspace_delete", "workspace", "high", "-di-"),
     ("workspace_edit", "workspace", "medium", "-d--"),

@@ -17,6 +17,7 @@ pub mod download;
 pub mod exec;
 pub mod http;
 pub mod mail;
+pub mod skills;
 pub mod util;
 pub mod web;
 pub mod workspace;

@@ -1,0 +1,53 @@
+"""Skills through the Python MCP client: a fixture skill with a script, kept in the
+workspace's .claude/skills, is listed, loaded, its script run with exec_command, and
+offered in prompts/list and prompts/get."""
+
+import asyncio
+import shutil
+from pathlib import Path
+
+from mcp import Client
+
+FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "skills" / "csv-rows"
+
+
+def run(coro, timeout=60):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace):
+    shutil.copytree(FIXTURE, workspace / ".claude" / "skills" / "csv-rows")
+    broken = workspace / ".claude" / "skills" / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no front matter here\n")
+    (workspace / "data.csv").write_text("name,age\nada,36\nalan,41\n")
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            listed = await client.call_tool("skill_list", {})
+            assert not listed.is_error, listed.content
+            skills = listed.structured_content["skills"]
+            assert [s["name"] for s in skills] == ["csv-rows"]
+            assert skills[0]["description"].startswith("Count the data rows")
+            assert any("broken/SKILL.md" in p and "front matter" in p for p in listed.structured_content["problems"])
+
+            loaded = await client.call_tool("skill_load", {"name": "csv-rows"})
+            assert not loaded.is_error, loaded.content
+            got = loaded.structured_content
+            assert got["files"] == ["SKILL.md", "scripts/count.sh"]
+            assert got["workspace_dir"] == ".claude/skills/csv-rows" and got["reachable"] is True
+            assert "bash .claude/skills/csv-rows/scripts/count.sh data.csv" in got["body"]
+
+            ran = await client.call_tool("exec_command", {"cmd": "bash .claude/skills/csv-rows/scripts/count.sh data.csv"})
+            assert not ran.is_error, ran.content
+            assert "rows: 2" in ran.content[0].text
+
+            missing = await client.call_tool("skill_load", {"name": "csv-row"})
+            assert missing.is_error and "did you mean csv-rows" in missing.content[0].text
+
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["csv-rows"]
+            prompt = await client.get_prompt("csv-rows", {})
+            assert "count.sh" in prompt.messages[0].content.text
+
+    run(main())
