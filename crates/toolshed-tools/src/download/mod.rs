@@ -456,8 +456,11 @@ impl Job {
         }
         let mut body = response.body;
         let mut next_report = have + REPORT_EVERY;
+        // Each report says more than the one before (MCP progress only grows).
+        let reported = std::sync::atomic::AtomicU64::new(u64::MAX);
         let report = |done: u64| {
-            if batch.is_none() {
+            let before = reported.swap(done, std::sync::atomic::Ordering::Relaxed);
+            if batch.is_none() && before != done {
                 ctx.progress.send(Progress {
                     progress: Some(done as f64),
                     total: total.map(|t| t as f64),

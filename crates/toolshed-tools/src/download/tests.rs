@@ -187,6 +187,11 @@ async fn a_download_is_streamed_verified_and_put_in_place_with_progress() {
     assert!(!s.root.join("data/.blob.bin.toolshed-partial").exists());
     let reports = reports.lock().unwrap().clone();
     assert!(reports.len() >= 3, "{reports:?}");
+    // Each report says more than the one before: MCP progress only grows.
+    assert!(
+        reports.windows(2).all(|w| w[1].progress > w[0].progress),
+        "{reports:?}"
+    );
     assert_eq!(reports.last().unwrap().progress, Some(data.len() as f64));
     assert_eq!(reports.last().unwrap().total, Some(data.len() as f64));
     assert_eq!(seen.lock().unwrap().len(), 2, "the redirect was followed");
