@@ -5,11 +5,11 @@ environment, and says which variables to set when none is."""
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from mcp import Client, StdioServerParameters
+
+import loopback
 
 ARTICLE = """<!doctype html>
 <html><head><title>Tide tables, explained</title></head>
@@ -51,7 +51,7 @@ DDG_PAGE = """<html><body><div id="links" class="results">
 </div></div></div></body></html>"""
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(loopback.Handler):
     seen: list = []
 
     def do_GET(self):  # noqa: N802 (the http.server name)
@@ -67,24 +67,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.answer(404, "text/plain", b"no")
 
-    def answer(self, status, kind, body):
-        self.send_response(status)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture
 def site():
     Handler.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with loopback.serving(Handler) as address:
+        yield address
 
 
 def params(toolshed_bin, workspace, home, **env):

@@ -46,3 +46,15 @@ pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<d
 // The recording loopback server the network tests share (toolshed-test-support).
 #[cfg(test)]
 use toolshed_test_support::http as net_test_server;
+
+/// Runs a file operation off the async threads (downloads, mail attachments).
+pub(crate) async fn on_files<T: Send + 'static>(
+    files: &Arc<dyn toolshed_ops::FileOps>,
+    op: impl FnOnce(&dyn toolshed_ops::FileOps) -> Result<T, toolshed_ops::OpsError> + Send + 'static,
+) -> Result<T, toolshed_core::ToolError> {
+    let files = files.clone();
+    tokio::task::spawn_blocking(move || op(files.as_ref()))
+        .await
+        .map_err(|e| toolshed_core::ToolError::Internal(e.to_string()))?
+        .map_err(toolshed_core::ToolError::from)
+}

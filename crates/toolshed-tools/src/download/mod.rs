@@ -18,6 +18,8 @@ use toolshed_core::{
     Progress, Tool, ToolAnnotations, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_ops::{FileOps, NetClient, Overwrite, Parents, Services};
+
+use crate::on_files as blocking;
 use url::Url;
 
 #[cfg(test)]
@@ -554,16 +556,4 @@ fn time_left(ctx: &CallContext) -> Duration {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Runs a file operation off the async threads.
-async fn blocking<T: Send + 'static>(
-    files: &Arc<dyn FileOps>,
-    op: impl FnOnce(&dyn FileOps) -> Result<T, toolshed_ops::OpsError> + Send + 'static,
-) -> Result<T, ToolError> {
-    let files = files.clone();
-    tokio::task::spawn_blocking(move || op(files.as_ref()))
-        .await
-        .map_err(|e| ToolError::Internal(e.to_string()))?
-        .map_err(ToolError::from)
 }

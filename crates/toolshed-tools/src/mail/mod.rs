@@ -267,12 +267,10 @@ impl MailTool {
         let mut total = 0u64;
         let mut parts = Vec::with_capacity(args.attachments.len());
         for (i, path) in args.attachments.iter().enumerate() {
-            let files = self.files.clone();
             let owned = path.clone();
             let left = MAX_ATTACHMENT_BYTES - total;
-            let contents = tokio::task::spawn_blocking(move || files.read(&owned, left))
+            let contents = crate::on_files(&self.files, move |f| f.read(&owned, left))
                 .await
-                .map_err(|e| ToolError::Internal(e.to_string()))?
                 .map_err(|e| ToolError::invalid_at(format!("/attachments/{i}"), e.to_string()))?;
             if contents.truncated() {
                 return Err(ToolError::invalid_at(
