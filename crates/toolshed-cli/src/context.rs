@@ -97,6 +97,7 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         keyless_fallback: loaded.config.web.keyless_fallback(),
     };
     let skills = skill_roots(&workspace, &data_dir);
+    let lsp = lsp_settings(&workspace, &loaded.config.lsp);
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
@@ -104,6 +105,7 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         .plugins(move |services| vec![toolshed_tools::browser::plugin(services, browser)])
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
         .plugins(move |_| vec![toolshed_tools::skills::plugin(skills.clone())])
+        .plugins(move |services| vec![toolshed_tools::lsp::plugin(services, lsp.clone())])
         .memory()
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))
         .loader(|services| Arc::new(toolshed_gateway::McpLoader::new(services.clone())));
@@ -142,6 +144,34 @@ fn skill_roots(
             in_workspace: None,
         },
     ]
+}
+
+/// `[lsp]` as the code-intelligence plugin takes it.
+fn lsp_settings(
+    workspace: &std::path::Path,
+    config: &toolshed_host::config::LspConfig,
+) -> toolshed_tools::lsp::Settings {
+    use toolshed_tools::lsp::{LanguageOverride, Settings, languages_with};
+    let overrides = config
+        .servers
+        .iter()
+        .map(|(name, s)| {
+            let o = LanguageOverride {
+                command: s.command.clone(),
+                extensions: s.extensions.clone(),
+                markers: s.markers.clone(),
+                settings: s.settings.clone(),
+                initialization_options: s.initialization_options.clone(),
+            };
+            (name.clone(), o)
+        })
+        .collect();
+    let mut settings = Settings::new(workspace.to_path_buf());
+    settings.languages = languages_with(&overrides);
+    settings.idle_timeout = std::time::Duration::from_secs(config.idle_timeout_secs);
+    settings.request_timeout = std::time::Duration::from_secs(config.request_timeout_secs);
+    settings.max_servers = usize::try_from(config.max_servers).unwrap_or(usize::MAX);
+    settings
 }
 
 /// `[browser]` as the browser plugin takes it (the config checked the values at load).

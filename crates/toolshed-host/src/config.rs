@@ -82,6 +82,85 @@ pub struct Config {
     pub browser: BrowserConfig,
     /// The model endpoint plugins' `ctx.llm.complete` falls back to (docs/plugins.md).
     pub llm: crate::llm::LlmConfig,
+    /// The language servers behind the code-intelligence tools (docs/lsp.md).
+    pub lsp: LspConfig,
+}
+
+/// `[lsp]`: the language servers of `system.lsp` (docs/lsp.md). Each `[lsp.NAME]` table
+/// changes a built-in language (`rust`, `python`, `typescript`, `go`, `c`) or adds one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LspConfig {
+    /// A server unused this long is stopped.
+    pub idle_timeout_secs: u64,
+    /// The longest one request to a server may take (a cold server indexes first).
+    pub request_timeout_secs: u64,
+    /// The most servers running at once.
+    pub max_servers: u64,
+    /// The languages, by name.
+    #[serde(flatten)]
+    pub servers: std::collections::BTreeMap<String, LspServerConfig>,
+}
+
+impl Default for LspConfig {
+    fn default() -> Self {
+        Self {
+            idle_timeout_secs: 600,
+            request_timeout_secs: 60,
+            max_servers: 8,
+            servers: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+/// `[lsp.NAME]`: one language's server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LspServerConfig {
+    /// The server's command line (`[]` turns the language off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// The file extensions it serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    /// Files that mark a project's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markers: Option<Vec<String>>,
+    /// The server's settings, answered to its `workspace/configuration` requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
+    /// Sent with `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initialization_options: Option<serde_json::Value>,
+}
+
+impl LspConfig {
+    /// Refuses settings that cannot work, naming them.
+    fn check(&self) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            source_name: "lsp".into(),
+            message,
+        };
+        for (name, value) in [
+            ("idle_timeout_secs", self.idle_timeout_secs),
+            ("request_timeout_secs", self.request_timeout_secs),
+            ("max_servers", self.max_servers),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("[lsp] {name} must be at least 1")));
+            }
+        }
+        for (name, server) in &self.servers {
+            if let Some(command) = &server.command
+                && command.first().is_some_and(|p| p.trim().is_empty())
+            {
+                return Err(invalid(format!(
+                    "[lsp.{name}] command starts with an empty program name; name the server's binary (or give `[]` to turn {name} off)"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[browser]`: the headless Chromium behind the browser tools (docs/browser.md).
@@ -781,6 +860,7 @@ pub const WIDENING: &[(&str, &str)] = &[
         "browser.executable",
         "chooses the program run as the browser",
     ),
+    ("lsp", "chooses the programs run as language servers"),
     (
         "llm.base_url",
         "sends plugins' model requests, with your key, to another endpoint",
@@ -995,6 +1075,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     }
     config.memory.check()?;
     config.browser.check()?;
+    config.lsp.check()?;
     config.llm.check()?;
     if !matches!(config.web.search.fallback.as_str(), "duckduckgo" | "off") {
         return Err(ConfigError::Invalid {

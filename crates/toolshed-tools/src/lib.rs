@@ -16,6 +16,7 @@ pub mod browser;
 pub mod download;
 pub mod exec;
 pub mod http;
+pub mod lsp;
 pub mod mail;
 pub mod skills;
 pub mod util;

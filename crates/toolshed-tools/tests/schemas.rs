@@ -128,6 +128,11 @@ fn builtins() -> Vec<std::sync::Arc<dyn toolshed_core::Plugin>> {
         &services,
         toolshed_tools::browser::Settings::default(),
     ));
+    plugins.push(toolshed_tools::skills::plugin(Vec::new()));
+    plugins.push(toolshed_tools::lsp::plugin(
+        &services,
+        toolshed_tools::lsp::Settings::new(std::env::temp_dir()),
+    ));
     plugins
 }
 

@@ -20,7 +20,7 @@ use toolshed_ops::{Cancel, FileOps, Ops, ReadLog, SearchOps, Services};
 mod edit_tool;
 pub mod engine;
 mod files;
-mod ledger;
+pub(crate) mod ledger;
 mod near;
 mod patch_tool;
 mod read;

@@ -1,0 +1,195 @@
+"""Code intelligence through the Python MCP client, against real language servers:
+rust-analyzer on a small crate and pyright on a small Python project (both installed by
+scripts/test). Definitions by position and by name, references, hover, symbols,
+diagnostics that follow edits made with workspace_edit, a rename across two files applied
+all-or-nothing, a killed server started again, and a missing server answered as
+unconfigured with the install hint."""
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "lsp"
+# pyright-langserver comes with the tests' virtualenv (scripts/test installs it there).
+PYRIGHT = Path(sys.executable).parent / "pyright-langserver"
+
+
+def run(coro, timeout=240):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+def text(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "text", None))
+
+
+async def ok(client, tool, args):
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, f"{tool} {args}: {text(result)}"
+    return result
+
+
+def configured(server, home, toml):
+    (home / "lsp.toml").write_text(toml)
+    params = server()
+    params.env = {**params.env, "TOOLSHED_CONFIG": str(home / "lsp.toml")}
+    return params
+
+
+def servers_in(workspace, name):
+    """The pids of the language servers named `name` working in `workspace`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if name in cmdline and cwd.startswith(str(workspace)):
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_for_diagnostics(client, path, want_errors, tries=20):
+    """lsp_diagnostics waits for the server to settle; a server's check may still start
+    late on a loaded machine, so ask again a few times before failing."""
+    for _ in range(tries):
+        result = await ok(client, "lsp_diagnostics", {"path": path})
+        if (result.structured_content["errors"] > 0) == want_errors:
+            return result
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"diagnostics of {path} never {'showed' if want_errors else 'cleared'} errors: {text(result)}")
+
+
+def test_rust_analyzer_definitions_references_hover_diagnostics_rename_and_a_crash(server, home, workspace):
+    if not shutil.which("rust-analyzer"):
+        pytest.fail("rust-analyzer is not installed; scripts/test installs it (rustup component add rust-analyzer)")
+    shutil.copytree(FIXTURES / "rust", workspace, dirs_exist_ok=True)
+    params = configured(server, home, "[lsp]\nrequest_timeout_secs = 120\n")
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert {"lsp_definition", "lsp_references", "lsp_rename", "lsp_diagnostics"} <= set(names)
+
+            # By position: `circle_area` used in lib.rs, defined in geometry.rs.
+            by_position = await ok(client, "lsp_definition", {"path": "src/lib.rs", "line": 7, "column": 23})
+            first = by_position.structured_content["locations"][0]
+            assert (first["path"], first["line"], first["column"]) == ("src/geometry.rs", 18, 8), text(by_position)
+            assert first["text"] == "pub fn circle_area(r: f64) -> f64 {"
+            # By name alone.
+            by_name = await ok(client, "lsp_definition", {"symbol": "circle_area"})
+            assert [(l["path"], l["line"]) for l in by_name.structured_content["locations"]] == [("src/geometry.rs", 18)]
+
+            refs = await ok(client, "lsp_references", {"path": "src/geometry.rs", "symbol": "circle_area"})
+            places = sorted((l["path"], l["line"]) for l in refs.structured_content["locations"])
+            assert places == [("src/geometry.rs", 18), ("src/lib.rs", 3), ("src/lib.rs", 7)], text(refs)
+
+            hover = await ok(client, "lsp_hover", {"path": "src/lib.rs", "symbol": "single"})
+            assert "f64" in hover.structured_content["hover"]
+
+            outline = await ok(client, "lsp_document_symbols", {"path": "src/geometry.rs"})
+            symbols = {(s["name"], s["line"]) for s in outline.structured_content["symbols"]}
+            assert {("Circle", 2), ("Shape", 7), ("circle_area", 18)} <= symbols, text(outline)
+
+            impls = await ok(client, "lsp_implementation", {"path": "src/geometry.rs", "symbol": "Shape"})
+            assert [l["line"] for l in impls.structured_content["locations"]] == [11]
+
+            # Diagnostics follow an edit made with the workspace tools.
+            await wait_for_diagnostics(client, "src/lib.rs", want_errors=False)
+            await ok(client, "workspace_read", {"path": "src/lib.rs"})
+            await ok(client, "workspace_edit", {"path": "src/lib.rs", "old_text": "let single: f64", "new_text": "let single: bool"})
+            broken = await wait_for_diagnostics(client, "src/lib.rs", want_errors=True)
+            error = broken.structured_content["diagnostics"][0]
+            assert error["severity"] == "error" and error["line"] == 7, text(broken)
+            assert "let single: bool" in error["text"]
+            await ok(client, "workspace_edit", {"path": "src/lib.rs", "old_text": "let single: bool", "new_text": "let single: f64"})
+            await wait_for_diagnostics(client, "src/lib.rs", want_errors=False)
+
+            # A rename touching a file the caller has not read is refused whole.
+            before = {p: (workspace / p).read_text() for p in ("src/lib.rs", "src/geometry.rs")}
+            refused = await client.call_tool("lsp_rename", {"path": "src/lib.rs", "symbol": "circle_area", "line": 7, "new_name": "area_of_circle"})
+            assert refused.is_error and "has not been read" in text(refused) and "No file was changed" in text(refused)
+            assert {p: (workspace / p).read_text() for p in before} == before
+            await ok(client, "workspace_read", {"path": "src/geometry.rs"})
+            renamed = await ok(client, "lsp_rename", {"path": "src/lib.rs", "symbol": "circle_area", "line": 7, "new_name": "area_of_circle"})
+            assert renamed.structured_content["edits"] == 3, text(renamed)
+            assert "use geometry::area_of_circle;" in (workspace / "src/lib.rs").read_text()
+            assert "pub fn area_of_circle(r: f64)" in (workspace / "src/geometry.rs").read_text()
+            assert "circle_area" not in (workspace / "src/lib.rs").read_text()
+            await wait_for_diagnostics(client, "src/lib.rs", want_errors=False)
+
+            # A server killed mid-session is started again by the next call.
+            pids = servers_in(workspace, "rust-analyzer")
+            assert pids, "no rust-analyzer process found in the workspace"
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            again = await ok(client, "lsp_definition", {"path": "src/lib.rs", "symbol": "area_of_circle", "line": 7})
+            assert "started again" in text(again), text(again)
+            assert again.structured_content["locations"][0]["line"] == 18
+
+    run(main())
+
+
+def test_pyright_by_position_and_name_diagnostics_and_rename(server, home, workspace):
+    if not PYRIGHT.exists():
+        pytest.fail(f"{PYRIGHT} is missing; scripts/test installs pyright into the tests' virtualenv")
+    shutil.copytree(FIXTURES / "python", workspace, dirs_exist_ok=True)
+    params = configured(server, home, f'[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            by_position = await ok(client, "lsp_definition", {"path": "main.py", "line": 5, "column": 21})
+            first = by_position.structured_content["locations"][0]
+            assert (first["path"], first["line"], first["column"]) == ("geometry.py", 1, 5), text(by_position)
+            by_name = await ok(client, "lsp_definition", {"symbol": "circle_area", "language": "python"})
+            assert ("geometry.py", 1) in [(l["path"], l["line"]) for l in by_name.structured_content["locations"]], text(by_name)
+
+            hover = await ok(client, "lsp_hover", {"path": "main.py", "symbol": "circle_area", "line": 5})
+            assert "(r: float) -> float" in hover.structured_content["hover"]
+
+            await wait_for_diagnostics(client, "main.py", want_errors=False)
+            await ok(client, "workspace_read", {"path": "main.py"})
+            await ok(client, "workspace_edit", {"path": "main.py", "old_text": "single: float", "new_text": "single: str"})
+            broken = await wait_for_diagnostics(client, "main.py", want_errors=True)
+            assert broken.structured_content["diagnostics"][0]["line"] == 5, text(broken)
+            await ok(client, "workspace_edit", {"path": "main.py", "old_text": "single: str", "new_text": "single: float"})
+            await wait_for_diagnostics(client, "main.py", want_errors=False)
+
+            await ok(client, "workspace_read", {"path": "geometry.py"})
+            renamed = await ok(client, "lsp_rename", {"path": "geometry.py", "symbol": "circle_area", "new_name": "area"})
+            assert sorted(f["path"] for f in renamed.structured_content["files"]) == ["geometry.py", "main.py"], text(renamed)
+            assert "from geometry import area" in (workspace / "main.py").read_text()
+            assert "def area(r: float)" in (workspace / "geometry.py").read_text()
+
+    run(main())
+
+
+def test_a_missing_server_is_unconfigured_with_the_install_hint(server, toolshed_bin, home, workspace):
+    (workspace / "app.py").write_text("x = 1\n")
+    params = configured(server, home, '[lsp.python]\ncommand = ["no-such-langserver", "--stdio"]\n')
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool("lsp_definition", {"path": "app.py", "line": 1, "column": 1})
+            assert result.is_error
+            message = text(result)
+            assert "`no-such-langserver` is not installed" in message and "pip install pyright" in message, message
+
+    run(main())
+    # The error's kind, as the CLI (and REST) name it.
+    out = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "call", "lsp_hover", "--args", '{"path": "app.py", "line": 1, "column": 1}'],
+        env={**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CONFIG": str(home / "lsp.toml")},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode != 0 and "[unconfigured]" in out.stderr + out.stdout, out
