@@ -29,9 +29,11 @@ def text(result):
     return "\n".join(c.text for c in result.content if getattr(c, "text", None))
 
 
-async def ok(client, tool, args):
+async def ok(client, tool, args, restarted=False):
     result = await client.call_tool(tool, args)
     assert not result.is_error, f"{tool} {args}: {text(result)}"
+    # A server is started again only after it died: never in a healthy session.
+    assert ("started again" in text(result)) == restarted, f"{tool} {args}: {text(result)}"
     return result
 
 
@@ -133,8 +135,7 @@ def test_rust_analyzer_definitions_references_hover_diagnostics_rename_and_a_cra
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
             await asyncio.sleep(0.5)
-            again = await ok(client, "lsp_definition", {"path": "src/lib.rs", "symbol": "area_of_circle", "line": 7})
-            assert "started again" in text(again), text(again)
+            again = await ok(client, "lsp_definition", {"path": "src/lib.rs", "symbol": "area_of_circle", "line": 7}, restarted=True)
             assert again.structured_content["locations"][0]["line"] == 18
 
     run(main())
@@ -165,11 +166,26 @@ def test_pyright_by_position_and_name_diagnostics_and_rename(server, home, works
             await ok(client, "workspace_edit", {"path": "main.py", "old_text": "single: str", "new_text": "single: float"})
             await wait_for_diagnostics(client, "main.py", want_errors=False)
 
+            # A change made on disk, not through toolshed, to a file the server was never
+            # shown reaches it through the watch on the project.
+            pids = servers_in(workspace, "pyright")
+            assert pids, "no pyright process found in the workspace"
+            geometry = workspace / "geometry.py"
+            original = geometry.read_text()
+            geometry.write_text(original.replace("-> float:", "-> str:").replace("return 3.14159 * r * r", "return 'x'"))
+            await wait_for_diagnostics(client, "main.py", want_errors=True)
+            geometry.write_text(original)
+            await wait_for_diagnostics(client, "main.py", want_errors=False)
+
             await ok(client, "workspace_read", {"path": "geometry.py"})
             renamed = await ok(client, "lsp_rename", {"path": "geometry.py", "symbol": "circle_area", "new_name": "area"})
             assert sorted(f["path"] for f in renamed.structured_content["files"]) == ["geometry.py", "main.py"], text(renamed)
             assert "from geometry import area" in (workspace / "main.py").read_text()
             assert "def area(r: float)" in (workspace / "geometry.py").read_text()
+            # The same server all along (pyright exits when it thinks its client is gone).
+            await asyncio.sleep(4)
+            await ok(client, "lsp_hover", {"path": "main.py", "symbol": "area", "line": 5})
+            assert servers_in(workspace, "pyright") == pids
 
     run(main())
 

@@ -32,6 +32,7 @@ mod format;
 mod rpc;
 mod server;
 mod text;
+mod watch;
 
 use server::Server;
 use text::Encoding;
@@ -270,6 +271,23 @@ impl Servers {
             }
         })?;
         let server = Arc::new(server);
+        let wanted = {
+            let language = language.clone();
+            move |path: &Path| {
+                language.serves(path)
+                    || path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| language.markers.iter().any(|m| m == n))
+            }
+        };
+        let root_abs = self.settings.workspace.join(root);
+        match watch::start(&root_abs, Arc::downgrade(&server), wanted) {
+            Ok(watch) => server.keep_watch(watch),
+            Err(e) => {
+                tracing::warn!(root, error = %e, "cannot watch the project for the language server; it hears of changes made through toolshed only")
+            }
+        }
         running.insert(key, server.clone());
         Ok((server, note))
     }

@@ -67,6 +67,8 @@ pub(crate) struct Server {
     sync: tokio::sync::Mutex<()>,
     pub last_used: Mutex<Instant>,
     pub request_timeout: Duration,
+    /// Its project's directories under watch, once set.
+    watch: Mutex<Option<super::watch::Watch>>,
 }
 
 /// Finds `name` on `PATH` (or checks it, when it names a path).
@@ -192,7 +194,10 @@ impl Server {
         }))
         .map_err(|e| format!("client capabilities: {e}"))?;
         let params = json!({
-            "processId": std::process::id(),
+            // Not toolshed's pid: the server runs in a PID namespace of its own, where that
+            // number is some other process or none, and a server that watches its parent
+            // (pyright) would exit when it seems gone.
+            "processId": Value::Null,
             "clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
             "rootUri": folder_uri,
             "workspaceFolders": folders,
@@ -210,6 +215,7 @@ impl Server {
             sync: tokio::sync::Mutex::new(()),
             last_used: Mutex::new(Instant::now()),
             request_timeout,
+            watch: Mutex::new(None),
         };
         let init = tokio::select! {
             answer = server.rpc.call("initialize", params, INITIALIZE_TIMEOUT) => answer,
@@ -381,6 +387,34 @@ impl Server {
             self.rpc.notify(method, params).await?;
         }
         Ok(true)
+    }
+
+    /// Keeps `watch` for as long as the server lives.
+    pub(crate) fn keep_watch(&self, watch: super::watch::Watch) {
+        *self.watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watch);
+    }
+
+    /// Tells the server of files changed on disk that it was not shown (those it was are
+    /// compared with the disk before every request anyway).
+    pub(crate) async fn files_changed(&self, changes: Vec<(PathBuf, super::watch::Change)>) {
+        let changes: Vec<Value> = {
+            let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            changes
+                .into_iter()
+                .map(|(path, change)| (uri_of(&path), change))
+                .filter(|(uri, _)| !state.docs.contains_key(uri))
+                .map(|(uri, change)| json!({"uri": uri, "type": change as u8}))
+                .collect()
+        };
+        if !changes.is_empty() {
+            let _ = self
+                .rpc
+                .notify(
+                    "workspace/didChangeWatchedFiles",
+                    json!({"changes": changes}),
+                )
+                .await;
+        }
     }
 
     /// Forgets a document that is gone.
