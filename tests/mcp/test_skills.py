@@ -4,6 +4,7 @@ offered in prompts/list and prompts/get."""
 
 import asyncio
 import shutil
+import subprocess
 from pathlib import Path
 
 from mcp import Client
@@ -49,5 +50,38 @@ def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace)
             assert [p.name for p in prompts] == ["csv-rows"]
             prompt = await client.get_prompt("csv-rows", {})
             assert "count.sh" in prompt.messages[0].content.text
+
+    run(main())
+
+
+PLUGIN = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "plugins" / "skillful"
+
+
+def test_a_running_plugins_skills_folder_is_listed_and_goes_with_the_plugin(server, toolshed_bin, home, workspace):
+    shutil.copytree(PLUGIN, home / "plugins" / "skillful")
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            listed = await client.call_tool("skill_list", {})
+            assert not listed.is_error, listed.content
+            skills = {s["name"]: s for s in listed.structured_content["skills"]}
+            assert skills["release-notes"]["source"] == "plugin:test.skillful", skills
+            loaded = await client.call_tool("skill_load", {"name": "release-notes"})
+            assert "git log --oneline" in loaded.structured_content["body"]
+            assert "release-notes" in [p.name for p in (await client.list_prompts()).prompts]
+
+            disabled = subprocess.run(
+                [toolshed_bin, "--workspace", str(workspace), "plugins", "disable", "test.skillful"],
+                env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+                capture_output=True, text=True, timeout=60,
+            )
+            assert disabled.returncode == 0, disabled.stderr
+            for _ in range(50):
+                listed = await client.call_tool("skill_list", {})
+                if "release-notes" not in [s["name"] for s in listed.structured_content["skills"]]:
+                    break
+                await asyncio.sleep(0.2)
+            else:
+                raise AssertionError(f"a disabled plugin's skill is still listed: {listed.structured_content}")
 
     run(main())

@@ -97,6 +97,10 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         keyless_fallback: loaded.config.web.keyless_fallback(),
     };
     let skills = skill_roots(&workspace, &data_dir);
+    // Plugins' own skills: the registry is known once the host is open.
+    let registry: Arc<std::sync::OnceLock<std::sync::Weak<toolshed_host::Registry>>> =
+        Arc::default();
+    let plugin_skills = plugin_skill_roots(registry.clone());
     let lsp = lsp_settings(&workspace, &loaded.config.lsp);
     let mut builder = HostBuilder::new(workspace, data_dir)
         .config(loaded)
@@ -104,7 +108,12 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         .plugins(move |services| toolshed_tools::system_plugins_with(services, web))
         .plugins(move |services| vec![toolshed_tools::browser::plugin(services, browser)])
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
-        .plugins(move |_| vec![toolshed_tools::skills::plugin(skills.clone())])
+        .plugins(move |_| {
+            vec![toolshed_tools::skills::plugin_with(
+                skills.clone(),
+                Some(plugin_skills.clone()),
+            )]
+        })
         .plugins(move |services| vec![toolshed_tools::lsp::plugin(services, lsp.clone())])
         .memory()
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))
@@ -112,12 +121,14 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
     for dir in curated_dirs() {
         builder = builder.curated_dir(dir);
     }
-    builder.open().await.map_err(|e| match e {
+    let host = builder.open().await.map_err(|e| match e {
         HostError::Workspace { .. } | HostError::Rules(_) | HostError::Config(_) => {
             Failure::Usage(e.to_string())
         }
         other => Failure::Runtime(other.to_string()),
-    })
+    })?;
+    let _ = registry.set(Arc::downgrade(host.registry()));
+    Ok(host)
 }
 
 /// Where skills are found, in the order a name is looked up: the workspace's own, the
@@ -144,6 +155,35 @@ fn skill_roots(
             in_workspace: None,
         },
     ]
+}
+
+/// The `skills/` folders of the plugins running (or degraded) now, for `system.skills`.
+fn plugin_skill_roots(
+    registry: Arc<std::sync::OnceLock<std::sync::Weak<toolshed_host::Registry>>>,
+) -> toolshed_tools::skills::MoreRoots {
+    Arc::new(move || {
+        let Some(registry) = registry.get().and_then(std::sync::Weak::upgrade) else {
+            return Vec::new();
+        };
+        registry
+            .plugins()
+            .into_iter()
+            .filter(|p| {
+                matches!(
+                    p.state,
+                    toolshed_host::PluginState::Running | toolshed_host::PluginState::Degraded
+                )
+            })
+            .filter_map(|p| {
+                let dir = p.dir?.join("skills");
+                dir.is_dir().then(|| toolshed_tools::skills::SkillRoot {
+                    dir,
+                    source: format!("plugin:{}", p.id),
+                    in_workspace: None,
+                })
+            })
+            .collect()
+    })
 }
 
 /// `[lsp]` as the code-intelligence plugin takes it.

@@ -2,7 +2,8 @@
 //! `name` and `description`) that an agent finds cheaply and loads when relevant.
 //!
 //! Skills are read from the roots given (the workspace's `.toolshed/skills` and
-//! `.claude/skills`, the user's skills directory), looked at again at every call, so a
+//! `.claude/skills`, the user's skills directory, the `skills/` folder of every running
+//! plugin), looked at again at every call, so a
 //! skill added or changed is seen at once. `skill_list` gives names and descriptions only;
 //! `skill_load` the body and the files of the skill's folder. Every skill is also an MCP
 //! prompt (`prompts/list`, `prompts/get`). A skill that breaks a rule (no front matter, a
@@ -215,7 +216,12 @@ struct SkillsPlugin {
 
 struct SkillLibrary {
     roots: Vec<SkillRoot>,
+    /// Roots that come and go: the `skills/` folders of the plugins running now.
+    more: Option<MoreRoots>,
 }
+
+/// Skill roots asked for at every call (after the fixed ones): those of running plugins.
+pub type MoreRoots = Arc<dyn Fn() -> Vec<SkillRoot> + Send + Sync>;
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -231,7 +237,12 @@ struct SkillTool {
 
 /// The `system.skills` plugin over `roots`, in the order a name is looked up.
 pub fn plugin(roots: Vec<SkillRoot>) -> Arc<dyn Plugin> {
-    let library = Arc::new(SkillLibrary { roots });
+    plugin_with(roots, None)
+}
+
+/// [`plugin`], with `more` roots asked for at every call (plugins' `skills/` folders).
+pub fn plugin_with(roots: Vec<SkillRoot>, more: Option<MoreRoots>) -> Arc<dyn Plugin> {
+    let library = Arc::new(SkillLibrary { roots, more });
     let tool = |spec: ToolSpec, kind: Kind| -> Arc<dyn Tool> {
         Arc::new(SkillTool {
             spec: spec.group("skills").annotations(ToolAnnotations::PURE),
@@ -277,10 +288,16 @@ pub fn plugin(roots: Vec<SkillRoot>) -> Arc<dyn Plugin> {
 
 impl SkillLibrary {
     async fn read(&self) -> (Vec<Skill>, Vec<String>) {
-        let roots = self.roots.clone();
-        tokio::task::spawn_blocking(move || discover(&roots))
-            .await
-            .unwrap_or_default()
+        let mut roots = self.roots.clone();
+        let more = self.more.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Some(more) = more {
+                roots.extend(more());
+            }
+            discover(&roots)
+        })
+        .await
+        .unwrap_or_default()
     }
 
     async fn find(&self, name: &str) -> Result<Skill, ToolError> {
