@@ -209,3 +209,26 @@ def test_a_missing_server_is_unconfigured_with_the_install_hint(server, toolshed
         capture_output=True, text=True, timeout=60,
     )
     assert out.returncode != 0 and "[unconfigured]" in out.stderr + out.stdout, out
+
+
+def test_an_idle_server_is_stopped_and_the_next_call_starts_one(server, home, workspace):
+    if not PYRIGHT.exists():
+        pytest.fail(f"{PYRIGHT} is missing; scripts/test installs pyright into the tests' virtualenv")
+    shutil.copytree(FIXTURES / "python", workspace, dirs_exist_ok=True)
+    params = configured(server, home, f'[lsp]\nidle_timeout_secs = 2\n\n[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            await ok(client, "lsp_hover", {"path": "main.py", "symbol": "circle_area", "line": 5})
+            assert servers_in(workspace, "pyright")
+            for _ in range(50):
+                if not servers_in(workspace, "pyright"):
+                    break
+                await asyncio.sleep(0.2)
+            else:
+                raise AssertionError("the idle language server was not stopped")
+            # Stopped for being idle is not a crash: the next call starts a server quietly.
+            again = await ok(client, "lsp_hover", {"path": "main.py", "symbol": "circle_area", "line": 5})
+            assert "(r: float) -> float" in again.structured_content["hover"]
+
+    run(main())

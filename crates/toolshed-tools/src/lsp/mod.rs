@@ -1009,14 +1009,7 @@ impl Core {
     ) -> Result<ToolOutput, ToolError> {
         let deadline = Self::deadline(ctx);
         let mut matches: Vec<(Arc<Server>, format::Symbol)> = Vec::new();
-        for (language, root) in self.projects(language).await? {
-            let (server, _) = self.servers.get(&language, &root).await?;
-            self.refresh(&server).await?;
-            server.loaded(deadline).await;
-            let answer = server
-                .request("workspace/symbol", json!({"query": symbol}), deadline)
-                .await
-                .map_err(|e| self.server_error(&server, &e))?;
+        for (server, answer) in self.ask_projects(language, symbol, deadline).await? {
             for s in format::symbols(answer) {
                 if s.name == symbol || s.name.strip_suffix("()").is_some_and(|n| n == symbol) {
                     matches.push((server.clone(), s));
@@ -1072,6 +1065,43 @@ impl Core {
         Ok(out.into_output())
     }
 
+    /// `workspace/symbol` of `query` asked of the server of every project (of `language`,
+    /// if named). A project whose server cannot start is passed over, unless it was the
+    /// one asked for or every one failed.
+    async fn ask_projects(
+        &self,
+        language: Option<&str>,
+        query: &str,
+        deadline: Instant,
+    ) -> Result<Vec<(Arc<Server>, Value)>, ToolError> {
+        let mut answers = Vec::new();
+        let mut first_error = None;
+        for (lang, root) in self.projects(language).await? {
+            let asked = async {
+                let (server, _) = self.servers.get(&lang, &root).await?;
+                self.refresh(&server).await?;
+                server.loaded(deadline).await;
+                let answer = server
+                    .request("workspace/symbol", json!({"query": query}), deadline)
+                    .await
+                    .map_err(|e| self.server_error(&server, &e))?;
+                Ok::<_, ToolError>((server, answer))
+            };
+            match asked.await {
+                Ok(answer) => answers.push(answer),
+                Err(e) if language.is_none() => {
+                    tracing::debug!(language = %lang.name, root, error = %e, "a project's language server was passed over");
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match first_error {
+            Some(e) if answers.is_empty() => Err(e),
+            _ => Ok(answers),
+        }
+    }
+
     async fn document_symbols(
         &self,
         ctx: &CallContext,
@@ -1104,14 +1134,10 @@ impl Core {
     ) -> Result<ToolOutput, ToolError> {
         let deadline = Self::deadline(ctx);
         let mut all: Vec<(Arc<Server>, format::Symbol)> = Vec::new();
-        for (language, root) in self.projects(args.language.as_deref()).await? {
-            let (server, _) = self.servers.get(&language, &root).await?;
-            self.refresh(&server).await?;
-            server.loaded(deadline).await;
-            let answer = server
-                .request("workspace/symbol", json!({"query": args.query}), deadline)
-                .await
-                .map_err(|e| self.server_error(&server, &e))?;
+        for (server, answer) in self
+            .ask_projects(args.language.as_deref(), &args.query, deadline)
+            .await?
+        {
             all.extend(
                 format::symbols(answer)
                     .into_iter()

@@ -143,16 +143,20 @@ impl Rpc {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(e) = self.send(body).await {
-            self.forget(id);
-            return Err(e);
+        // A call given up (its tool call cancelled) takes its entry with it.
+        struct Forget<'a>(&'a Rpc, i64);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.forget(self.1);
+            }
         }
+        let _forget = Forget(self, id);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(body).await?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err("the language server stopped".into()),
             Err(_) => {
-                self.forget(id);
                 let _ = self.notify("$/cancelRequest", json!({"id": id})).await;
                 Err(format!(
                     "the language server did not answer `{method}` within {} s",

@@ -513,9 +513,18 @@ impl Server {
             if !self.wait_for(deadline, idle).await {
                 return false;
             }
-            let events = self.state.lock().unwrap_or_else(|e| e.into_inner()).events;
-            let until = (Instant::now() + quiet).min(deadline);
-            tokio::time::sleep_until(until.into()).await;
+            // Quiet since the last thing it said: at once when that was long enough ago.
+            let (events, since) = {
+                let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                (
+                    state.events,
+                    state.last_event.map_or(quiet, |t| t.elapsed()),
+                )
+            };
+            if since < quiet {
+                let until = (Instant::now() + (quiet - since)).min(deadline);
+                tokio::time::sleep_until(until.into()).await;
+            }
             let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.events == events && idle(&state) {
                 return true;
