@@ -44,6 +44,15 @@ def configured(server, home, toml):
     return params
 
 
+def python_project(server, home, workspace, lsp=""):
+    """The Python fixture in the workspace, and server parameters with pyright configured
+    (after the `[lsp]` lines given)."""
+    if not PYRIGHT.exists():
+        pytest.fail(f"{PYRIGHT} is missing; scripts/test installs pyright into the tests' virtualenv")
+    shutil.copytree(FIXTURES / "python", workspace, dirs_exist_ok=True)
+    return configured(server, home, f'{lsp}\n[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
+
+
 def servers_in(workspace, name):
     """The pids of the language servers named `name` working in `workspace`."""
     found = []
@@ -142,10 +151,7 @@ def test_rust_analyzer_definitions_references_hover_diagnostics_rename_and_a_cra
 
 
 def test_pyright_by_position_and_name_diagnostics_and_rename(server, home, workspace):
-    if not PYRIGHT.exists():
-        pytest.fail(f"{PYRIGHT} is missing; scripts/test installs pyright into the tests' virtualenv")
-    shutil.copytree(FIXTURES / "python", workspace, dirs_exist_ok=True)
-    params = configured(server, home, f'[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
+    params = python_project(server, home, workspace)
 
     async def main():
         async with Client(params, mode="legacy") as client:
@@ -212,10 +218,7 @@ def test_a_missing_server_is_unconfigured_with_the_install_hint(server, toolshed
 
 
 def test_an_idle_server_is_stopped_and_the_next_call_starts_one(server, home, workspace):
-    if not PYRIGHT.exists():
-        pytest.fail(f"{PYRIGHT} is missing; scripts/test installs pyright into the tests' virtualenv")
-    shutil.copytree(FIXTURES / "python", workspace, dirs_exist_ok=True)
-    params = configured(server, home, f'[lsp]\nidle_timeout_secs = 2\n\n[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
+    params = python_project(server, home, workspace, lsp="[lsp]\nidle_timeout_secs = 2\n")
 
     async def main():
         async with Client(params, mode="legacy") as client:

@@ -57,6 +57,13 @@ pub enum Command {
     Mcp(McpCommandArgs),
     /// Serve MCP over streamable HTTP at http://127.0.0.1:7070/mcp, behind a bearer token
     Serve(ServeArgs),
+    /// Print a one-time login link to the dashboard of a running `toolshed serve`
+    Dashboard {
+        /// The server's address, as `toolshed serve` printed it (default:
+        /// http://127.0.0.1:7070)
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
     /// Print the admin bearer token (generated on first use), or manage agent tokens
     Token {
         #[command(subcommand)]
@@ -446,6 +453,9 @@ pub struct ServeArgs {
     /// the token is all that guards it
     #[arg(long)]
     pub allow_remote: bool,
+    /// Print a one-time login link to the dashboard (at `/`) once listening
+    #[arg(long)]
+    pub open: bool,
     #[command(flatten)]
     pub selection: McpArgs,
 }

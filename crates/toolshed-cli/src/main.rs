@@ -98,6 +98,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Token { command: None } = cli.command {
         return commands::serve::print_token(&cli.global).await;
     }
+    if let Command::Dashboard { url } = &cli.command {
+        return commands::serve::print_login_link(&cli.global, url.clone()).await;
+    }
     // Commands that read files of their own and need no workspace or host.
     match cli.command {
         Command::Completions { shell } => {
@@ -192,6 +195,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Mcp(_) => Ok(()),
         Command::Serve(args) => commands::serve::run(&host, args).await,
         Command::Token { command: None }
+        | Command::Dashboard { .. }
         | Command::Completions { .. }
         | Command::Config { .. }
         | Command::Audit(_) => Ok(()),

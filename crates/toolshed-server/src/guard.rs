@@ -60,6 +60,9 @@ async fn check_request(
         .extensions()
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
+    if let Err(rejection) = guard.check_csrf(request.method(), request.headers()) {
+        return rejection.into_response();
+    }
     match guard.check(peer, request.uri(), request.headers()) {
         Ok(None) => next.run(request).await,
         Ok(Some(caller)) => {
@@ -143,6 +146,8 @@ pub enum Rejection {
     MissingScope(&'static str),
     /// The MCP session was opened with another token.
     ForeignSession,
+    /// A state-changing request made with a dashboard cookie lacks its CSRF token.
+    MissingCsrf,
     /// This peer failed to authenticate too often lately.
     TooManyFailures {
         /// Seconds until it may try again.
@@ -229,6 +234,11 @@ impl Rejection {
                 "denied",
                 "this MCP session was opened with another token; open a new session with yours".into(),
             ),
+            Self::MissingCsrf => (
+                StatusCode::FORBIDDEN,
+                "denied",
+                "a request that changes something, made with the dashboard's session cookie, must carry its CSRF token in X-CSRF-Token".into(),
+            ),
             Self::TooManyFailures { retry_after } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
@@ -284,6 +294,8 @@ pub struct RequestGuard {
     sessions: std::sync::Mutex<BoundSessions>,
     /// Bearer JWTs from an OAuth issuer, when configured.
     oauth: Option<OAuth>,
+    /// The dashboard's cookie sessions, when the dashboard is served.
+    dashboard: Option<Arc<crate::dashboard::Sessions>>,
     /// The request-body bytes that may be in flight at once, in KiB.
     body_budget: Arc<tokio::sync::Semaphore>,
     /// Its size, in KiB.
@@ -339,10 +351,52 @@ impl RequestGuard {
             agents: None,
             sessions: Default::default(),
             oauth: None,
+            dashboard: None,
             body_budget: Arc::new(tokio::sync::Semaphore::new(
                 DEFAULT_BODY_BUDGET_KIB as usize,
             )),
             body_budget_kib: DEFAULT_BODY_BUDGET_KIB,
+        }
+    }
+
+    /// Accepts the dashboard's session cookies (with a CSRF token on state-changing
+    /// requests) besides bearer tokens.
+    pub fn with_dashboard(mut self, sessions: Arc<crate::dashboard::Sessions>) -> Self {
+        self.dashboard = Some(sessions);
+        self
+    }
+
+    /// For a request authenticated by a dashboard cookie (no `Authorization` header) that
+    /// changes something: whether it carries the session's CSRF token.
+    fn check_csrf(
+        &self,
+        method: &axum::http::Method,
+        headers: &HeaderMap,
+    ) -> Result<(), Rejection> {
+        let Some(sessions) = &self.dashboard else {
+            return Ok(());
+        };
+        let safe = matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS");
+        if safe || headers.contains_key(header::AUTHORIZATION) {
+            return Ok(());
+        }
+        let Some(expected) = sessions.csrf_of(headers) else {
+            return Ok(()); // no live cookie session: the token check decides
+        };
+        let sent = headers
+            .get(crate::dashboard::CSRF_HEADER)
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        if sent.len() == expected.len()
+            && sent
+                .iter()
+                .zip(expected.as_bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+        {
+            Ok(())
+        } else {
+            Err(Rejection::MissingCsrf)
         }
     }
 
@@ -589,10 +643,16 @@ impl RequestGuard {
         {
             return Err(Rejection::DuplicateAuthorization);
         }
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .ok_or(Rejection::MissingToken)?
-            .as_bytes();
+        let Some(presented) = headers.get(header::AUTHORIZATION) else {
+            // The dashboard's cookie stands for the admin token.
+            return match &self.dashboard {
+                Some(sessions) if sessions.csrf_of(headers).is_some() => {
+                    Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)))
+                }
+                _ => Err(Rejection::MissingToken),
+            };
+        };
+        let presented = presented.as_bytes();
         let token = bearer_credentials(presented).ok_or(Rejection::WrongToken)?;
         if self.token.matches(token) {
             return Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)));

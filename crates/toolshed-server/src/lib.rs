@@ -40,6 +40,7 @@
 
 pub mod api;
 pub mod approvals;
+pub mod dashboard;
 pub mod error;
 pub mod events;
 pub mod gateway;

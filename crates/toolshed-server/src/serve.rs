@@ -158,6 +158,11 @@ fn app_draining(
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(axum::Extension(metrics))
         .with_state(state);
+    let sandbox = &host.config().config.sandbox;
+    let info = serde_json::json!({
+        "workspace": host.workspace().display().to_string(),
+        "sandbox": {"mode": sandbox.mode, "network": sandbox.network},
+    });
     let ports = host.services().ports.clone();
     let store = host.store().clone();
     let net = host.services().net.clone();
@@ -173,9 +178,15 @@ fn app_draining(
             crate::mcp_reply::single_reply_as_json,
         ))
         .layer(axum::middleware::from_fn(mcp_statuses));
+    let dashboard = Arc::new(crate::dashboard::Sessions::default());
     let routes = Router::new()
         // For load balancers and container probes: no token, and nothing but "ok".
         .route("/health", get(api::liveness))
+        .merge(crate::dashboard::routes(
+            options.token.clone(),
+            dashboard.clone(),
+            info,
+        ))
         .merge(proxy::routes(ports))
         .merge(mcp)
         .nest(API_PREFIX, api)
@@ -183,7 +194,14 @@ fn app_draining(
     let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_body_budget(server_config.max_inflight_body_bytes)
         .with_agent_tokens(store)
-        .with_open_paths(&["/api/v1/health", "/health"])
+        .with_open_paths(
+            &[
+                &["/api/v1/health", "/health"][..],
+                crate::dashboard::OPEN_PATHS,
+            ]
+            .concat(),
+        )
+        .with_dashboard(dashboard)
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
     if let Some(config) = server_config.oauth.clone() {

@@ -59,3 +59,21 @@ pub(crate) async fn on_files<T: Send + 'static>(
         .map_err(|e| toolshed_core::ToolError::Internal(e.to_string()))?
         .map_err(toolshed_core::ToolError::from)
 }
+
+/// The executable `name` names: a path with a `/`, checked, or a name looked up on `PATH`.
+pub(crate) fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let path = std::path::PathBuf::from(name);
+        return executable(&path).then_some(path);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| executable(p))
+    })
+}

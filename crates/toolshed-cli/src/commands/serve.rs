@@ -47,6 +47,15 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
     }
     eprintln!("listening on http://{local}{MCP_PATH}");
     eprintln!("REST API on http://{local}/api/v1 (docs/rest.md)");
+    if args.open {
+        eprintln!(
+            "dashboard: http://{local}/login?code={} (works once, for {} s; `toolshed dashboard` prints another)",
+            toolshed_server::dashboard::login_code(&token),
+            toolshed_server::dashboard::CODE_LIFETIME.as_secs()
+        );
+    } else {
+        eprintln!("dashboard on http://{local}/ (`toolshed dashboard` prints a login link)");
+    }
     host.services()
         .ports
         .set_base_url(format!("http://{local}"));
@@ -62,6 +71,22 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
 }
 
 /// Prints the bearer token, generating it when no server has started yet.
+/// `toolshed dashboard`: a one-time login link for the dashboard of the server at `url`
+/// (signed with the token, so the server, which holds the same token, accepts it once).
+pub async fn print_login_link(global: &GlobalArgs, url: Option<String>) -> Result<(), Failure> {
+    let token = load_token(context::data_dir(global)?).await?;
+    let base = url.map_or_else(
+        || "http://127.0.0.1:7070".to_string(),
+        |u| u.trim_end_matches('/').to_string(),
+    );
+    outln!(
+        "{base}/login?code={} (works once, for {} s)",
+        toolshed_server::dashboard::login_code(&token),
+        toolshed_server::dashboard::CODE_LIFETIME.as_secs()
+    );
+    Ok(())
+}
+
 pub async fn print_token(global: &GlobalArgs) -> Result<(), Failure> {
     let token = load_token(context::data_dir(global)?).await?;
     outln!("{}", token.reveal());

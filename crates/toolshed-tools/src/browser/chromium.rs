@@ -3,7 +3,7 @@
 //! proxy under the web tools' rules, driven over a pipe.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,29 +33,12 @@ const PROFILE: &str = "/tmp/toolshed-browser";
 /// The Chromium binary to run: the configured one, else the first candidate found.
 pub(super) fn find(configured: Option<&str>) -> Result<PathBuf, String> {
     if let Some(path) = configured {
-        return resolve(path).ok_or_else(|| {
+        return crate::find_program(path).ok_or_else(|| {
             format!("`[browser] executable` is `{path}`, which is not an executable file; install Chromium (Debian: `apt-get install chromium`) or fix the path")
         });
     }
-    CANDIDATES.iter().find_map(|c| resolve(c)).ok_or_else(|| {
+    CANDIDATES.iter().find_map(|c| crate::find_program(c)).ok_or_else(|| {
         "no Chromium found (looked for /usr/lib/chromium/chromium, chromium, chromium-browser, google-chrome on PATH); install it (Debian: `apt-get install chromium`) or set `[browser] executable`".to_string()
-    })
-}
-
-fn resolve(name: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return executable(&path).then_some(path);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| executable(p))
     })
 }
 

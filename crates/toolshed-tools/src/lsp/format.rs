@@ -276,11 +276,7 @@ impl<'a> Reader<'a> {
         if total == 0 {
             lines.push("nothing found".into());
         }
-        paged(&mut lines, total, offset, data.len());
-        Answer {
-            lines,
-            structured: json!({"locations": data, "total": total, "next_offset": next(total, offset, data.len())}),
-        }
+        Answer::page(lines, "locations", data, total, offset)
     }
 
     /// Workspace symbols, paged.
@@ -309,11 +305,7 @@ impl<'a> Reader<'a> {
             lines.push(format!("{} {}{container} — {at}", s.kind, s.name));
             data.push(json!({"name": s.name, "kind": s.kind, "container": s.container, "location": value}));
         }
-        paged(&mut lines, total, offset, data.len());
-        Answer {
-            lines,
-            structured: json!({"symbols": data, "total": total, "next_offset": next(total, offset, data.len())}),
-        }
+        Answer::page(lines, "symbols", data, total, offset)
     }
 
     /// A file's outline, paged.
@@ -376,11 +368,7 @@ impl<'a> Reader<'a> {
         if total == 0 {
             lines.push("no symbols".into());
         }
-        paged(&mut lines, total, offset, data.len());
-        Answer {
-            lines,
-            structured: json!({"path": file.rel, "symbols": data, "total": total, "next_offset": next(total, offset, data.len())}),
-        }
+        Answer::page(lines, "symbols", data, total, offset).with("path", json!(file.rel))
     }
 
     /// Diagnostics, errors first, paged.
@@ -435,11 +423,7 @@ impl<'a> Reader<'a> {
                 "severity": severity, "message": d.message, "code": code.trim().trim_matches(['[', ']']), "source": d.source,
             }));
         }
-        paged(&mut lines, total, offset, data.len());
-        Answer {
-            lines,
-            structured: json!({"diagnostics": data, "total": total, "errors": errors, "next_offset": next(total, offset, data.len())}),
-        }
+        Answer::page(lines, "diagnostics", data, total, offset).with("errors", json!(errors))
     }
 
     /// Hover text.
@@ -474,13 +458,31 @@ fn marked(s: MarkedString) -> String {
     }
 }
 
-fn next(total: usize, offset: usize, shown: usize) -> Option<usize> {
-    (offset + shown < total).then_some(offset + shown)
-}
+impl Answer {
+    /// One page of `total` items (`data` of them shown from `offset`), the data under
+    /// `key` with `total` and `next_offset`, and a line saying how to page on.
+    fn page(
+        mut lines: Vec<String>,
+        key: &str,
+        data: Vec<Value>,
+        total: usize,
+        offset: usize,
+    ) -> Self {
+        let shown = data.len();
+        let next = (offset + shown < total).then_some(offset + shown);
+        if let Some(n) = next {
+            lines.push(format!("({shown} of {total} shown; offset {n} for more)"));
+        }
+        Self {
+            lines,
+            structured: json!({key: data, "total": total, "next_offset": next}),
+        }
+    }
 
-fn paged(lines: &mut Vec<String>, total: usize, offset: usize, shown: usize) {
-    if let Some(n) = next(total, offset, shown) {
-        lines.push(format!("({shown} of {total} shown; offset {n} for more)"));
+    /// Adds a field to the structured content.
+    fn with(mut self, key: &str, value: Value) -> Self {
+        self.structured[key] = value;
+        self
     }
 }
 

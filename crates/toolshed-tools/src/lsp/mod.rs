@@ -482,7 +482,7 @@ pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
     let unavailable = if settings.languages.iter().any(|l| {
         l.command
             .first()
-            .is_some_and(|p| server::which(p).is_some())
+            .is_some_and(|p| crate::find_program(p).is_some())
     }) {
         None
     } else {

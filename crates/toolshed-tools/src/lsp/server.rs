@@ -71,24 +71,6 @@ pub(crate) struct Server {
     watch: Mutex<Option<super::watch::Watch>>,
 }
 
-/// Finds `name` on `PATH` (or checks it, when it names a path).
-pub(crate) fn which(name: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return executable(&path).then_some(path);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| executable(p))
-    })
-}
-
 impl Server {
     /// Starts the server of `language` for the project at `root` (workspace-relative;
     /// `workspace` is the workspace's absolute path) and initializes it.
@@ -102,7 +84,7 @@ impl Server {
         let Some((program, args)) = language.command.split_first() else {
             return Err(format!("[lsp.{}] command is empty", language.name));
         };
-        let resolved = which(program).ok_or_else(|| language.missing(program))?;
+        let resolved = crate::find_program(program).ok_or_else(|| language.missing(program))?;
         let request = SpawnRequest::new(resolved.display().to_string())
             .args(args.iter().cloned())
             .workdir(root)

@@ -1,0 +1,260 @@
+"""The web dashboard of `toolshed serve`, end to end in a real headless Chromium (Debian's,
+driven by Playwright for Python with the system browser: nothing is downloaded).
+
+Signs in with the token, sees a plugin in `error` with its reason, disables and enables a
+plugin and sees the state change (also when another process changes it), runs `calculator`
+and a tool with an object argument from their generated forms, sees a call made by the
+Python MCP client appear in Activity, approves a waiting call, stops a background process,
+and checks the weight of the first page (assets at most ~300 KB, no other origin). The
+login link and the cookie session's CSRF rule are checked over plain HTTP.
+
+Screenshots of every page (1280x800) go to the test's temporary directory, or to the
+directory TOOLSHED_DASHBOARD_SCREENSHOTS names (docs/dashboard is made that way).
+"""
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from playwright import sync_api as playwright
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+REPO = Path(__file__).resolve().parents[2]
+SKILLFUL = REPO / "tests" / "fixtures" / "plugins" / "skillful"
+CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", shutil.which("chromium") or "") if p and os.path.exists(p)), None)
+# The most bytes the first page may load (document, script, style, images), uncompressed.
+PAGE_BUDGET = 300 * 1024
+
+
+
+def request(url, method="GET", token=None, headers=None, body=None):
+    """(status, headers, body) of one HTTP request; never raises for an HTTP status."""
+    all_headers = dict(headers or {})
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        all_headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, method=method, headers=all_headers, data=data)
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(req, timeout=30) as res:
+            return res.status, res.headers, res.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def execute(base, token, tool, arguments):
+    status, _, body = request(f"{base}/api/v1/tools/{tool}/execute", "POST", token, body={"arguments": arguments})
+    assert status == 200, (status, body)
+    return json.loads(body)
+
+
+@pytest.fixture
+def shots(tmp_path):
+    where = Path(os.environ.get("TOOLSHED_DASHBOARD_SCREENSHOTS") or tmp_path / "shots")
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def snap(page, shots, name):
+    """A screenshot of the page from its top."""
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(100)
+    page.screenshot(path=str(shots / f"{name}.png"))
+
+
+def broken_plugin(home):
+    broken = home / "plugins" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "plugin.toml").write_text(
+        'id = "test.broken"\nversion = "0.1.0"\nname = "Broken"\ndescription = "Its entry file is missing."\n'
+        'kind = "js"\nentry = "missing.js"\n'
+    )
+
+
+def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, shots):
+    if not CHROMIUM:
+        pytest.fail("Chromium is not installed; scripts/test installs it (apt-get install chromium)")
+    broken_plugin(home)
+    shutil.copytree(SKILLFUL, home / "plugins" / "skillful")
+    (home / "policy.toml").write_text('[[policy.rule]]\ntools = ["random"]\ndecision = "ask"\n')
+    url, token = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
+    base = url.rsplit("/mcp", 1)[0]
+    started = execute(base, token, "process_exec", {"cmd": "sleep 300", "name": "sleeper"})
+    process_id = started["structured"]["id"]
+    execute(base, token, "memory_store", {"text": "The staging database is on port 5433.", "tags": ["infra"]})
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors, requests, sizes = [], [], {}
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+
+        def sized(response):
+            try:
+                sizes[response.url] = len(response.body())
+            except Exception:  # noqa: BLE001 - a redirect or an aborted stream has no body
+                pass
+
+        page.on("response", sized)
+
+        # The first page: what it loads, and from where.
+        page.goto(f"{base}/")
+        page.wait_for_selector("#token")
+        assets = {u: n for u, n in sizes.items() if "/api/" not in u}
+        assert sum(assets.values()) <= PAGE_BUDGET, assets
+        assert all(u.startswith(base) or u.startswith("data:") for u in requests), requests
+
+        # Sign in with the token.
+        page.fill("#token", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("text=Calls in the last minute")
+        assert page.evaluate("sessionStorage.getItem('toolshed.token')") == token
+        assert page.evaluate("localStorage.length") == 0
+        assert token not in page.url
+        snap(page, shots, "overview")
+
+        # A plugin in error, with its reason; a plugin disabled and enabled.
+        page.goto(f"{base}/#/plugins")
+        broken = page.locator('tr[data-plugin="test.broken"]')
+        broken.wait_for()
+        assert "error" in broken.inner_text() and "missing.js" in broken.inner_text(), broken.inner_text()
+        row = page.locator('tr[data-plugin="test.skillful"]')
+        assert "running" in row.inner_text()
+        row.locator('button[data-action="disable"]').click()
+        page.wait_for_selector('tr[data-plugin="test.skillful"] .s-disabled')
+        page.locator('tr[data-plugin="test.skillful"] button[data-action="enable"]').click()
+        page.wait_for_selector('tr[data-plugin="test.skillful"] .s-running')
+        snap(page, shots, "plugins")
+        # Changed by another process: the page follows without being reloaded.
+        subprocess.run([toolshed_bin, "plugins", "disable", "test.skillful"],
+                       env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+                       check=True, capture_output=True, timeout=60)
+        page.wait_for_selector('tr[data-plugin="test.skillful"] .s-disabled', timeout=10_000)
+        page.locator('tr[data-plugin="test.skillful"] button[data-action="enable"]').click()
+        page.wait_for_selector('tr[data-plugin="test.skillful"] .s-running')
+
+        # The run forms: calculator, and a tool whose argument is an object.
+        page.goto(f"{base}/#/tools/calculator")
+        page.fill("#arg-expression", "6 * 7")
+        page.click("#run-form button[type=submit]")
+        page.wait_for_selector(".result-text")
+        assert page.locator(".result-text").first.inner_text() == "42"
+        snap(page, shots, "tools")
+        page.goto(f"{base}/#/tools/skillful_ping")
+        page.fill("#arg-target-host", "db.internal")
+        page.fill("#arg-target-port", "5433")
+        page.click("#run-form button[type=submit]")
+        page.wait_for_selector(".result-text")
+        assert page.locator(".result-text").first.inner_text() == "pong to db.internal:5433"
+
+        # A call from another client shows in Activity.
+        page.goto(f"{base}/#/activity")
+        page.wait_for_selector("table.audit")
+
+        async def mcp_call():
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                result = await client.call_tool("datetime", {"operation": "now"})
+                return result.is_error, result.content
+
+        # Playwright's sync API holds this thread's event loop: the client gets a thread.
+        outcome = []
+        caller = threading.Thread(target=lambda: outcome.append(asyncio.run(mcp_call())))
+        caller.start()
+        caller.join(timeout=60)
+        assert outcome and not outcome[0][0], outcome
+        called = time.monotonic()
+        page.wait_for_selector('table.audit tr:has-text("datetime")', timeout=10_000)
+        seen_after = time.monotonic() - called
+        print(f"an MCP call appeared in Activity after {seen_after:.2f} s")
+        snap(page, shots, "activity")
+
+        # A call waiting for approval, approved from the page.
+        answer = {}
+        waiting = threading.Thread(target=lambda: answer.update(execute(base, token, "random", {"operation": "uuid"})))
+        waiting.start()
+        page.goto(f"{base}/#/approvals")
+        page.wait_for_selector('tr[data-approval]:has-text("random")', timeout=15_000)
+        snap(page, shots, "approvals")
+        page.locator('tr[data-approval] button:has-text("Approve")').first.click()
+        waiting.join(timeout=30)
+        assert answer and not answer["is_error"], answer
+
+        # A background process stopped from the page.
+        page.goto(f"{base}/#/processes")
+        row = page.locator(f'tr[data-process="{process_id}"]')
+        row.wait_for()
+        snap(page, shots, "processes")
+        row.locator('button[data-action="stop"]').click()
+        page.wait_for_selector(f'tr[data-process="{process_id}"] .s-exited', timeout=15_000)
+        listed = execute(base, token, "process_list", {})["structured"]["processes"]
+        assert not next(p for p in listed if p["id"] == process_id)["running"]
+
+        page.goto(f"{base}/#/memory")
+        page.wait_for_selector("text=staging database")
+        snap(page, shots, "memory")
+
+        # Narrow screens: the pages still read.
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"{base}/#/plugins")
+        page.wait_for_selector('tr[data-plugin="test.broken"]')
+        snap(page, shots, "plugins-phone")
+        browser.close()
+    assert not errors, errors
+
+
+def test_login_links_cookies_csrf_and_foreign_origins(serve, home, toolshed_bin):
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    # Without a token or cookie: the page and its assets, nothing else.
+    assert request(f"{base}/")[0] == 200
+    assert request(f"{base}/api/v1/plugins")[0] == 401
+    assert request(f"{base}/ui/session")[0] == 401
+    # A foreign origin is refused even with the token; a foreign Host even for the page.
+    assert request(f"{base}/api/v1/plugins", token=token, headers={"Origin": "https://evil.example"})[0] == 403
+    assert request(f"{base}/", headers={"Host": "evil.example"})[0] == 403
+
+    link = subprocess.run([toolshed_bin, "dashboard", "--url", base], env={"TOOLSHED_HOME": str(home)},
+                          capture_output=True, text=True, check=True, timeout=30).stdout.split()[0]
+    assert link.startswith(f"{base}/login?code=")
+    status, headers, _ = request(link)
+    assert status == 303 and headers["Location"] == "/"
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
+    session = cookie.split(";")[0]
+    # Used once only; a forged code never.
+    assert request(link)[0] == 401
+    assert request(link[:-4] + ("ffff" if not link.endswith("ffff") else "0000"))[0] == 401
+
+    jar = {"Cookie": session}
+    assert request(f"{base}/api/v1/plugins", headers=jar)[0] == 200
+    status, _, body = request(f"{base}/ui/session", headers=jar)
+    csrf = json.loads(body)["csrf"]
+    assert status == 200 and csrf
+    # A state-changing request with the cookie needs the CSRF token.
+    assert request(f"{base}/api/v1/plugins/system.random/disable", "POST", headers=jar)[0] == 403
+    assert request(f"{base}/api/v1/plugins/system.random/disable", "POST", headers={**jar, "X-CSRF-Token": "nope"})[0] == 403
+    assert request(f"{base}/api/v1/plugins/system.random/disable", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 200
+    assert request(f"{base}/api/v1/plugins/system.random/enable", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 200
+    # Signed out: the cookie no longer works.
+    assert request(f"{base}/ui/logout", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 204
+    assert request(f"{base}/api/v1/plugins", headers=jar)[0] == 401
