@@ -228,7 +228,7 @@ def test_login_links_cookies_csrf_and_foreign_origins(serve, home, toolshed_bin)
     # Without a token or cookie: the page and its assets, nothing else.
     assert request(f"{base}/")[0] == 200
     assert request(f"{base}/api/v1/plugins")[0] == 401
-    assert request(f"{base}/ui/session")[0] == 401
+    assert request(f"{base}/api/ui/session")[0] == 401
     # A foreign origin is refused even with the token; a foreign Host even for the page.
     assert request(f"{base}/api/v1/plugins", token=token, headers={"Origin": "https://evil.example"})[0] == 403
     assert request(f"{base}/", headers={"Host": "evil.example"})[0] == 403
@@ -247,7 +247,7 @@ def test_login_links_cookies_csrf_and_foreign_origins(serve, home, toolshed_bin)
 
     jar = {"Cookie": session}
     assert request(f"{base}/api/v1/plugins", headers=jar)[0] == 200
-    status, _, body = request(f"{base}/ui/session", headers=jar)
+    status, _, body = request(f"{base}/api/ui/session", headers=jar)
     csrf = json.loads(body)["csrf"]
     assert status == 200 and csrf
     # A state-changing request with the cookie needs the CSRF token.
@@ -256,5 +256,5 @@ def test_login_links_cookies_csrf_and_foreign_origins(serve, home, toolshed_bin)
     assert request(f"{base}/api/v1/plugins/system.random/disable", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 200
     assert request(f"{base}/api/v1/plugins/system.random/enable", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 200
     # Signed out: the cookie no longer works.
-    assert request(f"{base}/ui/logout", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 204
+    assert request(f"{base}/api/ui/logout", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 204
     assert request(f"{base}/api/v1/plugins", headers=jar)[0] == 401

@@ -448,6 +448,10 @@ pub struct ServerConfig {
     /// The most request-body bytes being received and parsed at once, across all
     /// requests; a request that would go over waits for room.
     pub max_inflight_body_bytes: usize,
+    /// On SIGTERM, how long calls already running may take to finish before they are
+    /// cancelled; new requests are refused meanwhile (`503`), and `/api/v1/health` says
+    /// `draining` so a load balancer stops sending any.
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -463,6 +467,7 @@ impl Default for ServerConfig {
             body_timeout_secs: 60,
             max_connections: 512,
             max_inflight_body_bytes: 32 << 20,
+            shutdown_grace_secs: 10,
         }
     }
 }

@@ -257,6 +257,33 @@ pub struct Dispatcher {
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
     epoch: u64,
+    /// Calls running now, and a wake-up for whoever waits for none (a draining server).
+    in_flight: Arc<InFlight>,
+}
+
+/// Counts calls between their start and their record.
+#[derive(Default)]
+struct InFlight {
+    count: AtomicU64,
+    idle: tokio::sync::Notify,
+}
+
+/// Holds one call's place in [`InFlight`] until dropped (also when the call's future is).
+struct InFlightGuard(Arc<InFlight>);
+
+impl InFlightGuard {
+    fn new(in_flight: &Arc<InFlight>) -> Self {
+        in_flight.count.fetch_add(1, Ordering::SeqCst);
+        Self(in_flight.clone())
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// What the dispatcher is built from.
@@ -313,6 +340,28 @@ impl Dispatcher {
             me,
             next_call: AtomicU64::new(1),
             epoch,
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// How many calls are running now (from their start until they are recorded).
+    pub fn calls_in_flight(&self) -> u64 {
+        self.in_flight.count.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no call is running, or `grace` has passed; whether none is.
+    pub async fn until_idle(&self, grace: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let idle = self.in_flight.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.calls_in_flight() == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.calls_in_flight() == 0;
+            }
         }
     }
 
@@ -355,6 +404,7 @@ impl Dispatcher {
 
     /// Runs one call through the whole pipeline and records it.
     pub async fn call(&self, mut req: CallRequest) -> CallResult {
+        let _in_flight = InFlightGuard::new(&self.in_flight);
         let started = Instant::now();
         let ts_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -67,7 +67,7 @@ async function api(path, { method = "GET", body } = {}) {
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && state.csrf && !state.token) headers["X-CSRF-Token"] = state.csrf;
-  const url = path.startsWith("/ui/") ? path : `/api/v1${path}`;
+  const url = path.startsWith("/api/") ? path : `/api/v1${path}`;
   const res = await fetch(url, {
     method,
     headers,
@@ -136,7 +136,7 @@ function showLogin(message) {
 
 async function boot() {
   try {
-    const session = await api("/ui/session");
+    const session = await api("/api/ui/session");
     state.csrf = session.csrf;
     state.info = session.info;
     state.version = session.version;
@@ -153,7 +153,7 @@ async function boot() {
 document.getElementById("logout").addEventListener("click", async () => {
   sessionStorage.removeItem("toolshed.token");
   state.token = null;
-  await attempt(() => api("/ui/logout", { method: "POST" }));
+  await attempt(() => api("/api/ui/logout", { method: "POST" }));
   state.csrf = null;
   showLogin("Signed out.");
 });
@@ -354,7 +354,7 @@ async function pluginDetails(id) {
   const fields = config.fields.map((f) => {
     const fid = `cfg-${f.key}`;
     let input;
-    if (f.type === "boolean") input = h("input", { id: fid, type: "checkbox", checked: f.value === true, style: "width:auto" });
+    if (f.type === "boolean") input = h("input", { id: fid, type: "checkbox", checked: f.value === true, class: "check" });
     else if (f.options && f.options.length) input = h("select", { id: fid }, f.options.map((o) => h("option", { value: o, selected: o === f.value }, String(o))));
     else if (f.secret) input = h("input", { id: fid, type: "password", autocomplete: "off", placeholder: f.set ? "set (type to replace)" : "not set" });
     else input = h("input", { id: fid, type: f.type === "number" ? "number" : "text", value: f.value === undefined || f.value === null ? "" : String(f.value) });
@@ -616,9 +616,21 @@ async function processes(_args, gen) {
       output.textContent = (got.content || []).map((c) => c.text || "").join("\n");
     }
   };
-  render(gen, h("h1", {}, "Processes"), box, output);
-  await load();
-  every(gen, 2000, () => attempt(async () => { await load(); await tail(); }));
+  const sessions = h("div", {});
+  const loadSessions = async () => {
+    const list = (await execute("command_run_list", {})).structured.sessions || [];
+    sessions.replaceChildren(list.length
+      ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "State"), h("th", { class: "wide" }, "Command"), h("th", {}, ""))),
+        h("tbody", {}, list.map((c) => h("tr", { "data-session": c.session_id },
+          h("td", {}, String(c.session_id), c.tty ? " (terminal)" : ""), h("td", {}, badge(c.running ? "running" : "exited")),
+          h("td", { class: "wide" }, h("code", {}, c.cmd)),
+          h("td", {}, c.running ? h("button", { type: "button", class: "danger",
+            onclick: async (e) => { e.target.disabled = true; if (await attempt(() => execute("command_run_terminate", { session_id: c.session_id }))) toast(`ended session ${c.session_id}`); loadSessions(); } }, "End") : null)))))
+      : h("p", { class: "muted" }, "No command sessions (exec_command calls that outlived their call)."));
+  };
+  render(gen, h("h1", {}, "Processes"), box, output, h("h2", {}, "Command sessions"), sessions);
+  await Promise.all([load(), loadSessions()]);
+  every(gen, 2000, () => attempt(async () => { await load(); await tail(); await loadSessions(); }));
   onEvents(gen, ["process."], () => attempt(load));
 }
 

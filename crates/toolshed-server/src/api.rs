@@ -32,6 +32,10 @@ pub struct AppState {
     pub started: std::time::Instant,
     /// Fired when the server stops: live event streams end.
     pub stop: tokio_util::sync::CancellationToken,
+    /// Set once the server is shutting down.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
+    /// Fired when a shutdown's grace period is over: calls still running are cancelled.
+    pub calls_stop: tokio_util::sync::CancellationToken,
 }
 
 /// The header that names the caller's owner: the one the MCP door reads too.
@@ -110,13 +114,21 @@ pub async fn liveness() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// `GET /api/v1/health`.
-pub async fn health(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({
-        "status": "ok",
+/// `GET /api/v1/health`: `ok`, or `503` `draining` once the server is shutting down (a
+/// readiness probe: send no more requests here).
+pub async fn health(State(state): State<AppState>) -> Response {
+    let draining = state.draining.load(std::sync::atomic::Ordering::SeqCst);
+    let body = Json(json!({
+        "status": if draining { "draining" } else { "ok" },
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    }))
+        "calls_in_flight": state.host.dispatcher().calls_in_flight(),
+    }));
+    if draining {
+        (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+    } else {
+        body.into_response()
+    }
 }
 
 /// `GET /plugins`.
@@ -862,8 +874,9 @@ pub async fn execute(
         }
         return Ok(response);
     }
-    // A client that goes away cancels the call (and kills what it started).
-    let cancel = tokio_util::sync::CancellationToken::new();
+    // A client that goes away cancels the call (and kills what it started), and so does
+    // the end of a shutdown's grace period.
+    let cancel = state.calls_stop.child_token();
     let _cancel_on_drop = cancel.clone().drop_guard();
     call.cancel = cancel;
     let result = state.host.call(call).await;

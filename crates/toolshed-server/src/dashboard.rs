@@ -7,8 +7,10 @@
 //! - a one-time login link (`toolshed dashboard`, `toolshed serve --open`): `/login?code=…`
 //!   where the code is short-lived, used once, and signed with the token (so another
 //!   process that can read the token can make one, and nobody else can). It is exchanged
-//!   for an `HttpOnly`, `SameSite=Strict` session cookie; every state-changing request made
-//!   with that cookie must also carry the session's CSRF token in `X-CSRF-Token`.
+//!   for an `HttpOnly`, `SameSite=Strict` session cookie scoped to `/api/`; every
+//!   state-changing request made with that cookie must also carry the session's CSRF token
+//!   in `X-CSRF-Token`. The cookie counts only on `/api/…`, from this server's own origin,
+//!   never for a WebSocket; the proxy strips it from what it forwards to apps.
 //!
 //! The guard's Host and Origin checks apply to every path here as to the API.
 
@@ -44,6 +46,10 @@ const STYLE: &str = include_str!("../dashboard/app.css");
 
 /// The paths served without a token (the guard still checks Host and Origin).
 pub const OPEN_PATHS: &[&str] = &["/", "/ui/app.js", "/ui/app.css", "/login"];
+/// Where the page asks who it is signed in as (and for its CSRF token).
+pub const SESSION_PATH: &str = "/api/ui/session";
+/// Where the page signs out.
+pub const LOGOUT_PATH: &str = "/api/ui/logout";
 
 /// What a page may load: its own script and style, images it makes itself, requests to
 /// its own origin; nothing framed, nothing from elsewhere.
@@ -75,12 +81,12 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn random_hex(bytes: usize) -> String {
+/// `bytes` random bytes as hex; `None` when the system's random source fails (then no
+/// code or session is made: never a guessable one).
+fn random_hex(bytes: usize) -> Option<String> {
     let mut buf = vec![0u8; bytes];
-    // A failed random source leaves zeros, which no session would accept twice: the
-    // session table refuses an id it has already.
-    let _ = getrandom::fill(&mut buf);
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    getrandom::fill(&mut buf).ok()?;
+    Some(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn signature(token: &BearerToken, message: &str) -> String {
@@ -95,15 +101,13 @@ fn signature(token: &BearerToken, message: &str) -> String {
         .collect()
 }
 
-/// A one-time login code, good for [`CODE_LIFETIME`].
-pub fn login_code(token: &BearerToken) -> String {
-    let message = format!(
-        "{}.{}",
-        now_secs() + CODE_LIFETIME.as_secs(),
-        random_hex(12)
-    );
+/// A one-time login code, good for [`CODE_LIFETIME`]; `None` when the system's random
+/// source fails.
+pub fn login_code(token: &BearerToken) -> Option<String> {
+    let expires = now_secs() + CODE_LIFETIME.as_secs();
+    let message = format!("{expires}.{}", random_hex(12)?);
     let mac = signature(token, &message);
-    format!("{message}.{mac}")
+    Some(format!("{message}.{mac}"))
 }
 
 impl Sessions {
@@ -146,42 +150,84 @@ impl Sessions {
         {
             inner.sessions.remove(&oldest);
         }
-        let id = random_hex(32);
+        let id = random_hex(32)?;
         if inner.sessions.contains_key(&id) {
             return None;
         }
+        let csrf = random_hex(16)?;
         inner
             .sessions
-            .insert(id.clone(), (random_hex(16), now + SESSION_LIFETIME));
+            .insert(id.clone(), (csrf, now + SESSION_LIFETIME));
         Some(id)
     }
 
-    /// The CSRF token of the live session whose cookie `headers` carry.
+    /// The CSRF token of the live session whose cookie `headers` carry (any cookie of the
+    /// name: another page may have set one more, which must not hide the real one).
     pub fn csrf_of(&self, headers: &HeaderMap) -> Option<String> {
-        let id = session_cookie(headers)?;
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let (csrf, until) = inner.sessions.get(id)?;
-        (*until > SystemTime::now()).then(|| csrf.clone())
+        let now = SystemTime::now();
+        session_cookies(headers).find_map(|id| {
+            let (csrf, until) = inner.sessions.get(id)?;
+            (*until > now).then(|| csrf.clone())
+        })
     }
 
     fn end(&self, headers: &HeaderMap) {
-        if let Some(id) = session_cookie(headers) {
-            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for id in session_cookies(headers) {
             inner.sessions.remove(id);
         }
     }
 }
 
-/// The session id in a request's cookies.
-pub fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+/// The session ids in a request's cookies.
+fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .filter(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value)
+}
+
+/// Removes the session cookie from a request's `Cookie` headers (keeping the others):
+/// for requests toolshed forwards to an app it proxies.
+pub fn strip_session_cookie(headers: &mut HeaderMap) {
+    let kept: Vec<String> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some(COOKIE))
+        .map(String::from)
+        .collect();
+    headers.remove(header::COOKIE);
+    if !kept.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&kept.join("; "))
+    {
+        headers.insert(header::COOKIE, value);
+    }
+}
+
+/// Whether the cookie may stand for the token on this request: only on the API and the
+/// dashboard's own routes under `/api/` (never on `/mcp` or a proxied app), never to open
+/// a WebSocket (no CSRF check guards its handshake), and, when the request says where it
+/// comes from, only from this server's own origin (a page on another local port is
+/// another origin).
+pub fn cookie_allowed(uri: &axum::http::Uri, headers: &HeaderMap) -> bool {
+    if !uri.path().starts_with("/api/") || headers.contains_key(header::UPGRADE) {
+        return false;
+    }
+    match headers.get(header::ORIGIN) {
+        None => true,
+        Some(origin) => {
+            let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+            host.is_some_and(|host| origin.as_bytes() == format!("http://{host}").as_bytes())
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -198,8 +244,8 @@ pub fn routes(token: BearerToken, sessions: Arc<Sessions>, info: serde_json::Val
         .route("/ui/app.js", get(script))
         .route("/ui/app.css", get(style))
         .route("/login", get(login))
-        .route("/ui/session", get(session))
-        .route("/ui/logout", post(logout))
+        .route(SESSION_PATH, get(session))
+        .route(LOGOUT_PATH, post(logout))
         .with_state(DashState {
             token,
             sessions,
@@ -265,7 +311,7 @@ async fn login(State(state): State<DashState>, Query(query): Query<LoginQuery>) 
         return response;
     };
     let cookie = format!(
-        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/api/; Max-Age={}",
         SESSION_LIFETIME.as_secs()
     );
     let mut response = StatusCode::SEE_OTHER.into_response();
@@ -296,7 +342,9 @@ async fn logout(State(state): State<DashState>, headers: HeaderMap) -> Response 
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        HeaderValue::from_static("toolshed_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+        HeaderValue::from_static(
+            "toolshed_session=; HttpOnly; SameSite=Strict; Path=/api/; Max-Age=0",
+        ),
     );
     response
 }
@@ -310,7 +358,7 @@ mod tests {
         let token = BearerToken::new("a".repeat(40)).unwrap();
         let other = BearerToken::new("b".repeat(40)).unwrap();
         let sessions = Sessions::default();
-        let code = login_code(&token);
+        let code = login_code(&token).unwrap();
         assert!(
             sessions.redeem(&other, &code).is_none(),
             "signed with another token"
@@ -327,7 +375,7 @@ mod tests {
         );
         assert!(sessions.csrf_of(&headers).is_some());
         let expired = {
-            let message = format!("{}.{}", now_secs() - 1, random_hex(12));
+            let message = format!("{}.{}", now_secs() - 1, random_hex(12).unwrap());
             format!("{message}.{}", signature(&token, &message))
         };
         assert!(sessions.redeem(&token, &expired).is_none(), "expired");

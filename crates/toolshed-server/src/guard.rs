@@ -60,6 +60,9 @@ async fn check_request(
         .extensions()
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
+    if guard.draining.load(std::sync::atomic::Ordering::SeqCst) && starts_work(&request) {
+        return Rejection::ShuttingDown.into_response();
+    }
     if let Err(rejection) = guard.check_csrf(request.method(), request.headers()) {
         return rejection.into_response();
     }
@@ -108,6 +111,21 @@ async fn check_request(
     }
 }
 
+/// Whether a request would start new work, which a draining server refuses. What the
+/// calls still running may need goes on: health checks, answering approvals, reading and
+/// cancelling jobs, anything on an MCP session already open (a sampling answer, a
+/// cancellation), and reads.
+fn starts_work(request: &Request) -> bool {
+    let path = request.uri().path();
+    let read = matches!(request.method().as_str(), "GET" | "HEAD");
+    let on_session = path == "/mcp" && request.headers().contains_key(MCP_SESSION);
+    let needed = path == "/health"
+        || path.starts_with("/api/v1/health")
+        || path.starts_with("/api/v1/approvals/")
+        || path.starts_with("/api/v1/jobs");
+    !(needed || on_session || (read && path != "/mcp"))
+}
+
 /// The answer to a request naming an MCP session this server does not know (never opened,
 /// deleted, expired): `404`, as the MCP transport asks, with a JSON-RPC error a client can
 /// show, whatever the method (a second `DELETE` of one session included).
@@ -148,6 +166,8 @@ pub enum Rejection {
     ForeignSession,
     /// A state-changing request made with a dashboard cookie lacks its CSRF token.
     MissingCsrf,
+    /// The server is shutting down and takes no new requests.
+    ShuttingDown,
     /// This peer failed to authenticate too often lately.
     TooManyFailures {
         /// Seconds until it may try again.
@@ -234,6 +254,11 @@ impl Rejection {
                 "denied",
                 "this MCP session was opened with another token; open a new session with yours".into(),
             ),
+            Self::ShuttingDown => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "this server is shutting down and takes no new requests; retry (another replica, or this one once it is back)".into(),
+            ),
             Self::MissingCsrf => (
                 StatusCode::FORBIDDEN,
                 "denied",
@@ -268,6 +293,10 @@ impl IntoResponse for Rejection {
             Self::TooManyFailures { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
             }
+            Self::ShuttingDown => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(1u64));
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             _ => {}
         }
         response
@@ -296,6 +325,8 @@ pub struct RequestGuard {
     oauth: Option<OAuth>,
     /// The dashboard's cookie sessions, when the dashboard is served.
     dashboard: Option<Arc<crate::dashboard::Sessions>>,
+    /// Set once the server is shutting down: new requests are refused.
+    draining: Arc<std::sync::atomic::AtomicBool>,
     /// The request-body bytes that may be in flight at once, in KiB.
     body_budget: Arc<tokio::sync::Semaphore>,
     /// Its size, in KiB.
@@ -352,11 +383,18 @@ impl RequestGuard {
             sessions: Default::default(),
             oauth: None,
             dashboard: None,
+            draining: Arc::default(),
             body_budget: Arc::new(tokio::sync::Semaphore::new(
                 DEFAULT_BODY_BUDGET_KIB as usize,
             )),
             body_budget_kib: DEFAULT_BODY_BUDGET_KIB,
         }
+    }
+
+    /// Refuses new requests (but health checks) once `draining` is set.
+    pub fn with_draining(mut self, draining: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.draining = draining;
+        self
     }
 
     /// Accepts the dashboard's session cookies (with a CSRF token on state-changing
@@ -585,7 +623,7 @@ impl RequestGuard {
         // The right token always passes: a flood of bad requests from the same address (a
         // web page, another local process) must not lock the real client out. Only wrong
         // tokens count towards the limit and are refused with 429 past it.
-        let caller = match self.check_token(headers) {
+        let caller = match self.check_token(uri, headers) {
             Ok(caller) => caller,
             Err(Rejection::WrongToken) => {
                 if let Some(peer) = peer {
@@ -634,7 +672,7 @@ impl RequestGuard {
         entry.0 += 1;
     }
 
-    fn check_token(&self, headers: &HeaderMap) -> Result<Caller, Rejection> {
+    fn check_token(&self, uri: &axum::http::Uri, headers: &HeaderMap) -> Result<Caller, Rejection> {
         if headers
             .get_all(header::AUTHORIZATION)
             .iter()
@@ -644,9 +682,12 @@ impl RequestGuard {
             return Err(Rejection::DuplicateAuthorization);
         }
         let Some(presented) = headers.get(header::AUTHORIZATION) else {
-            // The dashboard's cookie stands for the admin token.
+            // The dashboard's cookie stands for the admin token, where it may.
             return match &self.dashboard {
-                Some(sessions) if sessions.csrf_of(headers).is_some() => {
+                Some(sessions)
+                    if crate::dashboard::cookie_allowed(uri, headers)
+                        && sessions.csrf_of(headers).is_some() =>
+                {
                     Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)))
                 }
                 _ => Err(Rejection::MissingToken),

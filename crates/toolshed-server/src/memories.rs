@@ -178,9 +178,7 @@ pub async fn get(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    wanted: Result<Query<GetQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let wanted = query(wanted)?;
     let memory = call(
         &state,
         caller.as_deref(),
@@ -189,22 +187,13 @@ pub async fn get(
         id_arg(id.clone()),
     )
     .await?;
-    // A deleted memory is gone from this resource (it stays restorable) unless asked for.
-    if !memory["deleted_ms"].is_null() && !wanted.deleted {
+    // A deleted memory is gone from this resource; it stays restorable.
+    if !memory["deleted_ms"].is_null() {
         return Err(ApiError::not_found(format!(
-            "memory `{id}` was deleted; POST /api/v1/memories/{id}/restore brings it back (GET with ?deleted=true shows it)"
+            "memory `{id}` was deleted; POST /api/v1/memories/{id}/restore brings it back"
         )));
     }
     Ok(Json(memory))
-}
-
-/// `GET /memories/{id}`'s query.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GetQuery {
-    /// Show the memory even when it was deleted.
-    #[serde(default)]
-    pub deleted: bool,
 }
 
 /// `DELETE /memories/{id}`: a soft delete, restorable for `[memory] deleted_days`.

@@ -412,9 +412,8 @@ fn operations() -> Vec<Op> {
             .param(query_param("limit", "The most results (1 to 100; default 10)", json!({"type": "integer", "minimum": 1, "maximum": 100})))
             .param(query_param("since", "Only memories changed since then: 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string"})))
             .respond("200", json_response("The matches, best first, matched terms in **bold** in each snippet", json!({"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": schema_ref("MemoryMatch")}}})))),
-        memory_op(op("GET", "/memories/{id}", "getMemory", "One of the caller's memories (a compacted one says so); a deleted one is 404 unless ?deleted=true")
+        memory_op(op("GET", "/memories/{id}", "getMemory", "One of the caller's memories (a compacted one says so); a deleted one is 404 (restore it first)")
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
-            .param(query_param("deleted", "Show the memory even when it was deleted", json!({"type": "boolean"})))
             .respond("200", json_response("The memory", schema_ref("Memory")))),
         memory_op(op("DELETE", "/memories/{id}", "deleteMemory", "Delete a memory (restorable for [memory] deleted_days)")
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))

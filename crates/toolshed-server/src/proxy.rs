@@ -111,6 +111,8 @@ async fn proxy(
     headers.remove(header::AUTHORIZATION);
     headers.remove(header::PROXY_AUTHORIZATION);
     headers.remove(OWNER_HEADER);
+    // The dashboard's session cookie is toolshed's credential, never the app's.
+    crate::dashboard::strip_session_cookie(headers);
     // Hop-by-hop headers belong to the client's connection, not to the one to the app
     // (an upgrade keeps `Connection` and `Upgrade`, which it needs).
     for name in [

@@ -60,7 +60,7 @@ pub fn app(
     options: ServerOptions,
     stop: CancellationToken,
 ) -> Router {
-    app_draining(host, local, options, stop).0
+    app_draining(host, local, options, stop, Arc::default()).0
 }
 
 /// [`app`], and a token cancelled once `stop` has fired and the running jobs have ended
@@ -71,6 +71,7 @@ fn app_draining(
     local: SocketAddr,
     options: ServerOptions,
     stop: CancellationToken,
+    draining: Arc<std::sync::atomic::AtomicBool>,
 ) -> (Router, CancellationToken) {
     let config = &host.config().config.jobs;
     let server_config = host.config().config.server.clone();
@@ -104,6 +105,8 @@ fn app_draining(
         events,
         started: std::time::Instant::now(),
         stop: streams_stop,
+        draining: draining.clone(),
+        calls_stop: stop.clone(),
     };
     let api = Router::new()
         .route("/health", get(api::health))
@@ -202,6 +205,7 @@ fn app_draining(
             .concat(),
         )
         .with_dashboard(dashboard)
+        .with_draining(draining)
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
     if let Some(config) = server_config.oauth.clone() {
@@ -236,11 +240,34 @@ pub async fn serve(
         body_timeout: Duration::from_secs(server.body_timeout_secs.max(1)),
         max_connections: server.max_connections.max(1),
     };
+    // On the signal: refuse new requests (and say so to health checks), let the calls
+    // already running finish within the grace period, then cancel what is left.
+    let draining: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+    let grace = Duration::from_secs(server.shutdown_grace_secs);
+    let shutdown = {
+        let (host, draining) = (host.clone(), draining.clone());
+        async move {
+            shutdown.await;
+            draining.store(true, std::sync::atomic::Ordering::SeqCst);
+            let running = host.dispatcher().calls_in_flight();
+            tracing::info!(
+                running,
+                grace_secs = grace.as_secs(),
+                "shutting down: no new requests; waiting for the calls running"
+            );
+            if !host.dispatcher().until_idle(grace).await {
+                tracing::warn!(
+                    left = host.dispatcher().calls_in_flight(),
+                    "the grace period is over: cancelling the calls still running"
+                );
+            }
+        }
+    };
     serve_with(
         listener,
         limits,
         |local, stop| {
-            let (router, drained) = app_draining(host, local, options, stop);
+            let (router, drained) = app_draining(host, local, options, stop, draining);
             (router, Some(drained))
         },
         shutdown,

@@ -174,14 +174,20 @@ pub(crate) fn edits_of(edit: WorkspaceEdit) -> Result<Vec<(String, Vec<TextEdit>
     match edit.document_changes {
         Some(DocumentChanges::Edits(list)) => {
             for e in list {
-                add(e.text_document.uri.as_str().to_string(), plain(e.edits));
+                add(
+                    super::normalize(e.text_document.uri.as_str()),
+                    plain(e.edits),
+                );
             }
         }
         Some(DocumentChanges::Operations(ops)) => {
             for op in ops {
                 match op {
                     DocumentChangeOperation::Edit(e) => {
-                        add(e.text_document.uri.as_str().to_string(), plain(e.edits));
+                        add(
+                            super::normalize(e.text_document.uri.as_str()),
+                            plain(e.edits),
+                        );
                     }
                     DocumentChangeOperation::Op(_) => {
                         return Err("this rename also creates, moves or deletes files, which lsp_rename does not do; rename the file with workspace_move, then the symbol. No file was changed.".into());
@@ -193,7 +199,7 @@ pub(crate) fn edits_of(edit: WorkspaceEdit) -> Result<Vec<(String, Vec<TextEdit>
             let mut changes: Vec<_> = edit.changes.unwrap_or_default().into_iter().collect();
             changes.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
             for (uri, edits) in changes {
-                add(uri.as_str().to_string(), edits);
+                add(super::normalize(uri.as_str()), edits);
             }
         }
     }
@@ -237,8 +243,19 @@ impl<'a> Reader<'a> {
 
     /// One location as `path:line:column: text` and as data.
     async fn place(&mut self, uri: &str, line: u32, unit: u32) -> (String, Value) {
-        let (path, text) = self.text_of(uri).await;
         let encoding = self.server.encoding;
+        self.place_in(uri, line, unit, encoding).await
+    }
+
+    /// [`Self::place`], for a position in `encoding` (another server's).
+    async fn place_in(
+        &mut self,
+        uri: &str,
+        line: u32,
+        unit: u32,
+        encoding: Encoding,
+    ) -> (String, Value) {
+        let (path, text) = self.text_of(uri).await;
         let (column, line_text) = match text.as_deref().and_then(|t| text::line_of(t, line)) {
             Some(l) => (
                 text::from_server(l, unit, encoding),
@@ -394,11 +411,16 @@ impl<'a> Reader<'a> {
             total - errors
         )];
         let mut data = Vec::new();
-        for (path, d, _) in all.into_iter().skip(offset).take(limit) {
+        for (path, d, encoding) in all.into_iter().skip(offset).take(limit) {
             let severity = ["error", "warning", "info", "hint"][rank(&d) as usize];
             let workspace_uri = super::uri_of(&self.core.settings().workspace.join(&path));
             let (at, place) = self
-                .place(&workspace_uri, d.range.start.line, d.range.start.character)
+                .place_in(
+                    &workspace_uri,
+                    d.range.start.line,
+                    d.range.start.character,
+                    encoding,
+                )
                 .await;
             let (where_, text) = at
                 .split_once(": ")

@@ -200,6 +200,11 @@ pub(crate) fn uri_of(path: &Path) -> String {
     )
 }
 
+/// A server's URI as toolshed spells it (servers escape paths differently).
+pub(crate) fn normalize(uri: &str) -> String {
+    path_of(uri).map_or_else(|| uri.to_string(), |p| uri_of(&p))
+}
+
 /// The absolute path of a `file:` URI.
 pub(crate) fn path_of(uri: &str) -> Option<PathBuf> {
     let rest = uri.strip_prefix("file://")?;
@@ -282,7 +287,12 @@ impl Servers {
             }
         };
         let root_abs = self.settings.workspace.join(root);
-        match watch::start(&root_abs, Arc::downgrade(&server), wanted) {
+        // The walk over the project's directories is file-system work: off the async threads.
+        let weak = Arc::downgrade(&server);
+        let started = tokio::task::spawn_blocking(move || watch::start(&root_abs, weak, wanted))
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+        match started {
             Ok(watch) => server.keep_watch(watch),
             Err(e) => {
                 tracing::warn!(root, error = %e, "cannot watch the project for the language server; it hears of changes made through toolshed only")
@@ -1174,13 +1184,16 @@ impl Core {
                 let root = self.root_for(&language, &file.rel);
                 let (server, note) = self.servers.get(&language, &root).await?;
                 notes.extend(note);
-                self.refresh(&server).await?;
                 let uri = uri_of(&file.abs);
                 let before = server.generation(&uri);
-                let sent = server
+                let shown_before = server.version(&uri);
+                self.refresh(&server).await?;
+                server
                     .show(&file.abs, &file.text)
                     .await
                     .map_err(ToolError::failed)?;
+                // Sent now or by the refresh just before: either way a new version.
+                let sent = server.version(&uri) != shown_before;
                 // A document shown anew must be reported on again; one the server knows
                 // as it is needs only a quiet server.
                 let fresh = (sent || before == 0).then_some((uri.as_str(), before));
@@ -1275,7 +1288,12 @@ impl Core {
                 "the language server found nothing to rename there".into(),
             ));
         }
-        // Every file the rename touches: inside the workspace, as the server saw it.
+        // What every edit replaces: the name at the position asked about.
+        let old_name = text::line_of(&file.text, line)
+            .map(|l| text::word_at(l, text::from_server(l, character, server.encoding)))
+            .filter(|w| !w.is_empty())
+            .map(String::from);
+        // Every file the rename touches: inside the workspace, as the server saw it, once.
         let mut planned: Vec<(String, PathBuf, String, String)> = Vec::new();
         for (uri, text_edits) in &edits {
             let abs = path_of(uri).ok_or_else(|| {
@@ -1289,6 +1307,12 @@ impl Core {
                 ),
             })?;
             let current = self.file(&rel).await?;
+            if planned.iter().any(|(r, ..)| *r == current.rel) {
+                return Err(ToolError::Conflict(format!(
+                    "the server named `{}` twice (through a link?); the rename is refused. No file was changed.",
+                    current.rel
+                )));
+            }
             if let Some(shown) = server.shown(uri)
                 && shown != current.text
             {
@@ -1296,8 +1320,13 @@ impl Core {
                     "`{rel}` changed while the rename was computed; run it again. No file was changed."
                 )));
             }
-            let new = apply(&current.text, text_edits, server.encoding)
-                .map_err(|e| ToolError::failed(format!("`{rel}`: {e}. No file was changed.")))?;
+            let new = apply(
+                &current.text,
+                text_edits,
+                server.encoding,
+                old_name.as_deref(),
+            )
+            .map_err(|e| ToolError::failed(format!("`{rel}`: {e}. No file was changed.")))?;
             planned.push((current.rel, current.abs, current.text, new));
         }
         let check = ctx
@@ -1388,8 +1417,15 @@ fn kind_label(kind: Kind) -> &'static str {
     }
 }
 
-/// `text` with `edits` (server positions) applied; overlapping edits are refused.
-fn apply(text: &str, edits: &[lsp_types::TextEdit], encoding: Encoding) -> Result<String, String> {
+/// `text` with `edits` (server positions) applied; overlapping edits are refused, and so
+/// is an edit whose range does not hold `expected` (when given): the server computed it
+/// from another version of the file.
+fn apply(
+    text: &str,
+    edits: &[lsp_types::TextEdit],
+    encoding: Encoding,
+    expected: Option<&str>,
+) -> Result<String, String> {
     let mut spans: Vec<(usize, usize, &str)> = Vec::with_capacity(edits.len());
     for e in edits {
         let start = text::byte_offset(text, e.range.start.line, e.range.start.character, encoding)
@@ -1403,6 +1439,15 @@ fn apply(text: &str, edits: &[lsp_types::TextEdit], encoding: Encoding) -> Resul
             .ok_or_else(|| format!("an edit ends past the end (line {})", e.range.end.line + 1))?;
         if end < start {
             return Err("an edit ends before it starts".into());
+        }
+        if let Some(expected) = expected
+            && text[start..end] != *expected
+        {
+            return Err(format!(
+                "line {} holds `{}` where the server expected `{expected}`: it saw another version of the file; run the rename again",
+                e.range.start.line + 1,
+                &text[start..end]
+            ));
         }
         spans.push((start, end, &e.new_text));
     }

@@ -143,11 +143,24 @@ impl Rpc {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
-        // A call given up (its tool call cancelled) takes its entry with it.
+        // A call given up (its tool call cancelled, or timed out) takes its entry with it
+        // and tells the server to stop working on it.
         struct Forget<'a>(&'a Rpc, i64);
         impl Drop for Forget<'_> {
             fn drop(&mut self) {
-                self.0.forget(self.1);
+                let waiting = self
+                    .0
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&self.1)
+                    .is_some();
+                if waiting {
+                    let cancel = json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": self.1}});
+                    if let Ok(bytes) = serde_json::to_vec(&cancel) {
+                        let _ = self.0.out.try_send(bytes);
+                    }
+                }
             }
         }
         let _forget = Forget(self, id);
@@ -157,20 +170,13 @@ impl Rpc {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err("the language server stopped".into()),
             Err(_) => {
-                let _ = self.notify("$/cancelRequest", json!({"id": id})).await;
+                // The drop guard sends `$/cancelRequest`.
                 Err(format!(
                     "the language server did not answer `{method}` within {} s",
                     timeout.as_secs()
                 ))
             }
         }
-    }
-
-    fn forget(&self, id: i64) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
     }
 }
 
@@ -209,11 +215,14 @@ fn dispatch(
                 .remove(&id);
             if let Some(tx) = waiting {
                 let answer = match message.get("error") {
-                    Some(error) => Err(error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown error")
-                        .to_string()),
+                    Some(error) => Err(format!(
+                        "{} ({})",
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("unknown error"),
+                        error.get("code").and_then(Value::as_i64).unwrap_or(0)
+                    )),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
                 let _ = tx.send(answer);

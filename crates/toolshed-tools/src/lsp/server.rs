@@ -34,6 +34,8 @@ struct Doc {
 pub(crate) struct Published {
     /// Counts publications, across documents, when this one came.
     pub generation: u64,
+    /// The document version they are about, when the server says.
+    pub version: Option<i32>,
     pub diagnostics: Vec<lsp_types::Diagnostic>,
 }
 
@@ -275,13 +277,20 @@ impl Server {
         deadline: Instant,
     ) -> Result<Value, String> {
         self.touch();
-        let timeout = self
-            .request_timeout
-            .min(deadline.saturating_duration_since(Instant::now()));
-        // Answers computed before a change arrived are retried once (`ContentModified`).
+        let started = Instant::now();
+        // Answers computed before a change arrived are asked again (`ContentModified`),
+        // within the same time.
         for attempt in 0..3 {
+            let timeout = self
+                .request_timeout
+                .saturating_sub(started.elapsed())
+                .min(deadline.saturating_duration_since(Instant::now()));
             match self.rpc.call(method, params.clone(), timeout).await {
-                Err(e) if attempt < 2 && e.to_lowercase().contains("content modified") => {
+                Err(e)
+                    if attempt < 2
+                        && (e.contains("(-32801)")
+                            || e.to_lowercase().contains("content modified")) =>
+                {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 other => return other,
@@ -297,7 +306,9 @@ impl Server {
         let _order = self.sync.lock().await;
         let uri = uri_of(path);
         let language_id = self.language.language_id(path);
-        let (messages, evicted) = {
+        // What to send, worked out first; the record changes only once it is sent, so a
+        // call given up half way leaves the document to be sent again next time.
+        let (version, messages, evicted) = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             state.uses += 1;
             let uses = state.uses;
@@ -307,11 +318,10 @@ impl Server {
                     return Ok(false);
                 }
                 Some(doc) => {
-                    doc.version += 1;
-                    doc.text = text.to_string();
-                    doc.used = uses;
-                    let id = json!({"uri": uri, "version": doc.version});
+                    let version = doc.version + 1;
+                    let id = json!({"uri": uri, "version": version});
                     (
+                        version,
                         vec![
                             (
                                 "textDocument/didChange",
@@ -326,28 +336,17 @@ impl Server {
                     )
                 }
                 None => {
-                    let evicted = if state.docs.len() >= MAX_OPEN {
-                        let oldest = state
-                            .docs
-                            .iter()
-                            .min_by_key(|(_, d)| d.used)
-                            .map(|(u, _)| u.clone());
-                        if let Some(u) = &oldest {
-                            state.docs.remove(u);
-                        }
-                        oldest
-                    } else {
-                        None
-                    };
-                    state.docs.insert(
-                        uri.clone(),
-                        Doc {
-                            version: 1,
-                            text: text.to_string(),
-                            used: uses,
-                        },
-                    );
+                    let evicted = (state.docs.len() >= MAX_OPEN)
+                        .then(|| {
+                            state
+                                .docs
+                                .iter()
+                                .min_by_key(|(_, d)| d.used)
+                                .map(|(u, _)| u.clone())
+                        })
+                        .flatten();
                     (
+                        1,
                         vec![(
                             "textDocument/didOpen",
                             json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
@@ -364,11 +363,33 @@ impl Server {
                     json!({"textDocument": {"uri": old}}),
                 )
                 .await?;
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.docs.remove(&old);
+            state.diagnostics.remove(&old);
         }
         for (method, params) in messages {
             self.rpc.notify(method, params).await?;
         }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.uses += 1;
+        let used = state.uses;
+        state.docs.insert(
+            uri,
+            Doc {
+                version,
+                text: text.to_string(),
+                used,
+            },
+        );
+        // Quiet is counted from what was sent, not from what the server said before.
+        state.last_event = Some(Instant::now());
         Ok(true)
+    }
+
+    /// The version the server was last shown of `uri` (0: not open).
+    pub(crate) fn version(&self, uri: &str) -> i32 {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.docs.get(uri).map_or(0, |d| d.version)
     }
 
     /// Keeps `watch` for as long as the server lives.
@@ -485,11 +506,16 @@ impl Server {
         fresh: Option<(&str, u64)>,
     ) -> bool {
         loop {
+            // A report counts when it came after `after` and, if it names the version it
+            // is about, is about the version shown now.
             let idle = |s: &State| {
                 s.quiescent != Some(false)
                     && s.progress.is_empty()
                     && fresh.is_none_or(|(uri, after)| {
-                        s.diagnostics.get(uri).is_some_and(|p| p.generation > after)
+                        let shown = s.docs.get(uri).map_or(0, |d| d.version);
+                        s.diagnostics.get(uri).is_some_and(|p| {
+                            p.generation > after && p.version.is_none_or(|v| v >= shown)
+                        })
                     })
             };
             if !self.wait_for(deadline, idle).await {
@@ -569,10 +595,13 @@ fn notice(state: &Mutex<State>, method: &str, params: Value) -> bool {
                 return false;
             };
             let generation = state.events + 1;
+            // Keyed as toolshed spells URIs: servers escape paths differently.
+            let uri = super::normalize(published.uri.as_str());
             state.diagnostics.insert(
-                published.uri.as_str().to_string(),
+                uri,
                 Published {
                     generation,
+                    version: published.version,
                     diagnostics: published.diagnostics,
                 },
             );

@@ -19,18 +19,18 @@ fn uris_round_trip_and_edits_apply_in_the_servers_units() {
         text,
         &[edit(1, 4, 1, 5, "x"), edit(0, 4, 0, 5, "x")],
         Encoding::Utf16,
+        Some("é"),
     );
     assert_eq!(renamed.as_deref(), Ok("let x = 1;\nuse(x);\n"));
-    let renamed = apply(text, &[edit(0, 4, 0, 6, "x")], Encoding::Utf8);
+    let renamed = apply(text, &[edit(0, 4, 0, 6, "x")], Encoding::Utf8, None);
     assert_eq!(renamed.as_deref(), Ok("let x = 1;\nuse(é);\n"));
-    assert!(
-        apply(
-            text,
-            &[edit(0, 0, 0, 5, "a"), edit(0, 3, 0, 6, "b")],
-            Encoding::Utf8
-        )
-        .is_err()
-    );
+    let overlapping = [edit(0, 0, 0, 5, "a"), edit(0, 3, 0, 6, "b")];
+    assert!(apply(text, &overlapping, Encoding::Utf8, None).is_err());
+    // Computed from another version: the range does not hold the old name, or ends past
+    // the line.
+    let elsewhere = apply(text, &[edit(0, 0, 0, 3, "x")], Encoding::Utf8, Some("é"));
+    assert!(elsewhere.unwrap_err().contains("another version"));
+    assert!(apply(text, &[edit(0, 4, 0, 40, "x")], Encoding::Utf8, None).is_err());
 }
 
 #[test]

@@ -59,7 +59,7 @@ pub(crate) fn from_server(line_text: &str, unit: u32, encoding: Encoding) -> u32
 }
 
 /// The byte offset in `text` of the server position (`line`, `unit`), or `None` when the
-/// line does not exist. A column past the line's end is its end.
+/// line does not exist or the column is past its end (the server saw another text).
 pub(crate) fn byte_offset(text: &str, line: u32, unit: u32, encoding: Encoding) -> Option<usize> {
     let mut start = 0usize;
     for _ in 0..line {
@@ -71,11 +71,28 @@ pub(crate) fn byte_offset(text: &str, line: u32, unit: u32, encoding: Encoding) 
     let mut seen = 0u32;
     for (i, c) in line_text.char_indices() {
         if seen >= unit {
-            return Some(start + i);
+            return (seen == unit).then_some(start + i);
         }
         seen += encoding.width(c);
     }
-    Some(start + line_text.len())
+    (seen == unit).then_some(start + line_text.len())
+}
+
+/// The identifier (letters, digits, `_`) around the 1-based character `column` of `line`.
+pub(crate) fn word_at(line: &str, column: u32) -> &str {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    let at = (column.saturating_sub(1) as usize).min(chars.len());
+    let mut start = at;
+    while start > 0 && word(chars[start - 1].1) {
+        start -= 1;
+    }
+    let mut end = at;
+    while end < chars.len() && word(chars[end].1) {
+        end += 1;
+    }
+    let byte = |i: usize| chars.get(i).map_or(line.len(), |(b, _)| *b);
+    &line[byte(start)..byte(end)]
 }
 
 /// Where `symbol` stands as a whole word in `text`: the 0-based line and 1-based character
@@ -128,7 +145,23 @@ mod tests {
         let text = "ab\r\né𝄞x\nlast";
         assert_eq!(byte_offset(text, 1, 3, Encoding::Utf16), Some(4 + 2 + 4));
         assert_eq!(byte_offset(text, 1, 6, Encoding::Utf8), Some(4 + 6));
-        assert_eq!(byte_offset(text, 0, 9, Encoding::Utf16), Some(2));
+        assert_eq!(
+            byte_offset(text, 0, 9, Encoding::Utf16),
+            None,
+            "past the line's end"
+        );
+        assert_eq!(byte_offset(text, 0, 2, Encoding::Utf16), Some(2));
+        assert_eq!(
+            byte_offset(text, 1, 1, Encoding::Utf8),
+            None,
+            "inside a character"
+        );
+        assert_eq!(word_at("let area_of = 2;", 6), "area_of");
+        // Just after a name counts as on it, as a server counts it.
+        assert_eq!(word_at("let area_of = 2;", 4), "let");
+        assert_eq!(word_at("a  b", 3), "");
+        assert_eq!(word_at("é𝄞x", 3), "x");
+        assert_eq!(word_at("éa b", 1), "éa");
         assert_eq!(byte_offset(text, 2, 4, Encoding::Utf16), Some(text.len()));
         assert_eq!(byte_offset(text, 3, 0, Encoding::Utf16), None);
         assert_eq!(line_of(text, 0), Some("ab"));

@@ -21,6 +21,8 @@ const SKIPPED: &[&str] = &["target", "node_modules", "__pycache__", "dist", "ven
 const BATCH: Duration = Duration::from_millis(150);
 /// The most changed paths held between two batches.
 const MAX_PENDING: usize = 10_000;
+/// The most events waiting for the batching task.
+const QUEUE: usize = 8192;
 
 /// What happened to a file, as the protocol numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,14 +84,22 @@ pub(crate) fn start(
     server: Weak<Server>,
     wanted: impl Fn(&Path) -> bool + Send + Sync + 'static,
 ) -> Result<Watch, String> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<(PathBuf, Change, bool)>();
+    // Bounded: the events the server does not care about are dropped in the watcher's
+    // thread; past the bound (an event storm) the rest are dropped too, with a warning.
+    let (tx, mut rx) = mpsc::channel::<(PathBuf, Change, bool)>(QUEUE);
+    let dropped = std::sync::atomic::AtomicBool::new(false);
     let handler = move |result: notify::Result<Event>| {
         let Ok(event) = result else { return };
+        use notify::event::{ModifyKind, RenameMode};
         let change = match event.kind {
-            EventKind::Create(_) => Change::Created,
-            EventKind::Modify(notify::event::ModifyKind::Metadata(_)) => return,
+            EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(RenameMode::To)) => {
+                Change::Created
+            }
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_) => {
+                Change::Deleted
+            }
+            EventKind::Modify(ModifyKind::Metadata(_)) => return,
             EventKind::Modify(_) => Change::Changed,
-            EventKind::Remove(_) => Change::Deleted,
             _ => return,
         };
         let dir = matches!(
@@ -97,7 +107,16 @@ pub(crate) fn start(
             EventKind::Create(notify::event::CreateKind::Folder)
         );
         for path in event.paths {
-            let _ = tx.send((path, change, dir));
+            if !dir && !wanted(&path) {
+                continue;
+            }
+            if tx.try_send((path, change, dir)).is_err()
+                && !dropped.swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    "too many file changes at once: a language server does not hear of some; it sees them when they are opened"
+                );
+            }
         }
     };
     let config = notify::Config::default().with_follow_symlinks(false);
@@ -123,7 +142,7 @@ pub(crate) fn start(
                     {
                         new_dirs.push(path);
                     }
-                } else if wanted(&path) && pending.len() < MAX_PENDING {
+                } else if pending.len() < MAX_PENDING {
                     // A file created then changed in one batch is still new.
                     let merged = match (pending.get(&path), change) {
                         (Some(Change::Created), Change::Changed) => Change::Created,
