@@ -247,6 +247,18 @@ def test_login_links_cookies_csrf_and_foreign_origins(serve, home, toolshed_bin)
 
     jar = {"Cookie": session}
     assert request(f"{base}/api/v1/plugins", headers=jar)[0] == 200
+    # The cookie counts only on the API, from the server's own origin, never for a WebSocket:
+    # a page on another local port, the MCP door and an upgrade get nothing from it.
+    own = base.removeprefix("http://")
+    assert request(f"{base}/api/v1/plugins", headers={**jar, "Origin": f"http://{own}"})[0] == 200
+    assert request(f"{base}/api/v1/plugins", headers={**jar, "Origin": "http://127.0.0.1:1"})[0] == 401
+    assert request(f"{base}/api/v1/events/ws", headers={**jar, "Upgrade": "websocket", "Connection": "Upgrade",
+                                                       "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})[0] == 401
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    refused = request(f"{base}/mcp", "POST", headers={**jar, "Accept": "application/json, text/event-stream"}, body=initialize)
+    assert refused[0] == 401, refused
+    assert "Path=/api/" in cookie
     status, _, body = request(f"{base}/api/ui/session", headers=jar)
     csrf = json.loads(body)["csrf"]
     assert status == 200 and csrf

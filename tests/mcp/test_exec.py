@@ -146,6 +146,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("X-Saw-Authorization", self.headers.get("Authorization", "none"))
+            self.send_header("X-Saw-Cookie", self.headers.get("Cookie", "none"))
             self.end_headers()
             self.wfile.write(body)
             return
@@ -209,6 +210,10 @@ def test_the_proxy_reaches_a_background_server_over_http_and_websocket(serve, wo
             assert status == 200, body
             assert body == "hello from /some/page?x=1"
             assert headers["x-saw-authorization"] == "none", "the toolshed token is not forwarded"
+            # Nor is the dashboard's session cookie; the app's own cookies are.
+            cookies = {**auth, "Cookie": "toolshed_session=0123abcd; theme=dark"}
+            status, headers, _ = await asyncio.to_thread(get, f"{base}/proxy/{pid}/c", cookies)
+            assert status == 200 and headers["x-saw-cookie"] == "theme=dark", headers
             status, _, body = await asyncio.to_thread(get, f"{base}/proxy/{pid}/a%2Fb%20c?q=%26", auth)
             assert (status, body) == (200, "hello from /a%2Fb%20c?q=%26"), "the path reaches the app as sent"
             assert (await asyncio.to_thread(get, f"{base}/proxy/{pid}/", {}))[0] == 401

@@ -63,7 +63,7 @@ async fn check_request(
     if guard.draining.load(std::sync::atomic::Ordering::SeqCst) && starts_work(&request) {
         return Rejection::ShuttingDown.into_response();
     }
-    if let Err(rejection) = guard.check_csrf(request.method(), request.headers()) {
+    if let Err(rejection) = guard.check_csrf(request.method(), request.uri(), request.headers()) {
         return rejection.into_response();
     }
     match guard.check(peer, request.uri(), request.headers()) {
@@ -409,13 +409,18 @@ impl RequestGuard {
     fn check_csrf(
         &self,
         method: &axum::http::Method,
+        uri: &axum::http::Uri,
         headers: &HeaderMap,
     ) -> Result<(), Rejection> {
         let Some(sessions) = &self.dashboard else {
             return Ok(());
         };
         let safe = matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS");
-        if safe || headers.contains_key(header::AUTHORIZATION) {
+        // Where the cookie does not count, the token check refuses the request anyway.
+        if safe
+            || headers.contains_key(header::AUTHORIZATION)
+            || !crate::dashboard::cookie_allowed(uri, headers)
+        {
             return Ok(());
         }
         let Some(expected) = sessions.csrf_of(headers) else {
