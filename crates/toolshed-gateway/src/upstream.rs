@@ -331,13 +331,7 @@ impl Upstream {
                 false,
             )
         })?;
-        let pipes = (|| {
-            Ok::<_, std::io::Error>((
-                tokio::net::unix::pipe::Receiver::from_owned_fd(stdio.stdout)?,
-                tokio::net::unix::pipe::Sender::from_owned_fd(stdio.stdin)?,
-            ))
-        })()
-        .map_err(|e| {
+        let pipes = stdio.into_pipes().map_err(|e| {
             (
                 format!("MCP server `{}`: cannot use its pipes: {e}", self.name),
                 false,

@@ -147,6 +147,22 @@ pub struct StreamStdio {
     pub stdin: std::os::fd::OwnedFd,
 }
 
+impl StreamStdio {
+    /// The two as tokio pipes: what to read the child's output from, what to write its
+    /// input to. Must be called within a tokio runtime.
+    pub fn into_pipes(
+        self,
+    ) -> std::io::Result<(
+        tokio::net::unix::pipe::Receiver,
+        tokio::net::unix::pipe::Sender,
+    )> {
+        Ok((
+            tokio::net::unix::pipe::Receiver::from_owned_fd(self.stdout)?,
+            tokio::net::unix::pipe::Sender::from_owned_fd(self.stdin)?,
+        ))
+    }
+}
+
 impl Process {
     pub(crate) fn new(shared: std::sync::Arc<Shared>, pid: u32, tty: Tty, program: String) -> Self {
         Self {

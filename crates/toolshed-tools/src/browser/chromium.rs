@@ -144,13 +144,9 @@ impl Browser {
         let stdio = process
             .take_stdio()
             .ok_or("this process backend cannot hand over a child's pipes")?;
-        let pipes = (|| {
-            Ok::<_, std::io::Error>((
-                tokio::net::unix::pipe::Receiver::from_owned_fd(stdio.stdout)?,
-                tokio::net::unix::pipe::Sender::from_owned_fd(stdio.stdin)?,
-            ))
-        })()
-        .map_err(|e| format!("cannot use Chromium's pipes: {e}"))?;
+        let pipes = stdio
+            .into_pipes()
+            .map_err(|e| format!("cannot use Chromium's pipes: {e}"))?;
         let cdp = Cdp::start(pipes.0, pipes.1);
         let version = match cdp
             .call("Browser.getVersion", json!({}), None, START_TIMEOUT)

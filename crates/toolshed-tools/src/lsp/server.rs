@@ -105,13 +105,9 @@ impl Server {
         let stdio = process
             .take_stdio()
             .ok_or("this process backend cannot hand over a child's pipes")?;
-        let pipes = (|| {
-            Ok::<_, std::io::Error>((
-                tokio::net::unix::pipe::Receiver::from_owned_fd(stdio.stdout)?,
-                tokio::net::unix::pipe::Sender::from_owned_fd(stdio.stdin)?,
-            ))
-        })()
-        .map_err(|e| format!("cannot use the language server's pipes: {e}"))?;
+        let pipes = stdio
+            .into_pipes()
+            .map_err(|e| format!("cannot use the language server's pipes: {e}"))?;
         let state: Arc<Mutex<State>> = Arc::default();
         let changed = Arc::new(Notify::new());
         let on_notice = {
