@@ -667,6 +667,13 @@ impl Tool for LspTool {
     }
 }
 
+/// A server shown a file (see [`Core::show_file`]).
+struct Shown {
+    server: Arc<Server>,
+    note: Option<String>,
+    fresh: Option<u64>,
+}
+
 /// A file of the workspace, read.
 struct File {
     /// Workspace-relative, links resolved.
@@ -818,21 +825,41 @@ impl Core {
     /// The server for a file, shown the file as it is now (and every document it was
     /// shown before brought up to date).
     async fn server_for(&self, file: &File) -> Result<(Arc<Server>, Option<String>), ToolError> {
+        let shown = self.show_file(file).await?;
+        Ok((shown.server, shown.note))
+    }
+
+    /// [`Self::server_for`], also saying whether the server must report on the file anew:
+    /// `Some(generation)` when it was sent a new version (or never reported on it), the
+    /// generation of its diagnostics before.
+    async fn show_file(&self, file: &File) -> Result<Shown, ToolError> {
         let language = self.language_for(&file.abs)?.clone();
         let root = self.root_for(&language, &file.rel);
         let (server, note) = self.servers.get(&language, &root).await?;
-        self.refresh(&server).await?;
+        let uri = uri_of(&file.abs);
+        let before = server.generation(&uri);
+        let shown_before = server.version(&uri);
+        self.refresh(&server, Some(&file.abs)).await?;
         server
             .show(&file.abs, &file.text)
             .await
             .map_err(ToolError::failed)?;
-        Ok((server, note))
+        let sent = server.version(&uri) != shown_before;
+        Ok(Shown {
+            server,
+            note,
+            fresh: (sent || before == 0).then_some(before),
+        })
     }
 
-    /// Brings every document `server` was shown up to date with the disk.
-    async fn refresh(&self, server: &Server) -> Result<(), ToolError> {
+    /// Brings every document `server` was shown up to date with the disk (but `except`,
+    /// which the caller shows itself, as just read).
+    async fn refresh(&self, server: &Server, except: Option<&Path>) -> Result<(), ToolError> {
         for uri in server.open_documents() {
             let Some(abs) = path_of(&uri) else { continue };
+            if except == Some(abs.as_path()) {
+                continue;
+            }
             let Some(rel) = self.relative(&abs) else {
                 continue;
             };
@@ -1089,7 +1116,7 @@ impl Core {
         for (lang, root) in self.projects(language).await? {
             let asked = async {
                 let (server, _) = self.servers.get(&lang, &root).await?;
-                self.refresh(&server).await?;
+                self.refresh(&server, None).await?;
                 server.loaded(deadline).await;
                 let answer = server
                     .request("workspace/symbol", json!({"query": query}), deadline)
@@ -1180,23 +1207,16 @@ impl Core {
         let servers: Vec<Arc<Server>> = match &args.path {
             Some(path) => {
                 let file = self.file(path).await?;
-                let language = self.language_for(&file.abs)?.clone();
-                let root = self.root_for(&language, &file.rel);
-                let (server, note) = self.servers.get(&language, &root).await?;
+                let Shown {
+                    server,
+                    note,
+                    fresh,
+                } = self.show_file(&file).await?;
                 notes.extend(note);
                 let uri = uri_of(&file.abs);
-                let before = server.generation(&uri);
-                let shown_before = server.version(&uri);
-                self.refresh(&server).await?;
-                server
-                    .show(&file.abs, &file.text)
-                    .await
-                    .map_err(ToolError::failed)?;
-                // Sent now or by the refresh just before: either way a new version.
-                let sent = server.version(&uri) != shown_before;
                 // A document shown anew must be reported on again; one the server knows
                 // as it is needs only a quiet server.
-                let fresh = (sent || before == 0).then_some((uri.as_str(), before));
+                let fresh = fresh.map(|before| (uri.as_str(), before));
                 settled &= server.settled(deadline, QUIET, fresh).await;
                 if let Some(published) = server.diagnostics().get(&uri) {
                     reports.extend(
@@ -1211,7 +1231,7 @@ impl Core {
             None => {
                 let servers = self.servers.all().await;
                 for server in &servers {
-                    self.refresh(server).await?;
+                    self.refresh(server, None).await?;
                 }
                 for server in &servers {
                     settled &= server.settled(deadline, QUIET, None).await;
