@@ -74,7 +74,7 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
     let loaded = ConfigSources::standard(&workspace, global.config.clone())
         .load()
         .map_err(|e| Failure::Usage(e.to_string()))?;
-    init_logging(&loaded.config.log.level);
+    init_logging(&loaded.config.log.level, &loaded.config.telemetry)?;
     for unknown in &loaded.unknown_keys {
         eprintln!(
             "warning: unknown config key `{}` in {}; it is ignored (see docs/cli.md for the keys)",
@@ -128,6 +128,8 @@ pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Hos
         other => Failure::Runtime(other.to_string()),
     })?;
     let _ = registry.set(Arc::downgrade(host.registry()));
+    #[cfg(feature = "otel")]
+    crate::telemetry::watch(&host);
     Ok(host)
 }
 
@@ -259,16 +261,59 @@ pub fn data_dir(global: &GlobalArgs) -> Result<PathBuf, Failure> {
 }
 
 /// Logs go to stderr, coloured only when it is a terminal: a pipe or a client's log file
-/// gets plain text.
-fn init_logging(level: &str) {
+/// gets plain text. With `[telemetry] otlp_endpoint` set, call spans are exported too
+/// (docs/telemetry.md).
+fn init_logging(
+    level: &str,
+    telemetry: &toolshed_host::config::TelemetryConfig,
+) -> Result<(), Failure> {
     use std::io::IsTerminal as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_new(log_directives(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let Some(export) = telemetry_layer(telemetry)? else {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .try_init();
+        return Ok(());
+    };
+    // Each its own filter: the log level does not decide which spans are exported.
+    let logs = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(export)
+        .with(logs)
         .try_init();
+    Ok(())
+}
+
+type ExportLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+#[cfg(feature = "otel")]
+fn telemetry_layer(
+    telemetry: &toolshed_host::config::TelemetryConfig,
+) -> Result<Option<ExportLayer>, Failure> {
+    crate::telemetry::start(telemetry).map_err(Failure::Usage)
+}
+
+#[cfg(not(feature = "otel"))]
+fn telemetry_layer(
+    telemetry: &toolshed_host::config::TelemetryConfig,
+) -> Result<Option<ExportLayer>, Failure> {
+    match &telemetry.otlp_endpoint {
+        None => Ok(None),
+        Some(_) => Err(Failure::Usage(
+            "[telemetry] otlp_endpoint is set, but this toolshed was built without OpenTelemetry \
+             export (the `otel` cargo feature); rebuild with it or remove the setting"
+                .into(),
+        )),
+    }
 }
 
 /// The filter for `[log] level`. The MCP library logs every error reply it sends at WARN

@@ -11,6 +11,8 @@ mod render;
 mod cli;
 mod commands;
 mod context;
+#[cfg(feature = "otel")]
+mod telemetry;
 
 use cli::{Cli, Command, PluginsCommand, PolicyCommand, SandboxCommand, ToolsCommand};
 
@@ -72,6 +74,9 @@ fn main() -> ExitCode {
     // A thread blocked reading stdin (the stdio transport) never ends by itself when the
     // server stops for another reason (a signal, the parent gone): do not wait for it long.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    // The last spans and metrics, those of the tasks just stopped included.
+    #[cfg(feature = "otel")]
+    telemetry::shutdown();
     // The cgroups this process made for its commands go with it.
     toolshed_ops::release_cgroups();
     match outcome {

@@ -46,3 +46,9 @@ pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};
 
 /// Re-exported so tools and doors share one cancellation type.
 pub use tokio_util::sync::CancellationToken;
+
+/// The `tracing` target of the spans that describe a call for tracing systems (the doors,
+/// the pipeline's steps, the tool, the operations it runs). Exported over OpenTelemetry when
+/// `[telemetry] otlp_endpoint` is set (docs/telemetry.md); nothing else listens to them, so
+/// they cost a relaxed load each when it is not.
+pub const TRACE: &str = "toolshed_trace";

@@ -84,6 +84,44 @@ pub struct Config {
     pub llm: crate::llm::LlmConfig,
     /// The language servers behind the code-intelligence tools (docs/lsp.md).
     pub lsp: LspConfig,
+    /// Traces and metrics exported over OpenTelemetry (docs/telemetry.md).
+    pub telemetry: TelemetryConfig,
+}
+
+/// `[telemetry]`: OpenTelemetry export (docs/telemetry.md). Off until `otlp_endpoint` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP/HTTP base URL (`http://127.0.0.1:4318`): traces go to
+    /// `<url>/v1/traces`, metrics to `<url>/v1/metrics`, as protobuf.
+    pub otlp_endpoint: Option<String>,
+    /// Headers sent with every export (an API key a hosted collector wants).
+    pub headers: BTreeMap<String, String>,
+    /// The `service.name` resource attribute.
+    pub service_name: String,
+    /// Finished spans are sent in batches at most this many milliseconds apart.
+    pub traces_interval_ms: u64,
+    /// Metrics are sent this many milliseconds apart.
+    pub metrics_interval_ms: u64,
+    /// How long one export may take before it is given up.
+    pub timeout_ms: u64,
+    /// Put each call's arguments (as JSON, at most 4 KiB) on its span. Off: spans carry the
+    /// tool, the call id, the owner and the outcome, never argument values.
+    pub record_arguments: bool,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            headers: BTreeMap::new(),
+            service_name: "toolshed".into(),
+            traces_interval_ms: 5_000,
+            metrics_interval_ms: 60_000,
+            timeout_ms: 10_000,
+            record_arguments: false,
+        }
+    }
 }
 
 /// `[lsp]`: the language servers of `system.lsp` (docs/lsp.md). Each `[lsp.NAME]` table
@@ -837,6 +875,18 @@ pub const WIDENING: &[(&str, &str)] = &[
         "passes more of your environment to commands",
     ),
     ("server.bind", "could expose the server beyond this machine"),
+    (
+        "telemetry.otlp_endpoint",
+        "sends a record of every call to another machine",
+    ),
+    (
+        "telemetry.headers",
+        "changes what is sent to the telemetry collector",
+    ),
+    (
+        "telemetry.record_arguments",
+        "puts call arguments into the exported traces",
+    ),
     ("server.allowed_hosts", "accepts more Host names"),
     (
         "server.allowed_origins",

@@ -25,6 +25,8 @@ use crate::registry::{Registry, ToolEntry};
 use crate::review::{CompiledRules, Review, Subject};
 use crate::store::{AuditRecord, StateStore};
 use crate::suggest::closest;
+use toolshed_core::TRACE;
+use tracing::Instrument as _;
 
 /// How long a cancelled or timed-out tool gets to stop by itself before it is aborted.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -253,6 +255,7 @@ pub struct Dispatcher {
     approvals: ApprovalsConfig,
     quotas: Quotas,
     llm: Option<Arc<dyn toolshed_core::Sampler>>,
+    trace_arguments: bool,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -310,6 +313,8 @@ pub struct DispatcherParts {
     pub quotas: Quotas,
     /// The `[llm]` endpoint, answering model requests when the caller's client cannot.
     pub llm: Option<Arc<dyn toolshed_core::Sampler>>,
+    /// Put each call's arguments on its trace span (`[telemetry] record_arguments`).
+    pub trace_arguments: bool,
 }
 
 impl Dispatcher {
@@ -337,6 +342,7 @@ impl Dispatcher {
             approvals: parts.approvals,
             quotas: parts.quotas,
             llm: parts.llm,
+            trace_arguments: parts.trace_arguments,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -412,10 +418,38 @@ impl Dispatcher {
             .unwrap_or(0);
         let n = self.next_call.fetch_add(1, Ordering::Relaxed);
         let call_id = CallId(format!("{:x}-{n}", self.epoch));
+        // The call's span, inside the door's (docs/telemetry.md); the field values are only
+        // computed when something listens.
+        let span = tracing::info_span!(
+            target: TRACE,
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", req.tool),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %req.tool,
+            gen_ai.tool.call.id = %call_id.0,
+            toolshed.owner = %req.owner.0,
+            toolshed.door = req.door,
+            toolshed.parent_call = req.parent.as_deref(),
+            toolshed.plugin = tracing::field::Empty,
+            toolshed.outcome = tracing::field::Empty,
+            toolshed.arguments = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+        );
+        if self.trace_arguments && !span.is_disabled() {
+            span.record("toolshed.arguments", arguments_for_trace(&req.arguments));
+        }
         let args_sha256 = hex(&Sha256::digest(req.arguments.to_string().as_bytes()));
         let mut approval = None;
-        let (plugin_id, result) = self.run_pipeline(&mut req, &call_id, &mut approval).await;
+        let (plugin_id, result) = self
+            .run_pipeline(&mut req, &call_id, &mut approval)
+            .instrument(span.clone())
+            .await;
         let duration = started.elapsed();
+        if !span.is_disabled() {
+            trace_outcome(&span, plugin_id.as_deref(), &result);
+        }
         self.record(
             &req,
             &call_id,
@@ -426,6 +460,7 @@ impl Dispatcher {
             duration,
             approval,
         )
+        .instrument(span.in_scope(|| tracing::info_span!(target: TRACE, "record")))
         .await;
         CallResult {
             call_id,
@@ -444,7 +479,9 @@ impl Dispatcher {
         approval: &mut Option<String>,
     ) -> (Option<String>, Result<ToolOutput, ToolError>) {
         // 1. resolve
-        let entry = match self.resolve(&req.tool, req.door) {
+        let resolved = tracing::info_span!(target: TRACE, "resolve")
+            .in_scope(|| self.resolve(&req.tool, req.door));
+        let entry = match resolved {
             Ok(entry) => entry,
             Err(e) => return (None, Err(e)),
         };
@@ -480,6 +517,7 @@ impl Dispatcher {
         arguments: &Value,
     ) -> Result<Gate, ToolError> {
         // 2. review
+        let review = tracing::info_span!(target: TRACE, "review").entered();
         let profile = match &req.profile {
             None => None,
             Some(name) => Some(self.review.profile(name).ok_or_else(|| {
@@ -522,10 +560,13 @@ impl Dispatcher {
             }
             return Err(ToolError::Unconfigured { message, variables });
         }
+        drop(review);
         // 3. validate
-        validate(entry, arguments, req.door)?;
+        tracing::info_span!(target: TRACE, "validate")
+            .in_scope(|| validate(entry, arguments, req.door))?;
         // 4. policy
-        self.check_policy(req, entry, arguments)
+        tracing::info_span!(target: TRACE, "policy")
+            .in_scope(|| self.check_policy(req, entry, arguments))
     }
 
     async fn run_resolved(
@@ -539,6 +580,7 @@ impl Dispatcher {
             Gate::Allow => false,
             Gate::Ask { rule, reason } => {
                 self.approve(req, &req.arguments, &rule, &reason, note)
+                    .instrument(tracing::info_span!(target: TRACE, "approval"))
                     .await?;
                 true
             }
@@ -552,6 +594,7 @@ impl Dispatcher {
                 &req.owner,
                 &arguments,
             )
+            .instrument(tracing::info_span!(target: TRACE, "hooks.before"))
             .await
             .map_err(|reason| ToolError::Denied {
                 rule: "hook".into(),
@@ -565,14 +608,18 @@ impl Dispatcher {
                 Gate::Allow => {}
                 Gate::Ask { .. } if approved && new_args == req.arguments => {}
                 Gate::Ask { rule, reason } => {
-                    self.approve(req, &new_args, &rule, &reason, note).await?;
+                    self.approve(req, &new_args, &rule, &reason, note)
+                        .instrument(tracing::info_span!(target: TRACE, "approval"))
+                        .await?;
                     approved = true;
                 }
             }
             arguments = new_args;
         }
         if let Some(reason) = hook_ask {
-            self.approve(req, &arguments, "hook", &reason, note).await?;
+            self.approve(req, &arguments, "hook", &reason, note)
+                .instrument(tracing::info_span!(target: TRACE, "approval"))
+                .await?;
             approved = true;
         }
         // 6. run, within the owner's quotas; the deadline starts now (waiting for an
@@ -612,7 +659,15 @@ impl Dispatcher {
             sampler: req.sampler.clone().or_else(|| self.llm.clone()),
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
-        let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel).await;
+        let run = tracing::info_span!(
+            target: TRACE,
+            "run",
+            otel.name = %format_args!("run {}", req.tool),
+            toolshed.plugin = %entry.plugin_id,
+        );
+        let result = run_with_deadline(entry, ctx, arguments, timeout, &req.cancel, cancel)
+            .instrument(run)
+            .await;
         // 7. post hooks
         let result = match post {
             None => result,
@@ -620,6 +675,7 @@ impl Dispatcher {
                 let subject = Subject::new(entry.spec(), &entry.plugin_id);
                 self.hooks
                     .after(&subject, &req.owner, &arguments, result)
+                    .instrument(tracing::info_span!(target: TRACE, "hooks.after"))
                     .await
             }
         };
@@ -892,7 +948,7 @@ impl Dispatcher {
             owner: req.owner.0.clone(),
             door: req.door.to_string(),
             tool: req.tool.clone(),
-            plugin,
+            plugin: plugin.clone(),
             args_sha256,
             outcome: outcome.to_string(),
             error_kind,
@@ -907,12 +963,16 @@ impl Dispatcher {
             Ok(out) => Event::CallFinished {
                 call_id: call_id.0.clone(),
                 tool: req.tool.clone(),
+                plugin: plugin.clone(),
+                door: req.door.to_string(),
                 duration_ms,
                 is_error: out.is_error,
             },
             Err(e) => Event::CallFailed {
                 call_id: call_id.0.clone(),
                 tool: req.tool.clone(),
+                plugin: plugin.clone(),
+                door: req.door.to_string(),
                 duration_ms,
                 kind: e.kind().as_str().to_string(),
                 message: e.to_string(),
@@ -1035,7 +1095,10 @@ async fn run_with_deadline(
     let changes_things = !entry.spec().annotations.read_only;
     let tool = entry.tool.clone();
     let started = Instant::now();
-    let mut task = tokio::spawn(async move { tool.call(ctx, args).await });
+    // The tool's own spans (its operations) belong to the call's trace.
+    let mut task = tokio::spawn(
+        async move { tool.call(ctx, args).await }.instrument(tracing::Span::current()),
+    );
     let joined =
         |joined: Result<Result<ToolOutput, ToolError>, tokio::task::JoinError>| match joined {
             Ok(result) => result,
@@ -1082,6 +1145,46 @@ async fn run_with_deadline(
             Ok(output)
         }
         _ => Err(stopped),
+    }
+}
+
+/// The most bytes of a call's arguments put on its span (`[telemetry] record_arguments`).
+const MAX_TRACED_ARGUMENTS: usize = 4096;
+
+/// A call's arguments as its span carries them: JSON, cut at [`MAX_TRACED_ARGUMENTS`].
+fn arguments_for_trace(arguments: &Value) -> String {
+    let mut json = arguments.to_string();
+    if json.len() > MAX_TRACED_ARGUMENTS {
+        let mut end = MAX_TRACED_ARGUMENTS;
+        while !json.is_char_boundary(end) {
+            end -= 1;
+        }
+        json.truncate(end);
+        json.push('…');
+    }
+    json
+}
+
+/// Records how a call ended on its span: the plugin, the outcome, and for a failure the
+/// error's kind as `error.type` with an error status (a tool's own error result included).
+fn trace_outcome(
+    span: &tracing::Span,
+    plugin: Option<&str>,
+    result: &Result<ToolOutput, ToolError>,
+) {
+    if let Some(plugin) = plugin {
+        span.record("toolshed.plugin", plugin);
+    }
+    let (outcome, error) = match result {
+        Ok(output) if output.is_error => ("tool_error", Some("tool_error".to_string())),
+        Ok(_) => ("ok", None),
+        Err(e) => ("error", Some(e.kind().as_str().to_string())),
+    };
+    span.record("toolshed.outcome", outcome);
+    if let Some(kind) = error {
+        span.record("error.type", kind.as_str());
+        span.record("otel.status_code", "ERROR");
+        span.record("otel.status_description", kind.as_str());
     }
 }
 

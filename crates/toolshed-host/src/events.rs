@@ -38,6 +38,10 @@ pub enum Event {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The plugin that served it, if the name resolved.
+        plugin: Option<String>,
+        /// The door it came through: `cli`, `mcp`, `rest`, or `plugin` for a nested call.
+        door: String,
         /// Wall time.
         duration_ms: u64,
         /// Whether the result reports a failure.
@@ -49,6 +53,10 @@ pub enum Event {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The plugin that served it, if the name resolved.
+        plugin: Option<String>,
+        /// The door it came through: `cli`, `mcp`, `rest`, or `plugin` for a nested call.
+        door: String,
         /// Wall time.
         duration_ms: u64,
         /// The error kind.

@@ -201,6 +201,8 @@ impl Host {
             llm: config
                 .llm
                 .sampler(services.net.clone() as Arc<dyn toolshed_core::HttpClient>),
+            trace_arguments: config.telemetry.record_arguments
+                && config.telemetry.otlp_endpoint.is_some(),
         });
         Ok(Self {
             workspace,

@@ -523,6 +523,75 @@ impl McpServer {
             }
         }
     }
+
+    /// `tools/call` inside the door's span.
+    async fn call_tool_traced(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let bound = self.bound().await?;
+
+        bound.check_token()?;
+        Self::require(bound, &context, "tools:call")?;
+        let owner = self.owner_for(bound, &context)?;
+        let mut name = request.name.into_owned();
+        let mut arguments = Value::Object(request.arguments.unwrap_or_default());
+        if bound.session.discover {
+            match name.as_str() {
+                crate::discover::SEARCH => {
+                    let visible = Self::tools_for(bound, &context);
+                    let (mut result, found) = crate::discover::search(&visible, &arguments);
+                    if let Some(names) = found {
+                        let added = bound.activate(&names);
+                        crate::discover::say_activated(&mut result, &added);
+                    }
+                    return Ok(result.into());
+                }
+                crate::discover::CALL => match crate::discover::inner_call(arguments) {
+                    Ok((inner, inner_arguments)) => {
+                        name = inner;
+                        arguments = inner_arguments;
+                    }
+                    Err(result) => return Ok((*result).into()),
+                },
+                _ => {}
+            }
+        }
+        let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
+        call.caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
+        call.cancel = context.ct.clone();
+        if crate::approve::Elicitation::supported(&context.peer) {
+            call.approver = Some(Arc::new(crate::approve::Elicitation {
+                peer: context.peer.clone(),
+                owner: call.owner.0.clone(),
+            }));
+        }
+        if crate::sampling::ClientSampler::supported(&context.peer) {
+            call.sampler = Some(Arc::new(crate::sampling::ClientSampler {
+                peer: context.peer.clone(),
+            }));
+        }
+        call.profile = bound.session.profile.clone();
+        call.selection = bound.session.selection.clone();
+        let forwarder = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (forwarder, sink) = ProgressForwarder::start(context.peer.clone(), token);
+                call.progress = Some(sink);
+                Some(forwarder)
+            }
+            None => None,
+        };
+        let result = bound.host.call(call).await;
+        if let Some(forwarder) = forwarder {
+            forwarder.finish().await;
+        }
+        let resolved = result.plugin_id.is_some();
+        match result.result {
+            Ok(output) => Ok(result_from_output(output).into()),
+            Err(error) => result_from_error(&name, resolved, error).map(Into::into),
+        }
+    }
 }
 
 fn bad_owner(value: &str) -> McpError {
@@ -708,66 +777,43 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let bound = self.bound().await?;
-        bound.check_token()?;
-        Self::require(bound, &context, "tools:call")?;
-        let owner = self.owner_for(bound, &context)?;
-        let mut name = request.name.into_owned();
-        let mut arguments = Value::Object(request.arguments.unwrap_or_default());
-        if bound.session.discover {
-            match name.as_str() {
-                crate::discover::SEARCH => {
-                    let visible = Self::tools_for(bound, &context);
-                    let (mut result, found) = crate::discover::search(&visible, &arguments);
-                    if let Some(names) = found {
-                        let added = bound.activate(&names);
-                        crate::discover::say_activated(&mut result, &added);
-                    }
-                    return Ok(result.into());
-                }
-                crate::discover::CALL => match crate::discover::inner_call(arguments) {
-                    Ok((inner, inner_arguments)) => {
-                        name = inner;
-                        arguments = inner_arguments;
-                    }
-                    Err(result) => return Ok((*result).into()),
-                },
-                _ => {}
+        use tracing::Instrument as _;
+        // The host first: over stdio it may still be opening, and opening it is what sets
+        // up the export of spans (a span made before that would go nowhere).
+        self.bound().await?;
+        // The door's span, the root of the call's trace, named and attributed as the
+        // OpenTelemetry conventions for MCP say (docs/telemetry.md).
+        let http = context.extensions.get::<http::request::Parts>();
+        let span = tracing::info_span!(
+            target: toolshed_core::TRACE,
+            "tools/call",
+            otel.name = %format_args!("tools/call {}", request.name),
+            otel.kind = "server",
+            mcp.method.name = "tools/call",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %request.name,
+            jsonrpc.request.id = %context.id,
+            mcp.protocol.version = context.protocol_version().map(|v| v.to_string()),
+            mcp.session.id = http
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok()),
+            network.transport = if http.is_some() { "tcp" } else { "pipe" },
+            error.type = tracing::field::Empty,
+        );
+        let answer = self
+            .call_tool_traced(request, context)
+            .instrument(span.clone())
+            .await;
+        match &answer {
+            Err(error) => {
+                span.record("error.type", error.code.0.to_string().as_str());
             }
-        }
-        let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
-        call.caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
-        call.cancel = context.ct.clone();
-        if crate::approve::Elicitation::supported(&context.peer) {
-            call.approver = Some(Arc::new(crate::approve::Elicitation {
-                peer: context.peer.clone(),
-                owner: call.owner.0.clone(),
-            }));
-        }
-        if crate::sampling::ClientSampler::supported(&context.peer) {
-            call.sampler = Some(Arc::new(crate::sampling::ClientSampler {
-                peer: context.peer.clone(),
-            }));
-        }
-        call.profile = bound.session.profile.clone();
-        call.selection = bound.session.selection.clone();
-        let forwarder = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (forwarder, sink) = ProgressForwarder::start(context.peer.clone(), token);
-                call.progress = Some(sink);
-                Some(forwarder)
+            Ok(response) if response_is_error(response) => {
+                span.record("error.type", "tool_error");
             }
-            None => None,
-        };
-        let result = bound.host.call(call).await;
-        if let Some(forwarder) = forwarder {
-            forwarder.finish().await;
+            Ok(_) => {}
         }
-        let resolved = result.plugin_id.is_some();
-        match result.result {
-            Ok(output) => Ok(result_from_output(output).into()),
-            Err(error) => result_from_error(&name, resolved, error).map(Into::into),
-        }
+        answer
     }
 
     async fn list_resources(
@@ -913,4 +959,9 @@ impl ServerHandler for McpServer {
             .await;
         Ok(())
     }
+}
+
+/// Whether a `tools/call` answer reports the tool's failure.
+fn response_is_error(response: &CallToolResponse) -> bool {
+    matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
 }

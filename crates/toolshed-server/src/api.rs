@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -832,6 +833,35 @@ pub fn output_json(result: &CallResult, output: &ToolOutput) -> Value {
     })
 }
 
+/// The REST door's span around a call: the root of the call's trace, with the HTTP
+/// conventions' name and attributes (docs/telemetry.md).
+pub(crate) fn door_span(method: &'static str, route: &'static str, tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: toolshed_core::TRACE,
+        "rest",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = method,
+        http.route = route,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Marks a door span as failed when the call failed.
+pub(crate) fn record_outcome(span: &tracing::Span, result: &toolshed_host::CallResult) {
+    match &result.result {
+        Ok(output) if output.is_error => {
+            span.record("error.type", "tool_error");
+        }
+        Ok(_) => {}
+        Err(error) => {
+            span.record("error.type", error.kind().as_str());
+        }
+    }
+}
+
 /// `POST /tools/{name}/execute`.
 pub async fn execute(
     State(state): State<AppState>,
@@ -879,7 +909,9 @@ pub async fn execute(
     let cancel = state.calls_stop.child_token();
     let _cancel_on_drop = cancel.clone().drop_guard();
     call.cancel = cancel;
-    let result = state.host.call(call).await;
+    let span = door_span("POST", "/api/v1/tools/{name}/execute", &name);
+    let result = state.host.call(call).instrument(span.clone()).await;
+    record_outcome(&span, &result);
     match &result.result {
         Ok(output) => Ok(Json(output_json(&result, output)).into_response()),
         Err(error) if status_of(error.kind()) == StatusCode::OK => {

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -270,8 +271,13 @@ impl Jobs {
         };
         request.progress = Some(sink);
         let jobs = self.clone();
+        // A job's call is the root of its own trace: the request that started it has
+        // already been answered.
+        let span =
+            crate::api::door_span("POST", "/api/v1/tools/{name}/execute (job)", &request.tool);
         tokio::spawn(async move {
-            let result = host.call(request).await;
+            let result = host.call(request).instrument(span.clone()).await;
+            crate::api::record_outcome(&span, &result);
             jobs.finish(n, result);
         });
         Ok(view)

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_host::CallRequest;
 use toolshed_host::identity::Caller;
+use tracing::Instrument as _;
 
 use crate::api::{AppState, body, owner, query};
 use crate::error::ApiError;
@@ -60,7 +61,16 @@ async fn call(
     let cancel = tokio_util::sync::CancellationToken::new();
     let _cancel_on_drop = cancel.clone().drop_guard();
     request.cancel = cancel;
-    let result = state.host.call(request).await;
+    let (method, route) = match tool {
+        "memory_list" => ("GET", "/api/v1/memories"),
+        "memory_search" => ("GET", "/api/v1/memories/search"),
+        "memory_store" => ("POST", "/api/v1/memories"),
+        "memory_get" => ("GET", "/api/v1/memories/{id}"),
+        _ => ("POST", "/api/v1/memories/{id}"),
+    };
+    let span = crate::api::door_span(method, route, tool);
+    let result = state.host.call(request).instrument(span.clone()).await;
+    crate::api::record_outcome(&span, &result);
     match result.result {
         Ok(output) if !output.is_error => Ok(output.structured.unwrap_or_default()),
         Ok(output) => Err(ApiError::internal(output.text_joined())),

@@ -54,7 +54,8 @@ pub(crate) async fn on_files<T: Send + 'static>(
     op: impl FnOnce(&dyn toolshed_ops::FileOps) -> Result<T, toolshed_ops::OpsError> + Send + 'static,
 ) -> Result<T, toolshed_core::ToolError> {
     let files = files.clone();
-    tokio::task::spawn_blocking(move || op(files.as_ref()))
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(|| op(files.as_ref())))
         .await
         .map_err(|e| toolshed_core::ToolError::Internal(e.to_string()))?
         .map_err(toolshed_core::ToolError::from)

@@ -98,7 +98,14 @@ pub async fn run(
             cancel.cancel();
         }
     });
-    let result = host.call(request).await;
+    let span = tracing::info_span!(
+        target: toolshed_core::TRACE,
+        "toolshed call",
+        otel.name = %format_args!("toolshed call {}", request.tool),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %request.tool,
+    );
+    let result = tracing::Instrument::instrument(host.call(request), span).await;
     ctrl_c.abort();
     waiting.abort();
     match result.result {

@@ -404,6 +404,7 @@ impl LocalOps {
 
 impl FileOps for LocalOps {
     fn read(&self, path: &str, max_bytes: u64) -> Result<FileContents, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.read").entered();
         let rel = self.rel(path)?;
         // NONBLOCK so that opening a FIFO does not hang; it is refused below.
         let fd = self.open_checked(
@@ -442,6 +443,7 @@ impl FileOps for LocalOps {
     }
 
     fn write(&self, path: &str, data: &[u8], parents: Parents) -> Result<Written, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.write").entered();
         let written = self.apply(&[Change::Write {
             path,
             data,
@@ -452,10 +454,12 @@ impl FileOps for LocalOps {
     }
 
     fn commit(&self, changes: &[Change<'_>]) -> Result<(), OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.commit").entered();
         self.apply(changes).map(|_| ())
     }
 
     fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.append").entered();
         let rel = self.rel(path)?;
         let (dir, name) = self.open_parent(&rel, path)?;
         let fd = openat(
@@ -480,6 +484,7 @@ impl FileOps for LocalOps {
     }
 
     fn stat(&self, path: &str, follow: Follow) -> Result<Metadata, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.stat").entered();
         let rel = self.rel(path)?;
         let mut flags = OFlags::PATH;
         if follow == Follow::No {
@@ -498,6 +503,7 @@ impl FileOps for LocalOps {
     }
 
     fn read_dir(&self, path: &str) -> Result<DirListing, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.read_dir").entered();
         let rel = self.rel(path)?;
         let fd = self.open_beneath(&rel, OFlags::RDONLY | OFlags::DIRECTORY, path, "list")?;
         self.check_opened(&fd, path)?;
@@ -540,6 +546,7 @@ impl FileOps for LocalOps {
     }
 
     fn mkdir(&self, path: &str, parents: Parents) -> Result<(), OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.mkdir").entered();
         let rel = self.rel(path)?;
         if rel == "." {
             return Ok(());
@@ -574,6 +581,7 @@ impl FileOps for LocalOps {
     }
 
     fn remove(&self, path: &str, recursive: bool) -> Result<(), OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.remove").entered();
         let rel = self.rel(path)?;
         let (dir, name) = self.open_parent(&rel, path)?;
         let name = &*name;
@@ -591,6 +599,7 @@ impl FileOps for LocalOps {
     }
 
     fn rename(&self, from: &str, to: &str, overwrite: Overwrite) -> Result<(), OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.rename").entered();
         let from_rel = self.rel(from)?;
         let to_rel = self.rel(to)?;
         let (from_dir, from_name) = self.open_parent(&from_rel, from)?;

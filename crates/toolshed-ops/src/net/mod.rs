@@ -89,6 +89,7 @@ use hyper::header::HeaderValue;
 use toolshed_core::{
     CancellationToken, HttpClient, HttpRequest, HttpResponse, NetPolicy, ToolError,
 };
+use tracing::Instrument as _;
 
 pub use address::non_public_reason;
 pub use allow::{AllowRule, AllowRuleError, parse_allowlist};
@@ -398,8 +399,17 @@ impl HttpClient for NetClient {
         cancel: &CancellationToken,
     ) -> Result<HttpResponse, ToolError> {
         let limit = request.timeout;
+        // A span only inside a call's trace: requests made outside one (the telemetry
+        // exporter's own) would each start a trace of their own.
+        let span = if tracing::Span::current().is_none() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(target: toolshed_core::TRACE, "http.request", http.request.method = %request.method)
+        };
         let out = Outgoing::from_request(request, &self.user_agent)?;
-        guarded(self.send_one(&out, policy), limit, cancel).await
+        guarded(self.send_one(&out, policy), limit, cancel)
+            .instrument(span)
+            .await
     }
 }
 

@@ -213,18 +213,22 @@ impl Backend for LocalOps {
 
 impl SearchOps for LocalOps {
     fn glob(&self, request: &GlobRequest) -> Result<GlobResult, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "search.glob").entered();
         super::glob::glob(self, request)
     }
 
     fn find(&self, request: &FindRequest) -> Result<FindResult, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "search.find").entered();
         super::find::find(self, request)
     }
 
     fn grep(&self, request: &GrepRequest) -> Result<GrepResult, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "search.grep").entered();
         super::grep::grep(self, request)
     }
 
     fn tree(&self, request: &super::TreeRequest) -> Result<super::TreeResult, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "search.tree").entered();
         super::tree::tree(self, request)
     }
 }

@@ -86,7 +86,10 @@ impl Tool for WorkspaceTool {
             cancel: Cancel::new(flag.clone()),
         };
         let handler = self.handler;
+        // The operations' spans belong to the call's trace, on whichever thread they run.
+        let span = tracing::Span::current();
         let mut work = tokio::task::spawn_blocking(move || {
+            let _span = span.entered();
             let asked = ["path", "from"]
                 .iter()
                 .find_map(|key| args.get(key).and_then(Value::as_str).map(String::from));

@@ -364,6 +364,7 @@ impl ProcessOps for LocalProcessOps {
     }
 
     fn spawn(&self, request: &SpawnRequest) -> Result<Process, OpsError> {
+        let _span = tracing::info_span!(target: toolshed_core::TRACE, "process.spawn").entered();
         request.validate()?;
         let program = request.program.as_str();
         let workdir = Arc::new(self.files.open_workdir(&request.workdir)?);
