@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ring::rand::SecureRandom;
-use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::store::db::{Row, args};
 use crate::store::{StateStore, StoreError, now_ms};
 
 /// How often a waiting call looks for an answer given by another process.
@@ -148,21 +148,21 @@ pub fn summary(tool: &str, arguments: &Value) -> String {
     }
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApprovalRequest> {
+fn row(r: &Row) -> Result<ApprovalRequest, StoreError> {
     Ok(ApprovalRequest {
-        id: r.get(0)?,
-        tool: r.get(1)?,
-        owner: r.get(2)?,
-        digest: r.get(3)?,
-        summary: r.get(4)?,
-        rule: r.get(5)?,
-        reason: r.get(6)?,
-        created_ms: r.get(7)?,
-        expires_ms: r.get(8)?,
-        state: ApprovalState::parse(&r.get::<_, String>(9)?),
-        answered_by: r.get(10)?,
-        answered_ms: r.get(11)?,
-        remembered: r.get::<_, i64>(12)? != 0,
+        id: r.text(0)?,
+        tool: r.text(1)?,
+        owner: r.text(2)?,
+        digest: r.text(3)?,
+        summary: r.text(4)?,
+        rule: r.text(5)?,
+        reason: r.text(6)?,
+        created_ms: r.int(7)?,
+        expires_ms: r.int(8)?,
+        state: ApprovalState::parse(&r.text(9)?),
+        answered_by: r.opt_text(10)?,
+        answered_ms: r.opt_int(11)?,
+        remembered: r.bool(12)?,
     })
 }
 
@@ -217,43 +217,42 @@ impl StateStore {
             answered_ms: None,
             remembered: false,
         };
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
+        self.tx(|db| {
+            db.execute(
                 "UPDATE approvals SET state = 'expired' WHERE state = 'pending' AND expires_ms <= ?1",
-                [now],
+                args![now],
             )?;
-            let pending: i64 = tx.query_row(
-                "SELECT count(*) FROM approvals WHERE state = 'pending'",
-                [],
-                |r| r.get(0),
-            )?;
+            let pending = db
+                .query_one(
+                    "SELECT count(*) FROM approvals WHERE state = 'pending'",
+                    args![],
+                )?
+                .int(0)?;
             if pending >= i64::from(max_pending) {
                 return Err(StoreError::Full(format!(
                     "{pending} approvals are waiting already ([approvals] max_pending); answer \
                      some (`toolshed approvals list`) and call again"
                 )));
             }
-            tx.execute(
+            db.execute(
                 &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', NULL, NULL, 0)"),
-                params![
-                    request.id,
-                    request.tool,
-                    request.owner,
-                    request.digest,
-                    request.summary,
-                    request.rule,
-                    request.reason,
+                args![
+                    &request.id,
+                    &request.tool,
+                    &request.owner,
+                    &request.digest,
+                    &request.summary,
+                    &request.rule,
+                    &request.reason,
                     request.created_ms,
                     request.expires_ms
                 ],
             )?;
-            tx.execute(
+            db.execute(
                 "DELETE FROM approvals WHERE state != 'pending' AND id NOT IN
                  (SELECT id FROM approvals ORDER BY created_ms DESC LIMIT ?1)",
-                [MAX_KEPT],
+                args![MAX_KEPT],
             )?;
-            tx.commit()?;
             Ok(())
         })?;
         Ok(request)
@@ -261,29 +260,35 @@ impl StateStore {
 
     /// One request.
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError> {
-        self.with(|c| {
-            Ok(
-                c.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
-                    .query_row([id], row)
-                    .optional()?,
-            )
+        self.db(|db| {
+            db.query_opt(
+                &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+                args![id],
+            )?
+            .as_ref()
+            .map(row)
+            .transpose()
         })
     }
 
     /// Requests, newest first: only the pending ones unless `all`.
     pub fn approvals(&self, all: bool, limit: usize) -> Result<Vec<ApprovalRequest>, StoreError> {
         let now = now_ms();
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "UPDATE approvals SET state = 'expired' WHERE state = 'pending' AND expires_ms <= ?1",
-                [now],
+                args![now],
             )?;
             let filter = if all { "" } else { "WHERE state = 'pending'" };
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM approvals {filter} ORDER BY created_ms DESC LIMIT ?1"
-            ))?;
-            let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], row)?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            db.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM approvals {filter} ORDER BY created_ms DESC LIMIT ?1"
+                ),
+                args![limit],
+            )?
+            .iter()
+            .map(row)
+            .collect()
         })
     }
 
@@ -297,45 +302,45 @@ impl StateStore {
         remember: bool,
     ) -> Result<Option<ApprovalRequest>, StoreError> {
         let now = now_ms();
-        self.with(|c| {
-            let tx = c.transaction()?;
+        self.tx(|db| {
             let state = if approve { "approved" } else { "denied" };
-            let changed = tx.execute(
+            let changed = db.execute(
                 "UPDATE approvals SET state = ?2, answered_by = ?3, answered_ms = ?4,
                         remembered = ?5
                  WHERE id = ?1 AND state = 'pending' AND expires_ms > ?4",
-                params![id, state, by, now, i64::from(approve && remember)],
+                args![id, state, by, now, approve && remember],
             )?;
-            let request = tx
-                .query_row(
+            let request = db
+                .query_opt(
                     &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
-                    [id],
-                    row,
-                )
-                .optional()?;
+                    args![id],
+                )?
+                .as_ref()
+                .map(row)
+                .transpose()?;
             if changed > 0
                 && approve
                 && remember
                 && let Some(r) = &request
             {
-                tx.execute(
-                    "INSERT OR REPLACE INTO approval_grants (owner, tool, digest, created_ms)
-                     VALUES (?1, ?2, ?3, ?4)",
-                    params![r.owner, r.tool, r.digest, now],
+                db.execute(
+                    "INSERT INTO approval_grants (owner, tool, digest, created_ms)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (owner, tool, digest) DO UPDATE SET created_ms = excluded.created_ms",
+                    args![&r.owner, &r.tool, &r.digest, now],
                 )?;
             }
-            tx.commit()?;
             Ok(request)
         })
     }
 
     /// Marks a pending request expired (nobody answered, or the call went away).
     pub fn expire_approval(&self, id: &str) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "UPDATE approvals SET state = 'expired', answered_ms = ?2
                  WHERE id = ?1 AND state = 'pending'",
-                params![id, now_ms()],
+                args![id, now_ms()],
             )?;
             Ok(())
         })
@@ -348,13 +353,13 @@ impl StateStore {
         tool: &str,
         digest: &str,
     ) -> Result<bool, StoreError> {
-        self.with(|c| {
-            Ok(c.prepare_cached(
-                "SELECT 1 FROM approval_grants WHERE owner = ?1 AND tool = ?2 AND digest = ?3",
-            )?
-            .query_row(params![owner, tool, digest], |_| Ok(()))
-            .optional()?
-            .is_some())
+        self.db(|db| {
+            Ok(db
+                .query_opt(
+                    "SELECT 1 FROM approval_grants WHERE owner = ?1 AND tool = ?2 AND digest = ?3",
+                    args![owner, tool, digest],
+                )?
+                .is_some())
         })
     }
 }

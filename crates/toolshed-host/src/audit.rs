@@ -29,10 +29,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
 use tokio::sync::Notify;
 
-use crate::store::{AuditRecord, StoreError, insert_audit_rows};
+use crate::store::db::{Db, args};
+use crate::store::{AuditRecord, Engine, StoreError, insert_audit_rows};
 
 /// What to read of the audit log (`toolshed audit`, `GET /api/v1/audit`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -224,7 +224,7 @@ impl Drop for Journal {
 /// Inserts the rows of the journals in `dir` that no live process holds — a process
 /// killed before committing them — unless the log has them already, and deletes the
 /// journals. Returns how many rows it inserted.
-pub(crate) fn replay_journals(conn: &mut Connection, dir: &Path) -> usize {
+pub(crate) fn replay_journals(engine: &Engine, dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -245,7 +245,7 @@ pub(crate) fn replay_journals(conn: &mut Connection, dir: &Path) -> usize {
             .map_while(Result::ok)
             .filter_map(|line| serde_json::from_str(&line).ok())
             .collect();
-        match insert_missing(conn, &rows) {
+        match engine.tx(|db| insert_missing(db, &rows)) {
             Ok(n) => {
                 inserted += n;
                 let _ = std::fs::remove_file(&path);
@@ -259,29 +259,31 @@ pub(crate) fn replay_journals(conn: &mut Connection, dir: &Path) -> usize {
 
 /// Inserts the rows of `rows` whose call is not among the log's most recent rows (a row
 /// committed just before a crash is still in its journal).
-fn insert_missing(conn: &mut Connection, rows: &[AuditRecord]) -> Result<usize, StoreError> {
+fn insert_missing(db: &mut dyn Db, rows: &[AuditRecord]) -> Result<usize, StoreError> {
     if rows.is_empty() {
         return Ok(0);
     }
-    let recent: HashSet<String> = {
-        let mut stmt = conn.prepare("SELECT call_id FROM audit ORDER BY id DESC LIMIT ?1")?;
-        let limit = i64::try_from(rows.len() + 10_000).unwrap_or(i64::MAX);
-        stmt.query_map([limit], |r| r.get(0))?
-            .collect::<Result<_, _>>()?
-    };
+    let recent: HashSet<String> = db
+        .query(
+            "SELECT call_id FROM audit ORDER BY id DESC LIMIT ?1",
+            args![rows.len() + 10_000],
+        )?
+        .iter()
+        .map(|r| r.text(0))
+        .collect::<Result<_, _>>()?;
     let missing: Vec<AuditRecord> = rows
         .iter()
         .filter(|r| !recent.contains(&r.call_id))
         .cloned()
         .collect();
-    insert_audit_rows(conn, &missing, u64::MAX)?;
+    insert_audit_rows(db, &missing, u64::MAX)?;
     Ok(missing.len())
 }
 
 /// The queue and its writer thread.
 pub(crate) struct AuditQueue {
     shared: Arc<Shared>,
-    conn: Arc<Mutex<Connection>>,
+    engine: Engine,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -322,11 +324,8 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl AuditQueue {
-    /// Starts the writer thread over `conn`, appending each row to `journal` first.
-    pub(crate) fn start(
-        conn: Arc<Mutex<Connection>>,
-        journal: Option<Journal>,
-    ) -> std::io::Result<Self> {
+    /// Starts the writer thread over `engine`, appending each row to `journal` first.
+    pub(crate) fn start(engine: Engine, journal: Option<Journal>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 journal,
@@ -338,14 +337,14 @@ impl AuditQueue {
         });
         let writer = {
             let shared = shared.clone();
-            let conn = conn.clone();
+            let engine = engine.clone();
             std::thread::Builder::new()
                 .name("toolshed-audit".into())
-                .spawn(move || write_loop(&shared, &conn))?
+                .spawn(move || write_loop(&shared, &engine))?
         };
         Ok(Self {
             shared,
-            conn,
+            engine,
             writer: Mutex::new(Some(writer)),
         })
     }
@@ -414,8 +413,7 @@ impl AuditQueue {
     /// Used only when the writer thread is gone (it crashed): the row is written on the
     /// caller's thread rather than lost.
     fn write_directly(&self, record: &AuditRecord, max_rows: u64) {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = insert_audit_rows(&mut conn, std::slice::from_ref(record), max_rows) {
+        if let Err(e) = write_batch(&self.engine, std::slice::from_ref(record), max_rows) {
             tracing::warn!(error = %e, "cannot write the audit row");
         }
     }
@@ -453,7 +451,7 @@ impl Drop for Gone<'_> {
     }
 }
 
-fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
+fn write_loop(shared: &Shared, engine: &Engine) {
     let _gone = Gone(shared);
     let mut st = lock(&shared.state);
     loop {
@@ -483,7 +481,7 @@ fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
         let upto = st.queued;
         drop(st);
         shared.room.notify_waiters();
-        if let Err(e) = write_batch(conn, &batch, max_rows) {
+        if let Err(e) = write_batch(engine, &batch, max_rows) {
             tracing::warn!(rows = batch.len(), error = %e, "cannot write audit rows");
         }
         drop(batch);
@@ -500,13 +498,8 @@ fn write_loop(shared: &Shared, conn: &Mutex<Connection>) {
     }
 }
 
-fn write_batch(
-    conn: &Mutex<Connection>,
-    batch: &[AuditRecord],
-    max_rows: u64,
-) -> Result<(), StoreError> {
-    let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-    insert_audit_rows(&mut conn, batch, max_rows)
+fn write_batch(engine: &Engine, batch: &[AuditRecord], max_rows: u64) -> Result<(), StoreError> {
+    engine.tx(|db| insert_audit_rows(db, batch, max_rows))
 }
 
 #[cfg(test)]
@@ -517,6 +510,7 @@ mod tests {
 
     use super::*;
     use crate::store::MIGRATIONS;
+    use rusqlite::Connection;
 
     fn record(i: i64) -> AuditRecord {
         AuditRecord {
@@ -580,7 +574,10 @@ mod tests {
     fn journals_of_dead_processes_are_replayed_once_and_live_ones_left() {
         let dir = tempfile::tempdir().unwrap();
         let conn = database();
-        insert_audit_rows(&mut conn.lock().unwrap(), &[record(1)], 100).unwrap();
+        let engine = Engine::sqlite_only(conn.clone());
+        engine
+            .tx(|db| insert_audit_rows(db, &[record(1)], 100))
+            .unwrap();
         // A killed process's journal: row 1 was committed before the kill, row 2 was not.
         // (Written as it would be, with no process left holding its lock.)
         let dead_path = dir.path().join("12345-abc.log");
@@ -592,17 +589,17 @@ mod tests {
         // A live process's journal is not touched.
         let mut live = Journal::create(dir.path()).unwrap();
         live.append(&record(3)).unwrap();
-        assert_eq!(replay_journals(&mut conn.lock().unwrap(), dir.path()), 1);
+        assert_eq!(replay_journals(&engine, dir.path()), 1);
         assert_eq!(count(&conn), 2);
         assert!(!dead_path.exists());
         assert!(live.path.exists());
-        assert_eq!(replay_journals(&mut conn.lock().unwrap(), dir.path()), 0);
+        assert_eq!(replay_journals(&engine, dir.path()), 0);
     }
 
     #[tokio::test]
     async fn flush_waits_for_every_queued_row() {
         let conn = database();
-        let queue = AuditQueue::start(conn.clone(), None).unwrap();
+        let queue = AuditQueue::start(Engine::sqlite_only(conn.clone()), None).unwrap();
         for i in 0..1000 {
             queue.push(record(i), 100_000).await;
         }
@@ -613,7 +610,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_queue_writes_what_is_left() {
         let conn = database();
-        let queue = AuditQueue::start(conn.clone(), None).unwrap();
+        let queue = AuditQueue::start(Engine::sqlite_only(conn.clone()), None).unwrap();
         for i in 0..10 {
             queue.push(record(i), 100_000).await;
         }
@@ -624,7 +621,7 @@ mod tests {
     #[tokio::test]
     async fn a_full_queue_makes_callers_wait_and_loses_nothing() {
         let conn = database();
-        let queue = AuditQueue::start(conn.clone(), None).unwrap();
+        let queue = AuditQueue::start(Engine::sqlite_only(conn.clone()), None).unwrap();
         // Hold the database on another thread so the writer cannot finish a batch.
         let (held_tx, held_rx) = std::sync::mpsc::channel();
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();

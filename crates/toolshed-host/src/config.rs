@@ -86,6 +86,29 @@ pub struct Config {
     pub lsp: LspConfig,
     /// Traces and metrics exported over OpenTelemetry (docs/telemetry.md).
     pub telemetry: TelemetryConfig,
+    /// Where the state lives: the embedded SQLite file, or Postgres (docs/deploy.md).
+    pub store: StoreConfig,
+}
+
+/// `[store]`: where toolshed keeps its state (docs/deploy.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoreConfig {
+    /// A `postgres://user:password@host:port/database` URL: plugin state and config,
+    /// tokens, approvals, jobs, audit and events go there, shared by every toolshed that
+    /// names it. Unset: all of it is in `toolshed.db` in the data dir.
+    pub url: Option<String>,
+    /// The most connections to Postgres one toolshed opens.
+    pub max_connections: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            max_connections: 8,
+        }
+    }
 }
 
 /// `[telemetry]`: OpenTelemetry export (docs/telemetry.md). Off until `otlp_endpoint` is set.
@@ -875,6 +898,7 @@ pub const WIDENING: &[(&str, &str)] = &[
         "passes more of your environment to commands",
     ),
     ("server.bind", "could expose the server beyond this machine"),
+    ("store.url", "keeps toolshed's state in another database"),
     (
         "telemetry.otlp_endpoint",
         "sends a record of every call to another machine",

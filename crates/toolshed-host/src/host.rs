@@ -98,8 +98,9 @@ impl Host {
         let review = Review::from_config(&options.config.config)?;
         let store = {
             let path = data_dir.join(DB_FILE);
+            let shared = options.config.config.store.clone();
             Arc::new(
-                tokio::task::spawn_blocking(move || StateStore::open(&path))
+                tokio::task::spawn_blocking(move || StateStore::open_with(&path, &shared))
                     .await
                     .map_err(|e| StoreError::Open {
                         path: PathBuf::from(DB_FILE),
@@ -314,7 +315,9 @@ impl Host {
             };
             store
                 .set_provenance(&id, &provenance)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            // The other toolsheds on a shared database put it in place too.
+            store.share_install(&id, &dir).map_err(|e| e.to_string())
         })
         .await;
         match recorded {

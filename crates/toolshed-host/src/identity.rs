@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ring::rand::SecureRandom;
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use toolshed_core::OwnerId;
 
 use crate::review::{CompiledRules, Matcher, RuleError};
+use crate::store::db::{Row, args};
 use crate::store::{StateStore, StoreError, now_ms};
 
 /// The prefix of every agent token.
@@ -253,20 +253,20 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(difference) == 0
 }
 
-fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
-    let scopes: String = row.get(2)?;
+fn record(row: &Row) -> Result<TokenRecord, StoreError> {
+    let scopes = row.text(2)?;
     Ok(TokenRecord {
-        id: row.get(0)?,
-        owner: row.get(1)?,
+        id: row.text(0)?,
+        owner: row.text(1)?,
         scopes: scopes
             .split(',')
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .collect(),
-        created_ms: row.get(3)?,
-        expires_ms: row.get(4)?,
-        last_used_ms: row.get(5)?,
-        revoked_ms: row.get(6)?,
+        created_ms: row.int(3)?,
+        expires_ms: row.opt_int(4)?,
+        last_used_ms: row.opt_int(5)?,
+        revoked_ms: row.opt_int(6)?,
     })
 }
 
@@ -300,18 +300,20 @@ impl StateStore {
             last_used_ms: None,
             revoked_ms: None,
         };
-        self.with(|c| {
-            let count: i64 = c.query_row("SELECT count(*) FROM tokens", [], |r| r.get(0))?;
+        self.tx(|db| {
+            let count = db
+                .query_one("SELECT count(*) FROM tokens", args![])?
+                .int(0)?;
             if usize::try_from(count).unwrap_or(usize::MAX) >= MAX_TOKENS {
                 return Err(StoreError::Full(format!(
                     "there are {MAX_TOKENS} tokens already; revoke old ones first"
                 )));
             }
-            c.execute(
+            db.execute(
                 "INSERT INTO tokens (id, owner, scopes, hash, created_ms, expires_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    id,
+                args![
+                    &id,
                     owner,
                     scopes.join(","),
                     digest(&secret),
@@ -329,12 +331,14 @@ impl StateStore {
 
     /// Every agent token, newest first.
     pub fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM tokens ORDER BY created_ms DESC, id"
-            ))?;
-            let rows = stmt.query_map([], record)?;
-            Ok(rows.collect::<Result<_, _>>()?)
+        self.db(|db| {
+            db.query(
+                &format!("SELECT {COLUMNS} FROM tokens ORDER BY created_ms DESC, id"),
+                args![],
+            )?
+            .iter()
+            .map(record)
+            .collect()
         })
     }
 
@@ -342,10 +346,10 @@ impl StateStore {
     pub fn revoke_token(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.strip_prefix(TOKEN_PREFIX).unwrap_or(id);
         let id = id.split('_').next().unwrap_or(id);
-        self.with(|c| {
-            Ok(c.execute(
+        self.db(|db| {
+            Ok(db.execute(
                 "UPDATE tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
-                params![id, now_ms()],
+                args![id, now_ms()],
             )? > 0)
         })
     }
@@ -359,14 +363,15 @@ impl StateStore {
             return Ok(None);
         };
         let now = now_ms();
-        self.with(|c| {
-            let found = c
-                .prepare_cached(&format!("SELECT {COLUMNS}, hash FROM tokens WHERE id = ?1"))?
-                .query_row([id], |row| Ok((record(row)?, row.get::<_, String>(7)?)))
-                .optional()?;
-            let Some((token, hash)) = found else {
+        self.db(|db| {
+            let Some(found) = db.query_opt(
+                &format!("SELECT {COLUMNS}, hash FROM tokens WHERE id = ?1"),
+                args![id],
+            )?
+            else {
                 return Ok(None);
             };
+            let (token, hash) = (record(&found)?, found.text(7)?);
             let live = token.revoked_ms.is_none() && token.expires_ms.is_none_or(|e| e > now);
             if !same(hash.as_bytes(), digest(secret).as_bytes()) || !live {
                 return Ok(None);
@@ -375,9 +380,9 @@ impl StateStore {
                 .last_used_ms
                 .is_none_or(|t| now - t >= LAST_USED_EVERY_MS)
             {
-                c.execute(
+                db.execute(
                     "UPDATE tokens SET last_used_ms = ?2 WHERE id = ?1",
-                    params![id, now],
+                    args![id, now],
                 )?;
             }
             Ok(Some(token))

@@ -12,9 +12,9 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
+use crate::store::db::{Dialect, Row, args};
 use crate::store::{StateStore, StoreError};
 
 /// A job as stored.
@@ -66,22 +66,22 @@ fn json_column(text: Option<String>) -> Option<Value> {
 const COLUMNS: &str =
     "n, tool, owner, state, created_ms, finished_ms, progress_count, progress, result, error";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
-    let n: i64 = r.get(0)?;
-    let created: i64 = r.get(4)?;
-    let finished: Option<i64> = r.get(5)?;
-    let count: i64 = r.get(6)?;
+fn row(r: &Row) -> Result<JobRow, StoreError> {
+    let n = r.int(0)?;
+    let created = r.int(4)?;
+    let finished = r.opt_int(5)?;
+    let count = r.int(6)?;
     Ok(JobRow {
         n: u64::try_from(n).unwrap_or(0),
-        tool: r.get(1)?,
-        owner: r.get(2)?,
-        state: r.get(3)?,
+        tool: r.text(1)?,
+        owner: r.text(2)?,
+        state: r.text(3)?,
         created_ms: u64::try_from(created).unwrap_or(0),
         finished_ms: finished.map(|f| u64::try_from(f).unwrap_or(0)),
         progress_count: u64::try_from(count).unwrap_or(0),
-        progress: json_column(r.get(7)?).unwrap_or(Value::Array(Vec::new())),
-        result: json_column(r.get(8)?),
-        error: json_column(r.get(9)?),
+        progress: json_column(r.opt_text(7)?).unwrap_or(Value::Array(Vec::new())),
+        result: json_column(r.opt_text(8)?),
+        error: json_column(r.opt_text(9)?),
     })
 }
 
@@ -98,23 +98,26 @@ impl StateStore {
         created_ms: u64,
         instance: &str,
     ) -> Result<u64, StoreError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO jobs (tool, owner, state, created_ms, instance) VALUES (?1, ?2, 'running', ?3, ?4)",
-                params![tool, owner, ms(created_ms), instance],
-            )?;
-            Ok(u64::try_from(c.last_insert_rowid()).unwrap_or(0))
+        self.db(|db| {
+            let n = db
+                .query_one(
+                    "INSERT INTO jobs (tool, owner, state, created_ms, instance)
+                     VALUES (?1, ?2, 'running', ?3, ?4) RETURNING n",
+                    args![tool, owner, ms(created_ms), instance],
+                )?
+                .int(0)?;
+            Ok(u64::try_from(n).unwrap_or(0))
         })
     }
 
     /// Records how job `n` ended.
     pub fn job_finish(&self, n: u64, end: JobEnd<'_>) -> Result<(), StoreError> {
         let text = |v: Option<&Value>| v.map(Value::to_string);
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "UPDATE jobs SET state = ?2, finished_ms = ?3, progress_count = ?4, progress = ?5,
                  result = ?6, error = ?7 WHERE n = ?1",
-                params![
+                args![
                     ms(n),
                     end.state,
                     ms(end.finished_ms),
@@ -130,13 +133,14 @@ impl StateStore {
 
     /// Job `n`, if it is kept.
     pub fn job_get(&self, n: u64) -> Result<Option<JobRow>, StoreError> {
-        self.with(|c| {
-            Ok(c.query_row(
+        self.db(|db| {
+            db.query_opt(
                 &format!("SELECT {COLUMNS} FROM jobs WHERE n = ?1"),
-                params![ms(n)],
-                row,
-            )
-            .optional()?)
+                args![ms(n)],
+            )?
+            .as_ref()
+            .map(row)
+            .transpose()
         })
     }
 
@@ -148,34 +152,39 @@ impl StateStore {
         state: Option<&str>,
         limit: usize,
     ) -> Result<Vec<JobRow>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM jobs WHERE (?1 IS NULL OR owner = ?1)
-                 AND (?2 IS NULL OR state = ?2) ORDER BY n LIMIT ?3"
-            ))?;
-            let rows = stmt
-                .query_map(
-                    params![owner, state, i64::try_from(limit).unwrap_or(i64::MAX)],
-                    row,
-                )?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
+        self.db(|db| {
+            db.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM jobs WHERE (CAST(?1 AS TEXT) IS NULL OR owner = ?1)
+                     AND (CAST(?2 AS TEXT) IS NULL OR state = ?2) ORDER BY n LIMIT ?3"
+                ),
+                args![owner, state, limit],
+            )?
+            .iter()
+            .map(row)
+            .collect()
         })
     }
 
     /// Removes ended jobs that ended before `ended_before_ms`, then the oldest ended jobs
     /// past `max_rows` kept in all.
     pub fn job_sweep(&self, ended_before_ms: u64, max_rows: usize) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms < ?1",
-                params![ms(ended_before_ms)],
+                args![ms(ended_before_ms)],
             )?;
-            c.execute(
-                "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND n IN (
-                   SELECT n FROM jobs WHERE finished_ms IS NOT NULL ORDER BY n
-                   LIMIT max(0, (SELECT count(*) FROM jobs) - ?1))",
-                params![i64::try_from(max_rows).unwrap_or(i64::MAX)],
+            let greatest = match db.dialect() {
+                Dialect::Sqlite => "max",
+                Dialect::Postgres => "greatest",
+            };
+            db.execute(
+                &format!(
+                    "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND n IN (
+                       SELECT n FROM jobs WHERE finished_ms IS NOT NULL ORDER BY n
+                       LIMIT {greatest}(0, (SELECT count(*) FROM jobs) - ?1))"
+                ),
+                args![max_rows],
             )?;
             Ok(())
         })
@@ -183,15 +192,11 @@ impl StateStore {
 
     /// How many jobs are kept in each state.
     pub fn job_counts(&self) -> Result<Vec<(String, usize)>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare_cached("SELECT state, count(*) FROM jobs GROUP BY state")?;
-            let rows = stmt
-                .query_map([], |r| {
-                    let n: i64 = r.get(1)?;
-                    Ok((r.get(0)?, usize::try_from(n).unwrap_or(0)))
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
+        self.db(|db| {
+            db.query("SELECT state, count(*) FROM jobs GROUP BY state", args![])?
+                .iter()
+                .map(|r| Ok((r.text(0)?, usize::try_from(r.int(1)?).unwrap_or(0))))
+                .collect()
         })
     }
 
@@ -204,28 +209,36 @@ impl StateStore {
         error: &Value,
         now_ms: u64,
     ) -> Result<Vec<JobRow>, StoreError> {
-        let owners: Vec<String> = self.with(|c| {
-            let mut stmt =
-                c.prepare("SELECT DISTINCT instance FROM jobs WHERE state = 'running'")?;
-            let rows = stmt
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<Vec<String>, _>>()?;
-            Ok(rows)
+        let owners: Vec<String> = self.db(|db| {
+            db.query(
+                "SELECT DISTINCT instance FROM jobs WHERE state = 'running'",
+                args![],
+            )?
+            .iter()
+            .map(|r| r.text(0))
+            .collect()
         })?;
+        // With a shared database, other machines' instances are in the table too: only
+        // this machine's (whose lock files are here) can be judged gone.
+        let shared = self.dialect() == Dialect::Postgres;
         let mut interrupted = Vec::new();
         for instance in owners.iter().filter(|i| i.as_str() != me) {
-            if Instance::alive(instances, instance) {
+            if Instance::alive(instances, instance)
+                || (shared && !Instance::lock_path(instances, instance).exists())
+            {
                 continue;
             }
-            let rows = self.with(|c| {
-                let mut stmt = c.prepare(&format!(
-                    "UPDATE jobs SET state = 'failed', finished_ms = ?2, error = ?3
-                     WHERE instance = ?1 AND state = 'running' RETURNING {COLUMNS}"
-                ))?;
-                let rows = stmt
-                    .query_map(params![instance, ms(now_ms), error.to_string()], row)?
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(rows)
+            let rows = self.db(|db| {
+                db.query(
+                    &format!(
+                        "UPDATE jobs SET state = 'failed', finished_ms = ?2, error = ?3
+                         WHERE instance = ?1 AND state = 'running' RETURNING {COLUMNS}"
+                    ),
+                    args![instance, ms(now_ms), error.to_string()],
+                )?
+                .iter()
+                .map(row)
+                .collect::<Result<Vec<_>, _>>()
             })?;
             let _ = std::fs::remove_file(Instance::lock_path(instances, instance));
             interrupted.extend(rows);
@@ -236,23 +249,17 @@ impl StateStore {
     /// Reserves the next `block` numbers of the sequence `name`: returns the first. The
     /// numbers start at 1 and only ever increase, whoever reserves them.
     pub fn reserve_sequence(&self, name: &str, block: u64) -> Result<u64, StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let next: i64 = tx
-                .query_row(
-                    "SELECT value FROM sequences WHERE name = ?1",
-                    params![name],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .unwrap_or(1);
-            tx.execute(
-                "INSERT INTO sequences (name, value) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                params![name, next.saturating_add(ms(block))],
-            )?;
-            tx.commit()?;
-            Ok(u64::try_from(next).unwrap_or(1))
+        // One statement, atomic in both engines: the row holds the next free number.
+        self.db(|db| {
+            let first = db
+                .query_one(
+                    "INSERT INTO sequences (name, value) VALUES (?1, 1 + ?2)
+                     ON CONFLICT (name) DO UPDATE SET value = sequences.value + ?2
+                     RETURNING value - ?2",
+                    args![name, ms(block)],
+                )?
+                .int(0)?;
+            Ok(u64::try_from(first).unwrap_or(1))
         })
     }
 }
@@ -282,23 +289,25 @@ impl StateStore {
     /// [`MAX_STORED_EVENTS`] are removed (every hundredth insert looks).
     pub fn append_event(&self, event: &StoredEvent) -> Result<(), StoreError> {
         let data = serde_json::to_string(&event.data).unwrap_or_else(|_| "null".into());
-        self.with(|c| {
-            c.execute(
-                "INSERT OR REPLACE INTO events (id, kind, time_ms, job_id, owner, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
+        self.db(|db| {
+            db.execute(
+                "INSERT INTO events (id, kind, time_ms, job_id, owner, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, time_ms = excluded.time_ms,
+                   job_id = excluded.job_id, owner = excluded.owner, data = excluded.data",
+                args![
                     ms(event.id),
-                    event.kind,
+                    &event.kind,
                     ms(event.time_ms),
-                    event.job_id,
-                    event.owner,
+                    &event.job_id,
+                    &event.owner,
                     data
                 ],
             )?;
             if event.id.is_multiple_of(100) {
-                c.execute(
+                db.execute(
                     "DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?1",
-                    params![ms(MAX_STORED_EVENTS)],
+                    args![ms(MAX_STORED_EVENTS)],
                 )?;
             }
             Ok(())
@@ -307,23 +316,24 @@ impl StateStore {
 
     /// The latest `limit` stored events, oldest first.
     pub fn recent_events(&self, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare(
+        self.db(|db| {
+            db.query(
                 "SELECT id, kind, time_ms, job_id, owner, data FROM
-                   (SELECT * FROM events ORDER BY id DESC LIMIT ?1) ORDER BY id",
-            )?;
-            let rows = stmt.query_map(params![i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
-                let data: String = r.get(5)?;
+                   (SELECT * FROM events ORDER BY id DESC LIMIT ?1) AS latest ORDER BY id",
+                args![limit],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(StoredEvent {
-                    id: u64::try_from(r.get::<_, i64>(0)?).unwrap_or(0),
-                    kind: r.get(1)?,
-                    time_ms: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
-                    job_id: r.get(3)?,
-                    owner: r.get(4)?,
-                    data: serde_json::from_str(&data).unwrap_or(Value::Null),
+                    id: u64::try_from(r.int(0)?).unwrap_or(0),
+                    kind: r.text(1)?,
+                    time_ms: u64::try_from(r.int(2)?).unwrap_or(0),
+                    job_id: r.opt_text(3)?,
+                    owner: r.opt_text(4)?,
+                    data: serde_json::from_str(&r.text(5)?).unwrap_or(Value::Null),
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .collect()
         })
     }
 }

@@ -22,7 +22,16 @@ pub async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Failure> {
     .checked(args.cursor.as_deref(), args.since.as_deref(), now_ms())
     .map_err(Failure::Usage)?;
     let db = context::data_dir(global)?.join(DB_FILE);
-    if !db.is_file() {
+    // Where the log is: the data dir's file, or the Postgres database `[store] url` names.
+    let shared = toolshed_host::ConfigSources::standard(
+        &context::chosen_workspace(global)?,
+        global.config.clone(),
+    )
+    .load()
+    .map_err(|e| Failure::Usage(e.to_string()))?
+    .config
+    .store;
+    if shared.url.is_none() && !db.is_file() {
         if args.json {
             return print_json(&json!({ "audit": [], "next_cursor": null }));
         }
@@ -30,7 +39,7 @@ pub async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let page = tokio::task::spawn_blocking(move || {
-        StateStore::open(&db).and_then(|store| store.audit_page(&query))
+        StateStore::open_with(&db, &shared).and_then(|store| store.audit_page(&query))
     })
     .await
     .map_err(|e| Failure::Runtime(format!("reading the audit log failed: {e}")))?

@@ -240,6 +240,10 @@ impl Registry {
         }
         self.stop_plugin(id, "uninstall").await;
         if let Some(dir) = info.dir.clone() {
+            // The other toolsheds on a shared database remove it too.
+            let (owned, files) = (id.to_string(), dir.clone());
+            self.on_store(move |s| s.unshare_install(&owned, &files))
+                .await?;
             let removed = blocking({
                 let dir = dir.clone();
                 move || std::fs::remove_dir_all(&dir)

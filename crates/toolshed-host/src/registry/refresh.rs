@@ -28,6 +28,24 @@ impl Registry {
     /// calls. Returns the plugins whose state changed; their `PluginStateChanged` events are
     /// published after the tool index is rebuilt.
     pub async fn sync_from_store(&self) -> Result<Vec<String>, RegistryError> {
+        // On a shared database: the plugins other toolsheds installed or uninstalled first.
+        let replicated = self.on_store(StateStore::replicate_installs).await?;
+        let mut touched = Vec::new();
+        for dir in &replicated.placed {
+            if let Some(info) = self.adopt(dir).await {
+                touched.push(info.id);
+            }
+        }
+        if !replicated.removed.is_empty() {
+            touched.extend(self.rescan_user_roots().await);
+        }
+        let mut changed = self.sync_choices().await?;
+        changed.extend(touched);
+        Ok(changed)
+    }
+
+    /// The enable, disable, grant and config part of [`Registry::sync_from_store`].
+    async fn sync_choices(&self) -> Result<Vec<String>, RegistryError> {
         let _lifecycle = self.lifecycle.lock().await;
         self.watching.count_sync();
         self.store.forget_config_values();

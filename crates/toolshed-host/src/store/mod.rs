@@ -11,12 +11,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::secrets::{self, SecretBox};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use toolshed_core::ToolSpec;
 
 use crate::audit::AuditQueue;
+
+#[cfg(all(test, feature = "postgres"))]
+mod contract;
+pub(crate) mod db;
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
+mod replicate;
+
+use db::{Db, Dialect, SqliteDb, args};
 
 /// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
 /// Never edit a released entry: append a new one.
@@ -167,6 +176,9 @@ pub enum StoreError {
     /// A table is at its limit.
     #[error("{0}")]
     Full(String),
+    /// The engine failed, or a row was not what the store expected.
+    #[error("state database error: {0}")]
+    Db(String),
     /// The database is newer than this build.
     #[error(
         "the state database {path} has schema version {found}, newer than this build knows ({known}); upgrade toolshed or use another --data-dir"
@@ -214,7 +226,7 @@ pub struct AuditRecord {
 
 /// The SQLite-backed state store.
 pub struct StateStore {
-    conn: Arc<Mutex<Connection>>,
+    engine: Engine,
     path: PathBuf,
     audit: AuditQueue,
     /// Stored config values by plugin, as last read or written by this process: the
@@ -225,6 +237,37 @@ pub struct StateStore {
     config_cache: Mutex<HashMap<String, Map<String, Value>>>,
     /// Seals secret config values at rest.
     secrets: SecretBox,
+    /// Read-log records written by this store: every 512th prunes the log.
+    read_log_puts: std::sync::atomic::AtomicU64,
+    /// What other toolsheds sharing the Postgres database said changed.
+    changes: Arc<Changes>,
+    /// This store's id in what it tells them.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    me: String,
+    /// The shared installs this toolshed has put in place or seen.
+    seen_installs: replicate::Seen,
+}
+
+/// What a store on Postgres heard from the other toolsheds sharing the database: how many
+/// times they said plugin choices changed. Each word also rewrites the changes file, so
+/// that this process's watching registry looks ([`StateStore::data_version`]).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) struct Changes {
+    count: std::sync::atomic::AtomicI64,
+    file: Option<PathBuf>,
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+impl Changes {
+    /// Another toolshed said plugin choices changed.
+    pub(crate) fn heard(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if let Some(file) = &self.file
+            && let Err(e) = std::fs::write(file, format!("{}\n", now_ms()))
+        {
+            tracing::warn!(file = %file.display(), error = %e, "cannot pass on another toolshed's plugin change to this server's watcher");
+        }
+    }
 }
 
 impl std::fmt::Debug for StateStore {
@@ -232,6 +275,83 @@ impl std::fmt::Debug for StateStore {
         f.debug_struct("StateStore")
             .field("path", &self.path)
             .finish()
+    }
+}
+
+/// The Postgres pool of a store whose shared tables are there.
+#[cfg(feature = "postgres")]
+type Shared = Option<Arc<postgres::Pool>>;
+#[cfg(not(feature = "postgres"))]
+type Shared = Option<std::convert::Infallible>;
+
+/// Where the store's tables are: the SQLite file, or a Postgres database (with the SQLite
+/// file keeping what is not shared yet: the memory tables). Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Engine {
+    sqlite: Arc<Mutex<Connection>>,
+    #[cfg(feature = "postgres")]
+    postgres: Option<Arc<postgres::Pool>>,
+}
+
+impl Engine {
+    /// An engine on one SQLite connection.
+    #[cfg(test)]
+    pub(crate) fn sqlite_only(sqlite: Arc<Mutex<Connection>>) -> Self {
+        Self {
+            sqlite,
+            #[cfg(feature = "postgres")]
+            postgres: None,
+        }
+    }
+
+    fn sqlite(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
+        // back), so a poisoned lock is safe to keep using.
+        self.sqlite.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Which engine holds the shared tables.
+    pub(crate) fn dialect(&self) -> Dialect {
+        #[cfg(feature = "postgres")]
+        if self.postgres.is_some() {
+            return Dialect::Postgres;
+        }
+        Dialect::Sqlite
+    }
+
+    /// Runs `f` on a connection (each statement on its own).
+    pub(crate) fn db<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = &self.postgres {
+            let mut lease = pool.lease()?;
+            return f(&mut lease);
+        }
+        let conn = self.sqlite();
+        f(&mut SqliteDb(&conn))
+    }
+
+    /// Runs `f` in one transaction (SQLite: taking the write lock at once), committed when
+    /// it returns `Ok`.
+    pub(crate) fn tx<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = &self.postgres {
+            let mut lease = pool.lease()?;
+            lease.begin()?;
+            let out = f(&mut lease)?;
+            lease.commit()?;
+            return Ok(out);
+        }
+        let mut conn = self.sqlite();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let out = f(&mut SqliteDb(&tx))?;
+        tx.commit()?;
+        Ok(out)
     }
 }
 
@@ -245,20 +365,16 @@ pub fn now_ms() -> i64 {
 
 /// Seals secret values stored in clear text (by a toolshed from before secrets were
 /// sealed), in one transaction.
-fn seal_clear_secrets(
-    conn: &mut Connection,
-    secrets: &SecretBox,
-    path: &Path,
-) -> Result<(), StoreError> {
-    let tx = conn.transaction()?;
-    let clear: Vec<(String, String, String)> = {
-        let mut stmt = tx.prepare(
+fn seal_clear_secrets(db: &mut dyn Db, secrets: &SecretBox, path: &Path) -> Result<(), StoreError> {
+    let clear = db
+        .query(
             "SELECT plugin_id, key, value FROM config_values
              WHERE secret = 1 AND value NOT LIKE 'sealed:%'",
-        )?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        rows.collect::<Result<_, _>>()?
-    };
+            args![],
+        )?
+        .iter()
+        .map(|r| Ok((r.text(0)?, r.text(1)?, r.text(2)?)))
+        .collect::<Result<Vec<_>, StoreError>>()?;
     for (plugin_id, key, value) in clear {
         let sealed = secrets
             .seal(&secrets::slot(&plugin_id, &key), &value)
@@ -266,12 +382,11 @@ fn seal_clear_secrets(
                 path: path.to_path_buf(),
                 message,
             })?;
-        tx.execute(
+        db.execute(
             "UPDATE config_values SET value = ?3 WHERE plugin_id = ?1 AND key = ?2",
-            params![plugin_id, key, sealed],
+            args![plugin_id, key, sealed],
         )?;
     }
-    tx.commit()?;
     Ok(())
 }
 
@@ -284,6 +399,12 @@ pub(crate) const CHANGES_FILE: &str = "state.changed";
 impl StateStore {
     /// Tells watching servers that plugin choices changed: rewrites [`CHANGES_FILE`].
     fn mark_changed(&self) {
+        #[cfg(feature = "postgres")]
+        if self.engine.postgres.is_some()
+            && let Err(e) = self.db(|db| postgres::notify_changed(db, &self.me))
+        {
+            tracing::warn!(error = %e, "cannot tell the other toolsheds sharing the database that plugin choices changed");
+        }
         if self.path == Path::new(":memory:") {
             return;
         }
@@ -295,6 +416,41 @@ impl StateStore {
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_on(path, None)
+    }
+
+    /// Opens the store as `[store]` says: the SQLite file at `path`, or with a
+    /// `postgres://` URL the shared tables in that database (migrated to this build's
+    /// schema) and the rest in the file (docs/deploy.md).
+    pub fn open_with(path: &Path, store: &crate::config::StoreConfig) -> Result<Self, StoreError> {
+        match store.url.as_deref() {
+            None => Self::open(path),
+            Some(url) => Self::open_postgres(path, url, store.max_connections),
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    fn open_postgres(path: &Path, url: &str, max_connections: usize) -> Result<Self, StoreError> {
+        let pool = postgres::Pool::connect(url, max_connections)?;
+        postgres::migrate(&pool)?;
+        let store = Self::open_on(path, Some(Arc::new(pool)))?;
+        postgres::listen(url, store.me.clone(), Arc::downgrade(&store.changes))?;
+        Ok(store)
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(path: &Path, url: &str, _: usize) -> Result<Self, StoreError> {
+        Err(StoreError::Open {
+            path: path.to_path_buf(),
+            message: format!(
+                "[store] url names a Postgres database ({}), but this toolshed was built without \
+                 the Postgres engine (the `postgres` cargo feature)",
+                url.split('@').next_back().unwrap_or_default()
+            ),
+        })
+    }
+
+    fn open_on(path: &Path, shared: Shared) -> Result<Self, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
             message,
@@ -332,7 +488,7 @@ impl StateStore {
             std::fs::write(&changes, b"0\n")
                 .map_err(|e| open_err(format!("cannot create {}: {e}", changes.display())))?;
         }
-        Self::from_connection(conn, path.to_path_buf(), secrets)
+        Self::from_connection(conn, path.to_path_buf(), secrets, shared)
     }
 
     /// An in-memory store, for tests.
@@ -341,6 +497,7 @@ impl StateStore {
             Connection::open_in_memory()?,
             PathBuf::from(":memory:"),
             SecretBox::ephemeral(),
+            None,
         )
     }
 
@@ -348,6 +505,7 @@ impl StateStore {
         mut conn: Connection,
         path: PathBuf,
         secrets: SecretBox,
+        shared: Shared,
     ) -> Result<Self, StoreError> {
         let version_of = |c: &Connection| -> Result<usize, StoreError> {
             let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -371,12 +529,19 @@ impl StateStore {
                 known: MIGRATIONS.len(),
             });
         }
-        seal_clear_secrets(&mut conn, &secrets, &path)?;
+        #[cfg(not(feature = "postgres"))]
+        let _ = shared;
+        let engine = Engine {
+            sqlite: Arc::new(Mutex::new(conn)),
+            #[cfg(feature = "postgres")]
+            postgres: shared,
+        };
+        engine.tx(|db| seal_clear_secrets(db, &secrets, &path))?;
         // Rows that processes killed before committing left in their journals go in first.
         let journal = match path.parent().filter(|_| path != Path::new(":memory:")) {
             Some(dir) => {
                 let dir = dir.join(crate::audit::JOURNAL_DIR);
-                let replayed = crate::audit::replay_journals(&mut conn, &dir);
+                let replayed = crate::audit::replay_journals(&engine, &dir);
                 if replayed > 0 {
                     tracing::info!(
                         rows = replayed,
@@ -394,17 +559,32 @@ impl StateStore {
             }
             None => None,
         };
-        let conn = Arc::new(Mutex::new(conn));
-        let audit = AuditQueue::start(conn.clone(), journal).map_err(|e| StoreError::Open {
+        let audit = AuditQueue::start(engine.clone(), journal).map_err(|e| StoreError::Open {
             path: path.clone(),
             message: format!("cannot start the audit writer thread: {e}"),
         })?;
+        let changes_file =
+            (path != Path::new(":memory:")).then(|| path.with_file_name(CHANGES_FILE));
         Ok(Self {
-            conn,
+            engine,
             path,
             audit,
             config_cache: Mutex::new(HashMap::new()),
             secrets,
+            read_log_puts: std::sync::atomic::AtomicU64::new(0),
+            changes: Arc::new(Changes {
+                count: std::sync::atomic::AtomicI64::new(0),
+                file: changes_file,
+            }),
+            seen_installs: replicate::Seen::default(),
+            me: format!(
+                "{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0)
+            ),
         })
     }
 
@@ -426,61 +606,94 @@ impl StateStore {
     /// committed since the last look, never for this store's own writes (audit rows
     /// included). A watcher compares two values to learn, with one cheap read, whether
     /// anything it did not write itself changed.
+    ///
+    /// On Postgres, the number of times other toolsheds sharing the database said plugin
+    /// choices changed (`LISTEN`/`NOTIFY`).
     pub fn data_version(&self) -> Result<i64, StoreError> {
+        if self.dialect() == Dialect::Postgres {
+            return Ok(self
+                .changes
+                .count
+                .load(std::sync::atomic::Ordering::Acquire));
+        }
         self.with(|c| Ok(c.pragma_query_value(None, "data_version", |r| r.get(0))?))
     }
 
+    /// Runs `f` on the SQLite connection: the whole store, or with Postgres the tables
+    /// kept locally (memory).
     pub(crate) fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
-        // back), so a poisoned lock is safe to keep using.
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut conn)
+        f(&mut self.engine.sqlite())
+    }
+
+    /// Runs `f` on a connection of the engine holding the shared tables.
+    pub(crate) fn db<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.engine.db(f)
+    }
+
+    /// Runs `f` in one transaction of the engine holding the shared tables.
+    pub(crate) fn tx<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.engine.tx(f)
+    }
+
+    /// Which engine holds the shared tables.
+    pub(crate) fn dialect(&self) -> Dialect {
+        self.engine.dialect()
+    }
+
+    /// The engine holding the shared tables: `sqlite` or `postgres`.
+    pub fn engine_name(&self) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+        }
     }
 
     /// Whether the plugin was enabled or disabled by a person; `None` if never set.
     pub fn plugin_enabled(&self, plugin_id: &str) -> Result<Option<bool>, StoreError> {
-        self.with(|c| {
-            Ok(c.query_row(
+        self.db(|db| {
+            db.query_opt(
                 "SELECT enabled FROM plugin_state WHERE plugin_id = ?1",
-                [plugin_id],
-                |r| r.get::<_, bool>(0),
-            )
-            .optional()?)
+                args![plugin_id],
+            )?
+            .map(|r| r.bool(0))
+            .transpose()
         })
     }
 
     /// Every plugin's recorded enabled state, by plugin id (plugins never set are absent).
     pub fn plugin_states(&self) -> Result<BTreeMap<String, bool>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare_cached("SELECT plugin_id, enabled FROM plugin_state")?;
-            let rows =
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?;
-            Ok(rows.collect::<Result<BTreeMap<_, _>, _>>()?)
+        self.db(|db| {
+            db.query("SELECT plugin_id, enabled FROM plugin_state", args![])?
+                .iter()
+                .map(|r| Ok((r.text(0)?, r.bool(1)?)))
+                .collect()
         })
     }
 
     /// Forgets everything stored about a plugin: its enabled state, config values and grants.
     pub fn forget_plugin(&self, plugin_id: &str) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute("DELETE FROM plugin_state WHERE plugin_id = ?1", [plugin_id])?;
-            tx.execute(
-                "DELETE FROM config_values WHERE plugin_id = ?1",
-                [plugin_id],
-            )?;
-            tx.execute(
-                "DELETE FROM plugin_grants WHERE plugin_id = ?1",
-                [plugin_id],
-            )?;
-            tx.execute("DELETE FROM plugin_tools WHERE plugin_id = ?1", [plugin_id])?;
-            tx.execute(
-                "DELETE FROM plugin_installs WHERE plugin_id = ?1",
-                [plugin_id],
-            )?;
-            tx.commit()?;
+        self.tx(|db| {
+            for table in [
+                "plugin_state",
+                "config_values",
+                "plugin_grants",
+                "plugin_tools",
+                "plugin_installs",
+            ] {
+                db.execute(
+                    &format!("DELETE FROM {table} WHERE plugin_id = ?1"),
+                    args![plugin_id],
+                )?;
+            }
             Ok(())
         })?;
         self.cached_config(|cache| cache.remove(plugin_id));
@@ -496,19 +709,19 @@ impl StateStore {
         provenance: &crate::install::provenance::Provenance,
     ) -> Result<(), StoreError> {
         let files = serde_json::to_string(&provenance.files).unwrap_or_else(|_| "{}".into());
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "INSERT INTO plugin_installs
                    (plugin_id, source, sha256, tree_sha256, files, installed_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (plugin_id) DO UPDATE SET source = excluded.source,
                    sha256 = excluded.sha256, tree_sha256 = excluded.tree_sha256,
                    files = excluded.files, installed_ms = excluded.installed_ms",
-                params![
+                args![
                     plugin_id,
-                    provenance.source,
-                    provenance.sha256,
-                    provenance.tree_sha256,
+                    &provenance.source,
+                    &provenance.sha256,
+                    &provenance.tree_sha256,
                     files,
                     provenance.installed_ms
                 ],
@@ -522,34 +735,33 @@ impl StateStore {
         &self,
         plugin_id: &str,
     ) -> Result<Option<crate::install::provenance::Provenance>, StoreError> {
-        self.with(|c| {
-            Ok(c.query_row(
+        self.db(|db| {
+            db.query_opt(
                 "SELECT source, sha256, tree_sha256, files, installed_ms
                  FROM plugin_installs WHERE plugin_id = ?1",
-                [plugin_id],
-                |row| {
-                    let files: String = row.get(3)?;
-                    Ok(crate::install::provenance::Provenance {
-                        source: row.get(0)?,
-                        sha256: row.get(1)?,
-                        tree_sha256: row.get(2)?,
-                        files: serde_json::from_str(&files).unwrap_or_default(),
-                        installed_ms: row.get(4)?,
-                    })
-                },
-            )
-            .optional()?)
+                args![plugin_id],
+            )?
+            .map(|row| {
+                Ok(crate::install::provenance::Provenance {
+                    source: row.text(0)?,
+                    sha256: row.opt_text(1)?,
+                    tree_sha256: row.text(2)?,
+                    files: serde_json::from_str(&row.text(3)?).unwrap_or_default(),
+                    installed_ms: row.int(4)?,
+                })
+            })
+            .transpose()
         })
     }
 
     /// Records that the plugin is enabled or disabled.
     pub fn set_plugin_enabled(&self, plugin_id: &str, enabled: bool) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "INSERT INTO plugin_state (plugin_id, enabled, updated_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (plugin_id) DO UPDATE SET enabled = excluded.enabled,
                  updated_at = excluded.updated_at",
-                params![plugin_id, enabled, now_ms()],
+                args![plugin_id, enabled, now_ms()],
             )?;
             Ok(())
         })?;
@@ -562,16 +774,14 @@ impl StateStore {
         if let Some(values) = self.cached_config(|cache| cache.get(plugin_id).cloned()) {
             return Ok(values);
         }
-        let values = self.with(|c| {
-            let mut stmt = c.prepare_cached(
+        let values = self.db(|db| {
+            let rows = db.query(
                 "SELECT key, value FROM config_values WHERE plugin_id = ?1 ORDER BY key",
+                args![plugin_id],
             )?;
-            let rows = stmt.query_map([plugin_id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-            })?;
             let mut map = Map::new();
             for row in rows {
-                let (key, raw) = row?;
+                let (key, raw) = (row.text(0)?, row.text(1)?);
                 let raw = if raw.starts_with(secrets::PREFIX) {
                     match self.secrets.open(&secrets::slot(plugin_id, &key), &raw) {
                         Some(plain) => plain,
@@ -627,13 +837,13 @@ impl StateStore {
         } else {
             value.to_string()
         };
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "INSERT INTO config_values (plugin_id, key, value, secret, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (plugin_id, key) DO UPDATE SET value = excluded.value,
                  secret = excluded.secret, updated_at = excluded.updated_at",
-                params![plugin_id, key, stored, secret, now_ms()],
+                args![plugin_id, key, stored, secret, now_ms()],
             )?;
             Ok(())
         })?;
@@ -647,19 +857,14 @@ impl StateStore {
     /// process lists those tools without running the code until a call needs it, and a
     /// disabled or failed plugin's tools are still known.
     pub fn plugin_tools(&self) -> Result<BTreeMap<String, (String, Vec<ToolSpec>)>, StoreError> {
-        self.with(|c| {
-            let mut stmt =
-                c.prepare_cached("SELECT plugin_id, load_key, specs FROM plugin_tools")?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })?;
+        self.db(|db| {
+            let rows = db.query(
+                "SELECT plugin_id, load_key, specs FROM plugin_tools",
+                args![],
+            )?;
             let mut map = BTreeMap::new();
             for row in rows {
-                let (id, key, specs) = row?;
+                let (id, key, specs) = (row.text(0)?, row.text(1)?, row.text(2)?);
                 // A row an older toolshed wrote in another shape is simply not used.
                 if let Ok(specs) = serde_json::from_str(&specs) {
                     map.insert(id, (key, specs));
@@ -677,13 +882,13 @@ impl StateStore {
         specs: &[ToolSpec],
     ) -> Result<(), StoreError> {
         let text = serde_json::to_string(specs).unwrap_or_else(|_| "[]".into());
-        self.with(|c| {
-            c.execute(
+        self.db(|db| {
+            db.execute(
                 "INSERT INTO plugin_tools (plugin_id, load_key, specs, updated_at)
                  VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (plugin_id) DO UPDATE SET load_key = excluded.load_key,
                  specs = excluded.specs, updated_at = excluded.updated_at",
-                params![plugin_id, load_key, text, now_ms()],
+                args![plugin_id, load_key, text, now_ms()],
             )?;
             Ok(())
         })
@@ -692,27 +897,26 @@ impl StateStore {
     /// The capabilities granted to a plugin, as stored (`http:HOST`, `fs-read:PATH`, ...),
     /// sorted.
     pub fn grants(&self, plugin_id: &str) -> Result<Vec<String>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT grant FROM plugin_grants WHERE plugin_id = ?1 ORDER BY grant",
-            )?;
-            let rows = stmt.query_map([plugin_id], |r| r.get::<_, String>(0))?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.db(|db| {
+            db.query(
+                "SELECT \"grant\" FROM plugin_grants WHERE plugin_id = ?1 ORDER BY \"grant\"",
+                args![plugin_id],
+            )?
+            .iter()
+            .map(|r| r.text(0))
+            .collect()
         })
     }
 
     /// Every plugin's grants, by plugin id (plugins without grants are absent).
     pub fn all_grants(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT plugin_id, grant FROM plugin_grants ORDER BY plugin_id, grant",
-            )?;
-            let rows =
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        self.db(|db| {
             let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for row in rows {
-                let (id, grant) = row?;
-                map.entry(id).or_default().push(grant);
+            for row in db.query(
+                "SELECT plugin_id, \"grant\" FROM plugin_grants ORDER BY plugin_id, \"grant\"",
+                args![],
+            )? {
+                map.entry(row.text(0)?).or_default().push(row.text(1)?);
             }
             Ok(map)
         })
@@ -725,22 +929,20 @@ impl StateStore {
         add: &[String],
         remove: &[String],
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction()?;
+        self.tx(|db| {
             for grant in remove {
-                tx.execute(
-                    "DELETE FROM plugin_grants WHERE plugin_id = ?1 AND grant = ?2",
-                    params![plugin_id, grant],
+                db.execute(
+                    "DELETE FROM plugin_grants WHERE plugin_id = ?1 AND \"grant\" = ?2",
+                    args![plugin_id, grant],
                 )?;
             }
             for grant in add {
-                tx.execute(
-                    "INSERT INTO plugin_grants (plugin_id, grant, updated_at) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (plugin_id, grant) DO UPDATE SET updated_at = excluded.updated_at",
-                    params![plugin_id, grant, now_ms()],
+                db.execute(
+                    "INSERT INTO plugin_grants (plugin_id, \"grant\", updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (plugin_id, \"grant\") DO UPDATE SET updated_at = excluded.updated_at",
+                    args![plugin_id, grant, now_ms()],
                 )?;
             }
-            tx.commit()?;
             Ok(())
         })?;
         self.mark_changed();
@@ -749,7 +951,7 @@ impl StateStore {
 
     /// Appends an audit row now, and keeps at most `max_rows` rows (oldest removed first).
     pub fn append_audit(&self, record: &AuditRecord, max_rows: u64) -> Result<(), StoreError> {
-        self.with(|c| insert_audit_rows(c, std::slice::from_ref(record), max_rows))
+        self.tx(|db| insert_audit_rows(db, std::slice::from_ref(record), max_rows))
     }
 
     /// Queues an audit row for the writer thread, which keeps at most `max_rows` rows.
@@ -767,14 +969,14 @@ impl StateStore {
 
     /// The digest `owner` last saw of `path` (see `toolshed_ops::ReadLog`).
     pub fn read_log_get(&self, owner: &str, path: &str) -> Result<Option<[u8; 32]>, StoreError> {
-        self.with(|c| {
-            let blob: Option<Vec<u8>> = c
-                .query_row(
-                    "SELECT sha256 FROM read_log WHERE owner = ?1 AND path = ?2",
-                    params![owner, path],
-                    |r| r.get(0),
-                )
-                .optional()?;
+        self.db(|db| {
+            let blob = match db.query_opt(
+                "SELECT sha256 FROM read_log WHERE owner = ?1 AND path = ?2",
+                args![owner, path],
+            )? {
+                Some(row) => row.opt_blob(0)?,
+                None => None,
+            };
             Ok(blob.and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok()))
         })
     }
@@ -786,16 +988,23 @@ impl StateStore {
         path: &str,
         digest: &[u8; 32],
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
+        let prune = self
+            .read_log_puts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % 512
+            == 511;
+        self.db(|db| {
+            db.execute(
                 "INSERT INTO read_log (owner, path, sha256, ts_ms) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (owner, path) DO UPDATE SET sha256 = excluded.sha256, ts_ms = excluded.ts_ms",
-                params![owner, path, digest.as_slice(), now_ms()],
+                args![owner, path, digest.as_slice(), now_ms()],
             )?;
-            if c.last_insert_rowid() % 512 == 0 {
-                c.execute(
-                    "DELETE FROM read_log WHERE rowid IN (SELECT rowid FROM read_log ORDER BY ts_ms DESC LIMIT -1 OFFSET ?1)",
-                    [MAX_READ_LOG_ROWS],
+            if prune {
+                // Every 512 records, the oldest past the limit go.
+                db.execute(
+                    "DELETE FROM read_log WHERE ts_ms < (SELECT ts_ms FROM read_log
+                       ORDER BY ts_ms DESC LIMIT 1 OFFSET ?1)",
+                    args![MAX_READ_LOG_ROWS],
                 )?;
             }
             Ok(())
@@ -823,47 +1032,54 @@ impl StateStore {
         query: &crate::audit::AuditQuery,
     ) -> Result<crate::audit::AuditPage, StoreError> {
         self.flush_audit();
-        self.with(|c| {
-            let mut stmt = c.prepare_cached(
+        self.db(|db| {
+            let dialect = db.dialect();
+            let sql = format!(
                 "SELECT id, ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
                  error_kind, duration_ms, approval, parent FROM audit
-                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR owner GLOB ?2)
-                   AND (?3 IS NULL OR ts_ms >= ?3) AND (?4 IS NULL OR id < ?4)
-                   AND (?5 IS NULL OR outcome = ?5) AND (?7 IS NULL OR parent = ?7)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR {}) AND (CAST(?2 AS TEXT) IS NULL OR {})
+                   AND (CAST(?3 AS BIGINT) IS NULL OR ts_ms >= ?3)
+                   AND (CAST(?4 AS BIGINT) IS NULL OR id < ?4)
+                   AND (CAST(?5 AS TEXT) IS NULL OR outcome = ?5)
+                   AND (CAST(?7 AS TEXT) IS NULL OR parent = ?7)
                  ORDER BY id DESC LIMIT ?6",
-            )?;
-            let mut rows = stmt
-                .query_map(
-                    params![
-                        query.tool,
-                        query.owner,
-                        query.since_ms,
-                        query.before,
-                        query.outcome,
-                        query.limit.saturating_add(1) as i64,
-                        query.parent
+                db::glob_match(dialect, "tool", 1),
+                db::glob_match(dialect, "owner", 2),
+            );
+            let mut rows = db
+                .query(
+                    &sql,
+                    &[
+                        db::glob_param(dialect, query.tool.as_deref()),
+                        db::glob_param(dialect, query.owner.as_deref()),
+                        query.since_ms.into(),
+                        query.before.into(),
+                        query.outcome.as_deref().into(),
+                        query.limit.saturating_add(1).into(),
+                        query.parent.as_deref().into(),
                     ],
-                    |r| {
-                        Ok(crate::audit::AuditRow {
-                            id: r.get(0)?,
-                            record: AuditRecord {
-                                ts_ms: r.get(1)?,
-                                call_id: r.get(2)?,
-                                owner: r.get(3)?,
-                                door: r.get(4)?,
-                                tool: r.get(5)?,
-                                plugin: r.get(6)?,
-                                args_sha256: r.get(7)?,
-                                outcome: r.get(8)?,
-                                error_kind: r.get(9)?,
-                                duration_ms: r.get(10)?,
-                                approval: r.get(11)?,
-                                parent: r.get(12)?,
-                            },
-                        })
-                    },
                 )?
-                .collect::<Result<Vec<_>, _>>()?;
+                .iter()
+                .map(|r| {
+                    Ok(crate::audit::AuditRow {
+                        id: r.int(0)?,
+                        record: AuditRecord {
+                            ts_ms: r.int(1)?,
+                            call_id: r.text(2)?,
+                            owner: r.text(3)?,
+                            door: r.text(4)?,
+                            tool: r.text(5)?,
+                            plugin: r.opt_text(6)?,
+                            args_sha256: r.text(7)?,
+                            outcome: r.text(8)?,
+                            error_kind: r.opt_text(9)?,
+                            duration_ms: r.int(10)?,
+                            approval: r.opt_text(11)?,
+                            parent: r.opt_text(12)?,
+                        },
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
             let more = rows.len() > query.limit;
             rows.truncate(query.limit);
             let next_cursor = more
@@ -876,49 +1092,44 @@ impl StateStore {
 
 /// Inserts `rows` in one transaction and keeps at most `max_rows` rows, oldest removed
 /// first.
+/// Call it inside a transaction ([`Engine::tx`]).
 pub(crate) fn insert_audit_rows(
-    conn: &mut Connection,
+    db: &mut dyn Db,
     rows: &[AuditRecord],
     max_rows: u64,
 ) -> Result<(), StoreError> {
-    let tx = conn.transaction()?;
     let mut last = 0;
     let mut prune = false;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
-             outcome, error_kind, duration_ms, approval, parent)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
-        )?;
-        for record in rows {
-            let id: i64 = insert.query_row(
-                params![
+    for record in rows {
+        let id = db
+            .query_one(
+                "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256,
+                 outcome, error_kind, duration_ms, approval, parent)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+                args![
                     record.ts_ms,
-                    record.call_id,
-                    record.owner,
-                    record.door,
-                    record.tool,
-                    record.plugin,
-                    record.args_sha256,
-                    record.outcome,
-                    record.error_kind,
+                    &record.call_id,
+                    &record.owner,
+                    &record.door,
+                    &record.tool,
+                    &record.plugin,
+                    &record.args_sha256,
+                    &record.outcome,
+                    &record.error_kind,
                     record.duration_ms,
-                    record.approval,
-                    record.parent
+                    &record.approval,
+                    &record.parent
                 ],
-                |r| r.get(0),
-            )?;
-            // Pruning every 256 rows keeps the log bounded without a DELETE per call.
-            prune |= id % 256 == 0;
-            last = id;
-        }
+            )?
+            .int(0)?;
+        // Pruning every 256 rows keeps the log bounded without a DELETE per call.
+        prune |= id % 256 == 0;
+        last = id;
     }
     if prune {
         let keep = i64::try_from(max_rows).unwrap_or(i64::MAX);
-        tx.prepare_cached("DELETE FROM audit WHERE id <= ?1 - ?2")?
-            .execute(params![last, keep])?;
+        db.execute("DELETE FROM audit WHERE id <= ?1 - ?2", args![last, keep])?;
     }
-    tx.commit()?;
     Ok(())
 }
 
