@@ -87,3 +87,90 @@ def test_the_probes_and_the_config_work_on_a_real_server(documents, toolshed_bin
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
+
+
+REPLICAS = REPO / "deploy" / "kubernetes" / "toolshed-replicas.yaml"
+
+
+@pytest.fixture(scope="module")
+def replica_documents():
+    return [d for d in yaml.safe_load_all(REPLICAS.read_text()) if d]
+
+
+def test_the_replicas_manifest_is_valid_rolls_and_takes_its_store_and_key_from_secrets(replica_documents):
+    kinds = [d["kind"] for d in replica_documents]
+    assert kinds == ["ConfigMap", "Deployment", "Service"], kinds
+    for document in replica_documents:
+        kubernetes_validate.validate(document, KUBERNETES, strict=True)
+    deployment = next(d for d in replica_documents if d["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] >= 2
+    assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    (container,) = pod["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    url = next(e for e in container["env"] if e["name"] == "TOOLSHED_STORE__URL")
+    assert url["valueFrom"]["secretKeyRef"]["name"] == "toolshed-store"
+    key = next(m for m in container["volumeMounts"] if m["name"] == "key")
+    assert key["mountPath"] == "/data/secret.key" and key["readOnly"] is True
+    secret = next(v for v in pod["volumes"] if v["name"] == "key")["secret"]
+    # Readable by the pod's group (fsGroup), not by others.
+    assert secret["defaultMode"] == 0o440
+    assert not any("persistentVolumeClaim" in v for v in pod["volumes"]), "no per-pod volume to share"
+
+
+def test_two_servers_with_the_replicas_config_share_one_database(replica_documents, toolshed_bin, tmp_path):
+    admin_url = os.environ.get("TOOLSHED_TEST_POSTGRES_URL")
+    if not admin_url:
+        assert not os.environ.get("TOOLSHED_REQUIRE_POSTGRES"), "TOOLSHED_TEST_POSTGRES_URL is not set"
+        pytest.skip("no Postgres: run through scripts/test")
+    import glob
+    import time
+    psql = sorted(glob.glob("/usr/lib/postgresql/*/bin/psql"))[-1]
+    database = f"deploy_{os.getpid()}_{int(time.time() * 1000)}"
+    subprocess.run([psql, admin_url, "-qAt", "-c", f"CREATE DATABASE {database}"], check=True, timeout=30)
+    store_url = admin_url.rsplit("/", 1)[0] + "/" + database
+    config = next(d for d in replica_documents if d["kind"] == "ConfigMap")["data"]["config.toml"]
+    (tmp_path / "config.toml").write_text(config)
+    (tmp_path / "workspace").mkdir()
+    key = os.urandom(32)
+    servers, bases, envs = [], [], []
+    try:
+        for name in ("one", "two"):
+            data = tmp_path / name
+            data.mkdir()
+            (data / "secret.key").write_bytes(key)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TOOLSHED_HOME": str(data),
+                   "TOOLSHED_CONFIG": str(tmp_path / "config.toml"), "TOOLSHED_STORE__URL": store_url,
+                   "TOOLSHED_CURATED_DIR": str(tmp_path / "none")}
+            server = subprocess.Popen(
+                [toolshed_bin, "--workspace", str(tmp_path / "workspace"), "serve", "--port", "0"],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            servers.append(server)
+            for line in server.stderr:
+                assert not line.startswith("warning: unknown config key"), line
+                if line.startswith("listening on "):
+                    bases.append(line.split(" ", 2)[2].strip().rsplit("/mcp", 1)[0])
+                    break
+            threading.Thread(target=lambda s=server: [None for _ in s.stderr], daemon=True).start()
+            envs.append(env)
+        assert len(bases) == 2, "both servers start with the replicas config"
+        token = subprocess.run([toolshed_bin, "token", "create", "--owner", "team"], env=envs[0],
+                               capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+        for base in bases:
+            request = urllib.request.Request(f"{base}/api/v1/health", headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(request, timeout=10) as res:
+                assert res.status == 200
+            call = urllib.request.Request(
+                f"{base}/api/v1/tools/calculator/execute", method="POST",
+                data=b'{"arguments":{"expression":"6*7"}}',
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(call, timeout=10) as res:
+                assert b'"42"' in res.read()
+    finally:
+        for server in servers:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=60)

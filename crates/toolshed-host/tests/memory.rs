@@ -1,5 +1,9 @@
 //! Memory over a real SQLite file: the lifecycle of a memory, ranking, filters, hostile
 //! queries, owners, the daily journal across a date change, compaction and the caps.
+//!
+//! With `TOOLSHED_TEST_MEMORY_ON_POSTGRES` set, the same tests run on the Postgres engine
+//! (full-text search with `tsvector`), each on a fresh database of the server
+//! `TOOLSHED_TEST_POSTGRES_URL` reaches: scripts/test runs them that way too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -20,7 +24,19 @@ struct Fixture {
 fn fixture(config: MemoryConfig) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("toolshed.db");
-    let store = Arc::new(StateStore::open(&path).unwrap());
+    let store = match std::env::var_os("TOOLSHED_TEST_MEMORY_ON_POSTGRES") {
+        None => StateStore::open(&path).unwrap(),
+        Some(_) => {
+            let config = toolshed_host::config::StoreConfig {
+                url: Some(fresh_database()),
+                max_connections: 2,
+            };
+            let store = StateStore::open_with(&path, &config).unwrap();
+            assert_eq!(store.engine_name(), "postgres");
+            store
+        }
+    };
+    let store = Arc::new(store);
     let clock = Arc::new(AtomicI64::new(LATE));
     let tick = clock.clone();
     let memories =
@@ -31,6 +47,33 @@ fn fixture(config: MemoryConfig) -> Fixture {
         clock,
         memories,
     }
+}
+
+/// A new database on the test server.
+fn fresh_database() -> String {
+    static N: AtomicI64 = AtomicI64::new(0);
+    let admin = std::env::var("TOOLSHED_TEST_POSTGRES_URL")
+        .expect("TOOLSHED_TEST_MEMORY_ON_POSTGRES needs TOOLSHED_TEST_POSTGRES_URL");
+    let name = format!(
+        "memory_{}_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
+    let (server, _) = admin.rsplit_once('/').unwrap();
+    let url = format!("{server}/{name}");
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+    })
+    .join()
+    .unwrap();
+    url
 }
 
 fn note(text: &str) -> NewMemory {

@@ -21,10 +21,10 @@ mod tools;
 
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::store::db::{Db, Dialect, Row, SqlValue, args};
 use crate::store::{StateStore, StoreError};
 
 pub use markdown::{Exported, Imported, MAX_IMPORT_FILES};
@@ -295,13 +295,15 @@ pub struct Memories {
     purged_ms: Arc<std::sync::atomic::AtomicI64>,
     /// Writes waiting to be committed together (see [`Memories::write`]).
     pending: Arc<std::sync::Mutex<Vec<Pending>>>,
+    /// Held by whoever commits a batch: one batch at a time.
+    committing: Arc<std::sync::Mutex<()>>,
 }
 
 /// One write of a memory, run inside the shared transaction of a batch: the memory as
 /// written, or why not. A job checks everything that can refuse it before it writes
 /// (housekeeping such as a purge aside), so a refused job leaves nothing of its own
 /// behind; a job the database fails may have, and is run again alone (so it is `Fn`).
-type WriteJob = Box<dyn Fn(&Connection) -> rusqlite::Result<Result<Memory>> + Send>;
+type WriteJob = Box<dyn Fn(&mut dyn Db) -> std::result::Result<Result<Memory>, StoreError> + Send>;
 
 /// A write waiting for its batch, and where its outcome goes.
 struct Pending {
@@ -394,26 +396,38 @@ fn new_id(prefix: &str) -> String {
 const COLUMNS: &str = "id, namespace, kind, title, text, tags, created_ms, updated_ms, \
                        expires_ms, deleted_ms, archived_in";
 
-fn row_memory(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+fn row_memory(r: &Row) -> std::result::Result<Memory, StoreError> {
     Ok(Memory {
-        id: r.get(0)?,
-        namespace: r.get(1)?,
-        kind: r.get(2)?,
-        title: r.get(3)?,
-        text: r.get(4)?,
-        tags: tag_list(&r.get::<_, String>(5)?),
-        created_ms: r.get(6)?,
-        updated_ms: r.get(7)?,
-        expires_ms: r.get(8)?,
-        deleted_ms: r.get(9)?,
-        archived_in: r.get(10)?,
+        id: r.text(0)?,
+        namespace: r.text(1)?,
+        kind: r.text(2)?,
+        title: r.text(3)?,
+        text: r.text(4)?,
+        tags: tag_list(&r.text(5)?),
+        created_ms: r.int(6)?,
+        updated_ms: r.int(7)?,
+        expires_ms: r.opt_int(8)?,
+        deleted_ms: r.opt_int(9)?,
+        archived_in: r.opt_text(10)?,
     })
 }
 
-/// The condition of a memory a caller sees as present (not deleted, archived or expired);
-/// `?now` is bound by name.
-const LIVE: &str = "m.deleted_ms IS NULL AND m.archived_in IS NULL \
-                    AND (m.expires_ms IS NULL OR m.expires_ms > :now)";
+/// The condition of a memory a caller sees as present (not deleted, archived or expired),
+/// with the time now as parameter `now`.
+fn live(now: usize) -> String {
+    format!(
+        "m.deleted_ms IS NULL AND m.archived_in IS NULL \
+         AND (m.expires_ms IS NULL OR m.expires_ms > ?{now})"
+    )
+}
+
+/// The size of a text column in bytes, in the dialect.
+fn bytes_of(dialect: Dialect, column: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => format!("length(CAST({column} AS BLOB))"),
+        Dialect::Postgres => format!("octet_length({column})"),
+    }
+}
 
 impl Memories {
     /// The memories of `store`, kept by `config`, on the system clock.
@@ -433,6 +447,7 @@ impl Memories {
             clock,
             purged_ms: Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN)),
             pending: Arc::default(),
+            committing: Arc::default(),
         }
     }
 
@@ -448,13 +463,13 @@ impl Memories {
     fn write(&self, job: WriteJob) -> Result<Memory> {
         let (done, outcome) = std::sync::mpsc::sync_channel(1);
         lock(&self.pending).push(Pending { job, done });
-        self.store.with(|c| {
+        {
+            let _turn = lock(&self.committing);
             let batch = std::mem::take(&mut *lock(&self.pending));
             if !batch.is_empty() {
-                commit_batch(c, batch);
+                commit_batch(&self.store, batch);
             }
-            Ok(())
-        })?;
+        }
         outcome.recv().map_err(|_| {
             MemoryError::Unwritten("the memory was not written: its batch stopped".into())
         })?
@@ -518,55 +533,55 @@ impl Memories {
         let purge_now = self.purge_due(now);
         let scope = scope_of(owner);
         let update = new.id;
-        self.write(Box::new(move |c| {
+        self.write(Box::new(move |db| {
             if purge_now {
-                purge(c, now, deleted_days)?;
+                purge(db, now, deleted_days)?;
             }
             let Some(id) = &update else {
-                if let Err(e) = check_room(c, &stored_owner, text.len() as i64, max_owner) {
+                if let Err(e) = check_room(db, &stored_owner, text.len() as i64, max_owner)? {
                     return Ok(Err(e));
                 }
-                let memory = c
-                    .prepare_cached(&format!(
+                let memory = row_memory(&db.query_one(
+                    &format!(
                         "INSERT INTO memories (id, owner, namespace, kind, title, text, tags,
                          created_ms, updated_ms, expires_ms)
                          VALUES (?1, ?2, ?3, 'note', ?4, ?5, ?6, ?7, ?7, ?8) RETURNING {COLUMNS}"
-                    ))?
-                    .query_row(
-                        params![
-                            new_id("m"),
-                            stored_owner,
-                            namespace,
-                            title,
-                            text,
-                            tags,
-                            now,
-                            expires
-                        ],
-                        row_memory,
-                    )?;
+                    ),
+                    args![
+                        new_id("m"),
+                        &stored_owner,
+                        &namespace,
+                        &title,
+                        &text,
+                        &tags,
+                        now,
+                        expires
+                    ],
+                )?)?;
                 return Ok(Ok(memory));
             };
-            let found: Option<(i64, i64)> = c
-                .prepare_cached(&format!(
-                    "SELECT n, length(CAST(text AS BLOB)) FROM memories
-                     WHERE id = ?1 AND owner IN (?2, '{SHARED}')"
-                ))?
-                // The caller's own or a shared one, whatever `namespace` says.
-                .query_row(params![id, scope], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let Some((n, old_len)) = found else {
+            // The caller's own or a shared one, whatever `namespace` says.
+            let found = db.query_opt(
+                &format!(
+                    "SELECT n, {} FROM memories WHERE id = ?1 AND owner IN (?2, '{SHARED}')",
+                    bytes_of(db.dialect(), "text")
+                ),
+                args![id, &scope],
+            )?;
+            let Some(found) = found else {
                 return Ok(Err(not_found(id)));
             };
-            if let Err(e) = check_room(c, &stored_owner, text.len() as i64 - old_len, max_owner) {
+            let (n, old_len) = (found.int(0)?, found.int(1)?);
+            if let Err(e) = check_room(db, &stored_owner, text.len() as i64 - old_len, max_owner)? {
                 return Ok(Err(e));
             }
-            let memory = c
-                .prepare_cached(&format!(
+            let memory = row_memory(&db.query_one(
+                &format!(
                     "UPDATE memories SET title = ?2, text = ?3, tags = ?4, updated_ms = ?5,
                      expires_ms = ?6, deleted_ms = NULL WHERE n = ?1 RETURNING {COLUMNS}"
-                ))?
-                .query_row(params![n, title, text, tags, now, expires], row_memory)?;
+                ),
+                args![n, &title, &text, &tags, now, expires],
+            )?)?;
             Ok(Ok(memory))
         }))
     }
@@ -587,15 +602,16 @@ impl Memories {
     pub fn get(&self, owner: &str, id: &str) -> Result<Memory> {
         let scope = scope_of(owner);
         self.store
-            .with(|c| {
-                Ok(c.query_row(
+            .db(|db| {
+                db.query_opt(
                     &format!(
                         "SELECT {COLUMNS} FROM memories WHERE id = ?1 AND owner IN (?2, '{SHARED}')"
                     ),
-                    params![id, scope],
-                    row_memory,
-                )
-                .optional()?)
+                    args![id, &scope],
+                )?
+                .as_ref()
+                .map(row_memory)
+                .transpose()
             })?
             .ok_or_else(|| not_found(id))
     }
@@ -608,52 +624,84 @@ impl Memories {
             Some(ns) => Some(checked_namespace(Some(ns))?),
             None => None,
         };
-        let limit = search.limit.clamp(1, MAX_PAGE) as i64;
+        let limit = search.limit.clamp(1, MAX_PAGE);
         let scope = scope_of(owner);
         let now = self.now();
-        let mut sql = format!(
-            "SELECT m.id, m.title, m.namespace, m.tags, m.updated_ms,
-                    bm25(memories_fts, 4.0, 1.0, 2.0) AS rank,
-                    snippet(memories_fts, 1, '**', '**', '…', 24)
-             FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid
-             WHERE memories_fts MATCH :expr AND m.owner IN (:scope, '{SHARED}') AND {LIVE}
-               AND (:ns IS NULL OR m.namespace = :ns) AND (:since IS NULL OR m.updated_ms >= :since)"
+        let dialect = self.store.dialect();
+        // ?1 scope, ?2 now, ?3 namespace, ?4 since, ?5 limit; the query's own from ?6.
+        let mut params: Vec<SqlValue> = vec![
+            scope.into(),
+            now.into(),
+            namespace.into(),
+            search.since_ms.into(),
+            limit.into(),
+        ];
+        let conditions = format!(
+            "m.owner IN (?1, '{SHARED}') AND {}
+               AND (CAST(?3 AS TEXT) IS NULL OR m.namespace = ?3)
+               AND (CAST(?4 AS BIGINT) IS NULL OR m.updated_ms >= ?4)",
+            live(2)
         );
-        let tag_params = TagFilter::new(&tags, &mut sql);
-        sql.push_str(" ORDER BY rank LIMIT :limit");
+        let sql = match dialect {
+            Dialect::Sqlite => {
+                params.push(expr.into());
+                let mut sql = format!(
+                    "SELECT m.id, m.title, m.namespace, m.tags, m.updated_ms,
+                            bm25(memories_fts, 4.0, 1.0, 2.0) AS rank,
+                            snippet(memories_fts, 1, '**', '**', '…', 24)
+                     FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid
+                     WHERE memories_fts MATCH ?6 AND {conditions}"
+                );
+                tag_filter(dialect, &tags, &mut sql, &mut params);
+                sql.push_str(" ORDER BY rank LIMIT ?5");
+                sql
+            }
+            Dialect::Postgres => {
+                let (query, values) = query::ts_query(&search.query, params.len() + 1)
+                    .map_err(MemoryError::Invalid)?;
+                params.extend(values.into_iter().map(SqlValue::from));
+                let mut ranked = format!(
+                    "SELECT m.n, ts_rank_cd(m.tsv, {query}, 1) AS rank FROM memories m
+                     WHERE m.tsv @@ {query} AND {conditions}"
+                );
+                tag_filter(dialect, &tags, &mut ranked, &mut params);
+                ranked.push_str(" ORDER BY rank DESC, m.n DESC LIMIT ?5");
+                // The snippets of the page only, after the ranking.
+                format!(
+                    "SELECT m.id, m.title, m.namespace, m.tags, m.updated_ms,
+                            CAST(-r.rank AS DOUBLE PRECISION),
+                            ts_headline('english', m.text, {query},
+                                        'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…')
+                     FROM ({ranked}) r JOIN memories m ON m.n = r.n ORDER BY r.rank DESC, m.n DESC"
+                )
+            }
+        };
         self.store
-            .with(|c| {
-                let mut stmt = c.prepare_cached(&sql)?;
-                let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
-                    (":expr", &expr),
-                    (":scope", &scope),
-                    (":now", &now),
-                    (":ns", &namespace),
-                    (":since", &search.since_ms),
-                    (":limit", &limit),
-                ];
-                tag_params.bind(&mut named);
-                let rows = stmt
-                    .query_map(named.as_slice(), |r| {
+            .db(|db| {
+                db.query(&sql, &params)?
+                    .iter()
+                    .map(|r| {
                         Ok(Found {
-                            id: r.get(0)?,
-                            title: r.get(1)?,
-                            namespace: r.get(2)?,
-                            tags: tag_list(&r.get::<_, String>(3)?),
-                            updated_ms: r.get(4)?,
-                            score: (-(r.get::<_, f64>(5)?) * 1000.0).round() / 1000.0,
-                            snippet: r.get(6)?,
+                            id: r.text(0)?,
+                            title: r.text(1)?,
+                            namespace: r.text(2)?,
+                            tags: tag_list(&r.text(3)?),
+                            updated_ms: r.int(4)?,
+                            score: (-r.real(5)? * 1000.0).round() / 1000.0,
+                            snippet: r.text(6)?,
                         })
-                    })?
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
-                Ok(rows)
+                    })
+                    .collect::<std::result::Result<Vec<_>, StoreError>>()
             })
             .map_err(|e| match e {
-                // The query is built from quoted terms, so FTS5 cannot refuse its syntax;
-                // anything it still says is about the query, not the database.
+                // The query is built from quoted terms, so the engine cannot refuse its
+                // syntax; anything it still says is about the query, not the database.
                 StoreError::Sql(e) if e.to_string().contains("fts5") => MemoryError::Invalid(
                     format!("the search could not run ({e}); search for plain words instead"),
                 ),
+                StoreError::Db(e) if e.contains("tsquery") => MemoryError::Invalid(format!(
+                    "the search could not run ({e}); search for plain words instead"
+                )),
                 e => MemoryError::Store(e),
             })
     }
@@ -680,32 +728,28 @@ impl Memories {
         let limit = limit.clamp(1, MAX_PAGE);
         let scope = scope_of(owner);
         let now = self.now();
+        let mut params: Vec<SqlValue> = vec![
+            scope.into(),
+            now.into(),
+            namespace.into(),
+            before_ms.into(),
+            before_n.into(),
+            (limit + 1).into(),
+        ];
         let mut sql = format!(
             "SELECT {COLUMNS}, n FROM memories m
-             WHERE m.owner IN (:scope, '{SHARED}') AND {LIVE}
-               AND (:ns IS NULL OR m.namespace = :ns)
-               AND (m.updated_ms < :before_ms OR (m.updated_ms = :before_ms AND m.n < :before_n))"
+             WHERE m.owner IN (?1, '{SHARED}') AND {}
+               AND (CAST(?3 AS TEXT) IS NULL OR m.namespace = ?3)
+               AND (m.updated_ms < ?4 OR (m.updated_ms = ?4 AND m.n < ?5))",
+            live(2)
         );
-        let tag_params = TagFilter::new(&tags, &mut sql);
-        sql.push_str(" ORDER BY m.updated_ms DESC, m.n DESC LIMIT :limit");
-        let fetch = (limit + 1) as i64;
-        let rows = self.store.with(|c| {
-            let mut stmt = c.prepare_cached(&sql)?;
-            let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
-                (":scope", &scope),
-                (":now", &now),
-                (":ns", &namespace),
-                (":before_ms", &before_ms),
-                (":before_n", &before_n),
-                (":limit", &fetch),
-            ];
-            tag_params.bind(&mut named);
-            let rows = stmt
-                .query_map(named.as_slice(), |r| {
-                    Ok((row_memory(r)?, r.get::<_, i64>(11)?))
-                })?
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            Ok(rows)
+        tag_filter(self.store.dialect(), &tags, &mut sql, &mut params);
+        sql.push_str(" ORDER BY m.updated_ms DESC, m.n DESC LIMIT ?6");
+        let rows = self.store.db(|db| {
+            db.query(&sql, &params)?
+                .iter()
+                .map(|r| Ok((row_memory(r)?, r.int(11)?)))
+                .collect::<std::result::Result<Vec<_>, StoreError>>()
         })?;
         let more = rows.len() > limit;
         let mut page: Vec<(Memory, i64)> = rows;
@@ -720,14 +764,14 @@ impl Memories {
     pub fn delete(&self, owner: &str, id: &str) -> Result<Memory> {
         let scope = scope_of(owner);
         let now = self.now();
-        let changed = self.store.with(|c| {
-            Ok(c.execute(
+        let changed = self.store.db(|db| {
+            db.execute(
                 &format!(
                     "UPDATE memories SET deleted_ms = ?3 WHERE id = ?1 AND owner IN (?2, '{SHARED}')
                      AND deleted_ms IS NULL"
                 ),
-                params![id, scope, now],
-            )?)
+                args![id, &scope, now],
+            )
         })?;
         let memory = self.get(owner, id)?;
         if changed == 0 && memory.deleted_ms.is_none() {
@@ -745,13 +789,13 @@ impl Memories {
             )));
         }
         let scope = scope_of(owner);
-        self.store.with(|c| {
-            c.execute(
+        self.store.db(|db| {
+            db.execute(
                 &format!(
                     "UPDATE memories SET deleted_ms = NULL, archived_in = NULL
                      WHERE id = ?1 AND owner IN (?2, '{SHARED}')"
                 ),
-                params![id, scope],
+                args![id, &scope],
             )?;
             Ok(())
         })?;
@@ -787,32 +831,29 @@ impl Memories {
         let max = self.config.max_bytes;
         let max_owner = self.config.max_owner_bytes;
         let text = text.to_string();
-        self.write(Box::new(move |c| {
-            let existing: Option<(i64, String)> = c
-                .prepare_cached(
-                    "SELECT n, text FROM memories m WHERE owner = ?1 AND namespace = ''
-                     AND day = ?2 AND kind = 'daily' AND deleted_ms IS NULL
-                     AND archived_in IS NULL",
-                )?
-                .query_row(params![scope, day], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let Some((n, old)) = existing else {
-                if let Err(e) = check_room(c, &scope, text.len() as i64, max_owner) {
+        self.write(Box::new(move |db| {
+            let existing = db.query_opt(
+                "SELECT n, text FROM memories m WHERE owner = ?1 AND namespace = ''
+                 AND day = ?2 AND kind = 'daily' AND deleted_ms IS NULL
+                 AND archived_in IS NULL",
+                args![&scope, &day],
+            )?;
+            let Some(existing) = existing else {
+                if let Err(e) = check_room(db, &scope, text.len() as i64, max_owner)? {
                     return Ok(Err(e));
                 }
-                let memory = c
-                    .prepare_cached(&format!(
+                let memory = row_memory(&db.query_one(
+                    &format!(
                         "INSERT INTO memories (id, owner, namespace, kind, day, title, text,
                          tags, created_ms, updated_ms)
                          VALUES (?1, ?2, '', 'daily', ?3, ?4, ?5, ' journal ', ?6, ?6)
                          RETURNING {COLUMNS}"
-                    ))?
-                    .query_row(
-                        params![new_id("m"), scope, day, format!("Journal {day}"), text, now],
-                        row_memory,
-                    )?;
+                    ),
+                    args![new_id("m"), &scope, &day, format!("Journal {day}"), &text, now],
+                )?)?;
                 return Ok(Ok(memory));
             };
+            let (n, old) = (existing.int(0)?, existing.text(1)?);
             let joined = format!("{old}\n{text}");
             if joined.len() as u64 > max {
                 return Ok(Err(MemoryError::Invalid(format!(
@@ -821,14 +862,15 @@ impl Memories {
                     joined.len()
                 ))));
             }
-            if let Err(e) = check_room(c, &scope, text.len() as i64 + 1, max_owner) {
+            if let Err(e) = check_room(db, &scope, text.len() as i64 + 1, max_owner)? {
                 return Ok(Err(e));
             }
-            let memory = c
-                .prepare_cached(&format!(
+            let memory = row_memory(&db.query_one(
+                &format!(
                     "UPDATE memories SET text = ?2, updated_ms = ?3 WHERE n = ?1 RETURNING {COLUMNS}"
-                ))?
-                .query_row(params![n, joined, now], row_memory)?;
+                ),
+                args![n, joined, now],
+            )?)?;
             Ok(Ok(memory))
         }))
     }
@@ -838,24 +880,24 @@ impl Memories {
     /// exactly them.
     fn gather(
         &self,
-        tx: &Transaction<'_>,
+        db: &mut dyn Db,
         scope: &str,
         namespace: &str,
         before_ms: i64,
-    ) -> rusqlite::Result<(Vec<Memory>, String)> {
-        let mut stmt = tx.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM memories m WHERE m.owner = :scope AND m.namespace = :ns
-             AND {LIVE} AND m.updated_ms < :before ORDER BY m.updated_ms, m.n"
-        ))?;
+    ) -> std::result::Result<(Vec<Memory>, String), StoreError> {
         let now = self.now();
-        let rows = stmt.query_map(
-            rusqlite::named_params! {":scope": scope, ":ns": namespace, ":now": now, ":before": before_ms},
-            row_memory,
+        let rows = db.query(
+            &format!(
+                "SELECT {COLUMNS} FROM memories m WHERE m.owner = ?1 AND m.namespace = ?2
+                 AND {} AND m.updated_ms < ?4 ORDER BY m.updated_ms, m.n",
+                live(3)
+            ),
+            args![scope, namespace, now, before_ms],
         )?;
         let mut picked = Vec::new();
         let mut bytes = 0u64;
-        for row in rows {
-            let memory = row?;
+        for row in &rows {
+            let memory = row_memory(row)?;
             bytes += memory.text.len() as u64;
             if !picked.is_empty() && bytes > self.config.compact_bytes {
                 break;
@@ -876,10 +918,9 @@ impl Memories {
         let namespace = checked_namespace(namespace)?;
         let scope = self.owner_in(owner, &namespace);
         let before = before_ms.unwrap_or(i64::MAX);
-        Ok(self.store.with(|c| {
-            let tx = c.transaction()?;
-            Ok(self.gather(&tx, &scope, &namespace, before)?)
-        })?)
+        Ok(self
+            .store
+            .tx(|db| self.gather(db, &scope, &namespace, before))?)
     }
 
     /// Compaction, second step: replaces the memories `token` names with `summary`, in one
@@ -902,9 +943,8 @@ impl Memories {
         let before = before_ms.unwrap_or(i64::MAX);
         let now = self.now();
         let max_owner = self.config.max_owner_bytes;
-        let outcome = self.store.with(|c| {
-            let tx = c.transaction()?;
-            let (picked, expected) = self.gather(&tx, &scope, &namespace, before)?;
+        let outcome = self.store.tx(|db| {
+            let (picked, expected) = self.gather(db, &scope, &namespace, before)?;
             if picked.is_empty() {
                 return Ok(Err(MemoryError::Conflict(
                     "there is nothing to compact in this namespace (and before that time)".into(),
@@ -918,7 +958,7 @@ impl Memories {
                         .into(),
                 )));
             }
-            if let Err(e) = check_room(&tx, &scope, summary.len() as i64, max_owner) {
+            if let Err(e) = check_room(db, &scope, summary.len() as i64, max_owner)? {
                 return Ok(Err(e));
             }
             let id = new_id("m");
@@ -930,20 +970,17 @@ impl Memories {
                 day_of(first),
                 day_of(last)
             );
-            tx.execute(
+            db.execute(
                 "INSERT INTO memories (id, owner, namespace, kind, title, text, tags, created_ms,
                  updated_ms) VALUES (?1, ?2, ?3, 'summary', ?4, ?5, ' summary ', ?6, ?6)",
-                params![id, scope, namespace, title, summary, now],
+                args![&id, &scope, &namespace, title, summary, now],
             )?;
-            {
-                let mut archive = tx.prepare_cached(
+            for memory in &picked {
+                db.execute(
                     "UPDATE memories SET archived_in = ?2 WHERE id = ?1 AND archived_in IS NULL",
+                    args![&memory.id, &id],
                 )?;
-                for memory in &picked {
-                    archive.execute(params![memory.id, id])?;
-                }
             }
-            tx.commit()?;
             Ok(Ok((id, picked.len())))
         })??;
         let (id, count) = outcome;
@@ -960,29 +997,19 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Runs `batch` in one transaction and hands out the outcomes. When the database fails a
 /// job, the batch is rolled back and each job run again in a transaction of its own, so
 /// that only the failing one fails.
-fn commit_batch(c: &mut Connection, batch: Vec<Pending>) {
+fn commit_batch(store: &StateStore, batch: Vec<Pending>) {
     let (jobs, dones): (Vec<WriteJob>, Vec<_>) = batch.into_iter().map(|p| (p.job, p.done)).unzip();
-    let together = |c: &mut Connection| -> rusqlite::Result<Vec<Result<Memory>>> {
-        let tx = c.transaction()?;
-        let outcomes = jobs
-            .iter()
-            .map(|job| job(&tx))
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        tx.commit()?;
-        Ok(outcomes)
-    };
-    let outcomes = match together(c) {
+    let together = store.tx(|db| {
+        jobs.iter()
+            .map(|job| job(db))
+            .collect::<std::result::Result<Vec<_>, StoreError>>()
+    });
+    let outcomes = match together {
         Ok(outcomes) => outcomes,
         Err(e) if jobs.len() == 1 => vec![Err(MemoryError::from(e))],
         Err(_) => jobs
             .iter()
-            .map(|job| {
-                let tx = c.transaction()?;
-                let outcome = job(&tx)?;
-                tx.commit()?;
-                Ok(outcome)
-            })
-            .map(|r: rusqlite::Result<Result<Memory>>| r.unwrap_or_else(|e| Err(e.into())))
+            .map(|job| store.tx(|db| job(db)).unwrap_or_else(|e| Err(e.into())))
             .collect(),
     };
     for (done, outcome) in dones.into_iter().zip(outcomes) {
@@ -990,30 +1017,16 @@ fn commit_batch(c: &mut Connection, batch: Vec<Pending>) {
     }
 }
 
-/// The tag conditions of a search or list: ` AND instr(m.tags, :tagN) > 0` for each tag,
-/// and the values (` tag `, a whole tag of the stored list) to bind to them.
-struct TagFilter {
-    params: Vec<(String, String)>,
-}
-
-impl TagFilter {
-    /// Appends the conditions for `tags` to `sql`.
-    fn new(tags: &[String], sql: &mut String) -> Self {
-        let params = tags
-            .iter()
-            .enumerate()
-            .map(|(i, tag)| {
-                sql.push_str(&format!(" AND instr(m.tags, :tag{i}) > 0"));
-                (format!(":tag{i}"), format!(" {tag} "))
-            })
-            .collect();
-        Self { params }
-    }
-
-    fn bind<'a>(&'a self, named: &mut Vec<(&'a str, &'a dyn rusqlite::ToSql)>) {
-        for (name, value) in &self.params {
-            named.push((name.as_str(), value));
-        }
+/// Adds the tag conditions of a search or list to `sql`: the stored tag list (` a b `) holds
+/// ` tag ` for each tag, whose value is pushed to `params`.
+fn tag_filter(dialect: Dialect, tags: &[String], sql: &mut String, params: &mut Vec<SqlValue>) {
+    let position = match dialect {
+        Dialect::Sqlite => "instr",
+        Dialect::Postgres => "strpos",
+    };
+    for tag in tags {
+        params.push(SqlValue::from(format!(" {tag} ")));
+        sql.push_str(&format!(" AND {position}(m.tags, ?{}) > 0", params.len()));
     }
 }
 
@@ -1061,36 +1074,44 @@ fn not_found(id: &str) -> MemoryError {
 }
 
 /// Refuses `more` bytes for `owner` past `max`.
-fn check_room(c: &Connection, owner: &str, more: i64, max: u64) -> Result<()> {
+fn check_room(
+    db: &mut dyn Db,
+    owner: &str,
+    more: i64,
+    max: u64,
+) -> std::result::Result<Result<()>, StoreError> {
     if more <= 0 {
-        return Ok(());
+        return Ok(Ok(()));
     }
-    let used: i64 = c
-        .prepare_cached("SELECT bytes FROM memory_usage WHERE owner = ?1")?
-        .query_row(params![owner], |r| r.get(0))
-        .optional()?
+    let used = db
+        .query_opt(
+            "SELECT bytes FROM memory_usage WHERE owner = ?1",
+            args![owner],
+        )?
+        .map(|r| r.int(0))
+        .transpose()?
         .unwrap_or(0);
     if (used + more) as u64 > max {
-        return Err(MemoryError::Conflict(format!(
+        return Ok(Err(MemoryError::Conflict(format!(
             "your memories hold {used} bytes, and {more} more would pass the {max} allowed \
              ([memory] max_owner_bytes): delete or compact some (memory_delete, \
              memory_compact_summary)"
-        )));
+        ))));
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// Removes memories deleted more than `days` ago and those expired as long ago.
-fn purge(c: &Connection, now: i64, days: u64) -> rusqlite::Result<()> {
+fn purge(db: &mut dyn Db, now: i64, days: u64) -> std::result::Result<(), StoreError> {
     let cutoff = now.saturating_sub((days as i64).saturating_mul(86_400_000));
     // Two statements, each on its partial index: an OR of the two would scan the table.
-    c.execute(
+    db.execute(
         "DELETE FROM memories WHERE deleted_ms IS NOT NULL AND deleted_ms < ?1",
-        params![cutoff],
+        args![cutoff],
     )?;
-    c.execute(
+    db.execute(
         "DELETE FROM memories WHERE expires_ms IS NOT NULL AND expires_ms < ?1",
-        params![cutoff],
+        args![cutoff],
     )?;
     Ok(())
 }

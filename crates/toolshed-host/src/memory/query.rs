@@ -133,6 +133,64 @@ pub fn fts_query(input: &str) -> Result<String, String> {
     Ok(expr)
 }
 
+/// The same search for Postgres: a `tsquery` expression whose terms are parameters
+/// numbered from `first` (their values returned in order). Words are matched as
+/// `plainto_tsquery` matches them (stemmed, stop words dropped), a phrase as
+/// `phraseto_tsquery`, a prefix as `'word':*`; `OR` is `||`, a leading `-` is `!!`.
+pub(super) fn ts_query(input: &str, first: usize) -> Result<(String, Vec<String>), String> {
+    // The same checks, with the same messages, as the embedded engine's.
+    fts_query(input)?;
+    let mut values: Vec<String> = Vec::new();
+    let param = |value: String, values: &mut Vec<String>| {
+        values.push(value);
+        format!("?{}", first + values.len() - 1)
+    };
+    let mut positive: Vec<String> = Vec::new();
+    let mut negative: Vec<String> = Vec::new();
+    let mut pending_or = false;
+    for term in terms(input) {
+        let (expr, not) = match term {
+            Term::Or => {
+                pending_or = !positive.is_empty();
+                continue;
+            }
+            Term::Phrase(text) if has_word(&text) => (
+                format!(
+                    "phraseto_tsquery('english', {})",
+                    param(text.trim().to_string(), &mut values)
+                ),
+                false,
+            ),
+            Term::Word { text, prefix, not } if has_word(&text) => {
+                let plain = text.chars().all(|c| c.is_alphanumeric() || c == '_');
+                let expr = if prefix && plain {
+                    format!(
+                        "to_tsquery('english', {})",
+                        param(format!("'{}':*", text.to_lowercase()), &mut values)
+                    )
+                } else {
+                    format!("plainto_tsquery('english', {})", param(text, &mut values))
+                };
+                (expr, not)
+            }
+            Term::Phrase(_) | Term::Word { .. } => continue,
+        };
+        if not {
+            negative.push(expr);
+        } else if pending_or && let Some(last) = positive.last_mut() {
+            *last = format!("({last} || {expr})");
+            pending_or = false;
+        } else {
+            positive.push(expr);
+        }
+    }
+    let mut expr = positive.join(" && ");
+    for not in negative {
+        expr = format!("{expr} && !!{not}");
+    }
+    Ok((format!("({expr})"), values))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +212,27 @@ mod tests {
         assert_eq!(
             fts_query("cache -redis").unwrap(),
             "\"cache\" NOT \"redis\""
+        );
+    }
+
+    #[test]
+    fn postgres_queries_take_every_term_as_a_parameter() {
+        let (expr, values) =
+            ts_query("\"blue green\" dep* redis OR memcached -x1 it's", 6).unwrap();
+        assert_eq!(
+            expr,
+            "(phraseto_tsquery('english', ?6) && to_tsquery('english', ?7) && \
+             (plainto_tsquery('english', ?8) || plainto_tsquery('english', ?9)) && \
+             plainto_tsquery('english', ?11) && !!plainto_tsquery('english', ?10))"
+        );
+        assert_eq!(
+            values,
+            ["blue green", "'dep':*", "redis", "memcached", "x1", "it's"]
+        );
+        assert!(
+            ts_query("-x", 1)
+                .unwrap_err()
+                .contains("no word to search for")
         );
     }
 

@@ -150,6 +150,15 @@ impl Row {
         Ok(self.int(i)? != 0)
     }
 
+    /// A floating-point column (an integer is taken too).
+    pub(crate) fn real(&self, i: usize) -> Result<f64, StoreError> {
+        match self.at(i)? {
+            SqlValue::Real(v) => Ok(*v),
+            SqlValue::Int(v) => Ok(*v as f64),
+            _ => Err(self.wrong(i, "a number")),
+        }
+    }
+
     /// A text column.
     pub(crate) fn text(&self, i: usize) -> Result<String, StoreError> {
         self.opt_text(i)?.ok_or_else(|| self.wrong(i, "text"))

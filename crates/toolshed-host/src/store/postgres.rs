@@ -523,7 +523,8 @@ pub(crate) fn listen(
 /// The shared tables, one migration per entry; `toolshed_schema` records how many ran.
 /// Never edit a released entry: append a new one. The tables are those of the SQLite file
 /// ([`super::MIGRATIONS`]) in Postgres types: integers are `BIGINT` (booleans too, 0 or 1),
-/// blobs `BYTEA`, and the memory tables stay in the file for now.
+/// blobs `BYTEA`; memory search uses a weighted `tsvector` column (title, tags, text) with a
+/// GIN index instead of FTS5, and the per-owner byte count is kept by a trigger as there.
 pub(crate) const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE plugin_state (
@@ -653,6 +654,47 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         archive     BYTEA,
         updated_ms  BIGINT NOT NULL
     );",
+    "
+    CREATE TABLE memories (
+        n           BIGSERIAL PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        owner       TEXT NOT NULL,
+        namespace   TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        day         TEXT,
+        title       TEXT NOT NULL,
+        text        TEXT NOT NULL,
+        tags        TEXT NOT NULL,
+        created_ms  BIGINT NOT NULL,
+        updated_ms  BIGINT NOT NULL,
+        expires_ms  BIGINT,
+        deleted_ms  BIGINT,
+        archived_in TEXT,
+        tsv         tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('english', title), 'A')
+            || setweight(to_tsvector('english', tags), 'B')
+            || setweight(to_tsvector('english', text), 'C')
+        ) STORED
+    );
+    CREATE INDEX memories_search ON memories USING GIN (tsv);
+    CREATE INDEX memories_recent ON memories (owner, namespace, updated_ms);
+    CREATE INDEX memories_gone ON memories (deleted_ms) WHERE deleted_ms IS NOT NULL;
+    CREATE INDEX memories_expiry ON memories (expires_ms) WHERE expires_ms IS NOT NULL;
+    CREATE INDEX memories_days ON memories (owner, namespace, day) WHERE day IS NOT NULL;
+    CREATE TABLE memory_usage (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL);
+    CREATE FUNCTION toolshed_memory_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'INSERT' THEN
+            UPDATE memory_usage SET bytes = bytes - octet_length(OLD.text) WHERE owner = OLD.owner;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            INSERT INTO memory_usage (owner, bytes) VALUES (NEW.owner, octet_length(NEW.text))
+                ON CONFLICT (owner) DO UPDATE SET bytes = memory_usage.bytes + excluded.bytes;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memories_usage AFTER INSERT OR DELETE OR UPDATE OF text, owner ON memories
+        FOR EACH ROW EXECUTE FUNCTION toolshed_memory_usage();",
 ];
 
 /// The advisory lock replicas take while migrating, so that one migrates and the others
