@@ -113,6 +113,7 @@ def replicas(toolshed_bin, tmp_path):
             "TOOLSHED_CONFIG": str(config),
             "TOOLSHED_CURATED_DIR": str(tmp_path / "no-curated"),
             "TOOLSHED_STORE__URL": url,
+            "TOOLSHED_SERVER__REPLICA": name,
             "PATH": os.environ.get("PATH", ""),
         }
         if replicas:
@@ -240,6 +241,36 @@ def test_a_plugin_installed_through_one_replica_is_callable_through_the_other(re
         assert time.monotonic() - started < 2.0, "A still runs a plugin B uninstalled"
         time.sleep(0.05)
     assert not (tmp_path / "a" / "plugins" / "test.skillful").exists()
+
+
+def mcp_post(base, token, body, session=None, version="2025-06-18"):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    req = urllib.request.Request(f"{base}/mcp", method="POST", headers=headers, data=json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            return res.status, res.headers.get("Mcp-Session-Id"), res.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, None, e.read().decode()
+
+
+def test_a_session_of_the_older_protocol_names_its_replica_and_is_refused_elsewhere_with_why(replicas):
+    a, b, agent, proxy = replicas
+    status, session, _ = mcp_post(a["base"], agent, {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert status == 200 and session and session.startswith("a."), (status, session)
+    assert mcp_post(a["base"], agent, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] in (200, 202)
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    status, _, body = mcp_post(a["base"], agent, listing, session)
+    assert status == 200 and "calculator" in body, body
+    # The same session's request on the other replica: refused, saying where it lives.
+    status, _, body = mcp_post(b["base"], agent, listing, session)
+    assert status == 404, (status, body)
+    message = json.loads(body)["error"]["message"]
+    assert "replica `a`" in message and "replica `b`" in message and "2026-07-28" in message, message
 
 
 def test_a_stateless_mcp_client_calls_through_the_proxy_with_no_affinity(replicas):

@@ -513,6 +513,39 @@ pub struct ServerConfig {
     /// cancelled; new requests are refused meanwhile (`503`), and `/api/v1/health` says
     /// `draining` so a load balancer stops sending any.
     pub shutdown_grace_secs: u64,
+    /// This server's name among replicas sharing a database: it begins every MCP session
+    /// id (`<replica>.<id>`), so a load balancer can keep a session on its replica and a
+    /// request that reaches another one is refused with a message that says so. Letters,
+    /// digits, `-` and `_`; the host name (a pod's name) when left out.
+    pub replica: Option<String>,
+}
+
+impl ServerConfig {
+    /// [`ServerConfig::replica`], or the host name, with anything but letters, digits, `-`
+    /// and `_` replaced by `-` (at most 63 characters).
+    pub fn replica_name(&self) -> String {
+        let name = self.replica.clone().unwrap_or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default()
+        });
+        let name: String = name
+            .chars()
+            .take(63)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if name.is_empty() {
+            "toolshed".into()
+        } else {
+            name
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -529,6 +562,7 @@ impl Default for ServerConfig {
             max_connections: 512,
             max_inflight_body_bytes: 32 << 20,
             shutdown_grace_secs: 10,
+            replica: None,
         }
     }
 }

@@ -40,7 +40,7 @@ pub use server::{
     SHARED_HTTP_OWNER, Session, host_opening, selection_from_globs, valid_owner_handle,
 };
 pub use stdio::{MAX_LINE_BYTES, ServeError, serve_stdio};
-pub use streamable_http::{McpHttpService, streamable_http_service};
+pub use streamable_http::{McpHttpService, ReplicaSessions, replica_of, streamable_http_service};
 
 /// The `instructions` of the `initialize` result: what the workspace is (`which`, e.g.
 /// "the directory /src/app") and the conventions every tool shares, said once here rather

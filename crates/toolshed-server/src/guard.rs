@@ -79,7 +79,7 @@ async fn check_request(
                 .map(str::to_string);
             if let Some(id) = &session {
                 match guard.session_opener(id) {
-                    None => return unknown_session(id),
+                    None => return missing_session(id, &guard.replica),
                     Some(opener) if opener != caller.token_id => {
                         return Rejection::ForeignSession.into_response();
                     }
@@ -137,6 +137,35 @@ pub(crate) fn unknown_session(id: &str) -> Response {
             "MCP session {shown:?} is not known here (it ended, expired or was never opened); \
              start a new session with initialize"
         ),
+    }});
+    (StatusCode::NOT_FOUND, axum::Json(reply)).into_response()
+}
+
+/// The `404` for a request of an MCP session this server does not have: one that names
+/// another replica says so ([`session_elsewhere`]).
+pub(crate) fn missing_session(id: &str, here: &str) -> Response {
+    match toolshed_mcp::replica_of(id).filter(|home| *home != here) {
+        Some(home) => {
+            tracing::info!(session = %id, %home, "an MCP session's request reached another replica");
+            session_elsewhere(id, home, here)
+        }
+        None => unknown_session(id),
+    }
+}
+
+/// The `404` for a request of an MCP session that lives on replica `home`, not on this one.
+pub(crate) fn session_elsewhere(id: &str, home: &str, here: &str) -> Response {
+    let shown: String = id.chars().take(80).collect();
+    let home: String = home.chars().take(63).collect();
+    let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": -32001,
+        "message": format!(
+            "MCP session {shown:?} belongs to replica `{home}`, and this is replica `{here}`: a \
+             load balancer must send a session's requests to the replica its id begins with (the \
+             part before the first `.`). Start a new session with initialize, or use protocol \
+             2026-07-28, which keeps no session and needs no affinity"
+        ),
+        "data": {"replica": home, "this_replica": here},
     }});
     (StatusCode::NOT_FOUND, axum::Json(reply)).into_response()
 }
@@ -327,6 +356,8 @@ pub struct RequestGuard {
     dashboard: Option<Arc<crate::dashboard::Sessions>>,
     /// Set once the server is shutting down: new requests are refused.
     draining: Arc<std::sync::atomic::AtomicBool>,
+    /// This server's replica name, which begins the MCP session ids it hands out.
+    replica: Arc<str>,
     /// The request-body bytes that may be in flight at once, in KiB.
     body_budget: Arc<tokio::sync::Semaphore>,
     /// Its size, in KiB.
@@ -384,6 +415,7 @@ impl RequestGuard {
             oauth: None,
             dashboard: None,
             draining: Arc::default(),
+            replica: "toolshed".into(),
             body_budget: Arc::new(tokio::sync::Semaphore::new(
                 DEFAULT_BODY_BUDGET_KIB as usize,
             )),
@@ -394,6 +426,13 @@ impl RequestGuard {
     /// Refuses new requests (but health checks) once `draining` is set.
     pub fn with_draining(mut self, draining: Arc<std::sync::atomic::AtomicBool>) -> Self {
         self.draining = draining;
+        self
+    }
+
+    /// This server's replica name (`[server] replica`), to say where a session of another
+    /// replica lives.
+    pub fn with_replica(mut self, replica: Arc<str>) -> Self {
+        self.replica = replica;
         self
     }
 

@@ -168,6 +168,7 @@ fn app_draining(
     });
     let ports = host.services().ports.clone();
     let store = host.store().clone();
+    let replica: Arc<str> = host.config().config.server.replica_name().into();
     let net = host.services().net.clone();
     let mcp = toolshed_mcp::streamable_http_service(
         host,
@@ -180,7 +181,10 @@ fn app_draining(
         .layer(axum::middleware::from_fn(
             crate::mcp_reply::single_reply_as_json,
         ))
-        .layer(axum::middleware::from_fn(mcp_statuses));
+        .layer(axum::middleware::from_fn_with_state(
+            replica.clone(),
+            mcp_statuses,
+        ));
     let dashboard = Arc::new(crate::dashboard::Sessions::default());
     let routes = Router::new()
         // For load balancers and container probes: no token, and nothing but "ok".
@@ -206,6 +210,7 @@ fn app_draining(
         )
         .with_dashboard(dashboard)
         .with_draining(draining)
+        .with_replica(replica)
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
     if let Some(config) = server_config.oauth.clone() {
@@ -326,7 +331,11 @@ async fn serve_with(
 /// carrying a JSON-RPC parse error, and a `408`. A session it no longer has (expired while
 /// idle) gets the same JSON-RPC `404` as one never opened, and a session ended by `DELETE`
 /// answers `204 No Content` rather than `202 Accepted`: it is gone when the reply leaves.
+///
+/// A session id that names another replica (`<replica>.<id>`, see `[server] replica`) gets
+/// a `404` that says where the session lives: a load balancer without affinity sent it here.
 async fn mcp_statuses(
+    axum::extract::State(replica): axum::extract::State<Arc<str>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -355,7 +364,7 @@ async fn mcp_statuses(
     if let Some(id) = &session
         && status == StatusCode::NOT_FOUND
     {
-        return crate::guard::unknown_session(id);
+        return crate::guard::missing_session(id, &replica);
     }
     if !(status == StatusCode::UNSUPPORTED_MEDIA_TYPE && json
         || status == StatusCode::INTERNAL_SERVER_ERROR)
