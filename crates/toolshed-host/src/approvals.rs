@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::store::db::{Row, args};
+use crate::store::db::{Row, args, locks, serialize};
 use crate::store::{StateStore, StoreError, now_ms};
 
 /// How often a waiting call looks for an answer given by another process.
@@ -218,6 +218,7 @@ impl StateStore {
             remembered: false,
         };
         self.tx(|db| {
+            serialize(db, locks::APPROVALS)?;
             db.execute(
                 "UPDATE approvals SET state = 'expired' WHERE state = 'pending' AND expires_ms <= ?1",
                 args![now],

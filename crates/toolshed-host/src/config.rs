@@ -90,8 +90,14 @@ pub struct Config {
     pub store: StoreConfig,
 }
 
+/// Settings whose values hold credentials: listed as set, never shown (`toolshed config
+/// show`): the Postgres URL (its password) and the telemetry headers (an API key).
+pub fn secret_setting(key: &str) -> bool {
+    key == "store.url" || key.starts_with("telemetry.headers.")
+}
+
 /// `[store]`: where toolshed keeps its state (docs/deploy.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StoreConfig {
     /// A `postgres://user:password@host:port/database` URL: plugin state and config,
@@ -100,6 +106,15 @@ pub struct StoreConfig {
     pub url: Option<String>,
     /// The most connections to Postgres one toolshed opens.
     pub max_connections: usize,
+}
+
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("url", &self.url.as_ref().map(|_| "(set)"))
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
 }
 
 impl Default for StoreConfig {
@@ -782,13 +797,19 @@ impl LoadedConfig {
             serde_json::Value::Null => {}
             _ => out.push(Setting {
                 key: prefix.to_string(),
-                value: value.clone(),
+                value: if secret_setting(prefix) {
+                    serde_json::Value::String("(set; not shown)".into())
+                } else {
+                    value.clone()
+                },
                 source: self.source_of(prefix),
             }),
         }
     }
 
     /// The layer that set `key` or the nearest table holding it (`default` if none did).
+    ///
+    /// (Values of [`secret_setting`] keys are never shown.)
     fn source_of(&self, key: &str) -> String {
         let mut key = key;
         loop {
@@ -1374,6 +1395,28 @@ mod tests {
         let loaded = sources(dir.path(), &[]).load().unwrap();
         assert_eq!(loaded.config, Config::default());
         assert!(loaded.widening.is_empty(), "{:?}", loaded.widening);
+    }
+
+    #[test]
+    fn the_store_url_and_telemetry_headers_are_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("user.toml"),
+            "[store]\nurl = \"postgres://t:s3cret@db/t\"\n[telemetry]\nheaders = { x-key = \"k3y\" }\n",
+        )
+        .unwrap();
+        let loaded = sources(dir.path(), &[]).load().unwrap();
+        let shown = format!("{:?} {:?}", loaded.settings(), loaded.config.store);
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("k3y"),
+            "{shown}"
+        );
+        assert!(
+            loaded
+                .settings()
+                .iter()
+                .any(|s| s.key == "store.url" && s.value == "(set; not shown)")
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use toolshed_core::OwnerId;
 
 use crate::review::{CompiledRules, Matcher, RuleError};
-use crate::store::db::{Row, args};
+use crate::store::db::{Row, args, locks, serialize};
 use crate::store::{StateStore, StoreError, now_ms};
 
 /// The prefix of every agent token.
@@ -301,6 +301,7 @@ impl StateStore {
             revoked_ms: None,
         };
         self.tx(|db| {
+            serialize(db, locks::TOKENS)?;
             let count = db
                 .query_one("SELECT count(*) FROM tokens", args![])?
                 .int(0)?;

@@ -664,3 +664,57 @@ fn a_compaction_gathers_no_more_than_fits_in_a_reply() {
     assert_eq!(gathered(5_000), 8);
     assert_eq!(gathered(100_000), 20);
 }
+
+#[test]
+fn two_servers_appending_to_one_journal_on_postgres_lose_nothing() {
+    if std::env::var_os("TOOLSHED_TEST_MEMORY_ON_POSTGRES").is_none() {
+        return;
+    }
+    let url = fresh_database();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let servers: Vec<Arc<Memories>> = dirs
+        .iter()
+        .map(|dir| {
+            let config = toolshed_host::config::StoreConfig {
+                url: Some(url.clone()),
+                max_connections: 2,
+            };
+            let store =
+                Arc::new(StateStore::open_with(&dir.path().join("toolshed.db"), &config).unwrap());
+            Arc::new(Memories::with_clock(
+                store,
+                MemoryConfig::default(),
+                Arc::new(|| LATE),
+            ))
+        })
+        .collect();
+    let writers: Vec<_> = servers
+        .iter()
+        .enumerate()
+        .map(|(s, memories)| {
+            let memories = memories.clone();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    memories
+                        .append_daily("alice", &format!("entry {s}-{i}"))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let (listed, _) = servers[0].list("alice", None, &[], None, 100).unwrap();
+    let journals: Vec<_> = listed.iter().filter(|m| m.kind == "daily").collect();
+    assert_eq!(journals.len(), 1, "one journal for the day");
+    for s in 0..2 {
+        for i in 0..20 {
+            assert!(
+                journals[0].text.contains(&format!("entry {s}-{i}\n"))
+                    || journals[0].text.ends_with(&format!("entry {s}-{i}")),
+                "entry {s}-{i} was lost"
+            );
+        }
+    }
+}

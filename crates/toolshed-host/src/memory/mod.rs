@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::store::db::{Db, Dialect, Row, SqlValue, args};
+use crate::store::db::{Db, Dialect, Row, SqlValue, args, locks, serialize};
 use crate::store::{StateStore, StoreError};
 
 pub use markdown::{Exported, Imported, MAX_IMPORT_FILES};
@@ -944,6 +944,7 @@ impl Memories {
         let now = self.now();
         let max_owner = self.config.max_owner_bytes;
         let outcome = self.store.tx(|db| {
+            serialize(db, locks::MEMORY)?;
             let (picked, expected) = self.gather(db, &scope, &namespace, before)?;
             if picked.is_empty() {
                 return Ok(Err(MemoryError::Conflict(
@@ -1000,6 +1001,7 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn commit_batch(store: &StateStore, batch: Vec<Pending>) {
     let (jobs, dones): (Vec<WriteJob>, Vec<_>) = batch.into_iter().map(|p| (p.job, p.done)).unzip();
     let together = store.tx(|db| {
+        serialize(db, locks::MEMORY)?;
         jobs.iter()
             .map(|job| job(db))
             .collect::<std::result::Result<Vec<_>, StoreError>>()
@@ -1009,7 +1011,14 @@ fn commit_batch(store: &StateStore, batch: Vec<Pending>) {
         Err(e) if jobs.len() == 1 => vec![Err(MemoryError::from(e))],
         Err(_) => jobs
             .iter()
-            .map(|job| store.tx(|db| job(db)).unwrap_or_else(|e| Err(e.into())))
+            .map(|job| {
+                store
+                    .tx(|db| {
+                        serialize(db, locks::MEMORY)?;
+                        job(db)
+                    })
+                    .unwrap_or_else(|e| Err(e.into()))
+            })
             .collect(),
     };
     for (done, outcome) in dones.into_iter().zip(outcomes) {

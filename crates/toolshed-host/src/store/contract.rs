@@ -557,3 +557,69 @@ fn a_change_made_through_one_store_is_heard_by_another_on_the_same_postgres() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(a.data_version().unwrap(), own);
 }
+
+#[test]
+fn the_audit_log_stays_bounded_past_its_pruning_points() {
+    for (store, _dir) in stores() {
+        let engine = store.engine_name();
+        // Pruning runs when an id is a multiple of 256: twice in 600 rows.
+        for i in 0..600 {
+            store
+                .append_audit(&record(i, "calculator", "alice", "ok"), 300)
+                .unwrap_or_else(|e| panic!("{engine}: row {i}: {e}"));
+        }
+        let rows = store
+            .audit_page(&AuditQuery {
+                limit: 1000,
+                ..Default::default()
+            })
+            .unwrap()
+            .rows;
+        assert!(
+            (300..=556).contains(&rows.len()),
+            "{engine}: {} rows kept",
+            rows.len()
+        );
+        assert_eq!(rows[0].record.call_id, "c-599", "{engine}");
+    }
+}
+
+#[test]
+fn a_shared_install_row_cannot_reach_outside_the_plugin_root() {
+    let Ok(admin) = std::env::var("TOOLSHED_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateStore::open_with(
+        &dir.path().join("toolshed.db"),
+        &StoreConfig {
+            url: Some(fresh_database(&admin)),
+            max_connections: 2,
+        },
+    )
+    .unwrap();
+    // A directory beside the plugin root, and a tombstone that names it by `..`, with the
+    // digest its (empty) files have.
+    let victim = dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    let digest = crate::install::provenance::tree_digest(
+        &crate::install::provenance::hash_tree(&victim).unwrap(),
+    );
+    for id in ["../victim", "/tmp", "a/../../victim"] {
+        store
+            .db(|db| {
+                db.execute(
+                    "INSERT INTO plugin_archives (plugin_id, tree_sha256, archive, updated_ms)
+                     VALUES (?1, ?2, NULL, 0)",
+                    crate::store::db::args![id, &digest],
+                )
+            })
+            .unwrap();
+    }
+    let replicated = store.replicate_installs().unwrap();
+    assert!(replicated.removed.is_empty() && replicated.placed.is_empty());
+    assert!(
+        victim.is_dir(),
+        "a row removed a directory outside the plugin root"
+    );
+}

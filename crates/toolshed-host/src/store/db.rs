@@ -255,6 +255,31 @@ impl Db for SqliteDb<'_> {
     }
 }
 
+/// Keys of [`serialize`]: what must not interleave across toolsheds sharing a database.
+pub(crate) mod locks {
+    /// Memory writes (the per-owner byte count, today's journal).
+    pub(crate) const MEMORY: i64 = 0x7473_0001;
+    /// Token creation (the count limit).
+    pub(crate) const TOKENS: i64 = 0x7473_0002;
+    /// Approval requests (the pending limit).
+    pub(crate) const APPROVALS: i64 = 0x7473_0003;
+}
+
+/// Makes the transaction `db` is in wait for, then exclude, every other transaction that
+/// takes `key`, in any process: a read-then-write (a count checked before an insert, a text
+/// read and extended) is then not raced by another server on the same database. Postgres
+/// takes a transaction-level advisory lock; SQLite needs nothing, its write transactions
+/// run one at a time already.
+pub(crate) fn serialize(db: &mut dyn Db, key: i64) -> Result<(), StoreError> {
+    if db.dialect() == Dialect::Postgres {
+        db.query(
+            "SELECT CAST(pg_advisory_xact_lock(?1) AS TEXT)",
+            &[SqlValue::Int(key)],
+        )?;
+    }
+    Ok(())
+}
+
 /// A `GLOB` pattern (`*`, `?`) as a `LIKE` pattern with `\` as its escape, for an engine
 /// without `GLOB`. Character classes (`[abc]`) are matched literally.
 pub(crate) fn glob_to_like(glob: &str) -> String {

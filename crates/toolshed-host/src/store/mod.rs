@@ -1128,7 +1128,11 @@ pub(crate) fn insert_audit_rows(
     }
     if prune {
         let keep = i64::try_from(max_rows).unwrap_or(i64::MAX);
-        db.execute("DELETE FROM audit WHERE id <= ?1 - ?2", args![last, keep])?;
+        // One typed bound: Postgres cannot type `?1 - ?2` of two bare parameters.
+        db.execute(
+            "DELETE FROM audit WHERE id <= ?1",
+            args![last.saturating_sub(keep)],
+        )?;
     }
     Ok(())
 }

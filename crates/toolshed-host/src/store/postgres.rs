@@ -52,18 +52,53 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-/// The URL with its password hidden, for messages.
+/// Where `url` leads, for messages: user, hosts, ports and database, never a password
+/// (whatever form the URL takes: `postgres://…` or `host=… password=…`).
 pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
+    let Ok(config) = url.parse::<postgres::Config>() else {
+        return "the configured [store] url (not a Postgres connection string)".into();
+    };
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|host| match host {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    format!(
+        "postgres://{}@{}:{}/{}",
+        config.get_user().unwrap_or("(default user)"),
+        hosts.join(","),
+        if ports.is_empty() {
+            "5432".to_string()
+        } else {
+            ports.join(",")
+        },
+        config.get_dbname().unwrap_or("(default database)")
+    )
+}
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the store waits for one statement's answer before it gives the connection up.
+const ANSWER_WAIT: Duration = Duration::from_secs(90);
+
+/// What every connection is set to: no statement, lock wait or idle transaction lasts
+/// forever (a server that froze while holding a lock frees it).
+const SESSION_LIMITS: &str = "SET statement_timeout = '60s'; SET lock_timeout = '30s'; \
+                              SET idle_in_transaction_session_timeout = '120s'";
+
+/// Connects to `url` with a connect timeout and TCP keepalives.
+fn connect(url: &str) -> Result<Client, postgres::Error> {
+    let mut config: postgres::Config = url.parse()?;
+    config
+        .connect_timeout(CONNECT_TIMEOUT)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30));
+    config.connect(NoTls)
 }
 
 enum Job {
@@ -169,14 +204,18 @@ impl Worker {
         std::thread::Builder::new()
             .name("toolshed-postgres".into())
             .spawn(move || {
-                let mut client = match Client::connect(&url, NoTls) {
+                let connected = connect(&url).and_then(|mut client| {
+                    client.batch_execute(SESSION_LIMITS)?;
+                    Ok(client)
+                });
+                let mut client = match connected {
                     Ok(client) => {
                         let _ = ready.send(Ok(()));
                         client
                     }
                     Err(e) => {
                         flag.store(false, Ordering::Release);
-                        let _ = ready.send(Err(e.to_string()));
+                        let _ = ready.send(Err(message(&e)));
                         return;
                     }
                 };
@@ -324,22 +363,32 @@ impl ToSql for Param<'_> {
         ty: &Type,
         out: &mut BytesMut,
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let refused = || -> Box<dyn std::error::Error + Sync + Send> {
+            format!(
+                "a {} value cannot be sent as a {ty} parameter",
+                kind(self.0)
+            )
+            .into()
+        };
         match self.0 {
             SqlValue::Null => Ok(IsNull::Yes),
             SqlValue::Int(v) => match *ty {
+                Type::INT8 => v.to_sql(ty, out),
                 Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
                 Type::INT2 => i16::try_from(*v)?.to_sql(ty, out),
                 Type::BOOL => (*v != 0).to_sql(ty, out),
                 Type::FLOAT8 => (*v as f64).to_sql(ty, out),
                 Type::TEXT | Type::VARCHAR => v.to_string().to_sql(ty, out),
-                _ => v.to_sql(ty, out),
+                _ => Err(refused()),
             },
             SqlValue::Real(v) => match *ty {
+                Type::FLOAT8 => v.to_sql(ty, out),
                 Type::FLOAT4 => (*v as f32).to_sql(ty, out),
-                _ => v.to_sql(ty, out),
+                _ => Err(refused()),
             },
-            SqlValue::Text(v) => v.as_str().to_sql(ty, out),
-            SqlValue::Blob(v) => v.as_slice().to_sql(ty, out),
+            SqlValue::Text(v) if <&str as ToSql>::accepts(ty) => v.as_str().to_sql(ty, out),
+            SqlValue::Blob(v) if *ty == Type::BYTEA => v.as_slice().to_sql(ty, out),
+            SqlValue::Text(_) | SqlValue::Blob(_) => Err(refused()),
         }
     }
 
@@ -348,6 +397,16 @@ impl ToSql for Param<'_> {
     }
 
     postgres::types::to_sql_checked!();
+}
+
+fn kind(value: &SqlValue) -> &'static str {
+    match value {
+        SqlValue::Null => "null",
+        SqlValue::Int(_) => "integer",
+        SqlValue::Real(_) => "real",
+        SqlValue::Text(_) => "text",
+        SqlValue::Blob(_) => "bytes",
+    }
 }
 
 /// `?N` parameters as Postgres numbers them (`$N`); quoted text is left alone.
@@ -381,10 +440,19 @@ impl Lease<'_> {
         let lost = || StoreError::Db("the connection to Postgres was lost".into());
         let worker = self.worker.as_ref().ok_or_else(lost)?;
         worker.jobs.send(job).map_err(|_| lost())?;
-        match worker.answers.recv() {
+        match worker.answers.recv_timeout(ANSWER_WAIT) {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(message)) => Err(StoreError::Db(format!("Postgres: {message}"))),
-            Err(_) => Err(lost()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The connection is given up: its thread ends once the statement does.
+                worker.alive.store(false, Ordering::Release);
+                self.in_transaction = false;
+                Err(StoreError::Db(format!(
+                    "Postgres did not answer within {} s",
+                    ANSWER_WAIT.as_secs()
+                )))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(lost()),
         }
     }
 
@@ -473,7 +541,7 @@ pub(crate) fn listen(
         .name("toolshed-listen".into())
         .spawn(move || {
             loop {
-                let connected = Client::connect(&url, NoTls).and_then(|mut client| {
+                let connected = connect(&url).and_then(|mut client| {
                     client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))?;
                     Ok(client)
                 });
@@ -754,10 +822,13 @@ mod tests {
 
     #[test]
     fn passwords_are_hidden() {
-        assert_eq!(
-            redact("postgres://toolshed:s3cret@db:5432/toolshed"),
-            "postgres://toolshed:***@db:5432/toolshed"
-        );
-        assert_eq!(redact("postgres://db/toolshed"), "postgres://db/toolshed");
+        for url in [
+            "postgres://toolshed:s3cret@db:5432/toolshed",
+            "host=db port=5432 user=toolshed password=s3cret dbname=toolshed",
+            "postgres://toolshed@db:5432/toolshed?password=s3cret",
+        ] {
+            assert_eq!(redact(url), "postgres://toolshed@db:5432/toolshed", "{url}");
+        }
+        assert!(!redact("nonsense s3cret=").contains("s3cret"));
     }
 }

@@ -7,9 +7,10 @@
 //! [`MAX_ARCHIVE_BYTES`]) with the digest of its files; an uninstall leaves a tombstone (the
 //! digest, no archive). The others hear of it (`LISTEN`/`NOTIFY`) and, before they sync
 //! their registry, put each plugin whose files they lack or hold in another version in
-//! place with the same strict extractor and atomic rename as any install, and remove a
-//! plugin whose tombstone names the files they hold. A plugin directory nobody shared (one
-//! copied in by hand) is never touched.
+//! place with the same strict extractor and atomic rename as any install (a directory of
+//! the same id holding other files is replaced by the shared version), and remove a plugin
+//! whose tombstone names the files they hold. Directories of other ids are never touched,
+//! and a row whose id is not a plugin id is ignored.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -89,17 +90,32 @@ impl StateStore {
         if !self.is_shared() {
             return Ok(());
         }
-        let digest = tree_digest(&hash_tree(dir).unwrap_or_default());
-        self.db(|db| {
+        // The tombstone keeps the digest of the version that was shared, which is what the
+        // others hold; a plugin never shared is described by its files here.
+        let shared = self.db(|db| {
             db.execute(
-                "INSERT INTO plugin_archives (plugin_id, tree_sha256, archive, updated_ms)
-                 VALUES (?1, ?2, NULL, ?3)
-                 ON CONFLICT (plugin_id) DO UPDATE SET tree_sha256 = excluded.tree_sha256,
-                   archive = NULL, updated_ms = excluded.updated_ms",
-                args![id, &digest, now_ms()],
-            )?;
-            Ok(())
+                "UPDATE plugin_archives SET archive = NULL, updated_ms = ?2 WHERE plugin_id = ?1",
+                args![id, now_ms()],
+            )
         })?;
+        if shared == 0 {
+            let files = hash_tree(dir).map_err(|e| {
+                StoreError::Db(format!(
+                    "cannot tell the other toolsheds that plugin `{id}` is uninstalled: hashing its files: {e}"
+                ))
+            })?;
+            let digest = tree_digest(&files);
+            self.db(|db| {
+                db.execute(
+                    "INSERT INTO plugin_archives (plugin_id, tree_sha256, archive, updated_ms)
+                     VALUES (?1, ?2, NULL, ?3)
+                     ON CONFLICT (plugin_id) DO UPDATE SET archive = NULL,
+                       updated_ms = excluded.updated_ms",
+                    args![id, &digest, now_ms()],
+                )?;
+                Ok(())
+            })?;
+        }
         self.seen_installs.forget(id);
         Ok(())
     }
@@ -125,7 +141,16 @@ impl StateStore {
             if self.seen_installs.is(&id, &digest, gone) {
                 continue;
             }
+            // A row names a directory of the plugin root by a valid id, or nothing.
+            if !toolshed_core::is_valid_plugin_id(&id) {
+                tracing::warn!(plugin = %id.chars().take(80).collect::<String>(), "a shared install's id is not a plugin id; it is ignored");
+                self.seen_installs.mark(&id, &digest, gone);
+                continue;
+            }
             let dir = root.join(&id);
+            if dir.parent() != Some(root.as_path()) {
+                continue;
+            }
             let local = dir
                 .is_dir()
                 .then(|| hash_tree(&dir).ok().map(|files| tree_digest(&files)))
