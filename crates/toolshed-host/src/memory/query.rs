@@ -75,8 +75,24 @@ fn terms(input: &str) -> Vec<Term> {
     terms
 }
 
-/// The FTS5 expression for `input`, or why there is nothing to search for.
-pub fn fts_query(input: &str) -> Result<String, String> {
+/// How one engine's query language joins terms.
+struct Operators {
+    /// Between the two sides of `OR` (the pair is then parenthesized).
+    or: &'static str,
+    /// Between the terms that must all match.
+    and: &'static str,
+    /// Before a term that must not match.
+    not: &'static str,
+}
+
+/// The terms of `input` rendered by `render` (a term, and whether it is left out) and
+/// joined with `ops`; or why there is nothing to search for. The one place the grammar is
+/// applied, for both engines.
+fn combine(
+    input: &str,
+    ops: &Operators,
+    mut render: impl FnMut(Term) -> Option<(String, bool)>,
+) -> Result<String, String> {
     if input.len() > MAX_QUERY_LEN {
         return Err(format!(
             "the query is {} bytes; a search takes at most {MAX_QUERY_LEN}",
@@ -88,21 +104,13 @@ pub fn fts_query(input: &str) -> Result<String, String> {
     let mut pending_or = false;
     let mut count = 0;
     for term in terms(input) {
-        let (expr, not) = match term {
-            Term::Or => {
-                pending_or = !positive.is_empty();
-                continue;
-            }
-            Term::Phrase(text) if has_word(&text) => (quoted(text.trim()), false),
-            Term::Word { text, prefix, not } if has_word(&text) => {
-                let mut expr = quoted(&text);
-                if prefix {
-                    expr.push('*');
-                }
-                (expr, not)
-            }
-            // Only punctuation: nothing the index holds.
-            Term::Phrase(_) | Term::Word { .. } => continue,
+        if term == Term::Or {
+            pending_or = !positive.is_empty();
+            continue;
+        }
+        // Only punctuation: nothing the index holds.
+        let Some((expr, not)) = render(term) else {
+            continue;
         };
         count += 1;
         if count > MAX_TERMS {
@@ -113,7 +121,7 @@ pub fn fts_query(input: &str) -> Result<String, String> {
         if not {
             negative.push(expr);
         } else if pending_or && let Some(last) = positive.last_mut() {
-            *last = format!("({last} OR {expr})");
+            *last = format!("({last}{}{expr})", ops.or);
             pending_or = false;
         } else {
             positive.push(expr);
@@ -126,11 +134,31 @@ pub fn fts_query(input: &str) -> Result<String, String> {
             input.chars().take(100).collect::<String>()
         ));
     }
-    let mut expr = positive.join(" AND ");
+    let mut expr = positive.join(ops.and);
     for not in negative {
-        expr = format!("{expr} NOT {not}");
+        expr = format!("{expr}{}{not}", ops.not);
     }
     Ok(expr)
+}
+
+/// The FTS5 expression for `input`, or why there is nothing to search for.
+pub fn fts_query(input: &str) -> Result<String, String> {
+    let ops = Operators {
+        or: " OR ",
+        and: " AND ",
+        not: " NOT ",
+    };
+    combine(input, &ops, |term| match term {
+        Term::Phrase(text) if has_word(&text) => Some((quoted(text.trim()), false)),
+        Term::Word { text, prefix, not } if has_word(&text) => {
+            let mut expr = quoted(&text);
+            if prefix {
+                expr.push('*');
+            }
+            Some((expr, not))
+        }
+        _ => None,
+    })
 }
 
 /// The same search for Postgres: a `tsquery` expression whose terms are parameters
@@ -138,56 +166,38 @@ pub fn fts_query(input: &str) -> Result<String, String> {
 /// `plainto_tsquery` matches them (stemmed, stop words dropped), a phrase as
 /// `phraseto_tsquery`, a prefix as `'word':*`; `OR` is `||`, a leading `-` is `!!`.
 pub(super) fn ts_query(input: &str, first: usize) -> Result<(String, Vec<String>), String> {
-    // The same checks, with the same messages, as the embedded engine's.
-    fts_query(input)?;
+    let ops = Operators {
+        or: " || ",
+        and: " && ",
+        not: " && !!",
+    };
     let mut values: Vec<String> = Vec::new();
-    let param = |value: String, values: &mut Vec<String>| {
+    let mut param = |value: String| {
         values.push(value);
         format!("?{}", first + values.len() - 1)
     };
-    let mut positive: Vec<String> = Vec::new();
-    let mut negative: Vec<String> = Vec::new();
-    let mut pending_or = false;
-    for term in terms(input) {
-        let (expr, not) = match term {
-            Term::Or => {
-                pending_or = !positive.is_empty();
-                continue;
-            }
-            Term::Phrase(text) if has_word(&text) => (
-                format!(
-                    "phraseto_tsquery('english', {})",
-                    param(text.trim().to_string(), &mut values)
-                ),
-                false,
+    let expr = combine(input, &ops, |term| match term {
+        Term::Phrase(text) if has_word(&text) => Some((
+            format!(
+                "phraseto_tsquery('english', {})",
+                param(text.trim().to_string())
             ),
-            Term::Word { text, prefix, not } if has_word(&text) => {
-                let plain = text.chars().all(|c| c.is_alphanumeric() || c == '_');
-                let expr = if prefix && plain {
-                    format!(
-                        "to_tsquery('english', {})",
-                        param(format!("'{}':*", text.to_lowercase()), &mut values)
-                    )
-                } else {
-                    format!("plainto_tsquery('english', {})", param(text, &mut values))
-                };
-                (expr, not)
-            }
-            Term::Phrase(_) | Term::Word { .. } => continue,
-        };
-        if not {
-            negative.push(expr);
-        } else if pending_or && let Some(last) = positive.last_mut() {
-            *last = format!("({last} || {expr})");
-            pending_or = false;
-        } else {
-            positive.push(expr);
+            false,
+        )),
+        Term::Word { text, prefix, not } if has_word(&text) => {
+            let plain = text.chars().all(|c| c.is_alphanumeric() || c == '_');
+            let expr = if prefix && plain {
+                format!(
+                    "to_tsquery('english', {})",
+                    param(format!("'{}':*", text.to_lowercase()))
+                )
+            } else {
+                format!("plainto_tsquery('english', {})", param(text))
+            };
+            Some((expr, not))
         }
-    }
-    let mut expr = positive.join(" && ");
-    for not in negative {
-        expr = format!("{expr} && !!{not}");
-    }
+        _ => None,
+    })?;
     Ok((format!("({expr})"), values))
 }
 
