@@ -208,6 +208,23 @@ def test_replicas_share_tokens_plugin_choices_approvals_and_the_audit_log(replic
         assert tools.count("calculator") >= 4 and "random" in tools, tools
 
 
+def test_a_job_started_on_one_replica_is_read_on_the_other(replicas):
+    a, b, agent, proxy = replicas
+    status, body = request(a["base"], "/api/v1/tools/calculator/execute", agent, "POST",
+                           {"arguments": {"expression": "6*7"}, "async": True})
+    assert status == 202, body
+    job = body["job"]["id"]
+    deadline = time.monotonic() + 10
+    while True:
+        status, view = request(b["base"], f"/api/v1/jobs/{job}", agent)
+        assert status == 200, view
+        if view["state"] != "running":
+            break
+        assert time.monotonic() < deadline, view
+        time.sleep(0.05)
+    assert view["state"] == "succeeded" and "42" in json.dumps(view["result"]), view
+
+
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "plugins", "skillful")
 
 
