@@ -225,6 +225,41 @@ def test_a_job_started_on_one_replica_is_read_on_the_other(replicas):
     assert view["state"] == "succeeded" and "42" in json.dumps(view["result"]), view
 
 
+def test_one_event_stream_holds_every_replicas_events(replicas):
+    a, b, agent, proxy = replicas
+    # B's live stream, open before anything happens on A.
+    seen, data, ready = [], [], threading.Event()
+
+    def read():
+        req = urllib.request.Request(f"{b['base']}/api/v1/events", headers={"Authorization": f"Bearer {agent}"})
+        with urllib.request.urlopen(req, timeout=30) as response:
+            ready.set()
+            for raw in response:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("data:"):
+                    data.append(line[5:].strip())
+                elif line == "" and data:
+                    seen.append(json.loads("\n".join(data)))
+                    data.clear()
+                    if any(e.get("type") == "job.finished" for e in seen):
+                        return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert ready.wait(10)
+    time.sleep(0.2)
+    status, body = request(a["base"], "/api/v1/tools/calculator/execute", agent, "POST",
+                           {"arguments": {"expression": "6*7"}, "async": True})
+    assert status == 202, body
+    job = body["job"]["id"]
+    reader.join(timeout=15)
+    finished = [e for e in seen if e.get("type") == "job.finished"]
+    assert finished and finished[0]["job_id"] == job, seen
+    # Read later from either replica, by id, the event is the same one.
+    ids = [e["id"] for e in seen if "id" in e]
+    assert ids == sorted(ids), ids
+
+
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "plugins", "skillful")
 
 

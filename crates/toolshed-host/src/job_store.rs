@@ -264,6 +264,17 @@ impl StateStore {
     }
 }
 
+fn stored_event(r: &Row) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent {
+        id: u64::try_from(r.int(0)?).unwrap_or(0),
+        kind: r.text(1)?,
+        time_ms: u64::try_from(r.int(2)?).unwrap_or(0),
+        job_id: r.opt_text(3)?,
+        owner: r.opt_text(4)?,
+        data: serde_json::from_str(&r.text(5)?).unwrap_or(Value::Null),
+    })
+}
+
 /// The most events kept in the store for resuming streams; older ones are removed.
 pub const MAX_STORED_EVENTS: u64 = 10_000;
 
@@ -311,6 +322,25 @@ impl StateStore {
                 )?;
             }
             Ok(())
+        })?;
+        // The other toolsheds on a shared database put it in their streams.
+        #[cfg(feature = "postgres")]
+        if self.dialect() == Dialect::Postgres {
+            self.db(|db| crate::store::postgres::notify_event(db, event.id, self.me()))?;
+        }
+        Ok(())
+    }
+
+    /// Stored event `id`, if it is kept.
+    pub fn stored_event(&self, id: u64) -> Result<Option<StoredEvent>, StoreError> {
+        self.db(|db| {
+            db.query_opt(
+                "SELECT id, kind, time_ms, job_id, owner, data FROM events WHERE id = ?1",
+                args![ms(id)],
+            )?
+            .as_ref()
+            .map(stored_event)
+            .transpose()
         })
     }
 
@@ -323,16 +353,7 @@ impl StateStore {
                 args![limit],
             )?
             .iter()
-            .map(|r| {
-                Ok(StoredEvent {
-                    id: u64::try_from(r.int(0)?).unwrap_or(0),
-                    kind: r.text(1)?,
-                    time_ms: u64::try_from(r.int(2)?).unwrap_or(0),
-                    job_id: r.opt_text(3)?,
-                    owner: r.opt_text(4)?,
-                    data: serde_json::from_str(&r.text(5)?).unwrap_or(Value::Null),
-                })
-            })
+            .map(stored_event)
             .collect()
         })
     }

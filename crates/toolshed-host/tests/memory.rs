@@ -50,6 +50,13 @@ fn fixture(config: MemoryConfig) -> Fixture {
 }
 
 /// A new database on the test server.
+#[cfg(not(feature = "postgres"))]
+fn fresh_database() -> String {
+    panic!("TOOLSHED_TEST_MEMORY_ON_POSTGRES needs the `postgres` feature")
+}
+
+/// A new database on the test server.
+#[cfg(feature = "postgres")]
 fn fresh_database() -> String {
     static N: AtomicI64 = AtomicI64::new(0);
     let admin = std::env::var("TOOLSHED_TEST_POSTGRES_URL")

@@ -88,6 +88,9 @@ pub struct EventLog {
     retained: Mutex<(Ids, VecDeque<ApiEvent>)>,
     live: broadcast::Sender<ApiEvent>,
     store: Option<Arc<StateStore>>,
+    /// How many ids are reserved at once: [`ID_BLOCK`], or one on a database shared with
+    /// other servers, so that ids follow the order events happen in across all of them.
+    block: u64,
 }
 
 impl std::fmt::Debug for EventLog {
@@ -122,6 +125,11 @@ impl EventLog {
                 VecDeque::new(),
             )),
             live: broadcast::channel(RETAINED_EVENTS).0,
+            block: if store.as_ref().is_some_and(|s| s.is_shared()) {
+                1
+            } else {
+                ID_BLOCK
+            },
             store,
         }
     }
@@ -129,9 +137,10 @@ impl EventLog {
     /// A log whose ids continue the sequence kept in `store`, holding the latest events
     /// stored by earlier servers, so a client resumes across a restart.
     pub fn persistent(store: Arc<StateStore>) -> Self {
-        match store.reserve_sequence("events", ID_BLOCK) {
+        let block = if store.is_shared() { 1 } else { ID_BLOCK };
+        match store.reserve_sequence("events", block) {
             Ok(first) => {
-                let log = Self::starting_at(first, first + ID_BLOCK, Some(store.clone()));
+                let log = Self::starting_at(first, first + block, Some(store.clone()));
                 match store.recent_events(RETAINED_EVENTS) {
                     Ok(earlier) => {
                         let mut retained = log.retained.lock().unwrap_or_else(|p| p.into_inner());
@@ -164,6 +173,19 @@ impl EventLog {
 
     /// The next id, reserving another block when this one is used up.
     fn next_id(&self, ids: &mut Ids) -> u64 {
+        if self.block == 1
+            && let Some(store) = &self.store
+        {
+            // Shared: each id from the database's sequence, whatever other servers' events
+            // this log holds already.
+            match store.reserve_sequence("events", 1) {
+                Ok(id) => {
+                    ids.last = ids.last.max(id);
+                    return id;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot reserve an event id"),
+            }
+        }
         if ids.last + 1 >= ids.end
             && let Some(store) = &self.store
         {
@@ -206,7 +228,10 @@ impl EventLog {
         if retained.1.len() >= RETAINED_EVENTS {
             retained.1.pop_front();
         }
-        retained.1.push_back(event.clone());
+        // In id order: on a shared database another server's event with a higher id may
+        // be here already.
+        let at = retained.1.partition_point(|e| e.id < id);
+        retained.1.insert(at, event.clone());
         // Sent under the lock, so a subscriber that takes the backlog and then the live
         // tail never misses or repeats an event.
         let _ = self.live.send(event);
@@ -237,6 +262,63 @@ impl EventLog {
             .cloned()
             .collect();
         (backlog, missed, receiver)
+    }
+
+    /// Puts the events other servers on a shared database store into this log and its live
+    /// streams, as they are announced, until `stop`; nothing without a shared database.
+    pub fn follow_other_servers(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let Some(store) = self.store.clone().filter(|s| s.is_shared()) else {
+            return;
+        };
+        let mut announced = store.other_events();
+        let log = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let id = tokio::select! {
+                    () = stop.cancelled() => return,
+                    received = announced.recv() => match received {
+                        Ok(id) => id,
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::warn!(missed = n, "fell behind other servers' events; streams miss some");
+                            continue;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                let store = store.clone();
+                let stored = tokio::task::spawn_blocking(move || store.stored_event(id)).await;
+                let Some(log) = log.upgrade() else { return };
+                match stored {
+                    Ok(Ok(Some(event))) => log.adopt(ApiEvent {
+                        id: event.id,
+                        kind: event.kind,
+                        time_ms: event.time_ms,
+                        job_id: event.job_id,
+                        owner: event.owner,
+                        data: event.data,
+                    }),
+                    Ok(Ok(None)) => {}
+                    Ok(Err(e)) => tracing::warn!(error = %e, "cannot read another server's event"),
+                    Err(e) => tracing::warn!(error = %e, "reading another server's event failed"),
+                }
+            }
+        });
+    }
+
+    /// Takes in an event another server published: in id order among the retained ones,
+    /// and out to the live streams.
+    fn adopt(&self, event: ApiEvent) {
+        let mut retained = self.retained.lock().unwrap_or_else(|p| p.into_inner());
+        if retained.1.iter().any(|e| e.id == event.id) {
+            return;
+        }
+        let at = retained.1.partition_point(|e| e.id < event.id);
+        retained.1.insert(at, event.clone());
+        if retained.1.len() > RETAINED_EVENTS {
+            retained.1.pop_front();
+        }
+        retained.0.last = retained.0.last.max(event.id);
+        let _ = self.live.send(event);
     }
 
     /// The id of the latest event (one less than the first before any).

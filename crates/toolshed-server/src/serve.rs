@@ -76,6 +76,7 @@ fn app_draining(
     let config = &host.config().config.jobs;
     let server_config = host.config().config.server.clone();
     let events = Arc::new(events::EventLog::persistent(host.store().clone()));
+    events.follow_other_servers(stop.clone());
     let jobs = Arc::new(jobs::Jobs::new(
         &host,
         Duration::from_secs(config.retention_secs),

@@ -255,10 +255,17 @@ pub struct StateStore {
 pub(crate) struct Changes {
     count: std::sync::atomic::AtomicI64,
     file: Option<PathBuf>,
+    /// Ids of events other toolsheds stored (the REST event log follows them).
+    events: tokio::sync::broadcast::Sender<u64>,
 }
 
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 impl Changes {
+    /// Another toolshed stored event `id`.
+    pub(crate) fn heard_event(&self, id: u64) {
+        let _ = self.events.send(id);
+    }
+
     /// Another toolshed said plugin choices changed.
     pub(crate) fn heard(&self) {
         self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -575,6 +582,7 @@ impl StateStore {
             changes: Arc::new(Changes {
                 count: std::sync::atomic::AtomicI64::new(0),
                 file: changes_file,
+                events: tokio::sync::broadcast::channel(1024).0,
             }),
             seen_installs: replicate::Seen::default(),
             me: format!(
@@ -647,6 +655,18 @@ impl StateStore {
     /// Which engine holds the shared tables.
     pub(crate) fn dialect(&self) -> Dialect {
         self.engine.dialect()
+    }
+
+    /// The ids of events other toolsheds sharing the database store from now on (nothing
+    /// on the embedded engine); a receiver that falls behind is told how many it missed.
+    pub fn other_events(&self) -> tokio::sync::broadcast::Receiver<u64> {
+        self.changes.events.subscribe()
+    }
+
+    /// This store's id in what it tells the others.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn me(&self) -> &str {
+        &self.me
     }
 
     /// The engine holding the shared tables: `sqlite` or `postgres`.

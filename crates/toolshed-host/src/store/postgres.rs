@@ -519,6 +519,21 @@ pub(crate) fn notify_changed(db: &mut dyn Db, me: &str) -> Result<(), StoreError
     Ok(())
 }
 
+/// The channel toolsheds sharing a database tell each other on that they stored an event.
+pub(crate) const EVENTS_CHANNEL: &str = "toolshed_events";
+
+/// Tells the others that event `id` is stored (`<id> <sender>`).
+pub(crate) fn notify_event(db: &mut dyn Db, id: u64, me: &str) -> Result<(), StoreError> {
+    db.query(
+        "SELECT pg_notify(?1, ?2)::text",
+        &[
+            SqlValue::from(EVENTS_CHANNEL),
+            SqlValue::from(format!("{id} {me}")),
+        ],
+    )?;
+    Ok(())
+}
+
 /// Listens on [`CHANGES_CHANNEL`] on a connection and thread of its own, telling `changes`
 /// of every word from a toolshed other than `me`, and once each time it starts listening
 /// (what was said before is not heard). Ends within a second of the store being dropped.
@@ -542,7 +557,9 @@ pub(crate) fn listen(
         .spawn(move || {
             loop {
                 let connected = connect(&url).and_then(|mut client| {
-                    client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))?;
+                    client.batch_execute(&format!(
+                        "LISTEN {CHANGES_CHANNEL}; LISTEN {EVENTS_CHANNEL}"
+                    ))?;
                     Ok(client)
                 });
                 let mut client = match connected {
@@ -567,6 +584,17 @@ pub(crate) fn listen(
                         .timeout_iter(Duration::from_secs(1))
                         .next();
                     match word {
+                        Ok(Some(word)) if word.channel() == EVENTS_CHANNEL => {
+                            let Some(changes) = changes.upgrade() else {
+                                return;
+                            };
+                            if let Some((id, from)) = word.payload().split_once(' ')
+                                && from != me
+                                && let Ok(id) = id.parse()
+                            {
+                                changes.heard_event(id);
+                            }
+                        }
                         Ok(Some(word)) if word.payload() != me => {
                             if !heard(&changes) {
                                 return;
