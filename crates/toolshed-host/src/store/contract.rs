@@ -623,3 +623,23 @@ fn a_shared_install_row_cannot_reach_outside_the_plugin_root() {
         "a row removed a directory outside the plugin root"
     );
 }
+
+#[test]
+fn an_unreachable_database_is_named_with_the_reason_and_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = StateStore::open_with(
+        &dir.path().join("toolshed.db"),
+        &StoreConfig {
+            url: Some("postgres://toolshed:s3cret@127.0.0.1:1/toolshed".into()),
+            max_connections: 1,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("postgres://toolshed@127.0.0.1:1/toolshed")
+            && err.contains("refused")
+            && !err.contains("s3cret"),
+        "{err}"
+    );
+}

@@ -299,7 +299,17 @@ fn run(
 fn message(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => {
+            // The kind ("error connecting to server"), then why ("Connection refused").
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(inner) = cause {
+                text.push_str(": ");
+                text.push_str(&inner.to_string());
+                cause = inner.source();
+            }
+            text
+        }
     }
 }
 
