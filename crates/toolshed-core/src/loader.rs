@@ -88,6 +88,15 @@ pub trait PluginLoader: Send + Sync {
     fn idle_health(&self, _request: &LoadRequest) -> crate::Health {
         crate::Health::Ok
     }
+
+    /// Whether a plugin of this kind whose code had to run to learn its tools (nothing was
+    /// recorded for what it is loaded from) is stopped again once they are recorded, and
+    /// listed from the record until its first call — as a later process would. `false` by
+    /// default: a kind whose plugins are cheap to keep running, or that starts them itself
+    /// when it should.
+    fn parks_after_recording(&self) -> bool {
+        false
+    }
 }
 
 /// Calls other tools through the whole pipeline (review, validation, policy, hooks, audit),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use support::text_plugins::{Fixture, MANIFEST, call, host_on, open, open_on, write};
+use support::text_plugins::{Fixture, MANIFEST, call, host_on, open, open_on, open_parking, write};
 use toolshed_core::{
     BuiltinPlugin, CallContext, OwnerId, Plugin, PluginKind, PluginManifest, SyncTool, Tool,
     ToolOutput, ToolSpec,
@@ -318,6 +318,69 @@ async fn a_later_process_lists_recorded_tools_and_runs_the_code_at_the_first_cal
     let f = open_on(_dirs.0, _dirs.1).await;
     assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
     call(&f.host, "text_new").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_plugin_that_parks_stops_once_its_tools_are_recorded_and_starts_at_its_first_call() {
+    let workspace = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    write(&plugins, "text/plugin.toml", MANIFEST);
+    write(&plugins, "text/tools.txt", "text_hello\n");
+    let f = open_parking(workspace, data, true).await;
+    let registry = f.host.registry();
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        1,
+        "its code ran once"
+    );
+    assert_eq!(
+        f.loader.stops.stops(),
+        1,
+        "and stopped once its tools were recorded"
+    );
+    assert_eq!(
+        registry.plugin("acme.text").unwrap().state,
+        PluginState::Running
+    );
+    assert!(registry.lookup("text_hello").is_some(), "still listed");
+
+    let out = call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(out.structured.unwrap()["config"]["colour"], "red");
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        2,
+        "the first call started it again"
+    );
+    call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 2, "once");
+
+    // Disabled, the started code stops; enabled again, it is listed from the record.
+    registry.set_enabled("acme.text", false).await.unwrap();
+    assert_eq!(f.loader.stops.stops(), 2);
+    registry.set_enabled("acme.text", true).await.unwrap();
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        2,
+        "not run to list it"
+    );
+    call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_plugin_that_fails_to_start_does_not_park_and_says_why() {
+    let workspace = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    write(&plugins, "text/plugin.toml", MANIFEST);
+    write(&plugins, "text/tools.txt", "text_hello\n");
+    write(&plugins, "text/fail", "activate() threw: no token");
+    let f = open_parking(workspace, data, true).await;
+    let info = f.host.registry().plugin("acme.text").unwrap();
+    assert_eq!(info.state, PluginState::Error);
+    assert!(info.reason.unwrap().contains("no token"));
+    assert!(f.host.registry().lookup("text_hello").is_none());
 }
 
 /// A tool that calls `target` through the host, as plugin `caller`.

@@ -206,6 +206,16 @@ impl Bound {
     }
 }
 
+/// A digest of a tool list as a client receives it, to tell whether it changed.
+fn list_digest(tools: &[Tool]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(tools)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
 /// What a host that is still opening resolves to: the host and the session, or why it
 /// could not open.
 type Opened = Option<Result<(Arc<Host>, Session), String>>;
@@ -504,7 +514,9 @@ impl McpServer {
         changes.mark_unchanged();
         let mut relisted = bound.relisted.subscribe();
         relisted.mark_unchanged();
-        let mut last = bound.visible_list();
+        // A digest of the list, not the list: a session may stay open for days, and the
+        // converted catalog is a few hundred KB.
+        let mut last = list_digest(&bound.visible_list());
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
@@ -512,7 +524,7 @@ impl McpServer {
                 changed = changes.changed() => if changed.is_err() { return },
                 changed = relisted.changed() => if changed.is_err() { return },
             }
-            let now = bound.visible_list();
+            let now = list_digest(&bound.visible_list());
             if now == last {
                 continue;
             }

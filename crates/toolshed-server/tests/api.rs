@@ -43,6 +43,15 @@ async fn plugins_are_listed_enabled_disabled_reloaded_and_configured() {
     )
     .await;
     assert_eq!(refused.status, 404);
+    // Off, its tools are still listed whole: the registry's copy of a built-in's
+    // manifest drops the schemas, the answer takes them from the plugin.
+    let listed = get(s.address, "/api/v1/plugins/system.calculator/tools").await;
+    let tool = &listed.json()["tools"][0];
+    assert_eq!(tool["callable"], false, "{tool}");
+    assert!(
+        tool["input_schema"]["properties"]["expression"].is_object(),
+        "{tool}"
+    );
     assert_eq!(
         post(s.address, "/api/v1/plugins/system.calculator/reload", "")
             .await

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
 use toolshed_core::{Tool, ToolSpec};
 
 use super::Registry;
@@ -20,17 +19,18 @@ use super::state::{Phase, PluginState, Slot};
 /// session are never called: doing it lazily keeps it out of start-up. Schemas from
 /// manifest files were compiled once already when the manifest was read (so a broken one
 /// is reported at discovery); those of built-in and JavaScript plugins are made by
-/// toolshed and tested.
+/// toolshed and tested. The schema is read from the tool when compiled, not copied: the
+/// catalog's schemas are a good part of a server's heap.
 pub struct LazyValidator {
-    schema: Value,
+    tool: Arc<dyn Tool>,
     compiled: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl LazyValidator {
-    /// A validator for `schema`, not compiled yet.
-    pub fn new(schema: Value) -> Self {
+    /// A validator for `tool`'s input schema, not compiled yet.
+    pub fn new(tool: Arc<dyn Tool>) -> Self {
         Self {
-            schema,
+            tool,
             compiled: OnceLock::new(),
         }
     }
@@ -38,7 +38,9 @@ impl LazyValidator {
     /// The compiled schema, or why it does not compile.
     pub fn get(&self) -> Result<&jsonschema::Validator, &str> {
         self.compiled
-            .get_or_init(|| jsonschema::validator_for(&self.schema).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                jsonschema::validator_for(&self.tool.spec().input_schema).map_err(|e| e.to_string())
+            })
             .as_ref()
             .map_err(String::as_str)
     }
@@ -117,9 +119,7 @@ impl Catalog {
                 let validator = running
                     .validators
                     .entry(name.clone())
-                    .or_insert_with(|| {
-                        Arc::new(LazyValidator::new(tool.spec().input_schema.clone()))
-                    })
+                    .or_insert_with(|| Arc::new(LazyValidator::new(tool.clone())))
                     .clone();
                 catalog.tools.insert(
                     name,

@@ -155,7 +155,13 @@ impl Registry {
 
     /// The plugin's manifest.
     pub fn manifest(&self, id: &str) -> Option<PluginManifest> {
-        self.read(|i| i.slot(id).map(|s| s.manifest.clone()))
+        self.read(|i| {
+            i.slot(id).map(|s| match &s.origin {
+                // The registry keeps a built-in's tools without their schemas.
+                state::Origin::Compiled(plugin) => plugin.manifest().clone(),
+                _ => s.manifest.clone(),
+            })
+        })
     }
 
     /// The plugin's configuration: manifest defaults overlaid with stored values.

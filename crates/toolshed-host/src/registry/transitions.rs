@@ -24,6 +24,12 @@ use crate::store::{StateStore, StoreError};
 /// A plugin's public state and reason, to tell whether a change is worth an event.
 pub(super) type Seen = Option<(PluginState, Option<String>)>;
 
+/// What lists a plugin from its recorded tools once they are known ([`Registry::park`]).
+pub(super) struct Park {
+    loader: Arc<dyn toolshed_core::PluginLoader>,
+    request: LoadRequest,
+}
+
 impl Registry {
     /// Starts (when `enabled`) or stops one plugin and records its new phase. A plugin that
     /// runs already is started again in place; a compiled one is started; one found on disk
@@ -58,11 +64,11 @@ impl Registry {
             return self.set_phase(id, Phase::Failed { reason });
         }
         let eager = manifest.mcp.as_ref().is_some_and(|m| m.eager);
-        let (plugin, loaded, validators) = match source {
-            Source::Running(r) => (r.plugin, r.loaded, r.validators),
-            Source::Compiled(plugin) => (plugin, None, BTreeMap::new()),
+        let (plugin, loaded, validators, park) = match source {
+            Source::Running(r) => (r.plugin, r.loaded, r.validators, None),
+            Source::Compiled(plugin) => (plugin, None, BTreeMap::new(), None),
             Source::Dir(dir) => match self.load(&manifest, dir).await {
-                Ok((plugin, loaded)) => (plugin, Some(loaded), BTreeMap::new()),
+                Ok((plugin, loaded, park)) => (plugin, Some(loaded), BTreeMap::new(), park),
                 Err(reason) => return self.set_phase(id, Phase::Failed { reason }),
             },
         };
@@ -79,6 +85,12 @@ impl Registry {
         };
         self.remember_tools(id, plugin.as_ref(), loaded.as_ref())
             .await;
+        let plugin = match (park, &loaded) {
+            (Some(park), Some(loaded)) if degraded.is_none() && !eager => {
+                self.park(id, plugin, park, loaded).await
+            }
+            _ => plugin,
+        };
         let unmet = if manifest.env.is_empty() && manifest.requirements.is_empty() {
             None
         } else {
@@ -207,13 +219,41 @@ impl Registry {
         }
     }
 
+    /// Stops a plugin whose code ran only to learn its tools and lists it from them until
+    /// its first call ([`crate::lazy`]), as the next process would. One that registered no
+    /// tools, or cannot stop, keeps running.
+    async fn park(
+        &self,
+        id: &str,
+        plugin: Arc<dyn Plugin>,
+        park: Park,
+        loaded: &Loaded,
+    ) -> Arc<dyn Plugin> {
+        let specs: Vec<ToolSpec> = plugin.tools().iter().map(|t| t.spec().clone()).collect();
+        if specs.is_empty() {
+            return plugin;
+        }
+        if let Err(e) = plugin.stop().await {
+            tracing::warn!(plugin = %id, error = %e, "the plugin did not stop after its tools were recorded; it keeps running");
+            return plugin;
+        }
+        Arc::new(crate::lazy::LazyPlugin::new(
+            park.loader,
+            park.request,
+            loaded.key.clone(),
+            specs,
+            self.store.clone(),
+        ))
+    }
+
     /// Builds a plugin of a sandboxed kind from its directory with its loader. The error is
-    /// the plugin's reason for being in `error`.
+    /// the plugin's reason for being in `error`. With a [`Park`] when its code must run to
+    /// learn its tools and its loader parks such plugins afterwards.
     async fn load(
         &self,
         manifest: &PluginManifest,
         dir: PathBuf,
-    ) -> Result<(Arc<dyn Plugin>, Loaded), String> {
+    ) -> Result<(Arc<dyn Plugin>, Loaded, Option<Park>), String> {
         let id = manifest.id.clone();
         let Some(loader) = self
             .loaders
@@ -248,22 +288,25 @@ impl Registry {
                 config,
                 grants: grants.clone(),
             };
-            let plugin: Arc<dyn Plugin> = match recorded {
+            let (plugin, park): (Arc<dyn Plugin>, _) = match recorded {
                 // Listed from the record; the code runs at the first call.
                 Some((recorded_key, specs)) if recorded_key == key && !specs.is_empty() => {
-                    Arc::new(crate::lazy::LazyPlugin::new(
-                        loader,
-                        request,
-                        key.clone(),
-                        specs,
-                        store.clone(),
-                    ))
+                    let lazy =
+                        crate::lazy::LazyPlugin::new(loader, request, key.clone(), specs, store);
+                    (Arc::new(lazy), None)
                 }
-                _ => loader
-                    .load(request)
-                    .map_err(|e| format!("cannot load: {e}"))?,
+                _ => {
+                    let park = loader.parks_after_recording().then(|| Park {
+                        loader: loader.clone(),
+                        request: request.clone(),
+                    });
+                    let plugin = loader
+                        .load(request)
+                        .map_err(|e| format!("cannot load: {e}"))?;
+                    (plugin, park)
+                }
             };
-            Ok((plugin, Loaded { grants, key }))
+            Ok((plugin, Loaded { grants, key }, park))
         })
         .await
         .unwrap_or_else(|| Err("not loaded: toolshed is shutting down".into()))

@@ -22,6 +22,9 @@ pub struct TextLoader {
     pub loads: AtomicUsize,
     /// How many times a plugin it built was stopped.
     pub stops: Arc<AtomicUsize>,
+    /// Whether its plugins are stopped once their tools are recorded, as JavaScript
+    /// plugins are.
+    pub parks: bool,
 }
 
 struct TextPlugin {
@@ -53,6 +56,10 @@ impl Plugin for TextPlugin {
 impl PluginLoader for TextLoader {
     fn kind(&self) -> PluginKind {
         PluginKind::Js
+    }
+
+    fn parks_after_recording(&self) -> bool {
+        self.parks
     }
 
     fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
@@ -143,10 +150,21 @@ pub async fn host_on(
 
 /// A host on existing directories, as a later process would open it.
 pub async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixture {
+    open_parking(workspace, data, false).await
+}
+
+/// [`open_on`], with a loader whose plugins park once their tools are recorded when
+/// `parks`.
+pub async fn open_parking(
+    workspace: tempfile::TempDir,
+    data: tempfile::TempDir,
+    parks: bool,
+) -> Fixture {
     let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
     let loader = Arc::new(TextLoader {
         loads: AtomicUsize::new(0),
         stops: Arc::new(AtomicUsize::new(0)),
+        parks,
     });
     let host = host_on(
         &workspace,
