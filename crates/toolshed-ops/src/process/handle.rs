@@ -45,6 +45,9 @@ pub(crate) struct State {
     pub(crate) exit: Option<Exit>,
     /// The last handle was dropped: stop the tree, clean up, end the supervisor.
     pub(crate) dropped: bool,
+    /// The supervisor has ended: the child was reaped and its tree cleaned up, and nothing
+    /// takes stop requests any more.
+    pub(crate) finished: bool,
 }
 
 impl State {
@@ -59,6 +62,7 @@ impl State {
             stop_done: false,
             exit: None,
             dropped: false,
+            finished: false,
         }
     }
 

@@ -346,6 +346,11 @@ impl ProcessOps for LocalProcessOps {
         for shared in &live {
             {
                 let mut st = shared.lock();
+                // One whose supervisor has ended is gone already (a dropped handle's, whose
+                // supervisor was finishing when this looked): asking would wait for nobody.
+                if st.finished {
+                    continue;
+                }
                 st.stop_request = Some(StopReason::Requested(Stop::Forced));
                 st.stop_done = false;
             }
@@ -356,7 +361,7 @@ impl ProcessOps for LocalProcessOps {
         while Instant::now() < deadline
             && live.iter().any(|s| {
                 let st = s.lock();
-                !(st.stop_done && st.exit.is_some())
+                !(st.finished || (st.stop_done && st.exit.is_some()))
             })
         {
             std::thread::sleep(Duration::from_millis(5));
@@ -674,5 +679,35 @@ impl ProcessOps for LocalProcessOps {
                 .with_inbound(inbound_path)
                 .with_stdio(streamed),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child whose supervisor ended while `kill_all` held it (its handle dropped as the
+    /// host shut down) takes no stop request any more: `kill_all` waited its whole five
+    /// seconds for it, and a first start of a mounted MCP server then took 10 s to exit.
+    #[test]
+    fn kill_all_does_not_wait_for_a_child_whose_supervisor_has_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(LocalOps::new(dir.path()).unwrap());
+        let ops = LocalProcessOps::new(files, ProcessConfig::default()).unwrap();
+        let mut state = State::new(false, Default::default(), StdinState::Never);
+        state.finished = true;
+        let ended = Arc::new(Shared::new(state, Box::new(|| {}), None));
+        ops.live.lock().unwrap().push(Arc::downgrade(&ended));
+        let started = Instant::now();
+        ops.kill_all();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "kill_all waited {:?} for a child no one supervises",
+            started.elapsed()
+        );
+        assert!(
+            ended.lock().stop_request.is_none(),
+            "nothing was asked of it"
+        );
     }
 }

@@ -200,6 +200,8 @@ impl Supervisor {
             WaitId::PidFd(self.pidfd.as_fd()),
             WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
         );
+        self.shared.lock().finished = true;
+        self.shared.notify();
     }
 
     /// Polls; `None` when interrupted. The flags: wake, child exited, stdout, stderr, stdin.
