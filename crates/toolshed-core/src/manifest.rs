@@ -285,6 +285,32 @@ pub struct McpServer {
 }
 
 impl PluginManifest {
+    /// This manifest with its tools' schemas left out ([`ToolSpec::without_schemas`]),
+    /// copied without copying them: what a registry keeps of a plugin that holds its
+    /// whole specs itself.
+    pub fn without_tool_schemas(&self) -> Self {
+        Self {
+            id: self.id.clone(),
+            version: self.version.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            translations: self.translations.clone(),
+            kind: self.kind,
+            entry: self.entry.clone(),
+            tags: self.tags.clone(),
+            icon: self.icon.clone(),
+            plane: self.plane,
+            tools: self.tools.iter().map(ToolSpec::without_schemas).collect(),
+            config: self.config.clone(),
+            env: self.env.clone(),
+            requirements: self.requirements.clone(),
+            capabilities: self.capabilities.clone(),
+            mcp: self.mcp.clone(),
+            author: self.author.clone(),
+            dependencies: self.dependencies.clone(),
+        }
+    }
+
     /// A manifest with an id, version, name and kind, and nothing else yet: no tools,
     /// config, env contract, requirements or capabilities.
     pub fn new(
@@ -368,6 +394,37 @@ pub fn is_valid_plugin_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_copy_keeps_everything_but_the_schemas() {
+        let mut manifest = PluginManifest::new("acme.x", "1.0.0", "X", PluginKind::Js);
+        manifest.description = "Does x.".into();
+        let mut spec = ToolSpec::new("x_do", "Does it.").input_schema(serde_json::json!({
+            "type": "object", "properties": {"q": {"type": "string"}}
+        }));
+        spec.output_schema = Some(serde_json::json!({"type": "object"}));
+        spec.group = "x".into();
+        spec.mutates_state = true;
+        manifest.tools = vec![spec.clone()];
+        let listed = manifest.without_tool_schemas();
+        let tool = &listed.tools[0];
+        assert!(
+            tool.input_schema
+                .get("properties")
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .is_empty()
+        );
+        assert!(tool.output_schema.is_none());
+        let mut again = tool.clone();
+        again.input_schema = spec.input_schema.clone();
+        again.output_schema = spec.output_schema.clone();
+        assert_eq!(again, spec, "everything else is kept");
+        let mut whole = listed.clone();
+        whole.tools = manifest.tools.clone();
+        assert_eq!(whole, manifest);
+    }
 
     #[test]
     fn plugin_id_rules() {

@@ -140,6 +140,27 @@ pub(crate) fn empty_object_schema() -> Value {
 }
 
 impl ToolSpec {
+    /// This spec without its input and output schemas (an empty object schema, no output
+    /// schema); everything else copied. For listing a tool by name, without another copy
+    /// of a schema.
+    pub fn without_schemas(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            input_schema: empty_object_schema(),
+            output_schema: None,
+            group: self.group.clone(),
+            annotations: self.annotations,
+            mutates_state: self.mutates_state,
+            streaming: self.streaming,
+            danger: self.danger,
+            default_timeout_ms: self.default_timeout_ms,
+            plane: self.plane,
+            sandbox_argument: self.sandbox_argument,
+        }
+    }
+
     /// A spec with a name and description and defaults for the rest.
     pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
         Self {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use toolshed_core::{Plugin, PluginLoader, PluginManifest, ToolSpec};
+use toolshed_core::{Plugin, PluginLoader, PluginManifest};
 
 use super::state::{Origin, PluginDir, Slot};
 use super::{Inner, Registry, blocking};
@@ -177,14 +177,6 @@ impl Registry {
 /// Every plugin of every root, in trust order, one slot per id: an id found twice keeps
 /// the more trusted plugin, and the clash is a diagnostic. Plugins of user roots carry the
 /// fingerprint of their directory, so the watcher can tell later changes. Blocking.
-/// A tool's spec as the registry lists it by name: without its schemas.
-fn listing(spec: &ToolSpec) -> ToolSpec {
-    let mut listed = spec.clone();
-    listed.input_schema = ToolSpec::new("", "").input_schema;
-    listed.output_schema = None;
-    listed
-}
-
 pub(super) fn collect(
     system: Vec<Arc<dyn Plugin>>,
     curated: &[PathBuf],
@@ -207,8 +199,7 @@ pub(super) fn collect(
         // The registry's copy lists the tools without their schemas: the plugin keeps the
         // whole specs (Registry::manifest answers with them), and a second copy of every
         // built-in schema was a tenth of a server's heap.
-        let mut manifest = own.clone();
-        manifest.tools = own.tools.iter().map(listing).collect();
+        let manifest = own.without_tool_schemas();
         candidates.push((Root::System, manifest, Origin::Compiled(plugin)));
     }
     for (root, dirs) in [(Root::Curated, curated), (Root::User, user)] {
