@@ -97,6 +97,14 @@ pub trait PluginLoader: Send + Sync {
     fn parks_after_recording(&self) -> bool {
         false
     }
+
+    /// What else than a plugin's files, config and toolshed's version decides the tools its
+    /// code registers (the language their descriptions are written in, for one). Part of
+    /// the key its recorded tools are kept under, so that a change runs its code to list
+    /// them afresh. Empty by default.
+    fn record_variant(&self) -> String {
+        String::new()
+    }
 }
 
 /// Calls other tools through the whole pipeline (review, validation, policy, hooks, audit),

@@ -20,11 +20,12 @@ use toolshed_core::{
 use crate::store::StateStore;
 
 /// The key of what a plugin is loaded from: the fingerprint of its directory, toolshed's
-/// version, and its config values.
-pub(crate) fn load_key(dir_fingerprint: u64, config: &Map<String, Value>) -> String {
+/// version, its loader's variant ([`PluginLoader::record_variant`]) and its config values.
+pub(crate) fn load_key(dir_fingerprint: u64, variant: &str, config: &Map<String, Value>) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     dir_fingerprint.hash(&mut hasher);
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    variant.hash(&mut hasher);
     serde_json::to_string(config)
         .unwrap_or_default()
         .hash(&mut hasher);

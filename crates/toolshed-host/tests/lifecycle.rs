@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use support::text_plugins::{Fixture, MANIFEST, call, host_on, open, open_on, open_parking, write};
+use support::text_plugins::{Fixture, MANIFEST, call, host_on, open, open_on, open_with, write};
 use toolshed_core::{
     BuiltinPlugin, CallContext, OwnerId, Plugin, PluginKind, PluginManifest, SyncTool, Tool,
     ToolOutput, ToolSpec,
@@ -320,14 +320,48 @@ async fn a_later_process_lists_recorded_tools_and_runs_the_code_at_the_first_cal
     call(&f.host, "text_new").await.unwrap();
 }
 
-#[tokio::test]
-async fn a_plugin_that_parks_stops_once_its_tools_are_recorded_and_starts_at_its_first_call() {
+/// A workspace and a data dir holding the text plugin (failing to start with `fail`).
+fn text_plugin_dirs(fail: Option<&str>) -> (tempfile::TempDir, tempfile::TempDir) {
     let workspace = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
     write(&plugins, "text/plugin.toml", MANIFEST);
     write(&plugins, "text/tools.txt", "text_hello\n");
-    let f = open_parking(workspace, data, true).await;
+    if let Some(reason) = fail {
+        write(&plugins, "text/fail", reason);
+    }
+    (workspace, data)
+}
+
+#[tokio::test]
+async fn tools_recorded_in_one_language_are_listed_afresh_in_another() {
+    let (workspace, data) = text_plugin_dirs(None);
+    let f = open_with(workspace, data, false, "en").await;
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1, "recorded");
+    let Fixture { host, _dirs, .. } = f;
+    host.shutdown().await;
+    drop(host);
+    let f = open_with(_dirs.0, _dirs.1, false, "en").await;
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        0,
+        "listed from the record"
+    );
+    let Fixture { host, _dirs, .. } = f;
+    host.shutdown().await;
+    drop(host);
+    let f = open_with(_dirs.0, _dirs.1, false, "zh").await;
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        1,
+        "another language runs the code to list its tools again"
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_that_parks_stops_once_its_tools_are_recorded_and_starts_at_its_first_call() {
+    let (workspace, data) = text_plugin_dirs(None);
+    let f = open_with(workspace, data, true, "").await;
     let registry = f.host.registry();
     assert_eq!(
         f.loader.loads.load(Ordering::SeqCst),
@@ -370,13 +404,8 @@ async fn a_plugin_that_parks_stops_once_its_tools_are_recorded_and_starts_at_its
 
 #[tokio::test]
 async fn a_plugin_that_fails_to_start_does_not_park_and_says_why() {
-    let workspace = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
-    write(&plugins, "text/plugin.toml", MANIFEST);
-    write(&plugins, "text/tools.txt", "text_hello\n");
-    write(&plugins, "text/fail", "activate() threw: no token");
-    let f = open_parking(workspace, data, true).await;
+    let (workspace, data) = text_plugin_dirs(Some("activate() threw: no token"));
+    let f = open_with(workspace, data, true, "").await;
     let info = f.host.registry().plugin("acme.text").unwrap();
     assert_eq!(info.state, PluginState::Error);
     assert!(info.reason.unwrap().contains("no token"));

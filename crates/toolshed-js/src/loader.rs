@@ -91,6 +91,11 @@ impl PluginLoader for JsLoader {
         true
     }
 
+    /// `t()` translates the tools' descriptions into the language of the moment.
+    fn record_variant(&self) -> String {
+        self.language.clone().unwrap_or_else(language_from_env)
+    }
+
     fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
         let LoadRequest {
             manifest,

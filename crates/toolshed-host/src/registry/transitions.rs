@@ -281,7 +281,7 @@ impl Registry {
                 .map_err(|e| format!("cannot read the plugin's grants: {e}"))?;
             let grants = crate::grants::to_grants(&stored);
             let config = overlay_config(&store, &id, defaults);
-            let key = crate::lazy::load_key(fingerprint(&dir), &config);
+            let key = crate::lazy::load_key(fingerprint(&dir), &loader.record_variant(), &config);
             let request = LoadRequest {
                 manifest,
                 dir,

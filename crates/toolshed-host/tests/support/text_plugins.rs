@@ -25,6 +25,8 @@ pub struct TextLoader {
     /// Whether its plugins are stopped once their tools are recorded, as JavaScript
     /// plugins are.
     pub parks: bool,
+    /// What it says its plugins' tools vary with besides their files and config.
+    pub variant: String,
 }
 
 struct TextPlugin {
@@ -60,6 +62,10 @@ impl PluginLoader for TextLoader {
 
     fn parks_after_recording(&self) -> bool {
         self.parks
+    }
+
+    fn record_variant(&self) -> String {
+        self.variant.clone()
     }
 
     fn load(&self, request: LoadRequest) -> Result<Arc<dyn Plugin>, PluginError> {
@@ -150,21 +156,23 @@ pub async fn host_on(
 
 /// A host on existing directories, as a later process would open it.
 pub async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixture {
-    open_parking(workspace, data, false).await
+    open_with(workspace, data, false, "").await
 }
 
 /// [`open_on`], with a loader whose plugins park once their tools are recorded when
-/// `parks`.
-pub async fn open_parking(
+/// `parks`, and whose record variant is `variant`.
+pub async fn open_with(
     workspace: tempfile::TempDir,
     data: tempfile::TempDir,
     parks: bool,
+    variant: &str,
 ) -> Fixture {
     let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
     let loader = Arc::new(TextLoader {
         loads: AtomicUsize::new(0),
         stops: Arc::new(AtomicUsize::new(0)),
         parks,
+        variant: variant.into(),
     });
     let host = host_on(
         &workspace,
