@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use support::text_plugins::{Fixture, MANIFEST, call, host_on, open, open_on, open_with, write};
+use support::text_plugins::{Fixture, MANIFEST, call, host_on, open, open_with, write};
 use toolshed_core::{
     BuiltinPlugin, CallContext, OwnerId, Plugin, PluginKind, PluginManifest, SyncTool, Tool,
     ToolOutput, ToolSpec,
@@ -281,11 +281,7 @@ async fn a_later_process_lists_recorded_tools_and_runs_the_code_at_the_first_cal
         1,
         "the first start runs the code"
     );
-    let Fixture { host, _dirs, .. } = f;
-    host.shutdown().await;
-    drop(host);
-
-    let f = open_on(_dirs.0, _dirs.1).await;
+    let f = reopen(f, false, "").await;
     let registry = f.host.registry();
     assert_eq!(
         registry.plugin("acme.text").unwrap().state,
@@ -312,12 +308,18 @@ async fn a_later_process_lists_recorded_tools_and_runs_the_code_at_the_first_cal
 
     // Its files change while nothing runs: the next process runs the code at start again.
     write(&f.plugins, "text/tools.txt", "text_hello\ntext_new\n");
+    let f = reopen(f, false, "").await;
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
+    call(&f.host, "text_new").await.unwrap();
+}
+
+/// Shuts `f`'s host down and opens another on the same directories, as a later process
+/// would, with a loader that parks when `parks` and has record variant `variant`.
+async fn reopen(f: Fixture, parks: bool, variant: &str) -> Fixture {
     let Fixture { host, _dirs, .. } = f;
     host.shutdown().await;
     drop(host);
-    let f = open_on(_dirs.0, _dirs.1).await;
-    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
-    call(&f.host, "text_new").await.unwrap();
+    open_with(_dirs.0, _dirs.1, parks, variant).await
 }
 
 /// A workspace and a data dir holding the text plugin (failing to start with `fail`).
@@ -338,19 +340,13 @@ async fn tools_recorded_in_one_language_are_listed_afresh_in_another() {
     let (workspace, data) = text_plugin_dirs(None);
     let f = open_with(workspace, data, false, "en").await;
     assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1, "recorded");
-    let Fixture { host, _dirs, .. } = f;
-    host.shutdown().await;
-    drop(host);
-    let f = open_with(_dirs.0, _dirs.1, false, "en").await;
+    let f = reopen(f, false, "en").await;
     assert_eq!(
         f.loader.loads.load(Ordering::SeqCst),
         0,
         "listed from the record"
     );
-    let Fixture { host, _dirs, .. } = f;
-    host.shutdown().await;
-    drop(host);
-    let f = open_with(_dirs.0, _dirs.1, false, "zh").await;
+    let f = reopen(f, false, "zh").await;
     assert_eq!(
         f.loader.loads.load(Ordering::SeqCst),
         1,
