@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A typical stdio session, for scripts/text-order/generate: start, list the tools, then
-call each workspace tool a few times (the reads many times), then a few utilities.
+call each workspace tool a few times (the reads many times, also 16 at once), then a few
+utilities.
 
 Usage: workload.py SERVER_COMMAND...   (e.g. trace.py OUT -- toolshed --workspace W mcp)
 
@@ -59,6 +60,8 @@ def main():
     for _ in range(300):
         call("workspace_read", path="src/main.rs")
         call("workspace_read", path="notes.md", offset=2, limit=1)
+    pipelined(server, next_id, calls=10_000, in_flight=16)
+    next_id += 10_000
     call("workspace_edit", path="src/main.rs", old_text="line 7:", new_text="line seven:")
     call(
         "workspace_patch",
@@ -78,6 +81,38 @@ def main():
     call("json_ops", operation="parse", text='{"a": 1}')
     server.stdin.close()
     server.wait()
+
+
+def pipelined(server, first_id, calls, in_flight):
+    """Reads with several requests in flight, as agents that call tools in parallel send
+    them: a server runs other code then (more threads, waits on locks, the audit log
+    growing past its first pages), which belongs with the rest of a session's code."""
+    sent = done = 0
+
+    def send_one():
+        nonlocal sent
+        sent += 1
+        request = {
+            "jsonrpc": "2.0",
+            "id": first_id + sent,
+            "method": "tools/call",
+            "params": {"name": "workspace_read", "arguments": {"path": "src/main.rs"}},
+        }
+        server.stdin.write(json.dumps(request).encode() + b"\n")
+
+    while sent < min(in_flight, calls):
+        send_one()
+    server.stdin.flush()
+    while done < calls:
+        reply = json.loads(server.stdout.readline())
+        if "id" not in reply:
+            continue
+        if "error" in reply or reply["result"].get("isError"):
+            raise SystemExit(f"workload.py: a pipelined read failed: {reply}")
+        done += 1
+        if sent < calls:
+            send_one()
+            server.stdin.flush()
 
 
 if __name__ == "__main__":

@@ -629,7 +629,7 @@ impl Dispatcher {
             .acquire(&Subject::new(entry.spec(), &entry.plugin_id), &req.owner)?;
         let started = Instant::now();
         let timeout = self.timeout_for(req, &entry)?;
-        self.events.publish(Event::CallStarted {
+        self.events.publish_with(|| Event::CallStarted {
             call_id: call_id.0.clone(),
             tool: req.tool.clone(),
             owner: req.owner.0.clone(),
@@ -917,7 +917,7 @@ impl Dispatcher {
             if let Some(caller) = &caller {
                 caller.send(progress.clone());
             }
-            events.publish(Event::CallProgress {
+            events.publish_with(|| Event::CallProgress {
                 call_id: call_id.clone(),
                 progress,
             });
@@ -959,7 +959,7 @@ impl Dispatcher {
         // On disk (the store's audit journal) before the reply leaves, so an acknowledged
         // call always has its row; committed to the log in batches.
         self.store.queue_audit(record, self.audit_max_rows).await;
-        let event = match result {
+        self.events.publish_with(|| match result {
             Ok(out) => Event::CallFinished {
                 call_id: call_id.0.clone(),
                 tool: req.tool.clone(),
@@ -977,8 +977,7 @@ impl Dispatcher {
                 kind: e.kind().as_str().to_string(),
                 message: e.to_string(),
             },
-        };
-        self.events.publish(event);
+        });
     }
 }
 
@@ -1188,7 +1187,7 @@ fn trace_outcome(
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -3,6 +3,8 @@
 //! A broadcast channel with a bounded buffer: a subscriber that falls behind misses events
 //! (and is told so by the receiver's `Lagged` error) instead of slowing calls down.
 
+use std::sync::{Arc, OnceLock};
+
 use serde::Serialize;
 use tokio::sync::broadcast;
 use toolshed_core::Progress;
@@ -85,24 +87,31 @@ pub enum Event {
     },
 }
 
-/// The host's event channel.
-#[derive(Debug, Clone)]
-pub struct EventBus(broadcast::Sender<Event>);
-
-impl Default for EventBus {
-    fn default() -> Self {
-        Self(broadcast::channel(EVENT_BUFFER).0)
-    }
-}
+/// The host's event channel. Its buffer (a slot for each of [`EVENT_BUFFER`] events, about
+/// 270 KB) is made when the first subscriber comes: a process nobody watches (an MCP
+/// server over stdio, a one-shot command) builds no events at all.
+#[derive(Debug, Clone, Default)]
+pub struct EventBus(Arc<OnceLock<broadcast::Sender<Event>>>);
 
 impl EventBus {
     /// Publishes an event; with no subscriber it is dropped.
     pub fn publish(&self, event: Event) {
-        let _ = self.0.send(event);
+        self.publish_with(|| event);
+    }
+
+    /// Publishes the event `make` builds, building it only when someone subscribed.
+    pub fn publish_with(&self, make: impl FnOnce() -> Event) {
+        if let Some(sender) = self.0.get()
+            && sender.receiver_count() > 0
+        {
+            let _ = sender.send(make());
+        }
     }
 
     /// A new subscription, receiving events published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.0.subscribe()
+        self.0
+            .get_or_init(|| broadcast::channel(EVENT_BUFFER).0)
+            .subscribe()
     }
 }

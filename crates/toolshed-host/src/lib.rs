@@ -45,6 +45,7 @@ pub mod oauth;
 pub mod policy;
 pub mod quotas;
 pub mod registry;
+pub mod shipped;
 pub mod tool_search;
 
 mod arguments;

@@ -398,6 +398,87 @@ async fn a_plugin_that_parks_stops_once_its_tools_are_recorded_and_starts_at_its
     assert_eq!(f.loader.loads.load(Ordering::SeqCst), 3);
 }
 
+/// Writes `recorded-tools.json` into the text plugin's directory: `text_hello` described as
+/// `description`, keyed to the plugin's files as they are (or to other files when `stale`).
+fn ship_tools(plugins: &std::path::Path, description: &str, stale: bool) {
+    use toolshed_host::shipped::{self, ShippedEntry, ShippedTools};
+    let dir = plugins.join("text");
+    let manifest = toolshed_host::manifest::load_manifest(&dir.join("plugin.toml")).unwrap();
+    let config = shipped::first_start_config(&manifest);
+    assert_eq!(config["colour"], "red");
+    let mut key = shipped::key(&dir, "", &config).unwrap();
+    if stale {
+        key = shipped::key(&dir, "another language", &config).unwrap();
+    }
+    let shipped = ShippedTools {
+        entries: vec![ShippedEntry {
+            variant: String::new(),
+            key,
+            tools: vec![ToolSpec::new("text_hello", description)],
+        }],
+    };
+    let text = serde_json::to_string(&shipped).unwrap();
+    write(plugins, &format!("text/{}", shipped::FILE), &text);
+}
+
+#[tokio::test]
+async fn a_first_start_lists_a_plugin_from_the_tools_it_ships_without_running_it() {
+    let (workspace, data) = text_plugin_dirs(None);
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    ship_tools(&plugins, "As shipped.", false);
+    let f = open_with(workspace, data, true, "").await;
+    let registry = f.host.registry();
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        0,
+        "its code did not run"
+    );
+    let listed = registry.lookup("text_hello").expect("listed");
+    assert_eq!(listed.tool.spec().description, "As shipped.");
+    assert_eq!(
+        registry.plugin("acme.text").unwrap().state,
+        PluginState::Running
+    );
+
+    // The first call runs it; it registers its own description, which the record takes.
+    let out = call(&f.host, "text_hello").await.unwrap();
+    assert_eq!(out.structured.unwrap()["config"]["colour"], "red");
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1);
+    let f = reopen(f, true, "").await;
+    assert_eq!(
+        f.loader.loads.load(Ordering::SeqCst),
+        0,
+        "listed from the record"
+    );
+    let listed = f.host.registry().lookup("text_hello").unwrap();
+    assert_eq!(listed.tool.spec().description, "Says how it was loaded.");
+}
+
+#[tokio::test]
+async fn shipped_tools_made_from_other_files_are_not_used() {
+    let (workspace, data) = text_plugin_dirs(None);
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    ship_tools(&plugins, "As shipped.", true);
+    let f = open_with(workspace, data, true, "").await;
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1, "its code ran");
+    let listed = f.host.registry().lookup("text_hello").unwrap();
+    assert_eq!(listed.tool.spec().description, "Says how it was loaded.");
+
+    // Nor is a file that is not a record, and a plugin whose files changed since.
+    let (workspace, data) = text_plugin_dirs(None);
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    ship_tools(&plugins, "As shipped.", false);
+    write(&plugins, "text/tools.txt", "text_hello\ntext_bye\n");
+    let f = open_with(workspace, data, true, "").await;
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1, "its code ran");
+    assert!(f.host.registry().lookup("text_bye").is_some());
+    let (workspace, data) = text_plugin_dirs(None);
+    let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
+    write(&plugins, "text/recorded-tools.json", "not json");
+    let f = open_with(workspace, data, true, "").await;
+    assert_eq!(f.loader.loads.load(Ordering::SeqCst), 1, "its code ran");
+}
+
 #[tokio::test]
 async fn a_plugin_that_fails_to_start_does_not_park_and_says_why() {
     let (workspace, data) = text_plugin_dirs(Some("activate() threw: no token"));

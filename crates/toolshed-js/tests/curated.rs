@@ -196,6 +196,67 @@ const GITHUB_TOOLS: &[&str] = &[
     "github_get_file",
 ];
 
+/// Set to write each curated plugin's `recorded-tools.json` afresh.
+const RECORD_AGAIN: &str = "TOOLSHED_RECORD_CURATED";
+
+/// Each curated plugin ships the tools its code registers, in English and in Chinese, made
+/// from its files as they are (`toolshed_host::shipped`): a first start lists them without
+/// running the code. Run with `TOOLSHED_RECORD_CURATED=1` to make the files again after
+/// changing a plugin.
+#[tokio::test]
+async fn curated_plugins_ship_the_tools_their_code_registers() {
+    use toolshed_host::shipped::{self, ShippedEntry, ShippedTools};
+    let again = std::env::var_os(RECORD_AGAIN).is_some();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(PLUGINS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("plugin.toml").is_file())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 3, "{dirs:?}");
+    let mut stale = Vec::new();
+    for dir in dirs {
+        let manifest = manifest_of(&dir);
+        let config = shipped::first_start_config(&manifest);
+        let mut made = ShippedTools::default();
+        for language in ["en", "zh"] {
+            let loader = JsLoader::new(&Services::new(Ops::memory())).with_language(language);
+            let variant = loader.record_variant();
+            let plugin = loader
+                .load(LoadRequest {
+                    manifest: manifest.clone(),
+                    dir: dir.clone(),
+                    config: config.clone(),
+                    grants: Grants::default(),
+                })
+                .unwrap();
+            plugin.init().await.unwrap();
+            plugin.start().await.unwrap();
+            let tools = plugin.tools().iter().map(|t| t.spec().clone()).collect();
+            plugin.stop().await.unwrap();
+            let key = shipped::key(&dir, &variant, &config).expect("the plugin's files hash");
+            made.entries.push(ShippedEntry {
+                variant,
+                key,
+                tools,
+            });
+        }
+        let path = dir.join(shipped::FILE);
+        let text = serde_json::to_string_pretty(&made).unwrap() + "\n";
+        if again {
+            std::fs::write(&path, &text).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(path);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} no longer list what the plugins' code registers (a plugin or toolshed changed): \
+         run `{RECORD_AGAIN}=1 cargo test -p toolshed-js --test integration curated_plugins_ship` \
+         and commit the files"
+    );
+}
+
 #[tokio::test]
 async fn curated_manifests_load_and_serve_the_documented_tools() {
     for (dir, id, tools, secrets) in [

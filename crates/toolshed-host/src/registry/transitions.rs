@@ -281,21 +281,33 @@ impl Registry {
                 .map_err(|e| format!("cannot read the plugin's grants: {e}"))?;
             let grants = crate::grants::to_grants(&stored);
             let config = overlay_config(&store, &id, defaults);
-            let key = crate::lazy::load_key(fingerprint(&dir), &loader.record_variant(), &config);
+            let variant = loader.record_variant();
+            let key = crate::lazy::load_key(fingerprint(&dir), &variant, &config);
             let request = LoadRequest {
                 manifest,
                 dir,
                 config,
                 grants: grants.clone(),
             };
+            let recorded = match recorded {
+                Some((recorded_key, specs)) if recorded_key == key && !specs.is_empty() => {
+                    Some(specs)
+                }
+                // Nothing recorded for these files yet: what the plugin ships, if made
+                // from the same files (a first start of a plugin shipped with toolshed).
+                _ if loader.parks_after_recording() => {
+                    crate::shipped::find(&request.dir, &variant, &request.config)
+                }
+                _ => None,
+            };
             let (plugin, park): (Arc<dyn Plugin>, _) = match recorded {
                 // Listed from the record; the code runs at the first call.
-                Some((recorded_key, specs)) if recorded_key == key && !specs.is_empty() => {
+                Some(specs) => {
                     let lazy =
                         crate::lazy::LazyPlugin::new(loader, request, key.clone(), specs, store);
                     (Arc::new(lazy), None)
                 }
-                _ => {
+                None => {
                     let park = loader.parks_after_recording().then(|| Park {
                         loader: loader.clone(),
                         request: request.clone(),

@@ -255,15 +255,18 @@ pub struct StateStore {
 pub(crate) struct Changes {
     count: std::sync::atomic::AtomicI64,
     file: Option<PathBuf>,
-    /// Ids of events other toolsheds stored (the REST event log follows them).
-    events: tokio::sync::broadcast::Sender<u64>,
+    /// Ids of events other toolsheds stored (the REST event log follows them); the
+    /// channel is made when the first follower subscribes.
+    events: std::sync::OnceLock<tokio::sync::broadcast::Sender<u64>>,
 }
 
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 impl Changes {
     /// Another toolshed stored event `id`.
     pub(crate) fn heard_event(&self, id: u64) {
-        let _ = self.events.send(id);
+        if let Some(events) = self.events.get() {
+            let _ = events.send(id);
+        }
     }
 
     /// Another toolshed said plugin choices changed.
@@ -582,7 +585,7 @@ impl StateStore {
             changes: Arc::new(Changes {
                 count: std::sync::atomic::AtomicI64::new(0),
                 file: changes_file,
-                events: tokio::sync::broadcast::channel(1024).0,
+                events: std::sync::OnceLock::new(),
             }),
             seen_installs: replicate::Seen::default(),
             me: format!(
@@ -660,7 +663,10 @@ impl StateStore {
     /// The ids of events other toolsheds sharing the database store from now on (nothing
     /// on the embedded engine); a receiver that falls behind is told how many it missed.
     pub fn other_events(&self) -> tokio::sync::broadcast::Receiver<u64> {
-        self.changes.events.subscribe()
+        self.changes
+            .events
+            .get_or_init(|| tokio::sync::broadcast::channel(1024).0)
+            .subscribe()
     }
 
     /// This store's id in what it tells the others.
