@@ -484,6 +484,10 @@ impl ReadLog for StoreReadLog {
         found
     }
 
+    fn known(&self, owner: &str, real_path: &str, digest: &Digest) -> bool {
+        self.cached(owner, real_path).as_ref() == Some(digest)
+    }
+
     fn record(&self, owner: &str, real_path: &str, digest: Digest) {
         if self.cached(owner, real_path) == Some(digest) {
             return;

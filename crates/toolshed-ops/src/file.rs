@@ -208,6 +208,15 @@ pub trait FileOps: Send + Sync {
     /// Facts about a path.
     fn stat(&self, path: &str, follow: Follow) -> Result<Metadata, OpsError>;
 
+    /// Whether a small operation (a stat, a read of a few hundred KiB) finishes at once here:
+    /// the files are on a local disk or in memory, not behind a network or a user-space
+    /// file system where one can take seconds. A caller may then run such operations on an
+    /// async thread instead of handing them to a blocking pool. `false` unless the backend
+    /// knows.
+    fn quick(&self) -> bool {
+        false
+    }
+
     /// A directory's entries (hidden: toolshed's own temporary files and, at the root, the
     /// reserved directory).
     fn read_dir(&self, path: &str) -> Result<DirListing, OpsError>;

@@ -17,8 +17,16 @@ pub trait ReadLog: Send + Sync {
     /// The digest `owner` last saw of the file at `real_path`.
     fn seen(&self, owner: &str, real_path: &str) -> Option<Digest>;
 
-    /// Records that `owner` has seen `digest` of the file at `real_path`.
+    /// Records that `owner` has seen `digest` of the file at `real_path`. May block (the
+    /// host's log writes to its state store).
     fn record(&self, owner: &str, real_path: &str, digest: Digest);
+
+    /// Whether recording `digest` would change nothing, answered at once without blocking
+    /// (from memory); `false` when it cannot tell.
+    fn known(&self, owner: &str, real_path: &str, digest: &Digest) -> bool {
+        let _ = (owner, real_path, digest);
+        false
+    }
 }
 
 /// The most (owner, file) pairs [`MemoryReadLog`] remembers; the oldest go first.
@@ -39,6 +47,10 @@ impl ReadLog for MemoryReadLog {
             .0
             .get(&(owner.to_string(), real_path.to_string()))
             .copied()
+    }
+
+    fn known(&self, owner: &str, real_path: &str, digest: &Digest) -> bool {
+        self.seen(owner, real_path).as_ref() == Some(digest)
     }
 
     fn record(&self, owner: &str, real_path: &str, digest: Digest) {

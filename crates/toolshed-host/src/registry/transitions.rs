@@ -507,12 +507,7 @@ impl Registry {
 
 /// A manifest's config defaults, or `None` when it has no config fields.
 pub(super) fn config_defaults(m: &PluginManifest) -> Option<Map<String, Value>> {
-    (!m.config.is_empty()).then(|| {
-        m.config
-            .iter()
-            .filter_map(|f| f.default.clone().map(|d| (f.key.clone(), d)))
-            .collect()
-    })
+    (!m.config.is_empty()).then(|| crate::shipped::first_start_config(m))
 }
 
 /// `defaults` overlaid with the values stored for plugin `id` (none when there are no

@@ -47,6 +47,8 @@ pub struct LocalOps {
     root_fd: OwnedFd,
     /// `.toolshed/tmp`, opened on first write (see the `commit` module).
     scratch: OnceLock<Option<commit::Scratch>>,
+    /// The root is on a local disk or in memory ([`FileOps::quick`]).
+    quick: bool,
 }
 
 impl std::fmt::Debug for LocalOps {
@@ -139,10 +141,12 @@ impl LocalOps {
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
+        let quick = on_local_disk(&root_fd);
         let ops = Self {
             root,
             root_fd,
             scratch: OnceLock::new(),
+            quick,
         };
         ops.recover();
         Ok(ops)
@@ -402,7 +406,33 @@ impl LocalOps {
     }
 }
 
+/// The file systems whose data is on this machine: a disk or memory (`statfs` types).
+const LOCAL_FILE_SYSTEMS: [i64; 8] = [
+    0xEF53,      // ext2, ext3, ext4
+    0x5846_5342, // xfs
+    0x9123_683E, // btrfs
+    0xF2F5_2010, // f2fs
+    0x2FC1_2FC1, // zfs
+    0x0102_1994, // tmpfs
+    0x8584_58F6, // ramfs
+    0x794C_7630, // overlayfs (containers)
+];
+
+/// Whether the file system of `fd` keeps its data on this machine, so that a stat or a small
+/// read takes microseconds (not NFS, SMB, 9p or FUSE, where one can take seconds).
+fn on_local_disk(fd: &OwnedFd) -> bool {
+    rustix::fs::fstatfs(fd).is_ok_and(|s| {
+        #[allow(clippy::useless_conversion)]
+        let kind = i64::from(s.f_type);
+        LOCAL_FILE_SYSTEMS.contains(&kind)
+    })
+}
+
 impl FileOps for LocalOps {
+    fn quick(&self) -> bool {
+        self.quick
+    }
+
     fn read(&self, path: &str, max_bytes: u64) -> Result<FileContents, OpsError> {
         let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.read").entered();
         let rel = self.rel(path)?;
@@ -660,3 +690,27 @@ pub fn unix_seconds(t: SystemTime) -> u64 {
 
 #[allow(dead_code)]
 fn _assert_fd<T: AsFd>(_: &T) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_fd(path: &str) -> OwnedFd {
+        rustix::fs::open(
+            path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn memory_file_systems_are_quick_and_kernel_ones_are_not_disks() {
+        // /dev/shm is a tmpfs on every Linux with a C library that has POSIX shared memory.
+        if std::path::Path::new("/dev/shm").is_dir() {
+            assert!(on_local_disk(&dir_fd("/dev/shm")));
+        }
+        assert!(!on_local_disk(&dir_fd("/proc")), "procfs is not a disk");
+        assert!(!on_local_disk(&dir_fd("/sys")), "sysfs is not a disk");
+    }
+}

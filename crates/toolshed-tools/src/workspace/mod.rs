@@ -4,7 +4,8 @@
 //! Every tool goes through the host's [`Ops`](toolshed_ops::Ops), which the plugin is built
 //! with: paths are resolved by the
 //! kernel beneath the workspace root and `.toolshed/` is out of reach (see
-//! `toolshed_ops::LocalOps`). File work is blocking, so it runs on the blocking pool.
+//! `toolshed_ops::LocalOps`). File work is blocking, so it runs on the blocking pool; only
+//! stats and reads of small files on a local disk run on the async thread (`Inline`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +16,7 @@ use toolshed_core::{
     BuiltinPlugin, CallContext, Capabilities, ConfigField, ConfigFieldType, OwnerId, Plugin,
     PluginKind, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
 };
-use toolshed_ops::{Cancel, FileOps, Ops, ReadLog, SearchOps, Services};
+use toolshed_ops::{Cancel, Digest, FileKind, FileOps, Follow, Ops, ReadLog, SearchOps, Services};
 
 mod edit_tool;
 pub mod engine;
@@ -67,6 +68,90 @@ struct WorkspaceTool {
     ops: Ops,
     read_log: Arc<dyn ReadLog>,
     handler: Handler,
+    inline: Inline,
+}
+
+/// Which calls of a tool run on the async thread that received them rather than on the
+/// blocking pool, when the workspace's small operations are quick ([`FileOps::quick`]):
+/// handing a small read to another thread and back costs about a quarter of its CPU and
+/// gives every busy thread a malloc arena of its own (docs/benchmarks.md). Whatever may
+/// take longer — big files, writes (flushed to disk), listings, searches — stays on the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Inline {
+    Never,
+    /// Always (one `stat`).
+    Always,
+    /// When `path` names a regular file of at most [`INLINE_READ_BYTES`].
+    SmallFile,
+}
+
+/// The largest file read on an async thread.
+const INLINE_READ_BYTES: u64 = 256 * 1024;
+
+impl WorkspaceTool {
+    fn runs_inline(&self, args: &Value) -> bool {
+        match self.inline {
+            Inline::Never => false,
+            _ if !self.ops.files.quick() => false,
+            Inline::Always => true,
+            Inline::SmallFile => args
+                .get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|path| {
+                    self.ops
+                        .files
+                        .stat(path, Follow::Yes)
+                        .is_ok_and(|m| m.kind == FileKind::File && m.size <= INLINE_READ_BYTES)
+                }),
+        }
+    }
+}
+
+/// Runs `handler`; a path not found is answered with the paths near it.
+fn run(handler: Handler, env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
+    let asked = ["path", "from"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(Value::as_str).map(String::from));
+    match handler(env, args) {
+        Err(ToolError::NotFound(message)) => {
+            let near = asked.map_or_else(Vec::new, |p| near::near_paths(env, &p));
+            Err(ToolError::NotFound(near::with_near(message, &near)))
+        }
+        other => other,
+    }
+}
+
+/// A read log for a call running on an async thread: what the real log does not already
+/// know is kept, for the caller to record on the blocking pool (the host's log writes to
+/// its state store, which may wait for a lock).
+struct Deferred {
+    real: Arc<dyn ReadLog>,
+    pending: std::sync::Mutex<Vec<(String, String, Digest)>>,
+}
+
+impl Deferred {
+    fn take(&self) -> Vec<(String, String, Digest)> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl ReadLog for Deferred {
+    fn seen(&self, owner: &str, real_path: &str) -> Option<Digest> {
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending
+            .iter()
+            .rev()
+            .find(|(o, p, _)| o == owner && p == real_path)
+            .map(|(_, _, d)| *d)
+            .or_else(|| self.real.seen(owner, real_path))
+    }
+
+    fn record(&self, owner: &str, real_path: &str, digest: Digest) {
+        if !self.real.known(owner, real_path, &digest) {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.push((owner.to_string(), real_path.to_string(), digest));
+        }
+    }
 }
 
 #[async_trait]
@@ -86,20 +171,36 @@ impl Tool for WorkspaceTool {
             cancel: Cancel::new(flag.clone()),
         };
         let handler = self.handler;
+        if self.runs_inline(&args) {
+            let deferred = Arc::new(Deferred {
+                real: self.read_log.clone(),
+                pending: std::sync::Mutex::new(Vec::new()),
+            });
+            let env = Env {
+                ledger: deferred.clone(),
+                ..env
+            };
+            let result = run(handler, &env, args);
+            let pending = deferred.take();
+            if !pending.is_empty() {
+                let log = self.read_log.clone();
+                let span = tracing::Span::current();
+                tokio::task::spawn_blocking(move || {
+                    let _span = span.entered();
+                    for (owner, path, digest) in pending {
+                        log.record(&owner, &path, digest);
+                    }
+                })
+                .await
+                .map_err(|e| ToolError::Internal(format!("recording the read failed: {e}")))?;
+            }
+            return result;
+        }
         // The operations' spans belong to the call's trace, on whichever thread they run.
         let span = tracing::Span::current();
         let mut work = tokio::task::spawn_blocking(move || {
             let _span = span.entered();
-            let asked = ["path", "from"]
-                .iter()
-                .find_map(|key| args.get(key).and_then(Value::as_str).map(String::from));
-            match handler(&env, args) {
-                Err(ToolError::NotFound(message)) => {
-                    let near = asked.map_or_else(Vec::new, |p| near::near_paths(&env, &p));
-                    Err(ToolError::NotFound(near::with_near(message, &near)))
-                }
-                other => other,
-            }
+            run(handler, &env, args)
         });
         // The blocking work cannot await the token: cancellation while it runs raises the
         // flag it polls, and the work is still awaited so it ends before the call does.
@@ -116,29 +217,31 @@ impl Tool for WorkspaceTool {
 
 /// The `system.workspace` plugin over the host's files, search and read log.
 pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
-    let handlers: Vec<(ToolSpec, Handler)> = vec![
-        (spec::read(), read::run),
-        (spec::write(), write::run),
-        (spec::edit(), edit_tool::run),
-        (spec::patch(), patch_tool::run),
-        (spec::stat(), files::stat),
-        (spec::list(), files::list),
-        (spec::mkdir(), files::mkdir),
-        (spec::move_(), files::move_),
-        (spec::delete(), files::delete),
-        (spec::tree(), search_tools::tree),
-        (spec::glob(), search_tools::glob),
-        (spec::find(), search_tools::find),
-        (spec::grep(), search_tools::grep),
+    use Inline::{Always, Never, SmallFile};
+    let handlers: Vec<(ToolSpec, Handler, Inline)> = vec![
+        (spec::read(), read::run, SmallFile),
+        (spec::write(), write::run, Never),
+        (spec::edit(), edit_tool::run, Never),
+        (spec::patch(), patch_tool::run, Never),
+        (spec::stat(), files::stat, Always),
+        (spec::list(), files::list, Never),
+        (spec::mkdir(), files::mkdir, Never),
+        (spec::move_(), files::move_, Never),
+        (spec::delete(), files::delete, Never),
+        (spec::tree(), search_tools::tree, Never),
+        (spec::glob(), search_tools::glob, Never),
+        (spec::find(), search_tools::find, Never),
+        (spec::grep(), search_tools::grep, Never),
     ];
     let tools: Vec<Arc<dyn Tool>> = handlers
         .into_iter()
-        .map(|(spec, handler)| {
+        .map(|(spec, handler, inline)| {
             Arc::new(WorkspaceTool {
                 spec,
                 ops: services.ops.clone(),
                 read_log: services.read_log.clone(),
                 handler,
+                inline,
             }) as Arc<dyn Tool>
         })
         .collect();

@@ -404,6 +404,7 @@ async fn cancelling_a_call_raises_the_flag_its_blocking_work_polls() {
         ops: h.ops.clone(),
         read_log: std::sync::Arc::new(toolshed_ops::MemoryReadLog::default()),
         handler: wait_for_cancel,
+        inline: super::Inline::Never,
     };
     let ctx = toolshed_core::CallContext::for_test(std::time::Duration::from_secs(10));
     let cancel = ctx.cancel.clone();
@@ -441,4 +442,94 @@ async fn a_missing_path_names_the_paths_it_was_probably_meant_to_be() {
             .await,
     );
     assert!(m.ends_with("does not exist"), "{m}");
+}
+
+/// A read log that notes the thread each question and each record comes on.
+#[derive(Default)]
+struct ThreadLog {
+    inner: toolshed_ops::MemoryReadLog,
+    asked: std::sync::Mutex<Vec<std::thread::ThreadId>>,
+    recorded: std::sync::Mutex<Vec<std::thread::ThreadId>>,
+}
+
+impl toolshed_ops::ReadLog for ThreadLog {
+    fn seen(&self, owner: &str, real_path: &str) -> Option<toolshed_ops::Digest> {
+        self.inner.seen(owner, real_path)
+    }
+
+    fn known(&self, owner: &str, real_path: &str, digest: &toolshed_ops::Digest) -> bool {
+        self.asked.lock().unwrap().push(std::thread::current().id());
+        self.inner.known(owner, real_path, digest)
+    }
+
+    fn record(&self, owner: &str, real_path: &str, digest: toolshed_ops::Digest) {
+        self.recorded
+            .lock()
+            .unwrap()
+            .push(std::thread::current().id());
+        self.inner.record(owner, real_path, digest);
+    }
+}
+
+/// A harness on memory whose read log is `log`.
+fn with_log(log: &std::sync::Arc<ThreadLog>) -> Harness {
+    let mut h = Harness::memory();
+    let mut services = toolshed_ops::Services::new(h.ops.clone());
+    services.read_log = log.clone();
+    h.plugin = super::plugin(&services);
+    h
+}
+
+// `#[tokio::test]` runs its runtime on the test's own thread, so "on this thread" is "on
+// the async thread".
+
+#[tokio::test]
+async fn a_small_read_runs_on_the_async_thread_and_records_on_the_blocking_pool() {
+    let log = std::sync::Arc::new(ThreadLog::default());
+    let h = with_log(&log);
+    let here = std::thread::current().id();
+    h.ops
+        .files
+        .write("a.txt", b"one\n", toolshed_ops::Parents::MustExist)
+        .unwrap();
+    h.ok("workspace_read", json!({"path": "a.txt"})).await;
+    assert_eq!(
+        *log.asked.lock().unwrap(),
+        [here],
+        "read on the async thread"
+    );
+    let recorded = log.recorded.lock().unwrap().clone();
+    assert_eq!(recorded.len(), 1);
+    assert_ne!(
+        recorded[0], here,
+        "the read log may block: not on the async thread"
+    );
+
+    // Read again unchanged: the log knows it, nothing is recorded.
+    h.ok("workspace_read", json!({"path": "a.txt"})).await;
+    assert_eq!(log.recorded.lock().unwrap().len(), 1);
+    // And what was recorded counts for an edit.
+    h.ok(
+        "workspace_edit",
+        json!({"path": "a.txt", "old_text": "one", "new_text": "two"}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_big_file_is_read_on_the_blocking_pool() {
+    let log = std::sync::Arc::new(ThreadLog::default());
+    let h = with_log(&log);
+    let here = std::thread::current().id();
+    let big = "line of text\n".repeat(30_000); // 390 KB, over the 256 KiB read inline
+    h.ops
+        .files
+        .write("big.txt", big.as_bytes(), toolshed_ops::Parents::MustExist)
+        .unwrap();
+    h.ok("workspace_read", json!({"path": "big.txt", "limit": 3}))
+        .await;
+    assert!(log.asked.lock().unwrap().is_empty(), "not read inline");
+    let recorded = log.recorded.lock().unwrap().clone();
+    assert_eq!(recorded.len(), 1);
+    assert_ne!(recorded[0], here);
 }
