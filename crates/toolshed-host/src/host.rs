@@ -489,7 +489,7 @@ impl ReadLog for StoreReadLog {
     }
 
     fn record(&self, owner: &str, real_path: &str, digest: Digest) {
-        if self.cached(owner, real_path) == Some(digest) {
+        if self.known(owner, real_path, &digest) {
             return;
         }
         match self.store.read_log_put(owner, real_path, &digest) {
