@@ -14,6 +14,64 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The command line of this process. `toolshed [GLOBAL FLAGS] mcp [FLAGS]`, which an
+    /// MCP client runs at every start, is read by a parser that knows only those flags: the
+    /// whole command tree (every subcommand and its arguments) takes clap about 0.7 million
+    /// instructions to build, read and drop, on the path to the `initialize` reply. Any
+    /// other command line, or one that parser refuses (a subcommand of `mcp`, `--help`, a
+    /// mistake), goes to the full parser, which gives the usual help and errors.
+    pub fn from_args() -> Self {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Self::serving_mcp(&args).unwrap_or_else(|| Self::parse_from(args))
+    }
+
+    /// `args` as `toolshed [GLOBAL FLAGS] mcp [FLAGS]`, when that is what they are.
+    fn serving_mcp(args: &[std::ffi::OsString]) -> Option<Self> {
+        // The global flags that take a value; before `mcp`, only these (or `--NAME=VALUE`).
+        const GLOBAL: &[&str] = &["--workspace", "--data-dir", "--config", "--token"];
+        let mut at = 1;
+        loop {
+            let word = args.get(at)?.to_str()?;
+            if word == "mcp" {
+                break;
+            }
+            if word
+                .split_once('=')
+                .is_some_and(|(name, _)| GLOBAL.contains(&name))
+            {
+                at += 1;
+            } else if GLOBAL.contains(&word) {
+                at += 2;
+            } else {
+                return None;
+            }
+        }
+        let words = std::iter::once(&args[at])
+            .chain(&args[1..at])
+            .chain(&args[at + 1..]);
+        let served = ServeMcp::try_parse_from(words).ok()?;
+        Some(Self {
+            global: served.global,
+            command: Command::Mcp(McpCommandArgs {
+                command: None,
+                serve: served.serve,
+            }),
+        })
+    }
+}
+
+/// `toolshed mcp` with its flags and the global ones, and nothing else (see
+/// [`Cli::from_args`]).
+#[derive(Debug, Parser)]
+#[command(name = "mcp")]
+struct ServeMcp {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(flatten)]
+    serve: McpArgs,
+}
+
 /// Flags every command takes.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
@@ -574,4 +632,49 @@ pub struct InstallArgs {
     /// Replace an installed plugin with the same id (its state and config are kept)
     #[arg(long)]
     pub force: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<std::ffi::OsString> {
+        line.split_whitespace().map(Into::into).collect()
+    }
+
+    /// The quick reading of `toolshed mcp …` gives what the full parser gives, and leaves
+    /// every other command line to it.
+    #[test]
+    fn serving_mcp_reads_as_the_full_parser_does() {
+        for line in [
+            "toolshed mcp",
+            "toolshed mcp --tools workspace_*,calculator --profile coding",
+            "toolshed mcp --catalog discover --workspace /tmp --data-dir /tmp/d",
+            "toolshed mcp --token=tok --config /tmp/c.toml --tools=x",
+            "toolshed --workspace /tmp mcp",
+            "toolshed --workspace=/tmp --data-dir /tmp/d mcp --profile web",
+            "toolshed --config mcp mcp",
+        ] {
+            let quick = Cli::serving_mcp(&words(line)).expect(line);
+            let full = Cli::try_parse_from(words(line)).expect(line);
+            assert_eq!(format!("{quick:?}"), format!("{full:?}"), "{line}");
+        }
+        for line in [
+            "toolshed",
+            "toolshed tools list",
+            "toolshed --workspace /tmp tools list",
+            "toolshed --workspace",
+            "toolshed --verbose mcp",
+            "toolshed --tools=x mcp",
+            "toolshed --workspace /tmp mcp list",
+            "toolshed mcp list",
+            "toolshed mcp add memory -- npx server",
+            "toolshed mcp --help",
+            "toolshed mcp --version",
+            "toolshed mcp --catalog sometimes",
+            "toolshed mcp --nope",
+        ] {
+            assert!(Cli::serving_mcp(&words(line)).is_none(), "{line}");
+        }
+    }
 }

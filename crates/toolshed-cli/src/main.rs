@@ -4,8 +4,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 #[macro_use]
 mod render;
 mod cli;
@@ -52,7 +50,7 @@ const MAX_BLOCKING_THREADS: usize = 8;
 fn main() -> ExitCode {
     // `toolshed sandbox-exec …`: the command sandbox's helper, before any thread starts.
     toolshed_ops::sandbox::run_if_asked();
-    let cli = Cli::parse();
+    let cli = Cli::from_args();
     // Servers handle calls in parallel on every core; one-shot commands start faster on
     // one thread.
     let serves = matches!(

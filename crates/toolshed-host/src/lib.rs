@@ -57,6 +57,7 @@ mod grants;
 pub mod hooks;
 mod host;
 mod lazy;
+mod name_glob;
 mod review;
 mod secrets;
 mod store;

@@ -32,7 +32,7 @@
 
 use std::collections::BTreeMap;
 
-use globset::{Glob, GlobMatcher};
+use crate::name_glob::NameGlob;
 use toolshed_core::{Danger, ToolSpec};
 
 use crate::config::{Config, ReviewRules};
@@ -65,9 +65,9 @@ const FLAGS: &[&str] = &[
 /// One compiled rule.
 #[derive(Debug, Clone)]
 pub(crate) enum Matcher {
-    Name(GlobMatcher),
-    Group(GlobMatcher),
-    Plugin(GlobMatcher),
+    Name(NameGlob),
+    Group(NameGlob),
+    Plugin(NameGlob),
     Danger { level: Danger, or_above: bool },
     Flag(&'static str),
 }
@@ -75,9 +75,7 @@ pub(crate) enum Matcher {
 impl Matcher {
     pub(crate) fn parse(pattern: &str) -> Result<Self, String> {
         let glob = |text: &str| {
-            Glob::new(text)
-                .map(|g| g.compile_matcher())
-                .map_err(|e| format!("`{text}` is not a valid glob: {}", e.kind()))
+            NameGlob::new(text).map_err(|e| format!("`{text}` is not a valid glob: {}", e.kind()))
         };
         if let Some(flag) = FLAGS.iter().find(|f| **f == pattern) {
             return Ok(Self::Flag(flag));

@@ -32,7 +32,7 @@
 
 use std::collections::BTreeMap;
 
-use globset::{Glob, GlobMatcher};
+use crate::name_glob::NameGlob;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -145,8 +145,8 @@ pub struct ConditionTests {
 enum Test {
     Matches(Regex),
     NotMatches(Regex),
-    Glob(GlobMatcher),
-    NotGlob(GlobMatcher),
+    Glob(NameGlob),
+    NotGlob(NameGlob),
     Min(f64),
     Max(f64),
     Present(bool),
@@ -171,7 +171,7 @@ impl Test {
 struct Compiled {
     label: String,
     tools: Vec<Matcher>,
-    owners: Vec<GlobMatcher>,
+    owners: Vec<NameGlob>,
     when: Vec<(Vec<String>, Test)>,
     decision: Decision,
     message: Option<String>,
@@ -273,8 +273,7 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
         message,
     };
     let glob = |pattern: &str| {
-        Glob::new(pattern)
-            .map(|g| g.compile_matcher())
+        NameGlob::new(pattern)
             .map_err(|e| error(pattern, format!("not a valid glob: {}", e.kind())))
     };
     let regex = |pattern: &str| {
