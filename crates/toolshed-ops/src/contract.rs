@@ -187,6 +187,17 @@ fn files(ops: &dyn FileOps, _fx: &dyn Fixture) {
         ok(ops.realpath("contract/./f/../f/a.txt"), "realpath"),
         "contract/f/a.txt"
     );
+    let read = ok(
+        ops.read("contract/./f/../f/a.txt", 10),
+        "read by a long way",
+    );
+    assert!(
+        read.real_path
+            .as_deref()
+            .is_none_or(|real| real == "contract/f/a.txt"),
+        "{:?}",
+        read.real_path
+    );
     assert_eq!(ok(ops.realpath("."), "realpath root"), ".");
 }
 
@@ -349,9 +360,15 @@ fn escapes(ops: &dyn FileOps, fx: &dyn Fixture) {
         "setup",
     );
     fx.symlink("contract/e/inside", "target.txt");
-    assert_eq!(
-        ok(ops.read("contract/e/inside", 10), "inside link").bytes,
-        b"t"
+    let read = ok(ops.read("contract/e/inside", 10), "inside link");
+    assert_eq!(read.bytes, b"t");
+    // Where a read says it read is where realpath says the path leads.
+    assert!(
+        read.real_path
+            .as_deref()
+            .is_none_or(|real| real == "contract/e/target.txt"),
+        "{:?}",
+        read.real_path
     );
     // A link on the way is resolved (not the path's words), one going out refused.
     assert_eq!(
@@ -516,7 +533,13 @@ fn names(ops: &dyn FileOps, fx: &dyn Fixture) {
         ["caf\\xe9 \\xff.txt"],
         "the listing spells the name"
     );
-    assert_eq!(ok(ops.read(spelled, 10), "read").bytes, b"raw");
+    let read = ok(ops.read(spelled, 10), "read");
+    assert_eq!(read.bytes, b"raw");
+    assert!(
+        read.real_path.as_deref().is_none_or(|real| real == spelled),
+        "{:?}",
+        read.real_path
+    );
     assert_eq!(ok(ops.stat(spelled, Follow::No), "stat").size, 3);
     assert_eq!(ok(ops.realpath(spelled), "realpath"), spelled);
     assert_eq!(

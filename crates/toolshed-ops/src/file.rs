@@ -68,6 +68,9 @@ pub struct FileContents {
     pub size: u64,
     /// Facts about the file.
     pub metadata: Metadata,
+    /// Where the file opened really is, workspace-relative as [`FileOps::realpath`] spells
+    /// it, when the backend learned that while opening it (`None`: ask `realpath`).
+    pub real_path: Option<String>,
 }
 
 impl FileContents {

@@ -298,6 +298,7 @@ impl FileOps for MemoryOps {
             bytes: data[..take].to_vec(),
             size: data.len() as u64,
             metadata,
+            real_path: Some(key),
         })
     }
 

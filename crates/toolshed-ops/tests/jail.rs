@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use toolshed_ops::{FileOps, LocalOps, OpsError, Parents};
+use toolshed_ops::{FileOps, Follow, LocalOps, OpsError, Parents};
 
 fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -57,6 +57,25 @@ fn a_link_into_the_reserved_dir_is_refused() {
         ops.read_dir("innocent"),
         Err(OpsError::Reserved { .. })
     ));
+    // A stat through the link, or of it followed, is judged where the link leads; of
+    // the link itself, it describes the link.
+    for (path, follow) in [
+        ("innocent/state", Follow::Yes),
+        ("innocent/state", Follow::No),
+        ("innocent", Follow::Yes),
+    ] {
+        let got = ops.stat(path, follow);
+        assert!(
+            matches!(got, Err(OpsError::Reserved { .. })),
+            "{path} {follow:?}: {got:?}"
+        );
+    }
+    assert!(
+        ops.stat("innocent", Follow::No)
+            .unwrap()
+            .link_target
+            .is_some()
+    );
     assert!(!root.join(".toolshed/new").exists());
 }
 

@@ -288,27 +288,6 @@ impl LocalOps {
         Ok(File::from(fd))
     }
 
-    /// Opens `rel` beneath the root and refuses it inside the reserved directory. A path
-    /// without `..` is first opened with no symbolic link allowed on the way: then what the
-    /// kernel opened is the path's own words, which [`rel`](Self::rel) already judged, and
-    /// the `/proc/self/fd` lookup of [`check_opened`](Self::check_opened) (a fifth of a
-    /// small read's cost) is not needed. A link on the way is followed as usual, and
-    /// checked.
-    fn open_checked(
-        &self,
-        rel: &str,
-        flags: OFlags,
-        path: &str,
-        action: &'static str,
-    ) -> Result<OwnedFd, OpsError> {
-        if let Some(opened) = self.open_by_words(rel, flags, path, action) {
-            return opened;
-        }
-        let fd = self.open_beneath(rel, flags, path, action)?;
-        self.check_opened(&fd, path)?;
-        Ok(fd)
-    }
-
     /// Opens `rel` with no symbolic link allowed on the way, when it has no `..`: then what
     /// the kernel opened is exactly the path's words, which [`rel`](Self::rel) already
     /// judged. `None` when that cannot be had (a `..`, or a link on the way): the caller
@@ -349,6 +328,18 @@ impl LocalOps {
             });
         }
         Ok(real)
+    }
+
+    /// `real` (beneath the root) as [`FileOps::realpath`] spells it: workspace-relative,
+    /// `.` for the root.
+    fn inner(&self, real: &Path) -> String {
+        let inner = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        let text = from_fs(inner.as_os_str().as_bytes());
+        if text.is_empty() {
+            ".".into()
+        } else {
+            text.into_owned()
+        }
     }
 
     fn real_path_of(&self, fd: &OwnedFd, path: &str) -> Result<PathBuf, OpsError> {
@@ -437,12 +428,21 @@ impl FileOps for LocalOps {
         let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.read").entered();
         let rel = self.rel(path)?;
         // NONBLOCK so that opening a FIFO does not hang; it is refused below.
-        let fd = self.open_checked(
-            &rel,
-            OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK,
-            path,
-            "read",
-        )?;
+        // A path without `..` is first opened with no symbolic link allowed on the way:
+        // then what the kernel opened is the path's own words, which `rel` already judged,
+        // and the `/proc/self/fd` lookup of `check_opened` (a fifth of a small read's cost)
+        // is not needed. A link on the way is followed as usual, and checked. Either way
+        // the file's real path comes with opening it (the read log keys on it).
+        let flags = OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let (fd, real_path) = match self.open_by_words(&rel, flags, path, "read") {
+            Some(opened) => (opened?, rel),
+            None => {
+                let fd = self.open_beneath(&rel, flags, path, "read")?;
+                let real = self.check_opened(&fd, path)?;
+                let inner = self.inner(&real);
+                (fd, inner)
+            }
+        };
         let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
         match kind_of(&st) {
             FileKind::File => {}
@@ -469,6 +469,7 @@ impl FileOps for LocalOps {
             size: metadata.size.max(bytes.len() as u64),
             bytes,
             metadata,
+            real_path: Some(real_path),
         })
     }
 
@@ -520,7 +521,12 @@ impl FileOps for LocalOps {
         if follow == Follow::No {
             flags |= OFlags::NOFOLLOW;
         }
-        let fd = self.open_beneath(&rel, flags, path, "inspect")?;
+        // Found by its words (no link on the way, no `..`), the object is where the path
+        // says, which `rel` already judged: the `/proc/self/fd` check is not needed.
+        let (fd, by_words) = match self.open_by_words(&rel, flags, path, "inspect") {
+            Some(opened) => (opened?, true),
+            None => (self.open_beneath(&rel, flags, path, "inspect")?, false),
+        };
         let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
         if kind_of(&st) == FileKind::Symlink {
             let target = rustix::fs::readlinkat(&fd, "", Vec::new())
@@ -528,7 +534,9 @@ impl FileOps for LocalOps {
                 .ok();
             return Ok(metadata_of(&st, target));
         }
-        self.check_opened(&fd, path)?;
+        if !by_words {
+            self.check_opened(&fd, path)?;
+        }
         Ok(metadata_of(&st, None))
     }
 
@@ -665,15 +673,8 @@ impl FileOps for LocalOps {
             return opened.map(|_| rel);
         }
         let fd = self.open_beneath(&rel, OFlags::PATH, path, "resolve")?;
-        self.check_opened(&fd, path)?;
-        let real = self.real_path_of(&fd, path)?;
-        let inner = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
-        let text = from_fs(inner.as_os_str().as_bytes());
-        Ok(if text.is_empty() {
-            ".".into()
-        } else {
-            text.into_owned()
-        })
+        let real = self.check_opened(&fd, path)?;
+        Ok(self.inner(&real))
     }
 
     fn root_display(&self) -> String {

@@ -125,7 +125,10 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
         )));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| ToolError::Internal(e.to_string()))?;
-    let real = env.files.realpath(&args.path)?;
+    let real = match &contents.real_path {
+        Some(real) => real.clone(),
+        None => env.files.realpath(&args.path)?,
+    };
     super::ledger::record(env.ledger.as_ref(), &env.owner, &real, bytes);
 
     let lines: Vec<&str> = text.lines().collect();
