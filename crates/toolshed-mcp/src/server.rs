@@ -337,6 +337,10 @@ pub struct McpServer {
     _stop_guard: DropGuard,
     /// The level `logging/setLevel` asked for; messages flow once it is set.
     log_level: Arc<crate::logging::LogLevel>,
+    /// The client's side of the session, once `initialize` has been handled (or, for a
+    /// session started without one, once rmcp has started it): what the stdio transport
+    /// needs to run `tools/call` itself.
+    peer: std::sync::OnceLock<rmcp::Peer<RoleServer>>,
 }
 
 impl McpServer {
@@ -368,7 +372,18 @@ impl McpServer {
             _stop_guard: stop.clone().drop_guard(),
             stop,
             log_level: Arc::default(),
+            peer: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The session's peer, once known (see [`McpServer::know_peer`]).
+    pub(crate) fn session_peer(&self) -> Option<&rmcp::Peer<RoleServer>> {
+        self.peer.get()
+    }
+
+    /// Records the session's peer; the first one recorded stays.
+    pub(crate) fn know_peer(&self, peer: &rmcp::Peer<RoleServer>) {
+        let _ = self.peer.get_or_init(|| peer.clone());
     }
 
     /// Sends `text` as the `instructions` of the `initialize` result.
@@ -733,6 +748,7 @@ impl ServerHandler for McpServer {
                 });
         }
         context.peer.set_peer_info(request.clone());
+        self.know_peer(&context.peer);
         self.negotiate_initialize(&request)
     }
 
@@ -921,6 +937,7 @@ impl ServerHandler for McpServer {
             stop: self.stop.clone(),
             _stop_guard: CancellationToken::new().drop_guard(),
             log_level: self.log_level.clone(),
+            peer: std::sync::OnceLock::new(),
         };
         tokio::spawn(async move {
             watcher

@@ -9,17 +9,33 @@
 //! params). The reply carries the request's id whenever it can be read from the line —
 //! found by a scan that needs neither valid UTF-8 nor bounded nesting — and `null`
 //! otherwise. A broken notification gets no reply, as JSON-RPC says.
+//!
+//! Once the session has started, `tools/call` requests do not go through rmcp's session
+//! loop: the transport hands each to a task of its own that runs rmcp's request handling
+//! ([`rmcp::Service::handle_request`], so every protocol check stays rmcp's) and writes
+//! the reply itself. The loop would spawn a task for the handler, carry its reply back
+//! over a channel and spawn another task to write it — wake-ups between threads that cost
+//! more than a small tool call does. Cancellation (`notifications/cancelled`) and the end
+//! of the session reach these calls as they reach rmcp's: a cancelled call gets no reply,
+//! and at the end of input the calls still running have 5 s to answer.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use rmcp::ServiceExt;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
-use rmcp::service::{
-    QuitReason, RoleServer, RxJsonRpcMessage, ServerInitializeError, TxJsonRpcMessage,
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, GetMeta,
+    JsonRpcMessage, JsonRpcRequest, RequestId, ServerJsonRpcMessage,
 };
+use rmcp::service::{
+    Peer, QuitReason, RequestContext, RoleServer, RxJsonRpcMessage, ServerInitializeError,
+    TxJsonRpcMessage,
+};
+use rmcp::{Service, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use crate::McpServer;
 
@@ -51,6 +67,9 @@ pub(crate) struct LineTransport<R> {
     line: Vec<u8>,
     /// Whether the line read so far is over [`MAX_LINE_BYTES`].
     oversized: bool,
+    /// Where `tools/call` requests go once the session has started; `None`: all go to
+    /// rmcp's loop.
+    direct: Option<Arc<Direct>>,
 }
 
 impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
@@ -61,6 +80,46 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
             writer: Arc::new(Mutex::new(Box::new(writer))),
             line: Vec::new(),
             oversized: false,
+            direct: None,
+        }
+    }
+
+    /// Answers `tools/call` through `direct` once it knows the session's peer.
+    fn with_direct(mut self, direct: Arc<Direct>) -> Self {
+        self.direct = Some(direct);
+        self
+    }
+
+    /// `message` for rmcp's loop, or `None` when it was taken here: a `tools/call` (run by
+    /// [`Direct`]) or the cancellation of one.
+    fn take_direct(&self, message: ClientJsonRpcMessage) -> Option<ClientJsonRpcMessage> {
+        let Some((direct, peer)) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.server.session_peer().map(|p| (d, p)))
+        else {
+            return Some(message);
+        };
+        match message {
+            JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::CallToolRequest(_)) =>
+            {
+                direct.start(request, peer.clone(), self.writer.clone());
+                None
+            }
+            JsonRpcMessage::Notification(notification) => match &notification.notification {
+                ClientNotification::CancelledNotification(cancelled)
+                    if cancelled
+                        .params
+                        .request_id
+                        .as_ref()
+                        .is_some_and(|id| direct.cancel(id)) =>
+                {
+                    None
+                }
+                _ => Some(JsonRpcMessage::Notification(notification)),
+            },
+            other => Some(other),
         }
     }
 
@@ -294,7 +353,10 @@ where
             let read = read_message(&self.line, oversized);
             self.clear_line();
             let reply = match read {
-                Ok(message) => return Some(message),
+                Ok(message) => match self.take_direct(message) {
+                    Some(message) => return Some(message),
+                    None => continue,
+                },
                 Err(reply) => reply,
             };
             if let Some(reply) = reply {
@@ -317,6 +379,150 @@ where
     }
 }
 
+/// `tools/call` requests run beside rmcp's session loop (see the module's docs).
+pub(crate) struct Direct {
+    server: Arc<McpServer>,
+    calls: std::sync::Mutex<Calls>,
+    /// Notified whenever a call has finished.
+    finished: tokio::sync::Notify,
+    /// Cancelled when serving ends: every call still running is cancelled with it.
+    ended: CancellationToken,
+}
+
+#[derive(Default)]
+struct Calls {
+    /// The calls that may still reply, by request id: cancelling one takes it out. Each
+    /// with its number, so that a call does not take out a later one with the same id.
+    replying: HashMap<RequestId, (u64, CancellationToken)>,
+    /// The number of the next call.
+    next: u64,
+    /// The calls whose tasks have not finished (cancelled ones included).
+    running: usize,
+}
+
+/// One call's place in [`Calls`], given back when its task ends, however it ends (a
+/// handler that panics included).
+struct Running {
+    direct: Arc<Direct>,
+    id: RequestId,
+    number: u64,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut calls = self.direct.calls();
+        if calls
+            .replying
+            .get(&self.id)
+            .is_some_and(|(number, _)| *number == self.number)
+        {
+            calls.replying.remove(&self.id);
+        }
+        calls.running -= 1;
+        drop(calls);
+        self.direct.finished.notify_waiters();
+    }
+}
+
+impl Direct {
+    fn new(server: Arc<McpServer>) -> Self {
+        Self {
+            server,
+            calls: std::sync::Mutex::default(),
+            finished: tokio::sync::Notify::new(),
+            ended: CancellationToken::new(),
+        }
+    }
+
+    fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `request` in a task of its own, as rmcp's loop would, and writes its reply
+    /// unless the call was cancelled first (by the client, or by the end of serving).
+    fn start(
+        self: &Arc<Self>,
+        request: JsonRpcRequest<ClientRequest>,
+        peer: Peer<RoleServer>,
+        writer: Writer,
+    ) {
+        let JsonRpcRequest {
+            id, mut request, ..
+        } = request;
+        let call = self.ended.child_token();
+        let running = {
+            let mut calls = self.calls();
+            let number = calls.next;
+            calls.next += 1;
+            calls.replying.insert(id.clone(), (number, call.clone()));
+            calls.running += 1;
+            Running {
+                direct: self.clone(),
+                id: id.clone(),
+                number,
+            }
+        };
+        let mut context = RequestContext::new(id.clone(), peer);
+        // The handler's token is a child: the call's own is cancelled once it has replied,
+        // which ends what the handler left running under it.
+        context.ct = call.child_token();
+        context.meta = std::mem::take(request.get_meta_mut());
+        context.extensions = std::mem::take(request.extensions_mut());
+        let server = self.server.clone();
+        tokio::spawn(async move {
+            let _running = running;
+            let result = server.handle_request(request, context).await;
+            if call.is_cancelled() {
+                tracing::debug!(%id, "dropping the reply to a cancelled request");
+                return;
+            }
+            call.cancel();
+            let reply = match result {
+                Ok(result) => ServerJsonRpcMessage::response(result, id),
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            };
+            match serde_json::to_vec(&reply) {
+                Ok(mut line) => {
+                    line.push(b'\n');
+                    if let Err(e) = write_line(&writer, &line).await {
+                        tracing::debug!(error = %e, "cannot write to stdout");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "a reply could not be serialized"),
+            }
+        });
+    }
+
+    /// Cancels the call `id` if it is one of these; then it will not reply.
+    fn cancel(&self, id: &RequestId) -> bool {
+        let Some((_, call)) = self.calls().replying.remove(id) else {
+            return false;
+        };
+        tracing::debug!(%id, "cancelled");
+        call.cancel();
+        true
+    }
+
+    /// Waits up to `grace` for the running calls to reply, then cancels those left.
+    async fn end(&self, grace: Duration) {
+        let drained = async {
+            loop {
+                let finished = self.finished.notified();
+                if self.calls().running == 0 {
+                    return;
+                }
+                finished.await;
+            }
+        };
+        if tokio::time::timeout(grace, drained).await.is_err() {
+            tracing::warn!("timed out waiting for running tool calls to reply");
+        }
+        self.ended.cancel();
+    }
+}
+
 /// Serves `server` on stdin/stdout until the client closes stdin or `shutdown` completes
 /// (a signal, or the parent process gone). Only JSON-RPC is written to stdout; a client
 /// that leaves before starting a session is a clean end.
@@ -325,16 +531,36 @@ pub async fn serve_stdio(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let transport = LineTransport::new(stdin, stdout);
+    serve_lines(server, stdin, stdout, shutdown).await
+}
+
+/// Serves `server` with newline-delimited JSON-RPC read from `reader` and written to
+/// `writer`, as [`serve_stdio`] does on stdin and stdout (a socket, a pipe, a test's
+/// in-memory stream).
+pub async fn serve_lines<R, W>(
+    server: McpServer,
+    reader: R,
+    writer: W,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let server = Arc::new(server);
+    let direct = Arc::new(Direct::new(server.clone()));
+    let transport = LineTransport::new(reader, writer).with_direct(direct.clone());
     tokio::pin!(shutdown);
     let running = tokio::select! {
-        started = server.serve(transport) => match started {
+        started = server.clone().serve(transport) => match started {
             Ok(running) => running,
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(ServeError::Start(e.to_string())),
         },
         () = &mut shutdown => return Ok(()),
     };
+    // A session started without `initialize` (2026-07-28) names its peer only now.
+    server.know_peer(running.peer());
     let cancel = running.cancellation_token();
     let waiting = running.waiting();
     tokio::pin!(waiting);
@@ -345,6 +571,15 @@ pub async fn serve_stdio(
             waiting.await
         }
     };
+    // The same grace rmcp's loop gives its own calls: 5 s after the end of input, 2 s
+    // after a shutdown.
+    let grace = match &ended {
+        Ok(QuitReason::Closed) => Duration::from_secs(5),
+        _ => Duration::from_secs(2),
+    };
+    direct.end(grace).await;
+    // Logged once every reply is out, so also by a host whose logging opened late.
+    tracing::debug!(?ended, "the stdio session ended");
     match ended {
         Ok(QuitReason::JoinError(e)) => Err(ServeError::Session(e.to_string())),
         Ok(_) => Ok(()),
@@ -382,6 +617,104 @@ mod tests {
         .unwrap();
         let value = serde_json::to_value(&message).unwrap();
         assert_eq!(value["id"], 41, "{value}");
+    }
+
+    /// Once `initialize` has been answered, a `tools/call` never reaches rmcp's loop: the
+    /// transport runs it and writes its reply; so does the cancellation of such a call,
+    /// which then gets no reply. Everything else still goes to the loop.
+    #[tokio::test]
+    async fn tools_calls_are_answered_beside_the_session_loop() {
+        use rmcp::transport::Transport;
+        let (opened, opening) = crate::host_opening();
+        let server = Arc::new(McpServer::opening(opening));
+        // A session, so that the server knows its peer.
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut client_lines = BufReader::new(client_read).lines();
+        let session = tokio::spawn(server.clone().serve(server_end));
+        client_write
+            .write_all(concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+                "\n"
+            ).as_bytes())
+            .await
+            .unwrap();
+        let line = client_lines.next_line().await.unwrap().unwrap();
+        assert!(line.contains("serverInfo"), "{line}");
+        let _running = session.await.unwrap().unwrap();
+        assert!(server.session_peer().is_some());
+
+        // The transport under test, with its own pipe.
+        let (mut input, transport_in) = tokio::io::duplex(1 << 16);
+        let (transport_out, output) = tokio::io::duplex(1 << 16);
+        let mut output = BufReader::new(output).lines();
+        let direct = Arc::new(Direct::new(server.clone()));
+        let mut transport =
+            LineTransport::new(transport_in, transport_out).with_direct(direct.clone());
+        let mut receive = async |lines: &[&str]| {
+            for line in lines {
+                input
+                    .write_all(format!("{line}\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+            let message = tokio::time::timeout(
+                Duration::from_secs(10),
+                Transport::<RoleServer>::receive(&mut transport),
+            )
+            .await
+            .expect("a message within 10 s")
+            .unwrap();
+            serde_json::to_value(&message).unwrap()
+        };
+        let call = |id: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"calculator","arguments":{{"expression":"1+1"}}}}}}"#
+            )
+        };
+        let ping = |id: u64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let cancel = |id: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+            )
+        };
+
+        // The host is still opening: call 7 waits for it. The loop sees only the ping.
+        let seen = receive(&[&call(7), &ping(8)]).await;
+        assert_eq!(seen["id"], 8, "{seen}");
+        assert_eq!(direct.calls().running, 1);
+        // Its cancellation is taken too; one of a request the loop ran is passed on.
+        let seen = receive(&[&cancel(7), &cancel(99)]).await;
+        assert_eq!(seen["params"]["requestId"], 99, "{seen}");
+        assert!(direct.calls().replying.is_empty());
+
+        // A client that reuses an id while the first call runs gets both replies.
+        let seen = receive(&[&call(21), &call(21), &ping(22)]).await;
+        assert_eq!(seen["id"], 22, "{seen}");
+        assert_eq!(direct.calls().running, 3);
+
+        // The host fails to open: calls 11 and both 21 are answered with the error, call 7
+        // not at all.
+        opened.send(Err("no host in this test".into()));
+        let seen = receive(&[&call(11), &ping(12)]).await;
+        assert_eq!(seen["id"], 12, "{seen}");
+        direct.end(Duration::from_secs(10)).await;
+        assert_eq!(direct.calls().running, 0);
+        assert!(direct.calls().replying.is_empty());
+        drop(transport);
+        let mut written = Vec::new();
+        while let Some(line) = output.next_line().await.unwrap() {
+            written.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        let mut ids: Vec<u64> = written.iter().filter_map(|r| r["id"].as_u64()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [11, 21, 21], "{written:?}");
+        assert!(
+            written.iter().all(|r| r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no host in this test"))),
+            "{written:?}"
+        );
     }
 
     #[test]

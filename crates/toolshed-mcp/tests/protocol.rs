@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use toolshed_core::{
@@ -139,10 +138,16 @@ impl Client {
     async fn start(fixture: &Fixture, session: Session) -> Self {
         let (client_end, server_end) = tokio::io::duplex(1 << 16);
         let server = McpServer::new(fixture.host.clone(), session);
+        // Served as `toolshed mcp` serves stdin and stdout, over an in-memory pipe.
+        let (server_read, server_write) = tokio::io::split(server_end);
         tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_end).await {
-                let _ = running.waiting().await;
-            }
+            let _ = toolshed_mcp::serve_lines(
+                server,
+                server_read,
+                server_write,
+                std::future::pending(),
+            )
+            .await;
         });
         let (read, write) = tokio::io::split(client_end);
         let mut client = Self {

@@ -84,6 +84,28 @@ fn push_cut_line(out: &mut String, line: &str) {
     }
 }
 
+/// Appends `n` right-aligned in `width` columns and a tab (`{n:>width$}\t`), without the
+/// formatting machinery: once per line shown, it cost more than the line itself.
+fn push_line_number(out: &mut String, n: usize, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let pad = width.saturating_sub(digits.len() - at);
+    out.extend(std::iter::repeat_n(' ', pad));
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+    out.push('\t');
+}
+
 pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
     let args: ReadArgs = crate::args::parse(args)?;
     let contents = env.files.read(&args.path, MAX_TEXT_BYTES + 1)?;
@@ -166,7 +188,7 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
     let mut last = offset - 1;
     for (i, line) in lines.iter().enumerate().skip(offset - 1).take(limit) {
         let start = out.len();
-        let _ = write!(out, "{:>width$}\t", i + 1);
+        push_line_number(&mut out, i + 1, width);
         push_cut_line(&mut out, line);
         out.push('\n');
         if out.len() > cap && last >= offset {
@@ -199,4 +221,20 @@ pub(super) fn run(env: &Env, args: serde_json::Value) -> Result<ToolOutput, Tool
             "next_offset": if truncated { Some(last + 1) } else { None },
         }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_numbers_are_written_as_the_formatter_writes_them() {
+        for width in [0, 1, 6, 7, 12] {
+            for n in [0, 1, 9, 10, 99, 100, 123_456, 9_999_999, usize::MAX] {
+                let mut out = String::from("x");
+                push_line_number(&mut out, n, width);
+                assert_eq!(out, format!("x{n:>width$}\t"), "{n} in {width}");
+            }
+        }
+    }
 }
