@@ -618,3 +618,62 @@ fn a_write_reported_as_timed_out_never_happened() {
     }
     eprintln!("{done} written, {timed_out} timed out");
 }
+
+/// A SIGTERM cancels the calls still running at once (the commands they started are
+/// stopped), each still gets its reply, and the server exits soon after.
+#[test]
+fn a_shutdown_cancels_running_calls_at_once_and_answers_them() {
+    let env = Env::new();
+    let mut child = env
+        .cmd(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = std::io::BufRead::lines(stdout);
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    assert!(lines.next().unwrap().unwrap().contains("serverInfo"));
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"exec_command","arguments":{{"cmd":"echo started; sleep 60","yield_ms":30000}}}}}}"#
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    // Long enough for the command to be running.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let asked = std::time::Instant::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let replies: Vec<Value> = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let status = child.wait().unwrap();
+    let took = asked.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "the server took {took:?} to stop"
+    );
+    let reply = replies
+        .iter()
+        .find(|r| r["id"] == 2)
+        .unwrap_or_else(|| panic!("no reply to the running call: {replies:?}"));
+    let said = reply.to_string();
+    assert!(said.contains("cancel"), "{said}");
+    drop(stdin);
+}

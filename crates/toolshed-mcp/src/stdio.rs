@@ -101,8 +101,12 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
             return Some(message);
         };
         match message {
+            // A request that names its own protocol version (the 2026-07-28 era) stays
+            // with rmcp, which checks what the handler sends the client against that
+            // version through a task-local only its loop can set.
             JsonRpcMessage::Request(request)
-                if matches!(request.request, ClientRequest::CallToolRequest(_)) =>
+                if matches!(request.request, ClientRequest::CallToolRequest(_))
+                    && request.request.get_meta().protocol_version().is_none() =>
             {
                 direct.start(request, peer.clone(), self.writer.clone());
                 None
@@ -152,6 +156,14 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
             if done {
                 return Ok(Some(self.oversized));
             }
+        }
+    }
+
+    /// Tells the direct calls that no more input comes: their grace starts now, as
+    /// rmcp's does for its own.
+    fn input_ended(&self) {
+        if let Some(direct) = &self.direct {
+            direct.wind_down();
         }
     }
 
@@ -234,7 +246,29 @@ struct ToolsCallLine {
     id: RequestId,
     #[expect(dead_code, reason = "checked by its type: only \"tools/call\" parses")]
     method: rmcp::model::CallToolRequestMethod,
-    params: CallToolRequestParams,
+    params: Object<CallToolRequestParams>,
+}
+
+/// `T` read only from a JSON object: serde's derived structs also take an array of their
+/// fields in order, which is no JSON-RPC message.
+struct Object<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Fields(std::marker::PhantomData))
+            .map(Object)
+    }
 }
 
 /// `line` as the message rmcp makes of it, when it is a plain `tools/call` request; `None`
@@ -252,7 +286,11 @@ fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     if !text.contains(r#""tools/call""#) {
         return None;
     }
-    let ToolsCallLine { id, mut params, .. } = serde_json::from_str(text).ok()?;
+    let Object(ToolsCallLine {
+        id,
+        params: Object(mut params),
+        ..
+    }) = serde_json::from_str(text).ok()?;
     let meta = params.meta.take();
     let mut request = rmcp::model::CallToolRequest::new(params);
     if let Some(meta) = meta {
@@ -386,9 +424,13 @@ where
         loop {
             let oversized = match self.next_line().await {
                 Ok(Some(oversized)) => oversized,
-                Ok(None) => return None,
+                Ok(None) => {
+                    self.input_ended();
+                    return None;
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "stdin failed");
+                    self.input_ended();
                     return None;
                 }
             };
@@ -427,19 +469,36 @@ pub(crate) struct Direct {
     calls: std::sync::Mutex<Calls>,
     /// Notified whenever a call has finished.
     finished: tokio::sync::Notify,
-    /// Cancelled when serving ends: every call still running is cancelled with it.
+    /// The parent of every call's handler token: cancelled at a shutdown (at once, as
+    /// rmcp cancels its own handlers) or when the grace after the end of input is over.
+    stop: CancellationToken,
+    /// Cancelled when serving ends: no call replies after it.
     ended: CancellationToken,
+    /// When the grace for running calls began: the end of input, or a shutdown.
+    winding_down: std::sync::OnceLock<tokio::time::Instant>,
+    /// The writer the replies go to (known from the first call; given up at the end, so
+    /// that the output closes when the transport does).
+    writer: std::sync::Mutex<Option<Writer>>,
 }
 
 #[derive(Default)]
 struct Calls {
     /// The calls that may still reply, by request id: cancelling one takes it out. Each
     /// with its number, so that a call does not take out a later one with the same id.
-    replying: HashMap<RequestId, (u64, CancellationToken)>,
+    replying: HashMap<RequestId, (u64, Call)>,
     /// The number of the next call.
     next: u64,
     /// The calls whose tasks have not finished (cancelled ones included).
     running: usize,
+}
+
+/// The tokens of one running call.
+#[derive(Clone)]
+struct Call {
+    /// Cancels the handler.
+    handler: CancellationToken,
+    /// Withdraws the reply: the client cancelled the call, or serving ended.
+    withdrawn: CancellationToken,
 }
 
 /// One call's place in [`Calls`], given back when its task ends, however it ends (a
@@ -472,8 +531,23 @@ impl Direct {
             server,
             calls: std::sync::Mutex::default(),
             finished: tokio::sync::Notify::new(),
+            stop: CancellationToken::new(),
             ended: CancellationToken::new(),
+            winding_down: std::sync::OnceLock::new(),
+            writer: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Starts the grace of the running calls (the first time only).
+    fn wind_down(&self) {
+        let _ = self.winding_down.set(tokio::time::Instant::now());
+    }
+
+    /// A shutdown: running calls are cancelled at once, and still have the grace to send
+    /// what they answer then.
+    fn shut_down(&self) {
+        self.wind_down();
+        self.stop.cancel();
     }
 
     fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
@@ -493,7 +567,14 @@ impl Direct {
         let JsonRpcRequest {
             id, mut request, ..
         } = request;
-        let call = self.ended.child_token();
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert_with(|| writer.clone());
+        let call = Call {
+            handler: self.stop.child_token(),
+            withdrawn: self.ended.child_token(),
+        };
         let running = {
             let mut calls = self.calls();
             let number = calls.next;
@@ -509,32 +590,51 @@ impl Direct {
         let mut context = RequestContext::new(id.clone(), peer);
         // The handler's token is a child: the call's own is cancelled once it has replied,
         // which ends what the handler left running under it.
-        context.ct = call.child_token();
+        context.ct = call.handler.child_token();
         context.meta = std::mem::take(request.get_meta_mut());
         context.extensions = std::mem::take(request.extensions_mut());
         let server = self.server.clone();
-        tokio::spawn(async move {
+        let task = async move {
             let _running = running;
             let result = server.handle_request(request, context).await;
-            if call.is_cancelled() {
+            call.handler.cancel();
+            let reply = match result {
+                Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
+                Err(error) => {
+                    tracing::debug!(%id, ?error, "response error");
+                    ServerJsonRpcMessage::error(error, Some(id.clone()))
+                }
+            };
+            let line = match serde_json::to_vec(&reply) {
+                Ok(mut line) => {
+                    line.push(b'\n');
+                    line
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a reply could not be serialized");
+                    return;
+                }
+            };
+            // Checked with the writer held: once serving has ended (which takes the
+            // writer after withdrawing every reply), nothing more is written.
+            let mut out = writer.lock().await;
+            if call.withdrawn.is_cancelled() {
                 tracing::debug!(%id, "dropping the reply to a cancelled request");
                 return;
             }
-            call.cancel();
-            let reply = match result {
-                Ok(result) => ServerJsonRpcMessage::response(result, id),
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            let written = match out.write_all(&line).await {
+                Ok(()) => out.flush().await,
+                Err(e) => Err(e),
             };
-            match serde_json::to_vec(&reply) {
-                Ok(mut line) => {
-                    line.push(b'\n');
-                    if let Err(e) = write_line(&writer, &line).await {
-                        tracing::debug!(error = %e, "cannot write to stdout");
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "a reply could not be serialized"),
+            if let Err(e) = written {
+                tracing::debug!(error = %e, "cannot write to stdout");
             }
-        });
+        };
+        // In the session's span, as rmcp runs its handlers.
+        tokio::spawn(tracing::Instrument::instrument(
+            task,
+            tracing::Span::current(),
+        ));
     }
 
     /// Cancels the call `id` if it is one of these; then it will not reply.
@@ -543,12 +643,16 @@ impl Direct {
             return false;
         };
         tracing::debug!(%id, "cancelled");
-        call.cancel();
+        call.withdrawn.cancel();
+        call.handler.cancel();
         true
     }
 
-    /// Waits up to `grace` for the running calls to reply, then cancels those left.
+    /// Waits for the running calls to reply until `grace` after the grace began (the end
+    /// of input or a shutdown; now if neither came), then cancels those left and
+    /// withdraws their replies. Returns with no reply being written.
     async fn end(&self, grace: Duration) {
+        let began = *self.winding_down.get_or_init(tokio::time::Instant::now);
         let drained = async {
             loop {
                 let finished = self.finished.notified();
@@ -558,10 +662,24 @@ impl Direct {
                 finished.await;
             }
         };
-        if tokio::time::timeout(grace, drained).await.is_err() {
+        if tokio::time::timeout_at(began + grace, drained)
+            .await
+            .is_err()
+        {
             tracing::warn!("timed out waiting for running tool calls to reply");
         }
         self.ended.cancel();
+        self.stop.cancel();
+        // A reply being written when the replies were withdrawn is finished first (a
+        // reader stuck on a full pipe bounds that wait).
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(writer) = writer {
+            let _ = tokio::time::timeout(Duration::from_secs(1), writer.lock()).await;
+        }
     }
 }
 
@@ -609,12 +727,13 @@ where
     let ended = tokio::select! {
         ended = &mut waiting => ended,
         () = shutdown => {
+            direct.shut_down();
             cancel.cancel();
             waiting.await
         }
     };
-    // The same grace rmcp's loop gives its own calls: 5 s after the end of input, 2 s
-    // after a shutdown.
+    // The same grace rmcp's loop gives its own calls, counted from the same moment: 5 s
+    // after the end of input, 2 s after a shutdown (whose calls were cancelled at once).
     let grace = match &ended {
         Ok(QuitReason::Closed) => Duration::from_secs(5),
         _ => Duration::from_secs(2),
@@ -789,6 +908,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x"},"extra":1}"#,
             r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
+            r#"["2.0",8,"tools/call",{"name":"x"}]"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[null,"x",{"a":1},null,null]}"#,
         ];
         for line in elsewhere {
             assert!(tools_call(line.as_bytes()).is_none(), "{line}");
