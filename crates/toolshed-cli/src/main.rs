@@ -9,6 +9,8 @@ mod render;
 mod cli;
 mod commands;
 mod context;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod math;
 #[cfg(feature = "otel")]
 mod telemetry;
 

@@ -1539,3 +1539,49 @@ fn memories_go_out_as_markdown_and_edits_come_back_through_the_cli() {
         "{report}"
     );
 }
+
+/// The binary defines the C math functions it calls (src/math.rs): a server does not map
+/// glibc's libm (about 0.5 MiB of every process), and the functions answer as before.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn math_library_is_not_loaded() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let mut server = env
+        .cmd(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    let mut reply = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut reply)
+        .unwrap();
+    assert!(reply.contains("serverInfo"), "{reply}");
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.id())).unwrap();
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
+    assert!(maps.contains("libc.so"), "{maps}");
+    assert!(!maps.contains("libm.so"), "{maps}");
+
+    // sin, cos, tan, log, log10 and pow, through the calculator.
+    let o = env.run(&[
+        "call",
+        "calculator",
+        "--args",
+        r#"{"expression":"sin(1) + cos(1) + tan(1) + ln(2) + log10(1000) + 2^0.5"}"#,
+    ]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str()),
+        (0, "8.04654175826398\n"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -181,7 +181,14 @@ impl<R: tokio::io::AsyncRead + Send + Unpin> LineTransport<R> {
 /// Writes `line` (which ends in a newline) in one write, so that a reader sees whole
 /// messages and each costs one system call.
 async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
-    let mut writer = writer.lock().await;
+    write_flushed(&mut **writer.lock().await, line).await
+}
+
+/// Writes `line` to a writer already held, and flushes it.
+async fn write_flushed(
+    writer: &mut (dyn AsyncWrite + Send + Unpin),
+    line: &[u8],
+) -> std::io::Result<()> {
     writer.write_all(line).await?;
     writer.flush().await
 }
@@ -483,22 +490,17 @@ pub(crate) struct Direct {
 
 #[derive(Default)]
 struct Calls {
-    /// The calls that may still reply, by request id: cancelling one takes it out. Each
-    /// with its number, so that a call does not take out a later one with the same id.
-    replying: HashMap<RequestId, (u64, Call)>,
+    /// The calls that may still reply, by request id, each with its handler's token:
+    /// cancelling one takes it out. Each with its number, so that a call does not take out
+    /// a later one with the same id.
+    replying: HashMap<RequestId, (u64, CancellationToken)>,
+    /// The numbers of the calls the client cancelled whose tasks have not finished: they
+    /// do not reply.
+    withdrawn: Vec<u64>,
     /// The number of the next call.
     next: u64,
     /// The calls whose tasks have not finished (cancelled ones included).
     running: usize,
-}
-
-/// The tokens of one running call.
-#[derive(Clone)]
-struct Call {
-    /// Cancels the handler.
-    handler: CancellationToken,
-    /// Withdraws the reply: the client cancelled the call, or serving ended.
-    withdrawn: CancellationToken,
 }
 
 /// One call's place in [`Calls`], given back when its task ends, however it ends (a
@@ -518,6 +520,9 @@ impl Drop for Running {
             .is_some_and(|(number, _)| *number == self.number)
         {
             calls.replying.remove(&self.id);
+        }
+        if !calls.withdrawn.is_empty() {
+            calls.withdrawn.retain(|number| *number != self.number);
         }
         calls.running -= 1;
         drop(calls);
@@ -571,15 +576,15 @@ impl Direct {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get_or_insert_with(|| writer.clone());
-        let call = Call {
-            handler: self.stop.child_token(),
-            withdrawn: self.ended.child_token(),
-        };
+        // The handler's token: cancelled by the client's cancellation, by the end of
+        // serving, and once the call has replied, which ends what the handler left
+        // running under it.
+        let cancel = self.stop.child_token();
         let running = {
             let mut calls = self.calls();
             let number = calls.next;
             calls.next += 1;
-            calls.replying.insert(id.clone(), (number, call.clone()));
+            calls.replying.insert(id.clone(), (number, cancel.clone()));
             calls.running += 1;
             Running {
                 direct: self.clone(),
@@ -588,16 +593,16 @@ impl Direct {
             }
         };
         let mut context = RequestContext::new(id.clone(), peer);
-        // The handler's token is a child: the call's own is cancelled once it has replied,
-        // which ends what the handler left running under it.
-        context.ct = call.handler.child_token();
+        context.ct = cancel.clone();
         context.meta = std::mem::take(request.get_meta_mut());
         context.extensions = std::mem::take(request.extensions_mut());
         let server = self.server.clone();
+        // Boxed: the handler's future is large (the whole pipeline's state), and the task
+        // around it is moved several times on its way into the runtime.
+        let handler = Box::pin(async move { server.handle_request(request, context).await });
         let task = async move {
-            let _running = running;
-            let result = server.handle_request(request, context).await;
-            call.handler.cancel();
+            let result = handler.await;
+            cancel.cancel();
             let reply = match result {
                 Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
                 Err(error) => {
@@ -618,15 +623,12 @@ impl Direct {
             // Checked with the writer held: once serving has ended (which takes the
             // writer after withdrawing every reply), nothing more is written.
             let mut out = writer.lock().await;
-            if call.withdrawn.is_cancelled() {
+            let direct = &running.direct;
+            if direct.ended.is_cancelled() || direct.calls().withdrawn.contains(&running.number) {
                 tracing::debug!(%id, "dropping the reply to a cancelled request");
                 return;
             }
-            let written = match out.write_all(&line).await {
-                Ok(()) => out.flush().await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = written {
+            if let Err(e) = write_flushed(&mut **out, &line).await {
                 tracing::debug!(error = %e, "cannot write to stdout");
             }
         };
@@ -639,12 +641,14 @@ impl Direct {
 
     /// Cancels the call `id` if it is one of these; then it will not reply.
     fn cancel(&self, id: &RequestId) -> bool {
-        let Some((_, call)) = self.calls().replying.remove(id) else {
+        let mut calls = self.calls();
+        let Some((number, cancel)) = calls.replying.remove(id) else {
             return false;
         };
+        calls.withdrawn.push(number);
+        drop(calls);
         tracing::debug!(%id, "cancelled");
-        call.withdrawn.cancel();
-        call.handler.cancel();
+        cancel.cancel();
         true
     }
 
