@@ -38,8 +38,11 @@ const TICKS_PER_SECOND: f64 = 100.0;
 type Result<T> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: mcp-driver --toolshed BIN (--filesystem DIST_INDEX_JS [--node NODE] | \
---rust-filesystem BIN [--gateway] | --versus-config TOML | --versus-binary BIN) [--spawns 15] [--sequential 2000] [--pipelined 10000] [--inflight 16] \
-[--rounds 3] [--warmup 100]";
+--rust-filesystem BIN | --versus-config TOML | --versus-binary BIN) \
+[--gateway [--gateway-sandbox MODE]] [--spawns 15] [--sequential 2000] [--pipelined 10000] \
+[--inflight 16] [--rounds 3] [--warmup 100]\n\
+--gateway: the peer (server-filesystem or rust-mcp-filesystem) mounted in toolshed against \
+the same peer called directly; with --versus-binary, two builds of toolshed in front of it";
 
 struct Options {
     toolshed: PathBuf,
@@ -56,6 +59,8 @@ struct Options {
     /// With `--rust-filesystem`: that server called directly against the same server
     /// mounted in toolshed (kind `mcp`) and called through it.
     gateway: bool,
+    /// The mounted server's `sandbox` (the plugin's default when absent).
+    gateway_sandbox: Option<String>,
     node: String,
     spawns: usize,
     sequential: usize,
@@ -73,6 +78,7 @@ fn parse_options() -> Result<Options> {
         versus_binary: None,
         rust_filesystem: None,
         gateway: false,
+        gateway_sandbox: None,
         node: "node".into(),
         spawns: 15,
         sequential: 2000,
@@ -109,6 +115,7 @@ fn parse_options() -> Result<Options> {
             "--sequential" => o.sequential = number()?,
             "--pipelined" => o.pipelined = number()?,
             "--inflight" => o.inflight = number()?.max(1),
+            "--gateway-sandbox" => o.gateway_sandbox = Some(value.clone()),
             "--rounds" => o.rounds = number()?.max(1),
             "--warmup" => o.warmup = number()?,
             _ => return Err(format!("unknown option {flag}\n{USAGE}")),
@@ -331,6 +338,12 @@ impl<'a> Session<'a> {
         cpu_ticks(&format!("/proc/{}/stat", self.child.id()))
     }
 
+    /// The CPU time of the server's live child processes (for the gateway, the mounted
+    /// server), and theirs in turn.
+    fn children_ticks(&self) -> u64 {
+        descendants_ticks(self.child.id())
+    }
+
     fn close(mut self) -> Result<()> {
         drop(self.stdin);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -371,6 +384,45 @@ fn cpu_ticks(stat_path: &str) -> Result<u64> {
             .ok_or_else(|| format!("{stat_path}: no field {i}"))
     };
     Ok(field(14)? + field(15)?)
+}
+
+/// The context switches (voluntary and not) of `pid`'s live threads.
+fn switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+            })
+            .filter_map(|v| v.trim().parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    total
+}
+
+/// The CPU time of `pid`'s live descendants (0 where /proc cannot tell).
+fn descendants_ticks(pid: u32) -> u64 {
+    let mut total = 0;
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children
+            .split_whitespace()
+            .filter_map(|c| c.parse::<u32>().ok())
+        {
+            total += cpu_ticks(&format!("/proc/{child}/stat")).unwrap_or(0);
+            total += descendants_ticks(child);
+        }
+    }
+    total
 }
 
 fn cold_start_ms(server: &Server) -> Result<(f64, Value)> {
@@ -427,6 +479,9 @@ struct Figures {
     pipe_ticks: u64,
     seq_driver_ticks: u64,
     pipe_driver_ticks: u64,
+    seq_children_ticks: u64,
+    pipe_children_ticks: u64,
+    pipe_switches: u64,
 }
 
 fn run(o: &Options) -> Result<()> {
@@ -469,7 +524,7 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         tool: "workspace_read".into(),
         arguments: json!({"path": "f.txt"}),
     };
-    if let Some(binary) = &o.versus_binary {
+    if let Some(binary) = o.versus_binary.as_ref().filter(|_| !o.gateway) {
         let mut argv = toolshed.argv.clone();
         argv[0] = binary.to_string_lossy().into_owned();
         let other = Server {
@@ -484,13 +539,17 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         return compare(o, &toolshed, &other, "(same tool)");
     }
     if let Some(config) = &o.versus_config {
-        let config = std::fs::canonicalize(config).map_err(|e| format!("{}: {e}", config.display()))?;
+        let config =
+            std::fs::canonicalize(config).map_err(|e| format!("{}: {e}", config.display()))?;
         let other = Server {
             name: format!(
                 "toolshed + {}",
                 config.file_name().unwrap_or_default().to_string_lossy()
             ),
-            env: vec![("TOOLSHED_CONFIG".into(), config.to_string_lossy().into_owned())],
+            env: vec![(
+                "TOOLSHED_CONFIG".into(),
+                config.to_string_lossy().into_owned(),
+            )],
             home: work.join("home2"),
             ..toolshed.clone()
         };
@@ -542,27 +601,70 @@ fn run_in(o: &Options, work: &Path) -> Result<()> {
         let plugin = toolshed.home.join("plugins").join("mcp.fs");
         std::fs::create_dir_all(&plugin).map_err(|e| format!("{}: {e}", plugin.display()))?;
         // Absolute: the server starts in toolshed's workspace.
-        let program = std::fs::canonicalize(&filesystem.argv[0])
-            .map_err(|e| format!("{}: {e}", filesystem.argv[0]))?;
-        let manifest = format!(
-            "id = \"mcp.fs\"\nversion = \"1.0.0\"\nname = \"fs\"\nkind = \"mcp\"\n[mcp]\ncommand = {}\nargs = [{}]\n",
-            json!(program.to_string_lossy()),
-            json!(filesystem.argv[1])
+        let absolute = |arg: &String| {
+            std::fs::canonicalize(arg).map_or_else(|_| arg.clone(), |p| p.display().to_string())
+        };
+        let program = match filesystem.argv[0].contains('/') {
+            true => absolute(&filesystem.argv[0]),
+            false => on_path(&filesystem.argv[0])?,
+        };
+        let args: Vec<Value> = filesystem.argv[1..]
+            .iter()
+            .map(|a| json!(absolute(a)))
+            .collect();
+        let mut manifest = format!(
+            "id = \"mcp.fs\"\nversion = \"1.0.0\"\nname = \"fs\"\nkind = \"mcp\"\n[mcp]\ncommand = {}\nargs = {}\n",
+            json!(program),
+            json!(args)
         );
-        std::fs::write(plugin.join("plugin.toml"), manifest).map_err(|e| format!("{e}"))?;
+        if let Some(mode) = &o.gateway_sandbox {
+            manifest.push_str(&format!("sandbox = {}\n", json!(mode)));
+        }
+        std::fs::write(plugin.join("plugin.toml"), &manifest).map_err(|e| format!("{e}"))?;
         let through = Server {
-            name: "toolshed → rust-mcp-filesystem".into(),
+            name: format!("toolshed → {}", filesystem.name),
             tool: format!("fs__{tool}"),
             arguments: filesystem.arguments.clone(),
             ..toolshed.clone()
         };
+        if let Some(binary) = &o.versus_binary {
+            // Two builds of toolshed, both in front of the server.
+            let home2 = work.join("home2");
+            let plugin2 = home2.join("plugins").join("mcp.fs");
+            std::fs::create_dir_all(&plugin2).map_err(|e| format!("{}: {e}", plugin2.display()))?;
+            std::fs::write(plugin2.join("plugin.toml"), &manifest).map_err(|e| format!("{e}"))?;
+            let mut argv = through.argv.clone();
+            argv[0] = binary.to_string_lossy().into_owned();
+            let other = Server {
+                name: format!(
+                    "toolshed ({}) → {}",
+                    binary.file_name().unwrap_or_default().to_string_lossy(),
+                    filesystem.name
+                ),
+                argv,
+                home: home2,
+                ..through.clone()
+            };
+            return compare(o, &through, &other, "(same tool)");
+        }
         let direct = Server {
-            name: "rust-mcp-filesystem direct".into(),
+            name: format!("{} direct", filesystem.name),
             ..filesystem
         };
         return compare(o, &through, &direct, &tool);
     }
     compare(o, &toolshed, &filesystem, &tool)
+}
+
+/// Where `name` is found on the PATH.
+fn on_path(name: &str) -> Result<String> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| format!("{name}: not found on the PATH"))
 }
 
 /// Drops `program`'s pages from the page cache (after writing back what is dirty), so that
@@ -616,21 +718,25 @@ fn compare(o: &Options, first: &Server, second: &Server, second_tool: &str) -> R
     for _ in 0..o.rounds {
         for (s, f) in servers.iter().zip(figures.iter_mut()) {
             let mut sess = session(s, o.warmup)?;
-            let (c0, d0) = (sess.cpu_ticks()?, cpu_ticks(me)?);
+            let (c0, d0, k0) = (sess.cpu_ticks()?, cpu_ticks(me)?, sess.children_ticks());
             let t0 = Instant::now();
             sess.sequential(o.sequential)?;
             f.seq.push(o.sequential as f64 / t0.elapsed().as_secs_f64());
             f.seq_ticks += sess.cpu_ticks()? - c0;
+            f.seq_children_ticks += sess.children_ticks().saturating_sub(k0);
             f.seq_driver_ticks += cpu_ticks(me)? - d0;
             sess.close()?;
         }
         for (s, f) in servers.iter().zip(figures.iter_mut()) {
             let mut sess = session(s, o.warmup)?;
-            let (c0, d0) = (sess.cpu_ticks()?, cpu_ticks(me)?);
+            let (c0, d0, k0) = (sess.cpu_ticks()?, cpu_ticks(me)?, sess.children_ticks());
+            let w0 = switches(sess.child.id());
             let t0 = Instant::now();
             sess.pipelined(o.pipelined, o.inflight)?;
+            f.pipe_switches += switches(sess.child.id()).saturating_sub(w0);
             f.pipe.push(o.pipelined as f64 / t0.elapsed().as_secs_f64());
             f.pipe_ticks += sess.cpu_ticks()? - c0;
+            f.pipe_children_ticks += sess.children_ticks().saturating_sub(k0);
             f.pipe_driver_ticks += cpu_ticks(me)? - d0;
             f.rss_mb.push(sess.vm_hwm_kib()? as f64 / 1024.0);
             sess.close()?;
@@ -716,6 +822,37 @@ fn compare(o: &Options, first: &Server, second: &Server, second_tool: &str) -> R
         o.inflight,
         int(per_call(a.pipe_driver_ticks, o.pipelined)),
         int(per_call(b.pipe_driver_ticks, o.pipelined)),
+    );
+    println!(
+        "context switches per call, {} in flight (the server's threads alive at the end): \
+         {an} {:.2}, {bn} {:.2}",
+        o.inflight,
+        a.pipe_switches as f64 / (o.pipelined * o.rounds) as f64,
+        b.pipe_switches as f64 / (o.pipelined * o.rounds) as f64,
+    );
+    for (name, f) in [(an, a), (bn, b)] {
+        if f.seq_children_ticks + f.pipe_children_ticks > 0 {
+            println!(
+                "CPU per call of {name}'s child processes (µs; for the gateway, the mounted \
+                 server): sequential {}, {} in flight {}",
+                int(per_call(f.seq_children_ticks, o.sequential)),
+                o.inflight,
+                int(per_call(f.pipe_children_ticks, o.pipelined)),
+            );
+        }
+    }
+    // Each round runs both servers one after the other: a ratio taken within a round
+    // sees the same machine, where medians taken apart may not.
+    let paired = |x: &[f64], y: &[f64]| {
+        let ratios: Vec<f64> = x.iter().zip(y).map(|(x, y)| x / y).collect();
+        let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        format!("median {:.2}× ({})", median(&ratios), shown.join(" / "))
+    };
+    println!(
+        "{an} / {bn} within each round: sequential {}; {} in flight {}",
+        paired(&a.seq, &b.seq),
+        o.inflight,
+        paired(&a.pipe, &b.pipe),
     );
     let list = |v: &[f64], fmt: &dyn Fn(f64) -> String| {
         v.iter().map(|x| fmt(*x)).collect::<Vec<_>>().join(" / ")

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
@@ -105,10 +107,16 @@ enum Link {
 }
 
 impl Link {
-    async fn send(&self, message: &Value) -> Result<(), String> {
+    /// Sends `message` (request `id`, or a notification or reply when `None`).
+    async fn send(&self, id: Option<u64>, message: &impl Serialize) -> Result<(), String> {
+        let mut line = Vec::with_capacity(256);
+        serde_json::to_writer(&mut line, message).map_err(|e| e.to_string())?;
         match self {
-            Self::Pipe(writer) => write_line(writer, message).await,
-            Self::Http(link) => link.send(message.clone()).await,
+            Self::Pipe(writer) => {
+                line.push(b'\n');
+                write_bytes(writer, &line).await
+            }
+            Self::Http(link) => link.send(id, line).await,
         }
     }
 }
@@ -116,11 +124,152 @@ impl Link {
 async fn write_line(writer: &Writer, message: &Value) -> Result<(), String> {
     let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
     line.push(b'\n');
+    write_bytes(writer, &line).await
+}
+
+async fn write_bytes(writer: &Writer, line: &[u8]) -> Result<(), String> {
     let mut writer = writer.lock().await;
     writer
-        .write_all(&line)
+        .write_all(line)
         .await
         .map_err(|e| format!("cannot write to the server: {e}"))
+}
+
+/// A JSON-RPC request or notification as written: built straight into its line, with no
+/// JSON tree in between.
+#[derive(Serialize)]
+struct Outgoing<'a, P> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+/// What toolshed adds to a request's `_meta`: its progress token, and for a 2026-07-28
+/// session who the client is ([`modern_meta`]).
+#[derive(Clone, Copy)]
+struct Meta {
+    progress: Option<u64>,
+    modern: bool,
+}
+
+impl Meta {
+    fn is_empty(self) -> bool {
+        self.progress.is_none() && !self.modern
+    }
+
+    fn entries<M: SerializeMap>(self, out: &mut M) -> Result<(), M::Error> {
+        if let Some(token) = self.progress {
+            out.serialize_entry("progressToken", &token)?;
+        }
+        if self.modern {
+            out.serialize_entry("io.modelcontextprotocol/protocolVersion", MODERN_VERSION)?;
+            out.serialize_entry(
+                "io.modelcontextprotocol/clientCapabilities",
+                &serde_json::Map::new(),
+            )?;
+            out.serialize_entry(
+                "io.modelcontextprotocol/clientInfo",
+                &ClientInfo {
+                    name: "toolshed",
+                    version: env!("CARGO_PKG_VERSION"),
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Whether the entry `key` of a caller's `_meta` is one this adds (and so left out).
+    fn replaces(self, key: &str) -> bool {
+        (self.progress.is_some() && key == "progressToken")
+            || (self.modern && key.starts_with("io.modelcontextprotocol/client"))
+            || (self.modern && key == "io.modelcontextprotocol/protocolVersion")
+    }
+}
+
+#[derive(Serialize)]
+struct ClientInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+/// Request params with [`Meta`] added to their `_meta` (to the caller's own, if any).
+struct WithMeta<'a> {
+    params: &'a Value,
+    meta: Meta,
+}
+
+impl Serialize for WithMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(map) = self.params else {
+            return self.params.serialize(s);
+        };
+        if self.meta.is_empty() {
+            return map.serialize(s);
+        }
+        let mut out = s.serialize_map(None)?;
+        for (key, value) in map.iter().filter(|(k, _)| *k != "_meta") {
+            out.serialize_entry(key, value)?;
+        }
+        let given = match map.get("_meta") {
+            Some(Value::Object(given)) => Some(given),
+            _ => None,
+        };
+        out.serialize_entry(
+            "_meta",
+            &MetaEntries {
+                given,
+                meta: self.meta,
+            },
+        )?;
+        out.end()
+    }
+}
+
+/// A `_meta` object: the caller's entries, then toolshed's.
+struct MetaEntries<'a> {
+    given: Option<&'a serde_json::Map<String, Value>>,
+    meta: Meta,
+}
+
+impl Serialize for MetaEntries<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(None)?;
+        for (key, value) in self.given.into_iter().flatten() {
+            if !self.meta.replaces(key) {
+                out.serialize_entry(key, value)?;
+            }
+        }
+        self.meta.entries(&mut out)?;
+        out.end()
+    }
+}
+
+/// The params of `tools/call`, borrowed from the caller.
+struct CallParams<'a> {
+    name: &'a str,
+    arguments: &'a Value,
+    meta: Meta,
+}
+
+impl Serialize for CallParams<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(None)?;
+        out.serialize_entry("name", self.name)?;
+        out.serialize_entry("arguments", self.arguments)?;
+        if !self.meta.is_empty() {
+            out.serialize_entry(
+                "_meta",
+                &MetaEntries {
+                    given: None,
+                    meta: self.meta,
+                },
+            )?;
+        }
+        out.end()
+    }
 }
 
 #[derive(Default)]
@@ -328,17 +477,15 @@ impl Client {
         self.shared.closed.load(Ordering::SeqCst)
     }
 
-    async fn write(&self, message: &Value) -> Result<(), String> {
-        self.link.send(message).await
-    }
-
     /// Sends a notification.
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), String> {
-        let mut message = json!({"jsonrpc": "2.0", "method": method});
-        if let Some(params) = params {
-            message["params"] = params;
-        }
-        self.write(&message).await
+        let message = Outgoing {
+            jsonrpc: "2.0",
+            id: None,
+            method,
+            params,
+        };
+        self.link.send(None, &message).await
     }
 
     /// Sends a request and waits for its result. With `progress`, the request carries a
@@ -357,32 +504,52 @@ impl Client {
     pub(crate) async fn start(
         &self,
         method: &str,
-        mut params: Value,
+        params: Value,
         progress: Option<ProgressSink>,
     ) -> Result<(u64, oneshot::Receiver<Reply>), RpcError> {
+        let (id, meta, waiter) = self.open(progress)?;
+        let params = WithMeta {
+            params: &params,
+            meta,
+        };
+        self.send(id, method, params).await?;
+        Ok((id, waiter))
+    }
+
+    /// Calls the server's tool `name` with `arguments`; its id and where its reply will
+    /// arrive.
+    pub(crate) async fn start_call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        progress: ProgressSink,
+    ) -> Result<(u64, oneshot::Receiver<Reply>), RpcError> {
+        let (id, meta, waiter) = self.open(Some(progress))?;
+        let params = CallParams {
+            name,
+            arguments,
+            meta,
+        };
+        self.send(id, "tools/call", params).await?;
+        Ok((id, waiter))
+    }
+
+    /// A new request: its id, what its `_meta` carries, and where its reply will arrive.
+    fn open(
+        &self,
+        progress: Option<ProgressSink>,
+    ) -> Result<(u64, Meta, oneshot::Receiver<Reply>), RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
+        // Pending before the check: a session that ends after it fails the request.
         self.shared.lock_pending().insert(id, tx);
-        // A legacy call without progress carries no `_meta`: nothing is built for it.
-        if self.modern || progress.is_some() {
-            let mut meta = if self.modern {
-                modern_meta()
-            } else {
-                json!({})
-            };
-            if let Some(sink) = progress {
+        let meta = Meta {
+            progress: progress.map(|sink| {
                 self.shared.lock_progress().insert(id, sink);
-                meta["progressToken"] = json!(id);
-            }
-            if let (Value::Object(map), Value::Object(meta)) = (&mut params, meta) {
-                match map.get_mut("_meta") {
-                    Some(Value::Object(given)) => given.extend(meta),
-                    _ => {
-                        map.insert("_meta".into(), Value::Object(meta));
-                    }
-                }
-            }
-        }
+                id
+            }),
+            modern: self.modern,
+        };
         if self.is_closed() {
             self.forget(id);
             let why = self
@@ -395,12 +562,22 @@ impl Client {
                 why.unwrap_or_else(|| "the session ended".into()),
             ));
         }
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(e) = self.write(&message).await {
+        Ok((id, meta, rx))
+    }
+
+    /// Writes request `id`; forgets it if it cannot be sent.
+    async fn send(&self, id: u64, method: &str, params: impl Serialize) -> Result<(), RpcError> {
+        let message = Outgoing {
+            jsonrpc: "2.0",
+            id: Some(id),
+            method,
+            params: Some(params),
+        };
+        if let Err(e) = self.link.send(Some(id), &message).await {
             self.forget(id);
             return Err(RpcError::Closed(e));
         }
-        Ok((id, rx))
+        Ok(())
     }
 
     /// Waits for the reply to request `id`.
@@ -553,6 +730,77 @@ pub(crate) fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn written(message: &impl Serialize) -> Value {
+        serde_json::from_slice(&serde_json::to_vec(message).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn requests_are_written_with_toolshed_meta_merged_into_the_callers() {
+        let params = json!({"uri": "x", "_meta": {"trace": 1, "progressToken": "theirs"}});
+        let request = Outgoing {
+            jsonrpc: "2.0",
+            id: Some(7),
+            method: "resources/read",
+            params: Some(WithMeta {
+                params: &params,
+                meta: Meta {
+                    progress: Some(7),
+                    modern: true,
+                },
+            }),
+        };
+        let mut expected = modern_meta();
+        expected["trace"] = json!(1);
+        expected["progressToken"] = json!(7);
+        assert_eq!(
+            written(&request),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read",
+                "params": {"uri": "x", "_meta": expected}})
+        );
+
+        // Nothing to add: the params as they are; a notification has no id.
+        let plain = Meta {
+            progress: None,
+            modern: false,
+        };
+        let note = Outgoing {
+            jsonrpc: "2.0",
+            id: None,
+            method: "notifications/initialized",
+            params: None::<Value>,
+        };
+        assert_eq!(
+            written(&note),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        );
+        assert_eq!(
+            written(&WithMeta {
+                params: &params,
+                meta: plain
+            }),
+            params
+        );
+
+        let arguments = json!({"path": "a.txt"});
+        let call = CallParams {
+            name: "read",
+            arguments: &arguments,
+            meta: plain,
+        };
+        assert_eq!(
+            written(&call),
+            json!({"name": "read", "arguments": {"path": "a.txt"}})
+        );
+        let call = CallParams {
+            meta: Meta {
+                progress: Some(3),
+                modern: false,
+            },
+            ..call
+        };
+        assert_eq!(written(&call)["_meta"], json!({"progressToken": 3}));
+    }
 
     #[test]
     fn replies_settle_requests_progress_is_routed_and_server_requests_are_answered() {

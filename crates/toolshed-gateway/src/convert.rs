@@ -41,38 +41,41 @@ pub(crate) fn spec(tool: &Value, name: &str, group: &str) -> ToolSpec {
     spec
 }
 
-/// A `tools/call` result as toolshed's output: text and images as they are, any other
-/// block (audio, resource links, embedded resources) kept whole as JSON.
-pub(crate) fn output(result: &Value) -> ToolOutput {
-    let content = result["content"]
-        .as_array()
-        .map(|blocks| blocks.iter().map(block).collect())
-        .unwrap_or_default();
+/// A `tools/call` result as toolshed's output: text and images as they are (moved, not
+/// copied), any other block (audio, resource links, embedded resources) kept whole as JSON.
+pub(crate) fn output(mut result: Value) -> ToolOutput {
+    let content = match result.get_mut("content").map(Value::take) {
+        Some(Value::Array(blocks)) => blocks.into_iter().map(block).collect(),
+        _ => Vec::new(),
+    };
     ToolOutput {
         content,
-        structured: result
-            .get("structuredContent")
-            .filter(|v| !v.is_null())
-            .cloned(),
         is_error: result["isError"].as_bool().unwrap_or(false),
+        structured: result
+            .get_mut("structuredContent")
+            .map(Value::take)
+            .filter(|v| !v.is_null()),
     }
 }
 
-fn block(block: &Value) -> Content {
+/// The string at `key` of `block`, taken out of it.
+fn take_str(block: &mut Value, key: &str) -> Option<String> {
+    match block.get_mut(key).map(Value::take) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn block(mut block: Value) -> Content {
     match block["type"].as_str() {
         Some("text") => Content::Text {
-            text: block["text"].as_str().unwrap_or_default().to_string(),
+            text: take_str(&mut block, "text").unwrap_or_default(),
         },
         Some("image") => Content::Image {
-            data: block["data"].as_str().unwrap_or_default().to_string(),
-            mime_type: block["mimeType"]
-                .as_str()
-                .unwrap_or("image/png")
-                .to_string(),
+            data: take_str(&mut block, "data").unwrap_or_default(),
+            mime_type: take_str(&mut block, "mimeType").unwrap_or_else(|| "image/png".into()),
         },
-        _ => Content::Json {
-            json: block.clone(),
-        },
+        _ => Content::Json { json: block },
     }
 }
 
@@ -95,7 +98,7 @@ mod tests {
         let bare = super::spec(&json!({"name": "x"}), "srv__x", "mcp:srv");
         assert!(bare.annotations.destructive && bare.danger == Danger::High);
 
-        let out = output(&json!({
+        let out = output(json!({
             "content": [
                 {"type": "text", "text": "hi"},
                 {"type": "image", "data": "aGk=", "mimeType": "image/gif"},

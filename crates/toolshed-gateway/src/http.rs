@@ -113,12 +113,14 @@ impl HttpLink {
     /// Sends one message. A request is sent in a task of its own and answered where its
     /// caller waits (so a caller can give up on it); a notification or reply is sent
     /// before this returns, keeping the order the server sees.
-    pub(crate) async fn send(self: &Arc<Self>, message: Value) -> Result<(), String> {
-        let id = (message.get("method").is_some())
-            .then(|| message.get("id").and_then(Value::as_u64))
-            .flatten();
-        let body = serde_json::to_vec(&message).map_err(|e| e.to_string())?;
-        match id {
+    /// `request` is the id of a request (`None` for a notification or reply); `body` the
+    /// message's JSON.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        request: Option<u64>,
+        body: Vec<u8>,
+    ) -> Result<(), String> {
+        match request {
             Some(id) => {
                 let link = self.clone();
                 tokio::spawn(async move {

@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use toolshed_core::{
     CallContext, Health, Library, LoadRequest, McpServer, Plugin, PluginError, PluginKind,
     PluginLoader, PluginManifest, Tool, ToolError, ToolOutput, ToolSpec,
@@ -400,9 +400,8 @@ impl Tool for MountedTool {
         let upstream = &self.upstream;
         let _in_flight = upstream.begin();
         let client = upstream.peer().await.map_err(ToolError::Failed)?;
-        let params = json!({"name": self.original, "arguments": args});
         let (id, reply) = client
-            .start("tools/call", params, Some(ctx.progress.clone()))
+            .start_call(&self.original, &args, ctx.progress.clone())
             .await
             .map_err(|e| self.failed(e))?;
         let answer = tokio::select! {
@@ -414,7 +413,7 @@ impl Tool for MountedTool {
             }
         };
         match answer {
-            Ok(result) => Ok(convert::output(&result)),
+            Ok(result) => Ok(convert::output(result)),
             Err(RpcError::Server { message }) => Err(ToolError::Failed(format!(
                 "MCP server `{}` refused the call: {message}",
                 upstream.name
@@ -438,6 +437,7 @@ impl MountedTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn config_values_fill_args_and_env() {

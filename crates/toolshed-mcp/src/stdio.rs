@@ -470,6 +470,35 @@ where
     }
 }
 
+/// Room for a reply's envelope (`jsonrpc`, `id`, `result`, the content blocks' keys).
+const REPLY_ENVELOPE_BYTES: usize = 256;
+
+/// Room for the line of a reply carrying `result`: its texts and images, with an eighth
+/// more for escapes. Serialized into serde_json's default start (128 bytes), a reply of a
+/// few KiB was grown by doubling, copied whole each time.
+fn reply_capacity(result: &rmcp::model::ServerResult) -> usize {
+    use rmcp::model::ContentBlock;
+    let rmcp::model::ServerResult::CallToolResult(call) = result else {
+        return REPLY_ENVELOPE_BYTES;
+    };
+    let payload: usize = call
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => t.text.len(),
+            ContentBlock::Image(i) => i.data.len(),
+            _ => 0,
+        })
+        .sum();
+    // A structured result repeats (in JSON) what its text block says.
+    let structured = if call.structured_content.is_some() {
+        payload
+    } else {
+        0
+    };
+    REPLY_ENVELOPE_BYTES + (payload + structured) / 8 * 9
+}
+
 /// `tools/call` requests run beside rmcp's session loop (see the module's docs).
 pub(crate) struct Direct {
     server: Arc<McpServer>,
@@ -603,6 +632,10 @@ impl Direct {
         let task = async move {
             let result = handler.await;
             cancel.cancel();
+            let capacity = match &result {
+                Ok(result) => reply_capacity(result),
+                Err(_) => REPLY_ENVELOPE_BYTES,
+            };
             let reply = match result {
                 Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
                 Err(error) => {
@@ -610,16 +643,12 @@ impl Direct {
                     ServerJsonRpcMessage::error(error, Some(id.clone()))
                 }
             };
-            let line = match serde_json::to_vec(&reply) {
-                Ok(mut line) => {
-                    line.push(b'\n');
-                    line
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "a reply could not be serialized");
-                    return;
-                }
-            };
+            let mut line = Vec::with_capacity(capacity);
+            if let Err(e) = serde_json::to_writer(&mut line, &reply) {
+                tracing::warn!(error = %e, "a reply could not be serialized");
+                return;
+            }
+            line.push(b'\n');
             // Checked with the writer held: once serving has ended (which takes the
             // writer after withdrawing every reply), nothing more is written.
             let mut out = writer.lock().await;
