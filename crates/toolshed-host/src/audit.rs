@@ -4,9 +4,10 @@
 //! A server killed right after replying must not have acknowledged a call it never
 //! recorded. Committing a transaction per call before replying cost 40% of the
 //! throughput (a WAL commit, and the thread wake-ups around it, per call), so a row is
-//! first appended — one `write`, in the same lock that queues it — to this process's audit
-//! journal (`<data dir>/audit-journal/<pid>-<time>.log`): once written, it survives the
-//! process being killed (it is in the kernel's page cache). The writer thread then commits
+//! first appended — in the same lock that queues it — to this process's audit journal
+//! (`<data dir>/audit-journal/<pid>-<time>.log`), copied into a shared mapping of the file
+//! (no system call: see [`Journal`]): once there, it survives the process being killed (it
+//! is in the kernel's page cache). The writer thread then commits
 //! whatever has gathered in one transaction per batch, waiting up to [`LINGER`] after the
 //! first row of a batch so that even calls made one at a time share transactions, and
 //! empties the journal whenever everything queued is committed. The journal is locked
@@ -23,7 +24,7 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufRead, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -182,10 +183,24 @@ pub(crate) const CAPACITY: usize = 8192;
 /// The directory of audit journals, inside the data dir.
 pub(crate) const JOURNAL_DIR: &str = "audit-journal";
 
+/// How much of a journal is reserved on disk and mapped into memory: a row that fits is
+/// copied there, with no system call; one past it is written with `pwrite`.
+const MAPPED_BYTES: usize = 1 << 20;
+
 /// This process's audit journal: rows queued and not yet committed, one JSON line each.
+///
+/// Rows are copied into a shared mapping of the file's first [`MAPPED_BYTES`] (reserved
+/// with `fallocate` first, so writing a page can never meet a full disk): the copy is in
+/// the page cache at once, as a `write` would be, and survives the process being killed.
+/// Emptying it zeroes what was written (the rest of the file is zeros already), so a reader
+/// takes the rows up to the zeros. Where the space cannot be reserved the rows are written
+/// with `pwrite`, as they are past the mapped part.
 pub(crate) struct Journal {
     file: File,
     path: PathBuf,
+    map: Option<memmap2::MmapMut>,
+    /// Bytes of rows written since the journal was last emptied.
+    len: usize,
 }
 
 impl Journal {
@@ -195,23 +210,126 @@ impl Journal {
         let path = dir.join(format!("{}.log", crate::job_store::process_tag()));
         let file = std::fs::OpenOptions::new()
             .create_new(true)
-            .append(true)
+            .read(true)
+            .write(true)
             .open(&path)?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
-        Ok(Self { file, path })
+        let map = match Self::map(&file) {
+            Ok(map) => Some(map),
+            Err(e) => {
+                tracing::debug!(journal = %path.display(), error = %e,
+                    "the audit journal is written with pwrite");
+                let _ = file.set_len(0);
+                None
+            }
+        };
+        Ok(Self {
+            file,
+            path,
+            map,
+            len: 0,
+        })
+    }
+
+    /// The file's first [`MAPPED_BYTES`], reserved on disk and mapped shared.
+    #[allow(unsafe_code)]
+    fn map(file: &File) -> std::io::Result<memmap2::MmapMut> {
+        rustix::fs::fallocate(
+            file,
+            rustix::fs::FallocateFlags::empty(),
+            0,
+            MAPPED_BYTES as u64,
+        )?;
+        // SAFETY: the mapping's memory is only ever reached through this `Journal`, which
+        // owns the file; its blocks are allocated, and the file is never made shorter than
+        // the mapping (`clear` cuts only what lies past it), so no access can fault. Other
+        // processes leave a journal alone while its `flock` is held.
+        unsafe { memmap2::MmapOptions::new().len(MAPPED_BYTES).map_mut(file) }
     }
 
     fn append(&mut self, record: &AuditRecord) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        self.file.write_all(&line)
+        let end = self.len + line.len();
+        match &mut self.map {
+            Some(map) if end <= map.len() => map[self.len..end].copy_from_slice(&line),
+            _ => std::os::unix::fs::FileExt::write_all_at(&self.file, &line, self.len as u64)?,
+        }
+        self.len = end;
+        Ok(())
+    }
+
+    /// Drops the first `committed` bytes — rows the log now has — and keeps the rows
+    /// appended after them, moved to the start: a journal under steady load, where rows
+    /// arrive while a batch is written, stays the size of a batch or two instead of
+    /// growing until the load pauses. A backlog too large to move at once (past the
+    /// mapped part) is left whole until a later batch can empty it.
+    fn drop_committed(&mut self, committed: usize) {
+        if committed >= self.len {
+            return self.clear();
+        }
+        let kept = self.len - committed;
+        match &mut self.map {
+            Some(map) if self.len <= map.len() => {
+                // The rows kept land over committed ones before the old copies are zeroed: a
+                // kill in between leaves rows twice (the replay inserts each call once) or
+                // cut (skipped), never a kept row lost.
+                map.copy_within(committed..self.len, 0);
+                map[kept..self.len].fill(0);
+                self.len = kept;
+            }
+            Some(_) => {}
+            None if committed > 0 => {
+                let mut rows = vec![0; kept];
+                let moved = std::os::unix::fs::FileExt::read_exact_at(
+                    &self.file,
+                    &mut rows,
+                    committed as u64,
+                )
+                .and_then(|()| std::os::unix::fs::FileExt::write_all_at(&self.file, &rows, 0))
+                .and_then(|()| self.file.set_len(kept as u64));
+                match moved {
+                    Ok(()) => self.len = kept,
+                    Err(e) => {
+                        tracing::warn!(journal = %self.path.display(), error = %e, "cannot trim the audit journal")
+                    }
+                }
+            }
+            None => {}
+        }
     }
 
     fn clear(&mut self) {
-        if let Err(e) = self.file.set_len(0) {
+        let mapped = match &mut self.map {
+            Some(map) => {
+                let written = self.len.min(map.len());
+                map[..written].fill(0);
+                map.len()
+            }
+            None => 0,
+        };
+        if self.len > mapped
+            && let Err(e) = self.file.set_len(mapped as u64)
+        {
             tracing::warn!(journal = %self.path.display(), error = %e, "cannot empty the audit journal");
         }
+        self.len = 0;
     }
+}
+
+/// The rows of a journal's bytes: its lines up to the zeros of its unwritten part; a line
+/// cut short by a kill, or half zeroed by one, is skipped.
+fn journal_rows(bytes: &[u8]) -> Vec<AuditRecord> {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|line| {
+            let start = line.iter().position(|b| *b != 0).unwrap_or(line.len());
+            let end = line.iter().rposition(|b| *b != 0).map_or(start, |i| i + 1);
+            &line[start..end.max(start)]
+        })
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
 }
 
 impl Drop for Journal {
@@ -240,11 +358,13 @@ pub(crate) fn replay_journals(engine: &Engine, dir: &Path) -> usize {
         if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
             continue; // its process is alive
         }
-        let rows: Vec<AuditRecord> = std::io::BufReader::new(&file)
-            .lines()
-            .map_while(Result::ok)
-            .filter_map(|line| serde_json::from_str(&line).ok())
-            .collect();
+        let mut bytes = Vec::new();
+        if let Err(e) = (&file).read_to_end(&mut bytes) {
+            tracing::warn!(journal = %path.display(), error = %e,
+                "cannot read an audit journal; it is retried at the next start");
+            continue;
+        }
+        let rows = journal_rows(&bytes);
         match engine.tx(|db| insert_missing(db, &rows)) {
             Ok(n) => {
                 inserted += n;
@@ -271,9 +391,11 @@ fn insert_missing(db: &mut dyn Db, rows: &[AuditRecord]) -> Result<usize, StoreE
         .iter()
         .map(|r| r.text(0))
         .collect::<Result<_, _>>()?;
+    // Each call once: a journal trimmed when its process was killed may hold a row twice.
+    let mut seen = HashSet::new();
     let missing: Vec<AuditRecord> = rows
         .iter()
-        .filter(|r| !recent.contains(&r.call_id))
+        .filter(|r| !recent.contains(&r.call_id) && seen.insert(r.call_id.as_str()))
         .cloned()
         .collect();
     insert_audit_rows(db, &missing, u64::MAX)?;
@@ -479,6 +601,8 @@ fn write_loop(shared: &Shared, engine: &Engine) {
         let batch = std::mem::take(&mut st.rows);
         let max_rows = st.max_rows;
         let upto = st.queued;
+        // The journal's bytes up to here hold this batch's rows and ones already written.
+        let journaled = st.journal.as_ref().map_or(0, |j| j.len);
         drop(st);
         shared.room.notify_waiters();
         if let Err(e) = write_batch(engine, &batch, max_rows) {
@@ -487,12 +611,10 @@ fn write_loop(shared: &Shared, engine: &Engine) {
         drop(batch);
         st = lock(&shared.state);
         st.done = upto;
-        // Everything journaled is committed: the journal starts over. (Rows are journaled
-        // in the same lock, so none can slip in between.)
-        if st.done == st.queued
-            && let Some(journal) = &mut st.journal
-        {
-            journal.clear();
+        // What the batch committed leaves the journal; rows journaled since stay. (Rows are
+        // journaled in the same lock that queues them, so the bytes match the rows.)
+        if let Some(journal) = &mut st.journal {
+            journal.drop_committed(journaled);
         }
         shared.written.notify_all();
     }
@@ -594,6 +716,175 @@ mod tests {
         assert!(!dead_path.exists());
         assert!(live.path.exists());
         assert_eq!(replay_journals(&engine, dir.path()), 0);
+    }
+
+    /// What another process would read of `journal`'s file now.
+    fn on_disk(journal: &Journal) -> Vec<u8> {
+        std::fs::read(&journal.path).unwrap()
+    }
+
+    #[test]
+    fn a_mapped_journal_is_on_disk_row_by_row_and_empties_to_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path()).unwrap();
+        assert!(
+            journal.map.is_some(),
+            "the journal is mapped on this file system"
+        );
+        for i in 1..=3 {
+            journal.append(&record(i)).unwrap();
+        }
+        // Seen by a reader at once (the same page cache), with the zeros after them.
+        let bytes = on_disk(&journal);
+        assert_eq!(bytes.len(), MAPPED_BYTES);
+        let ids: Vec<String> = journal_rows(&bytes)
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect();
+        assert_eq!(ids, ["c1", "c2", "c3"]);
+        journal.clear();
+        assert!(journal_rows(&on_disk(&journal)).is_empty());
+        assert!(on_disk(&journal).iter().all(|b| *b == 0));
+        journal.append(&record(4)).unwrap();
+        assert_eq!(journal_rows(&on_disk(&journal))[0].call_id, "c4");
+
+        // Rows past the mapped part are written to the file, read back with the others, and
+        // cut off again when the journal empties.
+        let mut big = record(5);
+        big.tool = "x".repeat(MAPPED_BYTES / 2);
+        journal.append(&big).unwrap();
+        journal.append(&big).unwrap();
+        journal.append(&record(6)).unwrap();
+        let bytes = on_disk(&journal);
+        assert!(bytes.len() > MAPPED_BYTES);
+        let ids: Vec<String> = journal_rows(&bytes)
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect();
+        assert_eq!(ids, ["c4", "c5", "c5", "c6"]);
+        journal.clear();
+        assert_eq!(on_disk(&journal).len(), MAPPED_BYTES);
+        assert!(journal_rows(&on_disk(&journal)).is_empty());
+        let path = journal.path.clone();
+        drop(journal);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn committed_rows_leave_the_journal_and_later_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path()).unwrap();
+        journal.append(&record(1)).unwrap();
+        journal.append(&record(2)).unwrap();
+        let committed = journal.len;
+        journal.append(&record(3)).unwrap();
+        journal.drop_committed(committed);
+        let ids: Vec<String> = journal_rows(&on_disk(&journal))
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect();
+        assert_eq!(ids, ["c3"]);
+        journal.append(&record(4)).unwrap();
+        let ids: Vec<String> = journal_rows(&on_disk(&journal))
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect();
+        assert_eq!(ids, ["c3", "c4"]);
+
+        // Written with pwrite (no mapping): trimmed the same way.
+        let mut plain = Journal::create(&dir.path().join("plain")).unwrap();
+        plain.map = None;
+        plain.file.set_len(0).unwrap();
+        plain.append(&record(5)).unwrap();
+        let committed = plain.len;
+        plain.append(&record(6)).unwrap();
+        plain.drop_committed(committed);
+        let bytes = on_disk(&plain);
+        assert_eq!(bytes.len(), plain.len);
+        assert_eq!(journal_rows(&bytes)[0].call_id, "c6");
+    }
+
+    #[tokio::test]
+    async fn a_journal_under_steady_load_keeps_only_what_is_not_written_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = database();
+        let journal = Journal::create(dir.path()).unwrap();
+        let path = journal.path.clone();
+        let queue = AuditQueue::start(Engine::sqlite_only(conn.clone()), Some(journal)).unwrap();
+        // The writer takes row 0 and waits for the database; row 1 comes meanwhile.
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let conn = conn.clone();
+            std::thread::spawn(move || {
+                let _held = conn.lock().unwrap();
+                held_tx.send(()).unwrap();
+                let _ = release_rx.recv();
+            })
+        };
+        held_rx.recv().unwrap();
+        queue.push(record(0), 100_000).await;
+        wait_for("the writer to take the first row", || {
+            lock(&queue.shared.state).rows.is_empty()
+        });
+        queue.push(record(1), 100_000).await;
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        // Seen the moment the first batch is done: the writer lingers before it takes row
+        // 1, and cannot take it while the state is locked here.
+        wait_for("the first batch to be written", || {
+            lock(&queue.shared.state).done >= 1
+        });
+        {
+            let st = lock(&queue.shared.state);
+            let left: Vec<String> = journal_rows(&std::fs::read(&path).unwrap())
+                .into_iter()
+                .map(|r| r.call_id)
+                .collect();
+            if st.rows.len() == 1 {
+                assert_eq!(left, ["c1"], "row 0 is written, row 1 not yet");
+            } else {
+                assert!(left.iter().all(|id| id != "c0"), "{left:?}");
+            }
+        }
+        queue.flush();
+        assert_eq!(count(&conn), 2);
+    }
+
+    #[test]
+    fn a_row_journaled_twice_is_replayed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = database();
+        let engine = Engine::sqlite_only(conn.clone());
+        let line = serde_json::to_string(&record(8)).unwrap() + "\n";
+        std::fs::write(dir.path().join("1-dead.log"), line.repeat(2)).unwrap();
+        assert_eq!(replay_journals(&engine, dir.path()), 1);
+        assert_eq!(count(&conn), 1);
+    }
+
+    #[test]
+    fn journal_rows_skip_what_a_kill_cut_short() {
+        let line = |i| serde_json::to_string(&record(i)).unwrap() + "\n";
+        // Two whole rows, then one cut in the middle by a kill, then the zeros.
+        let mut bytes = (line(1) + &line(2)).into_bytes();
+        bytes.extend_from_slice(&line(3).as_bytes()[..20]);
+        bytes.resize(bytes.len() + 4096, 0);
+        let ids: Vec<String> = journal_rows(&bytes)
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect();
+        assert_eq!(ids, ["c1", "c2"]);
+        // A journal being zeroed when its process was killed: a row's head zeroed, its
+        // tail left; the tail is no row, the next whole row is.
+        let mut bytes = (line(1) + &line(2)).into_bytes();
+        bytes[..line(1).len() + 10].fill(0);
+        let mut with_next = bytes.clone();
+        with_next.extend_from_slice(line(7).as_bytes());
+        let ids: Vec<String> = journal_rows(&with_next)
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect();
+        assert_eq!(ids, ["c7"]);
     }
 
     #[tokio::test]
