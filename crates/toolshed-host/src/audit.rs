@@ -666,6 +666,23 @@ mod tests {
             .unwrap()
     }
 
+    /// Holds the database on another thread (so the writer cannot finish a batch) until
+    /// the sender is used or dropped; the thread's handle.
+    fn hold(
+        conn: &Arc<Mutex<Connection>>,
+    ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let conn = conn.clone();
+        let holder = std::thread::spawn(move || {
+            let _held = conn.lock().unwrap();
+            held_tx.send(()).unwrap();
+            let _ = release_rx.recv();
+        });
+        held_rx.recv().unwrap();
+        (release_tx, holder)
+    }
+
     /// Polls until `done` holds, for at most ten seconds.
     fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -812,17 +829,7 @@ mod tests {
         let path = journal.path.clone();
         let queue = AuditQueue::start(Engine::sqlite_only(conn.clone()), Some(journal)).unwrap();
         // The writer takes row 0 and waits for the database; row 1 comes meanwhile.
-        let (held_tx, held_rx) = std::sync::mpsc::channel();
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let holder = {
-            let conn = conn.clone();
-            std::thread::spawn(move || {
-                let _held = conn.lock().unwrap();
-                held_tx.send(()).unwrap();
-                let _ = release_rx.recv();
-            })
-        };
-        held_rx.recv().unwrap();
+        let (release_tx, holder) = hold(&conn);
         queue.push(record(0), 100_000).await;
         wait_for("the writer to take the first row", || {
             lock(&queue.shared.state).rows.is_empty()
@@ -914,17 +921,7 @@ mod tests {
         let conn = database();
         let queue = AuditQueue::start(Engine::sqlite_only(conn.clone()), None).unwrap();
         // Hold the database on another thread so the writer cannot finish a batch.
-        let (held_tx, held_rx) = std::sync::mpsc::channel();
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let holder = {
-            let conn = conn.clone();
-            std::thread::spawn(move || {
-                let _held = conn.lock().unwrap();
-                held_tx.send(()).unwrap();
-                let _ = release_rx.recv();
-            })
-        };
-        held_rx.recv().unwrap();
+        let (release_tx, holder) = hold(&conn);
         queue.push(record(0), 100_000).await;
         wait_for("the writer to take the first row", || {
             lock(&queue.shared.state).rows.is_empty()
