@@ -184,8 +184,13 @@ impl Meta {
     /// Whether the entry `key` of a caller's `_meta` is one this adds (and so left out).
     fn replaces(self, key: &str) -> bool {
         (self.progress.is_some() && key == "progressToken")
-            || (self.modern && key.starts_with("io.modelcontextprotocol/client"))
-            || (self.modern && key == "io.modelcontextprotocol/protocolVersion")
+            || (self.modern
+                && matches!(
+                    key,
+                    "io.modelcontextprotocol/protocolVersion"
+                        | "io.modelcontextprotocol/clientCapabilities"
+                        | "io.modelcontextprotocol/clientInfo"
+                ))
     }
 }
 
@@ -737,7 +742,8 @@ mod tests {
 
     #[test]
     fn requests_are_written_with_toolshed_meta_merged_into_the_callers() {
-        let params = json!({"uri": "x", "_meta": {"trace": 1, "progressToken": "theirs"}});
+        let params = json!({"uri": "x", "_meta": {"trace": 1, "progressToken": "theirs",
+            "io.modelcontextprotocol/clientInfo": "theirs", "io.modelcontextprotocol/clientOther": 2}});
         let request = Outgoing {
             jsonrpc: "2.0",
             id: Some(7),
@@ -752,6 +758,7 @@ mod tests {
         };
         let mut expected = modern_meta();
         expected["trace"] = json!(1);
+        expected["io.modelcontextprotocol/clientOther"] = json!(2);
         expected["progressToken"] = json!(7);
         assert_eq!(
             written(&request),
