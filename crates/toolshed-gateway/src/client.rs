@@ -72,13 +72,16 @@ impl From<String> for HandshakeError {
 }
 
 /// What a 2026-07-28 request carries in its `_meta`: the protocol version and who the
-/// client is.
+/// client is ([`Meta::entries`], as a JSON value).
 fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
-    })
+    let meta = MetaEntries {
+        given: None,
+        meta: Meta {
+            progress: None,
+            modern: true,
+        },
+    };
+    serde_json::to_value(meta).unwrap_or_default()
 }
 /// The longest message read from a server; a longer line ends the session.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -148,7 +151,7 @@ struct Outgoing<'a, P> {
 }
 
 /// What toolshed adds to a request's `_meta`: its progress token, and for a 2026-07-28
-/// session who the client is ([`modern_meta`]).
+/// session the protocol version and who the client is.
 #[derive(Clone, Copy)]
 struct Meta {
     progress: Option<u64>,
@@ -756,7 +759,11 @@ mod tests {
                 },
             }),
         };
-        let mut expected = modern_meta();
+        let mut expected = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
+        });
         expected["trace"] = json!(1);
         expected["io.modelcontextprotocol/clientOther"] = json!(2);
         expected["progressToken"] = json!(7);

@@ -268,6 +268,9 @@ impl Journal {
         if committed >= self.len {
             return self.clear();
         }
+        if committed == 0 {
+            return;
+        }
         let kept = self.len - committed;
         match &mut self.map {
             Some(map) if self.len <= map.len() => {
@@ -279,7 +282,7 @@ impl Journal {
                 self.len = kept;
             }
             Some(_) => {}
-            None if committed > 0 => {
+            None => {
                 let mut rows = vec![0; kept];
                 let moved = std::os::unix::fs::FileExt::read_exact_at(
                     &self.file,
@@ -295,7 +298,6 @@ impl Journal {
                     }
                 }
             }
-            None => {}
         }
     }
 
