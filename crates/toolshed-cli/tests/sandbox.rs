@@ -735,3 +735,193 @@ fn an_approved_escalation_runs_the_command_with_the_mode_it_asked_for() {
     assert!(text(&out).contains("the-token"), "{out}");
     assert_eq!(out["structuredContent"]["sandbox"]["mode"], "full-access");
 }
+
+/// A shared library whose constructor, in any process that loads it, appends to
+/// `outside/preloaded` (beside the workspace: refused inside the sandbox) a line and the
+/// data dir's token, and to `ws/preloaded-inside` a line (allowed inside): built with `cc`
+/// into the workspace, as an agent could build it.
+fn preload_library(setup: &Setup) -> PathBuf {
+    let source = setup.path("ws/evil.c");
+    std::fs::write(
+        &source,
+        format!(
+            r#"#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void preloaded(void) {{
+    char token[256];
+    ssize_t n = 0;
+    int t = open("{token}", O_RDONLY);
+    if (t >= 0) {{ n = read(t, token, sizeof token); close(t); }}
+    int o = open("{outside}", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (o >= 0) {{ write(o, "ran\n", 4); if (n > 0) write(o, token, n); close(o); }}
+    int i = open("{inside}", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (i >= 0) {{ write(i, "ran\n", 4); close(i); }}
+}}
+"#,
+            token = setup.path("data/token").display(),
+            outside = setup.path("outside/preloaded").display(),
+            inside = setup.path("ws/preloaded-inside").display(),
+        ),
+    )
+    .unwrap();
+    let library = setup.path("ws/evil.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "cc: {built:?}");
+    library
+}
+
+/// The library ran nowhere outside the sandbox (nothing beside the workspace, no token
+/// copied), and ran inside it (the command itself got the variable): `how` names the way in.
+fn assert_preload_stayed_inside(setup: &Setup, how: &str) {
+    assert!(
+        !setup.path("outside/preloaded").exists(),
+        "{how}: LD_PRELOAD ran outside the sandbox: {:?}",
+        std::fs::read_to_string(setup.path("outside/preloaded"))
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !setup.path("ws/preloaded-inside").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        setup.path("ws/preloaded-inside").exists(),
+        "{how}: the command itself did not get LD_PRELOAD"
+    );
+    std::fs::remove_file(setup.path("ws/preloaded-inside")).unwrap();
+}
+
+#[test]
+fn ld_preload_from_a_call_runs_only_inside_the_sandbox() {
+    // Failed before the helper took the command's environment as data: the library loaded
+    // into the helper itself, before any namespace, Landlock or seccomp.
+    let setup = Setup::new("");
+    let library = preload_library(&setup);
+    let env = json!({"LD_PRELOAD": library.display().to_string()});
+    let mut mcp = setup.mcp();
+
+    let result = mcp.call("exec_command", json!({"cmd": "echo hi", "env": env}));
+    assert!(text(&result).contains("hi"), "{result}");
+    assert_preload_stayed_inside(&setup, "exec_command");
+
+    let started = mcp.call(
+        "process_exec",
+        json!({"cmd": "echo hi; sleep 5", "env": env}),
+    );
+    assert!(started.get("isError") != Some(&json!(true)), "{started}");
+    assert_preload_stayed_inside(&setup, "process_exec");
+
+    // Nor do the other variables the loader and the C library act on reach the helper.
+    for name in ["LD_AUDIT", "GCONV_PATH", "GLIBC_TUNABLES"] {
+        let result = mcp.call(
+            "exec_command",
+            json!({"cmd": format!("printenv {name}"), "env": {name: "seen"}}),
+        );
+        assert!(text(&result).contains("seen"), "{name}: {result}");
+    }
+    assert!(!setup.path("outside/preloaded").exists());
+}
+
+#[test]
+fn ld_preload_from_the_workspace_env_file_runs_only_inside_the_sandbox() {
+    let setup = Setup::new("");
+    let library = preload_library(&setup);
+    std::fs::write(
+        setup.path("ws/.env"),
+        format!("LD_PRELOAD={}\n", library.display()),
+    )
+    .unwrap();
+    // A language server is started with the same environment as commands.
+    std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    std::fs::write(
+        setup.path("home/.config/toolshed/config.toml"),
+        "[lsp.fake]\ncommand = [\"/bin/sh\", \"-c\", \"exit 0\"]\nextensions = [\"fake\"]\n",
+    )
+    .unwrap();
+    std::fs::write(setup.path("ws/a.fake"), "x\n").unwrap();
+    let mut mcp = setup.mcp();
+
+    let result = mcp.call("exec_command", json!({"cmd": "echo hi"}));
+    assert!(text(&result).contains("hi"), "{result}");
+    assert_preload_stayed_inside(&setup, "exec_command with .env");
+
+    let result = mcp.call("shell", json!({"command": "echo hi"}));
+    assert!(text(&result).contains("hi"), "{result}");
+    assert_preload_stayed_inside(&setup, "shell with .env");
+
+    // The server exits at once: the call fails, but it was started.
+    let _ = mcp.request(
+        "tools/call",
+        json!({"name": "lsp_document_symbols", "arguments": {"path": "a.fake"}}),
+    );
+    assert_preload_stayed_inside(&setup, "a language server with .env");
+}
+
+#[test]
+fn ld_preload_in_a_mounted_servers_env_runs_only_inside_the_sandbox() {
+    let setup = Setup::new("");
+    let library = preload_library(&setup);
+    // `mcp add` starts the server once to list its tools; `true` is no MCP server, so it
+    // fails, after the sandbox started it.
+    let added = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .arg("--workspace")
+        .arg(setup.path("ws"))
+        .arg("--data-dir")
+        .arg(setup.path("data"))
+        .args(["mcp", "add", "evil", "-e"])
+        .arg(format!("LD_PRELOAD={}", library.display()))
+        .args(["--", "/bin/true"])
+        .env("HOME", setup.path("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    assert_ne!(added.status.code(), None, "{added:?}");
+    assert_preload_stayed_inside(&setup, "a mounted server's env");
+}
+
+/// `toolshed-sandbox sandbox-exec` for `ws` with the network on (nothing to join), running
+/// `script` under sh, started by bash with `prelude` first.
+fn helper_directly(ws: &Path, prelude: &str, script: &str) -> std::process::Output {
+    let helper = env!("CARGO_BIN_EXE_toolshed-sandbox");
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{prelude}; exec \"$0\" sandbox-exec --mode workspace-write --network on \
+             --workspace \"$1\" --tmp-bytes 1048576 --min-landlock-abi 0 -- sh -c \"$2\""
+        ))
+        .arg(helper)
+        .arg(ws)
+        .arg(script)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(ws)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_helper_refuses_loader_variables_of_its_own_and_closes_stray_descriptors() {
+    let setup = Setup::new("");
+    let ws = setup.path("ws");
+    // A variable the C library acts on, in the helper's own environment: refused, the
+    // command not run.
+    let refused = helper_directly(&ws, "export GCONV_PATH=/nonexistent", "touch ran");
+    assert_eq!(refused.status.code(), Some(125), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("GCONV_PATH"),
+        "{refused:?}"
+    );
+    assert!(!setup.path("ws/ran").exists());
+    // A descriptor left open by whoever started the helper does not reach the command.
+    let listed = helper_directly(&ws, "exec 7</etc/hostname", "ls /proc/self/fd");
+    assert!(listed.status.success(), "{listed:?}");
+    let fds: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert!(!fds.iter().any(|fd| fd == "7"), "fd 7 inherited: {fds:?}");
+    assert!(fds.iter().any(|fd| fd == "2"), "{fds:?}");
+}

@@ -44,7 +44,119 @@ struct Args {
     /// The user and network namespaces of the host's network keeper, as inherited
     /// descriptors: joined instead of creating a network per command.
     join: Option<(libc::c_int, libc::c_int)>,
+    /// An inherited descriptor holding the command's environment (`NAME=VALUE` entries
+    /// ended by NULs): given to the command at its `execve`, never the helper's own.
+    env_fd: Option<libc::c_int>,
+    /// The command's environment, read from `env_fd` (else the helper's own).
+    env: Option<Vec<CString>>,
     command: Vec<OsString>,
+}
+
+/// The largest environment the helper takes over for a command (Linux refuses an
+/// `execve` whose arguments and environment pass a quarter of the stack limit; 32 MiB is
+/// past any it would accept).
+const MAX_ENVIRONMENT: u64 = 32 << 20;
+
+/// Variables that the dynamic loader or the C library act on by themselves, before or
+/// outside the program's own code: a process started with one of them runs what it names
+/// (`LD_PRELOAD`, `LD_AUDIT`, `GCONV_PATH`), or behaves as it says (`GLIBC_TUNABLES`,
+/// `MALLOC_*`). The helper must never run with them, since it runs before the sandbox
+/// exists; the command gets them, inside it.
+const LOADER_VARIABLES: [&str; 10] = [
+    "LD_",
+    "GCONV_PATH",
+    "GLIBC_TUNABLES",
+    "MALLOC_",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
+    "RES_OPTIONS",
+    "LOCALDOMAIN",
+];
+
+/// Whether `name` is one of [`LOADER_VARIABLES`] (a prefix ending in `_` covers a family).
+fn is_loader_variable(name: &[u8]) -> bool {
+    LOADER_VARIABLES.iter().any(|v| {
+        if v.ends_with('_') {
+            name.starts_with(v.as_bytes())
+        } else {
+            name == v.as_bytes()
+        }
+    })
+}
+
+/// Refuses to go on when this process was started with a variable the loader acts on: the
+/// host starts the helper with an empty environment, so one here means a way around that
+/// (and whatever it named has run already, outside any sandbox: say so loudly).
+fn check_own_environment() -> Result<(), String> {
+    for (name, _) in std::env::vars_os() {
+        if is_loader_variable(name.as_bytes()) {
+            return Err(format!(
+                "the helper was started with {} in its own environment; it must be started \
+                 with an empty one and get the command's through --env-fd (a variable the \
+                 dynamic loader acts on runs before any sandbox)",
+                name.to_string_lossy()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the command's environment from the inherited descriptor `fd` and closes it.
+fn read_environment(fd: libc::c_int) -> Result<Vec<CString>, String> {
+    // SAFETY: the host passed `fd` for this; it is ours from here and closed once.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let size = rustix::fs::fstat(&fd)
+        .map_err(|e| format!("--env-fd: {e}"))?
+        .st_size;
+    let size = u64::try_from(size).unwrap_or(0);
+    if size > MAX_ENVIRONMENT {
+        return Err(format!(
+            "the command's environment is {size} bytes; at most {MAX_ENVIRONMENT} are taken"
+        ));
+    }
+    let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    let mut read = 0;
+    while read < bytes.len() {
+        match rustix::io::pread(&fd, &mut bytes[read..], read as u64) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(format!("reading the command's environment: {e}")),
+        }
+    }
+    bytes.truncate(read);
+    bytes
+        .split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            if entry.contains(&b'=') {
+                cstring(entry)
+            } else {
+                Err("an entry of the command's environment has no `=`".into())
+            }
+        })
+        .collect()
+}
+
+/// Closes every descriptor from 3 up but those in `keep`: nothing the host left open by
+/// mistake reaches the namespaces or the command.
+fn close_other_descriptors(keep: &[libc::c_int]) {
+    let mut keep: Vec<libc::c_uint> = keep
+        .iter()
+        .filter_map(|fd| libc::c_uint::try_from(*fd).ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    keep.sort_unstable();
+    let mut first: libc::c_uint = 3;
+    for fd in keep.into_iter().chain(std::iter::once(libc::c_uint::MAX)) {
+        if fd > first {
+            // SAFETY: close_range takes no pointers; closing descriptors nobody here uses.
+            unsafe { libc::syscall(libc::SYS_close_range, first, fd - 1, 0) };
+        }
+        first = fd.saturating_add(1);
+    }
 }
 
 /// When this process was started as the sandbox helper (`<exe> sandbox-exec …`), runs the
@@ -53,6 +165,9 @@ struct Args {
 pub fn run_if_asked() {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == super::NETWORK_COMMAND) {
+        if let Err(e) = check_own_environment() {
+            fail(&e);
+        }
         match keeper(&args[2..]) {
             Ok(()) => std::process::exit(0),
             Err(e) => fail(&e),
@@ -61,10 +176,21 @@ pub fn run_if_asked() {
     if !super::asks_for_helper(&args) {
         return;
     }
-    let parsed = match parse(&args[2..]) {
+    if let Err(e) = check_own_environment() {
+        fail(&e);
+    }
+    let mut parsed = match parse(&args[2..]) {
         Ok(parsed) => parsed,
         Err(e) => fail(&e),
     };
+    if let Some(fd) = parsed.env_fd.take() {
+        match read_environment(fd) {
+            Ok(env) => parsed.env = Some(env),
+            Err(e) => fail(&e),
+        }
+    }
+    let keep: Vec<libc::c_int> = parsed.join.map(|(u, n)| vec![u, n]).unwrap_or_default();
+    close_other_descriptors(&keep);
     match outer(parsed) {
         Ok(never) => match never {},
         Err(e) => fail(&e),
@@ -107,6 +233,15 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                 }
             }
             Some("--inbound") => parsed.inbound = Some(PathBuf::from(value)),
+            Some("--env-fd") => {
+                parsed.env_fd = Some(
+                    text()
+                        .parse()
+                        .ok()
+                        .filter(|fd| *fd > 2)
+                        .ok_or_else(|| format!("--env-fd {} is not a descriptor", text()))?,
+                );
+            }
             Some("--min-landlock-abi") => {
                 parsed.min_landlock_abi = text()
                     .parse()
@@ -628,7 +763,7 @@ fn first_process(
         drop(bridge);
         drop(inbound);
         let proxied = args.network == NetworkMode::Filtered;
-        let error = run_command(ruleset, &filters, &argv, proxied);
+        let error = run_command(ruleset, &filters, &argv, args.env.as_deref(), proxied);
         eprintln!("toolshed sandbox: {error}");
         // SAFETY: ends the forked child without running the parent's exit handlers.
         unsafe { libc::_exit(SETUP_FAILED) };
@@ -668,6 +803,7 @@ fn run_command(
     ruleset: landlock::RulesetCreated,
     filters: &[seccompiler::BpfProgram],
     argv: &[CString],
+    env: Option<&[CString]>,
     proxied: bool,
 ) -> String {
     // Capabilities: none, and none regained by executing a program (the bounding set is
@@ -694,6 +830,22 @@ fn run_command(
     }
     // SAFETY: single-threaded; the variables are set before the program starts.
     unsafe {
+        // The command's own environment, now that the sandbox is in place.
+        if let Some(env) = env {
+            let own: Vec<OsString> = std::env::vars_os().map(|(name, _)| name).collect();
+            for name in own {
+                std::env::remove_var(name);
+            }
+            for entry in env {
+                let bytes = entry.as_bytes();
+                if let Some(at) = bytes.iter().position(|b| *b == b'=').filter(|at| *at > 0) {
+                    std::env::set_var(
+                        std::ffi::OsStr::from_bytes(&bytes[..at]),
+                        std::ffi::OsStr::from_bytes(&bytes[at + 1..]),
+                    );
+                }
+            }
+        }
         std::env::set_var("TMPDIR", "/tmp");
         if proxied {
             let proxy = format!("http://127.0.0.1:{}", super::PROXY_PORT);

@@ -220,20 +220,27 @@ pub struct Enforcement {
 
 impl Sandbox {
     /// The program and arguments that run `program args…` inside this sandbox.
+    /// `env_fd`: an inherited descriptor holding the command's environment
+    /// ([`environment_memfd`]); without one the command gets the helper's own.
     pub(crate) fn wrap(
         &self,
         program: &str,
         args: &[String],
         inbound: Option<&Path>,
+        env_fd: Option<i32>,
     ) -> (PathBuf, Vec<OsString>) {
         let mut all = self.policy.to_args();
+        // Before `--`, with the policy.
+        all.pop();
         if let Some(path) = inbound {
-            // Before `--`, with the policy.
-            all.pop();
             all.push("--inbound".into());
             all.push(path.into());
-            all.push("--".into());
         }
+        if let Some(fd) = env_fd {
+            all.push("--env-fd".into());
+            all.push(fd.to_string().into());
+        }
+        all.push("--".into());
         all.push(program.into());
         all.extend(args.iter().map(OsString::from));
         (self.helper.clone(), all)
@@ -242,7 +249,7 @@ impl Sandbox {
     /// Checks that this sandbox can be built here by running `true` inside it, and says
     /// what it enforces. An error says which layer is missing and what to choose instead.
     pub fn probe(&self) -> Result<Enforcement, OpsError> {
-        let (program, args) = self.wrap("true", &[], None);
+        let (program, args) = self.wrap("true", &[], None, None);
         let mut command = std::process::Command::new(&program);
         if let Some((user, net)) = self.policy.joined_network {
             #[allow(unsafe_code)]
@@ -443,6 +450,35 @@ pub(crate) fn inherit_fd(fd: i32) -> std::io::Result<()> {
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
     Ok(())
+}
+
+/// A new anonymous file holding `env` as `NAME=VALUE` entries each ended by a NUL, sealed
+/// against change, close-on-exec (the spawn clears that for the helper): how a command's
+/// environment reaches the sandbox helper without being the helper's own.
+pub(crate) fn environment_memfd(
+    env: &std::collections::BTreeMap<String, String>,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let mut bytes = Vec::with_capacity(env.iter().map(|(k, v)| k.len() + v.len() + 2).sum());
+    for (name, value) in env {
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.push(b'=');
+        bytes.extend_from_slice(value.as_bytes());
+        bytes.push(0);
+    }
+    let fd = rustix::fs::memfd_create(
+        "toolshed-env",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
+    let mut written = 0;
+    while written < bytes.len() {
+        written += rustix::io::write(&fd, &bytes[written..])?;
+    }
+    rustix::fs::fcntl_add_seals(
+        &fd,
+        SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
+    )?;
+    Ok(fd)
 }
 
 /// Whether the process arguments ask for the helper (`<exe> sandbox-exec …`).

@@ -15,7 +15,8 @@
 //! 4. `TIOCSCTTY` on the terminal, which makes it the session's controlling terminal and
 //!    the child's group its foreground job (so Ctrl-C written to it interrupts the job);
 //! 5. `fchdir` to the working directory the jail opened;
-//! 6. clearing close-on-exec on the sandbox network's descriptors the helper joins.
+//! 6. clearing close-on-exec on the descriptors the sandbox helper takes over: the sandbox
+//!    network's namespaces it joins and the command's environment.
 //!
 //! The parent-death signal belongs to the *thread* that forked: when that thread ends, the
 //! kernel signals the child as if its parent had died. Every child is therefore forked on
@@ -45,9 +46,10 @@ pub(super) struct ChildSetup {
     pub(super) limits: super::limits::Join,
     /// toolshed's process id.
     pub(super) parent: Option<Pid>,
-    /// Descriptors the child keeps across exec (the sandbox network's namespaces), held
-    /// open by the backend for longer than the spawn.
-    pub(super) inherit: Option<(i32, i32)>,
+    /// Descriptors the child keeps across exec (the sandbox network's namespaces, the
+    /// command's environment for the helper), held open by the backend for longer than
+    /// the spawn.
+    pub(super) inherit: Vec<i32>,
 }
 
 impl ChildSetup {
@@ -81,9 +83,8 @@ impl ChildSetup {
             rustix::process::ioctl_tiocsctty(tty.as_ref())?;
         }
         rustix::process::fchdir(self.workdir.as_ref())?;
-        if let Some((user, net)) = self.inherit {
-            crate::sandbox::inherit_fd(user)?;
-            crate::sandbox::inherit_fd(net)?;
+        for fd in &self.inherit {
+            crate::sandbox::inherit_fd(*fd)?;
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ mod pty;
 mod supervisor;
 mod tree;
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -400,7 +400,8 @@ impl ProcessOps for LocalProcessOps {
         };
 
         let mut inbound_path: Option<PathBuf> = None;
-        let mut inherit = None;
+        let mut inherit: Vec<i32> = Vec::new();
+        let mut env_memfd: Option<OwnedFd> = None;
         let mut own_egress = None;
         let plan = self
             .plan(request.sandbox, request.escalation_approved)
@@ -447,7 +448,9 @@ impl ProcessOps for LocalProcessOps {
                     sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
                     own_egress = Some(proxy);
                 }
-                inherit = sandbox.policy.joined_network;
+                if let Some((user, net)) = sandbox.policy.joined_network {
+                    inherit.extend([user, net]);
+                }
                 let inbound = match sandbox.policy.network {
                     NetworkMode::On => None,
                     NetworkMode::Off | NetworkMode::Filtered => {
@@ -463,13 +466,31 @@ impl ProcessOps for LocalProcessOps {
                     }
                 };
                 inbound_path.clone_from(&inbound);
-                let (helper, args) = sandbox.wrap(program, &request.args, inbound.as_deref());
+                // The command's environment reaches the helper as data, never as its own
+                // environment: the dynamic loader and the C library act on variables such
+                // as `LD_PRELOAD` before the helper's first line runs, which is before the
+                // sandbox exists. The helper starts with an empty environment and hands
+                // this one to the command at its final `execve`.
+                let env_fd = crate::sandbox::environment_memfd(&env).map_err(|e| {
+                    remove_cgroup(&cgroup);
+                    fail("cannot hand over its environment", &e)
+                })?;
+                inherit.push(env_fd.as_raw_fd());
+                let (helper, args) = sandbox.wrap(
+                    program,
+                    &request.args,
+                    inbound.as_deref(),
+                    Some(env_fd.as_raw_fd()),
+                );
+                env_memfd = Some(env_fd);
                 let mut command = Command::new(helper);
-                command.args(args);
+                command.args(args).env_clear();
                 command
             }
         };
-        command.env_clear().envs(&env);
+        if env_memfd.is_none() {
+            command.env_clear().envs(&env);
+        }
         let mut master = None;
         let mut slave = None;
         match request.tty {
