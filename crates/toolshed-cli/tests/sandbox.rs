@@ -925,3 +925,259 @@ fn the_helper_refuses_loader_variables_of_its_own_and_closes_stray_descriptors()
     assert!(!fds.iter().any(|fd| fd == "7"), "fd 7 inherited: {fds:?}");
     assert!(fds.iter().any(|fd| fd == "2"), "{fds:?}");
 }
+
+/// How a tool that is not read-only is held to `read-only` (the table test below).
+enum Holds {
+    /// It writes workspace files: called with these arguments, it is refused by the
+    /// sandbox and the workspace is left as it was.
+    Files(Value),
+    /// It runs a command: the command's write fails inside the sandbox (the script must
+    /// try to create `cmd-wrote.txt`).
+    Command(Value),
+    /// It changes no files of its own; the reason.
+    NoFiles(&'static str),
+}
+
+/// Every tool of the default catalog that does not declare itself read-only, and how
+/// `read-only` holds it. A new such tool fails the test until it is added here.
+fn writers(url: &str) -> Vec<(&'static str, Holds)> {
+    vec![
+        (
+            "workspace_write",
+            Holds::Files(json!({"path": "new.txt", "content": "x"})),
+        ),
+        (
+            "workspace_edit",
+            Holds::Files(json!({"path": "a.txt", "old_text": "alpha", "new_text": "beta"})),
+        ),
+        (
+            "workspace_patch",
+            Holds::Files(
+                json!({"patch": "*** Begin Patch\n*** Add File: new.txt\n+x\n*** End Patch\n"}),
+            ),
+        ),
+        ("workspace_mkdir", Holds::Files(json!({"path": "newdir"}))),
+        (
+            "workspace_move",
+            Holds::Files(json!({"from": "a.txt", "to": "moved.txt"})),
+        ),
+        ("workspace_delete", Holds::Files(json!({"path": "a.txt"}))),
+        (
+            "download_file",
+            Holds::Files(json!({"url": url, "path": "new.txt"})),
+        ),
+        (
+            "download_batch",
+            Holds::Files(json!({"items": [{"url": url, "path": "new.txt"}]})),
+        ),
+        // The rename is applied through the same file operations (FileOps::commit) as
+        // workspace_patch; no language server runs in this test, so it fails before.
+        (
+            "lsp_rename",
+            Holds::Files(json!({"path": "a.txt", "line": 1, "column": 1, "new_name": "b"})),
+        ),
+        (
+            "exec_command",
+            Holds::Command(json!({"cmd": "echo x > cmd-wrote.txt"})),
+        ),
+        (
+            "shell",
+            Holds::Command(json!({"command": "echo x > cmd-wrote.txt"})),
+        ),
+        (
+            "process_exec",
+            Holds::Command(json!({"cmd": "echo x > cmd-wrote.txt; sleep 1"})),
+        ),
+        (
+            "write_stdin",
+            Holds::NoFiles("writes to a running command, which the sandbox holds"),
+        ),
+        (
+            "command_run_terminate",
+            Holds::NoFiles("stops a running command"),
+        ),
+        ("process_stop", Holds::NoFiles("stops a background process")),
+        (
+            "http_request",
+            Holds::NoFiles("network only; its body is returned, not saved"),
+        ),
+        (
+            "run_code",
+            Holds::NoFiles("reaches files only through tools, each held here"),
+        ),
+        (
+            "memory_store",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+        (
+            "memory_append_daily",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+        (
+            "memory_compact_summary",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+        (
+            "memory_delete",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+    ]
+}
+
+/// A one-request HTTP server on loopback answering `hello`.
+fn serve_once() -> (String, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/file.txt", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        listener.set_nonblocking(false).unwrap();
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    (url, handle)
+}
+
+/// The workspace's files and their contents, `.toolshed` left out.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".toolshed") {
+                continue;
+            }
+            if path.is_dir() {
+                out.push((path.clone(), Vec::new()));
+                stack.push(path);
+            } else {
+                out.push((path.clone(), std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn read_only_refuses_every_tool_that_writes() {
+    // Failed before the file boundary: workspace_write created files in read-only.
+    let (url, _server) = serve_once();
+    let setup = Setup::new("[sandbox]\nmode = \"read-only\"\n");
+    std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    std::fs::write(
+        setup.path("home/.config/toolshed/config.toml"),
+        "[web]\nallow = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    std::fs::write(setup.path("ws/a.txt"), "alpha\n").unwrap();
+    let mut mcp = setup.mcp();
+    let listed = mcp.request("tools/list", json!({}));
+    let table = writers(&url);
+    let mut unlisted = Vec::new();
+    for tool in listed["result"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        if tool["annotations"]["readOnlyHint"] != true && !table.iter().any(|(n, _)| *n == name) {
+            unlisted.push(name.to_string());
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "tools that may write and are not in the read-only table: {unlisted:?}"
+    );
+    // The edit is checked after a read, as an agent would make it.
+    mcp.call("workspace_read", json!({"path": "a.txt"}));
+    let before = snapshot(&setup.path("ws"));
+    for (name, holds) in &table {
+        match holds {
+            Holds::Files(args) => {
+                let reply = mcp.request("tools/call", json!({"name": name, "arguments": args}));
+                let result = &reply["result"];
+                let said = format!("{}{}", text(result), reply["error"]);
+                assert!(
+                    result["isError"] == true || reply.get("error").is_some(),
+                    "{name} was not refused: {reply}"
+                );
+                if *name != "lsp_rename" {
+                    assert!(said.contains("read-only"), "{name}: {said}");
+                }
+            }
+            Holds::Command(args) => {
+                let result = mcp.call(name, args.clone());
+                let said = text(&result);
+                if *name != "process_exec" {
+                    assert!(
+                        said.contains("Read-only file system")
+                            || said.contains("Permission denied"),
+                        "{name}: {said}"
+                    );
+                }
+            }
+            Holds::NoFiles(why) => assert!(!why.is_empty(), "{name}: say why"),
+        }
+        assert_eq!(
+            snapshot(&setup.path("ws")),
+            before,
+            "{name} changed the workspace"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        snapshot(&setup.path("ws")),
+        before,
+        "a background command wrote"
+    );
+}
+
+#[test]
+fn a_path_the_sandbox_hides_is_hidden_from_file_tools_too() {
+    let setup = Setup::new("");
+    std::fs::create_dir_all(setup.path("ws/secrets")).unwrap();
+    std::fs::write(setup.path("ws/secrets/k"), "hidden").unwrap();
+    std::os::unix::fs::symlink("secrets", setup.path("ws/alias")).unwrap();
+    std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    std::fs::write(
+        setup.path("home/.config/toolshed/config.toml"),
+        format!(
+            "[sandbox]\ndeny = [\"~/.ssh\", \"{}\"]\n",
+            setup.path("ws/secrets").display()
+        ),
+    )
+    .unwrap();
+    let mut mcp = setup.mcp();
+    for (tool, args) in [
+        ("workspace_read", json!({"path": "secrets/k"})),
+        ("workspace_read", json!({"path": "alias/k"})),
+        (
+            "workspace_write",
+            json!({"path": "secrets/new", "content": "x"}),
+        ),
+        (
+            "workspace_write",
+            json!({"path": "alias/new", "content": "x"}),
+        ),
+        ("workspace_move", json!({"from": "secrets", "to": "out"})),
+    ] {
+        let result = mcp.call(tool, args.clone());
+        assert_eq!(result["isError"], true, "{tool} {args}: {result}");
+        assert!(text(&result).contains("[sandbox] deny"), "{result}");
+    }
+    let cat = mcp.call("exec_command", json!({"cmd": "cat secrets/k"}));
+    assert!(!text(&cat).contains("hidden"), "{cat}");
+    assert_eq!(
+        std::fs::read_to_string(setup.path("ws/secrets/k")).unwrap(),
+        "hidden"
+    );
+    assert!(!setup.path("ws/secrets/new").exists() && !setup.path("ws/out").exists());
+    // The rest of the workspace is as before.
+    let listed = mcp.call(
+        "workspace_write",
+        json!({"path": "fine.txt", "content": "ok"}),
+    );
+    assert_ne!(listed["isError"], true, "{listed}");
+}

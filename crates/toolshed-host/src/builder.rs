@@ -23,7 +23,9 @@ use std::sync::Arc;
 
 use toolshed_core::{Gauges, Plugin, PluginLoader, PortDirectory};
 use toolshed_ops::sandbox::{Sandbox, SandboxMode, SandboxPolicy, SandboxSetting, expand_home};
-use toolshed_ops::{NetClient, NetConfig, Ops, ProcessConfig, Services};
+use toolshed_ops::{
+    BoundedFiles, FileBoundary, NetClient, NetConfig, Ops, ProcessConfig, Services,
+};
 
 use crate::config::LoadedConfig;
 use crate::hooks::Hooks;
@@ -162,12 +164,13 @@ impl HostBuilder {
         env: &crate::env_overlay::EnvOverlay,
     ) -> Result<Services, HostError> {
         let config = &self.config.config;
-        let ops = match self.ops.take() {
+        let sandbox = self.sandbox(workspace)?;
+        let mut ops = match self.ops.take() {
             Some(ops) => ops,
             None => {
                 let process = ProcessConfig {
                     env_allow: config.exec.env_allow.clone(),
-                    sandbox: self.sandbox(workspace)?,
+                    sandbox: sandbox.clone(),
                     limits: config.sandbox.limits(),
                     // The workspace's .env files under the process environment.
                     base_env: (!env.is_empty()).then(|| env.base_env()),
@@ -179,6 +182,11 @@ impl HostBuilder {
                 })?
             }
         };
+        // File tools meet the sandbox's rules where commands meet the kernel's: one
+        // boundary for every tool that reads or writes files (see toolshed_ops::boundary).
+        if let Some(boundary) = self.file_boundary(workspace, sandbox.as_ref())? {
+            ops.files = Arc::new(BoundedFiles::new(ops.files, boundary));
+        }
         let allow = config
             .web
             .allow_rules()
@@ -198,16 +206,62 @@ impl HostBuilder {
         })
     }
 
+    /// The rules file tools meet: the sandbox's mode and hidden paths (`None` in
+    /// full-access mode: the jail alone).
+    fn file_boundary(
+        &self,
+        workspace: &Path,
+        sandbox: Option<&SandboxSetting>,
+    ) -> Result<Option<FileBoundary>, HostError> {
+        let mode = self
+            .config
+            .config
+            .sandbox
+            .mode()
+            .map_err(|e| HostError::Config(e.to_string()))?;
+        if mode == SandboxMode::FullAccess {
+            return Ok(None);
+        }
+        let denied = match sandbox {
+            Some(SandboxSetting::Sandbox(s)) => s.policy.denied.clone(),
+            _ => self.sandbox_policy(workspace)?.denied,
+        };
+        Ok(Some(FileBoundary::new(mode, workspace, &denied)))
+    }
+
     /// The sandbox commands run in, from `[sandbox]`; `None` in full-access mode without a
     /// helper (with one, the sandbox is kept so that a call can narrow its mode).
     fn sandbox(&self, workspace: &Path) -> Result<Option<SandboxSetting>, HostError> {
+        let mode = self
+            .config
+            .config
+            .sandbox
+            .mode()
+            .map_err(|e| HostError::Config(e.to_string()))?;
+        if mode == SandboxMode::FullAccess && self.sandbox_helper.is_none() {
+            return Ok(None);
+        }
+        let policy = self.sandbox_policy(workspace)?;
+        Ok(Some(match &self.sandbox_helper {
+            Some(helper) => SandboxSetting::Sandbox(Sandbox {
+                helper: helper.clone(),
+                policy,
+            }),
+            None => SandboxSetting::Missing(format!(
+                "sandbox mode {} needs the sandbox helper, and this host was built without \
+                 one (HostBuilder::sandbox_helper)",
+                mode.as_str()
+            )),
+        }))
+    }
+
+    /// The sandbox's policy from `[sandbox]`: its mode, network, writable roots and the
+    /// paths it hides.
+    fn sandbox_policy(&self, workspace: &Path) -> Result<SandboxPolicy, HostError> {
         let config = &self.config.config.sandbox;
         let invalid = |e: crate::config::ConfigError| HostError::Config(e.to_string());
         let mode = config.mode().map_err(invalid)?;
         let network = config.network().map_err(invalid)?;
-        if mode == SandboxMode::FullAccess && self.sandbox_helper.is_none() {
-            return Ok(None);
-        }
         let home = toolshed_ops::sandbox::home_dir();
         let expand = |list: &[String], key: &str| -> Result<Vec<PathBuf>, HostError> {
             list.iter()
@@ -254,17 +308,7 @@ impl HostBuilder {
             egress_socket: None,
             joined_network: None,
         };
-        Ok(Some(match &self.sandbox_helper {
-            Some(helper) => SandboxSetting::Sandbox(Sandbox {
-                helper: helper.clone(),
-                policy,
-            }),
-            None => SandboxSetting::Missing(format!(
-                "sandbox mode {} needs the sandbox helper, and this host was built without \
-                 one (HostBuilder::sandbox_helper)",
-                mode.as_str()
-            )),
-        }))
+        Ok(policy)
     }
 
     /// Runs the plugin and loader factories over `services`.

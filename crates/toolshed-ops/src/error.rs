@@ -97,6 +97,19 @@ pub enum OpsError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The directory's owner took away its write permission: nothing is created, replaced,
+    /// moved or removed in it.
+    #[error(
+        "the directory holding `{path}` is read-only (mode {mode:04o}): its owner protected it, \
+         so nothing is created, replaced, moved or removed in it; make it writable first \
+         (chmod u+w) if it should change"
+    )]
+    ReadOnlyDirectory {
+        /// The path as given.
+        path: String,
+        /// The directory's permission bits.
+        mode: u32,
+    },
     /// The file is not what the caller read: someone else changed, created or removed it
     /// since. Nothing was written.
     #[error(
@@ -171,6 +184,15 @@ pub enum OpsError {
         /// The widest mode allowed.
         allowed: &'static str,
     },
+    /// The sandbox's rules refuse this file operation to every tool (read-only mode, a
+    /// hidden path).
+    #[error("`{path}` is refused by the sandbox: {reason}")]
+    SandboxRefused {
+        /// The path as given.
+        path: String,
+        /// Which rule, and what a person can do about it.
+        reason: String,
+    },
     /// Input was written to a process whose stdin is closed.
     #[error("stdin is closed for this process: {reason}")]
     StdinClosed {
@@ -207,14 +229,18 @@ impl From<OpsError> for ToolError {
                 rule: "workspace jail".into(),
                 message: e.to_string(),
             },
-            OpsError::ReadOnlyFile { .. } => ToolError::Denied {
-                rule: "file permissions".into(),
-                message: e.to_string(),
-            },
-            OpsError::SandboxEscalation { .. } => ToolError::Denied {
-                rule: "sandbox".into(),
-                message: e.to_string(),
-            },
+            OpsError::ReadOnlyFile { .. } | OpsError::ReadOnlyDirectory { .. } => {
+                ToolError::Denied {
+                    rule: "file permissions".into(),
+                    message: e.to_string(),
+                }
+            }
+            OpsError::SandboxEscalation { .. } | OpsError::SandboxRefused { .. } => {
+                ToolError::Denied {
+                    rule: "sandbox".into(),
+                    message: e.to_string(),
+                }
+            }
             OpsError::NotFound { .. } | OpsError::ProgramNotFound { .. } => {
                 ToolError::NotFound(e.to_string())
             }

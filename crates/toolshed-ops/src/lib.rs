@@ -20,6 +20,7 @@
 
 use std::sync::Arc;
 
+mod boundary;
 pub mod contract;
 mod error;
 mod file;
@@ -33,6 +34,7 @@ pub mod sandbox;
 pub mod search;
 mod services;
 
+pub use boundary::{BoundedFiles, FileBoundary};
 pub use error::OpsError;
 pub use file::{
     Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,

@@ -314,3 +314,112 @@ fn a_file_its_owner_made_read_only_is_not_replaced() {
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o640);
 }
+
+#[test]
+fn a_directory_its_owner_made_read_only_is_not_changed_even_by_root() {
+    // As root the kernel lets every one of these through (CAP_DAC_OVERRIDE); they failed
+    // before the jail checked the directory's own mode.
+    use std::os::unix::fs::PermissionsExt;
+    use toolshed_ops::{Change, Expect, Overwrite};
+    let (_dir, root) = setup();
+    let locked = root.join("locked");
+    std::fs::create_dir_all(locked.join("sub")).unwrap();
+    std::fs::write(locked.join("kept.txt"), "kept").unwrap();
+    std::fs::write(root.join("loose.txt"), "loose").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    let refused = |what: &str, r: Result<(), OpsError>| {
+        assert!(
+            matches!(r, Err(OpsError::ReadOnlyDirectory { mode: 0o555, .. })),
+            "{what}: {r:?}"
+        );
+    };
+    refused(
+        "write",
+        ops.write("locked/new.txt", b"x", Parents::MustExist)
+            .map(|_| ()),
+    );
+    refused(
+        "replace",
+        ops.write("locked/kept.txt", b"x", Parents::MustExist)
+            .map(|_| ()),
+    );
+    refused("append", ops.append("locked/new.txt", b"x"));
+    refused("mkdir", ops.mkdir("locked/d", Parents::Create));
+    refused("remove", ops.remove("locked/kept.txt", false));
+    refused("remove dir", ops.remove("locked/sub", true));
+    refused(
+        "move in",
+        ops.rename("loose.txt", "locked/loose.txt", Overwrite::No),
+    );
+    refused(
+        "move out",
+        ops.rename("locked/kept.txt", "out.txt", Overwrite::No),
+    );
+    refused(
+        "commit",
+        ops.commit(&[Change::Write {
+            path: "locked/new.txt",
+            data: b"x",
+            expect: Expect::Missing,
+            parents: Parents::MustExist,
+        }]),
+    );
+    // A directory tree whose inner directory is read-only is not removed either.
+    std::fs::create_dir_all(root.join("outer/inner")).unwrap();
+    std::fs::write(root.join("outer/inner/f"), "f").unwrap();
+    std::fs::set_permissions(
+        root.join("outer/inner"),
+        std::fs::Permissions::from_mode(0o555),
+    )
+    .unwrap();
+    assert!(ops.remove("outer", true).is_err());
+    assert!(root.join("outer/inner/f").exists());
+    let mut names: Vec<String> = std::fs::read_dir(&locked)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["kept.txt", "sub"]);
+    assert_eq!(
+        std::fs::read_to_string(locked.join("kept.txt")).unwrap(),
+        "kept"
+    );
+    // Reads are untouched, and once writable again it changes.
+    assert_eq!(ops.read("locked/kept.txt", 100).unwrap().bytes, b"kept");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ops.write("locked/new.txt", b"x", Parents::MustExist)
+        .unwrap();
+    std::fs::set_permissions(
+        root.join("outer/inner"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_move_does_not_replace_a_file_its_owner_made_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    use toolshed_ops::Overwrite;
+    let (_dir, root) = setup();
+    std::fs::write(root.join("new.txt"), "new").unwrap();
+    std::fs::write(root.join("protected.txt"), "keep me").unwrap();
+    std::fs::set_permissions(
+        root.join("protected.txt"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+    let err = ops
+        .rename("new.txt", "protected.txt", Overwrite::Yes)
+        .unwrap_err();
+    assert!(
+        matches!(err, OpsError::ReadOnlyFile { mode: 0o444, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("protected.txt")).unwrap(),
+        "keep me"
+    );
+    assert!(root.join("new.txt").exists());
+}

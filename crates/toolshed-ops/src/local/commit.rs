@@ -273,6 +273,7 @@ impl LocalOps {
             let (fd, name) = this.open_parent(&rel, path)?;
             let name = name.into_owned();
             let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
+            super::check_dir_writable(&st, path)?;
             let key = (st.st_dev, st.st_ino);
             let index = match dirs.iter().position(|(_, k)| *k == key) {
                 Some(i) => i,

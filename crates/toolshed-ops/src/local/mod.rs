@@ -110,6 +110,19 @@ fn check_writable(st: &Stat, path: &str) -> Result<(), OpsError> {
     Ok(())
 }
 
+/// Refuses to change the entries of a directory whose owner took away its write
+/// permission. The kernel refuses it too, but not to root (`CAP_DAC_OVERRIDE`): toolshed
+/// honours the mode bits the same way whoever runs it.
+pub(super) fn check_dir_writable(st: &Stat, path: &str) -> Result<(), OpsError> {
+    if st.st_mode & 0o200 == 0 {
+        return Err(OpsError::ReadOnlyDirectory {
+            path: shown(path),
+            mode: st.st_mode & 0o7777,
+        });
+    }
+    Ok(())
+}
+
 fn metadata_of(st: &Stat, link_target: Option<String>) -> Metadata {
     let secs = u64::try_from(st.st_mtime).unwrap_or(0);
     let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
@@ -351,6 +364,19 @@ impl LocalOps {
         })
     }
 
+    /// [`open_parent`](Self::open_parent) for a change in that directory: refused when its
+    /// mode says it is read-only ([`check_dir_writable`]).
+    fn writable_parent<'a>(
+        &self,
+        rel: &'a str,
+        path: &str,
+    ) -> Result<(OwnedFd, Cow<'a, OsStr>), OpsError> {
+        let (fd, name) = self.open_parent(rel, path)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
+        check_dir_writable(&st, path)?;
+        Ok((fd, name))
+    }
+
     /// Opens the parent directory of `rel` for `*at` calls and checks it.
     /// The name comes back as the file system spells it (see [`to_fs`]).
     fn open_parent<'a>(
@@ -492,7 +518,7 @@ impl FileOps for LocalOps {
     fn append(&self, path: &str, data: &[u8]) -> Result<(), OpsError> {
         let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.append").entered();
         let rel = self.rel(path)?;
-        let (dir, name) = self.open_parent(&rel, path)?;
+        let (dir, name) = self.writable_parent(&rel, path)?;
         let fd = openat(
             &dir,
             &*name,
@@ -602,7 +628,7 @@ impl FileOps for LocalOps {
                 Err(OpsError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
-            let (dir, name) = self.open_parent(&prefix, path)?;
+            let (dir, name) = self.writable_parent(&prefix, path)?;
             match rustix::fs::mkdirat(&dir, &*name, Mode::from_raw_mode(0o755)) {
                 Ok(()) | Err(Errno::EXIST) => {}
                 Err(e) => return Err(Self::error(path, "create directory", e)),
@@ -621,7 +647,7 @@ impl FileOps for LocalOps {
     fn remove(&self, path: &str, recursive: bool) -> Result<(), OpsError> {
         let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.remove").entered();
         let rel = self.rel(path)?;
-        let (dir, name) = self.open_parent(&rel, path)?;
+        let (dir, name) = self.writable_parent(&rel, path)?;
         let name = &*name;
         let st = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| Self::error(path, "remove", e))?;
@@ -640,11 +666,22 @@ impl FileOps for LocalOps {
         let _span = tracing::info_span!(target: toolshed_core::TRACE, "fs.rename").entered();
         let from_rel = self.rel(from)?;
         let to_rel = self.rel(to)?;
-        let (from_dir, from_name) = self.open_parent(&from_rel, from)?;
-        let (to_dir, to_name) = self.open_parent(&to_rel, to)?;
+        let (from_dir, from_name) = self.writable_parent(&from_rel, from)?;
+        let (to_dir, to_name) = self.writable_parent(&to_rel, to)?;
         let (from_name, to_name) = (&*from_name, &*to_name);
         statat(&from_dir, from_name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| Self::error(from, "move", e))?;
+        // A file its owner made read-only is not replaced by a move either.
+        if overwrite == Overwrite::Yes
+            && let Ok(target) = statat(&to_dir, to_name, AtFlags::SYMLINK_NOFOLLOW)
+            && kind_of(&target) == FileKind::File
+            && target.st_mode & 0o200 == 0
+        {
+            return Err(OpsError::ReadOnlyFile {
+                path: shown(to),
+                mode: target.st_mode & 0o7777,
+            });
+        }
         let result = match overwrite {
             Overwrite::Yes => renameat(&from_dir, from_name, &to_dir, to_name),
             Overwrite::No => renameat_with(

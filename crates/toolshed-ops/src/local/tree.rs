@@ -25,6 +25,10 @@ fn remove_in(parent: &OwnedFd, name: &std::ffi::CStr, depth: usize) -> Result<()
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
+    // Its entries are not removed when its owner made it read-only (root included).
+    if rustix::fs::fstat(&dir)?.st_mode & 0o200 == 0 {
+        return Err(Errno::ACCESS);
+    }
     let mut names = Vec::new();
     for entry in rustix::fs::Dir::read_from(&dir)? {
         let entry = entry?;
