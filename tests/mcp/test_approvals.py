@@ -152,3 +152,58 @@ def test_rest_a_call_waits_for_approve_and_expires_to_denied(serve, home, worksp
     notes = [row.get("approval") for row in audit["audit"] if row["tool"] == "exec_command"]
     assert any(n and "expired unanswered" in n for n in notes), notes
     assert any(n and "approved by the admin token (REST)" in n for n in notes), notes
+
+
+def test_an_agent_cannot_approve_its_own_call_unless_allowed(serve, home, workspace, toolshed_bin):
+    """Failed before [approvals] self_approval: an agent token holding approvals:answer
+    approved its own waiting call."""
+    import subprocess
+
+    def agent_token(owner):
+        return subprocess.run(
+            [toolshed_bin, "token", "create", "--owner", owner, "--scope", "tools:call",
+             "--scope", "approvals:answer"],
+            env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()
+
+    write_rules(home, 30)
+    (workspace / "toolshed.toml").write_text("")
+    url, admin = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
+    base = url.removesuffix("/mcp")
+    alice, bob = agent_token("alice"), agent_token("bob")
+
+    thread, result = call_in_background(base, alice, "echo self > self-approved.txt")
+    (one,) = pending(base, admin)
+    assert one["owner"] == "alice"
+    for answer in ("approve", "deny"):
+        status, body = request(f"{base}/api/v1/approvals/{one['id']}/{answer}", alice, "POST", {})
+        assert status == 403, body
+        assert "self_approval" in body["error"]["message"], body
+    # Still waiting; another owner's token may answer, and is recorded as the one who did.
+    status, still = request(f"{base}/api/v1/approvals/{one['id']}", admin)
+    assert still["state"] == "pending", still
+    status, answered = request(f"{base}/api/v1/approvals/{one['id']}/approve", bob, "POST", {})
+    assert status == 200 and answered["state"] == "approved", answered
+    assert "bob" in answered["answered_by"], answered
+    thread.join(30)
+    assert (workspace / "self-approved.txt").exists()
+
+
+def test_self_approval_allowed_by_config(serve, home, workspace, toolshed_bin):
+    import subprocess
+
+    (home / "policy.toml").write_text(RULES % 30 + 'self_approval = "allow"\n')
+    (workspace / "toolshed.toml").write_text("")
+    url, admin = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
+    base = url.removesuffix("/mcp")
+    alice = subprocess.run(
+        [toolshed_bin, "token", "create", "--owner", "alice", "--scope", "tools:call",
+         "--scope", "approvals:answer"],
+        env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
+    ).stdout.strip()
+    thread, result = call_in_background(base, alice, "echo ok > allowed.txt")
+    (one,) = pending(base, admin)
+    status, answered = request(f"{base}/api/v1/approvals/{one['id']}/approve", alice, "POST", {})
+    assert status == 200 and "alice" in answered["answered_by"], answered
+    thread.join(30)
+    assert (workspace / "allowed.txt").exists()

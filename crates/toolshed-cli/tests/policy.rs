@@ -186,6 +186,16 @@ fn a_workspace_file_may_not_bring_policy_rules_and_bad_rules_are_named() {
         "{}",
         stderr(&o)
     );
+    // Nor may it let agents approve their own calls.
+    let env = Env::new();
+    env.write("toolshed.toml", "[approvals]\nself_approval = \"allow\"\n");
+    let o = env.run(&["tools", "list"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`approvals.self_approval` in ") && stderr(&o).contains("is ignored"),
+        "{}",
+        stderr(&o)
+    );
 
     let env = Env::new();
     let dir = env.data.path().join("home/.config/toolshed");

@@ -38,6 +38,14 @@ pub struct ApprovalsConfig {
     pub timeout_secs: u64,
     /// The most requests pending at once; more are refused.
     pub max_pending: u32,
+    /// The most requests one owner (with its sub-owners: `alice` and `alice/agent-3`
+    /// count together) may have pending at once, so that one owner's flood of asks never
+    /// leaves another owner unable to ask.
+    pub max_pending_per_owner: u32,
+    /// Whether an agent token holding `approvals:answer` may answer a request of its own
+    /// owner (or a sub-owner of it): `deny` (the default) or `allow`. A person — the admin
+    /// token, the CLI, the client's user through elicitation — always may.
+    pub self_approval: SelfApproval,
 }
 
 impl Default for ApprovalsConfig {
@@ -45,7 +53,42 @@ impl Default for ApprovalsConfig {
         Self {
             timeout_secs: 300,
             max_pending: 100,
+            max_pending_per_owner: 20,
+            self_approval: SelfApproval::Deny,
         }
+    }
+}
+
+/// `[approvals] self_approval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SelfApproval {
+    /// An agent cannot approve its own calls.
+    #[default]
+    Deny,
+    /// It can (audited with who answered).
+    Allow,
+}
+
+/// The principal an owner acts for: `alice` for `alice` and `alice/agent-3`.
+pub fn principal(owner: &str) -> &str {
+    owner.split('/').next().unwrap_or(owner)
+}
+
+impl ApprovalsConfig {
+    /// Whether an agent token of `answerer` may answer `request`; the reason when not.
+    pub fn may_answer(&self, answerer: &str, request: &ApprovalRequest) -> Result<(), String> {
+        if self.self_approval == SelfApproval::Allow
+            || principal(answerer) != principal(&request.owner)
+        {
+            return Ok(());
+        }
+        Err(format!(
+            "{} is a call of `{}`, and a token of `{answerer}` may not approve or deny its own \
+             owner's calls ([approvals] self_approval = \"deny\"); a person answers it \
+             (`toolshed approvals approve {}`, the dashboard, or another owner's token)",
+            request.id, request.owner, request.id
+        ))
     }
 }
 
@@ -187,11 +230,13 @@ pub struct NewApproval<'a> {
 }
 
 impl StateStore {
-    /// Records a pending request; an error when `max_pending` are pending already.
+    /// Records a pending request; an error when `max_pending` are pending already, or
+    /// `max_per_owner` of the request's owner (with its sub-owners).
     pub fn create_approval(
         &self,
         new: &NewApproval<'_>,
         max_pending: u32,
+        max_per_owner: u32,
     ) -> Result<ApprovalRequest, StoreError> {
         let mut id = [0u8; 8];
         ring::rand::SystemRandom::new()
@@ -233,6 +278,27 @@ impl StateStore {
                 return Err(StoreError::Full(format!(
                     "{pending} approvals are waiting already ([approvals] max_pending); answer \
                      some (`toolshed approvals list`) and call again"
+                )));
+            }
+            let root = principal(&request.owner);
+            let prefix = format!("{root}/");
+            let own = db
+                .query_one(
+                    "SELECT count(*) FROM approvals WHERE state = 'pending'
+                     AND (owner = ?1 OR substr(owner, 1, ?2) = ?3)",
+                    args![
+                        root,
+                        i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX),
+                        &prefix
+                    ],
+                )?
+                .int(0)?;
+            if own >= i64::from(max_per_owner) {
+                return Err(StoreError::Full(format!(
+                    "`{root}` has {own} approvals waiting already, its share \
+                     ([approvals] max_pending_per_owner = {max_per_owner}); wait for them to be \
+                     answered or to expire (`toolshed approvals list`), or \
+                     cancel those calls, then call again"
                 )));
             }
             db.execute(
@@ -388,7 +454,7 @@ mod tests {
         let store = StateStore::open_in_memory().unwrap();
         let args = json!({"cmd": "rm -rf build"});
         let r = store
-            .create_approval(&new(&args, Duration::from_secs(60)), 10)
+            .create_approval(&new(&args, Duration::from_secs(60)), 10, u32::MAX)
             .unwrap();
         assert_eq!(store.approvals(false, 10).unwrap().len(), 1);
         let answered = store
@@ -432,7 +498,7 @@ mod tests {
         let store = StateStore::open_in_memory().unwrap();
         let args = json!({});
         let r = store
-            .create_approval(&new(&args, Duration::ZERO), 10)
+            .create_approval(&new(&args, Duration::ZERO), 10, u32::MAX)
             .unwrap();
         let late = store
             .answer_approval(&r.id, true, "cli", false)
@@ -444,9 +510,9 @@ mod tests {
             ApprovalState::Expired
         );
         store
-            .create_approval(&new(&args, Duration::from_secs(60)), 1)
+            .create_approval(&new(&args, Duration::from_secs(60)), 1, u32::MAX)
             .unwrap();
-        let full = store.create_approval(&new(&args, Duration::from_secs(60)), 1);
+        let full = store.create_approval(&new(&args, Duration::from_secs(60)), 1, u32::MAX);
         assert!(full.unwrap_err().to_string().contains("max_pending"));
     }
 }

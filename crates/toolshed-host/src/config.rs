@@ -983,6 +983,15 @@ pub const WIDENING: &[(&str, &str)] = &[
     ),
     ("hooks", "would run its commands at every tool call"),
     (
+        "approvals.self_approval",
+        "could let agents approve their own calls",
+    ),
+    (
+        "approvals.max_pending_per_owner",
+        "could let one owner fill more of the approval queue",
+    ),
+    ("approvals.max_pending", "could let more calls wait at once"),
+    (
         "memory.shared_namespaces",
         "lets every owner read and write memories of these namespaces",
     ),

@@ -744,6 +744,7 @@ impl Dispatcher {
                     timeout,
                 },
                 self.approvals.max_pending,
+                self.approvals.max_pending_per_owner,
             )
             .map_err(|e| ToolError::NeedsApproval(format!("{reason} (rule `{rule}`): {e}")))?;
         self.events.publish(Event::ApprovalRequested {

@@ -116,6 +116,22 @@ async fn decide(
         ),
         _ => "the admin token (REST)".to_string(),
     };
+    // An agent does not answer its own owner's requests unless the config says so.
+    if let Some(c) = caller.as_deref().filter(|c| c.is_agent()) {
+        let asked = state
+            .host
+            .store()
+            .approval(&id)
+            .map_err(failed)?
+            .ok_or_else(|| missing(&id))?;
+        state
+            .host
+            .config()
+            .config
+            .approvals
+            .may_answer(&c.owner.0, &asked)
+            .map_err(|m| ApiError::new(StatusCode::FORBIDDEN, "denied", m))?;
+    }
     let request = state
         .host
         .store()

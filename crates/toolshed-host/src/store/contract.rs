@@ -331,15 +331,15 @@ fn approvals_wait_are_answered_remembered_and_bounded() {
             timeout,
         };
         let asked = store
-            .create_approval(&new(Duration::from_secs(60)), 2)
+            .create_approval(&new(Duration::from_secs(60)), 2, u32::MAX)
             .unwrap();
         assert_eq!(asked.state, ApprovalState::Pending, "{engine}");
         assert_eq!(store.approvals(false, 10).unwrap().len(), 1, "{engine}");
         let second = store
-            .create_approval(&new(Duration::from_secs(60)), 2)
+            .create_approval(&new(Duration::from_secs(60)), 2, u32::MAX)
             .unwrap();
         let full = store
-            .create_approval(&new(Duration::from_secs(60)), 2)
+            .create_approval(&new(Duration::from_secs(60)), 2, u32::MAX)
             .unwrap_err();
         assert!(full.to_string().contains("max_pending"), "{engine}: {full}");
         let answered = store
@@ -374,7 +374,7 @@ fn approvals_wait_are_answered_remembered_and_bounded() {
             "{engine}"
         );
         let lapsed = store
-            .create_approval(&new(Duration::from_millis(0)), 2)
+            .create_approval(&new(Duration::from_millis(0)), 2, u32::MAX)
             .unwrap();
         assert_eq!(
             store.approvals(true, 10).unwrap().len(),
@@ -642,4 +642,42 @@ fn an_unreachable_database_is_named_with_the_reason_and_without_its_password() {
             && !err.contains("s3cret"),
         "{err}"
     );
+}
+
+#[test]
+fn one_owners_flood_of_approvals_leaves_another_owner_able_to_ask() {
+    // Failed before the per-owner share: the 100 pending requests were counted for all
+    // owners together, so alice's flood refused bob at once.
+    for (store, _dir) in stores() {
+        let engine = store.engine_name();
+        let args = json!({"cmd": "make deploy"});
+        let new = |owner| NewApproval {
+            tool: "exec_command",
+            owner,
+            arguments: &args,
+            rule: "ask",
+            reason: "deploys",
+            timeout: Duration::from_secs(60),
+        };
+        let mut refused = 0;
+        for i in 0..10_000 {
+            let owner = if i % 2 == 0 { "alice" } else { "alice/agent-7" };
+            match store.create_approval(&new(owner), 100, 20) {
+                Ok(_) => {}
+                Err(e) => {
+                    assert!(
+                        e.to_string().contains("max_pending_per_owner")
+                            && e.to_string().contains("`alice`"),
+                        "{engine}: {e}"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(refused, 10_000 - 20, "{engine}: alice's share is 20");
+        // A name that merely starts like alice's is another owner.
+        store.create_approval(&new("alicex"), 100, 20).unwrap();
+        let bob = store.create_approval(&new("bob"), 100, 20).unwrap();
+        assert_eq!(bob.state, ApprovalState::Pending, "{engine}");
+    }
 }
