@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+/// The attempts whose verdict is what reached the host ([`assert_all_refused`] looks).
+const HOST_JUDGED: [&str; 3] = ["write-beside-workspace", "write-dotdot", "symlink-out"];
+
 /// A host variable a command must never see, not even through `/proc/<host>/environ`.
 const HOST_SECRET: &str = "host-secret-canary-1234";
 
@@ -221,7 +224,13 @@ fn run(mcp: &mut Mcp, runner: Runner, script: &str) -> String {
 }
 
 /// One attempt: a shell command that succeeds only if the sandbox let it through.
+/// Attempts to write outside are judged on the host instead (by what reached it): inside,
+/// a write under a private mount may succeed without anything leaving the sandbox (a
+/// workspace under `/tmp` has its parent in the private `/tmp`).
 fn attempt(name: &str, command: &str) -> String {
+    if HOST_JUDGED.contains(&name) {
+        return format!("( {command} ) >/dev/null 2>&1; echo \"refused {name}\"\n");
+    }
     format!(
         "if ( {command} ) >/dev/null 2>&1; then echo \"ESCAPED {name}\"; else echo \"refused {name}\"; fi\n"
     )
@@ -302,12 +311,15 @@ fn assert_all_refused(runner: Runner, output: &str, names: &[&str], setup: &Setu
 }
 
 fn battery_for(runner: Runner) {
-    let setup = Setup::new("");
-    let canary = canary(&setup);
-    let (script, names) = battery(&setup, &canary.path);
+    battery_in(runner, &Setup::new(""));
+}
+
+fn battery_in(runner: Runner, setup: &Setup) {
+    let canary = canary(setup);
+    let (script, names) = battery(setup, &canary.path);
     let mut mcp = setup.mcp();
     let output = run(&mut mcp, runner, &script);
-    assert_all_refused(runner, &output, &names, &setup);
+    assert_all_refused(runner, &output, &names, setup);
     // The host kept serving, and a write inside the workspace works.
     let after = run(&mut mcp, runner, "echo fine > inside.txt && cat inside.txt");
     assert!(after.contains("fine"), "{runner:?}: {after}");
@@ -320,6 +332,13 @@ fn battery_for(runner: Runner) {
 #[test]
 fn the_escape_battery_is_refused_for_exec_command_with_pipes() {
     battery_for(Runner::Pipes);
+}
+
+#[test]
+fn the_escape_battery_judges_by_what_reached_the_host_in_a_workspace_under_tmp() {
+    // Failed before: `echo x > ../escaped.txt` succeeded into the private /tmp and was
+    // reported as an escape, although nothing reached the host.
+    battery_in(Runner::Pipes, &Setup::new_in(&std::env::temp_dir(), ""));
 }
 
 #[test]
@@ -1180,4 +1199,73 @@ fn a_path_the_sandbox_hides_is_hidden_from_file_tools_too() {
         json!({"path": "fine.txt", "content": "ok"}),
     );
     assert_ne!(listed["isError"], true, "{listed}");
+}
+
+#[test]
+fn programs_and_environments_under_tmp_stay_visible_and_the_rest_of_tmp_stays_hidden() {
+    // A checkout under /tmp with its tools installed in it (a virtualenv, a language
+    // server), as many people and CI runners have: failed before, "No such file or
+    // directory" inside the private /tmp.
+    use std::os::unix::fs::PermissionsExt;
+    let setup = Setup::new_in(&std::env::temp_dir(), "");
+    let env = setup.path("checkout/.venv");
+    std::fs::create_dir_all(env.join("bin")).unwrap();
+    std::fs::create_dir_all(env.join("lib")).unwrap();
+    std::fs::write(env.join("lib/data.txt"), "venv data").unwrap();
+    let tool = env.join("bin/venvtool");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\ncat \"$(dirname \"$0\")/../lib/data.txt\"; echo; echo ran > {}\n",
+            setup.path("ws/tool-ran").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(setup.path("checkout/private.txt"), "not for commands").unwrap();
+    let stray = std::env::temp_dir().join(format!("toolshed-stray-{}", std::process::id()));
+    std::fs::write(&stray, "another program's temp file").unwrap();
+    // A language server configured by its path under /tmp.
+    std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    std::fs::write(
+        setup.path("home/.config/toolshed/config.toml"),
+        format!(
+            "[lsp.fake]\ncommand = [\"{}\"]\nextensions = [\"fake\"]\n",
+            tool.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(setup.path("ws/a.fake"), "x\n").unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", env.join("bin").display());
+    let mut mcp = setup.mcp_with(&[("PATH", &path)]);
+    // On toolshed's PATH: found and run, its environment readable, read-only.
+    let result = mcp.call(
+        "exec_command",
+        json!({"cmd": format!("venvtool; touch {}/x 2>&1 || echo env-read-only", env.display())}),
+    );
+    let said = text(&result);
+    assert!(said.contains("venv data"), "{said}");
+    assert!(said.contains("env-read-only"), "{said}");
+    assert!(!env.join("x").exists());
+    // The rest of /tmp stays private: the checkout's other files, others' temp files.
+    let result = mcp.call(
+        "exec_command",
+        json!({"cmd": format!("cat {} {} 2>&1; true", setup.path("checkout/private.txt").display(), stray.display())}),
+    );
+    let said = text(&result);
+    assert!(
+        !said.contains("not for commands") && !said.contains("another program"),
+        "{said}"
+    );
+    std::fs::remove_file(setup.path("ws/tool-ran")).unwrap();
+    // A language server installed there starts.
+    let _ = mcp.request(
+        "tools/call",
+        json!({"name": "lsp_document_symbols", "arguments": {"path": "a.fake"}}),
+    );
+    assert!(
+        setup.path("ws/tool-ran").exists(),
+        "the language server did not start"
+    );
+    let _ = std::fs::remove_file(&stray);
 }

@@ -304,6 +304,13 @@ impl Upstream {
         }
         request.sandbox = launch.sandbox;
         request.network_hosts.clone_from(&launch.network_hosts);
+        // What the configured command names stays visible to it wherever it lives (a
+        // server installed in a virtualenv or node_modules under /tmp, say).
+        request.visible = std::iter::once(&launch.program)
+            .chain(&launch.args)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .collect();
         let process = self.processes.spawn(&request).map_err(|e| {
             (
                 format!("MCP server `{}` cannot start: {e}", self.name),

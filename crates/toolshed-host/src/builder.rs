@@ -307,6 +307,7 @@ impl HostBuilder {
                 .map_err(|e| HostError::Config(e.to_string()))?,
             egress_socket: None,
             joined_network: None,
+            visible: Vec::new(),
         };
         Ok(policy)
     }

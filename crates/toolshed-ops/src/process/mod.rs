@@ -170,6 +170,11 @@ pub struct SpawnRequest {
     /// (public hosts, and what `[web] allow` opens): for the browser. Ignored without a
     /// sandbox.
     pub web_network: bool,
+    /// Absolute paths the command needs to see (read-only) wherever they live, named by
+    /// configuration, not by a caller: a mounted server's or language server's program
+    /// and the files its arguments name. Under the sandbox's private `/tmp`, `/dev/shm` or
+    /// `/run` they are brought back read-only (see [`crate::sandbox::visible_root`]).
+    pub visible: Vec<std::path::PathBuf>,
 }
 
 impl SpawnRequest {
@@ -188,6 +193,7 @@ impl SpawnRequest {
             writable: Vec::new(),
             network_hosts: None,
             web_network: false,
+            visible: Vec::new(),
         }
     }
 

@@ -37,6 +37,8 @@ struct Args {
     workspace: PathBuf,
     writable: Vec<PathBuf>,
     denied: Vec<PathBuf>,
+    /// Brought back read-only under the private mounts.
+    visible: Vec<PathBuf>,
     tmp_bytes: u64,
     min_landlock_abi: u32,
     egress: Option<PathBuf>,
@@ -220,6 +222,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--workspace") => parsed.workspace = PathBuf::from(value),
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
+            Some("--show") => parsed.visible.push(PathBuf::from(value)),
             Some("--egress") => parsed.egress = Some(PathBuf::from(value)),
             Some("--join") => {
                 let fds: Vec<libc::c_int> = text()
@@ -546,6 +549,25 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
         keep.push((path.clone(), fd));
     }
+    // What the command needs that lives under the private mounts (its program's
+    // environment, a configured server's files), opened now to be brought back
+    // read-only; parents before what is inside them. One that cannot be opened is left
+    // out: the command then fails as it would on a host without it.
+    let mut visible: Vec<(PathBuf, OwnedFd)> = Vec::new();
+    let mut shown = args.visible.clone();
+    shown.sort_by_key(|p| p.components().count());
+    for path in shown {
+        if !path.is_absolute() {
+            continue;
+        }
+        if let Ok(fd) = rustix::fs::open(
+            &path,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) {
+            visible.push((path, fd));
+        }
+    }
     // The egress proxy's socket, brought in at a fixed place under the private /run.
     let egress = match &args.egress {
         Some(path) => Some(
@@ -574,6 +596,29 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
             )?;
         }
     }
+    // Bring back, read-only, what the command needs from under the private mounts; the
+    // workspace and writable roots come after, so they stay writable inside these.
+    for (path, fd) in &visible {
+        let seen = rustix::fs::stat(path).ok();
+        let kept = rustix::fs::fstat(fd).map_err(|e| format!("{}: {e}", path.display()))?;
+        if seen.is_some_and(|s| s.st_dev == kept.st_dev && s.st_ino == kept.st_ino) {
+            continue;
+        }
+        let is_dir = kept.st_mode & libc::S_IFMT == libc::S_IFDIR;
+        if is_dir {
+            std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        } else {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            std::fs::write(path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
+        remount_read_only(path)?;
+    }
+    drop(visible);
     // Bring back what the private mounts covered (a workspace under /tmp, say).
     for (path, fd) in &keep {
         let seen = rustix::fs::stat(path).ok();

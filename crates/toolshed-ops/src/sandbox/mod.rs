@@ -150,6 +150,9 @@ pub struct SandboxPolicy {
     /// helper inherits), set once the keeper runs: commands join its network instead of
     /// each creating one.
     pub joined_network: Option<(i32, i32)>,
+    /// Directories under the private mounts (`/tmp`, `/dev/shm`, `/run`) brought back
+    /// read-only: what a command needs to run that lives there ([`visible_root`]).
+    pub visible: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -177,6 +180,10 @@ impl SandboxPolicy {
         }
         for path in &self.writable {
             args.push("--write".into());
+            args.push(path.clone().into());
+        }
+        for path in &self.visible {
+            args.push("--show".into());
             args.push(path.clone().into());
         }
         for path in &self.denied {
@@ -450,6 +457,43 @@ pub(crate) fn inherit_fd(fd: i32) -> std::io::Result<()> {
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
     Ok(())
+}
+
+/// The directories the sandbox replaces with private, empty ones.
+pub const PRIVATE_MOUNTS: [&str; 3] = ["/tmp", "/dev/shm", "/run"];
+
+/// What must stay visible for the program (or file) at `path` to run, when it lives under
+/// one of the [`PRIVATE_MOUNTS`]: `None` elsewhere (everything else is readable already).
+///
+/// The path's links are resolved first. A program in a `bin` directory brings its
+/// environment (the directory holding `bin`: a virtualenv, an install prefix); one in
+/// `node_modules/.bin` brings `node_modules`; anything else its own directory (a file's
+/// directory, or the directory itself). Never a private mount itself: `/tmp/bin/x` brings
+/// `/tmp/bin`, not all of `/tmp` — the host's other temporary files (another user's
+/// files and sockets) stay out of reach.
+pub fn visible_root(path: &Path) -> Option<PathBuf> {
+    let real = path.canonicalize().ok()?;
+    let mount = PRIVATE_MOUNTS
+        .iter()
+        .map(Path::new)
+        .find(|m| real.starts_with(m) && real != *m)?;
+    let dir = if real.is_dir() {
+        real.clone()
+    } else {
+        real.parent()?.to_path_buf()
+    };
+    let root = match dir.file_name().and_then(OsStr::to_str) {
+        Some("bin" | ".bin") => dir.parent().map(Path::to_path_buf).unwrap_or(dir.clone()),
+        _ => dir.clone(),
+    };
+    if root.starts_with(mount) && root != mount {
+        Some(root)
+    } else if dir != mount {
+        Some(dir)
+    } else {
+        // A file straight under the mount: only that file.
+        Some(real)
+    }
 }
 
 /// A new anonymous file holding `env` as `NAME=VALUE` entries each ended by a NUL, sealed

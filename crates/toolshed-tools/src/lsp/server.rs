@@ -87,7 +87,7 @@ impl Server {
             return Err(format!("[lsp.{}] command is empty", language.name));
         };
         let resolved = crate::find_program(program).ok_or_else(|| language.missing(program))?;
-        let request = SpawnRequest::new(resolved.display().to_string())
+        let mut request = SpawnRequest::new(resolved.display().to_string())
             .args(args.iter().cloned())
             .workdir(root)
             .stdin(Stdin::Stream)
@@ -96,6 +96,11 @@ impl Server {
                 tail_bytes: 32 * 1024,
                 kill_after_bytes: None,
             });
+        // The configured server stays visible to itself wherever it is installed.
+        request.visible = std::iter::once(resolved.clone())
+            .chain(args.iter().map(std::path::PathBuf::from))
+            .filter(|p| p.is_absolute())
+            .collect();
         let process = Arc::new(processes.spawn(&request).map_err(|e| {
             format!(
                 "cannot start the {} language server `{program}`: {e}",

@@ -307,6 +307,76 @@ impl LocalProcessOps {
     }
 }
 
+/// What a sandboxed command needs to see under the private mounts (see
+/// [`crate::sandbox::visible_root`]): its program, found by path or on toolshed's own
+/// `PATH` (not a caller's, which could name another user's directory), the environments
+/// of toolshed's own `PATH` entries, and what the request names from configuration.
+/// Nothing already visible (the workspace, writable roots) and nothing hidden.
+fn visible_roots(
+    program: &str,
+    request: &SpawnRequest,
+    policy: &crate::sandbox::SandboxPolicy,
+) -> Vec<PathBuf> {
+    use crate::sandbox::visible_root;
+    let host_path = std::env::var_os("PATH").unwrap_or_default();
+    let host_dirs: Vec<PathBuf> = std::env::split_paths(&host_path)
+        .filter(|d| d.is_absolute())
+        .collect();
+    let mut wanted: Vec<PathBuf> = Vec::new();
+    if program.starts_with('/') {
+        wanted.push(PathBuf::from(program));
+    } else if !program.contains('/') {
+        wanted.extend(
+            host_dirs
+                .iter()
+                .map(|d| d.join(program))
+                .find(|p| p.is_file()),
+        );
+    }
+    // Only entries under a private mount matter: the rest is readable already.
+    wanted.extend(
+        host_dirs
+            .iter()
+            .filter(|d| {
+                crate::sandbox::PRIVATE_MOUNTS
+                    .iter()
+                    .any(|m| d.starts_with(m))
+            })
+            .cloned(),
+    );
+    wanted.extend(request.visible.iter().filter(|p| p.is_absolute()).cloned());
+    let mut roots: Vec<PathBuf> = wanted
+        .iter()
+        .filter_map(|p| visible_root(p))
+        .filter(|root| {
+            !std::iter::once(&policy.workspace)
+                .chain(&policy.writable)
+                .any(|w| root.starts_with(w))
+                && !policy.denied.iter().any(|d| root.starts_with(d))
+                && owned_by_us_or_root(root)
+        })
+        .collect();
+    roots.sort();
+    roots.dedup();
+    // A root inside another one comes with it.
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        if !kept.iter().any(|k| root.starts_with(k)) {
+            kept.push(root);
+        }
+    }
+    kept
+}
+
+/// Whether `path` belongs to the user toolshed runs as, or to root (a system's own
+/// programs, NixOS's `/run/current-system`): another user's files under `/tmp` are what
+/// the private mounts protect, so they are never brought back.
+fn owned_by_us_or_root(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let uid = rustix::process::geteuid().as_raw();
+    std::fs::metadata(path).is_ok_and(|m| m.uid() == uid || m.uid() == 0)
+}
+
 fn io_error(program: &str, action: &str, e: impl std::fmt::Display) -> OpsError {
     OpsError::Spawn {
         program: program.into(),
@@ -423,6 +493,7 @@ impl ProcessOps for LocalProcessOps {
                     tracing::debug!(dir = %dir.display(), "a directory asked to be writable is hidden from commands; left out");
                 }
                 sandbox.policy.writable.extend(kept.into_iter().cloned());
+                sandbox.policy.visible = visible_roots(program, request, &sandbox.policy);
                 if let Some(hosts) = &request.network_hosts {
                     // A network of its own: not the one every command joins.
                     sandbox.policy.joined_network = None;
