@@ -98,8 +98,10 @@ def test_iot_control_under_an_ask_rule_waits_for_the_persons_answer(server, tool
     cli("plugins", "config", "toolshed.homeassistant", "base_url", f"http://{site}")
     cli("plugins", "config", "toolshed.homeassistant", "token", "-", stdin=HASS_TOKEN)
     cli("plugins", "grant", "toolshed.homeassistant", "http:127.0.0.1")
+    # The grant narrows the web rules; the person opens the loopback site in [web] allow.
     (home / "policy.toml").write_text(
         '[[policy.rule]]\nname = "ask before touching devices"\ntools = ["iot_control"]\ndecision = "ask"\n'
+        f'[web]\nallow = ["{site}"]\n'
     )
     params = server("--config", str(home / "policy.toml"))
     params.env.update(curated)

@@ -444,10 +444,22 @@ def start_http_server(command, env=None):
     raise AssertionError(f"{command} did not listen on {port}")
 
 
-def test_a_server_reached_over_http_is_mounted_and_called_through_toolshed(server, toolshed):
+def allow_loopback(home, port):
+    """Opens 127.0.0.1:PORT to the web rules, as a person would in `[web] allow`: in the
+    CLI's user config (HOME is the test's home) and in a file for `mcp --config`."""
+    text = f'[web]\nallow = ["127.0.0.1:{port}"]\n'
+    user = home / ".config" / "toolshed"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "config.toml").write_text(text)
+    (home / "web.toml").write_text(text)
+    return str(home / "web.toml")
+
+
+def test_a_server_reached_over_http_is_mounted_and_called_through_toolshed(server, toolshed, home):
     process, port = start_http_server(["node", server_js("everything"), "streamableHttp"])
     try:
         url = f"http://127.0.0.1:{port}/mcp"
+        web = allow_loopback(home, port)
         added = toolshed("mcp", "add", "remote", "--url", url)
         assert "remote__echo" in added.stdout, added.stdout
         listed = toolshed("mcp", "list").stdout
@@ -459,7 +471,7 @@ def test_a_server_reached_over_http_is_mounted_and_called_through_toolshed(serve
             async def on_progress(value, total, message):
                 progress.append(value)
 
-            async with Client(server(), mode="legacy") as client:
+            async with Client(server("--config", web), mode="legacy") as client:
                 result = await client.call_tool("remote__echo", {"message": "over http"})
                 assert not result.is_error and "over http" in text(result), result
                 result = await client.call_tool(
@@ -484,6 +496,7 @@ def test_http_headers_carry_secrets_from_the_store_and_list_changed_comes_over_h
     process, port = start_http_server([sys.executable, CHANGING, str(described), "--http", "{port}", "--token", "tok-9"])
     try:
         url = f"http://127.0.0.1:{port}/mcp"
+        web = allow_loopback(home, port)
         # Without the token the server refuses, and the plugin says why.
         refused = toolshed("mcp", "add", "guarded", "--url", url, check=False)
         assert refused.returncode == 1 and "401" in refused.stderr, refused.stderr
@@ -494,7 +507,7 @@ def test_http_headers_carry_secrets_from_the_store_and_list_changed_comes_over_h
         async def main():
             changed, on_message = list_changed_watcher()
 
-            async with Client(server(), mode="legacy", message_handler=on_message) as client:
+            async with Client(server("--config", web), mode="legacy", message_handler=on_message) as client:
                 result = await client.call_tool("guarded__steady", {})
                 assert "steady" in text(result) and not result.is_error, result
                 result = await client.call_tool("guarded__grow", {})
@@ -507,6 +520,56 @@ def test_http_headers_carry_secrets_from_the_store_and_list_changed_comes_over_h
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_servers_url_goes_through_the_web_rules(toolshed, home):
+    """Failed before: `mcp add --url` dialled loopback, private and metadata addresses
+    that the web tools refuse (a mounted server's URL went around `[web] allow`)."""
+    import socket
+    import threading
+
+    canary = socket.socket()
+    canary.bind(("127.0.0.1", 0))
+    canary.listen(8)
+    canary.settimeout(0.2)
+    port = canary.getsockname()[1]
+    reached = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            try:
+                conn, _ = canary.accept()
+                reached.append(1)
+                conn.close()
+            except OSError:
+                pass
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        for url, why in [
+            (f"http://127.0.0.1:{port}/mcp", "loopback"),
+            (f"http://localhost:{port}/mcp", "this machine"),
+            ("http://10.0.0.1:8080/mcp", "private"),
+            ("http://169.254.169.254/latest/meta-data/", "metadata"),
+        ]:
+            refused = toolshed("mcp", "add", "sneaky", "--url", url, "--force", check=False)
+            assert refused.returncode == 1, (url, refused.stdout, refused.stderr)
+            said = refused.stderr.lower()
+            assert "denied by network policy" in said and why in said and "[web] allow" in said, (
+                url,
+                refused.stderr,
+            )
+        assert reached == [], "a refused URL was dialled"
+        # Opened in [web] allow by a person, the same URL is dialled.
+        allow_loopback(home, port)
+        toolshed("mcp", "add", "sneaky", "--url", f"http://127.0.0.1:{port}/mcp", "--force", check=False)
+        assert reached, "the allowed URL was not dialled"
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+        canary.close()
 
 
 def test_servers_are_added_listed_imported_pinned_and_removed_over_rest(serve, workspace, home):

@@ -173,6 +173,11 @@ pub enum NetPolicy {
     /// Only these hosts (`host` or `host:port`), whatever their addresses: a person named
     /// them. Everything else is refused.
     Only(Vec<String>),
+    /// Only these hosts (`host` or `host:port`), and only where [`NetPolicy::Public`]
+    /// goes (public addresses, and what `[web] allow` opens): a plugin's grants, a mounted
+    /// server's URL. The list narrows the web rules; it never opens a private address the
+    /// person running toolshed has not allowed.
+    PublicWithin(Vec<String>),
 }
 
 /// An HTTP client that enforces a [`NetPolicy`]: the host's is `toolshed_ops::NetClient`,

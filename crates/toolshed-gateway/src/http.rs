@@ -30,10 +30,15 @@ pub(crate) struct HttpTarget {
     pub url: String,
     /// Headers from the manifest (`Authorization` with a secret, say).
     pub headers: Vec<(String, String)>,
+    /// The host's HTTP client, with the web rules (`[web] allow`) it enforces; `None`
+    /// until the loader sets it (a client with no `[web] allow` then: public hosts only).
+    pub net: Option<Arc<NetClient>>,
 }
 
 impl HttpTarget {
-    /// The host (and port) requests may reach: the URL's only.
+    /// What requests may reach: the URL's host and port only, and only where the web
+    /// tools may go — a mounted server's URL opens no private address that `[web] allow`
+    /// does not (loopback, private ranges, cloud metadata).
     fn policy(&self) -> Result<NetPolicy, String> {
         let url = url::Url::parse(&self.url)
             .map_err(|e| format!("`{}` is not a valid URL: {e}", self.url))?;
@@ -41,7 +46,7 @@ impl HttpTarget {
             .host_str()
             .ok_or_else(|| format!("`{}` has no host", self.url))?;
         let port = url.port_or_known_default().unwrap_or(80);
-        Ok(NetPolicy::Only(vec![format!("{host}:{port}")]))
+        Ok(NetPolicy::PublicWithin(vec![format!("{host}:{port}")]))
     }
 }
 
@@ -49,7 +54,7 @@ impl HttpTarget {
 pub(crate) struct HttpLink {
     target: HttpTarget,
     policy: NetPolicy,
-    net: NetClient,
+    net: Arc<NetClient>,
     shared: Arc<Shared>,
     session: Mutex<Option<String>>,
     protocol: Mutex<Option<String>>,
@@ -58,10 +63,14 @@ pub(crate) struct HttpLink {
 impl HttpLink {
     pub(crate) fn new(target: HttpTarget, shared: Arc<Shared>) -> Arc<Self> {
         let policy = target.policy().unwrap_or(NetPolicy::Only(Vec::new()));
+        let net = target
+            .net
+            .clone()
+            .unwrap_or_else(|| Arc::new(NetClient::new()));
         Arc::new(Self {
             target,
             policy,
-            net: NetClient::new(),
+            net,
             shared,
             session: Mutex::default(),
             protocol: Mutex::default(),
@@ -377,14 +386,16 @@ mod tests {
         let target = HttpTarget {
             url: "http://127.0.0.1:8931/mcp".into(),
             headers: Vec::new(),
+            net: None,
         };
         assert_eq!(
             target.policy().unwrap(),
-            NetPolicy::Only(vec!["127.0.0.1:8931".into()])
+            NetPolicy::PublicWithin(vec!["127.0.0.1:8931".into()])
         );
         let bad = HttpTarget {
             url: "not a url".into(),
             headers: Vec::new(),
+            net: None,
         };
         assert!(bad.policy().is_err());
     }

@@ -54,6 +54,10 @@ impl PluginLoader for McpLoader {
         let mut launch = launch(&server, &request.config)?;
         launch.network_hosts = network_hosts(&request.grants.http);
         launch.cache = cache_dir(&request.manifest.id);
+        // A server reached over HTTP is dialled by the host's client, under the web rules.
+        if let Some(http) = &mut launch.http {
+            http.net = Some(self.services.net.clone());
+        }
         let upstream = Arc::new(Upstream::new(
             prefix.clone(),
             launch,
@@ -160,6 +164,7 @@ fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, Plu
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), substitute(v, config)?)))
                     .collect::<Result<_, PluginError>>()?,
+                net: None,
             }),
         },
         network_hosts: Some(Vec::new()),

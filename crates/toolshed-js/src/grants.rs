@@ -3,9 +3,10 @@
 //!
 //! The checks here are lexical and run on the plugin's thread before any host service is
 //! asked; the services enforce again on their side (the HTTP client with a
-//! [`NetPolicy::Only`](toolshed_core::NetPolicy) list, the operations backend with the
-//! workspace jail), so a bug here cannot widen access past the workspace or the granted
-//! hosts.
+//! [`NetPolicy::PublicWithin`](toolshed_core::NetPolicy) list — the granted hosts, and only
+//! where the web rules go: a grant never opens a private address `[web] allow` does not —
+//! the operations backend with the workspace jail), so a bug here cannot widen access past
+//! the workspace, the granted hosts or the web rules.
 
 use toolshed_core::{Capabilities, Grants};
 use toolshed_ops::net::HostPattern;

@@ -184,7 +184,9 @@
 //!     joined by `, `; the body is UTF-8 (lossy), at most 1 MiB (`truncated` tells). The
 //!     timeout defaults to 30 s, is at most 60 s and never past the call's deadline.
 //!     Requests go through the host's [`HttpClientHandle`](toolshed_core::HttpClientHandle)
-//!     with `NetPolicy::Only(<the effective hosts>)`; without one the promise rejects.
+//!     with `NetPolicy::PublicWithin(<the effective hosts>)` (a grant narrows the web
+//!     rules, never opens a private address `[web] allow` does not); without one the
+//!     promise rejects.
 //!   - `ctx.fs.readText(path)` → string (UTF-8, lossy; files up to 4 MiB),
 //!     `ctx.fs.writeText(path, text)` (creates parent directories; needs an `fs_write`
 //!     grant), `ctx.fs.list(dir = ".")` → `[{ name, type: "file"|"dir"|"symlink"|"other",

@@ -151,7 +151,9 @@ impl HttpClient for RawHttp {
         };
         let host = authority.split(':').next().unwrap_or_default();
         let allowed = match policy {
-            NetPolicy::Only(list) => list.iter().any(|h| h == authority || h == host),
+            NetPolicy::Only(list) | NetPolicy::PublicWithin(list) => {
+                list.iter().any(|h| h == authority || h == host)
+            }
             NetPolicy::Public => false,
         };
         if !allowed {
@@ -318,7 +320,7 @@ async fn a_granted_host_is_reached_through_the_hosts_client() {
     );
     assert_eq!(
         *client.policies.lock().unwrap(),
-        vec![NetPolicy::Only(strings(&["127.0.0.1"])); 2]
+        vec![NetPolicy::PublicWithin(strings(&["127.0.0.1"])); 2]
     );
 }
 
@@ -361,7 +363,7 @@ async fn fetch_goes_through_the_same_grants_as_ctx_http() {
     );
     assert_eq!(
         *client.policies.lock().unwrap(),
-        vec![NetPolicy::Only(strings(&["127.0.0.1"])); 2]
+        vec![NetPolicy::PublicWithin(strings(&["127.0.0.1"])); 2]
     );
 
     // Not granted: refused with the command that grants it, nothing sent.

@@ -25,7 +25,8 @@ use toolshed_core::{
 };
 use toolshed_host::manifest::load_manifest;
 use toolshed_js::JsLoader;
-use toolshed_ops::{Ops, Services};
+use toolshed_ops::net::AllowRule;
+use toolshed_ops::{NetClient, NetConfig, Ops, Services};
 
 const PLUGINS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins");
 
@@ -74,7 +75,12 @@ impl Curated {
         let dir = plugin_dir(dir);
         let manifest = manifest_of(&dir);
         let config = resolved(&manifest, values);
-        let plugin = JsLoader::new(&Services::new(Ops::memory()))
+        // The tests' servers are on loopback: opened as `[web] allow` would.
+        let net = NetClient::with_config(NetConfig {
+            allow: vec![AllowRule::parse("127.0.0.1").unwrap()],
+            ..NetConfig::default()
+        });
+        let plugin = JsLoader::new(&Services::new(Ops::memory()).with_net(Arc::new(net)))
             .with_language(language)
             .load(LoadRequest {
                 manifest,

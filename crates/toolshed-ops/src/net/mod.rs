@@ -353,6 +353,7 @@ impl NetClient {
         let limit = self.config.connect_timeout;
         let addresses = connect::resolve(self.resolver.0.as_ref(), &out.target, limit).await?;
         policy::check_resolved(&out.target, &addresses, policy, allow)?;
+        policy::check_port(&out.target, &addresses, policy, allow)?;
         let tcp = connect::dial(&out.target, &addresses, limit).await?;
         if !out.target.tls {
             return Ok(Box::new(tcp));

@@ -128,13 +128,18 @@ impl Target {
 
 /// Refuses `target` before anything is resolved or dialled: a non-public host under
 /// [`NetPolicy::Public`] that `allow` does not open, a host (or port) not in the list
-/// under [`NetPolicy::Only`] (which `allow` does not widen).
+/// under [`NetPolicy::Only`] (which `allow` does not widen), either under
+/// [`NetPolicy::PublicWithin`].
 pub(super) fn check_target(
     target: &Target,
     policy: &NetPolicy,
     allow: &[AllowRule],
 ) -> Result<(), ToolError> {
     match policy {
+        NetPolicy::PublicWithin(listed) => {
+            check_target(target, &NetPolicy::Only(listed.clone()), allow)?;
+            check_target(target, &NetPolicy::Public, allow)
+        }
         NetPolicy::Public => match &target.host {
             Host::Domain(name) => {
                 if allowed_name(target, allow) {
@@ -176,7 +181,9 @@ pub(super) fn check_resolved(
     policy: &NetPolicy,
     allow: &[AllowRule],
 ) -> Result<(), ToolError> {
-    if !matches!(policy, NetPolicy::Public) || allowed_name(target, allow) {
+    if !matches!(policy, NetPolicy::Public | NetPolicy::PublicWithin(_))
+        || allowed_name(target, allow)
+    {
         return Ok(());
     }
     for address in addresses {
@@ -195,6 +202,50 @@ pub(super) fn check_resolved(
         }
     }
     Ok(())
+}
+
+/// The ports the web rules reach on any host: HTTP's and HTTPS's.
+pub(super) const DEFAULT_PORTS: [u16; 2] = [80, 443];
+
+/// Refuses, under [`NetPolicy::Public`] and [`NetPolicy::PublicWithin`], a port other than
+/// [`DEFAULT_PORTS`] unless `allow` names this destination (a rule without a port opens
+/// all of its ports) or the policy's own list names this host with this very port. Under
+/// [`NetPolicy::Only`] the person named the hosts and ports already. Called once the
+/// addresses are known, so that address and range rules count.
+pub(super) fn check_port(
+    target: &Target,
+    addresses: &[SocketAddr],
+    policy: &NetPolicy,
+    allow: &[AllowRule],
+) -> Result<(), ToolError> {
+    let listed = match policy {
+        NetPolicy::Only(_) => return Ok(()),
+        NetPolicy::Public => &[][..],
+        NetPolicy::PublicWithin(listed) => listed.as_slice(),
+    };
+    if DEFAULT_PORTS.contains(&target.port)
+        || allowed_name(target, allow)
+        || addresses.iter().any(|a| {
+            allow
+                .iter()
+                .any(|rule| rule.allows_address(a.ip(), target.port))
+        })
+        || listed.iter().any(|entry| {
+            HostPattern::parse(entry).is_ok_and(|p| {
+                p.port() == Some(target.port) && p.matches(&target.host, target.port)
+            })
+        })
+    {
+        return Ok(());
+    }
+    Err(denied(format!(
+        "port {} of `{}` is not one toolshed connects to: the web rules reach ports 80 and \
+         443, and the ports `[web] allow` names; use one of those, or ask the person running \
+         toolshed to list `{}` under `[web] allow`",
+        target.port,
+        target.host,
+        target.authority()
+    )))
 }
 
 /// The addresses to dial for `host:port` under `policy`: the web tools' rules
@@ -228,6 +279,7 @@ pub(crate) fn egress_addresses(
         return Err(format!("`{host}` has no address"));
     }
     check_resolved(&target, &addresses, policy, allow).map_err(|e| e.to_string())?;
+    check_port(&target, &addresses, policy, allow).map_err(|e| e.to_string())?;
     Ok(addresses)
 }
 
@@ -521,5 +573,73 @@ mod tests {
         assert!(err.contains("user name or password"), "{err}");
         assert!(!err.contains("hunter2"), "{err}");
         assert!(Target::parse("not a url").is_err());
+    }
+
+    fn at(url: &str, ip: &str) -> (Target, Vec<SocketAddr>) {
+        let t = target(url);
+        let port = t.port;
+        (t, vec![SocketAddr::new(ip.parse().unwrap(), port)])
+    }
+
+    fn rules(entries: &[&str]) -> Vec<AllowRule> {
+        super::super::allow::parse_allowlist(entries).unwrap()
+    }
+
+    #[test]
+    fn the_web_rules_reach_ports_80_and_443_and_what_allow_names() {
+        // Failed before the port policy: port 22 of a public host was dialled.
+        let (t, a) = at("http://public.example:22/", "93.184.216.34");
+        let err = check_port(&t, &a, &NetPolicy::Public, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("port 22") && err.contains("[web] allow"),
+            "{err}"
+        );
+        for url in [
+            "http://public.example/",
+            "https://public.example/",
+            "http://public.example:443/",
+        ] {
+            let (t, a) = at(url, "93.184.216.34");
+            check_port(&t, &a, &NetPolicy::Public, &[]).unwrap();
+        }
+        // A rule naming the host (or its address) with that port opens it; one with
+        // another port does not; one without a port opens every port of that host.
+        let (t, a) = at("http://public.example:8443/", "93.184.216.34");
+        check_port(&t, &a, &NetPolicy::Public, &rules(&["public.example:8443"])).unwrap();
+        check_port(&t, &a, &NetPolicy::Public, &rules(&["93.184.216.34:8443"])).unwrap();
+        check_port(&t, &a, &NetPolicy::Public, &rules(&["public.example"])).unwrap();
+        assert!(check_port(&t, &a, &NetPolicy::Public, &rules(&["public.example:9000"])).is_err());
+        assert!(check_port(&t, &a, &NetPolicy::Public, &rules(&["other.example"])).is_err());
+        // A grant naming the port opens it within the web rules; a person's list (Only)
+        // names its ports itself.
+        let within = NetPolicy::PublicWithin(vec!["public.example:8443".into()]);
+        check_port(&t, &a, &within, &[]).unwrap();
+        let within_any = NetPolicy::PublicWithin(vec!["public.example".into()]);
+        assert!(check_port(&t, &a, &within_any, &[]).is_err());
+        check_port(&t, &a, &only(&["public.example:8443"]), &[]).unwrap();
+    }
+
+    #[test]
+    fn a_grant_narrows_the_web_rules_and_never_opens_a_private_address() {
+        // Failed before: a plugin granted `127.0.0.1` reached loopback although the web
+        // rules refuse it (its grants were an `Only` list, which skips the address checks).
+        let granted = NetPolicy::PublicWithin(vec!["127.0.0.1".into()]);
+        let (t, a) = at("http://127.0.0.1:8080/", "127.0.0.1");
+        assert!(check_target(&t, &granted, &[]).is_err());
+        // Opened by `[web] allow`, the grant reaches it.
+        let allow = rules(&["127.0.0.1"]);
+        check_target(&t, &granted, &allow).unwrap();
+        check_resolved(&t, &a, &granted, &allow).unwrap();
+        check_port(&t, &a, &granted, &allow).unwrap();
+        // A name that resolves to a private address is refused too.
+        let name = NetPolicy::PublicWithin(vec!["inside.example".into()]);
+        let (t, a) = at("http://inside.example/", "10.1.2.3");
+        check_target(&t, &name, &[]).unwrap();
+        assert!(check_resolved(&t, &a, &name, &[]).is_err());
+        // Outside the list, refused whatever the web rules say.
+        let (t, _) = at("http://public.example/", "93.184.216.34");
+        assert!(check_target(&t, &granted, &[]).is_err());
     }
 }

@@ -125,7 +125,9 @@ pub(super) fn http_request<'js>(
         timeout,
         max_response_bytes: HTTP_MAX_RESPONSE,
     };
-    let policy = NetPolicy::Only(scope.reach.host_list());
+    // The grants narrow the web rules; they never open a private address the person
+    // running toolshed has not opened in `[web] allow`.
+    let policy = NetPolicy::PublicWithin(scope.reach.host_list());
     let cancel = scope.cancel.clone();
     scope.start(ctx, async move {
         client
