@@ -319,3 +319,149 @@ fn a_broken_or_slow_pre_hook_blocks_the_call_and_a_workspace_may_not_bring_hooks
     );
     assert!(!env.workspace.path().join("hooked").exists());
 }
+
+/// The documented "no secrets" rule written on what a call writes, for every tool.
+const WRITES_RULES: &str = r#"
+[[policy.rule]]
+name = "no secrets"
+when = { writes = { glob = "secrets/**" } }
+decision = "deny"
+message = "secrets/ is off limits"
+"#;
+
+#[test]
+fn a_rule_on_what_a_call_writes_covers_every_tool_that_writes() {
+    // Failed before: the rule named the `path` argument, which workspace_patch does not
+    // have, so a patch (and a move's target) wrote secrets/.
+    let env = Env::new();
+    let dir = env.data.path().join("home/.config/toolshed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), WRITES_RULES).unwrap();
+    let ws = env.workspace.path();
+    std::fs::create_dir_all(ws.join("secrets")).unwrap();
+    std::fs::write(ws.join("secrets/a.txt"), "secret").unwrap();
+    std::fs::write(ws.join("free.txt"), "free").unwrap();
+    std::os::unix::fs::symlink("secrets", ws.join("alias")).unwrap();
+    let absolute = ws.join("secrets/abs.txt").display().to_string();
+    let mut mcp = Mcp::start(env.cmd(&["mcp"]));
+    mcp.call("workspace_read", json!({"path": "free.txt"}));
+    for (tool, args) in [
+        (
+            "workspace_patch",
+            json!({"patch": "*** Begin Patch\n*** Add File: secrets/b.txt\n+x\n*** End Patch\n"}),
+        ),
+        (
+            "workspace_patch",
+            json!({"patch": "--- /dev/null\n+++ b/./secrets/c.txt\n@@ -0,0 +1 @@\n+x\n"}),
+        ),
+        (
+            "workspace_move",
+            json!({"from": "free.txt", "to": "secrets/free.txt"}),
+        ),
+        (
+            "workspace_move",
+            json!({"from": "secrets/a.txt", "to": "out.txt"}),
+        ),
+        ("workspace_write", json!({"path": absolute, "content": "x"})),
+        (
+            "workspace_write",
+            json!({"path": "alias/d.txt", "content": "x"}),
+        ),
+        (
+            "workspace_write",
+            json!({"path": "x/../secrets/e.txt", "content": "x"}),
+        ),
+        ("workspace_delete", json!({"path": "secrets/a.txt"})),
+        ("workspace_mkdir", json!({"path": "secrets/sub"})),
+    ] {
+        let out = mcp.call(tool, args.clone());
+        assert_eq!(out["isError"], true, "{tool} {args}: {out}");
+        assert!(
+            text(&out).contains("secrets/ is off limits"),
+            "{tool}: {out}"
+        );
+    }
+    // Nothing changed under secrets/, and what the rule does not name still works.
+    let mut names: Vec<String> = std::fs::read_dir(ws.join("secrets"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.txt"]);
+    drop(mcp);
+    let mut mcp = Mcp::start(env.cmd(&["mcp"]));
+    let out = mcp.call(
+        "workspace_patch",
+        json!({"patch": "*** Begin Patch\n*** Add File: notes/n.txt\n+x\n*** End Patch\n"}),
+    );
+    assert_ne!(out["isError"], true, "{out}");
+    // A command run under the rule cannot write there either (its sandbox keeps secrets/
+    // read-only), nor can the persistent shell; elsewhere it writes.
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > secrets/x; echo x > secrets/a.txt; mkdir secrets/d; echo rc=$?; echo y > fine.txt"}),
+    );
+    assert!(text(&out).contains("Read-only file system"), "{out}");
+    let out = mcp.call(
+        "shell",
+        json!({"command": "echo x > secrets/y; echo z > fine2.txt"}),
+    );
+    assert!(text(&out).contains("Read-only file system"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("secrets/a.txt")).unwrap(),
+        "secret"
+    );
+    assert!(ws.join("fine.txt").exists() && ws.join("fine2.txt").exists());
+    // `policy test` answers the same for a patch.
+    let o = env.run(&[
+        "policy",
+        "test",
+        "workspace_patch",
+        "--args",
+        r#"{"patch":"*** Begin Patch\n*** Add File: secrets/z.txt\n+x\n*** End Patch\n"}"#,
+    ]);
+    assert!(
+        stdout(&o).contains("deny") && stdout(&o).contains("no secrets"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_owner_limited_to_some_paths_writes_only_there_with_every_tool_and_command() {
+    let env = Env::new();
+    let dir = env.data.path().join("home/.config/toolshed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[[policy.rule]]\nname = \"only src\"\nwhen = { writes = { not_glob = \"src/**\" } }\n\
+         decision = \"deny\"\nmessage = \"this agent writes only src/\"\n",
+    )
+    .unwrap();
+    let ws = env.workspace.path();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    let mut mcp = Mcp::start(env.cmd(&["mcp"]));
+    let out = mcp.call(
+        "workspace_write",
+        json!({"path": "README.md", "content": "x"}),
+    );
+    assert_eq!(out["isError"], true, "{out}");
+    assert!(text(&out).contains("writes only src/"), "{out}");
+    let out = mcp.call(
+        "workspace_write",
+        json!({"path": "src/lib.rs", "content": "x"}),
+    );
+    assert_ne!(out["isError"], true, "{out}");
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > README.md; echo y > src/main.rs && echo wrote-src"}),
+    );
+    let said = text(&out);
+    assert!(
+        said.contains("Read-only file system") && said.contains("wrote-src"),
+        "{said}"
+    );
+    assert!(!ws.join("README.md").exists());
+    assert!(ws.join("src/main.rs").exists());
+}

@@ -124,6 +124,9 @@ pub struct CallContext {
     /// the calling client through MCP sampling, else the host's configured endpoint;
     /// `None` when neither can.
     pub sampler: Option<Arc<dyn crate::Sampler>>,
+    /// What commands run for this call may write, from the policy rules on `writes` (see
+    /// [`crate::WriteScope`]); tools that start commands give it to their sandbox.
+    pub write_scope: crate::WriteScope,
 }
 
 impl CallContext {
@@ -140,6 +143,7 @@ impl CallContext {
             caller: None,
             approved: false,
             sampler: None,
+            write_scope: crate::WriteScope::default(),
         }
     }
 }

@@ -26,6 +26,7 @@ mod plugin;
 mod ports;
 mod spec;
 pub mod suggest;
+mod touches;
 
 pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
@@ -43,6 +44,7 @@ pub use output::{Content, ToolOutput, counted};
 pub use plugin::{BuiltinPlugin, Health, Library, Plugin, PluginError, SyncTool, Tool};
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};
+pub use touches::{TouchArg, TouchKind, Touches, WriteScope};
 
 /// Re-exported so tools and doors share one cancellation type.
 pub use tokio_util::sync::CancellationToken;

@@ -26,6 +26,13 @@ pub trait Tool: Send + Sync {
     fn unavailable(&self) -> Option<(String, Vec<String>)> {
         None
     }
+
+    /// What a call with `arguments` will touch (see [`crate::Touches`]): by default what
+    /// the spec declares ([`ToolSpec::touch`]); a tool whose arguments name their touches
+    /// less plainly (a patch) says it itself.
+    fn touches(&self, arguments: &Value) -> crate::Touches {
+        crate::Touches::from_declared(&self.spec().touches, arguments)
+    }
 }
 
 /// Why a plugin failed to start or stop.

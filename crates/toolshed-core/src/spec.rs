@@ -132,6 +132,10 @@ pub struct ToolSpec {
     /// host's mode, so asking for more needs approval.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox_argument: bool,
+    /// Which arguments name what a call touches (paths read and written, hosts, command
+    /// lines): what policy rules on touches test ([`crate::Touches`]).
+    #[serde(skip)]
+    pub touches: Vec<crate::TouchArg>,
 }
 
 /// The schema of a tool that takes no arguments.
@@ -158,6 +162,7 @@ impl ToolSpec {
             default_timeout_ms: self.default_timeout_ms,
             plane: self.plane,
             sandbox_argument: self.sandbox_argument,
+            touches: self.touches.clone(),
         }
     }
 
@@ -177,7 +182,18 @@ impl ToolSpec {
             default_timeout_ms: None,
             plane: Plane::Execution,
             sandbox_argument: false,
+            touches: Vec::new(),
         }
+    }
+
+    /// Declares that the argument at `argument` (dotted, `*` for every element of an
+    /// array) names something of `kind` the call touches.
+    pub fn touch(mut self, kind: crate::TouchKind, argument: impl Into<String>) -> Self {
+        self.touches.push(crate::TouchArg {
+            kind,
+            argument: argument.into(),
+        });
+        self
     }
 
     /// Sets the title.

@@ -308,6 +308,8 @@ impl HostBuilder {
             egress_socket: None,
             joined_network: None,
             visible: Vec::new(),
+            read_only: Vec::new(),
+            write_only: Vec::new(),
         };
         Ok(policy)
     }

@@ -256,6 +256,7 @@ pub struct Dispatcher {
     quotas: Quotas,
     llm: Option<Arc<dyn toolshed_core::Sampler>>,
     trace_arguments: bool,
+    files: Option<Arc<dyn toolshed_ops::FileOps>>,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -315,6 +316,8 @@ pub struct DispatcherParts {
     pub llm: Option<Arc<dyn toolshed_core::Sampler>>,
     /// Put each call's arguments on its trace span (`[telemetry] record_arguments`).
     pub trace_arguments: bool,
+    /// The workspace's files, to resolve the paths a call touches (see `touches`).
+    pub files: Option<Arc<dyn toolshed_ops::FileOps>>,
 }
 
 impl Dispatcher {
@@ -343,6 +346,7 @@ impl Dispatcher {
             quotas: parts.quotas,
             llm: parts.llm,
             trace_arguments: parts.trace_arguments,
+            files: parts.files,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -657,6 +661,12 @@ impl Dispatcher {
             caller: Some(caller),
             approved,
             sampler: req.sampler.clone().or_else(|| self.llm.clone()),
+            write_scope: if self.policy.wants_touches() {
+                self.policy
+                    .write_scope(&Subject::new(entry.spec(), &entry.plugin_id), &req.owner)
+            } else {
+                toolshed_core::WriteScope::default()
+            },
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         let run = tracing::info_span!(
@@ -690,12 +700,35 @@ impl Dispatcher {
         entry: &ToolEntry,
         arguments: &Value,
     ) -> Result<Gate, ToolError> {
-        let subject = Subject::new(entry.spec(), &entry.plugin_id);
+        let touches;
+        let mut subject = Subject::new(entry.spec(), &entry.plugin_id);
+        if self.policy.wants_touches() {
+            touches = self.touches(entry, arguments);
+            subject = subject.with_touches(&touches);
+        }
         match self.policy.check(&subject, &req.owner, arguments) {
             PolicyDecision::Allow => Ok(Gate::Allow),
             PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
             PolicyDecision::NeedsApproval { rule, reason } => Ok(Gate::Ask { rule, reason }),
         }
+    }
+
+    /// What the call will touch, as its tool says; each path read or written also as the
+    /// workspace's links resolve it (relative to the root), so that neither an absolute
+    /// spelling nor a link dodges a rule on `writes` or `reads`.
+    pub fn touches(&self, entry: &ToolEntry, arguments: &Value) -> toolshed_core::Touches {
+        let mut touches = entry.tool.touches(arguments);
+        if let Some(files) = &self.files {
+            for list in [&mut touches.reads, &mut touches.writes] {
+                let resolved: Vec<String> = list
+                    .iter()
+                    .filter_map(|p| resolve_path(files.as_ref(), p))
+                    .filter(|r| !list.contains(r))
+                    .collect();
+                list.extend(resolved);
+            }
+        }
+        touches
     }
 
     fn approvals_off(&self, rule: &str, reason: &str) -> ToolError {
@@ -1196,4 +1229,23 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }
     s
+}
+
+/// `path` as the workspace's links resolve it, relative to the root: the path itself if it
+/// exists, else its parent's real path and its name (a file about to be created).
+fn resolve_path(files: &dyn toolshed_ops::FileOps, path: &str) -> Option<String> {
+    if let Ok(real) = files.realpath(path) {
+        return Some(real);
+    }
+    let (parent, name) = path
+        .trim_end_matches('/')
+        .rsplit_once('/')
+        .unwrap_or((".", path));
+    let parent = if parent.is_empty() { "/" } else { parent };
+    let real = files.realpath(parent).ok()?;
+    Some(if real == "." {
+        name.to_string()
+    } else {
+        format!("{real}/{name}")
+    })
 }

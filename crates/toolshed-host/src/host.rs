@@ -204,6 +204,7 @@ impl Host {
                 .sampler(services.net.clone() as Arc<dyn toolshed_core::HttpClient>),
             trace_arguments: config.telemetry.record_arguments
                 && config.telemetry.otlp_endpoint.is_some(),
+            files: Some(services.ops.files.clone()),
         });
         Ok(Self {
             workspace,

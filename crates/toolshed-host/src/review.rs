@@ -44,12 +44,25 @@ pub struct Subject<'a> {
     pub spec: &'a ToolSpec,
     /// The id of the plugin that provides it.
     pub plugin_id: &'a str,
+    /// What the call touches, when a call is judged (policy rules on `reads`, `writes`,
+    /// `hosts`, `commands`); `None`: what the spec declares, from the arguments.
+    pub touches: Option<&'a toolshed_core::Touches>,
 }
 
 impl<'a> Subject<'a> {
     /// The tool `spec` of plugin `plugin_id`.
     pub fn new(spec: &'a ToolSpec, plugin_id: &'a str) -> Self {
-        Self { spec, plugin_id }
+        Self {
+            spec,
+            plugin_id,
+            touches: None,
+        }
+    }
+
+    /// This subject with what the call touches, as the tool says.
+    pub fn with_touches(mut self, touches: &'a toolshed_core::Touches) -> Self {
+        self.touches = Some(touches);
+        self
     }
 }
 

@@ -32,7 +32,9 @@ pub fn test(
     let config = &host.config().config;
     let rules = PolicyRules::compile(&config.policy).map_err(|e| Failure::Usage(e.to_string()))?;
     let owner = OwnerId(owner.to_string());
-    let subject = Subject::new(entry.tool.spec(), &entry.plugin_id);
+    // What the call would touch, worked out as the pipeline does.
+    let touches = host.dispatcher().touches(&entry, &arguments);
+    let subject = Subject::new(entry.tool.spec(), &entry.plugin_id).with_touches(&touches);
     let mut verdict = rules.evaluate(&subject, &owner, &arguments);
     if verdict.decision == Decision::Allow {
         let mode = config

@@ -46,6 +46,20 @@ pub trait Policy: Send + Sync {
     /// valid against the tool's schema). The pipeline asks again when a hook rewrites the
     /// arguments, so a rule on argument values cannot be dodged by a rewrite.
     fn check(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> PolicyDecision;
+
+    /// Whether [`check`](Self::check) looks at what a call touches
+    /// ([`Subject::touches`]): the pipeline works it out (resolving the paths through the
+    /// workspace's links) only then.
+    fn wants_touches(&self) -> bool {
+        true
+    }
+
+    /// What commands that `subject` runs for `owner` may write: the rules on `writes` that
+    /// would refuse such a write, as paths their sandbox keeps read-only (or the only ones
+    /// it leaves writable). Empty by default.
+    fn write_scope(&self, _subject: &Subject<'_>, _owner: &OwnerId) -> toolshed_core::WriteScope {
+        toolshed_core::WriteScope::default()
+    }
 }
 
 /// Allows everything that passed review.
@@ -55,6 +69,10 @@ pub struct AllowAll;
 impl Policy for AllowAll {
     fn check(&self, _: &Subject<'_>, _: &OwnerId, _: &Value) -> PolicyDecision {
         PolicyDecision::Allow
+    }
+
+    fn wants_touches(&self) -> bool {
+        false
     }
 }
 
@@ -75,6 +93,10 @@ impl SandboxEscalation {
 }
 
 impl Policy for SandboxEscalation {
+    fn wants_touches(&self) -> bool {
+        false
+    }
+
     fn check(&self, subject: &Subject<'_>, _: &OwnerId, arguments: &Value) -> PolicyDecision {
         let (tool, spec): (&str, &ToolSpec) = (&subject.spec.name, subject.spec);
         if !spec.sandbox_argument {
@@ -121,6 +143,14 @@ impl RulePolicy {
 }
 
 impl Policy for RulePolicy {
+    fn write_scope(&self, subject: &Subject<'_>, owner: &OwnerId) -> toolshed_core::WriteScope {
+        self.rules.write_scope(subject, owner)
+    }
+
+    fn wants_touches(&self) -> bool {
+        self.rules.tests_touches()
+    }
+
     fn check(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> PolicyDecision {
         let verdict = self.rules.evaluate(subject, owner, arguments);
         let said = |default: String| verdict.message.clone().unwrap_or(default);

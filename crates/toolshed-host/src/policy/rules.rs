@@ -23,7 +23,10 @@
 //!
 //! A rule matches when every part it has matches: `tools` (any of the review-rule forms —
 //! name globs, `group:`, `plugin:`, `danger:`, annotation words), `owners` (globs on the
-//! caller's owner id), and every `when` condition on an argument. An argument is named by
+//! caller's owner id), and every `when` condition on an argument (or on what the call
+//! touches: `writes`, `reads`, `hosts`, `commands`, see [`toolshed_core::Touches`]; rules
+//! that refuse writes also bind commands through their sandbox, [`PolicyRules::write_scope`]).
+//! An argument is named by
 //! its key, or a dotted path into objects (`env.PATH`). A condition is a regular expression
 //! (a string), or a table of tests that must all hold: `matches` / `not_matches` (regular
 //! expressions on a string), `glob` / `not_glob` (on a path string), `min` / `max` (on a
@@ -36,7 +39,7 @@ use crate::name_glob::NameGlob;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolshed_core::{Danger, OwnerId};
+use toolshed_core::{Danger, OwnerId, TouchKind, Touches};
 
 use crate::review::{Matcher, RuleError, Subject};
 
@@ -145,8 +148,8 @@ pub struct ConditionTests {
 enum Test {
     Matches(Regex),
     NotMatches(Regex),
-    Glob(NameGlob),
-    NotGlob(NameGlob),
+    Glob(NameGlob, String),
+    NotGlob(NameGlob, String),
     Min(f64),
     Max(f64),
     Present(bool),
@@ -159,8 +162,8 @@ impl Test {
             (_, None) => false,
             (Test::Matches(re), Some(v)) => v.as_str().is_some_and(|s| re.is_match(s)),
             (Test::NotMatches(re), Some(v)) => v.as_str().is_some_and(|s| !re.is_match(s)),
-            (Test::Glob(g), Some(v)) => v.as_str().is_some_and(|s| g.is_match(s)),
-            (Test::NotGlob(g), Some(v)) => v.as_str().is_some_and(|s| !g.is_match(s)),
+            (Test::Glob(g, _), Some(v)) => v.as_str().is_some_and(|s| g.is_match(s)),
+            (Test::NotGlob(g, _), Some(v)) => v.as_str().is_some_and(|s| !g.is_match(s)),
             (Test::Min(min), Some(v)) => v.as_f64().is_some_and(|n| n >= *min),
             (Test::Max(max), Some(v)) => v.as_f64().is_some_and(|n| n <= *max),
         }
@@ -173,6 +176,8 @@ struct Compiled {
     tools: Vec<Matcher>,
     owners: Vec<NameGlob>,
     when: Vec<(Vec<String>, Test)>,
+    /// Conditions on what the call touches (`writes`, `reads`, `hosts`, `commands`).
+    touches: Vec<(TouchKind, Test)>,
     decision: Decision,
     message: Option<String>,
 }
@@ -185,7 +190,65 @@ impl Compiled {
                 .when
                 .iter()
                 .all(|(path, test)| test.holds(lookup(arguments, path)))
+            && (self.touches.is_empty() || self.touches_match(subject, arguments))
     }
+
+    /// Every touch condition holds: for each, some touched item of its kind passes the
+    /// test (`present` asks whether there is any).
+    fn touches_match(&self, subject: &Subject<'_>, arguments: &Value) -> bool {
+        let declared;
+        let touches = match subject.touches {
+            Some(t) => t,
+            None => {
+                declared = Touches::from_declared(&subject.spec.touches, arguments);
+                &declared
+            }
+        };
+        self.touches.iter().all(|(kind, test)| {
+            let items = touch_items(*kind, touches.of(*kind));
+            match test {
+                Test::Present(wanted) => items.is_empty() != *wanted,
+                test => items
+                    .iter()
+                    .any(|item| test.holds(Some(&Value::String(item.clone())))),
+            }
+        })
+    }
+}
+
+/// The directory (or file) a glob names before its first wildcard: `secrets` for
+/// `secrets/**`, `a/b` for `a/b/*.txt`, `x.pem` for `x.pem`; `None` when it starts with one.
+fn literal_prefix(glob: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for part in glob.trim_start_matches("./").split('/') {
+        if part.is_empty() || part.contains(['*', '?', '[', '{']) {
+            break;
+        }
+        parts.push(part);
+    }
+    let joined = parts.join("/");
+    toolshed_ops::path::normalize_lexically(&joined)
+        .ok()
+        .filter(|p| p != ".")
+}
+
+/// The items a touch condition is tested on: paths folded on their words (`./a/../b` is
+/// `b`; the spelling a path arrives in does not dodge a glob), hosts from URLs, command
+/// lines as they are.
+fn touch_items(kind: TouchKind, raw: &[String]) -> Vec<String> {
+    raw.iter()
+        .map(|item| match kind {
+            TouchKind::Reads | TouchKind::Writes => {
+                let trimmed = item.trim_start_matches('/');
+                toolshed_ops::path::normalize_lexically(trimmed).unwrap_or_else(|_| item.clone())
+            }
+            TouchKind::Hosts => url::Url::parse(item)
+                .ok()
+                .and_then(|u| u.host_str().map(|h| h.trim_end_matches('.').to_string()))
+                .unwrap_or_else(|| item.to_ascii_lowercase()),
+            TouchKind::Commands => item.clone(),
+        })
+        .collect()
 }
 
 /// The argument at `path` (keys into nested objects).
@@ -236,6 +299,48 @@ impl PolicyRules {
     /// Whether there are no rules.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// What commands `subject` runs for `owner` may write (see
+    /// [`toolshed_core::WriteScope`]): every rule that refuses or asks (a command cannot stop
+    /// to ask about one file), applies to this tool and owner, and tests only `writes` —
+    /// `glob` keeps its directory read-only, `not_glob` makes its directory the only
+    /// writable one. A glob whose first part is already a wildcard (`**/*.pem`) names no
+    /// directory and cannot bind a command; it still binds the file tools.
+    pub fn write_scope(&self, subject: &Subject<'_>, owner: &OwnerId) -> toolshed_core::WriteScope {
+        let mut scope = toolshed_core::WriteScope::default();
+        for rule in &self.rules {
+            if rule.decision == Decision::Allow
+                || !rule.when.is_empty()
+                || rule.touches.is_empty()
+                || rule.touches.iter().any(|(k, _)| *k != TouchKind::Writes)
+                || !(rule.tools.is_empty() || rule.tools.iter().any(|m| m.matches(subject)))
+                || !(rule.owners.is_empty() || rule.owners.iter().any(|g| g.is_match(&owner.0)))
+            {
+                continue;
+            }
+            for (_, test) in &rule.touches {
+                match test {
+                    Test::Glob(_, text) => {
+                        if let Some(dir) = literal_prefix(text) {
+                            scope.read_only.push(dir);
+                        }
+                    }
+                    Test::NotGlob(_, text) => {
+                        if let Some(dir) = literal_prefix(text) {
+                            scope.only.get_or_insert_with(Vec::new).push(dir);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        scope
+    }
+
+    /// Whether any rule tests what a call touches.
+    pub fn tests_touches(&self) -> bool {
+        self.rules.iter().any(|r| !r.touches.is_empty())
     }
 
     /// The decision for `subject` called by `owner` with `arguments`.
@@ -291,6 +396,7 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
         .map(|p| glob(p))
         .collect::<Result<_, _>>()?;
     let mut when = Vec::new();
+    let mut touches = Vec::new();
     for (key, condition) in &rule.when {
         let path: Vec<String> = key.split('.').map(str::to_string).collect();
         if path.iter().any(String::is_empty) {
@@ -307,10 +413,10 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
                     tests.push(Test::NotMatches(regex(p)?));
                 }
                 if let Some(p) = &t.glob {
-                    tests.push(Test::Glob(glob(p)?));
+                    tests.push(Test::Glob(glob(p)?, p.clone()));
                 }
                 if let Some(p) = &t.not_glob {
-                    tests.push(Test::NotGlob(glob(p)?));
+                    tests.push(Test::NotGlob(glob(p)?, p.clone()));
                 }
                 tests.extend(t.min.map(Test::Min));
                 tests.extend(t.max.map(Test::Max));
@@ -326,13 +432,31 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
                 tests
             }
         };
-        when.extend(tests.into_iter().map(|t| (path.clone(), t)));
+        match TouchKind::parse(key) {
+            Some(kind) => {
+                if tests
+                    .iter()
+                    .any(|t| matches!(t, Test::Min(_) | Test::Max(_)))
+                {
+                    return Err(error(
+                        key,
+                        format!(
+                            "`{key}` is what the call touches (paths, hosts or command lines); \
+                             test it with glob, not_glob, matches, not_matches or present"
+                        ),
+                    ));
+                }
+                touches.extend(tests.into_iter().map(|t| (kind, t)));
+            }
+            None => when.extend(tests.into_iter().map(|t| (path.clone(), t))),
+        }
     }
     Ok(Compiled {
         label,
         tools,
         owners,
         when,
+        touches,
         decision: rule.decision,
         message: rule.message.clone(),
     })

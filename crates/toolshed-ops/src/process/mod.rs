@@ -175,6 +175,10 @@ pub struct SpawnRequest {
     /// and the files its arguments name. Under the sandbox's private `/tmp`, `/dev/shm` or
     /// `/run` they are brought back read-only (see [`crate::sandbox::visible_root`]).
     pub visible: Vec<std::path::PathBuf>,
+    /// What the command may write inside the workspace, from policy rules on `writes`:
+    /// paths its sandbox keeps read-only, or the only ones it leaves writable. Ignored
+    /// without a sandbox (full access).
+    pub write_scope: toolshed_core::WriteScope,
 }
 
 impl SpawnRequest {
@@ -194,6 +198,7 @@ impl SpawnRequest {
             network_hosts: None,
             web_network: false,
             visible: Vec::new(),
+            write_scope: toolshed_core::WriteScope::default(),
         }
     }
 

@@ -39,6 +39,10 @@ struct Args {
     denied: Vec<PathBuf>,
     /// Brought back read-only under the private mounts.
     visible: Vec<PathBuf>,
+    /// Inside the workspace, kept read-only (policy rules on writes).
+    read_only: Vec<PathBuf>,
+    /// Inside the workspace, the only paths left writable (policy rules on writes).
+    write_only: Vec<PathBuf>,
     tmp_bytes: u64,
     min_landlock_abi: u32,
     egress: Option<PathBuf>,
@@ -223,6 +227,8 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
             Some("--show") => parsed.visible.push(PathBuf::from(value)),
+            Some("--read-only") => parsed.read_only.push(PathBuf::from(value)),
+            Some("--write-only") => parsed.write_only.push(PathBuf::from(value)),
             Some("--egress") => parsed.egress = Some(PathBuf::from(value)),
             Some("--join") => {
                 let fds: Vec<libc::c_int> = text()
@@ -636,6 +642,9 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         }
     }
     drop(keep);
+    if args.mode == SandboxMode::WorkspaceWrite {
+        scope_writes(&args)?;
+    }
     if let Some(fd) = &egress {
         let inside = Path::new(EGRESS_SOCKET);
         std::fs::create_dir_all("/run/toolshed").map_err(|e| format!("/run/toolshed: {e}"))?;
@@ -703,6 +712,42 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     // SAFETY: `status` is a valid out pointer; the first process is our child.
     unsafe { libc::waitpid(pid, &raw mut status, 0) };
     end_as(status)
+}
+
+/// Applies the policy's write scope inside the workspace: with `--write-only` paths the
+/// workspace becomes read-only but for them; `--read-only` paths are kept read-only. Each
+/// is a bind mount of the path onto itself, so the command meets "Read-only file system".
+fn scope_writes(args: &Args) -> Result<(), String> {
+    let inside = |p: &PathBuf| p.starts_with(&args.workspace) && p.is_absolute();
+    if !args.write_only.is_empty() {
+        let mut writable: Vec<(PathBuf, OwnedFd)> = Vec::new();
+        for path in args.write_only.iter().filter(|p| inside(p)) {
+            if let Ok(fd) = rustix::fs::open(
+                path,
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            ) {
+                writable.push((path.clone(), fd));
+            }
+        }
+        let ws = args.workspace.as_path();
+        let text = ws.to_string_lossy();
+        mount(&text, ws, None, libc::MS_BIND | libc::MS_REC, None)?;
+        remount_read_only(ws)?;
+        for (path, fd) in &writable {
+            let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
+        }
+    }
+    for path in args.read_only.iter().filter(|p| inside(p)) {
+        if path.symlink_metadata().is_err() {
+            continue;
+        }
+        let text = path.to_string_lossy();
+        mount(&text, path, None, libc::MS_BIND | libc::MS_REC, None)?;
+        remount_read_only(path)?;
+    }
+    Ok(())
 }
 
 /// Ends this process the way a wait status says: the same exit code, or the same signal.

@@ -153,6 +153,11 @@ pub struct SandboxPolicy {
     /// Directories under the private mounts (`/tmp`, `/dev/shm`, `/run`) brought back
     /// read-only: what a command needs to run that lives there ([`visible_root`]).
     pub visible: Vec<PathBuf>,
+    /// Paths inside the workspace kept read-only (policy rules on `writes`).
+    pub read_only: Vec<PathBuf>,
+    /// When not empty, the only paths inside the workspace left writable (policy rules
+    /// on `writes` with `not_glob`); the rest of the workspace is read-only.
+    pub write_only: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -186,6 +191,14 @@ impl SandboxPolicy {
             args.push("--show".into());
             args.push(path.clone().into());
         }
+        for path in &self.read_only {
+            args.push("--read-only".into());
+            args.push(path.clone().into());
+        }
+        for path in &self.write_only {
+            args.push("--write-only".into());
+            args.push(path.clone().into());
+        }
         for path in &self.denied {
             args.push("--deny".into());
             args.push(path.clone().into());
@@ -206,6 +219,8 @@ pub struct Sandbox {
 
 /// What the local backend does about the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Made once per host and read from there: the size of the variant does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum SandboxSetting {
     /// Every command runs inside this sandbox.
     Sandbox(Sandbox),

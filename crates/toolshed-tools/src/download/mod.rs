@@ -138,7 +138,9 @@ pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
                 "Download a URL into a workspace file: streamed, resumed where the server allows ranges, checked against sha256 when given, and put in place only once complete. Public addresses only (plus [web] allow), on every redirect. Returns { path, bytes, sha256, resumed, url }.",
             )
             .title("Download a file")
-            .input_schema(crate::args::schema::<FileArgs>()),
+            .input_schema(crate::args::schema::<FileArgs>())
+            .touch(toolshed_core::TouchKind::Writes, "path")
+            .touch(toolshed_core::TouchKind::Hosts, "url"),
             Kind::File,
         ),
         tool(
@@ -147,7 +149,9 @@ pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
                 "Download several URLs into workspace files, a few at once (concurrency, default 3), each as download_file does. Returns { downloaded, failed, items: [{ path, url, ok, bytes?, sha256?, error? }] }.",
             )
             .title("Download files")
-            .input_schema(crate::args::schema::<BatchArgs>()),
+            .input_schema(crate::args::schema::<BatchArgs>())
+            .touch(toolshed_core::TouchKind::Writes, "items.*.path")
+            .touch(toolshed_core::TouchKind::Hosts, "items.*.url"),
             Kind::Batch,
         ),
     ];

@@ -251,6 +251,7 @@ async fn exec(
         });
     request.sandbox = args.sandbox.map(SandboxMode::from);
     request.escalation_approved = ctx.approved;
+    request.write_scope = ctx.write_scope.clone();
     if tty {
         request = request.tty(Tty::DEFAULT);
     } else if args.stdin {

@@ -278,6 +278,7 @@ async fn start(
         });
     request.sandbox = args.sandbox.map(SandboxMode::from);
     request.escalation_approved = ctx.approved;
+    request.write_scope = ctx.write_scope.clone();
     request.validate().map_err(ToolError::from)?;
     let owner_id = owner(ctx);
     let room = super::Room {

@@ -100,6 +100,7 @@ impl ShellTable {
         if program == "bash" {
             request = request.arg("--noprofile").arg("--norc");
         }
+        request.write_scope = ctx.write_scope.clone();
         let process = self.process.spawn(&request).map_err(ToolError::from)?;
         process.write(b"exec 2>&1\n").map_err(ToolError::from)?;
         let shell = Arc::new(Shell {

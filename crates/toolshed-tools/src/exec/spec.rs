@@ -120,7 +120,7 @@ pub(super) fn exec_command() -> ToolSpec {
     spec.streaming = true;
     spec.default_timeout_ms = Some(MAX_YIELD_MS + 60_000);
     spec.sandbox_argument = true;
-    spec
+    spec.touch(toolshed_core::TouchKind::Commands, "cmd")
 }
 
 /// The arguments of `exec_command`.
@@ -287,7 +287,7 @@ pub(super) fn shell() -> ToolSpec {
         RUNS,
     );
     spec.default_timeout_ms = Some(SHELL_MAX_TIMEOUT_MS + 60_000);
-    spec
+    spec.touch(toolshed_core::TouchKind::Commands, "command")
 }
 
 /// The arguments of `shell`.
@@ -312,7 +312,7 @@ pub(super) fn process_exec() -> ToolSpec {
         RUNS,
     );
     spec.sandbox_argument = true;
-    spec
+    spec.touch(toolshed_core::TouchKind::Commands, "cmd")
 }
 
 /// The arguments of `process_exec`.

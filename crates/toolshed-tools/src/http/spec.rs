@@ -25,7 +25,8 @@ body (a 4xx is a result, not an error).";
             idempotent: false,
             open_world: true,
         })
-        .input_schema(crate::args::schema::<Args>());
+        .input_schema(crate::args::schema::<Args>())
+        .touch(toolshed_core::TouchKind::Hosts, "url");
     spec.danger = Danger::High;
     spec
 }

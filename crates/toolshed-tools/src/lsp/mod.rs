@@ -564,6 +564,7 @@ pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
         (
             ToolSpec::new("lsp_rename", "Rename a symbol everywhere the language server finds it, applied to the files all-or-nothing; returns the diff. Changed files need a workspace_read first.")
                 .title("Rename a symbol").input_schema(crate::args::schema::<RenameArgs>())
+                .touch(toolshed_core::TouchKind::Writes, "path")
                 .annotations(ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: false }),
             Kind::Rename,
         ),

@@ -27,7 +27,8 @@ pub(super) fn web_fetch() -> ToolSpec {
         .title("Fetch a web page")
         .group(GROUP)
         .annotations(READS_THE_WEB)
-        .input_schema(crate::args::schema::<FetchArgs>());
+        .input_schema(crate::args::schema::<FetchArgs>())
+        .touch(toolshed_core::TouchKind::Hosts, "url");
     // It reaches outside the host: High by the definition of `Danger`.
     spec.danger = Danger::High;
     spec

@@ -160,6 +160,31 @@ impl Tool for WorkspaceTool {
         &self.spec
     }
 
+    /// A patch names its files inside its text: every file it adds, updates, deletes or
+    /// moves (both ends) is written. A patch that does not parse touches nothing (and is
+    /// refused when it runs).
+    fn touches(&self, arguments: &Value) -> toolshed_core::Touches {
+        if self.spec.name != "workspace_patch" {
+            return toolshed_core::Touches::from_declared(&self.spec.touches, arguments);
+        }
+        let mut touches = toolshed_core::Touches::default();
+        let Some(text) = arguments.get("patch").and_then(Value::as_str) else {
+            return touches;
+        };
+        if let Ok(parsed) = engine::patch::parse(text) {
+            for file in &parsed.files {
+                touches.writes.push(file.path.clone());
+                if let engine::patch::FileOp::Update {
+                    move_to: Some(to), ..
+                } = &file.op
+                {
+                    touches.writes.push(to.clone());
+                }
+            }
+        }
+        touches
+    }
+
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let flag = Arc::new(AtomicBool::new(false));
         let env = Env {

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolshed_core::{Danger, ToolAnnotations, ToolSpec};
+use toolshed_core::{Danger, ToolAnnotations, ToolSpec, TouchKind};
 use toolshed_ops::search::DEFAULT_TREE_ENTRIES;
 use toolshed_ops::{
     CaseMode, DEFAULT_FIND_RESULTS, DEFAULT_GLOB_RESULTS, DEFAULT_GREP_MATCHES,
@@ -57,6 +57,7 @@ pub(super) fn read() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// `workspace_write`.
@@ -69,6 +70,7 @@ pub(super) fn write() -> ToolSpec {
         changes(true, true),
         Danger::Medium,
     )
+    .touch(TouchKind::Writes, "path")
 }
 
 /// `workspace_stat`.
@@ -81,6 +83,7 @@ pub(super) fn stat() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// `workspace_list`.
@@ -93,6 +96,7 @@ pub(super) fn list() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// `workspace_mkdir`.
@@ -105,6 +109,7 @@ pub(super) fn mkdir() -> ToolSpec {
         changes(false, true),
         Danger::Low,
     )
+    .touch(TouchKind::Writes, "path")
 }
 
 /// `workspace_move`.
@@ -117,6 +122,8 @@ pub(super) fn move_() -> ToolSpec {
         changes(true, false),
         Danger::Medium,
     )
+    .touch(TouchKind::Writes, "from")
+    .touch(TouchKind::Writes, "to")
 }
 
 /// `workspace_delete`.
@@ -129,6 +136,7 @@ pub(super) fn delete() -> ToolSpec {
         changes(true, true),
         Danger::High,
     )
+    .touch(TouchKind::Writes, "path")
 }
 
 /// `workspace_edit`.
@@ -141,6 +149,7 @@ pub(super) fn edit() -> ToolSpec {
         changes(true, false),
         Danger::Medium,
     )
+    .touch(TouchKind::Writes, "path")
 }
 
 /// `workspace_patch`.
@@ -165,6 +174,7 @@ pub(super) fn tree() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// `workspace_glob`.
@@ -177,6 +187,7 @@ pub(super) fn glob() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// `workspace_find`.
@@ -189,6 +200,7 @@ pub(super) fn find() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// `workspace_grep`.
@@ -201,6 +213,7 @@ pub(super) fn grep() -> ToolSpec {
         READ_ONLY,
         Danger::Low,
     )
+    .touch(TouchKind::Reads, "path")
 }
 
 /// The most lines, entries or results one call may ask for.

@@ -368,6 +368,42 @@ fn visible_roots(
     kept
 }
 
+/// The workspace paths a command's policy write scope names, absolute. A read-only path
+/// that does not exist yet is made (an empty directory) so that it can be kept read-only:
+/// otherwise the command could create it and write inside. A path that leaves the
+/// workspace is dropped.
+fn scoped_paths(
+    scope: &toolshed_core::WriteScope,
+    workspace: &Path,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let inside = |rel: &String| {
+        crate::path::normalize_lexically(rel)
+            .ok()
+            .filter(|r| r != ".")
+            .map(|r| workspace.join(r))
+    };
+    let read_only = scope
+        .read_only
+        .iter()
+        .filter_map(inside)
+        .filter(|p| {
+            if !p.exists() && std::fs::create_dir_all(p).is_err() {
+                tracing::warn!(path = %p.display(), "cannot make a path the policy keeps read-only");
+                return false;
+            }
+            true
+        })
+        .collect();
+    let write_only = scope
+        .only
+        .iter()
+        .flatten()
+        .filter_map(inside)
+        .filter(|p| p.exists() || std::fs::create_dir_all(p).is_ok())
+        .collect();
+    (read_only, write_only)
+}
+
 /// Whether `path` belongs to the user toolshed runs as, or to root (a system's own
 /// programs, NixOS's `/run/current-system`): another user's files under `/tmp` are what
 /// the private mounts protect, so they are never brought back.
@@ -494,6 +530,10 @@ impl ProcessOps for LocalProcessOps {
                 }
                 sandbox.policy.writable.extend(kept.into_iter().cloned());
                 sandbox.policy.visible = visible_roots(program, request, &sandbox.policy);
+                let (read_only, write_only) =
+                    scoped_paths(&request.write_scope, &sandbox.policy.workspace);
+                sandbox.policy.read_only = read_only;
+                sandbox.policy.write_only = write_only;
                 if let Some(hosts) = &request.network_hosts {
                     // A network of its own: not the one every command joins.
                     sandbox.policy.joined_network = None;
