@@ -287,6 +287,10 @@ pub enum TokenCommand {
         /// Stop working after this long: e.g. 90m, 12h, 30d
         #[arg(long, value_name = "DURATION")]
         expires: Option<String>,
+        /// Run its calls in a narrower sandbox mode than the host's: read-only (no tool
+        /// writes files, commands run read-only) or workspace-write
+        #[arg(long, value_name = "MODE")]
+        sandbox: Option<String>,
         /// Print exact JSON
         #[arg(long)]
         json: bool,

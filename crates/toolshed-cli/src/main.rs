@@ -149,7 +149,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     profile,
                     size,
                 },
-        } => commands::tools::list(&host, json, group.as_deref(), profile.as_deref(), size),
+        } => match context::caller(&host, &cli.global) {
+            Ok(caller) => commands::tools::list(
+                &host,
+                json,
+                group.as_deref(),
+                profile.as_deref(),
+                size,
+                caller.as_ref(),
+            ),
+            Err(e) => Err(e),
+        },
         Command::Tools {
             command: ToolsCommand::Show { name, json },
         } => commands::tools::show(&host, &name, json),

@@ -1269,3 +1269,145 @@ fn programs_and_environments_under_tmp_stay_visible_and_the_rest_of_tmp_stays_hi
     );
     let _ = std::fs::remove_file(&stray);
 }
+
+/// `toolshed ARGS…` on the setup (its home, workspace and data dir).
+fn toolshed_on(setup: &Setup, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("TOOLSHED_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("HOME", setup.path("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .arg("--workspace")
+        .arg(setup.path("ws"))
+        .arg("--data-dir")
+        .arg(setup.path("data"))
+        .args(args);
+    cmd
+}
+
+/// A caller narrowed to read-only: commands run read-only and say so, no tool writes.
+fn assert_read_only_caller(mut mcp: Mcp, setup: &Setup, who: &str) {
+    let out = mcp.call("exec_command", json!({"cmd": "touch ran.txt; echo rc=$?"}));
+    assert_eq!(
+        out["structuredContent"]["sandbox"]["mode"], "read-only",
+        "{who}: {out}"
+    );
+    assert!(
+        !setup.path("ws/ran.txt").exists(),
+        "{who}: the command wrote"
+    );
+    let out = mcp.call("workspace_write", json!({"path": "w.txt", "content": "x"}));
+    assert_eq!(out["isError"], true, "{who}: {out}");
+    assert!(text(&out).contains("read-only"), "{who}: {out}");
+    let out = mcp.call("shell", json!({"command": "touch sh.txt; echo done"}));
+    assert!(text(&out).contains("done"), "{who}: {out}");
+    assert!(!setup.path("ws/w.txt").exists() && !setup.path("ws/sh.txt").exists());
+    // Reading still works.
+    std::fs::write(setup.path("ws/r.txt"), "readable").unwrap();
+    let out = mcp.call("workspace_read", json!({"path": "r.txt"}));
+    assert!(text(&out).contains("readable"), "{who}: {out}");
+    std::fs::remove_file(setup.path("ws/r.txt")).unwrap();
+}
+
+#[test]
+fn a_profile_a_token_and_a_policy_rule_each_narrow_the_sandbox_mode() {
+    // Failed before: the mode was the host's for every caller.
+    let setup = Setup::new("");
+    std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    std::fs::write(
+        setup.path("home/.config/toolshed/config.toml"),
+        "[profiles.reviewer]\nsandbox = \"read-only\"\n\n\
+         [[policy.rule]]\nname = \"ci reads\"\nowners = [\"ci*\"]\nsandbox = \"read-only\"\n",
+    )
+    .unwrap();
+    // A profile.
+    let mcp = Mcp::start(toolshed_on(&setup, &["mcp", "--profile", "reviewer"]));
+    assert_read_only_caller(mcp, &setup, "profile");
+    let listed = toolshed_on(&setup, &["tools", "list", "--profile", "reviewer"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        said.contains("sandbox: read-only (profile reviewer"),
+        "{said}"
+    );
+    // A token.
+    let made = toolshed_on(
+        &setup,
+        &[
+            "token",
+            "create",
+            "--owner",
+            "rev",
+            "--sandbox",
+            "read-only",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let token = String::from_utf8_lossy(&made.stdout).trim().to_string();
+    let mcp = Mcp::start(toolshed_on(&setup, &["--token", &token, "mcp"]));
+    assert_read_only_caller(mcp, &setup, "token");
+    let listed = toolshed_on(&setup, &["--token", &token, "tools", "list"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        said.contains("sandbox: read-only (token scope sandbox:read-only"),
+        "{said}"
+    );
+    let doctor = toolshed_on(&setup, &["doctor"]).output().unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains("profile reviewer: read-only") && said.contains("(rev): read-only"),
+        "{said}"
+    );
+    // A token may not widen.
+    let wide = toolshed_on(
+        &setup,
+        &[
+            "token",
+            "create",
+            "--owner",
+            "x",
+            "--sandbox",
+            "full-access",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!wide.status.success(), "{wide:?}");
+    // A policy rule, for the owners it names.
+    let out = toolshed_on(
+        &setup,
+        &[
+            "call",
+            "--owner",
+            "ci-7",
+            "exec_command",
+            "--args",
+            r#"{"cmd":"touch ci.txt"}"#,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!setup.path("ws/ci.txt").exists(), "{out:?}");
+    let out = toolshed_on(
+        &setup,
+        &[
+            "call",
+            "--owner",
+            "dev",
+            "exec_command",
+            "--args",
+            r#"{"cmd":"touch dev.txt"}"#,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(setup.path("ws/dev.txt").exists(), "{out:?}");
+}

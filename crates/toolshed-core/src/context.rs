@@ -127,6 +127,11 @@ pub struct CallContext {
     /// What commands run for this call may write, from the policy rules on `writes` (see
     /// [`crate::WriteScope`]); tools that start commands give it to their sandbox.
     pub write_scope: crate::WriteScope,
+    /// A narrower sandbox mode this call runs in than the host's (`read-only`,
+    /// `workspace-write`): from the caller's profile, its token or a policy rule. Tools
+    /// that start commands run them in it; in `read-only` the pipeline refuses the call
+    /// before it runs if it writes files. `None`: the host's mode.
+    pub sandbox: Option<String>,
 }
 
 impl CallContext {
@@ -144,6 +149,7 @@ impl CallContext {
             approved: false,
             sampler: None,
             write_scope: crate::WriteScope::default(),
+            sandbox: None,
         }
     }
 }

@@ -670,6 +670,11 @@ pub struct ReviewRules {
     /// (the default) lists every tool. Not allowed in `[review]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog: Option<String>,
+    /// In a profile: the sandbox mode its callers' calls run in (`read-only`,
+    /// `workspace-write`), never wider than the host's `[sandbox] mode`. Not allowed in
+    /// `[review]` (that is `[sandbox] mode`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// Audit log settings.

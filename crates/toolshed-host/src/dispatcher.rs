@@ -626,6 +626,22 @@ impl Dispatcher {
                 .await?;
             approved = true;
         }
+        // The caller's narrower sandbox: its profile's, its token's, a policy rule's. In
+        // read-only nothing writes files: the call is refused before it runs.
+        let narrowed = self.narrowed_sandbox(req, &entry, &arguments);
+        if narrowed == Some(toolshed_ops::sandbox::SandboxMode::ReadOnly) {
+            let writes = self.touches(&entry, &arguments).writes;
+            if let Some(path) = writes.first() {
+                return Err(ToolError::Denied {
+                    rule: "sandbox".into(),
+                    message: format!(
+                        "`{path}` would be written, and this caller's sandbox mode is read-only \
+                         (its profile, token or a policy rule), so no tool changes files; \
+                         commands still run, read-only"
+                    ),
+                });
+            }
+        }
         // 6. run, within the owner's quotas; the deadline starts now (waiting for an
         // approval does not use it up)
         let _quota = self
@@ -661,6 +677,7 @@ impl Dispatcher {
             caller: Some(caller),
             approved,
             sampler: req.sampler.clone().or_else(|| self.llm.clone()),
+            sandbox: narrowed.map(|m| m.as_str().to_string()),
             write_scope: if self.policy.wants_touches() {
                 self.policy
                     .write_scope(&Subject::new(entry.spec(), &entry.plugin_id), &req.owner)
@@ -711,6 +728,28 @@ impl Dispatcher {
             PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
             PolicyDecision::NeedsApproval { rule, reason } => Ok(Gate::Ask { rule, reason }),
         }
+    }
+
+    /// The narrowest sandbox mode the caller's profile, its token and the policy rules give
+    /// this call; `None` when none narrows it.
+    pub fn narrowed_sandbox(
+        &self,
+        req: &CallRequest,
+        entry: &ToolEntry,
+        arguments: &Value,
+    ) -> Option<toolshed_ops::sandbox::SandboxMode> {
+        let subject = Subject::new(entry.spec(), &entry.plugin_id);
+        [
+            req.profile
+                .as_deref()
+                .and_then(|p| self.review.profile(p))
+                .and_then(|p| p.sandbox),
+            req.caller_tools.as_ref().and_then(|c| c.sandbox),
+            self.policy.sandbox_for(&subject, &req.owner, arguments),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// What the call will touch, as its tool says; each path read or written also as the

@@ -151,11 +151,26 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
 /// The prefix of a scope that limits the tools a token may use (`tool:group:web`).
 pub const TOOL_SCOPE: &str = "tool:";
 
+/// The prefix of a scope that narrows the sandbox mode of a token's calls
+/// (`sandbox:read-only`).
+pub const SANDBOX_SCOPE: &str = "sandbox:";
+
 /// Checks scope names; an error names the bad one and the valid ones.
 pub fn check_scopes(scopes: &[String]) -> Result<(), String> {
     for scope in scopes {
         if let Some(rule) = scope.strip_prefix(TOOL_SCOPE) {
             Matcher::parse(rule).map_err(|e| format!("scope `{scope}`: {e}"))?;
+        } else if let Some(mode) = scope.strip_prefix(SANDBOX_SCOPE) {
+            match toolshed_ops::sandbox::SandboxMode::parse(mode) {
+                Ok(toolshed_ops::sandbox::SandboxMode::FullAccess) => {
+                    return Err(format!(
+                        "scope `{scope}`: a token can only narrow the sandbox; use \
+                         sandbox:read-only or sandbox:workspace-write"
+                    ));
+                }
+                Ok(_) => {}
+                Err(e) => return Err(format!("scope `{scope}`: {e}")),
+            }
         } else if !SCOPES.contains(&scope.as_str()) {
             return Err(format!(
                 "`{scope}` is not a scope; use {}, or tool:RULE (a tool name glob, \
@@ -175,7 +190,20 @@ fn tool_rules(scopes: &[String]) -> Result<Option<Arc<CompiledRules>>, RuleError
         .filter_map(|s| s.strip_prefix(TOOL_SCOPE))
         .map(str::to_string)
         .collect();
-    Ok(CompiledRules::allow_only("token scope", allow)?.map(Arc::new))
+    let sandbox = scopes
+        .iter()
+        .filter_map(|s| s.strip_prefix(SANDBOX_SCOPE))
+        .filter_map(|m| toolshed_ops::sandbox::SandboxMode::parse(m).ok())
+        .min();
+    let mut rules = CompiledRules::allow_only("token scope", allow)?;
+    if sandbox.is_some() {
+        let rules = rules.get_or_insert(CompiledRules::compile(
+            "token scope",
+            &crate::config::ReviewRules::default(),
+        )?);
+        rules.sandbox = sandbox;
+    }
+    Ok(rules.map(Arc::new))
 }
 
 /// An agent token as stored: everything but the secret.

@@ -165,6 +165,10 @@ pub struct CompiledRules {
     pub source: String,
     allow: Vec<(String, Matcher)>,
     deny: Vec<(String, Matcher)>,
+    /// The narrower sandbox mode the caller's calls run in (a profile's `sandbox`, a
+    /// token's `sandbox:MODE` scope): commands run in it and, in `read-only`, no tool
+    /// writes files. Never wider than the host's mode.
+    pub sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
 }
 
 /// A rule that does not compile.
@@ -201,10 +205,21 @@ fn build(
 impl CompiledRules {
     /// Compiles `rules`; `source` names them in errors and denials.
     pub fn compile(source: &str, rules: &ReviewRules) -> Result<Self, RuleError> {
+        let sandbox = rules
+            .sandbox
+            .as_deref()
+            .map(toolshed_ops::sandbox::SandboxMode::parse)
+            .transpose()
+            .map_err(|message| RuleError {
+                source_name: format!("{source}.sandbox"),
+                pattern: rules.sandbox.clone().unwrap_or_default(),
+                message,
+            })?;
         Ok(Self {
             source: source.to_string(),
             allow: build(source, "allow", &rules.allow)?,
             deny: build(source, "deny", &rules.deny)?,
+            sandbox,
         })
     }
 
@@ -280,6 +295,15 @@ impl Review {
                 (*name).to_string(),
                 CompiledRules::compile(&format!("profiles.{name}"), &rules)?,
             );
+        }
+        if let Some(sandbox) = &config.review.sandbox {
+            return Err(RuleError {
+                source_name: "review.sandbox".into(),
+                pattern: sandbox.clone(),
+                message: "`sandbox` belongs to a profile ([profiles.NAME]); the host's mode is \
+                          [sandbox] mode"
+                    .into(),
+            });
         }
         if let Some(catalog) = &config.review.catalog {
             return Err(RuleError {

@@ -129,6 +129,11 @@ fn checks(host: &Host) -> Vec<Check> {
         ),
         Some(Err(e)) => push("sandbox", Status::Error, e.to_string()),
     }
+    // Who runs narrower than the host: profiles, then the agent tokens.
+    let narrowing = super::tools::narrowing(host);
+    if !narrowing.is_empty() {
+        push("sandbox narrowed", Status::Ok, narrowing.join("; "));
+    }
     let browser_state = host
         .registry()
         .plugins()

@@ -19,14 +19,25 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             owner,
             scopes,
             expires,
+            sandbox,
             json,
         } => {
             check_owner(&owner).map_err(Failure::Usage)?;
-            let scopes: Vec<String> = scopes
+            let mut scopes: Vec<String> = scopes
                 .into_iter()
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
                 .collect();
+            if let Some(mode) = sandbox {
+                if scopes.is_empty() {
+                    scopes.extend(
+                        toolshed_host::identity::DEFAULT_SCOPES
+                            .iter()
+                            .map(|s| (*s).to_string()),
+                    );
+                }
+                scopes.push(format!("{}{mode}", toolshed_host::identity::SANDBOX_SCOPE));
+            }
             check_scopes(&scopes).map_err(Failure::Usage)?;
             let expires = expires.as_deref().map(parse_duration).transpose()?;
             let made = store

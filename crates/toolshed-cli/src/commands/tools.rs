@@ -33,6 +33,63 @@ fn describe(host: &Host, entry: &ToolEntry) -> serde_json::Value {
     value
 }
 
+/// The sandbox mode a caller's calls run in — the host's, narrowed by its profile and its
+/// token (`sandbox:MODE`) — and what narrowed it; policy rules with `sandbox` may narrow
+/// single calls further (`toolshed policy test` says).
+pub fn effective_sandbox(
+    host: &Host,
+    profile: Option<&str>,
+    caller: Option<&toolshed_host::identity::Caller>,
+) -> (String, Vec<String>) {
+    use toolshed_ops::sandbox::SandboxMode;
+    let config = &host.config().config;
+    let host_mode = config.sandbox.mode().unwrap_or_default();
+    let mut mode = host_mode;
+    let mut why = Vec::new();
+    let from_profile = profile
+        .and_then(|p| config.profiles.get(p))
+        .and_then(|p| p.sandbox.as_deref())
+        .and_then(|m| SandboxMode::parse(m).ok());
+    if let Some(m) = from_profile.filter(|m| *m < mode) {
+        mode = m;
+        why.push(format!("profile {}", profile.unwrap_or_default()));
+    }
+    if let Some(m) = caller
+        .and_then(|c| c.tools.as_ref())
+        .and_then(|t| t.sandbox)
+        .filter(|m| *m < mode)
+    {
+        mode = m;
+        why.push(format!("token scope sandbox:{}", m.as_str()));
+    }
+    if mode < host_mode {
+        why.push(format!("the host runs {}", host_mode.as_str()));
+    }
+    (mode.as_str().to_string(), why)
+}
+
+/// The profiles and agent tokens that run narrower than the host, one line each.
+pub fn narrowing(host: &Host) -> Vec<String> {
+    let config = &host.config().config;
+    let mut lines: Vec<String> = config
+        .profiles
+        .iter()
+        .filter_map(|(name, p)| p.sandbox.as_ref().map(|m| format!("profile {name}: {m}")))
+        .collect();
+    if let Ok(tokens) = host.store().tokens() {
+        for token in tokens.iter().filter(|t| t.revoked_ms.is_none()) {
+            if let Some(mode) = token
+                .scopes
+                .iter()
+                .find_map(|s| s.strip_prefix(toolshed_host::identity::SANDBOX_SCOPE))
+            {
+                lines.push(format!("token {} ({}): {mode}", token.id, token.owner));
+            }
+        }
+    }
+    lines
+}
+
 /// Lists visible tools, optionally of one group.
 pub fn list(
     host: &Host,
@@ -40,6 +97,7 @@ pub fn list(
     group: Option<&str>,
     profile: Option<&str>,
     size: bool,
+    caller: Option<&toolshed_host::identity::Caller>,
 ) -> Result<(), Failure> {
     if let Some(name) = profile {
         super::mcp::check_profile(host, name)?;
@@ -47,7 +105,26 @@ pub fn list(
     let tools: Vec<ToolEntry> = visible_with(host, profile)
         .into_iter()
         .filter(|t| group.is_none_or(|g| t.spec().group == g))
+        .filter(|t| {
+            caller.and_then(|c| c.tools.as_ref()).is_none_or(|rules| {
+                rules
+                    .refuse(&toolshed_host::Subject::new(t.spec(), &t.plugin_id))
+                    .is_none()
+            })
+        })
         .collect();
+    let (mode, why) = effective_sandbox(host, profile, caller);
+    if caller.is_some() || !why.is_empty() {
+        // On stderr: the table (or JSON) on stdout stays as it is.
+        eprintln!(
+            "sandbox: {mode}{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            }
+        );
+    }
     let bytes = |t: &ToolEntry| listed_bytes(t.spec());
     if json {
         return print_json(

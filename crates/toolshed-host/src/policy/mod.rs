@@ -60,6 +60,17 @@ pub trait Policy: Send + Sync {
     fn write_scope(&self, _subject: &Subject<'_>, _owner: &OwnerId) -> toolshed_core::WriteScope {
         toolshed_core::WriteScope::default()
     }
+
+    /// A narrower sandbox mode this call runs in (rules with `sandbox = …`); `None`:
+    /// the caller's and the host's.
+    fn sandbox_for(
+        &self,
+        _subject: &Subject<'_>,
+        _owner: &OwnerId,
+        _arguments: &Value,
+    ) -> Option<SandboxMode> {
+        None
+    }
 }
 
 /// Allows everything that passed review.
@@ -145,6 +156,15 @@ impl RulePolicy {
 impl Policy for RulePolicy {
     fn write_scope(&self, subject: &Subject<'_>, owner: &OwnerId) -> toolshed_core::WriteScope {
         self.rules.write_scope(subject, owner)
+    }
+
+    fn sandbox_for(
+        &self,
+        subject: &Subject<'_>,
+        owner: &OwnerId,
+        arguments: &Value,
+    ) -> Option<SandboxMode> {
+        self.rules.sandbox_for(subject, owner, arguments)
     }
 
     fn wants_touches(&self) -> bool {

@@ -105,6 +105,9 @@ pub struct PolicyRule {
     pub decision: Decision,
     /// Said to the caller with `ask` and `deny`.
     pub message: Option<String>,
+    /// A narrower sandbox mode for the calls it matches (`read-only`, `workspace-write`).
+    /// A rule with `sandbox` narrows and does not decide: evaluation goes on to the next.
+    pub sandbox: Option<String>,
 }
 
 /// A condition on one argument: a regular expression, or a table of tests.
@@ -180,6 +183,8 @@ struct Compiled {
     touches: Vec<(TouchKind, Test)>,
     decision: Decision,
     message: Option<String>,
+    /// Set on a narrowing rule (which does not decide).
+    sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
 }
 
 impl Compiled {
@@ -311,6 +316,7 @@ impl PolicyRules {
         let mut scope = toolshed_core::WriteScope::default();
         for rule in &self.rules {
             if rule.decision == Decision::Allow
+                || rule.sandbox.is_some()
                 || !rule.when.is_empty()
                 || rule.touches.is_empty()
                 || rule.touches.iter().any(|(k, _)| *k != TouchKind::Writes)
@@ -338,6 +344,20 @@ impl PolicyRules {
         scope
     }
 
+    /// The narrowest sandbox mode the narrowing rules (`sandbox = …`) that match this call
+    /// give; `None` when none does.
+    pub fn sandbox_for(
+        &self,
+        subject: &Subject<'_>,
+        owner: &OwnerId,
+        arguments: &Value,
+    ) -> Option<toolshed_ops::sandbox::SandboxMode> {
+        self.rules
+            .iter()
+            .filter_map(|r| r.sandbox.filter(|_| r.matches(subject, owner, arguments)))
+            .min()
+    }
+
     /// Whether any rule tests what a call touches.
     pub fn tests_touches(&self) -> bool {
         self.rules.iter().any(|r| !r.touches.is_empty())
@@ -348,6 +368,7 @@ impl PolicyRules {
         if let Some(rule) = self
             .rules
             .iter()
+            .filter(|r| r.sandbox.is_none())
             .find(|r| r.matches(subject, owner, arguments))
         {
             return Verdict {
@@ -459,6 +480,18 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
         touches,
         decision: rule.decision,
         message: rule.message.clone(),
+        sandbox: rule
+            .sandbox
+            .as_deref()
+            .map(|m| match toolshed_ops::sandbox::SandboxMode::parse(m) {
+                Ok(toolshed_ops::sandbox::SandboxMode::FullAccess) => Err(error(
+                    m,
+                    "a rule can only narrow the sandbox: use read-only or workspace-write".into(),
+                )),
+                Ok(mode) => Ok(mode),
+                Err(e) => Err(error(m, e)),
+            })
+            .transpose()?,
     })
 }
 

@@ -72,7 +72,7 @@ impl Tool for CommandTool {
         match self.kind {
             Kind::Exec => {
                 let args: ExecArgs = parse(args)?;
-                let mode = args.sandbox.map(SandboxMode::from);
+                let mode = super::effective_mode(args.sandbox.map(SandboxMode::from), &ctx);
                 exec(&self.table, &self.process, &ctx, args)
                     .await
                     .map(|out| super::with_sandbox(self.process.as_ref(), mode, out))
@@ -249,7 +249,7 @@ async fn exec(
             kill_after_bytes: Some(KILL_AFTER_BYTES),
             ..OutputLimits::default()
         });
-    request.sandbox = args.sandbox.map(SandboxMode::from);
+    request.sandbox = super::effective_mode(args.sandbox.map(SandboxMode::from), ctx);
     request.escalation_approved = ctx.approved;
     request.write_scope = ctx.write_scope.clone();
     if tty {

@@ -345,6 +345,20 @@ pub(crate) fn make_room<K: Copy + Ord, T>(
     }
 }
 
+/// The sandbox mode a command of this call runs in: the narrower of what the call asked
+/// (`sandbox` argument) and what its caller is narrowed to (profile, token, policy rule);
+/// `None`: the host's.
+pub(crate) fn effective_mode(asked: Option<SandboxMode>, ctx: &CallContext) -> Option<SandboxMode> {
+    let narrowed = ctx
+        .sandbox
+        .as_deref()
+        .and_then(|m| SandboxMode::parse(m).ok());
+    match (asked, narrowed) {
+        (Some(a), Some(n)) => Some(a.min(n)),
+        (a, n) => a.or(n),
+    }
+}
+
 /// The owner id of a call, as sessions key it.
 pub(crate) fn owner(ctx: &CallContext) -> String {
     ctx.owner.0.clone()

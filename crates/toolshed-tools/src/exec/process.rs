@@ -101,7 +101,7 @@ impl Tool for ProcessTool {
         match self.kind {
             Kind::Exec => {
                 let args: ProcessExecArgs = parse(args)?;
-                let mode = args.sandbox.map(SandboxMode::from);
+                let mode = super::effective_mode(args.sandbox.map(SandboxMode::from), &ctx);
                 start(&self.table, &ctx, args)
                     .await
                     .map(|out| super::with_sandbox(self.table.process.as_ref(), mode, out))
@@ -276,7 +276,7 @@ async fn start(
             tail_bytes: 1024 * 1024,
             kill_after_bytes: None,
         });
-    request.sandbox = args.sandbox.map(SandboxMode::from);
+    request.sandbox = super::effective_mode(args.sandbox.map(SandboxMode::from), ctx);
     request.escalation_approved = ctx.approved;
     request.write_scope = ctx.write_scope.clone();
     request.validate().map_err(ToolError::from)?;

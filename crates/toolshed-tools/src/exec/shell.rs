@@ -20,7 +20,7 @@ use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Process, SpawnRequest, Stdin, Stop, Stream};
 
 use super::spec::{SHELL_MAX_TIMEOUT_MS, ShellArgs};
-use super::{clamp_wait, millis, owner, render_to, shell_program};
+use super::{clamp_wait, millis, render_to, shell_program};
 
 const OUTPUT_BUDGET: usize = 32 * 1024;
 /// The most shells kept at once (one per owner).
@@ -70,7 +70,7 @@ impl ShellTable {
     }
 
     fn get_or_start(&self, ctx: &CallContext) -> Result<(Arc<Shell>, bool), ToolError> {
-        let owner = owner(ctx);
+        let owner = shell_key(ctx);
         let mut shells = self.lock();
         if let Some(shell) = shells.get(&owner)
             && shell.process.exit().is_none()
@@ -101,6 +101,7 @@ impl ShellTable {
             request = request.arg("--noprofile").arg("--norc");
         }
         request.write_scope = ctx.write_scope.clone();
+        request.sandbox = super::effective_mode(None, ctx);
         let process = self.process.spawn(&request).map_err(ToolError::from)?;
         process.write(b"exec 2>&1\n").map_err(ToolError::from)?;
         let shell = Arc::new(Shell {
@@ -150,7 +151,7 @@ impl ShellTable {
             shell.marker
         );
         if let Err(e) = shell.process.write(script.as_bytes()) {
-            self.forget(&owner(ctx), &shell);
+            self.forget(&shell_key(ctx), &shell);
             return Err(ToolError::Failed(format!(
                 "the shell stopped taking commands ({e}); the next call starts a fresh one"
             )));
@@ -163,7 +164,7 @@ impl ShellTable {
             let chunk = tokio::select! {
                 chunk = shell.process.read_wait(Stream::Stdout, scanned, 64 * 1024, left) => chunk,
                 () = ctx.cancel.cancelled() => {
-                    self.forget(&owner(ctx), &shell);
+                    self.forget(&shell_key(ctx), &shell);
                     shell.process.start_stop(Stop::Graceful { grace: Duration::from_secs(1) });
                     return Err(ToolError::Cancelled);
                 }
@@ -195,7 +196,7 @@ impl ShellTable {
                 break None;
             }
         };
-        let owner = owner(ctx);
+        let owner = shell_key(ctx);
         match found {
             Some((end, code)) => {
                 let out = render_to(&shell.process, Stream::Stdout, start, end, OUTPUT_BUDGET);
@@ -278,4 +279,14 @@ impl ShellTable {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The key of a caller's shell: its owner, and the narrower sandbox mode it runs in, so a
+/// caller narrowed to read-only never reuses a shell started without that narrowing (nor
+/// the other way round). `owner/#mode` keeps `stop_owner` of the owner covering it.
+fn shell_key(ctx: &CallContext) -> String {
+    match &ctx.sandbox {
+        Some(mode) => format!("{}/#{mode}", ctx.owner.0),
+        None => ctx.owner.0.clone(),
+    }
 }

@@ -61,7 +61,16 @@ pub(super) fn fs_object<'js>(
     let write = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, path: Coerced<String>, text: Coerced<String>| {
-            s.call(&ctx)?;
+            // A caller in read-only (its profile, token or a policy rule) writes nothing.
+            if s.call(&ctx)?.sandbox.as_deref() == Some("read-only") {
+                return rejected(
+                    &ctx,
+                    &format!(
+                        "`{}` is not written: this call's sandbox mode is read-only",
+                        path.0
+                    ),
+                );
+            }
             let path = match s.reach.check_write(&path.0) {
                 Ok(p) => p,
                 Err(msg) => return rejected(&ctx, &msg),
