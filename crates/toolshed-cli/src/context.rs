@@ -37,6 +37,8 @@ pub fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> {
 
 /// Why `dir` is too broad to be a workspace nobody chose: the root, the home directory or
 /// one of its parents, or a top-level directory (`/usr`, `/tmp`, `/home`).
+// Compares names; nothing is opened by them.
+#[allow(clippy::disallowed_methods)]
 pub fn too_broad(dir: &std::path::Path) -> Option<&'static str> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let home = std::env::var_os("HOME")
@@ -334,6 +336,8 @@ fn log_directives(level: &str) -> String {
 /// `<prefix>/share/toolshed/plugins` beside an installed `<prefix>/bin/toolshed`, else the
 /// `plugins/` of the checkout a binary was built in (`<checkout>/target/<profile>/toolshed`).
 /// Both are found from where the running binary is, never from a path compiled into it.
+// Where the binary really is (a link in ~/.cargo/bin), to find the shipped plugins.
+#[allow(clippy::disallowed_methods)]
 fn curated_dirs() -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("TOOLSHED_CURATED_DIR") {
         return vec![PathBuf::from(dir)];

@@ -15,7 +15,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ring::rand::SecureRandom;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -238,16 +237,10 @@ impl StateStore {
         max_pending: u32,
         max_per_owner: u32,
     ) -> Result<ApprovalRequest, StoreError> {
-        let mut id = [0u8; 8];
-        ring::rand::SystemRandom::new()
-            .fill(&mut id)
-            .map_err(|_| StoreError::Full("the system random source failed".into()))?;
+        let id = toolshed_core::secret::random_hex(8).map_err(StoreError::Full)?;
         let now = now_ms();
         let request = ApprovalRequest {
-            id: format!(
-                "ap-{}",
-                id.iter().map(|b| format!("{b:02x}")).collect::<String>()
-            ),
+            id: format!("ap-{id}"),
             tool: new.tool.to_string(),
             owner: new.owner.to_string(),
             digest: call_digest(new.tool, new.arguments),

@@ -277,6 +277,8 @@ impl HostBuilder {
                 })
                 .collect()
         };
+        // The sandbox's mount targets: the helper opens them by descriptor.
+        #[allow(clippy::disallowed_methods)]
         let workspace = workspace.canonicalize().map_err(|e| HostError::Workspace {
             path: workspace.to_path_buf(),
             reason: e.to_string(),

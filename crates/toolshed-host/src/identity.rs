@@ -15,7 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ring::rand::SecureRandom;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use toolshed_core::OwnerId;
@@ -255,14 +254,10 @@ pub struct NewToken {
 }
 
 fn random_hex(bytes: usize) -> Result<String, StoreError> {
-    let mut buf = vec![0u8; bytes];
-    ring::rand::SystemRandom::new()
-        .fill(&mut buf)
-        .map_err(|_| StoreError::Open {
-            path: "token".into(),
-            message: "the system random source failed".into(),
-        })?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    toolshed_core::secret::random_hex(bytes).map_err(|message| StoreError::Open {
+        path: "token".into(),
+        message,
+    })
 }
 
 fn digest(secret: &str) -> String {
@@ -270,15 +265,6 @@ fn digest(secret: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Equal in time independent of where the first difference is.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(difference) == 0
 }
 
 fn record(row: &Row) -> Result<TokenRecord, StoreError> {
@@ -402,7 +388,9 @@ impl StateStore {
             };
             let (token, hash) = (record(&found)?, found.text(7)?);
             let live = token.revoked_ms.is_none() && token.expires_ms.is_none_or(|e| e > now);
-            if !same(hash.as_bytes(), digest(secret).as_bytes()) || !live {
+            if !toolshed_core::secret::constant_time_eq(hash.as_bytes(), digest(secret).as_bytes())
+                || !live
+            {
                 return Ok(None);
             }
             if token

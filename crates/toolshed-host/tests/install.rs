@@ -654,6 +654,17 @@ async fn a_url_is_downloaded_only_with_a_checksum_and_only_from_allowed_hosts() 
     .await
     .unwrap_err();
     assert!(err.to_string().contains(".tar.gz, .tgz or .zip"), "{err}");
+    // A URL whose host a hand-split reads as the listed one, but the client would dial
+    // `evil.example` (a `\` ends the host): judged on the host dialled. Failed before: the
+    // listed host's rules were chosen for it.
+    let err = attempt(
+        &format!("http://evil.example\\@{address}/hello-1.2.0.tar.gz"),
+        Some(&sha),
+        vec![address.to_string()],
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("only https"), "{err}");
     assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was fetched yet");
 
     // A listed host: a wrong checksum installs nothing and leaves nothing behind.

@@ -27,41 +27,17 @@ pub(crate) struct UrlTarget {
     pub port: u16,
 }
 
-/// Parses an absolute `http` or `https` URL far enough to know where it goes.
+/// Where an absolute `http` or `https` URL goes, parsed as the HTTP client parses it.
 pub(crate) fn parse_url(url: &str) -> Result<UrlTarget, String> {
-    // Only the part before the path, without credentials: a URL from config may carry a
-    // token anywhere past the host.
-    let bad = |why: &str| {
+    let to = toolshed_ops::net::destination(url).map_err(|e| {
         format!(
-            "`{}` is not a usable URL: {why}",
+            "`{}` is not a usable URL: {e}",
             toolshed_ops::net::redact_url(url)
         )
-    };
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| bad("it must start with http:// or https://"))?;
-    let default_port = match scheme.to_ascii_lowercase().as_str() {
-        "http" => 80,
-        "https" => 443,
-        _ => return Err(bad("only http:// and https:// URLs are allowed")),
-    };
-    let authority = rest
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    if authority.contains('@') {
-        return Err(bad(
-            "user names and passwords in URLs are refused; send credentials in a header",
-        ));
-    }
-    if authority.is_empty() {
-        return Err(bad("it has no host"));
-    }
-    let rule = HostRule::parse(&authority).map_err(|e| bad(&e))?;
+    })?;
     Ok(UrlTarget {
-        host: rule.host().to_string(),
-        port: rule.port().unwrap_or(default_port),
+        host: to.host.to_string(),
+        port: to.port,
     })
 }
 

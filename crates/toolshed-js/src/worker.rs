@@ -271,44 +271,47 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
     })
 }
 
-/// Checks the entry file (a regular file of at most [`MAX_ENTRY_BYTES`]) and returns its
-/// metadata's size; used by the loader and again when the thread reads it.
-pub(crate) fn check_entry(dir: &Path, entry: &str) -> Result<u64, String> {
-    let path = dir.join(entry);
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
+/// Opens a file of the plugin (the entry, or a module it imports): a regular file of at
+/// most [`MAX_ENTRY_BYTES`] inside the plugin directory, opened beneath it by the kernel
+/// (no `..`, no link leading out, no link as the file itself), with its size. What was
+/// checked is what is read: the same open file.
+pub(crate) fn open_entry(dir: &Path, entry: &str) -> Result<(std::fs::File, u64), String> {
+    let file = toolshed_ops::open_beneath(dir, Path::new(entry)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
             format!("the entry file `{entry}` does not exist in the plugin directory")
-        } else {
-            format!("cannot read the entry file `{entry}`: {e}")
         }
+        std::io::ErrorKind::PermissionDenied => format!(
+            "the entry `{entry}` leads outside the plugin directory, or is a symbolic link \
+             (links are not followed): {e}"
+        ),
+        std::io::ErrorKind::InvalidInput => {
+            format!("the entry `{entry}` is not a regular file (symbolic links are not followed)")
+        }
+        _ => format!("cannot read the entry file `{entry}`: {e}"),
     })?;
-    if !meta.is_file() {
+    let size = file
+        .metadata()
+        .map_err(|e| format!("cannot read the entry file `{entry}`: {e}"))?
+        .len();
+    if size > MAX_ENTRY_BYTES {
         return Err(format!(
-            "the entry `{entry}` is not a regular file (symbolic links are not followed)"
+            "the entry file `{entry}` is {size} bytes; the limit is {MAX_ENTRY_BYTES}"
         ));
     }
-    if meta.len() > MAX_ENTRY_BYTES {
-        return Err(format!(
-            "the entry file `{entry}` is {} bytes; the limit is {MAX_ENTRY_BYTES}",
-            meta.len()
-        ));
-    }
-    // A directory on the way may be a link out of the plugin directory.
-    let inside = match (std::fs::canonicalize(&path), std::fs::canonicalize(dir)) {
-        (Ok(file), Ok(root)) => file.starts_with(root),
-        _ => false,
-    };
-    if !inside {
-        return Err(format!(
-            "the entry `{entry}` leads outside the plugin directory through a symbolic link"
-        ));
-    }
-    Ok(meta.len())
+    Ok((file, size))
 }
 
-fn read_entry(dir: &Path, entry: &str) -> Result<String, String> {
-    check_entry(dir, entry)?;
-    let bytes = std::fs::read(dir.join(entry))
+/// Checks a file of the plugin as [`open_entry`] does; its size.
+pub(crate) fn check_entry(dir: &Path, entry: &str) -> Result<u64, String> {
+    open_entry(dir, entry).map(|(_, size)| size)
+}
+
+/// The text of an opened plugin file, at most [`MAX_ENTRY_BYTES`].
+pub(crate) fn read_opened(file: std::fs::File, entry: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the entry file `{entry}`: {e}"))?;
     if bytes.len() as u64 > MAX_ENTRY_BYTES {
         return Err(format!(
@@ -316,4 +319,9 @@ fn read_entry(dir: &Path, entry: &str) -> Result<String, String> {
         ));
     }
     String::from_utf8(bytes).map_err(|_| format!("the entry file `{entry}` is not UTF-8 text"))
+}
+
+fn read_entry(dir: &Path, entry: &str) -> Result<String, String> {
+    let (file, _) = open_entry(dir, entry)?;
+    read_opened(file, entry)
 }

@@ -20,6 +20,7 @@
 
 use std::sync::Arc;
 
+mod beneath;
 mod boundary;
 pub mod contract;
 mod error;
@@ -34,6 +35,7 @@ pub mod sandbox;
 pub mod search;
 mod services;
 
+pub use beneath::{open_beneath, read_beneath};
 pub use boundary::{BoundedFiles, FileBoundary};
 pub use error::OpsError;
 pub use file::{

@@ -275,24 +275,16 @@ pub async fn plugin_icon(
                 "the icon `{icon}` is not a path inside the plugin directory"
             ));
         }
-        let path = dir.join(relative);
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
-        let inside = std::fs::canonicalize(&path)
-            .ok()
-            .zip(std::fs::canonicalize(&dir).ok())
-            .is_some_and(|(file, root)| file.starts_with(root));
-        if !meta.is_file() || !inside {
-            return Err(format!(
-                "the icon `{icon}` is not a regular file inside the plugin directory"
-            ));
-        }
-        if meta.len() > MAX_ICON_BYTES {
-            return Err(format!(
-                "the icon is {} bytes; icons are served up to {MAX_ICON_BYTES}",
-                meta.len()
-            ));
-        }
-        std::fs::read(&path).map_err(|e| e.to_string())
+        // Opened beneath the plugin directory by the kernel, and read from that same open
+        // file: no link leads out, and nothing can be swapped in between.
+        toolshed_ops::read_beneath(&dir, relative, MAX_ICON_BYTES).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => {
+                format!("the icon is larger than the {MAX_ICON_BYTES} bytes icons are served up to")
+            }
+            _ => {
+                format!("the icon `{icon}` is not a regular file inside the plugin directory ({e})")
+            }
+        })
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?

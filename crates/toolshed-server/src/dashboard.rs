@@ -84,9 +84,7 @@ fn now_secs() -> u64 {
 /// `bytes` random bytes as hex; `None` when the system's random source fails (then no
 /// code or session is made: never a guessable one).
 fn random_hex(bytes: usize) -> Option<String> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).ok()?;
-    Some(buf.iter().map(|b| format!("{b:02x}")).collect())
+    toolshed_core::secret::random_hex(bytes).ok()
 }
 
 fn signature(token: &BearerToken, message: &str) -> String {
@@ -117,13 +115,7 @@ impl Sessions {
         let (message, mac) = code.rsplit_once('.')?;
         let expected = signature(token, message);
         // Compared in full whatever differs first.
-        if mac.len() != expected.len()
-            || mac
-                .bytes()
-                .zip(expected.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                != 0
-        {
+        if !toolshed_core::secret::constant_time_eq(mac.as_bytes(), expected.as_bytes()) {
             return None;
         }
         let expires: u64 = message.split('.').next()?.parse().ok()?;

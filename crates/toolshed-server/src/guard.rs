@@ -469,13 +469,7 @@ impl RequestGuard {
             .get(crate::dashboard::CSRF_HEADER)
             .map(HeaderValue::as_bytes)
             .unwrap_or_default();
-        if sent.len() == expected.len()
-            && sent
-                .iter()
-                .zip(expected.as_bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-        {
+        if toolshed_core::secret::constant_time_eq(sent, expected.as_bytes()) {
             Ok(())
         } else {
             Err(Rejection::MissingCsrf)

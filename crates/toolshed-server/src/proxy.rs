@@ -167,6 +167,9 @@ async fn proxy(
 }
 
 /// Sends `request` to the app over `stream` and returns its answer, upgrades included.
+// The port proxy's own connection, to an app the workspace serves on 127.0.0.1 or a
+// sandbox's socket (registered by process_exec), not an outbound request.
+#[allow(clippy::disallowed_methods)]
 async fn forward<S>(
     stream: S,
     request: Request,

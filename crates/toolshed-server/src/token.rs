@@ -92,9 +92,7 @@ impl BearerToken {
             path: path.clone(),
             source,
         })?;
-        let mut bytes = [0u8; TOKEN_BYTES];
-        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
-        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let token = toolshed_core::secret::random_hex(TOKEN_BYTES).map_err(TokenError::Random)?;
         // Written whole to a private temporary file, then linked into place: a second
         // server starting at the same moment either wins the link or reads a complete file.
         let temp = data_dir.join(format!(".{TOKEN_FILE}.{}.tmp", std::process::id()));
@@ -136,15 +134,7 @@ impl BearerToken {
     /// Whether `presented` is this token. Takes the same time wherever the first
     /// difference is, so response timing does not leak the token a byte at a time.
     pub fn matches(&self, presented: &[u8]) -> bool {
-        let expected = self.0.as_bytes();
-        if presented.len() != expected.len() {
-            return false;
-        }
-        let mut difference = 0u8;
-        for (a, b) in expected.iter().zip(presented) {
-            difference |= a ^ b;
-        }
-        std::hint::black_box(difference) == 0
+        toolshed_core::secret::constant_time_eq(self.0.as_bytes(), presented)
     }
 }
 

@@ -88,32 +88,23 @@ pub async fn download(
             super::parse_sha256(given)?;
         }
     }
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| refuse(url, "not a URL"))?;
-    let scheme = scheme.to_ascii_lowercase();
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let listed = extra_hosts
-        .iter()
-        .any(|h| crate::grants::host_matches(h, host));
+    // Parsed as the HTTP client will dial it: the host decided on is the host reached.
+    let to = toolshed_ops::net::destination(url).map_err(|e| refuse(url, e.to_string()))?;
+    let listed = extra_hosts.iter().any(|h| {
+        toolshed_ops::net::HostPattern::parse(h).is_ok_and(|p| p.matches(&to.host, to.port))
+    });
     let policy = if listed {
         NetPolicy::Only(extra_hosts.to_vec())
-    } else if scheme == "https" {
+    } else if to.tls {
         NetPolicy::Public
     } else {
         return Err(refuse(
             url,
-            format!(
-                "only https URLs are downloaded (or hosts listed in [plugins] download_hosts); `{scheme}` is not"
-            ),
+            "only https URLs are downloaded (or hosts listed in [plugins] download_hosts); \
+             `http` is not",
         ));
     };
-    let path_part = rest[authority.len()..]
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let path_part = to.path.to_ascii_lowercase();
     let suffix = if path_part.ends_with(".tar.gz") {
         ".tar.gz"
     } else if path_part.ends_with(".tgz") {

@@ -384,12 +384,9 @@ fn tag_list(stored: &str) -> Vec<String> {
 }
 
 fn new_id(prefix: &str) -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 8];
     // The id only needs to be unique; the system generator failing is not worth failing
     // a store for (the time part still differs).
-    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = toolshed_core::secret::random_hex(8).unwrap_or_default();
     format!("{prefix}-{hex}")
 }
 

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::{Ctx, Error, Function, Module, Object, Value};
 
-use crate::worker::{MAX_ENTRY_BYTES, check_entry};
+use crate::worker::{MAX_ENTRY_BYTES, open_entry, read_opened};
 
 /// The most files one plugin may load (its entry excluded).
 const MAX_MODULES: usize = 512;
@@ -83,7 +83,7 @@ impl Files {
 
     /// The source of the plugin file `path`, within the plugin's limits.
     fn read(&self, path: &str) -> Result<String, String> {
-        let size = check_entry(&self.dir, path)?;
+        let (file, size) = open_entry(&self.dir, path)?;
         if self.count.get() >= MAX_MODULES {
             return Err(format!("the plugin loads more than {MAX_MODULES} files"));
         }
@@ -92,11 +92,10 @@ impl Files {
                 "the plugin's files come to more than {MAX_TOTAL_BYTES} bytes of source"
             ));
         }
-        let bytes =
-            std::fs::read(self.dir.join(path)).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let text = read_opened(file, path)?;
         self.count.set(self.count.get() + 1);
-        self.bytes.set(self.bytes.get() + bytes.len() as u64);
-        String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8 text"))
+        self.bytes.set(self.bytes.get() + text.len() as u64);
+        Ok(text)
     }
 }
 

@@ -100,7 +100,7 @@ pub use host_pattern::HostPattern;
 pub use hyper::body::Bytes;
 use policy::Target;
 pub(crate) use policy::egress_addresses;
-pub use policy::redact_url;
+pub use policy::{Destination, destination, redact_url};
 use resolver::SharedResolver;
 pub use resolver::{Resolver, SystemResolver};
 

@@ -126,6 +126,33 @@ impl Target {
     }
 }
 
+/// Where an `http`/`https` URL goes, as the HTTP client parses it (WHATWG rules: the same
+/// host, port and path the client will dial and send).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The normalized host: a lowercase domain or an address (IPv6 shown in brackets).
+    pub host: Host<String>,
+    /// The port, explicit or the scheme's default.
+    pub port: u16,
+    /// Whether the scheme is `https`.
+    pub tls: bool,
+    /// The path, percent-encoded as the URL has it.
+    pub path: String,
+}
+
+/// Parses `raw` as the HTTP client does: an absolute `http` or `https` URL without user
+/// name or password. The one URL parser for allow decisions (plugin grants, download
+/// hosts): a hand-split URL can name another host than the one dialled.
+pub fn destination(raw: &str) -> Result<Destination, ToolError> {
+    let target = Target::parse(raw)?;
+    Ok(Destination {
+        path: target.url.path().to_string(),
+        host: target.host,
+        port: target.port,
+        tls: target.tls,
+    })
+}
+
 /// Refuses `target` before anything is resolved or dialled: a non-public host under
 /// [`NetPolicy::Public`] that `allow` does not open, a host (or port) not in the list
 /// under [`NetPolicy::Only`] (which `allow` does not widen), either under

@@ -485,6 +485,8 @@ struct RenameArgs {
 }
 
 /// The `system.lsp` plugin.
+// The root language servers are told (as a URI); files are opened through the jail.
+#[allow(clippy::disallowed_methods)]
 pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
     if let Ok(real) = settings.workspace.canonicalize() {
         settings.workspace = real;
