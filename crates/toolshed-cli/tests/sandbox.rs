@@ -1411,3 +1411,38 @@ fn a_profile_a_token_and_a_policy_rule_each_narrow_the_sandbox_mode() {
     .unwrap();
     assert!(setup.path("ws/dev.txt").exists(), "{out:?}");
 }
+
+#[test]
+fn a_write_kept_in_the_private_tmp_is_reported_not_passed_off_as_done() {
+    // Failed before: `echo x > ../escaped.txt` in a workspace under /tmp answered rc=0 and
+    // said nothing, though the file went to the command's private /tmp and vanished.
+    let setup = Setup::new_in(&std::env::temp_dir(), "");
+    let mut mcp = setup.mcp();
+    let out = mcp.call(
+        "exec_command",
+        json!({"cmd": "echo x > ../escaped.txt; mkdir -p /tmp/made && echo y > /tmp/made/f; echo inside > kept.txt"}),
+    );
+    let diverted = out["structuredContent"]["sandbox"]["diverted"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diverted writes reported: {out}"));
+    let listed: Vec<&str> = diverted.iter().filter_map(Value::as_str).collect();
+    let escaped = setup.path("escaped.txt").display().to_string();
+    assert!(listed.iter().any(|l| l.starts_with(&escaped)), "{listed:?}");
+    assert!(
+        listed.iter().any(|l| l.starts_with("/tmp/made/f")),
+        "{listed:?}"
+    );
+    // The workspace's own files are not among them, and the text says what happened.
+    assert!(!listed.iter().any(|l| l.contains("kept.txt")), "{listed:?}");
+    assert!(text(&out).contains("discarded"), "{out}");
+    assert!(!setup.path("escaped.txt").exists());
+    assert!(setup.path("ws/kept.txt").exists());
+    // A command that leaves nothing behind reports nothing.
+    let out = mcp.call("exec_command", json!({"cmd": "echo quiet"}));
+    assert!(
+        out["structuredContent"]["sandbox"]
+            .get("diverted")
+            .is_none(),
+        "{out}"
+    );
+}

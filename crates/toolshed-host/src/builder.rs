@@ -312,6 +312,7 @@ impl HostBuilder {
             visible: Vec::new(),
             read_only: Vec::new(),
             write_only: Vec::new(),
+            report_fd: None,
         };
         Ok(policy)
     }

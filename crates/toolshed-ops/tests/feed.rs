@@ -49,6 +49,7 @@ fn exit(status: ExitStatus, stopped: Option<StopReason>) -> Exit {
         drain: Drain::Complete,
         stopped,
         limit: None,
+        diverted: Vec::new(),
     }
 }
 

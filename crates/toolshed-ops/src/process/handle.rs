@@ -228,7 +228,7 @@ impl Process {
 
     /// How it ended, once it has exited and its output was drained.
     pub fn exit(&self) -> Option<Exit> {
-        self.shared.lock().exit
+        self.shared.lock().exit.clone()
     }
 
     /// Still running, or exited with its output still being drained.

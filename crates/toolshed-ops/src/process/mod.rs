@@ -394,7 +394,7 @@ impl Stop {
 }
 
 /// The end of a process: published once the child has exited and its output was drained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exit {
     /// How the child (the process toolshed started) ended.
     pub status: ExitStatus,
@@ -407,6 +407,11 @@ pub struct Exit {
     /// Set when the tree ran into a resource limit (a process killed for memory, a fork
     /// refused).
     pub limit: Option<LimitHit>,
+    /// What a sandboxed command left in its private `/tmp` and `/dev/shm` — writes that
+    /// looked as if they succeeded but never reached the host (a path outside the
+    /// workspace that lies under `/tmp`), discarded when the command ended: `path (N
+    /// bytes)`, at most [`crate::sandbox::MAX_DIVERTED`].
+    pub diverted: Vec<String>,
 }
 
 /// A resource limit a process tree ran into.

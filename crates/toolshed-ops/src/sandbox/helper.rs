@@ -55,6 +55,9 @@ struct Args {
     env_fd: Option<libc::c_int>,
     /// The command's environment, read from `env_fd` (else the helper's own).
     env: Option<Vec<CString>>,
+    /// An inherited descriptor to write the report to: what the command left in its
+    /// private temporary directories.
+    report_fd: Option<libc::c_int>,
     command: Vec<OsString>,
 }
 
@@ -195,7 +198,8 @@ pub fn run_if_asked() {
             Err(e) => fail(&e),
         }
     }
-    let keep: Vec<libc::c_int> = parsed.join.map(|(u, n)| vec![u, n]).unwrap_or_default();
+    let mut keep: Vec<libc::c_int> = parsed.join.map(|(u, n)| vec![u, n]).unwrap_or_default();
+    keep.extend(parsed.report_fd);
     close_other_descriptors(&keep);
     match outer(parsed) {
         Ok(never) => match never {},
@@ -242,6 +246,15 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                 }
             }
             Some("--inbound") => parsed.inbound = Some(PathBuf::from(value)),
+            Some("--report-fd") => {
+                parsed.report_fd = Some(
+                    text()
+                        .parse()
+                        .ok()
+                        .filter(|fd| *fd > 2)
+                        .ok_or_else(|| format!("--report-fd {} is not a descriptor", text()))?,
+                );
+            }
             Some("--env-fd") => {
                 parsed.env_fd = Some(
                     text()
@@ -850,8 +863,13 @@ fn first_process(
         return Err(format!("fork: {}", os_error()));
     }
     if command == 0 {
-        // SAFETY: the command does not report its own status.
-        unsafe { libc::close(status_write) };
+        // SAFETY: the command does not report its own status, nor write the report.
+        unsafe {
+            libc::close(status_write);
+            if let Some(fd) = args.report_fd {
+                libc::close(fd);
+            }
+        }
         drop(bridge);
         drop(inbound);
         let proxied = args.network == NetworkMode::Filtered;
@@ -879,6 +897,9 @@ fn first_process(
                 break;
             }
             if reaped == command {
+                if let Some(fd) = args.report_fd {
+                    write_report(fd, &left_behind(args));
+                }
                 let bytes = status.to_ne_bytes();
                 // SAFETY: writes 4 bytes from `bytes` and ends the namespace.
                 unsafe {
@@ -888,6 +909,60 @@ fn first_process(
             }
         }
     }
+}
+
+/// What the command left in its private `/tmp` and `/dev/shm` (files, with their sizes):
+/// writes that seemed to succeed and never reached the host. The directories made to bring
+/// the workspace, the writable roots and the visible programs back are not counted. At
+/// most [`super::MAX_DIVERTED`] + 1 entries (the last says more were left), from at most
+/// 2,000 looked at.
+fn left_behind(args: &Args) -> Vec<String> {
+    let scaffold: Vec<&Path> = std::iter::once(args.workspace.as_path())
+        .chain(args.writable.iter().map(PathBuf::as_path))
+        .chain(args.visible.iter().map(PathBuf::as_path))
+        .collect();
+    let mut found = Vec::new();
+    let mut looked = 0;
+    let mut stack: Vec<PathBuf> = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            looked += 1;
+            if looked > 2000 || found.len() > super::MAX_DIVERTED {
+                found.push("… and more".to_string());
+                return found;
+            }
+            let path = entry.path();
+            // A brought-back directory, or one on the way to it: not the command's.
+            if scaffold.iter().any(|s| s.starts_with(&path)) {
+                if !scaffold.iter().any(|s| *s == path) {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(format!("{} ({} bytes)", path.display(), meta.len()));
+            }
+        }
+    }
+    found
+}
+
+/// Writes the report lines to `fd`.
+fn write_report(fd: libc::c_int, lines: &[String]) {
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let bytes = text.as_bytes();
+    // SAFETY: writes from a buffer we own into a descriptor the host passed for this.
+    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
 }
 
 /// The command's process: capabilities, Landlock, seccomp, exec. Returns only on failure.

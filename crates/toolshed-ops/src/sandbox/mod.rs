@@ -158,6 +158,9 @@ pub struct SandboxPolicy {
     /// When not empty, the only paths inside the workspace left writable (policy rules
     /// on `writes` with `not_glob`); the rest of the workspace is read-only.
     pub write_only: Vec<PathBuf>,
+    /// An inherited descriptor the helper writes its report to (what the command left in
+    /// its private temporary directories), set by the backend per command.
+    pub report_fd: Option<i32>,
 }
 
 impl SandboxPolicy {
@@ -190,6 +193,10 @@ impl SandboxPolicy {
         for path in &self.visible {
             args.push("--show".into());
             args.push(path.clone().into());
+        }
+        if let Some(fd) = self.report_fd {
+            args.push("--report-fd".into());
+            args.push(fd.to_string().into());
         }
         for path in &self.read_only {
             args.push("--read-only".into());
@@ -511,6 +518,32 @@ pub fn visible_root(path: &Path) -> Option<PathBuf> {
         // A file straight under the mount: only that file.
         Some(real)
     }
+}
+
+/// The most diverted writes a report names.
+pub const MAX_DIVERTED: usize = 20;
+
+/// A new anonymous file the helper writes its report into (close-on-exec; the spawn
+/// clears that for the helper).
+pub(crate) fn report_memfd() -> std::io::Result<std::os::fd::OwnedFd> {
+    Ok(rustix::fs::memfd_create(
+        "toolshed-report",
+        rustix::fs::MemfdFlags::CLOEXEC,
+    )?)
+}
+
+/// The report in `fd`: one line per diverted write, at most [`MAX_DIVERTED`] lines of
+/// at most 4 KiB each.
+pub(crate) fn read_report(fd: &std::os::fd::OwnedFd) -> Vec<String> {
+    let mut bytes = vec![0u8; 64 * 1024];
+    let n = rustix::io::pread(fd, &mut bytes, 0).unwrap_or(0);
+    bytes.truncate(n);
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .take(MAX_DIVERTED + 1)
+        .map(|l| l.chars().take(4096).collect())
+        .collect()
 }
 
 /// A new anonymous file holding `env` as `NAME=VALUE` entries each ended by a NUL, sealed

@@ -214,6 +214,15 @@ pub(crate) fn exit_fields(exit: &Exit, timed_out: bool, out: &mut Map<String, Va
             after.as_millis()
         ));
     }
+    if !exit.diverted.is_empty() {
+        // Moved into the `sandbox` block by `with_sandbox`.
+        out.insert("diverted".into(), json!(exit.diverted));
+        notes.push(format!(
+            "the sandbox kept these writes in the command's private /tmp and /dev/shm, which \
+             were discarded when it ended — nothing outside the sandbox changed: {}",
+            exit.diverted.join(", ")
+        ));
+    }
     if !notes.is_empty() {
         out.insert("note".into(), json!(notes.join("; ")));
     }
@@ -257,12 +266,19 @@ pub(crate) fn with_sandbox(
     mut output: ToolOutput,
 ) -> ToolOutput {
     if let Some(Value::Object(fields)) = output.structured.as_mut() {
+        let diverted = fields.remove("diverted");
         let block = match process.sandbox(mode) {
-            Ok(Some(e)) => json!({
-                "mode": e.mode.as_str(),
-                "network": e.network.as_str(),
-                "enforced": e.enforced,
-            }),
+            Ok(Some(e)) => {
+                let mut block = json!({
+                    "mode": e.mode.as_str(),
+                    "network": e.network.as_str(),
+                    "enforced": e.enforced,
+                });
+                if let Some(diverted) = diverted {
+                    block["diverted"] = diverted;
+                }
+                block
+            }
             Ok(None) => json!({"mode": "full-access", "network": "on", "enforced": []}),
             // Not reached after a command started: it was checked the same way.
             Err(e) => json!({"error": e.to_string()}),

@@ -508,6 +508,7 @@ impl ProcessOps for LocalProcessOps {
         let mut inbound_path: Option<PathBuf> = None;
         let mut inherit: Vec<i32> = Vec::new();
         let mut env_memfd: Option<OwnedFd> = None;
+        let mut report_memfd: Option<OwnedFd> = None;
         let mut own_egress = None;
         let plan = self
             .plan(request.sandbox, request.escalation_approved)
@@ -587,6 +588,15 @@ impl ProcessOps for LocalProcessOps {
                     fail("cannot hand over its environment", &e)
                 })?;
                 inherit.push(env_fd.as_raw_fd());
+                // Where the helper says what the command left in its private temporary
+                // directories.
+                let report = crate::sandbox::report_memfd().map_err(|e| {
+                    remove_cgroup(&cgroup);
+                    fail("cannot make its sandbox report", &e)
+                })?;
+                inherit.push(report.as_raw_fd());
+                sandbox.policy.report_fd = Some(report.as_raw_fd());
+                report_memfd = Some(report);
                 let (helper, args) = sandbox.wrap(
                     program,
                     &request.args,
@@ -788,6 +798,7 @@ impl ProcessOps for LocalProcessOps {
             groups,
             socket: inbound_path.clone(),
             _egress: own_egress,
+            report: report_memfd,
         };
         // If the thread cannot start, the supervisor is dropped with it: kill the tree here.
         let kill_on_failure = (pid, self.method);

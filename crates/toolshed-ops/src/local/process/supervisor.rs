@@ -48,6 +48,9 @@ pub(super) struct Supervisor {
     pub(super) socket: Option<std::path::PathBuf>,
     /// Its own egress proxy (a command limited to named hosts), stopped at the end.
     pub(super) _egress: Option<crate::sandbox::EgressProxy>,
+    /// Where the sandbox helper reports what the command left in its private temporary
+    /// directories (read once the command has ended).
+    pub(super) report: Option<OwnedFd>,
 }
 
 /// A stop under way.
@@ -145,6 +148,11 @@ impl Supervisor {
                             drain,
                             stopped: first_stop,
                             limit: self.groups.hit(),
+                            diverted: self
+                                .report
+                                .as_ref()
+                                .map(crate::sandbox::read_report)
+                                .unwrap_or_default(),
                         });
                     }
                     published = true;
