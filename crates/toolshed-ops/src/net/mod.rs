@@ -259,44 +259,60 @@ impl NetClient {
                     });
                 }
             };
-            let Some(location) = redirect_location(&response) else {
+            let Some(location) = redirect_location(response.status, &response.headers) else {
                 return Ok(FollowedResponse {
                     response,
                     url: out.target.url.to_string(),
                     redirected_from,
                 });
             };
-            let from = out.target.shown();
-            if redirected_from.len() >= max_redirects {
-                return Err(ToolError::Failed(format!(
-                    "`{from}` redirects again ({} to `{}`) after {max_redirects} redirects; toolshed stopped there. Request that URL directly if it is the right one",
-                    response.status,
-                    out.target.url.join(location).map_or_else(
-                        |_| policy::redact_url(location),
-                        |u| { policy::redact_url(u.as_str()) }
-                    )
-                )));
-            }
-            let next = out
-                .target
-                .url
-                .join(location)
-                .map_err(|e| {
-                    ToolError::Failed(format!(
-                        "`{from}` redirected to `{}`, which is not a valid URL ({e})",
-                        policy::redact_url(location)
-                    ))
-                })
-                .and_then(|url| out.redirected(response.status, url))
-                .map_err(|e| match e {
-                    // `message` shows the new URL, without credentials it may carry.
-                    ToolError::InvalidArguments { message, .. } => ToolError::Failed(format!(
-                        "`{from}` redirected to a URL that cannot be followed: {message}"
-                    )),
-                    other => other,
-                })?;
-            redirected_from.push(out.target.url.to_string());
-            out = next;
+            out = next_hop(
+                out,
+                response.status,
+                location,
+                &mut redirected_from,
+                max_redirects,
+            )?;
+        }
+    }
+
+    /// [`NetClient::send_streaming`], following up to `max_redirects` redirects as
+    /// [`NetClient::send_following`] does (the same hop rules, in [`next_hop`]): a
+    /// download streamed to disk. `request.timeout` covers reaching each head; a redirect's
+    /// body is dropped unread. Returns the final response, its URL and the URLs that
+    /// redirected.
+    pub async fn send_streaming_following(
+        &self,
+        request: HttpRequest,
+        policy: &NetPolicy,
+        cancel: &CancellationToken,
+        max_redirects: usize,
+    ) -> Result<(StreamingResponse, String, Vec<String>), ToolError> {
+        let limit = request.timeout;
+        let mut out = Outgoing::from_request(request, &self.user_agent)?;
+        let mut redirected_from: Vec<String> = Vec::new();
+        loop {
+            let open = async {
+                let io = self.connect(&out, policy).await?;
+                exchange::exchange_streaming(io, &out, &self.config).await
+            };
+            let response = match guarded(open, limit, cancel).await {
+                Ok(response) => response,
+                Err(e) => {
+                    return Err(match redirected_from.last() {
+                        Some(from) => after_redirect(e, from, &out.target),
+                        None => e,
+                    });
+                }
+            };
+            let Some(location) =
+                redirect_location(response.status, &response.headers).map(str::to_string)
+            else {
+                return Ok((response, out.target.url.to_string(), redirected_from));
+            };
+            let status = response.status;
+            drop(response);
+            out = next_hop(out, status, &location, &mut redirected_from, max_redirects)?;
         }
     }
 
@@ -432,15 +448,58 @@ async fn guarded<T>(
 }
 
 /// Where a redirect response points, if it is one this client follows.
-fn redirect_location(response: &HttpResponse) -> Option<&str> {
-    if !matches!(response.status, 301 | 302 | 303 | 307 | 308) {
+fn redirect_location(status: u16, headers: &[(String, String)]) -> Option<&str> {
+    if !matches!(status, 301 | 302 | 303 | 307 | 308) {
         return None;
     }
-    response
-        .headers
+    headers
         .iter()
         .find(|(name, _)| name == "location")
         .map(|(_, value)| value.as_str())
+}
+
+/// The one redirect rule, for every loop that follows: `out` answered `status` pointing to
+/// `location`; the request for the next hop (303 and POST-after-301/302 as a GET without
+/// the body, credentials dropped when the origin changes — [`Outgoing::redirected`]), or
+/// the error when there have been `max` already or the target cannot be followed. The
+/// next hop is checked against the policy when it is sent, like any request.
+fn next_hop(
+    out: Outgoing,
+    status: u16,
+    location: &str,
+    redirected_from: &mut Vec<String>,
+    max: usize,
+) -> Result<Outgoing, ToolError> {
+    let from = out.target.shown();
+    if redirected_from.len() >= max {
+        return Err(ToolError::Failed(format!(
+            "`{from}` redirects again ({status} to `{}`) after {max} redirects; toolshed stopped there. Request that URL directly if it is the right one",
+            out.target.url.join(location).map_or_else(
+                |_| policy::redact_url(location),
+                |u| { policy::redact_url(u.as_str()) }
+            )
+        )));
+    }
+    let next = out
+        .target
+        .url
+        .join(location)
+        .map_err(|e| {
+            ToolError::Failed(format!(
+                "`{from}` redirected to `{}`, which is not a valid URL ({e})",
+                policy::redact_url(location)
+            ))
+        })
+        .and_then(|url| out.redirected(status, url))
+        .map_err(|e| match e {
+            // `message` shows the new URL, without credentials it may carry.
+            ToolError::InvalidArguments { message, .. } => ToolError::Failed(format!(
+                "`{from}` redirected to a URL that cannot be followed: {message}"
+            )),
+            other => other,
+        })?;
+    redirected_from.push(out.target.url.to_string());
+    Ok(next)
 }
 
 /// Says which redirect led to a refused hop.

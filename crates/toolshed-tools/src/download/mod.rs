@@ -386,42 +386,23 @@ impl Job {
                 _ => (Sha256::new(), 0),
             }
         };
-        let mut url = self.url.clone();
-        let mut redirects = 0;
-        let response = loop {
-            let mut headers = vec![("accept-encoding".to_string(), "identity".to_string())];
-            if have > 0 {
-                headers.push(("range".into(), format!("bytes={have}-")));
-            }
-            let request = HttpRequest {
-                method: "GET".into(),
-                url: url.to_string(),
-                headers,
-                body: None,
-                timeout: time_left(ctx).min(HEAD_TIMEOUT),
-                max_response_bytes: usize::try_from(MAX_DOWNLOAD_BYTES).unwrap_or(usize::MAX),
-            };
-            let response = net
-                .send_streaming(request, &NetPolicy::Public, &ctx.cancel)
-                .await?;
-            if matches!(response.status, 301 | 302 | 303 | 307 | 308) {
-                let location = header(&response.headers, "location").ok_or_else(|| {
-                    ToolError::Failed(format!("{} redirected without a Location", self.shown))
-                })?;
-                redirects += 1;
-                if redirects > MAX_REDIRECTS {
-                    return Err(ToolError::Failed(format!(
-                        "{} redirected more than {MAX_REDIRECTS} times; toolshed stopped there",
-                        self.shown
-                    )));
-                }
-                url = url.join(&location).map_err(|e| {
-                    ToolError::Failed(format!("{} redirected to an invalid URL ({e})", self.shown))
-                })?;
-                continue;
-            }
-            break response;
+        let mut headers = vec![("accept-encoding".to_string(), "identity".to_string())];
+        if have > 0 {
+            headers.push(("range".into(), format!("bytes={have}-")));
+        }
+        let request = HttpRequest {
+            method: "GET".into(),
+            url: self.url.to_string(),
+            headers,
+            body: None,
+            timeout: time_left(ctx).min(HEAD_TIMEOUT),
+            max_response_bytes: usize::try_from(MAX_DOWNLOAD_BYTES).unwrap_or(usize::MAX),
         };
+        // The client's one redirect loop: every hop checked, credentials dropped across
+        // origins, the refused hop named.
+        let (response, _, _) = net
+            .send_streaming_following(request, &NetPolicy::Public, &ctx.cancel, MAX_REDIRECTS)
+            .await?;
         let resumed = match response.status {
             206 if have > 0 => true,
             200 => {

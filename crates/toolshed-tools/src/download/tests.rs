@@ -266,6 +266,9 @@ async fn a_wrong_checksum_or_a_refused_redirect_keeps_nothing() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("169.254.169.254"), "{e}");
+    // The client's own redirect loop refused it, naming the hop (a second loop in the
+    // download tool did not).
+    assert!(e.to_string().contains("redirected to"), "{e}");
     assert!(!s.root.join("y.bin").exists());
 }
 
