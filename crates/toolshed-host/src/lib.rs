@@ -43,6 +43,7 @@ pub mod manifest_compat;
 pub mod memory;
 pub mod oauth;
 pub mod policy;
+pub mod private_file;
 pub mod quotas;
 pub mod registry;
 pub mod shipped;

@@ -6,8 +6,7 @@
 //! a fresh nonce and bound to its slot (plugin id and key), so a sealed value moved to
 //! another slot does not open. A stored value reads `sealed:v1:<hex of nonce‖ciphertext>`.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
@@ -41,31 +40,11 @@ impl SecretBox {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut key = [0u8; KEY_LEN];
                 rng.fill(&mut key).map_err(|_| err(&"no random bytes"))?;
-                // Written whole to a private file of our own, then linked into place: a
-                // process starting at the same moment either wins the link or reads a
-                // complete key, never a half-written one.
-                let mut nonce = [0u8; 8];
-                rng.fill(&mut nonce).map_err(|_| err(&"no random bytes"))?;
-                let temp = path.with_extension(format!(
-                    "{}.{}.tmp",
-                    std::process::id(),
-                    nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
-                ));
-                let written = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&temp)
-                    .and_then(|mut file| file.write_all(&key).and_then(|()| file.sync_all()));
-                let linked = written.and_then(|()| std::fs::hard_link(&temp, path));
-                let _ = std::fs::remove_file(&temp);
-                match linked {
-                    Ok(()) => key.to_vec(),
+                if crate::private_file::create_once(path, &key).map_err(|e| err(&e))? {
+                    key.to_vec()
+                } else {
                     // Another process made it first: use theirs.
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        std::fs::read(path).map_err(|e| err(&e))?
-                    }
-                    Err(e) => return Err(err(&e)),
+                    std::fs::read(path).map_err(|e| err(&e))?
                 }
             }
             Err(e) => return Err(err(&e)),

@@ -6,7 +6,6 @@
 //! the server exposes, so it is never logged and never put into an error.
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The file name of the token inside the data dir.
@@ -93,24 +92,15 @@ impl BearerToken {
             source,
         })?;
         let token = toolshed_core::secret::random_hex(TOKEN_BYTES).map_err(TokenError::Random)?;
-        // Written whole to a private temporary file, then linked into place: a second
-        // server starting at the same moment either wins the link or reads a complete file.
-        let temp = data_dir.join(format!(".{TOKEN_FILE}.{}.tmp", std::process::id()));
-        let io = |action| {
-            let path = path.clone();
-            move |source| TokenError::Io {
-                action,
+        // A second server starting at the same moment either wins or reads a whole file.
+        match toolshed_host::private_file::create_once(&path, format!("{token}\n").as_bytes()) {
+            Ok(true) => Ok(Self(token)),
+            Ok(false) => Self::read(&path),
+            Err(source) => Err(TokenError::Io {
+                action: "create",
                 path,
                 source,
-            }
-        };
-        write_private(&temp, &token).map_err(io("write"))?;
-        let linked = std::fs::hard_link(&temp, &path);
-        let _ = std::fs::remove_file(&temp);
-        match linked {
-            Ok(()) => Ok(Self(token)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Self::read(&path),
-            Err(e) => Err(io("create")(e)),
+            }),
         }
     }
 
@@ -136,30 +126,6 @@ impl BearerToken {
     pub fn matches(&self, presented: &[u8]) -> bool {
         toolshed_core::secret::constant_time_eq(self.0.as_bytes(), presented)
     }
-}
-
-#[cfg(unix)]
-fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(format!("{token}\n").as_bytes())?;
-    file.sync_all()
-}
-
-#[cfg(not(unix))]
-fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
-    file.write_all(format!("{token}\n").as_bytes())?;
-    file.sync_all()
 }
 
 #[cfg(unix)]
