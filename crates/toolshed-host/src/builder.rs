@@ -206,6 +206,15 @@ impl HostBuilder {
         })
     }
 
+    /// `[sandbox] mode`.
+    fn sandbox_mode(&self) -> Result<SandboxMode, HostError> {
+        self.config
+            .config
+            .sandbox
+            .mode()
+            .map_err(|e| HostError::Config(e.to_string()))
+    }
+
     /// The rules file tools meet: the sandbox's mode and hidden paths (`None` in
     /// full-access mode: the jail alone).
     fn file_boundary(
@@ -213,12 +222,7 @@ impl HostBuilder {
         workspace: &Path,
         sandbox: Option<&SandboxSetting>,
     ) -> Result<Option<FileBoundary>, HostError> {
-        let mode = self
-            .config
-            .config
-            .sandbox
-            .mode()
-            .map_err(|e| HostError::Config(e.to_string()))?;
+        let mode = self.sandbox_mode()?;
         if mode == SandboxMode::FullAccess {
             return Ok(None);
         }
@@ -232,12 +236,7 @@ impl HostBuilder {
     /// The sandbox commands run in, from `[sandbox]`; `None` in full-access mode without a
     /// helper (with one, the sandbox is kept so that a call can narrow its mode).
     fn sandbox(&self, workspace: &Path) -> Result<Option<SandboxSetting>, HostError> {
-        let mode = self
-            .config
-            .config
-            .sandbox
-            .mode()
-            .map_err(|e| HostError::Config(e.to_string()))?;
+        let mode = self.sandbox_mode()?;
         if mode == SandboxMode::FullAccess && self.sandbox_helper.is_none() {
             return Ok(None);
         }

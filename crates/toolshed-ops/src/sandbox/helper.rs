@@ -246,23 +246,17 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                 }
             }
             Some("--inbound") => parsed.inbound = Some(PathBuf::from(value)),
-            Some("--report-fd") => {
-                parsed.report_fd = Some(
-                    text()
-                        .parse()
-                        .ok()
-                        .filter(|fd| *fd > 2)
-                        .ok_or_else(|| format!("--report-fd {} is not a descriptor", text()))?,
-                );
-            }
-            Some("--env-fd") => {
-                parsed.env_fd = Some(
-                    text()
-                        .parse()
-                        .ok()
-                        .filter(|fd| *fd > 2)
-                        .ok_or_else(|| format!("--env-fd {} is not a descriptor", text()))?,
-                );
+            Some(name @ ("--report-fd" | "--env-fd")) => {
+                let fd = text()
+                    .parse()
+                    .ok()
+                    .filter(|fd| *fd > 2)
+                    .ok_or_else(|| format!("{name} {} is not a descriptor", text()))?;
+                if name == "--env-fd" {
+                    parsed.env_fd = Some(fd);
+                } else {
+                    parsed.report_fd = Some(fd);
+                }
             }
             Some("--min-landlock-abi") => {
                 parsed.min_landlock_abi = text()
