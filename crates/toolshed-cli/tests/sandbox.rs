@@ -1258,6 +1258,33 @@ fn programs_and_environments_under_tmp_stay_visible_and_the_rest_of_tmp_stays_hi
         "{said}"
     );
     std::fs::remove_file(setup.path("ws/tool-ran")).unwrap();
+    // Named by path in a command: a virtualenv's interpreter (a link to one outside /tmp,
+    // as venvs make them) brings its environment; a script in node_modules brings
+    // node_modules (its dependencies beside it). Failed before in a checkout under /tmp.
+    std::os::unix::fs::symlink("/bin/cat", env.join("bin/linked")).unwrap();
+    let modules = setup.path("checkout/node_modules");
+    std::fs::create_dir_all(modules.join("pkg")).unwrap();
+    std::fs::create_dir_all(modules.join("dep")).unwrap();
+    std::fs::write(modules.join("dep/x.txt"), "dependency").unwrap();
+    std::fs::write(
+        modules.join("pkg/index.sh"),
+        "cat \"$(dirname \"$0\")/../dep/x.txt\"\n",
+    )
+    .unwrap();
+    let result = mcp.call(
+        "exec_command",
+        json!({"cmd": format!(
+            "{} {}/lib/data.txt; echo; sh {}/pkg/index.sh",
+            env.join("bin/linked").display(),
+            env.display(),
+            modules.display()
+        )}),
+    );
+    let said = text(&result);
+    assert!(
+        said.contains("venv data") && said.contains("dependency"),
+        "{said}"
+    );
     // A language server installed there starts.
     let _ = mcp.request(
         "tools/call",

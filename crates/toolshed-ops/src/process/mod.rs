@@ -170,9 +170,10 @@ pub struct SpawnRequest {
     /// (public hosts, and what `[web] allow` opens): for the browser. Ignored without a
     /// sandbox.
     pub web_network: bool,
-    /// Absolute paths the command needs to see (read-only) wherever they live, named by
-    /// configuration, not by a caller: a mounted server's or language server's program
-    /// and the files its arguments name. Under the sandbox's private `/tmp`, `/dev/shm` or
+    /// Absolute paths the command needs to see (read-only) wherever they live: a mounted
+    /// server's or language server's program and the files its configured arguments name,
+    /// or the program environments a command line names
+    /// ([`crate::sandbox::named_programs`]: never an arbitrary path a caller writes). Under the sandbox's private `/tmp`, `/dev/shm` or
     /// `/run` they are brought back read-only (see [`crate::sandbox::visible_root`]).
     pub visible: Vec<std::path::PathBuf>,
     /// What the command may write inside the workspace, from policy rules on `writes`:

@@ -487,24 +487,62 @@ pub const PRIVATE_MOUNTS: [&str; 3] = ["/tmp", "/dev/shm", "/run"];
 /// What must stay visible for the program (or file) at `path` to run, when it lives under
 /// one of the [`PRIVATE_MOUNTS`]: `None` elsewhere (everything else is readable already).
 ///
-/// The path's links are resolved first. A program in a `bin` directory brings its
-/// environment (the directory holding `bin`: a virtualenv, an install prefix); one in
-/// `node_modules/.bin` brings `node_modules`; anything else its own directory (a file's
-/// directory, or the directory itself). Never a private mount itself: `/tmp/bin/x` brings
-/// `/tmp/bin`, not all of `/tmp` — the host's other temporary files (another user's
-/// files and sockets) stay out of reach.
-// Decides which directory the sandbox mounts (the helper opens it by descriptor).
-#[allow(clippy::disallowed_methods)]
+/// Judged on the path as written and on where its links lead (a virtualenv's
+/// `bin/python` is a link to an interpreter elsewhere, and the command still names the
+/// link). A path inside `node_modules` brings the outermost `node_modules` (a package
+/// finds its dependencies beside it); a program in a `bin` directory brings its
+/// environment (the directory holding `bin`: a virtualenv, an install prefix); anything
+/// else its own directory (a file's directory, or the directory itself). Never a private
+/// mount itself: `/tmp/bin/x` brings `/tmp/bin`, not all of `/tmp` — the host's other
+/// temporary files (another user's files and sockets) stay out of reach.
 pub fn visible_root(path: &Path) -> Option<PathBuf> {
-    let real = path.canonicalize().ok()?;
+    visible_roots_of(path).into_iter().next()
+}
+
+/// [`visible_root`] for the path as written and for where its links lead: both, when
+/// both are under a private mount.
+// Decides which directories the sandbox mounts (the helper opens them by descriptor).
+#[allow(clippy::disallowed_methods)]
+pub fn visible_roots_of(path: &Path) -> Vec<PathBuf> {
+    if !path.is_absolute() || !path.exists() {
+        return Vec::new();
+    }
+    let mut roots = Vec::new();
+    for candidate in std::iter::once(path.to_path_buf()).chain(path.canonicalize().ok()) {
+        if let Some(root) = root_under_mount(&candidate)
+            && !roots.contains(&root)
+        {
+            roots.push(root);
+        }
+    }
+    roots
+}
+
+/// The directory to bring back for `path` (see [`visible_root`]), if it is under a
+/// private mount.
+fn root_under_mount(path: &Path) -> Option<PathBuf> {
+    if path
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
     let mount = PRIVATE_MOUNTS
         .iter()
         .map(Path::new)
-        .find(|m| real.starts_with(m) && real != *m)?;
-    let dir = if real.is_dir() {
-        real.clone()
+        .find(|m| path.starts_with(m) && path != *m)?;
+    // A package under node_modules: the outermost node_modules.
+    let mut prefix = PathBuf::new();
+    for part in path.components() {
+        prefix.push(part);
+        if part.as_os_str() == "node_modules" && prefix.starts_with(mount) && prefix != mount {
+            return Some(prefix);
+        }
+    }
+    let dir = if path.is_dir() {
+        path.to_path_buf()
     } else {
-        real.parent()?.to_path_buf()
+        path.parent()?.to_path_buf()
     };
     let root = match dir.file_name().and_then(OsStr::to_str) {
         Some("bin" | ".bin") => dir.parent().map(Path::to_path_buf).unwrap_or(dir.clone()),
@@ -516,8 +554,33 @@ pub fn visible_root(path: &Path) -> Option<PathBuf> {
         Some(dir)
     } else {
         // A file straight under the mount: only that file.
-        Some(real)
+        Some(path.to_path_buf())
     }
+}
+
+/// The program environments a command line names: every absolute path in it that is an
+/// executable file in a `bin` directory (its environment comes back) or lies inside a
+/// `node_modules` directory. Nothing else a caller writes in a command is brought back —
+/// not a socket, not a plain directory.
+pub fn named_programs(command: &str) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    command
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, '\'' | '"' | ';' | '&' | '|' | '(' | ')' | '`' | '=')
+        })
+        .filter(|t| t.starts_with('/'))
+        .map(PathBuf::from)
+        .filter(|p| {
+            let in_bin = p
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "bin" || n == ".bin");
+            let executable = std::fs::metadata(p)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+            (in_bin && executable) || p.components().any(|c| c.as_os_str() == "node_modules")
+        })
+        .take(16)
+        .collect()
 }
 
 /// The most diverted writes a report names.

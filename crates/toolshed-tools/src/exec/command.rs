@@ -219,6 +219,9 @@ pub(crate) fn command_request(
     env: Option<&BTreeMap<String, String>>,
 ) -> SpawnRequest {
     let mut request = SpawnRequest::new(shell_program()).arg("-c").arg(cmd);
+    // Interpreters and packages the command names by path (a virtualenv's python, a
+    // script in node_modules) stay visible wherever they live, /tmp included.
+    request.visible = toolshed_ops::sandbox::named_programs(cmd);
     if let Some(dir) = workdir {
         request = request.workdir(dir);
     }

@@ -317,7 +317,7 @@ fn visible_roots(
     request: &SpawnRequest,
     policy: &crate::sandbox::SandboxPolicy,
 ) -> Vec<PathBuf> {
-    use crate::sandbox::visible_root;
+    use crate::sandbox::visible_roots_of;
     let host_path = std::env::var_os("PATH").unwrap_or_default();
     let host_dirs: Vec<PathBuf> = std::env::split_paths(&host_path)
         .filter(|d| d.is_absolute())
@@ -347,7 +347,7 @@ fn visible_roots(
     wanted.extend(request.visible.iter().filter(|p| p.is_absolute()).cloned());
     let mut roots: Vec<PathBuf> = wanted
         .iter()
-        .filter_map(|p| visible_root(p))
+        .flat_map(|p| visible_roots_of(p))
         .filter(|root| {
             !std::iter::once(&policy.workspace)
                 .chain(&policy.writable)
