@@ -373,6 +373,20 @@ fn a_rule_on_what_a_call_writes_covers_every_tool_that_writes() {
         ),
         ("workspace_delete", json!({"path": "secrets/a.txt"})),
         ("workspace_mkdir", json!({"path": "secrets/sub"})),
+        // The directory itself, and new directories under a link into it.
+        (
+            "workspace_delete",
+            json!({"path": "secrets", "recursive": true}),
+        ),
+        (
+            "workspace_move",
+            json!({"from": "secrets", "to": "elsewhere"}),
+        ),
+        (
+            "workspace_write",
+            json!({"path": "alias/new/deep.txt", "content": "x", "create_parents": true}),
+        ),
+        ("workspace_mkdir", json!({"path": "alias/n1/n2"})),
     ] {
         let out = mcp.call(tool, args.clone());
         assert_eq!(out["isError"], true, "{tool} {args}: {out}");
@@ -399,7 +413,7 @@ fn a_rule_on_what_a_call_writes_covers_every_tool_that_writes() {
     // read-only), nor can the persistent shell; elsewhere it writes.
     let out = mcp.call(
         "exec_command",
-        json!({"cmd": "echo x > secrets/x; echo x > secrets/a.txt; mkdir secrets/d; echo rc=$?; echo y > fine.txt"}),
+        json!({"cmd": "echo x > secrets/x; echo x > secrets/a.txt; mkdir secrets/d; echo rc=$?; mv secrets s2; rm -rf secrets; echo y > fine.txt"}),
     );
     assert!(text(&out).contains("Read-only file system"), "{out}");
     let out = mcp.call(
@@ -412,6 +426,10 @@ fn a_rule_on_what_a_call_writes_covers_every_tool_that_writes() {
         "secret"
     );
     assert!(ws.join("fine.txt").exists() && ws.join("fine2.txt").exists());
+    assert!(
+        !ws.join("s2").exists(),
+        "the protected directory was moved away"
+    );
     // `policy test` answers the same for a patch.
     let o = env.run(&[
         "policy",

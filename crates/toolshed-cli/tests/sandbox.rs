@@ -1181,6 +1181,11 @@ fn a_path_the_sandbox_hides_is_hidden_from_file_tools_too() {
             json!({"path": "alias/new", "content": "x"}),
         ),
         ("workspace_move", json!({"from": "secrets", "to": "out"})),
+        (
+            "workspace_write",
+            json!({"path": "alias/n1/n2/x", "content": "x", "create_parents": true}),
+        ),
+        ("workspace_mkdir", json!({"path": "alias/m1/m2"})),
     ] {
         let result = mcp.call(tool, args.clone());
         assert_eq!(result["isError"], true, "{tool} {args}: {result}");

@@ -761,7 +761,7 @@ impl Dispatcher {
             for list in [&mut touches.reads, &mut touches.writes] {
                 let resolved: Vec<String> = list
                     .iter()
-                    .filter_map(|p| resolve_path(files.as_ref(), p))
+                    .filter_map(|p| toolshed_ops::resolve_in_workspace(files.as_ref(), p))
                     .filter(|r| !list.contains(r))
                     .collect();
                 list.extend(resolved);
@@ -1268,23 +1268,4 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }
     s
-}
-
-/// `path` as the workspace's links resolve it, relative to the root: the path itself if it
-/// exists, else its parent's real path and its name (a file about to be created).
-fn resolve_path(files: &dyn toolshed_ops::FileOps, path: &str) -> Option<String> {
-    if let Ok(real) = files.realpath(path) {
-        return Some(real);
-    }
-    let (parent, name) = path
-        .trim_end_matches('/')
-        .rsplit_once('/')
-        .unwrap_or((".", path));
-    let parent = if parent.is_empty() { "/" } else { parent };
-    let real = files.realpath(parent).ok()?;
-    Some(if real == "." {
-        name.to_string()
-    } else {
-        format!("{real}/{name}")
-    })
 }

@@ -586,9 +586,15 @@ impl McpServer {
             }
         }
         let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
-        call.caller_tools = Self::caller_for(bound, &context).and_then(|c| c.tools);
+        let caller = Self::caller_for(bound, &context);
+        // An agent token's own client answering its own call's approval is self-approval:
+        // only where [approvals] self_approval allows it.
+        let self_answers = caller.as_ref().is_some_and(|c| c.is_agent())
+            && bound.host.config().config.approvals.self_approval
+                == toolshed_host::approvals::SelfApproval::Deny;
+        call.caller_tools = caller.and_then(|c| c.tools);
         call.cancel = context.ct.clone();
-        if crate::approve::Elicitation::supported(&context.peer) {
+        if !self_answers && crate::approve::Elicitation::supported(&context.peer) {
             call.approver = Some(Arc::new(crate::approve::Elicitation {
                 peer: context.peer.clone(),
                 owner: call.owner.0.clone(),

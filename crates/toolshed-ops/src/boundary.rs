@@ -22,8 +22,50 @@ use crate::error::OpsError;
 use crate::file::{
     Change, DirListing, FileContents, FileOps, Follow, Metadata, Overwrite, Parents, Written,
 };
-use crate::path::{is_within, normalize, shown, split_parent};
+use crate::path::{is_within, normalize, shown};
 use crate::sandbox::SandboxMode;
+
+/// `path` (workspace-relative or absolute inside the workspace) as the workspace's links
+/// resolve it, relative to the root: its deepest existing ancestor resolved, the rest of
+/// the words appended (a file and directories about to be created). `None` when even the
+/// root cannot be resolved or the path leaves the workspace.
+pub fn resolve_in_workspace(files: &dyn FileOps, path: &str) -> Option<String> {
+    let mut head = path.trim_end_matches('/').to_string();
+    if head.is_empty() {
+        head = "/".into();
+    }
+    let mut rest: Vec<String> = Vec::new();
+    for _ in 0..64 {
+        if let Ok(real) = files.realpath(&head) {
+            rest.reverse();
+            let mut out = if real == "." { String::new() } else { real };
+            for part in rest {
+                if !out.is_empty() {
+                    out.push('/');
+                }
+                out.push_str(&part);
+            }
+            return Some(if out.is_empty() { ".".into() } else { out });
+        }
+        let (parent, name) = match head.rsplit_once('/') {
+            Some(("", name)) => ("/".to_string(), name.to_string()),
+            Some((parent, name)) => (parent.to_string(), name.to_string()),
+            None if head != "." => (".".to_string(), head.clone()),
+            None => return None,
+        };
+        if name == ".." {
+            return None;
+        }
+        if name != "." && !name.is_empty() {
+            rest.push(name);
+        }
+        if parent == head {
+            return None;
+        }
+        head = parent;
+    }
+    None
+}
 
 /// What file tools may touch, from the sandbox's mode and deny list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,18 +134,9 @@ impl FileBoundary {
             return Ok(());
         }
         let words = normalize(&self.workspace, path)?;
-        // Where the links lead: the path itself if it exists, else its parent's real path
-        // and its name (a file about to be created).
-        let real = files.realpath(&words).or_else(|_| {
-            let (parent, name) = split_parent(&words);
-            files.realpath(parent).map(|p| {
-                if p == "." {
-                    name.to_string()
-                } else {
-                    format!("{p}/{name}")
-                }
-            })
-        });
+        // Where the links lead, through the deepest part that exists (directories about to
+        // be created under a link into a hidden path count too).
+        let real = resolve_in_workspace(files, &words).ok_or(());
         let folded = crate::path::normalize_lexically(&words).unwrap_or_else(|_| words.clone());
         for candidate in std::iter::once(folded).chain(real.ok()) {
             if let Some(hidden) = self

@@ -213,6 +213,17 @@ impl Compiled {
             let items = touch_items(*kind, touches.of(*kind));
             match test {
                 Test::Present(wanted) => items.is_empty() != *wanted,
+                // Writing a directory that holds what the glob names (deleting or moving
+                // `secrets`, or `config` for `config/secrets/**`) writes it too.
+                Test::Glob(_, text) if *kind == TouchKind::Writes => {
+                    let prefix = literal_prefix(text);
+                    items.iter().any(|item| {
+                        test.holds(Some(&Value::String(item.clone())))
+                            || prefix
+                                .as_deref()
+                                .is_some_and(|p| toolshed_ops::path::is_within(item, p))
+                    })
+                }
                 test => items
                     .iter()
                     .any(|item| test.holds(Some(&Value::String(item.clone())))),
@@ -329,7 +340,12 @@ impl PolicyRules {
                 match test {
                     Test::Glob(_, text) => {
                         if let Some(dir) = literal_prefix(text) {
-                            scope.read_only.push(dir);
+                            // A trailing `/`: the glob goes on below it, so it is a
+                            // directory (made if missing, to be kept read-only).
+                            let is_dir = text.trim_start_matches("./").len() > dir.len();
+                            scope
+                                .read_only
+                                .push(if is_dir { format!("{dir}/") } else { dir });
                         }
                     }
                     Test::NotGlob(_, text) => {

@@ -749,8 +749,24 @@ fn scope_writes(args: &Args) -> Result<(), String> {
         }
     }
     for path in args.read_only.iter().filter(|p| inside(p)) {
-        if path.symlink_metadata().is_err() {
-            continue;
+        match path.symlink_metadata() {
+            Err(_) => continue,
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(format!("{} is a symbolic link", path.display()));
+            }
+            Ok(_) => {}
+        }
+        // Every directory between the workspace and it becomes a mount point too, so the
+        // command cannot rename one away and put an unprotected copy in its place.
+        let mut ancestors: Vec<&Path> = path
+            .ancestors()
+            .skip(1)
+            .take_while(|a| a.starts_with(&args.workspace) && *a != args.workspace)
+            .collect();
+        ancestors.reverse();
+        for dir in ancestors {
+            let text = dir.to_string_lossy();
+            mount(&text, dir, None, libc::MS_BIND, None)?;
         }
         let text = path.to_string_lossy();
         mount(&text, path, None, libc::MS_BIND | libc::MS_REC, None)?;

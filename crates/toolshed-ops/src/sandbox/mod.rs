@@ -504,13 +504,21 @@ pub fn visible_root(path: &Path) -> Option<PathBuf> {
 // Decides which directories the sandbox mounts (the helper opens them by descriptor).
 #[allow(clippy::disallowed_methods)]
 pub fn visible_roots_of(path: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
     if !path.is_absolute() || !path.exists() {
         return Vec::new();
     }
+    // Never a socket, and never the user's runtime directory (or what holds it): its
+    // sockets (the session bus, systemd's, toolshed's own) stay connectable read-only.
+    if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        return Vec::new();
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
     let mut roots = Vec::new();
     for candidate in std::iter::once(path.to_path_buf()).chain(path.canonicalize().ok()) {
         if let Some(root) = root_under_mount(&candidate)
             && !roots.contains(&root)
+            && !runtime.as_ref().is_some_and(|r| r.starts_with(&root))
         {
             roots.push(root);
         }

@@ -368,40 +368,52 @@ fn visible_roots(
     kept
 }
 
-/// The workspace paths a command's policy write scope names, absolute. A read-only path
-/// that does not exist yet is made (an empty directory) so that it can be kept read-only:
-/// otherwise the command could create it and write inside. A path that leaves the
-/// workspace is dropped.
+/// The workspace paths a command's policy write scope names, absolute. A read-only
+/// directory that does not exist yet (named with a trailing `/`) is made, empty, so that
+/// it can be kept read-only: otherwise the command could create it and write inside. A
+/// path with a symbolic link on the way is refused (a bind mount would follow it), as is
+/// one that leaves the workspace: the command does not run rather than run unbound.
 fn scoped_paths(
     scope: &toolshed_core::WriteScope,
     workspace: &Path,
-) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let inside = |rel: &String| {
-        crate::path::normalize_lexically(rel)
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), String> {
+    let place = |rel: &String, make: bool| -> Result<Option<PathBuf>, String> {
+        let is_dir = rel.ends_with('/');
+        let Some(rel) = crate::path::normalize_lexically(rel.trim_end_matches('/'))
             .ok()
             .filter(|r| r != ".")
-            .map(|r| workspace.join(r))
-    };
-    let read_only = scope
-        .read_only
-        .iter()
-        .filter_map(inside)
-        .filter(|p| {
-            if !p.exists() && std::fs::create_dir_all(p).is_err() {
-                tracing::warn!(path = %p.display(), "cannot make a path the policy keeps read-only");
-                return false;
+        else {
+            return Ok(None);
+        };
+        let mut at = workspace.to_path_buf();
+        for part in rel.split('/') {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(format!(
+                        "`{rel}`, which a policy rule keeps from commands, goes through the \
+                         symbolic link `{}`; the command is not run",
+                        at.display()
+                    ));
+                }
+                Ok(_) => {}
+                Err(_) if make && is_dir => {
+                    std::fs::create_dir(&at).map_err(|e| format!("{}: {e}", at.display()))?;
+                }
+                Err(_) => return Ok(None),
             }
-            true
-        })
-        .collect();
-    let write_only = scope
-        .only
-        .iter()
-        .flatten()
-        .filter_map(inside)
-        .filter(|p| p.exists() || std::fs::create_dir_all(p).is_ok())
-        .collect();
-    (read_only, write_only)
+        }
+        Ok(Some(at))
+    };
+    let mut read_only = Vec::new();
+    for rel in &scope.read_only {
+        read_only.extend(place(rel, true)?);
+    }
+    let mut write_only = Vec::new();
+    for rel in scope.only.iter().flatten() {
+        write_only.extend(place(&format!("{rel}/"), true)?);
+    }
+    Ok((read_only, write_only))
 }
 
 /// Whether `path` belongs to the user toolshed runs as, or to root (a system's own
@@ -513,6 +525,16 @@ impl ProcessOps for LocalProcessOps {
         let plan = self
             .plan(request.sandbox, request.escalation_approved)
             .inspect_err(|_| remove_cgroup(&cgroup))?;
+        if plan.is_none() && !request.write_scope.is_empty() {
+            remove_cgroup(&cgroup);
+            return Err(OpsError::Spawn {
+                program: program.into(),
+                message: "policy rules keep some workspace paths from this command, and it \
+                          would run without a sandbox (full-access), where they cannot be \
+                          enforced; it is not run"
+                    .into(),
+            });
+        }
         let mut command = match plan {
             None => {
                 let mut command = Command::new(program);
@@ -532,7 +554,13 @@ impl ProcessOps for LocalProcessOps {
                 sandbox.policy.writable.extend(kept.into_iter().cloned());
                 sandbox.policy.visible = visible_roots(program, request, &sandbox.policy);
                 let (read_only, write_only) =
-                    scoped_paths(&request.write_scope, &sandbox.policy.workspace);
+                    scoped_paths(&request.write_scope, &sandbox.policy.workspace).map_err(|e| {
+                        remove_cgroup(&cgroup);
+                        OpsError::Spawn {
+                            program: program.into(),
+                            message: e,
+                        }
+                    })?;
                 sandbox.policy.read_only = read_only;
                 sandbox.policy.write_only = write_only;
                 if let Some(hosts) = &request.network_hosts {
