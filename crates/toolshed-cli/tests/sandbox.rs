@@ -1191,6 +1191,22 @@ fn a_path_the_sandbox_hides_is_hidden_from_file_tools_too() {
         assert_eq!(result["isError"], true, "{tool} {args}: {result}");
         assert!(text(&result).contains("[sandbox] deny"), "{result}");
     }
+    // Nor do the search tools read or list it (failed before: workspace_grep printed it).
+    std::fs::write(setup.path("ws/open.txt"), "hidden in plain sight").unwrap();
+    for (tool, args) in [
+        ("workspace_grep", json!({"pattern": "hidden"})),
+        ("workspace_glob", json!({"patterns": ["**"]})),
+        ("workspace_find", json!({"query": "k"})),
+        ("workspace_tree", json!({})),
+    ] {
+        let result = mcp.call(tool, args.clone());
+        let said = format!("{}{}", text(&result), result["structuredContent"]);
+        assert!(!said.contains("secrets/k"), "{tool}: {said}");
+    }
+    let grep = mcp.call("workspace_grep", json!({"pattern": "hidden"}));
+    assert!(text(&grep).contains("open.txt"), "{grep}");
+    let inside = mcp.call("workspace_grep", json!({"pattern": ".", "path": "secrets"}));
+    assert_eq!(inside["isError"], true, "{inside}");
     let cat = mcp.call("exec_command", json!({"cmd": "cat secrets/k"}));
     assert!(!text(&cat).contains("hidden"), "{cat}");
     assert_eq!(

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use toolshed_core::{Gauges, Plugin, PluginLoader, PortDirectory};
 use toolshed_ops::sandbox::{Sandbox, SandboxMode, SandboxPolicy, SandboxSetting, expand_home};
 use toolshed_ops::{
-    BoundedFiles, FileBoundary, NetClient, NetConfig, Ops, ProcessConfig, Services,
+    BoundedFiles, BoundedSearch, FileBoundary, NetClient, NetConfig, Ops, ProcessConfig, Services,
 };
 
 use crate::config::LoadedConfig;
@@ -185,6 +185,12 @@ impl HostBuilder {
         // File tools meet the sandbox's rules where commands meet the kernel's: one
         // boundary for every tool that reads or writes files (see toolshed_ops::boundary).
         if let Some(boundary) = self.file_boundary(workspace, sandbox.as_ref())? {
+            // The search tools read files too: the same hidden paths stay out of them.
+            ops.search = Arc::new(BoundedSearch::new(
+                ops.search,
+                ops.files.clone(),
+                boundary.clone(),
+            ));
             ops.files = Arc::new(BoundedFiles::new(ops.files, boundary));
         }
         let allow = config

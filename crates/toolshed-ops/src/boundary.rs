@@ -24,6 +24,10 @@ use crate::file::{
 };
 use crate::path::{is_within, normalize, shown};
 use crate::sandbox::SandboxMode;
+use crate::search::{
+    FindRequest, FindResult, GlobRequest, GlobResult, GrepRequest, GrepResult, SearchOps,
+    TreeRequest, TreeResult,
+};
 
 /// `path` (workspace-relative or absolute inside the workspace) as the workspace's links
 /// resolve it, relative to the root: its deepest existing ancestor resolved, the rest of
@@ -154,6 +158,91 @@ impl FileBoundary {
             }
         }
         Ok(())
+    }
+}
+
+impl FileBoundary {
+    /// Whether `item` (a path a search reported, relative to the workspace root or to
+    /// `base`) lies in a hidden path.
+    fn hides(&self, base: &str, item: &str) -> bool {
+        if self.mode == SandboxMode::FullAccess || self.hidden.is_empty() {
+            return false;
+        }
+        let joined = if base == "." || base.is_empty() {
+            item.to_string()
+        } else {
+            format!("{}/{item}", base.trim_end_matches('/'))
+        };
+        [item, joined.as_str()].into_iter().any(|candidate| {
+            let folded = crate::path::normalize_lexically(candidate.trim_start_matches('/'))
+                .unwrap_or_else(|_| candidate.to_string());
+            self.hidden.iter().any(|h| is_within(h, &folded))
+        })
+    }
+}
+
+/// A [`SearchOps`] that searches only what a [`FileBoundary`] lets file tools read: a base
+/// inside a hidden path is refused, and what a walk finds inside one is left out of the
+/// results (its contents never reach the caller).
+pub struct BoundedSearch {
+    inner: Arc<dyn SearchOps>,
+    files: Arc<dyn FileOps>,
+    boundary: FileBoundary,
+}
+
+impl BoundedSearch {
+    /// `inner` within `boundary`, resolving bases through `files`.
+    pub fn new(inner: Arc<dyn SearchOps>, files: Arc<dyn FileOps>, boundary: FileBoundary) -> Self {
+        Self {
+            inner,
+            files,
+            boundary,
+        }
+    }
+}
+
+impl SearchOps for BoundedSearch {
+    fn glob(&self, request: &GlobRequest) -> Result<GlobResult, OpsError> {
+        self.boundary
+            .check_read(self.files.as_ref(), &request.base)?;
+        let mut result = self.inner.glob(request)?;
+        result
+            .paths
+            .retain(|p| !self.boundary.hides(&request.base, p));
+        Ok(result)
+    }
+
+    fn find(&self, request: &FindRequest) -> Result<FindResult, OpsError> {
+        self.boundary
+            .check_read(self.files.as_ref(), &request.base)?;
+        let mut result = self.inner.find(request)?;
+        result
+            .matches
+            .retain(|m| !self.boundary.hides(&request.base, &m.path));
+        Ok(result)
+    }
+
+    fn grep(&self, request: &GrepRequest) -> Result<GrepResult, OpsError> {
+        self.boundary
+            .check_read(self.files.as_ref(), &request.base)?;
+        let mut result = self.inner.grep(request)?;
+        let before: usize = result.files.iter().map(|f| f.matches.len()).sum();
+        result
+            .files
+            .retain(|f| !self.boundary.hides(&request.base, &f.path));
+        let after: usize = result.files.iter().map(|f| f.matches.len()).sum();
+        result.total_matches = result.total_matches.saturating_sub(before - after);
+        Ok(result)
+    }
+
+    fn tree(&self, request: &TreeRequest) -> Result<TreeResult, OpsError> {
+        self.boundary
+            .check_read(self.files.as_ref(), &request.base)?;
+        let mut result = self.inner.tree(request)?;
+        result
+            .entries
+            .retain(|e| !self.boundary.hides(&request.base, &e.path));
+        Ok(result)
     }
 }
 

@@ -36,7 +36,7 @@ pub mod search;
 mod services;
 
 pub use beneath::{open_beneath, read_beneath};
-pub use boundary::{BoundedFiles, FileBoundary, resolve_in_workspace};
+pub use boundary::{BoundedFiles, BoundedSearch, FileBoundary, resolve_in_workspace};
 pub use error::OpsError;
 pub use file::{
     Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
