@@ -199,3 +199,43 @@ def test_tool_scopes_limit_what_a_token_sees_and_calls(serve, tokens):
             assert refused.is_error
 
     run(main())
+
+
+def test_a_read_only_token_cannot_type_into_its_owners_writable_session(serve, toolshed_bin, home, workspace):
+    # Failed before: sessions were keyed by owner only, so a read-only token of Alice typed
+    # into the shell her workspace-write token had started, and wrote files through it.
+    (home / ".config" / "toolshed").mkdir(parents=True)
+    (home / ".config" / "toolshed" / "config.toml").write_text(
+        '[[policy.rule]]\nname = "no wiping"\nwhen = { commands = { matches = "rm -rf" } }\n'
+        'decision = "deny"\n'
+    )
+    url, _admin = serve({"XDG_CONFIG_HOME": str(home / ".config")})
+    base = url.removesuffix("/mcp")
+
+    def token(*flags):
+        out = subprocess.run(
+            [toolshed_bin, "token", "create", "--owner", "alice", *flags],
+            env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
+        )
+        return out.stdout.strip()
+
+    writer, reader = token(), token("--sandbox", "read-only")
+    status, session = execute(base, writer, "exec_command", {"cmd": "bash", "stdin": True, "yield_ms": 100})
+    assert status == 200, session
+    sid = session["structured"]["session_id"]
+    status, body = execute(base, reader, "write_stdin", {"session_id": sid, "chars": "echo x > typed.txt\n"})
+    assert status == 403 and "typing into it is refused" in body["error"]["message"], body
+    # Reading its output is fine; the session's own token still types.
+    status, body = execute(base, reader, "command_run_read_output", {"session_id": sid})
+    assert status == 200 and not body["is_error"], body
+    status, body = execute(
+        base, writer, "write_stdin", {"session_id": sid, "chars": "echo y > typed.txt\n", "yield_ms": 500}
+    )
+    assert status == 200 and not body["is_error"], body
+    # What is typed is a command line: a rule on `commands` covers it as it covers exec_command.
+    status, body = execute(base, writer, "write_stdin", {"session_id": sid, "chars": "rm -rf .\n"})
+    assert status == 403 and "no wiping" in json.dumps(body), body
+    status, body = execute(base, writer, "exec_command", {"cmd": "rm -rf ."})
+    assert status == 403 and "no wiping" in json.dumps(body), body
+    assert (workspace / "typed.txt").read_text() == "y\n"
+    execute(base, writer, "command_run_terminate", {"session_id": sid, "force": True})

@@ -1368,7 +1368,9 @@ fn a_profile_a_token_and_a_policy_rule_each_narrow_the_sandbox_mode() {
     std::fs::write(
         setup.path("home/.config/toolshed/config.toml"),
         "[profiles.reviewer]\nsandbox = \"read-only\"\n\n\
-         [[policy.rule]]\nname = \"ci reads\"\nowners = [\"ci*\"]\nsandbox = \"read-only\"\n",
+         [[policy.rule]]\nname = \"ci reads\"\nowners = [\"ci*\"]\nsandbox = \"read-only\"\n\n\
+         [[policy.rule]]\nname = \"snippets read\"\ntools = [\"run_code\"]\nsandbox = \"read-only\"\n\n\
+         [[policy.rule]]\nname = \"wide\"\nowners = [\"wide\"]\nsandbox = \"workspace-write\"\n",
     )
     .unwrap();
     // A profile.
@@ -1458,6 +1460,43 @@ fn a_profile_a_token_and_a_policy_rule_each_narrow_the_sandbox_mode() {
     .output()
     .unwrap();
     assert!(setup.path("ws/dev.txt").exists(), "{out:?}");
+    // A rule that narrows a call narrows what that call's snippet calls (failed before: the
+    // rule named `run_code` only, and the command it called ran workspace-write).
+    let out = toolshed_on(
+        &setup,
+        &[
+            "call",
+            "--owner",
+            "dev",
+            "run_code",
+            "--args",
+            r#"{"code":"const said = []; for (const f of [() => tools.exec_command({cmd: 'touch nested.txt'}), () => tools.workspace_write({path: 'nested2.txt', content: 'x'})]) { try { await f(); said.push('done'); } catch (e) { said.push(String(e)); } } return said.join(' | ');"}"#,
+        ],
+    )
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!setup.path("ws/nested.txt").exists(), "{out:?}");
+    assert!(!setup.path("ws/nested2.txt").exists(), "{out:?}");
+    assert!(
+        said.contains("cannot touch") && said.contains("sandbox mode is read-only"),
+        "{said}"
+    );
+    // A rule naming the host's own mode (or a wider one) changes nothing.
+    let out = toolshed_on(
+        &setup,
+        &[
+            "call",
+            "--owner",
+            "wide",
+            "exec_command",
+            "--args",
+            r#"{"cmd":"touch wide.txt"}"#,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(setup.path("ws/wide.txt").exists(), "{out:?}");
 }
 
 #[test]

@@ -71,6 +71,9 @@ pub struct CallRequest {
     /// The calling client's model (MCP sampling), for plugins' `ctx.llm.complete`; the
     /// host's `[llm]` endpoint answers when it is `None`.
     pub sampler: Option<Arc<dyn toolshed_core::Sampler>>,
+    /// For a call a tool made on behalf of another: the sandbox mode the call that made it
+    /// was narrowed to (by a policy rule, too), which its nested calls cannot widen.
+    pub sandbox_ceiling: Option<toolshed_ops::sandbox::SandboxMode>,
 }
 
 impl std::fmt::Debug for dyn Approver {
@@ -93,6 +96,8 @@ struct Lineage {
     selection: Option<Arc<CompiledRules>>,
     caller_tools: Option<Arc<CompiledRules>>,
     plugins: Vec<String>,
+    /// The narrowed sandbox mode of the call that made it.
+    sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
 }
 
 impl CallRequest {
@@ -118,6 +123,7 @@ impl CallRequest {
             approver: None,
             parent: None,
             sampler: None,
+            sandbox_ceiling: None,
         }
     }
 }
@@ -193,6 +199,7 @@ impl ToolCaller for NestedCaller {
         request.via_plugins = via;
         request.parent = Some(ctx.call_id.0.clone());
         request.sampler = ctx.sampler.clone();
+        request.sandbox_ceiling = lineage.sandbox;
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).
         match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
@@ -257,6 +264,7 @@ pub struct Dispatcher {
     llm: Option<Arc<dyn toolshed_core::Sampler>>,
     trace_arguments: bool,
     files: Option<Arc<dyn toolshed_ops::FileOps>>,
+    sandbox_mode: Option<toolshed_ops::sandbox::SandboxMode>,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -318,6 +326,8 @@ pub struct DispatcherParts {
     pub trace_arguments: bool,
     /// The workspace's files, to resolve the paths a call touches (see `touches`).
     pub files: Option<Arc<dyn toolshed_ops::FileOps>>,
+    /// The host's `[sandbox] mode`: a caller's mode narrows it, never widens it.
+    pub sandbox_mode: Option<toolshed_ops::sandbox::SandboxMode>,
 }
 
 impl Dispatcher {
@@ -347,6 +357,7 @@ impl Dispatcher {
             llm: parts.llm,
             trace_arguments: parts.trace_arguments,
             files: parts.files,
+            sandbox_mode: parts.sandbox_mode,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -665,6 +676,7 @@ impl Dispatcher {
                 selection: req.selection.clone(),
                 caller_tools: req.caller_tools.clone(),
                 plugins,
+                sandbox: narrowed,
             },
         });
         let ctx = CallContext {
@@ -730,8 +742,8 @@ impl Dispatcher {
         }
     }
 
-    /// The narrowest sandbox mode the caller's profile, its token and the policy rules give
-    /// this call; `None` when none narrows it.
+    /// The narrowest sandbox mode the caller's profile, its token, the policy rules and the
+    /// call that made this one give this call; `None` when none is narrower than the host's.
     pub fn narrowed_sandbox(
         &self,
         req: &CallRequest,
@@ -746,10 +758,12 @@ impl Dispatcher {
                 .and_then(|p| p.sandbox),
             req.caller_tools.as_ref().and_then(|c| c.sandbox),
             self.policy.sandbox_for(&subject, &req.owner, arguments),
+            req.sandbox_ceiling,
         ]
         .into_iter()
         .flatten()
         .min()
+        .filter(|mode| self.sandbox_mode.is_none_or(|host| *mode < host))
     }
 
     /// What the call will touch, as its tool says; each path read or written also as the

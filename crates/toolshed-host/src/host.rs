@@ -207,6 +207,7 @@ impl Host {
             trace_arguments: config.telemetry.record_arguments
                 && config.telemetry.otlp_endpoint.is_some(),
             files: Some(services.ops.files.clone()),
+            sandbox_mode: config.sandbox.mode().ok(),
         });
         Ok(Self {
             workspace,

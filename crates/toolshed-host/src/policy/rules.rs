@@ -101,8 +101,9 @@ pub struct PolicyRule {
     pub owners: Vec<String>,
     /// Conditions on argument values, all of which must hold.
     pub when: BTreeMap<String, Condition>,
-    /// What happens to a matching call.
-    pub decision: Decision,
+    /// What happens to a matching call (`allow` when not given). A rule gives a decision
+    /// or a `sandbox`, not both.
+    pub decision: Option<Decision>,
     /// Said to the caller with `ask` and `deny`.
     pub message: Option<String>,
     /// A narrower sandbox mode for the calls it matches (`read-only`, `workspace-write`).
@@ -432,6 +433,17 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
         .iter()
         .map(|p| glob(p))
         .collect::<Result<_, _>>()?;
+    if let (Some(decision), Some(mode)) = (rule.decision, &rule.sandbox) {
+        return Err(error(
+            mode,
+            format!(
+                "a rule narrows the sandbox or decides, not both: this one says sandbox = \"{mode}\" \
+                 and decision = \"{}\"; split it into two rules with the same tools, owners \
+                 and conditions",
+                decision.as_str()
+            ),
+        ));
+    }
     let mut when = Vec::new();
     let mut touches = Vec::new();
     for (key, condition) in &rule.when {
@@ -494,7 +506,7 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
         owners,
         when,
         touches,
-        decision: rule.decision,
+        decision: rule.decision.unwrap_or_default(),
         message: rule.message.clone(),
         sandbox: rule
             .sandbox
@@ -637,5 +649,27 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_rule_that_both_narrows_and_decides_is_refused_not_half_read() {
+        #[derive(Deserialize)]
+        struct Wrapper {
+            policy: PolicyConfig,
+        }
+        let w: Wrapper = toml::from_str(
+            "[[policy.rule]]\ntools = [\"exec_command\"]\nsandbox = \"read-only\"\ndecision = \"deny\"\n",
+        )
+        .unwrap();
+        let err = PolicyRules::compile(&w.policy).unwrap_err().to_string();
+        assert!(
+            err.contains("policy.rule[0]") && err.contains("not both") && err.contains("deny"),
+            "{err}"
+        );
+        // Either alone compiles; no decision at all is `allow`.
+        let narrowing = rules("[[policy.rule]]\nsandbox = \"read-only\"\n");
+        assert_eq!(narrowing.len(), 1);
+        let plain = rules("[[policy.rule]]\ntools = [\"a\"]\n");
+        assert_eq!(plain.rules[0].decision, Decision::Allow);
     }
 }

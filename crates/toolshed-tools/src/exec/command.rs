@@ -279,6 +279,8 @@ async fn exec(
             cmd: cmd.to_string(),
             tty,
             timeout,
+            mode: request.sandbox,
+            write_scope: request.write_scope.clone(),
         },
         || process.spawn(&request).map_err(ToolError::from),
     )?;
@@ -427,6 +429,7 @@ async fn write_stdin(
     args: WriteStdinArgs,
 ) -> Result<ToolOutput, ToolError> {
     let session = table.get(&owner(ctx), args.session_id)?;
+    session.may_type(super::effective_mode(None, ctx), &ctx.write_scope)?;
     let chars = args.chars.as_str();
     let yield_for = clamp_wait(ctx, millis("yield_ms", args.yield_ms, 0, MAX_YIELD_MS)?);
     let before = session.process.output_len(Stream::Combined);

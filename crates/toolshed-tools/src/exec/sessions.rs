@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use toolshed_core::ToolError;
+use toolshed_core::{ToolError, WriteScope};
 use toolshed_ops::process::{Process, Stop};
+use toolshed_ops::sandbox::SandboxMode;
 
 /// One running (or finished, not yet evicted) command.
 #[derive(Debug)]
@@ -29,6 +30,10 @@ pub struct Session {
     pub timed_out: AtomicBool,
     /// How far into the combined output the owner has been shown.
     pub cursor: AtomicU64,
+    /// The sandbox mode it runs in (`None`: the host's).
+    pub mode: Option<SandboxMode>,
+    /// What its sandbox keeps read-only or writable, from policy rules on `writes`.
+    pub write_scope: WriteScope,
 }
 
 impl Session {
@@ -40,6 +45,39 @@ impl Session {
     /// Moves the cursor forward (never back).
     pub fn advance(&self, to: u64) {
         self.cursor.fetch_max(to, Ordering::AcqRel);
+    }
+
+    /// Whether a caller narrowed to `mode` (`None`: the host's) and `scope` may type into
+    /// it: only when the session is held at least as tightly, so that a read-only token
+    /// cannot drive a writable shell its owner started under another token or profile.
+    pub fn may_type(&self, mode: Option<SandboxMode>, scope: &WriteScope) -> Result<(), ToolError> {
+        let widest = SandboxMode::FullAccess;
+        let (caller, mine) = (mode.unwrap_or(widest), self.mode.unwrap_or(widest));
+        if mine > caller {
+            return Err(ToolError::Denied {
+                rule: "sandbox".into(),
+                message: format!(
+                    "session {} runs in sandbox mode {}, wider than this caller's {}: its \
+                     output can be read, but typing into it is refused; start a session of \
+                     your own with exec_command",
+                    self.id,
+                    self.mode.map_or("of the host", SandboxMode::as_str),
+                    caller.as_str()
+                ),
+            });
+        }
+        if !scope.is_empty() && *scope != self.write_scope {
+            return Err(ToolError::Denied {
+                rule: "policy".into(),
+                message: format!(
+                    "session {} was started with other write rules than apply to this call \
+                     (policy rules on `writes`); typing into it is refused; start a session of \
+                     your own with exec_command",
+                    self.id
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -62,6 +100,10 @@ pub(crate) struct NewSession {
     pub tty: bool,
     /// Its total time limit.
     pub timeout: Duration,
+    /// The sandbox mode it runs in.
+    pub mode: Option<SandboxMode>,
+    /// Its write scope.
+    pub write_scope: WriteScope,
 }
 
 impl SessionTable {
@@ -138,6 +180,8 @@ impl SessionTable {
             timeout: new.timeout,
             timed_out: AtomicBool::new(false),
             cursor: AtomicU64::new(0),
+            mode: new.mode,
+            write_scope: new.write_scope,
         });
         sessions.insert(id, session.clone());
         Ok(session)

@@ -178,6 +178,8 @@ pub(super) fn write_stdin() -> ToolSpec {
         "Type into a command session and return the output that follows; \\u0003 is Ctrl-C.",
         RUNS,
     )
+    // What is typed into a shell is a command line.
+    .touch(toolshed_core::TouchKind::Commands, "chars")
 }
 
 /// The arguments of `write_stdin`.
