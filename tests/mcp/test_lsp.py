@@ -235,3 +235,33 @@ def test_an_idle_server_is_stopped_and_the_next_call_starts_one(server, home, wo
             assert "(r: float) -> float" in again.structured_content["hover"]
 
     run(main())
+
+
+def test_a_rename_is_held_to_the_rules_on_every_file_the_server_names(server, home, workspace):
+    # Failed before: lsp_rename declares only `path`, and the rule on writes to main.py did
+    # not see the server's edit of main.py, which was written.
+    params = python_project(
+        server,
+        home,
+        workspace,
+        '[[policy.rule]]\nname = "main is frozen"\nwhen = { writes = { glob = "main.py" } }\n'
+        'decision = "deny"\n',
+    )
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            # The server learns of main.py's use of the name first.
+            await ok(client, "lsp_definition", {"path": "main.py", "line": 5, "column": 21})
+            await wait_for_diagnostics(client, "main.py", want_errors=False)
+            await ok(client, "workspace_read", {"path": "geometry.py"})
+            await ok(client, "workspace_read", {"path": "main.py"})
+            before = {p: (workspace / p).read_text() for p in ["geometry.py", "main.py"]}
+            refused = await client.call_tool(
+                "lsp_rename", {"path": "geometry.py", "symbol": "circle_area", "new_name": "area"}
+            )
+            said = text(refused)
+            assert refused.is_error and "main is frozen" in said and "main.py" in said, said
+            assert "nothing was changed" in said, said
+            assert {p: (workspace / p).read_text() for p in before} == before
+
+    run(main())

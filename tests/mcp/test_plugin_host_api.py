@@ -244,3 +244,62 @@ def test_text_summarize_and_translate_ask_the_clients_model_or_the_endpoint(
     run(endpoint())
     [(_, _, body)] = FakeModel.seen
     assert "Translate the text below from French into English." in body["messages"][1]["content"]
+
+
+FILES_MAIN = textwrap.dedent(
+    """
+    exports.activate = (context) => context.registerActions([
+      { name: "save", description: "Write a file.",
+        properties: { path: { type: "string", required: true }, text: { type: "string", required: true } },
+        run: async (inputs, ctx) => { await ctx.fs.writeText(inputs.path, inputs.text); return "saved"; } },
+      { name: "load", description: "Read a file.", properties: { path: { type: "string", required: true } },
+        run: (inputs, ctx) => ctx.fs.readText(inputs.path) },
+    ]);
+    """
+)
+
+
+def test_a_plugins_file_access_is_held_to_the_rules_on_reads_and_writes(
+    server, toolshed_bin, workspace, home, tmp_path
+):
+    # Failed before: ctx.fs.writeText and readText checked only the plugin's grants, so a
+    # plugin granted the whole workspace wrote secrets/ past a rule that refuses it to every
+    # tool, and read what a rule on reads keeps private.
+    source = tmp_path / "files"
+    source.mkdir()
+    manifest = {
+        "id": "test.files", "version": "1.0.0", "name": "Files", "kind": "js",
+        "capabilities": {"fs_read": ["."], "fs_write": ["."]},
+    }
+    (source / "plugin.json").write_text(json.dumps(manifest))
+    (source / "main.js").write_text(FILES_MAIN)
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(source)).returncode == 0
+    toolshed(toolshed_bin, workspace, home, "plugins", "grant", "test.files")
+    (workspace / "secrets").mkdir()
+    (workspace / "private").mkdir()
+    (workspace / "private" / "p.txt").write_text("private")
+    config = tmp_path / "rules.toml"
+    config.write_text(
+        '[[policy.rule]]\nname = "no secrets"\nwhen = { writes = { glob = "secrets/**" } }\n'
+        'decision = "deny"\n\n'
+        '[[policy.rule]]\nname = "private stays private"\nwhen = { reads = { glob = "private/**" } }\n'
+        'decision = "deny"\n'
+    )
+    params = server()
+    params.env = {**params.env, "TOOLSHED_CONFIG": str(config)}
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            save, load = "files_save", "files_load"
+            result = await client.call_tool(save, {"path": "secrets/x.txt", "text": "x"})
+            assert result.is_error and "no secrets" in text(result), text(result)
+            result = await client.call_tool(load, {"path": "private/p.txt"})
+            assert result.is_error and "private stays private" in text(result), text(result)
+            # Elsewhere the plugin reads and writes as granted.
+            result = await client.call_tool(save, {"path": "notes/n.txt", "text": "n"})
+            assert not result.is_error, text(result)
+            result = await client.call_tool(load, {"path": "notes/n.txt"})
+            assert not result.is_error and text(result) == "n", text(result)
+
+    run(main())
+    assert list((workspace / "secrets").iterdir()) == []

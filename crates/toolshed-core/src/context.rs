@@ -152,6 +152,23 @@ impl CallContext {
             sandbox: None,
         }
     }
+
+    /// Whether this call may also touch what it found while running (see
+    /// [`ToolCaller::may_touch`]); outside a host, yes.
+    pub fn may_touch(&self, touches: &crate::Touches) -> Result<(), crate::ToolError> {
+        match &self.caller {
+            Some(caller) => caller.may_touch(self, touches),
+            None => Ok(()),
+        }
+    }
+
+    /// [`may_touch`](Self::may_touch) for paths it would write.
+    pub fn may_write(&self, paths: &[String]) -> Result<(), crate::ToolError> {
+        self.may_touch(&crate::Touches {
+            writes: paths.to_vec(),
+            ..crate::Touches::default()
+        })
+    }
 }
 
 impl fmt::Debug for CallContext {

@@ -122,6 +122,15 @@ pub trait ToolCaller: Send + Sync {
         args: Value,
     ) -> Result<ToolOutput, ToolError>;
 
+    /// Whether the call `ctx` may also touch what it found only while running (the files a
+    /// rename's server named, the paths a plugin's `ctx.fs` is given): judged by the
+    /// policy's rules on `reads` and `writes` and the caller's sandbox mode as if the call
+    /// had declared them. A tool asks before it touches them. Allowed by default.
+    fn may_touch(&self, ctx: &CallContext, touches: &crate::Touches) -> Result<(), ToolError> {
+        let _ = (ctx, touches);
+        Ok(())
+    }
+
     /// Sets config field `key` of plugin `plugin` (its own: `ctx.config.set`) to `value`,
     /// when its manifest marks the field `writable` and the value fits. The grant check is
     /// the caller's job.

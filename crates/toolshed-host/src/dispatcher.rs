@@ -147,6 +147,8 @@ pub struct CallResult {
 struct NestedCaller {
     dispatcher: Weak<Dispatcher>,
     lineage: Lineage,
+    /// The tool whose call this is (its rules judge what the call finds to touch).
+    tool: String,
 }
 
 #[async_trait::async_trait]
@@ -205,6 +207,17 @@ impl ToolCaller for NestedCaller {
         match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
             Ok(result) => result,
             Err(e) => Err(ToolError::Internal(format!("a nested call failed: {e}"))),
+        }
+    }
+
+    fn may_touch(
+        &self,
+        ctx: &CallContext,
+        touches: &toolshed_core::Touches,
+    ) -> Result<(), ToolError> {
+        match self.dispatcher.upgrade() {
+            Some(dispatcher) => dispatcher.may_touch(&self.tool, ctx, touches),
+            None => Err(ToolError::Internal("the host is shutting down".into())),
         }
     }
 
@@ -671,6 +684,7 @@ impl Dispatcher {
         plugins.push(entry.plugin_id.clone());
         let caller: Arc<dyn ToolCaller> = Arc::new(NestedCaller {
             dispatcher: self.me.clone(),
+            tool: req.tool.clone(),
             lineage: Lineage {
                 profile: req.profile.clone(),
                 selection: req.selection.clone(),
@@ -771,6 +785,12 @@ impl Dispatcher {
     /// spelling nor a link dodges a rule on `writes` or `reads`.
     pub fn touches(&self, entry: &ToolEntry, arguments: &Value) -> toolshed_core::Touches {
         let mut touches = entry.tool.touches(arguments);
+        self.resolve_touches(&mut touches);
+        touches
+    }
+
+    /// Adds to the paths of `touches` each one as the workspace's links resolve it.
+    fn resolve_touches(&self, touches: &mut toolshed_core::Touches) {
         if let Some(files) = &self.files {
             for list in [&mut touches.reads, &mut touches.writes] {
                 let resolved: Vec<String> = list
@@ -781,7 +801,63 @@ impl Dispatcher {
                 list.extend(resolved);
             }
         }
-        touches
+    }
+
+    /// Whether the running call `ctx` of `tool` may touch what it found only while running
+    /// (see [`ToolCaller::may_touch`]): refused in a read-only caller's call when it writes,
+    /// and judged by the policy as if declared — the call's arguments are not looked at
+    /// again, so a rule that needs them does not match, and a rule that asks passes only
+    /// when this call was approved (a person cannot be asked midway).
+    fn may_touch(
+        &self,
+        tool: &str,
+        ctx: &CallContext,
+        found: &toolshed_core::Touches,
+    ) -> Result<(), ToolError> {
+        if found.is_empty() {
+            return Ok(());
+        }
+        if let Some(path) = found.writes.first()
+            && ctx.sandbox.as_deref() == Some(toolshed_ops::sandbox::SandboxMode::ReadOnly.as_str())
+        {
+            return Err(ToolError::Denied {
+                rule: "sandbox".into(),
+                message: format!(
+                    "`{path}` would be written, and this caller's sandbox mode is read-only \
+                     (its profile, token or a policy rule); nothing was changed"
+                ),
+            });
+        }
+        if !self.policy.wants_touches() {
+            return Ok(());
+        }
+        let Some(entry) = self.registry.lookup(tool) else {
+            return Ok(());
+        };
+        let mut touches = found.clone();
+        self.resolve_touches(&mut touches);
+        let subject = Subject::new(entry.spec(), &entry.plugin_id).with_touches(&touches);
+        let named = |list: &[String]| list.join("`, `");
+        match self.policy.check(&subject, &ctx.owner, &Value::Null) {
+            PolicyDecision::Allow => Ok(()),
+            PolicyDecision::NeedsApproval { .. } if ctx.approved => Ok(()),
+            PolicyDecision::Deny { rule, message } => Err(ToolError::Denied {
+                rule,
+                message: format!(
+                    "{message} (`{}` found while `{tool}` ran); nothing was changed",
+                    named(&[&found.writes[..], &found.reads[..]].concat())
+                ),
+            }),
+            PolicyDecision::NeedsApproval { rule, reason } => Err(ToolError::Denied {
+                rule,
+                message: format!(
+                    "{reason}: `{}` found while `{tool}` ran would need a person's approval, \
+                     which cannot be asked midway; nothing was changed. Ask for this call's \
+                     approval by naming the file in its arguments, or change the rule",
+                    named(&[&found.writes[..], &found.reads[..]].concat())
+                ),
+            }),
+        }
     }
 
     fn approvals_off(&self, rule: &str, reason: &str) -> ToolError {

@@ -1352,6 +1352,10 @@ impl Core {
             .map_err(|e| ToolError::failed(format!("`{rel}`: {e}. No file was changed.")))?;
             planned.push((current.rel, current.abs, current.text, new));
         }
+        // The files the server named are judged as if the call had named them: a policy
+        // rule on `writes` and a read-only caller hold for each.
+        let named: Vec<String> = planned.iter().map(|(rel, ..)| rel.clone()).collect();
+        ctx.may_write(&named)?;
         let check = ctx
             .config
             .get(READ_BEFORE_EDIT)

@@ -30,11 +30,19 @@ pub(super) fn fs_object<'js>(
     let fs = Object::new(ctx.clone())?;
     let s = scope.clone();
     let read = Function::new(ctx.clone(), move |ctx: Ctx<'js>, path: Coerced<String>| {
-        s.call(&ctx)?;
+        let call = s.call(&ctx)?;
         let path = match s.reach.check_read(&path.0) {
             Ok(p) => p,
             Err(msg) => return rejected(&ctx, &msg),
         };
+        let reads = toolshed_core::Touches {
+            reads: vec![path.clone()],
+            ..toolshed_core::Touches::default()
+        };
+        if let Err(e) = call.may_touch(&reads) {
+            return rejected(&ctx, &e.to_string());
+        }
+        drop(call);
         fs_op(&ctx, &s, move |files, reach| {
             let real = resolve_in_workspace(files, &path)?;
             if !reach.read_allows(&real) {
@@ -61,20 +69,17 @@ pub(super) fn fs_object<'js>(
     let write = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, path: Coerced<String>, text: Coerced<String>| {
-            // A caller in read-only (its profile, token or a policy rule) writes nothing.
-            if s.call(&ctx)?.sandbox.as_deref() == Some("read-only") {
-                return rejected(
-                    &ctx,
-                    &format!(
-                        "`{}` is not written: this call's sandbox mode is read-only",
-                        path.0
-                    ),
-                );
-            }
+            let call = s.call(&ctx)?;
             let path = match s.reach.check_write(&path.0) {
                 Ok(p) => p,
                 Err(msg) => return rejected(&ctx, &msg),
             };
+            // The caller's read-only mode and the policy's rules on `writes` hold here as
+            // for a tool that names the path.
+            if let Err(e) = call.may_write(std::slice::from_ref(&path)) {
+                return rejected(&ctx, &e.to_string());
+            }
+            drop(call);
             let bytes = text.0.into_bytes();
             if bytes.len() as u64 > FS_MAX_BYTES {
                 return rejected(
