@@ -649,7 +649,7 @@ def serve_text(body):
 FETCHER = str(Path(__file__).resolve().parent / "servers" / "fetcher.py")
 
 
-def test_a_sandboxed_server_reaches_only_the_hosts_it_was_allowed_and_writes_its_cache(server, toolshed, tmp_path):
+def test_a_sandboxed_server_reaches_only_the_hosts_it_was_allowed_and_writes_its_cache(server, toolshed, tmp_path, home):
     allowed, allowed_port = serve_text("allowed-canary")
     other, other_port = serve_text("other-canary")
     try:
@@ -657,8 +657,20 @@ def test_a_sandboxed_server_reaches_only_the_hosts_it_was_allowed_and_writes_its
         toolshed("mcp", "add", "offline", "--", sys.executable, FETCHER)
         cache = tmp_path / "cache"
 
-        async def main():
+        # Failed before: a named host was reached whatever its address. The list narrows the
+        # web rules: loopback stays closed until `[web] allow` opens it as well.
+        async def closed():
             params = server()
+            params.env = {**params.env, "XDG_CACHE_HOME": str(cache)}
+            async with Client(params, mode="legacy") as client:
+                said = text(await client.call_tool("net__fetch", {"url": f"http://127.0.0.1:{allowed_port}/"}))
+                assert "refused" in said and "allowed-canary" not in said, said
+
+        run(closed())
+        web = allow_loopback(home, allowed_port)
+
+        async def main():
+            params = server("--config", web)
             params.env = {**params.env, "XDG_CACHE_HOME": str(cache)}
             async with Client(params, mode="legacy") as client:
                 said = text(await client.call_tool("net__fetch", {"url": f"http://127.0.0.1:{allowed_port}/"}))
@@ -706,3 +718,29 @@ def test_an_eager_server_starts_when_toolshed_opens_and_a_lazy_one_at_its_first_
             assert server_pids("lazy_server.py")
 
     run(main())
+
+
+def test_a_read_only_caller_is_not_served_a_mounted_servers_writing_tools(server, toolshed, home, workspace):
+    # Failed before: a caller narrowed to read-only called a mounted server's tool, and the
+    # server's own process (workspace-write) wrote the workspace for it.
+    toolshed("mcp", "add", "notes", "--", sys.executable, FETCHER)
+    toolshed("mcp", "add", "ronotes", "--sandbox", "read-only", "--", sys.executable, FETCHER)
+    (home / "reviewer.toml").write_text('[profiles.reviewer]\nsandbox = "read-only"\n')
+
+    async def main():
+        async with Client(server("--config", str(home / "reviewer.toml"), "--profile", "reviewer"), mode="legacy") as client:
+            refused = await client.call_tool("notes__note", {"text": "from a reviewer"})
+            said = text(refused)
+            assert refused.is_error and "read-only" in said and "--sandbox read-only" in said, said
+            # A tool the server marks read-only still answers.
+            said = text(await client.call_tool("notes__peek", {}))
+            assert said.startswith("no note"), said
+            # A server mounted read-only serves every tool: its sandbox holds the write.
+            said = text(await client.call_tool("ronotes__note", {"text": "from a reviewer"}))
+            assert said.startswith("not written"), said
+        async with Client(server(), mode="legacy") as client:
+            said = text(await client.call_tool("notes__note", {"text": "from the owner"}))
+            assert said == "noted", said
+
+    run(main())
+    assert (workspace / "note.txt").read_text() == "from the owner"

@@ -483,3 +483,51 @@ fn an_owner_limited_to_some_paths_writes_only_there_with_every_tool_and_command(
     assert!(!ws.join("README.md").exists());
     assert!(ws.join("src/main.rs").exists());
 }
+
+#[test]
+fn a_rule_on_what_a_call_reads_hides_those_paths_from_commands_too() {
+    // Failed before: a rule refusing reads of private/ held the file tools, and
+    // `cat private/p.txt` through exec_command printed the file.
+    let env = Env::new();
+    let dir = env.data.path().join("home/.config/toolshed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[[policy.rule]]\nname = \"private\"\nwhen = { reads = { glob = \"private/**\" } }\n\
+         decision = \"deny\"\nmessage = \"private/ is not for agents\"\n\n\
+         [[policy.rule]]\nname = \"key\"\nwhen = { reads = { glob = \"key.pem\" } }\n\
+         decision = \"deny\"\n",
+    )
+    .unwrap();
+    let ws = env.workspace.path();
+    std::fs::create_dir_all(ws.join("private")).unwrap();
+    std::fs::write(ws.join("private/p.txt"), "PRIVATE-CANARY").unwrap();
+    std::fs::write(ws.join("key.pem"), "KEY-CANARY").unwrap();
+    std::fs::write(ws.join("public.txt"), "public").unwrap();
+    let mut mcp = Mcp::start(env.cmd(&["mcp"]));
+    let out = mcp.call("workspace_read", json!({"path": "private/p.txt"}));
+    assert!(text(&out).contains("not for agents"), "{out}");
+    for cmd in [
+        "cat private/p.txt",
+        "cat key.pem",
+        "grep -r CANARY . ; cat ./x/../private/p.txt",
+        "cat \"$PWD/private/p.txt\"",
+    ] {
+        let out = mcp.call("exec_command", json!({ "cmd": cmd }));
+        assert!(!text(&out).contains("CANARY"), "{cmd}: {out}");
+    }
+    let out = mcp.call(
+        "shell",
+        json!({"command": "cat private/p.txt key.pem; cat public.txt"}),
+    );
+    let said = text(&out);
+    assert!(
+        !said.contains("CANARY") && said.contains("public"),
+        "{said}"
+    );
+    // The files themselves are untouched.
+    assert_eq!(
+        std::fs::read_to_string(ws.join("private/p.txt")).unwrap(),
+        "PRIVATE-CANARY"
+    );
+}

@@ -284,6 +284,15 @@ pub struct McpServer {
     pub protocol: Option<String>,
 }
 
+impl McpServer {
+    /// Whether its own process may write the workspace: a local server (not one reached
+    /// at a `url`) whose sandbox is not `read-only`. Such a server's tools are refused to a
+    /// caller narrowed to read-only, unless the server marks a tool read-only.
+    pub fn writes_files(&self) -> bool {
+        self.url.is_none() && self.sandbox.as_deref() != Some("read-only")
+    }
+}
+
 impl PluginManifest {
     /// This manifest with its tools' schemas left out ([`ToolSpec::without_schemas`]),
     /// copied without copying them: what a registry keeps of a plugin that holds its

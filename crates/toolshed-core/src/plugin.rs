@@ -33,6 +33,15 @@ pub trait Tool: Send + Sync {
     fn touches(&self, arguments: &Value) -> crate::Touches {
         crate::Touches::from_declared(&self.spec().touches, arguments)
     }
+
+    /// Whether a call may change files past toolshed's file boundary and its command
+    /// sandbox's per-caller mode — a mounted server's own process writing the workspace —
+    /// so that a caller narrowed to read-only cannot be held to it and is refused the tool.
+    /// `false` by default: tools change files through the host's operations, commands
+    /// through a sandbox in the caller's mode.
+    fn writes_past_the_boundary(&self) -> bool {
+        false
+    }
 }
 
 /// Why a plugin failed to start or stop.

@@ -128,9 +128,9 @@ impl TouchKind {
     }
 }
 
-/// What commands run for a call may write inside the workspace, from policy rules on
-/// `writes` (a command's writes cannot be known before it runs, so the rules bind it through
-/// its sandbox instead): workspace-relative paths.
+/// What commands run for a call may write (and read) inside the workspace, from policy
+/// rules on `writes` and `reads` (what a command touches cannot be known before it runs,
+/// so the rules bind it through its sandbox instead): workspace-relative paths.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct WriteScope {
     /// Paths a command may not change (`writes = { glob = "secrets/**" }` denied).
@@ -138,12 +138,15 @@ pub struct WriteScope {
     /// When set, the only paths of the workspace a command may change (`writes = {
     /// not_glob = "src/**" }` denied).
     pub only: Option<Vec<String>>,
+    /// Paths a command may not read at all (`reads = { glob = "private/**" }` denied): its
+    /// sandbox hides them, as it hides `[sandbox] deny`.
+    pub hidden: Vec<String>,
 }
 
 impl WriteScope {
     /// Whether it leaves the workspace as the sandbox mode says.
     pub fn is_empty(&self) -> bool {
-        self.read_only.is_empty() && self.only.is_none()
+        self.read_only.is_empty() && self.only.is_none() && self.hidden.is_empty()
     }
 }
 

@@ -58,6 +58,7 @@ impl PluginLoader for McpLoader {
         if let Some(http) = &mut launch.http {
             http.net = Some(self.services.net.clone());
         }
+        let writes_files = server.writes_files();
         let upstream = Arc::new(Upstream::new(
             prefix.clone(),
             launch,
@@ -72,6 +73,7 @@ impl PluginLoader for McpLoader {
                 pin_mode: PinMode::parse(server.pin.as_deref()),
                 withheld: std::sync::Mutex::new(Vec::new()),
                 tools: std::sync::RwLock::new(Vec::new()),
+                writes_files,
             }),
             base: request.manifest,
             idle: (server.idle_timeout_secs > 0)
@@ -198,6 +200,8 @@ struct Lister {
     /// Tools not mounted because their definition changed since it was pinned.
     withheld: std::sync::Mutex<Vec<String>>,
     tools: std::sync::RwLock<Vec<Arc<dyn Tool>>>,
+    /// The server is a local process whose sandbox lets it write the workspace.
+    writes_files: bool,
 }
 
 #[async_trait]
@@ -334,8 +338,10 @@ impl Lister {
             .zip(originals)
             .zip(names)
             .map(|((tool, original), name)| {
+                let spec = convert::spec(tool, &name, &group);
                 Arc::new(MountedTool {
-                    spec: convert::spec(tool, &name, &group),
+                    writes_itself: self.writes_files && !spec.annotations.read_only,
+                    spec,
                     original,
                     upstream: self.upstream.clone(),
                 }) as Arc<dyn Tool>
@@ -393,12 +399,19 @@ struct MountedTool {
     /// The tool's name on its server.
     original: String,
     upstream: Arc<Upstream>,
+    /// Its server is a local process that may write the workspace (not `read-only`, not
+    /// reached over HTTP), and the server does not say the tool only reads.
+    writes_itself: bool,
 }
 
 #[async_trait]
 impl Tool for MountedTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn writes_past_the_boundary(&self) -> bool {
+        self.writes_itself
     }
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {

@@ -654,6 +654,19 @@ impl Dispatcher {
         // read-only nothing writes files: the call is refused before it runs.
         let narrowed = self.narrowed_sandbox(req, &entry, &arguments);
         if narrowed == Some(toolshed_ops::sandbox::SandboxMode::ReadOnly) {
+            if entry.tool.writes_past_the_boundary() {
+                return Err(ToolError::Denied {
+                    rule: "sandbox".into(),
+                    message: format!(
+                        "`{}` is served by `{}`, whose own process may change files, and this \
+                         caller's sandbox mode is read-only (its profile, token or a policy \
+                         rule); use a tool of the server that it marks read-only \
+                         (readOnlyHint), or ask the person running toolshed to mount the \
+                         server with --sandbox read-only",
+                        req.tool, entry.plugin_id
+                    ),
+                });
+            }
             let writes = self.touches(&entry, &arguments).writes;
             if let Some(path) = writes.first() {
                 return Err(ToolError::Denied {

@@ -197,6 +197,16 @@ impl Tool for LazyTool {
         &self.spec
     }
 
+    /// Known from the manifest, without starting the plugin.
+    fn writes_past_the_boundary(&self) -> bool {
+        self.shared
+            .manifest
+            .mcp
+            .as_ref()
+            .is_some_and(toolshed_core::McpServer::writes_files)
+            && !self.spec.annotations.read_only
+    }
+
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let plugin = self.shared.real().await?;
         let found = plugin

@@ -318,11 +318,11 @@ impl PolicyRules {
         self.rules.is_empty()
     }
 
-    /// What commands `subject` runs for `owner` may write (see
+    /// What commands `subject` runs for `owner` may write and read (see
     /// [`toolshed_core::WriteScope`]): every rule that refuses or asks (a command cannot stop
-    /// to ask about one file), applies to this tool and owner, and tests only `writes` —
-    /// `glob` keeps its directory read-only, `not_glob` makes its directory the only
-    /// writable one. A glob whose first part is already a wildcard (`**/*.pem`) names no
+    /// to ask about one file), applies to this tool and owner, and tests only `writes` or
+    /// only `reads` — on writes, `glob` keeps its directory read-only, `not_glob` makes its
+    /// directory the only writable one; on reads, `glob` hides its directory. A glob whose first part is already a wildcard (`**/*.pem`) names no
     /// directory and cannot bind a command; it still binds the file tools.
     pub fn write_scope(&self, subject: &Subject<'_>, owner: &OwnerId) -> toolshed_core::WriteScope {
         let mut scope = toolshed_core::WriteScope::default();
@@ -331,14 +331,25 @@ impl PolicyRules {
                 || rule.sandbox.is_some()
                 || !rule.when.is_empty()
                 || rule.touches.is_empty()
-                || rule.touches.iter().any(|(k, _)| *k != TouchKind::Writes)
+                || rule
+                    .touches
+                    .iter()
+                    .any(|(k, _)| !matches!(k, TouchKind::Writes | TouchKind::Reads))
+                || rule.touches.iter().any(|(k, _)| *k != rule.touches[0].0)
                 || !(rule.tools.is_empty() || rule.tools.iter().any(|m| m.matches(subject)))
                 || !(rule.owners.is_empty() || rule.owners.iter().any(|g| g.is_match(&owner.0)))
             {
                 continue;
             }
-            for (_, test) in &rule.touches {
+            for (kind, test) in &rule.touches {
                 match test {
+                    // What a command may not read, its sandbox hides; a rule that only
+                    // allows reading somewhere (`not_glob`) would hide the whole workspace
+                    // and binds the file tools alone.
+                    Test::Glob(_, text) if *kind == TouchKind::Reads => {
+                        scope.hidden.extend(literal_prefix(text));
+                    }
+                    _ if *kind == TouchKind::Reads => {}
                     Test::Glob(_, text) => {
                         if let Some(dir) = literal_prefix(text) {
                             // A trailing `/`: the glob goes on below it, so it is a

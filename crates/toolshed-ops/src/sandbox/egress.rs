@@ -52,10 +52,12 @@ impl EgressProxy {
         Self::start_with(NetPolicy::Public, allow)
     }
 
-    /// Starts a proxy that reaches only `hosts` (`host` or `host:port`), whatever their
-    /// addresses: for a command whose hosts a person named (a mounted MCP server's).
-    pub(crate) fn only(hosts: Vec<String>) -> io::Result<Self> {
-        Self::start_with(NetPolicy::Only(hosts), Vec::new())
+    /// Starts a proxy that reaches only `hosts` (`host` or `host:port`) within the web
+    /// rules: for a command whose hosts were named (a mounted MCP server's `--allow-host`).
+    /// The list narrows what `allow` and the public internet give; a loopback, private or
+    /// metadata address stays closed unless `allow` opens it too.
+    pub(crate) fn within(hosts: Vec<String>, allow: Vec<AllowRule>) -> io::Result<Self> {
+        Self::start_with(NetPolicy::PublicWithin(hosts), allow)
     }
 
     fn start_with(policy: NetPolicy, allow: Vec<AllowRule>) -> io::Result<Self> {

@@ -368,7 +368,8 @@ fn visible_roots(
     kept
 }
 
-/// The workspace paths a command's policy write scope names, absolute. A read-only
+/// The workspace paths a command's policy scope names, absolute: kept read-only, the only
+/// writable ones, hidden. A read-only
 /// directory that does not exist yet (named with a trailing `/`) is made, empty, so that
 /// it can be kept read-only: otherwise the command could create it and write inside. A
 /// path with a symbolic link on the way is refused (a bind mount would follow it), as is
@@ -376,7 +377,7 @@ fn visible_roots(
 fn scoped_paths(
     scope: &toolshed_core::WriteScope,
     workspace: &Path,
-) -> Result<(Vec<PathBuf>, Vec<PathBuf>), String> {
+) -> Result<ScopedPaths, String> {
     let place = |rel: &String, make: bool| -> Result<Option<PathBuf>, String> {
         let is_dir = rel.ends_with('/');
         let Some(rel) = crate::path::normalize_lexically(rel.trim_end_matches('/'))
@@ -413,7 +414,22 @@ fn scoped_paths(
     for rel in scope.only.iter().flatten() {
         write_only.extend(place(&format!("{rel}/"), true)?);
     }
-    Ok((read_only, write_only))
+    let mut hidden = Vec::new();
+    for rel in &scope.hidden {
+        hidden.extend(place(rel, false)?);
+    }
+    Ok(ScopedPaths {
+        read_only,
+        write_only,
+        hidden,
+    })
+}
+
+/// A command's policy scope as absolute paths (see [`scoped_paths`]).
+struct ScopedPaths {
+    read_only: Vec<PathBuf>,
+    write_only: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
 }
 
 /// Whether `path` belongs to the user toolshed runs as, or to root (a system's own
@@ -553,26 +569,29 @@ impl ProcessOps for LocalProcessOps {
                 }
                 sandbox.policy.writable.extend(kept.into_iter().cloned());
                 sandbox.policy.visible = visible_roots(program, request, &sandbox.policy);
-                let (read_only, write_only) =
-                    scoped_paths(&request.write_scope, &sandbox.policy.workspace).map_err(|e| {
+                let scoped = scoped_paths(&request.write_scope, &sandbox.policy.workspace)
+                    .map_err(|e| {
                         remove_cgroup(&cgroup);
                         OpsError::Spawn {
                             program: program.into(),
                             message: e,
                         }
                     })?;
-                sandbox.policy.read_only = read_only;
-                sandbox.policy.write_only = write_only;
+                sandbox.policy.read_only = scoped.read_only;
+                sandbox.policy.write_only = scoped.write_only;
+                sandbox.policy.denied.extend(scoped.hidden);
                 if let Some(hosts) = &request.network_hosts {
                     // A network of its own: not the one every command joins.
                     sandbox.policy.joined_network = None;
                     sandbox.policy.egress_socket = None;
                     sandbox.policy.network = NetworkMode::Off;
                     if !hosts.is_empty() {
-                        let proxy = EgressProxy::only(hosts.clone()).map_err(|e| {
-                            remove_cgroup(&cgroup);
-                            fail("cannot start its egress proxy", &e)
-                        })?;
+                        let proxy =
+                            EgressProxy::within(hosts.clone(), sandbox.policy.egress_allow.clone())
+                                .map_err(|e| {
+                                    remove_cgroup(&cgroup);
+                                    fail("cannot start its egress proxy", &e)
+                                })?;
                         sandbox.policy.network = NetworkMode::Filtered;
                         sandbox.policy.egress_socket = Some(proxy.socket().to_path_buf());
                         own_egress = Some(proxy);
