@@ -26,6 +26,16 @@ use std::path::{Path, PathBuf};
 
 use super::{NetworkMode, SETUP_FAILED, SandboxMode, rules};
 
+mod handover;
+mod mounts;
+mod network;
+
+use handover::{
+    check_own_environment, close_other_descriptors, left_behind, read_environment, write_report,
+};
+use mounts::{mount, remount_read_only, scope_writes, writable};
+use network::{join_network, keeper, loopback_up};
+
 /// Where the egress proxy's socket appears inside a filtered sandbox.
 const EGRESS_SOCKET: &str = "/run/toolshed/egress.sock";
 
@@ -59,113 +69,6 @@ struct Args {
     /// private temporary directories.
     report_fd: Option<libc::c_int>,
     command: Vec<OsString>,
-}
-
-/// The largest environment the helper takes over for a command (Linux refuses an
-/// `execve` whose arguments and environment pass a quarter of the stack limit; 32 MiB is
-/// past any it would accept).
-const MAX_ENVIRONMENT: u64 = 32 << 20;
-
-/// Variables that the dynamic loader or the C library act on by themselves, before or
-/// outside the program's own code: a process started with one of them runs what it names
-/// (`LD_PRELOAD`, `LD_AUDIT`, `GCONV_PATH`), or behaves as it says (`GLIBC_TUNABLES`,
-/// `MALLOC_*`). The helper must never run with them, since it runs before the sandbox
-/// exists; the command gets them, inside it.
-const LOADER_VARIABLES: [&str; 10] = [
-    "LD_",
-    "GCONV_PATH",
-    "GLIBC_TUNABLES",
-    "MALLOC_",
-    "LOCPATH",
-    "NLSPATH",
-    "HOSTALIASES",
-    "RESOLV_HOST_CONF",
-    "RES_OPTIONS",
-    "LOCALDOMAIN",
-];
-
-/// Whether `name` is one of [`LOADER_VARIABLES`] (a prefix ending in `_` covers a family).
-fn is_loader_variable(name: &[u8]) -> bool {
-    LOADER_VARIABLES.iter().any(|v| {
-        if v.ends_with('_') {
-            name.starts_with(v.as_bytes())
-        } else {
-            name == v.as_bytes()
-        }
-    })
-}
-
-/// Refuses to go on when this process was started with a variable the loader acts on: the
-/// host starts the helper with an empty environment, so one here means a way around that
-/// (and whatever it named has run already, outside any sandbox: say so loudly).
-fn check_own_environment() -> Result<(), String> {
-    for (name, _) in std::env::vars_os() {
-        if is_loader_variable(name.as_bytes()) {
-            return Err(format!(
-                "the helper was started with {} in its own environment; it must be started \
-                 with an empty one and get the command's through --env-fd (a variable the \
-                 dynamic loader acts on runs before any sandbox)",
-                name.to_string_lossy()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Reads the command's environment from the inherited descriptor `fd` and closes it.
-fn read_environment(fd: libc::c_int) -> Result<Vec<CString>, String> {
-    // SAFETY: the host passed `fd` for this; it is ours from here and closed once.
-    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let size = rustix::fs::fstat(&fd)
-        .map_err(|e| format!("--env-fd: {e}"))?
-        .st_size;
-    let size = u64::try_from(size).unwrap_or(0);
-    if size > MAX_ENVIRONMENT {
-        return Err(format!(
-            "the command's environment is {size} bytes; at most {MAX_ENVIRONMENT} are taken"
-        ));
-    }
-    let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(0)];
-    let mut read = 0;
-    while read < bytes.len() {
-        match rustix::io::pread(&fd, &mut bytes[read..], read as u64) {
-            Ok(0) => break,
-            Ok(n) => read += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(format!("reading the command's environment: {e}")),
-        }
-    }
-    bytes.truncate(read);
-    bytes
-        .split(|b| *b == 0)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            if entry.contains(&b'=') {
-                cstring(entry)
-            } else {
-                Err("an entry of the command's environment has no `=`".into())
-            }
-        })
-        .collect()
-}
-
-/// Closes every descriptor from 3 up but those in `keep`: nothing the host left open by
-/// mistake reaches the namespaces or the command.
-fn close_other_descriptors(keep: &[libc::c_int]) {
-    let mut keep: Vec<libc::c_uint> = keep
-        .iter()
-        .filter_map(|fd| libc::c_uint::try_from(*fd).ok())
-        .filter(|fd| *fd > 2)
-        .collect();
-    keep.sort_unstable();
-    let mut first: libc::c_uint = 3;
-    for fd in keep.into_iter().chain(std::iter::once(libc::c_uint::MAX)) {
-        if fd > first {
-            // SAFETY: close_range takes no pointers; closing descriptors nobody here uses.
-            unsafe { libc::syscall(libc::SYS_close_range, first, fd - 1, 0) };
-        }
-        first = fd.saturating_add(1);
-    }
 }
 
 /// When this process was started as the sandbox helper (`<exe> sandbox-exec …`), runs the
@@ -290,80 +193,6 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     Ok(parsed)
 }
 
-/// Joins the keeper's user and network namespaces through the inherited descriptors, and
-/// closes them.
-fn join_network(user: libc::c_int, net: libc::c_int) -> Result<(), String> {
-    for (fd, kind, what) in [
-        (user, libc::CLONE_NEWUSER, "user"),
-        (net, libc::CLONE_NEWNET, "network"),
-    ] {
-        // SAFETY: plain system calls on descriptors the host passed for this.
-        let rc = unsafe { libc::setns(fd, kind) };
-        let error = os_error();
-        // SAFETY: as above; each is closed once.
-        unsafe { libc::close(fd) };
-        if rc != 0 {
-            return Err(format!(
-                "joining the sandbox network's {what} namespace: {error}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The network keeper (`<exe> sandbox-net --network off|filtered [--egress SOCKET]`): one
-/// private network shared by the host's sandboxed commands, made once instead of per
-/// command (a network namespace costs about a millisecond to create). It enters new user
-/// and network namespaces, brings up their loopback, with `filtered` carries connections to
-/// `127.0.0.1:PROXY_PORT` to the egress proxy's socket, says `ready` on stdout and lives
-/// until its stdin closes — when the host drops it or dies.
-fn keeper(args: &[OsString]) -> Result<(), String> {
-    let mut network = None;
-    let mut egress = None;
-    let mut rest = args.iter();
-    while let Some(flag) = rest.next() {
-        let value = rest
-            .next()
-            .ok_or_else(|| format!("{} needs a value", flag.to_string_lossy()))?;
-        match flag.to_str() {
-            Some("--network") => network = Some(NetworkMode::parse(&value.to_string_lossy())?),
-            Some("--egress") => egress = Some(PathBuf::from(value)),
-            _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
-        }
-    }
-    match (network, &egress) {
-        (Some(NetworkMode::Off), None) | (Some(NetworkMode::Filtered), Some(_)) => {}
-        _ => return Err("sandbox-net takes --network off, or filtered with --egress".into()),
-    }
-    if threads() != Some(1) {
-        return Err("the network keeper must start single-threaded".into());
-    }
-    // SAFETY: plain system calls without pointers.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    // SAFETY: no pointers; single-threaded (checked above).
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
-        return Err(format!(
-            "cannot create the network namespace ({}): unprivileged user namespaces may be \
-             disabled",
-            os_error()
-        ));
-    }
-    write_file("/proc/self/setgroups", "deny")?;
-    write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
-    write_file("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
-    loopback_up()?;
-    if let Some(socket) = egress {
-        let listener = std::net::TcpListener::bind(("127.0.0.1", super::PROXY_PORT))
-            .map_err(|e| format!("the egress bridge on 127.0.0.1:{}: {e}", super::PROXY_PORT))?;
-        std::thread::spawn(move || super::egress::bridge(listener, socket));
-    }
-    println!("ready");
-    let mut sink = [0u8; 64];
-    // Until the host closes our stdin (dropped, or gone).
-    while std::io::Read::read(&mut std::io::stdin(), &mut sink).is_ok_and(|n| n > 0) {}
-    Ok(())
-}
-
 /// The last OS error, as text.
 fn os_error() -> std::io::Error {
     std::io::Error::last_os_error()
@@ -377,76 +206,12 @@ fn c_path(path: &Path) -> Result<CString, String> {
     cstring(path.as_os_str().as_bytes())
 }
 
-/// Makes the bind mount at `path` read-only, keeping the flags it has (a user namespace may
-/// not clear `nosuid`, `nodev`, `noexec` or the atime flags of a mount it inherited).
-fn remount_read_only(path: &Path) -> Result<(), String> {
-    let vfs = rustix::fs::statvfs(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let has = |flag: rustix::fs::StatVfsMountFlags| vfs.f_flag.contains(flag);
-    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
-    for (st, ms) in [
-        (rustix::fs::StatVfsMountFlags::NOSUID, libc::MS_NOSUID),
-        (rustix::fs::StatVfsMountFlags::NODEV, libc::MS_NODEV),
-        (rustix::fs::StatVfsMountFlags::NOEXEC, libc::MS_NOEXEC),
-        (rustix::fs::StatVfsMountFlags::NOATIME, libc::MS_NOATIME),
-        (
-            rustix::fs::StatVfsMountFlags::NODIRATIME,
-            libc::MS_NODIRATIME,
-        ),
-        (rustix::fs::StatVfsMountFlags::RELATIME, libc::MS_RELATIME),
-    ] {
-        if has(st) {
-            flags |= ms;
-        }
-    }
-    mount("none", path, None, flags, None)
-}
-
-/// `mount(2)`; the error names the target.
-fn mount(
-    source: &str,
-    target: &Path,
-    fstype: Option<&str>,
-    flags: libc::c_ulong,
-    data: Option<&str>,
-) -> Result<(), String> {
-    let source = cstring(source.as_bytes())?;
-    let target_c = c_path(target)?;
-    let fstype = fstype.map(|t| cstring(t.as_bytes())).transpose()?;
-    let data = data.map(|d| cstring(d.as_bytes())).transpose()?;
-    // SAFETY: every pointer is a valid NUL-terminated string or null, alive for the call.
-    let rc = unsafe {
-        libc::mount(
-            source.as_ptr(),
-            target_c.as_ptr(),
-            fstype.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
-            flags,
-            data.as_ref()
-                .map_or(std::ptr::null(), |d| d.as_ptr().cast::<libc::c_void>()),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(format!("mount on {}: {}", target.display(), os_error()))
-    }
-}
-
 fn threads() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("Threads:"))
         .and_then(|n| n.trim().parse().ok())
-}
-
-/// The directories the command may write.
-fn writable(args: &Args) -> Vec<PathBuf> {
-    let mut writable = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")];
-    if args.mode == SandboxMode::WorkspaceWrite {
-        writable.push(args.workspace.clone());
-        writable.extend(args.writable.iter().cloned());
-    }
-    writable
 }
 
 /// A signal set of every signal the helper processes wait for instead of handling.
@@ -723,58 +488,6 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     end_as(status)
 }
 
-/// Applies the policy's write scope inside the workspace: with `--write-only` paths the
-/// workspace becomes read-only but for them; `--read-only` paths are kept read-only. Each
-/// is a bind mount of the path onto itself, so the command meets "Read-only file system".
-fn scope_writes(args: &Args) -> Result<(), String> {
-    let inside = |p: &PathBuf| p.starts_with(&args.workspace) && p.is_absolute();
-    if !args.write_only.is_empty() {
-        let mut writable: Vec<(PathBuf, OwnedFd)> = Vec::new();
-        for path in args.write_only.iter().filter(|p| inside(p)) {
-            if let Ok(fd) = rustix::fs::open(
-                path,
-                rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            ) {
-                writable.push((path.clone(), fd));
-            }
-        }
-        let ws = args.workspace.as_path();
-        let text = ws.to_string_lossy();
-        mount(&text, ws, None, libc::MS_BIND | libc::MS_REC, None)?;
-        remount_read_only(ws)?;
-        for (path, fd) in &writable {
-            let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
-            mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
-        }
-    }
-    for path in args.read_only.iter().filter(|p| inside(p)) {
-        match path.symlink_metadata() {
-            Err(_) => continue,
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(format!("{} is a symbolic link", path.display()));
-            }
-            Ok(_) => {}
-        }
-        // Every directory between the workspace and it becomes a mount point too, so the
-        // command cannot rename one away and put an unprotected copy in its place.
-        let mut ancestors: Vec<&Path> = path
-            .ancestors()
-            .skip(1)
-            .take_while(|a| a.starts_with(&args.workspace) && *a != args.workspace)
-            .collect();
-        ancestors.reverse();
-        for dir in ancestors {
-            let text = dir.to_string_lossy();
-            mount(&text, dir, None, libc::MS_BIND, None)?;
-        }
-        let text = path.to_string_lossy();
-        mount(&text, path, None, libc::MS_BIND | libc::MS_REC, None)?;
-        remount_read_only(path)?;
-    }
-    Ok(())
-}
-
 /// Ends this process the way a wait status says: the same exit code, or the same signal.
 fn end_as(status: libc::c_int) -> ! {
     if libc::WIFEXITED(status) {
@@ -800,34 +513,6 @@ fn end_as(status: libc::c_int) -> ! {
         std::process::exit(128 + signal);
     }
     std::process::exit(SETUP_FAILED)
-}
-
-/// Brings up the loopback interface of a new network namespace.
-fn loopback_up() -> Result<(), String> {
-    // SAFETY: a socket we own and close; `ifreq` is zeroed and filled within bounds.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(format!("socket: {}", os_error()));
-        }
-        let mut request: libc::ifreq = std::mem::zeroed();
-        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
-            *slot = libc::c_char::from_ne_bytes([*byte]);
-        }
-        let mut rc = libc::ioctl(fd, libc::SIOCGIFFLAGS, &raw mut request);
-        if rc == 0 {
-            let up = libc::c_short::try_from(libc::IFF_UP | libc::IFF_RUNNING).unwrap_or(1);
-            request.ifr_ifru.ifru_flags |= up;
-            rc = libc::ioctl(fd, libc::SIOCSIFFLAGS, &raw const request);
-        }
-        let error = os_error();
-        libc::close(fd);
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!("bringing up the loopback: {error}"))
-        }
-    }
 }
 
 /// The namespace's first process: `/proc`, loopback, the command, then reaping.
@@ -919,60 +604,6 @@ fn first_process(
             }
         }
     }
-}
-
-/// What the command left in its private `/tmp` and `/dev/shm` (files, with their sizes):
-/// writes that seemed to succeed and never reached the host. The directories made to bring
-/// the workspace, the writable roots and the visible programs back are not counted. At
-/// most [`super::MAX_DIVERTED`] + 1 entries (the last says more were left), from at most
-/// 2,000 looked at.
-fn left_behind(args: &Args) -> Vec<String> {
-    let scaffold: Vec<&Path> = std::iter::once(args.workspace.as_path())
-        .chain(args.writable.iter().map(PathBuf::as_path))
-        .chain(args.visible.iter().map(PathBuf::as_path))
-        .collect();
-    let mut found = Vec::new();
-    let mut looked = 0;
-    let mut stack: Vec<PathBuf> = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            looked += 1;
-            if looked > 2000 || found.len() > super::MAX_DIVERTED {
-                found.push("… and more".to_string());
-                return found;
-            }
-            let path = entry.path();
-            // A brought-back directory, or one on the way to it: not the command's.
-            if scaffold.iter().any(|s| s.starts_with(&path)) {
-                if !scaffold.iter().any(|s| *s == path) {
-                    stack.push(path);
-                }
-                continue;
-            }
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_dir() {
-                stack.push(path);
-            } else {
-                found.push(format!("{} ({} bytes)", path.display(), meta.len()));
-            }
-        }
-    }
-    found
-}
-
-/// Writes the report lines to `fd`.
-fn write_report(fd: libc::c_int, lines: &[String]) {
-    let mut text = String::new();
-    for line in lines {
-        text.push_str(line);
-        text.push('\n');
-    }
-    let bytes = text.as_bytes();
-    // SAFETY: writes from a buffer we own into a descriptor the host passed for this.
-    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
 }
 
 /// The command's process: capabilities, Landlock, seccomp, exec. Returns only on failure.

@@ -12,10 +12,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolshed_core::{
     CallContext, CallId, CancellationToken, OwnerId, ProgressSink, ToolCaller, ToolError,
-    ToolOutput, Violation,
+    ToolOutput,
 };
 
-use crate::approvals::{self, ApprovalState, ApprovalsConfig, Approver, NewApproval};
+use crate::approvals::{ApprovalsConfig, Approver};
 use crate::config::Limits;
 use crate::events::{Event, EventBus};
 use crate::hooks::Hooks;
@@ -27,6 +27,15 @@ use crate::store::{AuditRecord, StateStore};
 use crate::suggest::closest;
 use toolshed_core::TRACE;
 use tracing::Instrument as _;
+
+mod approval;
+mod boundary;
+mod nested;
+mod run;
+
+use run::{arguments_for_trace, run_with_deadline, trace_outcome, validate};
+
+use nested::NestedCaller;
 
 /// How long a cancelled or timed-out tool gets to stop by itself before it is aborted.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -90,16 +99,6 @@ enum Gate {
     Ask { rule: String, reason: String },
 }
 
-/// What a nested call inherits from the call that made it.
-struct Lineage {
-    profile: Option<String>,
-    selection: Option<Arc<CompiledRules>>,
-    caller_tools: Option<Arc<CompiledRules>>,
-    plugins: Vec<String>,
-    /// The narrowed sandbox mode of the call that made it.
-    sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
-}
-
 impl CallRequest {
     /// A request with defaults: no timeout override, a fresh token, no progress, no profile.
     pub fn new(
@@ -139,127 +138,6 @@ pub struct CallResult {
     pub result: Result<ToolOutput, ToolError>,
     /// Wall time.
     pub duration: Duration,
-}
-
-/// Calls made by plugins (granted `tools`) on behalf of the call they are serving: same
-/// owner, cancellation and deadline, door `plugin`, and the narrowing of the call that led
-/// to them. One per call, in its context's `caller`.
-struct NestedCaller {
-    dispatcher: Weak<Dispatcher>,
-    lineage: Lineage,
-    /// The tool whose call this is (its rules judge what the call finds to touch).
-    tool: String,
-}
-
-#[async_trait::async_trait]
-impl ToolCaller for NestedCaller {
-    async fn call_tool(
-        &self,
-        ctx: &CallContext,
-        caller: &str,
-        name: &str,
-        args: Value,
-    ) -> Result<ToolOutput, ToolError> {
-        let Some(dispatcher) = self.dispatcher.upgrade() else {
-            return Err(ToolError::Internal("the host is shutting down".into()));
-        };
-        let lineage = &self.lineage;
-        let mut via: Vec<String> = lineage.plugins.clone();
-        if via.last().map(String::as_str) != Some(caller) {
-            via.push(caller.to_string());
-        }
-        if let Some(entry) = dispatcher.registry.lookup(name)
-            && via.contains(&entry.plugin_id)
-        {
-            let message = if entry.plugin_id == caller {
-                format!(
-                    "plugin `{caller}` cannot call its own tool `{name}` through the host; call the function directly"
-                )
-            } else {
-                format!(
-                    "plugin `{caller}` cannot call `{name}`: its plugin `{}` is already serving the call that led here (calls went {}), and would wait for itself",
-                    entry.plugin_id,
-                    via.join(" -> ")
-                )
-            };
-            return Err(ToolError::Denied {
-                rule: "plugin capabilities".into(),
-                message,
-            });
-        }
-        let remaining = ctx.deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(ToolError::Timeout(Duration::ZERO));
-        }
-        let mut request = CallRequest::new(name, args, ctx.owner.clone(), "plugin");
-        request.timeout = Some(remaining);
-        request.cancel = ctx.cancel.child_token();
-        // The outer caller's narrowing holds for what its plugins call on its behalf.
-        request.profile = lineage.profile.clone();
-        request.selection = lineage.selection.clone();
-        request.caller_tools = lineage.caller_tools.clone();
-        request.via_plugins = via;
-        request.parent = Some(ctx.call_id.0.clone());
-        request.sampler = ctx.sampler.clone();
-        request.sandbox_ceiling = lineage.sandbox;
-        // On a task of its own, so that the call is recorded even when the plugin stops
-        // waiting for it (its own call ended or was cancelled; the child token stops it).
-        match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
-            Ok(result) => result,
-            Err(e) => Err(ToolError::Internal(format!("a nested call failed: {e}"))),
-        }
-    }
-
-    fn may_touch(
-        &self,
-        ctx: &CallContext,
-        touches: &toolshed_core::Touches,
-    ) -> Result<(), ToolError> {
-        match self.dispatcher.upgrade() {
-            Some(dispatcher) => dispatcher.may_touch(&self.tool, ctx, touches),
-            None => Err(ToolError::Internal("the host is shutting down".into())),
-        }
-    }
-
-    async fn set_own_config(&self, plugin: &str, key: &str, value: Value) -> Result<(), ToolError> {
-        let Some(dispatcher) = self.dispatcher.upgrade() else {
-            return Err(ToolError::Internal("the host is shutting down".into()));
-        };
-        let Some(manifest) = dispatcher.registry.manifest(plugin) else {
-            return Err(ToolError::NotFound(format!("no plugin `{plugin}`")));
-        };
-        let writable: Vec<&str> = manifest
-            .config
-            .iter()
-            .filter(|f| f.writable && !f.secret)
-            .map(|f| f.key.as_str())
-            .collect();
-        let Some(field) = manifest
-            .config
-            .iter()
-            .find(|f| f.key == key && f.writable && !f.secret)
-        else {
-            return Err(ToolError::Denied {
-                rule: "plugin config".into(),
-                message: format!(
-                    "plugin `{plugin}` may not change config field `{key}`: only fields its manifest marks `writable = true` (and never secrets) can be set by the plugin; it may set {}",
-                    if writable.is_empty() {
-                        "none".to_string()
-                    } else {
-                        writable.join(", ")
-                    }
-                ),
-            });
-        };
-        crate::config_fields::check(field, &value)
-            .map_err(|problem| ToolError::invalid(format!("config.set(`{key}`): {problem}")))?;
-        let store = dispatcher.store.clone();
-        let (plugin, key) = (plugin.to_string(), key.to_string());
-        tokio::task::spawn_blocking(move || store.set_config_value(&plugin, &key, &value, false))
-            .await
-            .map_err(|e| ToolError::Internal(e.to_string()))?
-            .map_err(|e| ToolError::Internal(e.to_string()))
-    }
 }
 
 /// The pipeline.
@@ -650,35 +528,9 @@ impl Dispatcher {
                 .await?;
             approved = true;
         }
-        // The caller's narrower sandbox: its profile's, its token's, a policy rule's. In
-        // read-only nothing writes files: the call is refused before it runs.
+        // The caller's narrower sandbox: its profile's, its token's, a policy rule's.
         let narrowed = self.narrowed_sandbox(req, &entry, &arguments);
-        if narrowed == Some(toolshed_ops::sandbox::SandboxMode::ReadOnly) {
-            if entry.tool.writes_past_the_boundary() {
-                return Err(ToolError::Denied {
-                    rule: "sandbox".into(),
-                    message: format!(
-                        "`{}` is served by `{}`, whose own process may change files, and this \
-                         caller's sandbox mode is read-only (its profile, token or a policy \
-                         rule); use a tool of the server that it marks read-only \
-                         (readOnlyHint), or ask the person running toolshed to mount the \
-                         server with --sandbox read-only",
-                        req.tool, entry.plugin_id
-                    ),
-                });
-            }
-            let writes = self.touches(&entry, &arguments).writes;
-            if let Some(path) = writes.first() {
-                return Err(ToolError::Denied {
-                    rule: "sandbox".into(),
-                    message: format!(
-                        "`{path}` would be written, and this caller's sandbox mode is read-only \
-                         (its profile, token or a policy rule), so no tool changes files; \
-                         commands still run, read-only"
-                    ),
-                });
-            }
-        }
+        self.refuse_writes_in_read_only(req, &entry, &arguments, narrowed)?;
         // 6. run, within the owner's quotas; the deadline starts now (waiting for an
         // approval does not use it up)
         let _quota = self
@@ -693,19 +545,12 @@ impl Dispatcher {
         });
         let progress = self.progress_sink(call_id, req.progress.clone());
         let cancel = req.cancel.child_token();
-        let mut plugins = req.via_plugins.clone();
-        plugins.push(entry.plugin_id.clone());
-        let caller: Arc<dyn ToolCaller> = Arc::new(NestedCaller {
-            dispatcher: self.me.clone(),
-            tool: req.tool.clone(),
-            lineage: Lineage {
-                profile: req.profile.clone(),
-                selection: req.selection.clone(),
-                caller_tools: req.caller_tools.clone(),
-                plugins,
-                sandbox: narrowed,
-            },
-        });
+        let caller: Arc<dyn ToolCaller> = Arc::new(NestedCaller::for_call(
+            self.me.clone(),
+            req,
+            &entry.plugin_id,
+            narrowed,
+        ));
         let ctx = CallContext {
             owner: req.owner.clone(),
             call_id: call_id.clone(),
@@ -766,246 +611,6 @@ impl Dispatcher {
             PolicyDecision::Allow => Ok(Gate::Allow),
             PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
             PolicyDecision::NeedsApproval { rule, reason } => Ok(Gate::Ask { rule, reason }),
-        }
-    }
-
-    /// The narrowest sandbox mode the caller's profile, its token, the policy rules and the
-    /// call that made this one give this call; `None` when none is narrower than the host's.
-    pub fn narrowed_sandbox(
-        &self,
-        req: &CallRequest,
-        entry: &ToolEntry,
-        arguments: &Value,
-    ) -> Option<toolshed_ops::sandbox::SandboxMode> {
-        let subject = Subject::new(entry.spec(), &entry.plugin_id);
-        [
-            req.profile
-                .as_deref()
-                .and_then(|p| self.review.profile(p))
-                .and_then(|p| p.sandbox),
-            req.caller_tools.as_ref().and_then(|c| c.sandbox),
-            self.policy.sandbox_for(&subject, &req.owner, arguments),
-            req.sandbox_ceiling,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .filter(|mode| self.sandbox_mode.is_none_or(|host| *mode < host))
-    }
-
-    /// What the call will touch, as its tool says; each path read or written also as the
-    /// workspace's links resolve it (relative to the root), so that neither an absolute
-    /// spelling nor a link dodges a rule on `writes` or `reads`.
-    pub fn touches(&self, entry: &ToolEntry, arguments: &Value) -> toolshed_core::Touches {
-        let mut touches = entry.tool.touches(arguments);
-        self.resolve_touches(&mut touches);
-        touches
-    }
-
-    /// Adds to the paths of `touches` each one as the workspace's links resolve it.
-    fn resolve_touches(&self, touches: &mut toolshed_core::Touches) {
-        if let Some(files) = &self.files {
-            for list in [&mut touches.reads, &mut touches.writes] {
-                let resolved: Vec<String> = list
-                    .iter()
-                    .filter_map(|p| toolshed_ops::resolve_in_workspace(files.as_ref(), p))
-                    .filter(|r| !list.contains(r))
-                    .collect();
-                list.extend(resolved);
-            }
-        }
-    }
-
-    /// Whether the running call `ctx` of `tool` may touch what it found only while running
-    /// (see [`ToolCaller::may_touch`]): refused in a read-only caller's call when it writes,
-    /// and judged by the policy as if declared — the call's arguments are not looked at
-    /// again, so a rule that needs them does not match, and a rule that asks passes only
-    /// when this call was approved (a person cannot be asked midway).
-    fn may_touch(
-        &self,
-        tool: &str,
-        ctx: &CallContext,
-        found: &toolshed_core::Touches,
-    ) -> Result<(), ToolError> {
-        if found.is_empty() {
-            return Ok(());
-        }
-        if let Some(path) = found.writes.first()
-            && ctx.sandbox.as_deref() == Some(toolshed_ops::sandbox::SandboxMode::ReadOnly.as_str())
-        {
-            return Err(ToolError::Denied {
-                rule: "sandbox".into(),
-                message: format!(
-                    "`{path}` would be written, and this caller's sandbox mode is read-only \
-                     (its profile, token or a policy rule); nothing was changed"
-                ),
-            });
-        }
-        if !self.policy.wants_touches() {
-            return Ok(());
-        }
-        let Some(entry) = self.registry.lookup(tool) else {
-            return Ok(());
-        };
-        let mut touches = found.clone();
-        self.resolve_touches(&mut touches);
-        let subject = Subject::new(entry.spec(), &entry.plugin_id).with_touches(&touches);
-        let named = |list: &[String]| list.join("`, `");
-        match self.policy.check(&subject, &ctx.owner, &Value::Null) {
-            PolicyDecision::Allow => Ok(()),
-            PolicyDecision::NeedsApproval { .. } if ctx.approved => Ok(()),
-            PolicyDecision::Deny { rule, message } => Err(ToolError::Denied {
-                rule,
-                message: format!(
-                    "{message} (`{}` found while `{tool}` ran); nothing was changed",
-                    named(&[&found.writes[..], &found.reads[..]].concat())
-                ),
-            }),
-            PolicyDecision::NeedsApproval { rule, reason } => Err(ToolError::Denied {
-                rule,
-                message: format!(
-                    "{reason}: `{}` found while `{tool}` ran would need a person's approval, \
-                     which cannot be asked midway; nothing was changed. Ask for this call's \
-                     approval by naming the file in its arguments, or change the rule",
-                    named(&[&found.writes[..], &found.reads[..]].concat())
-                ),
-            }),
-        }
-    }
-
-    fn approvals_off(&self, rule: &str, reason: &str) -> ToolError {
-        ToolError::NeedsApproval(format!(
-            "{reason} (rule `{rule}`); approvals are off here ([approvals] timeout_secs = 0), so \
-             the call is refused"
-        ))
-    }
-
-    /// Waits for a person to approve `arguments` of `req`'s tool: the door's approver, the
-    /// CLI or REST, whichever answers first; no answer before the expiry is a no.
-    async fn approve(
-        &self,
-        req: &CallRequest,
-        arguments: &Value,
-        rule: &str,
-        reason: &str,
-        note: &mut Option<String>,
-    ) -> Result<(), ToolError> {
-        if self.approvals.timeout_secs == 0 {
-            return Err(self.approvals_off(rule, reason));
-        }
-        let failed = |e: crate::store::StoreError| ToolError::Failed(format!("approval: {e}"));
-        let digest = approvals::call_digest(&req.tool, arguments);
-        if self
-            .store
-            .approval_remembered(&req.owner.0, &req.tool, &digest)
-            .map_err(failed)?
-        {
-            *note = Some(format!(
-                "approved earlier for `{}` (remembered; rule `{rule}`)",
-                req.owner.0
-            ));
-            return Ok(());
-        }
-        let timeout = Duration::from_secs(self.approvals.timeout_secs);
-        let request = self
-            .store
-            .create_approval(
-                &NewApproval {
-                    tool: &req.tool,
-                    owner: &req.owner.0,
-                    arguments,
-                    rule,
-                    reason,
-                    timeout,
-                },
-                self.approvals.max_pending,
-                self.approvals.max_pending_per_owner,
-            )
-            .map_err(|e| ToolError::NeedsApproval(format!("{reason} (rule `{rule}`): {e}")))?;
-        self.events.publish(Event::ApprovalRequested {
-            request: request.clone(),
-        });
-        let id = request.id.clone();
-        let ask = {
-            let approver = req.approver.clone();
-            let request = request.clone();
-            async move {
-                match approver {
-                    Some(approver) => match approver.ask(&request).await {
-                        Some(answer) => Some((answer, approver.who())),
-                        None => std::future::pending().await,
-                    },
-                    None => std::future::pending().await,
-                }
-            }
-        };
-        tokio::pin!(ask);
-        let expiry = tokio::time::sleep(timeout);
-        tokio::pin!(expiry);
-        let mut poll = tokio::time::interval(approvals::POLL);
-        let ended = loop {
-            tokio::select! {
-                () = req.cancel.cancelled() => {
-                    let _ = self.store.expire_approval(&id);
-                    self.resolved(&id);
-                    return Err(ToolError::Cancelled);
-                }
-                () = &mut expiry => {
-                    let _ = self.store.expire_approval(&id);
-                    break self.store.approval(&id).map_err(failed)?;
-                }
-                Some((answer, who)) = &mut ask => {
-                    break self.store.answer_approval(&id, answer, &who, false).map_err(failed)?;
-                }
-                _ = poll.tick() => {
-                    let now = self.store.approval(&id).map_err(failed)?;
-                    if now.as_ref().is_none_or(|r| r.state != ApprovalState::Pending) {
-                        break now;
-                    }
-                }
-            }
-        };
-        self.resolved(&id);
-        let Some(ended) = ended else {
-            return Err(ToolError::Denied {
-                rule: rule.to_string(),
-                message: format!("the approval request {id} is gone, so the call is refused"),
-            });
-        };
-        let by = ended.answered_by.clone().unwrap_or_default();
-        *note = Some(match ended.state {
-            ApprovalState::Approved | ApprovalState::Denied => {
-                format!(
-                    "{} {} by {by} (rule `{rule}`)",
-                    ended.id,
-                    ended.state.as_str()
-                )
-            }
-            _ => format!("{} expired unanswered (rule `{rule}`)", ended.id),
-        });
-        match ended.state {
-            ApprovalState::Approved => Ok(()),
-            ApprovalState::Denied => Err(ToolError::Denied {
-                rule: rule.to_string(),
-                message: format!(
-                    "{by} declined the approval {id} that rule `{rule}` asked for: {reason}"
-                ),
-            }),
-            ApprovalState::Expired | ApprovalState::Pending => Err(ToolError::Denied {
-                rule: rule.to_string(),
-                message: format!(
-                    "nobody approved {id} within {} s ([approvals] timeout_secs), so the call \
-                     is refused: {reason}",
-                    timeout.as_secs()
-                ),
-            }),
-        }
-    }
-
-    /// Publishes how request `id` ended.
-    fn resolved(&self, id: &str) {
-        if let Ok(Some(request)) = self.store.approval(id) {
-            self.events.publish(Event::ApprovalResolved { request });
         }
     }
 
@@ -1154,212 +759,6 @@ impl Dispatcher {
                 message: e.to_string(),
             },
         });
-    }
-}
-
-/// The most bytes of a value quoted in a message.
-const MAX_QUOTED: usize = 120;
-
-/// `value` as a message quotes it: its JSON when short, else the start of it and its size,
-/// so that an oversized argument is never echoed whole (nor rendered whole in memory).
-fn preview(value: &Value) -> String {
-    struct Capped(Vec<u8>);
-    impl std::io::Write for Capped {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            let room = MAX_QUOTED - self.0.len();
-            if bytes.len() > room {
-                self.0.extend_from_slice(&bytes[..room]);
-                return Err(std::io::Error::other("the preview is full"));
-            }
-            self.0.extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut capped = Capped(Vec::with_capacity(MAX_QUOTED));
-    let whole = serde_json::to_writer(&mut capped, value).is_ok();
-    let text = String::from_utf8_lossy(&capped.0).into_owned();
-    if whole {
-        return text;
-    }
-    let size = match value {
-        Value::String(s) => format!("a string of {} bytes", s.len()),
-        Value::Array(a) => format!("an array of {} items", a.len()),
-        Value::Object(o) => format!("an object of {} members", o.len()),
-        _ => "a long value".into(),
-    };
-    format!("{text}… ({size})")
-}
-
-/// Checks `args` against the tool's schema, listing every violation. The message says what
-/// the tool takes: the CLI points at `toolshed tools show`; other doors (a model on MCP)
-/// get the arguments themselves, and a "did you mean" for each unknown name.
-fn validate(entry: &ToolEntry, args: &Value, door: &str) -> Result<(), ToolError> {
-    let validator = entry.validator.get().map_err(|e| {
-        ToolError::Internal(format!(
-            "the input schema of `{}` does not compile: {e}",
-            entry.spec().name
-        ))
-    })?;
-    let mut violations: Vec<Violation> = validator
-        .iter_errors(args)
-        .map(|e| Violation {
-            pointer: e.instance_path().to_string(),
-            message: e.masked_with(preview(e.instance())).to_string(),
-        })
-        .take(MAX_VIOLATIONS + 1)
-        .collect();
-    if violations.is_empty() {
-        return Ok(());
-    }
-    let more = violations.len() > MAX_VIOLATIONS;
-    violations.truncate(MAX_VIOLATIONS);
-    let count = if more {
-        format!("more than {MAX_VIOLATIONS} problems")
-    } else {
-        toolshed_core::counted(violations.len(), "problem", "problems")
-    };
-    let spec = entry.spec();
-    let mut message = format!(
-        "the arguments for `{}` do not match its input schema ({count})",
-        spec.name
-    );
-    for hint in crate::arguments::unknown_names(&spec.input_schema, args) {
-        message.push_str("; ");
-        message.push_str(&hint);
-    }
-    if door != "mcp" {
-        message.push_str(&format!(
-            "; `toolshed tools show {}` prints the schema",
-            spec.name
-        ));
-    } else {
-        message.push_str(&format!(
-            ". `{}` takes: {}",
-            spec.name,
-            crate::arguments::outline(&spec.input_schema)
-        ));
-    }
-    Err(ToolError::InvalidArguments {
-        message,
-        violations,
-    })
-}
-
-/// Runs the tool on its own task, so a panic is contained, and stops it at the deadline or
-/// on cancellation: the call's token is cancelled first (tools stop their children), then
-/// the task is aborted.
-///
-/// A tool that changes things and finishes its work although the deadline passed (or the
-/// caller cancelled) — a file write whose rename happened — is not reported as timed out:
-/// what it did stands, so its result is returned with a note saying it completed late, and
-/// the audit row records it as done. Tools that stop on their token answer `Cancelled` or
-/// an error, and a read-only tool's late answer may be partial (a search cut short): the
-/// call is then the timeout (or cancellation) it was.
-async fn run_with_deadline(
-    entry: ToolEntry,
-    ctx: CallContext,
-    args: Value,
-    timeout: Duration,
-    caller_cancel: &CancellationToken,
-    call_cancel: CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let name = entry.spec().name.clone();
-    let changes_things = !entry.spec().annotations.read_only;
-    let tool = entry.tool.clone();
-    let started = Instant::now();
-    // The tool's own spans (its operations) belong to the call's trace.
-    let mut task = tokio::spawn(
-        async move { tool.call(ctx, args).await }.instrument(tracing::Span::current()),
-    );
-    let joined =
-        |joined: Result<Result<ToolOutput, ToolError>, tokio::task::JoinError>| match joined {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => {
-                tracing::error!(tool = %name, "tool panicked");
-                Err(ToolError::Internal(format!(
-                    "tool `{name}` crashed; this is a bug in the tool, please report it"
-                )))
-            }
-            Err(_) => Err(ToolError::Cancelled),
-        };
-    let stopped = tokio::select! {
-        result = &mut task => return joined(result),
-        _ = tokio::time::sleep(timeout) => ToolError::Timeout(timeout),
-        _ = caller_cancel.cancelled() => ToolError::Cancelled,
-    };
-    // Let the tool see its token and clean up (kill its children, remove temp files) before
-    // the task is dropped; a tool that had already finished answers at once.
-    call_cancel.cancel();
-    let finished = match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
-        Ok(result) => joined(result),
-        Err(_) => {
-            tracing::warn!(tool = %entry.spec().name, "tool ignored cancellation; aborting it");
-            task.abort();
-            return Err(stopped);
-        }
-    };
-    match finished {
-        Ok(mut output) if changes_things && !output.is_error => {
-            let took = started.elapsed().as_millis();
-            let note = match stopped {
-                ToolError::Timeout(limit) => format!(
-                    "[completed after its deadline: it took {took} ms of the {} ms allowed; \
-                     what it did stands]",
-                    limit.as_millis()
-                ),
-                _ => format!(
-                    "[completed although the call was cancelled ({took} ms); what it did stands]"
-                ),
-            };
-            output
-                .content
-                .push(toolshed_core::Content::Text { text: note });
-            Ok(output)
-        }
-        _ => Err(stopped),
-    }
-}
-
-/// The most bytes of a call's arguments put on its span (`[telemetry] record_arguments`).
-const MAX_TRACED_ARGUMENTS: usize = 4096;
-
-/// A call's arguments as its span carries them: JSON, cut at [`MAX_TRACED_ARGUMENTS`].
-fn arguments_for_trace(arguments: &Value) -> String {
-    let mut json = arguments.to_string();
-    if json.len() > MAX_TRACED_ARGUMENTS {
-        let mut end = MAX_TRACED_ARGUMENTS;
-        while !json.is_char_boundary(end) {
-            end -= 1;
-        }
-        json.truncate(end);
-        json.push('…');
-    }
-    json
-}
-
-/// Records how a call ended on its span: the plugin, the outcome, and for a failure the
-/// error's kind as `error.type` with an error status (a tool's own error result included).
-fn trace_outcome(
-    span: &tracing::Span,
-    plugin: Option<&str>,
-    result: &Result<ToolOutput, ToolError>,
-) {
-    if let Some(plugin) = plugin {
-        span.record("toolshed.plugin", plugin);
-    }
-    let (outcome, error) = match result {
-        Ok(output) if output.is_error => ("tool_error", Some("tool_error".to_string())),
-        Ok(_) => ("ok", None),
-        Err(e) => ("error", Some(e.kind().as_str().to_string())),
-    };
-    span.record("toolshed.outcome", outcome);
-    if let Some(kind) = error {
-        span.record("error.type", kind.as_str());
-        span.record("otel.status_code", "ERROR");
-        span.record("otel.status_description", kind.as_str());
     }
 }
 
