@@ -1502,6 +1502,29 @@ fn memories_go_out_as_markdown_and_edits_come_back_through_the_cli() {
         "{}",
         stdout(&exported)
     );
+    // In read-only mode an export into the workspace is refused as any tool's write is
+    // (failed before: it wrote there); elsewhere it is the person's own file.
+    let inside = env.workspace.path().join("ro-notes");
+    let refused = env
+        .cmd(&["memory", "export", inside.to_str().unwrap()])
+        .env("TOOLSHED_SANDBOX__MODE", "read-only")
+        .output()
+        .unwrap();
+    assert_ne!(code(&refused), 0, "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("read-only"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!inside.exists());
+    let outside = env.data.path().join("exported");
+    let done = env
+        .cmd(&["memory", "export", outside.to_str().unwrap()])
+        .env("TOOLSHED_SANDBOX__MODE", "read-only")
+        .output()
+        .unwrap();
+    assert_eq!(code(&done), 0, "{}", stderr(&done));
+    assert!(outside.join(format!("{id}.md")).exists());
     let file = dir.join(format!("{id}.md"));
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, text.replace("5433", "5434")).unwrap();

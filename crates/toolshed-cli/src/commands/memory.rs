@@ -20,9 +20,27 @@ fn failure(e: MemoryError) -> Failure {
 /// Runs one memory command.
 pub async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
     let memories = Memories::new(host.store().clone(), host.config().config.memory.clone());
+    let files = host.services().ops.files.clone();
+    let workspace = host.workspace().to_path_buf();
     tokio::task::spawn_blocking(move || match command {
         MemoryCommand::Export { dir, owner } => {
-            let report = memories.export_markdown(&owner, &dir).map_err(failure)?;
+            // Into the workspace, through the same file boundary as every tool: read-only
+            // mode and `[sandbox] deny` hold for an export too.
+            let inside = std::path::absolute(&dir)
+                .ok()
+                .map(|d| d.components().collect::<std::path::PathBuf>())
+                .and_then(|d| d.strip_prefix(&workspace).ok().map(std::path::Path::to_path_buf));
+            let report = match inside {
+                None => memories.export_markdown(&owner, &dir),
+                Some(rel) => memories.export_markdown_with(&owner, &rel, &mut |path, text| {
+                    let path = path.to_string_lossy();
+                    files
+                        .write(&path, text.as_bytes(), toolshed_ops::Parents::Create)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                }),
+            }
+            .map_err(failure)?;
             outln!(
                 "exported {} memories of `{}` to {}",
                 report.files,

@@ -145,6 +145,23 @@ fn markdown_files(dir: &Path) -> Result<Vec<PathBuf>> {
 impl Memories {
     /// Writes `owner`'s present memories under `dir` (created if needed), one file each.
     pub fn export_markdown(&self, owner: &str, dir: &Path) -> Result<Exported> {
+        self.export_markdown_with(owner, dir, &mut |path, text| {
+            if let Some(folder) = path.parent() {
+                std::fs::create_dir_all(folder).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(path, text).map_err(|e| e.to_string())
+        })
+    }
+
+    /// [`export_markdown`](Self::export_markdown), each file written by `write` (which
+    /// makes its directory): through the host's file boundary when `dir` is in the
+    /// workspace.
+    pub fn export_markdown_with(
+        &self,
+        owner: &str,
+        dir: &Path,
+        write: &mut dyn FnMut(&Path, &str) -> std::result::Result<(), String>,
+    ) -> Result<Exported> {
         let mut report = Exported::default();
         let mut cursor: Option<String> = None;
         loop {
@@ -158,11 +175,9 @@ impl Memories {
                     dir.join(&memory.namespace)
                 };
                 let path = folder.join(format!("{}.md", memory.id));
-                std::fs::create_dir_all(&folder)
-                    .and_then(|()| std::fs::write(&path, render(memory)))
-                    .map_err(|e| {
-                        MemoryError::Invalid(format!("cannot write {}: {e}", path.display()))
-                    })?;
+                write(&path, &render(memory)).map_err(|e| {
+                    MemoryError::Invalid(format!("cannot write {}: {e}", path.display()))
+                })?;
                 report.files += 1;
             }
             match next {
