@@ -303,3 +303,66 @@ def test_a_plugins_file_access_is_held_to_the_rules_on_reads_and_writes(
 
     run(main())
     assert list((workspace / "secrets").iterdir()) == []
+
+
+NET_MAIN = textwrap.dedent(
+    """
+    exports.activate = (context) => context.registerActions([
+      { name: "get", description: "Fetch a URL.", properties: { url: { type: "string", required: true } },
+        run: async (inputs, ctx) => {
+          try { const r = await ctx.http.get(inputs.url); return `status ${r.status}: ${r.body}`; }
+          catch (e) { return `refused: ${e.message}`; } } },
+    ]);
+    """
+)
+
+
+def test_a_plugin_granted_loopback_still_cannot_reach_it_until_the_web_rules_allow_it(
+    server, toolshed_bin, workspace, home, tmp_path
+):
+    # Failed before: the grant `http:127.0.0.1` opened loopback by itself. A grant narrows
+    # the web rules; the canary counts every connection it accepted.
+    accepted = []
+
+    class Canary(loopback.Handler):
+        def do_GET(self):
+            self.answer(200, "text/plain", b"canary")
+
+    import http.server
+    import threading
+
+    class Counting(http.server.ThreadingHTTPServer):
+        def verify_request(self, request, client_address):
+            accepted.append(client_address)
+            return True
+
+    httpd = Counting(("127.0.0.1", 0), Canary)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    port = httpd.server_address[1]
+    try:
+        source = tmp_path / "net"
+        source.mkdir()
+        manifest = {
+            "id": "test.net", "version": "1.0.0", "name": "Net", "kind": "js",
+            "capabilities": {"network": ["127.0.0.1"]},
+        }
+        (source / "plugin.json").write_text(json.dumps(manifest))
+        (source / "main.js").write_text(NET_MAIN)
+        assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(source)).returncode == 0
+        assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "test.net", "http:127.0.0.1").returncode == 0
+        url = f"http://127.0.0.1:{port}/"
+
+        async def fetch(params):
+            async with Client(params, mode="legacy") as client:
+                return text(await client.call_tool("net_get", {"url": url}))
+
+        said = run(fetch(server()))
+        assert said.startswith("refused") and "canary" not in said, said
+        assert accepted == [], "a connection reached the canary"
+        # The person opens it in [web] allow: now the grant lets the plugin through.
+        web = tmp_path / "web.toml"
+        web.write_text(f'[web]\nallow = ["127.0.0.1:{port}"]\n')
+        said = run(fetch(server("--config", str(web))))
+        assert said == "status 200: canary", said
+    finally:
+        httpd.shutdown()
