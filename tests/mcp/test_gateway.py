@@ -741,6 +741,16 @@ def test_a_read_only_caller_is_not_served_a_mounted_servers_writing_tools(server
         async with Client(server(), mode="legacy") as client:
             said = text(await client.call_tool("notes__note", {"text": "from the owner"}))
             assert said == "noted", said
+        # Rules on what calls write bind the file tools and commands; a server's own process
+        # is beyond them, so its writing tools are refused while such a rule applies
+        # (failed before: the server wrote past the rule).
+        rules = home / "rules.toml"
+        rules.write_text('[[policy.rule]]\nname = "no secrets"\nwhen = { writes = { glob = "secrets/**" } }\ndecision = "deny"\n')
+        async with Client(server("--config", str(rules)), mode="legacy") as client:
+            refused = await client.call_tool("notes__note", {"text": "under a rule"})
+            assert refused.is_error and "policy rules" in text(refused), text(refused)
+            said = text(await client.call_tool("notes__peek", {}))
+            assert said == "note: from the owner", said
 
     run(main())
     assert (workspace / "note.txt").read_text() == "from the owner"

@@ -525,6 +525,27 @@ fn a_rule_on_what_a_call_reads_hides_those_paths_from_commands_too() {
         !said.contains("CANARY") && said.contains("public"),
         "{said}"
     );
+    // A search of the whole workspace leaves them out (failed before: workspace_grep of
+    // `.` printed the private file's line), and a search inside is refused.
+    for (tool, args) in [
+        ("workspace_grep", json!({"pattern": "CAN.RY", "path": "."})),
+        ("workspace_grep", json!({"pattern": "CAN.RY"})),
+        ("workspace_glob", json!({"pattern": "**/*"})),
+        ("workspace_find", json!({"name": "p.txt"})),
+        ("workspace_tree", json!({})),
+    ] {
+        let out = mcp.call(tool, args.clone());
+        let said = out.to_string();
+        assert!(
+            !said.contains("-CANARY") && !said.contains("p.txt") && !said.contains("key.pem"),
+            "{tool} {args}: {said}"
+        );
+    }
+    let out = mcp.call(
+        "workspace_grep",
+        json!({"pattern": "CAN.RY", "path": "private"}),
+    );
+    assert!(!out.to_string().contains("PRIVATE-CANARY"), "{out}");
     // The files themselves are untouched.
     assert_eq!(
         std::fs::read_to_string(ws.join("private/p.txt")).unwrap(),

@@ -120,6 +120,10 @@ pub struct CallContext {
     /// Whether a person approved this exact call (policy asked, and was answered yes): a
     /// tool may then do what the call asked beyond its defaults (a wider sandbox).
     pub approved: bool,
+    /// The policy rules whose question a person answered yes for this call (their names,
+    /// `policy.default.<level>` for a danger default): what the call finds to touch while
+    /// it runs passes a rule that asks only when that same rule was approved.
+    pub approved_rules: Vec<String>,
     /// Who answers a model completion asked for during this call (`ctx.llm.complete`):
     /// the calling client through MCP sampling, else the host's configured endpoint;
     /// `None` when neither can.
@@ -147,6 +151,7 @@ impl CallContext {
             config: Map::new(),
             caller: None,
             approved: false,
+            approved_rules: Vec::new(),
             sampler: None,
             write_scope: crate::WriteScope::default(),
             sandbox: None,

@@ -285,11 +285,12 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// Whether its own process may write the workspace: a local server (not one reached
-    /// at a `url`) whose sandbox is not `read-only`. Such a server's tools are refused to a
-    /// caller narrowed to read-only, unless the server marks a tool read-only.
+    /// Whether its process may write the workspace where toolshed cannot hold it: any
+    /// server not started in a `read-only` sandbox — a server reached at a `url` runs
+    /// outside toolshed's sandbox, perhaps on this machine. Such a server's tools are
+    /// refused to a narrowed caller, unless the server marks a tool read-only.
     pub fn writes_files(&self) -> bool {
-        self.url.is_none() && self.sandbox.as_deref() != Some("read-only")
+        self.url.is_some() || self.sandbox.as_deref() != Some("read-only")
     }
 }
 

@@ -228,6 +228,19 @@ impl Tool for LazyTool {
                 )),
             });
         };
+        // The recorded definition may be older than the server's: the live tool decides.
+        if tool.writes_past_the_boundary() && (ctx.sandbox.is_some() || !ctx.write_scope.is_empty())
+        {
+            return Err(ToolError::Denied {
+                rule: "sandbox".into(),
+                message: format!(
+                    "`{}` is served by `{}`, whose own process may change files where toolshed \
+                     cannot hold it, and this caller is narrowed (sandbox mode or policy rules \
+                     on what it writes or reads); use a tool the server marks read-only",
+                    self.spec.name, self.shared.manifest.id
+                ),
+            });
+        }
         tool.call(ctx, args).await
     }
 }

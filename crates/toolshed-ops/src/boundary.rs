@@ -79,6 +79,8 @@ pub struct FileBoundary {
     workspace: PathBuf,
     /// The hidden paths inside the workspace, relative to it (normalized).
     hidden: Vec<String>,
+    /// What hides them, for messages.
+    hidden_by: &'static str,
 }
 
 impl FileBoundary {
@@ -104,6 +106,22 @@ impl FileBoundary {
             mode,
             workspace,
             hidden,
+            hidden_by: "[sandbox] deny",
+        }
+    }
+
+    /// A boundary that only hides `hidden` (workspace-relative paths) of the workspace at
+    /// `workspace`: what policy rules on `reads` keep from one call's searches.
+    pub fn hiding(workspace: &Path, hidden: &[String]) -> Self {
+        Self {
+            mode: SandboxMode::WorkspaceWrite,
+            workspace: workspace.to_path_buf(),
+            hidden: hidden
+                .iter()
+                .filter_map(|h| crate::path::normalize_lexically(h.trim_end_matches('/')).ok())
+                .filter(|h| h != ".")
+                .collect(),
+            hidden_by: "a policy rule on what calls read",
         }
     }
 
@@ -151,8 +169,8 @@ impl FileBoundary {
                 return Err(OpsError::SandboxRefused {
                     path: shown(path),
                     reason: format!(
-                        "`{hidden}` is hidden by [sandbox] deny, from file tools as from \
-                         commands"
+                        "`{hidden}` is hidden by {}, from file tools as from commands",
+                        self.hidden_by
                     ),
                 });
             }

@@ -28,7 +28,7 @@ pub async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
             // mode and `[sandbox] deny` hold for an export too.
             let inside = std::path::absolute(&dir)
                 .ok()
-                .map(|d| d.components().collect::<std::path::PathBuf>())
+                .map(|d| fold(&d))
                 .and_then(|d| d.strip_prefix(&workspace).ok().map(std::path::Path::to_path_buf));
             let report = match inside {
                 None => memories.export_markdown(&owner, &dir),
@@ -85,4 +85,21 @@ pub async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
     })
     .await
     .map_err(|e| Failure::Runtime(format!("the memory command failed: {e}")))?
+}
+
+/// `path` (absolute) with `.` and `..` folded away by name, so that `/x/../ws/notes` is
+/// seen to be inside `/ws`.
+fn fold(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut folded = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                folded.pop();
+            }
+            other => folded.push(other),
+        }
+    }
+    folded
 }

@@ -14,13 +14,19 @@ use crate::review::Subject;
 impl Dispatcher {
     /// The narrowest sandbox mode the caller's profile, its token, the policy rules and the
     /// call that made this one give this call; `None` when none is narrower than the host's.
-    pub fn narrowed_sandbox(
+    pub(super) fn narrowed_sandbox(
         &self,
         req: &CallRequest,
         entry: &ToolEntry,
         arguments: &Value,
+        touches: Option<&toolshed_core::Touches>,
     ) -> Option<SandboxMode> {
-        let subject = Subject::new(entry.spec(), &entry.plugin_id);
+        // A narrowing rule on what the call touches sees it as the policy does: a patch's
+        // files, paths as the workspace's links resolve them.
+        let mut subject = Subject::new(entry.spec(), &entry.plugin_id);
+        if let Some(touches) = touches {
+            subject = subject.with_touches(touches);
+        }
         [
             req.profile
                 .as_deref()
@@ -60,10 +66,11 @@ impl Dispatcher {
     }
 
     /// Whether the running call `ctx` of `tool` may touch what it found only while running
-    /// (see [`ToolCaller::may_touch`]): refused in a read-only caller's call when it writes,
-    /// and judged by the policy as if declared — the call's arguments are not looked at
-    /// again, so a rule that needs them does not match, and a rule that asks passes only
-    /// when this call was approved (a person cannot be asked midway).
+    /// (see [`toolshed_core::ToolCaller::may_touch`]). Each path is judged on its own, as
+    /// if the call had declared it alone: a write is refused for a read-only caller or
+    /// where a narrowing rule makes it read-only; the policy decides with the rules on
+    /// touches (those on argument values judged the call before it ran); a rule that asks
+    /// passes only when a person approved that same rule for this call.
     pub(super) fn may_touch(
         &self,
         tool: &str,
@@ -73,8 +80,9 @@ impl Dispatcher {
         if found.is_empty() {
             return Ok(());
         }
+        let read_only = ctx.sandbox.as_deref() == Some(SandboxMode::ReadOnly.as_str());
         if let Some(path) = found.writes.first()
-            && ctx.sandbox.as_deref() == Some(SandboxMode::ReadOnly.as_str())
+            && read_only
         {
             return Err(ToolError::Denied {
                 rule: "sandbox".into(),
@@ -88,61 +96,112 @@ impl Dispatcher {
             return Ok(());
         }
         let Some(entry) = self.registry.lookup(tool) else {
-            return Ok(());
+            return Err(ToolError::Conflict(format!(
+                "`{tool}` is no longer in the catalog (its plugin was reloaded or removed) \
+                 while it ran; nothing was changed"
+            )));
         };
-        let mut touches = found.clone();
-        self.resolve_touches(&mut touches);
-        let subject = Subject::new(entry.spec(), &entry.plugin_id).with_touches(&touches);
-        let named = |list: &[String]| list.join("`, `");
-        match self.policy.check(&subject, &ctx.owner, &Value::Null) {
-            PolicyDecision::Allow => Ok(()),
-            PolicyDecision::NeedsApproval { .. } if ctx.approved => Ok(()),
-            PolicyDecision::Deny { rule, message } => Err(ToolError::Denied {
-                rule,
-                message: format!(
-                    "{message} (`{}` found while `{tool}` ran); nothing was changed",
-                    named(&[&found.writes[..], &found.reads[..]].concat())
-                ),
-            }),
-            PolicyDecision::NeedsApproval { rule, reason } => Err(ToolError::Denied {
-                rule,
-                message: format!(
-                    "{reason}: `{}` found while `{tool}` ran would need a person's approval, \
-                     which cannot be asked midway; nothing was changed. Ask for this call's \
-                     approval by naming the file in its arguments, or change the rule",
-                    named(&[&found.writes[..], &found.reads[..]].concat())
-                ),
-            }),
+        let single = |kind: toolshed_core::TouchKind, path: &String| {
+            let mut one = toolshed_core::Touches::default();
+            match kind {
+                toolshed_core::TouchKind::Writes => one.writes.push(path.clone()),
+                _ => one.reads.push(path.clone()),
+            }
+            self.resolve_touches(&mut one);
+            one
+        };
+        let items = found
+            .writes
+            .iter()
+            .map(|p| (toolshed_core::TouchKind::Writes, p))
+            .chain(
+                found
+                    .reads
+                    .iter()
+                    .map(|p| (toolshed_core::TouchKind::Reads, p)),
+            );
+        for (kind, path) in items {
+            let touches = single(kind, path);
+            let subject = Subject::new(entry.spec(), &entry.plugin_id).with_touches(&touches);
+            if kind == toolshed_core::TouchKind::Writes
+                && self.policy.sandbox_for_found(&subject, &ctx.owner)
+                    == Some(SandboxMode::ReadOnly)
+            {
+                return Err(ToolError::Denied {
+                    rule: "sandbox".into(),
+                    message: format!(
+                        "`{path}` (found while `{tool}` ran) would be written, and a policy \
+                         rule makes calls that write it read-only; nothing was changed"
+                    ),
+                });
+            }
+            match self.policy.check_found(&subject, &ctx.owner) {
+                PolicyDecision::Allow => {}
+                PolicyDecision::NeedsApproval { rule, .. }
+                    if ctx.approved_rules.contains(&rule) => {}
+                PolicyDecision::Deny { rule, message } => {
+                    return Err(ToolError::Denied {
+                        rule,
+                        message: format!(
+                            "{message} (`{path}` found while `{tool}` ran); nothing was changed"
+                        ),
+                    });
+                }
+                PolicyDecision::NeedsApproval { rule, reason } => {
+                    return Err(ToolError::Denied {
+                        rule,
+                        message: format!(
+                            "{reason}: `{path}` found while `{tool}` ran would need a person's \
+                             approval of that rule, which cannot be asked midway; nothing was \
+                             changed. Name the file in the call's arguments so that the \
+                             question covers it, or change the rule"
+                        ),
+                    });
+                }
+            }
         }
+        Ok(())
     }
 
-    /// In read-only (the caller's profile, token or a policy rule) nothing writes files:
-    /// a call that declares a write, or a tool whose own process may write past the file
-    /// boundary (a mounted server's), is refused before it runs.
-    pub(super) fn refuse_writes_in_read_only(
+    /// What the caller's narrowing refuses before the call runs. In read-only (the
+    /// caller's profile, token or a policy rule) nothing writes files: a call that declares
+    /// a write is refused. A tool whose own process may write past the file boundary (a
+    /// mounted server's) cannot be held to a narrower mode or to rules on what commands
+    /// write or read, so it is refused to a caller under either.
+    pub(super) fn refuse_past_the_boundary(
         &self,
         req: &CallRequest,
         entry: &ToolEntry,
         arguments: &Value,
-        narrowed: Option<SandboxMode>,
+        (narrowed, scope): (Option<SandboxMode>, &toolshed_core::WriteScope),
+        touches: Option<&toolshed_core::Touches>,
     ) -> Result<(), ToolError> {
-        if narrowed != Some(SandboxMode::ReadOnly) {
-            return Ok(());
-        }
-        if entry.tool.writes_past_the_boundary() {
+        if entry.tool.writes_past_the_boundary() && (narrowed.is_some() || !scope.is_empty()) {
+            let why = match narrowed {
+                Some(mode) => format!(
+                    "this caller's sandbox mode is {} (its profile, token or a policy rule)",
+                    mode.as_str()
+                ),
+                None => "policy rules limit what this caller's calls write or read".to_string(),
+            };
             return Err(ToolError::Denied {
                 rule: "sandbox".into(),
                 message: format!(
-                    "`{}` is served by `{}`, whose own process may change files, and this \
-                     caller's sandbox mode is read-only (its profile, token or a policy \
-                     rule); use a tool of the server that it marks read-only \
-                     (readOnlyHint), or ask the person running toolshed to mount the \
-                     server with --sandbox read-only",
+                    "`{}` is served by `{}`, whose own process may change files where toolshed \
+                     cannot hold it, and {why}; use a tool the server marks read-only \
+                     (readOnlyHint), or ask the person running toolshed to mount the server \
+                     with --sandbox read-only",
                     req.tool, entry.plugin_id
                 ),
             });
         }
-        let writes = self.touches(entry, arguments).writes;
+        if narrowed != Some(SandboxMode::ReadOnly) {
+            return Ok(());
+        }
+        let writes = match touches {
+            Some(t) => t.writes.clone(),
+            None => self.touches(entry, arguments).writes,
+        };
         if let Some(path) = writes.first() {
             return Err(ToolError::Denied {
                 rule: "sandbox".into(),

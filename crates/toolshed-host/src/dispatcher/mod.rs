@@ -482,12 +482,14 @@ impl Dispatcher {
         entry: ToolEntry,
         note: &mut Option<String>,
     ) -> Result<ToolOutput, ToolError> {
+        let mut approved_rules = Vec::new();
         let mut approved = match self.check_before_hooks(req, &entry, &req.arguments)? {
             Gate::Allow => false,
             Gate::Ask { rule, reason } => {
                 self.approve(req, &req.arguments, &rule, &reason, note)
                     .instrument(tracing::info_span!(target: TRACE, "approval"))
                     .await?;
+                approved_rules.push(rule);
                 true
             }
         };
@@ -517,6 +519,7 @@ impl Dispatcher {
                     self.approve(req, &new_args, &rule, &reason, note)
                         .instrument(tracing::info_span!(target: TRACE, "approval"))
                         .await?;
+                    approved_rules.push(rule);
                     approved = true;
                 }
             }
@@ -529,8 +532,24 @@ impl Dispatcher {
             approved = true;
         }
         // The caller's narrower sandbox: its profile's, its token's, a policy rule's.
-        let narrowed = self.narrowed_sandbox(req, &entry, &arguments);
-        self.refuse_writes_in_read_only(req, &entry, &arguments, narrowed)?;
+        let touches = self
+            .policy
+            .wants_touches()
+            .then(|| self.touches(&entry, &arguments));
+        let narrowed = self.narrowed_sandbox(req, &entry, &arguments, touches.as_ref());
+        let write_scope = if self.policy.wants_touches() {
+            self.policy
+                .write_scope(&Subject::new(entry.spec(), &entry.plugin_id), &req.owner)
+        } else {
+            toolshed_core::WriteScope::default()
+        };
+        self.refuse_past_the_boundary(
+            req,
+            &entry,
+            &arguments,
+            (narrowed, &write_scope),
+            touches.as_ref(),
+        )?;
         // 6. run, within the owner's quotas; the deadline starts now (waiting for an
         // approval does not use it up)
         let _quota = self
@@ -560,14 +579,10 @@ impl Dispatcher {
             config: self.registry.resolved_config(&entry.plugin_id),
             caller: Some(caller),
             approved,
+            approved_rules,
             sampler: req.sampler.clone().or_else(|| self.llm.clone()),
             sandbox: narrowed.map(|m| m.as_str().to_string()),
-            write_scope: if self.policy.wants_touches() {
-                self.policy
-                    .write_scope(&Subject::new(entry.spec(), &entry.plugin_id), &req.owner)
-            } else {
-                toolshed_core::WriteScope::default()
-            },
+            write_scope,
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         let run = tracing::info_span!(

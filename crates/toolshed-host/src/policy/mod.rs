@@ -61,6 +61,19 @@ pub trait Policy: Send + Sync {
         toolshed_core::WriteScope::default()
     }
 
+    /// The decision for what a running call found to touch (`subject` carries it, see
+    /// [`toolshed_core::ToolCaller::may_touch`]): as [`check`](Self::check), without the
+    /// rules on argument values (the arguments were judged before the call ran).
+    fn check_found(&self, subject: &Subject<'_>, owner: &OwnerId) -> PolicyDecision {
+        self.check(subject, owner, &Value::Null)
+    }
+
+    /// A narrower sandbox mode for what a running call found to touch (rules with
+    /// `sandbox = …` on touches alone); `None` by default.
+    fn sandbox_for_found(&self, _subject: &Subject<'_>, _owner: &OwnerId) -> Option<SandboxMode> {
+        None
+    }
+
     /// A narrower sandbox mode this call runs in (rules with `sandbox = …`); `None`:
     /// the caller's and the host's.
     fn sandbox_for(
@@ -171,12 +184,36 @@ impl Policy for RulePolicy {
         self.rules.tests_touches()
     }
 
+    fn check_found(&self, subject: &Subject<'_>, owner: &OwnerId) -> PolicyDecision {
+        self.decide(subject, self.rules.evaluate_found(subject, owner), || {
+            PolicyDecision::Allow
+        })
+    }
+
+    fn sandbox_for_found(&self, subject: &Subject<'_>, owner: &OwnerId) -> Option<SandboxMode> {
+        self.rules.sandbox_for_found(subject, owner)
+    }
+
     fn check(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> PolicyDecision {
         let verdict = self.rules.evaluate(subject, owner, arguments);
+        self.decide(subject, verdict, || {
+            self.escalation.check(subject, owner, arguments)
+        })
+    }
+}
+
+impl RulePolicy {
+    /// What `verdict` means for `subject`; `allowed` decides what an allow becomes.
+    fn decide(
+        &self,
+        subject: &Subject<'_>,
+        verdict: crate::policy::Verdict,
+        allowed: impl FnOnce() -> PolicyDecision,
+    ) -> PolicyDecision {
         let said = |default: String| verdict.message.clone().unwrap_or(default);
         let tool = &subject.spec.name;
         match verdict.decision {
-            Decision::Allow => self.escalation.check(subject, owner, arguments),
+            Decision::Allow => allowed(),
             Decision::Deny => PolicyDecision::Deny {
                 rule: verdict.rule.clone(),
                 message: said(format!("policy rule `{}` refuses `{tool}`", verdict.rule)),

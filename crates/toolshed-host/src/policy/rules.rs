@@ -210,24 +210,29 @@ impl Compiled {
                 &declared
             }
         };
+        // A rule that refuses, asks or narrows matches when any touched item passes (one
+        // file under `secrets/` is enough); a rule that allows, only when every one does (a
+        // patch writing `src/a` and `secrets/b` is not allowed by a rule on `src/**`).
+        let every = self.decision == Decision::Allow && self.sandbox.is_none();
         self.touches.iter().all(|(kind, test)| {
             let items = touch_items(*kind, touches.of(*kind));
+            // Writing a directory that holds what the glob names (deleting or moving
+            // `secrets`, or `config` for `config/secrets/**`) writes it too — for a rule
+            // that refuses; a rule that allows does not allow more than it names.
+            let prefix = match test {
+                Test::Glob(_, text) if *kind == TouchKind::Writes && !every => literal_prefix(text),
+                _ => None,
+            };
+            let passes = |item: &String| {
+                test.holds(Some(&Value::String(item.clone())))
+                    || prefix
+                        .as_deref()
+                        .is_some_and(|p| toolshed_ops::path::is_within(item, p))
+            };
             match test {
                 Test::Present(wanted) => items.is_empty() != *wanted,
-                // Writing a directory that holds what the glob names (deleting or moving
-                // `secrets`, or `config` for `config/secrets/**`) writes it too.
-                Test::Glob(_, text) if *kind == TouchKind::Writes => {
-                    let prefix = literal_prefix(text);
-                    items.iter().any(|item| {
-                        test.holds(Some(&Value::String(item.clone())))
-                            || prefix
-                                .as_deref()
-                                .is_some_and(|p| toolshed_ops::path::is_within(item, p))
-                    })
-                }
-                test => items
-                    .iter()
-                    .any(|item| test.holds(Some(&Value::String(item.clone())))),
+                _ if every => !items.is_empty() && items.iter().all(passes),
+                _ => items.iter().any(passes),
             }
         })
     }
@@ -393,11 +398,43 @@ impl PolicyRules {
 
     /// The decision for `subject` called by `owner` with `arguments`.
     pub fn evaluate(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> Verdict {
+        self.verdict(subject, owner, Some(arguments))
+    }
+
+    /// The decision for what a running call found to touch (in `subject`'s touches): as
+    /// [`evaluate`](Self::evaluate), leaving out the rules that test argument values (the
+    /// call's arguments were judged before it ran).
+    pub fn evaluate_found(&self, subject: &Subject<'_>, owner: &OwnerId) -> Verdict {
+        self.verdict(subject, owner, None)
+    }
+
+    /// The narrowest mode the narrowing rules give what a running call found to touch.
+    pub fn sandbox_for_found(
+        &self,
+        subject: &Subject<'_>,
+        owner: &OwnerId,
+    ) -> Option<toolshed_ops::sandbox::SandboxMode> {
+        self.rules
+            .iter()
+            .filter(|r| r.when.is_empty() && !r.touches.is_empty())
+            .filter_map(|r| {
+                r.sandbox
+                    .filter(|_| r.matches(subject, owner, &Value::Null))
+            })
+            .min()
+    }
+
+    fn verdict(
+        &self,
+        subject: &Subject<'_>,
+        owner: &OwnerId,
+        arguments: Option<&Value>,
+    ) -> Verdict {
         if let Some(rule) = self
             .rules
             .iter()
-            .filter(|r| r.sandbox.is_none())
-            .find(|r| r.matches(subject, owner, arguments))
+            .filter(|r| r.sandbox.is_none() && (arguments.is_some() || r.when.is_empty()))
+            .find(|r| r.matches(subject, owner, arguments.unwrap_or(&Value::Null)))
         {
             return Verdict {
                 decision: rule.decision,
@@ -682,5 +719,40 @@ mod tests {
         assert_eq!(narrowing.len(), 1);
         let plain = rules("[[policy.rule]]\ntools = [\"a\"]\n");
         assert_eq!(plain.rules[0].decision, Decision::Allow);
+    }
+
+    #[test]
+    fn an_allowing_rule_on_touches_needs_every_item_and_a_refusing_one_any() {
+        // Failed before: the allow on `src/**` matched a patch that also writes
+        // `secrets/b`, because one of its files passed.
+        let rules = rules(
+            r#"
+            [[policy.rule]]
+            name = "src is free"
+            when = { writes = { glob = "src/**" } }
+            decision = "allow"
+            [[policy.rule]]
+            name = "no secrets"
+            when = { writes = { glob = "secrets/**" } }
+            decision = "deny"
+            "#,
+        );
+        let spec = ToolSpec::new("workspace_patch", "x");
+        let owner = OwnerId("a".into());
+        let decide = |writes: &[&str]| {
+            let touches = Touches {
+                writes: writes.iter().map(|w| w.to_string()).collect(),
+                ..Touches::default()
+            };
+            let subject = Subject::new(&spec, "p").with_touches(&touches);
+            rules.evaluate(&subject, &owner, &json!({})).rule
+        };
+        assert_eq!(decide(&["src/a.rs", "src/b.rs"]), "src is free");
+        assert_eq!(decide(&["src/a.rs", "secrets/b"]), "no secrets");
+        assert_eq!(decide(&["secrets/b"]), "no secrets");
+        // Deleting a directory that holds secrets/ is refused; allowing src/** does not
+        // allow a write of the directory holding it.
+        assert_eq!(decide(&["."]), "no secrets");
+        assert_eq!(decide(&["src"]), "policy.default.low");
     }
 }

@@ -77,7 +77,14 @@ impl Tool for CommandTool {
                     .await
                     .map(|out| super::with_sandbox(self.process.as_ref(), mode, out))
             }
-            Kind::WriteStdin => write_stdin(&self.table, &ctx, parse(args)?).await,
+            Kind::WriteStdin => {
+                // Modes left to the host are compared as the host's.
+                let host = match self.process.sandbox(None) {
+                    Ok(Some(e)) => e.mode,
+                    _ => SandboxMode::FullAccess,
+                };
+                write_stdin(&self.table, &ctx, host, parse(args)?).await
+            }
             Kind::List => {
                 let NoArgs {} = parse(args)?;
                 Ok(list(&self.table, &ctx))
@@ -426,10 +433,11 @@ fn join(output: &str, footer: &str) -> String {
 async fn write_stdin(
     table: &SessionTable,
     ctx: &CallContext,
+    host: SandboxMode,
     args: WriteStdinArgs,
 ) -> Result<ToolOutput, ToolError> {
     let session = table.get(&owner(ctx), args.session_id)?;
-    session.may_type(super::effective_mode(None, ctx), &ctx.write_scope)?;
+    session.may_type(super::effective_mode(None, ctx), host, &ctx.write_scope)?;
     let chars = args.chars.as_str();
     let yield_for = clamp_wait(ctx, millis("yield_ms", args.yield_ms, 0, MAX_YIELD_MS)?);
     let before = session.process.output_len(Stream::Combined);

@@ -50,9 +50,15 @@ impl Session {
     /// Whether a caller narrowed to `mode` (`None`: the host's) and `scope` may type into
     /// it: only when the session is held at least as tightly, so that a read-only token
     /// cannot drive a writable shell its owner started under another token or profile.
-    pub fn may_type(&self, mode: Option<SandboxMode>, scope: &WriteScope) -> Result<(), ToolError> {
-        let widest = SandboxMode::FullAccess;
-        let (caller, mine) = (mode.unwrap_or(widest), self.mode.unwrap_or(widest));
+    /// A mode left to the host (`None`) counts as `host`'s: a session a person approved
+    /// to run wider than the host is driven only by a caller as wide.
+    pub fn may_type(
+        &self,
+        mode: Option<SandboxMode>,
+        host: SandboxMode,
+        scope: &WriteScope,
+    ) -> Result<(), ToolError> {
+        let (caller, mine) = (mode.unwrap_or(host), self.mode.unwrap_or(host));
         if mine > caller {
             return Err(ToolError::Denied {
                 rule: "sandbox".into(),
@@ -61,7 +67,7 @@ impl Session {
                      output can be read, but typing into it is refused; start a session of \
                      your own with exec_command",
                     self.id,
-                    self.mode.map_or("of the host", SandboxMode::as_str),
+                    mine.as_str(),
                     caller.as_str()
                 ),
             });

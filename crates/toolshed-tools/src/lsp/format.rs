@@ -9,7 +9,7 @@ use lsp_types::{
     OneOf, TextEdit, WorkspaceEdit, WorkspaceSymbolResponse,
 };
 use serde_json::{Value, json};
-use toolshed_core::ToolOutput;
+use toolshed_core::{CallContext, ToolOutput};
 
 use super::server::Server;
 use super::text::{self, Encoding};
@@ -211,14 +211,17 @@ pub(crate) fn edits_of(edit: WorkspaceEdit) -> Result<Vec<(String, Vec<TextEdit>
 pub(crate) struct Reader<'a> {
     core: &'a Core,
     server: &'a Server,
+    /// The call: a file its policy rules refuse to read is named, its text not shown.
+    ctx: &'a CallContext,
     texts: HashMap<String, Option<String>>,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(core: &'a Core, server: &'a Server) -> Self {
+    pub(crate) fn new(core: &'a Core, server: &'a Server, ctx: &'a CallContext) -> Self {
         Self {
             core,
             server,
+            ctx,
             texts: HashMap::new(),
         }
     }
@@ -232,7 +235,15 @@ impl<'a> Reader<'a> {
             return (abs.display().to_string(), None);
         };
         if !self.texts.contains_key(uri) {
+            let refused = self
+                .ctx
+                .may_touch(&toolshed_core::Touches {
+                    reads: vec![rel.clone()],
+                    ..toolshed_core::Touches::default()
+                })
+                .is_err();
             let text = match self.server.shown(uri) {
+                _ if refused => None,
                 Some(t) => Some(t),
                 None => self.core.file(&rel).await.ok().map(|f| f.text),
             };

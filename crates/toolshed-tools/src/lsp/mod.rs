@@ -530,37 +530,37 @@ pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
     let specs: Vec<(ToolSpec, Kind)> = vec![
         (
             ToolSpec::new("lsp_definition", "Where a symbol is defined (language server): give path+line+column, path+symbol, or symbol alone. Answers file:line:column and the line.")
-                .title("Go to definition").input_schema(position.clone()).annotations(read),
+                .title("Go to definition").input_schema(position.clone()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::Definition,
         ),
         (
             ToolSpec::new("lsp_references", "Every reference to a symbol (path+line+column, path+symbol, or symbol), as file:line:column and the line, paged.")
-                .title("Find references").input_schema(position.clone()).annotations(read),
+                .title("Find references").input_schema(position.clone()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::References,
         ),
         (
             ToolSpec::new("lsp_implementation", "Implementations of a trait or interface (path+line+column, path+symbol, or symbol).")
-                .title("Find implementations").input_schema(position.clone()).annotations(read),
+                .title("Find implementations").input_schema(position.clone()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::Implementation,
         ),
         (
             ToolSpec::new("lsp_hover", "Type and docs of the symbol at path+line+column or path+symbol.")
-                .title("Hover: type and docs").input_schema(position).annotations(read),
+                .title("Hover: type and docs").input_schema(position).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::Hover,
         ),
         (
             ToolSpec::new("lsp_document_symbols", "The outline of a file: its functions, types, fields and the like, with their lines.")
-                .title("Symbols of a file").input_schema(crate::args::schema::<DocumentArgs>()).annotations(read),
+                .title("Symbols of a file").input_schema(crate::args::schema::<DocumentArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::DocumentSymbols,
         ),
         (
             ToolSpec::new("lsp_workspace_symbols", "Find symbols by name across the workspace's projects.")
-                .title("Find symbols").input_schema(crate::args::schema::<WorkspaceSymbolArgs>()).annotations(read),
+                .title("Find symbols").input_schema(crate::args::schema::<WorkspaceSymbolArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::WorkspaceSymbols,
         ),
         (
             ToolSpec::new("lsp_diagnostics", "The errors and warnings the language server reports now (after your edits), with the line's text: for one file, or every file reported on.")
-                .title("Diagnostics").input_schema(crate::args::schema::<DiagnosticsArgs>()).annotations(read),
+                .title("Diagnostics").input_schema(crate::args::schema::<DiagnosticsArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
             Kind::Diagnostics,
         ),
         (
@@ -970,6 +970,7 @@ impl Core {
         let here = format::Place::new(&file.rel, line, character, &file.text, server.encoding);
         let mut out = self
             .ask_at(
+                ctx,
                 kind,
                 &server,
                 &file.abs,
@@ -991,6 +992,7 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     async fn ask_at(
         &self,
+        ctx: &CallContext,
         kind: Kind,
         server: &Server,
         abs: &Path,
@@ -1015,7 +1017,7 @@ impl Core {
             .request(method, params, deadline)
             .await
             .map_err(|e| self.server_error(server, &e))?;
-        let reader = format::Reader::new(self, server);
+        let reader = format::Reader::new(self, server, ctx);
         if kind == Kind::Hover {
             let hover: Option<lsp_types::Hover> = serde_json::from_value(answer).ok();
             return Ok(reader.hover(hover));
@@ -1063,7 +1065,7 @@ impl Core {
         }
         if kind == Kind::Definition {
             let server = matches[0].0.clone();
-            let reader = format::Reader::new(self, &server);
+            let reader = format::Reader::new(self, &server, ctx);
             let locations: Vec<_> = matches
                 .iter()
                 .filter_map(|(_, s)| s.location.clone())
@@ -1091,6 +1093,7 @@ impl Core {
             .map_err(ToolError::failed)?;
         let mut out = self
             .ask_at(
+                ctx,
                 kind,
                 server,
                 &file.abs,
@@ -1159,7 +1162,7 @@ impl Core {
             )
             .await
             .map_err(|e| self.server_error(&server, &e))?;
-        let reader = format::Reader::new(self, &server);
+        let reader = format::Reader::new(self, &server, ctx);
         let mut out = reader.outline(&file, answer, args.offset, args.limit);
         if let Some(note) = note {
             out.prefix(&note);
@@ -1190,7 +1193,7 @@ impl Core {
                 json!({"symbols": [], "total": 0}),
             ));
         };
-        let reader = format::Reader::new(self, &first);
+        let reader = format::Reader::new(self, &first, ctx);
         let symbols: Vec<format::Symbol> = all.into_iter().map(|(_, s)| s).collect();
         Ok(reader
             .symbol_list(&symbols, args.offset, args.limit)
@@ -1264,7 +1267,7 @@ impl Core {
             notes.push("(the language server was still working when the call's time ran out: these may change)".into());
         }
         let reader = match servers.first() {
-            Some(server) => format::Reader::new(self, server),
+            Some(server) => format::Reader::new(self, server, ctx),
             None => {
                 return Ok(ToolOutput::text_and_structured(
                     notes.join("\n"),

@@ -110,7 +110,8 @@ pub fn plugin(services: &Services) -> Arc<dyn Plugin> {
         idempotent: false,
         open_world: true,
     })
-    .input_schema(crate::args::schema::<SendArgs>());
+    .input_schema(crate::args::schema::<SendArgs>())
+    .touch(toolshed_core::TouchKind::Reads, "attachments.*");
     spec.mutates_state = true;
     spec.danger = Danger::High;
     let mut manifest = PluginManifest::new(

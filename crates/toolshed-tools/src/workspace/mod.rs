@@ -187,9 +187,21 @@ impl Tool for WorkspaceTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let flag = Arc::new(AtomicBool::new(false));
+        // What policy rules on reads keep from this call, a search leaves out as it leaves
+        // out `[sandbox] deny` (a search of `.` would otherwise print it).
+        let search = if ctx.write_scope.hidden.is_empty() {
+            self.ops.search.clone()
+        } else {
+            let root = std::path::PathBuf::from(self.ops.files.root_display());
+            Arc::new(toolshed_ops::BoundedSearch::new(
+                self.ops.search.clone(),
+                self.ops.files.clone(),
+                toolshed_ops::FileBoundary::hiding(&root, &ctx.write_scope.hidden),
+            )) as Arc<dyn SearchOps>
+        };
         let env = Env {
             files: self.ops.files.clone(),
-            search: self.ops.search.clone(),
+            search,
             owner: ctx.owner.clone(),
             config: ctx.config.clone(),
             ledger: self.read_log.clone(),

@@ -109,12 +109,20 @@ pub(super) fn fs_object<'js>(
     let list = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, dir: Opt<Coerced<String>>| {
-            s.call(&ctx)?;
+            let call = s.call(&ctx)?;
             let dir = dir.0.map(|d| d.0).unwrap_or_else(|| ".".into());
             let dir = match s.reach.check_read(&dir) {
                 Ok(p) => p,
                 Err(msg) => return rejected(&ctx, &msg),
             };
+            let reads = toolshed_core::Touches {
+                reads: vec![dir.clone()],
+                ..toolshed_core::Touches::default()
+            };
+            if let Err(e) = call.may_touch(&reads) {
+                return rejected(&ctx, &e.to_string());
+            }
+            drop(call);
             fs_op(&ctx, &s, move |files, reach| {
                 let real = resolve_in_workspace(files, &dir)?;
                 if !reach.read_allows(&real) {
