@@ -407,7 +407,7 @@ impl Dispatcher {
         let entry = self.resolve(&req.tool, req.door)?;
         let mut arguments = req.arguments.clone();
         crate::arguments::normalize(&entry.spec().input_schema, &mut arguments);
-        match self.check_before_hooks(req, &entry, &arguments)? {
+        match self.check_before_hooks(req, &entry, &arguments, &mut None)? {
             Gate::Ask { rule, reason } if self.approvals.timeout_secs == 0 => {
                 Err(self.approvals_off(&rule, &reason))
             }
@@ -415,12 +415,14 @@ impl Dispatcher {
         }
     }
 
-    /// Steps 2 to 4: review, validate, policy.
+    /// Steps 2 to 4: review, validate, policy; what the call touches is kept in `touches`
+    /// when the policy looked at it.
     fn check_before_hooks(
         &self,
         req: &CallRequest,
         entry: &ToolEntry,
         arguments: &Value,
+        touches: &mut Option<toolshed_core::Touches>,
     ) -> Result<Gate, ToolError> {
         // 2. review
         let review = tracing::info_span!(target: TRACE, "review").entered();
@@ -472,7 +474,7 @@ impl Dispatcher {
             .in_scope(|| validate(entry, arguments, req.door))?;
         // 4. policy
         tracing::info_span!(target: TRACE, "policy")
-            .in_scope(|| self.check_policy(req, entry, arguments))
+            .in_scope(|| self.check_policy(req, entry, arguments, touches))
     }
 
     async fn run_resolved(
@@ -483,16 +485,20 @@ impl Dispatcher {
         note: &mut Option<String>,
     ) -> Result<ToolOutput, ToolError> {
         let mut approved_rules = Vec::new();
-        let mut approved = match self.check_before_hooks(req, &entry, &req.arguments)? {
-            Gate::Allow => false,
-            Gate::Ask { rule, reason } => {
-                self.approve(req, &req.arguments, &rule, &reason, note)
-                    .instrument(tracing::info_span!(target: TRACE, "approval"))
-                    .await?;
-                approved_rules.push(rule);
-                true
-            }
-        };
+        // What the call touches, worked out once for the policy and the narrowing (again
+        // only when a hook rewrites the arguments).
+        let mut touches = None;
+        let mut approved =
+            match self.check_before_hooks(req, &entry, &req.arguments, &mut touches)? {
+                Gate::Allow => false,
+                Gate::Ask { rule, reason } => {
+                    self.approve(req, &req.arguments, &rule, &reason, note)
+                        .instrument(tracing::info_span!(target: TRACE, "approval"))
+                        .await?;
+                    approved_rules.push(rule);
+                    true
+                }
+            };
         // 5. pre hooks
         let mut arguments = req.arguments.clone();
         let (rewrite, hook_ask) = self
@@ -512,7 +518,8 @@ impl Dispatcher {
             validate(&entry, &new_args, req.door)?;
             // The policy judges what will run, not what was asked; an approval was for the
             // arguments asked about.
-            match self.check_policy(req, &entry, &new_args)? {
+            touches = None;
+            match self.check_policy(req, &entry, &new_args, &mut touches)? {
                 Gate::Allow => {}
                 Gate::Ask { .. } if approved && new_args == req.arguments => {}
                 Gate::Ask { rule, reason } => {
@@ -532,10 +539,9 @@ impl Dispatcher {
             approved = true;
         }
         // The caller's narrower sandbox: its profile's, its token's, a policy rule's.
-        let touches = self
-            .policy
-            .wants_touches()
-            .then(|| self.touches(&entry, &arguments));
+        if touches.is_none() && self.policy.wants_touches() {
+            touches = Some(self.touches(&entry, &arguments));
+        }
         let narrowed = self.narrowed_sandbox(req, &entry, &arguments, touches.as_ref());
         let write_scope = if self.policy.wants_touches() {
             self.policy
@@ -615,12 +621,14 @@ impl Dispatcher {
         req: &CallRequest,
         entry: &ToolEntry,
         arguments: &Value,
+        touches: &mut Option<toolshed_core::Touches>,
     ) -> Result<Gate, ToolError> {
-        let touches;
+        if touches.is_none() && self.policy.wants_touches() {
+            *touches = Some(self.touches(entry, arguments));
+        }
         let mut subject = Subject::new(entry.spec(), &entry.plugin_id);
-        if self.policy.wants_touches() {
-            touches = self.touches(entry, arguments);
-            subject = subject.with_touches(&touches);
+        if let Some(touches) = touches.as_ref() {
+            subject = subject.with_touches(touches);
         }
         match self.policy.check(&subject, &req.owner, arguments) {
             PolicyDecision::Allow => Ok(Gate::Allow),
