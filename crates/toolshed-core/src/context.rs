@@ -167,6 +167,14 @@ impl CallContext {
         }
     }
 
+    /// [`may_touch`](Self::may_touch) for paths it would read.
+    pub fn may_read(&self, paths: &[String]) -> Result<(), crate::ToolError> {
+        self.may_touch(&crate::Touches {
+            reads: paths.to_vec(),
+            ..crate::Touches::default()
+        })
+    }
+
     /// [`may_touch`](Self::may_touch) for paths it would write.
     pub fn may_write(&self, paths: &[String]) -> Result<(), crate::ToolError> {
         self.may_touch(&crate::Touches {

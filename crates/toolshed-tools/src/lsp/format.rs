@@ -235,13 +235,7 @@ impl<'a> Reader<'a> {
             return (abs.display().to_string(), None);
         };
         if !self.texts.contains_key(uri) {
-            let refused = self
-                .ctx
-                .may_touch(&toolshed_core::Touches {
-                    reads: vec![rel.clone()],
-                    ..toolshed_core::Touches::default()
-                })
-                .is_err();
+            let refused = self.ctx.may_read(std::slice::from_ref(&rel)).is_err();
             let text = match self.server.shown(uri) {
                 _ if refused => None,
                 Some(t) => Some(t),

@@ -35,11 +35,7 @@ pub(super) fn fs_object<'js>(
             Ok(p) => p,
             Err(msg) => return rejected(&ctx, &msg),
         };
-        let reads = toolshed_core::Touches {
-            reads: vec![path.clone()],
-            ..toolshed_core::Touches::default()
-        };
-        if let Err(e) = call.may_touch(&reads) {
+        if let Err(e) = call.may_read(std::slice::from_ref(&path)) {
             return rejected(&ctx, &e.to_string());
         }
         drop(call);
@@ -115,11 +111,7 @@ pub(super) fn fs_object<'js>(
                 Ok(p) => p,
                 Err(msg) => return rejected(&ctx, &msg),
             };
-            let reads = toolshed_core::Touches {
-                reads: vec![dir.clone()],
-                ..toolshed_core::Touches::default()
-            };
-            if let Err(e) = call.may_touch(&reads) {
+            if let Err(e) = call.may_read(std::slice::from_ref(&dir)) {
                 return rejected(&ctx, &e.to_string());
             }
             drop(call);
