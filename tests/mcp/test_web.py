@@ -155,3 +155,31 @@ def test_web_search_asks_the_configured_searxng(toolshed_bin, workspace, home, s
             assert "https://example.org/tides" in result.content[0].text
     run(configured())
     assert any(path.startswith("/search?") and "q=tides" in path for path in Handler.seen), Handler.seen
+
+
+def test_a_port_other_than_http_and_https_is_refused_before_anything_is_asked_of_the_network(
+    toolshed_bin, workspace, home
+):
+    # Failed before the port policy: web_fetch of a public host's port 22 resolved the name
+    # and dialled it. Now it is refused before a DNS query (this machine has no DNS for
+    # the name: an answer about the name would show it was asked).
+    url = "http://files.somewhere-public.org:22/"
+
+    async def refused():
+        async with Client(params(toolshed_bin, workspace, home), mode="legacy") as client:
+            for tool, args in [("web_fetch", {"url": url}), ("http_request", {"url": url})]:
+                result = await client.call_tool(tool, args)
+                said = result.content[0].text
+                assert result.is_error and "port 22" in said and "[web] allow" in said, (tool, said)
+    run(refused())
+
+    # Listed with its port in [web] allow, the port rule no longer refuses it (the name
+    # then fails to resolve here, offline).
+    (home / "web.toml").write_text('[web]\nallow = ["files.somewhere-public.org:22"]\n')
+
+    async def allowed():
+        trusted = params(toolshed_bin, workspace, home, TOOLSHED_CONFIG=str(home / "web.toml"))
+        async with Client(trusted, mode="legacy") as client:
+            result = await client.call_tool("web_fetch", {"url": url})
+            assert "port 22 of" not in result.content[0].text, result.content[0].text
+    run(allowed())

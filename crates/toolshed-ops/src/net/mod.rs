@@ -359,6 +359,7 @@ impl NetClient {
     async fn connect(&self, out: &Outgoing, policy: &NetPolicy) -> Result<Io, ToolError> {
         let allow = &self.config.allow;
         policy::check_target(&out.target, policy, allow)?;
+        policy::precheck_port(&out.target, policy, allow)?;
         #[cfg(not(feature = "tls"))]
         if out.target.tls {
             return Err(ToolError::Failed(format!(

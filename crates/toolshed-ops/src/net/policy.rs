@@ -265,14 +265,50 @@ pub(super) fn check_port(
     {
         return Ok(());
     }
-    Err(denied(format!(
+    Err(port_refused(target))
+}
+
+/// [`check_port`] before the host is resolved: a port that no rule could open is refused
+/// at once — `example.com:22` without a DNS query, without a connection — and the full
+/// check follows once the addresses are known (an address or range rule may open it).
+pub(super) fn precheck_port(
+    target: &Target,
+    policy: &NetPolicy,
+    allow: &[AllowRule],
+) -> Result<(), ToolError> {
+    let listed = match policy {
+        NetPolicy::Only(_) => return Ok(()),
+        NetPolicy::Public => &[][..],
+        NetPolicy::PublicWithin(listed) => listed.as_slice(),
+    };
+    let port = target.port;
+    let could = DEFAULT_PORTS.contains(&port)
+        || allowed_name(target, allow)
+        || allow.iter().any(|rule| match rule {
+            AllowRule::Address { port: p, .. } => p.is_none_or(|p| p == port),
+            AllowRule::Range { .. } => true,
+            AllowRule::Host { .. } => false,
+        })
+        || listed.iter().any(|entry| {
+            HostPattern::parse(entry)
+                .is_ok_and(|p| p.port() == Some(port) && p.matches(&target.host, port))
+        });
+    if could {
+        Ok(())
+    } else {
+        Err(port_refused(target))
+    }
+}
+
+fn port_refused(target: &Target) -> ToolError {
+    denied(format!(
         "port {} of `{}` is not one toolshed connects to: the web rules reach ports 80 and \
          443, and the ports `[web] allow` names; use one of those, or ask the person running \
          toolshed to list `{}` under `[web] allow`",
         target.port,
         target.host,
         target.authority()
-    )))
+    ))
 }
 
 /// The addresses to dial for `host:port` under `policy`: the web tools' rules
@@ -293,6 +329,7 @@ pub(crate) fn egress_addresses(
     let target = Target::parse(&format!("http://{bracketed}:{port}/"))
         .map_err(|e| format!("`{host}` is not a host name: {e}"))?;
     check_target(&target, policy, allow).map_err(|e| e.to_string())?;
+    precheck_port(&target, policy, allow).map_err(|e| e.to_string())?;
     let name = match &target.host {
         Host::Domain(name) => name.clone(),
         Host::Ipv4(ip) => ip.to_string(),
@@ -631,6 +668,15 @@ mod tests {
             let (t, a) = at(url, "93.184.216.34");
             check_port(&t, &a, &NetPolicy::Public, &[]).unwrap();
         }
+        // Before any address is known, a port no rule could open is refused at once (no
+        // DNS query); one an address rule might open waits for the addresses.
+        let err = precheck_port(&t, &NetPolicy::Public, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("port 22"), "{err}");
+        precheck_port(&t, &NetPolicy::Public, &rules(&["93.184.216.34"])).unwrap();
+        precheck_port(&t, &NetPolicy::Public, &rules(&["public.example:22"])).unwrap();
+        assert!(precheck_port(&t, &NetPolicy::Public, &rules(&["10.0.0.1:8080"])).is_err());
         // A rule naming the host (or its address) with that port opens it; one with
         // another port does not; one without a port opens every port of that host.
         let (t, a) = at("http://public.example:8443/", "93.184.216.34");
