@@ -594,6 +594,13 @@ def test_servers_are_added_listed_imported_pinned_and_removed_over_rest(serve, w
         assert bad.status_code == 400 and "not a server name" in bad.json()["error"]["message"], bad.text
         neither = http.post(f"{base}/mcp-servers", json={"name": "none"})
         assert neither.status_code == 400, neither.text
+        # A URL the web rules refuse (metadata, private, loopback) is not dialled over REST
+        # either: the server is kept in state `error` with the reason, as through the CLI,
+        # until [web] allow opens it or it is removed.
+        for target in ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1:8080/mcp", "http://127.0.0.1:9/mcp"]:
+            sneaky = http.post(f"{base}/mcp-servers", json={"name": "sneaky", "url": target, "force": True})
+            assert sneaky.status_code == 422 and "denied by network policy" in sneaky.text, (target, sneaky.text)
+        assert http.delete(f"{base}/mcp-servers/sneaky").status_code == 200
 
         config = {"mcpServers": {
             "Time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
