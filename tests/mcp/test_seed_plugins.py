@@ -68,6 +68,12 @@ def test_seed_plugins_install_unchanged_and_answer_over_mcp(server, toolshed_bin
     assert report["manifest"]["translations"]["zh"]["name"] == "天气"
     actions = {f["field"]: f["action"] for f in report["fields"]}
     assert actions["name_zh"] == "mapped" and actions["hasWorkflow"] == "ignored", actions
+    # Its config block as Agent Spaces writes it (failed before: `desc` was an unknown
+    # field, "30000" not a number, `{label, value}` options not the default's).
+    config = {f["key"]: f for f in report["manifest"]["config"]}
+    assert config["defaultTimeout"]["default"] == 30000, config
+    assert config["apiKey"]["secret"] is True and config["units"]["options"] == ["metric", "imperial"], config
+    assert actions["config[0].desc"] == "mapped" and actions["config[0].placeholder"] == "ignored", actions
 
     # TOOLSHED_LANG picks the names the manifest translates.
     zh = subprocess.run(

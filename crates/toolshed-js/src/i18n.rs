@@ -1,8 +1,11 @@
-//! Translations for `t(key, vars)`, from an optional `lang.json` in the plugin directory.
+//! Translations for `t(key, vars)` and `t(key, fallback)`, from an optional `lang.json` in
+//! the plugin directory.
 //!
 //! The file maps language tags to string tables: `{"en": {"hi": "Hello {name}"}, "zh":
-//! {...}}`. A key is looked up in the chosen language, then in English, then the key itself
-//! is returned, so a missing translation shows something readable rather than failing.
+//! {...}}`. A key is looked up in the chosen language, then in English, then in the other
+//! languages the plugin ships, then the fallback text the call gives (Agent Spaces' `t(key,
+//! "English text")`), and only then is the key itself returned — so a missing translation
+//! shows something readable rather than a raw key.
 
 use std::path::Path;
 
@@ -44,6 +47,8 @@ pub(crate) fn language_from_env() -> String {
 pub(crate) struct Translations {
     chosen: Map<String, Value>,
     fallback: Map<String, Value>,
+    /// The other languages' tables, by language tag.
+    others: Vec<Map<String, Value>>,
 }
 
 impl Translations {
@@ -90,13 +95,32 @@ impl Translations {
         } else {
             table(language)?
         };
-        Ok(Self { chosen, fallback })
+        let mut others = Vec::new();
+        for (lang, rest) in tables {
+            match rest {
+                Value::Object(t) => others.push(t),
+                _ => return Err(format!("lang.json: `{lang}` must be an object of strings")),
+            }
+        }
+        Ok(Self {
+            chosen,
+            fallback,
+            others,
+        })
     }
 
-    /// The text for `key` with `{name}` placeholders replaced from `vars`.
-    pub(crate) fn translate(&self, key: &str, vars: Option<&Map<String, Value>>) -> String {
+    /// The text for `key` with `{name}` placeholders replaced from `vars`; `text` when no
+    /// table has the key.
+    pub(crate) fn translate(
+        &self,
+        key: &str,
+        text: Option<&str>,
+        vars: Option<&Map<String, Value>>,
+    ) -> String {
         let template = lookup(&self.chosen, key)
             .or_else(|| lookup(&self.fallback, key))
+            .or_else(|| self.others.iter().find_map(|t| lookup(t, key)))
+            .or(text)
             .unwrap_or(key);
         match vars {
             Some(vars) if !vars.is_empty() => substitute(template, vars),
@@ -154,14 +178,37 @@ mod tests {
         let zh = Translations::parse(text, "zh").unwrap();
         let vars = json!({"name": "Ada", "n": 3});
         let vars = vars.as_object();
-        assert_eq!(zh.translate("hi", vars), "你好 Ada");
-        assert_eq!(zh.translate("only_en", None), "E");
-        assert_eq!(zh.translate("nested.a", None), "N");
-        assert_eq!(zh.translate("missing {n}", vars), "missing 3");
-        assert_eq!(zh.translate("{unclosed", vars), "{unclosed");
+        assert_eq!(zh.translate("hi", None, vars), "你好 Ada");
+        assert_eq!(zh.translate("only_en", None, None), "E");
+        assert_eq!(zh.translate("nested.a", None, None), "N");
+        assert_eq!(zh.translate("missing {n}", None, vars), "missing 3");
+        assert_eq!(zh.translate("{unclosed", None, vars), "{unclosed");
         let fr = Translations::parse(text, "fr").unwrap();
-        assert_eq!(fr.translate("hi", vars), "Hello Ada");
+        assert_eq!(fr.translate("hi", None, vars), "Hello Ada");
         assert!(Translations::parse("[1]", "en").is_err());
+    }
+
+    #[test]
+    fn a_key_missing_everywhere_takes_the_fallback_text_never_shows_raw() {
+        // Failed before: `t("action.send.label", "Send")` answered the key itself, and a
+        // key only the Chinese table has was not found in English.
+        let text = r#"{"en": {"a": "A"}, "zh": {"only_zh": "中"}}"#;
+        let en = Translations::parse(text, "en").unwrap();
+        assert_eq!(
+            en.translate("action.send.label", Some("Send"), None),
+            "Send"
+        );
+        assert_eq!(en.translate("only_zh", Some("fallback"), None), "中");
+        assert_eq!(en.translate("a", Some("fallback"), None), "A");
+        assert_eq!(
+            en.translate(
+                "message.done",
+                Some("Sent {n}"),
+                json!({"n": 2}).as_object()
+            ),
+            "Sent 2"
+        );
+        assert_eq!(en.translate("no.fallback", None, None), "no.fallback");
     }
 
     #[test]

@@ -71,7 +71,8 @@ pub(crate) struct Shared {
     pub log: Rc<LogBudget>,
 }
 
-/// The `t(key, vars)` function.
+/// The `t(key, vars)` function, also `t(key, fallback)` and `t(key, fallback, vars)`: a
+/// string second argument is the text used when no language the plugin ships has the key.
 pub(crate) fn t_function<'js>(
     ctx: &Ctx<'js>,
     translations: &Rc<Translations>,
@@ -79,15 +80,23 @@ pub(crate) fn t_function<'js>(
     let translations = translations.clone();
     Function::new(
         ctx.clone(),
-        move |ctx: Ctx<'js>, key: Coerced<String>, vars: Opt<Value<'js>>| {
-            let vars = match vars.0 {
-                Some(v) if v.is_object() => match to_json(&ctx, v) {
-                    Ok(Some(serde_json::Value::Object(m))) => Some(m),
-                    _ => None,
-                },
+        move |ctx: Ctx<'js>,
+              key: Coerced<String>,
+              second: Opt<Value<'js>>,
+              third: Opt<Value<'js>>| {
+            let as_vars = |v: Value<'js>| match to_json(&ctx, v) {
+                Ok(Some(serde_json::Value::Object(m))) => Some(m),
                 _ => None,
             };
-            translations.translate(&key.0, vars.as_ref())
+            let (text, vars) = match (second.0, third.0) {
+                (Some(s), third) if s.is_string() => (
+                    s.as_string().and_then(|s| s.to_string().ok()),
+                    third.filter(Value::is_object).and_then(as_vars),
+                ),
+                (Some(v), _) if v.is_object() => (None, as_vars(v)),
+                _ => (None, None),
+            };
+            translations.translate(&key.0, text.as_deref(), vars.as_ref())
         },
     )?
     .with_name("t")
