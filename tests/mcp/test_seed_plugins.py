@@ -167,3 +167,74 @@ def test_a_plugin_that_needs_another_is_held_until_it_is_there(toolshed_bin, wor
         toolshed(toolshed_bin, workspace, home, "plugins", "enable", "cyrene.report")
     enabled = refused.value
     assert "`fenix.notes` is disabled; enable it with `toolshed plugins enable fenix.notes`" in enabled.stderr
+
+
+PAGE_FETCH = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-fetch"
+
+
+class Page(loopback.Handler):
+    def do_GET(self):
+        if self.path != "/page":
+            return self.answer(404, "text/plain", b"gone")
+        self.answer(200, "text/plain", ("tides " * 1000).encode())
+
+
+def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server, serve, toolshed_bin, workspace, home):
+    # Failed before: the config block's `desc`/`value` were unknown fields, the actions'
+    # array `properties`, `category` and `icon` were refused, run() got its arguments the
+    # other way round, and `{success: false}` came back as a success.
+    before = tree_digest(PAGE_FETCH)
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(PAGE_FETCH))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    warnings = [
+        line for line in (installed.stdout + installed.stderr).splitlines()
+        if "warning" in line.lower() and "TOOLSHED_BIN" not in line  # the test runner's own variable
+    ]
+    assert warnings == [], warnings
+    assert tree_digest(PAGE_FETCH) == before, "the fixture is installed as it is"
+    inspected = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(PAGE_FETCH), "--json").stdout)
+    assert inspected["manifest"]["dialect"] == "agent-spaces", inspected["manifest"]
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "workflow.page-fetch", "http:127.0.0.1").returncode == 0
+
+    with loopback.serving(Page) as site:
+        (home / "web.toml").write_text(f'[web]\nallow = ["{site}"]\n')
+        params = server()
+        params.env["TOOLSHED_CONFIG"] = str(home / "web.toml")
+
+        async def main():
+            async with Client(params, mode="legacy") as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                tool = tools["page_fetch_get_text"]
+                # The English label and description, never a raw key; a default makes a
+                # property optional; the select's options are its enum.
+                assert tool.title == "Fetch page text" and "maxChars" in tool.description, tool
+                schema = tool.input_schema
+                assert schema["required"] == ["url"], schema
+                assert schema["properties"]["mode"]["enum"] == ["text", "length"], schema
+                assert schema["properties"]["maxChars"]["default"] == 2000, schema
+
+                done = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/page"})
+                assert not done.is_error, done.content
+                assert done.content[0].text.startswith(f"Fetched http://{site}/page"), done.content[0].text
+                assert done.structured_content["data"]["status"] == 200
+                assert len(done.structured_content["data"]["text"]) == 2000
+                length = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/page", "mode": "length"})
+                assert length.structured_content["data"]["text"] == str(len("tides " * 1000)), length.content
+
+                failed = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/missing"})
+                assert failed.is_error and "The page answered 404" in failed.content[0].text, failed.content
+
+        run(main())
+
+        # The same action through REST.
+        import urllib.request
+        url, token = serve({"TOOLSHED_CONFIG": str(home / "web.toml")})
+        request = urllib.request.Request(
+            url.removesuffix("/mcp") + "/api/v1/tools/page_fetch_get_text/execute",
+            data=json.dumps({"arguments": {"url": f"http://{site}/page", "mode": "length"}}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = json.loads(response.read())
+        assert not body["is_error"] and body["structured"]["data"]["text"] == "6000", body

@@ -224,6 +224,12 @@ pub struct PluginManifest {
     /// version); checked when the plugin is enabled.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dependencies: BTreeMap<String, String>,
+    /// The format the manifest was written in, when it is another system's (set as it is
+    /// read: `agent-spaces`, `fenix`, `cyrene`, `npm`): decides, once for the plugin, the
+    /// conventions its code follows — an `agent-spaces` plugin's actions run as
+    /// `run(ctx, args)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
 }
 
 /// An external MCP server mounted as a plugin (`[mcp]` in a manifest of kind `mcp`).
@@ -318,6 +324,7 @@ impl PluginManifest {
             mcp: self.mcp.clone(),
             author: self.author.clone(),
             dependencies: self.dependencies.clone(),
+            dialect: self.dialect.clone(),
         }
     }
 
@@ -348,6 +355,7 @@ impl PluginManifest {
             mcp: None,
             author: None,
             dependencies: BTreeMap::new(),
+            dialect: None,
         }
     }
 }

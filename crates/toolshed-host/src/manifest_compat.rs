@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Top-level fields of toolshed's own manifest.
-const NATIVE: [&str; 20] = [
+const NATIVE: [&str; 21] = [
     "id",
     "version",
     "name",
@@ -44,6 +44,7 @@ const NATIVE: [&str; 20] = [
     "mcp",
     "author",
     "dependencies",
+    "dialect",
     // Read from the other formats below; never left in a normalised manifest.
     "main",
     "type",
@@ -201,12 +202,32 @@ pub fn normalize(path: &Path, value: Value) -> Normalized {
         };
     }
     let mut out = Map::new();
+    if !obj.contains_key("dialect") {
+        let dialect = dialect_of(file_name, &obj);
+        out.insert("dialect".into(), dialect.into());
+        notes.defaulted(
+            "dialect",
+            format!("written for {dialect}: its plugins' conventions apply"),
+        );
+    }
     fenix_fields(&mut obj, &mut out, &mut notes);
     translated_fields(&mut obj, &mut out, &mut notes);
     entry_fields(&mut obj, &mut out, &mut notes, dir);
     people_fields(&mut obj, &mut out, &mut notes);
     permission_fields(&mut obj, &mut out, &mut notes);
     config_fields(&mut obj, &mut notes);
+    if out.get("dialect").and_then(Value::as_str) == Some("agent-spaces")
+        && !out.contains_key("capabilities")
+        && !obj.contains_key("capabilities")
+    {
+        // Agent Spaces plugins reach the network without declaring it: asked for here, so
+        // that a person can grant the hosts (each one, as for any plugin).
+        out.insert("capabilities".into(), serde_json::json!({"network": ["*"]}));
+        notes.defaulted(
+            "capabilities.network",
+            "Agent Spaces plugins use the network without declaring it; nothing is reached until a person grants a host",
+        );
+    }
     for (key, value) in obj {
         if NATIVE.contains(&key.as_str()) {
             out.entry(key).or_insert(value);
@@ -390,6 +411,20 @@ fn fenix_fields(obj: &mut Map<String, Value>, out: &mut Map<String, Value>, note
                 format!("`{plane}` is toolshed's `{to}` plane"),
             );
         }
+    }
+}
+
+/// Which system a foreign manifest was written for, from its file name and fields.
+fn dialect_of(file_name: &str, obj: &Map<String, Value>) -> &'static str {
+    match file_name {
+        "info.json" | "web-plugin.json" => "agent-spaces",
+        "package.json" => "npm",
+        "plugin.yml" | "plugin.yaml" => "fenix",
+        _ if obj.contains_key("plugin_id") || obj.contains_key("tool_catalog") => "fenix",
+        _ if obj.keys().any(|k| lang_suffix(k).is_some()) || obj.contains_key("hasView") => {
+            "agent-spaces"
+        }
+        _ => "cyrene",
     }
 }
 

@@ -372,12 +372,18 @@ pub(crate) struct ActionDef {
     pub defaults: Map<String, Value>,
     /// The declared outputs; when set, every result must be an object fitting them.
     pub outputs: Option<Shape>,
+    /// Written in Agent Spaces' form: its result is `{success, message, data}`, and
+    /// `success: false` is the tool's error.
+    pub reports: bool,
 }
 
 impl ActionDef {
     /// Checks one registered action (its JSON, `run` already checked) and builds its spec.
     /// `prefix` is [`tool_prefix`] of the plugin id; `plane` the manifest's plane.
     pub(crate) fn parse(value: &Value, prefix: &str, plane: Plane) -> Result<Self, String> {
+        let rewritten = crate::agent_spaces::native_action(value);
+        let reports = rewritten.is_some();
+        let value = rewritten.as_ref().unwrap_or(value);
         let obj = value.as_object().ok_or("an action must be an object")?;
         let name = match obj.get("name") {
             Some(Value::String(n)) if valid_action_name(n) => n.clone(),
@@ -436,6 +442,7 @@ impl ActionDef {
             spec,
             defaults: inputs.defaults(),
             outputs,
+            reports,
         })
     }
 }
@@ -469,6 +476,7 @@ impl ActionDef {
             spec,
             defaults,
             outputs: None,
+            reports: false,
         }
     }
 }

@@ -197,6 +197,7 @@ impl Snippet {
             limits: limits.clone(),
             reach: Arc::new(Reach::all_tools(PLUGIN_ID)),
             access: access.clone(),
+            context_first: false,
         };
         let (handle, ready) = worker::spawn(config).map_err(ToolError::Internal)?;
         let wait = limits.activate_timeout + START_GRACE;

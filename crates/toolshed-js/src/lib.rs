@@ -224,6 +224,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod action;
+mod agent_spaces;
 pub mod code;
 mod engine;
 mod grants;

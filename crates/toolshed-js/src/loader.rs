@@ -136,6 +136,7 @@ impl PluginLoader for JsLoader {
             limits: limits.clone(),
             reach,
             access: self.access.clone(),
+            context_first: manifest.dialect.as_deref() == Some("agent-spaces"),
         };
         Ok(Arc::new(JsPlugin::new(manifest, worker)))
     }

@@ -99,6 +99,24 @@ impl Tool for JsTool {
 
 /// Maps what `run` returned to the tool's output (see the crate docs for the rules).
 fn to_output(returned: JsReturn, def: &ActionDef) -> Result<ToolOutput, ToolError> {
+    if def.reports
+        && let JsReturn::Json(value) = &returned
+        && let Some(report) = crate::agent_spaces::report(value)
+    {
+        return match report {
+            Err(message) => Err(ToolError::Failed(message)),
+            Ok(message) => {
+                let data = serde_json::to_string_pretty(value.get("data").unwrap_or(&Value::Null))
+                    .unwrap_or_default();
+                let text = match message {
+                    Some(m) if data != "null" => format!("{m}\n{data}"),
+                    Some(m) => m,
+                    None => data,
+                };
+                Ok(ToolOutput::text_and_structured(text, value.clone()))
+            }
+        };
+    }
     if let Some(outputs) = &def.outputs {
         let value = match returned {
             JsReturn::Json(v) => v,

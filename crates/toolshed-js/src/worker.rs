@@ -42,6 +42,9 @@ pub(crate) struct WorkerConfig {
     pub limits: JsLimits,
     pub reach: Arc<Reach>,
     pub access: HostAccess,
+    /// Actions run as `run(ctx, args)` (Agent Spaces' order) rather than `run(args, ctx)`;
+    /// decided by the manifest's dialect, once.
+    pub context_first: bool,
 }
 
 /// The request that asks the plugin's `health()` export instead of running an action (no
@@ -268,6 +271,7 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
         reach: config.reach.clone(),
         access: config.access.clone(),
         snippet: config.source.is_some(),
+        context_first: config.context_first,
     })
 }
 

@@ -86,6 +86,8 @@ pub(crate) struct Setup {
     /// The module is the host's (`run_code`'s) and runs a caller's code: errors speak of
     /// "the code", not of a plugin that stays usable.
     pub snippet: bool,
+    /// Actions are called `run(ctx, args)` (Agent Spaces), not `run(args, ctx)`.
+    pub context_first: bool,
 }
 
 /// What `run` returned, before the tool maps it to a [`toolshed_core::ToolOutput`].
@@ -426,7 +428,11 @@ impl Engine {
                 let inputs = from_json(&ctx, &req.inputs)?;
                 let run = run.restore(&ctx)?;
                 let invoke: Function = prelude.get("invoke")?;
-                invoke.call((run, inputs, call_ctx))
+                if self.setup.context_first {
+                    invoke.call((run, call_ctx, inputs))
+                } else {
+                    invoke.call((run, inputs, call_ctx))
+                }
             };
             inner()
                 .map(|p| Persistent::save(&ctx, p))
