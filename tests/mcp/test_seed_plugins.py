@@ -173,7 +173,10 @@ PAGE_FETCH = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-fetch"
 
 
 class Page(loopback.Handler):
+    agents = []
+
     def do_GET(self):
+        Page.agents.append(self.headers.get("user-agent"))
         if self.path != "/page":
             return self.answer(404, "text/plain", b"gone")
         self.answer(200, "text/plain", ("tides " * 1000).encode())
@@ -212,12 +215,16 @@ def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server
                 assert schema["required"] == ["url"], schema
                 assert schema["properties"]["mode"]["enum"] == ["text", "length"], schema
                 assert schema["properties"]["maxChars"]["default"] == 2000, schema
+                # A config template default is filled from the config when the call runs,
+                # and never shown in the schema.
+                assert "default" not in schema["properties"]["userAgent"], schema
 
                 done = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/page"})
                 assert not done.is_error, done.content
                 assert done.content[0].text.startswith(f"Fetched http://{site}/page"), done.content[0].text
                 assert done.structured_content["data"]["status"] == 200
                 assert len(done.structured_content["data"]["text"]) == 2000
+                assert Page.agents[-1] == "page-fetch/1.0", Page.agents
                 length = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/page", "mode": "length"})
                 assert length.structured_content["data"]["text"] == str(len("tides " * 1000)), length.content
 

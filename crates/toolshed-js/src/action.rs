@@ -375,6 +375,9 @@ pub(crate) struct ActionDef {
     /// Written in Agent Spaces' form: its result is `{success, message, data}`, and
     /// `success: false` is the tool's error.
     pub reports: bool,
+    /// Inputs filled from the plugin's config when a call leaves them out (Agent Spaces'
+    /// `{{ __config__[…] }}` defaults).
+    pub config_defaults: Vec<crate::agent_spaces::ConfigDefault>,
 }
 
 impl ActionDef {
@@ -383,7 +386,10 @@ impl ActionDef {
     pub(crate) fn parse(value: &Value, prefix: &str, plane: Plane) -> Result<Self, String> {
         let rewritten = crate::agent_spaces::native_action(value);
         let reports = rewritten.is_some();
-        let value = rewritten.as_ref().unwrap_or(value);
+        let (value, config_defaults) = match &rewritten {
+            Some((v, d)) => (v, d.clone()),
+            None => (value, Vec::new()),
+        };
         let obj = value.as_object().ok_or("an action must be an object")?;
         let name = match obj.get("name") {
             Some(Value::String(n)) if valid_action_name(n) => n.clone(),
@@ -443,6 +449,7 @@ impl ActionDef {
             defaults: inputs.defaults(),
             outputs,
             reports,
+            config_defaults,
         })
     }
 }
@@ -477,6 +484,7 @@ impl ActionDef {
             defaults,
             outputs: None,
             reports: false,
+            config_defaults: Vec::new(),
         }
     }
 }

@@ -12,6 +12,19 @@
 
 use serde_json::{Map, Value};
 
+/// A property whose default is a config template (`{{ __config__["id"]["key"] }}`, perhaps
+/// `|| fallback`): filled from the plugin's config when a call leaves it out — at call
+/// time, so that the value (often a credential) never appears in the tool's schema.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ConfigDefault {
+    /// The property.
+    pub property: String,
+    /// The config key.
+    pub key: String,
+    /// The template's `|| fallback`, when it has one.
+    pub fallback: Option<Value>,
+}
+
 /// Keys that place an action in Agent Spaces' editor, meaningless to a model.
 const DISPLAY_KEYS: [&str; 8] = [
     "category",
@@ -32,8 +45,9 @@ pub(crate) fn is_agent_spaces_form(action: &Map<String, Value>) -> bool {
         || DISPLAY_KEYS.iter().any(|k| action.contains_key(*k))
 }
 
-/// `action` in toolshed's form, when it is written in Agent Spaces' form.
-pub(crate) fn native_action(action: &Value) -> Option<Value> {
+/// `action` in toolshed's form, when it is written in Agent Spaces' form, with the
+/// defaults its config templates give.
+pub(crate) fn native_action(action: &Value) -> Option<(Value, Vec<ConfigDefault>)> {
     let obj = action.as_object()?;
     if !is_agent_spaces_form(obj) {
         return None;
@@ -59,6 +73,7 @@ pub(crate) fn native_action(action: &Value) -> Option<Value> {
             .to_string();
         out.insert("description".into(), Value::String(from));
     }
+    let mut from_config = Vec::new();
     if let Some(Value::Array(items)) = out.get("properties").cloned() {
         let mut properties = Map::new();
         for item in items {
@@ -68,11 +83,74 @@ pub(crate) fn native_action(action: &Value) -> Option<Value> {
             let Some(key) = field.get("key").and_then(Value::as_str) else {
                 continue;
             };
+            if let Some((config_key, fallback)) = field
+                .get("default")
+                .and_then(Value::as_str)
+                .and_then(config_template)
+            {
+                from_config.push(ConfigDefault {
+                    property: key.to_string(),
+                    key: config_key,
+                    fallback,
+                });
+            }
             properties.insert(key.to_string(), property(field));
         }
         out.insert("properties".into(), Value::Object(properties));
     }
-    Some(Value::Object(out))
+    Some((Value::Object(out), from_config))
+}
+
+/// The config key (and `|| fallback`) of a whole-value template
+/// `{{ __config__["<plugin id>"]["<key>"] }}`.
+fn config_template(text: &str) -> Option<(String, Option<Value>)> {
+    let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
+    let (reference, fallback) = match inner.split_once("||") {
+        Some((r, f)) => (r.trim(), Some(f.trim())),
+        None => (inner, None),
+    };
+    let rest = reference.strip_prefix("__config__")?;
+    // Two bracketed, quoted names: the plugin id, then the key.
+    let mut names = Vec::new();
+    let mut rest = rest.trim();
+    while let Some(open) = rest.strip_prefix('[') {
+        let close = open.find(']')?;
+        let name = open[..close].trim().trim_matches(|c| c == '"' || c == '\'');
+        names.push(name.to_string());
+        rest = open[close + 1..].trim();
+    }
+    if !rest.is_empty() || names.len() != 2 {
+        return None;
+    }
+    let fallback = fallback.map(|f| {
+        serde_json::from_str(f)
+            .unwrap_or_else(|_| Value::String(f.trim_matches(|c| c == '"' || c == '\'').into()))
+    });
+    Some((names.pop()?, fallback))
+}
+
+/// Fills what `inputs` leaves out from the plugin's `config`, as `defaults` say.
+pub(crate) fn fill_from_config(
+    inputs: &mut Value,
+    defaults: &[ConfigDefault],
+    config: &Map<String, Value>,
+) {
+    let Some(obj) = inputs.as_object_mut() else {
+        return;
+    };
+    for d in defaults {
+        if obj.contains_key(&d.property) {
+            continue;
+        }
+        let value = config
+            .get(&d.key)
+            .filter(|v| !v.is_null() && v.as_str() != Some(""))
+            .cloned()
+            .or_else(|| d.fallback.clone());
+        if let Some(value) = value {
+            obj.insert(d.property.clone(), value);
+        }
+    }
 }
 
 /// One form widget as a property: `{type, description, enum, default, required, items}`.
@@ -133,8 +211,15 @@ fn property(field: &Map<String, Value>) -> Value {
         .get("required")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    // A property with a default may be left out: the default fills it.
-    out.insert("required".into(), (required && default.is_none()).into());
+    let from_config = field
+        .get("default")
+        .and_then(Value::as_str)
+        .is_some_and(|t| config_template(t).is_some());
+    // A property with a default may be left out: the default (or the config) fills it.
+    out.insert(
+        "required".into(),
+        (required && default.is_none() && !from_config).into(),
+    );
     if let Some(d) = default {
         out.insert("default".into(), d);
     }
@@ -220,7 +305,15 @@ mod tests {
             "outputs": [{"key": "success", "type": "boolean"}],
             "run": null
         });
-        let native = native_action(&action).unwrap();
+        let (native, from_config) = native_action(&action).unwrap();
+        assert_eq!(
+            from_config,
+            vec![ConfigDefault {
+                property: "timeout".into(),
+                key: "defaultTimeout".into(),
+                fallback: None
+            }]
+        );
         assert_eq!(native["description"], "Fetch a URL");
         assert!(native.get("category").is_none() && native.get("outputs").is_none());
         let p = &native["properties"];
@@ -231,9 +324,17 @@ mod tests {
         assert_eq!(p["method"]["enum"], json!(["GET", "POST"]));
         assert_eq!(p["method"]["default"], "GET");
         assert_eq!(p["method"]["required"], false);
-        // A template default is no default; the property stays required then.
+        // A template default is no schema default; the property stays as declared, and
+        // the config fills it when a call leaves it out.
         assert!(p["timeout"].get("default").is_none());
-        assert_eq!(p["timeout"]["required"], true);
+        assert_eq!(p["timeout"]["required"], false);
+        let mut inputs = json!({"url": "u"});
+        fill_from_config(
+            &mut inputs,
+            &from_config,
+            json!({"defaultTimeout": 5000}).as_object().unwrap(),
+        );
+        assert_eq!(inputs["timeout"], 5000);
         assert_eq!(p["retries"]["default"], 3);
         assert_eq!(p["follow"]["default"], true);
         assert_eq!(p["headers"]["type"], "object");
@@ -247,6 +348,24 @@ mod tests {
         assert!(
             native_action(&json!({"name": "a", "description": "d", "properties": {}})).is_none()
         );
+    }
+
+    #[test]
+    fn config_templates_are_read_with_their_fallbacks() {
+        assert_eq!(
+            config_template(r#"{{ __config__["workflow.mail"]["port"] || 465 }}"#),
+            Some(("port".into(), Some(json!(465))))
+        );
+        assert_eq!(
+            config_template(r#"{{__config__["a.b"]["baseUrl"] || "https://x.example"}}"#),
+            Some(("baseUrl".into(), Some(json!("https://x.example"))))
+        );
+        assert_eq!(
+            config_template(r#"{{ __config__["a"]["k"] }}"#),
+            Some(("k".into(), None))
+        );
+        assert_eq!(config_template("plain text"), None);
+        assert_eq!(config_template(r#"{{ __data__["n"].x }}"#), None);
     }
 
     #[test]

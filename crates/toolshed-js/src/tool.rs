@@ -57,7 +57,8 @@ impl Tool for JsTool {
         let host = tokio::runtime::Handle::try_current().map_err(|_| {
             ToolError::Internal("a JavaScript tool was called outside a tokio runtime".into())
         })?;
-        let inputs = apply_defaults(args, &self.def.defaults);
+        let mut inputs = apply_defaults(args, &self.def.defaults);
+        crate::agent_spaces::fill_from_config(&mut inputs, &self.def.config_defaults, &ctx.config);
         // If this future is dropped (the caller gave up), the plugin stops the call too.
         let cancel = ctx.cancel.child_token();
         let _stop_on_drop = cancel.clone().drop_guard();
