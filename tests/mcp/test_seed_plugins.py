@@ -181,6 +181,11 @@ class Page(loopback.Handler):
             return self.answer(404, "text/plain", b"gone")
         self.answer(200, "text/plain", ("tides " * 1000).encode())
 
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        kind = self.headers.get("content-type")
+        self.answer(200, "application/json", json.dumps({"echo": body, "type": kind}).encode())
+
 
 def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server, serve, toolshed_bin, workspace, home):
     # Failed before: the config block's `desc`/`value` were unknown fields, the actions'
@@ -227,6 +232,11 @@ def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server
                 assert Page.agents[-1] == "page-fetch/1.0", Page.agents
                 length = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/page", "mode": "length"})
                 assert length.structured_content["data"]["text"] == str(len("tides " * 1000)), length.content
+
+                # ctx.api, Agent Spaces' helpers, over the same grants.
+                posted = await client.call_tool("page_fetch_post_json", {"url": f"http://{site}/api", "body": {"q": 1}})
+                assert not posted.is_error, posted.content
+                assert posted.structured_content["data"] == {"echo": {"q": 1}, "type": "application/json"}, posted.content
 
                 failed = await client.call_tool("page_fetch_get_text", {"url": f"http://{site}/missing"})
                 assert failed.is_error and "The page answered 404" in failed.content[0].text, failed.content

@@ -20,6 +20,34 @@
         return bytes.slice(0);
       },
     }),
+    // ctx.api: the HTTP helpers Agent Spaces' plugins call, over ctx.http's request (the
+    // same grants and web rules). A status other than 2xx rejects with it and the body's
+    // start; `timeout` is in milliseconds, as there.
+    spacesApi: (request) => {
+      const call = async (method, url, o, parse) => {
+        const opts = o || {};
+        const headers = { ...(opts.headers || {}) };
+        if (method === "POST" && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
+          headers["content-type"] = "application/json";
+        }
+        const r = await request({
+          method,
+          url,
+          headers,
+          body: method === "POST" ? opts.body : undefined,
+          timeoutMs: opts.timeout,
+        });
+        if (!r.ok) throw new Error(`HTTP ${r.status} from ${url}: ${String(r.body).slice(0, 200)}`);
+        return parse(r);
+      };
+      const json = (r) => (r.body === "" ? null : r.json());
+      return freeze({
+        fetchJson: (url, o) => call("GET", url, o, json),
+        getJson: (url, o) => call("GET", url, o, json),
+        postJson: (url, o) => call("POST", url, o, json),
+        fetchText: (url, o) => call("GET", url, o, (r) => r.body),
+      });
+    },
     http: (request) =>
       freeze({
         request,

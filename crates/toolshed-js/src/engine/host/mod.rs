@@ -290,15 +290,19 @@ pub(crate) fn call_context<'js>(
     })?;
     obj.set("cancelled", cancelled.with_name("cancelled")?)?;
 
+    let s = scope.clone();
+    let request = Function::new(ctx.clone(), move |ctx: Ctx<'js>, opts: Value<'js>| {
+        http_request(&ctx, &s, opts)
+    })?
+    .with_name("request")?;
     if scope.reach.has_http() {
-        let s = scope.clone();
-        let request = Function::new(ctx.clone(), move |ctx: Ctx<'js>, opts: Value<'js>| {
-            http_request(&ctx, &s, opts)
-        })?
-        .with_name("request")?;
         let make: Function = prelude.get("http")?;
-        obj.set("http", make.call::<_, Value>((request,))?)?;
+        obj.set("http", make.call::<_, Value>((request.clone(),))?)?;
     }
+    // Agent Spaces' helpers, always there: without a grant each request rejects naming the
+    // command that grants the host.
+    let api: Function = prelude.get("spacesApi")?;
+    obj.set("api", api.call::<_, Value>((request,))?)?;
     if scope.reach.has_fs() {
         obj.set("fs", fs_object(ctx, scope, prelude)?)?;
     }
