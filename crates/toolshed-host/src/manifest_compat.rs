@@ -574,6 +574,7 @@ fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
         return item;
     };
     let mut tool = Map::new();
+    let mut read_only = false;
     for (key, value) in fields {
         let at = format!("tool_catalog[{i}].{key}");
         match key.as_str() {
@@ -599,7 +600,35 @@ fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
                     "the tool's output schema",
                 );
             }
+            "mutates_state" => {
+                if value == Value::Bool(false) {
+                    read_only = true;
+                }
+                tool.insert(key, value);
+            }
+            "streaming_support" => {
+                tool.insert("streaming".into(), value);
+                notes.mapped(
+                    &at,
+                    &format!("tools[{i}].streaming"),
+                    "whether it streams progress",
+                );
+            }
+            "operator_group" => {
+                tool.insert("group".into(), value);
+                notes.mapped(&at, &format!("tools[{i}].group"), "the tool's group");
+            }
             _ => notes.ignored(&at, "not a field of a toolshed tool"),
+        }
+    }
+    // A tool that changes no state is read-only, unless its annotations say otherwise
+    // (toolshed derives whether a tool changes state from them).
+    if read_only {
+        let annotations = tool
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(hints) = annotations.as_object_mut() {
+            hints.entry("read_only").or_insert(Value::Bool(true));
         }
     }
     Value::Object(tool)
@@ -1056,6 +1085,37 @@ mod tests {
             n.notes
                 .iter()
                 .any(|n| n.field == "tool_catalog[0].handler" && n.action == "ignored")
+        );
+    }
+
+    #[test]
+    fn a_catalog_tools_attributes_are_kept() {
+        // Failed before: mutates_state, streaming_support and operator_group were dropped,
+        // and a tool declared `mutates_state: false` reported that it changes state.
+        let n = run(
+            "plugin.yml",
+            json!({
+                "plugin_id": "fenix.notes", "version": 1, "name": "Notes", "kind": "js",
+                "tool_catalog": [
+                    {"name": "notes_list", "description": "List.", "parameters": {"type": "object"},
+                     "mutates_state": false, "streaming_support": true, "operator_group": "notes"},
+                    {"name": "notes_add", "description": "Add.", "parameters": {"type": "object"},
+                     "mutates_state": true}
+                ]
+            }),
+        );
+        let manifest: toolshed_core::PluginManifest =
+            serde_json::from_value(n.value.clone()).unwrap_or_else(|e| panic!("{e}: {}", n.value));
+        let list = &manifest.tools[0];
+        assert!(
+            list.annotations.read_only && list.streaming && list.group == "notes",
+            "{list:?}"
+        );
+        assert!(!manifest.tools[1].annotations.read_only && manifest.tools[1].mutates_state);
+        assert!(
+            !n.notes.iter().any(|n| n.action == "ignored"),
+            "{:?}",
+            n.notes
         );
     }
 
