@@ -257,3 +257,13 @@ def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server
         with urllib.request.urlopen(request, timeout=30) as response:
             body = json.loads(response.read())
         assert not body["is_error"] and body["structured"]["data"]["text"] == "6000", body
+
+
+def test_a_client_plugin_that_serves_nothing_here_installs_and_keeps_running(toolshed_bin, workspace, home):
+    # Failed before: activate() registering nothing put the plugin in `error`.
+    client_part = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-client"
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(client_part))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    mine = next(p for p in listed["plugins"] if p["id"] == "workflow.clipboard-view")
+    assert mine["state"] == "running", mine

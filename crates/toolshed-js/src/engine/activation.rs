@@ -132,23 +132,9 @@ impl Engine {
                 .bind_catalog(&namespace, true)
                 .map_err(|f| (Stage::Activate, f));
         }
-        if !self.registry.called.get() {
-            return Err((
-                Stage::Activate,
-                Fault::BadResult(
-                    "activate() finished without calling context.registerActions([...]); register the plugin's actions there".into(),
-                ),
-            ));
-        }
+        // A plugin that registers no actions (a client part, a plugin whose tools are
+        // all for another host's editor) keeps running with no tools, as documented.
         let registered: Vec<Registered> = self.registry.actions.borrow_mut().drain(..).collect();
-        if registered.is_empty() {
-            return Err((
-                Stage::Activate,
-                Fault::BadResult(
-                    "registerActions was given no actions; register at least one".into(),
-                ),
-            ));
-        }
         let mut defs = Vec::with_capacity(registered.len());
         for r in registered {
             self.runs.insert(r.def.name.clone(), r.run);
