@@ -215,6 +215,8 @@ def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server
             async with Client(params, mode="legacy") as client:
                 tools = {t.name: t for t in (await client.list_tools()).tools}
                 tool = tools["page_fetch_get_text"]
+                # `tool: false` marks a workflow node, not a tool for an agent.
+                assert "page_fetch_preview_page" not in tools, sorted(tools)
                 # The English label and description, never a raw key; a default makes a
                 # property optional; the select's options are its enum.
                 assert tool.title == "Fetch page text" and "maxChars" in tool.description, tool

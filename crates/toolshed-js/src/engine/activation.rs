@@ -460,6 +460,11 @@ fn collect_actions<'js>(
             }
             Err(_) => return Err(Collect::Invalid("out of memory reading the actions".into())),
         };
+        // An Agent Spaces action marked `tool: false` is a node for its workflow editor,
+        // not a tool for an agent: not served here.
+        if json.get("tool") == Some(&serde_json::Value::Bool(false)) {
+            continue;
+        }
         let def = ActionDef::parse(&json, &setup.prefix, setup.plane).map_err(|e| {
             if e.starts_with("action `") {
                 Collect::Invalid(e)
