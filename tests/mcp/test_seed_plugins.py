@@ -269,3 +269,22 @@ def test_a_client_plugin_that_serves_nothing_here_installs_and_keeps_running(too
     listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
     mine = next(p for p in listed["plugins"] if p["id"] == "workflow.clipboard-view")
     assert mine["state"] == "running", mine
+
+
+def test_a_cyrene_plugin_json_without_an_id_installs_and_answers(server, toolshed_bin, workspace, home):
+    # Failed before: with an object `author` and a list of `dependencies` but no other
+    # foreign field, plugin.json was read as toolshed's own and refused (and it has no id).
+    echo = REPO / "tests" / "fixtures" / "seed-plugins" / "cyrene-echo"
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(echo))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "cyrene-echo 1.2.0" in installed.stdout, installed.stdout
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    mine = next(p for p in listed["plugins"] if p["id"] == "cyrene-echo")
+    assert mine["state"] == "running", mine
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            result = await client.call_tool("cyrene_echo_say", {"text": "hi"})
+            assert not result.is_error and result.content[0].text == "echo: hi", result.content
+
+    run(main())

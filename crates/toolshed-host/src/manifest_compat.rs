@@ -136,6 +136,10 @@ fn has_foreign_fields(value: &Value) -> bool {
     obj.keys()
         .any(|k| FOREIGN_MARKERS.contains(&k.as_str()) || lang_suffix(k).is_some())
         || obj.get("version").is_some_and(Value::is_u64)
+        // Shapes toolshed's own fields never take: Cyrene's list of dependencies, an
+        // author as `{name, email}`.
+        || obj.get("dependencies").is_some_and(Value::is_array)
+        || obj.get("author").is_some_and(Value::is_object)
 }
 
 /// `name_zh` → (`name`, `zh`), for the fields translated by suffix.
@@ -216,6 +220,16 @@ pub fn normalize(path: &Path, value: Value) -> Normalized {
     people_fields(&mut obj, &mut out, &mut notes);
     permission_fields(&mut obj, &mut out, &mut notes);
     config_fields(&mut obj, &mut notes);
+    if !out.contains_key("id") && !obj.contains_key("id") {
+        let name = obj
+            .get("name")
+            .or_else(|| out.get("name"))
+            .and_then(Value::as_str);
+        if let Some(id) = name.map(id_from_name).filter(|id| !id.is_empty()) {
+            notes.defaulted("id", format!("made from the name: `{id}`"));
+            out.insert("id".into(), Value::String(id));
+        }
+    }
     if out.get("dialect").and_then(Value::as_str) == Some("agent-spaces")
         && !out.contains_key("capabilities")
         && !obj.contains_key("capabilities")
@@ -301,6 +315,21 @@ fn from_package(mut package: Map<String, Value>, notes: &mut Notes) -> Map<Strin
 }
 
 /// `@acme/notes-plugin` → `acme.notes-plugin`.
+/// An id made from a display name: lower case, runs of other characters than `a-z`,
+/// `0-9`, `.`, `_` and `-` as one `-` (`Weather Tools` → `weather-tools`).
+fn id_from_name(name: &str) -> String {
+    let mut id = String::new();
+    for c in name.trim().chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
+            id.push(c);
+        } else if !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    id.trim_matches('-').chars().take(64).collect()
+}
+
 fn npm_name_to_id(name: &str) -> String {
     name.trim_start_matches('@')
         .replace('/', ".")
@@ -1123,10 +1152,15 @@ mod tests {
     fn cyrene_dependencies_and_author_are_kept() {
         let n = run(
             "plugin.json",
-            json!({"id": "c.x", "version": "1.0", "name": "X", "kind": "js",
+            json!({"version": "1.0", "name": "Weather Tools", "kind": "js",
                    "author": {"name": "Ada", "email": "ada@example.com"},
-                   "dependencies": ["c.base", {"id": "c.more", "version": "^2"}], "hasView": false}),
+                   "dependencies": ["c.base", {"id": "c.more", "version": "^2"}]}),
         );
+        // Failed before: without another foreign field (`hasView` was added to make it
+        // one) the file was read as toolshed's own and refused; and it needed an `id`.
+        assert_eq!(n.dialect, Dialect::Foreign);
+        assert_eq!(n.value["id"], "weather-tools");
+        assert_eq!(n.value["dialect"], "cyrene");
         assert_eq!(n.value["version"], "1.0.0");
         assert_eq!(n.value["author"], "Ada <ada@example.com>");
         assert_eq!(
