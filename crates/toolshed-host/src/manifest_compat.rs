@@ -420,6 +420,18 @@ fn fenix_fields(obj: &mut Map<String, Value>, out: &mut Map<String, Value>, note
             );
         }
     }
+    if let Some(contract) = obj.remove("env_contract") {
+        if obj.contains_key("env") {
+            notes.ignored("env_contract", "`env` is also set and wins");
+        } else {
+            out.insert("env".into(), Value::Array(env_contract(contract)));
+            notes.mapped(
+                "env_contract",
+                "env",
+                "the variables the plugin needs: a required one missing makes it unconfigured, naming it",
+            );
+        }
+    }
     if let Some(Value::String(plane)) = obj.get("plane").cloned() {
         let mapped = match plane.to_ascii_lowercase().as_str() {
             "execution" | "program" => None,
@@ -440,6 +452,65 @@ fn fenix_fields(obj: &mut Map<String, Value>, out: &mut Map<String, Value>, note
                 format!("`{plane}` is toolshed's `{to}` plane"),
             );
         }
+    }
+}
+
+/// Fenix's `env_contract` as toolshed's `env` list: a list of names or of `{name,
+/// description, required, secret}` (`key`/`var` for the name, `desc` for the description,
+/// `sensitive` for secret), or a map of name → `true`/`false` (required), a description,
+/// or such an object. A variable a contract lists is required unless it says otherwise.
+fn env_contract(contract: Value) -> Vec<Value> {
+    let entry = |name: String, spec: Value| -> Value {
+        let mut var = Map::new();
+        var.insert("name".into(), Value::String(name));
+        let (required, description, secret) = match &spec {
+            Value::Bool(b) => (*b, None, false),
+            Value::String(d) => (true, Some(d.clone()), false),
+            Value::Object(o) => (
+                o.get("required")
+                    .and_then(Value::as_bool)
+                    .or_else(|| o.get("optional").and_then(Value::as_bool).map(|b| !b))
+                    .unwrap_or(true),
+                o.get("description")
+                    .or_else(|| o.get("desc"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                o.get("secret")
+                    .or_else(|| o.get("sensitive"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            ),
+            _ => (true, None, false),
+        };
+        var.insert("required".into(), Value::Bool(required));
+        if let Some(d) = description {
+            var.insert("description".into(), Value::String(d));
+        }
+        if secret {
+            var.insert("secret".into(), Value::Bool(true));
+        }
+        Value::Object(var)
+    };
+    match contract {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|item| match item {
+                Value::String(name) => Some(entry(name, Value::Bool(true))),
+                Value::Object(o) => {
+                    let name = ["name", "key", "var"]
+                        .iter()
+                        .find_map(|k| o.get(*k).and_then(Value::as_str))?
+                        .to_string();
+                    Some(entry(name, Value::Object(o)))
+                }
+                _ => None,
+            })
+            .collect(),
+        Value::Object(map) => map
+            .into_iter()
+            .map(|(name, spec)| entry(name, spec))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -1115,6 +1186,41 @@ mod tests {
                 .iter()
                 .any(|n| n.field == "tool_catalog[0].handler" && n.action == "ignored")
         );
+    }
+
+    #[test]
+    fn a_fenix_env_contract_is_the_plugins_env() {
+        // Failed before: `env_contract` was ignored, so a required variable was never
+        // enforced.
+        for contract in [
+            json!(["NOTES_DIR", {"name": "NOTES_TOKEN", "description": "API token.", "secret": true},
+                   {"key": "NOTES_DEBUG", "required": false}]),
+            json!({"NOTES_DIR": true, "NOTES_TOKEN": {"desc": "API token.", "sensitive": true},
+                   "NOTES_DEBUG": {"optional": true}}),
+        ] {
+            let n = run(
+                "plugin.yml",
+                json!({"plugin_id": "fenix.notes", "version": 1, "name": "Notes", "kind": "js",
+                       "env_contract": contract}),
+            );
+            let manifest: toolshed_core::PluginManifest = serde_json::from_value(n.value.clone())
+                .unwrap_or_else(|e| panic!("{e}: {}", n.value));
+            let var = |name: &str| {
+                manifest
+                    .env
+                    .iter()
+                    .find(|v| v.name == name)
+                    .unwrap()
+                    .clone()
+            };
+            assert!(var("NOTES_DIR").required && !var("NOTES_DIR").secret);
+            assert!(var("NOTES_TOKEN").required && var("NOTES_TOKEN").secret);
+            assert_eq!(
+                var("NOTES_TOKEN").description.as_deref(),
+                Some("API token.")
+            );
+            assert!(!var("NOTES_DEBUG").required);
+        }
     }
 
     #[test]
