@@ -260,6 +260,28 @@ def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server
             body = json.loads(response.read())
         assert not body["is_error"] and body["structured"]["data"]["text"] == "6000", body
 
+        # Tags, author and dialect are listed, and `?tag=` filters in any language (failed
+        # before: tags appeared nowhere and the filter was ignored).
+        def listed(query):
+            req = urllib.request.Request(
+                url.removesuffix("/mcp") + "/api/v1/plugins" + query,
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return {p["id"]: p for p in json.loads(response.read())["plugins"]}
+
+        everything = listed("")
+        mine = everything["workflow.page-fetch"]
+        # The plain `tags` as the manifest writes them (Chinese here, as the templates do);
+        # `?locale=en` gives the English ones.
+        assert mine["tags"] == ["网络"] and mine["author"] == "toolshed tests" and mine["dialect"] == "agent-spaces", mine
+        assert listed("?locale=en")["workflow.page-fetch"]["tags"] == ["network"]
+        assert set(listed("?tag=network")) == {"workflow.page-fetch"}
+        assert set(listed("?tag=%E7%BD%91%E7%BB%9C")) == {"workflow.page-fetch"}  # 网络
+        assert listed("?tag=network&locale=zh")["workflow.page-fetch"]["tags"] == ["网络"]
+        assert "dialect" in listed("")["workflow.page-fetch"]
+        assert listed("?tag=nothing-has-this") == {}
+
 
 def test_a_client_plugin_that_serves_nothing_here_installs_and_keeps_running(toolshed_bin, workspace, home):
     # Failed before: activate() registering nothing put the plugin in `error`.

@@ -380,6 +380,32 @@ impl PluginManifest {
         find(&wanted).or_else(|| find(&language))
     }
 
+    /// What a store or a list shows beside the name: the tags (in `locale` where the
+    /// manifest translates them), the author, the dependencies and the dialect.
+    pub fn listing_fields(&self, locale: Option<&str>) -> serde_json::Map<String, Value> {
+        let tags = locale
+            .and_then(|l| self.translation(l))
+            .map(|t| &t.tags)
+            .filter(|t| !t.is_empty())
+            .unwrap_or(&self.tags);
+        let mut out = serde_json::Map::new();
+        out.insert("tags".into(), serde_json::json!(tags));
+        out.insert("author".into(), serde_json::json!(self.author));
+        out.insert("dependencies".into(), serde_json::json!(self.dependencies));
+        out.insert("dialect".into(), serde_json::json!(self.dialect));
+        out
+    }
+
+    /// Whether `tag` is one of its tags, in any language (case folded).
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags
+            .iter()
+            .chain(self.translations.values().flat_map(|t| t.tags.iter()))
+            .any(|t| {
+                t.eq_ignore_ascii_case(tag.trim()) || t.to_lowercase() == tag.trim().to_lowercase()
+            })
+    }
+
     /// For kind `mcp`: its server, from the `[mcp]` table, else from `entry` read as a
     /// command line (`entry = "npx -y @modelcontextprotocol/server-memory"`, split at
     /// whitespace).

@@ -174,23 +174,54 @@ fn localize(plugin: &mut Value, manifest: &toolshed_core::PluginManifest, locale
     }
 }
 
-/// `GET /plugins`.
+/// `?locale=` and `?tag=` of `GET /plugins`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct PluginsQuery {
+    /// As [`LocaleQuery`].
+    #[serde(default)]
+    locale: Option<String>,
+    /// Only plugins with this tag, in any language.
+    #[serde(default)]
+    tag: Option<String>,
+}
+
+/// `GET /plugins`: every plugin, with its tags, author, dependencies and dialect; `?tag=`
+/// keeps those with that tag.
 pub async fn plugins(
     State(state): State<AppState>,
-    locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
+    params: Result<Query<PluginsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let locale = query(locale)?;
-    let locale = locale.locale()?;
+    let params = query(params)?;
+    let wanted = LocaleQuery {
+        locale: params.locale.clone(),
+    };
+    let locale = wanted.locale()?;
+    let tag = params
+        .tag
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
     let registry = state.host.registry();
     let plugins: Vec<Value> = registry
         .plugins()
         .into_iter()
-        .map(|info| {
-            let mut value = serde_json::to_value(&info).unwrap_or(Value::Null);
-            if let (Some(locale), Some(manifest)) = (locale, registry.manifest(&info.id)) {
-                localize(&mut value, &manifest, locale);
+        .filter_map(|info| {
+            let manifest = registry.manifest(&info.id);
+            if let Some(tag) = tag
+                && !manifest.as_ref().is_some_and(|m| m.has_tag(tag))
+            {
+                return None;
             }
-            value
+            let mut value = serde_json::to_value(&info).unwrap_or(Value::Null);
+            if let Some(manifest) = &manifest {
+                if let Some(locale) = locale {
+                    localize(&mut value, manifest, locale);
+                }
+                if let Value::Object(map) = &mut value {
+                    map.extend(manifest.listing_fields(locale));
+                }
+            }
+            Some(value)
         })
         .collect();
     Ok(Json(json!({ "plugins": plugins })))
@@ -210,6 +241,7 @@ fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
             "env".into(),
             serde_json::to_value(&manifest.env).unwrap_or(Value::Null),
         );
+        map.extend(manifest.listing_fields(None));
     }
     if let Value::Object(map) = &mut value {
         let provenance = state.host.store().provenance(id).ok().flatten();

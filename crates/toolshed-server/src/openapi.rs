@@ -204,8 +204,13 @@ fn operations() -> Vec<Op> {
             .respond("200", json_response("Up", schema_ref("Health"))),
         op("GET", "/metrics", "metrics", "Prometheus metrics: calls by tool and outcome, durations, jobs, live sessions and processes")
             .respond("200", json!({"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}})),
-        op("GET", "/plugins", "listPlugins", "Every plugin with its state")
+        op("GET", "/plugins", "listPlugins", "Every plugin with its state, tags, author, dependencies and manifest dialect")
             .param(locale_param())
+            .param(query_param(
+                "tag",
+                "Only plugins with this tag, in any language the manifest gives tags in",
+                json!({"type": "string"}),
+            ))
             .respond("400", error_response("The locale is not a language tag"))
             .respond("200", json_response("The plugins", json!({"type": "object", "required": ["plugins"], "properties": {"plugins": {"type": "array", "items": schema_ref("Plugin")}}}))),
         op("GET", "/plugins/{id}", "getPlugin", "One plugin")
@@ -520,7 +525,11 @@ fn schemas() -> Value {
                 "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
                 "reason": nullable_string,
                 "tools": {"type": "array", "items": {"type": "string"}},
-                "provenance": {"nullable": true, "allOf": [schema_ref("Provenance")]}
+                "provenance": {"nullable": true, "allOf": [schema_ref("Provenance")]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "author": nullable_string,
+                "dependencies": {"type": "object", "additionalProperties": {"type": "string"}},
+                "dialect": {"type": "string", "nullable": true, "description": "The format its manifest was written in, when another system's (agent-spaces, fenix, cyrene, npm)"}
             }
         },
         "Provenance": {

@@ -12,11 +12,11 @@ use crate::render::{print_json, table};
 /// Lists plugins and every discovery problem.
 pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
     let mut plugins = host.registry().plugins();
-    // Names and descriptions in the language asked for, where manifests translate them.
-    if let Some(lang) = std::env::var("TOOLSHED_LANG")
+    let language = std::env::var("TOOLSHED_LANG")
         .ok()
-        .filter(|l| !l.trim().is_empty())
-    {
+        .filter(|l| !l.trim().is_empty());
+    // Names and descriptions in the language asked for, where manifests translate them.
+    if let Some(lang) = language.clone() {
         for p in &mut plugins {
             let Some(manifest) = host.registry().manifest(&p.id) else {
                 continue;
@@ -39,6 +39,9 @@ pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
             .map(|p| {
                 let mut value = serde_json::to_value(p).unwrap_or_default();
                 if let serde_json::Value::Object(map) = &mut value {
+                    if let Some(manifest) = host.registry().manifest(&p.id) {
+                        map.extend(manifest.listing_fields(language.as_deref()));
+                    }
                     let provenance = host.store().provenance(&p.id).ok().flatten();
                     map.insert(
                         "provenance".into(),
