@@ -257,11 +257,7 @@ pub(super) fn check_port(
                 .iter()
                 .any(|rule| rule.allows_address(a.ip(), target.port))
         })
-        || listed.iter().any(|entry| {
-            HostPattern::parse(entry).is_ok_and(|p| {
-                p.port() == Some(target.port) && p.matches(&target.host, target.port)
-            })
-        })
+        || listed_with_port(listed, target)
     {
         return Ok(());
     }
@@ -289,15 +285,20 @@ pub(super) fn precheck_port(
             AllowRule::Range { .. } => true,
             AllowRule::Host { .. } => false,
         })
-        || listed.iter().any(|entry| {
-            HostPattern::parse(entry)
-                .is_ok_and(|p| p.port() == Some(port) && p.matches(&target.host, port))
-        });
+        || listed_with_port(listed, target);
     if could {
         Ok(())
     } else {
         Err(port_refused(target))
     }
+}
+
+/// Whether a policy's own list names this host with this very port.
+fn listed_with_port(listed: &[String], target: &Target) -> bool {
+    listed.iter().any(|entry| {
+        HostPattern::parse(entry)
+            .is_ok_and(|p| p.port() == Some(target.port) && p.matches(&target.host, target.port))
+    })
 }
 
 fn port_refused(target: &Target) -> ToolError {
