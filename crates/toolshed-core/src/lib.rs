@@ -24,6 +24,7 @@ mod manifest;
 mod output;
 mod plugin;
 mod ports;
+pub mod runtime;
 pub mod secret;
 mod spec;
 pub mod suggest;

@@ -382,7 +382,14 @@ impl PluginManifest {
 
     /// What a store or a list shows beside the name: the tags (in `locale` where the
     /// manifest translates them), the author, the dependencies and the dialect.
-    pub fn listing_fields(&self, locale: Option<&str>) -> serde_json::Map<String, Value> {
+    ///
+    /// With the plugin's directory, a JavaScript plugin's `runtime` too (`quickjs`, or
+    /// `node (why)`).
+    pub fn listing_fields(
+        &self,
+        locale: Option<&str>,
+        dir: Option<&std::path::Path>,
+    ) -> serde_json::Map<String, Value> {
         let tags = locale
             .and_then(|l| self.translation(l))
             .map(|t| &t.tags)
@@ -393,6 +400,11 @@ impl PluginManifest {
         out.insert("author".into(), serde_json::json!(self.author));
         out.insert("dependencies".into(), serde_json::json!(self.dependencies));
         out.insert("dialect".into(), serde_json::json!(self.dialect));
+        if self.kind == PluginKind::Js
+            && let Some(dir) = dir
+        {
+            out.insert("runtime".into(), crate::runtime::describe(dir).into());
+        }
         out
     }
 

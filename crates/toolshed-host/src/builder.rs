@@ -315,6 +315,7 @@ impl HostBuilder {
             egress_socket: None,
             joined_network: None,
             visible: Vec::new(),
+            revealed: Vec::new(),
             read_only: Vec::new(),
             write_only: Vec::new(),
             report_fd: None,

@@ -85,6 +85,7 @@ pub fn code_plugin_with(services: &Services, limits: JsLimits) -> Arc<dyn Plugin
             files: services.ops.files.clone(),
             http: services.net.clone(),
             notices: services.notices.clone(),
+            processes: services.ops.process.clone(),
         },
         running: Arc::new(Semaphore::new(MAX_RUNNING)),
     };
@@ -198,6 +199,7 @@ impl Snippet {
             reach: Arc::new(Reach::all_tools(PLUGIN_ID)),
             access: access.clone(),
             context_first: false,
+            node: None,
         };
         let (handle, ready) = worker::spawn(config).map_err(ToolError::Internal)?;
         let wait = limits.activate_timeout + START_GRACE;

@@ -135,6 +135,11 @@ impl Reach {
         !self.read_roots.is_empty() || !self.write_roots.is_empty()
     }
 
+    /// Whether some path may be written.
+    pub(crate) fn has_fs_write(&self) -> bool {
+        !self.write_roots.is_empty()
+    }
+
     /// Whether any tool may be called (`ctx.tools` exists).
     pub(crate) fn has_tools(&self) -> bool {
         self.all_tools || !self.tools.is_empty()

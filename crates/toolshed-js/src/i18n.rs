@@ -109,6 +109,16 @@ impl Translations {
         })
     }
 
+    /// Every table, in the order a key is looked up: the chosen language, English, then
+    /// the others (for a runtime that translates on its own side).
+    pub(crate) fn tables(&self) -> Vec<Value> {
+        std::iter::once(&self.chosen)
+            .chain(std::iter::once(&self.fallback))
+            .chain(&self.others)
+            .map(|t| Value::Object(t.clone()))
+            .collect()
+    }
+
     /// The text for `key` with `{name}` placeholders replaced from `vars`; `text` when no
     /// table has the key.
     pub(crate) fn translate(

@@ -231,6 +231,7 @@ mod grants;
 mod i18n;
 mod limits;
 mod loader;
+mod node;
 mod plugin;
 mod tool;
 mod worker;

@@ -49,6 +49,7 @@ impl JsLoader {
                 files: services.ops.files.clone(),
                 http: services.net.clone(),
                 notices: services.notices.clone(),
+                processes: services.ops.process.clone(),
             },
         }
     }
@@ -122,6 +123,10 @@ impl PluginLoader for JsLoader {
         let prefix = tool_prefix(&id);
         let language = self.language.clone().unwrap_or_else(language_from_env);
         let reach = Arc::new(Reach::new(&id, &manifest.capabilities, &grants));
+        let node = toolshed_core::runtime::needs_node(&dir);
+        if let Some(why) = &node {
+            tracing::debug!(plugin = %id, reason = %why, "the plugin runs in Node.js");
+        }
         let worker = WorkerConfig {
             plugin_id: id.clone(),
             version: manifest.version.clone(),
@@ -137,6 +142,7 @@ impl PluginLoader for JsLoader {
             reach,
             access: self.access.clone(),
             context_first: manifest.dialect.as_deref() == Some("agent-spaces"),
+            node,
         };
         Ok(Arc::new(JsPlugin::new(manifest, worker)))
     }

@@ -45,6 +45,9 @@ pub(crate) struct WorkerConfig {
     /// Actions run as `run(ctx, args)` (Agent Spaces' order) rather than `run(args, ctx)`;
     /// decided by the manifest's dialect, once.
     pub context_first: bool,
+    /// Why the plugin runs in Node.js rather than QuickJS (`None`: QuickJS), decided at
+    /// load from its files.
+    pub node: Option<String>,
 }
 
 /// The request that asks the plugin's `health()` export instead of running an action (no
@@ -62,7 +65,7 @@ pub(crate) fn failure_reason(failure: &Failure) -> Option<String> {
         .clone()
 }
 
-fn set_failure(failure: &Failure, reason: String) {
+pub(crate) fn set_failure(failure: &Failure, reason: String) {
     *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
 }
 
@@ -84,6 +87,9 @@ pub(crate) type Ready = oneshot::Receiver<Result<Vec<ActionDef>, String>>;
 /// Starts the plugin's thread; it loads the entry and activates it, then reports on the
 /// returned [`Ready`] receiver.
 pub(crate) fn spawn(config: WorkerConfig) -> Result<(WorkerHandle, Ready), String> {
+    if config.node.is_some() {
+        return crate::node::spawn(config);
+    }
     let (commands_tx, commands_rx) = mpsc::channel(config.limits.max_queued_calls.max(1));
     let (ready_tx, ready_rx) = oneshot::channel();
     let (exited_tx, exited_rx) = oneshot::channel::<()>();

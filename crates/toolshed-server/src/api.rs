@@ -218,7 +218,7 @@ pub async fn plugins(
                     localize(&mut value, manifest, locale);
                 }
                 if let Value::Object(map) = &mut value {
-                    map.extend(manifest.listing_fields(locale));
+                    map.extend(manifest.listing_fields(locale, info.dir.as_deref()));
                 }
             }
             Some(value)
@@ -241,7 +241,7 @@ fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
             "env".into(),
             serde_json::to_value(&manifest.env).unwrap_or(Value::Null),
         );
-        map.extend(manifest.listing_fields(None));
+        map.extend(manifest.listing_fields(None, info.dir.as_deref()));
     }
     if let Value::Object(map) = &mut value {
         let provenance = state.host.store().provenance(id).ok().flatten();

@@ -529,7 +529,8 @@ fn schemas() -> Value {
                 "tags": {"type": "array", "items": {"type": "string"}},
                 "author": nullable_string,
                 "dependencies": {"type": "object", "additionalProperties": {"type": "string"}},
-                "dialect": {"type": "string", "nullable": true, "description": "The format its manifest was written in, when another system's (agent-spaces, fenix, cyrene, npm)"}
+                "dialect": {"type": "string", "nullable": true, "description": "The format its manifest was written in, when another system's (agent-spaces, fenix, cyrene, npm)"},
+                "runtime": {"type": "string", "description": "For a JavaScript plugin, what runs it: `quickjs`, or `node (why)` when it needs Node.js (a Node built-in module, npm dependencies)"}
             }
         },
         "Provenance": {

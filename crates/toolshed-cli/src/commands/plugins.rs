@@ -40,7 +40,7 @@ pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
                 let mut value = serde_json::to_value(p).unwrap_or_default();
                 if let serde_json::Value::Object(map) = &mut value {
                     if let Some(manifest) = host.registry().manifest(&p.id) {
-                        map.extend(manifest.listing_fields(language.as_deref()));
+                        map.extend(manifest.listing_fields(language.as_deref(), p.dir.as_deref()));
                     }
                     let provenance = host.store().provenance(&p.id).ok().flatten();
                     map.insert(

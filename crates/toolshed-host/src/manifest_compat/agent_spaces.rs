@@ -47,6 +47,20 @@ pub(super) fn config_fields(obj: &mut Map<String, Value>, notes: &mut Notes) {
                 notes.mapped(&at("value"), &at("default"), "Agent Spaces' default value");
             }
         }
+        if let Some(Value::String(widget)) = field.get("type").cloned()
+            && let Some((kind, secret)) = widget_type(&widget)
+        {
+            field.insert("type".into(), kind.into());
+            if secret && !field.contains_key("secret") {
+                field.insert("secret".into(), Value::Bool(true));
+            }
+            let why = if secret {
+                format!("the `{widget}` input of a settings form: a `{kind}` kept as a secret")
+            } else {
+                format!("the `{widget}` input of a settings form holds a `{kind}`")
+            };
+            notes.mapped(&at("type"), &at("type"), why);
+        }
         let kind = field.get("type").and_then(Value::as_str).unwrap_or("");
         if kind == "number"
             && let Some(Value::String(text)) = field.get("default")
@@ -111,6 +125,21 @@ pub(super) fn config_fields(obj: &mut Map<String, Value>, notes: &mut Notes) {
             }
         }
     }
+}
+
+/// The config type a settings-form input holds (and whether it is a secret), for the
+/// inputs Agent Spaces' forms use besides toolshed's own types.
+fn widget_type(widget: &str) -> Option<(&'static str, bool)> {
+    Some(match widget {
+        "password" | "secret" => ("string", true),
+        "text" | "textarea" | "input" | "url" | "email" | "color" | "file" | "path" | "folder"
+        | "date" | "time" | "datetime" => ("string", false),
+        "switch" | "checkbox" | "toggle" | "bool" => ("boolean", false),
+        "slider" | "integer" | "int" | "float" => ("number", false),
+        "radio" | "dropdown" => ("select", false),
+        "json" | "map" => ("object", false),
+        _ => return None,
+    })
 }
 
 /// Whether a config key names a credential: `apiKey`, `api_key`, `accessKeySecret`,

@@ -40,8 +40,8 @@ pub(crate) use fault::Fault;
 use fault::{fault_to_error, returned};
 use guard::Guard;
 pub(crate) use guard::Stop;
-pub(crate) use host::HostAccess;
 use host::{CallScope, Completion, HostOps, LogBudget, Shared};
+pub(crate) use host::{HostAccess, HostError, check_event, memory_request};
 
 /// JavaScript helpers the host builds plugin-facing objects with.
 const PRELUDE: &str = include_str!("prelude.js");

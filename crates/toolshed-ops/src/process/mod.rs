@@ -176,6 +176,10 @@ pub struct SpawnRequest {
     /// ([`crate::sandbox::named_programs`]: never an arbitrary path a caller writes). Under the sandbox's private `/tmp`, `/dev/shm` or
     /// `/run` they are brought back read-only (see [`crate::sandbox::visible_root`]).
     pub visible: Vec<std::path::PathBuf>,
+    /// Directories inside the paths hidden from commands (toolshed's data dir) that this
+    /// one may read: a plugin's own directory, for the plugin's runtime process. Set by
+    /// the host only, never from a caller's input; ignored without a sandbox.
+    pub revealed: Vec<std::path::PathBuf>,
     /// What the command may write inside the workspace, from policy rules on `writes`:
     /// paths its sandbox keeps read-only, or the only ones it leaves writable. Ignored
     /// without a sandbox (full access).
@@ -199,6 +203,7 @@ impl SpawnRequest {
             network_hosts: None,
             web_network: false,
             visible: Vec::new(),
+            revealed: Vec::new(),
             write_scope: toolshed_core::WriteScope::default(),
         }
     }

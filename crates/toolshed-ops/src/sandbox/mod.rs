@@ -153,6 +153,9 @@ pub struct SandboxPolicy {
     /// Directories under the private mounts (`/tmp`, `/dev/shm`, `/run`) brought back
     /// read-only: what a command needs to run that lives there ([`visible_root`]).
     pub visible: Vec<PathBuf>,
+    /// Directories inside [`denied`](Self::denied) paths shown read-only, alone: a
+    /// plugin's own directory in toolshed's data dir, for the plugin's process.
+    pub revealed: Vec<PathBuf>,
     /// Paths inside the workspace kept read-only (policy rules on `writes`).
     pub read_only: Vec<PathBuf>,
     /// When not empty, the only paths inside the workspace left writable (policy rules
@@ -192,6 +195,10 @@ impl SandboxPolicy {
         }
         for path in &self.visible {
             args.push("--show".into());
+            args.push(path.clone().into());
+        }
+        for path in &self.revealed {
+            args.push("--reveal".into());
             args.push(path.clone().into());
         }
         if let Some(fd) = self.report_fd {

@@ -199,20 +199,6 @@ fn publish<'js>(
     if let Err(message) = scope.reach.check_events() {
         return Err(Exception::throw_message(ctx, &message));
     }
-    let valid = !kind.is_empty()
-        && kind.len() <= 64
-        && kind
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'));
-    if !valid {
-        return Err(Exception::throw_type(
-            ctx,
-            &format!(
-                "events.publish: type `{}` must be 1 to 64 of a-z, 0-9, `_`, `.`, `-` (e.g. `note.added`)",
-                kind.chars().take(64).collect::<String>()
-            ),
-        ));
-    }
     let data = match data.map(|v| to_json(ctx, v)) {
         None => Json::Null,
         Some(Ok(Some(json))) => json,
@@ -224,12 +210,8 @@ fn publish<'js>(
             ));
         }
     };
-    let size = data.to_string().len();
-    if size > MAX_EVENT_BYTES {
-        return Err(Exception::throw_range(
-            ctx,
-            &format!("events.publish: data is {size} bytes as JSON; at most {MAX_EVENT_BYTES}"),
-        ));
+    if let Err(why) = check_event(kind, &data) {
+        return Err(Exception::throw_type(ctx, &why));
     }
     let owner = scope.call(ctx)?.owner.0.clone();
     scope.access.notices.publish(
@@ -237,6 +219,28 @@ fn publish<'js>(
         Some(&owner),
         json!({ "plugin_id": scope.plugin_id, "data": data }),
     );
+    Ok(())
+}
+
+/// Whether an event of type `kind` carrying `data` may be published.
+pub(crate) fn check_event(kind: &str, data: &Json) -> Result<(), String> {
+    let valid = !kind.is_empty()
+        && kind.len() <= 64
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'));
+    if !valid {
+        return Err(format!(
+            "events.publish: type `{}` must be 1 to 64 of a-z, 0-9, `_`, `.`, `-` (e.g. `note.added`)",
+            kind.chars().take(64).collect::<String>()
+        ));
+    }
+    let size = data.to_string().len();
+    if size > MAX_EVENT_BYTES {
+        return Err(format!(
+            "events.publish: data is {size} bytes as JSON; at most {MAX_EVENT_BYTES}"
+        ));
+    }
     Ok(())
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn memory_op<'js>(
         return rejected(ctx, &message);
     }
     let call = scope.call(ctx)?.clone();
-    let mut args = match args.map(|v| to_json(ctx, v)) {
+    let args = match args.map(|v| to_json(ctx, v)) {
         None => Map::new(),
         Some(Ok(Some(serde_json::Value::Object(map)))) => map,
         Some(_) => {
@@ -41,46 +41,60 @@ pub(crate) fn memory_op<'js>(
         );
     };
     let plugin = scope.plugin_id.clone();
-    let ns = namespace(&plugin);
+    let op = op.to_string();
+    scope.start(ctx, async move {
+        memory_request(caller.as_ref(), &call, &plugin, &op, args)
+            .await
+            .map(HostValue::Json)
+    })
+}
+
+/// One `ctx.memory` operation of plugin `plugin` for the call `call`, whatever runtime
+/// asked: through the memory tools, in the plugin's namespace.
+pub(crate) async fn memory_request(
+    caller: &dyn ToolCaller,
+    call: &CallContext,
+    plugin: &str,
+    op: &str,
+    mut args: Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, HostError> {
+    let ns = namespace(plugin);
     let tool = match op {
         "store" => "memory_store",
         "search" => "memory_search",
         "get" => "memory_get",
         "list" => "memory_list",
         "delete" => "memory_delete",
-        other => return rejected(ctx, &format!("memory.{other} is not an operation")),
+        other => return Err(format!("memory.{other} is not an operation").into()),
     };
     if matches!(op, "store" | "search" | "list") {
         args.insert("namespace".into(), ns.clone().into());
     }
-    let op = op.to_string();
-    scope.start(ctx, async move {
-        let memory = Memory {
-            caller: caller.as_ref(),
-            call: &call,
-            plugin: &plugin,
-        };
-        // A memory named by id must be one of this plugin's (ids are the caller's across
-        // namespaces; a namespace never changes once stored).
-        let id = args.get("id").and_then(|v| v.as_str()).map(str::to_string);
-        if let Some(id) = &id {
-            let found = memory.call("memory_get", json!({ "id": id })).await?;
-            if found["namespace"] != json!(ns) {
-                return Err(HostError {
-                    message: format!("no memory `{id}` of plugin `{plugin}`"),
-                    kind: Some("not_found"),
-                });
-            }
-            if op == "get" {
-                return Ok(HostValue::Json(found));
-            }
+    let memory = Memory {
+        caller,
+        call,
+        plugin,
+    };
+    // A memory named by id must be one of this plugin's (ids are the caller's across
+    // namespaces; a namespace never changes once stored).
+    let id = args.get("id").and_then(|v| v.as_str()).map(str::to_string);
+    if let Some(id) = &id {
+        let found = memory.call("memory_get", json!({ "id": id })).await?;
+        if found["namespace"] != json!(ns) {
+            return Err(HostError {
+                message: format!("no memory `{id}` of plugin `{plugin}`"),
+                kind: Some("not_found"),
+            });
         }
-        let mut out = memory.call(tool, serde_json::Value::Object(args)).await?;
-        Ok(HostValue::Json(match op.as_str() {
-            "store" => out["memory"].take(),
-            "search" => out["results"].take(),
-            _ => out,
-        }))
+        if op == "get" {
+            return Ok(found);
+        }
+    }
+    let mut out = memory.call(tool, serde_json::Value::Object(args)).await?;
+    Ok(match op {
+        "store" => out["memory"].take(),
+        "search" => out["results"].take(),
+        _ => out,
     })
 }
 

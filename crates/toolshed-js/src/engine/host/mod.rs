@@ -15,6 +15,9 @@ mod llm;
 mod memory;
 mod objects;
 
+pub(crate) use llm::check_event;
+pub(crate) use memory::memory_request;
+
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
@@ -126,6 +129,8 @@ pub(crate) struct HostAccess {
     pub http: Arc<dyn HttpClient>,
     /// Where `ctx.events.publish` announces (as `plugin.<id>.<type>`).
     pub notices: Arc<toolshed_ops::Notices>,
+    /// Starts the Node.js runtime of plugins that need one, in the command sandbox.
+    pub processes: Arc<dyn toolshed_ops::ProcessOps>,
 }
 
 impl std::fmt::Debug for HostAccess {

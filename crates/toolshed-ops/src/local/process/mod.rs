@@ -437,6 +437,7 @@ impl ProcessOps for LocalProcessOps {
                 }
                 sandbox.policy.writable.extend(kept.into_iter().cloned());
                 sandbox.policy.visible = visible_roots(program, request, &sandbox.policy);
+                sandbox.policy.revealed.clone_from(&request.revealed);
                 let scoped = scoped_paths(&request.write_scope, &sandbox.policy.workspace)
                     .map_err(|e| {
                         remove_cgroup(&cgroup);

@@ -49,6 +49,9 @@ struct Args {
     denied: Vec<PathBuf>,
     /// Brought back read-only under the private mounts.
     visible: Vec<PathBuf>,
+    /// Directories inside the hidden paths shown read-only (a plugin's own directory in
+    /// toolshed's data dir).
+    revealed: Vec<PathBuf>,
     /// Inside the workspace, kept read-only (policy rules on writes).
     read_only: Vec<PathBuf>,
     /// Inside the workspace, the only paths left writable (policy rules on writes).
@@ -134,6 +137,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),
             Some("--show") => parsed.visible.push(PathBuf::from(value)),
+            Some("--reveal") => parsed.revealed.push(PathBuf::from(value)),
             Some("--read-only") => parsed.read_only.push(PathBuf::from(value)),
             Some("--write-only") => parsed.write_only.push(PathBuf::from(value)),
             Some("--egress") => parsed.egress = Some(PathBuf::from(value)),
@@ -346,6 +350,26 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
             visible.push((path, fd));
         }
     }
+    // Directories inside the hidden paths the command may read, opened now: once the
+    // hidden paths are covered they are brought back, alone, read-only.
+    let mut revealed: Vec<(PathBuf, OwnedFd)> = Vec::new();
+    for path in &args.revealed {
+        if !path.is_absolute() {
+            continue;
+        }
+        // Compared with the hidden paths, which are canonical.
+        #[allow(clippy::disallowed_methods)]
+        let Ok(path) = path.canonicalize() else {
+            continue;
+        };
+        if let Ok(fd) = rustix::fs::open(
+            &path,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) {
+            revealed.push((path, fd));
+        }
+    }
     // The egress proxy's socket, brought in at a fixed place under the private /run.
     let egress = match &args.egress {
         Some(path) => Some(
@@ -433,19 +457,33 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
             continue; // missing: nothing to hide
         };
         if path.is_dir() {
-            mount(
-                "tmpfs",
-                &path,
-                Some("tmpfs"),
-                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                Some("mode=000,size=4k"),
-            )?;
+            let inside: Vec<&(PathBuf, OwnedFd)> = revealed
+                .iter()
+                .filter(|(shown, _)| shown.starts_with(&path) && shown != &path)
+                .collect();
+            if inside.is_empty() {
+                mount(
+                    "tmpfs",
+                    &path,
+                    Some("tmpfs"),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    Some("mode=000,size=4k"),
+                )?;
+            } else {
+                mounts::hide_but(&path, &inside)?;
+            }
         } else {
             mount("/dev/null", &path, None, libc::MS_BIND, None)?;
             remount_read_only(&path)?;
         }
     }
 
+    // Revealed directories no hidden path covered (under the private /tmp, say) are
+    // brought back the same way.
+    for (path, fd) in &revealed {
+        mounts::bring_back(path, fd)?;
+    }
+    drop(revealed);
     std::env::set_current_dir(&cwd)
         .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
 

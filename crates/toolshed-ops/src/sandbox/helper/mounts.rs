@@ -63,6 +63,39 @@ pub(super) fn mount(
 }
 
 /// The directories the command may write.
+/// Hides the directory `path` like every hidden path (an empty tmpfs, read-only) except
+/// for the directories `inside` it, each brought back read-only from its opened
+/// descriptor; the directories leading to them exist (traversable, empty otherwise), and
+/// nothing else of `path` is there.
+pub(super) fn hide_but(path: &Path, inside: &[&(PathBuf, OwnedFd)]) -> Result<(), String> {
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let data = "mode=0711,size=64k";
+    mount("tmpfs", path, Some("tmpfs"), flags, Some(data))?;
+    for (shown, fd) in inside {
+        bring_back(shown, fd)?;
+    }
+    mount(
+        "tmpfs",
+        path,
+        None,
+        flags | libc::MS_REMOUNT | libc::MS_RDONLY,
+        Some(data),
+    )
+}
+
+/// Mounts the directory opened as `fd` at `path`, read-only, unless `path` already is it.
+pub(super) fn bring_back(path: &Path, fd: &OwnedFd) -> Result<(), String> {
+    let seen = rustix::fs::stat(path).ok();
+    let kept = rustix::fs::fstat(fd).map_err(|e| format!("{}: {e}", path.display()))?;
+    if seen.is_some_and(|s| s.st_dev == kept.st_dev && s.st_ino == kept.st_ino) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    mount(&source, path, None, libc::MS_BIND | libc::MS_REC, None)?;
+    remount_read_only(path)
+}
+
 pub(super) fn writable(args: &Args) -> Vec<PathBuf> {
     let mut writable = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")];
     if args.mode == SandboxMode::WorkspaceWrite {
