@@ -203,3 +203,34 @@ export function activate(context) {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn crypto_hashes_and_signs_as_node_and_webcrypto_do() {
+    // Failed before: the crypto global had only randomUUID and getRandomValues.
+    let out = run(
+        r#"const h = crypto.createHash("sha256").update("ab").update(new TextEncoder().encode("c")).digest("hex");
+           const mac = crypto.createHmac("sha256", "key").update("The quick brown fox jumps over the lazy dog").digest("base64");
+           const md5 = crypto.createHash("md5").update("").digest("hex");
+           const key = await crypto.subtle.importKey("raw", new TextEncoder().encode("key"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+           const signed = Buffer.from(new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode("The quick brown fox jumps over the lazy dog")))).toString("base64");
+           const sum = Buffer.from(new Uint8Array(await crypto.subtle.digest("SHA-1", new TextEncoder().encode("abc")))).toString("hex");
+           let unknown;
+           try { crypto.createHash("sha3-999"); } catch (e) { unknown = e.message; }
+           return { h, mac, md5, signed, sum, unknown, random: crypto.randomBytes(8).length };"#,
+    )
+    .await;
+    assert!(out.get("error").is_none(), "{out}");
+    assert_eq!(
+        out["h"],
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(out["mac"], "97yD9DBThCSxMpjmqm+xQ+9NWaFJRhdZl0edvC0aPNg=");
+    assert_eq!(out["signed"], out["mac"]);
+    assert_eq!(out["md5"], "d41d8cd98f00b204e9800998ecf8427e");
+    assert_eq!(out["sum"], "a9993e364706816aba3e25717850c26c9cd0d89d");
+    assert!(
+        out["unknown"].as_str().unwrap().contains("not supported"),
+        "{out}"
+    );
+    assert_eq!(out["random"], 8);
+}

@@ -191,7 +191,48 @@
     const h = toHex(b);
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   };
+  // createHash/createHmac as Node has them (update, then digest once), and the
+  // WebCrypto digest and HMAC sign; the hashing itself is the host's.
+  const hostDigest = (algorithm, data, key) =>
+    key === undefined ? host.digest(algorithm, Array.from(data)) : host.digest(algorithm, Array.from(data), Array.from(key));
+  const bytesOf = (data, encoding) => (typeof data === "string" ? Buffer.from(data, encoding || "utf8") : asBytes(data));
+  class Hash {
+    #algorithm; #key; #chunks = []; #done = false;
+    constructor(algorithm, key) {
+      this.#algorithm = String(algorithm);
+      this.#key = key;
+      hostDigest(this.#algorithm, [], key); // an unknown algorithm throws now
+    }
+    update(data, encoding) {
+      if (this.#done) throw new Error("Digest already called");
+      this.#chunks.push(bytesOf(data, encoding));
+      return this;
+    }
+    digest(encoding) {
+      if (this.#done) throw new Error("Digest already called");
+      this.#done = true;
+      const out = Buffer.from(hostDigest(this.#algorithm, Buffer.concat(this.#chunks), this.#key));
+      return encoding === undefined ? out : out.toString(encoding);
+    }
+  }
+  const hashName = (algorithm) => String(typeof algorithm === "object" && algorithm !== null ? algorithm.name : algorithm);
+  const subtle = Object.freeze({
+    digest: async (algorithm, data) => new Uint8Array(hostDigest(hashName(algorithm), asBytes(data))).buffer,
+    importKey: async (format, keyData, algorithm, extractable, usages) => {
+      if (format !== "raw") throw new TypeError("subtle.importKey: only raw keys are supported");
+      if (String(algorithm && algorithm.name).toUpperCase() !== "HMAC") throw new TypeError("subtle.importKey: only HMAC keys are supported");
+      return Object.freeze({ type: "secret", algorithm: { name: "HMAC", hash: { name: hashName(algorithm.hash) } }, extractable: Boolean(extractable), usages: usages || [], raw: asBytes(keyData).slice() });
+    },
+    sign: async (algorithm, key, data) => {
+      if (String(hashName(algorithm)).toUpperCase() !== "HMAC") throw new TypeError("subtle.sign: only HMAC is supported");
+      return new Uint8Array(hostDigest(key.algorithm.hash.name, asBytes(data), key.raw)).buffer;
+    },
+  });
   define("crypto", Object.freeze({
+    createHash: (algorithm) => new Hash(algorithm),
+    createHmac: (algorithm, key) => new Hash(algorithm, bytesOf(key)),
+    randomBytes: (size) => Buffer.from(host.randomBytes(size)),
+    subtle,
     randomUUID,
     getRandomValues(array) {
       if (!ArrayBuffer.isView(array) || array instanceof Float32Array || array instanceof Float64Array) {

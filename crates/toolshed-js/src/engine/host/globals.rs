@@ -89,6 +89,16 @@ pub(crate) fn install<'js>(
     )?;
     host.set("randomBytes", random)?;
 
+    // crypto.createHash/createHmac/subtle: the digest of bytes, keyed for an HMAC.
+    let digest = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, algorithm: String, data: Vec<u8>, key: Opt<Vec<u8>>| {
+            digest(&algorithm, &data, key.0.as_deref())
+                .map_err(|why| Exception::throw_type(&ctx, &why))
+        },
+    )?;
+    host.set("digest", digest)?;
+
     let parse = Function::new(
         ctx.clone(),
         |ctx: Ctx<'js>, input: String, base: Opt<Option<String>>| {
@@ -168,4 +178,42 @@ fn url_parts<'js>(ctx: &Ctx<'js>, url: &url::Url) -> rquickjs::Result<Object<'js
             .unwrap_or_default(),
     )?;
     Ok(parts)
+}
+
+/// The digest of `data` under `algorithm` (Node's names: `sha256`, `sha1`, `sha384`,
+/// `sha512`, `md5`; WebCrypto's `SHA-256` too), an HMAC with `key`.
+fn digest(algorithm: &str, data: &[u8], key: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    use hmac::{Hmac, KeyInit, Mac};
+    use sha2::Digest;
+    macro_rules! compute {
+        ($hash:ty) => {
+            match key {
+                None => <$hash>::digest(data).to_vec(),
+                Some(key) => {
+                    let mut mac = Hmac::<$hash>::new_from_slice(key)
+                        .map_err(|e| format!("the HMAC key was refused: {e}"))?;
+                    mac.update(data);
+                    mac.finalize().into_bytes().to_vec()
+                }
+            }
+        };
+    }
+    let name: String = algorithm
+        .chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    Ok(match name.as_str() {
+        "sha256" => compute!(sha2::Sha256),
+        "sha512" => compute!(sha2::Sha512),
+        "sha384" => compute!(sha2::Sha384),
+        "sha224" => compute!(sha2::Sha224),
+        "sha1" => compute!(sha1::Sha1),
+        "md5" => compute!(md5::Md5),
+        _ => {
+            return Err(format!(
+                "digest algorithm `{algorithm}` is not supported; use sha256, sha512, sha384, sha224, sha1 or md5"
+            ));
+        }
+    })
 }
