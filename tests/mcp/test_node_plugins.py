@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -200,3 +201,145 @@ def test_a_node_plugin_is_held_by_the_sandbox(toolshed_bin, workspace, home, tmp
         refused = call("node_probe_get", {"url": f"http://{other}/"})
         assert refused.startswith("refused:"), refused
         assert Counter.hits == [int(granted.split(":")[1])], Counter.hits
+
+
+FEED = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-feed-slugs"
+
+
+class Feed(loopback.Handler):
+    def do_GET(self):
+        items = "".join(f"<item><title>{t}</title></item>" for t in ("Hello, World!", "Café au lait at 9"))
+        self.answer(200, "application/rss+xml", f"<rss><channel>{items}</channel></rss>".encode())
+
+
+def test_a_plugin_with_an_npm_dependency_installs_it_from_its_lock_file(server, serve, toolshed_bin, workspace, home):
+    # Failed before: `require('tiny-slug')` named a package QuickJS cannot load, and
+    # nothing installed the plugin's dependencies.
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(FEED))
+    out = installed.stdout + installed.stderr
+    assert "npm: 1 package(s)" in out, out
+    assert "postinstall" in out and "not run" in out, out
+    assert [line for line in out.splitlines() if "warning" in line.lower() and "in environment (TOOLSHED_" not in line] == []
+    target = home / "plugins" / "content.feed-slugs"
+    assert (target / "node_modules" / "tiny-slug" / "index.js").is_file()
+    # The plugin's own postinstall script never ran, and the fixture is as it was.
+    assert not (target / "postinstall-ran").exists() and not (FEED / "postinstall-ran").exists()
+    assert not (FEED / "node_modules").exists()
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    mine = next(p for p in listed["plugins"] if p["id"] == "content.feed-slugs")
+    assert mine["state"] == "running" and mine["runtime"].startswith("node"), mine
+    deps = mine["provenance"]["dependencies"]
+    assert deps["manager"] == "npm" and deps["packages"] == 1 and deps["bytes"] > 0, deps
+
+    with loopback.serving(Feed) as feed:
+        assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "content.feed-slugs", f"http:{feed}").returncode == 0
+        (home / "web.toml").write_text(f'[web]\nallow = ["{feed}"]\n')
+        params = server()
+        params.env["TOOLSHED_CONFIG"] = str(home / "web.toml")
+        wanted = [{"title": "Hello, World!", "slug": "hello-world"}, {"title": "Café au lait at 9", "slug": "cafe-au-lait-at-9"}]
+
+        async def main():
+            async with Client(params, mode="legacy") as client:
+                done = await client.call_tool("feed_slugs_slugs", {"url": f"http://{feed}/rss"})
+                assert not done.is_error, done.content
+                assert done.structured_content["data"]["items"] == wanted, done.structured_content
+
+        run(main())
+        url, token = serve({"TOOLSHED_CONFIG": str(home / "web.toml")})
+        request = urllib.request.Request(
+            url.removesuffix("/mcp") + "/api/v1/tools/feed_slugs_slugs/execute",
+            data=json.dumps({"arguments": {"url": f"http://{feed}/rss"}}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = json.loads(response.read())
+        assert not body["is_error"] and body["structured"]["data"]["items"] == wanted, body
+
+
+def npm_tarball(path: Path, name: str, files: dict) -> str:
+    """Writes an npm package tarball of `files` (under `package/`); its integrity string."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for rel, data in {"package.json": json.dumps({"name": name, "version": "1.0.0", "main": "index.js"}), **files}.items():
+            raw = data if isinstance(data, bytes) else data.encode()
+            info = tarfile.TarInfo(f"package/{rel}")
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    return "sha512-" + base64.b64encode(hashlib.sha512(path.read_bytes()).digest()).decode()
+
+
+def plugin_with_dependency(root: Path, name: str, files: dict, resolved=None) -> Path:
+    """A plugin depending on package `name` (a tarball in vendor/, or `resolved`), locked."""
+    root.mkdir()
+    (root / "vendor").mkdir()
+    integrity = npm_tarball(root / "vendor" / f"{name}-1.0.0.tgz", name, files)
+    spec = resolved or f"file:vendor/{name}-1.0.0.tgz"
+    (root / "info.json").write_text(json.dumps({**PROBE_INFO, "id": f"tests.uses-{name}"}))
+    (root / "main.js").write_text(f"const dep = require('{name}');\nexports.activate = (c) => c.registerActions([]);\n")
+    (root / "package.json").write_text(json.dumps({"name": "p", "version": "1.0.0", "dependencies": {name: spec}}))
+    lock = {
+        "name": "p", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+        "packages": {
+            "": {"name": "p", "version": "1.0.0", "dependencies": {name: spec}},
+            f"node_modules/{name}": {"version": "1.0.0", "resolved": spec, "integrity": integrity},
+        },
+    }
+    (root / "package-lock.json").write_text(json.dumps(lock))
+    return root
+
+
+def install_fails(toolshed_bin, workspace, home, source, *config):
+    import subprocess
+
+    env = dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated"))
+    done = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), *config, "plugins", "install", str(source)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode != 0, done.stdout + done.stderr
+    plugins = home / "plugins"
+    left = sorted(p.name for p in plugins.iterdir() if p.name != ".lock") if plugins.exists() else []
+    assert left == [], f"nothing is left behind: {left}"
+    return done.stderr
+
+
+def test_npm_installs_that_cannot_work_or_run_away_leave_nothing_behind(toolshed_bin, workspace, home, tmp_path):
+    # A native addon is refused by name: its build step would never run.
+    addon = plugin_with_dependency(tmp_path / "addon", "fast-thing", {"index.js": "module.exports = 1;", "binding.gyp": "{}"})
+    said = install_fails(toolshed_bin, workspace, home, addon)
+    assert "`fast-thing` is a native addon" in said and "nothing was installed" in said.lower(), said
+
+    # Past the size limit: stopped.
+    (home / "small.toml").write_text("[plugins]\nnpm_max_mb = 1\n")
+    big = plugin_with_dependency(tmp_path / "big", "big-thing", {"index.js": "module.exports = 1;", "blob.bin": os.urandom(3 << 20)})
+    said = install_fails(toolshed_bin, workspace, home, big, "--config", str(home / "small.toml"))
+    assert "1 MiB" in said and "nothing was installed" in said, said
+
+    # Past the time limit (a registry that never answers): stopped.
+    class Silent(loopback.Handler):
+        def do_GET(self):
+            import time
+            time.sleep(20)
+
+    with loopback.serving(Silent) as registry:
+        (home / "slow.toml").write_text(f'[plugins]\nnpm_timeout_secs = 2\n[web]\nallow = ["{registry}"]\n')
+        slow = plugin_with_dependency(
+            tmp_path / "slow", "slow-thing", {"index.js": "module.exports = 1;"},
+            resolved=f"http://{registry}/slow-thing/-/slow-thing-1.0.0.tgz",
+        )
+        os.environ["npm_config_registry"] = f"http://{registry}/"
+        try:
+            said = install_fails(toolshed_bin, workspace, home, slow, "--config", str(home / "slow.toml"))
+        finally:
+            del os.environ["npm_config_registry"]
+        assert "ran past its 2 s limit" in said, said
+
+    # No lock file: refused with the fix.
+    bare = tmp_path / "bare"
+    plugin_with_dependency(bare, "tiny", {"index.js": "module.exports = 1;"})
+    (bare / "package-lock.json").unlink()
+    said = install_fails(toolshed_bin, workspace, home, bare)
+    assert "no package-lock.json" in said and "npm install --package-lock-only" in said, said

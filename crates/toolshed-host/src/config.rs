@@ -461,13 +461,27 @@ impl WebConfig {
 }
 
 /// Installing plugins.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PluginsConfig {
     /// Hosts (`host` or `host:port`) plugin archives may also be downloaded from besides
     /// public HTTPS servers: an internal mirror, say. Plain `http` is allowed for these
     /// only, and their private addresses are not refused.
     pub download_hosts: Vec<String>,
+    /// The longest installing one plugin's npm dependencies may take, in seconds.
+    pub npm_timeout_secs: u64,
+    /// The most one plugin's npm packages may take, in MiB.
+    pub npm_max_mb: u64,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        Self {
+            download_hosts: Vec::new(),
+            npm_timeout_secs: 300,
+            npm_max_mb: 256,
+        }
+    }
 }
 
 /// How long finished jobs are kept, and how many jobs at most.

@@ -295,6 +295,22 @@ impl Host {
                 .unwrap_or_else(|_| request.source.clone())
         };
         let sha256 = request.sha256.clone();
+        let mut request = request;
+        if request.prepare.is_none() {
+            let processes = self.services.ops.process.clone();
+            let report = progress.clone();
+            let settings = &self.config.config.plugins;
+            let limits = crate::install::npm::NpmLimits {
+                timeout: std::time::Duration::from_secs(settings.npm_timeout_secs.max(1)),
+                max_bytes: settings.npm_max_mb.max(1).saturating_mul(1024 * 1024),
+                ..crate::install::npm::NpmLimits::default()
+            };
+            request.prepare = Some(crate::install::Prepare(Arc::new(
+                move |dir: &std::path::Path| {
+                    crate::install::npm::install_dependencies(&processes, dir, limits, &*report)
+                },
+            )));
+        }
         let installed = crate::install::download::install_from(
             &self.user_plugin_root(),
             request,
@@ -305,6 +321,7 @@ impl Host {
         .await?;
         // What was put in place, for `plugins verify`. A record that cannot be made is
         // logged: the plugin is installed either way.
+        let dependencies = installed.dependencies.clone();
         let (dir, store, id) = (
             installed.dir.clone(),
             self.store.clone(),
@@ -319,6 +336,7 @@ impl Host {
                 tree_sha256: crate::install::provenance::tree_digest(&files),
                 installed_ms: crate::store::now_ms(),
                 files,
+                dependencies,
             };
             store
                 .set_provenance(&id, &provenance)

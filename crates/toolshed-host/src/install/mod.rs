@@ -39,6 +39,7 @@ use crate::manifest::{MANIFEST_NAMES, find_manifest, load_manifest};
 
 pub mod download;
 mod extract;
+pub mod npm;
 pub mod provenance;
 
 use extract::Extractor;
@@ -100,6 +101,23 @@ pub struct InstallRequest {
     pub reserved_ids: BTreeSet<String>,
     /// The caps.
     pub limits: Limits,
+    /// Run on the staged plugin once its manifest is checked, before it is moved into
+    /// place: installs its dependencies ([`npm`]). An error fails the install.
+    pub prepare: Option<Prepare>,
+}
+
+/// What [`Prepare`] runs: the staged plugin's directory in, what it installed (or why it
+/// could not) out.
+pub type PrepareFn = dyn Fn(&Path) -> Result<Option<npm::Dependencies>, String> + Send + Sync;
+
+/// A step run on a staged plugin's directory (see [`InstallRequest::prepare`]).
+#[derive(Clone)]
+pub struct Prepare(pub std::sync::Arc<PrepareFn>);
+
+impl std::fmt::Debug for Prepare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prepare")
+    }
 }
 
 impl InstallRequest {
@@ -140,6 +158,8 @@ pub struct Installed {
     pub entries: u64,
     /// File bytes written.
     pub bytes: u64,
+    /// The dependencies installed with it.
+    pub dependencies: Option<npm::Dependencies>,
 }
 
 /// Why an install failed. Nothing is left in the plugin root when one is returned.
@@ -258,6 +278,14 @@ pub enum InstallError {
         "plugin id `{0}` belongs to a plugin that comes with toolshed, which would shadow an installed copy; give the plugin another id"
     )]
     Reserved(String),
+    /// Its dependencies could not be installed.
+    #[error("plugin `{id}`: {reason}")]
+    Dependencies {
+        /// The plugin's id.
+        id: String,
+        /// Why (it says that nothing was installed).
+        reason: String,
+    },
     /// A plugin with the id is installed and replacing was not asked for.
     #[error(
         "plugin `{id}` is already installed at {dir}; pass --force to replace it, or uninstall it first"
@@ -485,6 +513,13 @@ pub fn install(
     if request.reserved_ids.contains(&manifest.id) {
         return Err(InstallError::Reserved(manifest.id));
     }
+    let dependencies = match &request.prepare {
+        Some(prepare) => (prepare.0)(&plugin_dir).map_err(|reason| InstallError::Dependencies {
+            id: manifest.id.clone(),
+            reason,
+        })?,
+        None => None,
+    };
     // A valid id is one plain path component (it starts with a letter or digit and has
     // no separators), so the target is a direct child of the root.
     let target = root.join(&manifest.id);
@@ -515,6 +550,7 @@ pub fn install(
         stripped,
         entries,
         bytes,
+        dependencies,
     })
 }
 

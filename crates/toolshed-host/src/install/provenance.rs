@@ -29,6 +29,9 @@ pub struct Provenance {
     /// Each installed file (plugin-relative, `/`-separated) and its SHA-256.
     #[serde(skip)]
     pub files: BTreeMap<String, String>,
+    /// The dependencies installed with it (npm's packages), when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependencies: Option<super::npm::Dependencies>,
 }
 
 /// How a plugin's files differ from what was installed.

@@ -170,6 +170,12 @@ fn plugin_state_config_grants_tools_and_provenance() {
             tree_sha256: "cd".into(),
             installed_ms: 42,
             files: BTreeMap::from([("manifest.toml".to_string(), "ef".to_string())]),
+            dependencies: Some(crate::install::npm::Dependencies {
+                manager: "npm".into(),
+                packages: 2,
+                bytes: 4096,
+                millis: 1500,
+            }),
         };
         store.set_provenance("p", &provenance).unwrap();
         assert_eq!(store.provenance("p").unwrap(), Some(provenance), "{engine}");

@@ -151,6 +151,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         owner   TEXT,
         data    TEXT NOT NULL
     );",
+    "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.
@@ -735,21 +736,27 @@ impl StateStore {
         provenance: &crate::install::provenance::Provenance,
     ) -> Result<(), StoreError> {
         let files = serde_json::to_string(&provenance.files).unwrap_or_else(|_| "{}".into());
+        let dependencies = provenance
+            .dependencies
+            .as_ref()
+            .and_then(|d| serde_json::to_string(d).ok());
         self.db(|db| {
             db.execute(
                 "INSERT INTO plugin_installs
-                   (plugin_id, source, sha256, tree_sha256, files, installed_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                   (plugin_id, source, sha256, tree_sha256, files, installed_ms, dependencies)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (plugin_id) DO UPDATE SET source = excluded.source,
                    sha256 = excluded.sha256, tree_sha256 = excluded.tree_sha256,
-                   files = excluded.files, installed_ms = excluded.installed_ms",
+                   files = excluded.files, installed_ms = excluded.installed_ms,
+                   dependencies = excluded.dependencies",
                 args![
                     plugin_id,
                     &provenance.source,
                     &provenance.sha256,
                     &provenance.tree_sha256,
                     files,
-                    provenance.installed_ms
+                    provenance.installed_ms,
+                    dependencies
                 ],
             )?;
             Ok(())
@@ -763,7 +770,7 @@ impl StateStore {
     ) -> Result<Option<crate::install::provenance::Provenance>, StoreError> {
         self.db(|db| {
             db.query_opt(
-                "SELECT source, sha256, tree_sha256, files, installed_ms
+                "SELECT source, sha256, tree_sha256, files, installed_ms, dependencies
                  FROM plugin_installs WHERE plugin_id = ?1",
                 args![plugin_id],
             )?
@@ -774,6 +781,7 @@ impl StateStore {
                     tree_sha256: row.text(2)?,
                     files: serde_json::from_str(&row.text(3)?).unwrap_or_default(),
                     installed_ms: row.int(4)?,
+                    dependencies: row.opt_text(5)?.and_then(|d| serde_json::from_str(&d).ok()),
                 })
             })
             .transpose()

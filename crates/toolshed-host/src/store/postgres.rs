@@ -801,6 +801,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     END $$;
     CREATE TRIGGER memories_usage AFTER INSERT OR DELETE OR UPDATE OF text, owner ON memories
         FOR EACH ROW EXECUTE FUNCTION toolshed_memory_usage();",
+    "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
 ];
 
 /// The advisory lock replicas take while migrating, so that one migrates and the others
