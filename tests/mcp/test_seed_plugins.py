@@ -310,3 +310,86 @@ def test_a_cyrene_plugin_json_without_an_id_installs_and_answers(server, toolshe
             assert not result.is_error and result.content[0].text == "echo: hi", result.content
 
     run(main())
+
+
+STATIC = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-static"
+WEB_CLIENT = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-web-client"
+
+
+class TitledPage(loopback.Handler):
+    def do_GET(self):
+        self.answer(200, "text/html", b"<html><head><title> Tide tables </title></head></html>")
+
+
+def test_static_workflow_and_tools_declarations_become_tools(server, serve, toolshed_bin, workspace, home):
+    # Failed before: activate() registered nothing, so the plugin had no tools; its
+    # iconPath, homepage and view entry were dropped.
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(STATIC))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    mine = next(p for p in listed["plugins"] if p["id"] == "workflow.text-kit")
+    assert mine["state"] == "running" and mine["runtime"] == "quickjs", mine
+    assert mine["icon"] == "assets/logo.svg" and mine["homepage"] == "https://example.com/text-kit", mine
+    assert mine["not_served"] == ["view (view.js): not served by a headless host"], mine
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "workflow.text-kit", "http:127.0.0.1").returncode == 0
+
+    with loopback.serving(TitledPage) as site:
+        (home / "web.toml").write_text(f'[web]\nallow = ["{site}"]\n')
+        params = server()
+        params.env["TOOLSHED_CONFIG"] = str(home / "web.toml")
+
+        async def main():
+            async with Client(params, mode="legacy") as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                # The workflow node and the tool of one name are one tool, in the node's
+                # form (a title, the switch as a boolean with its default).
+                count = tools["text_kit_count_words"]
+                assert count.title == "Count words", count
+                assert count.input_schema["properties"]["unique"]["type"] == "boolean", count.input_schema
+                assert count.input_schema["required"] == ["text"], count.input_schema
+                title = tools["text_kit_page_title"]
+                assert title.input_schema["required"] == ["url"], title.input_schema
+                assert title.input_schema["properties"]["timeout"]["default"] == 5000, title.input_schema
+
+                done = await client.call_tool("text_kit_count_words", {"text": "the sea the tide", "unique": True})
+                assert not done.is_error and done.structured_content["data"]["count"] == 3, done.content
+                done = await client.call_tool("text_kit_page_title", {"url": f"http://{site}/"})
+                assert not done.is_error, done.content
+                assert done.structured_content["data"]["title"] == "Tide tables", done.structured_content
+
+        run(main())
+
+        import urllib.request
+        url, token = serve({"TOOLSHED_CONFIG": str(home / "web.toml")})
+        base = url.removesuffix("/mcp") + "/api/v1"
+        request = urllib.request.Request(
+            base + "/tools/text_kit_page_title/execute",
+            data=json.dumps({"arguments": {"url": f"http://{site}/"}}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = json.loads(response.read())
+        assert not body["is_error"] and body["structured"]["data"]["title"] == "Tide tables", body
+        # The icon iconPath names is served.
+        request = urllib.request.Request(base + "/plugins/workflow.text-kit/icon", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.headers["content-type"] == "image/svg+xml"
+            assert response.read() == (STATIC / "assets" / "logo.svg").read_bytes()
+
+
+def test_a_client_only_web_plugin_installs_and_keeps_running_with_no_tools(toolshed_bin, workspace, home):
+    # Failed before: web-plugin.json with only client and view entries was refused
+    # (`missing field kind`).
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(WEB_CLIENT))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    mine = next(p for p in listed["plugins"] if p["id"] == "workflow.board-view")
+    assert mine["state"] == "running" and mine["tools"] == [], mine
+    assert mine["icon"] == "https://example.com/board-view/icon.png", mine
+    assert mine["not_served"] == [
+        "client (https://example.com/board-view/web-client.js): not served by a headless host",
+        "view (https://example.com/board-view/view.js): not served by a headless host",
+    ], mine
+    inspected = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(WEB_CLIENT), "--json").stdout)
+    assert not [f for f in inspected["fields"] if "knows" in f["why"]], inspected["fields"]

@@ -193,7 +193,7 @@ pub struct PluginManifest {
     /// Free-form tags for search.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    /// An icon: a name or a path inside the plugin directory.
+    /// An icon: a file of the plugin (plugin-relative), an `https` URL, or a name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon: Option<String>,
     /// Default plane of the plugin's tools.
@@ -230,6 +230,14 @@ pub struct PluginManifest {
     /// `run(ctx, args)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialect: Option<String>,
+    /// Parts of the plugin made for another host's window (Agent Spaces' `client` and
+    /// `view` entries), as `part: file or URL`: shown as not served by a headless host,
+    /// never run, never failing the rest of the plugin.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client: Vec<String>,
+    /// Its home page (shown, never fetched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
 }
 
 /// An external MCP server mounted as a plugin (`[mcp]` in a manifest of kind `mcp`).
@@ -325,6 +333,8 @@ impl PluginManifest {
             author: self.author.clone(),
             dependencies: self.dependencies.clone(),
             dialect: self.dialect.clone(),
+            client: self.client.clone(),
+            homepage: self.homepage.clone(),
         }
     }
 
@@ -356,6 +366,8 @@ impl PluginManifest {
             author: None,
             dependencies: BTreeMap::new(),
             dialect: None,
+            client: Vec::new(),
+            homepage: None,
         }
     }
 }
@@ -400,6 +412,17 @@ impl PluginManifest {
         out.insert("author".into(), serde_json::json!(self.author));
         out.insert("dependencies".into(), serde_json::json!(self.dependencies));
         out.insert("dialect".into(), serde_json::json!(self.dialect));
+        out.insert("homepage".into(), serde_json::json!(self.homepage));
+        out.insert("icon".into(), serde_json::json!(self.icon));
+        out.insert(
+            "not_served".into(),
+            serde_json::json!(
+                self.client
+                    .iter()
+                    .map(|part| format!("{part}: not served by a headless host"))
+                    .collect::<Vec<_>>()
+            ),
+        );
         if self.kind == PluginKind::Js
             && let Some(dir) = dir
         {

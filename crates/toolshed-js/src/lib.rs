@@ -237,5 +237,9 @@ mod tool;
 mod worker;
 
 pub use code::{code_plugin, code_plugin_with};
+
+/// Agent Spaces' static `workflow.js` and `tools.js` as actions: one function expression,
+/// evaluated by both runtimes.
+const STATIC_ACTIONS: &str = include_str!("static_actions.js");
 pub use limits::JsLimits;
 pub use loader::{DEFAULT_ENTRY, JsLoader};

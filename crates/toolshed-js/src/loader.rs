@@ -112,6 +112,17 @@ impl PluginLoader for JsLoader {
                 manifest.kind.as_str()
             )));
         }
+        // A plugin made only of parts for another host's window (Agent Spaces' `client`
+        // and `view`) has nothing to run here: it is listed, with no tools.
+        if manifest.entry.is_none()
+            && !manifest.client.is_empty()
+            && !dir.join(DEFAULT_ENTRY).is_file()
+        {
+            return Ok(Arc::new(toolshed_core::BuiltinPlugin::new(
+                manifest,
+                Vec::new(),
+            )));
+        }
         let entry = manifest
             .entry
             .clone()

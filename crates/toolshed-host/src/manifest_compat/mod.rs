@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Top-level fields of toolshed's own manifest.
-const NATIVE: [&str; 21] = [
+const NATIVE: [&str; 23] = [
     "id",
     "version",
     "name",
@@ -53,6 +53,8 @@ const NATIVE: [&str; 21] = [
     "author",
     "dependencies",
     "dialect",
+    "client",
+    "homepage",
     // Read from the other formats below; never left in a normalised manifest.
     "main",
     "type",
@@ -71,7 +73,7 @@ const FOREIGN_MARKERS: [&str; 8] = [
 ];
 
 /// Fields of an npm `package.json` that say nothing about the plugin.
-const NPM_FIELDS: [&str; 16] = [
+const NPM_FIELDS: [&str; 15] = [
     "scripts",
     "devDependencies",
     "peerDependencies",
@@ -79,7 +81,6 @@ const NPM_FIELDS: [&str; 16] = [
     "license",
     "repository",
     "bugs",
-    "homepage",
     "files",
     "engines",
     "private",
@@ -228,6 +229,7 @@ pub fn normalize(path: &Path, value: Value) -> Normalized {
     people_fields(&mut obj, &mut out, &mut notes);
     permission_fields(&mut obj, &mut out, &mut notes);
     config_fields(&mut obj, &mut notes);
+    icon_fields(&mut obj, &mut out, &mut notes, dir);
     if !out.contains_key("id") && !obj.contains_key("id") {
         let name = obj
             .get("name")
@@ -260,6 +262,9 @@ pub fn normalize(path: &Path, value: Value) -> Normalized {
                     "toolshed runs no plugin workflows; an agent composes the tools itself"
                 }
                 "hasSettings" => "settings come from the manifest's `config` fields",
+                "runtimeTargets" => {
+                    "the windows Agent Spaces runs its client part in; a headless host serves no client part"
+                }
                 _ => "not a field toolshed knows",
             };
             notes.ignored(&key, why);
@@ -273,6 +278,16 @@ pub fn normalize(path: &Path, value: Value) -> Normalized {
         if js {
             out.insert("kind".into(), "js".into());
             notes.defaulted("kind", "the entry is a JavaScript file, so the plugin runs in toolshed's JavaScript sandbox");
+        } else if out
+            .get("client")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty())
+        {
+            out.insert("kind".into(), "js".into());
+            notes.defaulted(
+                "kind",
+                "only parts for another host's window: the plugin is listed and keeps running here with no tools",
+            );
         }
     }
     Normalized {
@@ -423,6 +438,43 @@ fn translated_fields(
     out.insert("translations".into(), Value::Object(translations));
 }
 
+/// The `entries` of an Agent Spaces manifest that are for its own window, not a server.
+const CLIENT_PARTS: [&str; 5] = ["client", "view", "web", "renderer", "ui"];
+
+/// `iconPath`, `iconUrl` and `icon`, else an `icon.svg`/`.png`/`.jpg` beside the manifest:
+/// the plugin's icon. `homepage` is kept too.
+fn icon_fields(
+    obj: &mut Map<String, Value>,
+    out: &mut Map<String, Value>,
+    notes: &mut Notes,
+    dir: Option<&Path>,
+) {
+    for field in ["iconPath", "iconUrl"] {
+        let Some(value) = obj.remove(field) else {
+            continue;
+        };
+        if obj.contains_key("icon") || out.contains_key("icon") {
+            notes.ignored(field, "the manifest names its icon already");
+        } else if let Value::String(place) = value {
+            out.insert("icon".into(), Value::String(place));
+            notes.mapped(field, "icon", "the plugin's icon");
+        }
+    }
+    if !obj.contains_key("icon") && !out.contains_key("icon") {
+        let found = ["icon.svg", "icon.png", "icon.jpg", "icon.jpeg", "icon.webp"]
+            .into_iter()
+            .find(|f| dir.is_some_and(|d| d.join(f).is_file()));
+        if let Some(file) = found {
+            out.insert("icon".into(), Value::String(file.into()));
+            notes.defaulted("icon", format!("`{file}` is beside the manifest"));
+        }
+    }
+    if let Some(page) = obj.remove("homepage") {
+        out.insert("homepage".into(), page);
+        notes.mapped("homepage", "homepage", "shown beside the plugin");
+    }
+}
+
 /// `entries`, `main` and Agent Spaces' `type`: which file runs.
 fn entry_fields(
     obj: &mut Map<String, Value>,
@@ -441,8 +493,29 @@ fn entry_fields(
                 .collect(),
             Value::Object(map) => {
                 let preferred = ["main", "backend", "index", "entry", "plugin", "server"];
+                let mut parts = Vec::new();
+                for (k, v) in map {
+                    let place = v
+                        .as_str()
+                        .or_else(|| v.get("url").and_then(Value::as_str))
+                        .or_else(|| v.get("path").and_then(Value::as_str));
+                    if CLIENT_PARTS.contains(&k.as_str())
+                        && let Some(place) = place
+                    {
+                        parts.push(Value::String(format!("{k} ({place})")));
+                        notes.mapped(
+                            &format!("entries.{k}"),
+                            "client",
+                            "a part for Agent Spaces' own window: listed as not served by a headless host, never run",
+                        );
+                    }
+                }
+                if !parts.is_empty() {
+                    out.insert("client".into(), Value::Array(parts));
+                }
                 let mut list: Vec<(String, String)> = map
                     .iter()
+                    .filter(|(k, _)| !CLIENT_PARTS.contains(&k.as_str()))
                     .filter_map(|(k, v)| Some((format!("entries.{k}"), v.as_str()?.to_string())))
                     .collect();
                 list.sort_by_key(|(k, _)| {

@@ -47,7 +47,37 @@ fn agent_spaces_fields_become_names_translations_and_an_entry() {
         .collect();
     let mut ignored = ignored;
     ignored.sort_unstable();
-    assert_eq!(ignored, ["entries.view", "hasView", "hasWorkflow", "type"]);
+    assert_eq!(ignored, ["hasView", "hasWorkflow", "type"]);
+    // The view is a part for Agent Spaces' own window: kept and shown, never run.
+    assert_eq!(v["client"], json!(["view (index.html)"]));
+}
+
+#[test]
+fn icons_homepages_and_client_only_plugins_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("icon.png"), b"png").unwrap();
+    let manifest = dir.path().join("web-plugin.json");
+    let n = normalize(
+        &manifest,
+        json!({
+            "id": "workflow.board", "version": "1.0.0", "name": "Board", "type": "client",
+            "homepage": "https://example.com/board",
+            "entries": {"client": {"url": "https://example.com/c.js", "format": "esm"}}
+        }),
+    );
+    let v = &n.value;
+    assert_eq!(v["icon"], "icon.png", "probed beside the manifest");
+    assert_eq!(v["homepage"], "https://example.com/board");
+    assert_eq!(v["client"], json!(["client (https://example.com/c.js)"]));
+    assert_eq!(
+        v["kind"], "js",
+        "a client-only plugin is listed and runs with no tools"
+    );
+    let n = normalize(
+        &manifest,
+        json!({"id": "a.b", "version": "1.0.0", "name": "B", "iconPath": "img/i.svg", "entries": {"server": "main.js"}}),
+    );
+    assert_eq!(n.value["icon"], "img/i.svg");
 }
 
 #[test]

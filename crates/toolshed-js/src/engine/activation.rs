@@ -127,6 +127,20 @@ impl Engine {
         }
         self.rejection(&activated)
             .map_err(|f| (Stage::Activate, f))?;
+        // An Agent Spaces plugin that registered nothing may declare its actions in
+        // workflow.js and tools.js instead.
+        if self.setup.context_first && self.registry.actions.borrow().is_empty() {
+            self.register_static()
+                .map_err(|f| (Stage::Activate, self.stopped_or(f)))?;
+            if let Some(error) = self.registry.error.borrow().clone() {
+                return Err((
+                    Stage::Activate,
+                    Fault::BadResult(format!(
+                        "the actions of workflow.js and tools.js were refused: {error}"
+                    )),
+                ));
+            }
+        }
         if !self.registry.called.get() && !self.setup.catalog.is_empty() {
             return self
                 .bind_catalog(&namespace, true)
@@ -147,6 +161,42 @@ impl Engine {
         bound.retain(|b| !defs.iter().any(|d| d.spec.name == b.spec.name));
         defs.extend(bound);
         Ok(defs)
+    }
+
+    /// Registers the actions Agent Spaces' static `workflow.js` and `tools.js` declare
+    /// (see `static_actions.js`), when the plugin has them.
+    fn register_static(&mut self) -> Result<(), Fault> {
+        let (Some(files), Some(dir)) = (self.files.clone(), self.setup.dir.clone()) else {
+            return Ok(());
+        };
+        let present = |name: &str| dir.join(name).is_file();
+        if !present(STATIC_FILES[0]) && !present(STATIC_FILES[1]) {
+            return Ok(());
+        }
+        let prelude = self.prelude()?;
+        let registry = self.registry.clone();
+        let setup = self.setup.clone();
+        self.context.with(|ctx| {
+            let inner = || -> Result<(), rquickjs::Error> {
+                let prelude = prelude.restore(&ctx)?;
+                let commonjs: Function = prelude.get("commonjs")?;
+                let mut loaded = Vec::new();
+                for name in STATIC_FILES {
+                    loaded.push(if present(name) {
+                        let host = super::modules::cjs_host(&ctx, files.clone())?;
+                        commonjs.call::<_, Value>((host, name.to_string()))?
+                    } else {
+                        Value::new_undefined(ctx.clone())
+                    });
+                }
+                let make: Function = ctx.eval(crate::STATIC_ACTIONS)?;
+                let list: Value = make.call((loaded[0].clone(), loaded[1].clone()))?;
+                let register = register_function(&ctx, registry, setup)?;
+                register.call::<_, Value>((list,))?;
+                Ok(())
+            };
+            inner().map_err(|e| Fault::Threw(caught(&ctx, e)))
+        })
     }
 
     /// Serves the manifest's tools (Fenix's `tool_catalog`) with the module's exported
@@ -366,6 +416,9 @@ impl Engine {
         }
     }
 }
+
+/// Agent Spaces' static declarations, in the order their actions win.
+const STATIC_FILES: [&str; 2] = ["workflow.js", "tools.js"];
 
 /// The `context.registerActions` function: takes an array of actions or a factory
 /// `(t) => [...]`, checks every action and records them; on a problem it records the reason

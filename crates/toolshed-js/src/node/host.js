@@ -222,11 +222,40 @@ const spacesApi = (h) => {
     return parse(r);
   };
   const json = (r) => (r.body === "" ? null : r.json());
-  return Object.freeze({
+  const fetchBuffer = async (url, o) => {
+    const opts = o || {};
+    const r = await fetch(url, { headers: opts.headers || {}, signal: AbortSignal.timeout(Math.min(Number(opts.timeout) || 60000, 120000)) });
+    if (!r.ok) throw new Error(`HTTP ${r.status} from ${url}`);
+    const bytes = Buffer.from(await r.arrayBuffer());
+    const type = (r.headers.get("content-type") || "application/octet-stream").split(";")[0].trim();
+    return { buffer: bytes, size: bytes.length, mimeType: type };
+  };
+  const api = Object.freeze({
     fetchJson: (url, o) => call("GET", url, o, json),
     getJson: (url, o) => call("GET", url, o, json),
     postJson: (url, o) => call("POST", url, o, json),
     fetchText: (url, o) => call("GET", url, o, (r) => r.body),
+    fetchBuffer,
+    fetchBuffers: async (urls, o) => {
+      const out = [];
+      for (const url of Array.isArray(urls) ? urls : []) {
+        try {
+          out.push({ url, success: true, ...(await fetchBuffer(url, o)) });
+        } catch (e) {
+          out.push({ url, success: false, error: String(e && e.message ? e.message : e) });
+        }
+      }
+      return out;
+    },
+  });
+  // The other methods are services of Agent Spaces' desktop app: each rejects saying so.
+  return new Proxy(api, {
+    get: (target, key) => {
+      if (key in target || typeof key !== "string" || key === "then" || key === "toJSON") return target[key];
+      return async () => {
+        throw new Error(`ctx.api.${key} is a service of Agent Spaces' desktop app, which toolshed (a headless host) does not offer`);
+      };
+    },
   });
 };
 
@@ -303,6 +332,13 @@ async function activate() {
   const found = [];
   if (typeof (exportsOf && exportsOf.activate) === "function") {
     await exportsOf.activate(context);
+  }
+  // An Agent Spaces plugin that registered nothing may declare its actions in
+  // workflow.js and tools.js instead.
+  if (settings.contextFirst && actions.length === 0) {
+    const load = (name) => (fs.existsSync(path.join(settings.dir, name)) ? createRequire(entry)(path.join(settings.dir, name)) : undefined);
+    const declared = staticActions(load("workflow.js"), load("tools.js"));
+    if (declared.length) context.registerActions(declared);
   }
   for (const name of settings.catalog) {
     if (exportsOf && typeof exportsOf[name] === "function") found.push(name);

@@ -36,7 +36,12 @@ use crate::limits::show_duration;
 use crate::worker::{Failure, HEALTH_ACTION, Ready, WorkerConfig, WorkerHandle, set_failure};
 
 /// The host side of the protocol, run by `node -e`.
-const HOST_SCRIPT: &str = include_str!("host.js");
+const HOST_SCRIPT: &str = concat!(
+    include_str!("host.js"),
+    "\nconst staticActions = ",
+    include_str!("../static_actions.js"),
+    ";\n"
+);
 /// Node's own start-up, on top of the activation limit.
 const START_GRACE: Duration = Duration::from_secs(5);
 /// How long `deactivate()` and exiting may take before the process tree is killed.
