@@ -540,8 +540,23 @@ pub enum PluginsCommand {
         /// The plugin id
         id: String,
     },
-    /// Install a plugin from a directory, a .tar.gz/.tgz or .zip file, or an https URL
+    /// Install a plugin from a directory, a .tar.gz/.tgz or .zip file, an https URL, or
+    /// by id from a configured store (`[[plugins.stores]]`)
     Install(InstallArgs),
+    /// Search the configured plugin stores (`[[plugins.stores]]`) by id, name, description
+    /// or tag: what they offer, and which are installed or have a newer version
+    Search {
+        /// Words that must all appear (all plugins when left out)
+        text: Vec<String>,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a store plugin again when its store has a newer version
+    Update {
+        /// The plugin id
+        id: String,
+    },
     /// Remove an installed plugin: its files, state and config
     Uninstall {
         /// The plugin id
@@ -625,7 +640,8 @@ pub enum PluginsCommand {
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// A plugin directory, a .tar.gz/.tgz file, a .zip file, or an https URL of one (with --sha256)
+    /// A plugin directory, a .tar.gz/.tgz file, a .zip file, an https URL of one (with
+    /// --sha256), or the id of a plugin a configured store offers
     pub source: String,
     /// Refuse the install unless the plugin has this id
     #[arg(long, value_name = "ID")]

@@ -183,6 +183,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: PluginsCommand::Uninstall { id },
         } => commands::plugins::uninstall(&host, &id).await,
         Command::Plugins {
+            command: PluginsCommand::Search { text, json },
+        } => commands::plugins::search(&host, &text, json).await,
+        Command::Plugins {
+            command: PluginsCommand::Update { id },
+        } => commands::plugins::update(&host, &id).await,
+        Command::Plugins {
             command: PluginsCommand::Health { id, json },
         } => commands::plugins::health(&host, id.as_deref(), json).await,
         Command::Plugins {

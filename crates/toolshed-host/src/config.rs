@@ -472,6 +472,17 @@ pub struct PluginsConfig {
     pub npm_timeout_secs: u64,
     /// The most one plugin's npm packages may take, in MiB.
     pub npm_max_mb: u64,
+    /// Plugin stores in Agent Spaces' index format (`[[plugins.stores]] url = …`), for
+    /// `toolshed plugins search` and `toolshed plugins install ID`.
+    pub stores: Vec<StoreSource>,
+}
+
+/// One plugin store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSource {
+    /// Where its `index.json` is: the store's directory URL, or the index file's URL.
+    pub url: String,
 }
 
 impl Default for PluginsConfig {
@@ -480,6 +491,7 @@ impl Default for PluginsConfig {
             download_hosts: Vec::new(),
             npm_timeout_secs: 300,
             npm_max_mb: 256,
+            stores: Vec::new(),
         }
     }
 }

@@ -281,7 +281,6 @@ impl Host {
         request: crate::install::InstallRequest,
         progress: Arc<dyn Fn(String) + Send + Sync>,
     ) -> Result<crate::install::Installed, crate::install::InstallError> {
-        let client = crate::install::download::NetClient::new();
         // A path is recorded as an absolute one: the same words typed elsewhere name
         // another place.
         // Recorded as words (provenance); the install reads the source through its own
@@ -294,6 +293,147 @@ impl Host {
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| request.source.clone())
         };
+        self.install_recorded(request, progress, source).await
+    }
+
+    /// The plugins the configured stores (`[[plugins.stores]]`) offer: per store, its
+    /// entries (names in the language of `TOOLSHED_LANG`/`LANG` where the store translates
+    /// them), or why it could not be read.
+    pub async fn store_offers(
+        &self,
+    ) -> Vec<(
+        String,
+        Result<Vec<crate::install::store::StoreEntry>, String>,
+    )> {
+        let client = crate::install::download::NetClient::new();
+        let language = ["TOOLSHED_LANG", "LANG"]
+            .iter()
+            .filter_map(|v| std::env::var(v).ok())
+            .map(|v| {
+                v.chars()
+                    .take_while(char::is_ascii_alphabetic)
+                    .collect::<String>()
+            })
+            .find(|l| l.len() >= 2 && l != "C")
+            .unwrap_or_else(|| "en".into())
+            .to_ascii_lowercase();
+        let hosts = &self.config.config.plugins.download_hosts;
+        let mut out = Vec::new();
+        for store in &self.config.config.plugins.stores {
+            let listed = crate::install::store::index(&client, &store.url, &language, hosts).await;
+            out.push((store.url.clone(), listed));
+        }
+        out
+    }
+
+    /// Installs plugin `id` from the first configured store that offers it (replacing an
+    /// installed copy with `force`): fetched through the SSRF-guarded client, checked
+    /// against the index's md5, then installed as any plugin, its source recorded as the
+    /// store's URL for it.
+    pub async fn install_from_store(
+        &self,
+        id: &str,
+        force: bool,
+        progress: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> Result<crate::install::Installed, crate::install::InstallError> {
+        use crate::install::InstallError;
+        let entry = self.store_entry(id).await?;
+        let root = self.user_plugin_root();
+        std::fs::create_dir_all(&root).map_err(|e| InstallError::Source {
+            path: root.clone(),
+            reason: e.to_string(),
+        })?;
+        let client = crate::install::download::NetClient::new();
+        let hosts = &self.config.config.plugins.download_hosts;
+        let fetched = crate::install::store::fetch(&client, &entry, hosts, &root, &*progress)
+            .await
+            .map_err(|reason| InstallError::Download {
+                url: crate::install::download::redact(&entry.source),
+                reason,
+            })?;
+        let path = match &fetched {
+            crate::install::store::Fetched::Archive(file) => file.to_path_buf(),
+            crate::install::store::Fetched::Files(dir) => dir.path().to_path_buf(),
+        };
+        let mut request = self.install_request(
+            path.display().to_string(),
+            Some(id.to_string()),
+            None,
+            force,
+        );
+        request.expected_md5 = entry.md5.clone();
+        let installed = self
+            .install_recorded(request, progress, entry.source.clone())
+            .await;
+        drop(fetched);
+        installed
+    }
+
+    /// Installs plugin `id` from its store again when the store's version is newer than
+    /// the installed one; `None` when it is up to date.
+    pub async fn update_from_store(
+        &self,
+        id: &str,
+        progress: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> Result<Option<crate::install::Installed>, crate::install::InstallError> {
+        let entry = self.store_entry(id).await?;
+        let installed = self.registry.manifest(id).map(|m| m.version);
+        let newer = match (&installed, semver::Version::parse(&entry.version)) {
+            (Some(have), Ok(offered)) => {
+                semver::Version::parse(have).map_or(true, |have| offered > have)
+            }
+            (None, _) => true,
+            (Some(have), Err(_)) => have != &entry.version,
+        };
+        if !newer {
+            return Ok(None);
+        }
+        self.install_from_store(id, true, progress).await.map(Some)
+    }
+
+    async fn store_entry(
+        &self,
+        id: &str,
+    ) -> Result<crate::install::store::StoreEntry, crate::install::InstallError> {
+        let offers = self.store_offers().await;
+        if offers.is_empty() {
+            return Err(crate::install::InstallError::NotInStore {
+                id: id.to_string(),
+                why: "no plugin store is configured; add one as `[[plugins.stores]] url = \"https://…/plugins/\"`".into(),
+            });
+        }
+        let mut problems = Vec::new();
+        for (store, listed) in offers {
+            match listed {
+                Ok(entries) => {
+                    if let Some(entry) = entries.into_iter().find(|e| e.id == id) {
+                        return Ok(entry);
+                    }
+                }
+                Err(why) => problems.push(format!("{store}: {why}")),
+            }
+        }
+        Err(crate::install::InstallError::NotInStore {
+            id: id.to_string(),
+            why: if problems.is_empty() {
+                "no configured store offers it (`toolshed plugins search` lists what they offer)"
+                    .into()
+            } else {
+                format!(
+                    "no store that could be read offers it ({})",
+                    problems.join("; ")
+                )
+            },
+        })
+    }
+
+    async fn install_recorded(
+        &self,
+        request: crate::install::InstallRequest,
+        progress: Arc<dyn Fn(String) + Send + Sync>,
+        source: String,
+    ) -> Result<crate::install::Installed, crate::install::InstallError> {
+        let client = crate::install::download::NetClient::new();
         let sha256 = request.sha256.clone();
         let mut request = request;
         if request.prepare.is_none() {

@@ -109,13 +109,18 @@ pub async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Fai
 
 /// Installs a plugin into the data dir, showing extraction progress on stderr.
 pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
-    let request = host.install_request(args.source, args.id, args.sha256, args.force);
-    let outcome = host
-        .install_plugin(
-            request,
-            std::sync::Arc::new(|line: String| eprintln!("{line}")),
-        )
-        .await;
+    let progress = std::sync::Arc::new(|line: String| eprintln!("{line}"));
+    // Not a path or a URL but an id: from a store.
+    let from_store = !toolshed_host::install::download::is_url(&args.source)
+        && !std::path::Path::new(&args.source).exists()
+        && toolshed_core::is_valid_plugin_id(&args.source);
+    let outcome = if from_store {
+        host.install_from_store(&args.source, args.force, progress)
+            .await
+    } else {
+        let request = host.install_request(args.source, args.id, args.sha256, args.force);
+        host.install_plugin(request, progress).await
+    };
     let installed = match outcome {
         Ok(installed) => installed,
         Err(
@@ -124,6 +129,7 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
             | InstallError::Format { .. }
             | InstallError::ChecksumSyntax { .. }
             | InstallError::ChecksumOnDirectory { .. }
+            | InstallError::NotInStore { .. }
             | InstallError::BadId(_)),
         ) => return Err(Failure::Usage(e.to_string())),
         Err(e) => return Err(Failure::Runtime(e.to_string())),
@@ -146,6 +152,96 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
         "a running `toolshed mcp` or `toolshed serve` loads it within a second; `toolshed plugins list` shows its state"
     );
     Ok(())
+}
+
+/// Lists what the configured stores offer, filtered by `words` (all must appear in the
+/// id, name, description or tags, case folded).
+pub async fn search(host: &Host, words: &[String], json: bool) -> Result<(), Failure> {
+    let offers = host.store_offers().await;
+    if offers.is_empty() {
+        return Err(Failure::Usage(
+            "no plugin store is configured; add one as `[[plugins.stores]] url = \"https://…/plugins/\"` in the config".into(),
+        ));
+    }
+    let words: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    for (store, listed) in offers {
+        match listed {
+            Ok(entries) => {
+                for entry in entries {
+                    let text = format!(
+                        "{} {} {} {}",
+                        entry.id,
+                        entry.name,
+                        entry.description,
+                        entry.tags.join(" ")
+                    )
+                    .to_lowercase();
+                    if words.iter().all(|w| text.contains(w.as_str())) {
+                        let installed = host.registry().manifest(&entry.id).map(|m| m.version);
+                        found.push((entry, installed));
+                    }
+                }
+            }
+            Err(why) => problems.push(format!("{store}: {why}")),
+        }
+    }
+    for problem in &problems {
+        eprintln!("warning: cannot read the store {problem}");
+    }
+    if json {
+        let list: Vec<serde_json::Value> = found
+            .iter()
+            .map(|(entry, installed)| {
+                let mut value = serde_json::to_value(entry).unwrap_or_default();
+                if let serde_json::Value::Object(map) = &mut value {
+                    map.insert("installed".into(), json!(installed));
+                }
+                value
+            })
+            .collect();
+        return print_json(&json!({ "plugins": list, "problems": problems }));
+    }
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|(entry, installed)| {
+            let state = match installed {
+                None => String::new(),
+                Some(v) if v == &entry.version => "installed".into(),
+                Some(v) => format!("{v} installed"),
+            };
+            vec![
+                entry.id.clone(),
+                entry.version.clone(),
+                entry.name.clone(),
+                entry.tags.join(", "),
+                state,
+            ]
+        })
+        .collect();
+    out!(
+        "{}",
+        table(&["ID", "VERSION", "NAME", "TAGS", "INSTALLED"], &rows)
+    );
+    Ok(())
+}
+
+/// Installs a store plugin again when its store has a newer version.
+pub async fn update(host: &Host, id: &str) -> Result<(), Failure> {
+    let progress = std::sync::Arc::new(|line: String| eprintln!("{line}"));
+    match host.update_from_store(id, progress).await {
+        Ok(Some(installed)) => {
+            outln!("{} {}: updated", installed.id, installed.version);
+            Ok(())
+        }
+        Ok(None) => {
+            outln!("{id}: up to date");
+            Ok(())
+        }
+        Err(e @ InstallError::NotInStore { .. }) => Err(Failure::Usage(e.to_string())),
+        Err(e) => Err(Failure::Runtime(e.to_string())),
+    }
 }
 
 /// Uninstalls a plugin: files, state and config.

@@ -41,6 +41,7 @@ pub mod download;
 mod extract;
 pub mod npm;
 pub mod provenance;
+pub mod store;
 
 use extract::Extractor;
 
@@ -101,6 +102,9 @@ pub struct InstallRequest {
     pub reserved_ids: BTreeSet<String>,
     /// The caps.
     pub limits: Limits,
+    /// The Agent Spaces folder digest the plugin's files must have (a store's `md5`,
+    /// [`store::folder_md5`]), checked before anything is put in place.
+    pub expected_md5: Option<String>,
     /// Run on the staged plugin once its manifest is checked, before it is moved into
     /// place: installs its dependencies ([`npm`]). An error fails the install.
     pub prepare: Option<Prepare>,
@@ -278,6 +282,26 @@ pub enum InstallError {
         "plugin id `{0}` belongs to a plugin that comes with toolshed, which would shadow an installed copy; give the plugin another id"
     )]
     Reserved(String),
+    /// No configured store offers the plugin.
+    #[error("plugin `{id}` is not a directory, an archive or a URL, and {why}")]
+    NotInStore {
+        /// The id asked for.
+        id: String,
+        /// Why it was not found.
+        why: String,
+    },
+    /// The files are not the ones the store's index describes.
+    #[error(
+        "plugin `{id}`: its files' digest is {actual}, not {expected} as the store's index says; the store serves other files than it lists (or is being updated): nothing was installed"
+    )]
+    Md5Mismatch {
+        /// The plugin's id.
+        id: String,
+        /// What the index says.
+        expected: String,
+        /// What the files hash to.
+        actual: String,
+    },
     /// Its dependencies could not be installed.
     #[error("plugin `{id}`: {reason}")]
     Dependencies {
@@ -512,6 +536,16 @@ pub fn install(
     }
     if request.reserved_ids.contains(&manifest.id) {
         return Err(InstallError::Reserved(manifest.id));
+    }
+    if let Some(expected) = &request.expected_md5 {
+        let actual = store::folder_md5(&plugin_dir).map_err(io_err("hash", &plugin_dir))?;
+        if !actual.eq_ignore_ascii_case(expected) {
+            return Err(InstallError::Md5Mismatch {
+                id: manifest.id,
+                expected: expected.clone(),
+                actual,
+            });
+        }
     }
     let dependencies = match &request.prepare {
         Some(prepare) => (prepare.0)(&plugin_dir).map_err(|reason| InstallError::Dependencies {

@@ -167,7 +167,7 @@ pub fn install_dependencies(
         }
     };
     if !exit.status.success() {
-        let said = process.snapshot(Stream::Stderr);
+        let said = process.snapshot(Stream::Combined);
         let text = String::from_utf8_lossy(&said.tail);
         let text = text.trim();
         let tail = &text[text.len().saturating_sub(600)..];

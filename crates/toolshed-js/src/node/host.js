@@ -12,6 +12,18 @@ const https = require("https");
 const { createRequire } = require("module");
 const readline = require("readline");
 
+// The sandbox gives no view of the host's network interfaces; packages that ask (for an
+// id, say) get the loopback interface rather than an exception.
+const os = require("os");
+const interfaces = os.networkInterfaces;
+os.networkInterfaces = () => {
+  try {
+    return interfaces.call(os);
+  } catch {
+    return { lo: [{ address: "127.0.0.1", netmask: "255.0.0.0", family: "IPv4", mac: "00:00:00:00:00:00", internal: true, cidr: "127.0.0.1/8" }] };
+  }
+};
+
 const protocolWrite = process.stdout.write.bind(process.stdout);
 const send = (message) => protocolWrite(JSON.stringify(message) + "\n");
 // The plugin's own prints are its log, never the protocol.
@@ -306,7 +318,18 @@ const encode = (value) => {
 async function activate() {
   const entry = path.join(settings.dir, settings.entry);
   const load = createRequire(entry);
-  exportsOf = load(entry);
+  try {
+    exportsOf = load(entry);
+  } catch (e) {
+    // A package neither Node's nor in the plugin's package.json: name it, and why.
+    const missing = e && e.code === "MODULE_NOT_FOUND" && /Cannot find module '([^']+)'/.exec(String(e.message));
+    if (missing && !missing[1].startsWith(".") && !missing[1].startsWith("/")) {
+      const why = new Error(`the plugin requires \`${missing[1]}\`, which is neither a Node.js module nor a dependency in its package.json (a module of the app it was written for?); add it to package.json with a lock file, or remove the require`);
+      why.stack = "";
+      throw why;
+    }
+    throw e;
+  }
   if (exportsOf && exportsOf.__esModule && exportsOf.default && typeof exportsOf.activate !== "function") {
     exportsOf = exportsOf.default;
   }

@@ -1,0 +1,419 @@
+//! Plugin stores in Agent Spaces' index format: `[[plugins.stores]] url = "…/plugins/"`
+//! serves `index.json` (and `index_<lang>.json` in each language), a list of
+//! `{id, name, version, description, author, tags, type, path, iconUrl, md5, updatedAt}`.
+//!
+//! A plugin is installed from `<store>/<path>`: its archive `<store>/<path>.zip` when the
+//! store has one, else its files fetched one by one (the manifest, then the files a plugin
+//! of that format is made of and those its manifest names). Either way the files are
+//! checked against the index's `md5` (Agent Spaces' folder digest: the MD5 of the sorted
+//! MD5s of every file, `node_modules` and `.git` left out) before anything is put in
+//! place; a mismatch installs nothing. Every request goes through the SSRF-guarded client:
+//! `https` to public hosts, or the hosts listed in `[plugins] download_hosts`.
+
+use std::path::{Component, Path};
+
+use serde_json::Value;
+use toolshed_core::{HttpRequest, NetPolicy};
+
+use super::download::{MAX_REDIRECTS, NetClient, redact};
+
+/// The largest index read.
+const MAX_INDEX_BYTES: usize = 4 * 1024 * 1024;
+/// The largest single file fetched (an archive too).
+const MAX_FILE_BYTES: usize = 64 * 1024 * 1024;
+/// The most files fetched for one plugin.
+const MAX_FILES: usize = 64;
+
+/// One plugin a store offers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoreEntry {
+    /// Its id.
+    pub id: String,
+    /// Its name, in the index's language.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// What it does.
+    pub description: String,
+    /// Who wrote it.
+    pub author: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// Agent Spaces' category (`server`, `client`, `both`).
+    pub kind: Option<String>,
+    /// Where its files are, under the store (`<store>/<path>`).
+    pub source: String,
+    /// Its icon's URL, when the index gives one.
+    pub icon: Option<String>,
+    /// The digest its files must have.
+    pub md5: Option<String>,
+    /// When it last changed.
+    pub updated: Option<String>,
+    /// The store it is from.
+    pub store: String,
+}
+
+/// The policy a store request goes under: the listed hosts, else public `https` only.
+fn policy(url: &str, extra_hosts: &[String]) -> Result<NetPolicy, String> {
+    let to = toolshed_ops::net::destination(url).map_err(|e| e.to_string())?;
+    let listed = extra_hosts.iter().any(|h| {
+        toolshed_ops::net::HostPattern::parse(h).is_ok_and(|p| p.matches(&to.host, to.port))
+    });
+    if listed {
+        Ok(NetPolicy::Only(extra_hosts.to_vec()))
+    } else if to.tls {
+        Ok(NetPolicy::Public)
+    } else {
+        Err(format!(
+            "{} is not https; plain http is used only for hosts listed in [plugins] download_hosts",
+            redact(url)
+        ))
+    }
+}
+
+/// GETs `url`: its body, `None` on 404, an error otherwise.
+async fn get(
+    client: &NetClient,
+    url: &str,
+    extra_hosts: &[String],
+    max: usize,
+) -> Result<Option<Vec<u8>>, String> {
+    let policy = policy(url, extra_hosts)?;
+    let request = HttpRequest {
+        method: "GET".into(),
+        url: url.to_string(),
+        headers: Vec::new(),
+        body: None,
+        timeout: super::download::DOWNLOAD_TIMEOUT,
+        max_response_bytes: max,
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let followed = client
+        .send_following_with_progress(
+            request,
+            &policy,
+            &cancel,
+            MAX_REDIRECTS,
+            std::sync::Arc::new(|_| {}),
+        )
+        .await
+        .map_err(|e| format!("{}: {e}", redact(url)))?;
+    let response = followed.response;
+    match response.status {
+        404 | 410 => Ok(None),
+        200..=299 if response.truncated => Err(format!(
+            "{} is larger than {} MiB",
+            redact(url),
+            max / (1024 * 1024)
+        )),
+        200..=299 => Ok(Some(response.body)),
+        status => Err(format!("{} answered HTTP {status}", redact(url))),
+    }
+}
+
+/// `base` with one trailing `/`.
+fn base_of(store: &str) -> String {
+    format!("{}/", store.trim_end_matches('/'))
+}
+
+/// The plugins `store` offers, with names and descriptions in `language` when it serves
+/// `index_<language>.json`.
+pub async fn index(
+    client: &NetClient,
+    store: &str,
+    language: &str,
+    extra_hosts: &[String],
+) -> Result<Vec<StoreEntry>, String> {
+    let (base, files) = if store.ends_with(".json") {
+        let base = store.rsplit_once('/').map_or(store, |(b, _)| b);
+        (base_of(base), vec![store.to_string()])
+    } else {
+        let base = base_of(store);
+        (
+            base.clone(),
+            vec![
+                format!("{base}index_{language}.json"),
+                format!("{base}index.json"),
+            ],
+        )
+    };
+    for url in &files {
+        let Some(body) = get(client, url, extra_hosts, MAX_INDEX_BYTES).await? else {
+            continue;
+        };
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("{} is not a plugin index (JSON): {e}", redact(url)))?;
+        let list = match &value {
+            Value::Array(list) => list.clone(),
+            Value::Object(o) => o
+                .get("plugins")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        return Ok(list.iter().filter_map(|e| entry(e, &base, store)).collect());
+    }
+    Err(format!("{} serves no index.json", redact(&base)))
+}
+
+fn entry(value: &Value, base: &str, store: &str) -> Option<StoreEntry> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let id = text("id")?;
+    let path = text("path").unwrap_or_else(|| id.clone());
+    if !safe_relative(&path) {
+        return None;
+    }
+    let author = match value.get("author") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Object(o)) => o.get("name").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    };
+    Some(StoreEntry {
+        name: text("name").unwrap_or_else(|| id.clone()),
+        version: text("version").unwrap_or_else(|| "0.0.0".into()),
+        description: text("description").unwrap_or_default(),
+        author,
+        tags: value
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        kind: text("type"),
+        source: format!("{base}{}", path.trim_matches('/')),
+        icon: text("iconUrl").map(|i| {
+            if i.contains("://") {
+                i
+            } else {
+                format!("{base}{}", i.trim_start_matches('/'))
+            }
+        }),
+        md5: text("md5").map(|m| m.to_ascii_lowercase()),
+        updated: text("updatedAt"),
+        store: store.to_string(),
+        id,
+    })
+}
+
+/// A plugin-relative path without `..`, not absolute.
+fn safe_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains('\0')
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// What was fetched for a plugin.
+pub enum Fetched {
+    /// Its archive, written to this file.
+    Archive(tempfile::TempPath),
+    /// Its files, in this directory.
+    Files(tempfile::TempDir),
+}
+
+/// Fetches `entry`'s files: its `.zip` when the store has one, else file by file into a
+/// new directory under `scratch`.
+pub async fn fetch(
+    client: &NetClient,
+    entry: &StoreEntry,
+    extra_hosts: &[String],
+    scratch: &Path,
+    progress: &(dyn Fn(String) + Send + Sync),
+) -> Result<Fetched, String> {
+    let source = entry.source.trim_end_matches('/');
+    let zip = format!("{source}.zip");
+    progress(format!("fetching {} from {}", entry.id, redact(source)));
+    if let Some(bytes) = get(client, &zip, extra_hosts, MAX_FILE_BYTES).await? {
+        let mut file = tempfile::Builder::new()
+            .prefix(super::STAGING_PREFIX)
+            .suffix(".zip")
+            .tempfile_in(scratch)
+            .map_err(|e| format!("cannot write the archive: {e}"))?;
+        std::io::Write::write_all(&mut file, &bytes)
+            .map_err(|e| format!("cannot write the archive: {e}"))?;
+        return Ok(Fetched::Archive(file.into_temp_path()));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix(super::STAGING_PREFIX)
+        .tempdir_in(scratch)
+        .map_err(|e| format!("cannot make a directory for the files: {e}"))?;
+    let mut manifest: Option<(String, Value)> = None;
+    for name in [
+        "info.json",
+        "web-plugin.json",
+        "plugin.json",
+        "manifest.json",
+        "package.json",
+    ] {
+        if let Some(body) = get(
+            client,
+            &format!("{source}/{name}"),
+            extra_hosts,
+            MAX_INDEX_BYTES,
+        )
+        .await?
+            && let Ok(value) = serde_json::from_slice::<Value>(&body)
+            && (value.get("id").is_some() || value.get("name").is_some())
+        {
+            write(dir.path(), name, &body)?;
+            manifest = Some((name.to_string(), value));
+            break;
+        }
+    }
+    let Some((manifest_name, manifest)) = manifest else {
+        return Err(format!(
+            "{} has neither {}.zip nor a manifest (info.json, web-plugin.json, plugin.json, package.json)",
+            redact(source),
+            redact(source)
+        ));
+    };
+    let mut files: Vec<String> = [
+        "package.json",
+        "package-lock.json",
+        "main.js",
+        "workflow.js",
+        "tools.js",
+        "actions.js",
+        "lang.json",
+        "shared.js",
+        "icon.svg",
+        "icon.png",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for key in ["iconPath", "icon", "main"] {
+        if let Some(file) = manifest.get(key).and_then(Value::as_str) {
+            files.push(file.to_string());
+        }
+    }
+    if let Some(Value::Object(entries)) = manifest.get("entries") {
+        for value in entries.values() {
+            match value {
+                Value::String(file) => files.push(file.clone()),
+                Value::Array(list) => {
+                    files.extend(list.iter().filter_map(Value::as_str).map(str::to_string))
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(Value::Array(list)) = manifest.get("files") {
+        files.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+    files.retain(|f| f != &manifest_name && safe_relative(f) && !f.contains("://"));
+    files.sort();
+    files.dedup();
+    if files.len() > MAX_FILES {
+        return Err(format!("the plugin names more than {MAX_FILES} files"));
+    }
+    let mut fetched = 1;
+    for file in &files {
+        if let Some(body) = get(
+            client,
+            &format!("{source}/{file}"),
+            extra_hosts,
+            MAX_FILE_BYTES,
+        )
+        .await?
+        {
+            write(dir.path(), file, &body)?;
+            fetched += 1;
+        }
+    }
+    progress(format!("fetched {fetched} file(s)"));
+    Ok(Fetched::Files(dir))
+}
+
+fn write(dir: &Path, file: &str, body: &[u8]) -> Result<(), String> {
+    let path = dir.join(file);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot write {file}: {e}"))?;
+    }
+    std::fs::write(&path, body).map_err(|e| format!("cannot write {file}: {e}"))
+}
+
+/// Agent Spaces' folder digest: the MD5 of the sorted hex MD5s of every file under `dir`
+/// (`node_modules` and `.git` left out).
+pub fn folder_md5(dir: &Path) -> std::io::Result<String> {
+    use md5::Digest;
+    let mut sums = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name == "node_modules" || name == ".git" {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                let bytes = std::fs::read(entry.path())?;
+                sums.push(hex(&md5::Md5::digest(&bytes)));
+            }
+        }
+    }
+    sums.sort();
+    Ok(hex(&md5::Md5::digest(sums.concat().as_bytes())))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_folder_digest_is_agent_spaces_own() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b.txt"), "b").unwrap();
+        std::fs::create_dir_all(dir.path().join("node_modules/x")).unwrap();
+        std::fs::write(dir.path().join("node_modules/x/i.js"), "ignored").unwrap();
+        // md5("a") = 0cc175b9…, md5("b") = 92eb5ffe…; sorted, joined, hashed again.
+        use md5::Digest;
+        let joined = "0cc175b9c0f1b6a831c399e26977266192eb5ffee6ae2fec3ad71c777531578f";
+        assert_eq!(
+            folder_md5(dir.path()).unwrap(),
+            hex(&md5::Md5::digest(joined.as_bytes()))
+        );
+    }
+
+    #[test]
+    fn index_entries_keep_their_paths_inside_the_store() {
+        let base = "https://store.example/plugins/";
+        let e = entry(
+            &serde_json::json!({"id": "a.b", "name": "B", "version": "1.2.0", "path": "b",
+                "author": {"name": "Ann"}, "tags": ["x"], "iconUrl": "plugins/b/icon.svg", "md5": "AB"}),
+            base,
+            base,
+        )
+        .unwrap();
+        assert_eq!(e.source, "https://store.example/plugins/b");
+        assert_eq!(e.author.as_deref(), Some("Ann"));
+        assert_eq!(e.md5.as_deref(), Some("ab"));
+        assert_eq!(
+            e.icon.as_deref(),
+            Some("https://store.example/plugins/plugins/b/icon.svg")
+        );
+        assert!(
+            entry(
+                &serde_json::json!({"id": "a.b", "path": "../x"}),
+                base,
+                base
+            )
+            .is_none()
+        );
+    }
+}
