@@ -100,6 +100,16 @@ def test_a_plugin_signing_with_node_crypto_runs_unmodified_in_node(server, serve
             with urllib.request.urlopen(request, timeout=30) as response:
                 return json.loads(response.read())
 
+        # The Node runtime's tools have their titles in each language too.
+        req = urllib.request.Request(base + "/api/v1/tools?plugin=notify.dingtalk-robot&locale=zh", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=30) as response:
+            listed = {t["name"]: t for t in json.loads(response.read())["tools"]}
+        assert listed["dingtalk_robot_send_text"]["title"] == "发送文本", listed
+        req = urllib.request.Request(base + "/api/v1/tools?plugin=notify.dingtalk-robot", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=30) as response:
+            listed = {t["name"]: t for t in json.loads(response.read())["tools"]}
+        assert listed["dingtalk_robot_send_text"]["title"] == "Send text", listed
+
         body = execute({"content": "over rest"})
         assert not body["is_error"], body
         assert Robot.received[-1]["text"] == {"content": "over rest"}

@@ -282,6 +282,19 @@ def test_an_agent_spaces_plugin_as_its_templates_write_it_runs_unmodified(server
         assert "dialect" in listed("")["workflow.page-fetch"]
         assert listed("?tag=nothing-has-this") == {}
 
+        # Tool titles in the language asked for (failed before: plugin names only).
+        def tools(path):
+            req = urllib.request.Request(url.removesuffix("/mcp") + "/api/v1" + path, headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return {t["name"]: t for t in json.loads(response.read())["tools"]}
+
+        assert tools("/plugins/workflow.page-fetch/tools?locale=zh")["page_fetch_get_text"]["title"] == "抓取网页文本"
+        assert tools("/plugins/workflow.page-fetch/tools?locale=en")["page_fetch_get_text"]["title"] == "Fetch page text"
+        zh = tools("/tools?plugin=workflow.page-fetch&locale=zh-CN")["page_fetch_get_text"]
+        assert zh["title"] == "抓取网页文本" and "translations" not in zh, zh
+        # A key the language lacks falls back to the plugin's other text, never the key.
+        assert "action." not in zh["description"], zh
+
 
 def test_a_client_plugin_that_serves_nothing_here_installs_and_keeps_running(toolshed_bin, workspace, home):
     # Failed before: activate() registering nothing put the plugin in `error`.

@@ -45,7 +45,7 @@ pub use manifest::{
 pub use output::{Content, ToolOutput, counted};
 pub use plugin::{BuiltinPlugin, Health, Library, Plugin, PluginError, SyncTool, Tool};
 pub use ports::{PortDirectory, ProxyTarget};
-pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec};
+pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec, ToolText};
 pub use touches::{TouchArg, TouchKind, Touches, WriteScope};
 
 /// Re-exported so tools and doors share one cancellation type.

@@ -136,6 +136,21 @@ pub struct ToolSpec {
     /// lines): what policy rules on touches test ([`crate::Touches`]).
     #[serde(skip)]
     pub touches: Vec<crate::TouchArg>,
+    /// The title and description in other languages, by primary language subtag (`zh`):
+    /// what [`ToolSpec::in_language`] shows a caller who asks for one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub translations: std::collections::BTreeMap<String, ToolText>,
+}
+
+/// A tool's title and description in one language.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolText {
+    /// The title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The description.
+    pub description: String,
 }
 
 /// The schema of a tool that takes no arguments.
@@ -163,7 +178,28 @@ impl ToolSpec {
             plane: self.plane,
             sandbox_argument: self.sandbox_argument,
             touches: self.touches.clone(),
+            translations: self.translations.clone(),
         }
+    }
+
+    /// This spec with its title and description in `locale` (`zh`, `zh-CN`, `zh_CN.UTF-8`:
+    /// the primary subtag counts) when it has them, and without the other languages';
+    /// unchanged otherwise.
+    pub fn in_language(&self, locale: &str) -> Self {
+        let language: String = locale
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let mut out = self.clone();
+        if let Some(text) = self.translations.get(&language) {
+            if text.title.is_some() {
+                out.title.clone_from(&text.title);
+            }
+            out.description.clone_from(&text.description);
+        }
+        out.translations.clear();
+        out
     }
 
     /// A spec with a name and description and defaults for the rest.
@@ -183,6 +219,7 @@ impl ToolSpec {
             plane: Plane::Execution,
             sandbox_argument: false,
             touches: Vec::new(),
+            translations: std::collections::BTreeMap::new(),
         }
     }
 

@@ -49,6 +49,10 @@ pub(crate) struct Translations {
     fallback: Map<String, Value>,
     /// The other languages' tables, by language tag.
     others: Vec<Map<String, Value>>,
+    /// The languages the file has, but the chosen one.
+    languages: Vec<String>,
+    /// The file's text, to build the tables of another language from.
+    source: Option<std::sync::Arc<str>>,
 }
 
 impl Translations {
@@ -84,6 +88,11 @@ impl Translations {
                     .into(),
             );
         };
+        let languages: Vec<String> = tables
+            .keys()
+            .filter(|l| l.as_str() != language)
+            .cloned()
+            .collect();
         let mut table = |lang: &str| match tables.remove(lang) {
             Some(Value::Object(t)) => Ok(t),
             None => Ok(Map::new()),
@@ -106,7 +115,21 @@ impl Translations {
             chosen,
             fallback,
             others,
+            languages,
+            source: Some(text.into()),
         })
+    }
+
+    /// The other languages the plugin ships, each with its tables (that language chosen):
+    /// for titles and descriptions in every language.
+    pub(crate) fn other_languages(&self) -> Vec<(String, Translations)> {
+        let Some(text) = &self.source else {
+            return Vec::new();
+        };
+        self.languages
+            .iter()
+            .filter_map(|l| Some((l.clone(), Self::parse(text, l).ok()?)))
+            .collect()
     }
 
     /// Every table, in the order a key is looked up: the chosen language, English, then

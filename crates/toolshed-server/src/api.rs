@@ -542,7 +542,10 @@ pub async fn install(
 pub async fn plugin_tools(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let locale = query(locale)?;
+    let locale = locale.locale()?;
     let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
@@ -565,7 +568,10 @@ pub async fn plugin_tools(
     let tools: Vec<Value> = specs
         .iter()
         .map(|spec| {
-            let mut v = tool_json(spec, &id);
+            let mut v = match locale {
+                Some(locale) => tool_json(&spec.in_language(locale), &id),
+                None => tool_json(spec, &id),
+            };
             if let Value::Object(map) = &mut v {
                 map.insert(
                     "callable".into(),
@@ -702,6 +708,8 @@ pub struct ToolFilter {
     pub plugin: Option<String>,
     /// Only tools whose name, title or description contains this (case-insensitive).
     pub q: Option<String>,
+    /// Titles and descriptions in this language, where the tool has them.
+    pub locale: Option<String>,
 }
 
 /// `GET /tools`.
@@ -711,6 +719,10 @@ pub async fn tools(
     filter: Result<Query<ToolFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query(filter)?;
+    let locale = LocaleQuery {
+        locale: filter.locale.clone(),
+    };
+    let locale = locale.locale()?;
     let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     let needle = filter.q.as_deref().map(str::to_lowercase);
     let tools: Vec<Value> = state
@@ -737,7 +749,10 @@ pub async fn tools(
                         .is_some_and(|title| title.to_lowercase().contains(n))
             })
         })
-        .map(|t| tool_json(t.spec(), &t.plugin_id))
+        .map(|t| match locale {
+            Some(locale) => tool_json(&t.spec().in_language(locale), &t.plugin_id),
+            None => tool_json(t.spec(), &t.plugin_id),
+        })
         .collect();
     Ok(Json(json!({ "tools": tools })))
 }

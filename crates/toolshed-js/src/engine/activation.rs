@@ -467,7 +467,8 @@ fn collect_actions<'js>(
     setup: &Setup,
     arg: Value<'js>,
 ) -> Result<Vec<Registered>, Collect> {
-    let list = if let Some(factory) = arg.as_function() {
+    let factory = arg.as_function().cloned();
+    let list = if let Some(factory) = &factory {
         let t = host::t_function(ctx, &setup.translations).map_err(Collect::Thrown)?;
         factory.call::<_, Value>((t,)).map_err(Collect::Thrown)?
     } else {
@@ -543,5 +544,48 @@ fn collect_actions<'js>(
             run: Persistent::save(ctx, run),
         });
     }
+    if let Some(factory) = &factory {
+        translate(ctx, setup, factory, &mut batch);
+    }
     Ok(batch)
+}
+
+/// The titles and descriptions of the actions a factory `(t) => [...]` builds, in each
+/// other language the plugin ships: the factory is called again with that language's `t`.
+/// What fails to build in a language keeps the chosen language's text.
+fn translate<'js>(
+    ctx: &Ctx<'js>,
+    setup: &Setup,
+    factory: &Function<'js>,
+    batch: &mut [Registered],
+) {
+    for (language, tables) in setup.translations.other_languages() {
+        let Ok(t) = host::t_function(ctx, &Rc::new(tables)) else {
+            continue;
+        };
+        let Ok(list) = factory.call::<_, Value>((t,)) else {
+            let _ = ctx.catch();
+            continue;
+        };
+        let Some(list) = list.into_array() else {
+            continue;
+        };
+        for item in list.iter::<Value>().flatten() {
+            let Ok(Some(json)) = to_json(ctx, item) else {
+                continue;
+            };
+            let Ok(def) = ActionDef::parse(&json, &setup.prefix, setup.plane) else {
+                continue;
+            };
+            if let Some(r) = batch.iter_mut().find(|r| r.def.name == def.name) {
+                r.def.spec.translations.insert(
+                    language.clone(),
+                    toolshed_core::ToolText {
+                        title: def.spec.title,
+                        description: def.spec.description,
+                    },
+                );
+            }
+        }
+    }
 }

@@ -188,10 +188,11 @@ const lookup = (table, key) => {
   }
   return typeof current === "string" ? current : undefined;
 };
-const t = (key, fallback, vars) => {
+// `t` over string tables in lookup order (the language's own, English, the others).
+const translator = (strings) => (key, fallback, vars) => {
   if (fallback !== null && typeof fallback === "object") [fallback, vars] = [undefined, fallback];
   let text;
-  for (const table of settings.strings) {
+  for (const table of strings) {
     text = lookup(table, String(key));
     if (text !== undefined) break;
   }
@@ -201,6 +202,7 @@ const t = (key, fallback, vars) => {
   }
   return text;
 };
+const t = (key, fallback, vars) => translator(settings.strings)(key, fallback, vars);
 
 const httpObject = () => {
   const request = async (o) => {
@@ -343,13 +345,27 @@ async function activate() {
     logger: rootLogger,
     registerActions(list) {
       registered = true;
-      if (typeof list === "function") list = list(t);
+      const factory = typeof list === "function" ? list : null;
+      if (factory) list = factory(t);
       if (!Array.isArray(list)) throw new TypeError("registerActions takes an array of actions, or a function (t) => [...] returning one");
-      for (const action of list) {
-        if (action === null || typeof action !== "object") throw new TypeError("each action is an object { name, label, description, properties, run }");
-        actions.push({ action: JSON.parse(JSON.stringify(action)), runnable: typeof action.run === "function" });
-        if (typeof action.run === "function" && typeof action.name === "string") runs.set(action.name, action.run);
+      // The same actions in each other language the plugin ships, for their titles.
+      const translated = {};
+      for (const [language, strings] of Object.entries(factory ? settings.languages || {} : {})) {
+        try {
+          const again = factory(translator(strings));
+          if (Array.isArray(again)) translated[language] = again;
+        } catch {}
       }
+      list.forEach((action, i) => {
+        if (action === null || typeof action !== "object") throw new TypeError("each action is an object { name, label, description, properties, run }");
+        const translations = {};
+        for (const [language, again] of Object.entries(translated)) {
+          const other = again[i];
+          if (other && typeof other === "object" && other.name === action.name) translations[language] = JSON.parse(JSON.stringify(other));
+        }
+        actions.push({ action: JSON.parse(JSON.stringify(action)), runnable: typeof action.run === "function", translations });
+        if (typeof action.run === "function" && typeof action.name === "string") runs.set(action.name, action.run);
+      });
     },
   };
   const found = [];

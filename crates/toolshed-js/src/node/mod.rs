@@ -242,7 +242,13 @@ impl Node {
     }
 
     async fn activate(&mut self, config: &WorkerConfig) -> Result<Vec<ActionDef>, String> {
-        let strings = crate::i18n::Translations::load(&config.dir, &config.language)?.tables();
+        let translations = crate::i18n::Translations::load(&config.dir, &config.language)?;
+        let languages: Map<String, Value> = translations
+            .other_languages()
+            .into_iter()
+            .map(|(language, tables)| (language, Value::Array(tables.tables())))
+            .collect();
+        let strings = translations.tables();
         self.send(json!({
             "op": "init",
             "id": config.plugin_id,
@@ -251,6 +257,7 @@ impl Node {
             "entry": config.entry,
             "config": config.config,
             "strings": strings,
+            "languages": languages,
             "contextFirst": config.context_first,
             "catalog": config.catalog.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
         }))
@@ -632,6 +639,20 @@ fn defs_from(ready: &Value, config: &WorkerConfig) -> Result<Vec<ActionDef>, Str
                 "registerActions refused the actions: action #{number} (`{}`): `run` must be a function (inputs, ctx) => result",
                 def.name
             ));
+        }
+        let mut def = def;
+        if let Some(Value::Object(translations)) = item.get("translations") {
+            for (language, other) in translations {
+                if let Ok(other) = ActionDef::parse(other, prefix, plane) {
+                    def.spec.translations.insert(
+                        language.clone(),
+                        toolshed_core::ToolText {
+                            title: other.spec.title,
+                            description: other.spec.description,
+                        },
+                    );
+                }
+            }
         }
         if defs.iter().any(|d| d.name == def.name) {
             return Err(format!(
