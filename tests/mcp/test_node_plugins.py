@@ -71,6 +71,13 @@ def test_a_plugin_signing_with_node_crypto_runs_unmodified_in_node(server, serve
         assert mine["state"] == "running", mine
         assert mine["runtime"].startswith("node"), mine
         assert "crypto" in mine["runtime"], mine
+        import subprocess
+        doctor = subprocess.run(
+            [toolshed_bin, "--workspace", str(workspace), "doctor"],
+            env=dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated")),
+            capture_output=True, text=True, timeout=60,
+        )
+        assert "notify.dingtalk-robot: node (main.js uses Node's `crypto` module)" in doctor.stdout, doctor.stdout
 
         params = server()
         params.env["TOOLSHED_CONFIG"] = str(home / "web.toml")

@@ -406,3 +406,75 @@ def test_a_client_only_web_plugin_installs_and_keeps_running_with_no_tools(tools
     ], mine
     inspected = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(WEB_CLIENT), "--json").stdout)
     assert not [f for f in inspected["fields"] if "knows" in f["why"]], inspected["fields"]
+
+
+LEDGER = REPO / "tests" / "fixtures" / "seed-plugins" / "fenix-ledger"
+
+
+class Ledger(loopback.Handler):
+    entries = []
+    tokens = []
+
+    def do_GET(self):
+        Ledger.tokens.append(self.headers.get("authorization"))
+        total = sum(e["amount"] for e in Ledger.entries)
+        self.answer(200, "application/json", json.dumps({"balance": total}).encode())
+
+    def do_POST(self):
+        Ledger.tokens.append(self.headers.get("authorization"))
+        entry = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        Ledger.entries.append(entry)
+        total = sum(e["amount"] for e in Ledger.entries)
+        self.answer(200, "application/json", json.dumps({"id": len(Ledger.entries), "balance": total}).encode())
+
+
+def test_a_fenix_plugin_yml_as_the_seed_writes_it_runs_with_its_env_contract(server, serve, toolshed_bin, workspace, home):
+    # Failed before: `tools[0]: missing field name` (tool_id), then `requirements: invalid
+    # type: map`; display_name and default_runtime_plane were unknown.
+    Ledger.entries, Ledger.tokens = [], []
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(LEDGER))
+    out = installed.stdout + installed.stderr
+    assert "fenix.ledger 3.0.0" in out, out
+    assert [l for l in out.splitlines() if "warning" in l.lower() and "in environment (TOOLSHED_" not in l] == []
+    inspected = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(LEDGER), "--json").stdout)
+    manifest = inspected["manifest"]
+    assert manifest["name"] == "Ledger" and manifest["dialect"] == "fenix", manifest
+    assert [r["binary"] for r in manifest["requirements"]] == ["sh", "git"], manifest["requirements"]
+    tools = {t["name"]: t for t in manifest["tools"]}
+    assert tools["ledger_balance"]["title"] == "Balance" and tools["ledger_balance"]["group"] == "ledger"
+    assert not [f for f in inspected["fields"] if "knows" in f["why"] or f["action"] == "ignored"], inspected["fields"]
+
+    # Its env contract is enforced: without the variables it says which are missing.
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    mine = next(p for p in listed["plugins"] if p["id"] == "fenix.ledger")
+    assert "LEDGER_TOKEN" in (mine["reason"] or "") and "LEDGER_URL" in (mine["reason"] or ""), mine
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "fenix.ledger", "http:127.0.0.1").returncode == 0
+
+    with loopback.serving(Ledger) as ledger:
+        (home / "web.toml").write_text(f'[web]\nallow = ["{ledger}"]\n')
+        env = {"TOOLSHED_CONFIG": str(home / "web.toml"), "LEDGER_URL": f"http://{ledger}/", "LEDGER_TOKEN": "tok-ledger-1"}
+        params = server()
+        params.env.update(env)
+
+        async def main():
+            async with Client(params, mode="legacy") as client:
+                listed = {t.name: t for t in (await client.list_tools()).tools}
+                assert listed["ledger_balance"].annotations.read_only_hint is True
+                assert listed["ledger_record"].input_schema["required"] == ["amount", "memo"]
+                done = await client.call_tool("ledger_record", {"amount": 12.5, "memo": "lunch"})
+                assert not done.is_error, done.content
+                assert done.structured_content == {"id": 1, "balance": 12.5}, done.structured_content
+
+        run(main())
+        url, token = serve(env)
+        import urllib.request
+        request = urllib.request.Request(
+            url.removesuffix("/mcp") + "/api/v1/tools/ledger_balance/execute",
+            data=json.dumps({"arguments": {}}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = json.loads(response.read())
+        assert not body["is_error"] and body["structured"] == {"balance": 12.5}, body
+        assert Ledger.tokens == ["Bearer tok-ledger-1", "Bearer tok-ledger-1"], Ledger.tokens

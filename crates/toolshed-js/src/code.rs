@@ -200,6 +200,7 @@ impl Snippet {
             access: access.clone(),
             context_first: false,
             node: None,
+            env: Default::default(),
         };
         let (handle, ready) = worker::spawn(config).map_err(ToolError::Internal)?;
         let wait = limits.activate_timeout + START_GRACE;

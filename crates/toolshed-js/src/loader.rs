@@ -36,6 +36,8 @@ pub struct JsLoader {
     limits: JsLimits,
     language: Option<String>,
     access: HostAccess,
+    /// The workspace's `.env` variables, for the env contract's values.
+    env_files: Arc<std::collections::BTreeMap<String, String>>,
 }
 
 impl JsLoader {
@@ -45,6 +47,7 @@ impl JsLoader {
         Self {
             limits: JsLimits::default(),
             language: None,
+            env_files: services.env_files.clone(),
             access: HostAccess {
                 files: services.ops.files.clone(),
                 http: services.net.clone(),
@@ -154,6 +157,16 @@ impl PluginLoader for JsLoader {
             access: self.access.clone(),
             context_first: manifest.dialect.as_deref() == Some("agent-spaces"),
             node,
+            env: manifest
+                .env
+                .iter()
+                .filter_map(|var| {
+                    let value = std::env::var(&var.name)
+                        .ok()
+                        .or_else(|| self.env_files.get(&var.name).cloned())?;
+                    Some((var.name.clone(), value))
+                })
+                .collect(),
         };
         Ok(Arc::new(JsPlugin::new(manifest, worker)))
     }

@@ -48,6 +48,9 @@ pub(crate) struct WorkerConfig {
     /// Why the plugin runs in Node.js rather than QuickJS (`None`: QuickJS), decided at
     /// load from its files.
     pub node: Option<String>,
+    /// The variables the manifest's env contract names that are set, with their values:
+    /// `context.env`/`ctx.env` (and the environment of a Node.js plugin's process).
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// The request that asks the plugin's `health()` export instead of running an action (no
@@ -278,6 +281,11 @@ fn load_setup(config: &WorkerConfig) -> Result<Setup, String> {
         access: config.access.clone(),
         snippet: config.source.is_some(),
         context_first: config.context_first,
+        env: config
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
     })
 }
 

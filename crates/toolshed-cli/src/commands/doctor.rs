@@ -234,6 +234,24 @@ fn checks(host: &Host) -> Vec<Check> {
             };
             push("env", status, format!("{}: {} {word}", p.id, var.name));
         }
+        // Which runtime runs a JavaScript plugin, and whether Node.js is here for those
+        // that need it.
+        if manifest.kind == toolshed_core::PluginKind::Js
+            && let Some(dir) = &p.dir
+        {
+            let runtime = toolshed_core::runtime::describe(dir);
+            let status = if runtime.starts_with("node") && find_on_path("node").is_none() {
+                Status::Error
+            } else {
+                Status::Ok
+            };
+            let missing = if status == Status::Error {
+                "; Node.js is not installed (apt-get install nodejs)"
+            } else {
+                ""
+            };
+            push("runtime", status, format!("{}: {runtime}{missing}", p.id));
+        }
         for req in &manifest.requirements {
             let (status, word) = match (find_on_path(&req.binary), req.optional) {
                 (Some(path), _) => (Status::Ok, format!("found at {}", path.display())),

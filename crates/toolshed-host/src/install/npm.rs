@@ -95,7 +95,7 @@ pub fn install_dependencies(
             "its install scripts ({scripts}) are not run: toolshed never runs a package's scripts"
         ));
     }
-    let npm = find_program("npm").ok_or(
+    let npm = crate::registry::find_on_path("npm").ok_or(
         "installing its dependencies needs npm, which is not installed here: install it (`apt-get install npm`) and install the plugin again",
     )?;
     let build = tempfile::Builder::new()
@@ -217,16 +217,6 @@ fn install_scripts(dir: &Path) -> Option<String> {
         .filter(|name| scripts.contains_key(*name))
         .collect();
     (!found.is_empty()).then(|| found.join(", "))
-}
-
-/// A program on the host's `PATH` (the standard one when it is unset).
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| toolshed_ops::process::DEFAULT_PATH.into());
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
 }
 
 /// An npm setting: `npm_config_<name>` in the environment, else `npm config get <name>`

@@ -105,6 +105,39 @@ pub(super) fn fenix_fields(
             );
         }
     }
+    if let Some(name) = obj.remove("display_name") {
+        if obj.contains_key("name") || out.contains_key("name") {
+            let _ = name;
+            notes.ignored("display_name", "`name` is also set and wins");
+        } else {
+            out.insert("name".into(), name);
+            notes.mapped("display_name", "name", "Fenix's display name");
+        }
+    }
+    if let Some(plane) = obj.remove("default_runtime_plane") {
+        if obj.contains_key("plane") {
+            notes.ignored("default_runtime_plane", "`plane` is also set and wins");
+        } else {
+            obj.insert("plane".into(), plane);
+            notes.mapped(
+                "default_runtime_plane",
+                "plane",
+                "the plane the plugin's tools run on unless a tool says otherwise",
+            );
+        }
+    }
+    if let Some(Value::Object(map)) = obj.get("requirements").cloned() {
+        obj.remove("requirements");
+        out.insert(
+            "requirements".into(),
+            Value::Array(requirements(map, notes)),
+        );
+        notes.mapped(
+            "requirements",
+            "requirements",
+            "Fenix's requirements by kind: each program becomes a requirement checked on PATH",
+        );
+    }
     if let Some(Value::String(plane)) = obj.get("plane").cloned() {
         let mapped = match plane.to_ascii_lowercase().as_str() {
             "execution" | "program" => None,
@@ -194,6 +227,83 @@ pub(super) fn version_text(v: &Value) -> String {
     }
 }
 
+/// Fenix's object-form `requirements` as toolshed's list: a list of programs under any
+/// key (`binaries`, `bins`, `commands`, `tools`, …; under `optional` they are optional), a
+/// program with its version (`git: ">=2.30"`), or with `{version, description,
+/// optional}`. Keys naming no programs (`env`, `python_packages`, …) are kept in the notes.
+fn requirements(map: Map<String, Value>, notes: &mut Notes) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut add = |binary: &str, description: Option<String>, optional: bool| {
+        let mut r = Map::new();
+        r.insert("binary".into(), Value::String(binary.to_string()));
+        if let Some(d) = description {
+            r.insert("description".into(), Value::String(d));
+        }
+        if optional {
+            r.insert("optional".into(), Value::Bool(true));
+        }
+        out.push(Value::Object(r));
+    };
+    for (key, value) in map {
+        let optional = key == "optional";
+        match value {
+            Value::Array(items)
+                if !matches!(
+                    key.as_str(),
+                    "env" | "env_vars" | "python_packages" | "packages" | "pip" | "npm"
+                ) =>
+            {
+                for item in items {
+                    match item {
+                        Value::String(name) => add(&name, None, optional),
+                        Value::Object(o) => {
+                            if let Some(name) = o
+                                .get("name")
+                                .or_else(|| o.get("binary"))
+                                .and_then(Value::as_str)
+                            {
+                                let description = o
+                                    .get("description")
+                                    .or_else(|| o.get("version"))
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string);
+                                let optional = optional
+                                    || o.get("optional") == Some(&Value::Bool(true))
+                                    || o.get("required") == Some(&Value::Bool(false));
+                                add(name, description, optional);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Value::String(version) => add(&key, Some(format!("version {version}")), false),
+            Value::Object(o) => {
+                let description = o
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| {
+                        o.get("version")
+                            .and_then(Value::as_str)
+                            .map(|v| format!("version {v}"))
+                    });
+                let optional = o.get("optional") == Some(&Value::Bool(true))
+                    || o.get("required") == Some(&Value::Bool(false));
+                add(&key, description, optional);
+            }
+            other => notes.ignored(
+                &format!("requirements.{key}"),
+                format!(
+                    "not a program toolshed can check on PATH ({})",
+                    version_text(&other)
+                ),
+            ),
+        }
+    }
+    out
+}
+
 /// One `tool_catalog` entry as a toolshed tool: `parameters` / `inputSchema` / `input`
 /// become `input_schema`, `outputSchema` becomes `output_schema`; other keys are dropped
 /// with a note.
@@ -211,6 +321,22 @@ pub(super) fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
             }
             "name" | "title" | "description" | "input_schema" | "output_schema" => {
                 tool.insert(key, value);
+            }
+            "tool_name" | "tool_id" | "id" | "key" => {
+                tool.entry("name").or_insert(value);
+                notes.mapped(&at, &format!("tools[{i}].name"), "the tool's name");
+            }
+            "display_name" | "label" => {
+                tool.entry("title").or_insert(value);
+                notes.mapped(&at, &format!("tools[{i}].title"), "the tool's title");
+            }
+            "summary" => {
+                tool.entry("description").or_insert(value);
+                notes.mapped(
+                    &at,
+                    &format!("tools[{i}].description"),
+                    "what the tool does",
+                );
             }
             "parameters" | "inputSchema" | "input" | "params" => {
                 tool.insert("input_schema".into(), value);
@@ -247,6 +373,20 @@ pub(super) fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
                 notes.mapped(&at, &format!("tools[{i}].group"), "the tool's group");
             }
             _ => notes.ignored(&at, "not a field of a toolshed tool"),
+        }
+    }
+    if !tool.contains_key("description") {
+        let text = tool
+            .get("title")
+            .or_else(|| tool.get("name"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if !text.is_null() {
+            tool.insert("description".into(), text);
+            notes.defaulted(
+                &format!("tools[{i}].description"),
+                "the entry has no description: its title stands in",
+            );
         }
     }
     // A tool that changes no state is read-only, unless its annotations say otherwise

@@ -396,10 +396,13 @@ pub(super) fn fingerprint(dir: &Path) -> u64 {
     hasher.finish()
 }
 
-/// The first executable file named `name` on `PATH`. Blocking (a `stat` per directory).
+/// The first executable file named `name` on `PATH` (the standard directories when it is
+/// unset, as commands get them). Blocking (a `stat` per directory).
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
+    let path = std::env::var_os("PATH")
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| toolshed_ops::process::DEFAULT_PATH.into());
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|candidate| {

@@ -88,6 +88,8 @@ pub(crate) struct Setup {
     pub snippet: bool,
     /// Actions are called `run(ctx, args)` (Agent Spaces), not `run(args, ctx)`.
     pub context_first: bool,
+    /// The env contract's variables and their values.
+    pub env: Map<String, serde_json::Value>,
 }
 
 /// What `run` returned, before the tool maps it to a [`toolshed_core::ToolOutput`].
@@ -184,6 +186,7 @@ impl Engine {
             ),
             translations: setup.translations.clone(),
             log: Rc::new(LogBudget::new(&setup.plugin_id)),
+            env: Rc::new(setup.env.clone()),
         };
         let mut engine = Self {
             setup,

@@ -288,6 +288,7 @@ const callContext = (call, config, controller) => {
     id: settings.id,
     plugin: Object.freeze({ id: settings.id, version: settings.version }),
     config,
+    env: settings.env || {},
     t,
     logger: makeLogger(call),
     signal: controller.signal,
@@ -341,6 +342,7 @@ async function activate() {
     id: settings.id,
     plugin: Object.freeze({ id: settings.id, version: settings.version }),
     config: settings.config,
+    env: settings.env || {},
     t,
     logger: rootLogger,
     registerActions(list) {

@@ -183,6 +183,9 @@ impl Node {
                 kill_after_bytes: None,
             })
             .env("NODE_ENV", "production");
+        for (name, value) in &config.env {
+            request = request.env(name, value);
+        }
         request.sandbox = sandbox;
         request.network_hosts = Some(config.reach.host_list());
         request.visible = vec![config.dir.clone()];
@@ -259,6 +262,7 @@ impl Node {
             "strings": strings,
             "languages": languages,
             "contextFirst": config.context_first,
+            "env": config.env,
             "catalog": config.catalog.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
         }))
         .await;

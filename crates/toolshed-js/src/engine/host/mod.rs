@@ -273,6 +273,10 @@ pub(crate) fn call_context<'js>(
     )?;
     obj.set("t", t_function(ctx, &shared.translations)?)?;
     obj.set("logger", logger_object(ctx, &shared.log)?)?;
+    obj.set(
+        "env",
+        from_json(ctx, &serde_json::Value::Object((*shared.env).clone()))?,
+    )?;
 
     let s = scope.clone();
     let progress = Function::new(

@@ -69,6 +69,8 @@ pub(crate) struct Shared {
     pub plugin: (String, String),
     pub translations: Rc<Translations>,
     pub log: Rc<LogBudget>,
+    /// `context.env` and `ctx.env`: the variables the manifest's env contract names.
+    pub env: Rc<Map<String, serde_json::Value>>,
 }
 
 /// The `t(key, vars)` function, also `t(key, fallback)` and `t(key, fallback, vars)`: a
@@ -175,6 +177,10 @@ pub(crate) fn activation_context<'js>(
     )?;
     context.set("t", t_function(ctx, &shared.translations)?)?;
     context.set("logger", logger_object(ctx, &shared.log)?)?;
+    context.set(
+        "env",
+        from_json(ctx, &serde_json::Value::Object((*shared.env).clone()))?,
+    )?;
     context.set("registerActions", register)?;
     Ok(context)
 }
