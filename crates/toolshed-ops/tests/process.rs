@@ -302,9 +302,12 @@ async fn a_terminal_session_runs_python_and_takes_ctrl_c() {
         .unwrap();
     p.write(b"6 * 7\n").unwrap();
     output_with(&p, "42").await;
-    p.write(b"import time; time.sleep(30)\n").unwrap();
-    // Give the statement a moment to start: the interrupt reaches python either way.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The interrupt goes once the statement runs (it says so): on a loaded machine a
+    // fixed pause could send it while python is still reading the line, and the REPL
+    // then only drops the line.
+    p.write(b"import time; print('sleep' + 'ing'); time.sleep(30)\n")
+        .unwrap();
+    output_with(&p, "sleeping").await;
     p.write(b"\x03").unwrap();
     output_with(&p, "KeyboardInterrupt").await;
     p.write(b"exit()\n").unwrap();

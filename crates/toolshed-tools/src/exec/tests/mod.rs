@@ -322,12 +322,24 @@ async fn a_pty_session_runs_python_takes_ctrl_c_and_exits() {
     }
     assert!(seen.contains("42"), "{seen}");
 
-    h.call(
-        "write_stdin",
-        json!({"session_id": id, "chars": "import time; time.sleep(30)\n", "yield_ms": 300}),
-    )
-    .await
-    .unwrap();
+    // The interrupt goes once the statement runs (it says so): on a loaded machine a
+    // fixed pause could send it while python is still reading the line, and the
+    // REPL then only drops the line.
+    let mut started = String::new();
+    for _ in 0..40 {
+        let reply = h
+            .call(
+                "write_stdin",
+                json!({"session_id": id, "chars": if started.is_empty() { "import time; print('sleep' + 'ing'); time.sleep(30)\n" } else { "" }, "yield_ms": 300}),
+            )
+            .await
+            .unwrap();
+        started.push_str(structured(&reply)["output"].as_str().unwrap());
+        if started.contains("sleeping") {
+            break;
+        }
+    }
+    assert!(started.contains("sleeping"), "{started}");
     let mut interrupted = String::new();
     let mut reply = h
         .call(
