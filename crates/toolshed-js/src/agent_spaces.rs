@@ -73,7 +73,54 @@ pub(crate) fn native_action(action: &Value) -> Option<(Value, Vec<ConfigDefault>
             .to_string();
         out.insert("description".into(), Value::String(from));
     }
+    // The inputs an agent gives: `toolProperties` when the action has them (the
+    // editor's `properties` then describe its form).
+    // A tool input without a default takes the form's (a config template, say), so the
+    // settings still fill what an agent leaves out.
+    if let Some(Value::Array(tool_inputs)) = obj.get("toolProperties") {
+        let form: Vec<&Map<String, Value>> = match obj.get("properties") {
+            Some(Value::Array(p)) => p.iter().filter_map(Value::as_object).collect(),
+            _ => Vec::new(),
+        };
+        let inputs = tool_inputs
+            .iter()
+            .map(|input| {
+                let mut input = input.clone();
+                if let Some(fields) = input.as_object_mut()
+                    && !fields.contains_key("default")
+                    && let Some(default) = form
+                        .iter()
+                        .find(|f| f.get("key") == fields.get("key"))
+                        .and_then(|f| f.get("default"))
+                {
+                    fields.insert("default".into(), default.clone());
+                }
+                input
+            })
+            .collect();
+        out.insert("properties".into(), Value::Array(inputs));
+    }
     let mut from_config = Vec::new();
+    // `configProperties`: values the plugin's settings give; never asked of an agent,
+    // filled as each call runs.
+    if let Some(Value::Array(items)) = obj.get("configProperties") {
+        for field in items.iter().filter_map(Value::as_object) {
+            let Some(key) = field.get("key").and_then(Value::as_str) else {
+                continue;
+            };
+            let default = field.get("default");
+            let (config_key, fallback) =
+                match default.and_then(Value::as_str).and_then(config_template) {
+                    Some(found) => found,
+                    None => (key.to_string(), default.cloned()),
+                };
+            from_config.push(ConfigDefault {
+                property: key.to_string(),
+                key: config_key,
+                fallback,
+            });
+        }
+    }
     if let Some(Value::Array(items)) = out.get("properties").cloned() {
         let mut properties = Map::new();
         for item in items {
@@ -207,8 +254,10 @@ fn property(field: &Map<String, Value>) -> Value {
         .get("default")
         .and_then(|d| coerce(ty, d))
         .filter(|d| choices.as_ref().is_none_or(|c| c.contains(d)));
+    // `toolRequired` says whether an agent must give it, where that differs from the form.
     let required = field
-        .get("required")
+        .get("toolRequired")
+        .or_else(|| field.get("required"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let from_config = field
@@ -366,6 +415,56 @@ mod tests {
         );
         assert_eq!(config_template("plain text"), None);
         assert_eq!(config_template(r#"{{ __data__["n"].x }}"#), None);
+    }
+
+    #[test]
+    fn tool_and_config_properties_shape_what_an_agent_gives() {
+        // Failed before: toolProperties and configProperties were dropped, so the
+        // settings never reached run() and the editor's form was the tool's schema.
+        let (action, defaults) = native_action(&json!({
+            "name": "sign_url", "label": "Sign", "category": "Storage",
+            "properties": [{"key": "formOnly", "type": "text", "required": true},
+                           {"key": "apiKey", "type": "text", "default": "{{ __config__[\"p\"][\"apiKey\"] }}"}],
+            "toolProperties": [{"key": "objectKey", "type": "text", "required": true},
+                               {"key": "region", "type": "text", "required": true, "toolRequired": false},
+                               {"key": "apiKey", "type": "string", "required": true}],
+            "configProperties": [
+                {"key": "region", "type": "text", "default": "{{ __config__[\"p\"][\"region\"] }}"},
+                {"key": "accessKeyId", "type": "text", "required": true, "default": "{{ __config__[\"p\"][\"accessKeyId\"] }}"},
+                {"key": "secure", "type": "boolean", "default": true}
+            ]
+        }))
+        .unwrap();
+        let p = &action["properties"];
+        assert!(
+            p.get("formOnly").is_none() && p.get("accessKeyId").is_none(),
+            "{p}"
+        );
+        assert_eq!(p["objectKey"]["required"], true);
+        assert_eq!(p["region"]["required"], false);
+        // The form's config default reaches the tool's input of the same key.
+        assert_eq!(p["apiKey"]["required"], false);
+        let names: Vec<(&str, &str)> = defaults
+            .iter()
+            .map(|d| (d.property.as_str(), d.key.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("region", "region"),
+                ("accessKeyId", "accessKeyId"),
+                ("secure", "secure"),
+                ("apiKey", "apiKey")
+            ]
+        );
+        // What the call gives wins; the settings fill the rest.
+        let mut inputs = json!({"objectKey": "a", "region": "r-given"});
+        let config = json!({"accessKeyId": "id-1", "region": "r-set"});
+        fill_from_config(&mut inputs, &defaults, config.as_object().unwrap());
+        assert_eq!(
+            inputs,
+            json!({"objectKey": "a", "region": "r-given", "accessKeyId": "id-1", "secure": true})
+        );
     }
 
     #[test]
