@@ -478,3 +478,22 @@ def test_a_fenix_plugin_yml_as_the_seed_writes_it_runs_with_its_env_contract(ser
             body = json.loads(response.read())
         assert not body["is_error"] and body["structured"] == {"balance": 12.5}, body
         assert Ledger.tokens == ["Bearer tok-ledger-1", "Bearer tok-ledger-1"], Ledger.tokens
+
+
+SEED_FIXTURES = sorted(p for p in (REPO / "tests" / "fixtures" / "seed-plugins").iterdir() if p.is_dir())
+
+
+def test_every_seed_fixture_installs_unmodified_with_no_manifest_warning(toolshed_bin, workspace, home):
+    for fixture in SEED_FIXTURES:
+        before = tree_digest(fixture)
+        installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(fixture))
+        out = installed.stdout + installed.stderr
+        warnings = [l for l in out.splitlines() if "warning" in l.lower() and "in environment (TOOLSHED_" not in l]
+        assert warnings == [], (fixture.name, warnings)
+        assert tree_digest(fixture) == before, f"{fixture.name} is installed as it is"
+        inspected = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(fixture), "--json").stdout)
+        unknown = [f for f in inspected["fields"] if "knows" in f["why"]]
+        assert unknown == [], (fixture.name, unknown)
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    problems = [d for d in listed["problems"] if "seed-plugins" in json.dumps(d) or "plugins/" in json.dumps(d)]
+    assert problems == [], problems

@@ -1,4 +1,7 @@
-//! Sandboxed JavaScript plugins, run in QuickJS through `rquickjs`.
+//! Sandboxed JavaScript plugins, run in QuickJS through `rquickjs` — or, for a plugin that
+//! needs Node's built-in modules or npm packages, in a `node` process of its own inside the
+//! command sandbox (the `node` module; the choice is `toolshed_core::runtime`'s). Both
+//! runtimes serve the same plugin interface; what follows describes QuickJS.
 //!
 //! [`JsLoader`] builds a [`Plugin`](toolshed_core::Plugin) from a plugin directory whose
 //! manifest says `kind = "js"`. `load` only checks the entry file; the plugin's `init`
@@ -241,5 +244,9 @@ pub use code::{code_plugin, code_plugin_with};
 /// Agent Spaces' static `workflow.js` and `tools.js` as actions: one function expression,
 /// evaluated by both runtimes.
 const STATIC_ACTIONS: &str = include_str!("static_actions.js");
+
+/// `ctx.api`, Agent Spaces' helpers: one function expression of a `request` function,
+/// evaluated by both runtimes.
+const SPACES_API: &str = include_str!("spaces_api.js");
 pub use limits::JsLimits;
 pub use loader::{DEFAULT_ENTRY, JsLoader};

@@ -234,3 +234,22 @@ async fn crypto_hashes_and_signs_as_node_and_webcrypto_do() {
     );
     assert_eq!(out["random"], 8);
 }
+
+#[tokio::test]
+async fn the_desktop_services_of_ctx_api_say_they_are_not_offered() {
+    // Failed before: `ctx.api.readFile` was undefined, so templates failed with
+    // "not a function" rather than a reason.
+    let out = run(r#"let said;
+           try { await ctx.api.readFile("notes.txt"); } catch (e) { said = e.message; }
+           return { said, has: typeof ctx.api.fetchBuffer, thenable: typeof ctx.api.then };"#)
+    .await;
+    assert_eq!(
+        out["said"],
+        "ctx.api.readFile is a service of Agent Spaces' desktop app, which toolshed (a headless host) does not offer"
+    );
+    assert_eq!(out["has"], "function");
+    assert_eq!(
+        out["thenable"], "undefined",
+        "awaiting ctx.api must not hang"
+    );
+}

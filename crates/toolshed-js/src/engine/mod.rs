@@ -44,7 +44,11 @@ use host::{CallScope, Completion, HostOps, LogBudget, Shared};
 pub(crate) use host::{HostAccess, HostError, check_event, memory_request};
 
 /// JavaScript helpers the host builds plugin-facing objects with.
-const PRELUDE: &str = include_str!("prelude.js");
+const PRELUDE_SOURCE: &str = include_str!("prelude.js");
+
+/// The prelude with `ctx.api`'s helpers (shared with the Node.js runtime) in place.
+static PRELUDE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| PRELUDE_SOURCE.replace("/*SPACES_API*/ null", crate::SPACES_API));
 /// The globals every plugin runtime has (console, timers, URL, fetch, ...).
 const GLOBALS: &str = include_str!("globals.js");
 
@@ -206,7 +210,7 @@ impl Engine {
             runtime,
         };
         let prelude = engine.context.with(|ctx| {
-            ctx.eval::<Object, _>(PRELUDE)
+            ctx.eval::<Object, _>(PRELUDE.as_str())
                 .map(|o| Persistent::save(&ctx, o))
                 .map_err(|e| format!("cannot set up the plugin runtime: {:?}", caught(&ctx, e)))
         })?;

@@ -3,17 +3,6 @@
 (() => {
   "use strict";
   const freeze = Object.freeze;
-  // ctx.api's other methods are services of Agent Spaces' desktop app (windows, dialogs,
-  // the clipboard): each rejects saying so, rather than being `undefined`.
-  const unoffered = (api) =>
-    new Proxy(api, {
-      get: (target, key) => {
-        if (key in target || typeof key !== "string" || key === "then" || key === "toJSON") return target[key];
-        return async () => {
-          throw new Error(`ctx.api.${key} is a service of Agent Spaces' desktop app, which toolshed (a headless host) does not offer`);
-        };
-      },
-    });
   return freeze({
     // Calls fn(a, b) and always gives a promise: a synchronous throw becomes a rejection.
     invoke: async (fn, a, b) => fn(a, b),
@@ -31,52 +20,9 @@
         return bytes.slice(0);
       },
     }),
-    // ctx.api: the HTTP helpers Agent Spaces' plugins call, over ctx.http's request (the
-    // same grants and web rules). A status other than 2xx rejects with it and the body's
-    // start; `timeout` is in milliseconds, as there.
-    spacesApi: (request) => {
-      const call = async (method, url, o, parse) => {
-        const opts = o || {};
-        const headers = { ...(opts.headers || {}) };
-        if (method === "POST" && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
-          headers["content-type"] = "application/json";
-        }
-        const r = await request({
-          method,
-          url,
-          headers,
-          body: method === "POST" ? opts.body : undefined,
-          timeoutMs: opts.timeout,
-        });
-        if (!r.ok) throw new Error(`HTTP ${r.status} from ${url}: ${String(r.body).slice(0, 200)}`);
-        return parse(r);
-      };
-      const json = (r) => (r.body === "" ? null : r.json());
-      const buffer = (r) => {
-        const bytes = Buffer.from(new Uint8Array(r.arrayBuffer()));
-        const type = String(r.headers["content-type"] || "application/octet-stream").split(";")[0].trim();
-        return { buffer: bytes, size: bytes.length, mimeType: type };
-      };
-      const fetchBuffer = (url, o) => call("GET", url, o, buffer);
-      return unoffered(freeze({
-        fetchJson: (url, o) => call("GET", url, o, json),
-        getJson: (url, o) => call("GET", url, o, json),
-        postJson: (url, o) => call("POST", url, o, json),
-        fetchText: (url, o) => call("GET", url, o, (r) => r.body),
-        fetchBuffer,
-        fetchBuffers: async (urls, o) => {
-          const out = [];
-          for (const url of Array.isArray(urls) ? urls : []) {
-            try {
-              out.push({ url, success: true, ...(await fetchBuffer(url, o)) });
-            } catch (e) {
-              out.push({ url, success: false, error: String(e && e.message ? e.message : e) });
-            }
-          }
-          return out;
-        },
-      }));
-    },
+    // ctx.api: Agent Spaces' helpers over ctx.http's request (spaces_api.js, put here
+    // as the prelude is built).
+    spacesApi: /*SPACES_API*/ null,
     http: (request) =>
       freeze({
         request,

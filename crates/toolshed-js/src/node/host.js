@@ -215,10 +215,19 @@ const httpObject = () => {
     }
     const timeout = Math.min(Number(opts.timeoutMs) || 30000, 60000);
     const r = await fetch(opts.url, { method: opts.method || "GET", headers, body, signal: AbortSignal.timeout(timeout) });
-    const text = await r.text();
+    const bytes = Buffer.from(await r.arrayBuffer());
+    const text = bytes.toString("utf8");
     const out = {};
     r.headers.forEach((v, k) => (out[k] = v));
-    return { status: r.status, ok: r.ok, headers: out, body: text, truncated: false, json: () => JSON.parse(text) };
+    return {
+      status: r.status,
+      ok: r.ok,
+      headers: out,
+      body: text,
+      truncated: false,
+      json: () => JSON.parse(text),
+      arrayBuffer: () => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length),
+    };
   };
   return Object.freeze({
     request,
@@ -226,53 +235,6 @@ const httpObject = () => {
     post: (url, body, opts) => request({ ...(opts || {}), method: "POST", url, body }),
   });
 };
-const spacesApi = (h) => {
-  const call = async (method, url, o, parse) => {
-    const opts = o || {};
-    const headers = { ...(opts.headers || {}) };
-    if (method === "POST" && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
-    const r = await h.request({ method, url, headers, body: method === "POST" ? opts.body : undefined, timeoutMs: opts.timeout });
-    if (!r.ok) throw new Error(`HTTP ${r.status} from ${url}: ${String(r.body).slice(0, 200)}`);
-    return parse(r);
-  };
-  const json = (r) => (r.body === "" ? null : r.json());
-  const fetchBuffer = async (url, o) => {
-    const opts = o || {};
-    const r = await fetch(url, { headers: opts.headers || {}, signal: AbortSignal.timeout(Math.min(Number(opts.timeout) || 60000, 120000)) });
-    if (!r.ok) throw new Error(`HTTP ${r.status} from ${url}`);
-    const bytes = Buffer.from(await r.arrayBuffer());
-    const type = (r.headers.get("content-type") || "application/octet-stream").split(";")[0].trim();
-    return { buffer: bytes, size: bytes.length, mimeType: type };
-  };
-  const api = Object.freeze({
-    fetchJson: (url, o) => call("GET", url, o, json),
-    getJson: (url, o) => call("GET", url, o, json),
-    postJson: (url, o) => call("POST", url, o, json),
-    fetchText: (url, o) => call("GET", url, o, (r) => r.body),
-    fetchBuffer,
-    fetchBuffers: async (urls, o) => {
-      const out = [];
-      for (const url of Array.isArray(urls) ? urls : []) {
-        try {
-          out.push({ url, success: true, ...(await fetchBuffer(url, o)) });
-        } catch (e) {
-          out.push({ url, success: false, error: String(e && e.message ? e.message : e) });
-        }
-      }
-      return out;
-    },
-  });
-  // The other methods are services of Agent Spaces' desktop app: each rejects saying so.
-  return new Proxy(api, {
-    get: (target, key) => {
-      if (key in target || typeof key !== "string" || key === "then" || key === "toJSON") return target[key];
-      return async () => {
-        throw new Error(`ctx.api.${key} is a service of Agent Spaces' desktop app, which toolshed (a headless host) does not offer`);
-      };
-    },
-  });
-};
-
 const memoryObject = (call) =>
   Object.freeze({
     store: (m) => ask(call, "memory", ["store", typeof m === "string" ? { text: m } : m]),
@@ -295,7 +257,7 @@ const callContext = (call, config, controller) => {
     cancelled: () => controller.signal.aborted,
     progress: (message) => send({ op: "progress", call, message: String(message) }),
     http: h,
-    api: spacesApi(h),
+    api: spacesApi(h.request),
     tools: Object.freeze({ call: (name, args) => ask(call, "tools.call", [String(name), args || {}]) }),
     memory: memoryObject(call),
     events: Object.freeze({ publish: (type, data) => ask(call, "events.publish", [String(type), data === undefined ? null : data]) }),

@@ -40,6 +40,8 @@ const HOST_SCRIPT: &str = concat!(
     include_str!("host.js"),
     "\nconst staticActions = ",
     include_str!("../static_actions.js"),
+    ";\nconst spacesApi = ",
+    include_str!("../spaces_api.js"),
     ";\n"
 );
 /// Node's own start-up, on top of the activation limit.
