@@ -448,7 +448,11 @@ def test_a_fenix_plugin_yml_as_the_seed_writes_it_runs_with_its_env_contract(ser
     listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
     mine = next(p for p in listed["plugins"] if p["id"] == "fenix.ledger")
     assert "LEDGER_TOKEN" in (mine["reason"] or "") and "LEDGER_URL" in (mine["reason"] or ""), mine
-    assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "fenix.ledger", "http:127.0.0.1").returncode == 0
+    # The contract's variables reach the plugin only once a person grants them.
+    assert toolshed(
+        toolshed_bin, workspace, home, "plugins", "grant", "fenix.ledger",
+        "http:127.0.0.1", "env:LEDGER_URL", "env:LEDGER_TOKEN",
+    ).returncode == 0
 
     with loopback.serving(Ledger) as ledger:
         (home / "web.toml").write_text(f'[web]\nallow = ["{ledger}"]\n')
@@ -497,3 +501,37 @@ def test_every_seed_fixture_installs_unmodified_with_no_manifest_warning(toolshe
     listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
     problems = [d for d in listed["problems"] if "seed-plugins" in json.dumps(d) or "plugins/" in json.dumps(d)]
     assert problems == [], problems
+
+
+def test_an_env_contract_variable_reaches_a_plugin_only_once_granted(toolshed_bin, workspace, home):
+    # Failed before the review: naming a variable in the env contract was enough to read
+    # it from toolshed's environment.
+    installed = toolshed(toolshed_bin, workspace, home, "plugins", "install", str(LEDGER))
+    assert installed.returncode == 0, installed.stderr
+    import os
+    import subprocess
+
+    env = dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated"),
+               LEDGER_URL="http://127.0.0.1:9/", LEDGER_TOKEN="tok-not-granted")
+    probe = home / "probe"
+    probe.mkdir()
+    (probe / "plugin.yml").write_text(
+        "plugin_id: probe.env\nversion: 1\nname: Env probe\ndescription: Says what env it sees.\nmain: index.js\n"
+        "env_contract:\n  LEDGER_TOKEN: {required: false}\n"
+        "tool_catalog:\n  - tool_id: probe_env\n    summary: What the plugin sees of its env.\n    parameters: {type: object, properties: {}}\n"
+    )
+    (probe / "index.js").write_text("exports.probe_env = async (inputs, ctx) => ({ seen: ctx.env.LEDGER_TOKEN || null });\n")
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(probe)).returncode == 0
+
+    def seen():
+        done = subprocess.run([toolshed_bin, "--workspace", str(workspace), "call", "probe_env", "--json"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)["structured"]["seen"]
+
+    assert seen() is None
+    refused = subprocess.run([toolshed_bin, "--workspace", str(workspace), "plugins", "grant", "probe.env", "env:HOME"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "does not name `HOME`" in refused.stderr, refused.stderr
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "probe.env", "env:LEDGER_TOKEN").returncode == 0
+    assert seen() == "tok-not-granted"

@@ -35,6 +35,9 @@ pub struct Grants {
     pub llm: bool,
     /// Whether the plugin may change its writable config fields (`ctx.config.set`).
     pub config_write: bool,
+    /// Environment variables of its env contract the plugin may read (`ctx.env`, a
+    /// Node.js plugin's environment).
+    pub env: Vec<String>,
 }
 
 impl Grants {
@@ -48,6 +51,7 @@ impl Grants {
             && !self.events
             && !self.llm
             && !self.config_write
+            && self.env.is_empty()
     }
 }
 

@@ -78,6 +78,8 @@ pub(crate) enum Grant {
     FsWrite(String),
     /// Calling a tool.
     Tool(String),
+    /// A variable of the plugin's env contract it may read.
+    Env(String),
     /// A capability that is on or off: `memory`, `events`, `llm`, `config-write`.
     Flag(Flag),
 }
@@ -85,7 +87,7 @@ pub(crate) enum Grant {
 impl Grant {
     /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`, `tool:NAME` or `memory`.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, memory, events, llm or config-write";
+        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, env:NAME, memory, events, llm or config-write";
         if let Some(flag) = FLAGS.iter().find(|f| f.1 == text) {
             return Ok(Self::Flag(flag.0));
         }
@@ -100,6 +102,18 @@ impl Grant {
             "tool" => Err(format!(
                 "`{value}` is not a tool name: use 1 to 64 of A-Z, a-z, 0-9, `_`, `-`"
             )),
+            "env"
+                if !value.is_empty()
+                    && value.len() <= 128
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') =>
+            {
+                Ok(Self::Env(value.to_string()))
+            }
+            "env" => Err(format!(
+                "`{value}` is not a variable name: use A-Z, 0-9 and `_`"
+            )),
             other => Err(format!("`{other}` is not a kind of grant; {usage}")),
         }
     }
@@ -111,6 +125,7 @@ impl Grant {
             Self::FsRead(v) => format!("fs-read:{v}"),
             Self::FsWrite(v) => format!("fs-write:{v}"),
             Self::Tool(v) => format!("tool:{v}"),
+            Self::Env(v) => format!("env:{v}"),
             Self::Flag(flag) => flag.text().into(),
         }
     }
@@ -118,11 +133,24 @@ impl Grant {
     /// Checks that the plugin's manifest asks for this; the error says what it declares.
     pub(crate) fn check_declared(&self, manifest: &PluginManifest) -> Result<(), String> {
         let caps = &manifest.capabilities;
+        if let Self::Env(name) = self {
+            let named = manifest.env.iter().any(|v| &v.name == name)
+                || caps.env.iter().any(|v| v == name || v == "*");
+            return if named {
+                Ok(())
+            } else {
+                Err(format!(
+                    "plugin `{}` does not name `{name}` in its env contract, so it cannot be granted `env:{name}`",
+                    manifest.id
+                ))
+            };
+        }
         let (declared, what, value): (&[String], &str, &str) = match self {
             Self::Http(host) => (&caps.network, "network access (`network`)", host),
             Self::FsRead(path) => (&caps.fs_read, "file reads (`fs_read`)", path),
             Self::FsWrite(path) => (&caps.fs_write, "file writes (`fs_write`)", path),
             Self::Tool(name) => (&caps.tools, "tool calls (`tools`)", name),
+            Self::Env(_) => return Ok(()),
             Self::Flag(flag) if flag.declared(caps) => return Ok(()),
             Self::Flag(flag) => {
                 return Err(format!(
@@ -146,7 +174,7 @@ impl Grant {
             Self::Http(_) => d == "*" || host_matches(d, value) || host_matches(value, d),
             Self::FsRead(_) | Self::FsWrite(_) => d == "*" || path_within(value, d),
             Self::Tool(_) => d == "*" || d == value,
-            Self::Flag(_) => false,
+            Self::Env(_) | Self::Flag(_) => false,
         });
         if fits {
             Ok(())
@@ -228,6 +256,10 @@ pub(crate) fn declared(manifest: &PluginManifest) -> Vec<String> {
     out.extend(named(&caps.fs_read, "fs-read"));
     out.extend(named(&caps.fs_write, "fs-write"));
     out.extend(named(&caps.tools, "tool"));
+    let mut env: Vec<String> = manifest.env.iter().map(|v| v.name.clone()).collect();
+    env.extend(caps.env.iter().filter(|v| v.as_str() != "*").cloned());
+    env.dedup();
+    out.extend(named(&env, "env"));
     for (flag, text, _) in FLAGS {
         if flag.declared(caps) {
             out.push(text.into());
@@ -245,6 +277,7 @@ pub(crate) fn to_grants(stored: &[String]) -> Grants {
             Ok(Grant::FsRead(v)) => grants.fs_read.push(v),
             Ok(Grant::FsWrite(v)) => grants.fs_write.push(v),
             Ok(Grant::Tool(v)) => grants.tools.push(v),
+            Ok(Grant::Env(v)) => grants.env.push(v),
             Ok(Grant::Flag(flag)) => flag.grant(&mut grants),
             Err(e) => tracing::warn!(grant = %text, error = %e, "ignoring a stored grant"),
         }

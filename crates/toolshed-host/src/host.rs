@@ -338,6 +338,11 @@ impl Host {
     ) -> Result<crate::install::Installed, crate::install::InstallError> {
         use crate::install::InstallError;
         let entry = self.store_entry(id).await?;
+        if entry.md5.is_none() {
+            progress(format!(
+                "warning: the store's index gives no md5 for `{id}`: its files are not checked"
+            ));
+        }
         let root = self.user_plugin_root();
         std::fs::create_dir_all(&root).map_err(|e| InstallError::Source {
             path: root.clone(),
@@ -377,6 +382,19 @@ impl Host {
         progress: Arc<dyn Fn(String) + Send + Sync>,
     ) -> Result<Option<crate::install::Installed>, crate::install::InstallError> {
         let entry = self.store_entry(id).await?;
+        // Only a plugin this store put there: one installed from a path or another place
+        // is not replaced by an update.
+        if let Ok(Some(provenance)) = self.store.provenance(id)
+            && provenance.source != entry.source
+        {
+            return Err(crate::install::InstallError::NotInStore {
+                id: id.to_string(),
+                why: format!(
+                    "it was installed from {}, not from the store; `toolshed plugins install {id} --force` replaces it with the store's",
+                    provenance.source
+                ),
+            });
+        }
         let installed = self.registry.manifest(id).map(|m| m.version);
         let newer = match (&installed, semver::Version::parse(&entry.version)) {
             (Some(have), Ok(offered)) => {

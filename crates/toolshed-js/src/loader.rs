@@ -157,9 +157,12 @@ impl PluginLoader for JsLoader {
             access: self.access.clone(),
             context_first: manifest.dialect.as_deref() == Some("agent-spaces"),
             node,
+            // Only the variables a person granted (`plugins grant ID env:NAME`): a
+            // manifest naming one is not enough to read the host's secrets.
             env: manifest
                 .env
                 .iter()
+                .filter(|var| grants.env.contains(&var.name))
                 .filter_map(|var| {
                     let value = std::env::var(&var.name)
                         .ok()

@@ -538,6 +538,13 @@ pub fn install(
         return Err(InstallError::Reserved(manifest.id));
     }
     if let Some(expected) = &request.expected_md5 {
+        // The store's digest leaves `node_modules` out: code there would go unchecked.
+        if plugin_dir.join("node_modules").exists() {
+            return Err(InstallError::Dependencies {
+                id: manifest.id,
+                reason: "the store's copy ships node_modules, which its md5 does not cover; nothing was installed".into(),
+            });
+        }
         let actual = store::folder_md5(&plugin_dir).map_err(io_err("hash", &plugin_dir))?;
         if !actual.eq_ignore_ascii_case(expected) {
             return Err(InstallError::Md5Mismatch {

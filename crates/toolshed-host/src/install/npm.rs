@@ -131,6 +131,9 @@ pub fn install_dependencies(
             tail_bytes: 16 * 1024,
             kill_after_bytes: Some(4 << 20),
         });
+    // Always in the sandbox (a host without one refuses, saying why), never reading the
+    // plugin's own npm settings: the user's and the system's only.
+    request.sandbox = Some(toolshed_ops::sandbox::SandboxMode::WorkspaceWrite);
     request.writable = vec![build.path().to_path_buf(), cache.clone()];
     request.network_hosts = Some(registry_host(&registry).into_iter().collect());
     request.visible = vec![npm.clone(), build.path().to_path_buf()];
@@ -170,7 +173,11 @@ pub fn install_dependencies(
         let said = process.snapshot(Stream::Combined);
         let text = String::from_utf8_lossy(&said.tail);
         let text = text.trim();
-        let tail = &text[text.len().saturating_sub(600)..];
+        let mut start = text.len().saturating_sub(600);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let tail = &text[start..];
         return Err(format!(
             "`npm ci` failed ({:?}): {}; nothing was installed",
             exit.status,
@@ -183,6 +190,11 @@ pub fn install_dependencies(
             "its packages are larger than the limit ({} MiB, {} files); nothing was installed",
             limits.max_bytes / (1024 * 1024),
             limits.max_entries
+        ));
+    }
+    if let Some(link) = first_link(&modules) {
+        return Err(format!(
+            "npm installed `{link}` as a link (a `file:` or `link:` directory dependency); a plugin holds only files and directories: depend on a packed tarball instead. Nothing was installed"
         ));
     }
     if let Some(addon) = native_addon(&modules) {
@@ -299,6 +311,32 @@ fn native_addon(modules: &Path) -> Option<String> {
     None
 }
 
+/// The first symbolic link under `modules` (npm's `.bin` left out), plugin-relative.
+fn first_link(modules: &Path) -> Option<String> {
+    let mut stack = vec![modules.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        let Ok(list) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in list.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_symlink() && entry.file_name() != ".bin" => {
+                    let path = entry.path();
+                    return Some(
+                        path.strip_prefix(modules)
+                            .unwrap_or(&path)
+                            .display()
+                            .to_string(),
+                    );
+                }
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 /// The packages directly in `node_modules` (`@scope/name` counted once each).
 fn count_packages(modules: &Path) -> u64 {
     let Ok(list) = std::fs::read_dir(modules) else {
@@ -322,14 +360,14 @@ fn count_packages(modules: &Path) -> u64 {
 }
 
 /// Copies the regular files and directories of `from` into `to` (links are left out;
-/// `node_modules` too), at most 20,000 entries.
+/// `node_modules` too), at most 60,000 entries.
 fn copy_tree(from: &Path, to: &Path, copied: &mut usize) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         *copied += 1;
-        if *copied > 20_000 {
-            return Err(std::io::Error::other("more than 20,000 files"));
+        if *copied > 60_000 {
+            return Err(std::io::Error::other("more than 60,000 files"));
         }
         let kind = entry.file_type()?;
         let target = to.join(entry.file_name());
@@ -337,7 +375,7 @@ fn copy_tree(from: &Path, to: &Path, copied: &mut usize) -> std::io::Result<()> 
             if entry.file_name() != "node_modules" {
                 copy_tree(&entry.path(), &target, copied)?;
             }
-        } else if kind.is_file() {
+        } else if kind.is_file() && entry.file_name() != ".npmrc" {
             std::fs::copy(entry.path(), &target)?;
         }
     }

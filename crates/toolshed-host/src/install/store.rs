@@ -161,7 +161,15 @@ fn entry(value: &Value, base: &str, store: &str) -> Option<StoreEntry> {
     let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
     let id = text("id")?;
     let path = text("path").unwrap_or_else(|| id.clone());
-    if !safe_relative(&path) {
+    if !safe_relative(&path) || path.contains('%') || path.contains('\\') {
+        return None;
+    }
+    // As the URL parser reads it, still under the store.
+    let joined = url::Url::parse(base)
+        .ok()?
+        .join(path.trim_matches('/'))
+        .ok()?;
+    if !joined.as_str().starts_with(base) {
         return None;
     }
     let author = match value.get("author") {
@@ -415,5 +423,9 @@ mod tests {
             )
             .is_none()
         );
+        for escaping in ["%2e%2e/x", "..\\x", "a/%2E%2E/%2e%2e/x"] {
+            let e = serde_json::json!({"id": "a.b", "path": escaping});
+            assert!(entry(&e, base, base).is_none(), "{escaping}");
+        }
     }
 }

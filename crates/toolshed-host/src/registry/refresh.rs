@@ -60,7 +60,7 @@ impl Registry {
                     let loaded = s.running().and_then(|r| r.loaded.as_ref());
                     loaded.is_some_and(|l| {
                         let stored = all_grants.get(s.id()).map(Vec::as_slice);
-                        l.grants != crate::grants::to_grants(stored.unwrap_or_default())
+                        *l.grants != crate::grants::to_grants(stored.unwrap_or_default())
                     })
                 })
                 .map(|s| s.id().to_string())

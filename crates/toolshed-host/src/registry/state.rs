@@ -139,8 +139,8 @@ pub(super) struct Running {
 /// What a loader built an instance with.
 #[derive(Clone)]
 pub(super) struct Loaded {
-    /// The grants it holds.
-    pub grants: Grants,
+    /// The grants it holds (boxed: a running slot stays small).
+    pub grants: Box<Grants>,
     /// The key of what it was built from ([`crate::lazy::load_key`]).
     pub key: String,
 }

@@ -318,7 +318,14 @@ impl Registry {
                     (plugin, park)
                 }
             };
-            Ok((plugin, Loaded { grants, key }, park))
+            Ok((
+                plugin,
+                Loaded {
+                    grants: Box::new(grants),
+                    key,
+                },
+                park,
+            ))
         })
         .await
         .unwrap_or_else(|| Err("not loaded: toolshed is shutting down".into()))

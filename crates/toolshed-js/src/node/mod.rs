@@ -59,6 +59,12 @@ const MAX_BACKGROUND_LOG_LINES: usize = 1000;
 /// The longest log line or progress message kept.
 const MAX_TEXT: usize = 4096;
 const MAX_PROGRESS: usize = 1000;
+/// Lines read from the process and not yet handled; lines written to it and not yet sent.
+const INCOMING_LINES: usize = 64;
+const OUTGOING_LINES: usize = 256;
+/// How long a call the caller stopped may keep running in the process before the
+/// process is stopped.
+const OVERDUE: Duration = Duration::from_secs(3);
 /// Host requests in flight per call.
 const MAX_HOST_OPS: usize = 64;
 /// The `node` program on the host's `PATH`, or the standard one when `PATH` is unset
@@ -155,7 +161,8 @@ struct Pending {
 struct Node {
     process: Arc<Process>,
     plugin_id: String,
-    incoming: mpsc::Receiver<Value>,
+    /// The process's output, a line at a time (parsed as each is handled).
+    incoming: mpsc::Receiver<Vec<u8>>,
     out: mpsc::Sender<String>,
     background_logs: usize,
 }
@@ -166,11 +173,12 @@ impl Node {
             "it needs Node.js, which is not installed here: install it (`apt-get install nodejs`) and reload the plugin".to_string()
         })?;
         let processes = &config.access.processes;
-        let sandbox = match processes.sandbox(None) {
-            // Commands run with full access here (the host's choice): so does the plugin.
-            Ok(None) => None,
-            _ if config.reach.has_fs_write() => None,
-            _ => Some(SandboxMode::ReadOnly),
+        // Always a sandbox, whatever the host's mode: a Node.js plugin is never run with
+        // full access (a host without a sandbox refuses to start it, saying why).
+        let sandbox = if config.reach.has_fs_write() {
+            SandboxMode::WorkspaceWrite
+        } else {
+            SandboxMode::ReadOnly
         };
         let mut request = SpawnRequest::new(program.display().to_string())
             .args([
@@ -188,7 +196,7 @@ impl Node {
         for (name, value) in &config.env {
             request = request.env(name, value);
         }
-        request.sandbox = sandbox;
+        request.sandbox = Some(sandbox);
         request.network_hosts = Some(config.reach.host_list());
         request.visible = vec![config.dir.clone()];
         request.revealed = vec![config.dir.clone()];
@@ -203,14 +211,14 @@ impl Node {
             .into_pipes()
             .map_err(|e| format!("cannot talk to its Node.js process: {e}"))?;
         let max_line = config.limits.max_output_bytes.saturating_add(LINE_SLACK);
-        let (incoming_tx, incoming) = mpsc::channel(1024);
+        let (incoming_tx, incoming) = mpsc::channel(INCOMING_LINES);
         tokio::spawn(read_lines(
             reader,
             incoming_tx,
             max_line,
             config.plugin_id.clone(),
         ));
-        let (out, out_rx) = mpsc::channel(1024);
+        let (out, out_rx) = mpsc::channel(OUTGOING_LINES);
         tokio::spawn(write_lines(writer, out_rx));
         Ok(Self {
             process,
@@ -221,9 +229,16 @@ impl Node {
         })
     }
 
+    /// Queues a line for the process, waiting while the queue is full (activation and
+    /// stopping, which have their own limits).
     async fn send(&self, message: Value) {
-        // A process that stopped reading is noticed by its output ending.
         let _ = self.out.send(message.to_string()).await;
+    }
+
+    /// Queues a line for the process without waiting: `false` when the queue is full (the
+    /// process stopped reading its input) or gone.
+    fn send_now(&self, message: Value) -> bool {
+        self.out.try_send(message.to_string()).is_ok()
     }
 
     /// What the process printed last, for saying why it stopped.
@@ -269,8 +284,11 @@ impl Node {
         }))
         .await;
         loop {
-            let Some(message) = self.incoming.recv().await else {
+            let Some(line) = self.incoming.recv().await else {
                 return Err(format!("during activation, {}", self.last_words()));
+            };
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                continue;
             };
             match message["op"].as_str() {
                 Some("log") => self.log(&message, None),
@@ -333,34 +351,45 @@ impl Node {
         let (stops_tx, mut stops) = mpsc::unbounded_channel::<(u64, ToolError)>();
         let mut next: u64 = 1;
         let mut dead: Option<String> = None;
+        // The call the process is running: calls go one at a time (as in QuickJS), so a
+        // host request can only ever act for the call that is running.
+        let mut running: Option<u64> = None;
+        // When a stopped call that the process has not finished must be done by.
+        let mut overdue: Option<tokio::time::Instant> = None;
         loop {
-            tokio::select! {
+            let failed: Option<String> = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
                 Some((id, error)) = stops.recv() => {
+                    let mut failed = None;
                     if let Some(call) = pending.remove(&id) {
                         call.done.cancel();
                         let _ = call.reply.send(Err(error));
-                        self.send(json!({"op": "cancel", "call": id})).await;
-                    }
-                }
-                message = self.incoming.recv(), if dead.is_none() => match message {
-                    Some(message) => self.handle(config, message, &mut pending).await,
-                    None => {
-                        let reason = self.last_words();
-                        tracing::warn!(plugin = %self.plugin_id, %reason, "the plugin's Node.js process stopped");
-                        set_failure(&failure, format!("{reason}; reload the plugin"));
-                        for (_, call) in pending.drain() {
-                            call.done.cancel();
-                            let _ = call.reply.send(Err(ToolError::Failed(format!(
-                                "plugin `{}` is not working: {reason}",
-                                self.plugin_id
-                            ))));
+                        if !self.send_now(json!({"op": "cancel", "call": id})) {
+                            failed = Some("it stopped reading its input".to_string());
                         }
-                        dead = Some(reason);
+                        overdue = Some(tokio::time::Instant::now() + OVERDUE);
                     }
+                    failed
+                }
+                _ = async { tokio::time::sleep_until(overdue.unwrap_or_else(tokio::time::Instant::now)).await }, if overdue.is_some() && dead.is_none() => {
+                    Some("a call went on past its deadline and did not stop when cancelled (a loop that never awaits?)".to_string())
+                }
+                line = self.incoming.recv(), if dead.is_none() => match line {
+                    Some(line) => {
+                        if let Ok(message) = serde_json::from_slice::<Value>(&line) {
+                            if message["op"] == "done" && message["call"].as_u64() == running {
+                                running = None;
+                                overdue = None;
+                            }
+                            self.handle(config, message, &mut pending).await
+                        } else {
+                            None
+                        }
+                    }
+                    None => Some(self.last_words()),
                 },
-                request = commands.recv() => {
+                request = commands.recv(), if running.is_none() || dead.is_some() => {
                     let Some(request) = request else { break };
                     if let Some(reason) = &dead {
                         let _ = request.reply.send(Err(ToolError::Failed(format!(
@@ -369,10 +398,36 @@ impl Node {
                         ))));
                         continue;
                     }
+                    // The caller gave up while it waited for the previous call.
+                    if request.cancel.is_cancelled() || std::time::Instant::now() >= request.ctx.deadline {
+                        let _ = request.reply.send(Err(ToolError::Cancelled));
+                        continue;
+                    }
                     let id = next;
                     next += 1;
-                    self.start_call(id, request, &stops_tx, &mut pending).await;
+                    running = Some(id);
+                    if self.start_call(id, request, &stops_tx, &mut pending) {
+                        None
+                    } else {
+                        Some("it stopped reading its input".to_string())
+                    }
                 }
+            };
+            if let Some(reason) = failed {
+                tracing::warn!(plugin = %self.plugin_id, %reason, "the plugin's Node.js process is stopped");
+                set_failure(&failure, format!("{reason}; reload the plugin"));
+                for (_, call) in pending.drain() {
+                    call.done.cancel();
+                    let _ = call.reply.send(Err(ToolError::Failed(format!(
+                        "plugin `{}` is not working: {reason}",
+                        self.plugin_id
+                    ))));
+                }
+                // Nothing of it keeps running: not its loops, not its connections.
+                self.process.start_stop(Stop::graceful());
+                dead = Some(reason);
+                running = None;
+                overdue = None;
             }
         }
         for (_, call) in pending.drain() {
@@ -389,13 +444,14 @@ impl Node {
         self.process.terminate(Stop::graceful()).await;
     }
 
-    async fn start_call(
+    /// Sends call `id` to the process; `false` when it stopped reading its input.
+    fn start_call(
         &self,
         id: u64,
         request: CallRequest,
         stops: &mpsc::UnboundedSender<(u64, ToolError)>,
         pending: &mut HashMap<u64, Pending>,
-    ) {
+    ) -> bool {
         let CallRequest {
             action,
             inputs,
@@ -437,15 +493,17 @@ impl Node {
                 host_ops: 0,
             },
         );
-        self.send(message).await;
+        self.send_now(message)
     }
 
+    /// Handles one message of the process; the reason it must stop, if the message shows
+    /// one.
     async fn handle(
         &mut self,
         config: &WorkerConfig,
         message: Value,
         pending: &mut HashMap<u64, Pending>,
-    ) {
+    ) -> Option<String> {
         let call = message["call"].as_u64();
         match message["op"].as_str() {
             Some("log") => {
@@ -462,24 +520,22 @@ impl Node {
                 }
             }
             Some("done") => {
-                let Some(p) = call.and_then(|c| pending.remove(&c)) else {
-                    return;
-                };
+                let p = call.and_then(|c| pending.remove(&c))?;
                 p.done.cancel();
                 let _ = p.reply.send(self.result(config, &message));
             }
             Some("host") => {
-                let Some(p) = call.and_then(|c| pending.get_mut(&c)) else {
-                    return;
-                };
+                let p = call.and_then(|c| pending.get_mut(&c))?;
                 let id = message["id"].clone();
                 p.host_ops += 1;
                 if p.host_ops > MAX_HOST_OPS {
                     let error = HostError::from(format!(
                         "more than {MAX_HOST_OPS} host operations in one call"
                     ));
-                    self.send(answer(&id, Err(error))).await;
-                    return;
+                    if !self.send_now(answer(&id, Err(error))) {
+                        return Some("it stopped reading its input".into());
+                    }
+                    return None;
                 }
                 let out = self.out.clone();
                 let ctx = p.ctx.clone();
@@ -492,11 +548,14 @@ impl Node {
                         _ = done.cancelled() => return,
                         result = host_request(&config, &ctx, &method, params) => result,
                     };
-                    let _ = out.send(answer(&id, result).to_string()).await;
+                    // A process that stopped reading gets no answer; its call ends by
+                    // its deadline.
+                    let _ = out.try_send(answer(&id, result).to_string());
                 });
             }
             _ => {}
         }
+        None
     }
 
     fn result(&self, config: &WorkerConfig, message: &Value) -> Result<JsReturn, ToolError> {
@@ -694,12 +753,12 @@ fn defs_from(ready: &Value, config: &WorkerConfig) -> Result<Vec<ActionDef>, Str
     Ok(defs)
 }
 
-/// Reads the process's output line by line (each at most `max_line` bytes) and hands on
-/// what parses as JSON. A longer line ends the plugin: its process is killed when the
-/// receiver sees the channel close.
+/// Reads the process's output line by line (each at most `max_line` bytes; at most
+/// [`INCOMING_LINES`] waiting). A longer line ends the plugin: the run loop sees the
+/// channel close and stops the process.
 async fn read_lines(
     mut reader: tokio::net::unix::pipe::Receiver,
-    to: mpsc::Sender<Value>,
+    to: mpsc::Sender<Vec<u8>>,
     max_line: usize,
     plugin: String,
 ) {
@@ -713,9 +772,7 @@ async fn read_lines(
         buffer.extend_from_slice(&chunk[..n]);
         while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = buffer.drain(..=end).collect();
-            if let Ok(value) = serde_json::from_slice::<Value>(&line)
-                && to.send(value).await.is_err()
-            {
+            if to.send(line).await.is_err() {
                 return;
             }
         }

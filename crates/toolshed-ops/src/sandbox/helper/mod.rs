@@ -353,6 +353,12 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     // Directories inside the hidden paths the command may read, opened now: once the
     // hidden paths are covered they are brought back, alone, read-only.
     let mut revealed: Vec<(PathBuf, OwnedFd)> = Vec::new();
+    #[allow(clippy::disallowed_methods)]
+    let hidden: Vec<PathBuf> = args
+        .denied
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
     for path in &args.revealed {
         if !path.is_absolute() {
             continue;
@@ -362,6 +368,10 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         let Ok(path) = path.canonicalize() else {
             continue;
         };
+        // Only what lies inside a hidden path, never one itself or what holds one.
+        if hidden.iter().any(|h| h.starts_with(&path)) {
+            continue;
+        }
         if let Ok(fd) = rustix::fs::open(
             &path,
             rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
