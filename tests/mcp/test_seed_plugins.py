@@ -306,7 +306,7 @@ def test_a_client_plugin_that_serves_nothing_here_installs_and_keeps_running(too
     assert mine["state"] == "running", mine
 
 
-def test_a_cyrene_plugin_json_without_an_id_installs_and_answers(server, toolshed_bin, workspace, home):
+def test_a_cyrene_plugin_json_without_an_id_installs_and_answers(server, serve, toolshed_bin, workspace, home):
     # Failed before: with an object `author` and a list of `dependencies` but no other
     # foreign field, plugin.json was read as toolshed's own and refused (and it has no id).
     echo = REPO / "tests" / "fixtures" / "seed-plugins" / "cyrene-echo"
@@ -323,6 +323,18 @@ def test_a_cyrene_plugin_json_without_an_id_installs_and_answers(server, toolshe
             assert not result.is_error and result.content[0].text == "echo: hi", result.content
 
     run(main())
+
+    import urllib.request
+    url, token = serve()
+    request = urllib.request.Request(
+        url.removesuffix("/mcp") + "/api/v1/tools/cyrene_echo_say/execute",
+        data=json.dumps({"arguments": {"text": "over rest"}}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = json.loads(response.read())
+    assert not body["is_error"] and body["content"][0]["text"] == "echo: over rest", body
 
 
 STATIC = REPO / "tests" / "fixtures" / "seed-plugins" / "spaces-static"
