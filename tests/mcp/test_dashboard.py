@@ -94,6 +94,7 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         pytest.fail("Chromium is not installed; scripts/test installs it (apt-get install chromium)")
     broken_plugin(home)
     shutil.copytree(SKILLFUL, home / "plugins" / "skillful")
+    shutil.copytree(REPO / "tests" / "fixtures" / "plugins" / "agent-spaces-weather", home / "plugins" / "weather")
     (home / "policy.toml").write_text('[[policy.rule]]\ntools = ["random"]\ndecision = "ask"\n')
     url, token = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
     base = url.rsplit("/mcp", 1)[0]
@@ -139,6 +140,10 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         assert "error" in broken.inner_text() and "missing.js" in broken.inner_text(), broken.inner_text()
         row = page.locator('tr[data-plugin="test.skillful"]')
         assert "running" in row.inner_text()
+        # Tags and the runtime beside each plugin (failed before: neither was shown).
+        weather = page.locator('tr[data-plugin="spaces.weather"]')
+        assert "weather" in weather.locator(".tag").all_inner_texts(), weather.inner_text()
+        assert "quickjs" in weather.inner_text(), weather.inner_text()
         row.locator('button[data-action="disable"]').click()
         page.wait_for_selector('tr[data-plugin="test.skillful"] .s-disabled')
         page.locator('tr[data-plugin="test.skillful"] button[data-action="enable"]').click()

@@ -290,7 +290,9 @@ async function plugins(args, gen) {
   const sorted = list.plugins.map((p, i) => [p, i]).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([p]) => p);
   const rows = sorted.map((p) =>
     h("tr", { "data-plugin": p.id },
-      h("td", {}, h("a", { href: `#/plugins/${encodeURIComponent(p.id)}` }, p.name), h("div", { class: "muted" }, p.id)),
+      h("td", {}, h("a", { href: `#/plugins/${encodeURIComponent(p.id)}` }, p.name), h("div", { class: "muted" }, p.id),
+        (p.tags || []).length ? h("div", { class: "tags" }, (p.tags || []).map((t) => h("span", { class: "tag" }, t))) : null,
+        p.runtime ? h("div", { class: "muted" }, p.runtime) : null),
       h("td", {}, badge(p.state), p.reason ? h("div", { class: "reason" }, p.reason) : null),
       h("td", { class: "wide" }, p.root, p.dir ? h("div", { class: "muted" }, p.dir) : null),
       h("td", { class: "wide" }, String(p.tools.length)),
