@@ -366,3 +366,29 @@ def test_a_plugin_granted_loopback_still_cannot_reach_it_until_the_web_rules_all
         assert said == "status 200: canary", said
     finally:
         httpd.shutdown()
+
+
+def test_a_node_plugin_asks_a_model_over_its_pipe(server, toolshed_bin, workspace, home, tmp_path):
+    # Failed before: ctx.llm was refused in the Node.js runtime.
+    source = tmp_path / "hostapi-node"
+    source.mkdir()
+    (source / "plugin.json").write_text(json.dumps({**MANIFEST, "id": "test.hostapi-node", "name": "Host API (Node)"}))
+    (source / "main.js").write_text('const { createHash } = require("crypto");\n' + MAIN)
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(source)).returncode == 0
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "grant", "test.hostapi-node", "llm").returncode == 0
+    listed = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)
+    assert next(p for p in listed["plugins"] if p["id"] == "test.hostapi-node")["runtime"].startswith("node")
+
+    async def sampling(context, params):
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Lisbon"),
+            model="client-model", stop_reason="endTurn",
+        )
+
+    async def main():
+        async with Client(server(), mode="legacy", sampling_callback=sampling) as client:
+            result = await client.call_tool("hostapi_node_ask", {"question": "Capital of Portugal?"})
+            assert not result.is_error, result.content
+            assert result.structured_content["text"] == "Lisbon", result.structured_content
+            assert result.structured_content["via"] == "sampling", result.structured_content
+    run(main())

@@ -31,7 +31,7 @@ use toolshed_ops::process::{OutputLimits, SpawnRequest, Stdin, Stop, Stream};
 use toolshed_ops::sandbox::SandboxMode;
 
 use crate::action::ActionDef;
-use crate::engine::{CallRequest, HostError, JsReturn, check_event, memory_request};
+use crate::engine::{CallRequest, HostError, JsReturn, check_event, llm_request, memory_request};
 use crate::limits::show_duration;
 use crate::worker::{Failure, HEALTH_ACTION, Ready, WorkerConfig, WorkerHandle, set_failure};
 
@@ -665,7 +665,7 @@ async fn host_request(
         }
         "llm.complete" => {
             reach.check_llm()?;
-            Err("ctx.llm is not offered to plugins in the Node.js runtime yet; run the model call from a QuickJS plugin or a tool".to_string().into())
+            llm_request(ctx, &params[0]).await
         }
         other => Err(format!("`{other}` is not something the host does").into()),
     }

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, Object, Promise, Value};
 use serde_json::{Value as Json, json};
-use toolshed_core::{ChatMessage, CompletionRequest, ToolError};
+use toolshed_core::{CallContext, ChatMessage, CompletionRequest, ToolError};
 
 use super::{CallScope, HostError, HostValue, rejected};
 use crate::engine::convert::to_json;
@@ -68,40 +68,50 @@ fn complete<'js>(
             );
         }
     };
-    let request = match parse_request(&request) {
-        Ok(r) => r,
-        Err(message) => return rejected(ctx, &format!("llm.complete: {message}")),
-    };
+    if let Err(message) = parse_request(&request) {
+        return rejected(ctx, &format!("llm.complete: {message}"));
+    }
     let call = scope.call(ctx)?.clone();
-    let Some(sampler) = call.sampler.clone() else {
+    if call.sampler.is_none() {
         return rejected_unconfigured(ctx);
-    };
-    let cancel = call.cancel.clone();
+    }
     scope.start(ctx, async move {
-        match sampler.complete(request, &cancel).await {
-            Ok(answer) => Ok(HostValue::Json(
-                serde_json::to_value(answer).unwrap_or(Json::Null),
-            )),
-            Err(e) => Err(HostError {
-                kind: Some(e.kind().as_str()),
-                message: match e {
-                    ToolError::Unconfigured { message, .. } => message,
-                    other => other.to_string(),
-                },
-            }),
-        }
+        llm_request(&call, &request).await.map(HostValue::Json)
     })
 }
 
+/// `ctx.llm.complete(request)` for the call `call`, whatever runtime asked: the request
+/// checked and capped, then the call's sampler (the client's, or `[llm]`'s endpoint).
+pub(crate) async fn llm_request(call: &CallContext, request: &Json) -> Result<Json, HostError> {
+    let request =
+        parse_request(request).map_err(|m| HostError::from(format!("llm.complete: {m}")))?;
+    let Some(sampler) = call.sampler.clone() else {
+        return Err(HostError {
+            kind: Some("unconfigured"),
+            message: UNCONFIGURED.into(),
+        });
+    };
+    match sampler.complete(request, &call.cancel).await {
+        Ok(answer) => Ok(serde_json::to_value(answer).unwrap_or(Json::Null)),
+        Err(e) => Err(HostError {
+            kind: Some(e.kind().as_str()),
+            message: match e {
+                ToolError::Unconfigured { message, .. } => message,
+                other => other.to_string(),
+            },
+        }),
+    }
+}
+
+/// Why no model can answer.
+const UNCONFIGURED: &str = "unconfigured: no model can answer: the calling client does not offer MCP sampling, \
+     and no endpoint is configured; set `[llm] base_url` (an OpenAI-compatible \
+     endpoint, e.g. http://127.0.0.1:8080/v1) in your toolshed config, with its key in \
+     $TOOLSHED_LLM_API_KEY";
+
 fn rejected_unconfigured<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Promise<'js>> {
     let (promise, _resolve, reject) = ctx.promise()?;
-    let error = super::error_value(
-        ctx,
-        "unconfigured: no model can answer: the calling client does not offer MCP sampling, \
-         and no endpoint is configured; set `[llm] base_url` (an OpenAI-compatible \
-         endpoint, e.g. http://127.0.0.1:8080/v1) in your toolshed config, with its key in \
-         $TOOLSHED_LLM_API_KEY",
-    )?;
+    let error = super::error_value(ctx, UNCONFIGURED)?;
     if let Some(obj) = error.as_object() {
         obj.set("kind", "unconfigured")?;
     }

@@ -15,7 +15,7 @@ mod llm;
 mod memory;
 mod objects;
 
-pub(crate) use llm::check_event;
+pub(crate) use llm::{check_event, llm_request};
 pub(crate) use memory::memory_request;
 
 use std::cell::{Cell, RefCell};
