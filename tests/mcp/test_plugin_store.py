@@ -139,3 +139,24 @@ def test_a_store_in_agent_spaces_format_installs_checks_and_updates(toolshed_bin
         )
         names = {p["id"]: p["name"] for p in json.loads(out.stdout)["plugins"]}
         assert names["workflow.text-kit"] == "文本工具", names
+
+
+def test_a_plugin_installs_from_a_directory_url_checked_by_its_md5(toolshed_bin, workspace, home, tmp_path):
+    site_root = tmp_path / "site"
+    shutil.copytree(SEEDS / "spaces-static", site_root / "plugins" / "text-kit")
+    digest = folder_md5(site_root / "plugins" / "text-kit")
+    with serving_dir(site_root) as site:
+        (home / "store.toml").write_text(f'[plugins]\ndownload_hosts = ["{site}"]\n')
+        url = f"http://{site}/plugins/text-kit/"
+        # Without an md5: refused, saying what to give.
+        bare = run(toolshed_bin, workspace, home, "plugins", "install", url, check=False)
+        assert bare.returncode == 2 and "--md5" in bare.stderr, bare.stderr
+        # A wrong one: nothing installed.
+        wrong = run(toolshed_bin, workspace, home, "plugins", "install", url, "--md5", "f" * 32, check=False)
+        assert wrong.returncode == 1 and "digest" in wrong.stderr, wrong.stderr
+        assert not (home / "plugins" / "workflow.text-kit").exists()
+        done = run(toolshed_bin, workspace, home, "plugins", "install", url, "--md5", digest)
+        assert "workflow.text-kit 1.0.0: installed" in done.stdout, done.stdout + done.stderr
+        listed = {p["id"]: p for p in json.loads(run(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)["plugins"]}
+        assert listed["workflow.text-kit"]["state"] == "running"
+        assert listed["workflow.text-kit"]["provenance"]["source"] == url.rstrip("/")

@@ -649,6 +649,10 @@ pub struct InstallArgs {
     /// Refuse the archive unless its SHA-256 checksum is this (checked before it is opened)
     #[arg(long, value_name = "HEX")]
     pub sha256: Option<String>,
+    /// For a directory URL (its files fetched one by one, as Agent Spaces serves plugins):
+    /// the plugin's Agent Spaces folder digest, checked before anything is put in place
+    #[arg(long, value_name = "HEX")]
+    pub md5: Option<String>,
     /// Replace an installed plugin with the same id (its state and config are kept)
     #[arg(long)]
     pub force: bool,

@@ -336,8 +336,50 @@ impl Host {
         force: bool,
         progress: Arc<dyn Fn(String) + Send + Sync>,
     ) -> Result<crate::install::Installed, crate::install::InstallError> {
-        use crate::install::InstallError;
         let entry = self.store_entry(id).await?;
+        self.install_entry(entry, force, progress).await
+    }
+
+    /// Installs the plugin whose files are under the directory URL `url` (loose files, as
+    /// Agent Spaces serves them: its manifest, then the files it names), checked against
+    /// `md5`, Agent Spaces' folder digest. Over `https` to public hosts, or the hosts of
+    /// `[plugins] download_hosts`.
+    pub async fn install_from_directory_url(
+        &self,
+        url: &str,
+        md5: &str,
+        force: bool,
+        progress: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> Result<crate::install::Installed, crate::install::InstallError> {
+        let md5 = md5.trim().to_ascii_lowercase();
+        if md5.len() != 32 || !md5.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(crate::install::InstallError::Md5Syntax { given: md5 });
+        }
+        let entry = crate::install::store::StoreEntry {
+            id: String::new(),
+            name: String::new(),
+            version: String::new(),
+            description: String::new(),
+            author: None,
+            tags: Vec::new(),
+            kind: None,
+            source: url.trim_end_matches('/').to_string(),
+            icon: None,
+            md5: Some(md5),
+            updated: None,
+            store: url.to_string(),
+        };
+        self.install_entry(entry, force, progress).await
+    }
+
+    async fn install_entry(
+        &self,
+        entry: crate::install::store::StoreEntry,
+        force: bool,
+        progress: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> Result<crate::install::Installed, crate::install::InstallError> {
+        use crate::install::InstallError;
+        let id = entry.id.clone();
         if entry.md5.is_none() {
             progress(format!(
                 "warning: the store's index gives no md5 for `{id}`: its files are not checked"
@@ -362,7 +404,7 @@ impl Host {
         };
         let mut request = self.install_request(
             path.display().to_string(),
-            Some(id.to_string()),
+            (!id.is_empty()).then(|| id.clone()),
             None,
             force,
         );

@@ -114,8 +114,31 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
     let from_store = !toolshed_host::install::download::is_url(&args.source)
         && !std::path::Path::new(&args.source).exists()
         && toolshed_core::is_valid_plugin_id(&args.source);
+    let lower = args.source.to_ascii_lowercase();
+    let archive = [".zip", ".tar.gz", ".tgz"].iter().any(|suffix| {
+        lower
+            .split(['?', '#'])
+            .next()
+            .unwrap_or("")
+            .ends_with(suffix)
+    });
+    let directory_url = toolshed_host::install::download::is_url(&args.source) && !archive;
+    if args.md5.is_some() && !directory_url {
+        return Err(Failure::Usage(
+            "--md5 checks the files of a directory URL (https://…/plugins/name/); an archive takes --sha256, a local path neither".into(),
+        ));
+    }
     let outcome = if from_store {
         host.install_from_store(&args.source, args.force, progress)
+            .await
+    } else if directory_url {
+        let Some(md5) = &args.md5 else {
+            return Err(Failure::Usage(format!(
+                "{} is a directory URL: give --md5 HEX (the plugin's folder digest, from its publisher or store index), so that what is installed is what was published",
+                toolshed_host::install::download::redact(&args.source)
+            )));
+        };
+        host.install_from_directory_url(&args.source, md5, args.force, progress)
             .await
     } else {
         let request = host.install_request(args.source, args.id, args.sha256, args.force);
@@ -130,6 +153,7 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
             | InstallError::ChecksumSyntax { .. }
             | InstallError::ChecksumOnDirectory { .. }
             | InstallError::NotInStore { .. }
+            | InstallError::Md5Syntax { .. }
             | InstallError::BadId(_)),
         ) => return Err(Failure::Usage(e.to_string())),
         Err(e) => return Err(Failure::Runtime(e.to_string())),

@@ -207,6 +207,14 @@ pub enum InstallError {
         /// What was given.
         given: String,
     },
+    /// A directory URL's md5 is malformed.
+    #[error(
+        "--md5 {given:?} is not an md5: give the 32 hex digits of Agent Spaces' folder digest of the plugin (its store index's `md5`)"
+    )]
+    Md5Syntax {
+        /// What was given.
+        given: String,
+    },
     /// A checksum was given for a directory.
     #[error(
         "{path} is a directory, and --sha256 checks archive files only; install the archive, or drop --sha256"
