@@ -360,3 +360,30 @@ def test_npm_installs_that_cannot_work_or_run_away_leave_nothing_behind(toolshed
     (bare / "package-lock.json").unlink()
     said = install_fails(toolshed_bin, workspace, home, bare)
     assert "no package-lock.json" in said and "npm install --package-lock-only" in said, said
+
+
+def test_without_node_a_node_plugin_is_unconfigured_saying_what_to_install(toolshed_bin, workspace, home):
+    # Failed before: the plugin went to `error` on its first start instead.
+    import subprocess
+
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(DINGTALK)).returncode == 0
+    env = dict(os.environ, TOOLSHED_HOME=str(home), TOOLSHED_CURATED_DIR=str(home / "no-curated"), PATH="/nonexistent")
+
+    def state():
+        listed = subprocess.run([toolshed_bin, "--workspace", str(workspace), "plugins", "list", "--json"],
+                                env=env, capture_output=True, text=True, timeout=60)
+        return next(p for p in json.loads(listed.stdout)["plugins"] if p["id"] == "notify.dingtalk-robot")
+
+    # Never started: its tools are not known yet, and starting it says what to install.
+    mine = state()
+    assert mine["state"] == "error" and "apt-get install nodejs" in mine["reason"], mine
+    # Once its tools are known (it ran where Node.js was), they are unconfigured instead.
+    toolshed(toolshed_bin, workspace, home, "plugins", "reload", "notify.dingtalk-robot")
+    mine = state()
+    assert mine["state"] == "degraded" and "install node" in mine["reason"], mine
+    called = subprocess.run([toolshed_bin, "--workspace", str(workspace), "call", "dingtalk_robot_send_text", "--args", '{"content": "x"}'],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert called.returncode != 0 and "unconfigured" in called.stderr and "install node" in called.stderr, called.stderr
+    inspected = json.loads(toolshed(toolshed_bin, workspace, home, "plugins", "inspect", str(DINGTALK), "--json").stdout)
+    node = [r for r in inspected["manifest"]["requirements"] if r["binary"] == "node"]
+    assert node and "apt-get install nodejs" in node[0]["description"], inspected["manifest"]

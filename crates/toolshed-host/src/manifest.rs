@@ -152,11 +152,35 @@ fn parse_inspected(path: &Path, text: &str) -> Result<Inspection, ManifestError>
     })?;
     check_manifest(&manifest)
         .map_err(|(field, problem)| with_id(ManifestError::new(path, field, problem)))?;
+    let mut manifest = manifest;
+    node_requirement(&mut manifest, path.parent());
     Ok(Inspection {
         manifest,
         notes,
         dialect,
     })
+}
+
+/// A JavaScript plugin that needs Node.js (`toolshed_core::runtime`) requires `node`: on
+/// a host without it the plugin is held, saying what to install, as for any requirement.
+fn node_requirement(manifest: &mut PluginManifest, dir: Option<&Path>) {
+    if manifest.kind != toolshed_core::PluginKind::Js
+        || manifest
+            .requirements
+            .iter()
+            .any(|r| r.binary == "node" || r.binary == "nodejs")
+    {
+        return;
+    }
+    if let Some(why) = dir.and_then(toolshed_core::runtime::needs_node) {
+        manifest.requirements.push(toolshed_core::Requirement {
+            binary: "node".into(),
+            description: Some(format!(
+                "Node.js runs this plugin ({why}): install it (apt-get install nodejs)"
+            )),
+            optional: false,
+        });
+    }
 }
 
 /// The rules serde cannot express, including that every tool's input schema compiles.
