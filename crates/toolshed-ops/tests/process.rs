@@ -579,3 +579,24 @@ async fn kill_all_stops_every_tree_at_shutdown() {
     assert_eq!(a.exit().unwrap().status, ExitStatus::Signal(9));
     assert!(b.exit().is_some());
 }
+
+#[tokio::test]
+async fn a_child_takes_interrupts_even_when_toolshed_ignores_them() {
+    // Failed before: toolshed started as a shell's background job has SIGINT ignored, and
+    // its children inherited that — Ctrl-C to a terminal session did nothing (two REPL
+    // tests failed so in a clean-clone CI run started with `&`).
+    // SAFETY: sets this test process's SIGINT disposition; other tests neither rely on
+    // SIGINT nor change it.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = local(dir.path())
+        .spawn(&sh("kill -INT $$; echo survived"))
+        .unwrap();
+    let exit = p.wait(LONG).await.unwrap();
+    let out = text(&p.snapshot(Stream::Combined).head);
+    assert!(!out.contains("survived"), "{out:?}");
+    assert_eq!(exit.status, ExitStatus::Signal(libc::SIGINT));
+}

@@ -16,7 +16,10 @@
 //!    the child's group its foreground job (so Ctrl-C written to it interrupts the job);
 //! 5. `fchdir` to the working directory the jail opened;
 //! 6. clearing close-on-exec on the descriptors the sandbox helper takes over: the sandbox
-//!    network's namespaces it joins and the command's environment.
+//!    network's namespaces it joins and the command's environment;
+//! 7. `SIGINT` and `SIGQUIT` back to their default action: toolshed started as a shell's
+//!    background job has them ignored, and a child would inherit that (Ctrl-C written to
+//!    its terminal would then do nothing).
 //!
 //! The parent-death signal belongs to the *thread* that forked: when that thread ends, the
 //! kernel signals the child as if its parent had died. Every child is therefore forked on
@@ -85,6 +88,18 @@ impl ChildSetup {
         rustix::process::fchdir(self.workdir.as_ref())?;
         for fd in &self.inherit {
             crate::sandbox::inherit_fd(*fd)?;
+        }
+        for signal in [libc::SIGINT, libc::SIGQUIT] {
+            // SAFETY: sigaction is async-signal-safe; the action is a plain value that
+            // lives for the call.
+            let done = unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(signal, &raw const action, std::ptr::null_mut())
+            };
+            if done != 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     }
