@@ -343,8 +343,9 @@ fn operations() -> Vec<Op> {
             .respond("415", error_response("The body is not application/json")),
         op("GET", "/plugins/{id}/tools", "listPluginTools", "The tools a plugin's manifest declares, and whether each is callable")
             .param(plugin_id())
-            .param(query_param("locale", "Titles and descriptions in this language (`zh`, `zh-CN`) where a tool has them", json!({"type": "string"})))
+            .param(locale_param())
             .respond("200", json_response("Its tools", json!({"type": "object", "required": ["plugin_id", "tools"], "properties": {"plugin_id": {"type": "string"}, "tools": {"type": "array", "items": schema_ref("Tool")}}})))
+            .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/config", "getPluginConfig", "A plugin's config fields and values; secret values are never returned, only whether they are set")
             .param(plugin_id())
@@ -360,8 +361,9 @@ fn operations() -> Vec<Op> {
             .param(query_param("group", "Only this group", json!({"type": "string"})))
             .param(query_param("plugin", "Only this plugin's tools", json!({"type": "string"})))
             .param(query_param("q", "Only tools whose name, title or description contains this", json!({"type": "string"})))
-            .param(query_param("locale", "Titles and descriptions in this language (`zh`, `zh-CN`) where a tool has them", json!({"type": "string"})))
-            .respond("200", json_response("The tools", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema_ref("Tool")}}}))),
+            .param(locale_param())
+            .respond("200", json_response("The tools", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema_ref("Tool")}}})))
+            .respond("400", error_response("The locale is not a language tag")),
         op("GET", "/tools/search", "searchTools", "The tools the caller may use that best match what it wants to do, ranked (BM25 over names, titles, groups and descriptions)")
             .param(json!({"name": "q", "in": "query", "required": true, "description": "What you want to do, e.g. `replace text in a file`", "schema": {"type": "string", "minLength": 1, "maxLength": 500}}))
             .param(query_param("limit", "The most tools returned (default 8)", json!({"type": "integer", "minimum": 1, "maximum": 50})))
