@@ -346,9 +346,16 @@ fn rejection(line: &[u8], oversized: bool) -> Option<Value> {
     let id = object.get("id").cloned();
     let method = object.get("method").and_then(Value::as_str);
     match (id, method) {
-        // A notification or a response the client sent: nothing to answer.
-        (None, _) => None,
-        (Some(_), None) if object.contains_key("result") || object.contains_key("error") => None,
+        // A response the client sent, or a notification: nothing to answer.
+        (_, None) if object.contains_key("result") || object.contains_key("error") => None,
+        (None, Some(_)) => None,
+        // Neither a request nor a notification (`{}`): JSON-RPC's invalid request, with a
+        // null id since none can be read.
+        (None, None) => error(
+            Value::Null,
+            -32600,
+            "invalid request: a message needs a `method` (and an `id` to be answered)".into(),
+        ),
         (Some(id), Some("tools/call")) if !object.contains_key("params") => error(
             id,
             -32602,
@@ -994,6 +1001,12 @@ mod tests {
             Some((json!(5), json!(-32602)))
         );
         assert_eq!(code(b"[1,2]"), Some((Value::Null, json!(-32600))));
+        // Failed before: `{}` was taken for a notification and got no reply.
+        assert_eq!(code(b"{}"), Some((Value::Null, json!(-32600))));
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","params":{}}"#),
+            Some((Value::Null, json!(-32600)))
+        );
         assert_eq!(code(b"{nope"), Some((Value::Null, json!(-32700))));
         assert_eq!(
             code(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
