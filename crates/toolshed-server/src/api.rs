@@ -1017,7 +1017,7 @@ pub async fn cancel_job(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     job_of(&state, caller.as_deref(), &id)?;
-    state.jobs.cancel(&id).map(|job| Json(json!(job)))
+    state.jobs.cancel(&id).await.map(|job| Json(json!(job)))
 }
 
 /// Any path under `/api/v1` that is not an endpoint.

@@ -31,6 +31,9 @@ pub const KEPT_PROGRESS_FINISHED: usize = 5;
 /// The longest progress message kept or sent; longer ones are cut.
 pub const MAX_PROGRESS_MESSAGE: usize = 4096;
 
+/// How long a cancel waits for the job to end, so that its reply says how it ended.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
 /// Where a job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -414,11 +417,25 @@ impl Jobs {
     }
 
     /// Asks a running job to stop; its tool's cancellation token fires (a command's
-    /// process tree is killed). Answers the job as it is now.
-    pub fn cancel(&self, id: &str) -> Result<JobView, ApiError> {
+    /// process tree is killed). Answers the job as it is once it has ended — waiting at
+    /// most [`CANCEL_WAIT`] for that, then as it is then.
+    pub async fn cancel(&self, id: &str) -> Result<JobView, ApiError> {
         let n = number(id).ok_or_else(|| missing(id))?;
-        if let Some(job) = self.lock().get(&n) {
-            job.cancel.cancel();
+        let found = self.lock().get(&n).map(|job| job.cancel.clone());
+        if let Some(cancel) = found {
+            cancel.cancel();
+            let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+            loop {
+                let ended = self.ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if !self.lock().contains_key(&n) {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                    break;
+                }
+            }
         } else {
             let view = self.get(id).ok_or_else(|| missing(id))?;
             return Err(ApiError::conflict(if view.state == JobState::Running {

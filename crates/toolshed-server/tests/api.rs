@@ -380,6 +380,8 @@ async fn an_async_job_is_seen_through_websocket_and_cancelling_it_kills_its_tree
     assert!(running("sleep 46.5"));
     let cancelled = post(s.address, &format!("/api/v1/jobs/{id}/cancel"), "").await;
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    // The reply says how it ended (failed before: "running", as it was a moment earlier).
+    assert_eq!(cancelled.json()["state"], "cancelled", "{}", cancelled.body);
     loop {
         let event = ws.next().await;
         if event["type"] == "job.cancelled" {
