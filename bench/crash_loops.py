@@ -204,8 +204,15 @@ def kills(binary, iterations, work, rng):
         counts["torn files"] += len(big) != BIG or len(set(big)) != 1
         counts["partial patches"] += patch_state(ws) is None
         counts["stray temporary files"] += strays(ws)
-        status, body = request(f"{server.base}/api/v1/audit?limit=1000", server.token)
-        recorded = {row["call_id"] for row in body.get("audit", [])}
+        # Every audit row, page by page (the newest 1,000 alone miss the earlier rounds').
+        recorded, cursor = set(), ""
+        while True:
+            query = f"?limit=1000&cursor={cursor}" if cursor else "?limit=1000"
+            status, body = request(f"{server.base}/api/v1/audit{query}", server.token)
+            recorded |= {row["call_id"] for row in body.get("audit", [])}
+            cursor = body.get("next_cursor")
+            if not cursor:
+                break
         counts["acknowledged calls"] += len(acked)
         counts["missing audit rows"] += sum(1 for c in acked if c not in recorded)
         server.stop()
