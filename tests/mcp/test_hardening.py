@@ -292,3 +292,25 @@ def test_slow_and_idle_connections_are_closed_and_cannot_starve_real_clients(ser
     assert time.time() - started < 8, "the server waited for the body forever"
     assert reply == b"" or reply.split(b" ")[1] in (b"400", b"408", b"413"), reply[:200]
     s.close()
+
+
+def test_a_finished_job_past_its_retention_is_gone_when_read(serve):
+    # Failed before: GET /jobs/ID answered 200 long after the retention, until some list
+    # of jobs swept it away (issue 53).
+    url, token = serve({"TOOLSHED_JOBS__RETENTION_SECS": "1"})
+    base = url.rsplit("/mcp", 1)[0]
+    status, started = request(
+        f"{base}/api/v1/tools/calculator/execute", token, "POST",
+        {"arguments": {"expression": "6*7"}, "async": True},
+    )
+    assert status == 202, started
+    job_id = started["job"]["id"]
+    for _ in range(100):
+        status, job = request(f"{base}/api/v1/jobs/{job_id}", token)
+        if job.get("state") == "succeeded":
+            break
+        time.sleep(0.05)
+    assert job["state"] == "succeeded", job
+    time.sleep(2.5)
+    status, gone = request(f"{base}/api/v1/jobs/{job_id}", token)
+    assert status == 404, gone

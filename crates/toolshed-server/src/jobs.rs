@@ -380,6 +380,8 @@ impl Jobs {
             view.progress = job.progress.iter().cloned().collect();
             return Some(view);
         }
+        // A finished job past its retention is gone now, not when a list next sweeps.
+        self.sweep();
         match self.store.job_get(n) {
             Ok(row) => row.map(JobView::from),
             Err(e) => {
