@@ -246,3 +246,119 @@ fn cgroups_are_removed_at_exit_and_live_neighbours_survive_the_sweep() {
         groups(&parent)
     );
 }
+
+/// The directories named `toolshed-<pid>-…` under the mounted cgroup hierarchies.
+fn groups_of(pid: u32) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, prefix: &str, depth: usize, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten().filter(|e| e.path().is_dir()) {
+            if entry.file_name().to_string_lossy().starts_with(prefix) {
+                out.push(entry.path());
+            } else if depth > 0 {
+                walk(&entry.path(), prefix, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        std::path::Path::new("/sys/fs/cgroup"),
+        &format!("toolshed-{pid}-"),
+        4,
+        &mut out,
+    );
+    out
+}
+
+/// Whether `unshare -p -f --mount-proc` works here (root, or user namespaces allowed).
+fn can_unshare_pid() -> bool {
+    Command::new("unshare")
+        .args(["-p", "-f", "--mount-proc", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// One toolshed never breaks another: a toolshed started in another PID namespace cannot
+/// see the first one's PID, yet leaves its cgroup directories alone (they are locked while
+/// their owner lives), so the first one's next command runs; and a toolshed whose
+/// directories were removed by hand makes them again instead of failing every command.
+#[test]
+fn a_toolshed_in_another_pid_namespace_leaves_its_neighbour_working() {
+    if !can_unshare_pid() {
+        eprintln!("skipped: `unshare -p -f --mount-proc` is not allowed here");
+        return;
+    }
+    let first_env = Env::new();
+    let mut first = mcp(&first_env);
+    let ran = first.call("exec_command", json!({"cmd": "echo first"}));
+    assert!(text(&ran).contains("first"), "{ran}");
+    let pid = first.child.id();
+    if groups_of(pid).is_empty() {
+        eprintln!("skipped: commands do not run in cgroups here");
+        return;
+    }
+    // The first is idle; a second starts in a PID namespace of its own, several times.
+    let second_env = Env::new();
+    for round in 0..3 {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-p", "-f", "--mount-proc"]);
+        let inner = second_env.cmd(&[
+            "call",
+            "exec_command",
+            "--args",
+            &format!(r#"{{"cmd":"echo second {round}"}}"#),
+        ]);
+        cmd.arg(inner.get_program()).args(inner.get_args());
+        for (key, value) in inner.get_envs() {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            crate::support::stdout(&out).contains(&format!("second {round}")),
+            "{}",
+            crate::support::stderr(&out)
+        );
+    }
+    assert!(
+        !groups_of(pid).is_empty(),
+        "the second toolshed removed the first one's groups"
+    );
+    let ran = first.call("exec_command", json!({"cmd": "echo first again"}));
+    assert_ne!(ran["isError"], true, "{ran}");
+    assert!(text(&ran).contains("first again"), "{ran}");
+
+    // Remove the first one's groups by hand (those that can be: a group with a live
+    // process in it cannot); its next command makes them again.
+    // (The last command's own groups go a moment after its reply: try for a while.)
+    let mut removed = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while removed == 0 && std::time::Instant::now() < deadline {
+        for base in groups_of(pid) {
+            if let Ok(children) = std::fs::read_dir(&base) {
+                for child in children.flatten().filter(|c| c.path().is_dir()) {
+                    let _ = std::fs::remove_dir(child.path());
+                }
+            }
+            removed += usize::from(std::fs::remove_dir(&base).is_ok());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(removed > 0, "none of {:?} could be removed", groups_of(pid));
+    for n in 0..2 {
+        let ran = first.call(
+            "exec_command",
+            json!({"cmd": format!("echo after removal {n}")}),
+        );
+        assert_ne!(ran["isError"], true, "{ran}");
+        assert!(text(&ran).contains(&format!("after removal {n}")), "{ran}");
+    }
+    assert!(
+        !groups_of(pid).is_empty(),
+        "the removed groups were not made again"
+    );
+}

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use rustix::fs::{Mode, OFlags};
 
+use super::owner::OwnedGroup;
 use crate::process::LimitHit;
 
 /// What a child's tree may use. `None`: no limit of that kind.
@@ -48,10 +49,11 @@ impl ResourceLimits {
 /// How limits are enforced here.
 #[derive(Debug)]
 pub(super) enum Limiter {
-    /// One directory per controller, under which each child gets a group.
+    /// One directory per controller, under which each child gets a group; each is locked
+    /// while this process lives ([`super::owner`]).
     Cgroup1 {
-        pids: PathBuf,
-        memory: PathBuf,
+        pids: OwnedGroup,
+        memory: OwnedGroup,
         next: AtomicU64,
     },
     /// `setrlimit` in the child.
@@ -70,9 +72,10 @@ impl Limiter {
 
 /// The limiter of this process, probed once.
 pub(super) fn limiter() -> &'static Limiter {
-    static LIMITER: OnceLock<Limiter> = OnceLock::new();
     LIMITER.get_or_init(|| probe_cgroup1().unwrap_or(Limiter::Rlimit))
 }
+
+static LIMITER: OnceLock<Limiter> = OnceLock::new();
 
 /// toolshed's own group in the v1 hierarchy of `controller`, as a directory.
 fn own_group(controller: &str) -> Option<PathBuf> {
@@ -91,21 +94,21 @@ fn own_group(controller: &str) -> Option<PathBuf> {
 }
 
 fn probe_cgroup1() -> Option<Limiter> {
-    let name = super::tree::own_group_name();
-    let mut made = Vec::new();
+    let name = super::owner::own_group_name();
+    let mut made: Vec<OwnedGroup> = Vec::new();
     for controller in ["pids", "memory"] {
         let parent = own_group(controller)?;
         sweep_stale(&parent);
-        let dir = parent.join(&name);
-        match fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        match OwnedGroup::establish(parent.join(&name)) {
+            Ok(group) => made.push(group),
             Err(_) => {
-                made.iter().for_each(|d: &PathBuf| drop(fs::remove_dir(d)));
+                for group in &made {
+                    group.release();
+                    let _ = fs::remove_dir(&group.dir);
+                }
                 return None;
             }
         }
-        made.push(dir);
     }
     let memory = made.pop()?;
     let pids = made.pop()?;
@@ -118,7 +121,7 @@ fn probe_cgroup1() -> Option<Limiter> {
 
 /// Removes the groups of toolshed processes that no longer exist.
 fn sweep_stale(parent: &Path) {
-    for dir in super::tree::stale_groups(parent) {
+    for super::owner::Stale { dir, .. } in super::owner::stale_groups(parent) {
         if let Ok(children) = fs::read_dir(&dir) {
             for child in children.flatten().filter(|c| c.path().is_dir()) {
                 let _ = fs::remove_dir(child.path());
@@ -164,8 +167,16 @@ impl Limiter {
                 ];
                 for (parent, file, value) in settings {
                     let Some(value) = value else { continue };
-                    let dir = parent.join(&name);
-                    fs::create_dir(&dir)?;
+                    let dir = parent.dir.join(&name);
+                    if let Err(e) = fs::create_dir(&dir) {
+                        if e.kind() != io::ErrorKind::NotFound {
+                            return Err(e);
+                        }
+                        // This process's directory is gone (removed by hand, or by a
+                        // toolshed that judged it dead): make it again.
+                        parent.restore()?;
+                        fs::create_dir(&dir)?;
+                    }
                     groups.dirs.push(dir.clone());
                     fs::write(dir.join(file), value.to_string())?;
                     let procs = rustix::fs::open(
@@ -178,6 +189,23 @@ impl Limiter {
                 Ok((groups, join))
             }
         }
+    }
+}
+
+/// Removes this process's limit directories, at exit (its children's groups are removed
+/// as each child ends).
+pub(super) fn release() {
+    let Some(Limiter::Cgroup1 { pids, memory, .. }) = LIMITER.get() else {
+        return;
+    };
+    for group in [pids, memory] {
+        group.release();
+        if let Ok(children) = fs::read_dir(&group.dir) {
+            for child in children.flatten().filter(|c| c.path().is_dir()) {
+                super::tree::remove_group(&child.path(), Duration::from_millis(200));
+            }
+        }
+        super::tree::remove_group(&group.dir, Duration::from_millis(500));
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod child;
 mod limits;
+mod owner;
 mod pty;
 mod supervisor;
 mod tree;

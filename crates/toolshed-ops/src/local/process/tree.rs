@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::{Mode, OFlags};
 use rustix::process::{Pid, PidfdFlags, Signal};
 
+use super::owner::{OwnedGroup, SELF_GROUP, Stale, own_group_name, stale_groups};
+
 /// How the tree of a child is found and killed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TreeKillMethod {
@@ -96,14 +98,11 @@ impl Tracker {
     }
 }
 
-/// The group this process itself moves into, inside its base: while it lives the group is
-/// populated, which any toolshed — in any PID namespace — reads from `cgroup.events`.
-const SELF_GROUP: &str = "self";
-
 /// Where this process makes its cgroups: `<toolshed's cgroup>/toolshed-<pid>-<start>`.
 #[derive(Debug)]
 pub(super) struct CgroupBase {
-    dir: PathBuf,
+    /// `toolshed-<pid>-<start>-<nonce>`, locked while this process lives.
+    owner: OwnedGroup,
     /// The cgroup this process was in, to go back to before removing its base at exit.
     parent: PathBuf,
     /// Whether this process moved into its `self` group (see [`CgroupBase::join_self`]).
@@ -159,18 +158,16 @@ fn probe_cgroup() -> Result<CgroupBase, String> {
     sweep_stale(&parent);
     let name = own_group_name();
     let dir = parent.join(&name);
-    match fs::create_dir(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
-    }
+    let owner = OwnedGroup::establish(dir.clone())
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     if !dir.join("cgroup.kill").exists() {
+        owner.release();
         let _ = fs::remove_dir(&dir);
         return Err("the kernel has no cgroup.kill (Linux 5.14 or later is needed)".into());
     }
     let rel = Path::new(&own).join(&name).to_string_lossy().into_owned();
     Ok(CgroupBase {
-        dir,
+        owner,
         parent,
         joined: OnceLock::new(),
         rel,
@@ -185,7 +182,7 @@ impl CgroupBase {
     /// for a process that may never run a command.)
     fn join_self(&self) -> bool {
         *self.joined.get_or_init(|| {
-            let me = self.dir.join(SELF_GROUP);
+            let me = self.owner.dir.join(SELF_GROUP);
             let joined = match fs::create_dir(&me) {
                 Ok(()) => true,
                 Err(e) => e.kind() == io::ErrorKind::AlreadyExists,
@@ -201,8 +198,13 @@ impl CgroupBase {
 
 /// Removes this process's cgroups, at exit: it goes back to the cgroup it came from, kills
 /// what is left in its groups and removes them, so no empty `toolshed-…` group stays
-/// behind. Does nothing when cgroups were never used.
+/// behind; the cgroup-v1 limit groups likewise. Does nothing when cgroups were never used.
 pub fn release_cgroups() {
+    release_base();
+    super::limits::release();
+}
+
+fn release_base() {
     let Some(Ok(base)) = CGROUP_BASE.get() else {
         return;
     };
@@ -211,73 +213,21 @@ pub fn release_cgroups() {
         // Still inside: killing or removing the base would take this process with it.
         return;
     }
-    let _ = fs::write(base.dir.join("cgroup.kill"), "1");
-    if let Ok(children) = fs::read_dir(&base.dir) {
+    let dir = &base.owner.dir;
+    let _ = fs::write(dir.join("cgroup.kill"), "1");
+    if let Ok(children) = fs::read_dir(dir) {
         for child in children.flatten().filter(|c| c.path().is_dir()) {
             remove_group(&child.path(), Duration::from_millis(500));
         }
     }
-    remove_group(&base.dir, Duration::from_millis(500));
-}
-
-/// This process's group name in a cgroup hierarchy: `toolshed-<pid>-<start time>`.
-pub(super) fn own_group_name() -> String {
-    let me = std::process::id();
-    format!("toolshed-{me}-{}", start_time(me).unwrap_or(0))
-}
-
-/// Whether the toolshed that made the group `dir` still runs: its `self` group is
-/// populated (kernel state, the same from every PID namespace). `None` for a group without
-/// one (made by an older toolshed, or one that could not join it).
-fn owner_alive(dir: &Path) -> Option<bool> {
-    let me = dir.join(SELF_GROUP);
-    if !me.is_dir() {
-        return None;
-    }
-    match fs::read_to_string(me.join("cgroup.events")) {
-        Ok(events) => Some(events.lines().any(|l| l.trim() == "populated 1")),
-        Err(_) => {
-            Some(fs::read_to_string(me.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty()))
-        }
-    }
-}
-
-/// The `toolshed-<pid>-<start>` groups under `parent` whose toolshed process no longer
-/// runs (a crash leaves them behind): neither is its `self` group populated — which holds
-/// across PID namespaces, where a PID says nothing — nor does its PID, with its start
-/// time, name a process here.
-pub(super) fn stale_groups(parent: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(parent) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some((pid, start)) = name
-                .strip_prefix("toolshed-")
-                .and_then(|rest| rest.split_once('-'))
-            else {
-                return false;
-            };
-            match (pid.parse::<u32>(), start.parse::<u64>()) {
-                // Alive if its `self` group is populated (whatever its PID namespace), or
-                // if its PID still names it here (a toolshed that has made its group but
-                // not yet joined `self` is not judged dead on the empty group).
-                (Ok(pid), Ok(start)) => {
-                    owner_alive(&entry.path()) != Some(true) && start_time(pid) != Some(start)
-                }
-                _ => false,
-            }
-        })
-        .map(|entry| entry.path())
-        .collect()
+    base.owner.release();
+    remove_group(dir, Duration::from_millis(500));
 }
 
 /// Kills and removes the cgroups of toolshed processes that no longer exist (a crash leaves
 /// their grandchildren running; the parent-death signal only reaches the direct child).
 fn sweep_stale(parent: &Path) {
-    for dir in stale_groups(parent) {
+    for Stale { dir, .. } in stale_groups(parent) {
         let _ = fs::write(dir.join("cgroup.kill"), "1");
         if let Ok(children) = fs::read_dir(&dir) {
             for child in children.flatten() {
@@ -322,8 +272,16 @@ impl CgroupBase {
         self.join_self();
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let name = format!("c{n}");
-        let dir = self.dir.join(&name);
-        fs::create_dir(&dir)?;
+        let dir = self.owner.dir.join(&name);
+        if let Err(e) = fs::create_dir(&dir) {
+            if e.kind() != io::ErrorKind::NotFound {
+                return Err(e);
+            }
+            // The base is gone (removed by hand, or by a toolshed that judged this one
+            // dead): make it again rather than fail every command from now on.
+            self.owner.restore()?;
+            fs::create_dir(&dir)?;
+        }
         let procs = match rustix::fs::open(
             dir.join("cgroup.procs"),
             OFlags::WRONLY | OFlags::CLOEXEC,
