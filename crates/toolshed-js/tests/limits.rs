@@ -30,6 +30,8 @@ export function activate(context) {
     action("spin_later", async (inputs, ctx) => { await null; ctx.progress("spinning"); for (;;) {} }),
     action("bomb", () => { let a = []; while (true) a.push("x".repeat(1e6)); }),
     action("map_bomb", () => { const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); }),
+    action("throw_null", () => { throw null; }),
+    action("throw_null_later", async () => { await null; throw null; }),
     action("hoard", () => { globalThis.hoard = []; while (true) globalThis.hoard.push("y".repeat(1e6)); }),
     action("recurse", () => { function f(n) { return f(n + 1) + 1; } return f(0); }),
     action("forever", () => new Promise(() => {})),
@@ -161,6 +163,27 @@ async fn a_map_that_outgrows_the_memory_limit_says_so() {
         "{err}"
     );
     expect_ok_after(&p, "a Map bomb").await;
+}
+
+/// A script's own `throw null` is its own error, not the memory limit (which also throws
+/// `null`, when QuickJS cannot allocate the error): told apart by whether the memory limit
+/// refused an allocation during the call — also right after a call that did run out.
+#[tokio::test]
+async fn a_script_that_throws_null_is_not_told_it_ran_out_of_memory() {
+    let p = runaway("acme.nullish", JsLimits::default()).start().await;
+    for action in ["nullish_throw_null", "nullish_map_bomb", "nullish_throw_null_later"] {
+        let err = tokio::time::timeout(LIVENESS, p.call(action, json!({})))
+            .await
+            .expect("ended")
+            .unwrap_err();
+        let text = err.to_string();
+        if action == "nullish_map_bomb" {
+            assert!(text.contains("memory limit"), "{action}: {text}");
+        } else {
+            assert!(text.contains("threw `null`"), "{action}: {text}");
+            assert!(!text.contains("memory"), "{action}: {text}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@
 //! process if a runtime is freed while values it owns are still referenced.
 
 mod activation;
+mod alloc;
 mod convert;
 mod fault;
 mod guard;
@@ -143,6 +144,8 @@ pub(crate) struct Engine {
     done_rx: mpsc::UnboundedReceiver<Completion>,
     shutdown: CancellationToken,
     rebuild: Option<String>,
+    /// How many allocations the memory limit refused, ever (see [`alloc`]).
+    refusals: std::sync::Arc<std::sync::atomic::AtomicU64>,
     // Dropped last, in this order, after `Drop` released every persistent value above.
     context: Context,
     runtime: Runtime,
@@ -161,9 +164,10 @@ impl Drop for Engine {
 impl Engine {
     /// A fresh runtime and context with the limits and the interrupt guard installed.
     pub(crate) fn new(setup: Rc<Setup>, shutdown: CancellationToken) -> Result<Self, String> {
-        let runtime =
-            Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
-        runtime.set_memory_limit(setup.limits.memory_bytes);
+        // The memory limit is the allocator's, which counts what it refuses.
+        let (allocator, refusals) = alloc::Limited::new(setup.limits.memory_bytes);
+        let runtime = Runtime::new_with_alloc(allocator)
+            .map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
         runtime.set_max_stack_size(setup.limits.stack_bytes);
         let guard = Rc::new(Guard::new(shutdown.clone()));
         let handler_guard = guard.clone();
@@ -206,6 +210,7 @@ impl Engine {
             done_rx,
             shutdown,
             rebuild: None,
+            refusals,
             context,
             runtime,
         };
@@ -251,11 +256,13 @@ impl Engine {
 
     /// QuickJS, out of memory while throwing (a growing `Map`, say), cannot allocate the
     /// error and throws `null`; by the time the call has unwound, the memory is freed
-    /// again, so the heap cannot tell. A thrown `null` is therefore reported as the memory
-    /// limit (docs/plugins.md says so, for the rare script that throws `null` itself).
-    fn oom_or(&self, fault: Fault) -> Fault {
+    /// again, so the heap cannot tell. A thrown `null` is the memory limit when the
+    /// allocator refused an allocation during the call (more than `refused_before`), and
+    /// the script's own `throw null` otherwise.
+    fn oom_or(&self, fault: Fault, refused_before: u64) -> Fault {
+        let refused = self.refusals.load(std::sync::atomic::Ordering::Relaxed) > refused_before;
         match fault {
-            Fault::Threw(Thrown::Error(text)) if text == convert::THREW_NULL => {
+            Fault::Threw(Thrown::Error(text)) if refused && text == convert::THREW_NULL => {
                 Fault::Threw(Thrown::OutOfMemory)
             }
             fault => fault,
@@ -409,10 +416,11 @@ impl Engine {
         self.guard
             .begin(cpu, req.ctx.deadline, Some(req.cancel.clone()));
         *self.current.borrow_mut() = Some(scope.clone());
+        let refused_before = self.refusals.load(std::sync::atomic::Ordering::Relaxed);
         let outcome = self
             .run_call(run, &scope, req, cpu)
             .await
-            .map_err(|f| self.oom_or(f));
+            .map_err(|f| self.oom_or(f, refused_before));
         *self.current.borrow_mut() = None;
         scope.end();
         self.ops.clear();
