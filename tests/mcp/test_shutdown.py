@@ -78,3 +78,30 @@ def test_a_call_longer_than_the_grace_period_is_cancelled_and_the_server_exits(s
     thread.join(timeout=30)
     reply = answer.get("reply")
     assert reply is None or reply[0] != 200 or reply[1]["is_error"], reply
+
+
+def test_a_job_stopped_by_the_shutdown_says_so_not_that_a_caller_cancelled_it(serve):
+    url, token = serve({"TOOLSHED_SERVER__SHUTDOWN_GRACE_SECS": "1"})
+    base = url.rsplit("/mcp", 1)[0]
+    proc = serve.procs[-1]
+    status, started = request(f"{base}/api/v1/tools/exec_command/execute", "POST", token,
+                              {"arguments": {"cmd": "sleep 40", "yield_ms": 60000, "timeout_ms": 120000},
+                               "async": True})
+    assert status == 202, (status, started)
+    job_id = started["job"]["id"]
+    for _ in range(100):
+        if request(f"{base}/api/v1/health")[1]["calls_in_flight"] >= 1:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    # The next server on the same data dir reads how the job ended.
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    status, job = request(f"{base}/api/v1/jobs/{job_id}", token=token)
+    assert status == 200, (status, job)
+    assert job["state"] == "cancelled", job
+    message = job["error"]["message"]
+    assert "shutting down" in message and "caller" in message, message
+    assert "cancelled by the caller" not in message, message
+    assert job["error"]["details"] == {"by": "shutdown"}, job

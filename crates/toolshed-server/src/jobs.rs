@@ -115,6 +115,8 @@ struct Job {
     view: JobView,
     progress: VecDeque<Progress>,
     cancel: CancellationToken,
+    /// Cancelled by the server stopping, not by a caller.
+    by_shutdown: bool,
 }
 
 /// Every job of the server.
@@ -252,6 +254,7 @@ impl Jobs {
                 view: view.clone(),
                 progress: VecDeque::new(),
                 cancel: cancel.clone(),
+                by_shutdown: false,
             },
         );
         let owner = request.owner.0.clone();
@@ -338,7 +341,15 @@ impl Jobs {
                 } else {
                     JobState::Failed
                 };
-                let body = ApiError::from(error).body()["error"].clone();
+                let body = if cancelled && job.by_shutdown {
+                    json!({
+                        "kind": "cancelled",
+                        "message": "stopped by the server shutting down (SIGTERM or Ctrl-C) after the grace period for running calls ([server] shutdown_grace_secs); no caller cancelled it. Start it again if it is still needed",
+                        "details": {"by": "shutdown"},
+                    })
+                } else {
+                    ApiError::from(error).body()["error"].clone()
+                };
                 job.view.error = Some(body.clone());
                 (
                     if cancelled {
@@ -470,7 +481,8 @@ impl Jobs {
 
     /// Cancels every running job (server shutdown).
     pub fn cancel_all(&self) {
-        for job in self.lock().values() {
+        for job in self.lock().values_mut() {
+            job.by_shutdown = true;
             job.cancel.cancel();
         }
     }
