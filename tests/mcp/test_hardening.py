@@ -7,6 +7,7 @@
 
 import json
 import signal
+import socket
 import threading
 import time
 import urllib.request
@@ -292,6 +293,27 @@ def test_slow_and_idle_connections_are_closed_and_cannot_starve_real_clients(ser
     assert time.time() - started < 8, "the server waited for the body forever"
     assert reply == b"" or reply.split(b" ")[1] in (b"400", b"408", b"413"), reply[:200]
     s.close()
+
+
+def test_a_stalled_body_is_answered_408_on_every_door(serve):
+    # Failed before: the REST doors answered 400 invalid_request (issue 53).
+    url, token = serve({"TOOLSHED_SERVER__BODY_TIMEOUT_SECS": "1"})
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    for path in ["/api/v1/tools/calculator/execute", "/api/v1/memories", "/api/v1/approvals/a-1/approve", "/mcp"]:
+        s = socket.create_connection((host, int(port)))
+        s.settimeout(10)
+        s.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            "Content-Length: 100\r\n\r\n{\"arg".encode()
+        )
+        reply = s.recv(4096)
+        s.close()
+        status = reply.split(b" ")[1]
+        assert status == b"408", (path, reply[:300])
+        assert b"body_timeout_secs" in reply, (path, reply[-300:])
+        if path.startswith("/api/"):
+            assert b'"kind":"request_timeout"' in reply, (path, reply[-300:])
 
 
 def test_a_finished_job_past_its_retention_is_gone_when_read(serve):

@@ -171,7 +171,11 @@ async fn a_map_that_outgrows_the_memory_limit_says_so() {
 #[tokio::test]
 async fn a_script_that_throws_null_is_not_told_it_ran_out_of_memory() {
     let p = runaway("acme.nullish", JsLimits::default()).start().await;
-    for action in ["nullish_throw_null", "nullish_map_bomb", "nullish_throw_null_later"] {
+    for action in [
+        "nullish_throw_null",
+        "nullish_map_bomb",
+        "nullish_throw_null_later",
+    ] {
         let err = tokio::time::timeout(LIVENESS, p.call(action, json!({})))
             .await
             .expect("ended")

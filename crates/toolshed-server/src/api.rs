@@ -87,8 +87,22 @@ pub fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
         } else {
             status
         };
-        ApiError::new(status, kind, rejection.body_text())
+        unread_or(ApiError::new(status, kind, rejection.body_text()))
     })
+}
+
+/// `408 request_timeout` for a body that did not arrive within `[server] body_timeout_secs`
+/// (axum reports any failure to read the body as `400`), else `error` as it is.
+pub fn unread_or(error: ApiError) -> ApiError {
+    if error.message.contains(crate::listen::BODY_TIMED_OUT) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            error.message,
+        )
+    } else {
+        error
+    }
 }
 
 /// Query parameters, with a rejection in the API's error shape.

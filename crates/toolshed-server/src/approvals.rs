@@ -75,8 +75,15 @@ pub async fn approve(
     state: State<AppState>,
     caller: Option<Extension<Caller>>,
     id: Path<String>,
-    raw: axum::body::Bytes,
+    raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let raw = raw.map_err(|rejection| {
+        crate::api::unread_or(ApiError::new(
+            rejection.status(),
+            "invalid_request",
+            rejection.body_text(),
+        ))
+    })?;
     // The body is optional: none is `{}`.
     let remember = if raw.iter().all(u8::is_ascii_whitespace) {
         false

@@ -37,6 +37,10 @@ pub struct ConnectionLimits {
 }
 
 /// A request body that fails once its deadline passes.
+/// What the error of a body cut off by the body timeout says (and what the doors look for
+/// to answer `408`).
+pub(crate) const BODY_TIMED_OUT: &str = "was not received within";
+
 struct TimedBody {
     inner: Incoming,
     deadline: Pin<Box<tokio::time::Sleep>>,
@@ -57,7 +61,7 @@ impl HttpBody for TimedBody {
         if self.deadline.as_mut().poll(cx).is_ready() {
             let limit = self.limit.as_secs();
             return Poll::Ready(Some(Err(format!(
-                "the request body was not received within {limit} s ([server] body_timeout_secs)"
+                "the request body {BODY_TIMED_OUT} {limit} s ([server] body_timeout_secs); send it whole, or raise the limit"
             )
             .into())));
         }

@@ -384,7 +384,7 @@ async fn mcp_statuses(
         }});
         return (StatusCode::BAD_REQUEST, axum::Json(reply)).into_response();
     }
-    if text.contains("was not received within") {
+    if text.contains(crate::listen::BODY_TIMED_OUT) {
         return (StatusCode::REQUEST_TIMEOUT, text).into_response();
     }
     axum::response::Response::from_parts(parts, axum::body::Body::from(bytes))
