@@ -9,6 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -761,3 +763,30 @@ def test_a_read_only_caller_is_not_served_a_mounted_servers_writing_tools(server
 
     run(main())
     assert (workspace / "note.txt").read_text() == "from the owner"
+
+
+def test_removing_a_mounted_server_beside_a_running_serve_leaves_nothing_behind(serve, toolshed, home):
+    # Failed before: the serving process noted the server's exit in `.state/plugin.log`,
+    # making the removed directory again; `mcp add` then said "already installed" and
+    # `plugins list` warned "no manifest found" (issue 53).
+    toolshed("mcp", "add", "every", "--", "node", server_js("everything"), "stdio")
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    request = urllib.request.Request(
+        f"{base}/api/v1/tools/every__get-sum/execute", method="POST",
+        data=json.dumps({"arguments": {"a": 40, "b": 2}}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        assert "42" in json.loads(reply.read())["content"][0]["text"]
+    toolshed("mcp", "remove", "every")
+    plugin_dir = home / "plugins" / "mcp.every"
+    # The serving process notices and stops the server; nothing may make the directory again.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        assert not plugin_dir.exists(), sorted(str(p) for p in plugin_dir.rglob("*"))
+        time.sleep(0.1)
+    listed = toolshed("plugins", "list")
+    assert "no manifest found" not in listed.stdout + listed.stderr, listed.stdout + listed.stderr
+    again = toolshed("mcp", "add", "every", "--", "node", server_js("everything"), "stdio")
+    assert "mounted" in again.stdout, again.stdout + again.stderr

@@ -26,10 +26,17 @@ fn rotated(path: &Path) -> PathBuf {
 }
 
 /// Appends `bytes` to the log at `path`, rotating it first when it would pass
-/// [`MAX_LOG_BYTES`].
+/// [`MAX_LOG_BYTES`]. Makes the `.state` directory when it is missing, but never the
+/// plugin's directory: a plugin removed while its server still writes (`toolshed mcp
+/// remove` beside a running `serve`) stays removed, its last lines dropped.
 pub(crate) fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        match std::fs::create_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
     }
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     if size > 0 && size + bytes.len() as u64 > MAX_LOG_BYTES {
