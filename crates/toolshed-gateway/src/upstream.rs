@@ -495,6 +495,7 @@ mod tests {
             toolshed_ops::LocalProcessOps::new(ops, toolshed_ops::ProcessConfig::default())
                 .unwrap(),
         );
+        std::fs::create_dir(dir.path().join("plugin")).unwrap();
         let log = crate::log::log_path(&dir.path().join("plugin"));
         let launch = Launch {
             program: "sh".into(),
