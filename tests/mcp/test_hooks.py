@@ -147,3 +147,24 @@ url = "http://127.0.0.1:{hook_server.server_address[1]}/hook"
         hook_server.shutdown()
     assert [e["tool_input"]["cmd"] for e in seen] == ["echo fine", "echo deny-me"]
     assert seen[0]["hook_event_name"] == "PreToolUse" and seen[0]["tool_name"] == "exec_command"
+
+
+def test_a_hook_that_fails_is_described_for_people(server, home: Path, workspace: Path):
+    # Failed before: "… failed (Code(7)): …", Rust's debug text (issue 53).
+    hooks = workspace / ".hooks"
+    hooks.mkdir()
+    (hooks / "broken.sh").write_text("#!/bin/sh\necho cannot reach the linter >&2\nexit 7\n")
+    (hooks / "broken.sh").chmod(0o755)
+    config = home / "hooks.toml"
+    config.write_text(f'[[hooks.pre_tool_use]]\nmatcher = "exec_command"\ncommand = "{hooks / "broken.sh"}"\n')
+    params = server("--config", str(config))
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            blocked = await client.call_tool("exec_command", {"cmd": "echo never"})
+            assert blocked.is_error
+            said = blocked.content[0].text
+            assert "failed (exit code 7): cannot reach the linter" in said, said
+            assert "Code(" not in said, said
+
+    asyncio.run(asyncio.wait_for(main(), timeout=60))

@@ -373,7 +373,7 @@ impl CallHook for CommandHook {
             }
             other => {
                 return HookDecision::Block(format!(
-                    "{} failed ({other:?}): {}",
+                    "{} failed ({other}): {}",
                     self.label(),
                     ran.stderr.trim()
                 ));
@@ -476,7 +476,7 @@ impl CallHook for CommandHook {
                 other => note(
                     &mut out,
                     format!(
-                        "[{} failed ({other:?}): {}]",
+                        "[{} failed ({other}): {}]",
                         self.label(),
                         ran.stderr.trim()
                     ),

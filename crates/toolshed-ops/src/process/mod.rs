@@ -351,6 +351,29 @@ impl ExitStatus {
     }
 }
 
+/// For people: `exit code 7`, `killed by signal 9 (SIGKILL)`.
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ExitStatus::Code(code) => write!(f, "exit code {code}"),
+            ExitStatus::Signal(signal) => {
+                let name = match signal {
+                    1 => " (SIGHUP)",
+                    2 => " (SIGINT)",
+                    3 => " (SIGQUIT)",
+                    6 => " (SIGABRT)",
+                    9 => " (SIGKILL)",
+                    11 => " (SIGSEGV)",
+                    13 => " (SIGPIPE)",
+                    15 => " (SIGTERM)",
+                    _ => "",
+                };
+                write!(f, "killed by signal {signal}{name}")
+            }
+        }
+    }
+}
+
 /// Whether all output was read after the child exited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Drain {
