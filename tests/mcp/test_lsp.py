@@ -217,6 +217,47 @@ def test_a_missing_server_is_unconfigured_with_the_install_hint(server, toolshed
     assert out.returncode != 0 and "[unconfigured]" in out.stderr + out.stdout, out
 
 
+def test_a_rustup_proxy_without_its_component_is_unconfigured_with_the_fix(server, toolshed_bin, home, workspace, tmp_path):
+    # Failed before: the proxy counted as an installed server, and the call failed with
+    # the end of rustup's backtrace (issue 53). A rustup of our own that knows no
+    # rust-analyzer, with `rust-analyzer` a link to it as rustup installs its proxies.
+    bin_dir = tmp_path / "cargo-bin"
+    bin_dir.mkdir()
+    (bin_dir / "rustup").write_text(
+        "#!/bin/sh\n"
+        "if [ \"$1\" = which ]; then echo \"error: Unknown binary '$2' in official toolchain 'stable'\" >&2; exit 1; fi\n"
+        "echo 'error: Unknown binary' >&2; echo '   12: std::rt::lang_start' >&2; exit 1\n"
+    )
+    (bin_dir / "rustup").chmod(0o755)
+    (bin_dir / "rust-analyzer").symlink_to("rustup")
+    (workspace / "Cargo.toml").write_text('[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n')
+    (workspace / "src").mkdir()
+    (workspace / "src" / "main.rs").write_text("fn main() {}\n")
+    params = configured(server, home, f'[lsp.rust]\ncommand = ["{bin_dir / "rust-analyzer"}"]\n')
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool("lsp_hover", {"path": "src/main.rs", "line": 1, "column": 4})
+            assert result.is_error
+            message = text(result)
+            assert "is a rustup proxy" in message and "no `rust-analyzer` component" in message, message
+            assert "rustup component add rust-analyzer" in message, message
+            assert "lang_start" not in message, message
+
+    run(main())
+    # With another language's server there the plugin is available; the Rust call still
+    # answers unconfigured, naming the proxy.
+    params = configured(server, home, f'[lsp.rust]\ncommand = ["{bin_dir / "rust-analyzer"}"]\n'
+                        f'[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
+    run(main())
+    out = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "call", "lsp_hover", "--args", '{"path": "src/main.rs", "line": 1, "column": 4}'],
+        env={**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CONFIG": str(home / "lsp.toml")},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode != 0 and "[unconfigured]" in out.stderr + out.stdout, out
+
+
 def test_an_idle_server_is_stopped_and_the_next_call_starts_one(server, home, workspace):
     params = python_project(server, home, workspace, lsp="[lsp]\nidle_timeout_secs = 2\n")
 

@@ -475,11 +475,7 @@ impl CallHook for CommandHook {
                 ExitStatus::Code(2) => note(&mut out, ran.stderr.trim().to_string(), true),
                 other => note(
                     &mut out,
-                    format!(
-                        "[{} failed ({other}): {}]",
-                        self.label(),
-                        ran.stderr.trim()
-                    ),
+                    format!("[{} failed ({other}): {}]", self.label(), ran.stderr.trim()),
                     false,
                 ),
             },

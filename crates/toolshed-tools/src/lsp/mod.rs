@@ -29,6 +29,7 @@ use toolshed_ops::process::ProcessOps;
 use toolshed_ops::{Change, Expect, FileOps, ReadLog, Services};
 
 mod format;
+mod program;
 mod rpc;
 mod server;
 mod text;
@@ -491,23 +492,7 @@ pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
     if let Ok(real) = settings.workspace.canonicalize() {
         settings.workspace = real;
     }
-    let unavailable = if settings.languages.iter().any(|l| {
-        l.command
-            .first()
-            .is_some_and(|p| crate::find_program(p).is_some())
-    }) {
-        None
-    } else {
-        Some(format!(
-            "no language server is installed; install one: {}",
-            settings
-                .languages
-                .iter()
-                .map(|l| format!("{} — {}", l.name, l.install))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ))
-    };
+    let unavailable = program::unavailable(&settings.languages, &settings.workspace);
     let servers = Arc::new(Servers {
         settings,
         processes: services.ops.process.clone(),

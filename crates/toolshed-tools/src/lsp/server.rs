@@ -86,7 +86,13 @@ impl Server {
         let Some((program, args)) = language.command.split_first() else {
             return Err(format!("[lsp.{}] command is empty", language.name));
         };
-        let resolved = crate::find_program(program).ok_or_else(|| language.missing(program))?;
+        let resolved = {
+            let (language, program) = (language.clone(), program.clone());
+            let dir = workspace.join(root);
+            tokio::task::spawn_blocking(move || super::program::locate(&language, &program, &dir))
+                .await
+                .map_err(|e| e.to_string())??
+        };
         let mut request = SpawnRequest::new(resolved.display().to_string())
             .args(args.iter().cloned())
             .workdir(root)
