@@ -78,6 +78,8 @@ pub(crate) fn unavailable(languages: &[Language], workspace: &Path) -> Option<St
 
 /// Whether the path resolved is a rustup proxy, or the same file as one, or a link to one;
 /// the `rustup` to ask, if so.
+// A program on the host's PATH, not a workspace path: only its name is looked at.
+#[allow(clippy::disallowed_methods)]
 pub(crate) fn rustup_behind(path: &Path) -> Option<PathBuf> {
     let real = std::fs::canonicalize(path).ok()?;
     let named = |p: &Path| {
