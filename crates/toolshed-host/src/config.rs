@@ -274,7 +274,7 @@ impl Default for BrowserConfig {
         Self {
             executable: None,
             profile: "session".into(),
-            max_sessions_per_owner: 5,
+            max_sessions_per_owner: 4,
             max_sessions: 20,
             max_memory_mb: 2048,
             idle_timeout_secs: 600,
@@ -504,6 +504,8 @@ pub struct JobsConfig {
     pub retention_secs: u64,
     /// The most jobs kept at once (running ones are never evicted).
     pub max_jobs: usize,
+    /// The most jobs one owner may have running at once (its sub-owners counted as it).
+    pub max_running_per_owner: usize,
 }
 
 impl Default for JobsConfig {
@@ -511,6 +513,7 @@ impl Default for JobsConfig {
         Self {
             retention_secs: 3600,
             max_jobs: 1000,
+            max_running_per_owner: 100,
         }
     }
 }
@@ -550,6 +553,11 @@ pub struct ServerConfig {
     /// The most request-body bytes being received and parsed at once, across all
     /// requests; a request that would go over waits for room.
     pub max_inflight_body_bytes: usize,
+    /// The most event streams (`/api/v1/events`, SSE or WebSocket) open at once.
+    pub max_event_streams: usize,
+    /// The most event streams one owner keeps open (an agent token's owner, its
+    /// sub-owners counted as it; or the admin token and the dashboard together).
+    pub max_event_streams_per_owner: usize,
     /// On SIGTERM, how long calls already running may take to finish before they are
     /// cancelled; new requests are refused meanwhile (`503`), and `/api/v1/health` says
     /// `draining` so a load balancer stops sending any.
@@ -602,6 +610,8 @@ impl Default for ServerConfig {
             body_timeout_secs: 60,
             max_connections: 512,
             max_inflight_body_bytes: 32 << 20,
+            max_event_streams: 256,
+            max_event_streams_per_owner: 16,
             shutdown_grace_secs: 10,
             replica: None,
         }
@@ -622,6 +632,13 @@ pub struct McpConfig {
     /// as when the client deletes the session. Sessions of an agent token's owner leave
     /// their work to that owner.
     pub session_idle_secs: u64,
+    /// The most MCP-over-HTTP sessions open at once, all clients together; a new one past
+    /// it is refused (`429`) until one ends.
+    pub max_sessions: usize,
+    /// The most MCP-over-HTTP sessions one owner keeps open at once — an agent token's
+    /// owner (its sub-owners counted as it), or the admin token — so that one client's
+    /// abandoned sessions cannot take every other client's room.
+    pub max_sessions_per_owner: usize,
     /// In discovery mode (`--catalog discover`), the tools `tools/list` holds besides
     /// `tool_search` and `tool_call`: rules as in `[review]` (`workspace_read`,
     /// `group:workspace`). Empty: none.
@@ -633,6 +650,8 @@ impl Default for McpConfig {
         Self {
             page_size: 100,
             session_idle_secs: 1800,
+            max_sessions: 256,
+            max_sessions_per_owner: 32,
             list_unconfigured: false,
             core: Vec::new(),
         }
@@ -1022,6 +1041,14 @@ pub const WIDENING: &[(&str, &str)] = &[
         "could let one owner fill more of the approval queue",
     ),
     ("approvals.max_pending", "could let more calls wait at once"),
+    (
+        "mcp.max_sessions_per_owner",
+        "could let one client hold more of the MCP sessions",
+    ),
+    (
+        "mcp.max_sessions",
+        "could let more MCP sessions be open at once",
+    ),
     (
         "memory.shared_namespaces",
         "lets every owner read and write memories of these namespaces",

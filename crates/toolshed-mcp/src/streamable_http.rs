@@ -53,6 +53,21 @@ impl ReplicaSessions {
     }
 }
 
+impl ReplicaSessions {
+    /// Whether the session `id` (as handed out) is still open: not ended by its client,
+    /// closed while idle, or stopped.
+    pub async fn is_open(&self, id: &str) -> bool {
+        let id: SessionId = id.into();
+        self.has_session(&id).await.unwrap_or(false)
+    }
+
+    /// Closes the session `id` (as handed out): what its own owner kept running ends.
+    pub async fn close(&self, id: &str) {
+        let id: SessionId = id.into();
+        let _ = self.close_session(&id).await;
+    }
+}
+
 /// The replica an MCP session id names: what comes before its first `.`.
 pub fn replica_of(session_id: &str) -> Option<&str> {
     session_id.split_once('.').map(|(replica, _)| replica)
@@ -140,20 +155,24 @@ impl SessionManager for ReplicaSessions {
 /// `session` narrows to. Bodies larger than `max_body_bytes` are refused while they stream
 /// in; a session idle for `[mcp] session_idle_secs` is closed (and what its own owner kept
 /// running ends, see [`McpServer`]); cancelling `stop` ends every session and stream.
+/// Also returns the sessions, for the HTTP server to count and close.
 pub fn streamable_http_service(
     host: Arc<Host>,
     session: Session,
     max_body_bytes: usize,
     stop: CancellationToken,
-) -> McpHttpService {
+) -> (McpHttpService, Arc<ReplicaSessions>) {
     let idle = host.config().config.mcp.session_idle_secs.max(1);
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(Duration::from_secs(idle));
-    let sessions = ReplicaSessions::new(sessions, &host.config().config.server.replica_name());
+    let sessions = Arc::new(ReplicaSessions::new(
+        sessions,
+        &host.config().config.server.replica_name(),
+    ));
     let config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(max_body_bytes)
         .with_cancellation_token(stop);
-    StreamableHttpService::new(
+    let service = StreamableHttpService::new(
         move || {
             let which = format!("the directory {}", host.workspace().display());
             let server = McpServer::new(host.clone(), session.clone())
@@ -161,7 +180,8 @@ pub fn streamable_http_service(
             tracing::info!(owner = %server.owner(), "new MCP session over HTTP");
             Ok(server)
         },
-        sessions.into(),
+        sessions.clone(),
         config,
-    )
+    );
+    (service, sessions)
 }

@@ -37,6 +37,8 @@ pub struct AppState {
     pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// Fired when a shutdown's grace period is over: calls still running are cancelled.
     pub calls_stop: tokio_util::sync::CancellationToken,
+    /// The event streams open, per owner and in all.
+    pub streams: Arc<crate::stream::StreamSlots>,
 }
 
 /// The header that names the caller's owner: the one the MCP door reads too.

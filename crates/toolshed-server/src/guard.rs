@@ -40,12 +40,42 @@ pub fn guarded(router: Router, guard: Arc<RequestGuard>) -> Router {
 /// The header carrying an MCP session's id.
 const MCP_SESSION: &str = "mcp-session-id";
 
-/// MCP session ids and the token id that opened each, with the ids in the order they
-/// opened.
+/// MCP session ids and who opened each, with the ids in the order they opened.
 type BoundSessions = (
-    std::collections::HashMap<String, Option<String>>,
+    std::collections::HashMap<String, Opener>,
     std::collections::VecDeque<String>,
 );
+
+/// Who opened an MCP session.
+#[derive(Debug, Clone)]
+struct Opener {
+    /// The agent token's id; `None`: the server's own token.
+    token: Option<String>,
+    /// What the session counts against: the token's owner (sub-owners as their owner),
+    /// or `admin`.
+    account: String,
+}
+
+/// The MCP sessions open, and how many may be.
+pub struct McpSessionLimits {
+    /// The MCP transport's sessions, asked whether one is still open and told to close one.
+    pub sessions: Arc<toolshed_mcp::ReplicaSessions>,
+    /// `[mcp] max_sessions`.
+    pub max: usize,
+    /// `[mcp] max_sessions_per_owner`.
+    pub max_per_owner: usize,
+    /// `[mcp] session_idle_secs`, for the message.
+    pub idle_secs: u64,
+}
+
+impl std::fmt::Debug for McpSessionLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSessionLimits")
+            .field("max", &self.max)
+            .field("max_per_owner", &self.max_per_owner)
+            .finish_non_exhaustive()
+    }
+}
 
 /// The most MCP sessions whose token is remembered; beyond it the oldest are forgotten
 /// (and a request on a forgotten session is refused: the client opens a new one).
@@ -80,14 +110,27 @@ async fn check_request(
             if let Some(id) = &session {
                 match guard.session_opener(id) {
                     None => return missing_session(id, &guard.replica),
-                    Some(opener) if opener != caller.token_id => {
+                    Some(opener) if opener.token != caller.token_id => {
                         return Rejection::ForeignSession.into_response();
                     }
                     Some(_) => {}
                 }
             }
             let closing = request.method() == axum::http::Method::DELETE;
-            let token_id = caller.token_id.clone();
+            let opener = Opener {
+                token: caller.token_id.clone(),
+                account: if caller.is_agent() {
+                    caller
+                        .owner
+                        .0
+                        .split('/')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                } else {
+                    "admin".into()
+                },
+            };
             request.extensions_mut().insert(caller);
             // Room for the body in the in-flight budget, held until the route has answered
             // (it has read and parsed the body by then).
@@ -95,8 +138,11 @@ async fn check_request(
             let response = next.run(request).await;
             match (&session, response.headers().get(MCP_SESSION)) {
                 (None, Some(opened)) => {
-                    if let Ok(opened) = opened.to_str() {
-                        guard.bind_session(opened, token_id);
+                    if let Ok(opened) = opened.to_str().map(str::to_string) {
+                        if let Err(refusal) = guard.admit_session(&opened, &opener).await {
+                            return refusal;
+                        }
+                        guard.bind_session(&opened, opener);
                     }
                 }
                 (Some(id), _) if closing => guard.unbind_session(id),
@@ -350,6 +396,8 @@ pub struct RequestGuard {
     agents: Option<Arc<StateStore>>,
     /// MCP sessions and the token that opened each (`None`: the admin token), oldest first.
     sessions: std::sync::Mutex<BoundSessions>,
+    /// How many MCP sessions may be open, when limited.
+    mcp_limits: Option<McpSessionLimits>,
     /// Bearer JWTs from an OAuth issuer, when configured.
     oauth: Option<OAuth>,
     /// The dashboard's cookie sessions, when the dashboard is served.
@@ -412,6 +460,7 @@ impl RequestGuard {
             failures: Default::default(),
             agents: None,
             sessions: Default::default(),
+            mcp_limits: None,
             oauth: None,
             dashboard: None,
             draining: Arc::default(),
@@ -585,15 +634,85 @@ impl RequestGuard {
     /// The token id the MCP session `id` was opened with (`Some(None)`: the server's own
     /// token); `None` for a session not known here (never opened, ended, or forgotten past
     /// [`MAX_BOUND_SESSIONS`]).
-    fn session_opener(&self, id: &str) -> Option<Option<String>> {
+    fn session_opener(&self, id: &str) -> Option<Opener> {
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.0.get(id).cloned()
     }
 
-    fn bind_session(&self, id: &str, token: Option<String>) {
+    /// Counts the session `id` just opened by `opener` against the limits; past one, closes
+    /// it and answers `429` with the opener's own count and how to free room. Sessions that
+    /// ended without a `DELETE` (closed while idle) are found and forgotten only when a
+    /// limit seems reached, so the usual open costs no more than a count.
+    async fn admit_session(&self, id: &str, opener: &Opener) -> Result<(), Response> {
+        let Some(limits) = &self.mcp_limits else {
+            return Ok(());
+        };
+        let count = |guard: &Self| {
+            let sessions = guard.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            let mine = sessions
+                .0
+                .values()
+                .filter(|o| o.account == opener.account)
+                .count();
+            (sessions.0.len(), mine)
+        };
+        let (mut total, mut mine) = count(self);
+        if total >= limits.max || mine >= limits.max_per_owner {
+            let known: Vec<String> = {
+                let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                sessions.0.keys().cloned().collect()
+            };
+            for known in known {
+                if !limits.sessions.is_open(&known).await {
+                    self.unbind_session(&known);
+                }
+            }
+            (total, mine) = count(self);
+        }
+        let who = if opener.token.is_some() {
+            format!("`{}`", opener.account)
+        } else {
+            "the admin token".into()
+        };
+        let free = format!(
+            "end the sessions you no longer use (HTTP DELETE /mcp with their mcp-session-id), or wait: an idle one closes after {} s ([mcp] session_idle_secs)",
+            limits.idle_secs
+        );
+        let message = if mine >= limits.max_per_owner {
+            format!(
+                "{who} has {mine} MCP sessions open, the most one owner may keep ([mcp] max_sessions_per_owner); {free}"
+            )
+        } else if total >= limits.max {
+            format!(
+                "{total} MCP sessions are open on this server, the most it keeps ([mcp] max_sessions); {mine} of them are {who}'s; {free}"
+            )
+        } else {
+            return Ok(());
+        };
+        limits.sessions.close(id).await;
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {
+            "code": -32000,
+            "message": message,
+            "data": {"kind": "rate_limited", "open": mine, "limit": limits.max_per_owner.min(limits.max)},
+        }});
+        let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(reply)).into_response();
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("60"),
+        );
+        Err(response)
+    }
+
+    /// Limits the MCP sessions open at once, all together and per owner.
+    pub fn with_mcp_limits(mut self, limits: McpSessionLimits) -> Self {
+        self.mcp_limits = Some(limits);
+        self
+    }
+
+    fn bind_session(&self, id: &str, opener: Opener) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         let (map, order) = &mut *sessions;
-        if map.insert(id.to_string(), token).is_none() {
+        if map.insert(id.to_string(), opener).is_none() {
             order.push_back(id.to_string());
         }
         while order.len() > MAX_BOUND_SESSIONS {

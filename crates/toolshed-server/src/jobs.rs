@@ -129,6 +129,8 @@ pub struct Jobs {
     instance: Instance,
     retention: Duration,
     max_jobs: usize,
+    /// The most running jobs of one owner (sub-owners counted as it).
+    max_per_owner: usize,
     events: Arc<EventLog>,
 }
 
@@ -158,6 +160,7 @@ impl Jobs {
             store,
             retention,
             max_jobs: max_jobs.max(1),
+            max_per_owner: usize::MAX,
             events,
         };
         if let Some(dir) = &instances {
@@ -207,6 +210,12 @@ impl Jobs {
         }
     }
 
+    /// At most `limit` running jobs per owner (its sub-owners counted as it).
+    pub fn with_max_per_owner(mut self, limit: usize) -> Self {
+        self.max_per_owner = limit.max(1);
+        self
+    }
+
     /// Starts `request` as a job and returns its view.
     pub fn start(
         self: &Arc<Self>,
@@ -215,13 +224,31 @@ impl Jobs {
     ) -> Result<JobView, ApiError> {
         self.sweep();
         let cancel = CancellationToken::new();
-        let running = self.lock().len();
+        let base = |owner: &str| owner.split('/').next().unwrap_or_default().to_string();
+        let mine = base(&request.owner.0);
+        let (running, owned) = {
+            let jobs = self.lock();
+            let owned = jobs
+                .values()
+                .filter(|j| base(&j.view.owner) == mine)
+                .count();
+            (jobs.len(), owned)
+        };
+        if owned >= self.max_per_owner {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_jobs",
+                format!(
+                    "`{mine}` has {owned} jobs running, the most one owner may have ([jobs] max_running_per_owner); wait for one, or cancel one with POST /api/v1/jobs/ID/cancel (GET /api/v1/jobs?state=running lists yours)"
+                ),
+            ));
+        }
         if running >= self.max_jobs {
             return Err(ApiError::new(
                 axum::http::StatusCode::TOO_MANY_REQUESTS,
                 "too_many_jobs",
                 format!(
-                    "{running} jobs are running, the most this server keeps ([jobs] max_jobs); wait for one or cancel one"
+                    "{running} jobs are running, the most this server keeps ([jobs] max_jobs), {owned} of them yours (`{mine}`); wait for one or cancel one"
                 ),
             ));
         }

@@ -77,12 +77,15 @@ fn app_draining(
     let server_config = host.config().config.server.clone();
     let events = Arc::new(events::EventLog::persistent(host.store().clone()));
     events.follow_other_servers(stop.clone());
-    let jobs = Arc::new(jobs::Jobs::new(
-        &host,
-        Duration::from_secs(config.retention_secs),
-        config.max_jobs,
-        events.clone(),
-    ));
+    let jobs = Arc::new(
+        jobs::Jobs::new(
+            &host,
+            Duration::from_secs(config.retention_secs),
+            config.max_jobs,
+            events.clone(),
+        )
+        .with_max_per_owner(config.max_running_per_owner),
+    );
     // On shutdown, running jobs are cancelled first and their `job.cancelled` events go out
     // on the event streams; only then do the streams end.
     let streams_stop = CancellationToken::new();
@@ -108,6 +111,10 @@ fn app_draining(
         stop: streams_stop,
         draining: draining.clone(),
         calls_stop: stop.clone(),
+        streams: Arc::new(stream::StreamSlots::new(
+            server_config.max_event_streams,
+            server_config.max_event_streams_per_owner,
+        )),
     };
     let api = Router::new()
         .route("/health", get(api::health))
@@ -171,7 +178,8 @@ fn app_draining(
     let store = host.store().clone();
     let replica: Arc<str> = host.config().config.server.replica_name().into();
     let net = host.services().net.clone();
-    let mcp = toolshed_mcp::streamable_http_service(
+    let mcp_config = host.config().config.mcp.clone();
+    let (mcp, mcp_sessions) = toolshed_mcp::streamable_http_service(
         host,
         options.session,
         options.max_body_bytes,
@@ -211,6 +219,12 @@ fn app_draining(
         )
         .with_dashboard(dashboard)
         .with_draining(draining)
+        .with_mcp_limits(crate::guard::McpSessionLimits {
+            sessions: mcp_sessions,
+            max: mcp_config.max_sessions.max(1),
+            max_per_owner: mcp_config.max_sessions_per_owner.max(1),
+            idle_secs: mcp_config.session_idle_secs,
+        })
         .with_replica(replica)
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);

@@ -31,6 +31,81 @@ pub struct EventQuery {
     pub last_event_id: Option<u64>,
 }
 
+/// The event streams open: how many in all and per owner, and how many may be.
+#[derive(Debug)]
+pub struct StreamSlots {
+    max: usize,
+    max_per_owner: usize,
+    open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+/// One open stream's place, given back when the stream ends (its client gone, the server
+/// stopping).
+#[derive(Debug)]
+pub struct StreamSlot {
+    slots: std::sync::Arc<StreamSlots>,
+    account: String,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.account) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.account);
+            }
+        }
+    }
+}
+
+impl StreamSlots {
+    /// At most `max` streams, and `max_per_owner` of one owner.
+    pub fn new(max: usize, max_per_owner: usize) -> Self {
+        Self {
+            max: max.max(1),
+            max_per_owner: max_per_owner.max(1),
+            open: Default::default(),
+        }
+    }
+
+    /// A place for one more stream of `caller`, or `429` naming the caller's own count.
+    fn take(self: &std::sync::Arc<Self>, caller: Option<&Caller>) -> Result<StreamSlot, ApiError> {
+        let (account, who) = match caller {
+            Some(c) if c.is_agent() => {
+                let base = c.owner.0.split('/').next().unwrap_or_default().to_string();
+                (base.clone(), format!("`{base}`"))
+            }
+            _ => ("admin".to_string(), "the admin token".to_string()),
+        };
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = open.get(&account).copied().unwrap_or(0);
+        let total: usize = open.values().sum();
+        let message = if mine >= self.max_per_owner {
+            format!(
+                "{who} has {mine} event streams open, the most one owner may keep ([server] max_event_streams_per_owner); close one you no longer read"
+            )
+        } else if total >= self.max {
+            format!(
+                "{total} event streams are open, the most this server keeps ([server] max_event_streams), {mine} of them {who}'s; close one you no longer read"
+            )
+        } else {
+            *open.entry(account.clone()).or_default() += 1;
+            return Ok(StreamSlot {
+                slots: self.clone(),
+                account,
+            });
+        };
+        let mut error = ApiError::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            message,
+        );
+        error.details = json!({"retry_after": 30, "open": mine});
+        Err(error)
+    }
+}
+
 /// The largest event id a client may name (the largest integer JSON carries exactly).
 pub const MAX_EVENT_ID: u64 = 9_007_199_254_740_991;
 
@@ -143,7 +218,9 @@ pub async fn sse(
         )));
     }
     let last_id = header_id.or(params.last_event_id);
-    let stream = items(&state, params, last_id).map(|item| {
+    let slot = state.streams.take(caller.as_deref())?;
+    let stream = items(&state, params, last_id).map(move |item| {
+        let _slot = &slot;
         Ok::<_, Infallible>(match item {
             Item::Event(event) => Event::default()
                 .id(event.id.to_string())
@@ -173,10 +250,14 @@ pub async fn ws(
         )
     })?;
     let last_id = params.last_event_id;
+    let slot = state.streams.take(caller.as_deref())?;
     let stream = items(&state, params, last_id);
     Ok(upgrade
         .max_message_size(64 * 1024)
-        .on_upgrade(move |socket| pump(socket, stream))
+        .on_upgrade(move |socket| async move {
+            pump(socket, stream).await;
+            drop(slot);
+        })
         .into_response())
 }
 

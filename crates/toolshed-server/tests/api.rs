@@ -80,7 +80,7 @@ async fn plugins_are_listed_enabled_disabled_reloaded_and_configured() {
 
     let config = get(s.address, "/api/v1/plugins/system.exec_command/config").await;
     assert_eq!(config.json()["fields"][0]["key"], "max_sessions");
-    assert_eq!(config.json()["fields"][0]["value"], 64);
+    assert_eq!(config.json()["fields"][0]["value"], 128);
     let put = request(
         s.address,
         "PUT",

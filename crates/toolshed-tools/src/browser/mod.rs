@@ -95,7 +95,7 @@ impl Default for Settings {
         Self {
             executable: None,
             profile: Profile::Session,
-            max_sessions_per_owner: 5,
+            max_sessions_per_owner: 4,
             max_sessions: 20,
             max_memory_mb: 2048,
             idle_timeout_secs: 600,

@@ -32,7 +32,7 @@ pub const EXEC_PLUGIN_ID: &str = "system.exec_command";
 
 /// Config key: the most command sessions the host keeps.
 pub(super) const MAX_SESSIONS: &str = "max_sessions";
-const DEFAULT_MAX_SESSIONS: usize = 64;
+const DEFAULT_MAX_SESSIONS: usize = 128;
 pub(super) const MAX_SESSIONS_PER_OWNER: &str = "max_sessions_per_owner";
 const DEFAULT_MAX_SESSIONS_PER_OWNER: usize = 16;
 

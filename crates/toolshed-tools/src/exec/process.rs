@@ -30,7 +30,7 @@ pub const PROCESS_PLUGIN_ID: &str = "system.process";
 
 /// Config key: the most background processes the host keeps.
 pub(super) const MAX_PROCESSES: &str = "max_processes";
-const DEFAULT_MAX_PROCESSES: usize = 32;
+const DEFAULT_MAX_PROCESSES: usize = 64;
 const MAX_PROCESSES_PER_OWNER: &str = "max_processes_per_owner";
 const DEFAULT_MAX_PROCESSES_PER_OWNER: usize = 8;
 /// How long `process_exec` watches a new process for an immediate failure.
