@@ -164,3 +164,52 @@ def test_event_streams_are_limited_per_owner(serve, toolshed_bin, home):
     assert status == 200, head
     for sock, _, _ in held[1:]:
         sock.close()
+
+
+def test_held_connections_under_a_low_descriptor_limit_leave_health_answering(toolshed_bin, home, workspace):
+    # Failed before: with `ulimit -n 256`, 366 held connections took every descriptor and
+    # /health timed out (issue 53).
+    import resource
+    import threading
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    doctor = subprocess.run([toolshed_bin, "--workspace", str(workspace), "doctor"], env=env, preexec_fn=low_limit,
+                            capture_output=True, text=True, timeout=60)
+    line = next((l for l in doctor.stdout.splitlines() if "descriptors" in l), "")
+    assert "at most 128 connections" in line and "raise the hard limit" in line, doctor.stdout
+    proc = subprocess.Popen([toolshed_bin, "--workspace", str(workspace), "serve", "--port", "0"], env=env,
+                            preexec_fn=low_limit, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    held = []
+    try:
+        url = None
+        for line in proc.stderr:
+            if line.startswith("listening on "):
+                url = line.split(" ", 2)[2].strip()
+                break
+        assert url, "the server did not start"
+        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        host, port = url.split("//")[1].split("/")[0].split(":")
+        for _ in range(400):
+            try:
+                s = socket.create_connection((host, int(port)), timeout=5)
+                s.sendall(f"GET /api/v1/health HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
+                held.append(s)
+            except OSError:
+                break
+        answered = 0
+        for _ in range(10):
+            try:
+                with urllib.request.urlopen(f"http://{host}:{port}/api/v1/health", timeout=5) as res:
+                    answered += res.status == 200
+            except OSError:
+                pass
+        assert answered == 10, f"{answered}/10 health checks answered with {len(held)} connections held"
+    finally:
+        for s in held:
+            s.close()
+        proc.terminate()
+        proc.wait(timeout=20)

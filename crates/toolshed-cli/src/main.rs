@@ -52,6 +52,9 @@ const MAX_BLOCKING_THREADS: usize = 8;
 fn main() -> ExitCode {
     // `toolshed sandbox-exec …`: the command sandbox's helper, before any thread starts.
     toolshed_ops::sandbox::run_if_asked();
+    // Room for connections, pipes and pidfds: the soft descriptor limit goes up to the hard
+    // one (commands get the limit toolshed started with).
+    toolshed_ops::raise_descriptor_limit();
     let cli = Cli::from_args();
     // Servers handle calls in parallel on every core; one-shot commands start faster on
     // one thread.

@@ -43,7 +43,8 @@ pub use file::{
     Metadata, Overwrite, Parents, Written,
 };
 pub use local::process::{
-    LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod, release_cgroups,
+    DescriptorLimit, LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod,
+    descriptor_limit, raise_descriptor_limit, release_cgroups,
 };
 pub use local::{LocalOps, TEMP_PREFIX, unix_seconds};
 pub use memory::MemoryOps;

@@ -600,3 +600,22 @@ async fn a_child_takes_interrupts_even_when_toolshed_ignores_them() {
     assert!(!out.contains("survived"), "{out:?}");
     assert_eq!(exit.status, ExitStatus::Signal(libc::SIGINT));
 }
+
+/// toolshed raises its own descriptor limit to the hard limit; its commands get the limit
+/// it started with.
+#[tokio::test]
+async fn commands_keep_the_descriptor_limit_toolshed_started_with() {
+    let raised = toolshed_ops::raise_descriptor_limit();
+    assert_eq!(toolshed_ops::descriptor_limit(), raised.now);
+    assert!(raised.now >= raised.before);
+    let dir = tempfile::tempdir().unwrap();
+    let p = local(dir.path()).spawn(&sh("ulimit -Sn")).unwrap();
+    p.wait(LONG).await.unwrap();
+    let said = text(&p.snapshot(Stream::Stdout).head);
+    let expected = if raised.before == u64::MAX {
+        "unlimited".to_string()
+    } else {
+        raised.before.to_string()
+    };
+    assert_eq!(said.trim(), expected, "raised {raised:?}");
+}

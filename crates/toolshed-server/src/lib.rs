@@ -62,7 +62,7 @@ pub use error::ApiError;
 pub use guard::{
     FAILURE_WINDOW, MAX_AUTH_FAILURES, MAX_HEADER_BYTES, Rejection, RequestGuard, guarded,
 };
-pub use listen::ConnectionLimits;
+pub use listen::{ConnectionLimits, connection_cap};
 pub use serve::{
     API_PREFIX, DEFAULT_MAX_BODY_BYTES, MCP_PATH, ServeError, ServerOptions, app, serve,
     serve_router,

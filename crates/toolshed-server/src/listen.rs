@@ -4,14 +4,20 @@
 //! `axum::serve` holds a connection for as long as the client keeps it open, however slowly
 //! it sends; five hundred such connections starve real clients of file descriptors. Here
 //! hyper serves each connection with a header-read timeout, every request body gets a
-//! deadline, and at most `max_connections` are open: past that, new connections wait in
-//! the kernel's backlog until one closes. `TCP_NODELAY` is set on each, so a reply written
-//! in two parts is not held back by Nagle's algorithm.
+//! deadline, and at most `max_connections` are open — never more than half the process's
+//! descriptors ([`connection_cap`]), so that commands, files and the database keep theirs.
+//! At the limit, a new connection is taken anyway and the connection idle the longest (no
+//! request being answered: one between keep-alive requests, or one still sending its first
+//! head) is closed to make room; only when every connection is busy does the new one wait.
+//! `TCP_NODELAY` is set on each, so a reply written in two parts is not held back by
+//! Nagle's algorithm.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -34,6 +40,112 @@ pub struct ConnectionLimits {
     pub body_timeout: Duration,
     /// The most connections open at once.
     pub max_connections: usize,
+}
+
+/// How many connections may be open with `soft` descriptors: `configured`, but never more
+/// than half of them (at least 16), the other half kept for commands, files, plugins and
+/// the database.
+pub fn connection_cap(configured: usize, soft: u64) -> usize {
+    let half = usize::try_from(soft / 2).unwrap_or(usize::MAX).max(16);
+    configured.max(1).min(half)
+}
+
+/// One open connection, as the accept loop sees it.
+struct Open {
+    /// Requests being answered now (a response body still streaming counts).
+    busy: Arc<AtomicUsize>,
+    /// When it last began or finished answering a request (ms since the loop started).
+    last_active: Arc<AtomicU64>,
+    /// Closes it at once.
+    shed: tokio_util::sync::CancellationToken,
+}
+
+/// The open connections, by the order they were accepted.
+#[derive(Default)]
+struct OpenConnections {
+    next: u64,
+    open: BTreeMap<u64, Open>,
+}
+
+impl OpenConnections {
+    /// Closes the connection idle the longest; whether there was one.
+    fn shed_oldest_idle(&mut self) -> bool {
+        let idle = self
+            .open
+            .iter()
+            .filter(|(_, c)| c.busy.load(Ordering::SeqCst) == 0 && !c.shed.is_cancelled())
+            .min_by_key(|(n, c)| (c.last_active.load(Ordering::SeqCst), **n))
+            .map(|(n, _)| *n);
+        match idle.and_then(|n| self.open.get(&n)) {
+            Some(connection) => {
+                connection.shed.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Counts a request as being answered until dropped (with the response body, when it has
+/// one), and notes when it ended.
+struct Busy {
+    busy: Arc<AtomicUsize>,
+    last_active: Arc<AtomicU64>,
+    epoch: std::time::Instant,
+}
+
+impl Busy {
+    fn begin(
+        busy: &Arc<AtomicUsize>,
+        last_active: &Arc<AtomicU64>,
+        epoch: std::time::Instant,
+    ) -> Self {
+        busy.fetch_add(1, Ordering::SeqCst);
+        last_active.store(millis_since(epoch), Ordering::SeqCst);
+        Self {
+            busy: busy.clone(),
+            last_active: last_active.clone(),
+            epoch,
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.last_active
+            .store(millis_since(self.epoch), Ordering::SeqCst);
+        self.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn millis_since(epoch: std::time::Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A response body that keeps its request counted as busy until it is sent (or dropped).
+struct BusyBody {
+    inner: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for BusyBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A request body that fails once its deadline passes.
@@ -87,6 +199,14 @@ pub(crate) async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let connections: Arc<std::sync::Mutex<OpenConnections>> = Arc::default();
+    let epoch = std::time::Instant::now();
+    let shed_one = |connections: &std::sync::Mutex<OpenConnections>| {
+        connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .shed_oldest_idle()
+    };
     // Closed when shutdown begins; every connection task holds `closing` and `done`.
     let (closing_tx, closing) = watch::channel(());
     let (done_tx, done) = watch::channel(());
@@ -96,30 +216,59 @@ pub(crate) async fn serve_connections(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
     loop {
-        let slot = tokio::select! {
-            () = &mut shutdown => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
         let (stream, remote) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
-                    // Out of descriptors or a connection reset before it was accepted:
+                    // Out of descriptors (something else holds them: make room by closing
+                    // an idle connection) or a connection reset before it was accepted:
                     // wait a moment rather than spin, then go on.
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let shed = shed_one(&connections);
+                    tracing::warn!(error = %e, closed_an_idle_connection = shed, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(if shed { 5 } else { 50 })).await;
                     continue;
                 }
             },
+        };
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                // At the limit: close the connection idle the longest for this one; when
+                // every connection is answering a request, this one waits for the first
+                // to end.
+                shed_one(&connections);
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
+        let busy = Arc::new(AtomicUsize::new(0));
+        let last_active = Arc::new(AtomicU64::new(millis_since(epoch)));
+        let shed = tokio_util::sync::CancellationToken::new();
+        let number = {
+            let mut open = connections.lock().unwrap_or_else(|e| e.into_inner());
+            let number = open.next;
+            open.next += 1;
+            open.open.insert(
+                number,
+                Open {
+                    busy: busy.clone(),
+                    last_active: last_active.clone(),
+                    shed: shed.clone(),
+                },
+            );
+            number
         };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let body_timeout = limits.body_timeout;
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let counted = Busy::begin(&busy, &last_active, epoch);
             let mut request = request.map(|inner| {
                 Body::new(TimedBody {
                     inner,
@@ -133,7 +282,13 @@ pub(crate) async fn serve_connections(
                 let response =
                     <Router as tower_service::Service<Request<Body>>>::call(&mut router, request)
                         .await;
-                Ok::<_, Infallible>(response.unwrap_or_else(|e| match e {}))
+                let response = response.unwrap_or_else(|e| match e {});
+                Ok::<_, Infallible>(response.map(|inner| {
+                    Body::new(BusyBody {
+                        inner,
+                        _busy: counted,
+                    })
+                }))
             }
         });
         let connection = builder
@@ -141,6 +296,7 @@ pub(crate) async fn serve_connections(
             .with_upgrades();
         let mut closing = closing.clone();
         let done = done.clone();
+        let connections = connections.clone();
         tokio::spawn(async move {
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
@@ -149,6 +305,8 @@ pub(crate) async fn serve_connections(
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 }
+                // Shed for a new connection: closed at once (it was answering nothing).
+                () = shed.cancelled() => {}
                 _ = closing.changed() => {
                     connection.as_mut().graceful_shutdown();
                     if let Err(e) = connection.await {
@@ -156,6 +314,11 @@ pub(crate) async fn serve_connections(
                     }
                 }
             }
+            connections
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .open
+                .remove(&number);
             drop(done);
             drop(slot);
         });

@@ -255,10 +255,20 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let server = &host.config().config.server;
+    let descriptors = toolshed_ops::descriptor_limit();
+    let max_connections = crate::listen::connection_cap(server.max_connections, descriptors);
+    if max_connections < server.max_connections {
+        tracing::warn!(
+            max_connections,
+            configured = server.max_connections,
+            descriptors,
+            "at most {max_connections} connections at once: half of the {descriptors} file descriptors this process may open; raise the hard limit (ulimit -Hn, LimitNOFILE=) for more"
+        );
+    }
     let limits = ConnectionLimits {
         header_timeout: Duration::from_secs(server.header_timeout_secs.max(1)),
         body_timeout: Duration::from_secs(server.body_timeout_secs.max(1)),
-        max_connections: server.max_connections.max(1),
+        max_connections,
     };
     // On the signal: refuse new requests (and say so to health checks), let the calls
     // already running finish within the grace period, then cancel what is left.
@@ -308,7 +318,10 @@ pub async fn serve_router(
     let limits = ConnectionLimits {
         header_timeout: Duration::from_secs(defaults.header_timeout_secs),
         body_timeout: Duration::from_secs(defaults.body_timeout_secs),
-        max_connections: defaults.max_connections,
+        max_connections: crate::listen::connection_cap(
+            defaults.max_connections,
+            toolshed_ops::descriptor_limit(),
+        ),
     };
     serve_with(
         listener,

@@ -129,6 +129,30 @@ fn checks(host: &Host) -> Vec<Check> {
         ),
         Some(Err(e)) => push("sandbox", Status::Error, e.to_string()),
     }
+    // Descriptors: raised at start to the hard limit; what that leaves for connections.
+    let nofile = toolshed_ops::raise_descriptor_limit();
+    let configured = host.config().config.server.max_connections;
+    let connections = toolshed_server::connection_cap(configured, nofile.now);
+    let raised = if nofile.now > nofile.before {
+        format!("raised from {} to {} at start", nofile.before, nofile.now)
+    } else {
+        format!("{} (the hard limit)", nofile.now)
+    };
+    push(
+        "descriptors",
+        if connections < configured {
+            Status::Warning
+        } else {
+            Status::Ok
+        },
+        if connections < configured {
+            format!(
+                "open files: {raised}; `serve` takes at most {connections} connections (half of them), not [server] max_connections = {configured}: raise the hard limit (ulimit -Hn, LimitNOFILE= in a systemd unit)"
+            )
+        } else {
+            format!("open files: {raised}; `serve` takes up to {configured} connections")
+        },
+    );
     // Who runs narrower than the host: profiles, then the agent tokens.
     let narrowing = super::tools::narrowing(host);
     if !narrowing.is_empty() {

@@ -49,6 +49,8 @@ pub(super) struct ChildSetup {
     pub(super) limits: super::limits::Join,
     /// toolshed's process id.
     pub(super) parent: Option<Pid>,
+    /// The descriptor limit toolshed started with, when it raised its own.
+    pub(super) nofile: Option<rustix::process::Rlimit>,
     /// Descriptors the child keeps across exec (the sandbox network's namespaces, the
     /// command's environment for the helper), held open by the backend for longer than
     /// the spawn.
@@ -81,6 +83,9 @@ impl ChildSetup {
             if let Some(n) = memory {
                 rustix::process::setrlimit(rustix::process::Resource::As, limit(n))?;
             }
+        }
+        if let Some(limit) = &self.nofile {
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, *limit)?;
         }
         if let Some(tty) = &self.tty {
             rustix::process::ioctl_tiocsctty(tty.as_ref())?;

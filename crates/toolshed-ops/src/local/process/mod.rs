@@ -10,6 +10,7 @@
 
 mod child;
 mod limits;
+mod nofile;
 mod owner;
 mod pty;
 mod supervisor;
@@ -27,6 +28,7 @@ use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags};
 
 pub use limits::ResourceLimits;
+pub use nofile::{DescriptorLimit, descriptor_limit, raise_descriptor_limit};
 pub use tree::{TreeKillMethod, release_cgroups};
 
 use super::LocalOps;
@@ -577,6 +579,7 @@ impl ProcessOps for LocalProcessOps {
             limits: join,
             tty: slave.clone(),
             parent: Pid::from_raw(i32::try_from(std::process::id()).unwrap_or(0)),
+            nofile: nofile::for_children(),
             inherit,
         };
         let started = Instant::now();
