@@ -665,3 +665,35 @@ async fn a_plugins_config_reaches_its_tools_and_follows_stored_changes() {
     t.host.registry().sync_from_store().await.unwrap();
     assert_eq!(config().await, json!({"level": 5}));
 }
+
+/// A call's arguments reach the tool as they were given: moved, not copied, whatever the
+/// pipeline checked on the way (a large request is held once).
+#[tokio::test]
+async fn arguments_reach_the_tool_without_a_copy() {
+    let t = open(
+        vec![plugin(
+            "t.addr",
+            vec![tool(
+                ToolSpec::new("where_is_text", "w").input_schema(json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}}
+                })),
+                Behaviour::TextAddress,
+            )],
+        )],
+        "",
+    )
+    .await;
+    let text = "x".repeat(64 * 1024);
+    let address = text.as_ptr() as usize;
+    // Built by hand: `json!` would serialize (copy) the string.
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("text".into(), serde_json::Value::String(text));
+    let out = t
+        .host
+        .call(req("where_is_text", serde_json::Value::Object(arguments)))
+        .await
+        .result
+        .unwrap();
+    assert_eq!(out.structured.unwrap()["address"], json!(address));
+}

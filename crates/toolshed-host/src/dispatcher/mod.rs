@@ -346,7 +346,22 @@ impl Dispatcher {
         if self.trace_arguments && !span.is_disabled() {
             span.record("toolshed.arguments", arguments_for_trace(&req.arguments));
         }
-        let args_sha256 = hex(&Sha256::digest(req.arguments.to_string().as_bytes()));
+        // Hashed as serialized, without building the text: no copy of a large request.
+        let args_sha256 = {
+            struct Hashing(Sha256);
+            impl std::io::Write for Hashing {
+                fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                    self.0.update(bytes);
+                    Ok(bytes.len())
+                }
+                fn flush(&mut self) -> std::io::Result<()> {
+                    Ok(())
+                }
+            }
+            let mut hashing = Hashing(Sha256::new());
+            let _ = serde_json::to_writer(&mut hashing, &req.arguments);
+            hex(&hashing.0.finalize())
+        };
         let mut approval = None;
         let (plugin_id, result) = self
             .run_pipeline(&mut req, &call_id, &mut approval)
@@ -393,9 +408,14 @@ impl Dispatcher {
         };
         // Arguments as meant: `null` for "not given", common aliases (see `arguments`).
         crate::arguments::normalize(&entry.spec().input_schema, &mut req.arguments);
+        // The arguments go to the tool as they are: taken, not copied (a large request
+        // would otherwise be held twice). Nothing after this reads `req.arguments`.
+        let arguments = std::mem::take(&mut req.arguments);
         let req = &*req;
         let plugin_id = Some(entry.plugin_id.clone());
-        let result = self.run_resolved(req, call_id, entry, approval).await;
+        let result = self
+            .run_resolved(req, arguments, call_id, entry, approval)
+            .await;
         (plugin_id, result)
     }
 
@@ -480,6 +500,7 @@ impl Dispatcher {
     async fn run_resolved(
         &self,
         req: &CallRequest,
+        asked: Value,
         call_id: &CallId,
         entry: ToolEntry,
         note: &mut Option<String>,
@@ -488,19 +509,18 @@ impl Dispatcher {
         // What the call touches, worked out once for the policy and the narrowing (again
         // only when a hook rewrites the arguments).
         let mut touches = None;
-        let mut approved =
-            match self.check_before_hooks(req, &entry, &req.arguments, &mut touches)? {
-                Gate::Allow => false,
-                Gate::Ask { rule, reason } => {
-                    self.approve(req, &req.arguments, &rule, &reason, note)
-                        .instrument(tracing::info_span!(target: TRACE, "approval"))
-                        .await?;
-                    approved_rules.push(rule);
-                    true
-                }
-            };
+        let mut approved = match self.check_before_hooks(req, &entry, &asked, &mut touches)? {
+            Gate::Allow => false,
+            Gate::Ask { rule, reason } => {
+                self.approve(req, &asked, &rule, &reason, note)
+                    .instrument(tracing::info_span!(target: TRACE, "approval"))
+                    .await?;
+                approved_rules.push(rule);
+                true
+            }
+        };
         // 5. pre hooks
-        let mut arguments = req.arguments.clone();
+        let mut arguments = asked;
         let (rewrite, hook_ask) = self
             .hooks
             .before(
@@ -521,7 +541,7 @@ impl Dispatcher {
             touches = None;
             match self.check_policy(req, &entry, &new_args, &mut touches)? {
                 Gate::Allow => {}
-                Gate::Ask { .. } if approved && new_args == req.arguments => {}
+                Gate::Ask { .. } if approved && new_args == arguments => {}
                 Gate::Ask { rule, reason } => {
                     self.approve(req, &new_args, &rule, &reason, note)
                         .instrument(tracing::info_span!(target: TRACE, "approval"))

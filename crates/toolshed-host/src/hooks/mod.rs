@@ -81,23 +81,23 @@ impl Hooks {
         args: &Value,
     ) -> Result<(Option<Value>, Option<String>), String> {
         let tool = subject.spec.name.as_str();
-        let mut current = args.clone();
-        let mut rewritten = false;
+        // The arguments are copied only when a hook rewrites them.
+        let mut current: Option<Value> = None;
         let mut ask = None;
         for hook in self.0.iter().filter(|h| h.matches(subject)) {
-            match hook.before(tool, owner, &current).await {
+            match hook
+                .before(tool, owner, current.as_ref().unwrap_or(args))
+                .await
+            {
                 HookDecision::Continue => {}
                 HookDecision::Block(reason) => return Err(reason),
-                HookDecision::Rewrite(new_args) => {
-                    current = new_args;
-                    rewritten = true;
-                }
+                HookDecision::Rewrite(new_args) => current = Some(new_args),
                 HookDecision::Ask(reason) => {
                     ask.get_or_insert(reason);
                 }
             }
         }
-        Ok((rewritten.then_some(current), ask))
+        Ok((current, ask))
     }
 
     pub(crate) async fn after(

@@ -41,6 +41,9 @@ pub enum Behaviour {
     /// Takes this long without watching its token, then reports success: a change that
     /// commits after the deadline.
     FinishAfter(std::time::Duration),
+    /// Returns where the bytes of its `text` argument live: the same address as the
+    /// caller's means the arguments reached it without a copy.
+    TextAddress,
 }
 
 pub struct TestTool {
@@ -74,6 +77,10 @@ impl Tool for TestTool {
             Behaviour::FinishAfter(took) => {
                 tokio::time::sleep(*took).await;
                 Ok(ToolOutput::text("committed"))
+            }
+            Behaviour::TextAddress => {
+                let address = args["text"].as_str().map_or(0, |t| t.as_ptr() as usize);
+                Ok(ToolOutput::structured(json!({ "address": address })))
             }
         }
     }

@@ -59,7 +59,7 @@ impl Operation {
 }
 
 fn run(args: Value) -> Result<ToolOutput, ToolError> {
-    let args: Args = crate::args::parse(args)?;
+    let args = spec::parse(args)?;
     reject_unused(&args)?;
     match args.operation {
         Operation::Parse => {

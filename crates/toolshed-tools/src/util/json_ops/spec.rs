@@ -68,6 +68,31 @@ pub(super) struct Args {
     pub(super) sort_keys: Option<bool>,
 }
 
+/// The arguments, with the JSON values (`document`, `schema`, `left`, `right`) moved into
+/// place rather than deserialized again: a large document is held once, not twice.
+pub(super) fn parse(mut args: Value) -> Result<Args, toolshed_core::ToolError> {
+    let mut taken: Vec<(&str, Value)> = Vec::new();
+    if let Value::Object(map) = &mut args {
+        for key in ["document", "schema", "left", "right"] {
+            if let Some(value) = map.get_mut(key) {
+                // `null` stays in its place: the field still reads as given.
+                taken.push((key, std::mem::take(value)));
+            }
+        }
+    }
+    let mut parsed: Args = crate::args::parse(args)?;
+    for (key, value) in taken {
+        let slot = match key {
+            "document" => &mut parsed.document,
+            "schema" => &mut parsed.schema,
+            "left" => &mut parsed.left,
+            _ => &mut parsed.right,
+        };
+        *slot = Some(value);
+    }
+    Ok(parsed)
+}
+
 /// A present field is `Some` even when it holds `null`: `null` is a document like any other.
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(deserializer).map(Some)
