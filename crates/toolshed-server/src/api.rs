@@ -39,6 +39,110 @@ pub struct AppState {
     pub calls_stop: tokio_util::sync::CancellationToken,
     /// The event streams open, per owner and in all.
     pub streams: Arc<crate::stream::StreamSlots>,
+    /// The memory (KiB) that parsed call arguments may take at once (see [`tree_room`]).
+    pub trees: Arc<tokio::sync::Semaphore>,
+}
+
+/// How much memory the call arguments parsed from request bodies may take at once, in KiB.
+pub const TREE_BUDGET_KIB: u32 = 64 * 1024;
+
+/// What the JSON `bytes` will take once parsed into a tree of values: its text, plus about
+/// 64 bytes for each value and member (the structural characters outside strings) — a
+/// document of many small objects costs ten times its text, a long string about its own
+/// length.
+pub fn parsed_estimate(bytes: &[u8]) -> usize {
+    let (mut in_string, mut escaped, mut members) = (false, false, 0usize);
+    for &b in bytes {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' | b',' | b':' => members += 1,
+                _ => {}
+            }
+        }
+    }
+    bytes.len().saturating_add(members.saturating_mul(64))
+}
+
+/// Room for the tree a request body parses into, held until the call has answered: large
+/// bodies of many values are parsed and run a few at a time, so their trees never add up
+/// past [`TREE_BUDGET_KIB`]; small ones never wait long.
+async fn tree_room(
+    trees: &Arc<tokio::sync::Semaphore>,
+    bytes: &[u8],
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let kib = u32::try_from(parsed_estimate(bytes).div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .clamp(1, TREE_BUDGET_KIB);
+    trees.clone().acquire_many_owned(kib).await.ok()
+}
+
+/// A JSON request body read whole, then parsed into `T` once there is room for its tree;
+/// errors as the `Json` extractor words them (`415` without a JSON content type, `400`).
+async fn parsed_body<T: serde::de::DeserializeOwned>(
+    trees: &Arc<tokio::sync::Semaphore>,
+    headers: &HeaderMap,
+    bytes: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<(T, Option<tokio::sync::OwnedSemaphorePermit>), ApiError> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<mime_type::Essence>().ok())
+        .is_some_and(|m| m.is_json());
+    let bytes = bytes.map_err(|rejection| {
+        unread_or(ApiError::new(
+            rejection.status(),
+            "invalid_request",
+            rejection.body_text(),
+        ))
+    })?;
+    if !json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "Expected request with `Content-Type: application/json`",
+        ));
+    }
+    let room = tree_room(trees, &bytes).await;
+    let value = body(Json::<T>::from_bytes(&bytes))?;
+    Ok((value, room))
+}
+
+/// The essence of a media type (`type/subtype`, parameters dropped), as the `Json`
+/// extractor judges it.
+mod mime_type {
+    pub(super) struct Essence(String);
+    impl std::str::FromStr for Essence {
+        type Err = ();
+        fn from_str(s: &str) -> Result<Self, ()> {
+            let essence = s
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if essence.contains('/') {
+                Ok(Self(essence))
+            } else {
+                Err(())
+            }
+        }
+    }
+    impl Essence {
+        /// `application/json`, or any `application/…+json`.
+        pub(super) fn is_json(&self) -> bool {
+            self.0 == "application/json"
+                || (self.0.starts_with("application/") && self.0.ends_with("+json"))
+        }
+    }
 }
 
 /// The header that names the caller's owner: the one the MCP door reads too.
@@ -923,9 +1027,10 @@ pub async fn execute(
     Path(name): Path<String>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    request: Result<Json<Execute>, JsonRejection>,
+    request: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let request = body(request)?;
+    // Held until the call has answered: the arguments' tree lives that long.
+    let (request, _room) = parsed_body::<Execute>(&state.trees, &headers, request).await?;
     let owner = owner(caller.as_deref(), &headers)?;
     if let Some(ms) = request.timeout_ms {
         let max = state.host.config().config.limits.max_timeout_ms;
@@ -1054,4 +1159,19 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
             uri.path()
         ),
     )
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::parsed_estimate;
+
+    #[test]
+    fn a_tree_of_small_values_is_estimated_far_above_its_text_and_a_string_at_its_length() {
+        let document = br#"{"items":[{"id":1,"name":"a, b: c"},{"id":2,"name":"d"}]}"#;
+        // Three objects, one array, five members and three commas outside strings; the
+        // comma and colon inside a string do not count.
+        assert_eq!(parsed_estimate(document), document.len() + 12 * 64);
+        let text = br#"{"text":"{\"a\":[1,2,3],\"b\":\"\\\"x\\\"\"}"}"#;
+        assert_eq!(parsed_estimate(text), text.len() + 2 * 64);
+    }
 }

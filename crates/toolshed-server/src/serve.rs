@@ -111,6 +111,7 @@ fn app_draining(
         stop: streams_stop,
         draining: draining.clone(),
         calls_stop: stop.clone(),
+        trees: Arc::new(tokio::sync::Semaphore::new(api::TREE_BUDGET_KIB as usize)),
         streams: Arc::new(stream::StreamSlots::new(
             server_config.max_event_streams,
             server_config.max_event_streams_per_owner,
