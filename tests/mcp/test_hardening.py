@@ -245,15 +245,15 @@ def test_sigterm_sends_the_cancellation_of_running_jobs_before_the_streams_end(s
 
 
 def test_slow_and_idle_connections_are_closed_and_cannot_starve_real_clients(serve):
-    """With room for 20 connections and a 2 s header/body timeout: 20 sockets that send
+    """With room for 20 connections and a 4 s header and 2 s body timeout: 20 sockets that send
     half a request head (or nothing) are closed by the server after the timeout, a body
     that never arrives fails the same way, and a real request made while they hold every
-    slot is answered once they are gone, not never."""
+    slot is answered at once: the socket idle the longest is closed for it (issue 53)."""
     import socket
 
     url, token = serve({
         "TOOLSHED_SERVER__MAX_CONNECTIONS": "20",
-        "TOOLSHED_SERVER__HEADER_TIMEOUT_SECS": "2",
+        "TOOLSHED_SERVER__HEADER_TIMEOUT_SECS": "4",
         "TOOLSHED_SERVER__BODY_TIMEOUT_SECS": "2",
     })
     base = url.rsplit("/mcp", 1)[0]
@@ -268,7 +268,7 @@ def test_slow_and_idle_connections_are_closed_and_cannot_starve_real_clients(ser
     status, body = request(f"{base}/api/v1/health", token, timeout=30)
     waited = time.time() - started
     assert status == 200, body
-    assert waited >= 1.0, f"answered after {waited:.1f} s although every slot was taken"
+    assert waited < 3, f"answered after {waited:.1f} s: it waited for the 4 s header timeout"
     # Every slow socket was closed by the server: reading it reaches the end, no timeout.
     for s in slow:
         s.settimeout(10)

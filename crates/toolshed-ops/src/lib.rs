@@ -34,6 +34,7 @@ mod read_log;
 pub mod sandbox;
 pub mod search;
 mod services;
+mod trim;
 
 pub use beneath::{open_beneath, read_beneath};
 pub use boundary::{BoundedFiles, BoundedSearch, FileBoundary, resolve_in_workspace};
@@ -58,6 +59,7 @@ pub use search::{
     MAX_SEARCH_BUFFER, SearchOps, TreeEntry, TreeRequest, TreeResult,
 };
 pub use services::{CatalogSignals, Notice, Notices, Services};
+pub use trim::give_back_free_memory;
 
 /// Everything a tool may use to act on the workspace, part of the host's [`Services`].
 #[derive(Clone)]

@@ -73,16 +73,62 @@ pub fn parsed_estimate(bytes: &[u8]) -> usize {
 }
 
 /// Room for the tree a request body parses into, held until the call has answered: large
-/// bodies of many values are parsed and run a few at a time, so their trees never add up
-/// past [`TREE_BUDGET_KIB`]; small ones never wait long.
+/// bodies of many values (past [`LARGE_TREE_KIB`]) are parsed and run a few at a time, so
+/// their trees never add up past [`TREE_BUDGET_KIB`]; smaller ones never wait. A large one
+/// that finds no room within [`TREE_WAIT`] is answered `503` with `Retry-After`.
+pub struct TreeRoom {
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    large: bool,
+}
+
+/// Past this estimate (KiB), a body waits for room, and the memory its call freed is given
+/// back when it ends.
+const LARGE_TREE_KIB: u32 = 8 * 1024;
+
+/// How long a large body waits for room before it is refused.
+const TREE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Drop for TreeRoom {
+    fn drop(&mut self) {
+        if self.large {
+            // The tree is gone: its pages go back, or every worker thread's heap would
+            // keep the size of the largest request it parsed.
+            toolshed_ops::give_back_free_memory();
+        }
+    }
+}
+
 async fn tree_room(
     trees: &Arc<tokio::sync::Semaphore>,
     bytes: &[u8],
-) -> Option<tokio::sync::OwnedSemaphorePermit> {
+) -> Result<TreeRoom, ApiError> {
     let kib = u32::try_from(parsed_estimate(bytes).div_ceil(1024))
         .unwrap_or(u32::MAX)
         .clamp(1, TREE_BUDGET_KIB);
-    trees.clone().acquire_many_owned(kib).await.ok()
+    if kib < LARGE_TREE_KIB {
+        return Ok(TreeRoom {
+            _permit: None,
+            large: false,
+        });
+    }
+    match tokio::time::timeout(TREE_WAIT, trees.clone().acquire_many_owned(kib)).await {
+        Ok(permit) => Ok(TreeRoom {
+            _permit: permit.ok(),
+            large: true,
+        }),
+        Err(_) => {
+            let mut error = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                format!(
+                    "this request's arguments take about {} MiB once parsed, and other large requests hold the room for them now; retry in a few seconds, or send a smaller document",
+                    kib / 1024
+                ),
+            );
+            error.details = json!({"retry_after": 5});
+            Err(error)
+        }
+    }
 }
 
 /// A JSON request body read whole, then parsed into `T` once there is room for its tree;
@@ -91,7 +137,7 @@ async fn parsed_body<T: serde::de::DeserializeOwned>(
     trees: &Arc<tokio::sync::Semaphore>,
     headers: &HeaderMap,
     bytes: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<(T, Option<tokio::sync::OwnedSemaphorePermit>), ApiError> {
+) -> Result<(T, TreeRoom), ApiError> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -111,7 +157,7 @@ async fn parsed_body<T: serde::de::DeserializeOwned>(
             "Expected request with `Content-Type: application/json`",
         ));
     }
-    let room = tree_room(trees, &bytes).await;
+    let room = tree_room(trees, &bytes).await?;
     let value = body(Json::<T>::from_bytes(&bytes))?;
     Ok((value, room))
 }
@@ -1030,7 +1076,7 @@ pub async fn execute(
     request: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     // Held until the call has answered: the arguments' tree lives that long.
-    let (request, _room) = parsed_body::<Execute>(&state.trees, &headers, request).await?;
+    let (request, room) = parsed_body::<Execute>(&state.trees, &headers, request).await?;
     let owner = owner(caller.as_deref(), &headers)?;
     if let Some(ms) = request.timeout_ms {
         let max = state.host.config().config.limits.max_timeout_ms;
@@ -1052,7 +1098,8 @@ pub async fn execute(
             .dispatcher()
             .preflight(&call)
             .map_err(|e| ApiError::from(&e))?;
-        let job = state.jobs.start(state.host.clone(), call)?;
+        // The job holds the arguments' room until it ends.
+        let job = state.jobs.start(state.host.clone(), call, Box::new(room))?;
         let location = format!("/api/v1/jobs/{}", job.id);
         let mut response = (
             StatusCode::ACCEPTED,

@@ -61,7 +61,10 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry_after = self.details.get("retry_after").and_then(Value::as_u64);
         let mut response = (self.status, Json(self.body())).into_response();
-        if let Some(secs) = retry_after.filter(|_| self.status == StatusCode::TOO_MANY_REQUESTS) {
+        if let Some(secs) = retry_after.filter(|_| {
+            self.status == StatusCode::TOO_MANY_REQUESTS
+                || self.status == StatusCode::SERVICE_UNAVAILABLE
+        }) {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, secs.into());

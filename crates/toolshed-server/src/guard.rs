@@ -119,17 +119,7 @@ async fn check_request(
             let closing = request.method() == axum::http::Method::DELETE;
             let opener = Opener {
                 token: caller.token_id.clone(),
-                account: if caller.is_agent() {
-                    caller
-                        .owner
-                        .0
-                        .split('/')
-                        .next()
-                        .unwrap_or_default()
-                        .to_string()
-                } else {
-                    "admin".into()
-                },
+                account: crate::stream::account_of(Some(&caller)),
             };
             request.extensions_mut().insert(caller);
             // Room for the body in the in-flight budget, held until the route has answered
@@ -138,11 +128,10 @@ async fn check_request(
             let response = next.run(request).await;
             match (&session, response.headers().get(MCP_SESSION)) {
                 (None, Some(opened)) => {
-                    if let Ok(opened) = opened.to_str().map(str::to_string) {
-                        if let Err(refusal) = guard.admit_session(&opened, &opener).await {
-                            return refusal;
-                        }
-                        guard.bind_session(&opened, opener);
+                    if let Ok(opened) = opened.to_str().map(str::to_string)
+                        && let Err(refusal) = guard.admit_session(&opened, &opener).await
+                    {
+                        return refusal;
                     }
                 }
                 (Some(id), _) if closing => guard.unbind_session(id),
@@ -645,30 +634,44 @@ impl RequestGuard {
     /// limit seems reached, so the usual open costs no more than a count.
     async fn admit_session(&self, id: &str, opener: &Opener) -> Result<(), Response> {
         let Some(limits) = &self.mcp_limits else {
+            self.bind_session(id, opener.clone());
             return Ok(());
         };
-        let count = |guard: &Self| {
-            let sessions = guard.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        // Counted and bound as one step, so that sessions opened together cannot all pass.
+        let bind_if_room = |guard: &Self| {
+            let mut sessions = guard.sessions.lock().unwrap_or_else(|e| e.into_inner());
             let mine = sessions
                 .0
                 .values()
                 .filter(|o| o.account == opener.account)
                 .count();
-            (sessions.0.len(), mine)
-        };
-        let (mut total, mut mine) = count(self);
-        if total >= limits.max || mine >= limits.max_per_owner {
-            let known: Vec<String> = {
-                let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                sessions.0.keys().cloned().collect()
-            };
-            for known in known {
-                if !limits.sessions.is_open(&known).await {
-                    self.unbind_session(&known);
+            let total = sessions.0.len();
+            if total < limits.max && mine < limits.max_per_owner {
+                let (map, order) = &mut *sessions;
+                if map.insert(id.to_string(), opener.clone()).is_none() {
+                    order.push_back(id.to_string());
                 }
+                Ok(())
+            } else {
+                Err((total, mine))
             }
-            (total, mine) = count(self);
+        };
+        if bind_if_room(self).is_ok() {
+            return Ok(());
         }
+        // Sessions that ended without a `DELETE` (closed while idle) are forgotten only now.
+        let known: Vec<String> = {
+            let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            sessions.0.keys().cloned().collect()
+        };
+        for known in known {
+            if !limits.sessions.is_open(&known).await {
+                self.unbind_session(&known);
+            }
+        }
+        let Err((total, mine)) = bind_if_room(self) else {
+            return Ok(());
+        };
         let who = if opener.token.is_some() {
             format!("`{}`", opener.account)
         } else {
@@ -682,12 +685,10 @@ impl RequestGuard {
             format!(
                 "{who} has {mine} MCP sessions open, the most one owner may keep ([mcp] max_sessions_per_owner); {free}"
             )
-        } else if total >= limits.max {
+        } else {
             format!(
                 "{total} MCP sessions are open on this server, the most it keeps ([mcp] max_sessions); {mine} of them are {who}'s; {free}"
             )
-        } else {
-            return Ok(());
         };
         limits.sessions.close(id).await;
         let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {

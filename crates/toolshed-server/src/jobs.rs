@@ -131,6 +131,8 @@ pub struct Jobs {
     max_jobs: usize,
     /// The most running jobs of one owner (sub-owners counted as it).
     max_per_owner: usize,
+    /// Held while a job is admitted: counted and recorded as one step.
+    admission: Mutex<()>,
     events: Arc<EventLog>,
 }
 
@@ -161,6 +163,7 @@ impl Jobs {
             retention,
             max_jobs: max_jobs.max(1),
             max_per_owner: usize::MAX,
+            admission: Mutex::new(()),
             events,
         };
         if let Some(dir) = &instances {
@@ -217,11 +220,16 @@ impl Jobs {
     }
 
     /// Starts `request` as a job and returns its view.
+    /// `keep` is held until the job ends (the room its arguments take).
     pub fn start(
         self: &Arc<Self>,
         host: Arc<Host>,
         mut request: CallRequest,
+        keep: Box<dyn std::any::Any + Send>,
     ) -> Result<JobView, ApiError> {
+        // Counting an owner's jobs and recording the new one happen as one step, so that
+        // requests arriving together cannot all pass the per-owner limit.
+        let _admission = self.admission.lock().unwrap_or_else(|e| e.into_inner());
         self.sweep();
         let cancel = CancellationToken::new();
         let base = |owner: &str| owner.split('/').next().unwrap_or_default().to_string();
@@ -312,6 +320,7 @@ impl Jobs {
             let result = host.call(request).instrument(span.clone()).await;
             crate::api::record_outcome(&span, &result);
             jobs.finish(n, result);
+            drop(keep);
         });
         Ok(view)
     }

@@ -67,6 +67,10 @@ struct OpenConnections {
     open: BTreeMap<u64, Open>,
 }
 
+/// The most shed connections given their second to end at once; past it, a new
+/// connection waits for a place (so a flood of connections cannot take every descriptor).
+const MAX_CLOSING: usize = 64;
+
 impl OpenConnections {
     /// Closes the connection idle the longest; whether there was one.
     fn shed_oldest_idle(&mut self) -> bool {
@@ -200,12 +204,20 @@ pub(crate) async fn serve_connections(
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let connections: Arc<std::sync::Mutex<OpenConnections>> = Arc::default();
+    let closing_now = Arc::new(AtomicUsize::new(0));
     let epoch = std::time::Instant::now();
     let shed_one = |connections: &std::sync::Mutex<OpenConnections>| {
-        connections
+        if closing_now.load(Ordering::SeqCst) >= MAX_CLOSING {
+            return false;
+        }
+        let shed = connections
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .shed_oldest_idle()
+            .shed_oldest_idle();
+        if shed {
+            closing_now.fetch_add(1, Ordering::SeqCst);
+        }
+        shed
     };
     // Closed when shutdown begins; every connection task holds `closing` and `done`.
     let (closing_tx, closing) = watch::channel(());
@@ -235,15 +247,29 @@ pub(crate) async fn serve_connections(
             Ok(slot) => slot,
             Err(_) => {
                 // At the limit: close the connection idle the longest for this one; when
-                // every connection is answering a request, this one waits for the first
-                // to end.
-                shed_one(&connections);
-                tokio::select! {
-                    () = &mut shutdown => break,
-                    slot = slots.clone().acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
+                // every connection is answering a request, this one waits, and asks again
+                // as connections fall idle.
+                let mut waited = None;
+                loop {
+                    shed_one(&connections);
+                    tokio::select! {
+                        () = &mut shutdown => break,
+                        slot = tokio::time::timeout(
+                            Duration::from_millis(250),
+                            slots.clone().acquire_owned(),
+                        ) => match slot {
+                            Ok(Ok(slot)) => {
+                                waited = Some(slot);
+                                break;
+                            }
+                            Ok(Err(_)) => break,
+                            Err(_) => continue,
+                        },
+                    }
+                }
+                match waited {
+                    Some(slot) => slot,
+                    None => break,
                 }
             }
         };
@@ -297,6 +323,8 @@ pub(crate) async fn serve_connections(
         let mut closing = closing.clone();
         let done = done.clone();
         let connections = connections.clone();
+        let closing_now = closing_now.clone();
+        let mut slot = Some(slot);
         tokio::spawn(async move {
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
@@ -305,8 +333,16 @@ pub(crate) async fn serve_connections(
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 }
-                // Shed for a new connection: closed at once (it was answering nothing).
-                () = shed.cancelled() => {}
+                // Shed for a new connection: it was answering nothing a moment ago. Closed
+                // as hyper closes an idle connection — a request that began meanwhile, or
+                // a reply still being written, finishes first — or dropped after a second
+                // (a client still sending its first head).
+                () = shed.cancelled() => {
+                    // Its place goes to the new connection at once; it has a second to end.
+                    drop(slot.take());
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(1), connection.as_mut()).await;
+                }
                 _ = closing.changed() => {
                     connection.as_mut().graceful_shutdown();
                     if let Err(e) = connection.await {
@@ -319,6 +355,10 @@ pub(crate) async fn serve_connections(
                 .unwrap_or_else(|e| e.into_inner())
                 .open
                 .remove(&number);
+            if shed.is_cancelled() {
+                // Counted when it was picked, however it ended.
+                closing_now.fetch_sub(1, Ordering::SeqCst);
+            }
             drop(done);
             drop(slot);
         });

@@ -31,6 +31,19 @@ pub struct EventQuery {
     pub last_event_id: Option<u64>,
 }
 
+/// What the admin token's (and the dashboard's) work counts against in per-owner limits:
+/// a name no owner id can have (owner ids have no parentheses).
+pub(crate) const ADMIN_ACCOUNT: &str = "(admin)";
+
+/// What a caller's work counts against in per-owner limits: an agent token's owner (a
+/// sub-owner counted as its owner), or [`ADMIN_ACCOUNT`].
+pub(crate) fn account_of(caller: Option<&Caller>) -> String {
+    match caller {
+        Some(c) if c.is_agent() => c.owner.0.split('/').next().unwrap_or_default().to_string(),
+        _ => ADMIN_ACCOUNT.to_string(),
+    }
+}
+
 /// The event streams open: how many in all and per owner, and how many may be.
 #[derive(Debug)]
 pub struct StreamSlots {
@@ -71,12 +84,11 @@ impl StreamSlots {
 
     /// A place for one more stream of `caller`, or `429` naming the caller's own count.
     fn take(self: &std::sync::Arc<Self>, caller: Option<&Caller>) -> Result<StreamSlot, ApiError> {
-        let (account, who) = match caller {
-            Some(c) if c.is_agent() => {
-                let base = c.owner.0.split('/').next().unwrap_or_default().to_string();
-                (base.clone(), format!("`{base}`"))
-            }
-            _ => ("admin".to_string(), "the admin token".to_string()),
+        let account = account_of(caller);
+        let who = if account == ADMIN_ACCOUNT {
+            "the admin token".to_string()
+        } else {
+            format!("`{account}`")
         };
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let mine = open.get(&account).copied().unwrap_or(0);

@@ -10,7 +10,7 @@
 #![allow(unsafe_code)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rquickjs::allocator::{Allocator, RustAllocator};
 
@@ -21,25 +21,43 @@ const OVERHEAD: usize = 16;
 /// Rust's allocator with a limit on the bytes in use.
 pub(crate) struct Limited {
     limit: usize,
-    used: usize,
+    used: Usage,
     refusals: Arc<AtomicU64>,
 }
 
+/// The bytes the allocator holds for the runtime (what the limit counts), shared with the
+/// engine: after running out, it decides from this whether the heap is still full.
+#[derive(Clone, Default)]
+pub(crate) struct Usage(Arc<AtomicUsize>);
+
+impl Usage {
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn set(&self, n: usize) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+}
+
 impl Limited {
-    /// An allocator refusing past `limit` bytes, and the count of its refusals.
-    pub(crate) fn new(limit: usize) -> (Self, Arc<AtomicU64>) {
+    /// An allocator refusing past `limit` bytes, the count of its refusals, and what it
+    /// holds.
+    pub(crate) fn new(limit: usize) -> (Self, Arc<AtomicU64>, Usage) {
         let refusals = Arc::new(AtomicU64::new(0));
+        let used = Usage::default();
         let me = Self {
             limit,
-            used: 0,
+            used: used.clone(),
             refusals: refusals.clone(),
         };
-        (me, refusals)
+        (me, refusals, used)
     }
 
     /// Whether `more` bytes fit; counts a refusal when they do not.
-    fn fits(&self, more: usize) -> bool {
-        let fits = self.used.saturating_add(more) <= self.limit;
+    fn fits(&self, more: Option<usize>) -> bool {
+        let fits = more
+            .and_then(|more| self.used.get().checked_add(more))
+            .is_some_and(|total| total <= self.limit);
         if !fits {
             self.refusals.fetch_add(1, Ordering::Relaxed);
         }
@@ -49,7 +67,8 @@ impl Limited {
     fn grew(&mut self, ptr: *mut u8) -> *mut u8 {
         if !ptr.is_null() {
             // SAFETY: `ptr` was just returned by `RustAllocator`.
-            self.used += unsafe { RustAllocator::usable_size(ptr) } + OVERHEAD;
+            let size = unsafe { RustAllocator::usable_size(ptr) } + OVERHEAD;
+            self.used.set(self.used.get() + size);
         }
         ptr
     }
@@ -58,7 +77,7 @@ impl Limited {
 // SAFETY: every block comes from `RustAllocator`, and is freed, resized and measured by it.
 unsafe impl Allocator for Limited {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        if !self.fits(size + OVERHEAD) {
+        if !self.fits(size.checked_add(OVERHEAD)) {
             return std::ptr::null_mut();
         }
         let ptr = RustAllocator.alloc(size);
@@ -69,7 +88,7 @@ unsafe impl Allocator for Limited {
         let Some(total) = count.checked_mul(size) else {
             return std::ptr::null_mut();
         };
-        if !self.fits(total + OVERHEAD) {
+        if !self.fits(total.checked_add(OVERHEAD)) {
             return std::ptr::null_mut();
         }
         let ptr = RustAllocator.calloc(count, size);
@@ -79,20 +98,20 @@ unsafe impl Allocator for Limited {
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
         // SAFETY: the caller passes a block of this allocator.
         let size = unsafe { RustAllocator::usable_size(ptr) } + OVERHEAD;
-        self.used = self.used.saturating_sub(size);
+        self.used.set(self.used.get().saturating_sub(size));
         unsafe { RustAllocator.dealloc(ptr) };
     }
 
     unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
         // SAFETY: the caller passes a block of this allocator.
         let old = unsafe { RustAllocator::usable_size(ptr) };
-        if new_size > old && !self.fits(new_size - old) {
+        if new_size > old && !self.fits(Some(new_size - old)) {
             return std::ptr::null_mut();
         }
         let new = unsafe { RustAllocator.realloc(ptr, new_size) };
         if !new.is_null() {
             let now = unsafe { RustAllocator::usable_size(new) };
-            self.used = self.used.saturating_sub(old) + now;
+            self.used.set(self.used.get().saturating_sub(old) + now);
         }
         new
     }

@@ -146,6 +146,8 @@ pub(crate) struct Engine {
     rebuild: Option<String>,
     /// How many allocations the memory limit refused, ever (see [`alloc`]).
     refusals: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// What the runtime's allocator holds, as the memory limit counts it.
+    used: alloc::Usage,
     // Dropped last, in this order, after `Drop` released every persistent value above.
     context: Context,
     runtime: Runtime,
@@ -165,7 +167,7 @@ impl Engine {
     /// A fresh runtime and context with the limits and the interrupt guard installed.
     pub(crate) fn new(setup: Rc<Setup>, shutdown: CancellationToken) -> Result<Self, String> {
         // The memory limit is the allocator's, which counts what it refuses.
-        let (allocator, refusals) = alloc::Limited::new(setup.limits.memory_bytes);
+        let (allocator, refusals, used) = alloc::Limited::new(setup.limits.memory_bytes);
         let runtime = Runtime::new_with_alloc(allocator)
             .map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
         runtime.set_max_stack_size(setup.limits.stack_bytes);
@@ -211,6 +213,7 @@ impl Engine {
             shutdown,
             rebuild: None,
             refusals,
+            used,
             context,
             runtime,
         };
@@ -501,7 +504,8 @@ impl Engine {
             self.runtime.run_gc();
         }
         if out_of_memory {
-            let used = usize::try_from(self.runtime.memory_usage().malloc_size).unwrap_or(0);
+            // As the limit counts it (the allocator's bytes), not QuickJS's own tally.
+            let used = self.used.get();
             if used > limits.memory_bytes / 4 * 3 {
                 self.rebuild = Some(format!(
                     "it still held {} of its {} memory after running out and collecting garbage",

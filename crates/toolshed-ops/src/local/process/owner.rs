@@ -117,7 +117,8 @@ fn still_at(fd: &OwnedFd, dir: &Path) -> bool {
 /// moment between its making and its locking (it cannot tell that one from a dead one's):
 /// the lock is only kept once the directory it is on is still the one at `dir`.
 fn make_and_lock(dir: &Path) -> io::Result<OwnedFd> {
-    for _ in 0..50 {
+    // A sweeper in another namespace may hold the lock a while, removing other groups.
+    for _ in 0..400 {
         match fs::create_dir(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
