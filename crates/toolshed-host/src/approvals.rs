@@ -172,12 +172,8 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
     let mut hasher = Sha256::new();
     hasher.update(tool.as_bytes());
     hasher.update([0]);
-    hasher.update(arguments.to_string().as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::dispatcher::hash_json(&mut hasher, arguments);
+    crate::dispatcher::hex(&hasher.finalize())
 }
 
 /// `tool {args}`, at most 400 characters.

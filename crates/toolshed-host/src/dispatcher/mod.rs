@@ -34,6 +34,7 @@ mod nested;
 mod run;
 
 use run::{arguments_for_trace, run_with_deadline, trace_outcome, validate};
+pub(crate) use run::{hash_json, hex};
 
 use nested::NestedCaller;
 
@@ -346,21 +347,10 @@ impl Dispatcher {
         if self.trace_arguments && !span.is_disabled() {
             span.record("toolshed.arguments", arguments_for_trace(&req.arguments));
         }
-        // Hashed as serialized, without building the text: no copy of a large request.
         let args_sha256 = {
-            struct Hashing(Sha256);
-            impl std::io::Write for Hashing {
-                fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                    self.0.update(bytes);
-                    Ok(bytes.len())
-                }
-                fn flush(&mut self) -> std::io::Result<()> {
-                    Ok(())
-                }
-            }
-            let mut hashing = Hashing(Sha256::new());
-            let _ = serde_json::to_writer(&mut hashing, &req.arguments);
-            hex(&hashing.0.finalize())
+            let mut hasher = Sha256::new();
+            hash_json(&mut hasher, &req.arguments);
+            hex(&hasher.finalize())
         };
         let mut approval = None;
         let (plugin_id, result) = self
@@ -803,14 +793,4 @@ impl Dispatcher {
             },
         });
     }
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    s
 }
