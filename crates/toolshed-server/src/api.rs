@@ -141,8 +141,7 @@ async fn parsed_body<T: serde::de::DeserializeOwned>(
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<mime_type::Essence>().ok())
-        .is_some_and(|m| m.is_json());
+        .is_some_and(is_json);
     let bytes = bytes.map_err(|rejection| {
         unread_or(ApiError::new(
             rejection.status(),
@@ -162,33 +161,17 @@ async fn parsed_body<T: serde::de::DeserializeOwned>(
     Ok((value, room))
 }
 
-/// The essence of a media type (`type/subtype`, parameters dropped), as the `Json`
-/// extractor judges it.
-mod mime_type {
-    pub(super) struct Essence(String);
-    impl std::str::FromStr for Essence {
-        type Err = ();
-        fn from_str(s: &str) -> Result<Self, ()> {
-            let essence = s
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            if essence.contains('/') {
-                Ok(Self(essence))
-            } else {
-                Err(())
-            }
-        }
-    }
-    impl Essence {
-        /// `application/json`, or any `application/…+json`.
-        pub(super) fn is_json(&self) -> bool {
-            self.0 == "application/json"
-                || (self.0.starts_with("application/") && self.0.ends_with("+json"))
-        }
-    }
+/// Whether a `Content-Type` names JSON, as the `Json` extractor judges it:
+/// `application/json` or `application/…+json`, parameters aside.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// The header that names the caller's owner: the one the MCP door reads too.
