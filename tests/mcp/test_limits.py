@@ -213,3 +213,80 @@ def test_held_connections_under_a_low_descriptor_limit_leave_health_answering(to
             s.close()
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def peak_kib(pid):
+    """The most resident memory process `pid` has had (VmHWM), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def small_values_document(size):
+    """A JSON document of about `size` bytes of small objects: a tree many times its text."""
+    item = {"id": 100000, "name": "item-100000", "tags": ["alpha", "beta"], "ok": True}
+    count = size // (len(json.dumps(item, separators=(",", ":"))) + 1)
+    return {"items": [{**item, "id": i} for i in range(count)]}
+
+
+def test_an_argument_over_its_tools_limit_is_refused_unparsed_on_every_door(serve, toolshed_bin, home, workspace):
+    # Failed before: the door parsed a 3.3 MB document of small values into a tree of about
+    # 78 MiB, which json_ops then refused for being over its 1 MiB limit (issue 53, item 4).
+    document = small_values_document(3_300_000)
+    size = len(json.dumps(document, separators=(",", ":")))
+    arguments = {"operation": "query", "path": "$.items[0].id", "document": document}
+    said = f"`document` is {size} bytes of JSON; `json_ops` takes at most 1048576 bytes (1 MiB) there"
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    pid = serve.procs[-1].pid
+    small = {"operation": "query", "path": "$.a", "document": {"a": 1}}
+    assert api(base, token, "POST", "/tools/json_ops/execute", {"arguments": small})[0] == 200
+    status, session, _ = open_session(url, token)
+    assert status == 200
+    assert not call(url, token, session, "json_ops", small).get("isError")
+    before = peak_kib(pid)
+
+    status, body = api(base, token, "POST", "/tools/json_ops/execute", {"arguments": arguments})
+    result = call(url, token, session, "json_ops", arguments)
+    grown = (peak_kib(pid) - before) / 1024
+    assert grown < 16, f"toolshed serve's peak memory grew {grown:.1f} MiB"
+    assert status == 400 and body["error"]["kind"] == "invalid_arguments", body
+    assert said in json.dumps(body), body
+    assert result["isError"] and said in result["content"][0]["text"], result
+    # A document within the limit still works, and so does a large one sent pretty-printed
+    # whose compact text is within it.
+    within = {**arguments, "document": small_values_document(900_000)}
+    assert call(url, token, session, "json_ops", within)["structuredContent"]["count"] == 1
+    pretty = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "json_ops", "arguments": within}}, indent=2)
+    assert len(pretty) > 1024 * 1024
+    req = urllib.request.Request(url, data=pretty.encode(), method="POST", headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": ACCEPT,
+        "mcp-session-id": session})
+    with urllib.request.urlopen(req, timeout=30) as res:
+        assert message_of(res.read().decode())["result"]["structuredContent"]["count"] == 1
+    # Over MCP HTTP those arguments were parsed once, into the call (rmcp's own parser
+    # buffers a message first, which built the 0.9 MB document's tree of about 19 MiB twice).
+    grown = (peak_kib(pid) - before) / 1024
+    assert grown < 30, f"toolshed serve's peak memory grew {grown:.1f} MiB"
+
+    # stdio, the same.
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    proc = subprocess.Popen([toolshed_bin, "--workspace", str(workspace), "mcp"], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        def ask(id, method, params):
+            proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}) + "\n").encode())
+            proc.stdin.flush()
+            return json.loads(proc.stdout.readline())
+
+        ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}})
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        assert not ask(2, "tools/call", {"name": "json_ops", "arguments": small})["result"].get("isError")
+        before = peak_kib(proc.pid)
+        result = ask(3, "tools/call", {"name": "json_ops", "arguments": arguments})["result"]
+        grown = (peak_kib(proc.pid) - before) / 1024
+        assert grown < 16, f"toolshed mcp's peak memory grew {grown:.1f} MiB"
+        assert result["isError"] and said in result["content"][0]["text"], result
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)

@@ -22,6 +22,7 @@ mod llm;
 mod loader;
 mod manifest;
 mod output;
+pub mod oversized;
 mod plugin;
 mod ports;
 pub mod runtime;
@@ -43,6 +44,7 @@ pub use manifest::{
     Requirement, Translation, is_valid_plugin_id,
 };
 pub use output::{Content, ToolOutput, counted};
+pub use oversized::OversizedArgument;
 pub use plugin::{BuiltinPlugin, Health, Library, Plugin, PluginError, SyncTool, Tool};
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec, ToolText};

@@ -140,6 +140,11 @@ pub struct ToolSpec {
     /// what [`ToolSpec::in_language`] shows a caller who asks for one.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub translations: std::collections::BTreeMap<String, ToolText>,
+    /// The most JSON the tool takes in each named argument, in bytes of text without
+    /// whitespace between tokens: a call over it is refused, and where a door sees the
+    /// request's text, before the value is parsed ([`crate::oversized`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub max_argument_bytes: std::collections::BTreeMap<String, usize>,
 }
 
 /// A tool's title and description in one language.
@@ -179,6 +184,7 @@ impl ToolSpec {
             sandbox_argument: self.sandbox_argument,
             touches: self.touches.clone(),
             translations: self.translations.clone(),
+            max_argument_bytes: self.max_argument_bytes.clone(),
         }
     }
 
@@ -220,6 +226,7 @@ impl ToolSpec {
             sandbox_argument: false,
             touches: Vec::new(),
             translations: std::collections::BTreeMap::new(),
+            max_argument_bytes: std::collections::BTreeMap::new(),
         }
     }
 
@@ -230,6 +237,12 @@ impl ToolSpec {
             kind,
             argument: argument.into(),
         });
+        self
+    }
+
+    /// Declares the most JSON, in bytes, the tool takes in the argument `name`.
+    pub fn max_argument_bytes(mut self, name: impl Into<String>, bytes: usize) -> Self {
+        self.max_argument_bytes.insert(name.into(), bytes);
         self
     }
 

@@ -697,3 +697,57 @@ async fn arguments_reach_the_tool_without_a_copy() {
         .unwrap();
     assert_eq!(out.structured.unwrap()["address"], json!(address));
 }
+
+/// A tool's size limit on an argument holds for a value given parsed and for one a door
+/// left out unparsed (`CallRequest::oversized`): the same refusal, after review, recorded.
+#[tokio::test]
+async fn an_argument_over_its_declared_limit_is_refused_however_it_came() {
+    let t = open(
+        vec![plugin(
+            "t.doc",
+            vec![tool(
+                ToolSpec::new("doc_take", "d")
+                    .input_schema(json!({"type": "object", "properties": {"document": {}}}))
+                    .max_argument_bytes("document", 100),
+                Behaviour::Echo,
+            )],
+        )],
+        "[profiles.none]\nallow = [\"nothing_*\"]\n",
+    )
+    .await;
+    let big = json!({"items": (0..40).collect::<Vec<u32>>()});
+    let err = t
+        .host
+        .call(req("doc_take", json!({"document": big})))
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+    let said = err.to_string();
+    assert!(
+        said.contains("`document` is 121 bytes of JSON; `doc_take` takes at most 100 bytes"),
+        "{said}"
+    );
+    // Within the limit: runs.
+    let small = json!({"document": {"items": [1, 2]}});
+    assert!(t.host.call(req("doc_take", small)).await.result.is_ok());
+    // Left out by a door: the same refusal, though the arguments are empty now.
+    let mut left_out = req("doc_take", json!({}));
+    left_out.oversized = vec![toolshed_core::OversizedArgument {
+        name: "document".into(),
+        bytes: 121,
+        limit: 100,
+    }];
+    let result = t.host.call(left_out).await;
+    assert_eq!(result.result.unwrap_err().to_string(), said);
+    // Review comes first: a caller who cannot see the tool is told that, not its limits.
+    let mut hidden = req("doc_take", json!({}));
+    hidden.profile = Some("none".into());
+    hidden.oversized = vec![toolshed_core::OversizedArgument {
+        name: "document".into(),
+        bytes: 121,
+        limit: 100,
+    }];
+    let err = t.host.call(hidden).await.result.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Denied, "{err}");
+}

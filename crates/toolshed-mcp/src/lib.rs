@@ -24,6 +24,8 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+use std::sync::Arc;
+
 mod approve;
 mod convert;
 mod discover;
@@ -41,6 +43,60 @@ pub use server::{
 };
 pub use stdio::{MAX_LINE_BYTES, ServeError, serve_lines, serve_stdio};
 pub use streamable_http::{McpHttpService, ReplicaSessions, replica_of, streamable_http_service};
+
+/// What a transport did to a large `tools/call`'s arguments before the message was parsed
+/// ([`toolshed_core::oversized`]): put in the message's extensions over stdio, in the HTTP
+/// request's over HTTP. The call is refused with `oversized`, and runs with `parsed`.
+#[derive(Clone, Default)]
+pub struct TransportArguments {
+    /// The arguments left out because they are over the tool's limits.
+    pub oversized: Vec<toolshed_core::OversizedArgument>,
+    /// The arguments parsed by the transport (the message's own are then `{}`); taken once.
+    parsed: Option<Arc<std::sync::Mutex<Option<Arguments>>>>,
+    /// Held until the call has ended (the room its arguments take in a memory budget).
+    held: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for TransportArguments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransportArguments")
+            .field("oversized", &self.oversized)
+            .field("parsed", &self.parsed.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+type Arguments = serde_json::Map<String, serde_json::Value>;
+
+impl TransportArguments {
+    /// What a transport did: left `oversized` out, and parsed the rest itself
+    /// (`parsed`) or left them in the message (`None`).
+    pub fn new(
+        oversized: Vec<toolshed_core::OversizedArgument>,
+        parsed: Option<Arguments>,
+    ) -> Self {
+        Self {
+            oversized,
+            parsed: parsed.map(|p| Arc::new(std::sync::Mutex::new(Some(p)))),
+            held: None,
+        }
+    }
+
+    /// This, holding `held` until the call has ended.
+    pub fn holding(mut self, held: impl std::any::Any + Send + Sync) -> Self {
+        self.held = Some(Arc::new(held));
+        self
+    }
+
+    /// The arguments the transport parsed, the first time it is asked.
+    fn take_parsed(&self) -> Option<Arguments> {
+        self.parsed
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
 
 /// The `instructions` of the `initialize` result: what the workspace is (`which`, e.g.
 /// "the directory /src/app") and the conventions every tool shares, said once here rather

@@ -397,6 +397,20 @@ impl McpServer {
         &self.owner
     }
 
+    /// The size limits the tool `name` declares on its arguments, once the host is open:
+    /// what the transport checks a large `tools/call` against before parsing it.
+    pub(crate) fn argument_limits(
+        &self,
+        name: &str,
+    ) -> Option<std::collections::BTreeMap<String, usize>> {
+        self.binding
+            .ready
+            .get()?
+            .host
+            .registry()
+            .argument_limits(name)
+    }
+
     /// The host and session, waiting for the host to open if it is still opening.
     async fn bound(&self) -> Result<&Bound, McpError> {
         if let Some(bound) = self.binding.ready.get() {
@@ -563,7 +577,21 @@ impl McpServer {
         Self::require(bound, &context, "tools:call")?;
         let owner = self.owner_for(bound, &context)?;
         let mut name = request.name.into_owned();
-        let mut arguments = Value::Object(request.arguments.unwrap_or_default());
+        let from_transport = context
+            .extensions
+            .get::<crate::TransportArguments>()
+            .or_else(|| {
+                let parts = context.extensions.get::<http::request::Parts>()?;
+                parts.extensions.get::<crate::TransportArguments>()
+            })
+            .cloned()
+            .unwrap_or_default();
+        let mut arguments = Value::Object(
+            from_transport
+                .take_parsed()
+                .or(request.arguments)
+                .unwrap_or_default(),
+        );
         if bound.session.discover {
             match name.as_str() {
                 crate::discover::SEARCH => {
@@ -586,6 +614,7 @@ impl McpServer {
             }
         }
         let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
+        call.oversized = from_transport.oversized;
         let caller = Self::caller_for(bound, &context);
         // An agent token's own client answering its own call's approval is self-approval:
         // only where [approvals] self_approval allows it.

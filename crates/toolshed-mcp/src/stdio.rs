@@ -448,7 +448,28 @@ where
                     return None;
                 }
             };
-            let read = read_message(&self.line, oversized);
+            // A large `tools/call` loses the arguments over its tool's limits before it
+            // is parsed: their trees would cost many times their text.
+            let stripped = match &self.direct {
+                Some(direct) if !oversized => {
+                    toolshed_core::oversized::strip_tools_call(&self.line, |name| {
+                        direct.server.argument_limits(name)
+                    })
+                }
+                _ => None,
+            };
+            let read = match stripped {
+                None => read_message(&self.line, oversized),
+                Some(stripped) => read_message(&stripped.text, false).map(|mut message| {
+                    if let JsonRpcMessage::Request(request) = &mut message
+                        && let ClientRequest::CallToolRequest(call) = &mut request.request
+                    {
+                        call.extensions
+                            .insert(crate::TransportArguments::new(stripped.oversized, None));
+                    }
+                    message
+                }),
+            };
             self.clear_line();
             let reply = match read {
                 Ok(message) => match self.take_direct(message) {

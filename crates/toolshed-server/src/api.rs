@@ -46,10 +46,11 @@ pub struct AppState {
 /// How much memory the call arguments parsed from request bodies may take at once, in KiB.
 pub const TREE_BUDGET_KIB: u32 = 64 * 1024;
 
-/// What the JSON `bytes` will take once parsed into a tree of values: its text, plus about
-/// 64 bytes for each value and member (the structural characters outside strings) — a
-/// document of many small objects costs ten times its text, a long string about its own
-/// length.
+/// What the JSON `bytes` will take once parsed into a tree of values, in resident memory:
+/// its text, plus about 128 bytes for each value and member (the structural characters
+/// outside strings; a value is 80 bytes, an object member some 150 with its key and
+/// index) — a document of many small objects costs about twenty times its text, a long
+/// string about its own length.
 pub fn parsed_estimate(bytes: &[u8]) -> usize {
     let (mut in_string, mut escaped, mut members) = (false, false, 0usize);
     for &b in bytes {
@@ -69,7 +70,7 @@ pub fn parsed_estimate(bytes: &[u8]) -> usize {
             }
         }
     }
-    bytes.len().saturating_add(members.saturating_mul(64))
+    bytes.len().saturating_add(members.saturating_mul(128))
 }
 
 /// Room for the tree a request body parses into, held until the call has answered: large
@@ -98,11 +99,11 @@ impl Drop for TreeRoom {
     }
 }
 
-async fn tree_room(
+pub(crate) async fn tree_room(
     trees: &Arc<tokio::sync::Semaphore>,
-    bytes: &[u8],
+    estimate: usize,
 ) -> Result<TreeRoom, ApiError> {
-    let kib = u32::try_from(parsed_estimate(bytes).div_ceil(1024))
+    let kib = u32::try_from(estimate.div_ceil(1024))
         .unwrap_or(u32::MAX)
         .clamp(1, TREE_BUDGET_KIB);
     if kib < LARGE_TREE_KIB {
@@ -133,11 +134,13 @@ async fn tree_room(
 
 /// A JSON request body read whole, then parsed into `T` once there is room for its tree;
 /// errors as the `Json` extractor words them (`415` without a JSON content type, `400`).
+/// Arguments over the tool's `limits` are left out unparsed, and returned instead.
 async fn parsed_body<T: serde::de::DeserializeOwned>(
     trees: &Arc<tokio::sync::Semaphore>,
     headers: &HeaderMap,
     bytes: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<(T, TreeRoom), ApiError> {
+    limits: Option<&std::collections::BTreeMap<String, usize>>,
+) -> Result<(T, TreeRoom, Vec<toolshed_core::OversizedArgument>), ApiError> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -156,9 +159,14 @@ async fn parsed_body<T: serde::de::DeserializeOwned>(
             "Expected request with `Content-Type: application/json`",
         ));
     }
-    let room = tree_room(trees, &bytes).await?;
-    let value = body(Json::<T>::from_bytes(&bytes))?;
-    Ok((value, room))
+    let (text, oversized) =
+        match limits.and_then(|limits| toolshed_core::oversized::strip_rest_body(&bytes, limits)) {
+            Some(stripped) => (std::borrow::Cow::Owned(stripped.text), stripped.oversized),
+            None => (std::borrow::Cow::Borrowed(&bytes[..]), Vec::new()),
+        };
+    let room = tree_room(trees, parsed_estimate(&text)).await?;
+    let value = body(Json::<T>::from_bytes(&text))?;
+    Ok((value, room, oversized))
 }
 
 /// Whether a `Content-Type` names JSON, as the `Json` extractor judges it:
@@ -1059,7 +1067,9 @@ pub async fn execute(
     request: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     // Held until the call has answered: the arguments' tree lives that long.
-    let (request, room) = parsed_body::<Execute>(&state.trees, &headers, request).await?;
+    let limits = state.host.registry().argument_limits(&name);
+    let (request, room, oversized) =
+        parsed_body::<Execute>(&state.trees, &headers, request, limits.as_ref()).await?;
     let owner = owner(caller.as_deref(), &headers)?;
     if let Some(ms) = request.timeout_ms {
         let max = state.host.config().config.limits.max_timeout_ms;
@@ -1073,6 +1083,7 @@ pub async fn execute(
     let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
     call.caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
+    call.oversized = oversized;
     if request.run_async {
         // An unknown or hidden tool, bad arguments or a policy refusal are the caller's
         // mistake now, not a failed job later: the pipeline's own checks, run ahead.
@@ -1200,8 +1211,8 @@ mod tree_tests {
         let document = br#"{"items":[{"id":1,"name":"a, b: c"},{"id":2,"name":"d"}]}"#;
         // Three objects, one array, five members and three commas outside strings; the
         // comma and colon inside a string do not count.
-        assert_eq!(parsed_estimate(document), document.len() + 12 * 64);
+        assert_eq!(parsed_estimate(document), document.len() + 12 * 128);
         let text = br#"{"text":"{\"a\":[1,2,3],\"b\":\"\\\"x\\\"\"}"}"#;
-        assert_eq!(parsed_estimate(text), text.len() + 2 * 64);
+        assert_eq!(parsed_estimate(text), text.len() + 2 * 128);
     }
 }

@@ -48,6 +48,7 @@ mod guard;
 pub mod jobs;
 mod listen;
 mod mcp_reply;
+mod mcp_request;
 pub mod memories;
 pub mod metrics;
 mod oauth;

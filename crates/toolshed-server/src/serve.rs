@@ -103,6 +103,7 @@ fn app_draining(
     }
     let drained = streams_stop.clone();
     let metrics = metrics::Metrics::start(&host, stop.clone());
+    let trees = Arc::new(tokio::sync::Semaphore::new(api::TREE_BUDGET_KIB as usize));
     let state = api::AppState {
         host: host.clone(),
         jobs,
@@ -111,7 +112,7 @@ fn app_draining(
         stop: streams_stop,
         draining: draining.clone(),
         calls_stop: stop.clone(),
-        trees: Arc::new(tokio::sync::Semaphore::new(api::TREE_BUDGET_KIB as usize)),
+        trees: trees.clone(),
         streams: Arc::new(stream::StreamSlots::new(
             server_config.max_event_streams,
             server_config.max_event_streams_per_owner,
@@ -180,6 +181,11 @@ fn app_draining(
     let replica: Arc<str> = host.config().config.server.replica_name().into();
     let net = host.services().net.clone();
     let mcp_config = host.config().config.mcp.clone();
+    let scan = crate::mcp_request::Scan {
+        host: host.clone(),
+        max_body_bytes: options.max_body_bytes,
+        trees,
+    };
     let (mcp, mcp_sessions) = toolshed_mcp::streamable_http_service(
         host,
         options.session,
@@ -188,6 +194,10 @@ fn app_draining(
     );
     let mcp = Router::new()
         .nest_service(MCP_PATH, mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            scan,
+            crate::mcp_request::leave_out_oversized,
+        ))
         .layer(axum::middleware::from_fn(
             crate::mcp_reply::single_reply_as_json,
         ))

@@ -84,6 +84,8 @@ pub struct CallRequest {
     /// For a call a tool made on behalf of another: the sandbox mode the call that made it
     /// was narrowed to (by a policy rule, too), which its nested calls cannot widen.
     pub sandbox_ceiling: Option<toolshed_ops::sandbox::SandboxMode>,
+    /// Arguments the door left out of `arguments` because they are over the tool's limit.
+    pub oversized: Vec<toolshed_core::OversizedArgument>,
 }
 
 impl std::fmt::Debug for dyn Approver {
@@ -124,6 +126,7 @@ impl CallRequest {
             parent: None,
             sampler: None,
             sandbox_ceiling: None,
+            oversized: Vec::new(),
         }
     }
 }
@@ -481,7 +484,7 @@ impl Dispatcher {
         drop(review);
         // 3. validate
         tracing::info_span!(target: TRACE, "validate")
-            .in_scope(|| validate(entry, arguments, req.door))?;
+            .in_scope(|| validate(entry, arguments, &req.oversized, req.door))?;
         // 4. policy
         tracing::info_span!(target: TRACE, "policy")
             .in_scope(|| self.check_policy(req, entry, arguments, touches))
@@ -525,7 +528,7 @@ impl Dispatcher {
                 message: reason,
             })?;
         if let Some(new_args) = rewrite {
-            validate(&entry, &new_args, req.door)?;
+            validate(&entry, &new_args, &[], req.door)?;
             // The policy judges what will run, not what was asked; an approval was for the
             // arguments asked about.
             touches = None;

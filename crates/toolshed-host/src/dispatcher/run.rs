@@ -47,10 +47,25 @@ pub(super) fn preview(value: &Value) -> String {
     format!("{text}… ({size})")
 }
 
-/// Checks `args` against the tool's schema, listing every violation. The message says what
-/// the tool takes: the CLI points at `toolshed tools show`; other doors (a model on MCP)
-/// get the arguments themselves, and a "did you mean" for each unknown name.
-pub(super) fn validate(entry: &ToolEntry, args: &Value, door: &str) -> Result<(), ToolError> {
+/// Step 3: `args` against the tool's size limits (first what the door left out as over
+/// them, `left_out`), then against its schema, listing every violation. The message says
+/// what the tool takes: the CLI points at `toolshed tools show`; other doors (a model on
+/// MCP) get the arguments themselves, and a "did you mean" for each unknown name.
+pub(super) fn validate(
+    entry: &ToolEntry,
+    args: &Value,
+    left_out: &[toolshed_core::OversizedArgument],
+    door: &str,
+) -> Result<(), ToolError> {
+    let limits = &entry.spec().max_argument_bytes;
+    if let Some(over) = left_out.first() {
+        return Err(over.error(&entry.spec().name));
+    }
+    if !limits.is_empty()
+        && let Some(over) = toolshed_core::oversized::oversized_values(args, limits).first()
+    {
+        return Err(over.error(&entry.spec().name));
+    }
     let validator = entry.validator.get().map_err(|e| {
         ToolError::Internal(format!(
             "the input schema of `{}` does not compile: {e}",

@@ -162,6 +162,16 @@ impl Registry {
         self.read(|i| i.catalog.tools.get(name).cloned())
     }
 
+    /// The size limits the tool `name` declares on its arguments
+    /// ([`toolshed_core::ToolSpec::max_argument_bytes`]); `None` for a tool without any
+    /// (or no such tool): what a door checks a large request's text against.
+    pub fn argument_limits(&self, name: &str) -> Option<std::collections::BTreeMap<String, usize>> {
+        self.read(|i| {
+            let limits = &i.catalog.tools.get(name)?.spec().max_argument_bytes;
+            (!limits.is_empty()).then(|| limits.clone())
+        })
+    }
+
     /// Every registered tool, sorted by name.
     pub fn tools(&self) -> Vec<ToolEntry> {
         self.read(|i| i.catalog.tools.values().cloned().collect())

@@ -78,23 +78,8 @@ pub(super) fn depth(value: &Value) -> usize {
     max
 }
 
-/// The length of `value`'s compact serialization, without building the string.
-pub(super) fn serialized_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Writing a `Value` to a writer that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
-}
+/// The length of a value's compact serialization, without building the string.
+pub(super) use toolshed_core::oversized::json_len as serialized_len;
 
 /// A syntax error with its line, column and the offending line marked by a caret.
 fn syntax_error(field: &str, text: &str, e: &serde_json::Error) -> ToolError {

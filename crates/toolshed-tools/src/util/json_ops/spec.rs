@@ -17,6 +17,12 @@ pub(super) fn spec() -> ToolSpec {
         .input_schema(crate::args::schema::<Args>())
         .group(GROUP)
         .annotations(ToolAnnotations::PURE)
+        // Refused before they are parsed where a door can: a document of small values
+        // costs its tree a dozen times its text.
+        .max_argument_bytes("document", super::MAX_INPUT_BYTES)
+        .max_argument_bytes("schema", super::MAX_INPUT_BYTES)
+        .max_argument_bytes("left", super::MAX_INPUT_BYTES)
+        .max_argument_bytes("right", super::MAX_INPUT_BYTES)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -1,0 +1,102 @@
+//! A large `tools/call` on `/mcp` has its arguments parsed here, straight into an object,
+//! and leaves rmcp a message with `{}` for them ([`toolshed_core::oversized`]): rmcp's
+//! parser buffers a message before it reads it, which builds every value twice. Arguments
+//! over their tool's limits are left out unparsed (a document of many small values costs
+//! its tree a dozen times its text, only to be refused). Both go to the call in the
+//! request's extensions ([`toolshed_mcp::TransportArguments`]); the pipeline refuses a call
+//! with oversized arguments as it refuses the same value parsed.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use toolshed_core::oversized::{SCAN_FROM_BYTES, ToolsCall};
+use toolshed_host::Host;
+
+/// What the middleware needs: the host (for the tools' limits), the largest body taken,
+/// and the room for parsed arguments shared with REST ([`crate::api::tree_room`]).
+#[derive(Clone)]
+pub(crate) struct Scan {
+    pub(crate) host: Arc<Host>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) trees: Arc<tokio::sync::Semaphore>,
+}
+
+/// Middleware for `/mcp` (see the module docs). Bodies of a declared length from
+/// [`SCAN_FROM_BYTES`] to the body limit are read here; the rest go on untouched (rmcp
+/// refuses one over the limit as it streams in).
+pub(crate) async fn leave_out_oversized(
+    axum::extract::State(scan): axum::extract::State<Scan>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let large = declared.is_some_and(|n| (SCAN_FROM_BYTES..=scan.max_body_bytes).contains(&n));
+    if request.method() != Method::POST || !large {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, scan.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let text = e.to_string();
+            let status = if text.contains(crate::listen::BODY_TIMED_OUT) {
+                StatusCode::REQUEST_TIMEOUT
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return (status, text).into_response();
+        }
+    };
+    let registry = scan.host.registry();
+    let Some(call) = ToolsCall::scan(&bytes, |name| registry.argument_limits(name)) else {
+        return next
+            .run(axum::extract::Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    };
+    // Parsed once there is room for the tree, which is held until the call has ended: the
+    // same budget as REST bodies'.
+    let estimate = call
+        .kept()
+        .map(|text| crate::api::parsed_estimate(text.as_bytes()))
+        .sum();
+    let room = match crate::api::tree_room(&scan.trees, estimate).await {
+        Ok(room) => room,
+        Err(busy) => return busy_reply(&busy.message),
+    };
+    let body = match call.lift() {
+        None => Body::from(bytes),
+        Some(lifted) => {
+            drop(bytes);
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(lifted.text.len()));
+            parts.extensions.insert(
+                toolshed_mcp::TransportArguments::new(lifted.oversized, Some(lifted.arguments))
+                    .holding(room),
+            );
+            Body::from(lifted.text)
+        }
+    };
+    next.run(axum::extract::Request::from_parts(parts, body))
+        .await
+}
+
+/// `503` with `Retry-After`, as a JSON-RPC error: large requests hold the room for their
+/// arguments now.
+fn busy_reply(message: &str) -> Response {
+    let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": -32000,
+        "message": message,
+    }});
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(reply)).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
