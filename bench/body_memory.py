@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Peak memory per request size: what one `json_ops` request of 1 KiB ... 8 MiB costs
-toolshed, over REST and over stdio, and what 32 concurrent 4 MiB requests cost.
+"""Peak memory per request size: what one `json_ops` request of 1 KiB ... 12 MiB costs
+toolshed over REST, MCP over HTTP and stdio, and what 32 concurrent requests cost (4 MiB
+bodies, and documents of about 1 MiB that json_ops takes).
 
-Each figure comes from a fresh process: its peak RSS (VmHWM) after the request minus its
-peak before it, in MiB, and that increase over the request's size ("× body"). Two shapes of
-body, both 1 MiB over json_ops' input limit or under it depending on the size:
+Each figure comes from a fresh process: its peak RSS (VmHWM) after the request(s) minus
+its peak before, in MiB, and that increase over the request's size ("× body"; for the
+concurrent rows, over the sum of the bodies). Two shapes of body, each over json_ops'
+1 MiB input limit or under it depending on the size:
 
 - `text`: the document as a JSON string (`operation: parse, text: "..."`) — a request
   whose size is in strings (file contents, patches, command input look the same);
 - `document`: the document as a JSON value (`operation: query, document: {...}`) — held
-  as a tree of objects, which costs several times its text.
+  as a tree of objects, which costs many times its text.
 
-REST bodies stop at the server's 4 MiB limit (the 4 MiB row is 4 MiB less 1 KiB); stdio
-lines go up to 16 MiB. Binaries run alternately, `--rounds` times; medians are printed.
+REST and MCP-over-HTTP bodies stop at the server's 4 MiB limit (the 4 MiB row is 4 MiB
+less 1 KiB); stdio lines go up to 16 MiB. Binaries run alternately, `--rounds` times;
+medians are printed. `--only DOOR` runs the rows whose door contains DOOR.
 
-Usage: bench/body_memory.py [--rounds 3] [--concurrent 32] BIN [BIN...]
+Usage: bench/body_memory.py [--rounds 3] [--concurrent 32] [--only DOOR] BIN [BIN...]
 """
 
 import argparse
@@ -106,6 +109,46 @@ def rest(binary, shape, size, concurrent=1):
     return len(body), (after - before) / KIB
 
 
+def mcp_http(binary, shape, size, concurrent=1):
+    def wrap(a):
+        message = {"jsonrpc": "2.0", "id": "call-0", "method": "tools/call", "params": {"name": "json_ops", "arguments": a}}
+        return json.dumps(message).encode()
+
+    body = fit(shape, size, wrap)
+    with tempfile.TemporaryDirectory() as tmp:
+        home, ws = Path(tmp) / "home", Path(tmp) / "ws"
+        ws.mkdir()
+        proc, token, base = start_serve(binary, home, ws)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+
+        def send(data, session=None):
+            extra = {"mcp-session-id": session} if session else {}
+            req = urllib.request.Request(f"{base}/mcp", data=data, method="POST", headers={**headers, **extra})
+            with urllib.request.urlopen(req, timeout=300) as response:
+                return response.headers.get("mcp-session-id"), response.read()
+
+        try:
+            session, _ = send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}}).encode())
+            send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', session)
+            send(wrap({"operation": "parse", "text": "{}"}), session)  # warm
+            before = peak_kib(proc.pid)
+            # Each request its own id: replies on a session are routed by id.
+            marker = b'"id": "call-0",'
+            assert body.count(marker) == 1
+            bodies = [body.replace(marker, f'"id": "call-{i}",'.encode()) for i in range(concurrent)]
+            with ThreadPoolExecutor(concurrent) as pool:
+                replies = list(pool.map(lambda b: send(b, session)[1], bodies))
+            after = peak_kib(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait()
+    assert all(b'"jsonrpc"' in reply for reply in replies), replies[0][:200]
+    return len(body), (after - before) / KIB
+
+
 def stdio(binary, shape, size):
     def wrap(a):
         message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "json_ops", "arguments": a}}
@@ -140,11 +183,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrent", type=int, default=32)
+    parser.add_argument("--only", default="", help="run only the doors whose name contains this")
     parser.add_argument("binaries", nargs="+")
     args = parser.parse_args()
     cases = [("REST", shape, size) for shape in ("text", "document") for size in REST_SIZES]
+    cases += [("MCP HTTP", shape, size) for shape in ("text", "document") for size in REST_SIZES]
     cases += [("stdio", shape, size) for shape in ("text", "document") for size in STDIO_SIZES]
     cases += [(f"REST ×{args.concurrent}", shape, 4 * MIB - KIB) for shape in ("text", "document")]
+    # Documents json_ops takes (within its 1 MiB limit): their trees are what is held.
+    cases += [(f"{door} ×{args.concurrent}", "document", MIB) for door in ("REST", "MCP HTTP")]
+    cases = [case for case in cases if args.only in case[0]]
     results = {}
     for _ in range(args.rounds):
         for case in cases:
@@ -154,6 +202,10 @@ def main():
                     got = rest(binary, shape, size)
                 elif door == "stdio":
                     got = stdio(binary, shape, size)
+                elif door == "MCP HTTP":
+                    got = mcp_http(binary, shape, size)
+                elif door.startswith("MCP HTTP ×"):
+                    got = mcp_http(binary, shape, size, args.concurrent)
                 else:
                     got = rest(binary, shape, size, args.concurrent)
                 results.setdefault((case, binary), []).append(got)
@@ -170,7 +222,7 @@ def main():
             runs = results[(case, binary)]
             body_len = runs[0][0]
             added = statistics.median(r[1] for r in runs)
-            total = body_len * (args.concurrent if door.startswith("REST ×") else 1)
+            total = body_len * (args.concurrent if "×" in door else 1)
             cells.append(f"{added:.1f} ({added * MIB / total:.1f}×)")
         shown = f"{body_len / MIB:.2f} MiB" if body_len >= MIB else f"{body_len / KIB:.0f} KiB"
         print(f"| {door} | {shape} | {shown} | " + " | ".join(cells) + " |")

@@ -326,10 +326,36 @@ impl<'de> Deserialize<'de> for Members<'de> {
 
 /// The length of the JSON text `raw` without whitespace between its tokens.
 fn compact_len(raw: &str) -> usize {
-    let (mut len, mut in_string, mut escaped) = (0, false, false);
-    for &b in raw.as_bytes() {
+    shape(raw.as_bytes()).compact
+}
+
+/// What the JSON `text` will take once parsed into a tree of values, in resident memory:
+/// its length, plus about 128 bytes for each value and member (the structural characters
+/// outside strings; a value is 72 bytes, an object member some 150 with its key and
+/// index) — a document of many small objects costs about twenty times its text, a long
+/// string about its own length.
+pub fn parsed_estimate(text: &[u8]) -> usize {
+    text.len()
+        .saturating_add(shape(text).structural.saturating_mul(128))
+}
+
+/// Counts over a JSON text, outside its strings.
+struct Shape {
+    /// Bytes other than whitespace between tokens.
+    compact: usize,
+    /// `{`, `[`, `,` and `:`: about one per value and member.
+    structural: usize,
+}
+
+fn shape(text: &[u8]) -> Shape {
+    let (mut in_string, mut escaped) = (false, false);
+    let mut shape = Shape {
+        compact: 0,
+        structural: 0,
+    };
+    for &b in text {
         if in_string {
-            len += 1;
+            shape.compact += 1;
             if escaped {
                 escaped = false;
             } else if b == b'\\' {
@@ -337,12 +363,17 @@ fn compact_len(raw: &str) -> usize {
             } else if b == b'"' {
                 in_string = false;
             }
-        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            len += 1;
-            in_string = b == b'"';
+            continue;
         }
+        match b {
+            b' ' | b'\t' | b'\n' | b'\r' => continue,
+            b'"' => in_string = true,
+            b'{' | b'[' | b',' | b':' => shape.structural += 1,
+            _ => {}
+        }
+        shape.compact += 1;
     }
-    len
+    shape
 }
 
 #[cfg(test)]
@@ -482,6 +513,16 @@ mod tests {
         assert!(strip_rest_body(broken.as_bytes(), &limits(&[("document", 10)])).is_none());
         let listed = format!(r#"{{"arguments": ["{filler}"]}}"#);
         assert!(strip_rest_body(listed.as_bytes(), &limits(&[("document", 10)])).is_none());
+    }
+
+    #[test]
+    fn a_tree_of_small_values_is_estimated_far_above_its_text_and_a_string_at_its_length() {
+        let document = br#"{"items":[{"id":1,"name":"a, b: c"},{"id":2,"name":"d"}]}"#;
+        // Three objects, one array, five members and three commas outside strings; the
+        // comma and colon inside a string do not count.
+        assert_eq!(parsed_estimate(document), document.len() + 12 * 128);
+        let text = br#"{"text":"{\"a\":[1,2,3],\"b\":\"\\\"x\\\"\"}"}"#;
+        assert_eq!(parsed_estimate(text), text.len() + 2 * 128);
     }
 
     #[test]

@@ -46,32 +46,7 @@ pub struct AppState {
 /// How much memory the call arguments parsed from request bodies may take at once, in KiB.
 pub const TREE_BUDGET_KIB: u32 = 64 * 1024;
 
-/// What the JSON `bytes` will take once parsed into a tree of values, in resident memory:
-/// its text, plus about 128 bytes for each value and member (the structural characters
-/// outside strings; a value is 80 bytes, an object member some 150 with its key and
-/// index) — a document of many small objects costs about twenty times its text, a long
-/// string about its own length.
-pub fn parsed_estimate(bytes: &[u8]) -> usize {
-    let (mut in_string, mut escaped, mut members) = (false, false, 0usize);
-    for &b in bytes {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b'{' | b'[' | b',' | b':' => members += 1,
-                _ => {}
-            }
-        }
-    }
-    bytes.len().saturating_add(members.saturating_mul(128))
-}
+pub use toolshed_core::oversized::parsed_estimate;
 
 /// Room for the tree a request body parses into, held until the call has answered: large
 /// bodies of many values (past [`LARGE_TREE_KIB`]) are parsed and run a few at a time, so
@@ -1200,19 +1175,4 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
             uri.path()
         ),
     )
-}
-
-#[cfg(test)]
-mod tree_tests {
-    use super::parsed_estimate;
-
-    #[test]
-    fn a_tree_of_small_values_is_estimated_far_above_its_text_and_a_string_at_its_length() {
-        let document = br#"{"items":[{"id":1,"name":"a, b: c"},{"id":2,"name":"d"}]}"#;
-        // Three objects, one array, five members and three commas outside strings; the
-        // comma and colon inside a string do not count.
-        assert_eq!(parsed_estimate(document), document.len() + 12 * 128);
-        let text = br#"{"text":"{\"a\":[1,2,3],\"b\":\"\\\"x\\\"\"}"}"#;
-        assert_eq!(parsed_estimate(text), text.len() + 2 * 128);
-    }
 }
