@@ -228,6 +228,25 @@ def small_values_document(size):
     return {"items": [{**item, "id": i} for i in range(count)]}
 
 
+def post_chunked(url, token, session, message):
+    """POSTs `message` to the MCP URL in chunks (no Content-Length): (status, body text)."""
+    import http.client
+
+    data = json.dumps(message).encode()
+    host = url.split("//")[1].split("/")[0]
+    conn = http.client.HTTPConnection(host, timeout=60)
+    try:
+        conn.request("POST", "/mcp", body=iter([data[i:i + 65536] for i in range(0, len(data), 65536)]),
+                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                              "Accept": ACCEPT, "mcp-session-id": session}, encode_chunked=True)
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    except (BrokenPipeError, ConnectionResetError) as e:
+        return None, str(e)
+    finally:
+        conn.close()
+
+
 def test_an_argument_over_its_tools_limit_is_refused_unparsed_on_every_door(serve, toolshed_bin, home, workspace):
     # Failed before: the door parsed a 3.3 MB document of small values into a tree of about
     # 78 MiB, which json_ops then refused for being over its 1 MiB limit (issue 53, item 4).
@@ -247,11 +266,20 @@ def test_an_argument_over_its_tools_limit_is_refused_unparsed_on_every_door(serv
 
     status, body = api(base, token, "POST", "/tools/json_ops/execute", {"arguments": arguments})
     result = call(url, token, session, "json_ops", arguments)
+    chunked = post_chunked(url, token, session, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                                 "params": {"name": "json_ops", "arguments": arguments}})
     grown = (peak_kib(pid) - before) / 1024
     assert grown < 16, f"toolshed serve's peak memory grew {grown:.1f} MiB"
     assert status == 400 and body["error"]["kind"] == "invalid_arguments", body
     assert said in json.dumps(body), body
     assert result["isError"] and said in result["content"][0]["text"], result
+    assert chunked[0] == 200, chunked
+    result = message_of(chunked[1])["result"]
+    assert result["isError"] and said in result["content"][0]["text"], result
+    # Over the body limit in chunks: 413, as with a declared length.
+    too_big = post_chunked(url, token, session, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                                                 "params": {"name": "json_ops", "arguments": {"text": "x" * (4 << 20)}}})
+    assert too_big[0] == 413, too_big
     # A document within the limit still works, and so does a large one sent pretty-printed
     # whose compact text is within it.
     within = {**arguments, "document": small_values_document(900_000)}

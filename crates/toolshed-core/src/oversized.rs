@@ -125,7 +125,7 @@ pub fn strip_rest_body(body: &[u8], limits: &BTreeMap<String, usize>) -> Option<
     if body.len() < SCAN_FROM_BYTES || limits.is_empty() {
         return None;
     }
-    let parsed: Body<'_> = serde_json::from_slice(body).ok()?;
+    let Object(parsed): Object<Body<'_>> = serde_json::from_slice(body).ok()?;
     strip_members(body, parsed.arguments?, limits)
 }
 
@@ -140,8 +140,8 @@ pub fn strip_tools_call(
 }
 
 /// A JSON-RPC `tools/call` request read as far as its arguments' members, which are still
-/// text: to be parsed straight into an object ([`ToolsCall::lift`]) rather than by a
-/// general parser that buffers its input first and so builds each value twice.
+/// text: the large ones to be parsed straight into values ([`ToolsCall::lift`]) rather
+/// than by a general parser that buffers its input first and so builds each value twice.
 #[derive(Debug)]
 pub struct ToolsCall<'a> {
     message: &'a [u8],
@@ -151,15 +151,24 @@ pub struct ToolsCall<'a> {
     pub oversized: Vec<OversizedArgument>,
 }
 
-/// A JSON-RPC `tools/call` request's arguments parsed into an object, without those over
-/// the tool's limits; and the request with `{}` in their place.
+/// Members at least this large are lifted out of a request; smaller ones stay in it, for
+/// its own parser (and for the checks it makes on them, such as values repeated in
+/// headers).
+pub const LIFT_FROM_BYTES: usize = 4 * 1024;
+
+/// Arguments lifted out of a request, parsed, each with its place among the arguments
+/// (in ascending order): [`put_back`] puts them there.
+pub type LiftedMembers = Vec<(usize, String, Value)>;
+
+/// A JSON-RPC `tools/call` request without its large arguments and those over the tool's
+/// limits, and the large ones parsed.
 #[derive(Debug)]
 pub struct Lifted {
-    /// The request with empty arguments.
+    /// The request with only its small arguments.
     pub text: Vec<u8>,
-    /// Its arguments, parsed.
-    pub arguments: serde_json::Map<String, Value>,
-    /// The arguments left out.
+    /// Its large arguments, parsed.
+    pub members: LiftedMembers,
+    /// The arguments left out for their size.
     pub oversized: Vec<OversizedArgument>,
 }
 
@@ -186,23 +195,37 @@ impl<'a> ToolsCall<'a> {
         self.kept.iter().map(|(_, value)| value.get())
     }
 
-    /// The arguments parsed, and the request without them; `None` when one does not
-    /// parse (a number out of range): the general parser says why.
+    /// The large arguments parsed, and the request without them; `None` when one does
+    /// not parse (a number out of range): the general parser says why.
     pub fn lift(self) -> Option<Lifted> {
-        let mut arguments = serde_json::Map::with_capacity(self.kept.len());
-        for (name, value) in self.kept {
-            arguments.insert(name, serde_json::from_str(value.get()).ok()?);
+        let mut members = Vec::new();
+        let mut small = Vec::with_capacity(self.kept.len());
+        for (index, (name, value)) in self.kept.into_iter().enumerate() {
+            if value.get().len() >= LIFT_FROM_BYTES {
+                members.push((index, name, serde_json::from_str(value.get()).ok()?));
+            } else {
+                small.push((name, value));
+            }
         }
         let (start, end) = self.span;
         let mut text = Vec::with_capacity(self.message.len() - (end - start) + 2);
         text.extend_from_slice(&self.message[..start]);
-        text.extend_from_slice(b"{}");
+        write_object(&mut text, &small);
         text.extend_from_slice(&self.message[end..]);
         Some(Lifted {
             text,
-            arguments,
+            members,
             oversized: self.oversized,
         })
+    }
+}
+
+/// Puts `members` lifted out of a request back among the `arguments` its parser read, each
+/// where it was.
+pub fn put_back(arguments: &mut serde_json::Map<String, Value>, members: LiftedMembers) {
+    for (index, name, value) in members {
+        let at = index.min(arguments.len());
+        arguments.shift_insert(at, name, value);
     }
 }
 
@@ -214,7 +237,7 @@ fn tools_call_arguments(message: &[u8]) -> Option<(String, &RawValue)> {
         #[serde(borrow)]
         method: Option<Cow<'a, str>>,
         #[serde(borrow)]
-        params: Option<Params<'a>>,
+        params: Option<Object<Params<'a>>>,
     }
     #[derive(Deserialize)]
     struct Params<'a> {
@@ -226,11 +249,11 @@ fn tools_call_arguments(message: &[u8]) -> Option<(String, &RawValue)> {
     if message.len() < SCAN_FROM_BYTES {
         return None;
     }
-    let parsed: Message<'_> = serde_json::from_slice(message).ok()?;
+    let Object(parsed): Object<Message<'_>> = serde_json::from_slice(message).ok()?;
     if parsed.method.as_deref() != Some("tools/call") {
         return None;
     }
-    let params = parsed.params?;
+    let Object(params) = parsed.params?;
     Some((params.name?.into_owned(), params.arguments?))
 }
 
@@ -301,6 +324,29 @@ fn write_object(out: &mut Vec<u8>, members: &[(String, &RawValue)]) {
     out.push(b'}');
 }
 
+/// `T` read only from a JSON object: serde's derived structs also take an array of their
+/// fields in order, which is no request.
+#[derive(Debug)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Fields(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
 /// The members of a JSON object, in order, their values left as text.
 struct Members<'a>(Vec<(String, &'a RawValue)>);
 
@@ -324,7 +370,11 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-/// The length of the JSON text `raw` without whitespace between its tokens.
+/// How long `raw` (valid JSON) is once parsed and written compactly, as [`json_len`]
+/// measures a value — or a little less, never more: strings count as serde_json writes
+/// them (`\u00e9` is the two bytes of `é`, `\/` is `/`), whitespace between tokens not at
+/// all, and a number with a fraction or an exponent at most 3 bytes (`1.000` is written
+/// `1.0`). So a door never refuses what the pipeline would take.
 fn compact_len(raw: &str) -> usize {
     shape(raw.as_bytes()).compact
 }
@@ -339,41 +389,104 @@ pub fn parsed_estimate(text: &[u8]) -> usize {
         .saturating_add(shape(text).structural.saturating_mul(128))
 }
 
-/// Counts over a JSON text, outside its strings.
+/// Counts over a JSON text.
 struct Shape {
-    /// Bytes other than whitespace between tokens.
+    /// Its compact length (see [`compact_len`]).
     compact: usize,
-    /// `{`, `[`, `,` and `:`: about one per value and member.
+    /// `{`, `[`, `,` and `:` outside strings: about one per value and member.
     structural: usize,
 }
 
 fn shape(text: &[u8]) -> Shape {
-    let (mut in_string, mut escaped) = (false, false);
     let mut shape = Shape {
         compact: 0,
         structural: 0,
     };
-    for &b in text {
-        if in_string {
-            shape.compact += 1;
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                let (end, written) = string_len(text, i + 1);
+                shape.compact += written;
+                i = end;
+                continue;
             }
-            continue;
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'{' | b'[' | b',' | b':' => {
+                shape.structural += 1;
+                shape.compact += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < text.len()
+                    && matches!(text[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let number = &text[start..i];
+                shape.compact += if number.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+                    number.len().min(3)
+                } else if number == b"-0" {
+                    1
+                } else {
+                    number.len()
+                };
+                continue;
+            }
+            _ => shape.compact += 1,
         }
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' => continue,
-            b'"' => in_string = true,
-            b'{' | b'[' | b',' | b':' => shape.structural += 1,
-            _ => {}
-        }
-        shape.compact += 1;
+        i += 1;
     }
     shape
+}
+
+/// The string whose text starts at `from` (just past its opening quote): where it ends
+/// (just past its closing quote) and its length as serde_json writes it, quotes included.
+fn string_len(text: &[u8], from: usize) -> (usize, usize) {
+    let hex = |at: usize| {
+        text.get(at..at + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+    };
+    let (mut i, mut written) = (from, 2);
+    while i < text.len() {
+        match text[i] {
+            b'"' => return (i + 1, written),
+            b'\\' => match text.get(i + 1) {
+                Some(b'/') => {
+                    written += 1;
+                    i += 2;
+                }
+                Some(b'u') => {
+                    let unit = hex(i + 2).unwrap_or(0);
+                    let low = (0xD800..0xDC00).contains(&unit)
+                        && text.get(i + 6..i + 8) == Some(b"\\u")
+                        && hex(i + 8).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+                    if low {
+                        written += 4;
+                        i += 12;
+                    } else {
+                        written += match char::from_u32(unit) {
+                            Some('"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t') => 2,
+                            Some(c) if (c as u32) < 0x20 => 6,
+                            Some(c) => c.len_utf8(),
+                            None => 3,
+                        };
+                        i += 6;
+                    }
+                }
+                _ => {
+                    written += 2;
+                    i += 2;
+                }
+            },
+            _ => {
+                written += 1;
+                i += 1;
+            }
+        }
+    }
+    (i, written)
 }
 
 #[cfg(test)]
@@ -423,7 +536,7 @@ mod tests {
         let compact = json_len(&document);
         let body = format!(r#"{{"arguments": {{"document": {pretty}}}}}"#);
         assert!(pretty.len() > compact + 1000);
-        // Over the compact size by a byte: kept, though the text as sent is longer.
+        // A limit equal to the compact size: kept, though the text as sent is longer.
         assert!(strip_rest_body(body.as_bytes(), &limits(&[("document", compact)])).is_none());
         let stripped =
             strip_rest_body(body.as_bytes(), &limits(&[("document", compact - 1)])).unwrap();
@@ -464,41 +577,52 @@ mod tests {
     }
 
     #[test]
-    fn a_tools_call_lifts_its_arguments_out_parsed() {
+    fn a_tools_call_lifts_its_large_arguments_out_parsed_and_puts_them_back_in_place() {
         let text = "z".repeat(SCAN_FROM_BYTES);
         let line = serde_json::to_vec(&json!({
             "jsonrpc": "2.0", "id": "a", "method": "tools/call",
-            "params": {"name": "json_ops", "arguments": {"text": text, "document": big_document(5000), "n": 1.5}},
+            "params": {"name": "json_ops", "arguments": {
+                "first": 1, "text": text, "document": big_document(5000), "n": 1.5}},
         }))
         .unwrap();
         let scanned = ToolsCall::scan(&line, |_| Some(limits(&[("document", 100)]))).unwrap();
         assert_eq!(
             scanned.kept().map(str::len).sum::<usize>(),
-            text.len() + 2 + 3
+            1 + text.len() + 2 + 3
         );
         let lifted = scanned.lift().unwrap();
         let parsed: Value = serde_json::from_slice(&lifted.text).unwrap();
+        // Small members stay for the request's own parser; the large one is lifted.
         assert_eq!(
             parsed,
             json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call",
-                   "params": {"name": "json_ops", "arguments": {}}})
-        );
-        assert_eq!(
-            Value::Object(lifted.arguments),
-            json!({"text": text, "n": 1.5})
+                   "params": {"name": "json_ops", "arguments": {"first": 1, "n": 1.5}}})
         );
         assert_eq!(lifted.oversized[0].name, "document");
-        // A tool without limits has its arguments lifted all the same.
+        let mut arguments = parsed["params"]["arguments"].as_object().unwrap().clone();
+        put_back(&mut arguments, lifted.members);
+        let names: Vec<&String> = arguments.keys().collect();
+        assert_eq!(names, ["first", "text", "n"]);
+        assert_eq!(arguments["text"], json!(text));
+        // A tool without limits has its large arguments lifted all the same.
         let lifted = ToolsCall::scan(&line, |_| None).unwrap().lift().unwrap();
-        assert!(lifted.oversized.is_empty() && lifted.arguments.len() == 3);
+        assert!(lifted.oversized.is_empty() && lifted.members.len() == 2);
         // A number serde_json cannot hold is left to the general parser to refuse.
-        let huge = String::from_utf8(line).unwrap().replace("1.5", "1e999");
+        let huge = String::from_utf8(line)
+            .unwrap()
+            .replace("\"n\":1.5", "\"n\":[1e999]");
+        let huge = huge.replace("\"document\":{", "\"document\":{\"big\":1e999,");
         assert!(
             ToolsCall::scan(huge.as_bytes(), |_| None)
                 .unwrap()
                 .lift()
                 .is_none()
         );
+        // Arrays are no requests, though serde's derived structs would read them.
+        let listed = format!(r#"["tools/call", {{"name": "x", "arguments": {{"a": "{text}"}}}}]"#);
+        assert!(ToolsCall::scan(listed.as_bytes(), |_| None).is_none());
+        let listed = format!(r#"{{"method": "tools/call", "params": ["x", {{"a": "{text}"}}]}}"#);
+        assert!(ToolsCall::scan(listed.as_bytes(), |_| None).is_none());
     }
 
     #[test]
@@ -523,6 +647,29 @@ mod tests {
         assert_eq!(parsed_estimate(document), document.len() + 12 * 128);
         let text = br#"{"text":"{\"a\":[1,2,3],\"b\":\"\\\"x\\\"\"}"}"#;
         assert_eq!(parsed_estimate(text), text.len() + 2 * 128);
+    }
+
+    #[test]
+    fn escapes_and_numbers_count_as_the_pipeline_counts_them_or_less() {
+        let cases = [
+            r#""\u4e2d\u6587 \/ \" \\ \n \u0001 \ud83d\ude00 \u00e9""#,
+            r#"{"a": [1.0, 1.000, 1e5, 2E+2, -0, -12, 0.5], "b": true, "c": null}"#,
+            r#"[ "x" , { } , [ ] , "\t" ]"#,
+        ];
+        for raw in cases {
+            let value: Value = serde_json::from_str(raw).unwrap();
+            let door = compact_len(raw);
+            let pipeline = json_len(&value);
+            assert!(door <= pipeline, "{raw}: door {door} > pipeline {pipeline}");
+        }
+        // Strings are exact: what json_ops measures is what the door measures.
+        let chinese = format!("\"{}\"", "\\u4e2d".repeat(1000));
+        let value: Value = serde_json::from_str(&chinese).unwrap();
+        assert_eq!(compact_len(&chinese), json_len(&value));
+        assert_eq!(
+            compact_len(cases[0]),
+            json_len(&serde_json::from_str(cases[0]).unwrap())
+        );
     }
 
     #[test]

@@ -738,8 +738,15 @@ async fn an_argument_over_its_declared_limit_is_refused_however_it_came() {
         bytes: 121,
         limit: 100,
     }];
+    let preflight = t.host.dispatcher().preflight(&left_out).unwrap_err();
+    assert_eq!(preflight.to_string(), said);
     let result = t.host.call(left_out).await;
     assert_eq!(result.result.unwrap_err().to_string(), said);
+    let rows = t.host.store().recent_audit(1).unwrap();
+    assert_eq!(
+        (rows[0].tool.as_str(), rows[0].error_kind.as_deref()),
+        ("doc_take", Some("invalid_arguments"))
+    );
     // Review comes first: a caller who cannot see the tool is told that, not its limits.
     let mut hidden = req("doc_take", json!({}));
     hidden.profile = Some("none".into());

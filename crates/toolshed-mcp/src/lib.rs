@@ -46,13 +46,14 @@ pub use streamable_http::{McpHttpService, ReplicaSessions, replica_of, streamabl
 
 /// What a transport did to a large `tools/call`'s arguments before the message was parsed
 /// ([`toolshed_core::oversized`]): put in the message's extensions over stdio, in the HTTP
-/// request's over HTTP. The call is refused with `oversized`, and runs with `parsed`.
+/// request's over HTTP. The call is refused with `oversized`, and runs with the members
+/// the transport lifted out and parsed put back among the message's own.
 #[derive(Clone, Default)]
 pub struct TransportArguments {
     /// The arguments left out because they are over the tool's limits.
     pub oversized: Vec<toolshed_core::OversizedArgument>,
-    /// The arguments parsed by the transport (the message's own are then `{}`); taken once.
-    parsed: Option<Arc<std::sync::Mutex<Option<Arguments>>>>,
+    /// The members the transport parsed; taken once.
+    lifted: Option<Arc<std::sync::Mutex<toolshed_core::oversized::LiftedMembers>>>,
     /// Held until the call has ended (the room its arguments take in a memory budget).
     held: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
@@ -61,23 +62,20 @@ impl std::fmt::Debug for TransportArguments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TransportArguments")
             .field("oversized", &self.oversized)
-            .field("parsed", &self.parsed.is_some())
+            .field("lifted", &self.lifted.is_some())
             .finish_non_exhaustive()
     }
 }
 
-type Arguments = serde_json::Map<String, serde_json::Value>;
-
 impl TransportArguments {
-    /// What a transport did: left `oversized` out, and parsed the rest itself
-    /// (`parsed`) or left them in the message (`None`).
+    /// What a transport did: left `oversized` out, and parsed `lifted` itself.
     pub fn new(
         oversized: Vec<toolshed_core::OversizedArgument>,
-        parsed: Option<Arguments>,
+        lifted: toolshed_core::oversized::LiftedMembers,
     ) -> Self {
         Self {
             oversized,
-            parsed: parsed.map(|p| Arc::new(std::sync::Mutex::new(Some(p)))),
+            lifted: (!lifted.is_empty()).then(|| Arc::new(std::sync::Mutex::new(lifted))),
             held: None,
         }
     }
@@ -88,13 +86,16 @@ impl TransportArguments {
         self
     }
 
-    /// The arguments the transport parsed, the first time it is asked.
-    fn take_parsed(&self) -> Option<Arguments> {
-        self.parsed
-            .as_ref()?
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+    /// Puts the members the transport parsed back into `arguments` (the first time).
+    fn put_back(&self, arguments: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(lifted) = &self.lifted {
+            let members = std::mem::take(
+                &mut *lifted
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            toolshed_core::oversized::put_back(arguments, members);
+        }
     }
 }
 

@@ -586,12 +586,9 @@ impl McpServer {
             })
             .cloned()
             .unwrap_or_default();
-        let mut arguments = Value::Object(
-            from_transport
-                .take_parsed()
-                .or(request.arguments)
-                .unwrap_or_default(),
-        );
+        let mut arguments = request.arguments.unwrap_or_default();
+        from_transport.put_back(&mut arguments);
+        let mut arguments = Value::Object(arguments);
         if bound.session.discover {
             match name.as_str() {
                 crate::discover::SEARCH => {

@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
+use toolshed_core::oversized::Object;
 
 use crate::McpServer;
 
@@ -256,28 +257,6 @@ struct ToolsCallLine {
     params: Object<CallToolRequestParams>,
 }
 
-/// `T` read only from a JSON object: serde's derived structs also take an array of their
-/// fields in order, which is no JSON-RPC message.
-struct Object<T>(T);
-
-impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Fields<T>(std::marker::PhantomData<T>);
-        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        deserializer
-            .deserialize_map(Fields(std::marker::PhantomData))
-            .map(Object)
-    }
-}
-
 /// `line` as the message rmcp makes of it, when it is a plain `tools/call` request; `None`
 /// for anything else, which then goes the general way.
 ///
@@ -464,8 +443,10 @@ where
                     if let JsonRpcMessage::Request(request) = &mut message
                         && let ClientRequest::CallToolRequest(call) = &mut request.request
                     {
-                        call.extensions
-                            .insert(crate::TransportArguments::new(stripped.oversized, None));
+                        call.extensions.insert(crate::TransportArguments::new(
+                            stripped.oversized,
+                            Vec::new(),
+                        ));
                     }
                     message
                 }),

@@ -1,6 +1,6 @@
-//! A large `tools/call` on `/mcp` has its arguments parsed here, straight into an object,
-//! and leaves rmcp a message with `{}` for them ([`toolshed_core::oversized`]): rmcp's
-//! parser buffers a message before it reads it, which builds every value twice. Arguments
+//! A large `tools/call` on `/mcp` has its large arguments parsed here, straight into
+//! values, and leaves rmcp a message with only the small ones ([`toolshed_core::oversized`]):
+//! rmcp's parser buffers a message before it reads it, which builds every value twice. Arguments
 //! over their tool's limits are left out unparsed (a document of many small values costs
 //! its tree a dozen times its text, only to be refused). Both go to the call in the
 //! request's extensions ([`toolshed_mcp::TransportArguments`]); the pipeline refuses a call
@@ -24,8 +24,9 @@ pub(crate) struct Scan {
 }
 
 /// Middleware for `/mcp` (see the module docs). Bodies of a declared length from
-/// [`SCAN_FROM_BYTES`] to the body limit are read here; the rest go on untouched (rmcp
-/// refuses one over the limit as it streams in).
+/// [`SCAN_FROM_BYTES`] to the body limit, and bodies sent in chunks, are read here (one
+/// over the limit is `413`); the rest go on untouched (rmcp refuses one declared over the
+/// limit).
 pub(crate) async fn leave_out_oversized(
     axum::extract::State(scan): axum::extract::State<Scan>,
     request: axum::extract::Request,
@@ -36,8 +37,10 @@ pub(crate) async fn leave_out_oversized(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
+    // A body sent in chunks is read too: its length is known only once it is in.
+    let chunked = declared.is_none() && request.headers().contains_key(header::TRANSFER_ENCODING);
     let large = declared.is_some_and(|n| (SCAN_FROM_BYTES..=scan.max_body_bytes).contains(&n));
-    if request.method() != Method::POST || !large {
+    if request.method() != Method::POST || !(large || chunked) {
         return next.run(request).await;
     }
     let (mut parts, body) = request.into_parts();
@@ -47,12 +50,21 @@ pub(crate) async fn leave_out_oversized(
             let text = e.to_string();
             let status = if text.contains(crate::listen::BODY_TIMED_OUT) {
                 StatusCode::REQUEST_TIMEOUT
+            } else if is_too_large(&e) {
+                StatusCode::PAYLOAD_TOO_LARGE
             } else {
                 StatusCode::BAD_REQUEST
             };
             return (status, text).into_response();
         }
     };
+    if chunked {
+        // What it turned out to be, for the parser after this.
+        parts.headers.remove(header::TRANSFER_ENCODING);
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    }
     let registry = scan.host.registry();
     let Some(call) = ToolsCall::scan(&bytes, |name| registry.argument_limits(name)) else {
         return next
@@ -77,7 +89,7 @@ pub(crate) async fn leave_out_oversized(
                 .headers
                 .insert(header::CONTENT_LENGTH, HeaderValue::from(lifted.text.len()));
             parts.extensions.insert(
-                toolshed_mcp::TransportArguments::new(lifted.oversized, Some(lifted.arguments))
+                toolshed_mcp::TransportArguments::new(lifted.oversized, lifted.members)
                     .holding(room),
             );
             Body::from(lifted.text)
@@ -99,4 +111,17 @@ fn busy_reply(message: &str) -> Response {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
+}
+
+/// Whether reading a body failed because it is over the limit (the body's own error,
+/// `http_body_util::LengthLimitError`, says so in words).
+fn is_too_large(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.to_string().contains("length limit exceeded") {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
