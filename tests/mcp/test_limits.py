@@ -296,6 +296,19 @@ def test_an_argument_over_its_tools_limit_is_refused_unparsed_on_every_door(serv
     # buffers a message first, which built the 0.9 MB document's tree of about 19 MiB twice).
     grown = (peak_kib(pid) - before) / 1024
     assert grown < 30, f"toolshed serve's peak memory grew {grown:.1f} MiB"
+    # A repeated argument name: the last value counts, as JSON parsers take it (the large
+    # one here, which once made the server panic putting it back after the small one; such
+    # a request is left to rmcp's own parser, so it comes after the memory check).
+    repeated = json.dumps(within["document"])
+    text = ('{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "json_ops", "arguments": '
+            '{"operation": "query", "path": "$.items[0].id", "document": {"items": [{"id": "small"}]}, '
+            f'"document": {repeated}}}}}}}')
+    req = urllib.request.Request(url, data=text.encode(), method="POST", headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": ACCEPT,
+        "mcp-session-id": session})
+    with urllib.request.urlopen(req, timeout=30) as res:
+        found = message_of(res.read().decode())["result"]["structuredContent"]
+    assert found["matches"][0]["value"] == 0, found
 
     # stdio, the same.
     env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}

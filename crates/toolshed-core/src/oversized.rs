@@ -197,11 +197,13 @@ impl<'a> ToolsCall<'a> {
 
     /// The large arguments parsed, and the request without them; `None` when one does
     /// not parse (a number out of range): the general parser says why.
-    pub fn lift(self) -> Option<Lifted> {
+    /// Members for which `stay` is true stay in the message whatever their size (those
+    /// its parser checks against something else, such as a header).
+    pub fn lift(self, stay: impl Fn(&str) -> bool) -> Option<Lifted> {
         let mut members = Vec::new();
         let mut small = Vec::with_capacity(self.kept.len());
         for (index, (name, value)) in self.kept.into_iter().enumerate() {
-            if value.get().len() >= LIFT_FROM_BYTES {
+            if value.get().len() >= LIFT_FROM_BYTES && !stay(&name) {
                 members.push((index, name, serde_json::from_str(value.get()).ok()?));
             } else {
                 small.push((name, value));
@@ -290,8 +292,14 @@ fn span(text: &[u8], part: &RawValue) -> Option<(usize, usize)> {
 /// The members of the object `arguments`: those within their limits, and those over.
 type Split<'a> = (Vec<(String, &'a RawValue)>, Vec<OversizedArgument>);
 
+/// `None` when a name repeats: which value counts is then the general parser's business.
 fn split<'a>(arguments: &'a RawValue, limits: &BTreeMap<String, usize>) -> Option<Split<'a>> {
     let Members(members) = serde_json::from_str(arguments.get()).ok()?;
+    let mut names: Vec<&str> = members.iter().map(|(name, _)| name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|pair| pair[0] == pair[1]) {
+        return None;
+    }
     let mut oversized = Vec::new();
     let mut kept = Vec::with_capacity(members.len());
     for (name, value) in members {
@@ -373,8 +381,9 @@ impl<'de> Deserialize<'de> for Members<'de> {
 /// How long `raw` (valid JSON) is once parsed and written compactly, as [`json_len`]
 /// measures a value — or a little less, never more: strings count as serde_json writes
 /// them (`\u00e9` is the two bytes of `é`, `\/` is `/`), whitespace between tokens not at
-/// all, and a number with a fraction or an exponent at most 3 bytes (`1.000` is written
-/// `1.0`). So a door never refuses what the pipeline would take.
+/// all, and a number with a fraction or an exponent, or too large for 64 bits, at most 3
+/// bytes (`1.000` is written `1.0`). So a door never refuses what the pipeline would take
+/// (an object that repeats a name, whose earlier values the parser drops, aside).
 fn compact_len(raw: &str) -> usize {
     shape(raw.as_bytes()).compact
 }
@@ -424,7 +433,11 @@ fn shape(text: &[u8]) -> Shape {
                     i += 1;
                 }
                 let number = &text[start..i];
-                shape.compact += if number.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+                // A float, or an integer too large for 64 bits (read as a float), may be
+                // written shorter than sent: `1.000` is `1.0`, `1` and 21 zeros `1e21`.
+                let integer = std::str::from_utf8(number)
+                    .is_ok_and(|n| n.parse::<i64>().is_ok() || n.parse::<u64>().is_ok());
+                shape.compact += if !integer {
                     number.len().min(3)
                 } else if number == b"-0" {
                     1
@@ -590,7 +603,7 @@ mod tests {
             scanned.kept().map(str::len).sum::<usize>(),
             1 + text.len() + 2 + 3
         );
-        let lifted = scanned.lift().unwrap();
+        let lifted = scanned.lift(|_| false).unwrap();
         let parsed: Value = serde_json::from_slice(&lifted.text).unwrap();
         // Small members stay for the request's own parser; the large one is lifted.
         assert_eq!(
@@ -605,19 +618,35 @@ mod tests {
         assert_eq!(names, ["first", "text", "n"]);
         assert_eq!(arguments["text"], json!(text));
         // A tool without limits has its large arguments lifted all the same.
-        let lifted = ToolsCall::scan(&line, |_| None).unwrap().lift().unwrap();
+        let lifted = ToolsCall::scan(&line, |_| None)
+            .unwrap()
+            .lift(|_| false)
+            .unwrap();
         assert!(lifted.oversized.is_empty() && lifted.members.len() == 2);
         // A number serde_json cannot hold is left to the general parser to refuse.
-        let huge = String::from_utf8(line)
+        let huge = String::from_utf8(line.clone())
             .unwrap()
             .replace("\"n\":1.5", "\"n\":[1e999]");
         let huge = huge.replace("\"document\":{", "\"document\":{\"big\":1e999,");
         assert!(
             ToolsCall::scan(huge.as_bytes(), |_| None)
                 .unwrap()
-                .lift()
+                .lift(|_| false)
                 .is_none()
         );
+        // A member that must stay (a header repeats it) stays, however large.
+        let lifted = ToolsCall::scan(&line, |_| None)
+            .unwrap()
+            .lift(|name| name == "text")
+            .unwrap();
+        assert_eq!(lifted.members.len(), 1);
+        assert!(lifted.text.len() > text.len());
+        // A repeated name is left to the general parser, which keeps the last value.
+        let repeated = format!(
+            r#"{{"method": "tools/call", "params": {{"name": "x", "arguments": {{"a": 1, "a": "{text}"}}}}}}"#
+        );
+        assert!(ToolsCall::scan(repeated.as_bytes(), |_| None).is_none());
+        assert!(strip_tools_call(repeated.as_bytes(), |_| Some(limits(&[("a", 10)]))).is_none());
         // Arrays are no requests, though serde's derived structs would read them.
         let listed = format!(r#"["tools/call", {{"name": "x", "arguments": {{"a": "{text}"}}}}]"#);
         assert!(ToolsCall::scan(listed.as_bytes(), |_| None).is_none());
@@ -654,6 +683,7 @@ mod tests {
         let cases = [
             r#""\u4e2d\u6587 \/ \" \\ \n \u0001 \ud83d\ude00 \u00e9""#,
             r#"{"a": [1.0, 1.000, 1e5, 2E+2, -0, -12, 0.5], "b": true, "c": null}"#,
+            r#"[1000000000000000000000, 123456789012345678901234567890, 18446744073709551615]"#,
             r#"[ "x" , { } , [ ] , "\t" ]"#,
         ];
         for raw in cases {

@@ -66,7 +66,12 @@ pub(crate) async fn leave_out_oversized(
             .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     }
     let registry = scan.host.registry();
-    let Some(call) = ToolsCall::scan(&bytes, |name| registry.argument_limits(name)) else {
+    let mut tool = None;
+    let scanned = ToolsCall::scan(&bytes, |name| {
+        tool = registry.lookup(name);
+        registry.argument_limits(name)
+    });
+    let Some(call) = scanned else {
         return next
             .run(axum::extract::Request::from_parts(parts, Body::from(bytes)))
             .await;
@@ -81,7 +86,10 @@ pub(crate) async fn leave_out_oversized(
         Ok(room) => room,
         Err(busy) => return busy_reply(&busy.message),
     };
-    let body = match call.lift() {
+    // rmcp checks an argument a header repeats (`x-mcp-header`) against the body: those
+    // stay in it.
+    let schema = tool.as_ref().map(|tool| &tool.spec().input_schema);
+    let body = match call.lift(|name| schema.is_some_and(|s| names_a_header(s, name))) {
         None => Body::from(bytes),
         Some(lifted) => {
             drop(bytes);
@@ -124,4 +132,31 @@ fn is_too_large(error: &axum::Error) -> bool {
         source = e.source();
     }
     false
+}
+
+/// Whether the property `name` of the input schema `schema`, or anything inside it, is
+/// repeated in a header (`x-mcp-header`).
+fn names_a_header(schema: &serde_json::Value, name: &str) -> bool {
+    schema
+        .get("properties")
+        .and_then(|properties| properties.get(name))
+        .is_some_and(|property| property.to_string().contains("\"x-mcp-header\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_property_a_header_repeats_is_found_however_deep() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "options": {"type": "object", "properties": {"zone": {"x-mcp-header": "Zone"}}},
+            "document": {},
+        }});
+        assert!(super::names_a_header(&schema, "region"));
+        assert!(super::names_a_header(&schema, "options"));
+        assert!(!super::names_a_header(&schema, "document"));
+        assert!(!super::names_a_header(&schema, "absent"));
+    }
 }
