@@ -153,11 +153,15 @@ def test_a_deny_rule_on_the_servers_group_hides_its_tools(server, toolshed, home
     run(main())
 
 
-def test_a_mounted_servers_resources_and_prompts_are_listed_and_read_through_toolshed(server, toolshed):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_mounted_servers_resources_and_prompts_are_listed_and_read_through_toolshed(server, toolshed, mode):
+    # `auto` speaks the 2026-07-28 era, whose results carry `resultType`: prompts/get and
+    # resources/read replies lacked it, and the client refused them (issue 54).
     toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
 
     async def main():
-        async with Client(server(), mode="legacy") as client:
+        async with Client(server(), mode=mode) as client:
+            assert mode == "legacy" or client.protocol_version == "2026-07-28", client.protocol_version
             assert client.server_capabilities.resources is not None
             assert client.server_capabilities.prompts is not None
 

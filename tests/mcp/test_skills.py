@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from mcp import Client
 
 FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "skills" / "csv-rows"
@@ -16,7 +17,10 @@ def run(coro, timeout=60):
     return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
 
 
-def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace, mode):
+    # `auto` speaks the 2026-07-28 era, where a prompts/get reply without `resultType` was
+    # refused by the client (issue 54).
     shutil.copytree(FIXTURE, workspace / ".claude" / "skills" / "csv-rows")
     broken = workspace / ".claude" / "skills" / "broken"
     broken.mkdir()
@@ -24,7 +28,8 @@ def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace)
     (workspace / "data.csv").write_text("name,age\nada,36\nalan,41\n")
 
     async def main():
-        async with Client(server(), mode="legacy") as client:
+        async with Client(server(), mode=mode) as client:
+            assert mode == "legacy" or client.protocol_version == "2026-07-28", client.protocol_version
             listed = await client.call_tool("skill_list", {})
             assert not listed.is_error, listed.content
             skills = listed.structured_content["skills"]

@@ -9,8 +9,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -908,9 +908,12 @@ impl ServerHandler for McpServer {
             .read_resource(&request.uri)
             .await
             .map_err(library_error)?;
-        let result: ReadResourceResult = serde_json::from_value(result).map_err(|e| {
+        let mut result: ReadResourceResult = serde_json::from_value(result).map_err(|e| {
             McpError::internal_error(format!("a plugin's resource could not be read: {e}"), None)
         })?;
+        // Read from JSON, unlike rmcp's constructors it carries no `resultType`, which
+        // the 2026-07-28 era requires (rmcp takes it off for an older peer).
+        result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result.into())
     }
 
@@ -935,9 +938,10 @@ impl ServerHandler for McpServer {
             .get_prompt(&request.name, request.arguments.unwrap_or_default())
             .await
             .map_err(library_error)?;
-        let result: GetPromptResult = serde_json::from_value(result).map_err(|e| {
+        let mut result: GetPromptResult = serde_json::from_value(result).map_err(|e| {
             McpError::internal_error(format!("a plugin's prompt could not be read: {e}"), None)
         })?;
+        result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result.into())
     }
 
