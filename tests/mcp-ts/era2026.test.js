@@ -1,0 +1,100 @@
+// The 2026-07-28 era through the TypeScript v2 client (`@modelcontextprotocol/client`),
+// pinned to that revision, over stdio and over streamable HTTP: a skill offered as a
+// prompt, a mounted server's resource and prompt, and a tool call. Replies in this era
+// must carry `resultType`; the client refuses one without it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+const bin = process.env.TOOLSHED_BIN;
+const here = dirname(fileURLToPath(import.meta.url));
+const everything = join(here, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+const skill = join(here, '..', 'fixtures', 'skills', 'csv-rows');
+const ERA = { versionNegotiation: { mode: { pin: '2026-07-28' } } };
+
+/** A workspace with a skill, and a home with server-everything mounted. */
+function setUp() {
+  assert.ok(bin, 'TOOLSHED_BIN is not set; run these tests through scripts/test');
+  const dir = mkdtempSync(join(tmpdir(), 'toolshed-era-'));
+  const workspace = join(dir, 'workspace');
+  mkdirSync(join(workspace, '.claude', 'skills'), { recursive: true });
+  cpSync(skill, join(workspace, '.claude', 'skills', 'csv-rows'), { recursive: true });
+  const home = join(dir, 'home');
+  const env = { PATH: process.env.PATH, HOME: home, TOOLSHED_HOME: home, TOOLSHED_CURATED_DIR: join(dir, 'none') };
+  const added = spawnSync(bin, ['--workspace', workspace, 'mcp', 'add', 'everything', '--', 'node', everything, 'stdio'],
+    { env, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(added.status, 0, added.stderr);
+  return { workspace, env };
+}
+
+async function exercise(client) {
+  assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+
+  const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+  assert.ok(prompts.includes('csv-rows') && prompts.includes('everything__args-prompt'), prompts.join(', '));
+  const skillPrompt = await client.getPrompt({ name: 'csv-rows', arguments: {} });
+  assert.match(skillPrompt.messages[0].content.text, /count\.sh/);
+  const args = await client.getPrompt({ name: 'everything__args-prompt', arguments: { city: 'Lisbon' } });
+  assert.match(args.messages[0].content.text, /Lisbon/);
+
+  const resources = (await client.listResources()).resources.map((r) => r.uri);
+  const doc = resources.find((uri) => uri.startsWith('demo://resource/static/document/'));
+  assert.ok(doc, resources.join(', '));
+  const read = await client.readResource({ uri: doc });
+  assert.ok(read.contents[0].text, JSON.stringify(read));
+  const templates = (await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
+  const dynamic = templates.find((t) => t.includes('/dynamic/text/'));
+  assert.ok(dynamic, templates.join(', '));
+  const made = await client.readResource({ uri: dynamic.replace('{resourceId}', '7') });
+  assert.match(made.contents[0].text, /7/);
+
+  const sum = await client.callTool({ name: 'calculator', arguments: { expression: '6*7' } });
+  assert.ok(!sum.isError, JSON.stringify(sum));
+  assert.match(sum.content[0].text, /42/);
+}
+
+test('stdio, 2026-07-28: prompts, resources and tools through the v2 client', async () => {
+  const { workspace, env } = setUp();
+  const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
+  await client.connect(new StdioClientTransport({ command: bin, args: ['--workspace', workspace, 'mcp'], env, stderr: 'pipe' }));
+  try {
+    await exercise(client);
+  } finally {
+    await client.close();
+  }
+});
+
+test('streamable HTTP, 2026-07-28: prompts, resources and tools through the v2 client', async () => {
+  const { workspace, env } = setUp();
+  const token = spawnSync(bin, ['token'], { env, encoding: 'utf8' }).stdout.trim();
+  const server = spawn(bin, ['--workspace', workspace, 'serve', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    const url = await new Promise((resolve, reject) => {
+      let seen = '';
+      server.stderr.on('data', (chunk) => {
+        seen += chunk;
+        const found = seen.match(/^listening on (http\S+)$/m);
+        if (found) resolve(found[1]);
+      });
+      server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+    const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
+    await client.connect(transport);
+    try {
+      await exercise(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    server.kill('SIGTERM');
+  }
+});
