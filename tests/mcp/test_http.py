@@ -218,3 +218,37 @@ def test_a_single_reply_is_one_json_body_and_progress_still_streams(http_server)
     status, kind, _, data = post(quiet)
     assert status == 200 and kind.startswith("text/event-stream"), (kind, data)
     assert "late" in data
+
+
+def test_routing_headers_must_match_the_body_in_the_2026_era(http_server):
+    # Mcp-Method and Mcp-Name let a gateway in front route without reading bodies; a
+    # request whose headers say something else than its body is refused (issue 54).
+    import json
+    import urllib.error
+    import urllib.request
+
+    url, token = http_server
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "routing", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "calculator", "arguments": {"expression": "6*7"}, "_meta": meta}}).encode()
+
+    def post(method, name):
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+                   "Mcp-Method": method}
+        if name is not None:
+            headers["Mcp-Name"] = name
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=30) as res:
+                return res.status, json.loads(res.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    status, reply = post("tools/call", "calculator")
+    assert status == 200 and reply["result"]["structuredContent"]["result"] == 42, reply
+    for method, name, said in [("tools/list", "calculator", "Mcp-Method"), ("tools/call", "datetime", "Mcp-Name"),
+                               ("tools/call", None, "Mcp-Name")]:
+        status, reply = post(method, name)
+        assert status == 400 and said in reply["error"]["message"], (method, name, reply)
