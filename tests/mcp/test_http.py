@@ -252,3 +252,24 @@ def test_routing_headers_must_match_the_body_in_the_2026_era(http_server):
                                ("tools/call", None, "Mcp-Name")]:
         status, reply = post(method, name)
         assert status == 400 and said in reply["error"]["message"], (method, name, reply)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lists_say_how_long_they_stay_fresh_in_the_2026_era(http_server, mode):
+    # ttlMs and cacheScope are required on list results in the 2026-07-28 era (issue 54);
+    # a session-era client gets the lists as before.
+    url, token = http_server
+
+    async def main():
+        http, client = connect(url, token, mode)
+        async with http, client:
+            for listed in (await client.session.list_tools(), await client.session.list_prompts(),
+                           await client.session.list_resources(), await client.session.list_resource_templates()):
+                raw = listed.model_dump(by_alias=True, exclude_unset=True)
+                if mode == "auto":
+                    assert client.protocol_version == "2026-07-28"
+                    assert (raw.get("ttlMs"), raw.get("cacheScope")) == (60000, "private"), raw
+                else:
+                    assert "ttlMs" not in raw and "cacheScope" not in raw, raw
+
+    run(main())

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
@@ -677,6 +677,27 @@ fn valid_owner(handle: &str) -> Result<OwnerId, McpError> {
     }
 }
 
+/// How long a client of the 2026-07-28 era may reuse a list it got (`ttlMs`, which that
+/// era requires). Changes are announced sooner where the client listens: list-changed
+/// notifications in a session, `subscriptions/listen` in the 2026-07-28 era.
+const LIST_TTL_MS: u64 = 60_000;
+
+/// A list result with `ttlMs` and `cacheScope` for a request of the 2026-07-28 era (which
+/// names its version); unchanged for an older one. Private: what a list holds depends on
+/// the caller's token and profile.
+macro_rules! cacheable {
+    ($result:expr, $context:expr) => {{
+        let result = $result;
+        if $context.protocol_version().is_some() {
+            result
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Private)
+        } else {
+            result
+        }
+    }};
+}
+
 /// The items a plugin listed that parse as `T`; one that does not is left out (and
 /// logged) rather than failing the whole list.
 fn from_values<T: serde::de::DeserializeOwned>(values: Vec<Value>) -> Vec<T> {
@@ -810,7 +831,7 @@ impl ServerHandler for McpServer {
             tools.truncate(bound.page_size);
             tools.last().map(|t| cursor_after(&t.name))
         });
-        let mut result = ListToolsResult::with_all_items(tools);
+        let mut result = cacheable!(ListToolsResult::with_all_items(tools), context);
         result.next_cursor = next.flatten();
         Ok(result)
     }
@@ -882,9 +903,10 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let libraries = self.libraries_for(&context, "tools:list").await?;
-        Ok(ListResourcesResult::with_all_items(from_values(
-            libraries.resources().await,
-        )))
+        Ok(cacheable!(
+            ListResourcesResult::with_all_items(from_values(libraries.resources().await)),
+            context
+        ))
     }
 
     async fn list_resource_templates(
@@ -893,9 +915,12 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let libraries = self.libraries_for(&context, "tools:list").await?;
-        Ok(ListResourceTemplatesResult::with_all_items(from_values(
-            libraries.resource_templates().await,
-        )))
+        Ok(cacheable!(
+            ListResourceTemplatesResult::with_all_items(from_values(
+                libraries.resource_templates().await
+            )),
+            context
+        ))
     }
 
     async fn read_resource(
@@ -923,9 +948,10 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let libraries = self.libraries_for(&context, "tools:list").await?;
-        Ok(ListPromptsResult::with_all_items(from_values(
-            libraries.prompts().await,
-        )))
+        Ok(cacheable!(
+            ListPromptsResult::with_all_items(from_values(libraries.prompts().await)),
+            context
+        ))
     }
 
     async fn get_prompt(
