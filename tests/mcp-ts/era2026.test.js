@@ -79,7 +79,8 @@ test('streamable HTTP, 2026-07-28: prompts, resources and tools through the v2 c
       let seen = '';
       server.stderr.on('data', (chunk) => {
         seen += chunk;
-        const found = seen.match(/^listening on (http\S+)$/m);
+        // Only a whole line: a chunk may end part way through the address.
+        const found = seen.match(/^listening on (http\S+)\r?\n/m);
         if (found) resolve(found[1]);
       });
       server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
