@@ -7,8 +7,8 @@ English prose; a model's own tokenizer differs by some percent).
 
     python3 bench/catalog_size.py TOOLSHED_BIN [REFERENCE_SERVER_JS]
 
-Prints a Markdown table: toolshed's default catalog, each shipped profile and discovery
-mode, then the
+Prints a Markdown table: toolshed's default catalog, every tool listed (`--catalog
+full`), each shipped profile and discovery mode, then the
 reference filesystem server when its `dist/index.js` is given, and the largest toolshed
 tools.
 """
@@ -79,7 +79,8 @@ def main():
         builtins = tools_of([toolshed, "--workspace", workspace, "mcp"], env)
         print("| catalog | tools | bytes | ≈ tokens |")
         print("|---|---|---|---|")
-        row("toolshed, all built-ins (default)", builtins)
+        row("toolshed, all built-ins (default: `--catalog standard`)", builtins)
+        row("toolshed `--catalog full`", tools_of([toolshed, "--workspace", workspace, "mcp", "--catalog", "full"], env))
         for profile in ("coding", "readonly", "web"):
             row(f"toolshed `--profile {profile}`", tools_of([toolshed, "--workspace", workspace, "mcp", "--profile", profile], env))
         row("toolshed `--catalog discover` (no core)", tools_of([toolshed, "--workspace", workspace, "mcp", "--catalog", "discover"], env))

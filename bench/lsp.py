@@ -3,10 +3,10 @@
     python3 bench/lsp.py TOOLSHED_BIN [ROUNDS]
 
 1. Cold: a fresh `toolshed mcp` on a fresh copy of tests/fixtures/lsp/rust per round, then
-   the time of its first `lsp_definition` (by position): rust-analyzer started inside the
+   the time of its first `lsp` definition (by position): rust-analyzer started inside the
    command sandbox, the crate loaded and indexed, the answer.
-2. Warm: in one session, 50 `lsp_definition` (by position), 50 `lsp_definition` by name,
-   50 `lsp_references` and 50 `lsp_diagnostics` of the same unchanged file.
+2. Warm: in one session, 50 `lsp` definitions (by position), 50 by name, 50 references
+   and 50 diagnostics of the same unchanged file (the `operation`s of one tool).
 3. Memory: toolshed's RSS and rust-analyzer's (PSS of its process tree) after that.
 
 Needs rust-analyzer (`rustup component add rust-analyzer`). Prints a Markdown table.
@@ -48,20 +48,20 @@ def main():
             shutil.copytree(FIXTURE, workspace)
             session = Session(toolshed, workspace, env)
             start = time.perf_counter()
-            result = session.call("lsp_definition", AT)
+            result = session.call("lsp", {"operation": "definition", **AT})
             cold.append((time.perf_counter() - start) * 1000)
             assert result["structuredContent"]["locations"][0]["line"] == 18, result
             session.close()
-        rows.append((f"first `lsp_definition` (cold rust-analyzer), {rounds} rounds", cold))
+        rows.append((f"first `lsp definition` (cold rust-analyzer), {rounds} rounds", cold))
 
         session = Session(toolshed, os.path.join(tmp, "ws0"), env)
-        session.call("lsp_definition", AT)
-        session.call("lsp_diagnostics", {"path": "src/lib.rs"})
+        session.call("lsp", {"operation": "definition", **AT})
+        session.call("lsp", {"operation": "diagnostics", "path": "src/lib.rs"})
         for label, name, args in [
-            ("warm `lsp_definition` by position", "lsp_definition", AT),
-            ("warm `lsp_definition` by name", "lsp_definition", {"symbol": "circle_area"}),
-            ("warm `lsp_references`", "lsp_references", AT),
-            ("warm `lsp_diagnostics` (no change)", "lsp_diagnostics", {"path": "src/lib.rs"}),
+            ("warm `lsp definition` by position", "lsp", {"operation": "definition", **AT}),
+            ("warm `lsp definition` by name", "lsp", {"operation": "definition", "symbol": "circle_area"}),
+            ("warm `lsp references`", "lsp", {"operation": "references", **AT}),
+            ("warm `lsp diagnostics` (no change)", "lsp", {"operation": "diagnostics", "path": "src/lib.rs"}),
         ]:
             times, _ = timed(session, name, args, 50)
             rows.append((f"{label}, 50 calls", times))

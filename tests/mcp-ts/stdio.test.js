@@ -37,7 +37,7 @@ async function withClient(flags, body) {
 }
 
 test('lists the tools with honest annotations', () =>
-  withClient([], async (client) => {
+  withClient(['--catalog', 'full'], async (client) => {
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.ok(byName.calculator, 'calculator is listed');
@@ -75,4 +75,17 @@ test('--tools narrows what the client sees', () =>
   withClient(['--tools', 'calculator'], async (client) => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name), ['calculator']);
+  }));
+
+test('the default catalog leaves the utilities to tool_search and still runs them by name', () =>
+  withClient([], async (client) => {
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    assert.ok(names.includes('workspace_read') && names.includes('tool_search'), names.join(', '));
+    assert.ok(!names.includes('calculator'), names.join(', '));
+    const search = tools.find((t) => t.name === 'tool_search');
+    assert.match(search.description, /calculator/);
+    const result = await client.callTool({ name: 'calculator', arguments: { expression: '6*7' } });
+    assert.ok(!result.isError, JSON.stringify(result));
+    assert.match(result.content[0].text, /42/);
   }));

@@ -162,4 +162,25 @@ def test_a_catalog_mode_that_does_not_exist_is_a_config_error(toolshed_bin, work
     (workspace / "toolshed.toml").write_text('[profiles.lean]\ncatalog = "tiny"\n')
     env = {**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
     done = subprocess.run([toolshed_bin, "--workspace", str(workspace), "tools", "list"], env=env, capture_output=True, text=True)
-    assert done.returncode == 2 and "profiles.lean.catalog" in done.stderr and "full or discover" in done.stderr, done.stderr
+    assert done.returncode == 2 and "profiles.lean.catalog" in done.stderr and "full, standard or discover" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_default_catalog_lists_everyday_tools_and_finds_the_rest(server, mode):
+    """The standard catalog (the default): `[mcp] on_demand` tools are left out of the list,
+    named in tool_search's description, and called by name all the same — in both eras."""
+
+    async def main():
+        async with Client(server(), mode=mode) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert {"workspace_edit", "exec_command", "tool_search", "tool_call"} <= set(tools), sorted(tools)
+            assert not {"calculator", "datetime", "process_exec", "download_file"} & set(tools), sorted(tools)
+            assert "calculator" in tools["tool_search"].description and "process_exec" in tools["tool_search"].description
+            assert "calculator" in await found(client, "evaluate an arithmetic expression")
+            direct = await client.call_tool("calculator", {"expression": "6 * 7"})
+            assert not direct.is_error and "42" in text(direct), text(direct)
+        async with Client(server("--catalog", "full"), mode=mode) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "calculator" in names and "tool_search" not in names, sorted(names)
+
+    run(main())

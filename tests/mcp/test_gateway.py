@@ -80,7 +80,7 @@ def test_reference_servers_are_mounted_and_called_through_toolshed(server, tools
 
         async with Client(server(), mode="legacy") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            for name in ("everything__echo", "files__read_text_file", "memory__create_entities", "time__get_current_time", "calculator"):
+            for name in ("everything__echo", "files__read_text_file", "memory__create_entities", "time__get_current_time", "workspace_read"):
                 assert name in tools, sorted(tools)
             # Annotations and output schemas pass through.
             assert tools["everything__get-structured-content"].output_schema is not None
@@ -140,7 +140,7 @@ def test_a_deny_rule_on_the_servers_group_hides_its_tools(server, toolshed, home
         params.env = {**params.env, "HOME": str(home)}
         async with Client(params, mode="legacy") as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert "calculator" in names and not any(n.startswith("everything__") for n in names), names
+            assert "workspace_read" in names and not any(n.startswith("everything__") for n in names), names
             result = await client.call_tool("everything__echo", {"message": "x"})
             said = text(result)
             assert result.is_error and ("denied" in said.lower() or "not available" in said), said

@@ -42,7 +42,9 @@ def test_lists_tools_and_calls_the_calculator(http_server, mode):
         http, client = connect(url, token, mode)
         async with http, client:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert "calculator" in names and names == sorted(names)
+            # The calculator is on demand (docs/mcp.md): found with tool_search, called by name.
+            assert "workspace_read" in names and "tool_search" in names and names == sorted(names)
+            assert "calculator" not in names
             # Said once for every tool, as over stdio: where paths lead, what a flag left
             # out means (the schemas leave both out).
             instructions = client.instructions or ""
@@ -105,10 +107,10 @@ def test_list_changed_reaches_a_legacy_http_session(http_server, toolshed_bin, h
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         client = Client(streamable_http_client(url, http_client=http), mode="legacy", message_handler=on_message)
         async with http, client:
-            assert "calculator" in [t.name for t in (await client.list_tools()).tools]
-            await asyncio.to_thread(disable, toolshed_bin, home, workspace, "system.calculator")
+            assert "skill_list" in [t.name for t in (await client.list_tools()).tools]
+            await asyncio.to_thread(disable, toolshed_bin, home, workspace, "system.skills")
             await asyncio.wait_for(changed.wait(), timeout=10)
-            assert "calculator" not in [t.name for t in (await client.list_tools()).tools]
+            assert "skill_list" not in [t.name for t in (await client.list_tools()).tools]
 
     run(main())
 

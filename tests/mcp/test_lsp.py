@@ -70,10 +70,10 @@ def servers_in(workspace, name):
 
 
 async def wait_for_diagnostics(client, path, want_errors, tries=20):
-    """lsp_diagnostics waits for the server to settle; a server's check may still start
+    """`lsp` diagnostics waits for the server to settle; a server's check may still start
     late on a loaded machine, so ask again a few times before failing."""
     for _ in range(tries):
-        result = await ok(client, "lsp_diagnostics", {"path": path})
+        result = await ok(client, "lsp", {"operation": "diagnostics", "path": path})
         if (result.structured_content["errors"] > 0) == want_errors:
             return result
         await asyncio.sleep(0.5)
@@ -89,29 +89,29 @@ def test_rust_analyzer_definitions_references_hover_diagnostics_rename_and_a_cra
     async def main():
         async with Client(params, mode="legacy") as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert {"lsp_definition", "lsp_references", "lsp_rename", "lsp_diagnostics"} <= set(names)
+            assert {"lsp", "lsp_rename"} <= set(names)
 
             # By position: `circle_area` used in lib.rs, defined in geometry.rs.
-            by_position = await ok(client, "lsp_definition", {"path": "src/lib.rs", "line": 7, "column": 23})
+            by_position = await ok(client, "lsp", {"operation": "definition", "path": "src/lib.rs", "line": 7, "column": 23})
             first = by_position.structured_content["locations"][0]
             assert (first["path"], first["line"], first["column"]) == ("src/geometry.rs", 18, 8), text(by_position)
             assert first["text"] == "pub fn circle_area(r: f64) -> f64 {"
             # By name alone.
-            by_name = await ok(client, "lsp_definition", {"symbol": "circle_area"})
+            by_name = await ok(client, "lsp", {"operation": "definition", "symbol": "circle_area"})
             assert [(l["path"], l["line"]) for l in by_name.structured_content["locations"]] == [("src/geometry.rs", 18)]
 
-            refs = await ok(client, "lsp_references", {"path": "src/geometry.rs", "symbol": "circle_area"})
+            refs = await ok(client, "lsp", {"operation": "references", "path": "src/geometry.rs", "symbol": "circle_area"})
             places = sorted((l["path"], l["line"]) for l in refs.structured_content["locations"])
             assert places == [("src/geometry.rs", 18), ("src/lib.rs", 3), ("src/lib.rs", 7)], text(refs)
 
-            hover = await ok(client, "lsp_hover", {"path": "src/lib.rs", "symbol": "single"})
+            hover = await ok(client, "lsp", {"operation": "hover", "path": "src/lib.rs", "symbol": "single"})
             assert "f64" in hover.structured_content["hover"]
 
-            outline = await ok(client, "lsp_document_symbols", {"path": "src/geometry.rs"})
+            outline = await ok(client, "lsp", {"operation": "document_symbols", "path": "src/geometry.rs"})
             symbols = {(s["name"], s["line"]) for s in outline.structured_content["symbols"]}
             assert {("Circle", 2), ("Shape", 7), ("circle_area", 18)} <= symbols, text(outline)
 
-            impls = await ok(client, "lsp_implementation", {"path": "src/geometry.rs", "symbol": "Shape"})
+            impls = await ok(client, "lsp", {"operation": "implementation", "path": "src/geometry.rs", "symbol": "Shape"})
             assert [l["line"] for l in impls.structured_content["locations"]] == [11]
 
             # Diagnostics follow an edit made with the workspace tools.
@@ -144,7 +144,7 @@ def test_rust_analyzer_definitions_references_hover_diagnostics_rename_and_a_cra
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
             await asyncio.sleep(0.5)
-            again = await ok(client, "lsp_definition", {"path": "src/lib.rs", "symbol": "area_of_circle", "line": 7}, restarted=True)
+            again = await ok(client, "lsp", {"operation": "definition", "path": "src/lib.rs", "symbol": "area_of_circle", "line": 7}, restarted=True)
             assert again.structured_content["locations"][0]["line"] == 18
 
     run(main())
@@ -155,13 +155,13 @@ def test_pyright_by_position_and_name_diagnostics_and_rename(server, home, works
 
     async def main():
         async with Client(params, mode="legacy") as client:
-            by_position = await ok(client, "lsp_definition", {"path": "main.py", "line": 5, "column": 21})
+            by_position = await ok(client, "lsp", {"operation": "definition", "path": "main.py", "line": 5, "column": 21})
             first = by_position.structured_content["locations"][0]
             assert (first["path"], first["line"], first["column"]) == ("geometry.py", 1, 5), text(by_position)
-            by_name = await ok(client, "lsp_definition", {"symbol": "circle_area", "language": "python"})
+            by_name = await ok(client, "lsp", {"operation": "definition", "symbol": "circle_area", "language": "python"})
             assert ("geometry.py", 1) in [(l["path"], l["line"]) for l in by_name.structured_content["locations"]], text(by_name)
 
-            hover = await ok(client, "lsp_hover", {"path": "main.py", "symbol": "circle_area", "line": 5})
+            hover = await ok(client, "lsp", {"operation": "hover", "path": "main.py", "symbol": "circle_area", "line": 5})
             assert "(r: float) -> float" in hover.structured_content["hover"]
 
             await wait_for_diagnostics(client, "main.py", want_errors=False)
@@ -190,7 +190,7 @@ def test_pyright_by_position_and_name_diagnostics_and_rename(server, home, works
             assert "def area(r: float)" in (workspace / "geometry.py").read_text()
             # The same server all along (pyright exits when it thinks its client is gone).
             await asyncio.sleep(4)
-            await ok(client, "lsp_hover", {"path": "main.py", "symbol": "area", "line": 5})
+            await ok(client, "lsp", {"operation": "hover", "path": "main.py", "symbol": "area", "line": 5})
             assert servers_in(workspace, "pyright") == pids
 
     run(main())
@@ -202,7 +202,7 @@ def test_a_missing_server_is_unconfigured_with_the_install_hint(server, toolshed
 
     async def main():
         async with Client(params, mode="legacy") as client:
-            result = await client.call_tool("lsp_definition", {"path": "app.py", "line": 1, "column": 1})
+            result = await client.call_tool("lsp", {"operation": "definition", "path": "app.py", "line": 1, "column": 1})
             assert result.is_error
             message = text(result)
             assert "`no-such-langserver` is not installed" in message and "pip install pyright" in message, message
@@ -210,7 +210,7 @@ def test_a_missing_server_is_unconfigured_with_the_install_hint(server, toolshed
     run(main())
     # The error's kind, as the CLI (and REST) name it.
     out = subprocess.run(
-        [toolshed_bin, "--workspace", str(workspace), "call", "lsp_hover", "--args", '{"path": "app.py", "line": 1, "column": 1}'],
+        [toolshed_bin, "--workspace", str(workspace), "call", "lsp", "--args", '{"operation": "hover", "path": "app.py", "line": 1, "column": 1}'],
         env={**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CONFIG": str(home / "lsp.toml")},
         capture_output=True, text=True, timeout=60,
     )
@@ -237,7 +237,7 @@ def test_a_rustup_proxy_without_its_component_is_unconfigured_with_the_fix(serve
 
     async def main():
         async with Client(params, mode="legacy") as client:
-            result = await client.call_tool("lsp_hover", {"path": "src/main.rs", "line": 1, "column": 4})
+            result = await client.call_tool("lsp", {"operation": "hover", "path": "src/main.rs", "line": 1, "column": 4})
             assert result.is_error
             message = text(result)
             assert "is a rustup proxy" in message and "no `rust-analyzer` component" in message, message
@@ -251,7 +251,7 @@ def test_a_rustup_proxy_without_its_component_is_unconfigured_with_the_fix(serve
                         f'[lsp.python]\ncommand = ["{PYRIGHT}", "--stdio"]\n')
     run(main())
     out = subprocess.run(
-        [toolshed_bin, "--workspace", str(workspace), "call", "lsp_hover", "--args", '{"path": "src/main.rs", "line": 1, "column": 4}'],
+        [toolshed_bin, "--workspace", str(workspace), "call", "lsp", "--args", '{"operation": "hover", "path": "src/main.rs", "line": 1, "column": 4}'],
         env={**os.environ, "TOOLSHED_HOME": str(home), "TOOLSHED_CONFIG": str(home / "lsp.toml")},
         capture_output=True, text=True, timeout=60,
     )
@@ -263,7 +263,7 @@ def test_an_idle_server_is_stopped_and_the_next_call_starts_one(server, home, wo
 
     async def main():
         async with Client(params, mode="legacy") as client:
-            await ok(client, "lsp_hover", {"path": "main.py", "symbol": "circle_area", "line": 5})
+            await ok(client, "lsp", {"operation": "hover", "path": "main.py", "symbol": "circle_area", "line": 5})
             assert servers_in(workspace, "pyright")
             for _ in range(50):
                 if not servers_in(workspace, "pyright"):
@@ -272,7 +272,7 @@ def test_an_idle_server_is_stopped_and_the_next_call_starts_one(server, home, wo
             else:
                 raise AssertionError("the idle language server was not stopped")
             # Stopped for being idle is not a crash: the next call starts a server quietly.
-            again = await ok(client, "lsp_hover", {"path": "main.py", "symbol": "circle_area", "line": 5})
+            again = await ok(client, "lsp", {"operation": "hover", "path": "main.py", "symbol": "circle_area", "line": 5})
             assert "(r: float) -> float" in again.structured_content["hover"]
 
     run(main())
@@ -292,7 +292,7 @@ def test_a_rename_is_held_to_the_rules_on_every_file_the_server_names(server, ho
     async def main():
         async with Client(params, mode="legacy") as client:
             # The server learns of main.py's use of the name first.
-            await ok(client, "lsp_definition", {"path": "main.py", "line": 5, "column": 21})
+            await ok(client, "lsp", {"operation": "definition", "path": "main.py", "line": 5, "column": 21})
             await wait_for_diagnostics(client, "main.py", want_errors=False)
             await ok(client, "workspace_read", {"path": "geometry.py"})
             await ok(client, "workspace_read", {"path": "main.py"})

@@ -205,7 +205,7 @@ def test_text_summarize_and_translate_ask_the_clients_model_or_the_endpoint(
     article = "High water comes roughly twice a day, about 12 hours 25 minutes apart. " * 20
 
     async def with_sampling():
-        async with Client(server(), mode="legacy", sampling_callback=sampling) as client:
+        async with Client(server("--catalog", "full"), mode="legacy", sampling_callback=sampling) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert tools["text_summarize"].annotations.open_world_hint is not False
             result = await client.call_tool(

@@ -20,7 +20,7 @@ def run(coro):
 @pytest.mark.parametrize("mode", MODES)
 def test_lists_tools_with_honest_annotations(server, mode):
     async def main():
-        async with Client(server(), mode=mode) as client:
+        async with Client(server("--catalog", "full"), mode=mode) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             names = list(tools)
             assert names == sorted(names), "tools are listed in a stable, sorted order"
@@ -128,7 +128,7 @@ def test_list_changed_reaches_a_legacy_client(server, toolshed_bin, workspace, h
             ):
                 changed.set()
 
-        async with Client(server(), mode="legacy", message_handler=on_message) as client:
+        async with Client(server("--catalog", "full"), mode="legacy", message_handler=on_message) as client:
             assert "calculator" in [t.name for t in (await client.list_tools()).tools]
             await asyncio.to_thread(toolshed, toolshed_bin, workspace, home, "plugins", "disable", "system.calculator")
             await asyncio.wait_for(changed.wait(), timeout=10)
@@ -145,7 +145,7 @@ def test_list_changed_reaches_a_legacy_client(server, toolshed_bin, workspace, h
 
 def test_list_changed_reaches_a_2026_listener(server, toolshed_bin, workspace, home):
     async def main():
-        async with Client(server(), mode="auto") as client:
+        async with Client(server("--catalog", "full"), mode="auto") as client:
             assert client.protocol_version == "2026-07-28"
             # What the client has seen: a change made while the host is still opening is
             # in the first list rather than announced (docs/mcp.md).
@@ -187,7 +187,7 @@ def test_tools_list_pages_with_a_cursor(server, workspace):
     (workspace / "toolshed.toml").write_text("[mcp]\npage_size = 5\n")
 
     async def main():
-        async with Client(server(), mode="legacy") as client:
+        async with Client(server("--catalog", "full"), mode="legacy") as client:
             first = await client.session.list_tools()
             assert len(first.tools) == 5 and first.next_cursor
             seen = [t.name for t in first.tools]

@@ -388,10 +388,11 @@ pub struct CallArgs {
     /// web; or a `[profiles.NAME]` of the config)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// `full`: every tool in tools/list; `discover`: only the `[mcp] core` tools plus
-    /// tool_search and tool_call, through which the rest are found and run [default: the
-    /// profile's `catalog`, else full]
-    #[arg(long, value_name = "MODE", value_parser = ["full", "discover"])]
+    /// `standard`: every tool but the `[mcp] on_demand` ones (utilities, downloads,
+    /// background processes), plus tool_search and tool_call, through which those are
+    /// found and run; `full`: every tool; `discover`: only the `[mcp] core` tools plus
+    /// tool_search and tool_call [default: the profile's `catalog`, else standard]
+    #[arg(long, value_name = "MODE", value_parser = ["standard", "full", "discover"])]
     pub catalog: Option<String>,
 }
 
@@ -405,10 +406,11 @@ pub struct McpArgs {
     /// web; or a `[profiles.NAME]` of the config)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// `full`: every tool in tools/list; `discover`: only the `[mcp] core` tools plus
-    /// tool_search and tool_call, through which the rest are found and run [default: the
-    /// profile's `catalog`, else full]
-    #[arg(long, value_name = "MODE", value_parser = ["full", "discover"])]
+    /// `standard`: every tool but the `[mcp] on_demand` ones (utilities, downloads,
+    /// background processes), plus tool_search and tool_call, through which those are
+    /// found and run; `full`: every tool; `discover`: only the `[mcp] core` tools plus
+    /// tool_search and tool_call [default: the profile's `catalog`, else standard]
+    #[arg(long, value_name = "MODE", value_parser = ["standard", "full", "discover"])]
     pub catalog: Option<String>,
 }
 

@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod catalog;
 mod cli;
 mod first_hour;
 mod hardening;

@@ -874,7 +874,7 @@ fn ld_preload_from_the_workspace_env_file_runs_only_inside_the_sandbox() {
     // The server exits at once: the call fails, but it was started.
     let _ = mcp.request(
         "tools/call",
-        json!({"name": "lsp_document_symbols", "arguments": {"path": "a.fake"}}),
+        json!({"name": "lsp", "arguments": {"operation": "document_symbols", "path": "a.fake"}}),
     );
     assert_preload_stayed_inside(&setup, "a language server with .env");
 }
@@ -1089,9 +1089,10 @@ fn read_only_refuses_every_tool_that_writes() {
     let (url, _server) = serve_once();
     let setup = Setup::new("[sandbox]\nmode = \"read-only\"\n");
     std::fs::create_dir_all(setup.path("home/.config/toolshed")).unwrap();
+    // Every tool listed (none left for tool_search), to check each.
     std::fs::write(
         setup.path("home/.config/toolshed/config.toml"),
-        "[web]\nallow = [\"127.0.0.1\"]\n",
+        "[web]\nallow = [\"127.0.0.1\"]\n[mcp]\non_demand = []\n",
     )
     .unwrap();
     std::fs::write(setup.path("ws/a.txt"), "alpha\n").unwrap();
@@ -1309,7 +1310,7 @@ fn programs_and_environments_under_tmp_stay_visible_and_the_rest_of_tmp_stays_hi
     // A language server installed there starts.
     let _ = mcp.request(
         "tools/call",
-        json!({"name": "lsp_document_symbols", "arguments": {"path": "a.fake"}}),
+        json!({"name": "lsp", "arguments": {"operation": "document_symbols", "path": "a.fake"}}),
     );
     assert!(
         setup.path("ws/tool-ran").exists(),

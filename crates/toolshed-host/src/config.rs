@@ -643,7 +643,25 @@ pub struct McpConfig {
     /// `tool_search` and `tool_call`: rules as in `[review]` (`workspace_read`,
     /// `group:workspace`). Empty: none.
     pub core: Vec<String>,
+    /// In the standard catalog (the default), the tools `tools/list` leaves out, found and
+    /// called through `tool_search` and `tool_call` instead: rarely used families, so that
+    /// a model does not pay for them on every turn. Rules as in `[review]`. Empty: every
+    /// tool is listed.
+    pub on_demand: Vec<String>,
 }
+
+/// The tools `[mcp] on_demand` leaves out of the default `tools/list`: the utilities
+/// (text, dates, random, hashes, JSON, Markdown, arithmetic, summaries and translations),
+/// downloads, background processes (a command still running after `exec_command`'s
+/// `yield_ms` goes on as a session, which is what most agents need), and the memory
+/// journal and its compaction.
+pub const DEFAULT_ON_DEMAND: &[&str] = &[
+    "group:util",
+    "group:download",
+    "plugin:system.process",
+    "memory_append_daily",
+    "memory_compact_summary",
+];
 
 impl Default for McpConfig {
     fn default() -> Self {
@@ -654,6 +672,7 @@ impl Default for McpConfig {
             max_sessions_per_owner: 32,
             list_unconfigured: false,
             core: Vec::new(),
+            on_demand: DEFAULT_ON_DEMAND.iter().map(|r| (*r).to_string()).collect(),
         }
     }
 }
@@ -710,9 +729,10 @@ pub struct ReviewRules {
     pub allow: Vec<String>,
     /// Globs of tools that may never be called.
     pub deny: Vec<String>,
-    /// In a profile: `discover` serves its MCP clients in discovery mode (the `[mcp] core`
-    /// tools plus `tool_search` and `tool_call`) unless `--catalog` says otherwise; `full`
-    /// (the default) lists every tool. Not allowed in `[review]`.
+    /// In a profile: the catalog its MCP clients get unless `--catalog` says otherwise —
+    /// `standard` (the default: every tool but `[mcp] on_demand`, plus `tool_search` and
+    /// `tool_call`), `full` (every tool listed) or `discover` (the `[mcp] core` tools plus
+    /// the two). Not allowed in `[review]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog: Option<String>,
     /// In a profile: the sandbox mode its callers' calls run in (`read-only`,

@@ -257,8 +257,9 @@ impl CompiledRules {
 pub struct Review {
     global: CompiledRules,
     profiles: BTreeMap<String, CompiledRules>,
-    /// The profiles whose clients get discovery mode (`catalog = "discover"`).
-    discovering: std::collections::BTreeSet<String>,
+    /// The catalog mode each profile that names one gives its clients (`catalog =
+    /// "discover"`).
+    catalogs: BTreeMap<String, String>,
 }
 
 /// The profiles toolshed ships, each a set of allow rules: `--profile NAME` works without
@@ -312,22 +313,25 @@ impl Review {
                 message: "`catalog` belongs to a profile ([profiles.NAME]), not to [review]".into(),
             });
         }
-        let mut discovering = std::collections::BTreeSet::new();
+        // Checked here so that a bad rule stops the start, not only the MCP door.
+        CompiledRules::allow_only("mcp.core", config.mcp.core.clone())?;
+        CompiledRules::allow_only("mcp.on_demand", config.mcp.on_demand.clone())?;
+        let mut catalogs = BTreeMap::new();
         for (name, rules) in &config.profiles {
             profiles.insert(
                 name.clone(),
                 CompiledRules::compile(&format!("profiles.{name}"), rules)?,
             );
             match rules.catalog.as_deref() {
-                None | Some("full") => {}
-                Some("discover") => {
-                    discovering.insert(name.clone());
+                None => {}
+                Some(mode @ ("full" | "standard" | "discover")) => {
+                    catalogs.insert(name.clone(), mode.to_string());
                 }
                 Some(other) => {
                     return Err(RuleError {
                         source_name: format!("profiles.{name}.catalog"),
                         pattern: other.to_string(),
-                        message: "is not a catalog mode: use full or discover".into(),
+                        message: "is not a catalog mode: use full, standard or discover".into(),
                     });
                 }
             }
@@ -335,13 +339,14 @@ impl Review {
         Ok(Self {
             global,
             profiles,
-            discovering,
+            catalogs,
         })
     }
 
-    /// Whether clients using profile `name` get discovery mode unless they ask otherwise.
-    pub fn profile_discovers(&self, name: &str) -> bool {
-        self.discovering.contains(name)
+    /// The catalog mode (`full`, `standard`, `discover`) clients using profile `name` get
+    /// unless they ask otherwise; `None`: the profile names none.
+    pub fn profile_catalog(&self, name: &str) -> Option<&str> {
+        self.catalogs.get(name).map(String::as_str)
     }
 
     /// A profile's rules.

@@ -57,6 +57,12 @@ const WIDEN: &[(&str, &[&str])] = &[
     ("server", &["process", "background"]),
     ("time", &["datetime"]),
     ("date", &["datetime"]),
+    ("defined", &["definition"]),
+    ("declared", &["definition"]),
+    ("function", &["symbol"]),
+    ("compute", &["arithmetic", "evaluate"]),
+    ("calculate", &["arithmetic", "evaluate"]),
+    ("math", &["arithmetic"]),
 ];
 
 /// `text` as search words.

@@ -30,13 +30,26 @@ fn schema(value: Value) -> Arc<JsonObject> {
     }
 }
 
-/// `tool_search` and `tool_call` as listed.
-pub(crate) fn tools() -> Vec<Tool> {
+/// The most names of unlisted tools `tool_search`'s description gives.
+const MAX_NAMED: usize = 24;
+
+/// `tool_search` and `tool_call` as listed; `not_listed` are the tools the caller may use
+/// that its list leaves out, named in `tool_search`'s description so that a model knows
+/// they exist (all but their names in discovery mode, where nearly nothing is listed).
+pub(crate) fn tools(not_listed: &[&str]) -> Vec<Tool> {
+    let mut description = String::from(
+        "Find tools by what they do among all you may use: the best matches for `query`, \
+         each with a summary and its input schema. Run one with tool_call, or `activate` \
+         them to call directly.",
+    );
+    if !not_listed.is_empty() && not_listed.len() <= MAX_NAMED {
+        description.push_str(" Not listed, found here: ");
+        description.push_str(&not_listed.join(", "));
+        description.push('.');
+    }
     let search = Tool::new(
         SEARCH,
-        "Find tools by what they do among all you may use: the best matches for `query`, \
-         each with a one-line summary and its input schema. Run one with tool_call, or with \
-         `activate` have them listed to call directly.",
+        description,
         schema(json!({
             "type": "object",
             "additionalProperties": false,
@@ -52,13 +65,8 @@ pub(crate) fn tools() -> Vec<Tool> {
         })),
     )
     .with_title("Find a tool")
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false),
-    );
+    // Destructive and idempotent say nothing of a read-only tool.
+    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
     let call = Tool::new(
         CALL,
         "Run a tool that tool_search found, with `arguments` matching its input schema: \
@@ -67,20 +75,15 @@ pub(crate) fn tools() -> Vec<Tool> {
             "type": "object",
             "additionalProperties": false,
             "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 128, "description": "The tool's name."},
-                "arguments": {"type": "object", "description": "Its arguments."}
+                "name": {"type": "string", "minLength": 1, "maxLength": 128},
+                "arguments": {"type": "object"}
             },
             "required": ["name"]
         })),
     )
-    .with_title("Run a found tool")
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(true)
-            .idempotent(false)
-            .open_world(true),
-    );
+    // No annotations: it may run any tool, which the protocol's defaults (not read-only,
+    // destructive, not idempotent, open world) say without a byte.
+    .with_title("Run a found tool");
     vec![search, call]
 }
 

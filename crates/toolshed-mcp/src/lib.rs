@@ -38,8 +38,9 @@ mod streamable_http;
 
 pub use convert::listed_tool;
 pub use server::{
-    ClientRoots, HostOpened, HostOpening, MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY,
-    SHARED_HTTP_OWNER, Session, host_opening, selection_from_globs, valid_owner_handle,
+    CatalogMode, ClientRoots, HostOpened, HostOpening, MAX_OWNER_LEN, McpServer, OWNER_HEADER,
+    OWNER_META_KEY, SHARED_HTTP_OWNER, Session, host_opening, selection_from_globs,
+    valid_owner_handle,
 };
 pub use stdio::{MAX_LINE_BYTES, ServeError, serve_lines, serve_stdio};
 pub use streamable_http::{McpHttpService, ReplicaSessions, replica_of, streamable_http_service};

@@ -55,10 +55,40 @@ pub struct Session {
     /// revoked token stops working at once on a door that authenticated only when it
     /// opened.
     pub token: Option<String>,
-    /// Discovery mode (`--catalog discover`): `tools/list` holds the `[mcp] core` tools
-    /// and `tool_search` and `tool_call`, through which every other tool is found and
-    /// called.
-    pub discover: bool,
+    /// Which of the tools the connection may use `tools/list` holds; the rest are found
+    /// and called through `tool_search` and `tool_call`. `None` (none chosen): the
+    /// standard catalog, or every tool for a connection narrowed on purpose (`--tools`, a
+    /// profile other than `all`, an agent token's tool rules), whose user chose what it
+    /// sees.
+    pub catalog: Option<CatalogMode>,
+}
+
+/// Which tools a connection's `tools/list` holds. Every mode leaves every tool the
+/// connection may use callable by name; only the list differs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CatalogMode {
+    /// Every tool (`--catalog full`).
+    Full,
+    /// Every tool but the `[mcp] on_demand` ones (rarely used families), plus
+    /// `tool_search` and `tool_call` when any is left out (`--catalog standard`, the
+    /// default).
+    #[default]
+    Standard,
+    /// Only the `[mcp] core` tools, plus `tool_search` and `tool_call` (`--catalog
+    /// discover`).
+    Discover,
+}
+
+impl CatalogMode {
+    /// The mode named `name` (`full`, `standard`, `discover`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "full" => Some(Self::Full),
+            "standard" => Some(Self::Standard),
+            "discover" => Some(Self::Discover),
+            _ => None,
+        }
+    }
 }
 
 /// Compiles a comma-separated list of tool-name globs (`workspace_*,calculator`) into the
@@ -85,6 +115,9 @@ struct Bound {
     /// In discovery mode, the tools listed besides `tool_search` and `tool_call` (`[mcp]
     /// core`); `None`: none.
     core: Option<CompiledRules>,
+    /// In the standard mode, the tools left out of the list (`[mcp] on_demand`); `None`:
+    /// none.
+    on_demand: Option<CompiledRules>,
     /// In discovery mode, the tools `tool_search {activate: true}` added to this
     /// connection's list (at most [`crate::discover::MAX_ACTIVATED`]).
     activated: std::sync::Mutex<std::collections::BTreeSet<String>>,
@@ -96,9 +129,15 @@ impl Bound {
     fn new(host: Arc<Host>, session: Session) -> Self {
         let page_size = host.config().config.mcp.page_size.max(1);
         let list_unconfigured = host.config().config.mcp.list_unconfigured;
-        let core = CompiledRules::allow_only("[mcp] core", host.config().config.mcp.core.clone())
+        let mcp = &host.config().config.mcp;
+        // Both lists were checked when the configuration was loaded.
+        let core = CompiledRules::allow_only("[mcp] core", mcp.core.clone()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "[mcp] core has a rule that does not compile; no core tools are listed");
+            None
+        });
+        let on_demand = CompiledRules::allow_only("[mcp] on_demand", mcp.on_demand.clone())
             .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "[mcp] core has a rule that does not compile; no core tools are listed");
+                tracing::warn!(error = %e, "[mcp] on_demand has a rule that does not compile; every tool is listed");
                 None
             });
         Self {
@@ -107,6 +146,7 @@ impl Bound {
             page_size,
             list_unconfigured,
             core,
+            on_demand,
             activated: std::sync::Mutex::default(),
             relisted: tokio::sync::watch::Sender::new(0),
         }
@@ -118,15 +158,49 @@ impl Bound {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether a tool the connection sees is also listed: in discovery mode only the core
-    /// and the tools `tool_search` activated.
-    fn listed(&self, entry: &ToolEntry) -> bool {
-        !self.session.discover
-            || self.core.as_ref().is_some_and(|core| {
-                core.refuse(&Subject::new(entry.spec(), &entry.plugin_id))
+    /// The catalog mode of a request; `caller_narrowed`: its caller's agent token has
+    /// tool rules.
+    fn mode(&self, caller_narrowed: bool) -> CatalogMode {
+        let narrowed = caller_narrowed
+            || self.session.selection.is_some()
+            || self.session.profile.as_deref().is_some_and(|p| p != "all");
+        match self.session.catalog {
+            Some(mode) => mode,
+            None if narrowed => CatalogMode::Full,
+            None => CatalogMode::Standard,
+        }
+    }
+
+    /// Whether a tool the connection sees is also listed: in the standard mode all but the
+    /// on-demand ones, in discovery mode only the core; in both, the tools `tool_search`
+    /// activated.
+    fn listed(&self, entry: &ToolEntry, mode: CatalogMode) -> bool {
+        let matches = |rules: &Option<CompiledRules>| {
+            rules.as_ref().is_some_and(|rules| {
+                rules
+                    .refuse(&Subject::new(entry.spec(), &entry.plugin_id))
                     .is_none()
             })
-            || self.activated().contains(&entry.spec().name)
+        };
+        match mode {
+            CatalogMode::Full => true,
+            CatalogMode::Standard => {
+                !matches(&self.on_demand) || self.activated().contains(&entry.spec().name)
+            }
+            CatalogMode::Discover => {
+                matches(&self.core) || self.activated().contains(&entry.spec().name)
+            }
+        }
+    }
+
+    /// Whether `tool_search` and `tool_call` answer: in discovery mode always, in the
+    /// standard mode when some tools are on demand.
+    fn discovers(&self, mode: CatalogMode) -> bool {
+        match mode {
+            CatalogMode::Full => false,
+            CatalogMode::Discover => true,
+            CatalogMode::Standard => self.on_demand.is_some(),
+        }
     }
 
     /// Adds `names` to the connection's list (discovery mode's `activate: true`); returns
@@ -150,16 +224,27 @@ impl Bound {
         added
     }
 
-    /// The tools `tools/list` gives for `visible`: all of them, or in discovery mode the
-    /// core ones and the two discovery tools, sorted by name.
-    fn list_of(&self, visible: &[ToolEntry]) -> Vec<Tool> {
-        let mut tools: Vec<Tool> = visible
-            .iter()
-            .filter(|e| self.listed(e))
-            .map(|e| tool_from_spec(e.spec()))
-            .collect();
-        if self.session.discover {
-            tools.extend(crate::discover::tools());
+    /// The tools `tools/list` gives for `visible`: the listed ones, and the two discovery
+    /// tools when any visible tool is not listed (always in discovery mode), sorted by
+    /// name.
+    fn list_of(&self, visible: &[ToolEntry], mode: CatalogMode) -> Vec<Tool> {
+        let mut tools = Vec::with_capacity(visible.len());
+        let mut not_listed = Vec::new();
+        for entry in visible {
+            if self.listed(entry, mode) {
+                tools.push(tool_from_spec(entry.spec()));
+            } else {
+                not_listed.push(entry.spec().name.as_str());
+            }
+        }
+        let offered = match mode {
+            CatalogMode::Full => None,
+            // Nearly nothing is listed: naming the rest would undo the mode.
+            CatalogMode::Discover => Some(Vec::new()),
+            CatalogMode::Standard => (!not_listed.is_empty()).then_some(not_listed),
+        };
+        if let Some(not_listed) = offered {
+            tools.extend(crate::discover::tools(&not_listed));
             tools.sort_by(|a, b| a.name.cmp(&b.name));
         }
         tools
@@ -186,7 +271,7 @@ impl Bound {
     }
 
     fn visible_list(&self) -> Vec<Tool> {
-        self.list_of(&self.visible_tools())
+        self.list_of(&self.visible_tools(), self.mode(false))
     }
 
     /// Refuses a request when the connection's own token (stdio) was revoked or expired
@@ -589,7 +674,8 @@ impl McpServer {
         let mut arguments = request.arguments.unwrap_or_default();
         from_transport.put_back(&mut arguments);
         let mut arguments = Value::Object(arguments);
-        if bound.session.discover {
+        let caller_narrowed = Self::caller_for(bound, &context).is_some_and(|c| c.tools.is_some());
+        if bound.discovers(bound.mode(caller_narrowed)) {
             match name.as_str() {
                 crate::discover::SEARCH => {
                     let visible = Self::tools_for(bound, &context);
@@ -813,7 +899,11 @@ impl ServerHandler for McpServer {
         let bound = self.bound().await?;
         bound.check_token()?;
         Self::require(bound, &context, "tools:list")?;
-        let mut tools: Vec<Tool> = bound.list_of(&Self::tools_for(bound, &context));
+        let caller_narrowed = Self::caller_for(bound, &context).is_some_and(|c| c.tools.is_some());
+        let mut tools: Vec<Tool> = bound.list_of(
+            &Self::tools_for(bound, &context),
+            bound.mode(caller_narrowed),
+        );
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             let Some(after) = cursor.strip_prefix("after:") else {
                 let shown: String = cursor.chars().take(80).collect();
@@ -838,8 +928,8 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let bound = self.binding.ready.get()?;
-        if bound.session.discover
-            && let Some(tool) = crate::discover::tools()
+        if bound.discovers(bound.mode(false))
+            && let Some(tool) = crate::discover::tools(&[])
                 .into_iter()
                 .find(|t| t.name == name)
         {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolshed_host::Host;
-use toolshed_mcp::{ClientRoots, HostOpened, McpServer, Session, selection_from_globs};
+use toolshed_mcp::{
+    CatalogMode, ClientRoots, HostOpened, McpServer, Session, selection_from_globs,
+};
 
 use crate::Failure;
 use crate::cli::{GlobalArgs, McpArgs};
@@ -220,18 +222,20 @@ pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure>
             rules.map(Arc::new)
         }
     };
-    let discover = match args.catalog.as_deref() {
-        Some(mode) => mode == "discover",
-        None => args
-            .profile
+    let review = host.dispatcher().review();
+    let named = args.catalog.as_deref().or_else(|| {
+        args.profile
             .as_deref()
-            .is_some_and(|p| host.dispatcher().review().profile_discovers(p)),
-    };
+            .and_then(|p| review.profile_catalog(p))
+    });
+    // Both the flag and a profile's `catalog` were checked against the same three names;
+    // none named: the door chooses (see `Session::catalog`).
+    let catalog = named.and_then(CatalogMode::from_name);
     Ok(Session {
         profile: args.profile,
         selection,
         caller: None,
         token: None,
-        discover,
+        catalog,
     })
 }

@@ -75,7 +75,6 @@ fn default_max_bytes() -> u64 {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// Method
     #[serde(default = "get")]
     pub(super) method: Method,
     /// http(s) URL

@@ -358,15 +358,12 @@ enum Kind {
     References,
     Implementation,
     Hover,
-    DocumentSymbols,
-    WorkspaceSymbols,
-    Diagnostics,
-    Rename,
 }
 
+/// The `lsp` tool (questions, by `operation`) or `lsp_rename`.
 struct LspTool {
     spec: ToolSpec,
-    kind: Kind,
+    rename: bool,
     core: Arc<Core>,
 }
 
@@ -485,6 +482,112 @@ struct RenameArgs {
     new_name: String,
 }
 
+// What the `lsp` tool asks: every question, one tool (`lsp_rename`, which changes files,
+// is a tool of its own). No doc comment: it would be the schema's description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Operation {
+    Definition,
+    References,
+    Implementation,
+    Hover,
+    DocumentSymbols,
+    WorkspaceSymbols,
+    Diagnostics,
+}
+
+impl Operation {
+    /// The kind of a position query (definition, references, implementation, hover).
+    fn kind(self) -> Kind {
+        match self {
+            Self::Definition => Kind::Definition,
+            Self::References => Kind::References,
+            Self::Implementation => Kind::Implementation,
+            _ => Kind::Hover,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Definition => "definition",
+            Self::References => "references",
+            Self::Implementation => "implementation",
+            Self::Hover => "hover",
+            Self::DocumentSymbols => "document_symbols",
+            Self::WorkspaceSymbols => "workspace_symbols",
+            Self::Diagnostics => "diagnostics",
+        }
+    }
+}
+
+/// The `lsp` tool's arguments as a model reads them: every operation's, together. A call
+/// is read again into its operation's own (which refuses what that operation does not
+/// take).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Only its schema is used.
+struct LspArgs {
+    operation: Operation,
+    /// File, workspace-relative
+    #[serde(default)]
+    path: Option<String>,
+    /// 1-based line
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    line: Option<u32>,
+    /// 1-based column, in characters
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    column: Option<u32>,
+    /// A name instead of line/column: found in `path` (on `line` if given), else in the workspace
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    symbol: Option<String>,
+    /// workspace_symbols: name or part
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    query: Option<String>,
+    /// The server's language when no path is given
+    #[serde(default)]
+    language: Option<String>,
+    /// Results to skip (paging)
+    #[serde(default)]
+    offset: usize,
+    /// Most results
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 500))]
+    limit: usize,
+}
+
+/// The `lsp` tool's arguments without `operation`, and the operation.
+fn operation_of(args: Value) -> Result<(Operation, Value), ToolError> {
+    let Value::Object(mut map) = args else {
+        return Err(ToolError::invalid(
+            "arguments must be an object with `operation`",
+        ));
+    };
+    let operation = map.shift_remove("operation").ok_or_else(|| {
+        ToolError::invalid("give `operation`: definition, references, implementation, hover, document_symbols, workspace_symbols or diagnostics")
+    })?;
+    let operation: Operation = serde_json::from_value(operation.clone()).map_err(|_| {
+        ToolError::invalid(format!("`operation` {operation} is not one of definition, references, implementation, hover, document_symbols, workspace_symbols, diagnostics"))
+    })?;
+    Ok((operation, Value::Object(map)))
+}
+
+/// Reads an operation's own arguments, naming the operation when one does not belong.
+fn parse_for<T: serde::de::DeserializeOwned>(
+    operation: Operation,
+    args: Value,
+) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::invalid(format!(
+            "invalid arguments for operation `{}`: {e}",
+            operation.name()
+        ))
+    })
+}
+
 /// The `system.lsp` plugin.
 // The root language servers are told (as a URI); files are opened through the jail.
 #[allow(clippy::disallowed_methods)]
@@ -511,63 +614,32 @@ pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
         idempotent: true,
         open_world: false,
     };
-    let position = crate::args::schema::<PositionArgs>();
-    let specs: Vec<(ToolSpec, Kind)> = vec![
+    let specs: Vec<(ToolSpec, bool)> = vec![
         (
-            ToolSpec::new("lsp_definition", "Where a symbol is defined (language server): give path+line+column, path+symbol, or symbol alone. Answers file:line:column and the line.")
-                .title("Go to definition").input_schema(position.clone()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::Definition,
-        ),
-        (
-            ToolSpec::new("lsp_references", "Every reference to a symbol (path+line+column, path+symbol, or symbol), as file:line:column and the line, paged.")
-                .title("Find references").input_schema(position.clone()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::References,
-        ),
-        (
-            ToolSpec::new("lsp_implementation", "Implementations of a trait or interface (path+line+column, path+symbol, or symbol).")
-                .title("Find implementations").input_schema(position.clone()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::Implementation,
-        ),
-        (
-            ToolSpec::new("lsp_hover", "Type and docs of the symbol at path+line+column or path+symbol.")
-                .title("Hover: type and docs").input_schema(position).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::Hover,
-        ),
-        (
-            ToolSpec::new("lsp_document_symbols", "The outline of a file: its functions, types, fields and the like, with their lines.")
-                .title("Symbols of a file").input_schema(crate::args::schema::<DocumentArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::DocumentSymbols,
-        ),
-        (
-            ToolSpec::new("lsp_workspace_symbols", "Find symbols by name across the workspace's projects.")
-                .title("Find symbols").input_schema(crate::args::schema::<WorkspaceSymbolArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::WorkspaceSymbols,
-        ),
-        (
-            ToolSpec::new("lsp_diagnostics", "The errors and warnings the language server reports now (after your edits), with the line's text: for one file, or every file reported on.")
-                .title("Diagnostics").input_schema(crate::args::schema::<DiagnosticsArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
-            Kind::Diagnostics,
+            ToolSpec::new("lsp", "Ask the language server about code. At path+line+column, path+symbol or a symbol alone: `definition`, `references`, `implementation` (of a trait or interface), `hover` (type and docs). `document_symbols`: a file's outline; `workspace_symbols`: find by name (`query`); `diagnostics`: errors and warnings now, of `path` or every file. Answers file:line:column with the line, paged.")
+                .title("Code intelligence").input_schema(crate::args::schema::<LspArgs>()).annotations(read).touch(toolshed_core::TouchKind::Reads, "path"),
+            false,
         ),
         (
             ToolSpec::new("lsp_rename", "Rename a symbol everywhere the language server finds it, applied to the files all-or-nothing; returns the diff. Changed files need a workspace_read first.")
                 .title("Rename a symbol").input_schema(crate::args::schema::<RenameArgs>())
                 .touch(toolshed_core::TouchKind::Writes, "path")
                 .annotations(ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: false }),
-            Kind::Rename,
+            true,
         ),
     ];
     let tools: Vec<Arc<dyn Tool>> = specs
         .into_iter()
-        .map(|(spec, kind)| {
+        .map(|(spec, rename)| {
             let mut spec = spec.group("lsp");
-            if kind == Kind::Rename {
+            if rename {
                 // Like workspace_edit: it rewrites files.
                 spec.mutates_state = true;
                 spec.danger = toolshed_core::Danger::Medium;
             }
             Arc::new(LspTool {
                 spec,
-                kind,
+                rename,
                 core: core.clone(),
             }) as Arc<dyn Tool>
         })
@@ -628,25 +700,35 @@ impl Tool for LspTool {
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let cancel = ctx.cancel.clone();
         let work = async {
-            match self.kind {
-                Kind::Definition | Kind::References | Kind::Implementation | Kind::Hover => {
-                    self.core
-                        .position_query(self.kind, &ctx, crate::args::parse(args)?)
-                        .await
-                }
-                Kind::DocumentSymbols => {
-                    self.core
-                        .document_symbols(&ctx, crate::args::parse(args)?)
-                        .await
-                }
-                Kind::WorkspaceSymbols => {
-                    self.core
-                        .workspace_symbols(&ctx, crate::args::parse(args)?)
-                        .await
-                }
-                Kind::Diagnostics => self.core.diagnostics(&ctx, crate::args::parse(args)?).await,
-                Kind::Rename => self.core.rename(&ctx, crate::args::parse(args)?).await,
+            if !self.rename {
+                let (operation, args) = operation_of(args)?;
+                return match operation {
+                    Operation::Definition
+                    | Operation::References
+                    | Operation::Implementation
+                    | Operation::Hover => {
+                        self.core
+                            .position_query(operation.kind(), &ctx, parse_for(operation, args)?)
+                            .await
+                    }
+                    Operation::DocumentSymbols => {
+                        self.core
+                            .document_symbols(&ctx, parse_for(operation, args)?)
+                            .await
+                    }
+                    Operation::WorkspaceSymbols => {
+                        self.core
+                            .workspace_symbols(&ctx, parse_for(operation, args)?)
+                            .await
+                    }
+                    Operation::Diagnostics => {
+                        self.core
+                            .diagnostics(&ctx, parse_for(operation, args)?)
+                            .await
+                    }
+                };
             }
+            self.core.rename(&ctx, crate::args::parse(args)?).await
         };
         tokio::select! {
             result = work => result,
@@ -1045,7 +1127,7 @@ impl Core {
         }
         if matches.is_empty() {
             return Err(ToolError::NotFound(format!(
-                "no symbol named `{symbol}` in the workspace; lsp_workspace_symbols finds names by part"
+                "no symbol named `{symbol}` in the workspace; `lsp` with operation `workspace_symbols` finds names by part"
             )));
         }
         if kind == Kind::Definition {
@@ -1425,10 +1507,6 @@ fn kind_label(kind: Kind) -> &'static str {
         Kind::References => "references",
         Kind::Implementation => "implementations",
         Kind::Hover => "hover",
-        Kind::DocumentSymbols => "symbols",
-        Kind::WorkspaceSymbols => "workspace symbols",
-        Kind::Diagnostics => "diagnostics",
-        Kind::Rename => "rename",
     }
 }
 

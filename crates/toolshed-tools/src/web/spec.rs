@@ -83,18 +83,19 @@ pub(super) fn web_search() -> ToolSpec {
     spec.output_schema = Some(json!({
         "type": "object",
         "properties": {
-            "provider": {"type": "string", "description": "The provider that answered."},
-            "query": {"type": "string", "description": "The query as sent."},
+            // Names that say what they hold: every byte here is paid on every turn.
+            "provider": {"type": "string"},
+            "query": {"type": "string", "description": "As sent"},
             "results": {
                 "type": "array",
-                "description": "The results, best first.",
+                "description": "Best first",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "title": {"type": "string", "description": "The page title."},
-                        "url": {"type": "string", "description": "The page URL."},
-                        "snippet": {"type": "string", "description": "An excerpt, plain text."},
-                        "date": {"type": "string", "description": "Publication date as the provider gave it, when it did."}
+                        "title": {"type": "string"},
+                        "url": {"type": "string"},
+                        "snippet": {"type": "string", "description": "Plain text"},
+                        "date": {"type": "string", "description": "As the provider gave it"}
                     },
                     "required": ["title", "url", "snippet"]
                 }
@@ -147,8 +148,7 @@ pub(super) struct SearchArgs {
     #[serde(default = "default_count")]
     #[schemars(range(min = 1, max = MAX_COUNT))]
     pub(super) count: u64,
-    /// The search provider to use. Leave out for the first configured one, in this order;
-    /// duckduckgo (keyless, best effort) answers when none is configured.
+    /// Left out: the first configured, in this order
     pub(super) provider: Option<Provider>,
 }
 

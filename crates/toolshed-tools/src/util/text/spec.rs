@@ -13,7 +13,7 @@ use crate::util::GROUP;
 pub(super) fn tool_spec() -> ToolSpec {
     ToolSpec::new(
         "text",
-        "Count, change case, slugify, truncate, regex-extract, regex-replace or split text.",
+        "Count characters, words and lines, change case, slugify, truncate, regex-extract, regex-replace or split text.",
     )
     .title("Text")
     .group(GROUP)
