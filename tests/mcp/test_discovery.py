@@ -99,6 +99,13 @@ def test_discovery_works_over_http_in_both_eras_and_search_over_rest(toolshed_bi
                     assert (await found(client, "replace text in a file"))[0] == "workspace_edit"
                     result = await client.call_tool("tool_call", {"name": "calculator", "arguments": {"expression": "2+2"}})
                     assert "4" in text(result), result
+                    # A stateless request keeps no list: activating says so instead of
+                    # claiming what the next request would not have.
+                    result = await client.call_tool("tool_search", {"query": "arithmetic", "activate": True})
+                    if mode == "auto":
+                        assert result.structured_content["activated"] == [] and "no list" in text(result), text(result)
+                    else:
+                        assert result.structured_content["activated"] == ["calculator"], text(result)
 
         run(main())
         base = url.removesuffix("/mcp") + "/api/v1"
@@ -179,6 +186,15 @@ def test_the_default_catalog_lists_everyday_tools_and_finds_the_rest(server, mod
             assert "calculator" in await found(client, "evaluate an arithmetic expression")
             direct = await client.call_tool("calculator", {"expression": "6 * 7"})
             assert not direct.is_error and "42" in text(direct), text(direct)
+            # Activating adds only what the list left out; the search stays listed after.
+            found_ = await client.call_tool("tool_search", {"query": "evaluate arithmetic edit file", "activate": True})
+            activated = found_.structured_content["activated"]
+            assert "calculator" in activated and not set(activated) & set(tools), found_.structured_content
+            if mode == "legacy":
+                # (A 2026-07-28 client keeps a list for its ttlMs, and re-lists when
+                # subscriptions/listen says it changed.)
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert {"calculator", "tool_search", "workspace_edit"} <= names, sorted(names)
         async with Client(server("--catalog", "full"), mode=mode) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert "calculator" in names and "tool_search" not in names, sorted(names)

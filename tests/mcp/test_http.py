@@ -124,9 +124,9 @@ def test_list_changed_reaches_a_2026_http_listener(http_server, toolshed_bin, ho
             assert client.protocol_version == "2026-07-28"
             async with client.listen(tools_list_changed=True) as sub:
                 assert sub.honored.tools_list_changed
-                await asyncio.to_thread(disable, toolshed_bin, home, workspace, "system.datetime")
+                await asyncio.to_thread(disable, toolshed_bin, home, workspace, "system.skills")
                 await asyncio.wait_for(sub.__anext__(), timeout=10)
-            assert "datetime" not in [t.name for t in (await client.list_tools()).tools]
+            assert "skill_list" not in [t.name for t in (await client.list_tools()).tools]
 
     run(main())
 

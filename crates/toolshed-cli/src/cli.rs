@@ -391,7 +391,8 @@ pub struct CallArgs {
     /// `standard`: every tool but the `[mcp] on_demand` ones (utilities, downloads,
     /// background processes), plus tool_search and tool_call, through which those are
     /// found and run; `full`: every tool; `discover`: only the `[mcp] core` tools plus
-    /// tool_search and tool_call [default: the profile's `catalog`, else standard]
+    /// tool_search and tool_call [default: the profile's `catalog`; else full with
+    /// --tools or a profile other than all; else standard]
     #[arg(long, value_name = "MODE", value_parser = ["standard", "full", "discover"])]
     pub catalog: Option<String>,
 }
@@ -409,7 +410,8 @@ pub struct McpArgs {
     /// `standard`: every tool but the `[mcp] on_demand` ones (utilities, downloads,
     /// background processes), plus tool_search and tool_call, through which those are
     /// found and run; `full`: every tool; `discover`: only the `[mcp] core` tools plus
-    /// tool_search and tool_call [default: the profile's `catalog`, else standard]
+    /// tool_search and tool_call [default: the profile's `catalog`; else full with
+    /// --tools or a profile other than all; else standard]
     #[arg(long, value_name = "MODE", value_parser = ["standard", "full", "discover"])]
     pub catalog: Option<String>,
 }

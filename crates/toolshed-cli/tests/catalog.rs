@@ -238,3 +238,21 @@ fn everyday_requests_find_their_tool() {
     }
     assert!(missed.is_empty(), "{}", missed.join("\n"));
 }
+
+/// `ttlMs` and `cacheScope` are the 2026-07-28 era's; a session-era list is as before.
+/// Failed before: the era was read from `RequestContext::protocol_version`, which falls
+/// back to the session's negotiated version, so every session-era list carried both.
+#[test]
+fn a_session_era_list_carries_no_cache_hints() {
+    let (env, curated) = env();
+    let mut mcp = start(&env, &curated, &[]);
+    for method in ["tools/list", "prompts/list", "resources/list"] {
+        let reply = mcp.request(method, json!({}));
+        let result = &reply["result"];
+        assert!(result.is_object(), "{method}: {reply}");
+        assert!(
+            result.get("ttlMs").is_none() && result.get("cacheScope").is_none(),
+            "{method}: {result}"
+        );
+    }
+}

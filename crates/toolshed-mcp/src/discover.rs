@@ -124,6 +124,18 @@ pub(crate) fn search(
     (result, found)
 }
 
+/// Says in `result` that nothing was added: the 2026-07-28 era over HTTP keeps no list
+/// between requests.
+pub(crate) fn say_not_kept(result: &mut CallToolResult) {
+    result.content.push(ContentBlock::text(
+        "Nothing was added to your tools/list: over HTTP in the 2026-07-28 protocol no list \
+         is kept between requests. Call the tools found directly by name, or with tool_call.",
+    ));
+    if let Some(Value::Object(structured)) = &mut result.structured_content {
+        structured.insert("activated".into(), json!([]));
+    }
+}
+
 /// Says in `result` which tools were added to the list.
 pub(crate) fn say_activated(result: &mut CallToolResult, added: &[String]) {
     let line = if added.is_empty() {

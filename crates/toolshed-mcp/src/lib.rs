@@ -107,8 +107,8 @@ pub fn instructions(which: &str) -> String {
     format!(
         "toolshed's workspace is {which}. The workspace_* tools take paths relative to it \
          (an absolute path inside it works too) and cannot reach anything outside it; \
-         exec_command, shell and process_exec run commands with the workspace as their \
-         working directory. Read a file with workspace_read before you edit or overwrite it. \
+         exec_command, shell and background processes run commands with the workspace as \
+         their working directory. Read a file with workspace_read before you edit or overwrite it. \
          A flag (true/false argument) left out is false unless its schema says otherwise."
     )
 }

@@ -104,6 +104,21 @@ pub fn selection_from_globs(list: &str) -> Result<Option<CompiledRules>, RuleErr
     CompiledRules::allow_only("--tools", allow)
 }
 
+/// Whether a request is of the 2026-07-28 era: it names its version in `_meta`.
+/// (`RequestContext::protocol_version` falls back to a session's negotiated version.)
+fn era_2026(context: &RequestContext<RoleServer>) -> bool {
+    context.meta.protocol_version().is_some()
+}
+
+/// Whether `rules` (allow rules, as `[mcp] core`) take `entry`; `None` takes nothing.
+fn matches(rules: &Option<CompiledRules>, entry: &ToolEntry) -> bool {
+    rules.as_ref().is_some_and(|rules| {
+        rules
+            .refuse(&Subject::new(entry.spec(), &entry.plugin_id))
+            .is_none()
+    })
+}
+
 /// The host a server serves and the connection's narrowing, once both are there.
 struct Bound {
     host: Arc<Host>,
@@ -175,22 +190,20 @@ impl Bound {
     /// on-demand ones, in discovery mode only the core; in both, the tools `tool_search`
     /// activated.
     fn listed(&self, entry: &ToolEntry, mode: CatalogMode) -> bool {
-        let matches = |rules: &Option<CompiledRules>| {
-            rules.as_ref().is_some_and(|rules| {
-                rules
-                    .refuse(&Subject::new(entry.spec(), &entry.plugin_id))
-                    .is_none()
-            })
-        };
         match mode {
             CatalogMode::Full => true,
             CatalogMode::Standard => {
-                !matches(&self.on_demand) || self.activated().contains(&entry.spec().name)
+                !self.on_demand(entry) || self.activated().contains(&entry.spec().name)
             }
             CatalogMode::Discover => {
-                matches(&self.core) || self.activated().contains(&entry.spec().name)
+                matches(&self.core, entry) || self.activated().contains(&entry.spec().name)
             }
         }
+    }
+
+    /// Whether `[mcp] on_demand` leaves `entry` out of the standard catalog.
+    fn on_demand(&self, entry: &ToolEntry) -> bool {
+        matches(&self.on_demand, entry)
     }
 
     /// Whether `tool_search` and `tool_call` answer: in discovery mode always, in the
@@ -241,7 +254,12 @@ impl Bound {
             CatalogMode::Full => None,
             // Nearly nothing is listed: naming the rest would undo the mode.
             CatalogMode::Discover => Some(Vec::new()),
-            CatalogMode::Standard => (!not_listed.is_empty()).then_some(not_listed),
+            // Still offered once every on-demand tool was activated: the list does not
+            // lose its search.
+            CatalogMode::Standard => visible
+                .iter()
+                .any(|e| self.on_demand(e))
+                .then_some(not_listed),
         };
         if let Some(not_listed) = offered {
             tools.extend(crate::discover::tools(&not_listed));
@@ -270,8 +288,19 @@ impl Bound {
             .collect()
     }
 
+    /// What `tools/list` gives the connection's own caller (the list watchers compare
+    /// it).
     fn visible_list(&self) -> Vec<Tool> {
-        self.list_of(&self.visible_tools(), self.mode(false))
+        self.list_of(&self.visible_tools(), self.mode(self.caller_narrowed()))
+    }
+
+    /// Whether the connection's own caller (stdio started with an agent token) has tool
+    /// rules.
+    fn caller_narrowed(&self) -> bool {
+        self.session
+            .caller
+            .as_ref()
+            .is_some_and(|c| c.tools.is_some())
     }
 
     /// Refuses a request when the connection's own token (stdio) was revoked or expired
@@ -681,8 +710,27 @@ impl McpServer {
                     let visible = Self::tools_for(bound, &context);
                     let (mut result, found) = crate::discover::search(&visible, &arguments);
                     if let Some(names) = found {
-                        let added = bound.activate(&names);
-                        crate::discover::say_activated(&mut result, &added);
+                        // A stateless request's server lives for that request only: a
+                        // list it kept would be gone by the next one.
+                        let stateless = era_2026(&context)
+                            && context.extensions.get::<http::request::Parts>().is_some();
+                        if stateless {
+                            crate::discover::say_not_kept(&mut result);
+                        } else {
+                            let mode = bound.mode(caller_narrowed);
+                            // Only what the list leaves out: a listed tool is not "added",
+                            // nor counted against the connection's limit.
+                            let unlisted: Vec<String> = names
+                                .into_iter()
+                                .filter(|name| {
+                                    visible
+                                        .iter()
+                                        .any(|e| &e.spec().name == name && !bound.listed(e, mode))
+                                })
+                                .collect();
+                            let added = bound.activate(&unlisted);
+                            crate::discover::say_activated(&mut result, &added);
+                        }
                     }
                     return Ok(result.into());
                 }
@@ -774,7 +822,7 @@ const LIST_TTL_MS: u64 = 60_000;
 macro_rules! cacheable {
     ($result:expr, $context:expr) => {{
         let result = $result;
-        if $context.protocol_version().is_some() {
+        if era_2026(&$context) {
             result
                 .with_ttl_ms(LIST_TTL_MS)
                 .with_cache_scope(CacheScope::Private)
@@ -928,7 +976,7 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let bound = self.binding.ready.get()?;
-        if bound.discovers(bound.mode(false))
+        if bound.discovers(bound.mode(bound.caller_narrowed()))
             && let Some(tool) = crate::discover::tools(&[])
                 .into_iter()
                 .find(|t| t.name == name)
