@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -98,4 +98,37 @@ test('streamable HTTP, 2026-07-28: prompts, resources and tools through the v2 c
   } finally {
     server.kill('SIGTERM');
   }
+});
+
+test('stdio, 2026-07-28: an approval answered through an input round trip', async () => {
+  const { workspace, env } = setUp();
+  const policy = join(env.TOOLSHED_HOME, 'policy.toml');
+  writeFileSync(policy, [
+    '[[policy.rule]]', 'name = "ask before commands"', 'tools = ["group:exec"]', 'decision = "ask"',
+    'message = "commands need a person\'s yes"', '',
+  ].join('\n'));
+  const asked = [];
+  const answers = ['accept', 'decline'];
+  const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' },
+    { ...ERA, capabilities: { elicitation: { form: {} } } });
+  client.setRequestHandler('elicitation/create', async (request) => {
+    asked.push(request.params.message);
+    return { action: answers.shift() };
+  });
+  await client.connect(new StdioClientTransport({
+    command: bin, args: ['--workspace', workspace, 'mcp'], env: { ...env, TOOLSHED_CONFIG: policy }, stderr: 'pipe',
+  }));
+  try {
+    const ran = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo yes > approved.txt; echo done' } });
+    assert.ok(!ran.isError, JSON.stringify(ran));
+    assert.match(ran.content[0].text, /done/);
+    const refused = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo no > declined.txt' } });
+    assert.ok(refused.isError, JSON.stringify(refused));
+    assert.match(refused.content[0].text, /declined/);
+  } finally {
+    await client.close();
+  }
+  assert.equal(asked.length, 2);
+  assert.match(asked[0], /ask before commands/);
+  assert.ok(existsSync(join(workspace, 'approved.txt')) && !existsSync(join(workspace, 'declined.txt')));
 });

@@ -207,3 +207,92 @@ def test_self_approval_allowed_by_config(serve, home, workspace, toolshed_bin):
     assert status == 200 and "alice" in answered["answered_by"], answered
     thread.join(30)
     assert (workspace / "allowed.txt").exists()
+
+
+def test_the_2026_era_asks_through_an_input_round_trip_over_stdio_and_http(server, serve, home, workspace):
+    """The 2026-07-28 era cannot ask mid-call: the call ends `input_required` with an
+    elicitation and a signed requestState, and the client's retry with the answer runs it
+    (the Python client drives the round trip itself)."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    config = write_rules(home, 60)
+    answers = []
+    asked = []
+
+    async def on_elicit(context, params: types.ElicitRequestParams):
+        asked.append(params.message)
+        return types.ElicitResult(action=answers.pop(0))
+
+    async def round_trips(client, tag):
+        assert client.protocol_version == "2026-07-28"
+        answers.append("accept")
+        ran = await client.call_tool("exec_command", {"cmd": f"echo yes > {tag}-approved.txt; echo done"})
+        assert not ran.is_error and "done" in ran.content[0].text, ran.content
+        answers.append("decline")
+        refused = await client.call_tool("exec_command", {"cmd": f"echo no > {tag}-declined.txt"})
+        assert refused.is_error and "declined" in refused.content[0].text, refused.content
+
+    async def over_stdio():
+        async with Client(server("--config", str(config)), mode="auto", elicitation_callback=on_elicit) as client:
+            await round_trips(client, "stdio")
+
+    run(over_stdio())
+    (workspace / "toolshed.toml").write_text("")
+    url, token = serve({"TOOLSHED_CONFIG": str(config)})
+
+    async def over_http():
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=on_elicit) as client:
+                await round_trips(client, "http")
+
+    run(over_http())
+    for tag in ("stdio", "http"):
+        assert (workspace / f"{tag}-approved.txt").exists()
+        assert not (workspace / f"{tag}-declined.txt").exists()
+    assert len(asked) == 4 and "ask before commands" in asked[0] and "stdio-approved" in asked[0]
+
+
+def test_a_forged_or_replayed_request_state_is_refused(server, home, workspace):
+    """The requestState round-trips through the client, so toolshed signs it (bound to the
+    owner, tool and arguments) and takes an answer once."""
+    from mcp.shared.exceptions import MCPError
+
+    config = write_rules(home, 60)
+
+    async def never(context, params):
+        raise AssertionError("this test answers by hand")
+
+    async def main():
+        # An elicitation handler makes the client declare elicitation, without which
+        # toolshed does not ask through the client.
+        async with Client(server("--config", str(config)), mode="auto", elicitation_callback=never) as client:
+            session = client.session
+            cmd = {"cmd": "echo once > once.txt"}
+            first = await session.call_tool("exec_command", cmd, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult), first
+            assert "approval" in first.input_requests and first.request_state
+            yes = {"approval": {"action": "accept"}}
+
+            # Altered, or for other arguments: refused before anything is answered.
+            state = first.request_state
+            forged = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
+            for name, args, sent in (("exec_command", cmd, forged), ("exec_command", {"cmd": "echo other > other.txt"}, state)):
+                try:
+                    await session.call_tool(name, args, input_responses=yes, request_state=sent)
+                    raise AssertionError("a forged requestState was taken")
+                except MCPError as e:
+                    assert "requestState refused" in str(e), e
+
+            ran = await session.call_tool("exec_command", cmd, input_responses=yes, request_state=state)
+            assert isinstance(ran, types.CallToolResult) and not ran.is_error, ran
+            # The same answer again: the approval was answered, so the state is spent.
+            try:
+                await session.call_tool("exec_command", cmd, input_responses=yes, request_state=state)
+                raise AssertionError("a replayed requestState was taken")
+            except MCPError as e:
+                assert "already approved" in str(e), e
+
+    run(main())
+    assert (workspace / "once.txt").read_text() == "once\n"
+    assert not (workspace / "other.txt").exists()

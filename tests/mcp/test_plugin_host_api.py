@@ -1,4 +1,5 @@
-"""A JavaScript plugin's host API through the MCP door: `ctx.llm.complete` answered by the
+"""A JavaScript plugin's host API through the MCP door: `ctx.ask` put to the person by the
+client (a session's elicitation, the 2026-07-28 era's input round trip); `ctx.llm.complete` answered by the
 calling client's sampling callback, else by a loopback OpenAI-compatible endpoint set in
 `[llm]`, else refused as unconfigured; `ctx.events.publish` reaching a client subscribed
 with logging/setLevel; `ctx.config.set` changing a writable field and nothing else."""
@@ -26,6 +27,9 @@ MAIN = textwrap.dedent(
         properties: { key: { type: "string", required: true }, value: { type: "string", required: true } },
         run: async (inputs, ctx) => { await ctx.config.set(inputs.key, inputs.value); return ctx.config[inputs.key]; } },
       { name: "recall", description: "Read the setting.", run: (inputs, ctx) => String(ctx.config.greeting) },
+      { name: "clarify", description: "Ask the person.", properties: { question: { type: "string", required: true } },
+        run: async (inputs, ctx) => ctx.ask(inputs.question,
+          { type: "object", properties: { choice: { type: "string", enum: ["a", "b"] } }, required: ["choice"] }) },
     ]);
     """
 )
@@ -392,3 +396,30 @@ def test_a_node_plugin_asks_a_model_over_its_pipe(server, toolshed_bin, workspac
             assert result.structured_content["text"] == "Lisbon", result.structured_content
             assert result.structured_content["via"] == "sampling", result.structured_content
     run(main())
+
+
+@pytest.mark.parametrize("runtime", ["quickjs", "node"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_plugin_asks_the_person_through_the_client(server, toolshed_bin, workspace, home, tmp_path, runtime, mode):
+    # No grant: the person sees every question and may decline it.
+    plugin_id = "test.hostapi" if runtime == "quickjs" else "test.hostapi-node"
+    source = tmp_path / plugin_id
+    source.mkdir()
+    (source / "plugin.json").write_text(json.dumps({**MANIFEST, "id": plugin_id, "capabilities": {}}))
+    prelude = 'const { createHash } = require("crypto");\n' if runtime == "node" else ""
+    (source / "main.js").write_text(prelude + MAIN)
+    assert toolshed(toolshed_bin, workspace, home, "plugins", "install", str(source)).returncode == 0
+    tool = plugin_id.removeprefix("test.").replace("-", "_") + "_clarify"
+    asked = []
+
+    async def on_elicit(context, params: types.ElicitRequestParams):
+        asked.append((params.message, params.requested_schema))
+        return types.ElicitResult(action="accept", content={"choice": "b"})
+
+    async def main():
+        async with Client(server(), mode=mode, elicitation_callback=on_elicit) as client:
+            result = await client.call_tool(tool, {"question": "A or B?"})
+            assert not result.is_error, result.content
+            assert result.structured_content == {"action": "accept", "content": {"choice": "b"}}, result.structured_content
+    run(main())
+    assert asked == [("A or B?", {"type": "object", "properties": {"choice": {"type": "string", "enum": ["a", "b"]}}, "required": ["choice"]})], asked

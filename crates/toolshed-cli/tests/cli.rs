@@ -404,6 +404,7 @@ fn review_rules_from_the_workspace_config_hide_and_deny_tools() {
 /// (a new one fails here until it is added, with its classification checked).
 const CATALOG: &[(&str, &str, &str, &str)] = &[
     // name, group, danger, annotations: r(ead only) d(estructive) i(dempotent) o(pen world)
+    ("ask_user", "ask", "low", "r---"),
     ("calculator", "util", "low", "r-i-"),
     ("command_run_list", "exec", "low", "r-i-"),
     ("command_run_read_output", "exec", "low", "r-i-"),

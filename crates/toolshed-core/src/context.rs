@@ -128,6 +128,9 @@ pub struct CallContext {
     /// the calling client through MCP sampling, else the host's configured endpoint;
     /// `None` when neither can.
     pub sampler: Option<Arc<dyn crate::Sampler>>,
+    /// Who puts a question to the person behind the call (`ask_user`, `ctx.ask`): the
+    /// calling client, else the host's REST API; `None` outside a host.
+    pub asker: Option<Arc<dyn crate::Asker>>,
     /// What commands run for this call may write, from the policy rules on `writes` (see
     /// [`crate::WriteScope`]); tools that start commands give it to their sandbox.
     pub write_scope: crate::WriteScope,
@@ -153,6 +156,7 @@ impl CallContext {
             approved: false,
             approved_rules: Vec::new(),
             sampler: None,
+            asker: None,
             write_scope: crate::WriteScope::default(),
             sandbox: None,
         }

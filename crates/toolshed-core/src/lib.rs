@@ -15,6 +15,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+mod ask;
 mod context;
 mod error;
 mod gauges;
@@ -31,6 +32,7 @@ mod spec;
 pub mod suggest;
 mod touches;
 
+pub use ask::{Answer, Asker, MAX_FIELDS, MAX_QUESTION_CHARS, Question};
 pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;

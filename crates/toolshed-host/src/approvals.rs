@@ -357,6 +357,20 @@ impl StateStore {
         by: &str,
         remember: bool,
     ) -> Result<Option<ApprovalRequest>, StoreError> {
+        Ok(self
+            .answer_approval_once(id, approve, by, remember)?
+            .map(|(_, request)| request))
+    }
+
+    /// As [`StateStore::answer_approval`], saying too whether this answer was the one
+    /// taken (`false`: it had been answered, or had expired, before).
+    pub fn answer_approval_once(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        remember: bool,
+    ) -> Result<Option<(bool, ApprovalRequest)>, StoreError> {
         let now = now_ms();
         self.tx(|db| {
             let state = if approve { "approved" } else { "denied" };
@@ -386,7 +400,7 @@ impl StateStore {
                     args![&r.owner, &r.tool, &r.digest, now],
                 )?;
             }
-            Ok(request)
+            Ok(request.map(|r| (changed > 0, r)))
         })
     }
 

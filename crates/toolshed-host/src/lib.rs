@@ -44,6 +44,7 @@ pub mod memory;
 pub mod oauth;
 pub mod policy;
 pub mod private_file;
+pub mod questions;
 pub mod quotas;
 pub mod registry;
 pub mod shipped;
@@ -69,7 +70,9 @@ pub use audit::{
 };
 pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
-pub use dispatcher::{CANCEL_GRACE, CallRequest, CallResult, Dispatcher, MAX_VIOLATIONS};
+pub use dispatcher::{
+    CANCEL_GRACE, CallRequest, CallResult, DeferredApproval, Dispatcher, MAX_VIOLATIONS,
+};
 pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
 pub use hooks::{CallHook, HookDecision, Hooks};

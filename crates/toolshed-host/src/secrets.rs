@@ -20,6 +20,10 @@ const KEY_LEN: usize = 32;
 pub(crate) struct SecretBox {
     key: LessSafeKey,
     rng: SystemRandom,
+    /// A key of its own for signing what round-trips through clients (MCP's
+    /// `requestState`), derived from the sealing key: the same on every replica that
+    /// shares `secret.key`, and never the sealing key itself.
+    signing: [u8; KEY_LEN],
 }
 
 impl std::fmt::Debug for SecretBox {
@@ -80,10 +84,22 @@ impl SecretBox {
 
     fn from_bytes(bytes: &[u8], rng: SystemRandom) -> Result<Self, &'static str> {
         let unbound = UnboundKey::new(&CHACHA20_POLY1305, bytes).map_err(|_| "not a key")?;
+        let derived = ring::hmac::sign(
+            &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, bytes),
+            b"toolshed signing key for state that round-trips through clients, v1",
+        );
+        let mut signing = [0u8; KEY_LEN];
+        signing.copy_from_slice(&derived.as_ref()[..KEY_LEN]);
         Ok(Self {
             key: LessSafeKey::new(unbound),
             rng,
+            signing,
         })
+    }
+
+    /// The key that signs state handed to clients and checked when it comes back.
+    pub(crate) fn signing_key(&self) -> &[u8] {
+        &self.signing
     }
 
     /// `plaintext` sealed for `slot`.

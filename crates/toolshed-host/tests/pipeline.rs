@@ -758,3 +758,52 @@ async fn an_argument_over_its_declared_limit_is_refused_however_it_came() {
     let err = t.host.call(hidden).await.result.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Denied, "{err}");
 }
+
+/// The 2026-07-28 era's way: the door defers the approval (the request is left pending for
+/// the person, the call refused at once), then brings the person's answer; the answer runs
+/// only the call it was asked about.
+#[tokio::test]
+async fn a_deferred_approval_waits_for_the_person_and_its_answer_runs_only_its_own_call() {
+    let mut dangerous = strict_spec("dangerous");
+    dangerous.danger = toolshed_core::Danger::High;
+    let t = support::open_with(
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        vec![plugin("t.h", vec![tool(dangerous, Behaviour::Echo)])],
+        "[approvals]\ntimeout_secs = 60\n",
+        Some(Arc::new(ApproveDangerous)),
+        toolshed_host::Hooks::default(),
+    )
+    .await;
+    let deferred = Arc::new(toolshed_host::DeferredApproval::default());
+    let mut first = req("dangerous", json!({"n": 1, "s": "a"}));
+    first.defer_approval = Some(deferred.clone());
+    let started = std::time::Instant::now();
+    let err = t.host.call(first).await.result.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NeedsApproval, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it did not wait"
+    );
+    let asked = deferred.asked().expect("the request it left");
+    let store = t.host.store();
+    assert_eq!(
+        store.approval(&asked.id).unwrap().unwrap().state,
+        toolshed_host::approvals::ApprovalState::Pending
+    );
+    store
+        .answer_approval(&asked.id, true, "the person", false)
+        .unwrap();
+
+    // The answer runs the call it was asked about, not one with other arguments.
+    let mut other = req("dangerous", json!({"n": 2, "s": "a"}));
+    other.answered_approval = Some(asked.id.clone());
+    let err = t.host.call(other).await.result.unwrap_err();
+    assert!(
+        err.to_string().contains("does not approve this call"),
+        "{err}"
+    );
+    let mut same = req("dangerous", json!({"n": 1, "s": "a"}));
+    same.answered_approval = Some(asked.id.clone());
+    assert!(t.host.call(same).await.result.is_ok());
+}

@@ -27,10 +27,7 @@ impl Elicitation {
 #[async_trait]
 impl Approver for Elicitation {
     async fn ask(&self, request: &ApprovalRequest) -> Option<bool> {
-        let message = format!(
-            "Approve this call?\n\n{}\n\n{} (rule `{}`, request {})",
-            request.summary, request.reason, request.rule, request.id
-        );
+        let message = crate::input::question(request);
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message,

@@ -29,6 +29,7 @@ use std::sync::Arc;
 mod approve;
 mod convert;
 mod discover;
+mod input;
 mod logging;
 mod progress;
 mod sampling;

@@ -1,6 +1,6 @@
 //! The MCP server handler over the host.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -744,16 +744,72 @@ impl McpServer {
                 _ => {}
             }
         }
-        let mut call = CallRequest::new(name.clone(), arguments, owner, "mcp");
-        call.oversized = from_transport.oversized;
         let caller = Self::caller_for(bound, &context);
         // An agent token's own client answering its own call's approval is self-approval:
         // only where [approvals] self_approval allows it.
         let self_answers = caller.as_ref().is_some_and(|c| c.is_agent())
             && bound.host.config().config.approvals.self_approval
                 == toolshed_host::approvals::SelfApproval::Deny;
+        // The 2026-07-28 era asks in a later request (input_required) what the session era
+        // asks in this one (elicitation); the client must have declared elicitation.
+        let asks_later = era_2026(&context)
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.elicitation.is_some());
+        if request.request_state.is_some() && !asks_later {
+            return Err(McpError::invalid_params(
+                "the call brings a requestState, but toolshed asks for input only of a \
+                 2026-07-28 request whose client declares elicitation; call again without it",
+                None,
+            ));
+        }
+        let prior = if asks_later {
+            crate::input::open(
+                &bound.host,
+                &owner.0,
+                &name,
+                &arguments,
+                request.request_state.as_deref(),
+            )?
+        } else {
+            crate::input::State::default()
+        };
+        let answered = match &prior.approval {
+            Some(id) if prior.approved => Some(id.clone()),
+            Some(id) => Some(crate::input::take_approval(
+                &bound.host,
+                id,
+                request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|r| r.get(crate::input::APPROVAL)),
+                &format!("the MCP client of {}", owner.0),
+            )?),
+            None => None,
+        };
+        let asked_with = asks_later.then(|| arguments.clone());
+        let mut call = CallRequest::new(name.clone(), arguments, owner.clone(), "mcp");
+        call.oversized = from_transport.oversized;
         call.caller_tools = caller.and_then(|c| c.tools);
         call.cancel = context.ct.clone();
+        call.answered_approval = answered.clone();
+        // An approval the call needs is asked in a later request too — unless the
+        // caller's own client may not answer it (self-approval): then it waits for REST.
+        let deferred = (asks_later && !self_answers)
+            .then(|| Arc::new(toolshed_host::DeferredApproval::default()));
+        call.defer_approval = deferred.clone();
+        let round_trip = asks_later.then(|| {
+            Arc::new(crate::input::RoundTripAsker::new(
+                crate::input::with_responses(prior.answers, request.input_responses.as_ref()),
+            ))
+        });
+        if let Some(asker) = &round_trip {
+            call.asker = Some(asker.clone());
+        } else if crate::approve::Elicitation::supported(&context.peer) {
+            call.asker = Some(Arc::new(crate::input::ElicitAsker {
+                peer: context.peer.clone(),
+            }));
+        }
         if !self_answers && crate::approve::Elicitation::supported(&context.peer) {
             call.approver = Some(Arc::new(crate::approve::Elicitation {
                 peer: context.peer.clone(),
@@ -780,6 +836,53 @@ impl McpServer {
             forwarder.finish().await;
         }
         let resolved = result.plugin_id.is_some();
+        if let Some(arguments) = asked_with {
+            let answers = round_trip
+                .as_ref()
+                .map(|a| a.answers().clone())
+                .unwrap_or_default();
+            if let Some(asked) = deferred.and_then(|d| d.asked()) {
+                let state = crate::input::State {
+                    approval: Some(asked.id.clone()),
+                    approved: false,
+                    answers,
+                };
+                let requests = BTreeMap::from([(
+                    crate::input::APPROVAL.to_string(),
+                    crate::input::approval_request(&asked),
+                )]);
+                let ttl = crate::input::until_expiry(&asked);
+                return crate::input::input_required(
+                    &bound.host,
+                    &owner.0,
+                    &name,
+                    &arguments,
+                    requests,
+                    &state,
+                    ttl,
+                )
+                .map(Into::into);
+            }
+            let questions = round_trip.map(|a| a.asked()).unwrap_or_default();
+            if !questions.is_empty() {
+                let state = crate::input::State {
+                    approved: answered.is_some(),
+                    approval: answered,
+                    answers,
+                };
+                let requests = questions.into_iter().collect();
+                return crate::input::input_required(
+                    &bound.host,
+                    &owner.0,
+                    &name,
+                    &arguments,
+                    requests,
+                    &state,
+                    crate::input::answers_ttl(),
+                )
+                .map(Into::into);
+            }
+        }
         match result.result {
             Ok(output) => Ok(result_from_output(output).into()),
             Err(error) => result_from_error(&name, resolved, error).map(Into::into),

@@ -147,7 +147,7 @@ async fn check_request(
 }
 
 /// Whether a request would start new work, which a draining server refuses. What the
-/// calls still running may need goes on: health checks, answering approvals, reading and
+/// calls still running may need goes on: health checks, answering approvals and questions, reading and
 /// cancelling jobs, anything on an MCP session already open (a sampling answer, a
 /// cancellation), and reads.
 fn starts_work(request: &Request) -> bool {
@@ -157,6 +157,7 @@ fn starts_work(request: &Request) -> bool {
     let needed = path == "/health"
         || path.starts_with("/api/v1/health")
         || path.starts_with("/api/v1/approvals/")
+        || path.starts_with("/api/v1/questions/")
         || path.starts_with("/api/v1/jobs");
     !(needed || on_session || (read && path != "/mcp"))
 }
@@ -602,6 +603,8 @@ impl RequestGuard {
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
                 || rest.starts_with("jobs")
                 || rest.starts_with("events")
+                // The person behind a caller answers its calls' questions.
+                || rest.starts_with("questions")
             {
                 "tools:call"
             } else {

@@ -54,6 +54,7 @@ pub mod metrics;
 mod oauth;
 pub mod openapi;
 mod proxy;
+pub mod questions;
 mod serve;
 pub mod stream;
 mod token;

@@ -45,6 +45,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/approvals/{id}"),
     ("POST", "/approvals/{id}/approve"),
     ("POST", "/approvals/{id}/deny"),
+    ("GET", "/questions"),
+    ("POST", "/questions/{id}/answer"),
     ("GET", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("POST", "/jobs/{id}/cancel"),
@@ -458,6 +460,15 @@ fn operations() -> Vec<Op> {
             .respond("200", json_response("The request, denied", schema_ref("Approval")))
             .respond("404", not_found())
             .respond("409", error_response("The request is not pending any more (answered or expired)")),
+        op("GET", "/questions", "listQuestions", "Questions tools asked a person (ask_user, a plugin's ctx.ask) that the calling client could not put to them, waiting for an answer; an agent token sees its own owner's")
+            .respond("200", json_response("The questions, oldest first", json!({"type": "object", "required": ["questions"], "properties": {"questions": {"type": "array", "items": {"type": "object", "required": ["id", "owner", "message", "schema", "created_ms"], "properties": {"id": {"type": "string"}, "owner": {"type": "string"}, "message": {"type": "string"}, "schema": {"type": "object"}, "created_ms": {"type": "integer"}}}}}}))),
+        op("POST", "/questions/{id}/answer", "answerQuestion", "Answer a waiting question: accept with the fields its schema asks for, or decline; the asking call goes on with the answer")
+            .param(path_param("id", "A question id, e.g. q-0123456789abcdef"))
+            .body(json!({"type": "object", "required": ["action"], "additionalProperties": false, "properties": {"action": {"type": "string", "enum": ["accept", "decline", "cancel"]}, "content": {"type": "object"}}}))
+            .respond("200", json_response("The question answered", json!({"type": "object", "required": ["answered"], "properties": {"answered": {"type": "object"}}})))
+            .respond("400", error_response("The body is not an answer"))
+            .respond("403", error_response("The question is another owner's"))
+            .respond("404", not_found()),
         op("GET", "/jobs", "listJobs", "Jobs kept (running, and finished ones until their retention passes)")
             .param(query_param("owner", "Only this owner's jobs", json!({"type": "string"})))
             .param(query_param("state", "Only jobs in this state", json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled"]})))

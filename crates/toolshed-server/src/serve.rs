@@ -16,7 +16,9 @@ use toolshed_mcp::Session;
 use crate::guard::{RequestGuard, guarded};
 use crate::listen::ConnectionLimits;
 use crate::token::BearerToken;
-use crate::{api, approvals, events, gateway, jobs, memories, metrics, openapi, proxy, stream};
+use crate::{
+    api, approvals, events, gateway, jobs, memories, metrics, openapi, proxy, questions, stream,
+};
 
 /// The path prefix of the REST API.
 pub const API_PREFIX: &str = "/api/v1";
@@ -161,6 +163,8 @@ fn app_draining(
         .route("/approvals/{id}", get(approvals::get))
         .route("/approvals/{id}/approve", post(approvals::approve))
         .route("/approvals/{id}/deny", post(approvals::deny))
+        .route("/questions", get(questions::list))
+        .route("/questions/{id}/answer", post(questions::answer))
         .route("/jobs", get(api::jobs))
         .route("/jobs/{id}", get(api::job))
         .route("/jobs/{id}/cancel", post(api::cancel_job))

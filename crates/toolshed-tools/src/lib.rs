@@ -12,6 +12,7 @@ use toolshed_core::Plugin;
 use toolshed_ops::Services;
 
 mod args;
+pub mod ask;
 pub mod browser;
 pub mod download;
 pub mod exec;
@@ -41,6 +42,7 @@ pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<d
     plugins.push(web::plugin_with_settings(services, web));
     plugins.push(download::plugin(services));
     plugins.push(mail::plugin(services));
+    plugins.push(ask::plugin());
     plugins
 }
 

@@ -44,6 +44,9 @@ impl Dispatcher {
             ));
             return Ok(());
         }
+        if let Some(id) = &req.answered_approval {
+            return self.answered(req, id, &digest, rule, reason, note);
+        }
         let timeout = Duration::from_secs(self.approvals.timeout_secs);
         let request = self
             .store
@@ -64,6 +67,14 @@ impl Dispatcher {
             request: request.clone(),
         });
         let id = request.id.clone();
+        if let Some(deferred) = &req.defer_approval {
+            deferred.set(request);
+            *note = Some(format!("{id} asked of the person (rule `{rule}`)"));
+            return Err(ToolError::NeedsApproval(format!(
+                "{reason} (rule `{rule}`): approval {id} was asked of the person; the call runs \
+                 when it is called again with their answer"
+            )));
+        }
         let ask = {
             let approver = req.approver.clone();
             let request = request.clone();
@@ -135,6 +146,55 @@ impl Dispatcher {
                     "nobody approved {id} within {} s ([approvals] timeout_secs), so the call \
                      is refused: {reason}",
                     timeout.as_secs()
+                ),
+            }),
+        }
+    }
+
+    /// A call whose door saw a person answer approval `id` in an input round trip: it runs
+    /// only if that answer approved this very call.
+    fn answered(
+        &self,
+        req: &CallRequest,
+        id: &str,
+        digest: &str,
+        rule: &str,
+        reason: &str,
+        note: &mut Option<String>,
+    ) -> Result<(), ToolError> {
+        let request = self
+            .store
+            .approval(id)
+            .map_err(|e| ToolError::Failed(format!("approval: {e}")))?;
+        self.resolved(id);
+        let by = request
+            .as_ref()
+            .and_then(|r| r.answered_by.clone())
+            .unwrap_or_default();
+        match request {
+            Some(r)
+                if r.state == ApprovalState::Approved
+                    && r.owner == req.owner.0
+                    && r.tool == req.tool
+                    && r.digest == digest =>
+            {
+                *note = Some(format!("{id} approved by {by} (rule `{rule}`)"));
+                Ok(())
+            }
+            Some(r) if r.state == ApprovalState::Denied => {
+                *note = Some(format!("{id} denied by {by} (rule `{rule}`)"));
+                Err(ToolError::Denied {
+                    rule: rule.to_string(),
+                    message: format!(
+                        "{by} declined the approval {id} that rule `{rule}` asked for: {reason}"
+                    ),
+                })
+            }
+            _ => Err(ToolError::Denied {
+                rule: rule.to_string(),
+                message: format!(
+                    "approval {id} does not approve this call (another call's, or not approved); \
+                     call again without it to be asked anew"
                 ),
             }),
         }

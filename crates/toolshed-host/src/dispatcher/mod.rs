@@ -86,6 +86,39 @@ pub struct CallRequest {
     pub sandbox_ceiling: Option<toolshed_ops::sandbox::SandboxMode>,
     /// Arguments the door left out of `arguments` because they are over the tool's limit.
     pub oversized: Vec<toolshed_core::OversizedArgument>,
+    /// For a door that asks a person in a later request rather than during this one (the
+    /// 2026-07-28 era's input-required results): an approval the call needs is created
+    /// and left pending, put here, and the call refused with `needs_approval`.
+    pub defer_approval: Option<Arc<DeferredApproval>>,
+    /// An approval request the door saw a person answer for this call (in an input
+    /// round trip); the call runs if it approved this very call (owner, tool, arguments).
+    pub answered_approval: Option<String>,
+    /// The door's way to put a tool's question to the calling client's user (`ask_user`);
+    /// `None`: the question waits for an answer over REST.
+    pub asker: Option<Arc<dyn toolshed_core::Asker>>,
+}
+
+/// Where a call that deferred its approval leaves the request it made.
+#[derive(Debug, Default)]
+pub struct DeferredApproval {
+    asked: std::sync::Mutex<Option<crate::approvals::ApprovalRequest>>,
+}
+
+impl DeferredApproval {
+    /// The request the call left pending, if it needed one.
+    pub fn asked(&self) -> Option<crate::approvals::ApprovalRequest> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, request: crate::approvals::ApprovalRequest) {
+        *self
+            .asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(request);
+    }
 }
 
 impl std::fmt::Debug for dyn Approver {
@@ -127,6 +160,9 @@ impl CallRequest {
             sampler: None,
             sandbox_ceiling: None,
             oversized: Vec::new(),
+            defer_approval: None,
+            answered_approval: None,
+            asker: None,
         }
     }
 }
@@ -157,6 +193,8 @@ pub struct Dispatcher {
     approvals: ApprovalsConfig,
     quotas: Quotas,
     llm: Option<Arc<dyn toolshed_core::Sampler>>,
+    /// Questions no client could put to the person, waiting for REST.
+    questions: Arc<crate::questions::Questions>,
     trace_arguments: bool,
     files: Option<Arc<dyn toolshed_ops::FileOps>>,
     sandbox_mode: Option<toolshed_ops::sandbox::SandboxMode>,
@@ -250,6 +288,7 @@ impl Dispatcher {
             approvals: parts.approvals,
             quotas: parts.quotas,
             llm: parts.llm,
+            questions: Arc::default(),
             trace_arguments: parts.trace_arguments,
             files: parts.files,
             sandbox_mode: parts.sandbox_mode,
@@ -258,6 +297,11 @@ impl Dispatcher {
             epoch,
             in_flight: Arc::default(),
         }
+    }
+
+    /// The questions waiting for a person's answer over REST.
+    pub fn questions(&self) -> &Arc<crate::questions::Questions> {
+        &self.questions
     }
 
     /// How many calls are running now (from their start until they are recorded).
@@ -600,6 +644,12 @@ impl Dispatcher {
             approved,
             approved_rules,
             sampler: req.sampler.clone().or_else(|| self.llm.clone()),
+            asker: Some(req.asker.clone().unwrap_or_else(|| {
+                Arc::new(crate::questions::HostAsker {
+                    questions: self.questions.clone(),
+                    owner: req.owner.0.clone(),
+                })
+            })),
             sandbox: narrowed.map(|m| m.as_str().to_string()),
             write_scope,
         };

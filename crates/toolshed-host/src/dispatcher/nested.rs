@@ -106,6 +106,8 @@ impl ToolCaller for NestedCaller {
         request.via_plugins = via;
         request.parent = Some(ctx.call_id.0.clone());
         request.sampler = ctx.sampler.clone();
+        // A nested call's question goes where its caller's would.
+        request.asker = ctx.asker.clone();
         request.sandbox_ceiling = lineage.sandbox;
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).

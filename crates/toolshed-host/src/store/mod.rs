@@ -600,6 +600,13 @@ impl StateStore {
         })
     }
 
+    /// The key that signs state toolshed hands a client and checks when it comes back
+    /// (MCP's `requestState`): derived from `secret.key`, so every replica sharing that
+    /// file checks what another signed.
+    pub fn signing_key(&self) -> &[u8] {
+        self.secrets.signing_key()
+    }
+
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         &self.path

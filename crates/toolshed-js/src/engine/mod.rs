@@ -42,7 +42,9 @@ use fault::{fault_to_error, returned};
 use guard::Guard;
 pub(crate) use guard::Stop;
 use host::{CallScope, Completion, HostOps, LogBudget, Shared};
-pub(crate) use host::{HostAccess, HostError, check_event, llm_request, memory_request};
+pub(crate) use host::{
+    HostAccess, HostError, ask_request, check_event, llm_request, memory_request,
+};
 
 /// JavaScript helpers the host builds plugin-facing objects with.
 const PRELUDE_SOURCE: &str = include_str!("prelude.js");

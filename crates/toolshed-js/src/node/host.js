@@ -262,6 +262,7 @@ const callContext = (call, config, controller) => {
     memory: memoryObject(call),
     events: Object.freeze({ publish: (type, data) => ask(call, "events.publish", [String(type), data === undefined ? null : data]) }),
     llm: Object.freeze({ complete: (req) => ask(call, "llm.complete", [req]) }),
+    ask: (question, schema) => ask(call, "ask", [question === undefined ? null : question, schema === undefined ? null : schema]),
   };
 };
 

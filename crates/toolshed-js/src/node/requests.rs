@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 use toolshed_core::CallContext;
 
-use crate::engine::{HostError, check_event, llm_request, memory_request};
+use crate::engine::{HostError, ask_request, check_event, llm_request, memory_request};
 use crate::worker::WorkerConfig;
 
 pub(super) fn answer(id: &Value, result: Result<Value, HostError>) -> Value {
@@ -81,6 +81,8 @@ pub(super) async fn host_request(
             reach.check_llm()?;
             llm_request(ctx, &params[0]).await
         }
+        // No grant: see `ask_request`.
+        "ask" => ask_request(ctx, &params[0], params.get(1)).await,
         other => Err(format!("`{other}` is not something the host does").into()),
     }
 }

@@ -103,6 +103,68 @@ pub(crate) async fn llm_request(call: &CallContext, request: &Json) -> Result<Js
     }
 }
 
+/// `ctx.ask(question, schema?)` for the call `call`: the person's answer
+/// (`{action, content}`), through the calling client when it can ask, else over REST. No
+/// grant is needed: the person sees every question and may decline it, and questions are
+/// capped per owner.
+pub(crate) async fn ask_request(
+    call: &CallContext,
+    question: &Json,
+    schema: Option<&Json>,
+) -> Result<Json, HostError> {
+    let Some(message) = question.as_str() else {
+        return Err(HostError::from(
+            "ctx.ask takes (question: string, schema?: object schema of the answer's fields)"
+                .to_string(),
+        ));
+    };
+    let schema = schema.filter(|s| !s.is_null()).cloned();
+    let question = toolshed_core::Question::new(message, schema)
+        .map_err(|m| HostError::from(format!("ctx.ask: {m}")))?;
+    let Some(asker) = call.asker.clone() else {
+        return Err(HostError {
+            kind: Some("unconfigured"),
+            message: "ctx.ask: nobody can be asked outside a host".into(),
+        });
+    };
+    asker
+        .ask(&question, &call.cancel)
+        .await
+        .map(|answer| answer.to_json())
+        .map_err(|e| HostError {
+            kind: Some(e.kind().as_str()),
+            message: e.to_string(),
+        })
+}
+
+/// `ctx.ask`: a function of the QuickJS runtime.
+pub(super) fn ask_function<'js>(
+    ctx: &Ctx<'js>,
+    scope: &Rc<CallScope>,
+) -> rquickjs::Result<Function<'js>> {
+    let s = scope.clone();
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, question: Opt<Value<'js>>, schema: Opt<Value<'js>>| {
+            let question = match question.0.map(|v| to_json(&ctx, v)) {
+                Some(Ok(Some(json))) => json,
+                _ => Json::Null,
+            };
+            let schema = match schema.0.map(|v| to_json(&ctx, v)) {
+                Some(Ok(json)) => json,
+                _ => None,
+            };
+            let call = s.call(&ctx)?.clone();
+            s.start(&ctx, async move {
+                ask_request(&call, &question, schema.as_ref())
+                    .await
+                    .map(HostValue::Json)
+            })
+        },
+    )?
+    .with_name("ask")
+}
+
 /// Why no model can answer.
 const UNCONFIGURED: &str = "unconfigured: no model can answer: the calling client does not offer MCP sampling, \
      and no endpoint is configured; set `[llm] base_url` (an OpenAI-compatible \

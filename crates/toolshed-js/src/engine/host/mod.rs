@@ -15,7 +15,7 @@ mod llm;
 mod memory;
 mod objects;
 
-pub(crate) use llm::{check_event, llm_request};
+pub(crate) use llm::{ask_request, check_event, llm_request};
 pub(crate) use memory::memory_request;
 
 use std::cell::{Cell, RefCell};
@@ -344,6 +344,7 @@ pub(crate) fn call_context<'js>(
     // Also always there, refusing without their grants.
     obj.set("llm", llm::llm_object(ctx, scope, prelude)?)?;
     obj.set("events", llm::events_object(ctx, scope, prelude)?)?;
+    obj.set("ask", llm::ask_function(ctx, scope)?)?;
     Ok(obj)
 }
 

@@ -1,0 +1,306 @@
+//! Asking the person in the 2026-07-28 era. That era lets a server ask nothing of the
+//! client in the middle of a request, so a `tools/call` that needs a person — an approval
+//! policy asks for, a question `ask_user` puts — ends at once with an `input_required`
+//! result: elicitations for the client to put to its user, and a `requestState` that
+//! toolshed signs. The client calls again with the answers (`inputResponses`) and the
+//! state; toolshed checks the signature — bound to the owner, the tool and its exact
+//! arguments, and expiring — takes an approval's answer once (a replayed state finds the
+//! approval answered and is refused), and runs the call again with the answers so far.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::ErrorData as McpError;
+use rmcp::RoleServer;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
+};
+use rmcp::service::Peer;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolshed_core::{Answer, Asker, CancellationToken, Question, ToolError};
+use toolshed_host::Host;
+use toolshed_host::approvals::{ApprovalRequest, call_digest};
+
+/// The key of an approval among a result's `inputRequests` and a retry's
+/// `inputResponses`; questions are `ask-0`, `ask-1`, … in the order the call asks them.
+pub(crate) const APPROVAL: &str = "approval";
+
+/// How long a state that carries only answers stays good.
+const ANSWERS_TTL: Duration = Duration::from_secs(600);
+
+/// What a `requestState` carries (signed, not secret: a client can read it).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct State {
+    /// The approval request asked about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) approval: Option<String>,
+    /// Whether it was answered (yes) in an earlier round.
+    #[serde(default)]
+    pub(crate) approved: bool,
+    /// The answers to the call's questions so far, by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) answers: BTreeMap<String, Value>,
+}
+
+fn codec(host: &Host) -> Result<RequestStateCodec, McpError> {
+    RequestStateCodec::try_new(host.store().signing_key().to_vec())
+        .map_err(|e| McpError::internal_error(format!("request state key: {e}"), None))
+}
+
+/// What a state is bound to, besides its own content: who calls, what, with what.
+fn bound_to(owner: &str, tool: &str, arguments: &Value) -> Vec<u8> {
+    format!("tools/call\0{owner}\0{}", call_digest(tool, arguments)).into_bytes()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn refused(message: String) -> McpError {
+    McpError::invalid_params(message, None)
+}
+
+/// The message a person reads about an approval (as the session era's elicitation says
+/// it).
+pub(crate) fn question(request: &ApprovalRequest) -> String {
+    format!(
+        "Approve this call?\n\n{}\n\n{} (rule `{}`, request {})",
+        request.summary, request.reason, request.rule, request.id
+    )
+}
+
+/// The elicitation that asks about an approval: accept or decline, no fields.
+pub(crate) fn approval_request(request: &ApprovalRequest) -> InputRequest {
+    InputRequest::Elicitation(ElicitRequest::new(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question(request),
+            requested_schema: ElicitationSchema::new(BTreeMap::new()),
+        },
+    ))
+}
+
+/// `question`'s schema as elicitation takes it.
+fn elicitation_schema(question: &Question) -> Result<ElicitationSchema, ToolError> {
+    serde_json::from_value(question.schema.clone()).map_err(|e| {
+        ToolError::invalid_at(
+            "/schema",
+            format!("the answer's schema is not one a client can ask with: {e}"),
+        )
+    })
+}
+
+/// The state of a retry, checked; the empty state for a first call.
+pub(crate) fn open(
+    host: &Host,
+    owner: &str,
+    tool: &str,
+    arguments: &Value,
+    state: Option<&str>,
+) -> Result<State, McpError> {
+    let Some(state) = state else {
+        return Ok(State::default());
+    };
+    codec(host)?
+        .open_json_with(state, &bound_to(owner, tool, arguments))
+        .map_err(|e| {
+            refused(format!(
+                "requestState refused ({e}): it was not issued by this toolshed for this call \
+                 (the same owner, tool and arguments), or it expired; call again without it \
+                 to be asked anew"
+            ))
+        })
+}
+
+/// Records the person's answer to approval `id` (from a retry's `response`) once, and
+/// gives the id for the call to run with. `who` is recorded as the one who answered.
+pub(crate) fn take_approval(
+    host: &Host,
+    id: &str,
+    response: Option<&Value>,
+    who: &str,
+) -> Result<String, McpError> {
+    let response = response.ok_or_else(|| {
+        refused(format!(
+            "the call brings a requestState about approval {id} but no \
+             `inputResponses.{APPROVAL}`: answer the elicitation it came with and send the \
+             answer under that key"
+        ))
+    })?;
+    let approve = response.get("action").and_then(Value::as_str) == Some("accept");
+    match host
+        .store()
+        .answer_approval_once(id, approve, who, false)
+        .map_err(|e| McpError::internal_error(format!("approval {id}: {e}"), None))?
+    {
+        Some((true, _)) => Ok(id.to_string()),
+        Some((false, request)) => Err(refused(format!(
+            "approval {id} is already {} (a requestState is good for one answer); call again \
+             without it to be asked anew",
+            request.state.as_str()
+        ))),
+        None => Err(refused(format!(
+            "approval {id} is gone (answered long ago and removed); call again without the \
+             requestState to be asked anew"
+        ))),
+    }
+}
+
+/// The `input_required` result asking `requests` of the person, with `state` signed for a
+/// call by `owner` of `tool` with `arguments`, good for `ttl`.
+pub(crate) fn input_required(
+    host: &Host,
+    owner: &str,
+    tool: &str,
+    arguments: &Value,
+    requests: InputRequests,
+    state: &State,
+    ttl: Duration,
+) -> Result<InputRequiredResult, McpError> {
+    let context = bound_to(owner, tool, arguments);
+    let sealed = codec(host)?
+        .seal_json_with(
+            state,
+            &SealOptions::new()
+                .associated_data(&context)
+                .ttl(ttl.max(Duration::from_millis(1))),
+        )
+        .map_err(|e| {
+            McpError::internal_error(format!("cannot sign the request state: {e}"), None)
+        })?;
+    Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
+}
+
+/// How long until approval `request` expires.
+pub(crate) fn until_expiry(request: &ApprovalRequest) -> Duration {
+    Duration::from_millis(u64::try_from(request.expires_ms.saturating_sub(now_ms())).unwrap_or(0))
+}
+
+/// How long a state of answers alone stays good.
+pub(crate) fn answers_ttl() -> Duration {
+    ANSWERS_TTL
+}
+
+/// Asks in a later request: the answers a retry brought (with those of earlier rounds) are
+/// given back in order; a question with none yet is kept, and the call ends with an error
+/// the door turns into an `input_required` result.
+pub(crate) struct RoundTripAsker {
+    answers: BTreeMap<String, Value>,
+    next: AtomicUsize,
+    asked: Mutex<Vec<(String, InputRequest)>>,
+}
+
+impl RoundTripAsker {
+    pub(crate) fn new(answers: BTreeMap<String, Value>) -> Self {
+        Self {
+            answers,
+            next: AtomicUsize::new(0),
+            asked: Mutex::default(),
+        }
+    }
+
+    /// The questions kept for the client, by key.
+    pub(crate) fn asked(&self) -> Vec<(String, InputRequest)> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every answer so far, for the next state.
+    pub(crate) fn answers(&self) -> &BTreeMap<String, Value> {
+        &self.answers
+    }
+}
+
+#[async_trait]
+impl Asker for RoundTripAsker {
+    async fn ask(
+        &self,
+        question: &Question,
+        _cancel: &CancellationToken,
+    ) -> Result<Answer, ToolError> {
+        let key = format!("ask-{}", self.next.fetch_add(1, Ordering::SeqCst));
+        if let Some(answer) = self.answers.get(&key) {
+            return Answer::from_elicitation(answer).ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "`inputResponses.{key}` is not an elicitation result ({{\"action\": \
+                     \"accept\"|\"decline\"|\"cancel\", \"content\": {{…}}}}): {answer}"
+                ))
+            });
+        }
+        let schema = elicitation_schema(question)?;
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((
+                key.clone(),
+                InputRequest::Elicitation(ElicitRequest::new(
+                    ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message: question.message.clone(),
+                        requested_schema: schema,
+                    },
+                )),
+            ));
+        Err(ToolError::NeedsApproval(format!(
+            "the person's answer ({key}) is asked for in a later request"
+        )))
+    }
+}
+
+/// Asks in this request: MCP elicitation to a session-era client that declared it.
+pub(crate) struct ElicitAsker {
+    pub(crate) peer: Peer<RoleServer>,
+}
+
+#[async_trait]
+impl Asker for ElicitAsker {
+    async fn ask(
+        &self,
+        question: &Question,
+        cancel: &CancellationToken,
+    ) -> Result<Answer, ToolError> {
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question.message.clone(),
+            requested_schema: elicitation_schema(question)?,
+        };
+        let result = tokio::select! {
+            result = self.peer.create_elicitation(params) => result,
+            () = cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        let result = result
+            .map_err(|e| ToolError::Failed(format!("the client could not ask the person: {e}")))?;
+        Ok(match result.action {
+            ElicitationAction::Accept => Answer::Accept {
+                content: result
+                    .content
+                    .and_then(|c| c.as_object().cloned())
+                    .unwrap_or_default(),
+            },
+            ElicitationAction::Decline => Answer::Decline,
+            _ => Answer::Cancel,
+        })
+    }
+}
+
+/// Keeps the responses of a retry that answer questions (`ask-…`), added to `answers`.
+pub(crate) fn with_responses(
+    mut answers: BTreeMap<String, Value>,
+    responses: Option<&InputResponses>,
+) -> BTreeMap<String, Value> {
+    for (key, value) in responses.into_iter().flatten() {
+        if key.starts_with("ask-") {
+            answers.insert(key.clone(), value.clone());
+        }
+    }
+    answers
+}
