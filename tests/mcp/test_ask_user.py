@@ -138,3 +138,31 @@ def test_over_rest_the_question_waits_for_an_answer_there(serve, token_for):
     # Answered, it is gone.
     status, body = request(f"{base}/questions/{question['id']}/answer", admin, "POST", {"action": "decline"})
     assert status == 404, body
+
+
+def test_a_round_trip_answer_must_fit_the_question_and_answer_only_what_was_asked(server):
+    async def never(context, params):
+        raise AssertionError("this test answers by hand")
+
+    async def main():
+        async with Client(server(), mode="auto", elicitation_callback=never) as client:
+            session = client.session
+            args = {"question": "Which branch?", "schema": BRANCH}
+            first = await session.call_tool("ask_user", args, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and list(first.input_requests) == ["ask-0"], first
+            state = first.request_state
+            bad = await session.call_tool("ask_user", args, request_state=state,
+                                          input_responses={"ask-0": {"action": "accept", "content": {"branch": "prod"}}})
+            assert bad.is_error and "does not allow" in bad.content[0].text, bad
+            missing = await session.call_tool("ask_user", args, request_state=state,
+                                              input_responses={"ask-0": {"action": "accept", "content": {}}})
+            assert missing.is_error and "lacks the required field `branch`" in missing.content[0].text, missing
+            # Without the state, an answer is not taken: the question is asked again.
+            again = await session.call_tool("ask_user", args, allow_input_required=True,
+                                            input_responses={"ask-0": {"action": "accept", "content": {"branch": "main"}}})
+            assert isinstance(again, types.InputRequiredResult), again
+            good = await session.call_tool("ask_user", args, request_state=state,
+                                           input_responses={"ask-0": {"action": "accept", "content": {"branch": "main"}}})
+            assert not good.is_error and good.structured_content["content"] == {"branch": "main"}, good
+
+    run(main())

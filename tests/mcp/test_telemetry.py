@@ -286,3 +286,80 @@ def test_a_bad_endpoint_is_refused_naming_it(toolshed_bin, home, workspace):
     )
     assert out.returncode == 2, out
     assert "otlp_endpoint" in out.stderr and "collector:4318" in out.stderr, out.stderr
+
+
+TRACED = str(__import__("pathlib").Path(__file__).resolve().parent / "servers" / "traced.py")
+
+
+def test_a_callers_trace_context_parents_the_call_and_reaches_a_mounted_server(
+        serve, collector, toolshed_bin, home, workspace):
+    """W3C trace context in `_meta` (or the HTTP headers) becomes the parent of the door's
+    span; the call's context goes on to a mounted MCP server in `_meta`."""
+    import sys
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    added = subprocess.run([toolshed_bin, "--workspace", str(workspace), "mcp", "add", "traced", "--", sys.executable, TRACED],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    url, token = serve(telemetry_env(collector))
+    base = url.rsplit("/mcp", 1)[0]
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    given = f"00-{trace_id}-00f067aa0ba902b7-01"
+    header_trace = "0af7651916cd43dd8448eb211c80319c"
+
+    async def main():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            result = await client.call_tool("traced__meta", {}, meta={"traceparent": given, "tracestate": "rojo=1"})
+            assert not result.is_error, result.content
+            return json.loads(result.content[0].text)
+
+    seen = asyncio.run(asyncio.wait_for(main(), timeout=60))
+    # Over REST, the headers.
+    req = urllib.request.Request(
+        f"{base}/api/v1/tools/calculator/execute", method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                 "traceparent": f"00-{header_trace}-b7ad6b7169203331-01"},
+        data=json.dumps({"arguments": {"expression": "1+1"}}).encode())
+    with urllib.request.urlopen(req, timeout=30) as res:
+        assert res.status == 200
+
+    collector.wait_for(lambda c: c.named("tools/call traced__meta") and c.trace(header_trace))
+    (door,) = collector.named("tools/call traced__meta")
+    assert door["trace"] == trace_id and door["parent"] == "00f067aa0ba902b7", door
+    # The mounted server got the call's context: the same trace, a span of toolshed's.
+    handed = seen["traceparent"]
+    assert handed.startswith(f"00-{trace_id}-"), seen
+    assert handed.split("-")[2] in {s["id"] for s in collector.trace(trace_id)}, (handed, collector.trace(trace_id))
+    assert seen.get("tracestate") == "rojo=1", seen
+    (rest_door,) = [s for s in collector.trace(header_trace) if s["name"].startswith("POST ")]
+    assert rest_door["parent"] == "b7ad6b7169203331", rest_door
+
+
+def test_outgoing_http_carries_the_calls_trace_context_only_when_enabled(serve, collector, home, workspace):
+    import loopback
+
+    seen = []
+
+    class Site(loopback.Handler):
+        def do_GET(self):
+            seen.append(self.headers.get("traceparent"))
+            self.answer(200, "text/plain", b"ok")
+
+    trace_id = "5bf92f3577b34da6a3ce929d0e0e4736"
+    with loopback.serving(Site) as site:
+        config = home / "traced.toml"
+        config.write_text(f'[web]\nallow = ["{site}"]\n[telemetry]\npropagate_http = true\n')
+        url, token = serve({**telemetry_env(collector), "TOOLSHED_CONFIG": str(config)})
+
+        async def main():
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                result = await client.call_tool("http_request", {"url": f"http://{site}/"},
+                                                meta={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"})
+                assert not result.is_error, result.content
+
+        asyncio.run(asyncio.wait_for(main(), timeout=60))
+    (header,) = seen
+    assert header and header.startswith(f"00-{trace_id}-") and "00f067aa0ba902b7" not in header, header
+    collector.wait_for(lambda c: c.named("tools/call http_request"))
+    assert header.split("-")[2] in {s["id"] for s in collector.trace(trace_id)}

@@ -179,7 +179,44 @@ pub fn start(
         meters,
         runtime,
     });
+    toolshed_core::trace_context::install(Box::new(W3cBridge));
+    toolshed_core::trace_context::set_http_headers(config.propagate_http);
     Ok(Some(Box::new(layer)))
+}
+
+/// W3C trace context in and out of the spans the layer exports.
+struct W3cBridge;
+
+impl toolshed_core::trace_context::Bridge for W3cBridge {
+    fn set_parent(&self, span: &tracing::Span, parent: &toolshed_core::trace_context::TraceParent) {
+        use opentelemetry::propagation::TextMapPropagator as _;
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        let mut carrier = std::collections::HashMap::new();
+        carrier.insert("traceparent".to_string(), parent.traceparent.clone());
+        if let Some(state) = &parent.tracestate {
+            carrier.insert("tracestate".to_string(), state.clone());
+        }
+        let context =
+            opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
+        // A span the layer does not record (filtered out) has no parent to set.
+        let _ = span.set_parent(context);
+    }
+
+    fn context_of(
+        &self,
+        span: &tracing::Span,
+    ) -> Option<toolshed_core::trace_context::TraceParent> {
+        use opentelemetry::propagation::TextMapPropagator as _;
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        let mut carrier = std::collections::HashMap::new();
+        opentelemetry_sdk::propagation::TraceContextPropagator::new()
+            .inject_context(&span.context(), &mut carrier);
+        let parent = carrier.get("traceparent")?;
+        toolshed_core::trace_context::TraceParent::parse(
+            parent,
+            carrier.get("tracestate").map(String::as_str),
+        )
+    }
 }
 
 /// Counts the host's calls (by tool, plugin, door and outcome) and reads its live gauges,

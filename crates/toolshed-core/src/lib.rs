@@ -31,6 +31,7 @@ pub mod secret;
 mod spec;
 pub mod suggest;
 mod touches;
+pub mod trace_context;
 
 pub use ask::{Answer, Asker, MAX_FIELDS, MAX_QUESTION_CHARS, Question};
 pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};

@@ -80,6 +80,7 @@ fn modern_meta() -> Value {
             progress: None,
             modern: true,
         },
+        trace: None,
     };
     serde_json::to_value(meta).unwrap_or_default()
 }
@@ -230,27 +231,37 @@ impl Serialize for WithMeta<'_> {
             &MetaEntries {
                 given,
                 meta: self.meta,
+                trace: None,
             },
         )?;
         out.end()
     }
 }
 
-/// A `_meta` object: the caller's entries, then toolshed's.
+/// A `_meta` object: the caller's entries, then toolshed's (and the call's trace context).
 struct MetaEntries<'a> {
     given: Option<&'a serde_json::Map<String, Value>>,
     meta: Meta,
+    trace: Option<&'a toolshed_core::trace_context::TraceParent>,
 }
 
 impl Serialize for MetaEntries<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut out = s.serialize_map(None)?;
         for (key, value) in self.given.into_iter().flatten() {
-            if !self.meta.replaces(key) {
+            let traced =
+                self.trace.is_some() && matches!(key.as_str(), "traceparent" | "tracestate");
+            if !self.meta.replaces(key) && !traced {
                 out.serialize_entry(key, value)?;
             }
         }
         self.meta.entries(&mut out)?;
+        if let Some(trace) = self.trace {
+            out.serialize_entry("traceparent", &trace.traceparent)?;
+            if let Some(state) = &trace.tracestate {
+                out.serialize_entry("tracestate", state)?;
+            }
+        }
         out.end()
     }
 }
@@ -260,6 +271,8 @@ struct CallParams<'a> {
     name: &'a str,
     arguments: &'a Value,
     meta: Meta,
+    /// The trace context of the call's span, handed on so the server's spans join it.
+    trace: Option<toolshed_core::trace_context::TraceParent>,
 }
 
 impl Serialize for CallParams<'_> {
@@ -267,12 +280,13 @@ impl Serialize for CallParams<'_> {
         let mut out = s.serialize_map(None)?;
         out.serialize_entry("name", self.name)?;
         out.serialize_entry("arguments", self.arguments)?;
-        if !self.meta.is_empty() {
+        if !self.meta.is_empty() || self.trace.is_some() {
             out.serialize_entry(
                 "_meta",
                 &MetaEntries {
                     given: None,
                     meta: self.meta,
+                    trace: self.trace.as_ref(),
                 },
             )?;
         }
@@ -537,6 +551,7 @@ impl Client {
             name,
             arguments,
             meta,
+            trace: toolshed_core::trace_context::current(),
         };
         self.send(id, "tools/call", params).await?;
         Ok((id, waiter))
@@ -801,6 +816,7 @@ mod tests {
             name: "read",
             arguments: &arguments,
             meta: plain,
+            trace: None,
         };
         assert_eq!(
             written(&call),
@@ -814,6 +830,15 @@ mod tests {
             ..call
         };
         assert_eq!(written(&call)["_meta"], json!({"progressToken": 3}));
+        let traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let call = CallParams {
+            trace: toolshed_core::trace_context::TraceParent::parse(traced, Some("a=1")),
+            ..call
+        };
+        assert_eq!(
+            written(&call)["_meta"],
+            json!({"progressToken": 3, "traceparent": traced, "tracestate": "a=1"})
+        );
     }
 
     #[test]

@@ -404,6 +404,19 @@ impl StateStore {
         })
     }
 
+    /// Takes an approved request for the run of its call, once: `false` when it is not
+    /// approved, or a run took it already (a yes is for one run).
+    pub fn use_approval(&self, id: &str) -> Result<bool, StoreError> {
+        let now = now_ms();
+        self.db(|db| {
+            Ok(db.execute(
+                "UPDATE approvals SET used_ms = ?2
+                 WHERE id = ?1 AND state = 'approved' AND used_ms IS NULL",
+                args![id, now],
+            )? > 0)
+        })
+    }
+
     /// Marks a pending request expired (nobody answered, or the call went away).
     pub fn expire_approval(&self, id: &str) -> Result<(), StoreError> {
         self.db(|db| {

@@ -146,6 +146,12 @@ pub struct TelemetryConfig {
     /// Put each call's arguments (as JSON, at most 4 KiB) on its span. Off: spans carry the
     /// tool, the call id, the owner and the outcome, never argument values.
     pub record_arguments: bool,
+    /// Send the W3C `traceparent` (and `tracestate`) of the call's span with the HTTP
+    /// requests tools and plugins make (`web_fetch`, `http_request`, downloads, `ctx.http`),
+    /// so that a traced service joins the call's trace. Off: they carry none (a trace id
+    /// tells the far side which calls belong together). Mounted MCP servers always get it
+    /// in `_meta`.
+    pub propagate_http: bool,
 }
 
 impl Default for TelemetryConfig {
@@ -158,6 +164,7 @@ impl Default for TelemetryConfig {
             metrics_interval_ms: 60_000,
             timeout_ms: 10_000,
             record_arguments: false,
+            propagate_http: false,
         }
     }
 }
@@ -1035,6 +1042,10 @@ pub const WIDENING: &[(&str, &str)] = &[
     (
         "telemetry.record_arguments",
         "puts call arguments into the exported traces",
+    ),
+    (
+        "telemetry.propagate_http",
+        "tells the hosts the tools reach which calls belong together",
     ),
     ("server.allowed_hosts", "accepts more Host names"),
     (

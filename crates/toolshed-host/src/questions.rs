@@ -165,6 +165,12 @@ impl Questions {
             id
         };
         tracing::info!(question = %id, owner, "a question waits for a person's answer over REST");
+        // Gone with this wait however it ends: answered, the call's end, or the future
+        // dropped (a plugin runtime drops what a cancelled call left running).
+        let _forget = Forget {
+            questions: self,
+            id: id.clone(),
+        };
         let outcome = tokio::select! {
             answer = answered => answer.map_err(|_| ToolError::Failed(format!("question {id} went away unanswered"))),
             () = cancel.cancelled() => Err(ToolError::Failed(format!(
@@ -172,8 +178,19 @@ impl Questions {
                  POST /api/v1/questions/{id}/answer (or in the dashboard) while the call waits"
             ))),
         };
-        self.lock().remove(&id);
         outcome
+    }
+}
+
+/// Removes a question when its wait ends.
+struct Forget<'a> {
+    questions: &'a Questions,
+    id: String,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.questions.lock().remove(&self.id);
     }
 }
 
@@ -197,6 +214,31 @@ impl Asker for HostAsker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_question_whose_wait_is_dropped_is_forgotten() {
+        let questions = Questions::default();
+        let cancel = CancellationToken::new();
+        let q = Question {
+            message: "?".into(),
+            schema: serde_json::json!({"type": "object"}),
+        };
+        let mut wait = Box::pin(questions.ask("alice", &q, &cancel));
+        assert!(futures_poll_once(wait.as_mut()).await);
+        assert_eq!(questions.pending(None).len(), 1);
+        drop(wait);
+        assert!(questions.pending(None).is_empty());
+    }
+
+    /// Polls `future` once; whether it is still pending.
+    async fn futures_poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> bool {
+        let mut future = Some(future);
+        std::future::poll_fn(|cx| {
+            let pending = future.take().is_some_and(|f| f.poll(cx).is_pending());
+            std::task::Poll::Ready(pending)
+        })
+        .await
+    }
 
     #[tokio::test]
     async fn a_question_waits_for_its_owners_answer_and_no_one_elses() {

@@ -795,15 +795,20 @@ async fn a_deferred_approval_waits_for_the_person_and_its_answer_runs_only_its_o
         .answer_approval(&asked.id, true, "the person", false)
         .unwrap();
 
-    // The answer runs the call it was asked about, not one with other arguments.
+    // The answer runs the call it was asked about, once; a call with other arguments is
+    // asked about anew.
+    let deferred = Arc::new(toolshed_host::DeferredApproval::default());
     let mut other = req("dangerous", json!({"n": 2, "s": "a"}));
     other.answered_approval = Some(asked.id.clone());
+    other.defer_approval = Some(deferred.clone());
     let err = t.host.call(other).await.result.unwrap_err();
-    assert!(
-        err.to_string().contains("does not approve this call"),
-        "{err}"
-    );
+    assert_eq!(err.kind(), ErrorKind::NeedsApproval, "{err}");
+    assert_ne!(deferred.asked().unwrap().id, asked.id);
     let mut same = req("dangerous", json!({"n": 1, "s": "a"}));
     same.answered_approval = Some(asked.id.clone());
     assert!(t.host.call(same).await.result.is_ok());
+    let mut again = req("dangerous", json!({"n": 1, "s": "a"}));
+    again.answered_approval = Some(asked.id.clone());
+    let err = t.host.call(again).await.result.unwrap_err();
+    assert!(err.to_string().contains("used by a call already"), "{err}");
 }

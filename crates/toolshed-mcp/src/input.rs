@@ -39,12 +39,12 @@ pub(crate) struct State {
     /// The approval request asked about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) approval: Option<String>,
-    /// Whether it was answered (yes) in an earlier round.
-    #[serde(default)]
-    pub(crate) approved: bool,
     /// The answers to the call's questions so far, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) answers: BTreeMap<String, Value>,
+    /// The questions the last round asked (the only answers a retry may bring).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pending: Vec<String>,
 }
 
 fn codec(host: &Host) -> Result<RequestStateCodec, McpError> {
@@ -120,13 +120,22 @@ pub(crate) fn open(
 }
 
 /// Records the person's answer to approval `id` (from a retry's `response`) once, and
-/// gives the id for the call to run with. `who` is recorded as the one who answered.
+/// gives the id for the call to run with (the pipeline takes a yes for one run). An answer
+/// given elsewhere first (the dashboard, the CLI) stands. `who` is recorded as the one who
+/// answered; `self_answers`: the caller is an agent whose own client may not answer.
 pub(crate) fn take_approval(
     host: &Host,
     id: &str,
     response: Option<&Value>,
     who: &str,
+    self_answers: bool,
 ) -> Result<String, McpError> {
+    if self_answers {
+        return Err(refused(format!(
+            "approval {id} cannot be answered by the caller's own client ([approvals] \
+             self_approval = \"deny\"); a person answers it in the dashboard, the CLI or REST"
+        )));
+    }
     let response = response.ok_or_else(|| {
         refused(format!(
             "the call brings a requestState about approval {id} but no \
@@ -141,8 +150,17 @@ pub(crate) fn take_approval(
         .map_err(|e| McpError::internal_error(format!("approval {id}: {e}"), None))?
     {
         Some((true, _)) => Ok(id.to_string()),
+        Some((false, request))
+            if matches!(
+                request.state,
+                toolshed_host::approvals::ApprovalState::Approved
+                    | toolshed_host::approvals::ApprovalState::Denied
+            ) =>
+        {
+            Ok(id.to_string())
+        }
         Some((false, request)) => Err(refused(format!(
-            "approval {id} is already {} (a requestState is good for one answer); call again \
+            "approval {id} is {} (a requestState is good while its request waits); call again \
              without it to be asked anew",
             request.state.as_str()
         ))),
@@ -229,12 +247,14 @@ impl Asker for RoundTripAsker {
     ) -> Result<Answer, ToolError> {
         let key = format!("ask-{}", self.next.fetch_add(1, Ordering::SeqCst));
         if let Some(answer) = self.answers.get(&key) {
-            return Answer::from_elicitation(answer).ok_or_else(|| {
+            let answer = Answer::from_elicitation(answer).ok_or_else(|| {
                 ToolError::invalid(format!(
                     "`inputResponses.{key}` is not an elicitation result ({{\"action\": \
                      \"accept\"|\"decline\"|\"cancel\", \"content\": {{…}}}}): {answer}"
                 ))
-            });
+            })?;
+            check_answer(question, &key, &answer)?;
+            return Ok(answer);
         }
         let schema = elicitation_schema(question)?;
         self.asked
@@ -292,15 +312,56 @@ impl Asker for ElicitAsker {
     }
 }
 
-/// Keeps the responses of a retry that answer questions (`ask-…`), added to `answers`.
+/// The answers so far: the state's, and those of a retry's responses that answer the
+/// questions the last round asked (no other: earlier answers are the signed state's).
 pub(crate) fn with_responses(
-    mut answers: BTreeMap<String, Value>,
+    state: &State,
     responses: Option<&InputResponses>,
 ) -> BTreeMap<String, Value> {
+    let mut answers = state.answers.clone();
     for (key, value) in responses.into_iter().flatten() {
-        if key.starts_with("ask-") {
+        if state.pending.contains(key) {
             answers.insert(key.clone(), value.clone());
         }
     }
     answers
+}
+
+/// Whether `answer` fills in `question`'s schema: its required fields there, and each
+/// field of a declared kind (and one of its `enum`).
+fn check_answer(question: &Question, key: &str, answer: &Answer) -> Result<(), ToolError> {
+    let Answer::Accept { content } = answer else {
+        return Ok(());
+    };
+    let bad = |why: String| ToolError::invalid(format!("the answer `{key}` {why}"));
+    let schema = &question.schema;
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap_or_default();
+        if !content.contains_key(name) {
+            return Err(bad(format!("lacks the required field `{name}`")));
+        }
+    }
+    for (name, value) in content {
+        let Some(property) = schema["properties"].get(name) else {
+            return Err(bad(format!(
+                "has `{name}`, which the question did not ask for"
+            )));
+        };
+        let fits = match property["type"].as_str() {
+            Some("string") => value.is_string(),
+            Some("boolean") => value.is_boolean(),
+            Some("integer") => value.is_i64() || value.is_u64(),
+            Some("number") => value.is_number(),
+            _ => false,
+        };
+        let listed = property["enum"]
+            .as_array()
+            .is_none_or(|choices| choices.contains(value));
+        if !fits || !listed {
+            return Err(bad(format!(
+                "has `{name}` = {value}, which the question's schema does not allow"
+            )));
+        }
+    }
+    Ok(())
 }

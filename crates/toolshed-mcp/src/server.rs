@@ -775,7 +775,6 @@ impl McpServer {
             crate::input::State::default()
         };
         let answered = match &prior.approval {
-            Some(id) if prior.approved => Some(id.clone()),
             Some(id) => Some(crate::input::take_approval(
                 &bound.host,
                 id,
@@ -784,6 +783,7 @@ impl McpServer {
                     .as_ref()
                     .and_then(|r| r.get(crate::input::APPROVAL)),
                 &format!("the MCP client of {}", owner.0),
+                self_answers,
             )?),
             None => None,
         };
@@ -792,7 +792,7 @@ impl McpServer {
         call.oversized = from_transport.oversized;
         call.caller_tools = caller.and_then(|c| c.tools);
         call.cancel = context.ct.clone();
-        call.answered_approval = answered.clone();
+        call.answered_approval = answered;
         // An approval the call needs is asked in a later request too — unless the
         // caller's own client may not answer it (self-approval): then it waits for REST.
         let deferred = (asks_later && !self_answers)
@@ -800,7 +800,7 @@ impl McpServer {
         call.defer_approval = deferred.clone();
         let round_trip = asks_later.then(|| {
             Arc::new(crate::input::RoundTripAsker::new(
-                crate::input::with_responses(prior.answers, request.input_responses.as_ref()),
+                crate::input::with_responses(&prior, request.input_responses.as_ref()),
             ))
         });
         if let Some(asker) = &round_trip {
@@ -844,8 +844,8 @@ impl McpServer {
             if let Some(asked) = deferred.and_then(|d| d.asked()) {
                 let state = crate::input::State {
                     approval: Some(asked.id.clone()),
-                    approved: false,
                     answers,
+                    pending: Vec::new(),
                 };
                 let requests = BTreeMap::from([(
                     crate::input::APPROVAL.to_string(),
@@ -865,10 +865,11 @@ impl McpServer {
             }
             let questions = round_trip.map(|a| a.asked()).unwrap_or_default();
             if !questions.is_empty() {
+                // An approval this run used is spent: a later round asks anew.
                 let state = crate::input::State {
-                    approved: answered.is_some(),
-                    approval: answered,
+                    approval: None,
                     answers,
+                    pending: questions.iter().map(|(key, _)| key.clone()).collect(),
                 };
                 let requests = questions.into_iter().collect();
                 return crate::input::input_required(
@@ -1122,6 +1123,27 @@ impl ServerHandler for McpServer {
             network.transport = if http.is_some() { "tcp" } else { "pipe" },
             error.type = tracing::field::Empty,
         );
+        // A caller's trace context (`_meta`, else the HTTP headers) parents the door's span.
+        let header = |name: &str| {
+            http.and_then(|p| p.headers.get(name))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let parent = match context.meta.get_traceparent() {
+            Some(given) => toolshed_core::trace_context::TraceParent::parse(
+                given,
+                context.meta.get_tracestate(),
+            ),
+            None => header("traceparent").and_then(|given| {
+                toolshed_core::trace_context::TraceParent::parse(
+                    &given,
+                    header("tracestate").as_deref(),
+                )
+            }),
+        };
+        if let Some(parent) = &parent {
+            toolshed_core::trace_context::adopt(&span, parent);
+        }
         let answer = self
             .call_tool_traced(request, context)
             .instrument(span.clone())

@@ -1033,6 +1033,17 @@ pub(crate) fn record_outcome(span: &tracing::Span, result: &toolshed_host::CallR
     }
 }
 
+/// Makes the caller's W3C trace context (`traceparent`, `tracestate` headers) the parent
+/// of the door's span.
+fn adopt_trace(span: &tracing::Span, headers: &HeaderMap) {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(parent) = header("traceparent").and_then(|given| {
+        toolshed_core::trace_context::TraceParent::parse(given, header("tracestate"))
+    }) {
+        toolshed_core::trace_context::adopt(span, &parent);
+    }
+}
+
 /// `POST /tools/{name}/execute`.
 pub async fn execute(
     State(state): State<AppState>,
@@ -1086,6 +1097,7 @@ pub async fn execute(
     let _cancel_on_drop = cancel.clone().drop_guard();
     call.cancel = cancel;
     let span = door_span("POST", "/api/v1/tools/{name}/execute", &name);
+    adopt_trace(&span, &headers);
     let result = state.host.call(call).instrument(span.clone()).await;
     record_outcome(&span, &result);
     match &result.result {

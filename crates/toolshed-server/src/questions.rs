@@ -1,6 +1,7 @@
 //! `/api/v1/questions`: what tools asked a person (`ask_user`) that the calling client could
-//! not put to them, and their answers. An agent token sees and answers only its own
-//! owner's; the admin token, every owner's.
+//! not put to them, and their answers. An agent token sees and answers the questions of its
+//! own owner's calls (and its sub-owners'): whoever answers for a REST client uses its
+//! token. The admin token sees and answers every owner's.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -25,11 +26,10 @@ pub struct Body {
     pub content: Map<String, Value>,
 }
 
-/// The owner an agent token's caller is limited to; `None` for the admin token.
+/// The owner an agent token's caller is limited to (its own calls' questions and its
+/// sub-owners'); `None` for the admin token.
 fn limited_to(caller: Option<&Caller>) -> Option<String> {
-    caller
-        .filter(|c| c.is_agent())
-        .map(|c| c.owner.0.split('/').next().unwrap_or_default().to_string())
+    caller.filter(|c| c.is_agent()).map(|c| c.owner.0.clone())
 }
 
 /// `GET /questions`.

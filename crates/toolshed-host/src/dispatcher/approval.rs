@@ -44,8 +44,10 @@ impl Dispatcher {
             ));
             return Ok(());
         }
-        if let Some(id) = &req.answered_approval {
-            return self.answered(req, id, &digest, rule, reason, note);
+        if let Some(id) = &req.answered_approval
+            && let Some(decided) = self.answered(req, id, &digest, rule, reason, note)?
+        {
+            return decided;
         }
         let timeout = Duration::from_secs(self.approvals.timeout_secs);
         let request = self
@@ -151,8 +153,10 @@ impl Dispatcher {
         }
     }
 
-    /// A call whose door saw a person answer approval `id` in an input round trip: it runs
-    /// only if that answer approved this very call.
+    /// A call whose door saw a person answer approval `id` in an input round trip: the
+    /// answer decides this check if it was asked about it (this owner, tool, arguments and
+    /// rule); a yes is taken for one run. `None`: it was about another check (another
+    /// rule, or the arguments a hook rewrote), which asks anew.
     fn answered(
         &self,
         req: &CallRequest,
@@ -161,27 +165,36 @@ impl Dispatcher {
         rule: &str,
         reason: &str,
         note: &mut Option<String>,
-    ) -> Result<(), ToolError> {
-        let request = self
-            .store
-            .approval(id)
-            .map_err(|e| ToolError::Failed(format!("approval: {e}")))?;
+    ) -> Result<Option<Result<(), ToolError>>, ToolError> {
+        let failed = |e: crate::store::StoreError| ToolError::Failed(format!("approval: {e}"));
+        let Some(request) = self.store.approval(id).map_err(failed)? else {
+            return Ok(None);
+        };
+        if request.owner != req.owner.0
+            || request.tool != req.tool
+            || request.digest != digest
+            || request.rule != rule
+        {
+            return Ok(None);
+        }
         self.resolved(id);
-        let by = request
-            .as_ref()
-            .and_then(|r| r.answered_by.clone())
-            .unwrap_or_default();
-        match request {
-            Some(r)
-                if r.state == ApprovalState::Approved
-                    && r.owner == req.owner.0
-                    && r.tool == req.tool
-                    && r.digest == digest =>
-            {
-                *note = Some(format!("{id} approved by {by} (rule `{rule}`)"));
-                Ok(())
+        let by = request.answered_by.clone().unwrap_or_default();
+        Ok(Some(match request.state {
+            ApprovalState::Approved => {
+                if self.store.use_approval(id).map_err(failed)? {
+                    *note = Some(format!("{id} approved by {by} (rule `{rule}`)"));
+                    Ok(())
+                } else {
+                    Err(ToolError::Denied {
+                        rule: rule.to_string(),
+                        message: format!(
+                            "approval {id} was used by a call already (a yes is for one run); \
+                             call again without it to be asked anew"
+                        ),
+                    })
+                }
             }
-            Some(r) if r.state == ApprovalState::Denied => {
+            ApprovalState::Denied => {
                 *note = Some(format!("{id} denied by {by} (rule `{rule}`)"));
                 Err(ToolError::Denied {
                     rule: rule.to_string(),
@@ -190,14 +203,15 @@ impl Dispatcher {
                     ),
                 })
             }
-            _ => Err(ToolError::Denied {
+            ApprovalState::Pending | ApprovalState::Expired => Err(ToolError::Denied {
                 rule: rule.to_string(),
                 message: format!(
-                    "approval {id} does not approve this call (another call's, or not approved); \
-                     call again without it to be asked anew"
+                    "approval {id} is {} and approves nothing; call again without it to be \
+                     asked anew",
+                    request.state.as_str()
                 ),
             }),
-        }
+        }))
     }
 
     /// Publishes how request `id` ended.

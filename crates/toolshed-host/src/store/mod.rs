@@ -152,6 +152,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         data    TEXT NOT NULL
     );",
     "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
+    // When an approved request's call ran: a yes is for one run.
+    "ALTER TABLE approvals ADD COLUMN used_ms INTEGER;",
 ];
 
 /// The most read-log rows kept; the oldest are removed first.

@@ -802,6 +802,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER memories_usage AFTER INSERT OR DELETE OR UPDATE OF text, owner ON memories
         FOR EACH ROW EXECUTE FUNCTION toolshed_memory_usage();",
     "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
+    "ALTER TABLE approvals ADD COLUMN used_ms BIGINT;",
 ];
 
 /// The advisory lock replicas take while migrating, so that one migrates and the others

@@ -89,6 +89,16 @@ impl Outgoing {
         if !has_agent {
             headers.push((header::USER_AGENT, user_agent.clone()));
         }
+        // The call's trace context, when the user turned that on ([telemetry]
+        // propagate_http) and the caller did not set its own.
+        let traced = headers.iter().any(|(name, _)| name == "traceparent");
+        if !traced {
+            for (name, value) in toolshed_core::trace_context::http_headers() {
+                if let Ok(value) = HeaderValue::from_str(&value) {
+                    headers.push((HeaderName::from_static(name), value));
+                }
+            }
+        }
         Ok(Self {
             method,
             target,
