@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
 
 const bin = process.env.TOOLSHED_BIN;
 const here = dirname(fileURLToPath(import.meta.url));
@@ -53,6 +54,22 @@ async function exercise(client) {
   assert.ok(dynamic, templates.join(', '));
   const made = await client.readResource({ uri: dynamic.replace('{resourceId}', '7') });
   assert.match(made.contents[0].text, /7/);
+
+  // A mounted server's completions, forwarded under the prompt's mounted name, with the
+  // context of the arguments already chosen.
+  const departments = await client.complete({
+    ref: { type: 'ref/prompt', name: 'everything__completable-prompt' },
+    argument: { name: 'department', value: 'S' },
+  });
+  assert.deepEqual(departments.completion.values, ['Sales', 'Support']);
+  const people = await client.complete({
+    ref: { type: 'ref/prompt', name: 'everything__completable-prompt' },
+    argument: { name: 'name', value: '' },
+    context: { arguments: { department: 'Sales' } },
+  });
+  assert.deepEqual(people.completion.values, ['David', 'Eve', 'Frank']);
+  const none = await client.complete({ ref: { type: 'ref/prompt', name: 'csv-rows' }, argument: { name: 'x', value: '' } });
+  assert.deepEqual(none.completion.values, []);
 
   const sum = await client.callTool({ name: 'calculator', arguments: { expression: '6*7' } });
   assert.ok(!sum.isError, JSON.stringify(sum));
@@ -131,4 +148,32 @@ test('stdio, 2026-07-28: an approval answered through an input round trip', asyn
   assert.equal(asked.length, 2);
   assert.match(asked[0], /ask before commands/);
   assert.ok(existsSync(join(workspace, 'approved.txt')) && !existsSync(join(workspace, 'declined.txt')));
+});
+
+test('stdio, 2026-07-28: skills through the skills extension, every file verified', async () => {
+  const { workspace, env } = setUp();
+  const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
+  await client.connect(new StdioClientTransport({ command: bin, args: ['--workspace', workspace, 'mcp'], env, stderr: 'pipe' }));
+  try {
+    const skills = new SkillsClient(client);
+    assert.ok(skills.supported, 'the server declares io.modelcontextprotocol/skills');
+    const listing = await skills.list();
+    assert.equal(listing.invalid.length, 0);
+    assert.equal(listing.ttlMs, 60000);
+    const entry = listing.skills.find((s) => s.frontmatter.name === 'csv-rows');
+    assert.ok(entry, JSON.stringify(listing.skills));
+    assert.equal(entry.uri, 'skill://csv-rows/SKILL.md');
+    const manifest = await skills.read(entry);
+    assert.ok(manifest.verified);
+    assert.match(manifest.body, /Counting CSV rows/);
+    const script = entry.resources.find((r) => r.uri.endsWith('count.sh'));
+    assert.ok(script, JSON.stringify(entry.resources));
+    const file = await skills.read(entry, 'scripts/count.sh');
+    assert.ok(file.verified && file.bytes.length > 0);
+    const { skill } = await skills.get(entry.uri);
+    assert.deepEqual(skill.frontmatter, entry.frontmatter);
+    await assert.rejects(skills.get('skill://no-such-skill/SKILL.md'));
+  } finally {
+    await client.close();
+  }
 });

@@ -139,6 +139,18 @@ pub trait Library: Send + Sync {
         name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, PluginError>;
+
+    /// Completions for an argument of one of its prompts or resource templates: the
+    /// `completion/complete` params (`ref`, `argument`, `context`, with a prompt's name as
+    /// listed) in, the result's `completion` (`values`, `total`, `hasMore`) out (`{"values":
+    /// []}` for none). Required, like every method here: a wrapper that forgot one would
+    /// hide what it wraps.
+    async fn complete(&self, params: Value) -> Result<Value, PluginError>;
+
+    /// The skills it offers in the MCP skills extension's shape (`skills/list` items:
+    /// `uri` of the `SKILL.md`, `frontmatter`, `resources` with digests), their files read
+    /// through [`Library::read_resource`].
+    async fn skills(&self) -> Result<Vec<Value>, PluginError>;
 }
 
 /// A built-in plugin made of a manifest and a fixed list of tools.

@@ -20,6 +20,7 @@ use crate::upstream::Upstream;
 pub(crate) struct Offers {
     pub resources: bool,
     pub prompts: bool,
+    pub completions: bool,
 }
 
 impl Offers {
@@ -29,6 +30,9 @@ impl Offers {
         Self {
             resources: capabilities.get("resources").is_some_and(Value::is_object),
             prompts: capabilities.get("prompts").is_some_and(Value::is_object),
+            completions: capabilities
+                .get("completions")
+                .is_some_and(Value::is_object),
         }
     }
 
@@ -111,6 +115,35 @@ impl Library for ServerLibrary {
         self.request("resources/read", json!({"uri": uri})).await
     }
 
+    async fn complete(&self, mut params: Value) -> Result<Value, PluginError> {
+        if !self.offers.completions {
+            return Ok(json!({"values": []}));
+        }
+        // A prompt is asked for by the server's own name for it.
+        if params["ref"]["type"] == "ref/prompt" {
+            let listed = params["ref"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let original = self
+                .prompt_names
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&listed)
+                .cloned();
+            if let Some(original) = original {
+                params["ref"]["name"] = Value::String(original);
+            }
+        }
+        let answer = self.request("completion/complete", params).await?;
+        Ok(answer["completion"].clone())
+    }
+
+    async fn skills(&self) -> Result<Vec<Value>, PluginError> {
+        // A mounted server's skills are not passed on yet (docs/mcp.md).
+        Ok(Vec::new())
+    }
+
     async fn prompts(&self) -> Result<Vec<Value>, PluginError> {
         if !self.offers.prompts {
             return Ok(Vec::new());
@@ -169,12 +202,13 @@ mod tests {
 
     #[test]
     fn offers_are_read_from_the_capabilities() {
-        let info = json!({"capabilities": {"tools": {}, "resources": {"subscribe": true}}});
+        let info = json!({"capabilities": {"tools": {}, "resources": {"subscribe": true}, "completions": {}}});
         assert_eq!(
             Offers::from_info(&info),
             Offers {
                 resources: true,
-                prompts: false
+                prompts: false,
+                completions: true,
             }
         );
         assert!(!Offers::from_info(&json!({})).any());

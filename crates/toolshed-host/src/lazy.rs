@@ -301,6 +301,20 @@ impl Library for LazyLibrary {
             None => Err(self.offers_none()),
         }
     }
+
+    async fn complete(&self, params: Value) -> Result<Value, PluginError> {
+        match self.real().await? {
+            Some(library) => library.complete(params).await,
+            None => Ok(serde_json::json!({"values": []})),
+        }
+    }
+
+    async fn skills(&self) -> Result<Vec<Value>, PluginError> {
+        match self.real().await? {
+            Some(library) => library.skills().await,
+            None => Ok(Vec::new()),
+        }
+    }
 }
 
 impl LazyLibrary {

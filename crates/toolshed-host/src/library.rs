@@ -78,6 +78,42 @@ impl Libraries {
             .await
     }
 
+    /// The `completion` of `completion/complete` with `params`: asked of the plugin whose
+    /// prompt (by its listed name) or resource template (by its `uriTemplate`) the `ref`
+    /// names; an empty one when none has it.
+    pub async fn complete(&self, params: Value) -> Result<Value, LibraryError> {
+        let reference = &params["ref"];
+        for (_, library) in &self.entries {
+            let owns = match reference["type"].as_str() {
+                Some("ref/prompt") => library
+                    .prompts()
+                    .await
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|p| p["name"] == reference["name"]),
+                Some("ref/resource") => library
+                    .resource_templates()
+                    .await
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|t| t["uriTemplate"] == reference["uri"]),
+                _ => false,
+            };
+            if owns {
+                return library
+                    .complete(params.clone())
+                    .await
+                    .map_err(|e| LibraryError::NotFound(e.0));
+            }
+        }
+        Ok(serde_json::json!({"values": []}))
+    }
+
+    /// Every skill (`skills/list` items of the MCP skills extension).
+    pub async fn skills(&self) -> Vec<Value> {
+        self.gather("skills", |l| l.skills()).await
+    }
+
     /// Every prompt (`prompts/list` items).
     pub async fn prompts(&self) -> Vec<Value> {
         self.gather("prompts", |l| l.prompts()).await

@@ -6,11 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    GetSkillRequestParams, GetSkillResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResultType, ServerCapabilities, ServerConfig, Skill,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -1013,6 +1015,8 @@ impl ServerHandler for McpServer {
                 .enable_resources()
                 .enable_prompts()
                 .enable_logging()
+                .enable_completions()
+                .enable_skills()
                 .build(),
         )
         .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")));
@@ -1203,6 +1207,65 @@ impl ServerHandler for McpServer {
         // the 2026-07-28 era requires (rmcp takes it off for an older peer).
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let libraries = self.libraries_for(&context, "tools:list").await?;
+        let mut params = serde_json::to_value(&request)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        // The caller's `_meta` is its own; the gateway adds the upstream request's.
+        if let Value::Object(map) = &mut params {
+            map.remove("_meta");
+        }
+        let completion = libraries.complete(params).await.map_err(library_error)?;
+        let mut completion: CompletionInfo = serde_json::from_value(completion).map_err(|e| {
+            McpError::internal_error(format!("a plugin's completion is not valid MCP: {e}"), None)
+        })?;
+        // At most what the protocol allows; the rest is said to be there.
+        if completion.values.len() > CompletionInfo::MAX_VALUES {
+            completion.values.truncate(CompletionInfo::MAX_VALUES);
+            completion.has_more = Some(true);
+        }
+        Ok(CompleteResult::new(completion))
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let libraries = self.libraries_for(&context, "tools:list").await?;
+        let skills: Vec<Skill> = from_values(libraries.skills().await);
+        Ok(cacheable!(
+            ListSkillsResult::with_all_items(skills),
+            context
+        ))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let libraries = self.libraries_for(&context, "tools:call").await?;
+        let skills: Vec<Skill> = from_values(libraries.skills().await);
+        let skill = skills
+            .into_iter()
+            .find(|s| s.uri == request.uri)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "no skill at {}; skills/list gives the URIs of the SKILL.md of each",
+                        request.uri
+                    ),
+                    None,
+                )
+            })?;
+        Ok(cacheable!(GetSkillResult::new(skill), context))
     }
 
     async fn list_prompts(

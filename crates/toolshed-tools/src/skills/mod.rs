@@ -58,6 +58,9 @@ pub(crate) struct Skill {
     /// Its folder as a workspace path, when inside the workspace.
     workspace_dir: Option<String>,
     body: String,
+    /// The whole front matter as JSON, as the skills extension lists it (a client checks
+    /// it against the file's).
+    frontmatter: serde_json::Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -119,6 +122,10 @@ fn read_skill(file: &Path, root: &SkillRoot) -> Result<Skill, String> {
         .ok_or("its front matter is not closed with a `---` line")?;
     let front: FrontMatter = serde_yaml_ng::from_str(&rest[..end])
         .map_err(|e| format!("its front matter is not YAML: {e}"))?;
+    let frontmatter = match serde_yaml_ng::from_str::<Value>(&rest[..end]) {
+        Ok(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
     let body = rest[end + 4..]
         .trim_start_matches(['-'])
         .trim_start_matches(['\r', '\n'])
@@ -164,6 +171,104 @@ fn read_skill(file: &Path, root: &SkillRoot) -> Result<Skill, String> {
             .as_ref()
             .map(|base| format!("{}/{folder}", base.trim_end_matches('/'))),
         body,
+        frontmatter,
+    })
+}
+
+/// How the skills extension's URIs begin: `skill://NAME/PATH`.
+const SKILL_SCHEME: &str = "skill://";
+
+/// The largest skill file served (and listed) in the skills extension.
+const MAX_SKILL_FILE_BYTES: u64 = 1 << 20;
+
+/// Whether `name` is one the skills extension accepts: lowercase letters and digits in
+/// parts joined by single hyphens, at most 64 characters.
+fn valid_skill_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        })
+}
+
+/// A file path as a URI path: each segment percent-encoded but for unreserved characters.
+fn encode_path(rel: &str) -> String {
+    let mut out = String::with_capacity(rel.len());
+    for byte in rel.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// [`encode_path`] undone (an invalid escape is kept as it is).
+fn decode_path(encoded: &str) -> String {
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).and_then(|b| hex(*b)),
+                bytes.get(i + 2).and_then(|b| hex(*b)),
+            )
+        {
+            out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A file's bytes, when it is at most [`MAX_SKILL_FILE_BYTES`].
+fn read_capped(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SKILL_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_SKILL_FILE_BYTES).then_some(bytes)
+}
+
+/// A skill as the skills extension lists it: its `SKILL.md`'s URI, its front matter and
+/// every file of its folder with size and SHA-256 (files over the cap left out).
+fn manifest_of(skill: &Skill) -> Value {
+    use sha2::Digest as _;
+    let (files, _) = files_of(&skill.dir);
+    let resources: Vec<Value> = files
+        .iter()
+        .filter_map(|rel| {
+            let bytes = read_capped(&skill.dir.join(rel))?;
+            let digest: String = sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Some(json!({
+                "uri": format!("{SKILL_SCHEME}{}/{}", skill.name, encode_path(rel)),
+                "digest": format!("sha256:{digest}"),
+                "size": bytes.len(),
+            }))
+        })
+        .collect();
+    json!({
+        "uri": format!("{SKILL_SCHEME}{}/SKILL.md", skill.name),
+        "frontmatter": if skill.frontmatter.is_empty() {
+            json!({"name": skill.name, "description": skill.description})
+        } else {
+            Value::Object(skill.frontmatter.clone())
+        },
+        "resources": resources,
     })
 }
 
@@ -429,7 +534,59 @@ impl Library for SkillLibrary {
     }
 
     async fn read_resource(&self, uri: &str) -> Result<Value, PluginError> {
-        Err(PluginError(format!("skills offer no resource {uri:?}")))
+        let Some((name, rel)) = uri
+            .strip_prefix(SKILL_SCHEME)
+            .and_then(|rest| rest.split_once('/'))
+        else {
+            return Err(PluginError(format!("skills offer no resource {uri:?}")));
+        };
+        let rel = decode_path(rel);
+        let skill = self
+            .find(name)
+            .await
+            .map_err(|e| PluginError(e.to_string()))?;
+        let uri = uri.to_string();
+        tokio::task::spawn_blocking(move || {
+            // Only a file the skill's listing holds: no `..`, no link out of its folder.
+            let (files, _) = files_of(&skill.dir);
+            if !files.contains(&rel) {
+                return Err(PluginError(format!(
+                    "the skill `{}` has no file {rel:?}; skills/get lists its files",
+                    skill.name
+                )));
+            }
+            let bytes = read_capped(&skill.dir.join(&rel))
+                .ok_or_else(|| PluginError(format!("{rel:?} of the skill `{}` cannot be read, or is over {MAX_SKILL_FILE_BYTES} bytes", skill.name)))?;
+            let mime = if rel.ends_with(".md") { "text/markdown" } else { "text/plain" };
+            Ok(match String::from_utf8(bytes) {
+                Ok(text) => json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}),
+                Err(e) => {
+                    use base64::Engine as _;
+                    let blob = base64::engine::general_purpose::STANDARD.encode(e.into_bytes());
+                    json!({"contents": [{"uri": uri, "mimeType": "application/octet-stream", "blob": blob}]})
+                }
+            })
+        })
+        .await
+        .map_err(|e| PluginError(e.to_string()))?
+    }
+
+    async fn complete(&self, _params: Value) -> Result<Value, PluginError> {
+        // Skill prompts take no arguments.
+        Ok(json!({"values": []}))
+    }
+
+    async fn skills(&self) -> Result<Vec<Value>, PluginError> {
+        let (skills, _) = self.read().await;
+        tokio::task::spawn_blocking(move || {
+            skills
+                .iter()
+                .filter(|s| valid_skill_name(&s.name))
+                .map(manifest_of)
+                .collect()
+        })
+        .await
+        .map_err(|e| PluginError(e.to_string()))
     }
 
     async fn prompts(&self) -> Result<Vec<Value>, PluginError> {
