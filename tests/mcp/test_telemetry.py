@@ -363,3 +363,28 @@ def test_outgoing_http_carries_the_calls_trace_context_only_when_enabled(serve, 
     assert header and header.startswith(f"00-{trace_id}-") and "00f067aa0ba902b7" not in header, header
     collector.wait_for(lambda c: c.named("tools/call http_request"))
     assert header.split("-")[2] in {s["id"] for s in collector.trace(trace_id)}
+
+
+def test_a_nested_call_joins_the_trace_of_the_call_that_made_it(serve, collector):
+    # Failed before: run_code's inner calls ran on a task of their own, outside the span of
+    # the run that made them, so each started a trace of its own.
+    url, token = serve(telemetry_env(collector))
+
+    async def main():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            result = await client.call_tool("run_code", {"code": 'return await tools.calculator({expression: "6*7"});'})
+            assert not result.is_error and "42" in result.content[0].text, result.content
+
+    asyncio.run(asyncio.wait_for(main(), timeout=60))
+    collector.wait_for(lambda c: c.named("tools/call run_code") and c.named("execute_tool calculator"))
+    (door,) = collector.named("tools/call run_code")
+    (inner,) = collector.named("execute_tool calculator")
+    assert inner["trace"] == door["trace"], (inner, door)
+    ancestors, span = set(), inner
+    by_id = {s["id"]: s for s in collector.trace(door["trace"])}
+    while span["parent"] in by_id:
+        span = by_id[span["parent"]]
+        ancestors.add(span["id"])
+    (outer,) = [s for s in collector.trace(door["trace"]) if s["name"] == "execute_tool run_code"]
+    assert outer["id"] in ancestors and door["id"] in ancestors, "the inner call sits under run_code's call"

@@ -192,7 +192,13 @@ impl toolshed_core::trace_context::Bridge for W3cBridge {
         use opentelemetry::propagation::TextMapPropagator as _;
         use tracing_opentelemetry::OpenTelemetrySpanExt as _;
         let mut carrier = std::collections::HashMap::new();
-        carrier.insert("traceparent".to_string(), parent.traceparent.clone());
+        // Sampled whatever the caller says: a caller does not choose to leave its calls
+        // out of toolshed's traces.
+        let sampled = match parent.traceparent.rsplit_once('-') {
+            Some((head, _flags)) => format!("{head}-01"),
+            None => parent.traceparent.clone(),
+        };
+        carrier.insert("traceparent".to_string(), sampled);
         if let Some(state) = &parent.tracestate {
             carrier.insert("tracestate".to_string(), state.clone());
         }

@@ -310,10 +310,9 @@ impl Library for LazyLibrary {
     }
 
     async fn skills(&self) -> Result<Vec<Value>, PluginError> {
-        match self.real().await? {
-            Some(library) => library.skills().await,
-            None => Ok(Vec::new()),
-        }
+        // Lazy plugins are mounted servers, whose skills are not passed on: a listing
+        // must not start every one of them.
+        Ok(Vec::new())
     }
 }
 

@@ -103,7 +103,7 @@ impl Libraries {
                 return library
                     .complete(params.clone())
                     .await
-                    .map_err(|e| LibraryError::NotFound(e.0));
+                    .map_err(|e| LibraryError::Failed(e.0));
             }
         }
         Ok(serde_json::json!({"values": []}))

@@ -940,6 +940,21 @@ macro_rules! cacheable {
 
 /// The items a plugin listed that parse as `T`; one that does not is left out (and
 /// logged) rather than failing the whole list.
+/// The skills the extension's rules accept: one that breaks them (a name its front matter
+/// spells otherwise, a file listed twice) is left out, not the whole list refused.
+fn valid_skills(skills: Vec<Skill>) -> Vec<Skill> {
+    skills
+        .into_iter()
+        .filter(|skill| match skill.validate() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(skill = %skill.uri, error = %e, "a skill breaks the skills extension's rules; left out");
+                false
+            }
+        })
+        .collect()
+}
+
 fn from_values<T: serde::de::DeserializeOwned>(values: Vec<Value>) -> Vec<T> {
     values
         .into_iter()
@@ -1133,18 +1148,23 @@ impl ServerHandler for McpServer {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
         };
-        let parent = match context.meta.get_traceparent() {
-            Some(given) => toolshed_core::trace_context::TraceParent::parse(
-                given,
-                context.meta.get_tracestate(),
-            ),
-            None => header("traceparent").and_then(|given| {
+        let parent = context
+            .meta
+            .get_traceparent()
+            .and_then(|given| {
                 toolshed_core::trace_context::TraceParent::parse(
-                    &given,
-                    header("tracestate").as_deref(),
+                    given,
+                    context.meta.get_tracestate(),
                 )
-            }),
-        };
+            })
+            .or_else(|| {
+                header("traceparent").and_then(|given| {
+                    toolshed_core::trace_context::TraceParent::parse(
+                        &given,
+                        header("tracestate").as_deref(),
+                    )
+                })
+            });
         if let Some(parent) = &parent {
             toolshed_core::trace_context::adopt(&span, parent);
         }
@@ -1252,7 +1272,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, McpError> {
         let libraries = self.libraries_for(&context, "tools:call").await?;
-        let skills: Vec<Skill> = from_values(libraries.skills().await);
+        let skills = valid_skills(from_values(libraries.skills().await));
         let skill = skills
             .into_iter()
             .find(|s| s.uri == request.uri)

@@ -30,6 +30,9 @@ pub(super) struct NestedCaller {
     lineage: Lineage,
     /// The tool whose call this is (its rules judge what the call finds to touch).
     tool: String,
+    /// The span of the call this serves: nested calls join its trace, whatever thread or
+    /// runtime (a plugin's, `run_code`'s) asks for them.
+    span: tracing::Span,
 }
 
 impl NestedCaller {
@@ -45,6 +48,7 @@ impl NestedCaller {
         Self {
             dispatcher,
             tool: req.tool.clone(),
+            span: tracing::Span::current(),
             lineage: Lineage {
                 profile: req.profile.clone(),
                 selection: req.selection.clone(),
@@ -111,7 +115,9 @@ impl ToolCaller for NestedCaller {
         request.sandbox_ceiling = lineage.sandbox;
         // On a task of its own, so that the call is recorded even when the plugin stops
         // waiting for it (its own call ended or was cancelled; the child token stops it).
-        match tokio::spawn(async move { dispatcher.call(request).await.result }).await {
+        // In the calling call's span: the nested call's spans join its trace.
+        let call = async move { dispatcher.call(request).await.result };
+        match tokio::spawn(tracing::Instrument::instrument(call, self.span.clone())).await {
             Ok(result) => result,
             Err(e) => Err(ToolError::Internal(format!("a nested call failed: {e}"))),
         }

@@ -230,26 +230,34 @@ fn decode_path(encoded: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A file's bytes, when it is at most [`MAX_SKILL_FILE_BYTES`].
-fn read_capped(path: &Path) -> Option<Vec<u8>> {
+/// The bytes of `rel` in the skill folder `dir`, when it is a regular file inside that
+/// folder — opened beneath it by the kernel (no `..`, no link out, no link as the file), so
+/// a link swapped in after the listing leads nowhere — and at most `max` bytes.
+fn read_inside(dir: &Path, rel: &str, max: u64) -> Option<Vec<u8>> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path).ok()?;
+    let file = toolshed_ops::open_beneath(dir, Path::new(rel)).ok()?;
     let mut bytes = Vec::new();
-    file.take(MAX_SKILL_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    (bytes.len() as u64 <= MAX_SKILL_FILE_BYTES).then_some(bytes)
+    file.take(max + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
 }
+
+/// The most bytes one skill listing reads to hash its files, all skills together; past
+/// it, a skill is listed with its `SKILL.md` alone.
+const MAX_LISTING_BYTES: u64 = 32 << 20;
 
 /// A skill as the skills extension lists it: its `SKILL.md`'s URI, its front matter and
 /// every file of its folder with size and SHA-256 (files over the cap left out).
-fn manifest_of(skill: &Skill) -> Value {
+fn manifest_of(skill: &Skill, budget: &mut u64) -> Value {
     use sha2::Digest as _;
     let (files, _) = files_of(&skill.dir);
     let resources: Vec<Value> = files
         .iter()
         .filter_map(|rel| {
-            let bytes = read_capped(&skill.dir.join(rel))?;
+            if rel != "SKILL.md" && *budget == 0 {
+                return None;
+            }
+            let bytes = read_inside(&skill.dir, rel, MAX_SKILL_FILE_BYTES)?;
+            *budget = budget.saturating_sub(bytes.len() as u64);
             let digest: String = sha2::Sha256::digest(&bytes)
                 .iter()
                 .map(|b| format!("{b:02x}"))
@@ -277,7 +285,7 @@ fn files_of(dir: &Path) -> (Vec<String>, bool) {
     let mut out = Vec::new();
     let mut todo = vec![PathBuf::new()];
     let mut cut = false;
-    while let Some(rel) = todo.pop() {
+    'walk: while let Some(rel) = todo.pop() {
         let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else {
             continue;
         };
@@ -291,7 +299,7 @@ fn files_of(dir: &Path) -> (Vec<String>, bool) {
             } else if kind.is_file() {
                 if out.len() >= MAX_FILES {
                     cut = true;
-                    break;
+                    break 'walk;
                 }
                 out.push(path.to_string_lossy().into_owned());
             }
@@ -555,7 +563,7 @@ impl Library for SkillLibrary {
                     skill.name
                 )));
             }
-            let bytes = read_capped(&skill.dir.join(&rel))
+            let bytes = read_inside(&skill.dir, &rel, MAX_SKILL_FILE_BYTES)
                 .ok_or_else(|| PluginError(format!("{rel:?} of the skill `{}` cannot be read, or is over {MAX_SKILL_FILE_BYTES} bytes", skill.name)))?;
             let mime = if rel.ends_with(".md") { "text/markdown" } else { "text/plain" };
             Ok(match String::from_utf8(bytes) {
@@ -579,10 +587,11 @@ impl Library for SkillLibrary {
     async fn skills(&self) -> Result<Vec<Value>, PluginError> {
         let (skills, _) = self.read().await;
         tokio::task::spawn_blocking(move || {
+            let mut budget = MAX_LISTING_BYTES;
             skills
                 .iter()
                 .filter(|s| valid_skill_name(&s.name))
-                .map(manifest_of)
+                .map(|s| manifest_of(s, &mut budget))
                 .collect()
         })
         .await
