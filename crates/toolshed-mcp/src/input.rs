@@ -77,7 +77,7 @@ pub(crate) fn question(request: &ApprovalRequest) -> String {
 }
 
 /// The elicitation that asks about an approval: accept or decline, no fields.
-pub(crate) fn approval_request(request: &ApprovalRequest) -> InputRequest {
+fn approval_request(request: &ApprovalRequest) -> InputRequest {
     InputRequest::Elicitation(ElicitRequest::new(
         ElicitRequestParams::FormElicitationParams {
             meta: None,
@@ -171,18 +171,16 @@ pub(crate) fn take_approval(
     }
 }
 
-/// The `input_required` result asking `requests` of the person, with `state` signed for a
-/// call by `owner` of `tool` with `arguments`, good for `ttl`.
-pub(crate) fn input_required(
+/// The `input_required` result asking `requests` of the person, with `state` signed for
+/// `call`, good for `ttl`.
+fn input_required(
     host: &Host,
-    owner: &str,
-    tool: &str,
-    arguments: &Value,
+    call: &Call<'_>,
     requests: InputRequests,
     state: &State,
     ttl: Duration,
 ) -> Result<InputRequiredResult, McpError> {
-    let context = bound_to(owner, tool, arguments);
+    let context = bound_to(call.owner, call.tool, call.arguments);
     let sealed = codec(host)?
         .seal_json_with(
             state,
@@ -197,13 +195,8 @@ pub(crate) fn input_required(
 }
 
 /// How long until approval `request` expires.
-pub(crate) fn until_expiry(request: &ApprovalRequest) -> Duration {
+fn until_expiry(request: &ApprovalRequest) -> Duration {
     Duration::from_millis(u64::try_from(request.expires_ms.saturating_sub(now_ms())).unwrap_or(0))
-}
-
-/// How long a state of answers alone stays good.
-pub(crate) fn answers_ttl() -> Duration {
-    ANSWERS_TTL
 }
 
 /// Asks in a later request: the answers a retry brought (with those of earlier rounds) are
@@ -364,4 +357,45 @@ fn check_answer(question: &Question, key: &str, answer: &Answer) -> Result<(), T
         }
     }
     Ok(())
+}
+
+/// The call a request state is for.
+pub(crate) struct Call<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) tool: &'a str,
+    /// As the client sent them.
+    pub(crate) arguments: &'a Value,
+}
+
+/// What a call that ended waiting for the person answers: an approval it left pending
+/// (`asked`), else the questions it asked (`round_trip`); `None` when it waits for nothing.
+pub(crate) fn still_asking(
+    host: &Host,
+    call: Call<'_>,
+    asked: Option<ApprovalRequest>,
+    round_trip: Option<&RoundTripAsker>,
+) -> Option<Result<InputRequiredResult, McpError>> {
+    let answers = round_trip.map(|a| a.answers().clone()).unwrap_or_default();
+    let (requests, state, ttl) = if let Some(asked) = asked {
+        let requests = BTreeMap::from([(APPROVAL.to_string(), approval_request(&asked))]);
+        let state = State {
+            approval: Some(asked.id.clone()),
+            answers,
+            pending: Vec::new(),
+        };
+        (requests, state, until_expiry(&asked))
+    } else {
+        let questions = round_trip.map(RoundTripAsker::asked).unwrap_or_default();
+        if questions.is_empty() {
+            return None;
+        }
+        // An approval this run used is spent: a later round asks anew.
+        let state = State {
+            approval: None,
+            answers,
+            pending: questions.iter().map(|(key, _)| key.clone()).collect(),
+        };
+        (questions.into_iter().collect(), state, ANSWERS_TTL)
+    };
+    Some(input_required(host, &call, requests, &state, ttl))
 }

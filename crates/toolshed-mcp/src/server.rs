@@ -1,6 +1,6 @@
 //! The MCP server handler over the host.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -838,53 +838,19 @@ impl McpServer {
             forwarder.finish().await;
         }
         let resolved = result.plugin_id.is_some();
-        if let Some(arguments) = asked_with {
-            let answers = round_trip
-                .as_ref()
-                .map(|a| a.answers().clone())
-                .unwrap_or_default();
-            if let Some(asked) = deferred.and_then(|d| d.asked()) {
-                let state = crate::input::State {
-                    approval: Some(asked.id.clone()),
-                    answers,
-                    pending: Vec::new(),
-                };
-                let requests = BTreeMap::from([(
-                    crate::input::APPROVAL.to_string(),
-                    crate::input::approval_request(&asked),
-                )]);
-                let ttl = crate::input::until_expiry(&asked);
-                return crate::input::input_required(
-                    &bound.host,
-                    &owner.0,
-                    &name,
-                    &arguments,
-                    requests,
-                    &state,
-                    ttl,
-                )
-                .map(Into::into);
-            }
-            let questions = round_trip.map(|a| a.asked()).unwrap_or_default();
-            if !questions.is_empty() {
-                // An approval this run used is spent: a later round asks anew.
-                let state = crate::input::State {
-                    approval: None,
-                    answers,
-                    pending: questions.iter().map(|(key, _)| key.clone()).collect(),
-                };
-                let requests = questions.into_iter().collect();
-                return crate::input::input_required(
-                    &bound.host,
-                    &owner.0,
-                    &name,
-                    &arguments,
-                    requests,
-                    &state,
-                    crate::input::answers_ttl(),
-                )
-                .map(Into::into);
-            }
+        if let Some(arguments) = asked_with
+            && let Some(asking) = crate::input::still_asking(
+                &bound.host,
+                crate::input::Call {
+                    owner: &owner.0,
+                    tool: &name,
+                    arguments: &arguments,
+                },
+                deferred.and_then(|d| d.asked()),
+                round_trip.as_deref(),
+            )
+        {
+            return asking.map(Into::into);
         }
         match result.result {
             Ok(output) => Ok(result_from_output(output).into()),
