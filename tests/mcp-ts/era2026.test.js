@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { cpSync, existsSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -175,5 +176,39 @@ test('stdio, 2026-07-28: skills through the skills extension, every file verifie
     await assert.rejects(skills.get('skill://no-such-skill/SKILL.md'));
   } finally {
     await client.close();
+  }
+});
+
+test('stdio, 2026-07-28: a traceparent in _meta reaches a mounted server as the call\'s context', async () => {
+  // Spans are recorded (and context handed on) only with an exporter: a collector that
+  // takes whatever it is sent.
+  const collector = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200); res.end(); }); });
+  await new Promise((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  const { workspace, env } = setUp();
+  const python = join(here, '..', '..', '.venv', 'bin', 'python');
+  const traced = join(here, '..', 'mcp', 'servers', 'traced.py');
+  const added = spawnSync(bin, ['--workspace', workspace, 'mcp', 'add', 'traced', '--', python, traced],
+    { env, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(added.status, 0, added.stderr);
+  const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
+  await client.connect(new StdioClientTransport({
+    command: bin, args: ['--workspace', workspace, 'mcp'], stderr: 'pipe',
+    env: { ...env, TOOLSHED_TELEMETRY__OTLP_ENDPOINT: `http://127.0.0.1:${collector.address().port}` },
+  }));
+  try {
+    const traceId = '6bf92f3577b34da6a3ce929d0e0e4736';
+    const result = await client.callTool({
+      name: 'traced__meta', arguments: {},
+      _meta: { traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'vendor=1' },
+    });
+    assert.ok(!result.isError, JSON.stringify(result));
+    const seen = JSON.parse(result.content[0].text);
+    // The same trace, a span of toolshed's (not the caller's), and the caller's state.
+    assert.match(seen.traceparent, new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    assert.ok(!seen.traceparent.includes('00f067aa0ba902b7'), seen.traceparent);
+    assert.equal(seen.tracestate, 'vendor=1');
+  } finally {
+    await client.close();
+    collector.close();
   }
 });
