@@ -10,12 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use toolshed_core::{
-    CallContext, CallId, CancellationToken, OwnerId, ProgressSink, ToolCaller, ToolError,
-    ToolOutput,
-};
+use toolshed_core::{CallContext, CallId, ProgressSink, ToolCaller, ToolError, ToolOutput};
 
-use crate::approvals::{ApprovalsConfig, Approver};
+use crate::approvals::ApprovalsConfig;
 use crate::config::Limits;
 use crate::events::{Event, EventBus};
 use crate::hooks::Hooks;
@@ -31,7 +28,10 @@ use tracing::Instrument as _;
 mod approval;
 mod boundary;
 mod nested;
+mod request;
 mod run;
+
+pub use request::{CallRequest, DeferredApproval};
 
 use run::{arguments_for_trace, run_with_deadline, trace_outcome, validate};
 pub(crate) use run::{hash_json, hex};
@@ -44,127 +44,12 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// The most schema violations listed for one call.
 pub const MAX_VIOLATIONS: usize = 50;
 
-/// One call, as a door hands it to the pipeline.
-#[derive(Debug, Clone)]
-pub struct CallRequest {
-    /// The tool name.
-    pub tool: String,
-    /// The arguments object.
-    pub arguments: Value,
-    /// Who is calling.
-    pub owner: OwnerId,
-    /// The door: `cli`, `mcp`, `rest`.
-    pub door: &'static str,
-    /// A deadline the caller asks for; capped by `limits.max_timeout_ms`.
-    pub timeout: Option<Duration>,
-    /// Fired by the caller to cancel.
-    pub cancel: CancellationToken,
-    /// Where the caller wants progress.
-    pub progress: Option<ProgressSink>,
-    /// A profile narrowing which tools the caller sees.
-    pub profile: Option<String>,
-    /// Tool-name globs the door narrowed this caller to (`toolshed mcp --tools`), applied
-    /// on top of the host rules and the profile.
-    pub selection: Option<Arc<CompiledRules>>,
-    /// The tools the caller's token is limited to (its `tool:` scopes), on top of the rest.
-    pub caller_tools: Option<Arc<CompiledRules>>,
-    /// For a call a plugin made through `tools.call`: the plugins whose calls led to it,
-    /// outermost first. A plugin already on it cannot be called again (it is busy serving
-    /// the call that waits for this one).
-    pub via_plugins: Vec<String>,
-    /// The door's way to ask the calling client's user for an approval (MCP elicitation);
-    /// approvals can always be answered through the CLI and REST as well.
-    pub approver: Option<Arc<dyn Approver>>,
-    /// For a call a tool made on behalf of another: the call id of the call that made it,
-    /// kept in the audit row so a `run_code` run's inner calls can be found from it.
-    pub parent: Option<String>,
-    /// The calling client's model (MCP sampling), for plugins' `ctx.llm.complete`; the
-    /// host's `[llm]` endpoint answers when it is `None`.
-    pub sampler: Option<Arc<dyn toolshed_core::Sampler>>,
-    /// For a call a tool made on behalf of another: the sandbox mode the call that made it
-    /// was narrowed to (by a policy rule, too), which its nested calls cannot widen.
-    pub sandbox_ceiling: Option<toolshed_ops::sandbox::SandboxMode>,
-    /// Arguments the door left out of `arguments` because they are over the tool's limit.
-    pub oversized: Vec<toolshed_core::OversizedArgument>,
-    /// For a door that asks a person in a later request rather than during this one (the
-    /// 2026-07-28 era's input-required results): an approval the call needs is created
-    /// and left pending, put here, and the call refused with `needs_approval`.
-    pub defer_approval: Option<Arc<DeferredApproval>>,
-    /// An approval request the door saw a person answer for this call (in an input
-    /// round trip); the call runs if it approved this very call (owner, tool, arguments).
-    pub answered_approval: Option<String>,
-    /// The door's way to put a tool's question to the calling client's user (`ask_user`);
-    /// `None`: the question waits for an answer over REST.
-    pub asker: Option<Arc<dyn toolshed_core::Asker>>,
-}
-
-/// Where a call that deferred its approval leaves the request it made.
-#[derive(Debug, Default)]
-pub struct DeferredApproval {
-    asked: std::sync::Mutex<Option<crate::approvals::ApprovalRequest>>,
-}
-
-impl DeferredApproval {
-    /// The request the call left pending, if it needed one.
-    pub fn asked(&self) -> Option<crate::approvals::ApprovalRequest> {
-        self.asked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    fn set(&self, request: crate::approvals::ApprovalRequest) {
-        *self
-            .asked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(request);
-    }
-}
-
-impl std::fmt::Debug for dyn Approver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Approver({})", self.who())
-    }
-}
-
 /// What policy said about a call that may run.
 enum Gate {
     /// Run it.
     Allow,
     /// Run it once a person approves.
     Ask { rule: String, reason: String },
-}
-
-impl CallRequest {
-    /// A request with defaults: no timeout override, a fresh token, no progress, no profile.
-    pub fn new(
-        tool: impl Into<String>,
-        arguments: Value,
-        owner: OwnerId,
-        door: &'static str,
-    ) -> Self {
-        Self {
-            tool: tool.into(),
-            arguments,
-            owner,
-            door,
-            timeout: None,
-            cancel: CancellationToken::new(),
-            progress: None,
-            profile: None,
-            selection: None,
-            caller_tools: None,
-            via_plugins: Vec::new(),
-            approver: None,
-            parent: None,
-            sampler: None,
-            sandbox_ceiling: None,
-            oversized: Vec::new(),
-            defer_approval: None,
-            answered_approval: None,
-            asker: None,
-        }
-    }
 }
 
 /// How a call ended.
