@@ -4,8 +4,8 @@ driven by Playwright for Python with the system browser: nothing is downloaded).
 Signs in with the token, sees a plugin in `error` with its reason, disables and enables a
 plugin and sees the state change (also when another process changes it), runs `calculator`
 and a tool with an object argument from their generated forms, sees a call made by the
-Python MCP client appear in Activity, approves a waiting call, stops a background process,
-and checks the weight of the first page (assets at most ~300 KB, no other origin). The
+Python MCP client appear in Activity, approves a waiting call, answers a question a call
+asks, cancels a task an MCP client started, stops a background process, and checks the weight of the first page (assets at most ~300 KB, no other origin). The
 login link and the cookie session's CSRF rule are checked over plain HTTP.
 
 Screenshots of every page (1280x800) go to the test's temporary directory, or to the
@@ -28,6 +28,7 @@ from mcp import Client
 from playwright import sync_api as playwright
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from tasks_client import Created, Tasks
 
 REPO = Path(__file__).resolve().parents[2]
 SKILLFUL = REPO / "tests" / "fixtures" / "plugins" / "skillful"
@@ -213,6 +214,49 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         page.wait_for_selector(f'tr[data-process="{process_id}"] .s-exited', timeout=15_000)
         listed = execute(base, token, "process_list", {})["structured"]["processes"]
         assert not next(p for p in listed if p["id"] == process_id)["running"]
+
+        # A question a REST call asks (ask_user), answered from the page.
+        asked = {}
+        asking = threading.Thread(target=lambda: asked.update(
+            execute(base, token, "ask_user", {"question": "Which region do I deploy to?"})))
+        asking.start()
+        page.goto(f"{base}/#/approvals")
+        form = page.locator('form[data-question]:has-text("Which region")')
+        form.wait_for(timeout=15_000)
+        form.locator("input").first.fill("eu-west-3")
+        form.locator('button[type=submit]').click()
+        asking.join(timeout=30)
+        assert asked and not asked["is_error"] and "eu-west-3" in json.dumps(asked), asked
+
+        # Jobs: a call an MCP client started as a task and a REST job, on one page; the task
+        # cancelled from it.
+        async def start_task():
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with http, Client(streamable_http_client(url, http_client=http), mode="auto",
+                                    extensions=[Tasks()]) as client:
+                created = await client.session.call_tool(
+                    "exec_command", {"cmd": "sleep 46.5", "yield_ms": 60000}, allow_claimed=True)
+                assert isinstance(created, Created), created
+                return created.task_id
+
+        tasks = []
+        starter = threading.Thread(target=lambda: tasks.append(asyncio.run(start_task())))
+        starter.start()
+        starter.join(timeout=60)
+        assert tasks, "the MCP client started no task"
+        status, _, body = request(f"{base}/api/v1/tools/calculator/execute", "POST", token,
+                                  body={"arguments": {"expression": "6*7"}, "async": True})
+        assert status == 202, body
+        rest_job = json.loads(body)["job"]["id"]
+        page.goto(f"{base}/#/jobs")
+        task_row = page.locator(f'tr[data-job="{tasks[0]}"]')
+        task_row.wait_for(timeout=15_000)
+        assert "exec_command" in task_row.inner_text() and "running" in task_row.inner_text(), task_row.inner_text()
+        page.wait_for_selector(f'tr[data-job="{rest_job}"] .s-succeeded', timeout=15_000)
+        assert "42" in page.locator(f'tr[data-job="{rest_job}"]').inner_text()
+        snap(page, shots, "jobs")
+        task_row.locator('button[data-action="cancel"]').click()
+        page.wait_for_selector(f'tr[data-job="{tasks[0]}"] .s-cancelled', timeout=15_000)
 
         page.goto(f"{base}/#/memory")
         page.wait_for_selector("text=staging database")

@@ -17,10 +17,16 @@ import time
 import urllib.error
 import urllib.request
 
+import sys
+from pathlib import Path
+
 import httpx2 as httpx
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
+from tasks_client import Created, Tasks, settled, text  # noqa: E402
 
 ADMIN_URL = os.environ.get("TOOLSHED_TEST_POSTGRES_URL")
 if not ADMIN_URL:
@@ -346,3 +352,26 @@ def test_a_stateless_mcp_client_calls_through_the_proxy_with_no_affinity(replica
     asyncio.run(asyncio.wait_for(main(), timeout=60))
     served = [proxy.served.get(port, 0) - before.get(port, 0) for port in proxy.backends]
     assert all(n >= 3 for n in served), f"both replicas served the session's requests: {served}"
+
+
+def test_a_task_started_on_one_replica_is_read_on_either(replicas):
+    """A stateless-era client through the round-robin proxy: the call that became a task ran
+    on one replica, and every tasks/get goes to the next one, reading the shared store."""
+    a, b, agent, proxy = replicas
+    url = f"http://127.0.0.1:{proxy.port}/mcp"
+
+    async def main():
+        http = httpx.AsyncClient(headers={"Authorization": f"Bearer {agent}"},
+                                 limits=httpx.Limits(max_keepalive_connections=0), timeout=30)
+        async with http, Client(streamable_http_client(url, http_client=http), mode="auto",
+                                extensions=[Tasks()]) as client:
+            created = await client.session.call_tool(
+                "exec_command", {"cmd": "sleep 2; echo from-a-replica", "yield_ms": 60000}, allow_claimed=True)
+            assert isinstance(created, Created), created
+            return await settled(client, created.task_id)
+
+    before = dict(proxy.served)
+    done = asyncio.run(asyncio.wait_for(main(), timeout=60))
+    assert done["status"] == "completed" and "from-a-replica" in text(done["result"]), done
+    served = [proxy.served.get(port, 0) - before.get(port, 0) for port in proxy.backends]
+    assert all(n >= 2 for n in served), f"both replicas answered the task's requests: {served}"

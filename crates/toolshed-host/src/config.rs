@@ -655,6 +655,10 @@ pub struct McpConfig {
     /// a model does not pay for them on every turn. Rules as in `[review]`. Empty: every
     /// tool is listed.
     pub on_demand: Vec<String>,
+    /// A `tools/call` of a client that declared the Tasks extension and still runs after
+    /// this many milliseconds becomes a task: the client gets its id at once and fetches
+    /// the result with `tasks/get`, also after reconnecting (docs/mcp.md#tasks-long-calls-to-come-back-to). 0: never.
+    pub task_after_ms: u64,
 }
 
 /// The tools `[mcp] on_demand` leaves out of the default `tools/list`: the utilities
@@ -680,6 +684,7 @@ impl Default for McpConfig {
             list_unconfigured: false,
             core: Vec::new(),
             on_demand: DEFAULT_ON_DEMAND.iter().map(|r| (*r).to_string()).collect(),
+            task_after_ms: 1000,
         }
     }
 }

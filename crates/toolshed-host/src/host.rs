@@ -68,6 +68,8 @@ pub struct Host {
     dispatcher: Arc<Dispatcher>,
     services: Services,
     env: Arc<crate::env_overlay::EnvOverlay>,
+    /// Calls that outlive their request (REST jobs, MCP tasks), made at first use.
+    jobs: std::sync::OnceLock<Arc<crate::jobs::Jobs>>,
 }
 
 impl Host {
@@ -219,6 +221,25 @@ impl Host {
             dispatcher,
             services,
             env,
+            jobs: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The jobs of this host: calls that outlive their request (a REST `execute` with
+    /// `async`, an MCP `tools/call` that became a task), kept in the state store per
+    /// `[jobs]`. Made at first use, which also fails the jobs that a stopped toolshed on
+    /// the same data dir left running.
+    pub fn jobs(&self) -> &Arc<crate::jobs::Jobs> {
+        self.jobs.get_or_init(|| {
+            let config = &self.config.config.jobs;
+            Arc::new(
+                crate::jobs::Jobs::new(
+                    self,
+                    std::time::Duration::from_secs(config.retention_secs),
+                    config.max_jobs,
+                )
+                .with_max_per_owner(config.max_running_per_owner),
+            )
         })
     }
 

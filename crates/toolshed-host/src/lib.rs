@@ -36,6 +36,7 @@ pub mod env_overlay;
 pub mod identity;
 pub mod install;
 pub mod job_store;
+pub mod jobs;
 pub mod library;
 pub mod llm;
 pub mod manifest;

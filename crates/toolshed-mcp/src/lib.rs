@@ -36,6 +36,7 @@ mod sampling;
 mod server;
 mod stdio;
 mod streamable_http;
+mod tasks;
 
 pub use convert::listed_tool;
 pub use server::{

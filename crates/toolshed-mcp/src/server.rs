@@ -6,17 +6,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResultType, ServerCapabilities, ServerConfig, Skill,
-    SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, CompletionInfo, CustomRequest, CustomResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, GetSkillRequestParams, GetSkillResult, GetTaskParams,
+    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResultType, ServerCapabilities, ServerConfig, Skill, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use toolshed_core::OwnerId;
 use toolshed_host::identity::Caller;
@@ -644,6 +645,24 @@ impl McpServer {
         }
     }
 
+    /// The job `id` when this request's caller may read it (an agent token reads its
+    /// owner's, the admin token and a local client every one); otherwise as unknown as one
+    /// that never was.
+    fn task_of(
+        &self,
+        bound: &Bound,
+        context: &RequestContext<RoleServer>,
+        id: &str,
+    ) -> Result<toolshed_host::jobs::JobView, McpError> {
+        let caller = Self::caller_for(bound, context);
+        bound
+            .host
+            .jobs()
+            .get(id)
+            .filter(|job| caller.as_ref().is_none_or(|c| c.owns(&job.owner)))
+            .ok_or_else(|| crate::tasks::unknown(id))
+    }
+
     /// Waits for the catalog to change in a way this connection sees, then calls `send`;
     /// ends when `send` fails (the client is gone), the server is dropped or `until` fires.
     async fn watch_list<F, Fut, E>(&self, until: CancellationToken, send: F)
@@ -833,7 +852,27 @@ impl McpServer {
             }
             None => None,
         };
-        let result = bound.host.call(call).await;
+        // A client that declared the Tasks extension gets a task for a call that runs long.
+        let after = bound.host.config().config.mcp.task_after_ms;
+        let result = if after > 0
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks())
+        {
+            let wait = std::time::Duration::from_millis(after);
+            match crate::tasks::run(bound.host.clone(), call, context.ct.clone(), wait).await {
+                crate::tasks::Outcome::Done(result) => result,
+                crate::tasks::Outcome::Task(view) => {
+                    if let Some(forwarder) = forwarder {
+                        forwarder.finish().await;
+                    }
+                    let retention = bound.host.jobs().retention();
+                    return Ok(crate::tasks::created(&view, retention).into());
+                }
+            }
+        } else {
+            bound.host.call(call).await
+        };
         if let Some(forwarder) = forwarder {
             forwarder.finish().await;
         }
@@ -998,6 +1037,7 @@ impl ServerHandler for McpServer {
                 .enable_logging()
                 .enable_completions()
                 .enable_skills()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")));
@@ -1217,6 +1257,86 @@ impl ServerHandler for McpServer {
             completion.has_more = Some(true);
         }
         Ok(CompleteResult::new(completion))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, &context, "tools:call")?;
+        let view = self.task_of(bound, &context, &request.task_id)?;
+        let retention = bound.host.jobs().retention();
+        Ok(GetTaskResult::new(crate::tasks::detailed(&view, retention)))
+    }
+
+    /// toolshed asks no questions inside a task over MCP (they wait for REST), so there is
+    /// nothing to answer: the responses are acknowledged and left, as the extension says of
+    /// keys that are not outstanding.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, &context, "tools:call")?;
+        self.task_of(bound, &context, &request.task_id)?;
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, &context, "tools:call")?;
+        let view = self.task_of(bound, &context, &request.task_id)?;
+        if view.state != toolshed_host::jobs::JobState::Running {
+            // Cancelling what has ended changes nothing; the ack says only that it was heard.
+            return Ok(());
+        }
+        match bound.host.jobs().cancel(&view.id).await {
+            Ok(_) => Ok(()),
+            Err(toolshed_host::jobs::JobError::Conflict(message)) => Err(
+                McpError::invalid_request(message, Some(json!({"taskId": view.id}))),
+            ),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+
+    /// A request rmcp could not read as any method it knows: a known method whose params
+    /// do not fit is the client's mistake, named as such; the Tasks methods that the
+    /// extension's 2026 revision removed say what replaced them.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = request.method.as_str();
+        let message = match method {
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "invalid params for {method}: it needs {{\"taskId\": …}} (the id tools/call answered)"
+                    ),
+                    None,
+                ));
+            }
+            "tasks/result" | "tasks/list" => format!(
+                "{method} is not a method of the Tasks extension (io.modelcontextprotocol/tasks): tasks/get answers a task's result once it has one; GET /api/v1/jobs lists them"
+            ),
+            _ => format!("no method {method}"),
+        };
+        Err(McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            message,
+            None,
+        ))
     }
 
     async fn list_skills(

@@ -210,6 +210,10 @@ const STANDARD_METHODS: &[&str] = &[
     "resources/unsubscribe",
     "completion/complete",
     "logging/setLevel",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/get",
 ];
 
 /// The message on `line`, or the error reply it gets instead (`None`: no reply).
@@ -230,10 +234,12 @@ pub(crate) fn read_message(
         {
             let method = request.request.method().to_string();
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-            let hint = if method == "tools/call" {
-                " (tools/call needs params {\"name\": …, \"arguments\": {…}})"
-            } else {
-                ""
+            let hint = match method.as_str() {
+                "tools/call" => " (tools/call needs params {\"name\": …, \"arguments\": {…}})",
+                "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                    " (it needs params {\"taskId\": …}, the id tools/call answered)"
+                }
+                _ => "",
             };
             Err(Some(json!({"jsonrpc": "2.0", "id": id, "error": {
                 "code": -32602,

@@ -229,7 +229,7 @@ function every(gen, ms, work) {
 
 // ---- pages -----------------------------------------------------------------------------
 
-const pages = { "": overview, plugins, tools, activity, approvals, processes, memory };
+const pages = { "": overview, plugins, tools, activity, approvals, jobs, processes, memory };
 
 function leavePage() {
   state.gen += 1;
@@ -570,10 +570,10 @@ async function activity(_args, gen) {
   });
 }
 
-// -- approvals
+// -- approvals and questions
 
 async function approvals(_args, gen) {
-  const data = await api("/approvals");
+  const [data, asked] = await Promise.all([api("/approvals"), api("/questions")]);
   const pending = data.approvals.filter((a) => !a.state || a.state === "pending");
   const decide = (a, how) => async () => {
     if (await attempt(() => api(`/approvals/${encodeURIComponent(a.id)}/${how}`, { method: "POST", body: {} })) !== undefined) toast(`${how}d ${a.tool}`);
@@ -587,8 +587,88 @@ async function approvals(_args, gen) {
           h("td", {}, h("pre", {}, a.summary || JSON.stringify(a.arguments || a.args || {}, null, 1))),
           h("td", {}, when(a.created_ms || a.requested_ms || a.ts_ms)),
           h("td", {}, h("div", { class: "actions" }, h("button", { class: "primary", onclick: decide(a, "approve") }, "Approve"), h("button", { class: "danger", onclick: decide(a, "deny") }, "Deny")))))))
-      : h("p", { class: "muted" }, "Nothing is waiting for approval."));
+      : h("p", { class: "muted" }, "Nothing is waiting for approval."),
+    h("h2", {}, "Questions"),
+    asked.questions.length
+      ? h("div", {}, asked.questions.map(questionForm))
+      : h("p", { class: "muted" }, "No call is asking anything (ask_user, a plugin's ctx.ask)."));
   onEvents(gen, ["approval."], () => route());
+  // Questions announce nothing: they are looked for again while the page is open.
+  let seen = asked.questions.map((q) => q.id).join();
+  every(gen, 1500, () => attempt(async () => {
+    const now = (await api("/questions")).questions.map((q) => q.id).join();
+    if (now !== seen) route();
+    seen = now;
+  }));
+}
+
+/** One waiting question: a field per property of its answer's schema. */
+function questionForm(q) {
+  const props = (q.schema && q.schema.properties) || {};
+  const inputs = Object.entries(props).map(([name, field]) => {
+    const id = `answer-${q.id}-${name}`;
+    const input = field.enum
+      ? h("select", { id, name }, field.enum.map((v) => h("option", { value: v }, String(v))))
+      : field.type === "boolean"
+        ? h("input", { id, name, type: "checkbox" })
+        : h("input", { id, name, type: field.type === "number" || field.type === "integer" ? "number" : "text" });
+    return h("label", { for: id }, h("span", {}, field.title || name), input);
+  });
+  const send = (action) => async (e) => {
+    e.preventDefault();
+    const content = {};
+    for (const [name, field] of Object.entries(props)) {
+      const el = document.getElementById(`answer-${q.id}-${name}`);
+      content[name] = field.type === "boolean" ? el.checked
+        : field.type === "number" || field.type === "integer" ? Number(el.value) : el.value;
+    }
+    const body = action === "accept" ? { action, content } : { action };
+    if (await attempt(() => api(`/questions/${encodeURIComponent(q.id)}/answer`, { method: "POST", body })) !== undefined) toast("answered");
+    route();
+  };
+  return h("form", { class: "question", "data-question": q.id, onsubmit: send("accept") },
+    h("p", {}, h("strong", {}, q.message), h("span", { class: "muted" }, ` · ${q.owner} · ${when(q.created_ms)}`)),
+    inputs,
+    h("div", { class: "actions" }, h("button", { class: "primary", type: "submit" }, "Answer"),
+      h("button", { type: "button", onclick: send("decline") }, "Decline")));
+}
+
+// -- jobs
+
+async function jobs(_args, gen) {
+  const box = h("div", {});
+  const detail = h("pre", { id: "job-detail", hidden: true });
+  const load = async () => {
+    const list = (await api("/jobs")).jobs.slice().reverse();
+    box.replaceChildren(list.length
+      ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Job"), h("th", {}, "Tool"), h("th", {}, "Owner"), h("th", {}, "State"), h("th", {}, "Started"), h("th", { class: "wide" }, "Latest"), h("th", {}, ""))),
+        h("tbody", {}, list.map((j) => h("tr", { "data-job": j.id },
+          h("td", {}, h("a", { href: "#/jobs", onclick: (e) => { e.preventDefault(); show(j.id); } }, j.id)),
+          h("td", {}, h("code", {}, j.tool)), h("td", {}, j.owner), h("td", {}, badge(j.state)),
+          h("td", {}, when(j.created_ms)),
+          h("td", { class: "wide muted" }, latest(j)),
+          h("td", {}, j.state === "running" ? h("button", { type: "button", class: "danger", "data-action": "cancel",
+            onclick: async (e) => { e.target.disabled = true; if (await attempt(() => api(`/jobs/${encodeURIComponent(j.id)}/cancel`, { method: "POST", body: {} })) !== undefined) toast(`cancelled ${j.id}`); load(); } }, "Cancel") : null)))))
+      : h("p", { class: "muted" }, "No jobs. A REST execute with \"async\": true, or an MCP call that became a task, is one."));
+  };
+  const show = async (id) => {
+    const job = await attempt(() => api(`/jobs/${encodeURIComponent(id)}`));
+    if (!job) return;
+    detail.hidden = false;
+    detail.textContent = JSON.stringify(job, null, 1);
+  };
+  render(gen, h("h1", {}, "Jobs"),
+    h("p", { class: "muted" }, "Calls that outlive their request: REST jobs and MCP tasks, the same objects; kept [jobs] retention_secs after they end."),
+    box, detail);
+  await load();
+  onEvents(gen, ["job."], () => attempt(load));
+}
+
+function latest(job) {
+  if (job.error) return job.error.message || "";
+  if (job.result) return (job.result.content || []).map((c) => c.text || "").join(" ").slice(0, 200);
+  const last = (job.progress || []).slice(-1)[0];
+  return last && last.message ? last.message.slice(0, 200) : "";
 }
 
 // -- processes

@@ -14,11 +14,11 @@ use serde_json::{Map, Value, json};
 use toolshed_core::{OwnerId, ToolOutput};
 use toolshed_host::identity::{Caller, check_owner};
 use toolshed_host::registry::RegistryError;
-use toolshed_host::{CallRequest, CallResult, Host, Subject};
+use toolshed_host::{CallRequest, Host, Subject};
 
 use crate::error::{ApiError, status_of};
 use crate::events::EventLog;
-use crate::jobs::{JobState, Jobs, default_owner};
+use toolshed_host::jobs::{JobState, Jobs, default_owner, output_json, record_outcome};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -992,18 +992,6 @@ pub struct Execute {
     pub timeout_ms: Option<u64>,
 }
 
-/// A finished call as JSON: what `execute` answers and what a job's result holds.
-pub fn output_json(result: &CallResult, output: &ToolOutput) -> Value {
-    json!({
-        "call_id": result.call_id.0,
-        "plugin_id": result.plugin_id,
-        "is_error": output.is_error,
-        "content": output.content,
-        "structured": output.structured,
-        "duration_ms": u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
-    })
-}
-
 /// The REST door's span around a call: the root of the call's trace, with the HTTP
 /// conventions' name and attributes (docs/telemetry.md).
 pub(crate) fn door_span(method: &'static str, route: &'static str, tool: &str) -> tracing::Span {
@@ -1018,19 +1006,6 @@ pub(crate) fn door_span(method: &'static str, route: &'static str, tool: &str) -
         gen_ai.tool.name = %tool,
         error.type = tracing::field::Empty,
     )
-}
-
-/// Marks a door span as failed when the call failed.
-pub(crate) fn record_outcome(span: &tracing::Span, result: &toolshed_host::CallResult) {
-    match &result.result {
-        Ok(output) if output.is_error => {
-            span.record("error.type", "tool_error");
-        }
-        Ok(_) => {}
-        Err(error) => {
-            span.record("error.type", error.kind().as_str());
-        }
-    }
 }
 
 /// Makes the caller's W3C trace context (`traceparent`, `tracestate` headers) the parent
@@ -1079,7 +1054,11 @@ pub async fn execute(
             .preflight(&call)
             .map_err(|e| ApiError::from(&e))?;
         // The job holds the arguments' room until it ends.
-        let job = state.jobs.start(state.host.clone(), call, Box::new(room))?;
+        // A job's call is the root of its own trace: this request is answered at once.
+        let span = door_span("POST", "/api/v1/tools/{name}/execute (job)", &name);
+        let job = state
+            .jobs
+            .start(state.host.clone(), call, Box::new(room), span)?;
         let location = format!("/api/v1/jobs/{}", job.id);
         let mut response = (
             StatusCode::ACCEPTED,
@@ -1142,7 +1121,7 @@ fn job_of(
     state: &AppState,
     caller: Option<&Caller>,
     id: &str,
-) -> Result<crate::jobs::JobView, ApiError> {
+) -> Result<toolshed_host::jobs::JobView, ApiError> {
     state
         .jobs
         .get(id)
@@ -1166,7 +1145,12 @@ pub async fn cancel_job(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     job_of(&state, caller.as_deref(), &id)?;
-    state.jobs.cancel(&id).await.map(|job| Json(json!(job)))
+    state
+        .jobs
+        .cancel(&id)
+        .await
+        .map(|job| Json(json!(job)))
+        .map_err(ApiError::from)
 }
 
 /// Any path under `/api/v1` that is not an endpoint.

@@ -90,6 +90,18 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
     }
 }
 
+impl From<toolshed_host::jobs::JobError> for ApiError {
+    fn from(error: toolshed_host::jobs::JobError) -> Self {
+        use toolshed_host::jobs::JobError;
+        match error {
+            JobError::TooMany(m) => Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_jobs", m),
+            JobError::NotFound(m) => Self::not_found(m),
+            JobError::Conflict(m) => Self::conflict(m),
+            JobError::Internal(m) => Self::internal(m),
+        }
+    }
+}
+
 impl From<&ToolError> for ApiError {
     fn from(error: &ToolError) -> Self {
         // The one error shape of every door (`ToolError::to_json`), with an HTTP status.

@@ -330,3 +330,9 @@ impl EventLog {
             .last
     }
 }
+
+impl toolshed_host::jobs::JobEvents for EventLog {
+    fn publish(&self, kind: &str, id: Option<&str>, owner: Option<&str>, data: Value) {
+        EventLog::publish(self, kind, id, owner, data);
+    }
+}

@@ -849,7 +849,9 @@ impl RequestGuard {
                     if crate::dashboard::cookie_allowed(uri, headers)
                         && sessions.csrf_of(headers).is_some() =>
                 {
-                    Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)))
+                    Ok(Caller::admin(OwnerId::new(
+                        toolshed_host::jobs::default_owner().0,
+                    )))
                 }
                 _ => Err(Rejection::MissingToken),
             };
@@ -857,7 +859,9 @@ impl RequestGuard {
         let presented = presented.as_bytes();
         let token = bearer_credentials(presented).ok_or(Rejection::WrongToken)?;
         if self.token.matches(token) {
-            return Ok(Caller::admin(OwnerId::new(crate::jobs::default_owner().0)));
+            return Ok(Caller::admin(OwnerId::new(
+                toolshed_host::jobs::default_owner().0,
+            )));
         }
         let text = std::str::from_utf8(token).unwrap_or_default();
         let agent = match &self.agents {

@@ -45,7 +45,6 @@ pub mod error;
 pub mod events;
 pub mod gateway;
 mod guard;
-pub mod jobs;
 mod listen;
 mod mcp_reply;
 mod mcp_request;

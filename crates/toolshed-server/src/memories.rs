@@ -70,7 +70,7 @@ async fn call(
     };
     let span = crate::api::door_span(method, route, tool);
     let result = state.host.call(request).instrument(span.clone()).await;
-    crate::api::record_outcome(&span, &result);
+    toolshed_host::jobs::record_outcome(&span, &result);
     match result.result {
         Ok(output) if !output.is_error => Ok(output.structured.unwrap_or_default()),
         Ok(output) => Err(ApiError::internal(output.text_joined())),

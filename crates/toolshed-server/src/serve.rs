@@ -17,7 +17,7 @@ use crate::guard::{RequestGuard, guarded};
 use crate::listen::ConnectionLimits;
 use crate::token::BearerToken;
 use crate::{
-    api, approvals, events, gateway, jobs, memories, metrics, openapi, proxy, questions, stream,
+    api, approvals, events, gateway, memories, metrics, openapi, proxy, questions, stream,
 };
 
 /// The path prefix of the REST API.
@@ -75,19 +75,11 @@ fn app_draining(
     stop: CancellationToken,
     draining: Arc<std::sync::atomic::AtomicBool>,
 ) -> (Router, CancellationToken) {
-    let config = &host.config().config.jobs;
     let server_config = host.config().config.server.clone();
     let events = Arc::new(events::EventLog::persistent(host.store().clone()));
     events.follow_other_servers(stop.clone());
-    let jobs = Arc::new(
-        jobs::Jobs::new(
-            &host,
-            Duration::from_secs(config.retention_secs),
-            config.max_jobs,
-            events.clone(),
-        )
-        .with_max_per_owner(config.max_running_per_owner),
-    );
+    let jobs = host.jobs().clone();
+    jobs.set_events(events.clone());
     // On shutdown, running jobs are cancelled first and their `job.cancelled` events go out
     // on the event streams; only then do the streams end.
     let streams_stop = CancellationToken::new();

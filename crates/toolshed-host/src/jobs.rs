@@ -1,5 +1,7 @@
-//! Asynchronous calls: `execute` with `async: true` starts a job and answers `202` at once;
-//! the job's state, progress and result are kept until `retention` after it ends.
+//! Calls that outlive their request: a REST `execute` with `async: true`, and an MCP
+//! `tools/call` that became a task (the Tasks extension). Both are jobs, the same objects:
+//! a task started over MCP is listed by `GET /jobs`, a REST job read by `tasks/get` for its
+//! owner. The job's state, progress and result are kept until `retention` after it ends.
 //!
 //! Jobs live in the state store (see `toolshed_host::job_store`), so their ids never
 //! repeat and a finished job can still be read after the server restarts. A job that was
@@ -15,12 +17,64 @@ use tracing::Instrument as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolshed_core::{OwnerId, Progress, ProgressSink};
-use toolshed_host::job_store::{Instance, JobEnd, JobRow};
-use toolshed_host::{CallRequest, Host, StateStore};
+use toolshed_core::{OwnerId, Progress, ProgressSink, ToolOutput};
 
-use crate::error::ApiError;
-use crate::events::EventLog;
+use crate::job_store::{Instance, JobEnd, JobRow};
+use crate::{CallRequest, CallResult, Host, StateStore};
+
+/// Where a job's events go (`job.started`, `job.progress`, `job.finished`, `job.failed`,
+/// `job.cancelled`): the REST API's event log when a server runs, nowhere otherwise.
+pub trait JobEvents: Send + Sync {
+    /// Publishes one event of job `id` (or of none) and `owner`.
+    fn publish(&self, kind: &str, id: Option<&str>, owner: Option<&str>, data: Value);
+}
+
+/// Events nobody hears: a toolshed with no event log (`toolshed mcp` over stdio).
+struct Unheard;
+
+impl JobEvents for Unheard {
+    fn publish(&self, _: &str, _: Option<&str>, _: Option<&str>, _: Value) {}
+}
+
+/// Why a job could not be started, read or cancelled; each says what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobError {
+    /// Too many jobs run (the owner's, or the server's): wait for one or cancel one.
+    TooMany(String),
+    /// No such job (or one the caller may not see).
+    NotFound(String),
+    /// The job cannot be cancelled here (it ended, or runs in another server).
+    Conflict(String),
+    /// The state store failed.
+    Internal(String),
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooMany(m) | Self::NotFound(m) | Self::Conflict(m) | Self::Internal(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for JobError {}
+
+/// The error a job that a stopped server left running ends with.
+pub const INTERRUPTED: &str = "interrupted by a restart: the server running this job stopped before it ended; start it again if it is still needed";
+
+/// A call's output as a job keeps it (and `execute` answers it).
+pub fn output_json(result: &CallResult, output: &ToolOutput) -> Value {
+    json!({
+        "call_id": result.call_id.0,
+        "plugin_id": result.plugin_id,
+        "is_error": output.is_error,
+        "content": output.content,
+        "structured": output.structured,
+        "duration_ms": u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+    })
+}
 
 /// Progress reports kept per running job (the most recent).
 pub const KEPT_PROGRESS: usize = 100;
@@ -133,7 +187,9 @@ pub struct Jobs {
     max_per_owner: usize,
     /// Held while a job is admitted: counted and recorded as one step.
     admission: Mutex<()>,
-    events: Arc<EventLog>,
+    events: std::sync::RwLock<Arc<dyn JobEvents>>,
+    /// Jobs of stopped servers failed at start (id, owner), announced once events are heard.
+    orphans: Mutex<Vec<(String, String)>>,
 }
 
 fn now_ms() -> u64 {
@@ -150,8 +206,8 @@ fn number(id: &str) -> Option<u64> {
 impl Jobs {
     /// A job table in `host`'s state store, keeping finished jobs for `retention` and at
     /// most `max_jobs` in all. Jobs that a server which is gone left running are marked
-    /// failed now, each with a `job.failed` event.
-    pub fn new(host: &Host, retention: Duration, max_jobs: usize, events: Arc<EventLog>) -> Self {
+    /// failed now.
+    pub fn new(host: &Host, retention: Duration, max_jobs: usize) -> Self {
         let store = host.store().clone();
         let instances = (store.path() != std::path::Path::new(":memory:"))
             .then(|| host.data_dir().join("instances"));
@@ -164,7 +220,8 @@ impl Jobs {
             max_jobs: max_jobs.max(1),
             max_per_owner: usize::MAX,
             admission: Mutex::new(()),
-            events,
+            events: std::sync::RwLock::new(Arc::new(Unheard)),
+            orphans: Mutex::new(Vec::new()),
         };
         if let Some(dir) = &instances {
             jobs.interrupt_orphans(dir);
@@ -172,29 +229,50 @@ impl Jobs {
         jobs
     }
 
-    /// Fails, with an event each, the jobs of servers that are gone.
-    fn interrupt_orphans(&self, dir: &std::path::Path) {
-        let error = ApiError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "failed",
-            "interrupted by a restart: the server running this job stopped before it ended; start it again if it is still needed",
-        )
-        .body()["error"]
+    /// Where job events go from now on; the jobs failed at start as their server had
+    /// stopped are announced there first.
+    pub fn set_events(&self, events: Arc<dyn JobEvents>) {
+        *self.events.write().unwrap_or_else(|p| p.into_inner()) = events;
+        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|p| p.into_inner()));
+        let error = json!({"kind": "failed", "message": INTERRUPTED, "details": null});
+        for (id, owner) in orphans {
+            self.publish(
+                "job.failed",
+                Some(&id),
+                Some(&owner),
+                json!({"error": error, "duration_ms": null, "interrupted": true}),
+            );
+        }
+    }
+
+    fn publish(&self, kind: &str, id: Option<&str>, owner: Option<&str>, data: Value) {
+        let events = self
+            .events
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
             .clone();
+        events.publish(kind, id, owner, data);
+    }
+
+    /// How long a finished job is kept.
+    pub fn retention(&self) -> Duration {
+        self.retention
+    }
+
+    /// Fails the jobs of servers that are gone (an event each once events are heard:
+    /// [`Jobs::set_events`]).
+    fn interrupt_orphans(&self, dir: &std::path::Path) {
+        let error = json!({"kind": "failed", "message": INTERRUPTED, "details": null});
         match self
             .store
             .jobs_interrupt(dir, self.instance.id(), &error, now_ms())
         {
             Ok(rows) => {
-                for row in rows {
-                    let id = format!("job-{}", row.n);
-                    self.events.publish(
-                        "job.failed",
-                        Some(&id),
-                        Some(&row.owner),
-                        json!({"error": error, "duration_ms": null, "interrupted": true}),
-                    );
-                }
+                let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
+                orphans.extend(
+                    rows.into_iter()
+                        .map(|row| (format!("job-{}", row.n), row.owner)),
+                );
             }
             Err(e) => tracing::warn!(error = %e, "cannot mark the jobs of stopped servers failed"),
         }
@@ -219,21 +297,21 @@ impl Jobs {
         self
     }
 
-    /// Starts `request` as a job and returns its view.
-    /// `keep` is held until the job ends (the room its arguments take).
-    pub fn start(
-        self: &Arc<Self>,
-        host: Arc<Host>,
-        mut request: CallRequest,
-        keep: Box<dyn std::any::Any + Send>,
-    ) -> Result<JobView, ApiError> {
-        // Counting an owner's jobs and recording the new one happen as one step, so that
-        // requests arriving together cannot all pass the per-owner limit.
+    /// Admits and records a job of `tool` for `owner` whose call the caller runs (with
+    /// `cancel` as its cancellation, and [`Jobs::progress_sink`] as its progress), and
+    /// must end with [`Jobs::finish`]. Counting the owner's jobs and recording the new one
+    /// are one step, so that requests arriving together cannot all pass the per-owner
+    /// limit.
+    pub fn admit(
+        &self,
+        tool: &str,
+        owner: &str,
+        cancel: CancellationToken,
+    ) -> Result<JobView, JobError> {
         let _admission = self.admission.lock().unwrap_or_else(|e| e.into_inner());
         self.sweep();
-        let cancel = CancellationToken::new();
         let base = |owner: &str| owner.split('/').next().unwrap_or_default().to_string();
-        let mine = base(&request.owner.0);
+        let mine = base(owner);
         let (running, owned) = {
             let jobs = self.lock();
             let owned = jobs
@@ -243,38 +321,25 @@ impl Jobs {
             (jobs.len(), owned)
         };
         if owned >= self.max_per_owner {
-            return Err(ApiError::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "too_many_jobs",
-                format!(
-                    "`{mine}` has {owned} jobs running, the most one owner may have ([jobs] max_running_per_owner); wait for one, or cancel one with POST /api/v1/jobs/ID/cancel (GET /api/v1/jobs?state=running lists yours)"
-                ),
-            ));
+            return Err(JobError::TooMany(format!(
+                "`{mine}` has {owned} jobs running, the most one owner may have ([jobs] max_running_per_owner); wait for one, or cancel one (GET /api/v1/jobs?state=running lists yours; POST /api/v1/jobs/ID/cancel or MCP tasks/cancel ends one)"
+            )));
         }
         if running >= self.max_jobs {
-            return Err(ApiError::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "too_many_jobs",
-                format!(
-                    "{running} jobs are running, the most this server keeps ([jobs] max_jobs), {owned} of them yours (`{mine}`); wait for one or cancel one"
-                ),
-            ));
+            return Err(JobError::TooMany(format!(
+                "{running} jobs are running, the most this server keeps ([jobs] max_jobs), {owned} of them yours (`{mine}`); wait for one or cancel one"
+            )));
         }
         let created_ms = now_ms();
         let n = self
             .store
-            .job_create(
-                &request.tool,
-                &request.owner.0,
-                created_ms,
-                self.instance.id(),
-            )
-            .map_err(|e| ApiError::internal(format!("cannot record the job: {e}")))?;
+            .job_create(tool, owner, created_ms, self.instance.id())
+            .map_err(|e| JobError::Internal(format!("cannot record the job: {e}")))?;
         let id = format!("job-{n}");
         let view = JobView {
             id: id.clone(),
-            tool: request.tool.clone(),
-            owner: request.owner.0.clone(),
+            tool: tool.to_string(),
+            owner: owner.to_string(),
             state: JobState::Running,
             created_ms,
             finished_ms: None,
@@ -288,38 +353,46 @@ impl Jobs {
             Job {
                 view: view.clone(),
                 progress: VecDeque::new(),
-                cancel: cancel.clone(),
+                cancel,
                 by_shutdown: false,
             },
         );
-        let owner = request.owner.0.clone();
-        self.events.publish(
-            "job.started",
-            Some(&id),
-            Some(&owner),
-            json!({"tool": request.tool}),
-        );
+        self.publish("job.started", Some(&id), Some(owner), json!({"tool": tool}));
+        Ok(view)
+    }
+
+    /// Where the progress of the job `view` goes: kept with it, and announced.
+    pub fn progress_sink(self: &Arc<Self>, view: &JobView) -> ProgressSink {
+        let jobs = Arc::downgrade(self);
+        let id = view.id.clone();
+        let owner = view.owner.clone();
+        let n = number(&id).unwrap_or_default();
+        ProgressSink::new(move |progress: Progress| {
+            if let Some(jobs) = jobs.upgrade() {
+                jobs.progress(n, &id, &owner, progress);
+            }
+        })
+    }
+
+    /// Starts `request` as a job within `span` and returns its view.
+    /// `keep` is held until the job ends (the room its arguments take).
+    pub fn start(
+        self: &Arc<Self>,
+        host: Arc<Host>,
+        mut request: CallRequest,
+        keep: Box<dyn std::any::Any + Send>,
+        span: tracing::Span,
+    ) -> Result<JobView, JobError> {
+        let cancel = CancellationToken::new();
+        let view = self.admit(&request.tool, &request.owner.0, cancel.clone())?;
         request.cancel = cancel;
-        let sink = {
-            let jobs = Arc::downgrade(self);
-            let id = id.clone();
-            let owner = owner.clone();
-            ProgressSink::new(move |progress: Progress| {
-                if let Some(jobs) = jobs.upgrade() {
-                    jobs.progress(n, &id, &owner, progress);
-                }
-            })
-        };
-        request.progress = Some(sink);
+        request.progress = Some(self.progress_sink(&view));
         let jobs = self.clone();
-        // A job's call is the root of its own trace: the request that started it has
-        // already been answered.
-        let span =
-            crate::api::door_span("POST", "/api/v1/tools/{name}/execute (job)", &request.tool);
+        let id = view.id.clone();
         tokio::spawn(async move {
             let result = host.call(request).instrument(span.clone()).await;
-            crate::api::record_outcome(&span, &result);
-            jobs.finish(n, result);
+            record_outcome(&span, &result);
+            jobs.finish(&id, &result);
             drop(keep);
         });
         Ok(view)
@@ -345,7 +418,7 @@ impl Jobs {
             }
             job.progress.push_back(progress.clone());
         }
-        self.events.publish(
+        self.publish(
             "job.progress",
             Some(id),
             Some(owner),
@@ -355,7 +428,8 @@ impl Jobs {
 
     /// Records how job `n` ended — in the store first, so that a client told by the event
     /// reads the final state — then announces it.
-    fn finish(&self, n: u64, result: toolshed_host::CallResult) {
+    pub fn finish(&self, id: &str, result: &CallResult) {
+        let Some(n) = number(id) else { return };
         let Some(mut job) = self.lock().remove(&n) else {
             return;
         };
@@ -363,7 +437,7 @@ impl Jobs {
         let (kind, data) = match &result.result {
             Ok(output) => {
                 job.view.state = JobState::Succeeded;
-                let value = crate::api::output_json(&result, output);
+                let value = output_json(result, output);
                 job.view.result = Some(value.clone());
                 (
                     "job.finished",
@@ -384,7 +458,7 @@ impl Jobs {
                         "details": {"by": "shutdown"},
                     })
                 } else {
-                    ApiError::from(error).body()["error"].clone()
+                    error.to_json()
                 };
                 job.view.error = Some(body.clone());
                 (
@@ -414,8 +488,7 @@ impl Jobs {
         if let Err(e) = self.store.job_finish(n, end) {
             tracing::warn!(job = %job.view.id, error = %e, "cannot record how the job ended");
         }
-        self.events
-            .publish(kind, Some(&job.view.id), Some(&job.view.owner), data);
+        self.publish(kind, Some(&job.view.id), Some(&job.view.owner), data);
         self.ended.notify_waiters();
     }
 
@@ -468,7 +541,7 @@ impl Jobs {
     /// Asks a running job to stop; its tool's cancellation token fires (a command's
     /// process tree is killed). Answers the job as it is once it has ended — waiting at
     /// most [`CANCEL_WAIT`] for that, then as it is then.
-    pub async fn cancel(&self, id: &str) -> Result<JobView, ApiError> {
+    pub async fn cancel(&self, id: &str) -> Result<JobView, JobError> {
         let n = number(id).ok_or_else(|| missing(id))?;
         let found = self.lock().get(&n).map(|job| job.cancel.clone());
         if let Some(cancel) = found {
@@ -487,7 +560,7 @@ impl Jobs {
             }
         } else {
             let view = self.get(id).ok_or_else(|| missing(id))?;
-            return Err(ApiError::conflict(if view.state == JobState::Running {
+            return Err(JobError::Conflict(if view.state == JobState::Running {
                 format!(
                     "job {id} runs in another toolshed server on this data dir; cancel it there"
                 )
@@ -547,8 +620,28 @@ pub fn default_owner() -> OwnerId {
     OwnerId::new("rest")
 }
 
-fn missing(id: &str) -> ApiError {
-    ApiError::not_found(format!(
+/// `ms` since the epoch as an ISO 8601 UTC time (`2026-12-06T18:00:00.123Z`).
+pub fn iso8601(ms: u64) -> String {
+    jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX))
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
+}
+
+/// Marks a door span as failed when the call failed.
+pub fn record_outcome(span: &tracing::Span, result: &CallResult) {
+    match &result.result {
+        Ok(output) if output.is_error => {
+            span.record("error.type", "tool_error");
+        }
+        Ok(_) => {}
+        Err(error) => {
+            span.record("error.type", error.kind().as_str());
+        }
+    }
+}
+
+fn missing(id: &str) -> JobError {
+    JobError::NotFound(format!(
         "no job `{id}`; GET /api/v1/jobs lists them (finished jobs are removed after the retention time)"
     ))
 }
