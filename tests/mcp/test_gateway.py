@@ -794,3 +794,30 @@ def test_removing_a_mounted_server_beside_a_running_serve_leaves_nothing_behind(
     assert "no manifest found" not in listed.stdout + listed.stderr, listed.stdout + listed.stderr
     again = toolshed("mcp", "add", "every", "--", "node", server_js("everything"), "stdio")
     assert "mounted" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_server_mounted_under_its_own_names_passes_its_content_blocks_through(server, toolshed):
+    """`--prefix ''`: the server's tools and prompts keep their names (a clash with a
+    built-in leaves the built-in's), and blocks other than text and images — resource
+    links, embedded resources — reach the client as the server sent them."""
+    added = toolshed("mcp", "add", "everything", "--prefix", "", "--", "node", server_js("everything"), "stdio")
+    assert "mounted 13 tools (echo, " in added.stdout, added.stdout
+    refused = toolshed("mcp", "add", "other", "--prefix", "a b", "--", "node", server_js("everything"), "stdio", check=False)
+    assert refused.returncode != 0 and "not a valid prefix" in refused.stderr, refused.stderr
+
+    async def main():
+        async with Client(server("--catalog", "full")) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert {"echo", "get-resource-links", "get-resource-reference", "workspace_read"} <= tools, sorted(tools)
+            assert not any(n.startswith("everything__") for n in tools), sorted(tools)
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert "simple-prompt" in prompts, sorted(prompts)
+            links = await client.call_tool("get-resource-links", {"count": 2})
+            kinds = [c.type for c in links.content]
+            assert kinds.count("resource_link") == 2, links.content
+            assert all(c.uri.startswith("demo://") for c in links.content if c.type == "resource_link"), links.content
+            embedded = await client.call_tool("get-resource-reference", {"resourceType": "Text", "resourceId": 1})
+            resource = [c for c in embedded.content if c.type == "resource"]
+            assert resource and resource[0].resource.uri.startswith("demo://"), embedded.content
+
+    run(main())

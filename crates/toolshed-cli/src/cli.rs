@@ -488,6 +488,10 @@ pub struct McpAddArgs {
     /// Replace a server of the same name
     #[arg(long)]
     pub force: bool,
+    /// Mount its tools and prompts as PREFIX__TOOL instead of NAME__TOOL; `--prefix ''`
+    /// keeps their own names (refused if one is already taken)
+    #[arg(long, value_name = "PREFIX")]
+    pub prefix: Option<String>,
     /// The URL of a server reached over streamable HTTP, instead of a command
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub url: Option<String>,

@@ -24,6 +24,13 @@ pub enum Content {
         /// The value.
         json: Value,
     },
+    /// An MCP content block other than text and image — audio, an embedded resource, a
+    /// resource link — as a mounted server sent it: MCP clients get it as it is, other
+    /// doors show it as JSON.
+    Mcp {
+        /// The block, with its `type`.
+        block: Value,
+    },
 }
 
 /// The result of a tool that ran. A tool that ran and failed in a way the model should see

@@ -42,7 +42,8 @@ pub(crate) fn spec(tool: &Value, name: &str, group: &str) -> ToolSpec {
 }
 
 /// A `tools/call` result as toolshed's output: text and images as they are (moved, not
-/// copied), any other block (audio, resource links, embedded resources) kept whole as JSON.
+/// copied), any other block (audio, resource links, embedded resources) kept whole, for MCP
+/// clients to get as it is.
 pub(crate) fn output(mut result: Value) -> ToolOutput {
     let content = match result.get_mut("content").map(Value::take) {
         Some(Value::Array(blocks)) => blocks.into_iter().map(block).collect(),
@@ -75,7 +76,7 @@ fn block(mut block: Value) -> Content {
             data: take_str(&mut block, "data").unwrap_or_default(),
             mime_type: take_str(&mut block, "mimeType").unwrap_or_else(|| "image/png".into()),
         },
-        _ => Content::Json { json: block },
+        _ => Content::Mcp { block },
     }
 }
 
@@ -110,6 +111,8 @@ mod tests {
         assert!(out.is_error);
         assert_eq!(out.structured, Some(json!({"n": 1})));
         assert_eq!(out.content.len(), 3);
-        assert!(matches!(&out.content[2], Content::Json { json } if json["uri"] == "file:///x"));
+        assert!(
+            matches!(&out.content[2], Content::Mcp { block } if block["uri"] == "file:///x" && block["type"] == "resource_link")
+        );
     }
 }

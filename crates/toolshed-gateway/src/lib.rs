@@ -17,7 +17,7 @@ mod library;
 pub mod log;
 pub mod manage;
 mod names;
-pub use names::prefix;
+pub use names::{check_prefix, prefix};
 pub mod pins;
 mod plugin;
 mod upstream;

@@ -63,9 +63,12 @@ impl ServerLibrary {
     fn failed(&self, what: &str, e: RpcError) -> PluginError {
         PluginError(match e {
             RpcError::Server { message } => {
-                format!("MCP server `{}` refused {what}: {message}", self.prefix)
+                format!(
+                    "MCP server `{}` refused {what}: {message}",
+                    self.upstream.name
+                )
             }
-            RpcError::Closed(why) => format!("MCP server `{}`: {why}", self.prefix),
+            RpcError::Closed(why) => format!("MCP server `{}`: {why}", self.upstream.name),
         })
     }
 
@@ -109,7 +112,7 @@ impl Library for ServerLibrary {
         if !self.offers.resources {
             return Err(PluginError(format!(
                 "MCP server `{}` offers no resources",
-                self.prefix
+                self.upstream.name
             )));
         }
         self.request("resources/read", json!({"uri": uri})).await
@@ -183,7 +186,7 @@ impl Library for ServerLibrary {
                 known(self).ok_or_else(|| {
                     PluginError(format!(
                         "MCP server `{}` has no prompt `{name}`",
-                        self.prefix
+                        self.upstream.name
                     ))
                 })?
             }

@@ -54,6 +54,9 @@ pub struct NewServer {
     pub sandbox: Option<String>,
     /// Replace a server of the same name.
     pub force: bool,
+    /// The prefix of its tools' and prompts' names (`PREFIX__TOOL`); empty: their own
+    /// names. `None`: its name.
+    pub prefix: Option<String>,
 }
 
 /// The manifest of a server and the secrets to store for it (config key, value).
@@ -172,6 +175,10 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), ManageE
                 text.push_str(&format!("args = [{}]\n", list.join(", ")));
             }
         }
+    }
+    if let Some(prefix) = &args.prefix {
+        crate::names::check_prefix(prefix).map_err(ManageError::Usage)?;
+        text.push_str(&format!("prefix = {}\n", toml_string(prefix)));
     }
     if args.eager {
         text.push_str("eager = true\n");
@@ -314,6 +321,7 @@ pub fn import_entry(
             eager: false,
             sandbox: None,
             force,
+            prefix: None,
         });
     }
     let command = entry["command"]
@@ -350,6 +358,7 @@ pub fn import_entry(
         eager: false,
         sandbox: None,
         force,
+        prefix: None,
     })
 }
 

@@ -1,4 +1,5 @@
-//! Names of mounted tools: `<prefix>__<tool>`, within toolshed's tool-name rules.
+//! Names of mounted tools: `<prefix>__<tool>` (or the tool's own name, for an empty
+//! prefix), within toolshed's tool-name rules.
 
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
@@ -20,6 +21,31 @@ pub fn prefix(manifest: &toolshed_core::PluginManifest) -> String {
         .mcp_server()
         .and_then(|server| server.prefix)
         .unwrap_or_else(|| default_prefix(&manifest.id))
+}
+
+/// `Ok` for a prefix a manifest may name: up to 32 of `A-Z a-z 0-9 _ -`, or none at all
+/// (the server's own names).
+pub fn check_prefix(prefix: &str) -> Result<(), String> {
+    if prefix.len() > 32
+        || !prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "`{prefix}` is not a valid prefix: use up to 32 of a-z, 0-9, `_`, `-` (empty: the server's own names)"
+        ));
+    }
+    Ok(())
+}
+
+/// The group of a server's tools: `mcp:<prefix>`, or `mcp:<its name>` when it keeps its
+/// own names.
+pub(crate) fn group(prefix: &str, plugin_id: &str) -> String {
+    if prefix.is_empty() {
+        format!("mcp:{}", default_prefix(plugin_id))
+    } else {
+        format!("mcp:{prefix}")
+    }
 }
 
 /// `text` with every character outside `[A-Za-z0-9_-]` replaced by `_`.
@@ -52,7 +78,11 @@ pub(crate) fn mounted_names(prefix: &str, tools: &[String]) -> Vec<String> {
     tools
         .iter()
         .map(|original| {
-            let plain = format!("{prefix}__{}", sanitize(original));
+            let plain = if prefix.is_empty() {
+                sanitize(original)
+            } else {
+                format!("{prefix}__{}", sanitize(original))
+            };
             let name = if plain.len() <= MAX_NAME && !taken.contains(&plain) {
                 plain
             } else {

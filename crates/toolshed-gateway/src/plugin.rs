@@ -59,14 +59,23 @@ impl PluginLoader for McpLoader {
             http.net = Some(self.services.net.clone());
         }
         let writes_files = server.writes_files();
+        // Messages name the server as mounted: its prefix, or its name when it keeps its own.
+        let label = if prefix.is_empty() {
+            names::group(&prefix, &request.manifest.id)
+                .trim_start_matches("mcp:")
+                .to_string()
+        } else {
+            prefix.clone()
+        };
         let upstream = Arc::new(Upstream::new(
-            prefix.clone(),
+            label,
             launch,
             self.services.ops.process.clone(),
             Some(crate::log::log_path(&request.dir)),
         ));
         Ok(Arc::new(McpPlugin {
             lister: Arc::new(Lister {
+                group: names::group(&prefix, &request.manifest.id),
                 prefix,
                 upstream,
                 pins: pins::pins_path(&request.dir),
@@ -193,6 +202,8 @@ pub struct McpPlugin {
 /// changed.
 struct Lister {
     prefix: String,
+    /// Its tools' group: `mcp:<prefix>`, or `mcp:<name>` for a server keeping its names.
+    group: String,
     upstream: Arc<Upstream>,
     /// Where its tools' pinned digests are kept.
     pins: std::path::PathBuf,
@@ -323,7 +334,7 @@ impl Lister {
             };
             PluginError(format!(
                 "MCP server `{}` did not list its tools: {why}",
-                self.prefix
+                self.upstream.name
             ))
         })?;
         let listed = self.check_pins(listed);
@@ -331,7 +342,7 @@ impl Lister {
             .iter()
             .map(|t| t["name"].as_str().unwrap_or_default().to_string())
             .collect();
-        let group = format!("mcp:{}", self.prefix);
+        let group = self.group.clone();
         let names = names::mounted_names(&self.prefix, &originals);
         let tools: Vec<Arc<dyn Tool>> = listed
             .iter()
@@ -368,11 +379,11 @@ impl Lister {
             match pins.tools.get(&name) {
                 Some(pinned) if *pinned == digest => kept.push(tool),
                 Some(_) if self.pin_mode == PinMode::Strict => {
-                    tracing::warn!(server = %self.prefix, tool = %name, "a pinned MCP tool changed its definition; withheld until accepted");
+                    tracing::warn!(server = %self.upstream.name, tool = %name, "a pinned MCP tool changed its definition; withheld until accepted");
                     withheld.push(name);
                 }
                 Some(_) => {
-                    tracing::warn!(server = %self.prefix, tool = %name, "a pinned MCP tool changed its definition (pin = \"warn\": mounted anyway)");
+                    tracing::warn!(server = %self.upstream.name, tool = %name, "a pinned MCP tool changed its definition (pin = \"warn\": mounted anyway)");
                     kept.push(tool);
                 }
                 None => {
@@ -386,7 +397,7 @@ impl Lister {
         if pins != before
             && let Err(e) = pins::write(&self.pins, &pins)
         {
-            tracing::warn!(server = %self.prefix, error = %e, "cannot write the MCP server's pins; its tools are pinned for this run only");
+            tracing::warn!(server = %self.upstream.name, error = %e, "cannot write the MCP server's pins; its tools are pinned for this run only");
         }
         *self.withheld.lock().unwrap_or_else(|e| e.into_inner()) = withheld;
         kept

@@ -59,9 +59,9 @@ pub fn reply_bytes(output: &ToolOutput) -> usize {
                 has_text = true;
                 total += text.len();
             }
-            Content::Json { json } => {
+            Content::Json { json: value } | Content::Mcp { block: value } => {
                 has_text = true;
-                total += pretty_len(json);
+                total += pretty_len(value);
             }
             Content::Image { .. } => {}
         }
@@ -83,10 +83,12 @@ pub fn enforce(mut output: ToolOutput, max: usize) -> ToolOutput {
     }
     // Text only from here: the structured result, or JSON blocks, as their text.
     let structured = output.structured.take();
-    let has_text = output
-        .content
-        .iter()
-        .any(|b| matches!(b, Content::Text { .. } | Content::Json { .. }));
+    let has_text = output.content.iter().any(|b| {
+        matches!(
+            b,
+            Content::Text { .. } | Content::Json { .. } | Content::Mcp { .. }
+        )
+    });
     let mut blocks: Vec<Content> = Vec::with_capacity(output.content.len() + 1);
     if !has_text && let Some(value) = &structured {
         blocks.push(Content::Text {
@@ -95,8 +97,8 @@ pub fn enforce(mut output: ToolOutput, max: usize) -> ToolOutput {
     }
     for block in output.content {
         blocks.push(match block {
-            Content::Json { json } => Content::Text {
-                text: pretty(&json),
+            Content::Json { json: value } | Content::Mcp { block: value } => Content::Text {
+                text: pretty(&value),
             },
             other => other,
         });

@@ -284,15 +284,16 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
                 );
             }
             if let Some(prefix) = &server.prefix
-                && (prefix.is_empty()
-                    || prefix.len() > 32
+                && (prefix.len() > 32
                     || !prefix
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
             {
                 return err(
                     "mcp.prefix",
-                    format!("`{prefix}` is not a valid prefix: use 1 to 32 of a-z, 0-9, `_`, `-`"),
+                    format!(
+                        "`{prefix}` is not a valid prefix: use up to 32 of a-z, 0-9, `_`, `-` (empty: the server's own names)"
+                    ),
                 );
             }
         }

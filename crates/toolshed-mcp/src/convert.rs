@@ -83,6 +83,9 @@ fn block(content: Content) -> ContentBlock {
         Content::Text { text } => ContentBlock::text(text),
         Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
         Content::Json { json } => ContentBlock::text(pretty(&json)),
+        // A block a mounted server sent, as it sent it; one this SDK cannot read, as JSON.
+        Content::Mcp { block } => serde_json::from_value::<ContentBlock>(block.clone())
+            .unwrap_or_else(|_| ContentBlock::text(pretty(&block))),
     }
 }
 

@@ -79,6 +79,9 @@ pub struct AddBody {
     /// Replace a server of the same name.
     #[serde(default)]
     pub force: bool,
+    /// The prefix of its tools' and prompts' names; `""`: their own names.
+    #[serde(default)]
+    pub prefix: Option<String>,
 }
 
 /// `POST /mcp-servers`: mounts a server; `201` with it once it runs.
@@ -102,6 +105,7 @@ pub async fn add(
         eager: request.eager,
         sandbox: request.sandbox,
         force: request.force,
+        prefix: request.prefix,
     };
     let info = manage::mount(&state.host, &server)
         .await

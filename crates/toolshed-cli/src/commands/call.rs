@@ -123,7 +123,7 @@ pub async fn run(
                     match block {
                         Content::Text { text } if text.ends_with('\n') => out!("{text}"),
                         Content::Text { text } => outln!("{text}"),
-                        Content::Json { json } => print_json(json)?,
+                        Content::Json { json } | Content::Mcp { block: json } => print_json(json)?,
                         Content::Image { data, mime_type } => {
                             outln!(
                                 "[image {mime_type}, {} base64 characters; use --json to get it]",

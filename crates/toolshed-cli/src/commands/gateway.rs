@@ -48,6 +48,7 @@ fn new_server(args: McpAddArgs) -> Result<NewServer, Failure> {
         eager: args.eager,
         sandbox: args.sandbox,
         force: args.force,
+        prefix: args.prefix,
     })
 }
 
