@@ -66,3 +66,32 @@ async def settled(client, task_id, within=30):
             return task
         assert time.monotonic() < deadline, task
         await asyncio.sleep(task.get("pollIntervalMs", 500) / 1000)
+
+
+class UpdateTaskParams(types.RequestParams):
+    task_id: str
+    input_responses: dict[str, Any]
+
+
+class UpdateTask(types.Request[UpdateTaskParams, Literal["tasks/update"]]):
+    """`tasks/update`: answers to what a task asks (its `inputRequests`)."""
+
+    method: Literal["tasks/update"] = "tasks/update"
+    params: UpdateTaskParams
+    name_param = "taskId"
+
+
+async def update(client, task_id, responses):
+    request = UpdateTask(params=UpdateTaskParams(task_id=task_id, input_responses=responses))
+    return await client.session.send_request(request, ANY)
+
+
+async def until(client, task_id, status, within=30):
+    """The task once it reaches `status` (or ends)."""
+    deadline = time.monotonic() + within
+    while True:
+        task = await get(client, task_id)
+        if task["status"] in (status, "completed", "failed", "cancelled"):
+            return task
+        assert time.monotonic() < deadline, task
+        await asyncio.sleep(0.2)

@@ -205,7 +205,7 @@ def test_a_restart_keeps_job_ids_and_event_ids_moving_forward(serve):
     # The job the killed server ran is failed, with the reason, not lost or "running".
     status, job = request(f"{base}/api/v1/jobs/{first_job}", token)
     assert status == 200, job
-    assert job["state"] == "failed" and "interrupted by a restart" in job["error"]["message"], job
+    assert job["state"] == "failed" and "interrupted" in job["error"]["message"] and job["error"]["details"] == {"interrupted": True}, job
     # A new job gets a new id: a client polling the old one never reads another's.
     status, again = request(
         f"{base}/api/v1/tools/calculator/execute", token, "POST",

@@ -18,7 +18,7 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from tasks_client import ANY, TASKS, CancelTask, Created, Tasks, get, settled, text
+from tasks_client import ANY, TASKS, CancelTask, Created, Tasks, get, settled, text, until, update
 
 
 def run(coro, timeout=90):
@@ -32,7 +32,8 @@ async def slow_call(client, marker, seconds=2):
     )
     assert isinstance(created, Created), created
     assert created.status == "working" and created.task_id.startswith("job-"), created
-    assert created.poll_interval_ms and created.ttl_ms, created
+    # Kept however long it runs (ttlMs null), then for [jobs] retention_secs.
+    assert created.poll_interval_ms == 500 and created.ttl_ms is None, created
     return created.task_id
 
 
@@ -67,6 +68,7 @@ async def check_task_lifecycle(client):
     assert "finished-one" in text(done["result"]), done
     assert done["result"]["structuredContent"]["exit_code"] == 0, done
     assert done["lastUpdatedAt"] >= done["createdAt"], done
+    assert 3_600_000 <= done["ttlMs"] < 3_600_000 + 30_000, done
 
 
 def test_a_long_call_becomes_a_task_over_stdio(server):
@@ -244,3 +246,107 @@ def test_a_session_era_client_that_declares_the_extension_gets_tasks_too(toolshe
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+LATER = """
+exports.activate = (context) => context.registerActions([
+  { name: "later", description: "Work a while, then ask the person.",
+    run: async (inputs, ctx) => {
+      await new Promise((done) => setTimeout(done, 1500));
+      const answer = await ctx.ask("Which branch?",
+        { type: "object", properties: { choice: { type: "string", enum: ["main", "dev"] } }, required: ["choice"] });
+      return "chose " + JSON.stringify(answer);
+    } },
+]);
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_question_a_task_asks_is_answered_with_tasks_update(server, serve, toolshed_bin, workspace, home, tmp_path, transport):
+    """A call that became a task asks later: `tasks/get` shows `input_required` with the
+    question, `tasks/update` answers it, and the task completes with the answer."""
+    source = tmp_path / "later"
+    source.mkdir()
+    (source / "plugin.json").write_text(json.dumps(
+        {"id": "test.later", "version": "1.0.0", "name": "Later", "kind": "js"}))
+    (source / "main.js").write_text(LATER)
+    installed = subprocess.run([toolshed_bin, "--workspace", str(workspace), "plugins", "install", str(source)],
+                               env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+                               capture_output=True, text=True, timeout=60)
+    assert installed.returncode == 0, installed.stderr
+
+    async def work(client):
+        created = await client.session.call_tool("later_later", {}, allow_claimed=True)
+        assert isinstance(created, Created), created
+        asking = await until(client, created.task_id, "input_required")
+        assert asking["status"] == "input_required", asking
+        [(key, request)] = asking["inputRequests"].items()
+        assert request["method"] == "elicitation/create", request
+        assert request["params"]["message"] == "Which branch?", request
+        assert request["params"]["requestedSchema"]["properties"]["choice"]["enum"] == ["main", "dev"], request
+        # An answer for a key nothing waits for is left; the right one is taken.
+        assert await update(client, created.task_id, {"nothing": {"action": "decline"}}) == {"resultType": "complete"}
+        await update(client, created.task_id, {key: {"action": "accept", "content": {"choice": "dev"}}})
+        done = await settled(client, created.task_id)
+        assert done["status"] == "completed" and '"choice":"dev"' in text(done["result"]).replace(" ", ""), done
+
+    async def main():
+        if transport == "stdio":
+            async with Client(server(), mode="auto", extensions=[Tasks()]) as client:
+                await work(client)
+        else:
+            url, token = serve()
+            async with http_client(url, token) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="auto", extensions=[Tasks()]) as client:
+                    await work(client)
+
+    run(main())
+
+
+def test_a_task_of_a_toolshed_that_stopped_is_failed_when_read(server, serve, workspace):
+    """A `toolshed mcp` killed while its task ran: a `toolshed serve` on the same data dir,
+    running since before, reads the task as failed (its toolshed stopped) with a JSON-RPC
+    error, not as working forever."""
+    url, token = serve()
+
+    async def start():
+        async with Client(server(), mode="auto", extensions=[Tasks()]) as client:
+            task_id = await slow_call(client, "orphan", seconds=30)
+            # The process dies without shutting down (as a crash or a kill would).
+            pid = int(subprocess.run(["pgrep", "-n", "-f", f"{workspace} mcp"], capture_output=True, text=True).stdout.split()[0])
+            os.kill(pid, 9)
+            return task_id
+
+    task_id = run(start())
+
+    async def read():
+        async with http_client(url, token) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode="auto", extensions=[Tasks()]) as client:
+                return await settled(client, task_id, within=10)
+
+    task = run(read())
+    assert task["status"] == "failed", task
+    assert task["error"]["code"] == -32603 and "stopped" in task["error"]["message"], task
+
+
+def test_stdio_tasks_end_with_their_toolshed_and_say_so(server, toolshed_bin, workspace, home):
+    """`toolshed mcp` ends with its client: its running tasks are cancelled by the shutdown
+    and recorded so (read from a later toolshed), their commands stopped."""
+    marker = f"sleep 43.{os.getpid() % 1000}"
+
+    async def start():
+        async with Client(server(), mode="auto", extensions=[Tasks()]) as client:
+            created = await client.session.call_tool(
+                "exec_command", {"cmd": f"{marker}; echo never", "yield_ms": 60000}, allow_claimed=True)
+            assert isinstance(created, Created), created
+            return created.task_id
+
+    task_id = run(start())
+
+    async def read():
+        async with Client(server(), mode="auto", extensions=[Tasks()]) as client:
+            return await get(client, task_id)
+
+    task = run(read())
+    assert task["status"] == "cancelled", task
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode != 0

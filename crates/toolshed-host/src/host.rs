@@ -225,6 +225,11 @@ impl Host {
         })
     }
 
+    /// The jobs, if any call has needed them yet.
+    pub fn jobs_if_started(&self) -> Option<&Arc<crate::jobs::Jobs>> {
+        self.jobs.get()
+    }
+
     /// The jobs of this host: calls that outlive their request (a REST `execute` with
     /// `async`, an MCP `tools/call` that became a task), kept in the state store per
     /// `[jobs]`. Made at first use, which also fails the jobs that a stopped toolshed on
@@ -654,6 +659,11 @@ impl Host {
     /// (commands and background processes tools started), waiting until they are gone;
     /// then waits until every call's audit row is in the database.
     pub async fn shutdown(&self) {
+        // Running jobs (an MCP task of `toolshed mcp`, whose client left) end as cancelled
+        // by the shutdown, recorded, before their processes are killed.
+        if let Some(jobs) = self.jobs.get() {
+            jobs.drain(std::time::Duration::from_secs(5)).await;
+        }
         self.registry.shutdown().await;
         let process = self.services.ops.process.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || process.kill_all()).await {

@@ -147,6 +147,21 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
     }
 }
 
+/// `Ok` when an agent token (or an OAuth token's claim) may act as `owner`: a valid owner
+/// that is not one toolshed's doors use themselves — `rest` (REST calls that name no owner),
+/// `mcp-http` (stateless MCP requests), `mcp-…` (an MCP connection's own owner) — whose
+/// jobs, tasks and sessions such a token would otherwise see and stop.
+pub fn check_agent_owner(owner: &str) -> Result<(), String> {
+    check_owner(owner)?;
+    let base = owner.split('/').next().unwrap_or_default();
+    if base == "rest" || base.starts_with("mcp-") {
+        return Err(format!(
+            "owner `{base}` is reserved: toolshed's doors act as it for callers that name no owner; choose another name"
+        ));
+    }
+    Ok(())
+}
+
 /// The prefix of a scope that limits the tools a token may use (`tool:group:web`).
 pub const TOOL_SCOPE: &str = "tool:";
 

@@ -43,8 +43,10 @@ pub enum JobError {
     TooMany(String),
     /// No such job (or one the caller may not see).
     NotFound(String),
-    /// The job cannot be cancelled here (it ended, or runs in another server).
+    /// The job runs in another toolshed, which alone can stop it.
     Conflict(String),
+    /// The job has already ended: nothing to stop.
+    Ended(String),
     /// The state store failed.
     Internal(String),
 }
@@ -52,9 +54,11 @@ pub enum JobError {
 impl std::fmt::Display for JobError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::TooMany(m) | Self::NotFound(m) | Self::Conflict(m) | Self::Internal(m) => {
-                f.write_str(m)
-            }
+            Self::TooMany(m)
+            | Self::NotFound(m)
+            | Self::Conflict(m)
+            | Self::Ended(m)
+            | Self::Internal(m) => f.write_str(m),
         }
     }
 }
@@ -62,7 +66,24 @@ impl std::fmt::Display for JobError {
 impl std::error::Error for JobError {}
 
 /// The error a job that a stopped server left running ends with.
-pub const INTERRUPTED: &str = "interrupted by a restart: the server running this job stopped before it ended; start it again if it is still needed";
+pub const INTERRUPTED: &str = "interrupted: the toolshed running this job stopped before it ended; start it again if it is still needed";
+
+/// The error of a job whose toolshed stopped before it ended (`details.interrupted`).
+fn interrupted_error() -> Value {
+    json!({"kind": "failed", "message": INTERRUPTED, "details": {"interrupted": true}})
+}
+
+/// Whether a job's error says its toolshed stopped under it.
+pub fn was_interrupted(error: &Value) -> bool {
+    error["details"]["interrupted"] == Value::Bool(true)
+        || error["message"].as_str() == Some(INTERRUPTED)
+}
+
+/// How often a running job's progress is announced at most (all of it is kept).
+const PROGRESS_EVENT_EVERY_MS: u64 = 250;
+
+/// How often, at most, the jobs of stopped toolsheds are looked for after the start.
+const ORPHAN_CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// A call's output as a job keeps it (and `execute` answers it).
 pub fn output_json(result: &CallResult, output: &ToolOutput) -> Value {
@@ -125,6 +146,13 @@ pub struct JobView {
     pub result: Option<Value>,
     /// The error, once it failed or was cancelled.
     pub error: Option<Value>,
+    /// When it last changed (its latest progress), while this toolshed runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_ms: Option<u64>,
+    /// What the call waits for a person to answer, as MCP input requests (key → request):
+    /// an MCP task's question, answered with `tasks/update` (or `POST /questions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<Value>,
 }
 
 impl JobState {
@@ -160,6 +188,8 @@ impl From<JobRow> for JobView {
             progress: serde_json::from_value(row.progress).unwrap_or_default(),
             result: row.result,
             error: row.error,
+            updated_ms: None,
+            input_requests: None,
         }
     }
 }
@@ -171,6 +201,12 @@ struct Job {
     cancel: CancellationToken,
     /// Cancelled by the server stopping, not by a caller.
     by_shutdown: bool,
+    /// When its progress was last announced.
+    announced_ms: u64,
+    /// Its questions waiting for `tasks/update` (key → where the answer goes).
+    waiting: BTreeMap<String, tokio::sync::oneshot::Sender<Value>>,
+    /// The next question's key.
+    asked: u64,
 }
 
 /// Every job of the server.
@@ -190,6 +226,14 @@ pub struct Jobs {
     events: std::sync::RwLock<Arc<dyn JobEvents>>,
     /// Jobs of stopped servers failed at start (id, owner), announced once events are heard.
     orphans: Mutex<Vec<(String, String)>>,
+    /// Whether events are heard ([`Jobs::set_events`]).
+    heard: std::sync::atomic::AtomicBool,
+    /// Where other toolsheds' instance locks are (none for an in-memory store).
+    instances: Option<std::path::PathBuf>,
+    /// When the jobs of stopped toolsheds were last looked for.
+    orphans_checked: Mutex<Option<std::time::Instant>>,
+    /// Set once the toolshed stops: no job is admitted any more.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 fn now_ms() -> u64 {
@@ -222,6 +266,10 @@ impl Jobs {
             admission: Mutex::new(()),
             events: std::sync::RwLock::new(Arc::new(Unheard)),
             orphans: Mutex::new(Vec::new()),
+            heard: std::sync::atomic::AtomicBool::new(false),
+            instances: instances.clone(),
+            orphans_checked: Mutex::new(None),
+            closing: std::sync::atomic::AtomicBool::new(false),
         };
         if let Some(dir) = &instances {
             jobs.interrupt_orphans(dir);
@@ -233,8 +281,12 @@ impl Jobs {
     /// stopped are announced there first.
     pub fn set_events(&self, events: Arc<dyn JobEvents>) {
         *self.events.write().unwrap_or_else(|p| p.into_inner()) = events;
-        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|p| p.into_inner()));
-        let error = json!({"kind": "failed", "message": INTERRUPTED, "details": null});
+        let orphans = {
+            let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
+            self.heard.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::mem::take(&mut *orphans)
+        };
+        let error = interrupted_error();
         for (id, owner) in orphans {
             self.publish(
                 "job.failed",
@@ -262,19 +314,51 @@ impl Jobs {
     /// Fails the jobs of servers that are gone (an event each once events are heard:
     /// [`Jobs::set_events`]).
     fn interrupt_orphans(&self, dir: &std::path::Path) {
-        let error = json!({"kind": "failed", "message": INTERRUPTED, "details": null});
+        let error = interrupted_error();
+        *self
+            .orphans_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
         match self
             .store
             .jobs_interrupt(dir, self.instance.id(), &error, now_ms())
         {
             Ok(rows) => {
+                let rows: Vec<(String, String)> = rows
+                    .into_iter()
+                    .map(|row| (format!("job-{}", row.n), row.owner))
+                    .collect();
                 let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
-                orphans.extend(
-                    rows.into_iter()
-                        .map(|row| (format!("job-{}", row.n), row.owner)),
-                );
+                if !self.heard.load(std::sync::atomic::Ordering::SeqCst) {
+                    orphans.extend(rows);
+                    return;
+                }
+                drop(orphans);
+                for (id, owner) in rows {
+                    self.publish(
+                        "job.failed",
+                        Some(&id),
+                        Some(&owner),
+                        json!({"error": error, "duration_ms": null, "interrupted": true}),
+                    );
+                }
             }
             Err(e) => tracing::warn!(error = %e, "cannot mark the jobs of stopped servers failed"),
+        }
+    }
+
+    /// Fails the jobs of toolsheds that stopped since this one started (a `toolshed mcp`
+    /// whose client left, a killed server), at most every [`ORPHAN_CHECK_EVERY`]: called
+    /// when a job read is running elsewhere.
+    fn recheck_orphans(&self) {
+        let Some(dir) = &self.instances else { return };
+        let due = self
+            .orphans_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none_or(|at| at.elapsed() >= ORPHAN_CHECK_EVERY);
+        if due {
+            self.interrupt_orphans(dir);
         }
     }
 
@@ -309,6 +393,11 @@ impl Jobs {
         cancel: CancellationToken,
     ) -> Result<JobView, JobError> {
         let _admission = self.admission.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(JobError::TooMany(
+                "toolshed is shutting down: no job starts any more".into(),
+            ));
+        }
         self.sweep();
         let base = |owner: &str| owner.split('/').next().unwrap_or_default().to_string();
         let mine = base(owner);
@@ -347,6 +436,8 @@ impl Jobs {
             progress: Vec::new(),
             result: None,
             error: None,
+            updated_ms: None,
+            input_requests: None,
         };
         self.lock().insert(
             n,
@@ -355,6 +446,9 @@ impl Jobs {
                 progress: VecDeque::new(),
                 cancel,
                 by_shutdown: false,
+                announced_ms: 0,
+                waiting: BTreeMap::new(),
+                asked: 0,
             },
         );
         self.publish("job.started", Some(&id), Some(owner), json!({"tool": tool}));
@@ -417,6 +511,14 @@ impl Jobs {
                 job.progress.pop_front();
             }
             job.progress.push_back(progress.clone());
+            let now = now_ms();
+            job.view.updated_ms = Some(now);
+            // Every report is kept; announcing each one (a command's every line) would
+            // cost a stored event apiece.
+            if now.saturating_sub(job.announced_ms) < PROGRESS_EVENT_EVERY_MS {
+                return;
+            }
+            job.announced_ms = now;
         }
         self.publish(
             "job.progress",
@@ -430,7 +532,17 @@ impl Jobs {
     /// reads the final state — then announces it.
     pub fn finish(&self, id: &str, result: &CallResult) {
         let Some(n) = number(id) else { return };
-        let Some(mut job) = self.lock().remove(&n) else {
+        // A copy to record from: the job stays listed as running in memory until the store
+        // holds how it ended, so that nobody reads it as running nowhere in between.
+        let Some(mut job) = self.lock().get(&n).map(|job| Job {
+            view: job.view.clone(),
+            progress: job.progress.clone(),
+            cancel: job.cancel.clone(),
+            by_shutdown: job.by_shutdown,
+            announced_ms: job.announced_ms,
+            waiting: BTreeMap::new(),
+            asked: job.asked,
+        }) else {
             return;
         };
         let duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX);
@@ -454,7 +566,7 @@ impl Jobs {
                 let body = if cancelled && job.by_shutdown {
                     json!({
                         "kind": "cancelled",
-                        "message": "stopped by the server shutting down (SIGTERM or Ctrl-C) after the grace period for running calls ([server] shutdown_grace_secs); no caller cancelled it. Start it again if it is still needed",
+                        "message": "stopped by the toolshed running it shutting down (SIGTERM or Ctrl-C after the grace period for running calls, [server] shutdown_grace_secs; or, for `toolshed mcp`, its client leaving); no caller cancelled it. Start it again if it is still needed",
                         "details": {"by": "shutdown"},
                     })
                 } else {
@@ -488,6 +600,7 @@ impl Jobs {
         if let Err(e) = self.store.job_finish(n, end) {
             tracing::warn!(job = %job.view.id, error = %e, "cannot record how the job ended");
         }
+        self.lock().remove(&n);
         self.publish(kind, Some(&job.view.id), Some(&job.view.owner), data);
         self.ended.notify_waiters();
     }
@@ -502,25 +615,44 @@ impl Jobs {
         }
         // A finished job past its retention is gone now, not when a list next sweeps.
         self.sweep();
-        match self.store.job_get(n) {
+        let read = || match self.store.job_get(n) {
             Ok(row) => row.map(JobView::from),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read a job");
                 None
             }
+        };
+        let view = read()?;
+        if view.state != JobState::Running {
+            return Some(view);
         }
+        // Running elsewhere: unless that toolshed stopped, which is then said.
+        self.recheck_orphans();
+        read()
     }
 
     /// The jobs, oldest first, optionally of one owner and in one state.
     pub fn list(&self, owner: Option<&str>, state: Option<JobState>) -> Vec<JobView> {
         self.sweep();
-        let rows = self
-            .store
-            .job_list(owner, state.map(JobState::as_str), self.max_jobs)
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "cannot list jobs");
-                Vec::new()
-            });
+        let read = || {
+            self.store
+                .job_list(owner, state.map(JobState::as_str), self.max_jobs)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot list jobs");
+                    Vec::new()
+                })
+        };
+        let mut rows = read();
+        let elsewhere = {
+            let running = self.lock();
+            rows.iter()
+                .any(|row| row.state == "running" && !running.contains_key(&row.n))
+        };
+        // Running elsewhere: unless that toolshed stopped, which is then said.
+        if elsewhere {
+            self.recheck_orphans();
+            rows = read();
+        }
         let running = self.lock();
         rows.into_iter()
             .map(|row| match running.get(&row.n) {
@@ -560,18 +692,92 @@ impl Jobs {
             }
         } else {
             let view = self.get(id).ok_or_else(|| missing(id))?;
-            return Err(JobError::Conflict(if view.state == JobState::Running {
-                format!(
-                    "job {id} runs in another toolshed server on this data dir; cancel it there"
-                )
+            return Err(if view.state == JobState::Running {
+                JobError::Conflict(format!(
+                    "job {id} runs in another toolshed on this data dir or database; cancel it there"
+                ))
             } else {
-                format!(
+                JobError::Ended(format!(
                     "job {id} has already ended ({}); nothing to cancel",
                     view.state.as_str()
-                )
-            }));
+                ))
+            });
         }
         self.get(id).ok_or_else(|| missing(id))
+    }
+
+    /// Whether a job of `owner` (or of one of its sub-owners) runs in this toolshed.
+    pub fn runs_for(&self, owner: &str) -> bool {
+        let owner = toolshed_core::OwnerId::new(owner);
+        self.lock()
+            .values()
+            .any(|job| owner.covers(&job.view.owner))
+    }
+
+    /// Waits until no job of `owner` (or of its sub-owners) runs in this toolshed.
+    pub async fn until_idle(&self, owner: &str) {
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.runs_for(owner) {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    /// Puts `request` — an MCP input request, `{"method": "elicitation/create", "params":
+    /// …}` — to whoever follows job `id`: `tasks/get` shows it under `inputRequests` until
+    /// [`Jobs::answer_input`] brings the answer. Its key, and where the answer arrives;
+    /// `None` when the job does not run here.
+    pub fn wait_for_input(
+        &self,
+        id: &str,
+        request: Value,
+    ) -> Option<(String, tokio::sync::oneshot::Receiver<Value>)> {
+        let n = number(id)?;
+        let mut jobs = self.lock();
+        let job = jobs.get_mut(&n)?;
+        let key = format!("ask-{}", job.asked);
+        job.asked += 1;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        job.waiting.insert(key.clone(), tx);
+        let requests = job.view.input_requests.get_or_insert_with(|| json!({}));
+        requests[key.as_str()] = request;
+        job.view.updated_ms = Some(now_ms());
+        Some((key, rx))
+    }
+
+    /// Takes job `id`'s question `key` off the list (answered, or no longer asked).
+    pub fn input_done(&self, id: &str, key: &str) {
+        let Some(n) = number(id) else { return };
+        let mut jobs = self.lock();
+        let Some(job) = jobs.get_mut(&n) else { return };
+        job.waiting.remove(key);
+        if let Some(Value::Object(requests)) = &mut job.view.input_requests {
+            requests.remove(key);
+            if requests.is_empty() {
+                job.view.input_requests = None;
+            }
+        }
+    }
+
+    /// Hands answers (key → the request's result) to job `id`'s waiting questions; keys not
+    /// waiting are left, as the Tasks extension says. How many were taken.
+    pub fn answer_input(&self, id: &str, responses: &serde_json::Map<String, Value>) -> usize {
+        let Some(n) = number(id) else { return 0 };
+        let mut jobs = self.lock();
+        let Some(job) = jobs.get_mut(&n) else {
+            return 0;
+        };
+        let mut taken = 0;
+        for (key, answer) in responses {
+            if let Some(reply) = job.waiting.remove(key) {
+                taken += usize::from(reply.send(answer.clone()).is_ok());
+            }
+        }
+        taken
     }
 
     /// How many jobs are in each state.
@@ -590,6 +796,8 @@ impl Jobs {
 
     /// Cancels every running job (server shutdown).
     pub fn cancel_all(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for job in self.lock().values_mut() {
             job.by_shutdown = true;
             job.cancel.cancel();

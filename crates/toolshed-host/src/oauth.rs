@@ -24,7 +24,7 @@ use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::identity::{Caller, DEFAULT_SCOPES, SCOPES, TOOL_SCOPE, check_owner};
+use crate::identity::{Caller, DEFAULT_SCOPES, SCOPES, TOOL_SCOPE};
 
 /// Seconds of clock difference tolerated on `exp` and `nbf`.
 const LEEWAY_SECS: i64 = 60;
@@ -230,7 +230,7 @@ pub fn verify(token: &str, jwks: &Jwks, config: &OAuthConfig, now: i64) -> Resul
     let owner = claims[config.owner_claim.as_str()]
         .as_str()
         .ok_or_else(|| claim(format!("no {} claim", config.owner_claim)))?;
-    check_owner(owner).map_err(claim)?;
+    crate::identity::check_agent_owner(owner).map_err(claim)?;
     let scopes: Vec<String> = match claims[config.scopes_claim.as_str()].as_str() {
         None => DEFAULT_SCOPES.iter().map(|s| s.to_string()).collect(),
         Some(words) => words

@@ -860,7 +860,18 @@ impl McpServer {
                 .is_some_and(|caps| caps.supports_tasks())
         {
             let wait = std::time::Duration::from_millis(after);
-            match crate::tasks::run(bound.host.clone(), call, context.ct.clone(), wait).await {
+            // A session-era client's elicitation reaches the person while it stays
+            // connected, task or not; an input round trip ends with the request.
+            let keeps_asking = round_trip.is_none() && call.asker.is_some();
+            match crate::tasks::run(
+                bound.host.clone(),
+                call,
+                context.ct.clone(),
+                wait,
+                keeps_asking,
+            )
+            .await
+            {
                 crate::tasks::Outcome::Done(result) => result,
                 crate::tasks::Outcome::Task(view) => {
                     if let Some(forwarder) = forwarder {
@@ -1015,7 +1026,15 @@ impl Drop for McpServer {
         };
         let registry = bound.host.registry().clone();
         let owner = self.owner.clone();
-        runtime.spawn(async move { registry.end_owner(&owner).await });
+        // A task of the connection's owner goes on without it: what the owner keeps
+        // running ends once its tasks have.
+        let jobs = bound.host.jobs_if_started().cloned();
+        runtime.spawn(async move {
+            if let Some(jobs) = jobs {
+                jobs.until_idle(&owner.0).await;
+            }
+            registry.end_owner(&owner).await;
+        });
     }
 }
 
@@ -1272,9 +1291,8 @@ impl ServerHandler for McpServer {
         Ok(GetTaskResult::new(crate::tasks::detailed(&view, retention)))
     }
 
-    /// toolshed asks no questions inside a task over MCP (they wait for REST), so there is
-    /// nothing to answer: the responses are acknowledged and left, as the extension says of
-    /// keys that are not outstanding.
+    /// Answers a task's questions (`inputRequests` of `tasks/get`); keys that wait for
+    /// nothing are left, as the extension says.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
@@ -1283,7 +1301,10 @@ impl ServerHandler for McpServer {
         let bound = self.bound().await?;
         bound.check_token()?;
         Self::require(bound, &context, "tools:call")?;
-        self.task_of(bound, &context, &request.task_id)?;
+        let view = self.task_of(bound, &context, &request.task_id)?;
+        if let Ok(Value::Object(responses)) = serde_json::to_value(&request.input_responses) {
+            bound.host.jobs().answer_input(&view.id, &responses);
+        }
         Ok(())
     }
 
@@ -1301,7 +1322,8 @@ impl ServerHandler for McpServer {
             return Ok(());
         }
         match bound.host.jobs().cancel(&view.id).await {
-            Ok(_) => Ok(()),
+            // Ended meanwhile: as for one that had ended, nothing to do.
+            Ok(_) | Err(toolshed_host::jobs::JobError::Ended(_)) => Ok(()),
             Err(toolshed_host::jobs::JobError::Conflict(message)) => Err(
                 McpError::invalid_request(message, Some(json!({"taskId": view.id}))),
             ),

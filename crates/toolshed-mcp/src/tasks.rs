@@ -9,7 +9,6 @@
 //! dir — or stops it with `tasks/cancel`. A task is a job: `GET /api/v1/jobs` lists it, and a
 //! REST job is read by `tasks/get` for its owner.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,13 +54,24 @@ impl Switch {
     }
 }
 
-/// The call's asker until it becomes a task; from then on its questions wait for REST, as
-/// the request that could have carried them has been answered.
+/// Where the call stands, for its asker: before it is a task (and whether it asked), or
+/// the job it became.
+enum Stage {
+    Before { asked: bool },
+    Task(String),
+}
+
+/// The call's asker until it becomes a task; from then on its questions are the task's
+/// (`input_required` in `tasks/get`, answered with `tasks/update`) and wait over REST as
+/// well, whichever answers first — the request that could have carried them has been
+/// answered. A session-era client's own elicitation keeps asking while it is connected.
 struct Handover {
     before: Option<Arc<dyn Asker>>,
+    /// The client's own asker works during a task too (session-era elicitation).
+    keeps_asking: bool,
     host: Arc<Host>,
     owner: String,
-    promoted: AtomicBool,
+    stage: Mutex<Stage>,
 }
 
 #[async_trait]
@@ -71,36 +81,82 @@ impl Asker for Handover {
         question: &Question,
         cancel: &CancellationToken,
     ) -> Result<Answer, ToolError> {
-        match &self.before {
-            Some(asker) if !self.promoted.load(Ordering::Acquire) => {
-                asker.ask(question, cancel).await
+        let job = {
+            let mut stage = self.stage.lock().unwrap_or_else(|p| p.into_inner());
+            match &mut *stage {
+                Stage::Before { asked } => {
+                    *asked = true;
+                    None
+                }
+                Stage::Task(id) => Some(id.clone()),
             }
-            _ => {
-                let questions = self.host.dispatcher().questions().clone();
-                questions.ask(&self.owner, question, cancel).await
-            }
+        };
+        match (job, &self.before) {
+            (None, Some(asker)) => asker.ask(question, cancel).await,
+            (Some(_), Some(asker)) if self.keeps_asking => asker.ask(question, cancel).await,
+            (job, _) => self.ask_in_task(job.as_deref(), question, cancel).await,
         }
     }
 }
 
-/// Runs `call`, which becomes a task if it still runs after `after`. `request` is the
-/// request's cancellation: it stops the call until the call is a task, and no longer then.
+impl Handover {
+    /// A question of a task: put to its MCP client through `tasks/get`, and over REST.
+    async fn ask_in_task(
+        &self,
+        job: Option<&str>,
+        question: &Question,
+        cancel: &CancellationToken,
+    ) -> Result<Answer, ToolError> {
+        let questions = self.host.dispatcher().questions().clone();
+        let rest = questions.ask(&self.owner, question, cancel);
+        let jobs = self.host.jobs();
+        let request = json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": question.message, "requestedSchema": question.schema,
+        }});
+        let Some((key, from_task)) = job.and_then(|id| jobs.wait_for_input(id, request)) else {
+            return rest.await;
+        };
+        let answer = tokio::select! {
+            answered = from_task => match answered.ok().as_ref().and_then(Answer::from_elicitation) {
+                Some(answer) => Ok(answer),
+                None => Err(ToolError::Failed("the answer given with tasks/update is not an elicitation result ({\"action\": \"accept\", \"content\": {…}})".into())),
+            },
+            answered = rest => answered,
+        };
+        if let Some(id) = job {
+            jobs.input_done(id, &key);
+        }
+        answer
+    }
+}
+
+/// Runs `call`, which becomes a task if its tool still runs `after` it started (its
+/// approval, if it needs one, is asked before). `request` is the request's cancellation:
+/// it stops the call until the call is a task, and no longer then. `keeps_asking`: the
+/// client's asker can reach the person after the request is answered (session-era
+/// elicitation).
 pub(crate) async fn run(
     host: Arc<Host>,
     mut call: CallRequest,
     request: CancellationToken,
     after: Duration,
+    keeps_asking: bool,
 ) -> Outcome {
     let cancel = CancellationToken::new();
     call.cancel = cancel.clone();
+    // This future dropped before the call is a task (its request gone): the call stops.
+    let unwatched = cancel.clone().drop_guard();
+    let started = Arc::new(tokio::sync::Notify::new());
+    call.started = Some(started.clone());
     let switch = Switch::default();
     switch.set(call.progress.take());
     call.progress = Some(switch.sink());
     let handover = Arc::new(Handover {
         before: call.asker.take(),
+        keeps_asking,
         host: host.clone(),
         owner: call.owner.0.clone(),
-        promoted: AtomicBool::new(false),
+        stage: Mutex::new(Stage::Before { asked: false }),
     });
     call.asker = Some(handover.clone());
     let tool = call.tool.clone();
@@ -117,6 +173,27 @@ pub(crate) async fn run(
             duration: Duration::ZERO,
         })
     };
+    // The call answered as any call: it ended, or the request went away (which stops it).
+    macro_rules! answer_as_a_call {
+        () => {{
+            tokio::select! {
+                ended = &mut running => return Outcome::Done(joined(ended)),
+                () = request.cancelled() => {
+                    cancel.cancel();
+                    return Outcome::Done(joined(running.await));
+                }
+            }
+        }};
+    }
+    // Until the tool runs (its approval asked and answered), then `after` more.
+    tokio::select! {
+        ended = &mut running => return Outcome::Done(joined(ended)),
+        () = request.cancelled() => {
+            cancel.cancel();
+            return Outcome::Done(joined(running.await));
+        }
+        () = started.notified() => {}
+    }
     tokio::select! {
         ended = &mut running => return Outcome::Done(joined(ended)),
         () = request.cancelled() => {
@@ -126,22 +203,36 @@ pub(crate) async fn run(
         () = tokio::time::sleep(after) => {}
     }
     let jobs: Arc<Jobs> = host.jobs().clone();
-    let view = match jobs.admit(&tool, &owner, cancel.clone()) {
-        Ok(view) => view,
-        Err(e) => {
-            // No room for another job: the call is answered when it ends, as without tasks.
-            tracing::warn!(tool = %tool, error = %e, "a call that outlived the task wait goes on as an ordinary call");
-            tokio::select! {
-                ended = &mut running => return Outcome::Done(joined(ended)),
-                () = request.cancelled() => {
-                    cancel.cancel();
-                    return Outcome::Done(joined(running.await));
+    // A call that asked through its request (an input round trip) is answered in it; one
+    // that ended meanwhile is answered as it ended.
+    let promoted = {
+        let mut stage = handover.stage.lock().unwrap_or_else(|p| p.into_inner());
+        let asked_in_request =
+            matches!(*stage, Stage::Before { asked: true }) && !handover.keeps_asking;
+        if asked_in_request || running.is_finished() {
+            None
+        } else {
+            match jobs.admit(&tool, &owner, cancel.clone()) {
+                Ok(view) => {
+                    *stage = Stage::Task(view.id.clone());
+                    Some(view)
+                }
+                Err(e) => {
+                    tracing::warn!(tool = %tool, error = %e, "a call that outlived the task wait goes on as an ordinary call");
+                    None
                 }
             }
         }
     };
+    let Some(view) = promoted else {
+        answer_as_a_call!()
+    };
     switch.set(Some(jobs.progress_sink(&view)));
-    handover.promoted.store(true, Ordering::Release);
+    unwatched.disarm();
+    // Cancelled while it was being recorded: the client never learns the task's id.
+    if request.is_cancelled() {
+        cancel.cancel();
+    }
     let id = view.id.clone();
     tokio::spawn(async move {
         let result = joined(running.await);
@@ -156,16 +247,27 @@ pub(crate) fn created(view: &JobView, retention: Duration) -> CreateTaskResult {
 }
 
 fn base(view: &JobView, retention: Duration) -> Task {
-    // A running job's last change is not kept (its progress carries no time): created.
-    let updated = view.finished_ms.unwrap_or(view.created_ms);
+    let updated = view
+        .finished_ms
+        .or(view.updated_ms)
+        .unwrap_or(view.created_ms);
     let mut task = Task::new(
         view.id.clone(),
         Default::default(),
         toolshed_host::jobs::iso8601(view.created_ms),
         toolshed_host::jobs::iso8601(updated),
     )
-    .with_ttl_ms(u64::try_from(retention.as_millis()).unwrap_or(u64::MAX))
     .with_poll_interval_ms(POLL_INTERVAL_MS);
+    // Kept for `retention` once it ends (and never dropped while it runs): from creation,
+    // as `ttlMs` counts, that is its run time and the retention.
+    if let Some(finished) = view.finished_ms {
+        let retention = u64::try_from(retention.as_millis()).unwrap_or(u64::MAX);
+        task = task.with_ttl_ms(
+            finished
+                .saturating_sub(view.created_ms)
+                .saturating_add(retention),
+        );
+    }
     if view.state == JobState::Running
         && let Some(message) = view.progress.last().and_then(|p| p.message.clone())
     {
@@ -180,7 +282,14 @@ fn base(view: &JobView, retention: Duration) -> Task {
 /// a stopped server left is `failed`; cancelled is `cancelled`.
 pub(crate) fn detailed(view: &JobView, retention: Duration) -> DetailedTask {
     let payload = match view.state {
-        JobState::Running => TaskPayload::Working,
+        JobState::Running => match view
+            .input_requests
+            .clone()
+            .and_then(|requests| serde_json::from_value(requests).ok())
+        {
+            Some(input_requests) => TaskPayload::InputRequired { input_requests },
+            None => TaskPayload::Working,
+        },
         JobState::Cancelled => TaskPayload::Cancelled,
         JobState::Succeeded => {
             let output: ToolOutput = view
@@ -199,7 +308,7 @@ pub(crate) fn detailed(view: &JobView, retention: Duration) -> DetailedTask {
                 .and_then(Value::as_str)
                 .unwrap_or("the call failed")
                 .to_string();
-            if message == toolshed_host::jobs::INTERRUPTED {
+            if toolshed_host::jobs::was_interrupted(&error) {
                 TaskPayload::Failed {
                     error: object(json!({"code": -32603, "message": message})),
                 }

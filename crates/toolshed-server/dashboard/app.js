@@ -573,7 +573,9 @@ async function activity(_args, gen) {
 // -- approvals and questions
 
 async function approvals(_args, gen) {
-  const [data, asked] = await Promise.all([api("/approvals"), api("/questions")]);
+  // Questions need `tools:call`, approvals `approvals:answer`: one missing leaves the other.
+  const [data, asked] = await Promise.all([api("/approvals"),
+    api("/questions").catch(() => ({ questions: [] }))]);
   const pending = data.approvals.filter((a) => !a.state || a.state === "pending");
   const decide = (a, how) => async () => {
     if (await attempt(() => api(`/approvals/${encodeURIComponent(a.id)}/${how}`, { method: "POST", body: {} })) !== undefined) toast(`${how}d ${a.tool}`);
@@ -596,7 +598,7 @@ async function approvals(_args, gen) {
   // Questions announce nothing: they are looked for again while the page is open.
   let seen = asked.questions.map((q) => q.id).join();
   every(gen, 1500, () => attempt(async () => {
-    const now = (await api("/questions")).questions.map((q) => q.id).join();
+    const now = (await api("/questions").catch(() => ({ questions: [] }))).questions.map((q) => q.id).join();
     if (now !== seen) route();
     seen = now;
   }));
@@ -608,7 +610,7 @@ function questionForm(q) {
   const inputs = Object.entries(props).map(([name, field]) => {
     const id = `answer-${q.id}-${name}`;
     const input = field.enum
-      ? h("select", { id, name }, field.enum.map((v) => h("option", { value: v }, String(v))))
+      ? h("select", { id, name }, field.enum.map((v, i) => h("option", { value: String(i) }, String(v))))
       : field.type === "boolean"
         ? h("input", { id, name, type: "checkbox" })
         : h("input", { id, name, type: field.type === "number" || field.type === "integer" ? "number" : "text" });
@@ -619,8 +621,10 @@ function questionForm(q) {
     const content = {};
     for (const [name, field] of Object.entries(props)) {
       const el = document.getElementById(`answer-${q.id}-${name}`);
-      content[name] = field.type === "boolean" ? el.checked
-        : field.type === "number" || field.type === "integer" ? Number(el.value) : el.value;
+      if (field.enum) content[name] = field.enum[Number(el.value)];  // the choice as the schema has it
+      else if (field.type === "boolean") content[name] = el.checked;
+      else if (el.value === "") continue;  // left empty: not given (a required one is refused, saying so)
+      else content[name] = field.type === "number" || field.type === "integer" ? Number(el.value) : el.value;
     }
     const body = action === "accept" ? { action, content } : { action };
     if (await attempt(() => api(`/questions/${encodeURIComponent(q.id)}/answer`, { method: "POST", body })) !== undefined) toast("answered");
@@ -661,7 +665,8 @@ async function jobs(_args, gen) {
     h("p", { class: "muted" }, "Calls that outlive their request: REST jobs and MCP tasks, the same objects; kept [jobs] retention_secs after they end."),
     box, detail);
   await load();
-  onEvents(gen, ["job."], () => attempt(load));
+  // Progress changes one row's last column: the list is read again when a job starts or ends.
+  onEvents(gen, ["job.started", "job.finished", "job.failed", "job.cancelled"], () => attempt(load));
 }
 
 function latest(job) {

@@ -96,7 +96,7 @@ impl From<toolshed_host::jobs::JobError> for ApiError {
         match error {
             JobError::TooMany(m) => Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_jobs", m),
             JobError::NotFound(m) => Self::not_found(m),
-            JobError::Conflict(m) => Self::conflict(m),
+            JobError::Conflict(m) | JobError::Ended(m) => Self::conflict(m),
             JobError::Internal(m) => Self::internal(m),
         }
     }

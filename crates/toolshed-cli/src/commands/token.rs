@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolshed_host::identity::{check_owner, check_scopes};
+use toolshed_host::identity::{check_agent_owner, check_scopes};
 use toolshed_host::{Host, now_ms};
 
 use crate::Failure;
@@ -22,7 +22,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             sandbox,
             json,
         } => {
-            check_owner(&owner).map_err(Failure::Usage)?;
+            check_agent_owner(&owner).map_err(Failure::Usage)?;
             let mut scopes: Vec<String> = scopes
                 .into_iter()
                 .map(|s| s.trim().to_string())

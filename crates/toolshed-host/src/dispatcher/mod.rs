@@ -539,6 +539,9 @@ impl Dispatcher {
             write_scope,
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
+        if let Some(started) = &req.started {
+            started.notify_one();
+        }
         let run = tracing::info_span!(
             target: TRACE,
             "run",

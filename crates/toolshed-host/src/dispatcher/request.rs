@@ -63,6 +63,9 @@ pub struct CallRequest {
     /// The door's way to put a tool's question to the calling client's user (`ask_user`);
     /// `None`: the question waits for an answer over REST.
     pub asker: Option<Arc<dyn toolshed_core::Asker>>,
+    /// Told when the tool starts to run — its approval and hooks passed (a door that may
+    /// turn a long call into a task counts from then).
+    pub started: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// Where a call that deferred its approval leaves the request it made.
@@ -122,6 +125,7 @@ impl CallRequest {
             defer_approval: None,
             answered_approval: None,
             asker: None,
+            started: None,
         }
     }
 }
