@@ -801,7 +801,9 @@ def test_a_server_mounted_under_its_own_names_passes_its_content_blocks_through(
     built-in leaves the built-in's), and blocks other than text and images — resource
     links, embedded resources — reach the client as the server sent them."""
     added = toolshed("mcp", "add", "everything", "--prefix", "", "--", "node", server_js("everything"), "stdio")
-    assert "mounted 13 tools (echo, " in added.stdout, added.stdout
+    # toolshed declares elicitation and sampling to the servers it mounts: server-everything
+    # adds the two tools that ask for them.
+    assert "mounted 15 tools (echo, " in added.stdout and "trigger-sampling-request" in added.stdout, added.stdout
     refused = toolshed("mcp", "add", "other", "--prefix", "a b", "--", "node", server_js("everything"), "stdio", check=False)
     assert refused.returncode != 0 and "not a valid prefix" in refused.stderr, refused.stderr
 
@@ -821,3 +823,29 @@ def test_a_server_mounted_under_its_own_names_passes_its_content_blocks_through(
             assert resource and resource[0].resource.uri.startswith("demo://"), embedded.content
 
     run(main())
+
+
+def test_a_mounted_servers_sampling_request_reaches_the_callers_model(server, toolshed):
+    """A mounted server asks for a completion during a call (sampling/createMessage): the
+    calling client's sampling answers it, as for toolshed's own tools (a session-era
+    client; in the 2026-07-28 era only toolshed's [llm] endpoint samples)."""
+    mode = "legacy"
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+    asked = []
+
+    async def sampling(context, params):
+        asked.append(params.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="forty-two"),
+            model="client-model", stop_reason="endTurn",
+        )
+
+    async def main():
+        async with Client(server("--catalog", "full"), mode=mode, sampling_callback=sampling) as client:
+            result = await client.call_tool("everything__trigger-sampling-request",
+                                            {"prompt": "What is six times seven?", "maxTokens": 50})
+            assert not result.is_error, result.content
+            assert "forty-two" in text(result), text(result)
+
+    run(main())
+    assert asked and "What is six times seven?" in asked[0], asked

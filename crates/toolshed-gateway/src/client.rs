@@ -172,7 +172,7 @@ impl Meta {
             out.serialize_entry("io.modelcontextprotocol/protocolVersion", MODERN_VERSION)?;
             out.serialize_entry(
                 "io.modelcontextprotocol/clientCapabilities",
-                &serde_json::Map::new(),
+                &crate::asks::capabilities(),
             )?;
             out.serialize_entry(
                 "io.modelcontextprotocol/clientInfo",
@@ -270,6 +270,8 @@ impl Serialize for MetaEntries<'_> {
 struct CallParams<'a> {
     name: &'a str,
     arguments: &'a Value,
+    /// A 2026-07-28 server's retry: the answers to what it asked, and its state.
+    input: Option<&'a (Value, Option<String>)>,
     meta: Meta,
     /// The trace context of the call's span, handed on so the server's spans join it.
     trace: Option<toolshed_core::trace_context::TraceParent>,
@@ -280,6 +282,12 @@ impl Serialize for CallParams<'_> {
         let mut out = s.serialize_map(None)?;
         out.serialize_entry("name", self.name)?;
         out.serialize_entry("arguments", self.arguments)?;
+        if let Some((responses, state)) = self.input {
+            out.serialize_entry("inputResponses", responses)?;
+            if let Some(state) = state {
+                out.serialize_entry("requestState", state)?;
+            }
+        }
         if !self.meta.is_empty() || self.trace.is_some() {
             out.serialize_entry(
                 "_meta",
@@ -302,6 +310,10 @@ pub(crate) struct Shared {
     why_closed: Mutex<Option<String>>,
     /// Told when the server says its tools changed.
     tools_changed: Arc<tokio::sync::Notify>,
+    /// The calls in flight (request id), with what answers the server's questions to them.
+    calls: Mutex<HashMap<u64, Arc<crate::asks::Asks>>>,
+    /// The server's name, in what it asks the person.
+    pub(crate) name: std::sync::OnceLock<String>,
 }
 
 impl Shared {
@@ -323,6 +335,32 @@ impl Shared {
 
     fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ProgressSink>> {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<crate::asks::Asks>>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The call a server's request belongs to: the request it came with (over HTTP, on
+    /// that request's stream), else the one call in flight. With several in flight and
+    /// nothing to tell them apart (stdio), none: asking the wrong caller's person would be
+    /// worse than not asking.
+    fn call_for(&self, related: Option<u64>) -> Result<Arc<crate::asks::Asks>, String> {
+        let calls = self.lock_calls();
+        if let Some(asks) = related.and_then(|id| calls.get(&id)) {
+            return Ok(asks.clone());
+        }
+        match calls.len() {
+            1 => Ok(calls
+                .values()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| unreachable!())),
+            0 => Err("it came while no call of toolshed's was running".into()),
+            n => Err(format!(
+                "{n} calls of toolshed's run on this server and the request does not say which it belongs to"
+            )),
+        }
     }
 
     /// Ends the session: every waiting request fails with `why`.
@@ -467,7 +505,7 @@ impl Client {
         }
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": crate::asks::capabilities(),
             "clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
         });
         let info = tokio::time::timeout(timeout, self.request("initialize", params, None))
@@ -545,16 +583,25 @@ impl Client {
         name: &str,
         arguments: &Value,
         progress: ProgressSink,
+        asks: Arc<crate::asks::Asks>,
+        input: Option<&(Value, Option<String>)>,
     ) -> Result<(u64, oneshot::Receiver<Reply>), RpcError> {
         let (id, meta, waiter) = self.open(Some(progress))?;
+        self.shared.lock_calls().insert(id, asks);
         let params = CallParams {
             name,
             arguments,
+            input,
             meta,
             trace: toolshed_core::trace_context::current(),
         };
         self.send(id, "tools/call", params).await?;
         Ok((id, waiter))
+    }
+
+    /// The server's name, as what it asks the person says it (set once).
+    pub(crate) fn shared_name(&self) -> &std::sync::OnceLock<String> {
+        &self.shared.name
     }
 
     /// A new request: its id, what its `_meta` carries, and where its reply will arrive.
@@ -609,6 +656,7 @@ impl Client {
             .await
             .unwrap_or_else(|_| Err(RpcError::Closed("the session ended".into())));
         self.shared.lock_progress().remove(&id);
+        self.shared.lock_calls().remove(&id);
         reply
     }
 
@@ -627,6 +675,7 @@ impl Client {
     fn forget(&self, id: u64) {
         self.shared.lock_pending().remove(&id);
         self.shared.lock_progress().remove(&id);
+        self.shared.lock_calls().remove(&id);
     }
 
     /// Every item of a paged list (`tools/list`, …), following `nextCursor` (at most 100
@@ -688,17 +737,51 @@ async fn read_loop(rx: pipe::Receiver, shared: Arc<Shared>, writer: Writer) {
             tracing::debug!("an MCP server wrote a line that is not JSON; skipped");
             continue;
         };
-        if let Some(answer) = dispatch(message, &shared)
-            && let Err(e) = write_line(&writer, &answer).await
-        {
-            break e;
+        match dispatch(message, &shared, None) {
+            Some(Answer::Now(answer)) => {
+                if let Err(e) = write_line(&writer, &answer).await {
+                    break e;
+                }
+            }
+            Some(Answer::Later(answer)) => {
+                let writer = writer.clone();
+                tokio::spawn(async move {
+                    let answer = answer.await;
+                    if let Err(e) = write_line(&writer, &answer).await {
+                        tracing::debug!(error = %e, "cannot answer an MCP server's request");
+                    }
+                });
+            }
+            None => {}
         }
     };
     shared.close(why);
 }
 
+/// The answer to a server's request: at once, or once the person or model has answered.
+pub(crate) enum Answer {
+    Now(Value),
+    Later(std::pin::Pin<Box<dyn std::future::Future<Output = Value> + Send>>),
+}
+
+impl Answer {
+    /// The answer when it is there at once (tests).
+    #[cfg(test)]
+    pub(crate) fn now(self) -> Option<Value> {
+        match self {
+            Self::Now(value) => Some(value),
+            Self::Later(_) => None,
+        }
+    }
+}
+
 /// Handles one message from the server; the answer to write back, for its requests.
-pub(crate) fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
+/// `related` is the request whose response stream brought it (HTTP), if any.
+pub(crate) fn dispatch(
+    mut message: Value,
+    shared: &Shared,
+    related: Option<u64>,
+) -> Option<Answer> {
     let method = message
         .get("method")
         .and_then(Value::as_str)
@@ -737,14 +820,38 @@ pub(crate) fn dispatch(mut message: Value, shared: &Shared) -> Option<Value> {
         // Requests from the server (an id and a method): answered, never left waiting.
         (Some(method), _) if message.get("id").is_some() => {
             let id = message["id"].take();
-            Some(match method {
-                "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-                "roots/list" => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
-                other => json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": -32601,
-                    "message": format!("toolshed does not answer `{other}` for the servers it mounts"),
-                }}),
-            })
+            let reply = move |outcome: Result<Value, (i64, String)>| match outcome {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err((code, message)) => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                }
+            };
+            if !crate::asks::needs_call(method) {
+                let outcome = match method {
+                    "ping" => Ok(json!({})),
+                    "roots/list" => Ok(json!({"roots": []})),
+                    other => Err((
+                        -32601,
+                        format!("toolshed does not answer `{other}` for the servers it mounts"),
+                    )),
+                };
+                return Some(Answer::Now(reply(outcome)));
+            }
+            let asks = match shared.call_for(related) {
+                Ok(asks) => asks,
+                Err(why) => {
+                    return Some(Answer::Now(reply(Err((
+                        -32603,
+                        format!("toolshed cannot put `{method}` to anyone: {why}"),
+                    )))));
+                }
+            };
+            let method = method.to_string();
+            let params = message["params"].take();
+            let server = shared.name.get().cloned().unwrap_or_default();
+            Some(Answer::Later(Box::pin(async move {
+                reply(crate::asks::answer(&asks, &server, &method, &params).await)
+            })))
         }
         _ => None,
     }
@@ -756,6 +863,35 @@ mod tests {
 
     fn written(message: &impl Serialize) -> Value {
         serde_json::from_slice(&serde_json::to_vec(message).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_retried_call_carries_the_answers_and_the_servers_state() {
+        let arguments = json!({});
+        let input = (
+            json!({"user_name": {"action": "accept", "content": {"name": "Ada"}}}),
+            Some("s1".to_string()),
+        );
+        let call = CallParams {
+            name: "greet",
+            arguments: &arguments,
+            input: Some(&input),
+            meta: Meta {
+                progress: None,
+                modern: true,
+            },
+            trace: None,
+        };
+        let written = written(&call);
+        assert_eq!(
+            written["inputResponses"]["user_name"]["content"]["name"],
+            "Ada"
+        );
+        assert_eq!(written["requestState"], "s1");
+        assert_eq!(
+            written["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+            crate::asks::capabilities()
+        );
     }
 
     #[test]
@@ -776,7 +912,7 @@ mod tests {
         };
         let mut expected = json!({
             "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": crate::asks::capabilities(),
             "io.modelcontextprotocol/clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
         });
         expected["trace"] = json!(1);
@@ -815,6 +951,7 @@ mod tests {
         let call = CallParams {
             name: "read",
             arguments: &arguments,
+            input: None,
             meta: plain,
             trace: None,
         };
@@ -854,19 +991,32 @@ mod tests {
         );
         let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
             "params": {"progressToken": 7, "progress": 0.5, "total": 1}});
-        assert!(dispatch(progress, &shared).is_none());
+        assert!(dispatch(progress, &shared, None).is_none());
         assert_eq!(*seen.lock().unwrap(), vec![Some(0.5)]);
         let reply = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}});
-        assert!(dispatch(reply, &shared).is_none());
+        assert!(dispatch(reply, &shared, None).is_none());
         assert!(matches!(rx.try_recv(), Ok(Ok(v)) if v == json!({"content": []})));
 
         let ping = json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"});
-        assert_eq!(dispatch(ping, &shared).unwrap()["result"], json!({}));
+        let now = |message| {
+            dispatch(message, &shared, None)
+                .and_then(Answer::now)
+                .unwrap()
+        };
+        assert_eq!(now(ping)["result"], json!({}));
+        // Asked with no call of toolshed's in flight: nobody to put it to, said at once.
         let sampling = json!({"jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage"});
-        assert_eq!(
-            dispatch(sampling, &shared).unwrap()["error"]["code"],
-            -32601
+        let refused = now(sampling);
+        assert_eq!(refused["error"]["code"], -32603);
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no call"),
+            "{refused}"
         );
+        let unknown = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get"});
+        assert_eq!(now(unknown)["error"]["code"], -32601);
 
         let (tx, mut rx) = oneshot::channel();
         shared.lock_pending().insert(8, tx);

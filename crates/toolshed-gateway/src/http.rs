@@ -13,7 +13,7 @@ use serde_json::Value;
 use toolshed_core::{CancellationToken, HttpRequest, NetPolicy};
 use toolshed_ops::net::{Bytes, NetClient, StreamingResponse};
 
-use crate::client::{MAX_MESSAGE_BYTES, RpcError, Shared, dispatch};
+use crate::client::{Answer, MAX_MESSAGE_BYTES, RpcError, Shared, dispatch};
 
 /// How long a server may take to start answering one request (the head of its response).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
@@ -133,7 +133,7 @@ impl HttpLink {
             Some(id) => {
                 let link = self.clone();
                 tokio::spawn(async move {
-                    if let Err(why) = link.post(body, ANSWER_TIMEOUT).await {
+                    if let Err(why) = link.post(body, ANSWER_TIMEOUT, Some(id)).await {
                         link.shared.settle(id, Err(RpcError::Closed(why)));
                     }
                     // A stream that ended without the answer leaves the caller waiting
@@ -147,12 +147,18 @@ impl HttpLink {
                 });
                 Ok(())
             }
-            None => self.post(body, SEND_TIMEOUT).await,
+            None => self.post(body, SEND_TIMEOUT, None).await,
         }
     }
 
-    /// Posts `body` and hands every message of the answer to the session.
-    async fn post(self: &Arc<Self>, body: Vec<u8>, timeout: Duration) -> Result<(), String> {
+    /// Posts `body` (request `related`, if one) and hands every message of the answer to
+    /// the session.
+    async fn post(
+        self: &Arc<Self>,
+        body: Vec<u8>,
+        timeout: Duration,
+        related: Option<u64>,
+    ) -> Result<(), String> {
         let request = self.request("POST", Some(body), timeout);
         let response = self
             .net
@@ -163,7 +169,7 @@ impl HttpLink {
             *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
         }
         match response.status {
-            200..=299 => self.read_answer(response).await,
+            200..=299 => self.read_answer(response, related).await,
             404 if self.session().is_some() => {
                 let why =
                     "the server ended the session (404); it is started again on the next call";
@@ -177,7 +183,7 @@ impl HttpLink {
                     && message.get("error").is_some()
                     && message.get("id").is_some_and(|id| !id.is_null())
                 {
-                    self.deliver(message).await;
+                    self.deliver(message, related).await;
                     return Ok(());
                 }
                 Err(format!(
@@ -190,11 +196,15 @@ impl HttpLink {
     }
 
     /// The messages of one answer: a JSON message (or batch), or an event stream.
-    async fn read_answer(self: &Arc<Self>, response: StreamingResponse) -> Result<(), String> {
+    async fn read_answer(
+        self: &Arc<Self>,
+        response: StreamingResponse,
+        related: Option<u64>,
+    ) -> Result<(), String> {
         let events = header(&response, "content-type")
             .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
         if events {
-            return self.read_events(response.body).await;
+            return self.read_events(response.body, related).await;
         }
         let text = read_all(response.body, MAX_MESSAGE_BYTES).await;
         if text.trim().is_empty() {
@@ -203,10 +213,10 @@ impl HttpLink {
         match serde_json::from_str::<Value>(&text) {
             Ok(Value::Array(batch)) => {
                 for message in batch {
-                    self.deliver(message).await;
+                    self.deliver(message, related).await;
                 }
             }
-            Ok(message) => self.deliver(message).await,
+            Ok(message) => self.deliver(message, related).await,
             Err(e) => return Err(format!("the server's answer is not JSON: {e}")),
         }
         Ok(())
@@ -216,12 +226,13 @@ impl HttpLink {
     async fn read_events(
         self: &Arc<Self>,
         mut body: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
+        related: Option<u64>,
     ) -> Result<(), String> {
         let mut events = Events::default();
         while let Some(chunk) = body.recv().await {
             for data in events.feed(&chunk?)? {
                 match serde_json::from_str::<Value>(&data) {
-                    Ok(message) => self.deliver(message).await,
+                    Ok(message) => self.deliver(message, related).await,
                     Err(_) => tracing::debug!("an MCP server sent an event that is not JSON"),
                 }
             }
@@ -230,11 +241,15 @@ impl HttpLink {
     }
 
     /// One message from the server: settled, routed or answered.
-    async fn deliver(self: &Arc<Self>, message: Value) {
-        if let Some(answer) = dispatch(message, &self.shared) {
+    async fn deliver(self: &Arc<Self>, message: Value, related: Option<u64>) {
+        if let Some(answer) = dispatch(message, &self.shared, related) {
             // A reply is answered with `202 Accepted` and nothing to read.
             let link = self.clone();
             tokio::spawn(async move {
+                let answer = match answer {
+                    Answer::Now(answer) => answer,
+                    Answer::Later(answer) => answer.await,
+                };
                 let body = serde_json::to_vec(&answer).unwrap_or_default();
                 let request = link.request("POST", Some(body), SEND_TIMEOUT);
                 let sent = link
@@ -268,7 +283,7 @@ impl HttpLink {
                     return;
                 }
             };
-            if let Err(e) = self.read_events(response.body).await {
+            if let Err(e) = self.read_events(response.body, None).await {
                 tracing::debug!(error = %e, "the MCP server's event stream ended");
             }
             if self.shared.is_closed() {

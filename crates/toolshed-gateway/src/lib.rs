@@ -10,6 +10,7 @@
 //! the host has validated its arguments against the server's schema first. See
 //! docs/gateway.md.
 
+mod asks;
 mod client;
 mod convert;
 mod http;

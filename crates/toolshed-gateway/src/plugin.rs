@@ -429,28 +429,78 @@ impl Tool for MountedTool {
         let upstream = &self.upstream;
         let _in_flight = upstream.begin();
         let client = upstream.peer().await.map_err(ToolError::Failed)?;
-        let (id, reply) = client
-            .start_call(&self.original, &args, ctx.progress.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        let answer = tokio::select! {
-            answer = client.finish(id, reply) => answer,
-            () = ctx.cancel.cancelled() => {
-                // Tell the server, so it stops the work too.
-                client.cancel(id, "the call was cancelled or its deadline passed").await;
-                return Err(ToolError::Cancelled);
+        // What the server asks during the call goes to this call's person and model.
+        let asks = Arc::new(crate::asks::Asks {
+            asker: ctx.asker.clone(),
+            sampler: ctx.sampler.clone(),
+            cancel: ctx.cancel.clone(),
+        });
+        let _ = client.shared_name().set(upstream.name.clone());
+        let mut input: Option<(Value, Option<String>)> = None;
+        for _round in 0..=MAX_INPUT_ROUNDS {
+            let (id, reply) = client
+                .start_call(
+                    &self.original,
+                    &args,
+                    ctx.progress.clone(),
+                    asks.clone(),
+                    input.as_ref(),
+                )
+                .await
+                .map_err(|e| self.failed(e))?;
+            let answer = tokio::select! {
+                answer = client.finish(id, reply) => answer,
+                () = ctx.cancel.cancelled() => {
+                    // Tell the server, so it stops the work too.
+                    client.cancel(id, "the call was cancelled or its deadline passed").await;
+                    return Err(ToolError::Cancelled);
+                }
+            };
+            let mut result = match answer {
+                Ok(result) => result,
+                Err(RpcError::Server { message }) => {
+                    return Err(ToolError::Failed(format!(
+                        "MCP server `{}` refused the call: {message}",
+                        upstream.name
+                    )));
+                }
+                Err(RpcError::Closed(why)) => {
+                    return Err(ToolError::Failed(upstream.broken(&why).await));
+                }
+            };
+            // A 2026-07-28 server asks by answering `input_required`: its questions are put
+            // to the call's person and model, and the call made again with the answers.
+            if result["resultType"].as_str() != Some("input_required") {
+                return Ok(convert::output(result));
             }
-        };
-        match answer {
-            Ok(result) => Ok(convert::output(result)),
-            Err(RpcError::Server { message }) => Err(ToolError::Failed(format!(
-                "MCP server `{}` refused the call: {message}",
-                upstream.name
-            ))),
-            Err(RpcError::Closed(why)) => Err(ToolError::Failed(upstream.broken(&why).await)),
+            let requests = result
+                .get_mut("inputRequests")
+                .map(Value::take)
+                .and_then(|r| match r {
+                    Value::Object(map) => Some(map),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let state = result["requestState"].as_str().map(String::from);
+            let responses = crate::asks::input_responses(&asks, &upstream.name, &requests)
+                .await
+                .map_err(|why| {
+                    ToolError::Failed(format!(
+                        "MCP server `{}` asked for input: {why}",
+                        upstream.name
+                    ))
+                })?;
+            input = Some((responses, state));
         }
+        Err(ToolError::Failed(format!(
+            "MCP server `{}` asked for input more than {MAX_INPUT_ROUNDS} times in one call; it was stopped",
+            upstream.name
+        )))
     }
 }
+
+/// The most `input_required` rounds one call of a mounted 2026-07-28 server may take.
+const MAX_INPUT_ROUNDS: usize = 8;
 
 impl MountedTool {
     fn failed(&self, e: RpcError) -> ToolError {
