@@ -17,6 +17,7 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
@@ -44,6 +45,7 @@ class Collector:
     def __init__(self):
         self.spans = []
         self.metrics = {}
+        self.logs = []
         self.resources = []
         self.lock = threading.Lock()
         collector = self
@@ -58,6 +60,9 @@ class Collector:
                 elif self.path == "/v1/metrics":
                     collector.take_metrics(body)
                     answer = metrics_service_pb2.ExportMetricsServiceResponse()
+                elif self.path == "/v1/logs":
+                    collector.take_logs(body)
+                    answer = logs_service_pb2.ExportLogsServiceResponse()
                 else:
                     self.send_response(404)
                     self.end_headers()
@@ -110,6 +115,21 @@ class Collector:
                             for p in data.data_points
                         ]
                         self.metrics[metric.name] = points
+
+    def take_logs(self, body):
+        request = logs_service_pb2.ExportLogsServiceRequest()
+        request.ParseFromString(body)
+        with self.lock:
+            for resource_logs in request.resource_logs:
+                service = {a.key: value_of(a.value) for a in resource_logs.resource.attributes}
+                for scope in resource_logs.scope_logs:
+                    for record in scope.log_records:
+                        self.logs.append({
+                            "service": service.get("service.name"),
+                            "severity": record.severity_text,
+                            "body": value_of(record.body),
+                            "attributes": {a.key: value_of(a.value) for a in record.attributes},
+                        })
 
     def wait_for(self, check, timeout=20):
         deadline = time.monotonic() + timeout
@@ -388,3 +408,37 @@ def test_a_nested_call_joins_the_trace_of_the_call_that_made_it(serve, collector
         ancestors.add(span["id"])
     (outer,) = [s for s in collector.trace(door["trace"]) if s["name"] == "execute_tool run_code"]
     assert outer["id"] in ancestors and door["id"] in ancestors, "the inner call sits under run_code's call"
+
+
+def test_log_records_go_to_the_collector_at_the_level_asked(toolshed_bin, home, workspace, collector):
+    """`[telemetry] logs`: toolshed's own log records at that level and above are exported
+    over OTLP with the spans (`/v1/logs`), with the service's resource; `off` sends none."""
+    def session(level):
+        env = {
+            "TOOLSHED_HOME": str(home),
+            "TOOLSHED_CURATED_DIR": str(home / "no-curated"),
+            **telemetry_env(collector, logs=level),
+        }
+        params = StdioServerParameters(command=toolshed_bin, args=["--workspace", str(workspace), "mcp"],
+                                       env=env, cwd=str(workspace))
+
+        async def main():
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                await session.call_tool("calculator", {"expression": "1+1"})
+
+        asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+    session("debug")
+    ended = lambda c: [r for r in c.logs if r["body"] == "the stdio session ended"]  # noqa: E731
+    collector.wait_for(lambda c: len(ended(c)) == 1, timeout=10)
+    record = ended(collector)[0]
+    assert record["severity"] == "DEBUG" and record["service"] == "toolshed", record
+    # The exporter's own HTTP requests are never logged to itself.
+    assert not any("v1/logs" in str(r["body"]) for r in collector.logs), collector.logs
+    # Below the level asked, nothing; `off`, nothing at all.
+    before = len(collector.logs)
+    session("info")
+    session("off")
+    collector.wait_for(lambda c: len(c.named("tools/call calculator")) >= 3, timeout=10)
+    assert len(collector.logs) == before, collector.logs[before:]

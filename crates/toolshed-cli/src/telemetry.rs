@@ -16,6 +16,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpError, Request, Response};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use toolshed_core::{CancellationToken, HttpClient as _, HttpRequest, NetPolicy};
@@ -31,6 +32,7 @@ const MAX_ANSWER_BYTES: usize = 64 << 10;
 struct Exporters {
     traces: SdkTracerProvider,
     meters: SdkMeterProvider,
+    logs: Option<SdkLoggerProvider>,
     /// Where the exporters' requests run: the server's runtime, then one of their own for
     /// the last flush.
     runtime: Arc<Mutex<tokio::runtime::Handle>>,
@@ -44,6 +46,7 @@ static EXPORTERS: OnceLock<Mutex<Option<Exporters>>> = OnceLock::new();
 pub struct Endpoint {
     traces: String,
     metrics: String,
+    logs: String,
     host: String,
 }
 
@@ -81,6 +84,7 @@ pub fn endpoint(base: &str) -> Result<Endpoint, String> {
     Ok(Endpoint {
         traces: format!("{root}/v1/traces"),
         metrics: format!("{root}/v1/metrics"),
+        logs: format!("{root}/v1/logs"),
         host: format!("{host}:{port}"),
     })
 }
@@ -96,6 +100,14 @@ pub fn start(
         return Ok(None);
     };
     let endpoint = endpoint(base)?;
+    let log_level = match config.logs.as_str() {
+        "off" => None,
+        level => Some(level.parse::<tracing::Level>().map_err(|_| {
+            format!(
+                "[telemetry] logs = {level:?} is not a level: use error, warn, info, debug or off"
+            )
+        })?),
+    };
     let slot = EXPORTERS.get_or_init(Mutex::default);
     let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
     if slot.is_some() {
@@ -147,6 +159,26 @@ pub fn start(
         .with_span_processor(batches)
         .build();
 
+    let logs = match log_level {
+        None => None,
+        Some(_) => {
+            let exporter = opentelemetry_otlp::LogExporter::builder()
+                .with_http()
+                .with_endpoint(endpoint.logs.clone())
+                .with_timeout(timeout)
+                .with_headers(headers.clone())
+                .with_shared_http_client(client.clone())
+                .build()
+                .map_err(|e| failed("log", &e))?;
+            Some(
+                SdkLoggerProvider::builder()
+                    .with_resource(resource.clone())
+                    .with_batch_exporter(exporter)
+                    .build(),
+            )
+        }
+    };
+
     let metrics = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
         .with_endpoint(endpoint.metrics.clone())
@@ -174,14 +206,37 @@ pub fn start(
             tracing_subscriber::filter::Targets::new()
                 .with_target(toolshed_core::TRACE, tracing::Level::TRACE),
         );
+    // toolshed's log records (not the exporters' own, nor the HTTP client's that sends
+    // them: a record about a send would be sent in turn).
+    let log_layer = match (&logs, log_level) {
+        (Some(provider), Some(level)) => Some(
+            opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge::new(provider)
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("toolshed", level)
+                        .with_target(
+                            "toolshed_ops::net",
+                            tracing::level_filters::LevelFilter::OFF,
+                        ),
+                ),
+        ),
+        _ => None,
+    };
+    // Side by side, each with its own filter (a Vec of layers keeps them apart).
+    let mut layers: Vec<Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>> =
+        vec![Box::new(layer)];
+    if let Some(log_layer) = log_layer {
+        layers.push(Box::new(log_layer));
+    }
     *slot = Some(Exporters {
         traces,
         meters,
+        logs,
         runtime,
     });
     toolshed_core::trace_context::install(Box::new(W3cBridge));
     toolshed_core::trace_context::set_http_headers(config.propagate_http);
-    Ok(Some(Box::new(layer)))
+    Ok(Some(Box::new(layers)))
 }
 
 /// W3C trace context in and out of the spans the layer exports.
@@ -347,6 +402,7 @@ pub fn shutdown() {
         let failed: Vec<String> = [
             exporters.traces.shutdown().err(),
             exporters.meters.shutdown().err(),
+            exporters.logs.and_then(|logs| logs.shutdown().err()),
         ]
         .into_iter()
         .flatten()
@@ -441,6 +497,7 @@ mod tests {
         let e = endpoint("http://127.0.0.1:4318").unwrap();
         assert_eq!(e.traces, "http://127.0.0.1:4318/v1/traces");
         assert_eq!(e.metrics, "http://127.0.0.1:4318/v1/metrics");
+        assert_eq!(e.logs, "http://127.0.0.1:4318/v1/logs");
         assert_eq!(e.host, "127.0.0.1:4318");
         let e = endpoint("https://otel.example/collector/").unwrap();
         assert_eq!(e.traces, "https://otel.example/collector/v1/traces");

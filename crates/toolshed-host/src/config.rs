@@ -152,6 +152,9 @@ pub struct TelemetryConfig {
     /// tells the far side which calls belong together). Mounted MCP servers always get it
     /// in `_meta`.
     pub propagate_http: bool,
+    /// toolshed's own log records at this level and above (`error`, `warn`, `info`,
+    /// `debug`) go to `<url>/v1/logs` as well; `off`: none.
+    pub logs: String,
 }
 
 impl Default for TelemetryConfig {
@@ -165,6 +168,7 @@ impl Default for TelemetryConfig {
             timeout_ms: 10_000,
             record_arguments: false,
             propagate_http: false,
+            logs: "warn".into(),
         }
     }
 }
