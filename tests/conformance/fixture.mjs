@@ -6,14 +6,15 @@
 //   node fixture.mjs stdio          serve over stdio (what toolshed mounts)
 //   node fixture.mjs http [PORT]    serve streamable HTTP at http://127.0.0.1:PORT/mcp
 //
-// The SDK is taken from tests/mcp-ts/node_modules (or $MCP_TS_MODULES).
+// The SDK (its server package, pinned in package.json here) from this folder's node_modules,
+// or $MCP_TS_MODULES.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deflateSync } from 'node:zlib';
 
-const modules = process.env.MCP_TS_MODULES ?? fileURLToPath(new URL('../mcp-ts/node_modules/', import.meta.url));
+const modules = process.env.MCP_TS_MODULES ?? fileURLToPath(new URL('./node_modules/', import.meta.url));
 const sdk = await import(join(modules, '@modelcontextprotocol/server/dist/index.mjs'));
 const { z } = await import(join(modules, 'zod/index.js'));
 const {

@@ -801,9 +801,10 @@ def test_a_server_mounted_under_its_own_names_passes_its_content_blocks_through(
     built-in leaves the built-in's), and blocks other than text and images — resource
     links, embedded resources — reach the client as the server sent them."""
     added = toolshed("mcp", "add", "everything", "--prefix", "", "--", "node", server_js("everything"), "stdio")
-    # toolshed declares elicitation and sampling to the servers it mounts: server-everything
-    # adds the two tools that ask for them.
-    assert "mounted 15 tools (echo, " in added.stdout and "trigger-sampling-request" in added.stdout, added.stdout
+    # toolshed offers the servers it mounts questions for the person (and completions only
+    # with --sampling): server-everything adds the tool that asks.
+    assert "mounted 14 tools (echo, " in added.stdout, added.stdout
+    assert "trigger-elicitation-request" in added.stdout and "trigger-sampling-request" not in added.stdout
     refused = toolshed("mcp", "add", "other", "--prefix", "a b", "--", "node", server_js("everything"), "stdio", check=False)
     assert refused.returncode != 0 and "not a valid prefix" in refused.stderr, refused.stderr
 
@@ -830,7 +831,7 @@ def test_a_mounted_servers_sampling_request_reaches_the_callers_model(server, to
     calling client's sampling answers it, as for toolshed's own tools (a session-era
     client; in the 2026-07-28 era only toolshed's [llm] endpoint samples)."""
     mode = "legacy"
-    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+    toolshed("mcp", "add", "everything", "--sampling", "--", "node", server_js("everything"), "stdio")
     asked = []
 
     async def sampling(context, params):

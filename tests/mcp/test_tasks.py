@@ -286,6 +286,11 @@ def test_a_question_a_task_asks_is_answered_with_tasks_update(server, serve, too
         assert request["params"]["requestedSchema"]["properties"]["choice"]["enum"] == ["main", "dev"], request
         # An answer for a key nothing waits for is left; the right one is taken.
         assert await update(client, created.task_id, {"nothing": {"action": "decline"}}) == {"resultType": "complete"}
+        # An answer the question's schema does not take is refused, and the question waits.
+        with pytest.raises(MCPError) as wrong:
+            await update(client, created.task_id, {key: {"action": "accept", "content": {"choice": "prod"}}})
+        assert wrong.value.error.code == -32602 and key in wrong.value.error.message, wrong.value.error
+        assert (await get(client, created.task_id))["status"] == "input_required"
         await update(client, created.task_id, {key: {"action": "accept", "content": {"choice": "dev"}}})
         done = await settled(client, created.task_id)
         assert done["status"] == "completed" and '"choice":"dev"' in text(done["result"]).replace(" ", ""), done

@@ -492,6 +492,11 @@ pub struct McpAddArgs {
     /// keeps their own names (refused if one is already taken)
     #[arg(long, value_name = "PREFIX")]
     pub prefix: Option<String>,
+    /// Let it ask for model completions during a call (sampling/createMessage), answered
+    /// by the calling client's sampling or toolshed's [llm] endpoint: declares and grants
+    /// `llm`. Without it, toolshed offers the server questions for the person only
+    #[arg(long)]
+    pub sampling: bool,
     /// The URL of a server reached over streamable HTTP, instead of a command
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub url: Option<String>,

@@ -73,17 +73,22 @@ impl From<String> for HandshakeError {
 
 /// What a 2026-07-28 request carries in its `_meta`: the protocol version and who the
 /// client is ([`Meta::entries`], as a JSON value).
-fn modern_meta() -> Value {
+fn modern_meta(sampling: bool) -> Value {
     let meta = MetaEntries {
         given: None,
         meta: Meta {
             progress: None,
             modern: true,
+            sampling,
         },
         trace: None,
     };
     serde_json::to_value(meta).unwrap_or_default()
 }
+/// How long after a call ends a server's request that names no call is not taken for
+/// another owner's call (stdio tells no request apart).
+const RECENTLY_ENDED: Duration = Duration::from_secs(10);
+
 /// The longest message read from a server; a longer line ends the session.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -157,6 +162,8 @@ struct Outgoing<'a, P> {
 struct Meta {
     progress: Option<u64>,
     modern: bool,
+    /// The server may ask for completions (declared in the capabilities).
+    sampling: bool,
 }
 
 impl Meta {
@@ -172,7 +179,7 @@ impl Meta {
             out.serialize_entry("io.modelcontextprotocol/protocolVersion", MODERN_VERSION)?;
             out.serialize_entry(
                 "io.modelcontextprotocol/clientCapabilities",
-                &crate::asks::capabilities(),
+                &crate::asks::capabilities(self.sampling),
             )?;
             out.serialize_entry(
                 "io.modelcontextprotocol/clientInfo",
@@ -312,6 +319,8 @@ pub(crate) struct Shared {
     tools_changed: Arc<tokio::sync::Notify>,
     /// The calls in flight (request id), with what answers the server's questions to them.
     calls: Mutex<HashMap<u64, Arc<crate::asks::Asks>>>,
+    /// The owners of calls that ended lately, and when (the last few).
+    ended: Mutex<std::collections::VecDeque<(String, std::time::Instant)>>,
     /// The server's name, in what it asks the person.
     pub(crate) name: std::sync::OnceLock<String>,
 }
@@ -347,19 +356,44 @@ impl Shared {
     /// worse than not asking.
     fn call_for(&self, related: Option<u64>) -> Result<Arc<crate::asks::Asks>, String> {
         let calls = self.lock_calls();
-        if let Some(asks) = related.and_then(|id| calls.get(&id)) {
-            return Ok(asks.clone());
+        if let Some(id) = related {
+            return calls.get(&id).cloned().ok_or_else(|| {
+                "it came with a request of toolshed's that is not a tool call, or that has ended"
+                    .to_string()
+            });
         }
-        match calls.len() {
-            1 => Ok(calls
-                .values()
-                .next()
-                .cloned()
-                .unwrap_or_else(|| unreachable!())),
-            0 => Err("it came while no call of toolshed's was running".into()),
-            n => Err(format!(
-                "{n} calls of toolshed's run on this server and the request does not say which it belongs to"
-            )),
+        let only = match calls.len() {
+            1 => calls.values().next().cloned(),
+            0 => return Err("it came while no call of toolshed's was running".into()),
+            n => {
+                return Err(format!(
+                    "{n} calls of toolshed's run on this server and the request does not say which it belongs to"
+                ));
+            }
+        };
+        let only = only.ok_or_else(|| "no call".to_string())?;
+        // A call of someone else ended a moment ago: the request may be that call's, late.
+        let ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+        if ended
+            .iter()
+            .any(|(owner, at)| *owner != only.owner && at.elapsed() < RECENTLY_ENDED)
+        {
+            return Err(
+                "a call of another owner ended a moment ago, and the request does not say which call it belongs to"
+                    .into(),
+            );
+        }
+        Ok(only)
+    }
+
+    /// Forgets call `id` (it ended), noting whose it was.
+    fn end_call(&self, id: u64) {
+        if let Some(asks) = self.lock_calls().remove(&id) {
+            let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+            if ended.len() >= 8 {
+                ended.pop_front();
+            }
+            ended.push_back((asks.owner.clone(), std::time::Instant::now()));
         }
     }
 
@@ -385,6 +419,8 @@ pub(crate) struct Client {
     pub(crate) info: Value,
     /// Whether the session speaks 2026-07-28: every request carries [`modern_meta`].
     modern: bool,
+    /// Whether the server may ask for completions (declared to it).
+    sampling: bool,
 }
 
 impl Drop for Client {
@@ -408,7 +444,12 @@ impl Client {
     }
 
     /// A session over `link`, before its handshake.
-    fn over(link: Link, shared: Arc<Shared>, reader: Option<tokio::task::JoinHandle<()>>) -> Self {
+    fn over(
+        link: Link,
+        shared: Arc<Shared>,
+        reader: Option<tokio::task::JoinHandle<()>>,
+        sampling: bool,
+    ) -> Self {
         Self {
             link,
             shared,
@@ -416,6 +457,7 @@ impl Client {
             reader,
             info: Value::Null,
             modern: false,
+            sampling,
         }
     }
 
@@ -426,11 +468,12 @@ impl Client {
         timeout: Duration,
         tools_changed: Arc<tokio::sync::Notify>,
         era: Era,
+        sampling: bool,
     ) -> Result<Self, HandshakeError> {
         let shared = Self::shared(tools_changed);
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
         let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
-        Self::over(Link::Pipe(writer), shared, Some(reader))
+        Self::over(Link::Pipe(writer), shared, Some(reader), sampling)
             .handshake(timeout, era)
             .await
     }
@@ -442,10 +485,11 @@ impl Client {
         timeout: Duration,
         tools_changed: Arc<tokio::sync::Notify>,
         era: Era,
+        sampling: bool,
     ) -> Result<Self, HandshakeError> {
         let shared = Self::shared(tools_changed);
         let link = HttpLink::new(target, shared.clone());
-        let mut client = Self::over(Link::Http(link.clone()), shared, None)
+        let mut client = Self::over(Link::Http(link.clone()), shared, None, sampling)
             .handshake(timeout, era)
             .await?;
         if let Some(version) = client.info["protocolVersion"].as_str() {
@@ -466,7 +510,11 @@ impl Client {
             } else {
                 timeout.min(DISCOVER_WAIT)
             };
-            let asked = self.request("server/discover", json!({"_meta": modern_meta()}), None);
+            let asked = self.request(
+                "server/discover",
+                json!({"_meta": modern_meta(self.sampling)}),
+                None,
+            );
             match tokio::time::timeout(wait, asked).await {
                 Ok(Ok(found)) if speaks_modern(&found) => {
                     self.modern = true;
@@ -505,7 +553,7 @@ impl Client {
         }
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": crate::asks::capabilities(),
+            "capabilities": crate::asks::capabilities(self.sampling),
             "clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
         });
         let info = tokio::time::timeout(timeout, self.request("initialize", params, None))
@@ -588,6 +636,8 @@ impl Client {
     ) -> Result<(u64, oneshot::Receiver<Reply>), RpcError> {
         let (id, meta, waiter) = self.open(Some(progress))?;
         self.shared.lock_calls().insert(id, asks);
+        // Dropped while it is written: forgotten, as when writing fails.
+        let unsent = Unsent(&self.shared, id);
         let params = CallParams {
             name,
             arguments,
@@ -596,7 +646,14 @@ impl Client {
             trace: toolshed_core::trace_context::current(),
         };
         self.send(id, "tools/call", params).await?;
+        std::mem::forget(unsent);
         Ok((id, waiter))
+    }
+
+    /// Forgets call `id` of [`Client::start_call`] (its caller gave up on it), so that no
+    /// request of the server is taken for it.
+    pub(crate) fn end_call(&self, id: u64) {
+        self.shared.end_call(id);
     }
 
     /// The server's name, as what it asks the person says it (set once).
@@ -619,6 +676,7 @@ impl Client {
                 id
             }),
             modern: self.modern,
+            sampling: self.sampling,
         };
         if self.is_closed() {
             self.forget(id);
@@ -656,7 +714,7 @@ impl Client {
             .await
             .unwrap_or_else(|_| Err(RpcError::Closed("the session ended".into())));
         self.shared.lock_progress().remove(&id);
-        self.shared.lock_calls().remove(&id);
+        self.shared.end_call(id);
         reply
     }
 
@@ -675,7 +733,7 @@ impl Client {
     fn forget(&self, id: u64) {
         self.shared.lock_pending().remove(&id);
         self.shared.lock_progress().remove(&id);
-        self.shared.lock_calls().remove(&id);
+        self.shared.end_call(id);
     }
 
     /// Every item of a paged list (`tools/list`, …), following `nextCursor` (at most 100
@@ -698,6 +756,15 @@ impl Client {
             }
         }
         Ok(items)
+    }
+}
+
+/// Forgets a call whose request was not written, when dropped.
+struct Unsent<'a>(&'a Shared, u64);
+
+impl Drop for Unsent<'_> {
+    fn drop(&mut self) {
+        self.0.end_call(self.1);
     }
 }
 
@@ -838,6 +905,15 @@ pub(crate) fn dispatch(
                 return Some(Answer::Now(reply(outcome)));
             }
             let asks = match shared.call_for(related) {
+                Ok(asks) if !asks.count() => {
+                    return Some(Answer::Now(reply(Err((
+                        -32603,
+                        format!(
+                            "the server asked for more than {} inputs in one call",
+                            crate::asks::MAX_ASKS_PER_CALL
+                        ),
+                    )))));
+                }
                 Ok(asks) => asks,
                 Err(why) => {
                     return Some(Answer::Now(reply(Err((
@@ -879,6 +955,7 @@ mod tests {
             meta: Meta {
                 progress: None,
                 modern: true,
+                sampling: false,
             },
             trace: None,
         };
@@ -890,7 +967,7 @@ mod tests {
         assert_eq!(written["requestState"], "s1");
         assert_eq!(
             written["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-            crate::asks::capabilities()
+            crate::asks::capabilities(false)
         );
     }
 
@@ -907,12 +984,13 @@ mod tests {
                 meta: Meta {
                     progress: Some(7),
                     modern: true,
+                    sampling: false,
                 },
             }),
         };
         let mut expected = json!({
             "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-            "io.modelcontextprotocol/clientCapabilities": crate::asks::capabilities(),
+            "io.modelcontextprotocol/clientCapabilities": crate::asks::capabilities(false),
             "io.modelcontextprotocol/clientInfo": {"name": "toolshed", "version": env!("CARGO_PKG_VERSION")},
         });
         expected["trace"] = json!(1);
@@ -928,6 +1006,7 @@ mod tests {
         let plain = Meta {
             progress: None,
             modern: false,
+            sampling: false,
         };
         let note = Outgoing {
             jsonrpc: "2.0",
@@ -963,6 +1042,7 @@ mod tests {
             meta: Meta {
                 progress: Some(3),
                 modern: false,
+                sampling: false,
             },
             ..call
         };

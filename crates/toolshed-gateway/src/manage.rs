@@ -57,6 +57,9 @@ pub struct NewServer {
     /// The prefix of its tools' and prompts' names (`PREFIX__TOOL`); empty: their own
     /// names. `None`: its name.
     pub prefix: Option<String>,
+    /// It may ask the calling client's model (or toolshed's `[llm]`) for completions
+    /// during a call: `llm` declared in its manifest and granted, since a person asked.
+    pub sampling: bool,
 }
 
 /// The manifest of a server and the secrets to store for it (config key, value).
@@ -143,6 +146,9 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), ManageE
             header_lines.push_str(&format!("{} = {}\n", toml_string(name), toml_string(value)));
         }
     }
+    if !args.allow_hosts.is_empty() || args.sampling {
+        text.push_str("\n[capabilities]\n");
+    }
     if !args.allow_hosts.is_empty() {
         for host in args.allow_hosts.iter().filter(|h| *h != "*") {
             toolshed_ops::net::HostPattern::parse(host).map_err(|e| {
@@ -150,10 +156,10 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), ManageE
             })?;
         }
         let list: Vec<String> = args.allow_hosts.iter().map(|h| toml_string(h)).collect();
-        text.push_str(&format!(
-            "\n[capabilities]\nnetwork = [{}]\n",
-            list.join(", ")
-        ));
+        text.push_str(&format!("network = [{}]\n", list.join(", ")));
+    }
+    if args.sampling {
+        text.push_str("llm = true\n");
     }
     text.push_str(&fields);
     match &args.url {
@@ -222,6 +228,7 @@ pub async fn mount(
         .allow_hosts
         .iter()
         .map(|h| format!("http:{h}"))
+        .chain(server.sampling.then(|| "llm".to_string()))
         .collect();
     if !grants.is_empty() {
         host.store()
@@ -322,6 +329,7 @@ pub fn import_entry(
             sandbox: None,
             force,
             prefix: None,
+            sampling: false,
         });
     }
     let command = entry["command"]
@@ -359,6 +367,7 @@ pub fn import_entry(
         sandbox: None,
         force,
         prefix: None,
+        sampling: false,
     })
 }
 

@@ -53,6 +53,8 @@ impl PluginLoader for McpLoader {
         let prefix = names::prefix(&request.manifest);
         let mut launch = launch(&server, &request.config)?;
         launch.network_hosts = network_hosts(&request.grants.http);
+        // A server may ask a model only when its manifest declares `llm` and it is granted.
+        launch.sampling = request.manifest.capabilities.llm && request.grants.llm;
         launch.cache = cache_dir(&request.manifest.id);
         // A server reached over HTTP is dialled by the host's client, under the web rules.
         if let Some(http) = &mut launch.http {
@@ -181,6 +183,7 @@ fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, Plu
         network_hosts: Some(Vec::new()),
         cache: None,
         era: Era::parse(server.protocol.as_deref()),
+        sampling: false,
     })
 }
 
@@ -429,12 +432,17 @@ impl Tool for MountedTool {
         let upstream = &self.upstream;
         let _in_flight = upstream.begin();
         let client = upstream.peer().await.map_err(ToolError::Failed)?;
-        // What the server asks during the call goes to this call's person and model.
-        let asks = Arc::new(crate::asks::Asks {
-            asker: ctx.asker.clone(),
-            sampler: ctx.sampler.clone(),
-            cancel: ctx.cancel.clone(),
-        });
+        // What the server asks during the call goes to this call's person and model, and is
+        // asked no longer once the call ends, however it ends.
+        let asked = ctx.cancel.child_token();
+        let _ended = asked.clone().drop_guard();
+        let asks = Arc::new(crate::asks::Asks::new(
+            ctx.owner.0.clone(),
+            ctx.asker.clone(),
+            ctx.sampler.clone(),
+            upstream.may_sample(),
+            asked,
+        ));
         let _ = client.shared_name().set(upstream.name.clone());
         let mut input: Option<(Value, Option<String>)> = None;
         for _round in 0..=MAX_INPUT_ROUNDS {
@@ -448,6 +456,9 @@ impl Tool for MountedTool {
                 )
                 .await
                 .map_err(|e| self.failed(e))?;
+            // Dropped (the call abandoned) before its reply: the server's requests are not
+            // taken for it any more.
+            let _forget = Forget(&client, id);
             let answer = tokio::select! {
                 answer = client.finish(id, reply) => answer,
                 () = ctx.cancel.cancelled() => {
@@ -496,6 +507,15 @@ impl Tool for MountedTool {
             "MCP server `{}` asked for input more than {MAX_INPUT_ROUNDS} times in one call; it was stopped",
             upstream.name
         )))
+    }
+}
+
+/// Forgets a call of the server when dropped.
+struct Forget<'a>(&'a crate::client::Client, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.end_call(self.1);
     }
 }
 

@@ -39,6 +39,8 @@ pub(crate) struct Launch {
     pub http: Option<HttpTarget>,
     /// The protocol era to greet it in.
     pub era: Era,
+    /// It may ask the calling client's (or toolshed's) model: declared and granted (`llm`).
+    pub sampling: bool,
     /// The hosts a sandboxed server may reach (`None`: the sandbox's own network rules, for a
     /// plugin granted `*`).
     pub network_hosts: Option<Vec<String>>,
@@ -94,6 +96,11 @@ impl Drop for InFlight<'_> {
 }
 
 impl Upstream {
+    /// Whether the server may ask for completions (its manifest declares `llm`, granted).
+    pub(crate) fn may_sample(&self) -> bool {
+        self.launch.sampling
+    }
+
     pub(crate) fn new(
         name: String,
         launch: Launch,
@@ -242,18 +249,23 @@ impl Upstream {
             launch.era
         };
         if let Some(target) = &launch.http {
-            let client =
-                Client::connect_http(target.clone(), timeout, self.tools_changed.clone(), era)
-                    .await
-                    .map_err(|e| {
-                        (
-                            format!(
-                                "MCP server `{}` failed the handshake ({})",
-                                self.name, e.message
-                            ),
-                            e.try_legacy,
-                        )
-                    })?;
+            let client = Client::connect_http(
+                target.clone(),
+                timeout,
+                self.tools_changed.clone(),
+                era,
+                launch.sampling,
+            )
+            .await
+            .map_err(|e| {
+                (
+                    format!(
+                        "MCP server `{}` failed the handshake ({})",
+                        self.name, e.message
+                    ),
+                    e.try_legacy,
+                )
+            })?;
             tracing::info!(server = %self.name, "MCP server connected over HTTP");
             self.remember_era(&client);
             self.note(&format!(
@@ -344,8 +356,15 @@ impl Upstream {
                 false,
             )
         })?;
-        let connected =
-            Client::connect(pipes.0, pipes.1, timeout, self.tools_changed.clone(), era).await;
+        let connected = Client::connect(
+            pipes.0,
+            pipes.1,
+            timeout,
+            self.tools_changed.clone(),
+            era,
+            launch.sampling,
+        )
+        .await;
         let client = match connected {
             Ok(client) => Arc::new(client),
             Err(e) => {
@@ -509,6 +528,7 @@ mod tests {
             start_timeout: Some(Duration::from_secs(10)),
             http: None,
             era: Era::Legacy,
+            sampling: false,
             network_hosts: None,
             cache: None,
         };

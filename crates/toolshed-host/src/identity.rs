@@ -149,12 +149,13 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
 
 /// `Ok` when an agent token (or an OAuth token's claim) may act as `owner`: a valid owner
 /// that is not one toolshed's doors use themselves — `rest` (REST calls that name no owner),
-/// `mcp-http` (stateless MCP requests), `mcp-…` (an MCP connection's own owner) — whose
-/// jobs, tasks and sessions such a token would otherwise see and stop.
+/// `cli` (`toolshed call`), `local` (the local user's memories), `mcp-http` (stateless MCP
+/// requests), `mcp-…` (an MCP connection's own owner) — whose jobs, tasks, sessions and
+/// memories such a token would otherwise see and change.
 pub fn check_agent_owner(owner: &str) -> Result<(), String> {
     check_owner(owner)?;
     let base = owner.split('/').next().unwrap_or_default();
-    if base == "rest" || base.starts_with("mcp-") {
+    if matches!(base, "rest" | "cli" | "local") || base.starts_with("mcp-") {
         return Err(format!(
             "owner `{base}` is reserved: toolshed's doors act as it for callers that name no owner; choose another name"
         ));
@@ -426,6 +427,18 @@ impl StateStore {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn an_agent_may_not_act_as_an_owner_the_doors_use() {
+        for reserved in ["rest", "cli", "local", "mcp-http", "mcp-18f-7", "rest/sub"] {
+            let refused = check_agent_owner(reserved).unwrap_err();
+            assert!(refused.contains("reserved"), "{reserved}: {refused}");
+        }
+        for fine in ["ada", "ada/task-7", "mcpx", "restful", "team.ci"] {
+            assert!(check_agent_owner(fine).is_ok(), "{fine}");
+        }
+        assert!(check_agent_owner("a b").is_err());
+    }
 
     #[test]
     fn tokens_authenticate_until_revoked_or_expired_and_store_no_secret() {

@@ -47,6 +47,8 @@ pub enum JobError {
     Conflict(String),
     /// The job has already ended: nothing to stop.
     Ended(String),
+    /// The toolshed is shutting down: no job starts.
+    Closing(String),
     /// The state store failed.
     Internal(String),
 }
@@ -58,6 +60,7 @@ impl std::fmt::Display for JobError {
             | Self::NotFound(m)
             | Self::Conflict(m)
             | Self::Ended(m)
+            | Self::Closing(m)
             | Self::Internal(m) => f.write_str(m),
         }
     }
@@ -330,7 +333,9 @@ impl Jobs {
                     .collect();
                 let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
                 if !self.heard.load(std::sync::atomic::Ordering::SeqCst) {
-                    orphans.extend(rows);
+                    // Kept for events that may never be heard (`toolshed mcp`): a few.
+                    let room = 1000usize.saturating_sub(orphans.len());
+                    orphans.extend(rows.into_iter().take(room));
                     return;
                 }
                 drop(orphans);
@@ -352,11 +357,18 @@ impl Jobs {
     /// when a job read is running elsewhere.
     fn recheck_orphans(&self) {
         let Some(dir) = &self.instances else { return };
-        let due = self
-            .orphans_checked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none_or(|at| at.elapsed() >= ORPHAN_CHECK_EVERY);
+        // Due, and claimed as one step: readers arriving together look once.
+        let due = {
+            let mut checked = self
+                .orphans_checked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let due = checked.is_none_or(|at| at.elapsed() >= ORPHAN_CHECK_EVERY);
+            if due {
+                *checked = Some(std::time::Instant::now());
+            }
+            due
+        };
         if due {
             self.interrupt_orphans(dir);
         }
@@ -394,8 +406,8 @@ impl Jobs {
     ) -> Result<JobView, JobError> {
         let _admission = self.admission.lock().unwrap_or_else(|e| e.into_inner());
         if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(JobError::TooMany(
-                "toolshed is shutting down: no job starts any more".into(),
+            return Err(JobError::Closing(
+                "toolshed is shutting down: no job starts any more; start it again on a running toolshed".into(),
             ));
         }
         self.sweep();

@@ -88,7 +88,7 @@ fn approval_request(request: &ApprovalRequest) -> InputRequest {
 }
 
 /// `question`'s schema as elicitation takes it.
-fn elicitation_schema(question: &Question) -> Result<ElicitationSchema, ToolError> {
+pub(crate) fn elicitation_schema(question: &Question) -> Result<ElicitationSchema, ToolError> {
     serde_json::from_value(question.schema.clone()).map_err(|e| {
         ToolError::invalid_at(
             "/schema",
@@ -322,7 +322,11 @@ pub(crate) fn with_responses(
 
 /// Whether `answer` fills in `question`'s schema: its required fields there, and each
 /// field of a declared kind (and one of its `enum`).
-fn check_answer(question: &Question, key: &str, answer: &Answer) -> Result<(), ToolError> {
+pub(crate) fn check_answer(
+    question: &Question,
+    key: &str,
+    answer: &Answer,
+) -> Result<(), ToolError> {
     let Answer::Accept { content } = answer else {
         return Ok(());
     };

@@ -1302,9 +1302,35 @@ impl ServerHandler for McpServer {
         bound.check_token()?;
         Self::require(bound, &context, "tools:call")?;
         let view = self.task_of(bound, &context, &request.task_id)?;
-        if let Ok(Value::Object(responses)) = serde_json::to_value(&request.input_responses) {
-            bound.host.jobs().answer_input(&view.id, &responses);
+        let Ok(Value::Object(responses)) = serde_json::to_value(&request.input_responses) else {
+            return Ok(());
+        };
+        // Each answer checked against what it answers before any is taken: a wrong one is
+        // the client's to correct, and the question still waits.
+        let waiting = view.input_requests.clone().unwrap_or(Value::Null);
+        for (key, given) in &responses {
+            let Some(asked) = waiting.get(key) else {
+                continue;
+            };
+            let answer = toolshed_core::Answer::from_elicitation(given).ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "inputResponses.{key} is not an answer: give {{\"action\": \"accept\", \"content\": {{…}}}}, or {{\"action\": \"decline\"}}"
+                    ),
+                    None,
+                )
+            })?;
+            let question = toolshed_core::Question {
+                message: asked["params"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                schema: asked["params"]["requestedSchema"].clone(),
+            };
+            crate::input::check_answer(&question, key, &answer)
+                .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
         }
+        bound.host.jobs().answer_input(&view.id, &responses);
         Ok(())
     }
 

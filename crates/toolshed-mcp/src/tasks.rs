@@ -54,17 +54,18 @@ impl Switch {
     }
 }
 
-/// Where the call stands, for its asker: before it is a task (and whether it asked), or
-/// the job it became.
+/// Where the call stands, for its asker: before it is a task — with the questions being
+/// asked through the request, and whether one went unanswered (the call then ends to ask it
+/// in a later request) — or the job it became.
 enum Stage {
-    Before { asked: bool },
+    Before { asking: usize, unanswered: bool },
     Task(String),
 }
 
 /// The call's asker until it becomes a task; from then on its questions are the task's
 /// (`input_required` in `tasks/get`, answered with `tasks/update`) and wait over REST as
 /// well, whichever answers first — the request that could have carried them has been
-/// answered. A session-era client's own elicitation keeps asking while it is connected.
+/// answered. A session-era client's own elicitation is asked too while it can be.
 struct Handover {
     before: Option<Arc<dyn Asker>>,
     /// The client's own asker works during a task too (session-era elicitation).
@@ -74,6 +75,12 @@ struct Handover {
     stage: Mutex<Stage>,
 }
 
+impl Handover {
+    fn stage(&self) -> std::sync::MutexGuard<'_, Stage> {
+        self.stage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 #[async_trait]
 impl Asker for Handover {
     async fn ask(
@@ -81,21 +88,57 @@ impl Asker for Handover {
         question: &Question,
         cancel: &CancellationToken,
     ) -> Result<Answer, ToolError> {
-        let job = {
-            let mut stage = self.stage.lock().unwrap_or_else(|p| p.into_inner());
-            match &mut *stage {
-                Stage::Before { asked } => {
-                    *asked = true;
-                    None
-                }
-                Stage::Task(id) => Some(id.clone()),
+        let job = match &mut *self.stage() {
+            Stage::Before { asking, .. } => {
+                *asking += 1;
+                None
             }
+            Stage::Task(id) => Some(id.clone()),
         };
         match (job, &self.before) {
-            (None, Some(asker)) => asker.ask(question, cancel).await,
-            (Some(_), Some(asker)) if self.keeps_asking => asker.ask(question, cancel).await,
-            (job, _) => self.ask_in_task(job.as_deref(), question, cancel).await,
+            (None, Some(asker)) => {
+                let answer = asker.ask(question, cancel).await;
+                if let Stage::Before { asking, unanswered } = &mut *self.stage() {
+                    *asking -= 1;
+                    *unanswered |= answer.is_err();
+                }
+                answer
+            }
+            (None, None) => {
+                let answer = self.ask_in_task(None, question, cancel).await;
+                if let Stage::Before { asking, .. } = &mut *self.stage() {
+                    *asking -= 1;
+                }
+                answer
+            }
+            (Some(id), Some(asker)) if self.keeps_asking => {
+                // The client (if still there) and the task's follower: the first answer.
+                let from_client = asker.ask(question, cancel);
+                let in_task = self.ask_in_task(Some(&id), question, cancel);
+                tokio::pin!(from_client, in_task);
+                tokio::select! {
+                    answer = &mut from_client => match answer {
+                        Ok(answer) => Ok(answer),
+                        Err(_) => in_task.await,
+                    },
+                    answer = &mut in_task => answer,
+                }
+            }
+            (Some(id), _) => self.ask_in_task(Some(&id), question, cancel).await,
         }
+    }
+}
+
+/// Takes a task's question off its list when dropped: answered, or no longer asked.
+struct Asked<'a> {
+    jobs: &'a Jobs,
+    id: &'a str,
+    key: String,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.jobs.input_done(self.id, &self.key);
     }
 }
 
@@ -109,25 +152,44 @@ impl Handover {
     ) -> Result<Answer, ToolError> {
         let questions = self.host.dispatcher().questions().clone();
         let rest = questions.ask(&self.owner, question, cancel);
-        let jobs = self.host.jobs();
-        let request = json!({"method": "elicitation/create", "params": {
-            "mode": "form", "message": question.message, "requestedSchema": question.schema,
-        }});
-        let Some((key, from_task)) = job.and_then(|id| jobs.wait_for_input(id, request)) else {
+        let (Some(id), Some(request)) = (job, elicitation(question)) else {
             return rest.await;
         };
-        let answer = tokio::select! {
-            answered = from_task => match answered.ok().as_ref().and_then(Answer::from_elicitation) {
-                Some(answer) => Ok(answer),
-                None => Err(ToolError::Failed("the answer given with tasks/update is not an elicitation result ({\"action\": \"accept\", \"content\": {…}})".into())),
-            },
-            answered = rest => answered,
+        let jobs = self.host.jobs();
+        let Some((key, from_task)) = jobs.wait_for_input(id, request) else {
+            return rest.await;
         };
-        if let Some(id) = job {
-            jobs.input_done(id, &key);
+        let _asked = Asked { jobs, id, key };
+        tokio::select! {
+            answered = from_task => answered
+                .ok()
+                .as_ref()
+                .and_then(Answer::from_elicitation)
+                .ok_or(ToolError::Cancelled),
+            answered = rest => answered,
         }
-        answer
     }
+}
+
+/// `question` as an MCP input request (`elicitation/create`), as the Tasks extension's
+/// `inputRequests` carry it; `None` when its schema is not one an MCP client can ask with
+/// (it is then asked over REST only).
+fn elicitation(question: &Question) -> Option<Value> {
+    let schema = match crate::input::elicitation_schema(question) {
+        Ok(schema) => schema,
+        Err(e) => {
+            tracing::warn!(error = %e, "a task's question is asked over REST only");
+            return None;
+        }
+    };
+    let request = rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(
+        rmcp::model::ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question.message.clone(),
+            requested_schema: schema,
+        },
+    ));
+    serde_json::to_value(request).ok()
 }
 
 /// Runs `call`, which becomes a task if its tool still runs `after` it started (its
@@ -156,7 +218,10 @@ pub(crate) async fn run(
         keeps_asking,
         host: host.clone(),
         owner: call.owner.0.clone(),
-        stage: Mutex::new(Stage::Before { asked: false }),
+        stage: Mutex::new(Stage::Before {
+            asking: 0,
+            unanswered: false,
+        }),
     });
     call.asker = Some(handover.clone());
     let tool = call.tool.clone();
@@ -206,10 +271,16 @@ pub(crate) async fn run(
     // A call that asked through its request (an input round trip) is answered in it; one
     // that ended meanwhile is answered as it ended.
     let promoted = {
-        let mut stage = handover.stage.lock().unwrap_or_else(|p| p.into_inner());
-        let asked_in_request =
-            matches!(*stage, Stage::Before { asked: true }) && !handover.keeps_asking;
-        if asked_in_request || running.is_finished() {
+        // Decided and recorded as one step with the asker's own bookkeeping.
+        let mut stage = handover.stage();
+        let asking_in_request = !matches!(
+            *stage,
+            Stage::Before {
+                asking: 0,
+                unanswered: false
+            }
+        );
+        if asking_in_request || running.is_finished() {
             None
         } else {
             match jobs.admit(&tool, &owner, cancel.clone()) {

@@ -98,6 +98,7 @@ impl From<toolshed_host::jobs::JobError> for ApiError {
             JobError::NotFound(m) => Self::not_found(m),
             JobError::Conflict(m) | JobError::Ended(m) => Self::conflict(m),
             JobError::Internal(m) => Self::internal(m),
+            JobError::Closing(m) => Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m),
         }
     }
 }

@@ -82,6 +82,9 @@ pub struct AddBody {
     /// The prefix of its tools' and prompts' names; `""`: their own names.
     #[serde(default)]
     pub prefix: Option<String>,
+    /// It may ask for model completions (declares and grants `llm`).
+    #[serde(default)]
+    pub sampling: bool,
 }
 
 /// `POST /mcp-servers`: mounts a server; `201` with it once it runs.
@@ -106,6 +109,7 @@ pub async fn add(
         sandbox: request.sandbox,
         force: request.force,
         prefix: request.prefix,
+        sampling: request.sampling,
     };
     let info = manage::mount(&state.host, &server)
         .await

@@ -292,6 +292,7 @@ fn operations() -> Vec<Op> {
                 "eager": {"type": "boolean", "description": "Start it as soon as toolshed opens, not at its first call"},
                 "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "full-access"]},
                 "prefix": {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,32}$", "description": "Tools and prompts become PREFIX__TOOL instead of NAME__TOOL; empty: their own names"},
+                "sampling": {"type": "boolean", "description": "It may ask for model completions during a call (declares and grants llm)"},
                 "force": {"type": "boolean", "description": "Replace a server of the same name"}
             }}))
             .respond("201", json_response("Mounted and running", schema_ref("McpServer")))

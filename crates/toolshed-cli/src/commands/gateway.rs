@@ -49,6 +49,7 @@ fn new_server(args: McpAddArgs) -> Result<NewServer, Failure> {
         sandbox: args.sandbox,
         force: args.force,
         prefix: args.prefix,
+        sampling: args.sampling,
     })
 }
 

@@ -77,6 +77,13 @@ impl Dispatcher {
                  when it is called again with their answer"
             )));
         }
+        // Waiting for REST alone (no client can be asked): a door may treat the call as
+        // running from now, so that it can end the request and hand back a task.
+        if req.approver.is_none()
+            && let Some(started) = &req.started
+        {
+            started.notify_one();
+        }
         let ask = {
             let approver = req.approver.clone();
             let request = request.clone();

@@ -63,8 +63,9 @@ pub struct CallRequest {
     /// The door's way to put a tool's question to the calling client's user (`ask_user`);
     /// `None`: the question waits for an answer over REST.
     pub asker: Option<Arc<dyn toolshed_core::Asker>>,
-    /// Told when the tool starts to run — its approval and hooks passed (a door that may
-    /// turn a long call into a task counts from then).
+    /// Told when the tool starts to run — its approval and hooks passed — or when its
+    /// approval waits for an answer over REST alone (a door that may turn a long call into
+    /// a task counts from then).
     pub started: Option<Arc<tokio::sync::Notify>>,
 }
 
