@@ -1029,9 +1029,12 @@ impl Drop for McpServer {
         // A task of the connection's owner goes on without it: what the owner keeps
         // running ends once its tasks have.
         let jobs = bound.host.jobs_if_started().cloned();
+        // No call outlives the longest timeout, so neither does this wait.
+        let longest =
+            std::time::Duration::from_millis(bound.host.config().config.limits.max_timeout_ms);
         runtime.spawn(async move {
             if let Some(jobs) = jobs {
-                jobs.until_idle(&owner.0).await;
+                let _ = tokio::time::timeout(longest, jobs.until_idle(&owner.0)).await;
             }
             registry.end_owner(&owner).await;
         });
