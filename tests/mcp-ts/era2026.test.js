@@ -118,38 +118,96 @@ test('streamable HTTP, 2026-07-28: prompts, resources and tools through the v2 c
   }
 });
 
-test('stdio, 2026-07-28: an approval answered through an input round trip', async () => {
-  const { workspace, env } = setUp();
+/**
+ * A transport to toolshed over `kind` (stdio, or HTTP to a `toolshed serve` started here
+ * with the same environment), and what stops it.
+ */
+async function transportFor(kind, workspace, env) {
+  if (kind === 'stdio') {
+    return { transport: new StdioClientTransport({ command: bin, args: ['--workspace', workspace, 'mcp'], env, stderr: 'pipe' }), stop: () => {} };
+  }
+  const token = spawnSync(bin, ['token'], { env, encoding: 'utf8' }).stdout.trim();
+  const server = spawn(bin, ['--workspace', workspace, 'serve', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const url = await new Promise((resolve, reject) => {
+    let seen = '';
+    server.stderr.on('data', (chunk) => {
+      seen += chunk;
+      const found = seen.match(/^listening on (http\S+)\r?\n/m);
+      if (found) resolve(found[1]);
+    });
+    server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  return { transport, stop: () => server.kill('SIGTERM') };
+}
+
+function askBeforeCommands(env) {
   const policy = join(env.TOOLSHED_HOME, 'policy.toml');
   writeFileSync(policy, [
     '[[policy.rule]]', 'name = "ask before commands"', 'tools = ["group:exec"]', 'decision = "ask"',
     'message = "commands need a person\'s yes"', '',
   ].join('\n'));
-  const asked = [];
-  const answers = ['accept', 'decline'];
-  const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' },
-    { ...ERA, capabilities: { elicitation: { form: {} } } });
-  client.setRequestHandler('elicitation/create', async (request) => {
-    asked.push(request.params.message);
-    return { action: answers.shift() };
+  return { ...env, TOOLSHED_CONFIG: policy };
+}
+
+for (const kind of ['stdio', 'http']) {
+  test(`${kind}, 2026-07-28: an approval answered through an input round trip`, async () => {
+    const { workspace, env } = setUp();
+    const asked = [];
+    const answers = ['accept', 'decline'];
+    const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' },
+      { ...ERA, capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(request.params.message);
+      return { action: answers.shift() };
+    });
+    const { transport, stop } = await transportFor(kind, workspace, askBeforeCommands(env));
+    await client.connect(transport);
+    try {
+      const ran = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo yes > approved.txt; echo done' } });
+      assert.ok(!ran.isError, JSON.stringify(ran));
+      assert.match(ran.content[0].text, /done/);
+      const refused = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo no > declined.txt' } });
+      assert.ok(refused.isError, JSON.stringify(refused));
+      assert.match(refused.content[0].text, /declined/);
+    } finally {
+      await client.close();
+      stop();
+    }
+    assert.equal(asked.length, 2);
+    assert.match(asked[0], /ask before commands/);
+    assert.ok(existsSync(join(workspace, 'approved.txt')) && !existsSync(join(workspace, 'declined.txt')));
   });
-  await client.connect(new StdioClientTransport({
-    command: bin, args: ['--workspace', workspace, 'mcp'], env: { ...env, TOOLSHED_CONFIG: policy }, stderr: 'pipe',
-  }));
-  try {
-    const ran = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo yes > approved.txt; echo done' } });
-    assert.ok(!ran.isError, JSON.stringify(ran));
-    assert.match(ran.content[0].text, /done/);
-    const refused = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo no > declined.txt' } });
-    assert.ok(refused.isError, JSON.stringify(refused));
-    assert.match(refused.content[0].text, /declined/);
-  } finally {
-    await client.close();
-  }
-  assert.equal(asked.length, 2);
-  assert.match(asked[0], /ask before commands/);
-  assert.ok(existsSync(join(workspace, 'approved.txt')) && !existsSync(join(workspace, 'declined.txt')));
-});
+
+  test(`${kind}, 2026-07-28: a forged requestState is refused`, async () => {
+    const { workspace, env } = setUp();
+    const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' },
+      { ...ERA, capabilities: { elicitation: { form: {} } }, inputRequired: { autoFulfill: false } });
+    client.setRequestHandler('elicitation/create', async () => { throw new Error('this test answers by hand'); });
+    const { transport, stop } = await transportFor(kind, workspace, askBeforeCommands(env));
+    await client.connect(transport);
+    const anything = { '~standard': { version: 1, vendor: 'toolshed-test', validate: (value) => ({ value }) } };
+    try {
+      const args = { cmd: 'echo forged > forged.txt' };
+      const first = await client.request({ method: 'tools/call', params: { name: 'exec_command', arguments: args } },
+        anything, { allowInputRequired: true });
+      assert.equal(first.resultType, 'input_required', JSON.stringify(first));
+      assert.ok(first.requestState && first.inputRequests.approval, JSON.stringify(first));
+      const state = first.requestState;
+      const forged = state.slice(0, -3) + (state.endsWith('AAA') ? 'BBB' : 'AAA');
+      await assert.rejects(
+        client.request({ method: 'tools/call', params: { name: 'exec_command', arguments: args,
+          inputResponses: { approval: { action: 'accept' } }, requestState: forged } }, anything, { allowInputRequired: true }),
+        /requestState refused/);
+    } finally {
+      await client.close();
+      stop();
+    }
+    assert.ok(!existsSync(join(workspace, 'forged.txt')));
+  });
+}
 
 test('stdio, 2026-07-28: skills through the skills extension, every file verified', async () => {
   const { workspace, env } = setUp();
@@ -179,7 +237,8 @@ test('stdio, 2026-07-28: skills through the skills extension, every file verifie
   }
 });
 
-test('stdio, 2026-07-28: a traceparent in _meta reaches a mounted server as the call\'s context', async () => {
+for (const kind of ['stdio', 'http']) {
+test(`${kind}, 2026-07-28: a traceparent in _meta reaches a mounted server as the call's context`, async () => {
   // Spans are recorded (and context handed on) only with an exporter: a collector that
   // takes whatever it is sent.
   const collector = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200); res.end(); }); });
@@ -191,10 +250,9 @@ test('stdio, 2026-07-28: a traceparent in _meta reaches a mounted server as the 
     { env, encoding: 'utf8', timeout: 60_000 });
   assert.equal(added.status, 0, added.stderr);
   const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
-  await client.connect(new StdioClientTransport({
-    command: bin, args: ['--workspace', workspace, 'mcp'], stderr: 'pipe',
-    env: { ...env, TOOLSHED_TELEMETRY__OTLP_ENDPOINT: `http://127.0.0.1:${collector.address().port}` },
-  }));
+  const { transport, stop } = await transportFor(kind, workspace,
+    { ...env, TOOLSHED_TELEMETRY__OTLP_ENDPOINT: `http://127.0.0.1:${collector.address().port}` });
+  await client.connect(transport);
   try {
     const traceId = '6bf92f3577b34da6a3ce929d0e0e4736';
     const result = await client.callTool({
@@ -209,6 +267,8 @@ test('stdio, 2026-07-28: a traceparent in _meta reaches a mounted server as the 
     assert.equal(seen.tracestate, 'vendor=1');
   } finally {
     await client.close();
+    stop();
     collector.close();
   }
 });
+}

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from mcp import Client, types
 
 RULES = """
@@ -253,9 +254,12 @@ def test_the_2026_era_asks_through_an_input_round_trip_over_stdio_and_http(serve
     assert len(asked) == 4 and "ask before commands" in asked[0] and "stdio-approved" in asked[0]
 
 
-def test_a_forged_or_replayed_request_state_is_refused(server, home, workspace):
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_forged_or_replayed_request_state_is_refused(server, serve, home, workspace, transport):
     """The requestState round-trips through the client, so toolshed signs it (bound to the
     owner, tool and arguments) and takes an answer once."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
     from mcp.shared.exceptions import MCPError
 
     config = write_rules(home, 60)
@@ -266,29 +270,39 @@ def test_a_forged_or_replayed_request_state_is_refused(server, home, workspace):
     async def main():
         # An elicitation handler makes the client declare elicitation, without which
         # toolshed does not ask through the client.
-        async with Client(server("--config", str(config)), mode="auto", elicitation_callback=never) as client:
-            session = client.session
-            cmd = {"cmd": "echo once > once.txt"}
-            first = await session.call_tool("exec_command", cmd, allow_input_required=True)
-            assert isinstance(first, types.InputRequiredResult), first
-            assert "approval" in first.input_requests and first.request_state
-            yes = {"approval": {"action": "accept"}}
+        if transport == "stdio":
+            async with Client(server("--config", str(config)), mode="auto", elicitation_callback=never) as client:
+                await forge(client)
+        else:
+            url, token = serve({"TOOLSHED_CONFIG": str(config)})
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="auto",
+                                  elicitation_callback=never) as client:
+                    await forge(client)
 
-            # Altered, or for other arguments: refused before anything is answered.
-            state = first.request_state
-            forged = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
-            for name, args, sent in (("exec_command", cmd, forged), ("exec_command", {"cmd": "echo other > other.txt"}, state)):
-                try:
-                    await session.call_tool(name, args, input_responses=yes, request_state=sent)
-                    raise AssertionError("a forged requestState was taken")
-                except MCPError as e:
-                    assert "requestState refused" in str(e), e
+    async def forge(client):
+        session = client.session
+        cmd = {"cmd": "echo once > once.txt"}
+        first = await session.call_tool("exec_command", cmd, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first
+        assert "approval" in first.input_requests and first.request_state
+        yes = {"approval": {"action": "accept"}}
 
-            ran = await session.call_tool("exec_command", cmd, input_responses=yes, request_state=state)
-            assert isinstance(ran, types.CallToolResult) and not ran.is_error, ran
-            # The same answer again: a yes is for one run.
-            again = await session.call_tool("exec_command", cmd, input_responses=yes, request_state=state)
-            assert again.is_error and "used by a call already" in again.content[0].text, again
+        # Altered, or for other arguments: refused before anything is answered.
+        state = first.request_state
+        forged = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
+        for name, args, sent in (("exec_command", cmd, forged), ("exec_command", {"cmd": "echo other > other.txt"}, state)):
+            try:
+                await session.call_tool(name, args, input_responses=yes, request_state=sent)
+                raise AssertionError("a forged requestState was taken")
+            except MCPError as e:
+                assert "requestState refused" in str(e), e
+
+        ran = await session.call_tool("exec_command", cmd, input_responses=yes, request_state=state)
+        assert isinstance(ran, types.CallToolResult) and not ran.is_error, ran
+        # The same answer again: a yes is for one run.
+        again = await session.call_tool("exec_command", cmd, input_responses=yes, request_state=state)
+        assert again.is_error and "used by a call already" in again.content[0].text, again
 
     run(main())
     assert (workspace / "once.txt").read_text() == "once\n"
