@@ -850,3 +850,70 @@ def test_a_mounted_servers_sampling_request_reaches_the_callers_model(server, to
 
     run(main())
     assert asked and "What is six times seven?" in asked[0], asked
+
+
+def test_a_subscription_to_a_mounted_servers_resource_brings_its_updates(server, toolshed):
+    """resources/subscribe (session era) reaches the mounted server that has the resource;
+    the server's updates come back as notifications/resources/updated until the client
+    unsubscribes; with no plugin that tells of changes, a subscription is refused."""
+
+    async def nobody():
+        async with Client(server(), mode="legacy") as client:
+            with pytest.raises(MCPError):
+                await client.session.subscribe_resource("demo://resource/static/document/x.md")
+
+    run(nobody())
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+
+    async def main():
+        updated = []
+        arrived = asyncio.Event()
+
+        async def on_message(message):
+            if isinstance(message, types.ResourceUpdatedNotification):
+                updated.append(str(message.params.uri))
+                arrived.set()
+
+        async with Client(server("--catalog", "full"), mode="legacy", message_handler=on_message) as client:
+            resources = [str(r.uri) for r in (await client.list_resources()).resources]
+            doc = next(u for u in resources if u.startswith("demo://resource/static/document/"))
+            await client.session.subscribe_resource(doc)
+            # server-everything sends an update for each subscribed resource at once, then
+            # every 5 s, once asked to.
+            toggled = await client.call_tool("everything__toggle-subscriber-updates", {})
+            assert not toggled.is_error, toggled.content
+            await asyncio.wait_for(arrived.wait(), timeout=15)
+            assert doc in updated, updated
+            await client.session.unsubscribe_resource(doc)
+
+    run(main())
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_listener_hears_of_a_mounted_servers_resource_changes(server, serve, toolshed, transport):
+    """subscriptions/listen with resourceSubscriptions (2026-07-28 era): the mounted
+    server is asked, and its updates arrive on the listening stream."""
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+
+    async def listen(client):
+        assert client.protocol_version == "2026-07-28"
+        resources = [str(r.uri) for r in (await client.list_resources()).resources]
+        doc = next(u for u in resources if u.startswith("demo://resource/static/document/"))
+        async with client.listen(resource_subscriptions=[doc]) as sub:
+            assert list(sub.honored.resource_subscriptions or []) == [doc], sub.honored
+            toggled = await client.call_tool("everything__toggle-subscriber-updates", {})
+            assert not toggled.is_error, toggled.content
+            event = await asyncio.wait_for(sub.__anext__(), timeout=15)
+            assert doc in repr(event), event
+
+    async def main():
+        if transport == "stdio":
+            async with Client(server("--catalog", "full"), mode="auto") as client:
+                await listen(client)
+        else:
+            url, token = serve()
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="auto") as client:
+                    await listen(client)
+
+    run(main())

@@ -48,7 +48,9 @@ pub use manifest::{
 };
 pub use output::{Content, ToolOutput, counted};
 pub use oversized::OversizedArgument;
-pub use plugin::{BuiltinPlugin, Health, Library, Plugin, PluginError, SyncTool, Tool};
+pub use plugin::{
+    BuiltinPlugin, Health, Library, Plugin, PluginError, ResourceUpdated, SyncTool, Tool,
+};
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec, ToolText};
 pub use touches::{TouchArg, TouchKind, Touches, WriteScope};

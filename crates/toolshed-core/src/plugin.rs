@@ -151,7 +151,20 @@ pub trait Library: Send + Sync {
     /// `uri` of the `SKILL.md`, `frontmatter`, `resources` with digests), their files read
     /// through [`Library::read_resource`].
     async fn skills(&self) -> Result<Vec<Value>, PluginError>;
+
+    /// Asks to hear of changes to the resource `uri`: `updated` is called with the uri
+    /// each time it changes, until `stop` fires. `Err` when it does not have the resource
+    /// or cannot tell of its changes.
+    async fn watch(
+        &self,
+        uri: &str,
+        updated: ResourceUpdated,
+        stop: crate::CancellationToken,
+    ) -> Result<(), PluginError>;
 }
+
+/// Told the uri of a watched resource each time it changes ([`Library::watch`]).
+pub type ResourceUpdated = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A built-in plugin made of a manifest and a fixed list of tools.
 pub struct BuiltinPlugin {

@@ -317,6 +317,8 @@ pub(crate) struct Shared {
     why_closed: Mutex<Option<String>>,
     /// Told when the server says its tools changed.
     tools_changed: Arc<tokio::sync::Notify>,
+    /// Told when the server says a resource changed.
+    watchers: Arc<crate::watch::Watchers>,
     /// The calls in flight (request id), with what answers the server's questions to them.
     calls: Mutex<HashMap<u64, Arc<crate::asks::Asks>>>,
     /// The owners of calls that ended lately, and when (the last few).
@@ -436,9 +438,13 @@ impl Drop for Client {
 
 impl Client {
     /// What a session's reader and link share, told of list changes through `tools_changed`.
-    fn shared(tools_changed: Arc<tokio::sync::Notify>) -> Arc<Shared> {
+    fn shared(
+        tools_changed: Arc<tokio::sync::Notify>,
+        watchers: Arc<crate::watch::Watchers>,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             tools_changed,
+            watchers,
             ..Shared::default()
         })
     }
@@ -467,10 +473,11 @@ impl Client {
         tx: pipe::Sender,
         timeout: Duration,
         tools_changed: Arc<tokio::sync::Notify>,
+        watchers: Arc<crate::watch::Watchers>,
         era: Era,
         sampling: bool,
     ) -> Result<Self, HandshakeError> {
-        let shared = Self::shared(tools_changed);
+        let shared = Self::shared(tools_changed, watchers);
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(tx));
         let reader = tokio::spawn(read_loop(rx, shared.clone(), writer.clone()));
         Self::over(Link::Pipe(writer), shared, Some(reader), sampling)
@@ -484,10 +491,11 @@ impl Client {
         target: HttpTarget,
         timeout: Duration,
         tools_changed: Arc<tokio::sync::Notify>,
+        watchers: Arc<crate::watch::Watchers>,
         era: Era,
         sampling: bool,
     ) -> Result<Self, HandshakeError> {
-        let shared = Self::shared(tools_changed);
+        let shared = Self::shared(tools_changed, watchers);
         let link = HttpLink::new(target, shared.clone());
         let mut client = Self::over(Link::Http(link.clone()), shared, None, sampling)
             .handshake(timeout, era)
@@ -654,6 +662,42 @@ impl Client {
     /// request of the server is taken for it.
     pub(crate) fn end_call(&self, id: u64) {
         self.shared.end_call(id);
+    }
+
+    /// Asks the server to tell of changes to the resource `uri`: `resources/subscribe` in
+    /// the legacy era; in the 2026-07-28 era a `subscriptions/listen` stream of its own,
+    /// whose id is returned (stopping it is [`Client::unwatch`]).
+    pub(crate) async fn watch(&self, uri: &str) -> Result<Option<u64>, RpcError> {
+        if !self.modern {
+            self.request("resources/subscribe", json!({"uri": uri}), None)
+                .await?;
+            return Ok(None);
+        }
+        let filter = json!({"notifications": {"resourceSubscriptions": [uri]}});
+        let (id, reply) = self.start("subscriptions/listen", filter, None).await?;
+        // A refusal comes at once; an accepted stream stays open, answering nothing.
+        match tokio::time::timeout(Duration::from_millis(500), reply).await {
+            Ok(Ok(Err(e))) => Err(e),
+            _ => Ok(Some(id)),
+        }
+    }
+
+    /// Stops telling of changes to `uri` ([`Client::watch`]'s `listen`, if it opened one).
+    pub(crate) async fn unwatch(&self, uri: &str, listen: Option<u64>) {
+        match listen {
+            Some(id) => {
+                self.cancel(id, "no one watches the resource any more")
+                    .await
+            }
+            None => {
+                if let Err(e) = self
+                    .request("resources/unsubscribe", json!({"uri": uri}), None)
+                    .await
+                {
+                    tracing::debug!(error = ?e, "an MCP server refused resources/unsubscribe");
+                }
+            }
+        }
     }
 
     /// The server's name, as what it asks the person says it (set once).
@@ -882,6 +926,12 @@ pub(crate) fn dispatch(
         }
         (Some("notifications/tools/list_changed"), _) => {
             shared.tools_changed.notify_one();
+            None
+        }
+        (Some("notifications/resources/updated"), None) => {
+            if let Some(uri) = message["params"]["uri"].as_str() {
+                shared.watchers.updated(uri);
+            }
             None
         }
         // Requests from the server (an id and a method): answered, never left waiting.

@@ -22,5 +22,6 @@ pub use names::{check_prefix, prefix};
 pub mod pins;
 mod plugin;
 mod upstream;
+mod watch;
 
 pub use plugin::{McpLoader, McpPlugin};

@@ -21,6 +21,8 @@ pub(crate) struct Offers {
     pub resources: bool,
     pub prompts: bool,
     pub completions: bool,
+    /// It tells of changes to a resource a client subscribed to.
+    pub subscribe: bool,
 }
 
 impl Offers {
@@ -33,6 +35,7 @@ impl Offers {
             completions: capabilities
                 .get("completions")
                 .is_some_and(Value::is_object),
+            subscribe: capabilities["resources"]["subscribe"] == Value::Bool(true),
         }
     }
 
@@ -147,6 +150,58 @@ impl Library for ServerLibrary {
         Ok(Vec::new())
     }
 
+    /// The server is asked once per resource, however many watch it, and told when the
+    /// last stops watching.
+    async fn watch(
+        &self,
+        uri: &str,
+        updated: toolshed_core::ResourceUpdated,
+        stop: toolshed_core::CancellationToken,
+    ) -> Result<(), PluginError> {
+        if !self.offers.subscribe {
+            return Err(PluginError(format!(
+                "MCP server `{}` does not tell of changes to its resources",
+                self.upstream.name
+            )));
+        }
+        let watchers = self.upstream.watchers.clone();
+        let Some((id, first)) = watchers.add(uri, updated) else {
+            return Err(PluginError(format!(
+                "MCP server `{}` has {} resources watched, the most toolshed keeps; unsubscribe from one",
+                self.upstream.name,
+                crate::watch::MAX_WATCHED
+            )));
+        };
+        if first {
+            let watched = match self.upstream.peer().await {
+                Ok(client) => client
+                    .watch(uri)
+                    .await
+                    .map_err(|e| self.failed("`resources/subscribe`", e)),
+                Err(e) => Err(PluginError(e)),
+            };
+            match watched {
+                Ok(listen) => watchers.listening(uri, listen),
+                Err(e) => {
+                    watchers.remove(uri, id);
+                    return Err(e);
+                }
+            }
+        }
+        let upstream = self.upstream.clone();
+        let uri = uri.to_string();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            if watchers.remove(&uri, id) {
+                let listen = watchers.take_listen(&uri);
+                if let Ok(client) = upstream.peer().await {
+                    client.unwatch(&uri, listen).await;
+                }
+            }
+        });
+        Ok(())
+    }
+
     async fn prompts(&self) -> Result<Vec<Value>, PluginError> {
         if !self.offers.prompts {
             return Ok(Vec::new());
@@ -212,8 +267,11 @@ mod tests {
                 resources: true,
                 prompts: false,
                 completions: true,
+                subscribe: true,
             }
         );
+        let plain = json!({"capabilities": {"resources": {}}});
+        assert!(!Offers::from_info(&plain).subscribe);
         assert!(!Offers::from_info(&json!({})).any());
     }
 }

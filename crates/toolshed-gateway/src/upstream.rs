@@ -68,6 +68,8 @@ pub(crate) struct Upstream {
     processes: Arc<dyn ProcessOps>,
     /// Told when the server says its tools changed.
     pub(crate) tools_changed: Arc<tokio::sync::Notify>,
+    /// Who watches which of its resources.
+    pub(crate) watchers: Arc<crate::watch::Watchers>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     failures: Mutex<Option<Failures>>,
     /// Milliseconds since `epoch` of the last call's start.
@@ -115,6 +117,7 @@ impl Upstream {
             launch,
             processes,
             tools_changed: Arc::default(),
+            watchers: Arc::default(),
             connection: tokio::sync::Mutex::new(None),
             failures: Mutex::new(None),
             last_used: AtomicU64::new(0),
@@ -172,6 +175,22 @@ impl Upstream {
                 *self.failures() = None;
                 let client = started.client.clone();
                 *connection = Some(started);
+                // A server started again is asked again for the resources still watched.
+                let watched = self.watchers.uris();
+                if !watched.is_empty() {
+                    let again = client.clone();
+                    let watchers = self.watchers.clone();
+                    tokio::spawn(async move {
+                        for uri in watched {
+                            match again.watch(&uri).await {
+                                Ok(listen) => watchers.listening(&uri, listen),
+                                Err(e) => {
+                                    tracing::debug!(error = ?e, "a restarted MCP server refused to watch a resource")
+                                }
+                            }
+                        }
+                    });
+                }
                 Ok(client)
             }
             Err(message) => {
@@ -253,6 +272,7 @@ impl Upstream {
                 target.clone(),
                 timeout,
                 self.tools_changed.clone(),
+                self.watchers.clone(),
                 era,
                 launch.sampling,
             )
@@ -361,6 +381,7 @@ impl Upstream {
             pipes.1,
             timeout,
             self.tools_changed.clone(),
+            self.watchers.clone(),
             era,
             launch.sampling,
         )

@@ -314,6 +314,18 @@ impl Library for LazyLibrary {
         // must not start every one of them.
         Ok(Vec::new())
     }
+
+    async fn watch(
+        &self,
+        uri: &str,
+        updated: toolshed_core::ResourceUpdated,
+        stop: toolshed_core::CancellationToken,
+    ) -> Result<(), PluginError> {
+        match self.real().await? {
+            Some(library) => library.watch(uri, updated, stop).await,
+            None => Err(self.offers_none()),
+        }
+    }
 }
 
 impl LazyLibrary {

@@ -137,6 +137,33 @@ impl Libraries {
         )))
     }
 
+    /// Asks the plugin that has the resource `uri` to tell `updated` of its changes until
+    /// `stop` fires: the first of them (in trust order) that takes it.
+    pub async fn watch(
+        &self,
+        uri: &str,
+        updated: toolshed_core::ResourceUpdated,
+        stop: toolshed_core::CancellationToken,
+    ) -> Result<(), LibraryError> {
+        let mut refusals = Vec::new();
+        for (_, library) in &self.entries {
+            match library.watch(uri, updated.clone(), stop.clone()).await {
+                Ok(()) => return Ok(()),
+                Err(e) => refusals.push(e.0),
+            }
+        }
+        Err(LibraryError::NotFound(if refusals.is_empty() {
+            format!(
+                "there is no resource {uri:?} to subscribe to: no plugin you can use offers resources"
+            )
+        } else {
+            format!(
+                "no plugin tells of changes to {uri:?} ({})",
+                refusals.join("; ")
+            )
+        }))
+    }
+
     /// The `prompts/get` result for the prompt `name`.
     pub async fn get_prompt(
         &self,

@@ -12,8 +12,8 @@ use rmcp::model::{
     GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ResultType, ServerCapabilities, ServerConfig, Skill, SubscriptionFilter, Tool,
-    UpdateTaskParams,
+    ResultType, ServerCapabilities, ServerConfig, Skill, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -458,7 +458,13 @@ pub struct McpServer {
     /// session started without one, once rmcp has started it): what the stdio transport
     /// needs to run `tools/call` itself.
     peer: std::sync::OnceLock<rmcp::Peer<RoleServer>>,
+    /// The resources this (session-era) connection subscribed to, each watched until its
+    /// token fires (an unsubscribe, or the connection's end).
+    watching: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
 }
+
+/// The most resources one connection subscribes to at once.
+const MAX_SUBSCRIPTIONS: usize = 256;
 
 impl McpServer {
     /// A server for one connection. Each gets a fresh [`OwnerId`], so read-before-edit
@@ -490,6 +496,7 @@ impl McpServer {
             stop,
             log_level: Arc::default(),
             peer: std::sync::OnceLock::new(),
+            watching: std::sync::Mutex::default(),
         }
     }
 
@@ -1055,6 +1062,7 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
                 .enable_logging()
                 .enable_completions()
@@ -1255,6 +1263,70 @@ impl ServerHandler for McpServer {
         // the 2026-07-28 era requires (rmcp takes it off for an older peer).
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result.into())
+    }
+
+    /// A session-era client subscribes to a resource: the plugin that has it (a mounted
+    /// server that tells of changes) is asked, and each change it reports reaches the
+    /// client as `notifications/resources/updated` until it unsubscribes or goes.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let libraries = self.libraries_for(&context, "tools:call").await?;
+        let uri = request.uri;
+        let stop = {
+            let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
+            if watching.contains_key(&uri) {
+                return Ok(());
+            }
+            if watching.len() >= MAX_SUBSCRIPTIONS {
+                return Err(McpError::invalid_request(
+                    format!(
+                        "this connection has {MAX_SUBSCRIPTIONS} resources subscribed, the most it may; unsubscribe from one"
+                    ),
+                    None,
+                ));
+            }
+            let stop = self.stop.child_token();
+            watching.insert(uri.clone(), stop.clone());
+            stop
+        };
+        let peer = context.peer.clone();
+        let updated: toolshed_core::ResourceUpdated = Arc::new(move |uri: &str| {
+            let peer = peer.clone();
+            let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri.to_string());
+            tokio::spawn(async move {
+                let _ = peer.notify_resource_updated(params).await;
+            });
+        });
+        if let Err(e) = libraries.watch(&uri, updated, stop.clone()).await {
+            stop.cancel();
+            self.watching
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&uri);
+            return Err(library_error(e));
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if let Some(stop) = self
+            .watching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&request.uri)
+        {
+            stop.cancel();
+        }
+        Ok(())
     }
 
     async fn complete(
@@ -1483,6 +1555,7 @@ impl ServerHandler for McpServer {
             _stop_guard: CancellationToken::new().drop_guard(),
             log_level: self.log_level.clone(),
             peer: std::sync::OnceLock::new(),
+            watching: std::sync::Mutex::default(),
         };
         tokio::spawn(async move {
             watcher
@@ -1518,17 +1591,44 @@ impl ServerHandler for McpServer {
     /// 2026-07-28: `subscriptions/listen` with `toolsListChanged` is honoured.
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        // The resources asked for are taken as asked (at most MAX_SUBSCRIPTIONS): whether
+        // a plugin tells of a resource's changes is known once listening, not before.
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
+        accepted.resource_subscriptions = requested
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| uris.iter().take(MAX_SUBSCRIPTIONS).cloned().collect())
+            .filter(|uris: &Vec<String>| !uris.is_empty());
+        Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let ended = context.request_context().ct.clone();
+        // The resources it subscribes to, each watched until the subscription ends.
+        if let Some(uris) = context.accepted().resource_subscriptions.clone() {
+            let libraries = self
+                .libraries_for(context.request_context(), "tools:call")
+                .await?;
+            for uri in uris {
+                let sink = context.sink().clone();
+                let updated: toolshed_core::ResourceUpdated = Arc::new(move |uri: &str| {
+                    let sink = sink.clone();
+                    let uri = uri.to_string();
+                    tokio::spawn(async move {
+                        let _ = sink.notify_resource_updated(uri).await;
+                    });
+                });
+                if let Err(e) = libraries.watch(&uri, updated, ended.child_token()).await {
+                    tracing::debug!(uri = %uri, error = %e, "a subscribed resource is not watched");
+                }
+            }
+        }
         if context.accepted().tools_list_changed != Some(true) {
             context.cancelled().await;
             return Ok(());
         }
-        let ended = context.request_context().ct.clone();
         self.watch_list(ended, || context.sink().notify_tool_list_changed())
             .await;
         Ok(())

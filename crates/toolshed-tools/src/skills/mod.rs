@@ -598,6 +598,17 @@ impl Library for SkillLibrary {
         .map_err(|e| PluginError(e.to_string()))
     }
 
+    async fn watch(
+        &self,
+        uri: &str,
+        _updated: toolshed_core::ResourceUpdated,
+        _stop: toolshed_core::CancellationToken,
+    ) -> Result<(), PluginError> {
+        Err(PluginError(format!(
+            "skills tell of no changes to {uri}: read it again, or follow the list (skills/list)"
+        )))
+    }
+
     async fn prompts(&self) -> Result<Vec<Value>, PluginError> {
         let (skills, _) = self.read().await;
         Ok(skills
