@@ -917,3 +917,34 @@ def test_a_2026_listener_hears_of_a_mounted_servers_resource_changes(server, ser
                     await listen(client)
 
     run(main())
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "conformance" / "fixture.mjs"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_mounted_servers_log_messages_during_a_call_reach_the_caller(server, toolshed, mode):
+    """notifications/message a mounted server sends during a call reach the calling client,
+    named after the server: in the session era as they come, in the 2026-07-28 era when the
+    request asks for them (logLevel), at that level and above. The server is
+    tests/conformance/fixture.mjs (scripts/test installs its SDK)."""
+    toolshed("mcp", "add", "fixture", "--prefix", "", "--", "node", str(FIXTURE), "stdio")
+
+    async def main(level):
+        got = []
+
+        async def on_log(params):
+            got.append(params)
+
+        async with Client(server(), mode=mode, logging_callback=on_log, log_level=level) as client:
+            result = await client.call_tool("test_tool_with_logging", {})
+            assert not result.is_error, result.content
+            await asyncio.sleep(0.3)
+        return got
+
+    logs = run(main("info"))
+    assert [m.data for m in logs] == ["Tool execution started", "Tool processing data", "Tool execution completed"], logs
+    assert all(m.logger == "fixture" and m.level == "info" for m in logs), logs
+    if mode == "auto":
+        # Above the level asked: none.
+        assert run(main("error")) == []

@@ -139,6 +139,31 @@ pub struct CallContext {
     /// that start commands run them in it; in `read-only` the pipeline refuses the call
     /// before it runs if it writes files. `None`: the host's mode.
     pub sandbox: Option<String>,
+    /// Where log messages of this call go to its caller (an MCP client's
+    /// `notifications/message`: `{level, logger, data}`); `None`: nowhere.
+    pub log: Option<LogSink>,
+}
+
+/// Takes the params of a log message for the caller (`{level, logger, data}`).
+#[derive(Clone)]
+pub struct LogSink(Arc<dyn Fn(serde_json::Value) + Send + Sync>);
+
+impl LogSink {
+    /// A sink calling `f` with each message.
+    pub fn new(f: impl Fn(serde_json::Value) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Sends one message.
+    pub fn send(&self, params: serde_json::Value) {
+        (self.0)(params);
+    }
+}
+
+impl fmt::Debug for LogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LogSink")
+    }
 }
 
 impl CallContext {
@@ -159,6 +184,7 @@ impl CallContext {
             asker: None,
             write_scope: crate::WriteScope::default(),
             sandbox: None,
+            log: None,
         }
     }
 

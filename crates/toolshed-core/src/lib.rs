@@ -34,7 +34,7 @@ mod touches;
 pub mod trace_context;
 
 pub use ask::{Answer, Asker, MAX_FIELDS, MAX_QUESTION_CHARS, Question};
-pub use context::{CallContext, CallId, OwnerId, Progress, ProgressSink};
+pub use context::{CallContext, CallId, LogSink, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
 pub use llm::{ChatMessage, Completion, CompletionRequest, Sampler};

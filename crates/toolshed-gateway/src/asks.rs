@@ -34,6 +34,8 @@ pub(crate) struct Asks {
     pub(crate) asked: std::sync::atomic::AtomicUsize,
     /// Whose call it is.
     pub(crate) owner: String,
+    /// Where the server's log messages during the call go.
+    pub(crate) log: Option<toolshed_core::LogSink>,
 }
 
 impl Asks {
@@ -43,9 +45,11 @@ impl Asks {
         sampler: Option<Arc<dyn Sampler>>,
         may_sample: bool,
         cancel: CancellationToken,
+        log: Option<toolshed_core::LogSink>,
     ) -> Self {
         Self {
             owner,
+            log,
             asker,
             sampler: sampler.filter(|_| may_sample),
             may_sample,

@@ -80,6 +80,7 @@ fn modern_meta(sampling: bool) -> Value {
             progress: None,
             modern: true,
             sampling,
+            log: false,
         },
         trace: None,
     };
@@ -164,6 +165,8 @@ struct Meta {
     modern: bool,
     /// The server may ask for completions (declared in the capabilities).
     sampling: bool,
+    /// The caller takes log messages: a 2026-07-28 server is asked for them (`logLevel`).
+    log: bool,
 }
 
 impl Meta {
@@ -181,6 +184,9 @@ impl Meta {
                 "io.modelcontextprotocol/clientCapabilities",
                 &crate::asks::capabilities(self.sampling),
             )?;
+            if self.log {
+                out.serialize_entry("io.modelcontextprotocol/logLevel", "debug")?;
+            }
             out.serialize_entry(
                 "io.modelcontextprotocol/clientInfo",
                 &ClientInfo {
@@ -201,6 +207,7 @@ impl Meta {
                     "io.modelcontextprotocol/protocolVersion"
                         | "io.modelcontextprotocol/clientCapabilities"
                         | "io.modelcontextprotocol/clientInfo"
+                        | "io.modelcontextprotocol/logLevel"
                 ))
     }
 }
@@ -642,7 +649,8 @@ impl Client {
         asks: Arc<crate::asks::Asks>,
         input: Option<&(Value, Option<String>)>,
     ) -> Result<(u64, oneshot::Receiver<Reply>), RpcError> {
-        let (id, meta, waiter) = self.open(Some(progress))?;
+        let (id, mut meta, waiter) = self.open(Some(progress))?;
+        meta.log = asks.log.is_some();
         self.shared.lock_calls().insert(id, asks);
         // Dropped while it is written: forgotten, as when writing fails.
         let unsent = Unsent(&self.shared, id);
@@ -721,6 +729,7 @@ impl Client {
             }),
             modern: self.modern,
             sampling: self.sampling,
+            log: false,
         };
         if self.is_closed() {
             self.forget(id);
@@ -766,6 +775,11 @@ impl Client {
     /// to stop the work.
     pub(crate) async fn cancel(&self, id: u64, reason: &str) {
         self.forget(id);
+        // Over HTTP the request's own stream closes too: a 2026-07-28 server takes that as
+        // the cancellation, a notification being a request of its own there.
+        if let Link::Http(link) = &self.link {
+            link.abort(id);
+        }
         let _ = self
             .notify(
                 "notifications/cancelled",
@@ -928,6 +942,20 @@ pub(crate) fn dispatch(
             shared.tools_changed.notify_one();
             None
         }
+        // A log message of the server's: to the caller of the call it came with (the one
+        // in flight), named after the server.
+        (Some("notifications/message"), None) => {
+            if let Ok(asks) = shared.call_for(related)
+                && let Some(log) = &asks.log
+            {
+                let mut params = message["params"].take();
+                if params.get("logger").is_none_or(Value::is_null) {
+                    params["logger"] = json!(shared.name.get().cloned().unwrap_or_default());
+                }
+                log.send(params);
+            }
+            None
+        }
         (Some("notifications/resources/updated"), None) => {
             if let Some(uri) = message["params"]["uri"].as_str() {
                 shared.watchers.updated(uri);
@@ -1006,6 +1034,7 @@ mod tests {
                 progress: None,
                 modern: true,
                 sampling: false,
+                log: false,
             },
             trace: None,
         };
@@ -1035,6 +1064,7 @@ mod tests {
                     progress: Some(7),
                     modern: true,
                     sampling: false,
+                    log: false,
                 },
             }),
         };
@@ -1057,6 +1087,7 @@ mod tests {
             progress: None,
             modern: false,
             sampling: false,
+            log: false,
         };
         let note = Outgoing {
             jsonrpc: "2.0",
@@ -1093,6 +1124,7 @@ mod tests {
                 progress: Some(3),
                 modern: false,
                 sampling: false,
+                log: false,
             },
             ..call
         };

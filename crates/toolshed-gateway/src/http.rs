@@ -58,6 +58,10 @@ pub(crate) struct HttpLink {
     shared: Arc<Shared>,
     session: Mutex<Option<String>>,
     protocol: Mutex<Option<String>>,
+    /// Each request's own stream, stopped by [`HttpLink::abort`] (a 2026-07-28 server
+    /// takes a request's end as its cancellation) or when the link ends.
+    streams: Mutex<std::collections::HashMap<u64, CancellationToken>>,
+    ended: CancellationToken,
 }
 
 impl HttpLink {
@@ -74,7 +78,21 @@ impl HttpLink {
             shared,
             session: Mutex::default(),
             protocol: Mutex::default(),
+            streams: Mutex::default(),
+            ended: CancellationToken::new(),
         })
+    }
+
+    /// Stops reading request `id`'s stream: its connection is closed.
+    pub(crate) fn abort(&self, id: u64) {
+        if let Some(stop) = self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+        {
+            stop.cancel();
+        }
     }
 
     /// The protocol version the server chose, sent on every later request.
@@ -132,8 +150,21 @@ impl HttpLink {
         match request {
             Some(id) => {
                 let link = self.clone();
+                let stop = self.ended.child_token();
+                self.streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, stop.clone());
                 tokio::spawn(async move {
-                    if let Err(why) = link.post(body, ANSWER_TIMEOUT, Some(id)).await {
+                    let posted = tokio::select! {
+                        posted = link.post(body, ANSWER_TIMEOUT, Some(id)) => posted,
+                        () = stop.cancelled() => Ok(()),
+                    };
+                    link.streams
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id);
+                    if let Err(why) = posted {
                         link.shared.settle(id, Err(RpcError::Closed(why)));
                     }
                     // A stream that ended without the answer leaves the caller waiting
@@ -295,6 +326,8 @@ impl HttpLink {
 
     /// Ends the session on the server, if it gave one (in the background).
     pub(crate) fn end(self: &Arc<Self>) {
+        // Every request's stream closes with the link (a listen would read forever).
+        self.ended.cancel();
         if self.session().is_none() {
             return;
         }

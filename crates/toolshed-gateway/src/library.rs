@@ -165,6 +165,12 @@ impl Library for ServerLibrary {
             )));
         }
         let watchers = self.upstream.watchers.clone();
+        // The session first: a server started here asks again for what was watched before
+        // this one.
+        let client = self.upstream.peer().await.map_err(PluginError)?;
+        // One ask at a time: a first watcher's subscribe and a last one's unsubscribe of
+        // the same resource cannot cross.
+        let asking = watchers.asking.lock().await;
         let Some((id, first)) = watchers.add(uri, updated) else {
             return Err(PluginError(format!(
                 "MCP server `{}` has {} resources watched, the most toolshed keeps; unsubscribe from one",
@@ -173,29 +179,42 @@ impl Library for ServerLibrary {
             )));
         };
         if first {
-            let watched = match self.upstream.peer().await {
-                Ok(client) => client
-                    .watch(uri)
+            let asked =
+                match tokio::time::timeout(std::time::Duration::from_secs(10), client.watch(uri))
                     .await
-                    .map_err(|e| self.failed("`resources/subscribe`", e)),
-                Err(e) => Err(PluginError(e)),
-            };
-            match watched {
-                Ok(listen) => watchers.listening(uri, listen),
+                {
+                    Ok(Ok(listen)) => Ok(listen),
+                    Ok(Err(e)) => Err(self.failed("`resources/subscribe`", e)),
+                    Err(_) => Err(PluginError(format!(
+                        "MCP server `{}` did not answer resources/subscribe within 10 s",
+                        self.upstream.name
+                    ))),
+                };
+            match asked {
+                Ok(listen) => watchers.listening(uri, &client, listen),
                 Err(e) => {
                     watchers.remove(uri, id);
                     return Err(e);
                 }
             }
         }
+        drop(asking);
         let upstream = self.upstream.clone();
         let uri = uri.to_string();
         tokio::spawn(async move {
             stop.cancelled().await;
-            if watchers.remove(&uri, id) {
-                let listen = watchers.take_listen(&uri);
-                if let Ok(client) = upstream.peer().await {
-                    client.unwatch(&uri, listen).await;
+            let _asking = watchers.asking.lock().await;
+            if !watchers.remove(&uri, id) {
+                return;
+            }
+            // Told only if it runs: a stopped server watches nothing, and is not started
+            // to be told so.
+            match watchers.take_listen(&uri) {
+                Some((client, listen)) => client.unwatch(&uri, Some(listen)).await,
+                None => {
+                    if let Some(client) = upstream.current().await {
+                        client.unwatch(&uri, None).await;
+                    }
                 }
             }
         });

@@ -442,6 +442,7 @@ impl Tool for MountedTool {
             ctx.sampler.clone(),
             upstream.may_sample(),
             asked,
+            ctx.log.clone(),
         ));
         let _ = client.shared_name().set(upstream.name.clone());
         let mut input: Option<(Value, Option<String>)> = None;

@@ -138,6 +138,14 @@ impl Upstream {
         InFlight(self)
     }
 
+    /// The session with the server if it runs now; never starts it.
+    pub(crate) async fn current(&self) -> Option<Arc<Client>> {
+        let connection = self.connection.lock().await;
+        let c = connection.as_ref()?;
+        (c.process.as_ref().is_none_or(|p| p.is_running()) && !c.client.is_closed())
+            .then(|| c.client.clone())
+    }
+
     /// The session with the running server, starting it when it is not running.
     pub(crate) async fn peer(&self) -> Result<Arc<Client>, String> {
         let mut connection = self.connection.lock().await;
@@ -175,15 +183,22 @@ impl Upstream {
                 *self.failures() = None;
                 let client = started.client.clone();
                 *connection = Some(started);
-                // A server started again is asked again for the resources still watched.
+                // A server started again is asked again for the resources still watched
+                // (the old session's listen streams are gone with it).
+                self.watchers.forget_listens();
+                // What is watched now; one watched first after this is asked by its watcher.
                 let watched = self.watchers.uris();
                 if !watched.is_empty() {
                     let again = client.clone();
                     let watchers = self.watchers.clone();
                     tokio::spawn(async move {
+                        let _asking = watchers.asking.lock().await;
                         for uri in watched {
+                            if !watchers.is_watched(&uri) {
+                                continue;
+                            }
                             match again.watch(&uri).await {
-                                Ok(listen) => watchers.listening(&uri, listen),
+                                Ok(listen) => watchers.listening(&uri, &again, listen),
                                 Err(e) => {
                                     tracing::debug!(error = ?e, "a restarted MCP server refused to watch a resource")
                                 }
@@ -439,7 +454,9 @@ impl Upstream {
 
     /// Stops the server if nothing used it for `idle`; whether it did.
     pub(crate) async fn stop_if_idle(&self, idle: Duration) -> bool {
-        if self.in_flight.load(Ordering::Relaxed) > 0 {
+        // A server whose resources are watched is in use: stopped, it would tell of no
+        // more changes.
+        if self.in_flight.load(Ordering::Relaxed) > 0 || self.watchers.any() {
             return false;
         }
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);

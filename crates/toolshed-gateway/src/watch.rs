@@ -4,8 +4,10 @@
 //! resource changed (`notifications/resources/updated`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::client::Client;
 
 use toolshed_core::ResourceUpdated;
 
@@ -16,8 +18,12 @@ pub(crate) const MAX_WATCHED: usize = 1024;
 pub(crate) struct Watchers {
     next: AtomicU64,
     by_uri: Mutex<HashMap<String, Vec<(u64, ResourceUpdated)>>>,
-    /// The `subscriptions/listen` stream that watches a resource of a 2026-07-28 server.
-    listens: Mutex<HashMap<String, u64>>,
+    /// The `subscriptions/listen` stream that watches a resource of a 2026-07-28 server,
+    /// with the session it belongs to (an id means nothing on another).
+    listens: Mutex<HashMap<String, (Weak<Client>, u64)>>,
+    /// Held while the server is asked to watch or stop watching, so that asks about one
+    /// resource (and a restart's asking again) come one after another.
+    pub(crate) asking: tokio::sync::Mutex<()>,
 }
 
 impl Watchers {
@@ -64,21 +70,42 @@ impl Watchers {
         }
     }
 
-    /// Notes the listen stream watching `uri` (none: the legacy era's subscription).
-    pub(crate) fn listening(&self, uri: &str, listen: Option<u64>) {
+    /// Notes the listen stream of `client` watching `uri` (none: the legacy era's
+    /// subscription).
+    pub(crate) fn listening(&self, uri: &str, client: &Arc<Client>, listen: Option<u64>) {
         let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
         match listen {
-            Some(id) => listens.insert(uri.to_string(), id),
+            Some(id) => listens.insert(uri.to_string(), (Arc::downgrade(client), id)),
             None => listens.remove(uri),
         };
     }
 
-    /// The listen stream watching `uri`, taken off the list.
-    pub(crate) fn take_listen(&self, uri: &str) -> Option<u64> {
+    /// The listen stream watching `uri` on a session still open, taken off the list.
+    pub(crate) fn take_listen(&self, uri: &str) -> Option<(Arc<Client>, u64)> {
+        let (client, id) = self
+            .listens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(uri)?;
+        Some((client.upgrade()?, id))
+    }
+
+    /// Forgets every listen stream (a new session has none of the old one's).
+    pub(crate) fn forget_listens(&self) {
         self.listens
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(uri)
+            .clear();
+    }
+
+    /// Whether `uri` is watched.
+    pub(crate) fn is_watched(&self, uri: &str) -> bool {
+        self.lock().contains_key(uri)
+    }
+
+    /// Whether any resource is watched.
+    pub(crate) fn any(&self) -> bool {
+        !self.lock().is_empty()
     }
 
     /// The resources watched now.
@@ -90,7 +117,6 @@ impl Watchers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn the_first_watcher_subscribes_the_last_unsubscribes_and_each_is_told() {

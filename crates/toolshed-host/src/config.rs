@@ -1056,6 +1056,10 @@ pub const WIDENING: &[(&str, &str)] = &[
         "telemetry.propagate_http",
         "tells the hosts the tools reach which calls belong together",
     ),
+    (
+        "telemetry.logs",
+        "sends more of toolshed's own log records to the telemetry collector",
+    ),
     ("server.allowed_hosts", "accepts more Host names"),
     (
         "server.allowed_origins",

@@ -137,8 +137,9 @@ impl Libraries {
         )))
     }
 
-    /// Asks the plugin that has the resource `uri` to tell `updated` of its changes until
-    /// `stop` fires: the first of them (in trust order) that takes it.
+    /// Asks the plugin that has the resource `uri` — the one a read of it is served by, as
+    /// many servers take a subscription to anything — to tell `updated` of its changes
+    /// until `stop` fires.
     pub async fn watch(
         &self,
         uri: &str,
@@ -147,6 +148,10 @@ impl Libraries {
     ) -> Result<(), LibraryError> {
         let mut refusals = Vec::new();
         for (_, library) in &self.entries {
+            if let Err(e) = library.read_resource(uri).await {
+                refusals.push(e.0);
+                continue;
+            }
             match library.watch(uri, updated.clone(), stop.clone()).await {
                 Ok(()) => return Ok(()),
                 Err(e) => refusals.push(e.0),

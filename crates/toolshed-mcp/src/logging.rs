@@ -34,6 +34,11 @@ impl LogLevel {
             .is_none()
     }
 
+    /// The least severity asked for, once set.
+    pub(crate) fn floor(&self) -> Option<u8> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn admits(&self, level: LoggingLevel) -> bool {
         self.0
             .lock()
@@ -42,7 +47,7 @@ impl LogLevel {
     }
 }
 
-fn severity(level: LoggingLevel) -> u8 {
+pub(crate) fn severity(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
         LoggingLevel::Info => 1,
@@ -53,6 +58,28 @@ fn severity(level: LoggingLevel) -> u8 {
         LoggingLevel::Alert => 6,
         LoggingLevel::Emergency => 7,
     }
+}
+
+/// Where a call's log messages (a mounted server's) go to the client: over `peer`, those
+/// at `floor` and above (all when `None`).
+pub(crate) fn call_log(
+    peer: rmcp::Peer<rmcp::RoleServer>,
+    floor: Option<u8>,
+) -> toolshed_core::LogSink {
+    toolshed_core::LogSink::new(move |params: Value| {
+        let Ok(message) =
+            serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
+        else {
+            return;
+        };
+        if floor.is_some_and(|floor| severity(message.level) < floor) {
+            return;
+        }
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.notify_logging_message(message).await;
+        });
+    })
 }
 
 /// A notice's level: an exit with a failure or a signal is a warning; the rest is info.

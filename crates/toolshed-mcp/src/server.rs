@@ -849,6 +849,20 @@ impl McpServer {
                 peer: context.peer.clone(),
             }));
         }
+        // Log messages of the call (a mounted server's) reach the client: in the session era
+        // at the level it set (all until it sets one); in the 2026-07-28 era when the
+        // request asks for them (`logLevel` in its `_meta`), at that level and above.
+        let floor = if era_2026(&context) {
+            context
+                .meta
+                .log_level()
+                .map(|l| Some(crate::logging::severity(l)))
+        } else {
+            Some(self.log_level.floor())
+        };
+        if let Some(floor) = floor {
+            call.log = Some(crate::logging::call_log(context.peer.clone(), floor));
+        }
         call.profile = bound.session.profile.clone();
         call.selection = bound.session.selection.clone();
         let forwarder = match context.meta.get_progress_token() {
@@ -1294,12 +1308,12 @@ impl ServerHandler for McpServer {
             stop
         };
         let peer = context.peer.clone();
-        let updated: toolshed_core::ResourceUpdated = Arc::new(move |uri: &str| {
+        let updated = forwarding(stop.clone(), move |uri: String| {
             let peer = peer.clone();
-            let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri.to_string());
-            tokio::spawn(async move {
+            async move {
+                let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
                 let _ = peer.notify_resource_updated(params).await;
-            });
+            }
         });
         if let Err(e) = libraries.watch(&uri, updated, stop.clone()).await {
             stop.cancel();
@@ -1611,19 +1625,24 @@ impl ServerHandler for McpServer {
             let libraries = self
                 .libraries_for(context.request_context(), "tools:call")
                 .await?;
-            for uri in uris {
-                let sink = context.sink().clone();
-                let updated: toolshed_core::ResourceUpdated = Arc::new(move |uri: &str| {
-                    let sink = sink.clone();
-                    let uri = uri.to_string();
-                    tokio::spawn(async move {
-                        let _ = sink.notify_resource_updated(uri).await;
-                    });
-                });
-                if let Err(e) = libraries.watch(&uri, updated, ended.child_token()).await {
-                    tracing::debug!(uri = %uri, error = %e, "a subscribed resource is not watched");
+            let sink = context.sink().clone();
+            let updated = forwarding(ended.clone(), move |uri: String| {
+                let sink = sink.clone();
+                async move {
+                    let _ = sink.notify_resource_updated(uri).await;
                 }
-            }
+            });
+            // Side by side: one slow server does not hold up the others (each ask is given
+            // at most 10 s).
+            let watches = uris.iter().map(|uri| {
+                let watch = libraries.watch(uri, updated.clone(), ended.child_token());
+                async move {
+                    if let Err(e) = watch.await {
+                        tracing::debug!(uri = %uri, error = %e, "a subscribed resource is not watched");
+                    }
+                }
+            });
+            futures_util::future::join_all(watches).await;
         }
         if context.accepted().tools_list_changed != Some(true) {
             context.cancelled().await;
@@ -1633,6 +1652,31 @@ impl ServerHandler for McpServer {
             .await;
         Ok(())
     }
+}
+
+/// What tells a client of resource changes: one task sending them in order, until `stop`,
+/// taking at most 64 waiting (an update means "read it again": more of the same are
+/// dropped, not queued without end).
+fn forwarding<F, Fut>(stop: CancellationToken, send: F) -> toolshed_core::ResourceUpdated
+where
+    F: Fn(String) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                next = rx.recv() => match next {
+                    Some(uri) => send(uri).await,
+                    None => return,
+                },
+            }
+        }
+    });
+    Arc::new(move |uri: &str| {
+        let _ = tx.try_send(uri.to_string());
+    })
 }
 
 /// Whether a `tools/call` answer reports the tool's failure.

@@ -67,6 +67,8 @@ pub struct CallRequest {
     /// approval waits for an answer over REST alone (a door that may turn a long call into
     /// a task counts from then).
     pub started: Option<Arc<tokio::sync::Notify>>,
+    /// Where log messages of the call go to its caller (MCP `notifications/message`).
+    pub log: Option<toolshed_core::LogSink>,
 }
 
 /// Where a call that deferred its approval leaves the request it made.
@@ -127,6 +129,7 @@ impl CallRequest {
             answered_approval: None,
             asker: None,
             started: None,
+            log: None,
         }
     }
 }
