@@ -4,7 +4,7 @@
 // must carry `resultType`; the client refuses one without it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { cpSync, existsSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
+import { serve } from './support.js';
 
 const bin = process.env.TOOLSHED_BIN;
 const here = dirname(fileURLToPath(import.meta.url));
@@ -90,31 +91,14 @@ test('stdio, 2026-07-28: prompts, resources and tools through the v2 client', as
 
 test('streamable HTTP, 2026-07-28: prompts, resources and tools through the v2 client', async () => {
   const { workspace, env } = setUp();
-  const token = spawnSync(bin, ['token'], { env, encoding: 'utf8' }).stdout.trim();
-  const server = spawn(bin, ['--workspace', workspace, 'serve', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const { transport, stop } = await transportFor('http', workspace, env);
+  const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
   try {
-    const url = await new Promise((resolve, reject) => {
-      let seen = '';
-      server.stderr.on('data', (chunk) => {
-        seen += chunk;
-        // Only a whole line: a chunk may end part way through the address.
-        const found = seen.match(/^listening on (http\S+)\r?\n/m);
-        if (found) resolve(found[1]);
-      });
-      server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
-    });
-    const transport = new StreamableHTTPClientTransport(new URL(url), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    });
-    const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
     await client.connect(transport);
-    try {
-      await exercise(client);
-    } finally {
-      await client.close();
-    }
+    await exercise(client);
   } finally {
-    server.kill('SIGTERM');
+    await client.close();
+    stop();
   }
 });
 
@@ -126,21 +110,11 @@ async function transportFor(kind, workspace, env) {
   if (kind === 'stdio') {
     return { transport: new StdioClientTransport({ command: bin, args: ['--workspace', workspace, 'mcp'], env, stderr: 'pipe' }), stop: () => {} };
   }
-  const token = spawnSync(bin, ['token'], { env, encoding: 'utf8' }).stdout.trim();
-  const server = spawn(bin, ['--workspace', workspace, 'serve', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  const url = await new Promise((resolve, reject) => {
-    let seen = '';
-    server.stderr.on('data', (chunk) => {
-      seen += chunk;
-      const found = seen.match(/^listening on (http\S+)\r?\n/m);
-      if (found) resolve(found[1]);
-    });
-    server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
-  });
+  const { url, token, stop } = await serve(workspace, env);
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
-  return { transport, stop: () => server.kill('SIGTERM') };
+  return { transport, stop };
 }
 
 function askBeforeCommands(env) {

@@ -5,23 +5,13 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-
-const bin = process.env.TOOLSHED_BIN;
+import { bin, freshHome, serve } from './support.js';
 
 function home() {
-  assert.ok(bin, 'TOOLSHED_BIN is not set; run these tests through scripts/test');
-  const dir = mkdtempSync(join(tmpdir(), 'toolshed-listen-'));
-  const workspace = join(dir, 'workspace');
-  mkdirSync(workspace);
-  const home = join(dir, 'home');
-  const env = { PATH: process.env.PATH, HOME: home, TOOLSHED_HOME: home, TOOLSHED_CURATED_DIR: join(dir, 'none') };
-  return { workspace, env };
+  return freshHome('toolshed-listen-');
 }
 
 /** Connects with a `listChanged` handler; resolves `changed` with the list it was given. */
@@ -66,19 +56,8 @@ test('stdio, 2026-07-28: a plugin disabled meanwhile is announced to the v2 clie
 
 test('streamable HTTP, 2026-07-28: a plugin disabled meanwhile is announced to the v2 client', { timeout: 60_000 }, async () => {
   const { workspace, env } = home();
-  const token = execFileSync(bin, ['token'], { env, encoding: 'utf8' }).trim();
-  const server = spawn(bin, ['--workspace', workspace, 'serve', '--port', '0', '--catalog', 'full'],
-    { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const { url, token, stop } = await serve(workspace, env, ['--catalog', 'full']);
   try {
-    const url = await new Promise((resolve, reject) => {
-      let seen = '';
-      server.stderr.on('data', (chunk) => {
-        seen += chunk;
-        const found = seen.match(/^listening on (http\S+)\r?\n/m);
-        if (found) resolve(found[1]);
-      });
-      server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
-    });
     const session = await listening(new StreamableHTTPClientTransport(new URL(url), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     }));
@@ -88,6 +67,6 @@ test('streamable HTTP, 2026-07-28: a plugin disabled meanwhile is announced to t
       await session.client.close();
     }
   } finally {
-    server.kill('SIGTERM');
+    stop();
   }
 });

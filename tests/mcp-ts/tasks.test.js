@@ -10,15 +10,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
-
-const bin = process.env.TOOLSHED_BIN;
+import { bin, freshHome, serve } from './support.js';
 const VERSION = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 const INFO = { name: 'toolshed-tasks-test', version: '1.0.0' };
@@ -73,13 +69,7 @@ class Tap {
 }
 
 function home() {
-  assert.ok(bin, 'TOOLSHED_BIN is not set; run these tests through scripts/test');
-  const dir = mkdtempSync(join(tmpdir(), 'toolshed-tasks-'));
-  const workspace = join(dir, 'workspace');
-  mkdirSync(workspace);
-  const home = join(dir, 'home');
-  const env = { PATH: process.env.PATH, HOME: home, TOOLSHED_HOME: home, TOOLSHED_CURATED_DIR: join(dir, 'none') };
-  return { workspace, env };
+  return freshHome('toolshed-tasks-');
 }
 
 async function connect(transport) {
@@ -160,22 +150,12 @@ test('stdio, 2026-07-28: a long call is a task the Tasks client settles, resumes
 
 test('streamable HTTP, 2026-07-28: a long call is a task the Tasks client settles, resumes and cancels', { timeout: 120_000 }, async () => {
   const { workspace, env } = home();
-  const token = execFileSync(bin, ['token'], { env, encoding: 'utf8' }).trim();
-  const server = spawn(bin, ['--workspace', workspace, 'serve', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const { url, token, stop } = await serve(workspace, env);
   try {
-    const url = await new Promise((resolve, reject) => {
-      let seen = '';
-      server.stderr.on('data', (chunk) => {
-        seen += chunk;
-        const found = seen.match(/^listening on (http\S+)\r?\n/m);
-        if (found) resolve(found[1]);
-      });
-      server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
-    });
     await lifecycle(async () => connect(new StreamableHTTPClientTransport(new URL(url), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     })), { reconnect: true });
   } finally {
-    server.kill('SIGTERM');
+    stop();
   }
 });

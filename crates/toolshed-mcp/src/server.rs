@@ -652,6 +652,19 @@ impl McpServer {
         }
     }
 
+    /// The host and the task `id` of a `tasks/*` request, when its caller may use it.
+    async fn task_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+        id: &str,
+    ) -> Result<(&Bound, toolshed_host::jobs::JobView), McpError> {
+        let bound = self.bound().await?;
+        bound.check_token()?;
+        Self::require(bound, context, "tools:call")?;
+        let view = self.task_of(bound, context, id)?;
+        Ok((bound, view))
+    }
+
     /// The job `id` when this request's caller may read it (an agent token reads its
     /// owner's, the admin token and a local client every one); otherwise as unknown as one
     /// that never was.
@@ -1372,10 +1385,7 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let bound = self.bound().await?;
-        bound.check_token()?;
-        Self::require(bound, &context, "tools:call")?;
-        let view = self.task_of(bound, &context, &request.task_id)?;
+        let (bound, view) = self.task_for(&context, &request.task_id).await?;
         let retention = bound.host.jobs().retention();
         Ok(GetTaskResult::new(crate::tasks::detailed(&view, retention)))
     }
@@ -1387,10 +1397,7 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let bound = self.bound().await?;
-        bound.check_token()?;
-        Self::require(bound, &context, "tools:call")?;
-        let view = self.task_of(bound, &context, &request.task_id)?;
+        let (bound, view) = self.task_for(&context, &request.task_id).await?;
         let Ok(Value::Object(responses)) = serde_json::to_value(&request.input_responses) else {
             return Ok(());
         };
@@ -1428,10 +1435,7 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let bound = self.bound().await?;
-        bound.check_token()?;
-        Self::require(bound, &context, "tools:call")?;
-        let view = self.task_of(bound, &context, &request.task_id)?;
+        let (bound, view) = self.task_for(&context, &request.task_id).await?;
         if view.state != toolshed_host::jobs::JobState::Running {
             // Cancelling what has ended changes nothing; the ack says only that it was heard.
             return Ok(());
