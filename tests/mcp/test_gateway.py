@@ -6,6 +6,7 @@ MCP door by the Python client: real servers from the package registries — the 
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -948,3 +949,26 @@ def test_a_mounted_servers_log_messages_during_a_call_reach_the_caller(server, t
     if mode == "auto":
         # Above the level asked: none.
         assert run(main("error")) == []
+
+
+def test_a_skill_prompt_and_a_mounted_resource_over_2026_http(serve, toolshed, workspace):
+    """The 2026-07-28 era over streamable HTTP (the Python client): prompts/get of a
+    workspace skill and resources/read of a mounted server's resource, both typed results
+    the client takes (stdio: tests/mcp/test_skills.py and the test above)."""
+    skill = Path(__file__).resolve().parents[1] / "fixtures" / "skills" / "csv-rows"
+    shutil.copytree(skill, workspace / ".claude" / "skills" / "csv-rows")
+    toolshed("mcp", "add", "everything", "--", "node", server_js("everything"), "stdio")
+    url, token = serve()
+
+    async def main():
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode="auto") as client:
+                assert client.protocol_version == "2026-07-28"
+                prompt = await client.get_prompt("csv-rows", {})
+                assert "count.sh" in prompt.messages[0].content.text
+                resources = [str(r.uri) for r in (await client.list_resources()).resources]
+                doc = next(u for u in resources if u.startswith("demo://resource/static/document/"))
+                read = await client.read_resource(doc)
+                assert read.contents and read.contents[0].text, read
+
+    run(main())
