@@ -355,6 +355,46 @@ def test_a_callers_trace_context_parents_the_call_and_reaches_a_mounted_server(
     assert rest_door["parent"] == "b7ad6b7169203331", rest_door
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_callers_traceparent_parents_the_call_and_reaches_a_mounted_server(
+        server, serve, collector, toolshed_bin, home, workspace, transport):
+    """The same in the 2026-07-28 era (the Python client), over stdio and HTTP: the
+    `traceparent` of the request's `_meta` is the door span's parent and reaches the
+    mounted server as a span of toolshed's in the same trace."""
+    import sys
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    added = subprocess.run([toolshed_bin, "--workspace", str(workspace), "mcp", "add", "traced", "--", sys.executable, TRACED],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    trace_id = "7bf92f3577b34da6a3ce929d0e0e4736"
+    given = f"00-{trace_id}-00f067aa0ba902b7-01"
+
+    async def call(client):
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("traced__meta", {}, meta={"traceparent": given})
+        assert not result.is_error, result.content
+        return json.loads(result.content[0].text)
+
+    async def main():
+        if transport == "stdio":
+            params = StdioServerParameters(command=toolshed_bin, args=["--workspace", str(workspace), "mcp"],
+                                           env={**env, **telemetry_env(collector)}, cwd=str(workspace))
+            async with Client(params, mode="auto") as client:
+                return await call(client)
+        url, token = serve(telemetry_env(collector))
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), mode="auto") as client:
+            return await call(client)
+
+    seen = asyncio.run(asyncio.wait_for(main(), timeout=60))
+    collector.wait_for(lambda c: c.named("tools/call traced__meta"))
+    (door,) = collector.named("tools/call traced__meta")
+    assert door["trace"] == trace_id and door["parent"] == "00f067aa0ba902b7", door
+    handed = seen["traceparent"]
+    assert handed.startswith(f"00-{trace_id}-") and "00f067aa0ba902b7" not in handed, seen
+    assert handed.split("-")[2] in {s["id"] for s in collector.trace(trace_id)}, (handed, collector.trace(trace_id))
+
+
 def test_outgoing_http_carries_the_calls_trace_context_only_when_enabled(serve, collector, home, workspace):
     import loopback
 
