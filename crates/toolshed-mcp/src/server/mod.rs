@@ -652,37 +652,6 @@ impl McpServer {
         }
     }
 
-    /// The host and the task `id` of a `tasks/*` request, when its caller may use it.
-    async fn task_for(
-        &self,
-        context: &RequestContext<RoleServer>,
-        id: &str,
-    ) -> Result<(&Bound, toolshed_host::jobs::JobView), McpError> {
-        let bound = self.bound().await?;
-        bound.check_token()?;
-        Self::require(bound, context, "tools:call")?;
-        let view = self.task_of(bound, context, id)?;
-        Ok((bound, view))
-    }
-
-    /// The job `id` when this request's caller may read it (an agent token reads its
-    /// owner's, the admin token and a local client every one); otherwise as unknown as one
-    /// that never was.
-    fn task_of(
-        &self,
-        bound: &Bound,
-        context: &RequestContext<RoleServer>,
-        id: &str,
-    ) -> Result<toolshed_host::jobs::JobView, McpError> {
-        let caller = Self::caller_for(bound, context);
-        bound
-            .host
-            .jobs()
-            .get(id)
-            .filter(|job| caller.as_ref().is_none_or(|c| c.owns(&job.owner)))
-            .ok_or_else(|| crate::tasks::unknown(id))
-    }
-
     /// Waits for the catalog to change in a way this connection sees, then calls `send`;
     /// ends when `send` fails (the client is gone), the server is dropped or `until` fires.
     async fn watch_list<F, Fut, E>(&self, until: CancellationToken, send: F)
@@ -717,228 +686,6 @@ impl McpServer {
                 tracing::debug!(error = %e, "cannot send tools/list_changed; the client is gone");
                 return;
             }
-        }
-    }
-
-    /// `tools/call` inside the door's span.
-    async fn call_tool_traced(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let bound = self.bound().await?;
-
-        bound.check_token()?;
-        Self::require(bound, &context, "tools:call")?;
-        let owner = self.owner_for(bound, &context)?;
-        let mut name = request.name.into_owned();
-        let from_transport = context
-            .extensions
-            .get::<crate::TransportArguments>()
-            .or_else(|| {
-                let parts = context.extensions.get::<http::request::Parts>()?;
-                parts.extensions.get::<crate::TransportArguments>()
-            })
-            .cloned()
-            .unwrap_or_default();
-        let mut arguments = request.arguments.unwrap_or_default();
-        from_transport.put_back(&mut arguments);
-        let mut arguments = Value::Object(arguments);
-        let caller_narrowed = Self::caller_for(bound, &context).is_some_and(|c| c.tools.is_some());
-        if bound.discovers(bound.mode(caller_narrowed)) {
-            match name.as_str() {
-                crate::discover::SEARCH => {
-                    let visible = Self::tools_for(bound, &context);
-                    let (mut result, found) = crate::discover::search(&visible, &arguments);
-                    if let Some(names) = found {
-                        // A stateless request's server lives for that request only: a
-                        // list it kept would be gone by the next one.
-                        let stateless = era_2026(&context)
-                            && context.extensions.get::<http::request::Parts>().is_some();
-                        if stateless {
-                            crate::discover::say_not_kept(&mut result);
-                        } else {
-                            let mode = bound.mode(caller_narrowed);
-                            // Only what the list leaves out: a listed tool is not "added",
-                            // nor counted against the connection's limit.
-                            let unlisted: Vec<String> = names
-                                .into_iter()
-                                .filter(|name| {
-                                    visible
-                                        .iter()
-                                        .any(|e| &e.spec().name == name && !bound.listed(e, mode))
-                                })
-                                .collect();
-                            let added = bound.activate(&unlisted);
-                            crate::discover::say_activated(&mut result, &added);
-                        }
-                    }
-                    return Ok(result.into());
-                }
-                crate::discover::CALL => match crate::discover::inner_call(arguments) {
-                    Ok((inner, inner_arguments)) => {
-                        name = inner;
-                        arguments = inner_arguments;
-                    }
-                    Err(result) => return Ok((*result).into()),
-                },
-                _ => {}
-            }
-        }
-        let caller = Self::caller_for(bound, &context);
-        // An agent token's own client answering its own call's approval is self-approval:
-        // only where [approvals] self_approval allows it.
-        let self_answers = caller.as_ref().is_some_and(|c| c.is_agent())
-            && bound.host.config().config.approvals.self_approval
-                == toolshed_host::approvals::SelfApproval::Deny;
-        // The 2026-07-28 era asks in a later request (input_required) what the session era
-        // asks in this one (elicitation); the client must have declared elicitation.
-        let asks_later = era_2026(&context)
-            && context
-                .client_capabilities()
-                .is_some_and(|caps| caps.elicitation.is_some());
-        if request.request_state.is_some() && !asks_later {
-            return Err(McpError::invalid_params(
-                "the call brings a requestState, but toolshed asks for input only of a \
-                 2026-07-28 request whose client declares elicitation; call again without it",
-                None,
-            ));
-        }
-        let prior = if asks_later {
-            crate::input::open(
-                &bound.host,
-                &owner.0,
-                &name,
-                &arguments,
-                request.request_state.as_deref(),
-            )?
-        } else {
-            crate::input::State::default()
-        };
-        let answered = match &prior.approval {
-            Some(id) => Some(crate::input::take_approval(
-                &bound.host,
-                id,
-                request
-                    .input_responses
-                    .as_ref()
-                    .and_then(|r| r.get(crate::input::APPROVAL)),
-                &format!("the MCP client of {}", owner.0),
-                self_answers,
-            )?),
-            None => None,
-        };
-        let asked_with = asks_later.then(|| arguments.clone());
-        let mut call = CallRequest::new(name.clone(), arguments, owner.clone(), "mcp");
-        call.oversized = from_transport.oversized;
-        call.caller_tools = caller.and_then(|c| c.tools);
-        call.cancel = context.ct.clone();
-        call.answered_approval = answered;
-        // An approval the call needs is asked in a later request too — unless the
-        // caller's own client may not answer it (self-approval): then it waits for REST.
-        let deferred = (asks_later && !self_answers)
-            .then(|| Arc::new(toolshed_host::DeferredApproval::default()));
-        call.defer_approval = deferred.clone();
-        let round_trip = asks_later.then(|| {
-            Arc::new(crate::input::RoundTripAsker::new(
-                crate::input::with_responses(&prior, request.input_responses.as_ref()),
-            ))
-        });
-        if let Some(asker) = &round_trip {
-            call.asker = Some(asker.clone());
-        } else if crate::approve::Elicitation::supported(&context.peer) {
-            call.asker = Some(Arc::new(crate::input::ElicitAsker {
-                peer: context.peer.clone(),
-            }));
-        }
-        if !self_answers && crate::approve::Elicitation::supported(&context.peer) {
-            call.approver = Some(Arc::new(crate::approve::Elicitation {
-                peer: context.peer.clone(),
-                owner: call.owner.0.clone(),
-            }));
-        }
-        if crate::sampling::ClientSampler::supported(&context.peer) {
-            call.sampler = Some(Arc::new(crate::sampling::ClientSampler {
-                peer: context.peer.clone(),
-            }));
-        }
-        // Log messages of the call (a mounted server's) reach the client: in the session era
-        // at the level it set (all until it sets one); in the 2026-07-28 era when the
-        // request asks for them (`logLevel` in its `_meta`), at that level and above.
-        let floor = if era_2026(&context) {
-            context
-                .meta
-                .log_level()
-                .map(|l| Some(crate::logging::severity(l)))
-        } else {
-            Some(self.log_level.floor())
-        };
-        if let Some(floor) = floor {
-            call.log = Some(crate::logging::call_log(context.peer.clone(), floor));
-        }
-        call.profile = bound.session.profile.clone();
-        call.selection = bound.session.selection.clone();
-        let forwarder = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (forwarder, sink) = ProgressForwarder::start(context.peer.clone(), token);
-                call.progress = Some(sink);
-                Some(forwarder)
-            }
-            None => None,
-        };
-        // A client that declared the Tasks extension gets a task for a call that runs long.
-        let after = bound.host.config().config.mcp.task_after_ms;
-        let result = if after > 0
-            && context
-                .client_capabilities()
-                .is_some_and(|caps| caps.supports_tasks())
-        {
-            let wait = std::time::Duration::from_millis(after);
-            // A session-era client's elicitation reaches the person while it stays
-            // connected, task or not; an input round trip ends with the request.
-            let keeps_asking = round_trip.is_none() && call.asker.is_some();
-            match crate::tasks::run(
-                bound.host.clone(),
-                call,
-                context.ct.clone(),
-                wait,
-                keeps_asking,
-            )
-            .await
-            {
-                crate::tasks::Outcome::Done(result) => result,
-                crate::tasks::Outcome::Task(view) => {
-                    if let Some(forwarder) = forwarder {
-                        forwarder.finish().await;
-                    }
-                    let retention = bound.host.jobs().retention();
-                    return Ok(crate::tasks::created(&view, retention).into());
-                }
-            }
-        } else {
-            bound.host.call(call).await
-        };
-        if let Some(forwarder) = forwarder {
-            forwarder.finish().await;
-        }
-        let resolved = result.plugin_id.is_some();
-        if let Some(arguments) = asked_with
-            && let Some(asking) = crate::input::still_asking(
-                &bound.host,
-                crate::input::Call {
-                    owner: &owner.0,
-                    tool: &name,
-                    arguments: &arguments,
-                },
-                deferred.and_then(|d| d.asked()),
-                round_trip.as_deref(),
-            )
-        {
-            return asking.map(Into::into);
-        }
-        match result.result {
-            Ok(output) => Ok(result_from_output(output).into()),
-            Err(error) => result_from_error(&name, resolved, error).map(Into::into),
         }
     }
 }
@@ -1074,6 +821,9 @@ impl Drop for McpServer {
         });
     }
 }
+
+mod answers;
+mod call;
 
 impl ServerHandler for McpServer {
     // Logging is deprecated by the newest revision; clients of the earlier ones use it.
@@ -1301,42 +1051,7 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let libraries = self.libraries_for(&context, "tools:call").await?;
-        let uri = request.uri;
-        let stop = {
-            let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
-            if watching.contains_key(&uri) {
-                return Ok(());
-            }
-            if watching.len() >= MAX_SUBSCRIPTIONS {
-                return Err(McpError::invalid_request(
-                    format!(
-                        "this connection has {MAX_SUBSCRIPTIONS} resources subscribed, the most it may; unsubscribe from one"
-                    ),
-                    None,
-                ));
-            }
-            let stop = self.stop.child_token();
-            watching.insert(uri.clone(), stop.clone());
-            stop
-        };
-        let peer = context.peer.clone();
-        let updated = forwarding(stop.clone(), move |uri: String| {
-            let peer = peer.clone();
-            async move {
-                let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
-                let _ = peer.notify_resource_updated(params).await;
-            }
-        });
-        if let Err(e) = libraries.watch(&uri, updated, stop.clone()).await {
-            stop.cancel();
-            self.watching
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&uri);
-            return Err(library_error(e));
-        }
-        Ok(())
+        self.subscribe_resource(request, context).await
     }
 
     #[allow(deprecated)]
@@ -1345,15 +1060,7 @@ impl ServerHandler for McpServer {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        if let Some(stop) = self
-            .watching
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&request.uri)
-        {
-            stop.cancel();
-        }
-        Ok(())
+        self.unsubscribe_resource(request, _context).await
     }
 
     async fn complete(
@@ -1385,9 +1092,7 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let (bound, view) = self.task_for(&context, &request.task_id).await?;
-        let retention = bound.host.jobs().retention();
-        Ok(GetTaskResult::new(crate::tasks::detailed(&view, retention)))
+        self.task_get(request, context).await
     }
 
     /// Answers a task's questions (`inputRequests` of `tasks/get`); keys that wait for
@@ -1397,37 +1102,7 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let (bound, view) = self.task_for(&context, &request.task_id).await?;
-        let Ok(Value::Object(responses)) = serde_json::to_value(&request.input_responses) else {
-            return Ok(());
-        };
-        // Each answer checked against what it answers before any is taken: a wrong one is
-        // the client's to correct, and the question still waits.
-        let waiting = view.input_requests.clone().unwrap_or(Value::Null);
-        for (key, given) in &responses {
-            let Some(asked) = waiting.get(key) else {
-                continue;
-            };
-            let answer = toolshed_core::Answer::from_elicitation(given).ok_or_else(|| {
-                McpError::invalid_params(
-                    format!(
-                        "inputResponses.{key} is not an answer: give {{\"action\": \"accept\", \"content\": {{…}}}}, or {{\"action\": \"decline\"}}"
-                    ),
-                    None,
-                )
-            })?;
-            let question = toolshed_core::Question {
-                message: asked["params"]["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                schema: asked["params"]["requestedSchema"].clone(),
-            };
-            crate::input::check_answer(&question, key, &answer)
-                .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-        }
-        bound.host.jobs().answer_input(&view.id, &responses);
-        Ok(())
+        self.task_update(request, context).await
     }
 
     async fn cancel_task(
@@ -1435,19 +1110,7 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let (bound, view) = self.task_for(&context, &request.task_id).await?;
-        if view.state != toolshed_host::jobs::JobState::Running {
-            // Cancelling what has ended changes nothing; the ack says only that it was heard.
-            return Ok(());
-        }
-        match bound.host.jobs().cancel(&view.id).await {
-            // Ended meanwhile: as for one that had ended, nothing to do.
-            Ok(_) | Err(toolshed_host::jobs::JobError::Ended(_)) => Ok(()),
-            Err(toolshed_host::jobs::JobError::Conflict(message)) => Err(
-                McpError::invalid_request(message, Some(json!({"taskId": view.id}))),
-            ),
-            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
-        }
+        self.task_cancel(request, context).await
     }
 
     /// A request rmcp could not read as any method it knows: a known method whose params
@@ -1630,7 +1293,7 @@ impl ServerHandler for McpServer {
                 .libraries_for(context.request_context(), "tools:call")
                 .await?;
             let sink = context.sink().clone();
-            let updated = forwarding(ended.clone(), move |uri: String| {
+            let updated = answers::forwarding(ended.clone(), move |uri: String| {
                 let sink = sink.clone();
                 async move {
                     let _ = sink.notify_resource_updated(uri).await;
@@ -1656,31 +1319,6 @@ impl ServerHandler for McpServer {
             .await;
         Ok(())
     }
-}
-
-/// What tells a client of resource changes: one task sending them in order, until `stop`,
-/// taking at most 64 waiting (an update means "read it again": more of the same are
-/// dropped, not queued without end).
-fn forwarding<F, Fut>(stop: CancellationToken, send: F) -> toolshed_core::ResourceUpdated
-where
-    F: Fn(String) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                next = rx.recv() => match next {
-                    Some(uri) => send(uri).await,
-                    None => return,
-                },
-            }
-        }
-    });
-    Arc::new(move |uri: &str| {
-        let _ = tx.try_send(uri.to_string());
-    })
 }
 
 /// Whether a `tools/call` answer reports the tool's failure.

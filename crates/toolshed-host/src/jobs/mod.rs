@@ -14,13 +14,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument as _;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolshed_core::{OwnerId, Progress, ProgressSink, ToolOutput};
 
-use crate::job_store::{Instance, JobEnd, JobRow};
+use crate::job_store::{Instance, JobEnd};
+
+mod input;
+mod view;
+
 use crate::{CallRequest, CallResult, Host, StateStore};
+pub use view::{JobState, JobView};
 
 /// Where a job's events go (`job.started`, `job.progress`, `job.finished`, `job.failed`,
 /// `job.cancelled`): the REST API's event log when a server runs, nowhere otherwise.
@@ -111,91 +115,6 @@ pub const MAX_PROGRESS_MESSAGE: usize = 4096;
 
 /// How long a cancel waits for the job to end, so that its reply says how it ended.
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
-
-/// Where a job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    /// The call runs.
-    Running,
-    /// The call produced a result (which may report a failure with `is_error`).
-    Succeeded,
-    /// The call ended without a result.
-    Failed,
-    /// The call was cancelled.
-    Cancelled,
-}
-
-/// A job as listed.
-#[derive(Debug, Clone, Serialize)]
-pub struct JobView {
-    /// Its id.
-    pub id: String,
-    /// The tool.
-    pub tool: String,
-    /// The owner it runs as.
-    pub owner: String,
-    /// Where it is.
-    pub state: JobState,
-    /// When it was created (ms since the epoch).
-    pub created_ms: u64,
-    /// When it ended.
-    pub finished_ms: Option<u64>,
-    /// Progress reports so far (all of them, of which `progress` holds the latest).
-    pub progress_count: u64,
-    /// The latest progress reports.
-    pub progress: Vec<Progress>,
-    /// The result, once it succeeded.
-    pub result: Option<Value>,
-    /// The error, once it failed or was cancelled.
-    pub error: Option<Value>,
-    /// When it last changed (its latest progress), while this toolshed runs it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub updated_ms: Option<u64>,
-    /// What the call waits for a person to answer, as MCP input requests (key → request):
-    /// an MCP task's question, answered with `tasks/update` (or `POST /questions`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input_requests: Option<Value>,
-}
-
-impl JobState {
-    fn as_str(self) -> &'static str {
-        match self {
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-        }
-    }
-
-    fn parse(text: &str) -> JobState {
-        match text {
-            "running" => JobState::Running,
-            "succeeded" => JobState::Succeeded,
-            "cancelled" => JobState::Cancelled,
-            _ => JobState::Failed,
-        }
-    }
-}
-
-impl From<JobRow> for JobView {
-    fn from(row: JobRow) -> Self {
-        JobView {
-            id: format!("job-{}", row.n),
-            tool: row.tool,
-            owner: row.owner,
-            state: JobState::parse(&row.state),
-            created_ms: row.created_ms,
-            finished_ms: row.finished_ms,
-            progress_count: row.progress_count,
-            progress: serde_json::from_value(row.progress).unwrap_or_default(),
-            result: row.result,
-            error: row.error,
-            updated_ms: None,
-            input_requests: None,
-        }
-    }
-}
 
 /// A job this server runs now.
 struct Job {
@@ -737,59 +656,6 @@ impl Jobs {
             }
             ended.await;
         }
-    }
-
-    /// Puts `request` — an MCP input request, `{"method": "elicitation/create", "params":
-    /// …}` — to whoever follows job `id`: `tasks/get` shows it under `inputRequests` until
-    /// [`Jobs::answer_input`] brings the answer. Its key, and where the answer arrives;
-    /// `None` when the job does not run here.
-    pub fn wait_for_input(
-        &self,
-        id: &str,
-        request: Value,
-    ) -> Option<(String, tokio::sync::oneshot::Receiver<Value>)> {
-        let n = number(id)?;
-        let mut jobs = self.lock();
-        let job = jobs.get_mut(&n)?;
-        let key = format!("ask-{}", job.asked);
-        job.asked += 1;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        job.waiting.insert(key.clone(), tx);
-        let requests = job.view.input_requests.get_or_insert_with(|| json!({}));
-        requests[key.as_str()] = request;
-        job.view.updated_ms = Some(now_ms());
-        Some((key, rx))
-    }
-
-    /// Takes job `id`'s question `key` off the list (answered, or no longer asked).
-    pub fn input_done(&self, id: &str, key: &str) {
-        let Some(n) = number(id) else { return };
-        let mut jobs = self.lock();
-        let Some(job) = jobs.get_mut(&n) else { return };
-        job.waiting.remove(key);
-        if let Some(Value::Object(requests)) = &mut job.view.input_requests {
-            requests.remove(key);
-            if requests.is_empty() {
-                job.view.input_requests = None;
-            }
-        }
-    }
-
-    /// Hands answers (key → the request's result) to job `id`'s waiting questions; keys not
-    /// waiting are left, as the Tasks extension says. How many were taken.
-    pub fn answer_input(&self, id: &str, responses: &serde_json::Map<String, Value>) -> usize {
-        let Some(n) = number(id) else { return 0 };
-        let mut jobs = self.lock();
-        let Some(job) = jobs.get_mut(&n) else {
-            return 0;
-        };
-        let mut taken = 0;
-        for (key, answer) in responses {
-            if let Some(reply) = job.waiting.remove(key) {
-                taken += usize::from(reply.send(answer.clone()).is_ok());
-            }
-        }
-        taken
     }
 
     /// How many jobs are in each state.
