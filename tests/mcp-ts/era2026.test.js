@@ -138,8 +138,8 @@ for (const kind of ['stdio', 'http']) {
       return { action: answers.shift() };
     });
     const { transport, stop } = await transportFor(kind, workspace, askBeforeCommands(env));
-    await client.connect(transport);
     try {
+      await client.connect(transport);
       const ran = await client.callTool({ name: 'exec_command', arguments: { cmd: 'echo yes > approved.txt; echo done' } });
       assert.ok(!ran.isError, JSON.stringify(ran));
       assert.match(ran.content[0].text, /done/);
@@ -161,9 +161,9 @@ for (const kind of ['stdio', 'http']) {
       { ...ERA, capabilities: { elicitation: { form: {} } }, inputRequired: { autoFulfill: false } });
     client.setRequestHandler('elicitation/create', async () => { throw new Error('this test answers by hand'); });
     const { transport, stop } = await transportFor(kind, workspace, askBeforeCommands(env));
-    await client.connect(transport);
     const anything = { '~standard': { version: 1, vendor: 'toolshed-test', validate: (value) => ({ value }) } };
     try {
+      await client.connect(transport);
       const args = { cmd: 'echo forged > forged.txt' };
       const first = await client.request({ method: 'tools/call', params: { name: 'exec_command', arguments: args } },
         anything, { allowInputRequired: true });
@@ -226,8 +226,8 @@ test(`${kind}, 2026-07-28: a traceparent in _meta reaches a mounted server as th
   const client = new Client({ name: 'toolshed-era-test', version: '1.0.0' }, ERA);
   const { transport, stop } = await transportFor(kind, workspace,
     { ...env, TOOLSHED_TELEMETRY__OTLP_ENDPOINT: `http://127.0.0.1:${collector.address().port}` });
-  await client.connect(transport);
   try {
+    await client.connect(transport);
     const traceId = '6bf92f3577b34da6a3ce929d0e0e4736';
     const result = await client.callTool({
       name: 'traced__meta', arguments: {},

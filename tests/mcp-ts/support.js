@@ -34,6 +34,7 @@ export async function serve(workspace, env, args = []) {
       if (found) resolve(found[1]);
     });
     server.on('exit', () => reject(new Error(`toolshed serve exited: ${seen}`)));
+    setTimeout(() => { server.kill('SIGKILL'); reject(new Error(`toolshed serve did not listen within 30 s: ${seen}`)); }, 30_000).unref();
   });
   return { url, token, stop: () => server.kill('SIGTERM') };
 }

@@ -940,8 +940,8 @@ def test_a_mounted_servers_log_messages_during_a_call_reach_the_caller(server, t
         async with Client(server(), mode=mode, logging_callback=on_log, log_level=level) as client:
             result = await client.call_tool("test_tool_with_logging", {})
             assert not result.is_error, result.content
-            await asyncio.sleep(0.3)
-        return got
+            # Sent before the answer, in order.
+            return list(got)
 
     logs = run(main("info"))
     assert [m.data for m in logs] == ["Tool execution started", "Tool processing data", "Tool execution completed"], logs

@@ -945,13 +945,16 @@ pub(crate) fn dispatch(
         // A log message of the server's: to the caller of the call it came with (the one
         // in flight), named after the server.
         (Some("notifications/message"), None) => {
+            let mut params = message["params"].take();
             if let Ok(asks) = shared.call_for(related)
                 && let Some(log) = &asks.log
+                && let Some(fields) = params.as_object_mut()
             {
-                let mut params = message["params"].take();
-                if params.get("logger").is_none_or(Value::is_null) {
-                    params["logger"] = json!(shared.name.get().cloned().unwrap_or_default());
-                }
+                // Named after the server as mounted: a server cannot pass for another.
+                fields.insert(
+                    "logger".into(),
+                    json!(shared.name.get().cloned().unwrap_or_default()),
+                );
                 log.send(params);
             }
             None
@@ -1177,6 +1180,9 @@ mod tests {
                 .contains("no call"),
             "{refused}"
         );
+        // A log message that is not an object (a server's mistake) is dropped, not a panic.
+        let odd = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": "x"});
+        assert!(dispatch(odd, &shared, None).is_none());
         let unknown = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get"});
         assert_eq!(now(unknown)["error"]["code"], -32601);
 

@@ -165,12 +165,18 @@ impl Library for ServerLibrary {
             )));
         }
         let watchers = self.upstream.watchers.clone();
-        // The session first: a server started here asks again for what was watched before
-        // this one.
-        let client = self.upstream.peer().await.map_err(PluginError)?;
         // One ask at a time: a first watcher's subscribe and a last one's unsubscribe of
-        // the same resource cannot cross.
-        let asking = watchers.asking.lock().await;
+        // the same resource cannot cross (and none waits on a hung server for long).
+        let asking = tokio::time::timeout(crate::watch::ASK_LIMIT, watchers.asking.lock())
+            .await
+            .map_err(|_| {
+                PluginError(format!(
+                    "MCP server `{}` is still being asked about other resources; try again",
+                    self.upstream.name
+                ))
+            })?;
+        // A server started here asks again for what was watched before this one.
+        let client = self.upstream.peer().await.map_err(PluginError)?;
         let Some((id, first)) = watchers.add(uri, updated) else {
             return Err(PluginError(format!(
                 "MCP server `{}` has {} resources watched, the most toolshed keeps; unsubscribe from one",
@@ -179,17 +185,15 @@ impl Library for ServerLibrary {
             )));
         };
         if first {
-            let asked =
-                match tokio::time::timeout(std::time::Duration::from_secs(10), client.watch(uri))
-                    .await
-                {
-                    Ok(Ok(listen)) => Ok(listen),
-                    Ok(Err(e)) => Err(self.failed("`resources/subscribe`", e)),
-                    Err(_) => Err(PluginError(format!(
-                        "MCP server `{}` did not answer resources/subscribe within 10 s",
-                        self.upstream.name
-                    ))),
-                };
+            let asked = match tokio::time::timeout(crate::watch::ASK_LIMIT, client.watch(uri)).await
+            {
+                Ok(Ok(listen)) => Ok(listen),
+                Ok(Err(e)) => Err(self.failed("`resources/subscribe`", e)),
+                Err(_) => Err(PluginError(format!(
+                    "MCP server `{}` did not answer resources/subscribe within 10 s",
+                    self.upstream.name
+                ))),
+            };
             match asked {
                 Ok(listen) => watchers.listening(uri, &client, listen),
                 Err(e) => {
@@ -209,14 +213,17 @@ impl Library for ServerLibrary {
             }
             // Told only if it runs: a stopped server watches nothing, and is not started
             // to be told so.
-            match watchers.take_listen(&uri) {
-                Some((client, listen)) => client.unwatch(&uri, Some(listen)).await,
-                None => {
-                    if let Some(client) = upstream.current().await {
-                        client.unwatch(&uri, None).await;
+            let told = async {
+                match watchers.take_listen(&uri) {
+                    Some((client, listen)) => client.unwatch(&uri, Some(listen)).await,
+                    None => {
+                        if let Some(client) = upstream.current().await {
+                            client.unwatch(&uri, None).await;
+                        }
                     }
                 }
-            }
+            };
+            let _ = tokio::time::timeout(crate::watch::ASK_LIMIT, told).await;
         });
         Ok(())
     }

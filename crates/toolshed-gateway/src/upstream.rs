@@ -194,10 +194,19 @@ impl Upstream {
                     tokio::spawn(async move {
                         let _asking = watchers.asking.lock().await;
                         for uri in watched {
-                            if !watchers.is_watched(&uri) {
+                            // Gone meanwhile, or asked on this session by a new first
+                            // watcher already.
+                            if !watchers.is_watched(&uri) || watchers.listens_on(&uri, &again) {
                                 continue;
                             }
-                            match again.watch(&uri).await {
+                            let asked =
+                                tokio::time::timeout(crate::watch::ASK_LIMIT, again.watch(&uri))
+                                    .await;
+                            match asked.unwrap_or_else(|_| {
+                                Err(crate::client::RpcError::Closed(
+                                    "no answer within 10 s".into(),
+                                ))
+                            }) {
                                 Ok(listen) => watchers.listening(&uri, &again, listen),
                                 Err(e) => {
                                     tracing::debug!(error = ?e, "a restarted MCP server refused to watch a resource")

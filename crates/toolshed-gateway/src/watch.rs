@@ -14,6 +14,9 @@ use toolshed_core::ResourceUpdated;
 /// The most resources of one server watched at once, all callers together.
 pub(crate) const MAX_WATCHED: usize = 1024;
 
+/// The longest one ask about a resource (subscribe, unsubscribe, a turn to ask) may take.
+pub(crate) const ASK_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Default)]
 pub(crate) struct Watchers {
     next: AtomicU64,
@@ -68,6 +71,15 @@ impl Watchers {
         for updated in told {
             updated(uri);
         }
+    }
+
+    /// Whether `uri` is already watched on `client`'s session (a listen stream of it).
+    pub(crate) fn listens_on(&self, uri: &str, client: &Arc<Client>) -> bool {
+        self.listens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(uri)
+            .is_some_and(|(on, _)| on.upgrade().is_some_and(|on| Arc::ptr_eq(&on, client)))
     }
 
     /// Notes the listen stream of `client` watching `uri` (none: the legacy era's

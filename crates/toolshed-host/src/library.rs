@@ -148,14 +148,26 @@ impl Libraries {
     ) -> Result<(), LibraryError> {
         let mut refusals = Vec::new();
         for (_, library) in &self.entries {
-            if let Err(e) = library.read_resource(uri).await {
-                refusals.push(e.0);
-                continue;
+            let read = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                library.read_resource(uri),
+            )
+            .await;
+            match read {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    refusals.push(e.0);
+                    continue;
+                }
+                Err(_) => {
+                    refusals.push("no answer to reading it within 10 s".into());
+                    continue;
+                }
             }
-            match library.watch(uri, updated.clone(), stop.clone()).await {
-                Ok(()) => return Ok(()),
-                Err(e) => refusals.push(e.0),
-            }
+            // The library that has it answers: watched there, or not at all.
+            return library.watch(uri, updated, stop).await.map_err(|e| {
+                LibraryError::NotFound(format!("{uri:?} cannot be subscribed to: {}", e.0))
+            });
         }
         Err(LibraryError::NotFound(if refusals.is_empty() {
             format!(

@@ -60,26 +60,65 @@ pub(crate) fn severity(level: LoggingLevel) -> u8 {
     }
 }
 
-/// Where a call's log messages (a mounted server's) go to the client: over `peer`, those
-/// at `floor` and above (all when `None`).
-pub(crate) fn call_log(
-    peer: rmcp::Peer<rmcp::RoleServer>,
-    floor: Option<u8>,
-) -> toolshed_core::LogSink {
-    toolshed_core::LogSink::new(move |params: Value| {
-        let Ok(message) =
-            serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
-        else {
-            return;
-        };
-        if floor.is_some_and(|floor| severity(message.level) < floor) {
-            return;
-        }
-        let peer = peer.clone();
-        tokio::spawn(async move {
-            let _ = peer.notify_logging_message(message).await;
+/// Where a call's log messages (a mounted server's) go to the client: over `peer`, in
+/// order, those at `floor` and above (all when `None`), at most 64 waiting (more are
+/// dropped). [`LogForwarder::finish`] sends what is left before the call is answered.
+pub(crate) struct LogForwarder {
+    finished: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LogForwarder {
+    pub(crate) fn start(
+        peer: rmcp::Peer<rmcp::RoleServer>,
+        floor: Option<u8>,
+    ) -> (Self, toolshed_core::LogSink) {
+        let (tx, mut rx) =
+            tokio::sync::mpsc::channel::<rmcp::model::LoggingMessageNotificationParam>(64);
+        let finished = tokio_util::sync::CancellationToken::new();
+        let done = finished.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    biased;
+                    message = rx.recv() => message,
+                    () = done.cancelled() => {
+                        rx.close();
+                        while let Ok(message) = rx.try_recv() {
+                            let _ = peer.notify_logging_message(message).await;
+                        }
+                        return;
+                    }
+                };
+                match message {
+                    Some(message) => {
+                        let _ = peer.notify_logging_message(message).await;
+                    }
+                    None => return,
+                }
+            }
         });
-    })
+        let sink = toolshed_core::LogSink::new(move |params: Value| {
+            let Ok(message) =
+                serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
+            else {
+                return;
+            };
+            if floor.is_some_and(|floor| severity(message.level) < floor) {
+                return;
+            }
+            if tx.try_send(message).is_err() {
+                tracing::debug!("log queue full or closed; a message of the call dropped");
+            }
+        });
+        (Self { finished, task }, sink)
+    }
+
+    /// Sends what is queued, then stops.
+    pub(crate) async fn finish(self) {
+        self.finished.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// A notice's level: an exit with a failure or a signal is a warning; the rest is info.

@@ -169,27 +169,40 @@ impl McpServer {
     }
 }
 
-/// What tells a client of resource changes: one task sending them in order, until `stop`,
-/// taking at most 64 waiting (an update means "read it again": more of the same are
-/// dropped, not queued without end).
+/// What tells a client of resource changes: one task sending them until `stop`, the
+/// resources that changed since it last sent kept as a set (an update means "read it
+/// again": a resource changed twice is told once, and no resource's news pushes out
+/// another's).
 pub(super) fn forwarding<F, Fut>(stop: CancellationToken, send: F) -> toolshed_core::ResourceUpdated
 where
     F: Fn(String) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                next = rx.recv() => match next {
-                    Some(uri) => send(uri).await,
-                    None => return,
-                },
+    let changed: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>> = Arc::default();
+    let woken = Arc::new(tokio::sync::Notify::new());
+    {
+        let changed = changed.clone();
+        let woken = woken.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = woken.notified() => {}
+                }
+                let batch = std::mem::take(&mut *changed.lock().unwrap_or_else(|p| p.into_inner()));
+                for uri in batch {
+                    send(uri).await;
+                }
             }
-        }
-    });
+        });
+    }
     Arc::new(move |uri: &str| {
-        let _ = tx.try_send(uri.to_string());
+        let mut pending = changed.lock().unwrap_or_else(|p| p.into_inner());
+        // Bounded by the resources watched (at most MAX_SUBSCRIPTIONS per connection).
+        if pending.len() < MAX_SUBSCRIPTIONS {
+            pending.insert(uri.to_string());
+        }
+        drop(pending);
+        woken.notify_one();
     })
 }

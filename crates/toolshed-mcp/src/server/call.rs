@@ -157,9 +157,12 @@ impl McpServer {
         } else {
             Some(self.log_level.floor())
         };
-        if let Some(floor) = floor {
-            call.log = Some(crate::logging::call_log(context.peer.clone(), floor));
-        }
+        let logs = floor.map(|floor| {
+            let (forwarder, sink) =
+                crate::logging::LogForwarder::start(context.peer.clone(), floor);
+            call.log = Some(sink);
+            forwarder
+        });
         call.profile = bound.session.profile.clone();
         call.selection = bound.session.selection.clone();
         let forwarder = match context.meta.get_progress_token() {
@@ -195,6 +198,9 @@ impl McpServer {
                     if let Some(forwarder) = forwarder {
                         forwarder.finish().await;
                     }
+                    if let Some(logs) = logs {
+                        logs.finish().await;
+                    }
                     let retention = bound.host.jobs().retention();
                     return Ok(crate::tasks::created(&view, retention).into());
                 }
@@ -204,6 +210,9 @@ impl McpServer {
         };
         if let Some(forwarder) = forwarder {
             forwarder.finish().await;
+        }
+        if let Some(logs) = logs {
+            logs.finish().await;
         }
         let resolved = result.plugin_id.is_some();
         if let Some(arguments) = asked_with
