@@ -9,6 +9,7 @@ mod catalog;
 mod cli;
 mod first_hour;
 mod hardening;
+mod house;
 mod identity;
 mod policy;
 mod sandbox;
