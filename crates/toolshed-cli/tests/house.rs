@@ -20,7 +20,6 @@ const OVER: &[(&str, usize)] = &[
     ("crates/toolshed-gateway/src/client.rs", 1016),
     ("crates/toolshed-server/src/guard.rs", 952),
     ("crates/toolshed-host/src/store/postgres.rs", 850),
-    ("crates/toolshed-tools/src/browser/page.rs", 839),
 ];
 
 fn root() -> PathBuf {

@@ -41,6 +41,7 @@ use toolshed_ops::{ProcessOps, Services};
 mod cdp;
 mod chromium;
 mod page;
+mod screenshot;
 mod spec;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! Unit tests of the browser plugin's pure parts; the plugin against a real Chromium is
 //! tested through the MCP door (tests/mcp/test_browser.py).
 
-use super::page::png_size;
+use super::screenshot::png_size;
 
 #[test]
 fn a_png_header_gives_its_size() {
