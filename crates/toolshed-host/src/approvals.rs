@@ -172,8 +172,8 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
     let mut hasher = Sha256::new();
     hasher.update(tool.as_bytes());
     hasher.update([0]);
-    crate::dispatcher::hash_json(&mut hasher, arguments);
-    crate::dispatcher::hex(&hasher.finalize())
+    crate::kit::hash_json(&mut hasher, arguments);
+    crate::kit::hex(&hasher.finalize())
 }
 
 /// `tool {args}`, at most 400 characters.

@@ -14,14 +14,13 @@ use crate::hooks::CommandHook;
 use crate::policy::{PolicyRules, RulePolicy};
 use crate::quotas::Quotas;
 use crate::registry::{DiscoveryRoots, Registry};
-use crate::review::{Review, RuleError};
+use crate::review::{CompiledRules, Review, RuleError};
 use crate::store::{StateStore, StoreError};
 
 /// The state database's file name inside the data dir.
 pub const DB_FILE: &str = "toolshed.db";
 
-/// The directory of installed plugins inside the data dir.
-pub const PLUGINS_DIR: &str = "plugins";
+pub use crate::install::PLUGINS_DIR;
 
 /// Why a host could not open.
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +98,11 @@ impl Host {
             path: data_dir.clone(),
             reason: e.to_string(),
         })?;
-        let review = Review::from_config(&options.config.config)?;
+        let config = &options.config.config;
+        let review = Review::compile(&config.review, &config.profiles)?;
+        // Checked here so that a bad rule stops the start, not only the MCP door.
+        CompiledRules::allow_only("mcp.core", config.mcp.core.clone())?;
+        CompiledRules::allow_only("mcp.on_demand", config.mcp.on_demand.clone())?;
         let store = {
             let path = data_dir.join(DB_FILE);
             let shared = options.config.config.store.clone();

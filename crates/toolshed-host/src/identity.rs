@@ -214,7 +214,7 @@ fn tool_rules(scopes: &[String]) -> Result<Option<Arc<CompiledRules>>, RuleError
     if sandbox.is_some() {
         let rules = rules.get_or_insert(CompiledRules::compile(
             "token scope",
-            &crate::config::ReviewRules::default(),
+            &crate::review::ReviewRules::default(),
         )?);
         rules.sandbox = sandbox;
     }

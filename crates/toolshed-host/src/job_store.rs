@@ -359,16 +359,6 @@ impl StateStore {
     }
 }
 
-/// `<pid>-<start of this call, ns, hex>`: a name for a file of this process that no other
-/// process, here or in another PID namespace, picks at the same time.
-pub(crate) fn process_tag() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{}-{nanos:x}", std::process::id())
-}
-
 /// One running server's claim on its jobs: a lock file held for as long as it lives.
 #[derive(Debug)]
 pub struct Instance {
@@ -382,7 +372,7 @@ impl Instance {
     /// (an in-memory store) the instance still has an id, and its jobs are simply never
     /// judged by another process.
     pub fn register(dir: Option<&Path>) -> Self {
-        let id = process_tag();
+        let id = crate::kit::process_tag();
         let lock = dir.and_then(|dir| {
             std::fs::create_dir_all(dir).ok()?;
             let path = Self::lock_path(dir, &id);

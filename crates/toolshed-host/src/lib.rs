@@ -59,16 +59,16 @@ mod events;
 mod grants;
 pub mod hooks;
 mod host;
+mod kit;
 mod lazy;
 mod name_glob;
 mod review;
 mod secrets;
+mod section;
 mod store;
 mod suggest;
 
-pub use audit::{
-    AuditPage, AuditQuery, AuditRow, MAX_AUDIT_PAGE, OUTCOMES, local_time, parse_since,
-};
+pub use audit::{AuditPage, AuditQuery, AuditRow, MAX_AUDIT_PAGE, OUTCOMES};
 pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{
@@ -78,6 +78,7 @@ pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
 pub use hooks::{CallHook, HookDecision, Hooks};
 pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
+pub use kit::{local_time, parse_since};
 pub use policy::{AllowAll, Policy, PolicyDecision, RulePolicy, SandboxEscalation};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use review::{BUILTIN_PROFILES, CompiledRules, Review, RuleError, Subject};

@@ -18,7 +18,7 @@ use toolshed_core::{
     ToolError,
 };
 
-use crate::config::ConfigError;
+use crate::section::SectionError;
 
 /// The largest answer body read from the endpoint.
 const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
@@ -56,11 +56,8 @@ impl Default for LlmConfig {
 
 impl LlmConfig {
     /// Refuses settings that cannot work, naming them.
-    pub(crate) fn check(&self) -> Result<(), ConfigError> {
-        let invalid = |message: String| ConfigError::Invalid {
-            source_name: "llm".into(),
-            message,
-        };
+    pub(crate) fn check(&self) -> Result<(), SectionError> {
+        let invalid = |message: String| SectionError::new("llm", message);
         if let Some(url) = &self.base_url {
             endpoint_host(url).map_err(invalid)?;
         }

@@ -56,22 +56,12 @@ impl OAuthConfig {
         if self.issuer.trim().is_empty() || self.audience.trim().is_empty() {
             return Err("give the issuer and the audience tokens must carry".into());
         }
-        http_host(&self.jwks_url).map(|_| ())
+        crate::kit::http_host(&self.jwks_url).map(|_| ())
     }
 }
 
-/// The `host:port` of an `http` or `https` URL (the port its scheme implies when it names
-/// none), or why `url` is not one.
-pub fn http_host(url: &str) -> Result<String, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("`{url}` is not an http or https URL"));
-    }
-    match (parsed.host_str(), parsed.port_or_known_default()) {
-        (Some(host), Some(port)) => Ok(format!("{host}:{port}")),
-        _ => Err(format!("`{url}` names no host")),
-    }
-}
+/// The `host:port` of an `http` or `https` URL (see [`crate::kit::http_host`]).
+pub use crate::kit::http_host;
 
 fn default_owner_claim() -> String {
     "sub".into()
@@ -353,7 +343,7 @@ mod tests {
         empty.audience = " ".into();
         assert!(empty.check().is_err());
         assert_eq!(
-            http_host("https://login.example/jwks.json").unwrap(),
+            crate::kit::http_host("https://login.example/jwks.json").unwrap(),
             "login.example:443"
         );
     }

@@ -35,7 +35,29 @@ use std::collections::BTreeMap;
 use crate::name_glob::NameGlob;
 use toolshed_core::{Danger, ToolSpec};
 
-use crate::config::{Config, ReviewRules};
+use serde::{Deserialize, Serialize};
+
+/// Allow and deny lists of tool-name globs (`workspace_*`, `calculator`). Deny wins; an
+/// empty allow list allows everything not denied.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReviewRules {
+    /// Globs of tools that may be called; empty means all.
+    pub allow: Vec<String>,
+    /// Globs of tools that may never be called.
+    pub deny: Vec<String>,
+    /// In a profile: the catalog its MCP clients get unless `--catalog` says otherwise —
+    /// `standard` (the default: every tool but `[mcp] on_demand`, plus `tool_search` and
+    /// `tool_call`), `full` (every tool listed) or `discover` (the `[mcp] core` tools plus
+    /// the two). Not allowed in `[review]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<String>,
+    /// In a profile: the sandbox mode its callers' calls run in (`read-only`,
+    /// `workspace-write`), never wider than the host's `[sandbox] mode`. Not allowed in
+    /// `[review]` (that is `[sandbox] mode`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+}
 
 /// What a rule is matched against: a tool's spec and the plugin that provides it.
 #[derive(Debug, Clone, Copy)]
@@ -282,10 +304,13 @@ pub const BUILTIN_PROFILES: &[(&str, &[&str])] = &[
 ];
 
 impl Review {
-    /// Compiles the review rules of `config`, with the built-in profiles it does not
-    /// replace.
-    pub fn from_config(config: &Config) -> Result<Self, RuleError> {
-        let global = CompiledRules::compile("review", &config.review)?;
+    /// Compiles the host's rules (`[review]`) and its profiles (`[profiles.NAME]`), with
+    /// the built-in profiles they do not replace.
+    pub fn compile(
+        review: &ReviewRules,
+        configured: &BTreeMap<String, ReviewRules>,
+    ) -> Result<Self, RuleError> {
+        let global = CompiledRules::compile("review", review)?;
         let mut profiles = BTreeMap::new();
         for (name, allow) in BUILTIN_PROFILES {
             let rules = ReviewRules {
@@ -297,7 +322,7 @@ impl Review {
                 CompiledRules::compile(&format!("profiles.{name}"), &rules)?,
             );
         }
-        if let Some(sandbox) = &config.review.sandbox {
+        if let Some(sandbox) = &review.sandbox {
             return Err(RuleError {
                 source_name: "review.sandbox".into(),
                 pattern: sandbox.clone(),
@@ -306,18 +331,15 @@ impl Review {
                     .into(),
             });
         }
-        if let Some(catalog) = &config.review.catalog {
+        if let Some(catalog) = &review.catalog {
             return Err(RuleError {
                 source_name: "review.catalog".into(),
                 pattern: catalog.clone(),
                 message: "`catalog` belongs to a profile ([profiles.NAME]), not to [review]".into(),
             });
         }
-        // Checked here so that a bad rule stops the start, not only the MCP door.
-        CompiledRules::allow_only("mcp.core", config.mcp.core.clone())?;
-        CompiledRules::allow_only("mcp.on_demand", config.mcp.on_demand.clone())?;
         let mut catalogs = BTreeMap::new();
-        for (name, rules) in &config.profiles {
+        for (name, rules) in configured {
             profiles.insert(
                 name.clone(),
                 CompiledRules::compile(&format!("profiles.{name}"), rules)?,

@@ -103,7 +103,7 @@ pub fn key(dir: &Path, variant: &str, config: &Map<String, Value>) -> Option<Str
     hasher.update(variant.as_bytes());
     hasher.update([0]);
     hasher.update(serde_json::to_string(config).ok()?.as_bytes());
-    Some(crate::dispatcher::hex(&hasher.finalize()))
+    Some(crate::kit::hex(&hasher.finalize()))
 }
 
 /// The tools `dir` ships for `variant` and `config`, if its [`FILE`] has an entry for

@@ -13,7 +13,6 @@ use sha2::{Digest, Sha256};
 use toolshed_core::{CallContext, CallId, ProgressSink, ToolCaller, ToolError, ToolOutput};
 
 use crate::approvals::ApprovalsConfig;
-use crate::config::Limits;
 use crate::events::{Event, EventBus};
 use crate::hooks::Hooks;
 use crate::policy::{Policy, PolicyDecision};
@@ -27,14 +26,16 @@ use tracing::Instrument as _;
 
 mod approval;
 mod boundary;
+mod limits;
 mod nested;
 mod request;
 mod run;
 
 pub use request::{CallRequest, DeferredApproval};
 
+pub(crate) use crate::kit::{hash_json, hex};
+pub use limits::{Limits, MIN_OUTPUT_CEILING};
 use run::{arguments_for_trace, run_with_deadline, trace_outcome, validate};
-pub(crate) use run::{hash_json, hex};
 
 use nested::NestedCaller;
 

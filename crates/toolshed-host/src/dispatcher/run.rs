@@ -231,32 +231,3 @@ pub(super) fn trace_outcome(
         span.record("otel.status_description", kind.as_str());
     }
 }
-
-/// Lower-case hexadecimal of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    s
-}
-
-/// Feeds `value`, serialized as `Value::to_string` spells it, into `hasher` while it is
-/// written: no copy of a large value is made.
-pub(crate) fn hash_json(hasher: &mut sha2::Sha256, value: &Value) {
-    use sha2::Digest as _;
-    struct Hashing<'a>(&'a mut sha2::Sha256);
-    impl std::io::Write for Hashing<'_> {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.update(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    // Writing to a hasher cannot fail.
-    let _ = serde_json::to_writer(Hashing(hasher), value);
-}

@@ -168,7 +168,7 @@ impl CommandHook {
                     }
                     (command, "") => Target::Command(command.to_string()),
                     ("", url) => {
-                        let host = crate::oauth::http_host(url).map_err(|m| error(url, m))?;
+                        let host = crate::kit::http_host(url).map_err(|m| error(url, m))?;
                         Target::Url {
                             url: url.to_string(),
                             host,

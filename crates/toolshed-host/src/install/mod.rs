@@ -41,9 +41,13 @@ pub mod download;
 mod extract;
 pub mod npm;
 pub mod provenance;
+mod replicate;
 pub mod store;
 
 use extract::Extractor;
+
+/// The directory of installed plugins inside the data dir.
+pub const PLUGINS_DIR: &str = "plugins";
 
 /// The lock file installs hold inside the plugin root.
 pub const LOCK_FILE: &str = ".lock";

@@ -12,6 +12,9 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::store::db::args;
+use crate::store::{StateStore, StoreError};
+
 /// The most files hashed in one plugin directory.
 const MAX_FILES: usize = 20_000;
 
@@ -138,6 +141,65 @@ pub fn drift(installed: &BTreeMap<String, String>, now: &BTreeMap<String, String
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl StateStore {
+    /// Records where an installed plugin came from and the hashes of its files (replacing
+    /// what an earlier install of the same id recorded).
+    pub fn set_provenance(
+        &self,
+        plugin_id: &str,
+        provenance: &Provenance,
+    ) -> Result<(), StoreError> {
+        let files = serde_json::to_string(&provenance.files).unwrap_or_else(|_| "{}".into());
+        let dependencies = provenance
+            .dependencies
+            .as_ref()
+            .and_then(|d| serde_json::to_string(d).ok());
+        self.db(|db| {
+            db.execute(
+                "INSERT INTO plugin_installs
+                   (plugin_id, source, sha256, tree_sha256, files, installed_ms, dependencies)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (plugin_id) DO UPDATE SET source = excluded.source,
+                   sha256 = excluded.sha256, tree_sha256 = excluded.tree_sha256,
+                   files = excluded.files, installed_ms = excluded.installed_ms,
+                   dependencies = excluded.dependencies",
+                args![
+                    plugin_id,
+                    &provenance.source,
+                    &provenance.sha256,
+                    &provenance.tree_sha256,
+                    files,
+                    provenance.installed_ms,
+                    dependencies
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// What the install of `plugin_id` recorded, if toolshed installed it.
+    pub fn provenance(&self, plugin_id: &str) -> Result<Option<Provenance>, StoreError> {
+        self.db(|db| {
+            db.query_opt(
+                "SELECT source, sha256, tree_sha256, files, installed_ms, dependencies
+                 FROM plugin_installs WHERE plugin_id = ?1",
+                args![plugin_id],
+            )?
+            .map(|row| {
+                Ok(Provenance {
+                    source: row.text(0)?,
+                    sha256: row.opt_text(1)?,
+                    tree_sha256: row.text(2)?,
+                    files: serde_json::from_str(&row.text(3)?).unwrap_or_default(),
+                    installed_ms: row.int(4)?,
+                    dependencies: row.opt_text(5)?.and_then(|d| serde_json::from_str(&d).ok()),
+                })
+            })
+            .transpose()
+        })
+    }
 }
 
 #[cfg(test)]

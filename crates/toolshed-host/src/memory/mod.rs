@@ -31,54 +31,6 @@ pub use markdown::{Exported, Imported, MAX_IMPORT_FILES};
 pub use query::{MAX_QUERY_LEN, fts_query};
 pub use tools::plugin;
 
-/// The tables, index and triggers of memory (one migration of the state store).
-pub(crate) const SCHEMA: &str = "CREATE TABLE memories (
-        n           INTEGER PRIMARY KEY,
-        id          TEXT NOT NULL UNIQUE,
-        owner       TEXT NOT NULL,
-        namespace   TEXT NOT NULL,
-        kind        TEXT NOT NULL,
-        day         TEXT,
-        title       TEXT NOT NULL,
-        text        TEXT NOT NULL,
-        tags        TEXT NOT NULL,
-        created_ms  INTEGER NOT NULL,
-        updated_ms  INTEGER NOT NULL,
-        expires_ms  INTEGER,
-        deleted_ms  INTEGER,
-        archived_in TEXT
-    );
-    CREATE INDEX memories_recent ON memories (owner, namespace, updated_ms);
-    CREATE INDEX memories_gone ON memories (deleted_ms) WHERE deleted_ms IS NOT NULL;
-    CREATE INDEX memories_expiry ON memories (expires_ms) WHERE expires_ms IS NOT NULL;
-    CREATE INDEX memories_days ON memories (owner, namespace, day) WHERE day IS NOT NULL;
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        title, text, tags, content = 'memories', content_rowid = 'n',
-        tokenize = 'porter unicode61 remove_diacritics 2'
-    );
-    CREATE TABLE memory_usage (owner TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
-    CREATE TRIGGER memories_added AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, title, text, tags)
-            VALUES (new.n, new.title, new.text, new.tags);
-        INSERT INTO memory_usage (owner, bytes) VALUES (new.owner, length(CAST(new.text AS BLOB)))
-            ON CONFLICT (owner) DO UPDATE SET bytes = bytes + excluded.bytes;
-    END;
-    CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, title, text, tags)
-            VALUES ('delete', old.n, old.title, old.text, old.tags);
-        UPDATE memory_usage SET bytes = bytes - length(CAST(old.text AS BLOB))
-            WHERE owner = old.owner;
-    END;
-    CREATE TRIGGER memories_changed AFTER UPDATE OF title, text, tags ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, title, text, tags)
-            VALUES ('delete', old.n, old.title, old.text, old.tags);
-        INSERT INTO memories_fts (rowid, title, text, tags)
-            VALUES (new.n, new.title, new.text, new.tags);
-        UPDATE memory_usage
-            SET bytes = bytes - length(CAST(old.text AS BLOB)) + length(CAST(new.text AS BLOB))
-            WHERE owner = new.owner;
-    END;";
-
 /// The owner value of memories in a shared namespace.
 const SHARED: &str = "*";
 /// The most tags on one memory.
@@ -134,11 +86,8 @@ impl MemoryConfig {
     }
 
     /// Refuses limits that cannot work, naming the setting.
-    pub(crate) fn check(&self) -> std::result::Result<(), crate::config::ConfigError> {
-        let invalid = |message: String| crate::config::ConfigError::Invalid {
-            source_name: "memory".into(),
-            message,
-        };
+    pub(crate) fn check(&self) -> std::result::Result<(), crate::section::SectionError> {
+        let invalid = |message: String| crate::section::SectionError::new("memory", message);
         if self.max_bytes == 0 || self.compact_bytes == 0 {
             return Err(invalid(
                 "[memory] max_bytes and compact_bytes must be at least 1 byte".into(),

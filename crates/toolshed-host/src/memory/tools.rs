@@ -231,14 +231,14 @@ fn error(e: MemoryError) -> ToolError {
 fn time_arg(args: &Value, key: &str, now: i64) -> Result<Option<i64>, ToolError> {
     match text_arg(args, key) {
         None => Ok(None),
-        Some(text) => crate::audit::parse_since(&text, now)
+        Some(text) => crate::kit::parse_since(&text, now)
             .map(Some)
             .map_err(|e| ToolError::invalid_at(format!("/{key}"), e.replacen("since", key, 1))),
     }
 }
 
 fn when(ms: i64) -> String {
-    crate::audit::local_time(ms)
+    crate::kit::local_time(ms)
 }
 
 fn show(memory: &Memory) -> String {

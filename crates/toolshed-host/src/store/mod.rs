@@ -4,7 +4,7 @@
 //! statement or transaction and returns. Async callers run it on the blocking pool. The
 //! exception is the audit log, written by the pipeline on every call: each call's row is
 //! appended to a journal before the reply leaves and committed in batches by a thread of
-//! the store's own (see [`crate::audit`]).
+//! the store's own (see `audit_writer`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,145 +16,23 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use toolshed_core::ToolSpec;
 
-use crate::audit::AuditQueue;
+use audit_writer::AuditQueue;
 
+mod audit_writer;
 #[cfg(all(test, feature = "postgres"))]
 mod contract;
 pub(crate) mod db;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
-mod replicate;
+mod schema;
+mod seen;
+mod settings;
+
+pub(crate) use schema::MIGRATIONS;
+
+pub use settings::StoreConfig;
 
 use db::{Db, Dialect, SqliteDb, args};
-
-/// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
-/// Never edit a released entry: append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    "CREATE TABLE plugin_state (
-        plugin_id    TEXT PRIMARY KEY,
-        enabled      INTEGER NOT NULL,
-        source       TEXT,
-        sha256       TEXT,
-        installed_at INTEGER,
-        updated_at   INTEGER NOT NULL
-    );
-    CREATE TABLE config_values (
-        plugin_id  TEXT NOT NULL,
-        key        TEXT NOT NULL,
-        value      TEXT NOT NULL,
-        secret     INTEGER NOT NULL DEFAULT 0,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (plugin_id, key)
-    );
-    CREATE TABLE audit (
-        id          INTEGER PRIMARY KEY AUTOINCREMENT,
-        ts_ms       INTEGER NOT NULL,
-        call_id     TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        door        TEXT NOT NULL,
-        tool        TEXT NOT NULL,
-        plugin      TEXT,
-        args_sha256 TEXT NOT NULL,
-        outcome     TEXT NOT NULL,
-        error_kind  TEXT,
-        duration_ms INTEGER NOT NULL
-    );
-    CREATE INDEX audit_ts ON audit (ts_ms);",
-    "CREATE TABLE read_log (
-        owner     TEXT NOT NULL,
-        path      TEXT NOT NULL,
-        sha256    BLOB NOT NULL,
-        ts_ms     INTEGER NOT NULL,
-        PRIMARY KEY (owner, path)
-    );
-    CREATE INDEX read_log_ts ON read_log (ts_ms);",
-    "CREATE TABLE plugin_grants (
-        plugin_id  TEXT NOT NULL,
-        grant      TEXT NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (plugin_id, grant)
-    );",
-    "CREATE TABLE plugin_tools (
-        plugin_id  TEXT PRIMARY KEY,
-        load_key   TEXT NOT NULL,
-        specs      TEXT NOT NULL,
-        updated_at INTEGER NOT NULL
-    );",
-    "CREATE TABLE tokens (
-        id           TEXT PRIMARY KEY,
-        owner        TEXT NOT NULL,
-        scopes       TEXT NOT NULL,
-        hash         TEXT NOT NULL,
-        created_ms   INTEGER NOT NULL,
-        expires_ms   INTEGER,
-        last_used_ms INTEGER,
-        revoked_ms   INTEGER
-    );",
-    "CREATE TABLE approvals (
-        id          TEXT PRIMARY KEY,
-        tool        TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        digest      TEXT NOT NULL,
-        summary     TEXT NOT NULL,
-        rule        TEXT NOT NULL,
-        reason      TEXT NOT NULL,
-        created_ms  INTEGER NOT NULL,
-        expires_ms  INTEGER NOT NULL,
-        state       TEXT NOT NULL,
-        answered_by TEXT,
-        answered_ms INTEGER,
-        remembered  INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX approvals_state ON approvals (state, created_ms);
-    CREATE TABLE approval_grants (
-        owner      TEXT NOT NULL,
-        tool       TEXT NOT NULL,
-        digest     TEXT NOT NULL,
-        created_ms INTEGER NOT NULL,
-        PRIMARY KEY (owner, tool, digest)
-    );",
-    "ALTER TABLE audit ADD COLUMN approval TEXT;",
-    "CREATE TABLE jobs (
-        n              INTEGER PRIMARY KEY AUTOINCREMENT,
-        tool           TEXT NOT NULL,
-        owner          TEXT NOT NULL,
-        state          TEXT NOT NULL,
-        created_ms     INTEGER NOT NULL,
-        finished_ms    INTEGER,
-        progress_count INTEGER NOT NULL DEFAULT 0,
-        progress       TEXT,
-        result         TEXT,
-        error          TEXT,
-        instance       TEXT NOT NULL
-    );
-    CREATE INDEX jobs_state ON jobs (state, instance);
-    CREATE TABLE sequences (
-        name  TEXT PRIMARY KEY,
-        value INTEGER NOT NULL
-    );",
-    "ALTER TABLE audit ADD COLUMN parent TEXT;
-    CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;",
-    crate::memory::SCHEMA,
-    "CREATE TABLE plugin_installs (
-        plugin_id    TEXT PRIMARY KEY,
-        source       TEXT NOT NULL,
-        sha256       TEXT,
-        tree_sha256  TEXT NOT NULL,
-        files        TEXT NOT NULL,
-        installed_ms INTEGER NOT NULL
-    );",
-    "CREATE TABLE events (
-        id      INTEGER PRIMARY KEY,
-        kind    TEXT NOT NULL,
-        time_ms INTEGER NOT NULL,
-        job_id  TEXT,
-        owner   TEXT,
-        data    TEXT NOT NULL
-    );",
-    "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
-    // When an approved request's call ran: a yes is for one run.
-    "ALTER TABLE approvals ADD COLUMN used_ms INTEGER;",
-];
 
 /// The most read-log rows kept; the oldest are removed first.
 pub(crate) const MAX_READ_LOG_ROWS: i64 = 100_000;
@@ -248,7 +126,7 @@ pub struct StateStore {
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     me: String,
     /// The shared installs this toolshed has put in place or seen.
-    seen_installs: replicate::Seen,
+    seen_installs: seen::Seen,
 }
 
 /// What a store on Postgres heard from the other toolsheds sharing the database: how many
@@ -411,7 +289,7 @@ pub(crate) const CHANGES_FILE: &str = "state.changed";
 
 impl StateStore {
     /// Tells watching servers that plugin choices changed: rewrites [`CHANGES_FILE`].
-    fn mark_changed(&self) {
+    pub(crate) fn mark_changed(&self) {
         #[cfg(feature = "postgres")]
         if self.engine.postgres.is_some()
             && let Err(e) = self.db(|db| postgres::notify_changed(db, &self.me))
@@ -435,7 +313,7 @@ impl StateStore {
     /// Opens the store as `[store]` says: the SQLite file at `path`, or with a
     /// `postgres://` URL the shared tables in that database (migrated to this build's
     /// schema) and the rest in the file (docs/deploy.md).
-    pub fn open_with(path: &Path, store: &crate::config::StoreConfig) -> Result<Self, StoreError> {
+    pub fn open_with(path: &Path, store: &StoreConfig) -> Result<Self, StoreError> {
         match store.url.as_deref() {
             None => Self::open(path),
             Some(url) => Self::open_postgres(path, url, store.max_connections),
@@ -553,15 +431,15 @@ impl StateStore {
         // Rows that processes killed before committing left in their journals go in first.
         let journal = match path.parent().filter(|_| path != Path::new(":memory:")) {
             Some(dir) => {
-                let dir = dir.join(crate::audit::JOURNAL_DIR);
-                let replayed = crate::audit::replay_journals(&engine, &dir);
+                let dir = dir.join(audit_writer::JOURNAL_DIR);
+                let replayed = audit_writer::replay_journals(&engine, &dir);
                 if replayed > 0 {
                     tracing::info!(
                         rows = replayed,
                         "recovered audit rows of a process that was killed"
                     );
                 }
-                match crate::audit::Journal::create(&dir) {
+                match audit_writer::Journal::create(&dir) {
                     Ok(journal) => Some(journal),
                     Err(e) => {
                         tracing::warn!(dir = %dir.display(), error = %e,
@@ -590,7 +468,7 @@ impl StateStore {
                 file: changes_file,
                 events: std::sync::OnceLock::new(),
             }),
-            seen_installs: replicate::Seen::default(),
+            seen_installs: seen::Seen::default(),
             me: format!(
                 "{}-{}",
                 std::process::id(),
@@ -607,6 +485,11 @@ impl StateStore {
     /// file checks what another signed.
     pub fn signing_key(&self) -> &[u8] {
         self.secrets.signing_key()
+    }
+
+    /// What this process has dealt with of the shared installs' rows.
+    pub(crate) fn seen_installs(&self) -> &seen::Seen {
+        &self.seen_installs
     }
 
     /// Where the database lives.
@@ -735,66 +618,6 @@ impl StateStore {
         self.cached_config(|cache| cache.remove(plugin_id));
         self.mark_changed();
         Ok(())
-    }
-
-    /// Records where an installed plugin came from and the hashes of its files (replacing
-    /// what an earlier install of the same id recorded).
-    pub fn set_provenance(
-        &self,
-        plugin_id: &str,
-        provenance: &crate::install::provenance::Provenance,
-    ) -> Result<(), StoreError> {
-        let files = serde_json::to_string(&provenance.files).unwrap_or_else(|_| "{}".into());
-        let dependencies = provenance
-            .dependencies
-            .as_ref()
-            .and_then(|d| serde_json::to_string(d).ok());
-        self.db(|db| {
-            db.execute(
-                "INSERT INTO plugin_installs
-                   (plugin_id, source, sha256, tree_sha256, files, installed_ms, dependencies)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (plugin_id) DO UPDATE SET source = excluded.source,
-                   sha256 = excluded.sha256, tree_sha256 = excluded.tree_sha256,
-                   files = excluded.files, installed_ms = excluded.installed_ms,
-                   dependencies = excluded.dependencies",
-                args![
-                    plugin_id,
-                    &provenance.source,
-                    &provenance.sha256,
-                    &provenance.tree_sha256,
-                    files,
-                    provenance.installed_ms,
-                    dependencies
-                ],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// What the install of `plugin_id` recorded, if toolshed installed it.
-    pub fn provenance(
-        &self,
-        plugin_id: &str,
-    ) -> Result<Option<crate::install::provenance::Provenance>, StoreError> {
-        self.db(|db| {
-            db.query_opt(
-                "SELECT source, sha256, tree_sha256, files, installed_ms, dependencies
-                 FROM plugin_installs WHERE plugin_id = ?1",
-                args![plugin_id],
-            )?
-            .map(|row| {
-                Ok(crate::install::provenance::Provenance {
-                    source: row.text(0)?,
-                    sha256: row.opt_text(1)?,
-                    tree_sha256: row.text(2)?,
-                    files: serde_json::from_str(&row.text(3)?).unwrap_or_default(),
-                    installed_ms: row.int(4)?,
-                    dependencies: row.opt_text(5)?.and_then(|d| serde_json::from_str(&d).ok()),
-                })
-            })
-            .transpose()
-        })
     }
 
     /// Records that the plugin is enabled or disabled.
@@ -1051,84 +874,6 @@ impl StateStore {
                 )?;
             }
             Ok(())
-        })
-    }
-
-    /// The newest audit rows, newest first, queued rows included.
-    pub fn recent_audit(&self, limit: usize) -> Result<Vec<AuditRecord>, StoreError> {
-        let query = crate::audit::AuditQuery {
-            limit,
-            ..Default::default()
-        };
-        Ok(self
-            .audit_page(&query)?
-            .rows
-            .into_iter()
-            .map(|row| row.record)
-            .collect())
-    }
-
-    /// One page of the audit log, newest first, queued rows included: the rows `query`
-    /// selects, and the cursor of the next (older) page when there are more.
-    pub fn audit_page(
-        &self,
-        query: &crate::audit::AuditQuery,
-    ) -> Result<crate::audit::AuditPage, StoreError> {
-        self.flush_audit();
-        self.db(|db| {
-            let dialect = db.dialect();
-            let sql = format!(
-                "SELECT id, ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
-                 error_kind, duration_ms, approval, parent FROM audit
-                 WHERE (CAST(?1 AS TEXT) IS NULL OR {}) AND (CAST(?2 AS TEXT) IS NULL OR {})
-                   AND (CAST(?3 AS BIGINT) IS NULL OR ts_ms >= ?3)
-                   AND (CAST(?4 AS BIGINT) IS NULL OR id < ?4)
-                   AND (CAST(?5 AS TEXT) IS NULL OR outcome = ?5)
-                   AND (CAST(?7 AS TEXT) IS NULL OR parent = ?7)
-                 ORDER BY id DESC LIMIT ?6",
-                db::glob_match(dialect, "tool", 1),
-                db::glob_match(dialect, "owner", 2),
-            );
-            let mut rows = db
-                .query(
-                    &sql,
-                    &[
-                        db::glob_param(dialect, query.tool.as_deref()),
-                        db::glob_param(dialect, query.owner.as_deref()),
-                        query.since_ms.into(),
-                        query.before.into(),
-                        query.outcome.as_deref().into(),
-                        query.limit.saturating_add(1).into(),
-                        query.parent.as_deref().into(),
-                    ],
-                )?
-                .iter()
-                .map(|r| {
-                    Ok(crate::audit::AuditRow {
-                        id: r.int(0)?,
-                        record: AuditRecord {
-                            ts_ms: r.int(1)?,
-                            call_id: r.text(2)?,
-                            owner: r.text(3)?,
-                            door: r.text(4)?,
-                            tool: r.text(5)?,
-                            plugin: r.opt_text(6)?,
-                            args_sha256: r.text(7)?,
-                            outcome: r.text(8)?,
-                            error_kind: r.opt_text(9)?,
-                            duration_ms: r.int(10)?,
-                            approval: r.opt_text(11)?,
-                            parent: r.opt_text(12)?,
-                        },
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            let more = rows.len() > query.limit;
-            rows.truncate(query.limit);
-            let next_cursor = more
-                .then(|| rows.last().map(|row| row.id.to_string()))
-                .flatten();
-            Ok(crate::audit::AuditPage { rows, next_cursor })
         })
     }
 }

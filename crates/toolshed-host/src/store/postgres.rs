@@ -626,185 +626,6 @@ pub(crate) fn listen(
     Ok(())
 }
 
-/// The shared tables, one migration per entry; `toolshed_schema` records how many ran.
-/// Never edit a released entry: append a new one. The tables are those of the SQLite file
-/// ([`super::MIGRATIONS`]) in Postgres types: integers are `BIGINT` (booleans too, 0 or 1),
-/// blobs `BYTEA`; memory search uses a weighted `tsvector` column (title, tags, text) with a
-/// GIN index instead of FTS5, and the per-owner byte count is kept by a trigger as there.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    "
-    CREATE TABLE plugin_state (
-        plugin_id    TEXT PRIMARY KEY,
-        enabled      BIGINT NOT NULL,
-        source       TEXT,
-        sha256       TEXT,
-        installed_at BIGINT,
-        updated_at   BIGINT NOT NULL
-    );
-    CREATE TABLE config_values (
-        plugin_id  TEXT NOT NULL,
-        key        TEXT NOT NULL,
-        value      TEXT NOT NULL,
-        secret     BIGINT NOT NULL DEFAULT 0,
-        updated_at BIGINT NOT NULL,
-        PRIMARY KEY (plugin_id, key)
-    );
-    CREATE TABLE audit (
-        id          BIGSERIAL PRIMARY KEY,
-        ts_ms       BIGINT NOT NULL,
-        call_id     TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        door        TEXT NOT NULL,
-        tool        TEXT NOT NULL,
-        plugin      TEXT,
-        args_sha256 TEXT NOT NULL,
-        outcome     TEXT NOT NULL,
-        error_kind  TEXT,
-        duration_ms BIGINT NOT NULL,
-        approval    TEXT,
-        parent      TEXT
-    );
-    CREATE INDEX audit_ts ON audit (ts_ms);
-    CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;
-    CREATE TABLE read_log (
-        owner  TEXT NOT NULL,
-        path   TEXT NOT NULL,
-        sha256 BYTEA NOT NULL,
-        ts_ms  BIGINT NOT NULL,
-        PRIMARY KEY (owner, path)
-    );
-    CREATE INDEX read_log_ts ON read_log (ts_ms);
-    CREATE TABLE plugin_grants (
-        plugin_id  TEXT NOT NULL,
-        \"grant\"    TEXT NOT NULL,
-        updated_at BIGINT NOT NULL,
-        PRIMARY KEY (plugin_id, \"grant\")
-    );
-    CREATE TABLE plugin_tools (
-        plugin_id  TEXT PRIMARY KEY,
-        load_key   TEXT NOT NULL,
-        specs      TEXT NOT NULL,
-        updated_at BIGINT NOT NULL
-    );
-    CREATE TABLE tokens (
-        id           TEXT PRIMARY KEY,
-        owner        TEXT NOT NULL,
-        scopes       TEXT NOT NULL,
-        hash         TEXT NOT NULL,
-        created_ms   BIGINT NOT NULL,
-        expires_ms   BIGINT,
-        last_used_ms BIGINT,
-        revoked_ms   BIGINT
-    );
-    CREATE TABLE approvals (
-        id          TEXT PRIMARY KEY,
-        tool        TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        digest      TEXT NOT NULL,
-        summary     TEXT NOT NULL,
-        rule        TEXT NOT NULL,
-        reason      TEXT NOT NULL,
-        created_ms  BIGINT NOT NULL,
-        expires_ms  BIGINT NOT NULL,
-        state       TEXT NOT NULL,
-        answered_by TEXT,
-        answered_ms BIGINT,
-        remembered  BIGINT NOT NULL DEFAULT 0
-    );
-    CREATE INDEX approvals_state ON approvals (state, created_ms);
-    CREATE TABLE approval_grants (
-        owner      TEXT NOT NULL,
-        tool       TEXT NOT NULL,
-        digest     TEXT NOT NULL,
-        created_ms BIGINT NOT NULL,
-        PRIMARY KEY (owner, tool, digest)
-    );
-    CREATE TABLE jobs (
-        n              BIGSERIAL PRIMARY KEY,
-        tool           TEXT NOT NULL,
-        owner          TEXT NOT NULL,
-        state          TEXT NOT NULL,
-        created_ms     BIGINT NOT NULL,
-        finished_ms    BIGINT,
-        progress_count BIGINT NOT NULL DEFAULT 0,
-        progress       TEXT,
-        result         TEXT,
-        error          TEXT,
-        instance       TEXT NOT NULL
-    );
-    CREATE INDEX jobs_state ON jobs (state, instance);
-    CREATE TABLE sequences (
-        name  TEXT PRIMARY KEY,
-        value BIGINT NOT NULL
-    );
-    CREATE TABLE plugin_installs (
-        plugin_id    TEXT PRIMARY KEY,
-        source       TEXT NOT NULL,
-        sha256       TEXT,
-        tree_sha256  TEXT NOT NULL,
-        files        TEXT NOT NULL,
-        installed_ms BIGINT NOT NULL
-    );
-    CREATE TABLE events (
-        id      BIGINT PRIMARY KEY,
-        kind    TEXT NOT NULL,
-        time_ms BIGINT NOT NULL,
-        job_id  TEXT,
-        owner   TEXT,
-        data    TEXT NOT NULL
-    );",
-    "
-    CREATE TABLE plugin_archives (
-        plugin_id   TEXT PRIMARY KEY,
-        tree_sha256 TEXT NOT NULL,
-        archive     BYTEA,
-        updated_ms  BIGINT NOT NULL
-    );",
-    "
-    CREATE TABLE memories (
-        n           BIGSERIAL PRIMARY KEY,
-        id          TEXT NOT NULL UNIQUE,
-        owner       TEXT NOT NULL,
-        namespace   TEXT NOT NULL,
-        kind        TEXT NOT NULL,
-        day         TEXT,
-        title       TEXT NOT NULL,
-        text        TEXT NOT NULL,
-        tags        TEXT NOT NULL,
-        created_ms  BIGINT NOT NULL,
-        updated_ms  BIGINT NOT NULL,
-        expires_ms  BIGINT,
-        deleted_ms  BIGINT,
-        archived_in TEXT,
-        tsv         tsvector GENERATED ALWAYS AS (
-            setweight(to_tsvector('english', title), 'A')
-            || setweight(to_tsvector('english', tags), 'B')
-            || setweight(to_tsvector('english', text), 'C')
-        ) STORED
-    );
-    CREATE INDEX memories_search ON memories USING GIN (tsv);
-    CREATE INDEX memories_recent ON memories (owner, namespace, updated_ms);
-    CREATE INDEX memories_gone ON memories (deleted_ms) WHERE deleted_ms IS NOT NULL;
-    CREATE INDEX memories_expiry ON memories (expires_ms) WHERE expires_ms IS NOT NULL;
-    CREATE INDEX memories_days ON memories (owner, namespace, day) WHERE day IS NOT NULL;
-    CREATE TABLE memory_usage (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL);
-    CREATE FUNCTION toolshed_memory_usage() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF TG_OP <> 'INSERT' THEN
-            UPDATE memory_usage SET bytes = bytes - octet_length(OLD.text) WHERE owner = OLD.owner;
-        END IF;
-        IF TG_OP <> 'DELETE' THEN
-            INSERT INTO memory_usage (owner, bytes) VALUES (NEW.owner, octet_length(NEW.text))
-                ON CONFLICT (owner) DO UPDATE SET bytes = memory_usage.bytes + excluded.bytes;
-        END IF;
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER memories_usage AFTER INSERT OR DELETE OR UPDATE OF text, owner ON memories
-        FOR EACH ROW EXECUTE FUNCTION toolshed_memory_usage();",
-    "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
-    "ALTER TABLE approvals ADD COLUMN used_ms BIGINT;",
-];
-
 /// The advisory lock replicas take while migrating, so that one migrates and the others
 /// wait (any constant; this one spells "tshd").
 const MIGRATION_LOCK: i64 = 0x7473_6864;
@@ -824,25 +645,25 @@ pub(crate) fn migrate(pool: &Pool) -> Result<(), StoreError> {
         .map(|row| row.int(0))
         .transpose()?;
     let version = usize::try_from(found.unwrap_or(0)).unwrap_or(usize::MAX);
-    if version > MIGRATIONS.len() {
+    if version > super::schema::POSTGRES.len() {
         return Err(StoreError::Db(format!(
             "the Postgres database has toolshed schema version {version}, newer than this build \
              knows ({}); upgrade toolshed or point [store] url at another database",
-            MIGRATIONS.len()
+            super::schema::POSTGRES.len()
         )));
     }
-    for sql in &MIGRATIONS[version..] {
+    for sql in &super::schema::POSTGRES[version..] {
         db.batch(sql)?;
     }
     if found.is_none() {
         db.execute(
             "INSERT INTO toolshed_schema (version) VALUES (?1)",
-            &[SqlValue::from(MIGRATIONS.len())],
+            &[SqlValue::from(super::schema::POSTGRES.len())],
         )?;
     } else {
         db.execute(
             "UPDATE toolshed_schema SET version = ?1",
-            &[SqlValue::from(MIGRATIONS.len())],
+            &[SqlValue::from(super::schema::POSTGRES.len())],
         )?;
     }
     db.commit()

@@ -12,13 +12,11 @@
 //! whose tombstone names the files they hold. Directories of other ids are never touched,
 //! and a row whose id is not a plugin id is ignored.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
-use super::db::args;
-use super::{StateStore, StoreError, now_ms};
-use crate::install::provenance::{hash_tree, tree_digest};
+use super::provenance::{hash_tree, tree_digest};
+use crate::store::db::args;
+use crate::store::{StateStore, StoreError, now_ms};
 
 /// The largest plugin archive kept in the database.
 pub(crate) const MAX_ARCHIVE_BYTES: usize = 64 << 20;
@@ -32,10 +30,6 @@ pub(crate) struct Replicated {
     pub(crate) removed: Vec<String>,
 }
 
-/// The digest of the files each shared plugin was last put in place (or seen) with here.
-#[derive(Debug, Default)]
-pub(crate) struct Seen(Mutex<HashMap<String, String>>);
-
 impl StateStore {
     /// Whether the store is shared with other toolsheds (Postgres).
     pub fn is_shared(&self) -> bool {
@@ -44,7 +38,7 @@ impl StateStore {
 
     /// Where installs go: `plugins/` beside the database file.
     fn install_root(&self) -> PathBuf {
-        self.path.with_file_name(crate::host::PLUGINS_DIR)
+        self.path().with_file_name(super::PLUGINS_DIR)
     }
 
     /// Shares the plugin just installed into `dir` with the other toolsheds on the
@@ -79,7 +73,7 @@ impl StateStore {
             )?;
             Ok(())
         })?;
-        self.seen_installs.remember(id, &digest);
+        self.seen_installs().remember(id, &digest);
         self.mark_changed();
         Ok(())
     }
@@ -116,7 +110,7 @@ impl StateStore {
                 Ok(())
             })?;
         }
-        self.seen_installs.forget(id);
+        self.seen_installs().forget(id);
         Ok(())
     }
 
@@ -138,13 +132,13 @@ impl StateStore {
             .collect::<Result<Vec<_>, StoreError>>()
         })?;
         for (id, digest, gone) in rows {
-            if self.seen_installs.is(&id, &digest, gone) {
+            if self.seen_installs().is(&id, &digest, gone) {
                 continue;
             }
             // A row names a directory of the plugin root by a valid id, or nothing.
             if !toolshed_core::is_valid_plugin_id(&id) {
                 tracing::warn!(plugin = %id.chars().take(80).collect::<String>(), "a shared install's id is not a plugin id; it is ignored");
-                self.seen_installs.mark(&id, &digest, gone);
+                self.seen_installs().mark(&id, &digest, gone);
                 continue;
             }
             let dir = root.join(&id);
@@ -173,7 +167,7 @@ impl StateStore {
                     }
                 },
             }
-            self.seen_installs.mark(&id, &digest, gone);
+            self.seen_installs().mark(&id, &digest, gone);
         }
         Ok(out)
     }
@@ -205,40 +199,6 @@ impl StateStore {
         crate::install::install(root, &request, &mut |_| {})
             .map(|installed| installed.dir)
             .map_err(|e| e.to_string())
-    }
-}
-
-impl Seen {
-    fn remember(&self, id: &str, digest: &str) {
-        self.lock().insert(id.to_string(), digest.to_string());
-    }
-
-    fn forget(&self, id: &str) {
-        self.lock().insert(id.to_string(), String::new());
-    }
-
-    fn mark(&self, id: &str, digest: &str, gone: bool) {
-        let value = if gone {
-            String::new()
-        } else {
-            digest.to_string()
-        };
-        self.lock().insert(id.to_string(), value);
-    }
-
-    /// Whether the row was dealt with already.
-    fn is(&self, id: &str, digest: &str, gone: bool) -> bool {
-        self.lock().get(id).is_some_and(|seen| {
-            if gone {
-                seen.is_empty()
-            } else {
-                seen == digest
-            }
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

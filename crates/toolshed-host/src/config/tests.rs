@@ -1,0 +1,253 @@
+//! The configuration's tests: layers, widening, unknown keys, validation.
+
+use super::*;
+
+fn sources(dir: &Path, env: &[(&str, &str)]) -> ConfigSources {
+    ConfigSources {
+        workspace: dir.to_path_buf(),
+        user_file: Some(dir.join("user.toml")),
+        explicit_file: None,
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+/// Every setting line of the starter, uncommented, is a known key with a valid value.
+#[test]
+fn the_starter_config_names_only_real_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let uncommented: String = STARTER
+        .lines()
+        .map(|line| match line.strip_prefix('#') {
+            Some(rest)
+                if rest.starts_with('[')
+                    || rest.split_once(" = ").is_some_and(|(k, _)| {
+                        !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                    }) =>
+            {
+                rest
+            }
+            _ => line,
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(uncommented.contains("\n[[policy.rule]]\n"), "{uncommented}");
+    std::fs::write(dir.path().join("user.toml"), &uncommented).unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+    assert_eq!(loaded.config.policy.rule.len(), 1);
+    assert_eq!(loaded.config.quotas.len(), 1);
+    assert_eq!(loaded.config.hooks.pre_tool_use.len(), 1);
+    // As written (all commented out) it changes nothing.
+    std::fs::write(dir.path().join("user.toml"), STARTER).unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    assert_eq!(loaded.config, Config::default());
+    assert!(loaded.widening.is_empty(), "{:?}", loaded.widening);
+}
+
+#[test]
+fn the_store_url_and_telemetry_headers_are_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[store]\nurl = \"postgres://t:s3cret@db/t\"\n[telemetry]\nheaders = { x-key = \"k3y\" }\n",
+    )
+    .unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    let shown = format!("{:?} {:?}", loaded.settings(), loaded.config.store);
+    assert!(
+        !shown.contains("s3cret") && !shown.contains("k3y"),
+        "{shown}"
+    );
+    assert!(
+        loaded
+            .settings()
+            .iter()
+            .any(|s| s.key == "store.url" && s.value == "(set; not shown)")
+    );
+}
+
+#[test]
+fn later_layers_win_and_env_maps_nested_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        "[limits]\ndefault_timeout_ms = 1000\n[review]\ndeny = [\"a*\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[limits]\ndefault_timeout_ms = 2000\n",
+    )
+    .unwrap();
+    let env = [
+        ("TOOLSHED_REVIEW__ALLOW", "[\"calc*\"]"),
+        ("TOOLSHED_LOG__LEVEL", "info"),
+    ];
+    let loaded = sources(dir.path(), &env).load().unwrap();
+    assert_eq!(loaded.config.limits.default_timeout_ms, 2000);
+    assert_eq!(loaded.config.review.deny, vec!["a*"]);
+    // `toolshed config show`: each setting with the layer that set it.
+    let settings = loaded.settings();
+    let find = |key: &str| settings.iter().find(|s| s.key == key).unwrap().clone();
+    let timeout = find("limits.default_timeout_ms");
+    assert_eq!(timeout.value, serde_json::json!(2000));
+    assert!(timeout.source.ends_with("user.toml"), "{timeout:?}");
+    assert!(find("review.deny").source.ends_with("toolshed.toml"));
+    let level = find("log.level").source;
+    assert_eq!(level, "environment (TOOLSHED_LOG__LEVEL)");
+    assert_eq!(find("limits.max_timeout_ms").source, "default");
+    assert_eq!(find("server.bind").value, serde_json::json!("127.0.0.1"));
+    assert_eq!(loaded.config.review.allow, vec!["calc*"]);
+    assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+
+    let loaded = sources(
+        dir.path(),
+        &[("TOOLSHED_LIMITS__DEFAULT_TIMEOUT_MS", "3000")],
+    )
+    .load()
+    .unwrap();
+    assert_eq!(loaded.config.limits.default_timeout_ms, 3000);
+}
+
+#[test]
+fn unknown_keys_are_reported_with_their_source() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        "[limits]\ndefault_timeout = 5\n",
+    )
+    .unwrap();
+    let loaded = sources(
+        dir.path(),
+        &[("TOOLSHED_NOPE", "1"), ("TOOLSHED_HOME", "/x")],
+    )
+    .load()
+    .unwrap();
+    let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
+    assert_eq!(keys, vec!["limits.default_timeout", "nope"]);
+    assert!(loaded.unknown_keys[0].source.ends_with("toolshed.toml"));
+    assert_eq!(loaded.unknown_keys[1].source, "environment (TOOLSHED_NOPE)");
+}
+
+#[test]
+fn wrong_types_and_bad_limits_name_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[limits]\ndefault_timeout_ms = \"x\"\n",
+    )
+    .unwrap();
+    let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+    assert!(
+        err.contains("user.toml") && err.contains("default_timeout_ms"),
+        "{err}"
+    );
+
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[limits]\ndefault_timeout_ms = 0\n",
+    )
+    .unwrap();
+    let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+    assert!(err.contains("at least 1 ms"), "{err}");
+}
+
+#[test]
+fn memory_limits_that_cannot_work_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    for (toml, expected) in [
+        ("[memory]\nmax_bytes = 0\n", "max_bytes"),
+        ("[memory]\ntime_zone = \"Mars/Olympus\"\n", "IANA"),
+    ] {
+        std::fs::write(dir.path().join("user.toml"), toml).unwrap();
+        let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+        assert!(
+            err.contains("[memory]") && err.contains(expected),
+            "{toml}: {err}"
+        );
+    }
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[memory]\ncompact_bytes = 200000\ntime_zone = \"Europe/Paris\"\n[limits]\nmax_output_bytes = 5000\n",
+    )
+    .unwrap();
+    sources(dir.path(), &[]).load().unwrap();
+}
+
+#[test]
+fn browser_settings_that_cannot_work_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    for (toml, expected) in [
+        ("[browser]\nprofile = \"tab\"\n", "`session`, `owner`"),
+        (
+            "[browser]\nmax_sessions = 0\n",
+            "max_sessions must be at least 1",
+        ),
+        ("[browser]\nidle_timeout_secs = 0\n", "idle_timeout_secs"),
+        ("[browser]\nwidth = 20\n", "100 to 8192"),
+    ] {
+        std::fs::write(dir.path().join("user.toml"), toml).unwrap();
+        let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+        assert!(err.contains(expected), "{toml}: {err}");
+    }
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[browser]\nprofile = \"owner\"\nmax_sessions_per_owner = 2\nevaluate = true\n",
+    )
+    .unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    assert_eq!(loaded.config.browser.profile, "owner");
+    assert!(loaded.config.browser.evaluate);
+}
+
+#[test]
+fn web_allow_entries_are_parsed_and_a_bad_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[web]\nallow = [\"docs.internal\", \"docs.internal:8443\", \"10.0.0.0/8\", \"192.168.1.7\", \"[fd00::1]\", \"fd00::/8\"]\n",
+    )
+    .unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+    let rules = loaded.config.web.allow_rules().unwrap();
+    let shown: Vec<String> = rules.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "docs.internal",
+            "docs.internal:8443",
+            "10.0.0.0/8",
+            "192.168.1.7",
+            "[fd00::1]",
+            "fd00::/8"
+        ]
+    );
+
+    std::fs::write(
+        dir.path().join("user.toml"),
+        "[web]\nallow = [\"docs.internal\", \"10.0.0.1/8\"]\nproxy = \"x\"\n",
+    )
+    .unwrap();
+    let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
+    assert!(err.contains("`10.0.0.1/8`"), "{err}");
+    assert!(err.contains("10.0.0.0/8"), "{err}");
+    assert!(err.contains("web"), "{err}");
+
+    std::fs::write(dir.path().join("user.toml"), "[web]\nproxy = \"x\"\n").unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
+    assert_eq!(keys, ["web.proxy"]);
+}
+
+#[test]
+fn explicit_file_must_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = sources(dir.path(), &[]);
+    s.explicit_file = Some(dir.path().join("missing.toml"));
+    let err = s.load().unwrap_err().to_string();
+    assert!(err.contains("missing.toml"), "{err}");
+}
