@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 #[macro_use]
 mod render;
+mod builtins;
 mod cli;
 mod commands;
 mod context;

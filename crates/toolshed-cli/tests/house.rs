@@ -16,7 +16,7 @@ const LIMIT: usize = 800;
 /// Files over [`LIMIT`], with their size when the rule came (whole files counted since
 /// session 29): they may shrink, not grow. Split one below the limit, and take it off.
 const OVER: &[(&str, usize)] = &[
-    ("crates/toolshed-tools/src/lsp/mod.rs", 1619),
+    ("crates/toolshed-lsp/src/lib.rs", 1616),
     ("crates/toolshed-mcp/src/server/mod.rs", 1327),
     ("crates/toolshed-gateway/src/client.rs", 1196),
     ("crates/toolshed-server/src/api.rs", 1174),
@@ -374,15 +374,17 @@ fn the_circle_finder_finds_circles() {
 /// fall, not rise: give a new error a `thiserror` enum (docs/architecture.md, "Errors"),
 /// and lower the number here when it falls.
 const STRING_ERRORS: &[(&str, usize)] = &[
+    ("toolshed-browser", 2),
     ("toolshed-cli", 2),
     ("toolshed-core", 3),
     ("toolshed-gateway", 16),
     ("toolshed-host", 51),
     ("toolshed-js", 48),
+    ("toolshed-lsp", 12),
     ("toolshed-mcp", 2),
     ("toolshed-ops", 40),
     ("toolshed-server", 2),
-    ("toolshed-tools", 17),
+    ("toolshed-tools", 3),
 ];
 
 /// How many `Result<…, String>` a piece of code writes.
@@ -472,5 +474,44 @@ fn string_results_are_counted() {
     assert_eq!(
         string_results("fn a() -> CallResult<String> {} fn b() -> io::Result<String>"),
         0
+    );
+}
+
+/// docs/architecture.md's table of crates names every crate under `crates/`, and no other;
+/// a crate whose status is not "built" says what is missing in the same cell.
+#[test]
+fn the_architecture_map_names_every_crate() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let start = doc
+        .find("\n## Crates\n")
+        .expect("docs/architecture.md has a ## Crates section");
+    let section = &doc[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let mut named = std::collections::BTreeSet::new();
+    for row in section.lines().filter(|l| l.starts_with("| `toolshed")) {
+        let name = row[3..].split('`').next().unwrap().to_string();
+        // The binary's package is `toolshed`, in crates/toolshed-cli.
+        let dir = if name == "toolshed" {
+            "toolshed-cli".to_string()
+        } else {
+            name
+        };
+        let status = row.trim_end_matches('|').rsplit('|').next().unwrap().trim();
+        assert!(
+            status.starts_with("built"),
+            "docs/architecture.md: the status of {dir} is `{status}`"
+        );
+        named.insert(dir);
+    }
+    let mut present = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.join("Cargo.toml").is_file() {
+            present.insert(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert_eq!(
+        named, present,
+        "docs/architecture.md's crate table (left) and crates/ (right) differ"
     );
 }

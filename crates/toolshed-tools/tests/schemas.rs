@@ -120,18 +120,21 @@ fn mentions_default(text: &str) -> bool {
         .any(|word| word == "default" || word == "defaults")
 }
 
-/// Every built-in plugin: the default ones and the browser (off until enabled).
+/// Every built-in plugin of the tool families: the core ones, downloads, mail, the
+/// browser (off until enabled) and the language servers.
 fn builtins() -> Vec<std::sync::Arc<dyn toolshed_core::Plugin>> {
     let services = toolshed_ops::Services::new(toolshed_ops::Ops::memory());
     let mut plugins = toolshed_tools::system_plugins(&services);
-    plugins.push(toolshed_tools::browser::plugin(
+    plugins.push(toolshed_download::plugin(&services));
+    plugins.push(toolshed_mail::plugin(&services));
+    plugins.push(toolshed_browser::plugin(
         &services,
-        toolshed_tools::browser::Settings::default(),
+        toolshed_browser::Settings::default(),
     ));
     plugins.push(toolshed_tools::skills::plugin(Vec::new()));
-    plugins.push(toolshed_tools::lsp::plugin(
+    plugins.push(toolshed_lsp::plugin(
         &services,
-        toolshed_tools::lsp::Settings::new(std::env::temp_dir()),
+        toolshed_lsp::Settings::new(std::env::temp_dir()),
     ));
     plugins
 }

@@ -158,35 +158,17 @@ fn checks(host: &Host) -> Vec<Check> {
     if !narrowing.is_empty() {
         push("sandbox narrowed", Status::Ok, narrowing.join("; "));
     }
-    let browser_state = host
-        .registry()
-        .plugins()
-        .into_iter()
-        .find(|p| p.id == toolshed_tools::browser::PLUGIN_ID)
-        .map(|p| p.state);
-    let enabled = match browser_state {
-        Some(PluginState::Disabled) => {
-            "system.browser is disabled (toolshed plugins enable system.browser)"
-        }
-        Some(_) => "system.browser is enabled",
-        None => "system.browser is not in this build",
-    };
-    match toolshed_tools::browser::detect(config.config.browser.executable.as_deref()) {
-        Ok((path, version)) => {
-            let own = if toolshed_tools::browser::own_sandbox_works() {
-                "Chromium's own sandbox on"
-            } else {
-                "Chromium's own sandbox cannot run as root here, so Chromium runs with \
-                 --no-sandbox, inside toolshed's command sandbox"
-            };
-            push(
-                "browser",
-                Status::Ok,
-                format!("{version} at {path}; {own}; {enabled}"),
-            )
-        }
-        Err(why) => push("browser", Status::Warning, format!("{why}; {enabled}")),
+    #[cfg(feature = "browser")]
+    {
+        let (status, message) = browser_check(host, &config.config);
+        push("browser", status, message);
     }
+    #[cfg(not(feature = "browser"))]
+    push(
+        "browser",
+        Status::Ok,
+        "the browser tools are not in this build (cargo feature `browser`)".into(),
+    );
     match host.store().schema_version() {
         Ok(v) => push(
             "data dir",
@@ -290,6 +272,36 @@ fn checks(host: &Host) -> Vec<Check> {
         }
     }
     out
+}
+
+/// Whether the browser tools can run here: Chromium found, its own sandbox, the plugin's state.
+#[cfg(feature = "browser")]
+fn browser_check(host: &Host, config: &toolshed_host::Config) -> (Status, String) {
+    let browser_state = host
+        .registry()
+        .plugins()
+        .into_iter()
+        .find(|p| p.id == toolshed_browser::PLUGIN_ID)
+        .map(|p| p.state);
+    let enabled = match browser_state {
+        Some(PluginState::Disabled) => {
+            "system.browser is disabled (toolshed plugins enable system.browser)"
+        }
+        Some(_) => "system.browser is enabled",
+        None => "system.browser is not in this build",
+    };
+    match toolshed_browser::detect(config.browser.executable.as_deref()) {
+        Ok((path, version)) => {
+            let own = if toolshed_browser::own_sandbox_works() {
+                "Chromium's own sandbox on"
+            } else {
+                "Chromium's own sandbox cannot run as root here, so Chromium runs with \
+                 --no-sandbox, inside toolshed's command sandbox"
+            };
+            (Status::Ok, format!("{version} at {path}; {own}; {enabled}"))
+        }
+        Err(why) => (Status::Warning, format!("{why}; {enabled}")),
+    }
 }
 
 /// Runs every check; exits 1 when any is an error.

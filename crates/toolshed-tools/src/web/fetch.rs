@@ -90,49 +90,13 @@ pub(super) async fn run(
         return Ok(ToolOutput::text(error_text(&fetched, &page)).into_error());
     }
     let mut out = header(&fetched, &page);
-    out.push_str(&window(
+    out.push_str(&toolshed_kit::window(
         &page.content,
         args.start_index,
         max_length,
         "start_index",
     )?);
     Ok(ToolOutput::text(out))
-}
-
-/// The part of `content` from character `start`, at most `max` characters, as it follows a
-/// page's header: a `Showing:` line when it is not all, a blank line, the characters, and
-/// the call that reads on (the argument named `start_arg`) when more is left.
-pub(crate) fn window(
-    content: &str,
-    start: u64,
-    max: u64,
-    start_arg: &str,
-) -> Result<String, ToolError> {
-    let start = usize::try_from(start).unwrap_or(usize::MAX);
-    let total = content.chars().count();
-    if start > 0 && start >= total {
-        return Err(ToolError::invalid_at(
-            format!("/{start_arg}"),
-            format!(
-                "`{start_arg}` {start} is past the end of the content, which is {total} characters long; use a smaller {start_arg} (0 for the beginning)"
-            ),
-        ));
-    }
-    let max = usize::try_from(max).unwrap_or(usize::MAX);
-    let slice: String = content.chars().skip(start).take(max).collect();
-    let end = start + slice.chars().count();
-    let mut out = String::new();
-    if start > 0 || end < total {
-        out.push_str(&format!("Showing: characters {start}-{end} of {total}\n"));
-    }
-    out.push('\n');
-    out.push_str(&slice);
-    if end < total {
-        out.push_str(&format!(
-            "\n\ncontent truncated — call again with {start_arg}={end}"
-        ));
-    }
-    Ok(out)
 }
 
 /// GETs `url`, following redirects through [`crate::http::send_public`] (every hop checked

@@ -35,14 +35,13 @@ use toolshed_ops::{NetClient, Services};
 
 mod duckduckgo;
 mod fetch;
-pub mod html;
+pub use toolshed_kit::html;
 mod providers;
 mod search;
 mod spec;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use fetch::window;
 pub use providers::{ProviderRequest, SearchProvider, SearchResult};
 
 /// The group every web tool belongs to.

@@ -21,7 +21,7 @@ use toolshed_ops::{Cancel, Digest, FileKind, FileOps, Follow, Ops, ReadLog, Sear
 mod edit_tool;
 pub mod engine;
 mod files;
-pub(crate) mod ledger;
+pub(crate) use toolshed_kit::ledger;
 mod near;
 mod patch_tool;
 mod read;

@@ -26,7 +26,7 @@
 //! (new lines included), a file without a final newline keeps lacking one, and lines that only
 //! served as context are kept as they are in the file even when they matched fuzzily.
 
-pub mod diff;
+pub use toolshed_kit::diff;
 pub mod edit;
 pub mod matching;
 pub mod patch;

@@ -11,6 +11,10 @@
 //! encoding (UTF-8 where it offers it, else UTF-16). A rename is applied through the
 //! workspace's file layer, all-or-nothing and under read-before-edit.
 
+#![warn(missing_docs, unreachable_pub)]
+
+pub(crate) use toolshed_kit::{args, find_program, on_files};
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
@@ -1433,7 +1437,7 @@ impl Core {
             .unwrap_or(true);
         if check {
             for (rel, _, before, _) in &planned {
-                crate::workspace::ledger::check(
+                toolshed_kit::ledger::check(
                     self.read_log.as_ref(),
                     &ctx.owner,
                     rel,
@@ -1473,16 +1477,9 @@ impl Core {
         let mut files = Vec::new();
         let mut total = 0;
         for ((rel, abs, before, after), (_, text_edits)) in planned.iter().zip(&edits) {
-            crate::workspace::ledger::record(
-                self.read_log.as_ref(),
-                &ctx.owner,
-                rel,
-                after.as_bytes(),
-            );
+            toolshed_kit::ledger::record(self.read_log.as_ref(), &ctx.owner, rel, after.as_bytes());
             let _ = server.show(abs, after).await;
-            diffs.push_str(&crate::workspace::engine::diff::unified(
-                rel, before, after, 1,
-            ));
+            diffs.push_str(&toolshed_kit::diff::unified(rel, before, after, 1));
             total += text_edits.len();
             files.push(json!({"path": rel, "edits": text_edits.len()}));
         }

@@ -11,7 +11,7 @@ use url::Url;
 use super::cdp::{self, Event};
 use super::spec::{self, Format};
 use super::{Run, Session, Shared};
-use crate::web::html::{self, Mode};
+use toolshed_kit::html::{self, Mode};
 
 /// The longest a command that should answer at once may take.
 pub(super) const QUICK: Duration = Duration::from_secs(10);
@@ -490,7 +490,7 @@ async fn content(
         body = inner_text;
     }
     let mut out = format!("URL: {url}\nTitle: {title}\n");
-    out.push_str(&crate::web::window(
+    out.push_str(&toolshed_kit::window(
         &body,
         args.start,
         args.max_chars,

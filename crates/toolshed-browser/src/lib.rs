@@ -25,6 +25,10 @@
 //! The plugin is off until a person enables it (`toolshed plugins enable system.browser`):
 //! it starts a 400 MB browser and its eleven tools would crowd the default catalog.
 
+#![warn(missing_docs, unreachable_pub)]
+
+pub(crate) use toolshed_kit::{args, find_program};
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -5,17 +5,17 @@ use toolshed_core::{OwnerId, ToolError};
 use toolshed_ops::{Digest, ReadLog};
 
 /// The SHA-256 of `bytes`.
-pub(crate) fn digest(bytes: &[u8]) -> Digest {
+pub fn digest(bytes: &[u8]) -> Digest {
     Sha256::digest(bytes).into()
 }
 
 /// Records that `owner` has seen `content` of the file at `real_path`.
-pub(crate) fn record(log: &dyn ReadLog, owner: &OwnerId, real_path: &str, content: &[u8]) {
+pub fn record(log: &dyn ReadLog, owner: &OwnerId, real_path: &str, content: &[u8]) {
     log.record(&owner.0, real_path, digest(content));
 }
 
 /// Checks that `owner` has read exactly `current` of the file at `real_path`.
-pub(crate) fn check(
+pub fn check(
     log: &dyn ReadLog,
     owner: &OwnerId,
     real_path: &str,

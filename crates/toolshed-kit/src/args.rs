@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use toolshed_core::ToolError;
 
 /// The input schema of a tool whose arguments are `T`.
-pub(crate) fn schema<T: JsonSchema>() -> Value {
+pub fn schema<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.meta_schema = None;
@@ -39,7 +39,7 @@ pub(crate) fn schema<T: JsonSchema>() -> Value {
 
 /// Reads a call's arguments into `T`; the pipeline validated them against [`schema`]
 /// already, so an error here is one the schema cannot express (and names the field).
-pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+pub fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
 }
 
