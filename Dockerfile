@@ -22,7 +22,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p toolshed \
+    cargo build --release --locked -p toolshed-cli \
     && mkdir -p /out \
     && cp target/release/toolshed target/release/toolshed-sandbox /out/
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 if [ ! -d bench/node_modules/@modelcontextprotocol/server-filesystem ]; then
   (cd bench && npm ci --silent)
 fi

@@ -230,7 +230,7 @@ def main():
     parser.add_argument("--seed", type=int, default=int(time.time()))
     args = parser.parse_args()
     if not Path(args.toolshed).is_file():
-        sys.exit(f"{args.toolshed} does not exist: build it with `cargo build --release -p toolshed`")
+        sys.exit(f"{args.toolshed} does not exist: build it with `cargo build --release -p toolshed-cli`")
     rng = random.Random(args.seed)
     print(f"toolshed: {args.toolshed}; {args.iterations} iterations per loop; seed {args.seed}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 bin=$target/release/toolshed
 cargo build --release -q --manifest-path bench/mcp-driver/Cargo.toml --target-dir "$target"
 peers=${PEERS:-node,rust}

@@ -15,7 +15,7 @@ if ! command -v wrk >/dev/null; then
   exit 1
 fi
 target=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 everything=bench/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 if [ ! -f "$everything" ]; then
   (cd bench && npm ci --no-audit --no-fund --loglevel=error)

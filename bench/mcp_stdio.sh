@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 bin=$target/release/toolshed
 scripts/text-order/check "$bin"
 fs=bench/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js

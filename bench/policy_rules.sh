@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 cargo build --release -q --manifest-path bench/mcp-driver/Cargo.toml --target-dir "$target"
 exec "$target/release/mcp-driver" --toolshed "$target/release/toolshed" \
   --versus-config bench/policy-rules.toml "$@"

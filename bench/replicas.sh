@@ -18,5 +18,5 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   exit 1
 fi
 target=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 exec python3 bench/replicas.py --toolshed "$target/release/toolshed" "$@"

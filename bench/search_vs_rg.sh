@@ -25,7 +25,7 @@ for tool in rg hyperfine; do
   fi
 done
 
-cargo build --release -q -p toolshed
+cargo build --release -q -p toolshed-cli
 bin=$PWD/target/release/toolshed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

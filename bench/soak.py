@@ -291,7 +291,7 @@ def main():
                         help="run scenario 2 only with soft and hard RLIMIT_NOFILE 256")
     args = parser.parse_args()
     if not Path(args.binary).is_file():
-        raise SystemExit(f"{args.binary} does not exist: build it with `cargo build --release -p toolshed`")
+        raise SystemExit(f"{args.binary} does not exist: build it with `cargo build --release -p toolshed-cli`")
 
     def out_of_time(*_):
         raise OutOfTime("the whole run took more than 180 s")

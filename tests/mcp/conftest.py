@@ -18,7 +18,7 @@ def toolshed_bin() -> str:
     if not path:
         pytest.fail("TOOLSHED_BIN is not set; run these tests through scripts/test")
     if not Path(path).is_file():
-        pytest.fail(f"TOOLSHED_BIN={path} does not exist; build it with `cargo build -p toolshed`")
+        pytest.fail(f"TOOLSHED_BIN={path} does not exist; build it with `cargo build -p toolshed-cli`")
     return path
 
 

@@ -26,10 +26,10 @@ pub(crate) fn register(
     let skills = skill_roots(workspace, data_dir);
     let registry: RegistryCell = Arc::default();
     let plugin_skills = plugin_skill_roots(registry.clone());
-    // The order is the catalog's: the core family, downloads, mail, the browser, code
-    // mode, skills, the language servers, memory.
+    // The order is the plugin list's: the core family, downloads, mail, asking the user,
+    // the browser, code mode, skills, the language servers, memory.
     let mut builder =
-        builder.plugins(move |services| toolshed_tools::system_plugins_with(services, web));
+        builder.plugins(move |services| toolshed_tools::working_plugins(services, web));
     #[cfg(feature = "download")]
     {
         builder = builder.plugins(|services| vec![toolshed_download::plugin(services)]);
@@ -38,6 +38,7 @@ pub(crate) fn register(
     {
         builder = builder.plugins(|services| vec![toolshed_mail::plugin(services)]);
     }
+    builder = builder.plugins(|_| vec![toolshed_tools::ask::plugin()]);
     #[cfg(feature = "browser")]
     {
         let browser = browser_settings(&config.browser);

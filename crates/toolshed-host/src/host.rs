@@ -14,7 +14,7 @@ use crate::hooks::CommandHook;
 use crate::policy::{PolicyRules, RulePolicy};
 use crate::quotas::Quotas;
 use crate::registry::{DiscoveryRoots, Registry};
-use crate::review::{CompiledRules, Review, RuleError};
+use crate::review::{Review, RuleError};
 use crate::store::{StateStore, StoreError};
 
 /// The state database's file name inside the data dir.
@@ -99,10 +99,16 @@ impl Host {
             reason: e.to_string(),
         })?;
         let config = &options.config.config;
-        let review = Review::compile(&config.review, &config.profiles)?;
-        // Checked here so that a bad rule stops the start, not only the MCP door.
-        CompiledRules::allow_only("mcp.core", config.mcp.core.clone())?;
-        CompiledRules::allow_only("mcp.on_demand", config.mcp.on_demand.clone())?;
+        // The MCP door's lists are checked here too, so that a bad rule stops the start, not
+        // only the MCP door.
+        let review = Review::compile(
+            &config.review,
+            &config.profiles,
+            &[
+                ("mcp.core", &config.mcp.core),
+                ("mcp.on_demand", &config.mcp.on_demand),
+            ],
+        )?;
         let store = {
             let path = data_dir.join(DB_FILE);
             let shared = options.config.config.store.clone();

@@ -305,10 +305,13 @@ pub const BUILTIN_PROFILES: &[(&str, &[&str])] = &[
 
 impl Review {
     /// Compiles the host's rules (`[review]`) and its profiles (`[profiles.NAME]`), with
-    /// the built-in profiles they do not replace.
+    /// the built-in profiles they do not replace. `lists` are other rule lists to check on
+    /// the way, each with the key it came from (`mcp.core`), so that a bad rule anywhere
+    /// stops the start and the first one is named.
     pub fn compile(
         review: &ReviewRules,
         configured: &BTreeMap<String, ReviewRules>,
+        lists: &[(&str, &[String])],
     ) -> Result<Self, RuleError> {
         let global = CompiledRules::compile("review", review)?;
         let mut profiles = BTreeMap::new();
@@ -337,6 +340,9 @@ impl Review {
                 pattern: catalog.clone(),
                 message: "`catalog` belongs to a profile ([profiles.NAME]), not to [review]".into(),
             });
+        }
+        for (source, patterns) in lists {
+            CompiledRules::allow_only(source, patterns.to_vec())?;
         }
         let mut catalogs = BTreeMap::new();
         for (name, rules) in configured {

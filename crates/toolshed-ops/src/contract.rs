@@ -86,6 +86,15 @@ macro_rules! file_contract {
                 ($check)(&keep);
             }
         )*
+
+            /// The cases above are every case of [`FILE_CASES`], so that a case added there
+            /// and not to this macro's list fails here rather than never running.
+            #[test]
+            fn every_file_case_runs() {
+                let run: &[&str] = &[$(stringify!($case)),*];
+                let listed: Vec<&str> = $crate::contract::FILE_CASES.iter().map(|(n, _)| *n).collect();
+                assert_eq!(run, listed.as_slice(), "the file contract's macro and FILE_CASES list different cases");
+            }
     };
 }
 

@@ -152,11 +152,42 @@ impl HttpBody for BusyBody {
     }
 }
 
-/// A request body that fails once its deadline passes.
-/// What the error of a body cut off by the body timeout says (and what the doors look for
-/// to answer `408`).
+/// What the error of a body cut off by the body timeout says: the doors answer `408` for
+/// it, by its type ([`is_body_timeout`]) where they hold the error, and by these words where
+/// a library (axum's extractors, rmcp) handed it on as text only.
 pub(crate) const BODY_TIMED_OUT: &str = "was not received within";
 
+/// A request body cut off by `[server] body_timeout_secs`.
+#[derive(Debug)]
+pub(crate) struct BodyTimedOut {
+    limit_secs: u64,
+}
+
+impl std::fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the request body {BODY_TIMED_OUT} {} s ([server] body_timeout_secs); send it whole, or raise the limit",
+            self.limit_secs
+        )
+    }
+}
+
+impl std::error::Error for BodyTimedOut {}
+
+/// Whether `error`, or an error it wraps, is a [`BodyTimedOut`].
+pub(crate) fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if e.is::<BodyTimedOut>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// A request body that fails once its deadline passes.
 struct TimedBody {
     inner: Incoming,
     deadline: Pin<Box<tokio::time::Sleep>>,
@@ -175,11 +206,8 @@ impl HttpBody for TimedBody {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         if self.deadline.as_mut().poll(cx).is_ready() {
-            let limit = self.limit.as_secs();
-            return Poll::Ready(Some(Err(format!(
-                "the request body {BODY_TIMED_OUT} {limit} s ([server] body_timeout_secs); send it whole, or raise the limit"
-            )
-            .into())));
+            let limit_secs = self.limit.as_secs();
+            return Poll::Ready(Some(Err(BodyTimedOut { limit_secs }.into())));
         }
         Poll::Pending
     }

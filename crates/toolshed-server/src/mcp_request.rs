@@ -48,7 +48,7 @@ pub(crate) async fn leave_out_oversized(
         Ok(bytes) => bytes,
         Err(e) => {
             let text = e.to_string();
-            let status = if text.contains(crate::listen::BODY_TIMED_OUT) {
+            let status = if crate::listen::is_body_timeout(&e) {
                 StatusCode::REQUEST_TIMEOUT
             } else if is_too_large(&e) {
                 StatusCode::PAYLOAD_TOO_LARGE
@@ -121,12 +121,12 @@ fn busy_reply(message: &str) -> Response {
     response
 }
 
-/// Whether reading a body failed because it is over the limit (the body's own error,
-/// `http_body_util::LengthLimitError`, says so in words).
+/// Whether reading a body failed because it is over the limit: the limit's own error,
+/// `http_body_util::LengthLimitError`, is in the chain.
 fn is_too_large(error: &axum::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = source {
-        if e.to_string().contains("length limit exceeded") {
+        if e.is::<http_body_util::LengthLimitError>() {
             return true;
         }
         source = e.source();

@@ -22,14 +22,23 @@ pub mod util;
 pub mod web;
 pub mod workspace;
 
-/// Every plugin of the core family over `services`, in a stable order. Their gauges (for the metrics
-/// endpoint) are registered in `services.gauges`.
+/// Every plugin of the core family over `services`, in a stable order (skills are built
+/// apart: [`skills::plugin_with`]). Their gauges (for the metrics endpoint) are registered
+/// in `services.gauges`.
 pub fn system_plugins(services: &Services) -> Vec<Arc<dyn Plugin>> {
     system_plugins_with(services, web::Settings::default())
 }
 
 /// [`system_plugins`] with the web tools' `settings` (`[web.search]`).
 pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<dyn Plugin>> {
+    let mut plugins = working_plugins(services, web);
+    plugins.push(ask::plugin());
+    plugins
+}
+
+/// The core family but `system.ask`, which the binary registers after the optional
+/// families' downloads and mail (the order `toolshed plugins list` shows).
+pub fn working_plugins(services: &Services, web: web::Settings) -> Vec<Arc<dyn Plugin>> {
     let mut plugins = vec![
         workspace::plugin(services),
         exec::exec_plugin(services),
@@ -38,7 +47,6 @@ pub fn system_plugins_with(services: &Services, web: web::Settings) -> Vec<Arc<d
     ];
     plugins.extend(util::plugins());
     plugins.push(web::plugin_with_settings(services, web));
-    plugins.push(ask::plugin());
     plugins
 }
 

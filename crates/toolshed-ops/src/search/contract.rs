@@ -121,6 +121,15 @@ macro_rules! search_contract {
                 ($check)(&keep);
             }
         )*
+
+            /// The cases above are every case of [`SEARCH_CASES`], so that a case added there
+            /// and not to this macro's list fails here rather than never running.
+            #[test]
+            fn every_search_case_runs() {
+                let run: &[&str] = &[$(stringify!($case)),*];
+                let listed: Vec<&str> = $crate::contract::SEARCH_CASES.iter().map(|(n, _)| *n).collect();
+                assert_eq!(run, listed.as_slice(), "the search contract's macro and SEARCH_CASES list different cases");
+            }
     };
 }
 
