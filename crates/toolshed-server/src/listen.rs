@@ -154,7 +154,7 @@ impl HttpBody for BusyBody {
 
 /// What the error of a body cut off by the body timeout says: the doors answer `408` for
 /// it, by its type ([`is_body_timeout`]) where they hold the error, and by these words where
-/// a library (axum's extractors, rmcp) handed it on as text only.
+/// they hold only its text (rmcp's reply; REST's errors once they are `ApiError`s).
 pub(crate) const BODY_TIMED_OUT: &str = "was not received within";
 
 /// A request body cut off by `[server] body_timeout_secs`.
