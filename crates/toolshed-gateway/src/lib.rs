@@ -10,6 +10,8 @@
 //! the host has validated its arguments against the server's schema first. See
 //! docs/gateway.md.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod asks;
 mod client;
 mod convert;
