@@ -33,9 +33,9 @@ use crate::store::{StateStore, StoreError};
 pub use markdown::{Exported, Imported, MAX_IMPORT_FILES};
 pub use query::{MAX_QUERY_LEN, fts_query};
 pub use settings::MemoryConfig;
+pub use tools::plugin;
 
 use checks::{checked_namespace, checked_tags, stored_tags, tag_list};
-pub use tools::plugin;
 
 /// The owner value of memories in a shared namespace.
 const SHARED: &str = "*";

@@ -1,5 +1,6 @@
-//! The read ledger: the digest of each file an owner last read, so that an edit of a
-//! file changed since is refused (see `toolshed_ops::ReadLog`).
+//! The read ledger: the digest of each file as an owner last saw it (read or wrote it), so
+//! that an edit of a file changed since is refused (see `toolshed_ops::ReadLog`); at most
+//! `MAX_READ_LOG_ROWS` rows, the oldest removed first.
 
 use super::db::args;
 use super::{MAX_READ_LOG_ROWS, StateStore, StoreError, now_ms};

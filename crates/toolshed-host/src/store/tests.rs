@@ -1,4 +1,6 @@
-//! The store's tests on the embedded engine: opening at once from many processes, migrations, schema versions, the audit log's bound.
+//! The store's tests on the embedded engine: opening one file from many threads at once,
+//! migrations and state kept across opens, `data_version`, a newer schema refused, and the
+//! audit log's bound.
 
 use super::*;
 
