@@ -13,7 +13,8 @@ use toolshed_core::{CallContext, ToolOutput};
 
 use super::server::Server;
 use super::text::{self, Encoding};
-use super::{Core, path_of};
+use super::tools::{Core, File};
+use super::uri::path_of;
 
 /// The longest line text shown.
 const MAX_LINE: usize = 200;
@@ -175,7 +176,7 @@ pub(crate) fn edits_of(edit: WorkspaceEdit) -> Result<Vec<(String, Vec<TextEdit>
         Some(DocumentChanges::Edits(list)) => {
             for e in list {
                 add(
-                    super::normalize(e.text_document.uri.as_str()),
+                    super::uri::normalize(e.text_document.uri.as_str()),
                     plain(e.edits),
                 );
             }
@@ -185,7 +186,7 @@ pub(crate) fn edits_of(edit: WorkspaceEdit) -> Result<Vec<(String, Vec<TextEdit>
                 match op {
                     DocumentChangeOperation::Edit(e) => {
                         add(
-                            super::normalize(e.text_document.uri.as_str()),
+                            super::uri::normalize(e.text_document.uri.as_str()),
                             plain(e.edits),
                         );
                     }
@@ -199,7 +200,7 @@ pub(crate) fn edits_of(edit: WorkspaceEdit) -> Result<Vec<(String, Vec<TextEdit>
             let mut changes: Vec<_> = edit.changes.unwrap_or_default().into_iter().collect();
             changes.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
             for (uri, edits) in changes {
-                add(super::normalize(uri.as_str()), edits);
+                add(super::uri::normalize(uri.as_str()), edits);
             }
         }
     }
@@ -331,13 +332,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A file's outline, paged.
-    pub(crate) fn outline(
-        self,
-        file: &super::File,
-        answer: Value,
-        offset: usize,
-        limit: usize,
-    ) -> Answer {
+    pub(crate) fn outline(self, file: &File, answer: Value, offset: usize, limit: usize) -> Answer {
         let mut flat: Vec<(usize, String, String, u32, u32)> = Vec::new();
         match serde_json::from_value::<Option<DocumentSymbolResponse>>(answer) {
             Ok(Some(DocumentSymbolResponse::Nested(list))) => {
@@ -418,7 +413,7 @@ impl<'a> Reader<'a> {
         let mut data = Vec::new();
         for (path, d, encoding) in all.into_iter().skip(offset).take(limit) {
             let severity = ["error", "warning", "info", "hint"][rank(&d) as usize];
-            let workspace_uri = super::uri_of(&self.core.settings().workspace.join(&path));
+            let workspace_uri = super::uri::uri_of(&self.core.settings().workspace.join(&path));
             let (at, place) = self
                 .place_in(
                     &workspace_uri,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::Language;
+use super::languages::Language;
 
 /// How long `rustup which` may take.
 const RUSTUP_WAIT: Duration = Duration::from_secs(5);

@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use toolshed_ops::process::{OutputLimits, Process, ProcessOps, SpawnRequest, Stdin, Stop, Stream};
 
+use super::languages::Language;
 use super::rpc::Rpc;
 use super::text::Encoding;
-use super::{Language, uri_of};
+use super::uri::uri_of;
 
 /// How long a server may take to answer `initialize`.
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -603,7 +604,7 @@ fn notice(state: &Mutex<State>, method: &str, params: Value) -> bool {
             };
             let generation = state.events + 1;
             // Keyed as toolshed spells URIs: servers escape paths differently.
-            let uri = super::normalize(published.uri.as_str());
+            let uri = super::uri::normalize(published.uri.as_str());
             state.diagnostics.insert(
                 uri,
                 Published {

@@ -1,5 +1,12 @@
 use super::*;
 
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::text::Encoding;
+use crate::tools::apply;
+use crate::uri::{path_of, uri_of};
+
 #[test]
 fn uris_round_trip_and_edits_apply_in_the_servers_units() {
     let path = Path::new("/tmp/a dir/é.rs");

@@ -183,7 +183,7 @@ impl Change<'_> {
 /// The methods are blocking: call them from `spawn_blocking` (or a blocking pool) on an
 /// async runtime. Implementations: [`LocalOps`](crate::LocalOps) on the real file system,
 /// [`MemoryOps`](crate::MemoryOps) in memory for tests; both pass the same
-/// [contract suite](crate::contract).
+/// contract suite (the `contract` module, with the `contract` feature).
 pub trait FileOps: Send + Sync {
     /// Reads up to `max_bytes` of a regular file.
     fn read(&self, path: &str, max_bytes: u64) -> Result<FileContents, OpsError>;

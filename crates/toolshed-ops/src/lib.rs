@@ -3,10 +3,11 @@
 //! Tools never call `std::fs` or spawn processes themselves. They are built with the host's
 //! [`Services`], whose [`Ops`] they go through, so the same tool runs against the real
 //! system ([`LocalOps`]), a sandbox, or an in-memory double in tests ([`MemoryOps`]). Both
-//! implementations pass one [contract suite](contract). Searching — glob, fuzzy find, grep —
-//! goes through [`SearchOps`], confined the same way; starting processes through
-//! [`ProcessOps`] (see the [`process`] module). HTTP goes through [`NetClient`] (see the
-//! [`net`] module), which enforces a network policy on every address it dials.
+//! implementations pass one contract suite (the `contract` module, built with the
+//! `contract` feature). Searching — glob, fuzzy find, grep — goes through [`SearchOps`],
+//! confined the same way; starting processes through [`ProcessOps`] (see the [`process`]
+//! module). HTTP goes through [`NetClient`] (see the [`net`] module), which enforces a
+//! network policy on every address it dials.
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 mod beneath;
 mod boundary;
+#[cfg(feature = "contract")]
 pub mod contract;
 mod error;
 mod file;

@@ -2,8 +2,8 @@
 //!
 //! It resolves paths the way `openat2(RESOLVE_BENEATH)` does — `..` may not climb above the
 //! root, absolute symbolic links and links pointing out are refused — and passes the same
-//! [contract suite](crate::contract) as [`LocalOps`](crate::LocalOps), which is what makes
-//! tool tests on it trustworthy.
+//! contract suite (`contract`, with the `contract` feature) as
+//! [`LocalOps`](crate::LocalOps), which is what makes tool tests on it trustworthy.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -676,6 +676,7 @@ impl FileOps for MemoryOps {
     }
 }
 
+#[cfg(feature = "contract")]
 impl crate::contract::Fixture for MemoryOps {
     /// Names are kept as they are spelled (see [`crate::path`]).
     fn raw_file(&self, path: &[u8], data: &[u8]) {

@@ -17,7 +17,7 @@ const LIST_LIMIT: usize = 200;
 /// Filters of `GET /approvals`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ApprovalFilter {
+pub(crate) struct ApprovalFilter {
     /// Also the answered and expired requests.
     #[serde(default)]
     pub all: bool,
@@ -26,7 +26,7 @@ pub struct ApprovalFilter {
 /// The body of `POST /approvals/{id}/approve`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Also approve the same tool with the same arguments for this owner from now on.
     #[serde(default)]
     pub remember: bool,
@@ -37,7 +37,7 @@ fn failed(e: toolshed_host::StoreError) -> ApiError {
 }
 
 /// `GET /approvals`.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     filter: Result<Query<ApprovalFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -51,7 +51,7 @@ pub async fn list(
 }
 
 /// `GET /approvals/{id}`.
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -71,7 +71,7 @@ fn missing(id: &str) -> ApiError {
 }
 
 /// `POST /approvals/{id}/approve`.
-pub async fn approve(
+pub(crate) async fn approve(
     state: State<AppState>,
     caller: Option<Extension<Caller>>,
     id: Path<String>,
@@ -100,7 +100,7 @@ pub async fn approve(
 }
 
 /// `POST /approvals/{id}/deny`.
-pub async fn deny(
+pub(crate) async fn deny(
     state: State<AppState>,
     caller: Option<Extension<Caller>>,
     id: Path<String>,
@@ -166,7 +166,7 @@ async fn decide(
 /// Filters of `GET /audit`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AuditFilter {
+pub(crate) struct AuditFilter {
     /// How many rows (1 to 1000; default 100).
     #[serde(default = "default_audit_limit")]
     pub limit: usize,
@@ -190,7 +190,7 @@ fn default_audit_limit() -> usize {
 
 /// `GET /audit`: audit rows newest first, approvals with who answered included, filtered
 /// and paged (`next_cursor`).
-pub async fn audit(
+pub(crate) async fn audit(
     State(state): State<AppState>,
     filter: Result<Query<AuditFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {

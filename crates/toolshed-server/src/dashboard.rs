@@ -30,9 +30,9 @@ use serde_json::json;
 use crate::token::BearerToken;
 
 /// The session cookie's name.
-pub const COOKIE: &str = "toolshed_session";
+pub(crate) const COOKIE: &str = "toolshed_session";
 /// The header a cookie session's state-changing requests carry.
-pub const CSRF_HEADER: &str = "x-csrf-token";
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 /// How long a login link works.
 pub const CODE_LIFETIME: Duration = Duration::from_secs(120);
 /// How long a dashboard session lasts.
@@ -45,11 +45,11 @@ const SCRIPT: &str = include_str!("../dashboard/app.js");
 const STYLE: &str = include_str!("../dashboard/app.css");
 
 /// The paths served without a token (the guard still checks Host and Origin).
-pub const OPEN_PATHS: &[&str] = &["/", "/ui/app.js", "/ui/app.css", "/login"];
+pub(crate) const OPEN_PATHS: &[&str] = &["/", "/ui/app.js", "/ui/app.css", "/login"];
 /// Where the page asks who it is signed in as (and for its CSRF token).
-pub const SESSION_PATH: &str = "/api/ui/session";
+pub(crate) const SESSION_PATH: &str = "/api/ui/session";
 /// Where the page signs out.
-pub const LOGOUT_PATH: &str = "/api/ui/logout";
+pub(crate) const LOGOUT_PATH: &str = "/api/ui/logout";
 
 /// What a page may load: its own script and style, images it makes itself, requests to
 /// its own origin; nothing framed, nothing from elsewhere.
@@ -186,7 +186,7 @@ fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
 
 /// Removes the session cookie from a request's `Cookie` headers (keeping the others):
 /// for requests toolshed forwards to an app it proxies.
-pub fn strip_session_cookie(headers: &mut HeaderMap) {
+pub(crate) fn strip_session_cookie(headers: &mut HeaderMap) {
     let kept: Vec<String> = headers
         .get_all(header::COOKIE)
         .iter()
@@ -209,7 +209,7 @@ pub fn strip_session_cookie(headers: &mut HeaderMap) {
 /// a WebSocket (no CSRF check guards its handshake), and, when the request says where it
 /// comes from, only from this server's own origin (a page on another local port is
 /// another origin).
-pub fn cookie_allowed(uri: &axum::http::Uri, headers: &HeaderMap) -> bool {
+pub(crate) fn cookie_allowed(uri: &axum::http::Uri, headers: &HeaderMap) -> bool {
     if !uri.path().starts_with("/api/") || headers.contains_key(header::UPGRADE) {
         return false;
     }
@@ -230,7 +230,11 @@ struct DashState {
 }
 
 /// The dashboard's routes; `info` (the workspace, the sandbox) is shown on its overview.
-pub fn routes(token: BearerToken, sessions: Arc<Sessions>, info: serde_json::Value) -> Router {
+pub(crate) fn routes(
+    token: BearerToken,
+    sessions: Arc<Sessions>,
+    info: serde_json::Value,
+) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/ui/app.js", get(script))

@@ -75,7 +75,7 @@ impl IntoResponse for ApiError {
 
 /// The status a [`ToolError`] maps to. A tool that ran and failed (`Failed`) is not an HTTP
 /// error: the caller turns it into a `200` result with `is_error: true`.
-pub fn status_of(kind: ErrorKind) -> StatusCode {
+pub(crate) fn status_of(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::InvalidArguments => StatusCode::BAD_REQUEST,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,

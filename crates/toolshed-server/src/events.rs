@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 /// How many events are kept for resuming.
-pub const RETAINED_EVENTS: usize = 1000;
+pub(crate) const RETAINED_EVENTS: usize = 1000;
 
 /// One event as clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,7 +70,7 @@ impl Filter {
 }
 
 /// How many event ids one reservation in the state store covers.
-pub const ID_BLOCK: u64 = 10_000;
+pub(crate) const ID_BLOCK: u64 = 10_000;
 
 /// The ids this log hands out.
 #[derive(Debug)]

@@ -30,7 +30,7 @@ fn server_json(state: &AppState, info: &toolshed_host::PluginInfo) -> Value {
 }
 
 /// `GET /mcp-servers`.
-pub async fn list(State(state): State<AppState>) -> Json<Value> {
+pub(crate) async fn list(State(state): State<AppState>) -> Json<Value> {
     let servers: Vec<Value> = manage::servers(&state.host)
         .iter()
         .map(|info| server_json(&state, info))
@@ -39,7 +39,7 @@ pub async fn list(State(state): State<AppState>) -> Json<Value> {
 }
 
 /// `GET /mcp-servers/{name}`: the server with its pins.
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -52,7 +52,7 @@ pub async fn get(
 /// The body of `POST /mcp-servers`: a server as `toolshed mcp add` takes it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AddBody {
+pub(crate) struct AddBody {
     /// Its name: tools become `NAME__TOOL`.
     pub name: String,
     /// The command and its arguments, for a server run over stdio.
@@ -88,7 +88,7 @@ pub struct AddBody {
 }
 
 /// `POST /mcp-servers`: mounts a server; `201` with it once it runs.
-pub async fn add(
+pub(crate) async fn add(
     State(state): State<AppState>,
     request: Result<Json<AddBody>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -118,7 +118,7 @@ pub async fn add(
 }
 
 /// `DELETE /mcp-servers/{name}`.
-pub async fn remove(
+pub(crate) async fn remove(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -131,7 +131,7 @@ pub async fn remove(
 /// The body of `POST /mcp-servers/import`: a config with `mcpServers` (Claude Desktop,
 /// Claude Code, Cursor), and whether to replace servers of the same names.
 #[derive(Debug, Deserialize)]
-pub struct ImportBody {
+pub(crate) struct ImportBody {
     /// The config, as those tools write it.
     pub config: Value,
     /// Replace servers of the same names.
@@ -140,7 +140,7 @@ pub struct ImportBody {
 }
 
 /// `POST /mcp-servers/import`: mounts every server of the config; each one's outcome.
-pub async fn import(
+pub(crate) async fn import(
     State(state): State<AppState>,
     request: Result<Json<ImportBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -170,7 +170,7 @@ pub async fn import(
 /// The body of `POST /mcp-servers/{name}/accept`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AcceptBody {
+pub(crate) struct AcceptBody {
     /// Tools whose changed definitions to accept.
     #[serde(default)]
     pub tools: Vec<String>,
@@ -181,7 +181,7 @@ pub struct AcceptBody {
 
 /// `POST /mcp-servers/{name}/accept`: accepts changed tool definitions (re-pins them) and
 /// starts the server again; the server as it then is.
-pub async fn accept(
+pub(crate) async fn accept(
     State(state): State<AppState>,
     Path(name): Path<String>,
     request: Result<Json<AcceptBody>, JsonRejection>,

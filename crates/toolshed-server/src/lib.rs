@@ -38,32 +38,34 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod api;
-pub mod approvals;
-pub mod dashboard;
-pub mod error;
-pub mod events;
-pub mod gateway;
+mod api;
+mod approvals;
+mod dashboard;
+mod error;
+mod events;
+mod gateway;
 mod guard;
 mod listen;
 mod mcp_reply;
 mod mcp_request;
-pub mod memories;
-pub mod metrics;
+mod memories;
+mod metrics;
 mod oauth;
-pub mod openapi;
+mod openapi;
 mod proxy;
-pub mod questions;
+mod questions;
 mod serve;
-pub mod stream;
+mod stream;
 mod token;
 
 pub use api::AppState;
+pub use dashboard::{CODE_LIFETIME, login_code};
 pub use error::ApiError;
 pub use guard::{
     FAILURE_WINDOW, MAX_AUTH_FAILURES, MAX_HEADER_BYTES, Rejection, RequestGuard, guarded,
 };
 pub use listen::{ConnectionLimits, connection_cap};
+pub use openapi::{ROUTES, document as openapi_document};
 pub use serve::{
     API_PREFIX, DEFAULT_MAX_BODY_BYTES, MCP_PATH, ServeError, ServerOptions, app, serve,
     serve_router,

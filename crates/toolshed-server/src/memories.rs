@@ -19,7 +19,7 @@ use crate::error::ApiError;
 /// Filters of `GET /memories`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     /// Only this namespace.
     pub namespace: Option<String>,
     /// Only memories with all these tags, comma-separated.
@@ -33,7 +33,7 @@ pub struct ListQuery {
 /// Parameters of `GET /memories/search`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SearchQuery {
+pub(crate) struct SearchQuery {
     /// The query: words, `"a phrase"`, `prefix*`, `OR`, `-word`.
     pub q: Option<String>,
     /// Only this namespace.
@@ -100,7 +100,7 @@ fn put(args: &mut Map<String, Value>, key: &str, value: Option<Value>) {
 }
 
 /// `GET /memories`: the caller's memories, newest first, a page at a time.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
@@ -117,7 +117,7 @@ pub async fn list(
 }
 
 /// `GET /memories/search`: full-text search, best first.
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
@@ -142,7 +142,7 @@ pub async fn search(
 /// The body of `POST /memories`: what `memory_store` takes.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NewMemory {
+pub(crate) struct NewMemory {
     text: String,
     title: Option<String>,
     tags: Option<Vec<String>>,
@@ -152,7 +152,7 @@ pub struct NewMemory {
 }
 
 /// `POST /memories`: stores a memory (`201`), or updates memory `id` (`200`).
-pub async fn store(
+pub(crate) async fn store(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
@@ -183,7 +183,7 @@ fn id_arg(id: String) -> Map<String, Value> {
 }
 
 /// `GET /memories/{id}`.
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
@@ -207,7 +207,7 @@ pub async fn get(
 }
 
 /// `DELETE /memories/{id}`: a soft delete, restorable for `[memory] deleted_days`.
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
@@ -225,7 +225,7 @@ pub async fn delete(
 }
 
 /// `POST /memories/{id}/restore`: brings back a deleted or compacted memory.
-pub async fn restore(
+pub(crate) async fn restore(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,

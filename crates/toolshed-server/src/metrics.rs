@@ -24,7 +24,7 @@ struct Calls {
 
 /// Call counters fed by the host's event bus.
 #[derive(Debug, Default, Clone)]
-pub struct Metrics(Arc<Mutex<Calls>>);
+pub(crate) struct Metrics(Arc<Mutex<Calls>>);
 
 /// The most distinct tools counted (names come from the registry, but a plugin could have
 /// many).
@@ -32,7 +32,7 @@ const MAX_SERIES: usize = 2000;
 
 impl Metrics {
     /// Starts counting the host's calls; the task ends with `stop`.
-    pub fn start(host: &Host, stop: tokio_util::sync::CancellationToken) -> Self {
+    pub(crate) fn start(host: &Host, stop: tokio_util::sync::CancellationToken) -> Self {
         let metrics = Self::default();
         let mut events = host.events().subscribe();
         let counter = metrics.clone();
@@ -104,7 +104,10 @@ fn label(value: &str) -> String {
 }
 
 /// `GET /metrics`.
-pub async fn metrics(State(state): State<AppState>, metrics: axum::Extension<Metrics>) -> Response {
+pub(crate) async fn metrics(
+    State(state): State<AppState>,
+    metrics: axum::Extension<Metrics>,
+) -> Response {
     let mut out = String::new();
     {
         let calls = metrics.0.0.lock().unwrap_or_else(|p| p.into_inner());

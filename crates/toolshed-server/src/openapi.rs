@@ -755,6 +755,6 @@ pub fn document() -> Value {
 }
 
 /// `GET /openapi.json`.
-pub async fn serve() -> Json<Value> {
+pub(crate) async fn serve() -> Json<Value> {
     Json(document())
 }

@@ -18,7 +18,7 @@ use crate::error::ApiError;
 /// The body of `POST /questions/{id}/answer`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Body {
+pub(crate) struct Body {
     /// `accept` (with `content`), `decline` or `cancel`.
     pub action: String,
     /// The answer's fields, as the question's schema asks.
@@ -33,7 +33,10 @@ fn limited_to(caller: Option<&Caller>) -> Option<String> {
 }
 
 /// `GET /questions`.
-pub async fn list(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Json<Value> {
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+) -> Json<Value> {
     let owner = limited_to(caller.as_deref());
     let pending = state
         .host
@@ -44,7 +47,7 @@ pub async fn list(State(state): State<AppState>, caller: Option<Extension<Caller
 }
 
 /// `POST /questions/{id}/answer`.
-pub async fn answer(
+pub(crate) async fn answer(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     Path(id): Path<String>,

@@ -22,7 +22,7 @@ use crate::events::{ApiEvent, Filter};
 /// Query parameters of the event streams.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EventQuery {
+pub(crate) struct EventQuery {
     /// Only this job's events.
     pub job: Option<String>,
     /// Only the events of this owner's jobs (plugin events always pass).
@@ -55,7 +55,7 @@ pub struct StreamSlots {
 /// One open stream's place, given back when the stream ends (its client gone, the server
 /// stopping).
 #[derive(Debug)]
-pub struct StreamSlot {
+pub(crate) struct StreamSlot {
     slots: std::sync::Arc<StreamSlots>,
     account: String,
 }
@@ -119,7 +119,7 @@ impl StreamSlots {
 }
 
 /// The largest event id a client may name (the largest integer JSON carries exactly).
-pub const MAX_EVENT_ID: u64 = 9_007_199_254_740_991;
+pub(crate) const MAX_EVENT_ID: u64 = 9_007_199_254_740_991;
 
 fn checked(params: EventQuery) -> Result<EventQuery, ApiError> {
     match params.last_event_id {
@@ -213,7 +213,7 @@ fn missed_data() -> String {
 }
 
 /// `GET /events`.
-pub async fn sse(
+pub(crate) async fn sse(
     State(state): State<AppState>,
     caller: Option<axum::Extension<Caller>>,
     headers: HeaderMap,
@@ -247,7 +247,7 @@ pub async fn sse(
 }
 
 /// `GET /events/ws`.
-pub async fn ws(
+pub(crate) async fn ws(
     State(state): State<AppState>,
     caller: Option<axum::Extension<Caller>>,
     params: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,

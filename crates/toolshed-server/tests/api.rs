@@ -499,7 +499,7 @@ async fn the_openapi_document_covers_every_endpoint() {
     let s = start().await;
     let doc = get(s.address, "/api/v1/openapi.json").await.json();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
-    for (method, path) in toolshed_server::openapi::ROUTES {
+    for (method, path) in toolshed_server::ROUTES {
         let op = &doc["paths"][format!("/api/v1{path}")][method.to_lowercase()];
         assert!(op.is_object(), "{method} {path} is not documented");
         assert!(
@@ -512,7 +512,7 @@ async fn the_openapi_document_covers_every_endpoint() {
 #[tokio::test]
 async fn every_documented_route_is_served() {
     let s = start().await;
-    for (method, path) in toolshed_server::openapi::ROUTES {
+    for (method, path) in toolshed_server::ROUTES {
         if path.ends_with("/events") || path.ends_with("/ws") {
             continue; // streams; covered above
         }

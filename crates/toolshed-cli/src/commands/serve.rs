@@ -48,11 +48,11 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
     eprintln!("listening on http://{local}{MCP_PATH}");
     eprintln!("REST API on http://{local}/api/v1 (docs/rest.md)");
     if args.open
-        && let Some(code) = toolshed_server::dashboard::login_code(&token)
+        && let Some(code) = toolshed_server::login_code(&token)
     {
         eprintln!(
             "dashboard: http://{local}/login?code={code} (works once, for {} s; `toolshed dashboard` prints another)",
-            toolshed_server::dashboard::CODE_LIFETIME.as_secs()
+            toolshed_server::CODE_LIFETIME.as_secs()
         );
     } else {
         eprintln!("dashboard on http://{local}/ (`toolshed dashboard` prints a login link)");
@@ -80,12 +80,12 @@ pub async fn print_login_link(global: &GlobalArgs, url: Option<String>) -> Resul
         || "http://127.0.0.1:7070".to_string(),
         |u| u.trim_end_matches('/').to_string(),
     );
-    let code = toolshed_server::dashboard::login_code(&token).ok_or_else(|| {
+    let code = toolshed_server::login_code(&token).ok_or_else(|| {
         Failure::Runtime("cannot make a login code: the system's random source failed".into())
     })?;
     outln!(
         "{base}/login?code={code} (works once, for {} s)",
-        toolshed_server::dashboard::CODE_LIFETIME.as_secs()
+        toolshed_server::CODE_LIFETIME.as_secs()
     );
     Ok(())
 }

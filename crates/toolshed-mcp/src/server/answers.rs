@@ -1,6 +1,19 @@
 //! The Tasks extension's methods and resource subscriptions, as this door answers them.
 
-use super::*;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CancelTaskParams, GetTaskParams, GetTaskResult, SubscribeRequestParams,
+    UnsubscribeRequestParams, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::library::library_error;
+use super::listing::Bound;
+use super::{MAX_SUBSCRIPTIONS, McpServer};
 
 impl McpServer {
     /// The host and the task `id` of a `tasks/*` request, when its caller may use it.

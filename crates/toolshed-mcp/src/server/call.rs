@@ -1,9 +1,91 @@
 //! The `tools/call` door: the catalog's meta-tools (`tool_search`, `tool_call`), input
 //! requests in both eras, a task for a long call, progress and the answer.
 
-use super::*;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::Value;
+use toolshed_host::CallRequest;
+
+use super::{McpServer, era_2026};
+use crate::convert::{result_from_error, result_from_output};
+use crate::progress::ProgressForwarder;
 
 impl McpServer {
+    /// `tools/call`: the door's span, the root of the call's trace and parented by the
+    /// caller's trace context, around [`Self::call_tool_traced`].
+    pub(super) async fn call_tool_with_span(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        use tracing::Instrument as _;
+        // The host first: over stdio it may still be opening, and opening it is what sets
+        // up the export of spans (a span made before that would go nowhere).
+        self.bound().await?;
+        // The door's span, the root of the call's trace, named and attributed as the
+        // OpenTelemetry conventions for MCP say (docs/telemetry.md).
+        let http = context.extensions.get::<http::request::Parts>();
+        let span = tracing::info_span!(
+            target: toolshed_core::TRACE,
+            "tools/call",
+            otel.name = %format_args!("tools/call {}", request.name),
+            otel.kind = "server",
+            mcp.method.name = "tools/call",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %request.name,
+            jsonrpc.request.id = %context.id,
+            mcp.protocol.version = context.protocol_version().map(|v| v.to_string()),
+            mcp.session.id = http
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok()),
+            network.transport = if http.is_some() { "tcp" } else { "pipe" },
+            error.type = tracing::field::Empty,
+        );
+        // A caller's trace context (`_meta`, else the HTTP headers) parents the door's span.
+        let header = |name: &str| {
+            http.and_then(|p| p.headers.get(name))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let parent = context
+            .meta
+            .get_traceparent()
+            .and_then(|given| {
+                toolshed_core::trace_context::TraceParent::parse(
+                    given,
+                    context.meta.get_tracestate(),
+                )
+            })
+            .or_else(|| {
+                header("traceparent").and_then(|given| {
+                    toolshed_core::trace_context::TraceParent::parse(
+                        &given,
+                        header("tracestate").as_deref(),
+                    )
+                })
+            });
+        if let Some(parent) = &parent {
+            toolshed_core::trace_context::adopt(&span, parent);
+        }
+        let answer = self
+            .call_tool_traced(request, context)
+            .instrument(span.clone())
+            .await;
+        match &answer {
+            Err(error) => {
+                span.record("error.type", error.code.0.to_string().as_str());
+            }
+            Ok(response) if response_is_error(response) => {
+                span.record("error.type", "tool_error");
+            }
+            Ok(_) => {}
+        }
+        answer
+    }
+
     /// `tools/call` inside the door's span.
     pub(super) async fn call_tool_traced(
         &self,
@@ -234,4 +316,9 @@ impl McpServer {
             Err(error) => result_from_error(&name, resolved, error).map(Into::into),
         }
     }
+}
+
+/// Whether a `tools/call` answer reports the tool's failure.
+fn response_is_error(response: &CallToolResponse) -> bool {
+    matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
 }

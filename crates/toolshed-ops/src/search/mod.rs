@@ -47,6 +47,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::OpsError;
 use crate::file::FileKind;
 
+#[cfg(feature = "contract")]
 pub(crate) mod contract;
 mod files;
 mod find;
@@ -392,7 +393,7 @@ pub struct TreeResult {
 /// on an async runtime. Implementations: [`LocalOps`](crate::LocalOps) walks the real file
 /// system in parallel with ripgrep's crates; [`MemoryOps`](crate::MemoryOps) walks its map
 /// with the same rules and the same searcher, and both pass the same
-/// [contract suite](crate::contract::run_search).
+/// contract suite (`contract::run_search`, with the `contract` feature).
 pub trait SearchOps: Send + Sync {
     /// Regular files under `base` matching the patterns, sorted.
     fn glob(&self, request: &GlobRequest) -> Result<GlobResult, OpsError>;

@@ -1,0 +1,117 @@
+//! A plugin's settings: read them (secrets hidden) and change them.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{AppState, body};
+use crate::error::ApiError;
+
+/// `GET /plugins/{id}/config`: every field, with values; secrets only say whether set.
+pub(crate) async fn get_config(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let stored = state
+        .host
+        .store()
+        .config_values(&id)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let fields: Vec<Value> = manifest
+        .config
+        .iter()
+        .map(|field| {
+            let set = stored.contains_key(&field.key);
+            let mut item = json!({
+                "key": field.key,
+                "type": field.field_type,
+                "label": field.label,
+                "description": field.description,
+                "secret": field.secret,
+                "required": field.required,
+                "options": field.options,
+                "set": set,
+            });
+            if !field.secret
+                && let Value::Object(map) = &mut item
+            {
+                map.insert(
+                    "default".into(),
+                    field.default.clone().unwrap_or(Value::Null),
+                );
+                map.insert(
+                    "value".into(),
+                    stored
+                        .get(&field.key)
+                        .cloned()
+                        .or_else(|| field.default.clone())
+                        .unwrap_or(Value::Null),
+                );
+            }
+            item
+        })
+        .collect();
+    Ok(Json(json!({ "plugin_id": id, "fields": fields })))
+}
+
+/// The body of `PUT /plugins/{id}/config`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfigUpdate {
+    /// Keys to set.
+    pub values: Map<String, Value>,
+}
+
+/// `PUT /plugins/{id}/config`: sets values after checking each against its field.
+pub(crate) async fn put_config(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    update: Result<Json<ConfigUpdate>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let update = body(update)?;
+    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let mut problems = Vec::new();
+    for (key, value) in &update.values {
+        let Some(field) = manifest.config.iter().find(|f| &f.key == key) else {
+            let keys: Vec<&str> = manifest.config.iter().map(|f| f.key.as_str()).collect();
+            problems.push(format!(
+                "`{key}` is not a config field of `{id}` (fields: {})",
+                if keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    keys.join(", ")
+                }
+            ));
+            continue;
+        };
+        if let Err(problem) = toolshed_host::config_fields::check(field, value) {
+            problems.push(problem);
+        }
+    }
+    if !problems.is_empty() {
+        let mut error = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_arguments",
+            format!("config for `{id}` was not changed: {}", problems.join("; ")),
+        );
+        error.details = json!(problems);
+        return Err(error);
+    }
+    for (key, value) in &update.values {
+        let secret = manifest.config.iter().any(|f| &f.key == key && f.secret);
+        state
+            .host
+            .store()
+            .set_config_value(&id, key, value, secret)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+    }
+    get_config(State(state), Path(id)).await
+}

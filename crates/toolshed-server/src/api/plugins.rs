@@ -1,0 +1,476 @@
+//! The plugin endpoints: the list and one plugin, its health, icon and tools, turning it on
+//! and off, reloading, uninstalling and installing, and its grants.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{AppState, body, query, registry_error};
+use crate::error::ApiError;
+
+/// `GET /plugins`.
+/// `?locale=`: the language names and descriptions are shown in.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct LocaleQuery {
+    pub(super) locale: Option<String>,
+}
+
+impl LocaleQuery {
+    /// The locale asked for, checked (`zh`, `zh-CN`, `pt_BR`).
+    pub(super) fn locale(&self) -> Result<Option<&str>, ApiError> {
+        match self.locale.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(l)
+                if l.len() <= 35
+                    && l.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+            {
+                Ok(Some(l))
+            }
+            Some(l) => Err(ApiError::bad_request(format!(
+                "`locale` {l:?} is not a language tag; use one such as `zh` or `zh-CN`"
+            ))),
+        }
+    }
+}
+
+/// `plugin` (a plugin's JSON) with its name and description in `locale` where its
+/// manifest translates them: the exact tag first, then its language (`zh-CN`, then `zh`).
+fn localize(plugin: &mut Value, manifest: &toolshed_core::PluginManifest, locale: &str) {
+    let Some(translation) = manifest.translation(locale) else {
+        return;
+    };
+    if let Value::Object(map) = plugin {
+        if let Some(name) = &translation.name {
+            map.insert("name".into(), Value::String(name.clone()));
+        }
+        if let Some(description) = &translation.description {
+            map.insert("description".into(), Value::String(description.clone()));
+        }
+    }
+}
+
+/// `?locale=` and `?tag=` of `GET /plugins`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct PluginsQuery {
+    /// As [`LocaleQuery`].
+    #[serde(default)]
+    locale: Option<String>,
+    /// Only plugins with this tag, in any language.
+    #[serde(default)]
+    tag: Option<String>,
+}
+
+/// `GET /plugins`: every plugin, with its tags, author, dependencies and dialect; `?tag=`
+/// keeps those with that tag.
+pub(crate) async fn plugins(
+    State(state): State<AppState>,
+    params: Result<Query<PluginsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let params = query(params)?;
+    let wanted = LocaleQuery {
+        locale: params.locale.clone(),
+    };
+    let locale = wanted.locale()?;
+    let tag = params
+        .tag
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let registry = state.host.registry();
+    let plugins: Vec<Value> = registry
+        .plugins()
+        .into_iter()
+        .filter_map(|info| {
+            let manifest = registry.manifest(&info.id);
+            if let Some(tag) = tag
+                && !manifest.as_ref().is_some_and(|m| m.has_tag(tag))
+            {
+                return None;
+            }
+            let mut value = serde_json::to_value(&info).unwrap_or(Value::Null);
+            if let Some(manifest) = &manifest {
+                if let Some(locale) = locale {
+                    localize(&mut value, manifest, locale);
+                }
+                if let Value::Object(map) = &mut value {
+                    map.extend(manifest.listing_fields(locale, info.dir.as_deref()));
+                }
+            }
+            Some(value)
+        })
+        .collect();
+    Ok(Json(json!({ "plugins": plugins })))
+}
+
+fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
+    let info = state.host.registry().plugin(id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let mut value = serde_json::to_value(&info).map_err(|e| ApiError::internal(e.to_string()))?;
+    if let (Some(manifest), Value::Object(map)) = (state.host.registry().manifest(id), &mut value) {
+        map.insert(
+            "capabilities".into(),
+            serde_json::to_value(&manifest.capabilities).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "env".into(),
+            serde_json::to_value(&manifest.env).unwrap_or(Value::Null),
+        );
+        map.extend(manifest.listing_fields(None, info.dir.as_deref()));
+    }
+    if let Value::Object(map) = &mut value {
+        let provenance = state.host.store().provenance(id).ok().flatten();
+        map.insert(
+            "provenance".into(),
+            serde_json::to_value(provenance).unwrap_or(Value::Null),
+        );
+    }
+    Ok(value)
+}
+
+/// `GET /plugins/{id}/health`: how the plugin is now (a JavaScript plugin's `health()`
+/// export answers).
+pub(crate) async fn plugin_health(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (info, health) = state.host.registry().health_now(&id).await.ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let (word, message) = toolshed_host::health_words(&health);
+    Ok(Json(serde_json::json!({
+        "id": info.id, "state": info.state.as_str(), "health": word, "message": message,
+    })))
+}
+
+/// The largest icon served.
+const MAX_ICON_BYTES: u64 = 256 * 1024;
+
+/// `GET /plugins/{id}/icon`: the image the manifest's `icon` names inside the plugin
+/// directory (svg, png, jpg, webp; at most 256 KiB; no link leading out of the directory).
+pub(crate) async fn plugin_icon(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (Some(info), Some(manifest)) = (
+        state.host.registry().plugin(&id),
+        state.host.registry().manifest(&id),
+    ) else {
+        return Err(ApiError::not_found(format!(
+            "no plugin `{id}`; GET /api/v1/plugins lists them"
+        )));
+    };
+    let no_icon = || ApiError::not_found(format!("plugin `{id}` has no icon file"));
+    let (Some(dir), Some(icon)) = (info.dir, manifest.icon) else {
+        return Err(no_icon());
+    };
+    let kind = match icon.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
+        Some(e) if e == "svg" => "image/svg+xml",
+        Some(e) if e == "png" => "image/png",
+        Some(e) if e == "jpg" || e == "jpeg" => "image/jpeg",
+        Some(e) if e == "webp" => "image/webp",
+        _ => return Err(no_icon()),
+    };
+    let bytes = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
+        let relative = std::path::Path::new(&icon);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(format!(
+                "the icon `{icon}` is not a path inside the plugin directory"
+            ));
+        }
+        // Opened beneath the plugin directory by the kernel, and read from that same open
+        // file: no link leads out, and nothing can be swapped in between.
+        toolshed_ops::read_beneath(&dir, relative, MAX_ICON_BYTES).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => {
+                format!("the icon is larger than the {MAX_ICON_BYTES} bytes icons are served up to")
+            }
+            _ => {
+                format!("the icon `{icon}` is not a regular file inside the plugin directory ({e})")
+            }
+        })
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+    .map_err(|why| ApiError::not_found(format!("plugin `{id}`: {why}")))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(kind)),
+            // An SVG is shown as an image, never run as a document.
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; sandbox"),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// `GET /plugins/{id}/verify`: its files against what its install recorded.
+pub(crate) async fn verify(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if state.host.registry().plugin(&id).is_none() {
+        return Err(ApiError::not_found(format!(
+            "no plugin `{id}`; GET /api/v1/plugins lists them"
+        )));
+    }
+    let (provenance, drift) = state
+        .host
+        .verify_plugin(&id)
+        .await
+        .map_err(ApiError::conflict)?;
+    Ok(Json(serde_json::json!({
+        "id": id, "clean": drift.is_clean(), "drift": drift, "provenance": provenance,
+    })))
+}
+
+/// `GET /plugins/{id}`.
+pub(crate) async fn plugin(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let locale = query(locale)?;
+    let mut value = plugin_json(&state, &id)?;
+    if let (Some(locale), Some(manifest)) = (locale.locale()?, state.host.registry().manifest(&id))
+    {
+        localize(&mut value, &manifest, locale);
+    }
+    Ok(Json(value))
+}
+
+/// `POST /plugins/{id}/enable` and `/disable`.
+pub(crate) async fn set_enabled(
+    state: AppState,
+    id: String,
+    enabled: bool,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .host
+        .registry()
+        .set_enabled(&id, enabled)
+        .await
+        .map_err(registry_error)?;
+    plugin_json(&state, &id).map(Json)
+}
+
+/// `POST /plugins/{id}/enable`.
+pub(crate) async fn enable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_enabled(state, id, true).await
+}
+
+/// `POST /plugins/{id}/disable`.
+pub(crate) async fn disable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_enabled(state, id, false).await
+}
+
+/// `POST /plugins/{id}/reload`.
+pub(crate) async fn reload(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .host
+        .registry()
+        .reload(&id)
+        .await
+        .map_err(registry_error)?;
+    plugin_json(&state, &id).map(Json)
+}
+
+/// `DELETE /plugins/{id}`.
+pub(crate) async fn uninstall(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let info = state
+        .host
+        .registry()
+        .uninstall(&id)
+        .await
+        .map_err(registry_error)?;
+    Ok(Json(json!({ "uninstalled": info })))
+}
+
+/// `GET /plugins/{id}/grants`.
+pub(crate) async fn get_grants(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let info = state
+        .host
+        .registry()
+        .grants(&id)
+        .await
+        .map_err(registry_error)?;
+    Ok(Json(json!({ "plugin_id": id, "grants": info })))
+}
+
+/// The body of `POST /plugins/{id}/grants`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GrantsChange {
+    /// Grants to add.
+    #[serde(default)]
+    pub add: Vec<String>,
+    /// Grants to take back.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// `POST /plugins/{id}/grants`: adds and takes back grants; the plugin reloads with them.
+pub(crate) async fn change_grants(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    change: Result<Json<GrantsChange>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let change = body(change)?;
+    if change.add.len() + change.remove.len() > toolshed_host::MAX_GRANTS {
+        return Err(ApiError::bad_request(format!(
+            "at most {} grants per request",
+            toolshed_host::MAX_GRANTS
+        )));
+    }
+    let info = state
+        .host
+        .registry()
+        .change_grants(&id, &change.add, &change.remove)
+        .await
+        .map_err(registry_error)?;
+    Ok(Json(json!({ "plugin_id": id, "grants": info })))
+}
+
+/// The body of `POST /plugins`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct InstallBody {
+    /// A directory or a `.tar.gz`/`.tgz`/`.zip` file on the server's machine, or an
+    /// `https` URL of an archive (with `sha256`).
+    pub source: String,
+    /// Refuse unless the plugin has this id.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Refuse an archive unless its SHA-256 is this.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// Replace an installed plugin with the same id.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `POST /plugins`: installs a plugin into the data dir and loads it.
+pub(crate) async fn install(
+    State(state): State<AppState>,
+    request: Result<Json<InstallBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    use toolshed_host::install::InstallError;
+    let request = body(request)?;
+    let install_request =
+        state
+            .host
+            .install_request(request.source, request.id, request.sha256, request.force);
+    let outcome = state
+        .host
+        .install_plugin(install_request, Arc::new(|_: String| {}))
+        .await;
+    let installed = outcome.map_err(|e| match e {
+        InstallError::Exists { .. } | InstallError::Reserved(_) => {
+            ApiError::conflict(e.to_string())
+        }
+        InstallError::Io { .. } => ApiError::internal(e.to_string()),
+        other => ApiError::bad_request(other.to_string()),
+    })?;
+    let plugin = state.host.registry().adopt(&installed.dir).await;
+    let status = if installed.replaced {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(json!({
+            "id": installed.id,
+            "version": installed.version,
+            "replaced": installed.replaced,
+            "plugin": plugin,
+        })),
+    ))
+}
+
+/// `GET /plugins/{id}/tools`.
+pub(crate) async fn plugin_tools(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let locale = query(locale)?;
+    let locale = locale.locale()?;
+    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
+    })?;
+    let registered: BTreeMap<String, toolshed_host::registry::ToolEntry> = state
+        .host
+        .registry()
+        .tools()
+        .into_iter()
+        .filter(|t| t.plugin_id == id)
+        .map(|t| (t.spec().name.clone(), t))
+        .collect();
+    // A sandboxed plugin's tools are known once its code ran: list those it registered
+    // beside those its manifest declares.
+    let mut specs: Vec<toolshed_core::ToolSpec> = manifest.tools.clone();
+    for entry in registered.values() {
+        if !specs.iter().any(|s| s.name == entry.spec().name) {
+            specs.push(entry.spec().clone());
+        }
+    }
+    let tools: Vec<Value> = specs
+        .iter()
+        .map(|spec| {
+            let mut v = match locale {
+                Some(locale) => tool_json(&spec.in_language(locale), &id),
+                None => tool_json(spec, &id),
+            };
+            if let Value::Object(map) = &mut v {
+                map.insert(
+                    "callable".into(),
+                    json!(registered.contains_key(&spec.name)),
+                );
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({ "plugin_id": id, "tools": tools })))
+}
+
+pub(super) fn tool_json(spec: &toolshed_core::ToolSpec, plugin_id: &str) -> Value {
+    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.insert("plugin_id".into(), json!(plugin_id));
+    }
+    value
+}

@@ -1,0 +1,277 @@
+//! The tool endpoints: the catalog, searching it, one tool, and running one.
+
+use tracing::Instrument as _;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toolshed_core::ToolOutput;
+use toolshed_host::identity::Caller;
+use toolshed_host::{CallRequest, Subject};
+
+use super::plugins::{LocaleQuery, tool_json};
+use super::{AppState, owner, parsed_body, query};
+use crate::error::{ApiError, status_of};
+use toolshed_host::jobs::{output_json, record_outcome};
+
+/// Filters of `GET /tools`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolFilter {
+    /// Only this group.
+    pub group: Option<String>,
+    /// Only this plugin's tools.
+    pub plugin: Option<String>,
+    /// Only tools whose name, title or description contains this (case-insensitive).
+    pub q: Option<String>,
+    /// Titles and descriptions in this language, where the tool has them.
+    pub locale: Option<String>,
+}
+
+/// `GET /tools`.
+pub(crate) async fn tools(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    filter: Result<Query<ToolFilter>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query(filter)?;
+    let locale = LocaleQuery {
+        locale: filter.locale.clone(),
+    };
+    let locale = locale.locale()?;
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    let needle = filter.q.as_deref().map(str::to_lowercase);
+    let tools: Vec<Value> = state
+        .host
+        .registry()
+        .tools()
+        .into_iter()
+        .filter(|t| state.host.dispatcher().visible(t, None))
+        .filter(|t| {
+            caller_tools
+                .as_deref()
+                .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
+        })
+        .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
+        .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
+        .filter(|t| {
+            needle.as_ref().is_none_or(|n| {
+                let spec = t.spec();
+                spec.name.to_lowercase().contains(n)
+                    || spec.description.to_lowercase().contains(n)
+                    || spec
+                        .title
+                        .as_deref()
+                        .is_some_and(|title| title.to_lowercase().contains(n))
+            })
+        })
+        .map(|t| match locale {
+            Some(locale) => tool_json(&t.spec().in_language(locale), &t.plugin_id),
+            None => tool_json(t.spec(), &t.plugin_id),
+        })
+        .collect();
+    Ok(Json(json!({ "tools": tools })))
+}
+
+/// The query of `GET /tools/search`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolSearch {
+    /// What the caller wants to do.
+    pub q: String,
+    /// The most tools returned (default 8).
+    pub limit: Option<usize>,
+    /// Search the tools a caller using this profile sees.
+    pub profile: Option<String>,
+}
+
+/// `GET /tools/search`: the tools the caller may use that best match `q`, ranked.
+pub(crate) async fn search_tools(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    search: Result<Query<ToolSearch>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let search = query(search)?;
+    let limit = search.limit.unwrap_or(8);
+    let max = toolshed_host::tool_search::MAX_SEARCH_RESULTS;
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit {limit} is out of range: ask for 1 to {max} tools"
+        )));
+    }
+    if search.q.trim().is_empty() || search.q.len() > 500 {
+        return Err(ApiError::bad_request(
+            "q is what you want to do, 1 to 500 bytes, e.g. q=replace+text+in+a+file",
+        ));
+    }
+    let dispatcher = state.host.dispatcher();
+    if let Some(profile) = &search.profile
+        && dispatcher.review().profile(profile).is_none()
+    {
+        return Err(ApiError::bad_request(format!(
+            "no profile `{profile}`: the profiles are {}",
+            dispatcher.review().profile_names().join(", ")
+        )));
+    }
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    let visible: Vec<toolshed_host::registry::ToolEntry> = state
+        .host
+        .registry()
+        .tools()
+        .into_iter()
+        .filter(|t| dispatcher.visible(t, search.profile.as_deref()))
+        .filter(|t| {
+            caller_tools
+                .as_deref()
+                .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
+        })
+        .collect();
+    let results: Vec<Value> = toolshed_host::tool_search::search(&visible, &search.q, limit)
+        .into_iter()
+        .map(|(t, score)| toolshed_host::tool_search::found_json(&t, score))
+        .collect();
+    Ok(Json(json!({ "query": search.q, "results": results })))
+}
+
+/// `GET /tools/{name}`.
+pub(crate) async fn tool(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    state
+        .host
+        .dispatcher()
+        .visible_tool(&name, None, caller_tools.as_deref())
+        .map(|t| Json(tool_json(t.spec(), &t.plugin_id)))
+        .ok_or_else(|| unknown_tool(&state, &name))
+}
+
+fn unknown_tool(state: &AppState, name: &str) -> ApiError {
+    let names = state.host.registry().tool_names();
+    let close = toolshed_host::closest(name, names.iter().map(String::as_str), 3);
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", close.join(", "))
+    };
+    ApiError::not_found(format!(
+        "no tool `{name}`{hint}; GET /api/v1/tools lists them"
+    ))
+}
+
+/// The body of `POST /tools/{name}/execute`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Execute {
+    /// The tool's arguments (default `{}`).
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
+    /// Start a job and answer `202` at once.
+    #[serde(default, rename = "async")]
+    pub run_async: bool,
+    /// The call's deadline.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The REST door's span around a call: the root of the call's trace, with the HTTP
+/// conventions' name and attributes (docs/telemetry.md).
+pub(crate) fn door_span(method: &'static str, route: &'static str, tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: toolshed_core::TRACE,
+        "rest",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = method,
+        http.route = route,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Makes the caller's W3C trace context (`traceparent`, `tracestate` headers) the parent
+/// of the door's span.
+fn adopt_trace(span: &tracing::Span, headers: &HeaderMap) {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(parent) = header("traceparent").and_then(|given| {
+        toolshed_core::trace_context::TraceParent::parse(given, header("tracestate"))
+    }) {
+        toolshed_core::trace_context::adopt(span, &parent);
+    }
+}
+
+/// `POST /tools/{name}/execute`.
+pub(crate) async fn execute(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    request: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    // Held until the call has answered: the arguments' tree lives that long.
+    let limits = state.host.registry().argument_limits(&name);
+    let (request, room, oversized) =
+        parsed_body::<Execute>(&state.trees, &headers, request, limits.as_ref()).await?;
+    let owner = owner(caller.as_deref(), &headers)?;
+    if let Some(ms) = request.timeout_ms {
+        let max = state.host.config().config.limits.max_timeout_ms;
+        if ms == 0 || ms > max {
+            return Err(ApiError::bad_request(format!(
+                "timeout_ms = {ms} is out of range: give 1 to {max} milliseconds"
+            )));
+        }
+    }
+    let arguments = Value::Object(request.arguments.unwrap_or_default());
+    let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
+    call.caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
+    call.oversized = oversized;
+    if request.run_async {
+        // An unknown or hidden tool, bad arguments or a policy refusal are the caller's
+        // mistake now, not a failed job later: the pipeline's own checks, run ahead.
+        state
+            .host
+            .dispatcher()
+            .preflight(&call)
+            .map_err(|e| ApiError::from(&e))?;
+        // The job holds the arguments' room until it ends.
+        // A job's call is the root of its own trace: this request is answered at once.
+        let span = door_span("POST", "/api/v1/tools/{name}/execute (job)", &name);
+        let job = state
+            .jobs
+            .start(state.host.clone(), call, Box::new(room), span)?;
+        let location = format!("/api/v1/jobs/{}", job.id);
+        let mut response = (
+            StatusCode::ACCEPTED,
+            Json(json!({ "job": job, "location": location })),
+        )
+            .into_response();
+        if let Ok(value) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+        return Ok(response);
+    }
+    // A client that goes away cancels the call (and kills what it started), and so does
+    // the end of a shutdown's grace period.
+    let cancel = state.calls_stop.child_token();
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    call.cancel = cancel;
+    let span = door_span("POST", "/api/v1/tools/{name}/execute", &name);
+    adopt_trace(&span, &headers);
+    let result = state.host.call(call).instrument(span.clone()).await;
+    record_outcome(&span, &result);
+    match &result.result {
+        Ok(output) => Ok(Json(output_json(&result, output)).into_response()),
+        Err(error) if status_of(error.kind()) == StatusCode::OK => {
+            let output = ToolOutput::text(error.to_string()).into_error();
+            Ok(Json(output_json(&result, &output)).into_response())
+        }
+        Err(error) => Err(ApiError::from(error)),
+    }
+}
