@@ -5,21 +5,37 @@
 //! cargo run -p toolshed-host --example embed
 //! ```
 //!
-//! The tool, `line_count`, counts the lines of a workspace file. It is built with the
-//! host's typed `Services` — here the workspace's confined file operations — the way the
-//! built-in tools are: a service the tool needs is a constructor argument, so forgetting to
-//! wire it does not compile.
+//! The tool, `line_count`, counts the lines of a workspace file. It is written the way the
+//! built-in tools are (docs/architecture.md, "Where a new piece goes"):
+//! - its arguments are a serde struct whose doc comments and attributes become the input
+//!   schema (`toolshed_kit::args::schema`), so the schema a model reads and the parser a
+//!   call meets cannot drift apart;
+//! - it is built with the host's typed `Services` — here the workspace's confined file
+//!   operations: a service the tool needs is a constructor argument, so forgetting to wire
+//!   it does not compile.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{
     BuiltinPlugin, CallContext, OwnerId, Plugin, PluginKind, PluginManifest, SyncTool, Tool,
     ToolAnnotations, ToolError, ToolOutput, ToolSpec,
 };
 use toolshed_host::{CallRequest, HostBuilder, Services};
+use toolshed_kit::args;
 use toolshed_ops::Parents;
+
+/// The arguments of `line_count`. Their docs and attributes are the input schema; the
+/// struct's own doc is for Rust readers and is left out of it.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct LineCountArgs {
+    /// The file, relative to the workspace.
+    #[schemars(length(min = 1))]
+    path: String,
+}
 
 /// A plugin with one tool that reads files through the host's file operations.
 fn line_count_plugin(services: &Services) -> Arc<dyn Plugin> {
@@ -32,17 +48,12 @@ fn line_count_plugin(services: &Services) -> Arc<dyn Plugin> {
             idempotent: true,
             open_world: false,
         })
-        .input_schema(json!({
-            "type": "object",
-            "properties": {"path": {"type": "string", "minLength": 1}},
-            "required": ["path"],
-            "additionalProperties": false
-        }));
+        .input_schema(args::schema::<LineCountArgs>());
     let tool = SyncTool::new(spec, move |_ctx: &CallContext, args: Value| {
         // The pipeline validated `args` against the schema before this runs.
-        let path = args["path"].as_str().unwrap_or_default();
+        let LineCountArgs { path } = args::parse(args)?;
         let read = files
-            .read(path, 1 << 20)
+            .read(&path, 1 << 20)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         let lines = read.bytes.iter().filter(|b| **b == b'\n').count();
         Ok(ToolOutput::text_and_structured(
@@ -103,6 +114,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_schema_comes_from_the_arguments_type() {
+        let schema = toolshed_kit::args::schema::<super::LineCountArgs>();
+        assert_eq!(schema["required"], serde_json::json!(["path"]));
+        assert_eq!(schema["properties"]["path"]["minLength"], 1);
+        assert_eq!(schema["additionalProperties"], false);
+    }
+
     #[tokio::test]
     async fn the_example_runs() {
         let (answer, refused) = super::run().await.unwrap();
