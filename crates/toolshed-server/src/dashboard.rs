@@ -57,7 +57,7 @@ const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; i
 
 /// The dashboard's sessions and the login codes already used.
 #[derive(Default)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     inner: Mutex<Inner>,
 }
 
@@ -155,7 +155,7 @@ impl Sessions {
 
     /// The CSRF token of the live session whose cookie `headers` carry (any cookie of the
     /// name: another page may have set one more, which must not hide the real one).
-    pub fn csrf_of(&self, headers: &HeaderMap) -> Option<String> {
+    pub(crate) fn csrf_of(&self, headers: &HeaderMap) -> Option<String> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let now = SystemTime::now();
         session_cookies(headers).find_map(|id| {

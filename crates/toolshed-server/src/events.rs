@@ -22,7 +22,7 @@ pub(crate) const RETAINED_EVENTS: usize = 1000;
 
 /// One event as clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ApiEvent {
+pub(crate) struct ApiEvent {
     /// Increasing; never reused, also across restarts.
     pub id: u64,
     /// `job.started`, `job.progress`, `job.finished`, `job.failed`, `plugin.state_changed`.
@@ -42,7 +42,7 @@ pub struct ApiEvent {
 
 /// Which events a subscriber wants.
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Only this job's events.
     pub job: Option<String>,
     /// Only this owner's events (and its sub-owners'); events of no owner always pass.
@@ -51,7 +51,7 @@ pub struct Filter {
 
 impl Filter {
     /// Whether `event` passes.
-    pub fn accepts(&self, event: &ApiEvent) -> bool {
+    pub(crate) fn accepts(&self, event: &ApiEvent) -> bool {
         if let Some(job) = &self.job
             && event.job_id.as_ref() != Some(job)
         {
@@ -84,7 +84,7 @@ struct Ids {
 }
 
 /// The log.
-pub struct EventLog {
+pub(crate) struct EventLog {
     retained: Mutex<(Ids, VecDeque<ApiEvent>)>,
     live: broadcast::Sender<ApiEvent>,
     store: Option<Arc<StateStore>>,
@@ -136,7 +136,7 @@ impl EventLog {
 
     /// A log whose ids continue the sequence kept in `store`, holding the latest events
     /// stored by earlier servers, so a client resumes across a restart.
-    pub fn persistent(store: Arc<StateStore>) -> Self {
+    pub(crate) fn persistent(store: Arc<StateStore>) -> Self {
         let block = if store.is_shared() { 1 } else { ID_BLOCK };
         match store.reserve_sequence("events", block) {
             Ok(first) => {
@@ -202,7 +202,13 @@ impl EventLog {
     }
 
     /// Records and broadcasts an event.
-    pub fn publish(&self, kind: &str, job_id: Option<&str>, owner: Option<&str>, data: Value) {
+    pub(crate) fn publish(
+        &self,
+        kind: &str,
+        job_id: Option<&str>,
+        owner: Option<&str>,
+        data: Value,
+    ) {
         let mut retained = self.retained.lock().unwrap_or_else(|p| p.into_inner());
         let id = self.next_id(&mut retained.0);
         let event = ApiEvent {
@@ -239,7 +245,7 @@ impl EventLog {
 
     /// The retained events after `last_id` that pass `filter`, and a receiver for what
     /// comes next. `missed` is true when events after `last_id` were no longer retained.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &self,
         last_id: Option<u64>,
         filter: &Filter,
@@ -266,7 +272,10 @@ impl EventLog {
 
     /// Puts the events other servers on a shared database store into this log and its live
     /// streams, as they are announced, until `stop`; nothing without a shared database.
-    pub fn follow_other_servers(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+    pub(crate) fn follow_other_servers(
+        self: &Arc<Self>,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
         let Some(store) = self.store.clone().filter(|s| s.is_shared()) else {
             return;
         };
@@ -319,15 +328,6 @@ impl EventLog {
         }
         retained.0.last = retained.0.last.max(event.id);
         let _ = self.live.send(event);
-    }
-
-    /// The id of the latest event (one less than the first before any).
-    pub fn last_id(&self) -> u64 {
-        self.retained
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .0
-            .last
     }
 }
 

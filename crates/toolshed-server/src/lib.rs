@@ -7,8 +7,9 @@
 //!   token, a loopback `Host` and `Origin` against DNS rebinding, header and body limits, no
 //!   credentials in the query string, and a limit on failed logins per address;
 //! - the token itself ([`BearerToken`]), kept in `<data-dir>/token` with mode 0600;
-//! - the REST API ([`api`]), async [`jobs`], live [`events`] over SSE and WebSocket
-//!   ([`stream`]), [`metrics`] and the [`openapi`] document;
+//! - the REST API under `/api/v1` (the private `api` module, one file per resource), async
+//!   jobs, live events over SSE and WebSocket, Prometheus metrics and the OpenAPI document
+//!   ([`openapi_document`], its [`ROUTES`]);
 //! - the process proxy, `/proxy/<id>/`, forwarding to a background process's port;
 //! - putting it together ([`app`]) and serving it ([`serve`], [`serve_router`]).
 //!
@@ -58,7 +59,6 @@ mod serve;
 mod stream;
 mod token;
 
-pub use api::AppState;
 pub use dashboard::{CODE_LIFETIME, login_code};
 pub use error::ApiError;
 pub use guard::{

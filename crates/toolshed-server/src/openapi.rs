@@ -711,7 +711,8 @@ fn schemas() -> Value {
     })
 }
 
-/// The document.
+/// The OpenAPI 3.1 document of `/api/v1`, as `GET /api/v1/openapi.json` serves it: every
+/// route of [`ROUTES`] with its parameters, bodies and answers.
 pub fn document() -> Value {
     let mut paths = Map::new();
     for op in operations() {

@@ -46,7 +46,7 @@ pub(crate) fn account_of(caller: Option<&Caller>) -> String {
 
 /// The event streams open: how many in all and per owner, and how many may be.
 #[derive(Debug)]
-pub struct StreamSlots {
+pub(crate) struct StreamSlots {
     max: usize,
     max_per_owner: usize,
     open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
@@ -74,7 +74,7 @@ impl Drop for StreamSlot {
 
 impl StreamSlots {
     /// At most `max` streams, and `max_per_owner` of one owner.
-    pub fn new(max: usize, max_per_owner: usize) -> Self {
+    pub(crate) fn new(max: usize, max_per_owner: usize) -> Self {
         Self {
             max: max.max(1),
             max_per_owner: max_per_owner.max(1),

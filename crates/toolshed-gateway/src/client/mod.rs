@@ -5,6 +5,11 @@
 //! one task boundary (the reader waking the caller), where a general client's request
 //! queue and transport task cost several thread wake-ups per call on a multi-threaded
 //! runtime — most of what a forwarded call cost.
+//!
+//! Here: the session ([`Client`]: the handshake, requests, calls, cancelling). Beside it:
+//! `wire` (how requests are written), `transport` (how messages travel, and the reader),
+//! `shared` (what the reader and the callers share) and `dispatch` (routing what a server
+//! sends).
 
 mod dispatch;
 mod shared;

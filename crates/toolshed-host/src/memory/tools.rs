@@ -3,11 +3,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_core::{
     BuiltinPlugin, CallContext, Danger, Plugin, PluginKind, PluginManifest, Tool, ToolAnnotations,
     ToolError, ToolOutput, ToolSpec,
 };
+use toolshed_kit::args::{parse, schema};
 
 use super::{Found, Memories, Memory, MemoryError, NewMemory, Search};
 
@@ -69,73 +72,132 @@ const WRITES: ToolAnnotations = ToolAnnotations {
     open_world: false,
 };
 
-fn tags_schema(description: Option<&str>) -> Value {
-    let mut schema =
-        json!({"type": "array", "items": {"type": "string"}, "maxItems": super::MAX_TAGS});
-    if let Some(description) = description {
-        schema["description"] = description.into();
-    }
-    schema
+// The arguments of each tool: their doc comments and `#[schemars]` bounds are the input
+// schemas (`toolshed_kit::args`), and the same structs parse the calls.
+
+/// `memory_store`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct StoreArgs {
+    #[schemars(length(min = 1))]
+    text: String,
+    #[schemars(length(max = 200))]
+    title: Option<String>,
+    #[schemars(length(max = super::MAX_TAGS))]
+    tags: Option<Vec<String>>,
+    /// e.g. a project
+    #[schemars(length(max = 80))]
+    namespace: Option<String>,
+    id: Option<String>,
+    /// Forget after e.g. `7d`
+    ttl: Option<String>,
+}
+
+/// `memory_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct SearchArgs {
+    #[schemars(length(min = 1, max = super::query::MAX_QUERY_LEN))]
+    query: String,
+    #[schemars(length(max = super::MAX_TAGS))]
+    tags: Option<Vec<String>>,
+    #[schemars(length(max = 80))]
+    namespace: Option<String>,
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = super::MAX_PAGE))]
+    limit: usize,
+    /// e.g. `7d`
+    since: Option<String>,
+}
+
+/// `memory_get`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct GetArgs {
+    #[schemars(length(min = 1))]
+    id: String,
+}
+
+/// `memory_list`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ListArgs {
+    #[schemars(length(max = 80))]
+    namespace: Option<String>,
+    #[schemars(length(max = super::MAX_TAGS))]
+    tags: Option<Vec<String>>,
+    cursor: Option<String>,
+    #[serde(default = "twenty")]
+    #[schemars(range(min = 1, max = super::MAX_PAGE))]
+    limit: usize,
+}
+
+/// `memory_delete`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct DeleteArgs {
+    #[schemars(length(min = 1))]
+    id: String,
+    #[serde(default)]
+    restore: bool,
+}
+
+/// `memory_append_daily`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct AppendDailyArgs {
+    #[schemars(length(min = 1))]
+    text: String,
+}
+
+/// `memory_compact_summary`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct CompactArgs {
+    #[schemars(length(max = 80))]
+    namespace: Option<String>,
+    /// e.g. `30d`
+    before: Option<String>,
+    summary: Option<String>,
+    token: Option<String>,
+}
+
+fn ten() -> usize {
+    10
+}
+
+fn twenty() -> usize {
+    20
 }
 
 fn spec(op: Op) -> ToolSpec {
-    let (name, title, description, schema, annotations) = match op {
+    let (name, title, description, input, annotations) = match op {
         Op::Store => (
             "memory_store",
             "Remember",
             "Remember something across sessions, or update memory `id`.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "text": {"type": "string", "minLength": 1},
-                "title": {"type": "string", "maxLength": 200},
-                "tags": tags_schema(None),
-                "namespace": {"type": "string", "maxLength": 80, "description": "e.g. a project"},
-                "id": {"type": "string"},
-                "ttl": {"type": "string", "description": "Forget after e.g. `7d`"}
-            }, "required": ["text"]}),
+            schema::<StoreArgs>(),
             WRITES,
         ),
         Op::Search => (
             "memory_search",
             "Recall",
             "Search your memories, best first: words, \"a phrase\", prefix*, OR, -word.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": super::query::MAX_QUERY_LEN},
-                "tags": tags_schema(None),
-                "namespace": {"type": "string", "maxLength": 80},
-                "limit": {"type": "integer", "minimum": 1, "maximum": super::MAX_PAGE, "default": 10},
-                "since": {"type": "string", "description": "e.g. `7d`"}
-            }, "required": ["query"]}),
+            schema::<SearchArgs>(),
             ToolAnnotations::PURE,
         ),
         Op::Get => (
             "memory_get",
             "Read a memory",
             "Read a memory.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "id": {"type": "string", "minLength": 1}
-            }, "required": ["id"]}),
+            schema::<GetArgs>(),
             ToolAnnotations::PURE,
         ),
         Op::List => (
             "memory_list",
             "List memories",
             "List your memories, newest first.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "namespace": {"type": "string", "maxLength": 80},
-                "tags": tags_schema(None),
-                "cursor": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": super::MAX_PAGE, "default": 20}
-            }}),
+            schema::<ListArgs>(),
             ToolAnnotations::PURE,
         ),
         Op::Delete => (
             "memory_delete",
             "Forget",
             "Delete a memory, or `restore` one.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "id": {"type": "string", "minLength": 1},
-                "restore": {"type": "boolean"}
-            }, "required": ["id"]}),
+            schema::<DeleteArgs>(),
             ToolAnnotations {
                 read_only: false,
                 destructive: true,
@@ -147,9 +209,7 @@ fn spec(op: Op) -> ToolSpec {
             "memory_append_daily",
             "Journal",
             "Add a line to today's journal.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "text": {"type": "string", "minLength": 1}
-            }, "required": ["text"]}),
+            schema::<AppendDailyArgs>(),
             WRITES,
         ),
         Op::Compact => (
@@ -157,19 +217,14 @@ fn spec(op: Op) -> ToolSpec {
             "Compact memories",
             "Replace old memories with your summary: first call gives them and a `token`, the \
              second passes `summary` and `token`.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "namespace": {"type": "string", "maxLength": 80},
-                "before": {"type": "string", "description": "e.g. `30d`"},
-                "summary": {"type": "string"},
-                "token": {"type": "string"}
-            }}),
+            schema::<CompactArgs>(),
             WRITES,
         ),
     };
     let mut spec = ToolSpec::new(name, description)
         .title(title)
         .group(GROUP)
-        .input_schema(schema)
+        .input_schema(input)
         .annotations(annotations);
     spec.danger = match op {
         Op::Delete | Op::Compact => Danger::Medium,
@@ -195,25 +250,10 @@ impl Tool for MemoryTool {
         let memories = self.memories.clone();
         let op = self.op;
         let owner = ctx.owner.0.clone();
-        tokio::task::spawn_blocking(move || run(op, &memories, &owner, &args))
+        tokio::task::spawn_blocking(move || run(op, &memories, &owner, args))
             .await
             .map_err(|e| ToolError::Internal(format!("the memory task failed: {e}")))?
     }
-}
-
-fn text_arg(args: &Value, key: &str) -> Option<String> {
-    args.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-fn tags_arg(args: &Value) -> Vec<String> {
-    args.get("tags")
-        .and_then(Value::as_array)
-        .map(|tags| {
-            tags.iter()
-                .filter_map(|t| t.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn error(e: MemoryError) -> ToolError {
@@ -227,11 +267,11 @@ fn error(e: MemoryError) -> ToolError {
 }
 
 /// A time argument (`7d`, an RFC 3339 time, epoch milliseconds) as milliseconds back from
-/// `now`, naming the argument when it is not one.
-fn time_arg(args: &Value, key: &str, now: i64) -> Result<Option<i64>, ToolError> {
-    match text_arg(args, key) {
+/// `now`, naming the argument `key` when it is not one.
+fn time_arg(value: Option<&str>, key: &str, now: i64) -> Result<Option<i64>, ToolError> {
+    match value {
         None => Ok(None),
-        Some(text) => crate::kit::parse_since(&text, now)
+        Some(text) => crate::kit::parse_since(text, now)
             .map(Some)
             .map_err(|e| ToolError::invalid_at(format!("/{key}"), e.replacen("since", key, 1))),
     }
@@ -281,20 +321,21 @@ fn found_line(found: &Found) -> String {
     )
 }
 
-fn run(op: Op, memories: &Memories, owner: &str, args: &Value) -> Result<ToolOutput, ToolError> {
+fn run(op: Op, memories: &Memories, owner: &str, args: Value) -> Result<ToolOutput, ToolError> {
     let now = memories.now();
     match op {
         Op::Store => {
-            let ttl_ms = time_arg(args, "ttl", now)?.map(|then| now - then);
+            let args: StoreArgs = parse(args)?;
+            let ttl_ms = time_arg(args.ttl.as_deref(), "ttl", now)?.map(|then| now - then);
             let memory = memories
                 .store(
                     owner,
                     NewMemory {
-                        text: text_arg(args, "text").unwrap_or_default(),
-                        title: text_arg(args, "title"),
-                        tags: tags_arg(args),
-                        namespace: text_arg(args, "namespace"),
-                        id: text_arg(args, "id"),
+                        text: args.text,
+                        title: args.title,
+                        tags: args.tags.unwrap_or_default(),
+                        namespace: args.namespace,
+                        id: args.id,
                         ttl_ms,
                     },
                 )
@@ -309,12 +350,13 @@ fn run(op: Op, memories: &Memories, owner: &str, args: &Value) -> Result<ToolOut
             Ok(out)
         }
         Op::Search => {
+            let args: SearchArgs = parse(args)?;
             let search = Search {
-                query: text_arg(args, "query").unwrap_or_default(),
-                tags: tags_arg(args),
-                namespace: text_arg(args, "namespace"),
-                limit: args.get("limit").and_then(Value::as_u64).unwrap_or(10) as usize,
-                since_ms: time_arg(args, "since", now)?,
+                since_ms: time_arg(args.since.as_deref(), "since", now)?,
+                query: args.query,
+                tags: args.tags.unwrap_or_default(),
+                namespace: args.namespace,
+                limit: args.limit,
             };
             let found = memories.search(owner, &search).map_err(error)?;
             let text = if found.is_empty() {
@@ -330,21 +372,21 @@ fn run(op: Op, memories: &Memories, owner: &str, args: &Value) -> Result<ToolOut
             Ok(out)
         }
         Op::Get => {
-            let id = text_arg(args, "id").unwrap_or_default();
+            let GetArgs { id } = parse(args)?;
             let memory = memories.get(owner, &id).map_err(error)?;
             let mut out = ToolOutput::text(show(&memory));
             out.structured = Some(memory.to_json());
             Ok(out)
         }
         Op::List => {
-            let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(20) as usize;
+            let args: ListArgs = parse(args)?;
             let (page, next) = memories
                 .list(
                     owner,
-                    text_arg(args, "namespace").as_deref(),
-                    &tags_arg(args),
-                    text_arg(args, "cursor").as_deref(),
-                    limit,
+                    args.namespace.as_deref(),
+                    &args.tags.unwrap_or_default(),
+                    args.cursor.as_deref(),
+                    args.limit,
                 )
                 .map_err(error)?;
             let mut text = if page.is_empty() {
@@ -378,11 +420,7 @@ fn run(op: Op, memories: &Memories, owner: &str, args: &Value) -> Result<ToolOut
             Ok(out)
         }
         Op::Delete => {
-            let id = text_arg(args, "id").unwrap_or_default();
-            let restore = args
-                .get("restore")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let DeleteArgs { id, restore } = parse(args)?;
             let memory = if restore {
                 memories.restore(owner, &id)
             } else {
@@ -402,16 +440,21 @@ fn run(op: Op, memories: &Memories, owner: &str, args: &Value) -> Result<ToolOut
             Ok(out)
         }
         Op::AppendDaily => {
-            let text = text_arg(args, "text").unwrap_or_default();
+            let AppendDailyArgs { text } = parse(args)?;
             let memory = memories.append_daily(owner, &text).map_err(error)?;
             let mut out = ToolOutput::text(format!("Added to {} ({}).", memory.title, memory.id));
             out.structured = Some(memory.to_json());
             Ok(out)
         }
         Op::Compact => {
-            let namespace = text_arg(args, "namespace");
-            let before = time_arg(args, "before", now)?;
-            match (text_arg(args, "summary"), text_arg(args, "token")) {
+            let CompactArgs {
+                namespace,
+                before,
+                summary,
+                token,
+            } = parse(args)?;
+            let before = time_arg(before.as_deref(), "before", now)?;
+            match (summary, token) {
                 (None, None) => {
                     let (picked, token) = memories
                         .compact_material(owner, namespace.as_deref(), before)

@@ -1,6 +1,6 @@
 //! The MCP method table: `impl ServerHandler for McpServer`. The greeting, the session's
-//! watchers, logging and `subscriptions/listen` are answered here; listing, reading and
-//! calling are delegated to the modules that hold them.
+//! watchers, logging, `subscriptions/listen` and custom requests are answered here;
+//! listing, reading, calling and tasks are delegated to the modules that hold them.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,

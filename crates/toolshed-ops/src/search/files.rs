@@ -6,7 +6,7 @@
 //! reads files with [`FileOps::read`], so the backend's own confinement applies to every
 //! byte; the filter (hidden names, ignore files, exclusions, `.toolshed/`, temporary files),
 //! the glob and fuzzy matchers and the line searcher are the same code the built-in backends
-//! use, and the [search contract](crate::search_contract) holds for it.
+//! use, and the search contract (`search_contract!`, with the `contract` feature) holds for it.
 //!
 //! Two limits differ from [`LocalOps`](crate::LocalOps), which streams from disk in
 //! parallel: the walk is sequential, and a file is read whole, so one larger than

@@ -1,6 +1,7 @@
 //! The `/api/v1` handlers, by resource: [`plugins`] and their [`config`], [`tools`] and
-//! running one, and [`jobs`]. What they share is here: the state, the caller's owner, the
-//! parsing of bodies and queries into the API's error, and the room for large JSON trees.
+//! running one, and [`jobs`]. Here: what they share (the state, the caller's owner, the
+//! parsing of bodies and queries into the API's error, the room for large JSON trees), the
+//! health checks, and the answers for a path or method that is not an endpoint.
 
 use std::sync::Arc;
 
@@ -35,7 +36,7 @@ pub(crate) use tools::{execute, search_tools, tool, tools};
 
 /// What every handler shares.
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     /// The host.
     pub host: Arc<Host>,
     /// Async jobs.

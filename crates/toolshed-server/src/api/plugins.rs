@@ -1,5 +1,5 @@
-//! The plugin endpoints: the list and one plugin, its health, icon and tools, turning it on
-//! and off, reloading, uninstalling and installing, and its grants.
+//! The plugin endpoints: the list and one plugin, its health, icon and tools, checking its
+//! files against its install, turning it on and off, reloading, uninstalling and installing, and its grants.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

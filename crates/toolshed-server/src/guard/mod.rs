@@ -241,7 +241,7 @@ impl RequestGuard {
 
     /// Accepts the dashboard's session cookies (with a CSRF token on state-changing
     /// requests) besides bearer tokens.
-    pub fn with_dashboard(mut self, sessions: Arc<crate::dashboard::Sessions>) -> Self {
+    pub(crate) fn with_dashboard(mut self, sessions: Arc<crate::dashboard::Sessions>) -> Self {
         self.dashboard = Some(sessions);
         self
     }
