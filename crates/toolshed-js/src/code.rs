@@ -23,12 +23,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use toolshed_core::{
     BuiltinPlugin, CallContext, Danger, Plane, Plugin, PluginKind, PluginManifest, Tool,
     ToolAnnotations, ToolError, ToolOutput, ToolSpec,
 };
+use toolshed_kit::args;
 use toolshed_ops::Services;
 
 use crate::engine::HostAccess;
@@ -92,23 +95,19 @@ pub fn code_plugin_with(services: &Services, limits: JsLimits) -> Arc<dyn Plugin
     Arc::new(BuiltinPlugin::new(manifest, vec![Arc::new(tool)]))
 }
 
+/// `run_code`'s arguments: the input schema is generated from them.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RunCodeArgs {
+    /// e.g. `const r = await tools.workspace_grep({pattern: "TODO"}); return r.split("\n").length`
+    #[schemars(length(min = 1, max = MAX_CODE_BYTES))]
+    code: String,
+}
+
 fn spec() -> ToolSpec {
     let mut spec = ToolSpec::new(TOOL, DESCRIPTION)
         .title("Run code")
         .group(GROUP)
-        .input_schema(json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "code": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_CODE_BYTES,
-                    "description": "e.g. `const r = await tools.workspace_grep({pattern: \"TODO\"}); return r.split(\"\\n\").length`"
-                }
-            },
-            "required": ["code"]
-        }))
+        .input_schema(args::schema::<RunCodeArgs>())
         // Its effects are those of the tools it calls (each checked on its own), so it
         // claims none of the safe hints.
         .annotations(ToolAnnotations {
@@ -137,8 +136,8 @@ impl Tool for RunCode {
     }
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
-        let code = match args.get("code") {
-            Some(Value::String(code)) if !code.trim().is_empty() => code.clone(),
+        let code = match args::parse::<RunCodeArgs>(args) {
+            Ok(RunCodeArgs { code }) if !code.trim().is_empty() => code,
             _ => {
                 return Err(ToolError::invalid_at(
                     "/code",

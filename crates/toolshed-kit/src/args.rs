@@ -100,6 +100,10 @@ fn lean(value: &mut Value) {
     {
         map.shift_remove("default");
     }
+    // `additionalProperties: true` is what a schema says without it (a map of any values).
+    if map.get("additionalProperties") == Some(&Value::Bool(true)) {
+        map.shift_remove("additionalProperties");
+    }
     for (key, child) in map.iter_mut() {
         match (key.as_str(), child) {
             ("properties" | "patternProperties" | "$defs", Value::Object(named)) => {
@@ -151,6 +155,8 @@ mod tests {
         format: Option<String>,
         /// Even this one.
         title: Option<String>,
+        /// Any document.
+        document: Option<Map<String, Value>>,
     }
 
     #[derive(Deserialize, JsonSchema)]
@@ -167,7 +173,7 @@ mod tests {
         assert_eq!(
             names,
             [
-                "path", "count", "flag", "off", "on", "env", "mode", "format", "title"
+                "path", "count", "flag", "off", "on", "env", "mode", "format", "title", "document"
             ]
         );
         assert_eq!(
@@ -183,7 +189,8 @@ mod tests {
                     "env": {"type": "object", "description": "Pairs.", "additionalProperties": {"type": "string"}},
                     "mode": {"type": "string", "description": "A choice.", "enum": ["fast", "slow"]},
                     "format": {"type": "string", "description": "Arguments may be named like keywords."},
-                    "title": {"type": "string", "description": "Even this one."}
+                    "title": {"type": "string", "description": "Even this one."},
+                    "document": {"type": "object", "description": "Any document."}
                 },
                 "required": ["path"],
                 "additionalProperties": false

@@ -7,9 +7,11 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
 use serde_json::{Value, json};
 use toolshed_host::registry::ToolEntry;
 use toolshed_host::tool_search;
+use toolshed_kit::args;
 
 /// The search tool's name.
 pub(crate) const SEARCH: &str = "tool_search";
@@ -23,11 +25,44 @@ const MAX_QUERY: usize = 500;
 /// The most tools `activate: true` adds to one connection's list.
 pub(crate) const MAX_ACTIVATED: usize = 64;
 
-fn schema(value: Value) -> Arc<JsonObject> {
-    match value {
+/// The input schema generated from `T` (`toolshed_kit::args`), as rmcp holds one.
+fn schema<T: JsonSchema>() -> Arc<JsonObject> {
+    match args::schema::<T>() {
         Value::Object(map) => Arc::new(map),
         _ => Arc::new(JsonObject::new()),
     }
+}
+
+// The arguments of the two tools, for their schemas. The door reads a call itself
+// ([`search`], [`inner_call`]): these tools do not pass the pipeline's schema check, so
+// each refusal names the argument and what it takes.
+
+/// `tool_search`'s arguments.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Only its schema is used.
+struct SearchArgs {
+    /// What you want to do, e.g. `replace text in a file`.
+    #[schemars(length(min = 1, max = MAX_QUERY))]
+    query: String,
+    /// The most tools returned.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = tool_search::MAX_SEARCH_RESULTS))]
+    limit: usize,
+    /// Add the tools found to your tools/list (you are sent tools/list_changed).
+    activate: Option<bool>,
+}
+
+fn default_limit() -> usize {
+    DEFAULT_LIMIT
+}
+
+/// `tool_call`'s arguments.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Only its schema is used.
+struct CallArgs {
+    #[schemars(length(min = 1, max = 128))]
+    name: String,
+    arguments: Option<JsonObject>,
 }
 
 /// The most names of unlisted tools `tool_search`'s description gives.
@@ -47,39 +82,15 @@ pub(crate) fn tools(not_listed: &[&str]) -> Vec<Tool> {
         description.push_str(&not_listed.join(", "));
         description.push('.');
     }
-    let search = Tool::new(
-        SEARCH,
-        description,
-        schema(json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY,
-                          "description": "What you want to do, e.g. `replace text in a file`."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": tool_search::MAX_SEARCH_RESULTS,
-                          "default": DEFAULT_LIMIT, "description": "The most tools returned."},
-                "activate": {"type": "boolean",
-                             "description": "Add the tools found to your tools/list (you are sent tools/list_changed)."}
-            },
-            "required": ["query"]
-        })),
-    )
-    .with_title("Find a tool")
-    // Destructive and idempotent say nothing of a read-only tool.
-    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
+    let search = Tool::new(SEARCH, description, schema::<SearchArgs>())
+        .with_title("Find a tool")
+        // Destructive and idempotent say nothing of a read-only tool.
+        .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
     let call = Tool::new(
         CALL,
         "Run a tool that tool_search found, with `arguments` matching its input schema: \
          exactly as calling it directly (same checks, approvals and audit).",
-        schema(json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 128},
-                "arguments": {"type": "object"}
-            },
-            "required": ["name"]
-        })),
+        schema::<CallArgs>(),
     )
     // No annotations: it may run any tool, which the protocol's defaults (not read-only,
     // destructive, not idempotent, open world) say without a byte.
