@@ -18,6 +18,23 @@ use toolshed_core::ToolError;
 
 /// The input schema of a tool whose arguments are `T`.
 pub fn schema<T: JsonSchema>() -> Value {
+    let mut value = lean_schema::<T>();
+    if let Value::Object(top) = &mut value {
+        // The tool's description says what the call is for; the struct's doc is for Rust.
+        top.remove("description");
+        top.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        top.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    value
+}
+
+/// The schema of `T` as it deserializes, made lean the same way (the keywords a reader
+/// does not need dropped, subschemas inlined, no `null` alternatives) but otherwise as the
+/// type says: its doc as `description`, `additionalProperties: false` only with
+/// `#[serde(deny_unknown_fields)]`. For documents other than a tool's input, such as the
+/// REST API's request bodies and query parameters.
+pub fn lean_schema<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.meta_schema = None;
@@ -27,13 +44,6 @@ pub fn schema<T: JsonSchema>() -> Value {
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     lean(&mut value);
-    if let Value::Object(top) = &mut value {
-        // The tool's description says what the call is for; the struct's doc is for Rust.
-        top.remove("description");
-        top.entry("properties")
-            .or_insert_with(|| Value::Object(Map::new()));
-        top.insert("additionalProperties".into(), Value::Bool(false));
-    }
     value
 }
 

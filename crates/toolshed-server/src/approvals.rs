@@ -3,6 +3,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_host::approvals::ApprovalState;
@@ -15,7 +16,7 @@ use crate::error::ApiError;
 const LIST_LIMIT: usize = 200;
 
 /// Filters of `GET /approvals`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApprovalFilter {
     /// Also the answered and expired requests.
@@ -24,7 +25,7 @@ pub(crate) struct ApprovalFilter {
 }
 
 /// The body of `POST /approvals/{id}/approve`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Answer {
     /// Also approve the same tool with the same arguments for this owner from now on.
@@ -164,23 +165,28 @@ async fn decide(
 }
 
 /// Filters of `GET /audit`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuditFilter {
-    /// How many rows (1 to 1000; default 100).
+    /// How many rows.
     #[serde(default = "default_audit_limit")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: usize,
-    /// Only calls of tools matching this glob.
+    /// Only calls of tools matching this glob (`workspace_*`).
     pub tool: Option<String>,
-    /// Only calls of owners matching this glob.
+    /// Only calls of owners matching this glob (`alice`, `alice/*`).
     pub owner: Option<String>,
     /// Only calls since then: `30m`, `2h`, `7d`, an RFC 3339 time or epoch milliseconds.
+    #[schemars(regex(pattern = r"^([0-9]+[smhd]?|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)?$"))]
     pub since: Option<String>,
-    /// Only this outcome: `ok`, `tool_error`, `error`.
+    /// Only this outcome (empty, as a form left blank sends it: any).
+    #[schemars(extend("enum" = ["", "ok", "tool_error", "error"]))]
     pub outcome: Option<String>,
     /// Only the calls made on behalf of this call id (a `run_code` snippet's tool calls).
+    #[schemars(length(max = 64))]
     pub parent: Option<String>,
     /// The `next_cursor` of the previous page.
+    #[schemars(regex(pattern = r"^([1-9][0-9]{0,17})?$"))]
     pub cursor: Option<String>,
 }
 

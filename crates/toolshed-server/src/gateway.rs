@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_gateway::manage::{self, ManageError, NewServer};
@@ -50,39 +51,47 @@ pub(crate) async fn get(
 }
 
 /// The body of `POST /mcp-servers`: a server as `toolshed mcp add` takes it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AddBody {
-    /// Its name: tools become `NAME__TOOL`.
+    /// Its name: tools become `NAME__TOOL`, the plugin `mcp.NAME`.
+    #[schemars(regex(pattern = r"^[a-z0-9_-]{1,32}$"))]
     pub name: String,
     /// The command and its arguments, for a server run over stdio.
     #[serde(default)]
+    #[schemars(length(max = 256))]
     pub command: Vec<String>,
-    /// The URL of a server reached over streamable HTTP.
+    /// An `http://` or `https://` URL of a server reached over streamable HTTP, instead
+    /// of `command`.
     #[serde(default)]
     pub url: Option<String>,
-    /// Headers for the `url` server.
+    /// Headers sent to the `url` server.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// Variables for the command.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Hosts it may reach.
+    /// Hosts it may reach (`HOST` or `HOST:PORT`; `*` for any public host); none: no
+    /// network.
     #[serde(default)]
+    #[schemars(length(max = 64))]
     pub allow_hosts: Vec<String>,
-    /// Start it as soon as toolshed opens.
+    /// Start it as soon as toolshed opens, not at its first call.
     #[serde(default)]
     pub eager: bool,
     /// The sandbox mode it runs in.
     #[serde(default)]
+    #[schemars(extend("enum" = ["read-only", "workspace-write", "full-access"]))]
     pub sandbox: Option<String>,
     /// Replace a server of the same name.
     #[serde(default)]
     pub force: bool,
-    /// The prefix of its tools' and prompts' names; `""`: their own names.
+    /// Tools and prompts become `PREFIX__TOOL` instead of `NAME__TOOL`; `""`: their own
+    /// names.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{0,32}$"))]
     pub prefix: Option<String>,
-    /// It may ask for model completions (declares and grants `llm`).
+    /// It may ask for model completions during a call (declares and grants `llm`).
     #[serde(default)]
     pub sampling: bool,
 }
@@ -130,9 +139,11 @@ pub(crate) async fn remove(
 
 /// The body of `POST /mcp-servers/import`: a config with `mcpServers` (Claude Desktop,
 /// Claude Code, Cursor), and whether to replace servers of the same names.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ImportBody {
-    /// The config, as those tools write it.
+    /// The config, as those tools write it: `{"mcpServers": {NAME: {command, args, env} |
+    /// {url, headers}}}`.
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub config: Value,
     /// Replace servers of the same names.
     #[serde(default)]
@@ -168,10 +179,10 @@ pub(crate) async fn import(
 }
 
 /// The body of `POST /mcp-servers/{name}/accept`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AcceptBody {
-    /// Tools whose changed definitions to accept.
+    /// Tools whose changed definitions to accept, as mounted or as the server names them.
     #[serde(default)]
     pub tools: Vec<String>,
     /// Accept every tool's current definition.

@@ -7,6 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_host::CallRequest;
@@ -17,30 +18,35 @@ use crate::api::{AppState, body, owner, query};
 use crate::error::ApiError;
 
 /// Filters of `GET /memories`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
     /// Only this namespace.
+    #[schemars(length(max = 80))]
     pub namespace: Option<String>,
     /// Only memories with all these tags, comma-separated.
     pub tags: Option<String>,
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// The most memories on the page.
+    /// The most memories on the page (default 20).
+    #[schemars(range(min = 1, max = toolshed_host::memory::MAX_PAGE))]
     pub limit: Option<u32>,
 }
 
 /// Parameters of `GET /memories/search`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SearchQuery {
     /// The query: words, `"a phrase"`, `prefix*`, `OR`, `-word`.
+    #[schemars(required, length(min = 1, max = toolshed_host::memory::MAX_QUERY_LEN))]
     pub q: Option<String>,
     /// Only this namespace.
+    #[schemars(length(max = 80))]
     pub namespace: Option<String>,
     /// Only memories with all these tags, comma-separated.
     pub tags: Option<String>,
-    /// The most results.
+    /// The most results (default 10).
+    #[schemars(range(min = 1, max = toolshed_host::memory::MAX_PAGE))]
     pub limit: Option<u32>,
     /// Only memories changed since then (`7d`, an RFC 3339 time, epoch milliseconds).
     pub since: Option<String>,
@@ -140,14 +146,20 @@ pub(crate) async fn search(
 }
 
 /// The body of `POST /memories`: what `memory_store` takes.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewMemory {
+    #[schemars(length(min = 1))]
     text: String,
+    #[schemars(length(max = 200))]
     title: Option<String>,
+    #[schemars(length(max = toolshed_host::memory::MAX_TAGS))]
     tags: Option<Vec<String>>,
+    #[schemars(length(max = 80))]
     namespace: Option<String>,
+    /// Update this memory instead of storing a new one.
     id: Option<String>,
+    /// Forget after e.g. `7d`.
     ttl: Option<String>,
 }
 

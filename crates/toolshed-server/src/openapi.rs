@@ -3,7 +3,18 @@
 //! one of them.
 
 use axum::Json;
+use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
+use toolshed_kit::args::lean_schema;
+
+use crate::api::{
+    ConfigUpdate, Execute, GrantsChange, InstallBody, JobFilter, LocaleQuery, PluginsQuery,
+    ToolFilter, ToolSearch,
+};
+use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
+use crate::gateway::{AcceptBody, AddBody, ImportBody};
+use crate::memories::{ListQuery, NewMemory, SearchQuery};
+use crate::stream::EventQuery;
 
 /// Every (method, path) the REST API serves, relative to `/api/v1`.
 pub const ROUTES: &[(&str, &str)] = &[
@@ -101,17 +112,72 @@ fn path_param(name: &str, description: &str) -> Value {
     json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string"}})
 }
 
-/// `?locale=`: names and descriptions in that language where the manifest translates them.
-fn locale_param() -> Value {
-    query_param(
-        "locale",
-        "Names and descriptions in this language where the plugin translates them (`zh`, `zh-CN`)",
-        json!({"type": "string", "maxLength": 35, "pattern": "^[A-Za-z0-9_-]*$"}),
-    )
+/// A request body's schema, generated from the type its handler reads: the type's field
+/// docs are the descriptions, its `#[schemars]` attributes the limits, and
+/// `#[serde(deny_unknown_fields)]` the `additionalProperties: false`. The type's own doc
+/// is for Rust readers; the operation's summary says what the body is.
+fn body_of<T: JsonSchema>() -> Value {
+    let mut schema = typed::<T>();
+    if let Value::Object(top) = &mut schema {
+        top.shift_remove("description");
+    }
+    schema
 }
 
-fn query_param(name: &str, description: &str, schema: Value) -> Value {
-    json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
+/// `T`'s lean schema, its descriptions as flowing text (a doc comment's line breaks are
+/// where the source wrapped).
+fn typed<T: JsonSchema>() -> Value {
+    fn unwrap_lines(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map.iter_mut() {
+                    match child {
+                        Value::String(text) if key == "description" => {
+                            *text = text.replace('\n', " ");
+                        }
+                        child => unwrap_lines(child),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(unwrap_lines),
+            _ => {}
+        }
+    }
+    let mut schema = lean_schema::<T>();
+    unwrap_lines(&mut schema);
+    schema
+}
+
+/// The query parameters of the type a handler reads its query string into, one per field,
+/// described by the field's doc.
+fn query_of<T: JsonSchema>() -> Vec<Value> {
+    let schema = typed::<T>();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(fields) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .map(|(name, field)| {
+            let mut field = field.clone();
+            let description = field
+                .as_object_mut()
+                .and_then(|f| f.shift_remove("description"));
+            let mut param = json!({
+                "name": name,
+                "in": "query",
+                "required": required.contains(&name.as_str()),
+                "schema": field,
+            });
+            if let Some(description) = description {
+                param["description"] = description;
+            }
+            param
+        })
+        .collect()
 }
 
 struct Op {
@@ -141,6 +207,10 @@ fn op(method: &'static str, path: &'static str, id: &'static str, summary: &'sta
 impl Op {
     fn param(mut self, p: Value) -> Self {
         self.parameters.push(p);
+        self
+    }
+    fn params(mut self, ps: Vec<Value>) -> Self {
+        self.parameters.extend(ps);
         self
     }
     fn body(mut self, schema: Value) -> Self {
@@ -207,17 +277,12 @@ fn operations() -> Vec<Op> {
         op("GET", "/metrics", "metrics", "Prometheus metrics: calls by tool and outcome, durations, jobs, live sessions and processes")
             .respond("200", json!({"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}})),
         op("GET", "/plugins", "listPlugins", "Every plugin with its state, tags, author, dependencies and manifest dialect")
-            .param(locale_param())
-            .param(query_param(
-                "tag",
-                "Only plugins with this tag, in any language the manifest gives tags in",
-                json!({"type": "string"}),
-            ))
+            .params(query_of::<PluginsQuery>())
             .respond("400", error_response("The locale is not a language tag"))
             .respond("200", json_response("The plugins", json!({"type": "object", "required": ["plugins"], "properties": {"plugins": {"type": "array", "items": schema_ref("Plugin")}}}))),
         op("GET", "/plugins/{id}", "getPlugin", "One plugin")
             .param(plugin_id())
-            .param(locale_param())
+            .params(query_of::<LocaleQuery>())
             .respond("200", json_response("The plugin", schema_ref("Plugin")))
             .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
@@ -268,12 +333,7 @@ fn operations() -> Vec<Op> {
             .respond("404", not_found())
             .respond("409", error_response("The plugin is disabled")),
         op("POST", "/plugins", "installPlugin", "Install a plugin from a directory or a .tar.gz/.tgz/.zip file on the server's machine, and load it")
-            .body(json!({"type": "object", "required": ["source"], "additionalProperties": false, "properties": {
-                "source": {"type": "string", "minLength": 1, "description": "A directory or archive path on the server's machine, or an https URL of an archive (with sha256)"},
-                "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$", "description": "Refuse unless the plugin has this id"},
-                "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Refuse an archive unless its SHA-256 is this"},
-                "force": {"type": "boolean", "description": "Replace an installed plugin with the same id"}
-            }}))
+            .body(body_of::<InstallBody>())
             .respond("201", json_response("Installed", schema_ref("Installed")))
             .respond("200", json_response("Replaced (force)", schema_ref("Installed")))
             .respond("400", error_response("The source, checksum or archive was refused; nothing was installed"))
@@ -282,27 +342,12 @@ fn operations() -> Vec<Op> {
         op("GET", "/mcp-servers", "listMcpServers", "The MCP servers mounted as plugins (kind mcp), with what each runs")
             .respond("200", json_response("The servers", json!({"type": "object", "required": ["servers"], "properties": {"servers": {"type": "array", "items": schema_ref("McpServer")}}}))),
         op("POST", "/mcp-servers", "addMcpServer", "Mount an MCP server: a command run over stdio, or a URL reached over streamable HTTP (as `toolshed mcp add`); credential env and headers go to the secret store")
-            .body(json!({"type": "object", "required": ["name"], "additionalProperties": false, "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9_-]{1,32}$", "description": "Its name: tools become NAME__TOOL, the plugin mcp.NAME"},
-                "command": {"type": "array", "items": {"type": "string"}, "maxItems": 256, "description": "The command and its arguments (stdio)"},
-                "url": {"type": "string", "description": "An http:// or https:// URL (streamable HTTP), instead of command"},
-                "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers sent to the url server"},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Variables for the command"},
-                "allow_hosts": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Hosts it may reach (HOST or HOST:PORT; * for any public host); none: no network"},
-                "eager": {"type": "boolean", "description": "Start it as soon as toolshed opens, not at its first call"},
-                "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "full-access"]},
-                "prefix": {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,32}$", "description": "Tools and prompts become PREFIX__TOOL instead of NAME__TOOL; empty: their own names"},
-                "sampling": {"type": "boolean", "description": "It may ask for model completions during a call (declares and grants llm)"},
-                "force": {"type": "boolean", "description": "Replace a server of the same name"}
-            }}))
+            .body(body_of::<AddBody>())
             .respond("201", json_response("Mounted and running", schema_ref("McpServer")))
             .respond("415", error_response("The body is not application/json"))
             .respond("422", error_response("It was installed but cannot start, or cannot be installed; the message says why")),
         op("POST", "/mcp-servers/import", "importMcpServers", "Mount every server of an mcpServers config (Claude Desktop, Claude Code, Cursor)")
-            .body(json!({"type": "object", "required": ["config"], "properties": {
-                "config": {"type": "object", "description": "The config: {\"mcpServers\": {NAME: {command, args, env} | {url, headers}}}"},
-                "force": {"type": "boolean"}
-            }}))
+            .body(body_of::<ImportBody>())
             .respond("200", json_response("Each server's outcome", json!({"type": "object", "required": ["mounted", "failed", "servers"], "properties": {
                 "mounted": {"type": "integer"}, "failed": {"type": "integer"},
                 "servers": {"type": "array", "items": {"type": "object", "required": ["name", "mounted"], "properties": {
@@ -323,10 +368,7 @@ fn operations() -> Vec<Op> {
             .respond("422", error_response("It could not be removed")),
         op("POST", "/mcp-servers/{name}/accept", "acceptMcpServerTools", "Accept changed tool definitions (they are pinned again) and start the server again")
             .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
-            .body(json!({"type": "object", "additionalProperties": false, "properties": {
-                "tools": {"type": "array", "items": {"type": "string"}, "description": "Tools to accept, as mounted or as the server names them"},
-                "all": {"type": "boolean", "description": "Accept every tool"}
-            }}))
+            .body(body_of::<AcceptBody>())
             .respond("200", json_response("The server now", schema_ref("McpServer")))
             .respond("404", error_response("No such server"))
             .respond("415", error_response("The body is not application/json"))
@@ -337,17 +379,14 @@ fn operations() -> Vec<Op> {
             .respond("404", not_found()),
         op("POST", "/plugins/{id}/grants", "changePluginGrants", "Grant or take back capabilities (http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, memory); the plugin reloads with them")
             .param(plugin_id())
-            .body(json!({"type": "object", "additionalProperties": false, "properties": {
-                "add": {"type": "array", "items": {"type": "string", "pattern": "^((http|fs-read|fs-write|tool):.+|memory)$"}, "maxItems": 64},
-                "remove": {"type": "array", "items": {"type": "string", "pattern": "^((http|fs-read|fs-write|tool):.+|memory)$"}, "maxItems": 64}
-            }}))
+            .body(body_of::<GrantsChange>())
             .respond("200", json_response("Its grants now", schema_ref("PluginGrants")))
             .respond("400", error_response("A grant is malformed, or the manifest does not ask for it"))
             .respond("404", not_found())
             .respond("415", error_response("The body is not application/json")),
         op("GET", "/plugins/{id}/tools", "listPluginTools", "The tools a plugin's manifest declares, and whether each is callable")
             .param(plugin_id())
-            .param(locale_param())
+            .params(query_of::<LocaleQuery>())
             .respond("200", json_response("Its tools", json!({"type": "object", "required": ["plugin_id", "tools"], "properties": {"plugin_id": {"type": "string"}, "tools": {"type": "array", "items": schema_ref("Tool")}}})))
             .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
@@ -357,21 +396,16 @@ fn operations() -> Vec<Op> {
             .respond("404", not_found()),
         op("PUT", "/plugins/{id}/config", "setPluginConfig", "Set config values, each checked against its field")
             .param(plugin_id())
-            .body(json!({"type": "object", "required": ["values"], "additionalProperties": false, "properties": {"values": {"type": "object", "additionalProperties": true}}}))
+            .body(body_of::<ConfigUpdate>())
             .respond("200", json_response("The config now", schema_ref("PluginConfig")))
             .respond("404", not_found())
             .respond("415", error_response("The body is not application/json")),
         op("GET", "/tools", "listTools", "The tools callers may see, optionally filtered")
-            .param(query_param("group", "Only this group", json!({"type": "string"})))
-            .param(query_param("plugin", "Only this plugin's tools", json!({"type": "string"})))
-            .param(query_param("q", "Only tools whose name, title or description contains this", json!({"type": "string"})))
-            .param(locale_param())
+            .params(query_of::<ToolFilter>())
             .respond("200", json_response("The tools", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema_ref("Tool")}}})))
             .respond("400", error_response("The locale is not a language tag")),
         op("GET", "/tools/search", "searchTools", "The tools the caller may use that best match what it wants to do, ranked (BM25 over names, titles, groups and descriptions)")
-            .param(json!({"name": "q", "in": "query", "required": true, "description": "What you want to do, e.g. `replace text in a file`", "schema": {"type": "string", "minLength": 1, "maxLength": 500}}))
-            .param(query_param("limit", "The most tools returned (default 8)", json!({"type": "integer", "minimum": 1, "maximum": 50})))
-            .param(query_param("profile", "Search what a caller using this profile sees", json!({"type": "string"})))
+            .params(query_of::<ToolSearch>())
             .respond("200", json_response("The matches, best first", json!({"type": "object", "required": ["query", "results"], "properties": {
                 "query": {"type": "string"},
                 "results": {"type": "array", "items": {"type": "object", "required": ["name", "group", "plugin", "summary", "input_schema", "score"], "properties": {
@@ -401,29 +435,15 @@ fn operations() -> Vec<Op> {
             .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
             .respond("504", error_response("The call's deadline passed")),
         memory_op(op("GET", "/memories", "listMemories", "The caller's memories, newest first, a page at a time (a call of memory_list)")
-            .param(query_param("namespace", "Only this namespace", json!({"type": "string", "maxLength": 80})))
-            .param(query_param("tags", "Only memories with all these tags, comma-separated", json!({"type": "string"})))
-            .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string"})))
-            .param(query_param("limit", "The most memories (1 to 100; default 20)", json!({"type": "integer", "minimum": 1, "maximum": 100})))
+            .params(query_of::<ListQuery>())
             .respond("200", json_response("A page; next_cursor leads to older memories", json!({"type": "object", "required": ["memories"], "properties": {"memories": {"type": "array", "items": schema_ref("Memory")}, "next_cursor": nullable_string()}})))),
         memory_op(op("POST", "/memories", "storeMemory", "Remember something, or update memory `id` (a call of memory_store)")
-            .body(json!({"type": "object", "required": ["text"], "additionalProperties": false, "properties": {
-                "text": {"type": "string", "minLength": 1},
-                "title": {"type": "string", "maxLength": 200},
-                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
-                "namespace": {"type": "string", "maxLength": 80},
-                "id": {"type": "string", "description": "Update this memory instead of storing a new one"},
-                "ttl": {"type": "string", "description": "Forget after e.g. 7d"}
-            }}))
+            .body(body_of::<NewMemory>())
             .respond("201", json_response("Stored", schema_ref("Memory")))
             .respond("200", json_response("Updated (id)", schema_ref("Memory")))
             .respond("415", error_response("The body is not application/json"))),
         memory_op(op("GET", "/memories/search", "searchMemories", "Full-text search of the caller's memories, best first (a call of memory_search)")
-            .param(json!({"name": "q", "in": "query", "required": true, "description": "Words, \"a phrase\", prefix*, OR, -word", "schema": {"type": "string", "minLength": 1, "maxLength": toolshed_host::memory::MAX_QUERY_LEN}}))
-            .param(query_param("namespace", "Only this namespace", json!({"type": "string", "maxLength": 80})))
-            .param(query_param("tags", "Only memories with all these tags, comma-separated", json!({"type": "string"})))
-            .param(query_param("limit", "The most results (1 to 100; default 10)", json!({"type": "integer", "minimum": 1, "maximum": 100})))
-            .param(query_param("since", "Only memories changed since then: 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string"})))
+            .params(query_of::<SearchQuery>())
             .respond("200", json_response("The matches, best first, matched terms in **bold** in each snippet", json!({"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": schema_ref("MemoryMatch")}}})))),
         memory_op(op("GET", "/memories/{id}", "getMemory", "One of the caller's memories (a compacted one says so); a deleted one is 404 (restore it first)")
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
@@ -435,17 +455,11 @@ fn operations() -> Vec<Op> {
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
             .respond("200", json_response("The memory now", schema_ref("Memory")))),
         op("GET", "/audit", "listAudit", "Audit rows, newest first and paged: every call with its owner, door, outcome and, when it needed one, how its approval ended and who answered")
-            .param(query_param("limit", "How many rows (1 to 1000; default 100)", json!({"type": "integer", "minimum": 1, "maximum": 1000})))
-            .param(query_param("tool", "Only calls of tools matching this glob (workspace_*)", json!({"type": "string"})))
-            .param(query_param("owner", "Only calls of owners matching this glob (alice, alice/*)", json!({"type": "string"})))
-            .param(query_param("since", "Only calls since then: 30m, 2h, 7d, an RFC 3339 time or epoch milliseconds", json!({"type": "string", "pattern": "^([0-9]+[smhd]?|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)?$"})))
-            .param(query_param("outcome", "Only this outcome (empty, as a form left blank sends it: any)", json!({"type": "string", "enum": ["", "ok", "tool_error", "error"]})))
-            .param(query_param("parent", "Only the calls made on behalf of this call id (a run_code snippet's tool calls)", json!({"type": "string", "maxLength": 64})))
-            .param(query_param("cursor", "The next_cursor of the previous page", json!({"type": "string", "pattern": "^([1-9][0-9]{0,17})?$"})))
+            .params(query_of::<AuditFilter>())
             .respond("200", json_response("The rows, newest first; next_cursor leads to older rows", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}})))
             .respond("400", error_response("limit is out of range, or since, outcome or cursor is not valid")),
         op("GET", "/approvals", "listApprovals", "Calls waiting for a person's approval (with all=true, recent answered and expired requests too)")
-            .param(query_param("all", "Also the answered and expired requests", json!({"type": "boolean"})))
+            .params(query_of::<ApprovalFilter>())
             .respond("200", json_response("The requests, newest first", json!({"type": "object", "required": ["approvals"], "properties": {"approvals": {"type": "array", "items": schema_ref("Approval")}}}))),
         op("GET", "/approvals/{id}", "getApproval", "One approval request")
             .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
@@ -453,7 +467,7 @@ fn operations() -> Vec<Op> {
             .respond("404", not_found()),
         op("POST", "/approvals/{id}/approve", "approve", "Let the waiting call run; `remember` approves the same tool with the same arguments for its owner from now on. The body is optional")
             .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
-            .optional_body(json!({"type": "object", "additionalProperties": false, "properties": {"remember": {"type": "boolean"}}}))
+            .optional_body(body_of::<Answer>())
             .respond("200", json_response("The request, approved", schema_ref("Approval")))
             .respond("404", not_found())
             .respond("409", error_response("The request is not pending any more (answered or expired)")),
@@ -466,14 +480,13 @@ fn operations() -> Vec<Op> {
             .respond("200", json_response("The questions, oldest first", json!({"type": "object", "required": ["questions"], "properties": {"questions": {"type": "array", "items": {"type": "object", "required": ["id", "owner", "message", "schema", "created_ms"], "properties": {"id": {"type": "string"}, "owner": {"type": "string"}, "message": {"type": "string"}, "schema": {"type": "object"}, "created_ms": {"type": "integer"}}}}}}))),
         op("POST", "/questions/{id}/answer", "answerQuestion", "Answer a waiting question: accept with the fields its schema asks for, or decline; the asking call goes on with the answer")
             .param(path_param("id", "A question id, e.g. q-0123456789abcdef"))
-            .body(json!({"type": "object", "required": ["action"], "additionalProperties": false, "properties": {"action": {"type": "string", "enum": ["accept", "decline", "cancel"]}, "content": {"type": "object"}}}))
+            .body(body_of::<crate::questions::Body>())
             .respond("200", json_response("The question answered", json!({"type": "object", "required": ["answered"], "properties": {"answered": {"type": "object"}}})))
             .respond("400", error_response("The body is not an answer"))
             .respond("403", error_response("The question is another owner's"))
             .respond("404", not_found()),
         op("GET", "/jobs", "listJobs", "Jobs kept (running, and finished ones until their retention passes)")
-            .param(query_param("owner", "Only this owner's jobs", json!({"type": "string"})))
-            .param(query_param("state", "Only jobs in this state", json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled"]})))
+            .params(query_of::<JobFilter>())
             .respond("200", json_response("The jobs", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": schema_ref("Job")}}}))),
         op("GET", "/jobs/{id}", "getJob", "One job: state, progress, result")
             .param(path_param("id", "A job id, e.g. job-1"))
@@ -485,9 +498,7 @@ fn operations() -> Vec<Op> {
             .respond("404", not_found())
             .respond("409", error_response("The job has already ended")),
         op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, job.cancelled, plugin.state_changed. Resume with Last-Event-ID")
-            .param(query_param("job", "Only this job's events", json!({"type": "string"})))
-            .param(query_param("owner", "Only the events of this owner's jobs (plugin events always pass)", json!({"type": "string"})))
-            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64})))
+            .params(query_of::<EventQuery>())
             .respond("200", json!({"description": "An endless event stream; each event's `data` is an Event as JSON (or, with `event: events.missed`, a notice that events were missed)", "content": {"text/event-stream": {"schema": {
                 "type": "object",
                 "required": ["data"],
@@ -499,9 +510,7 @@ fn operations() -> Vec<Op> {
                 }
             }}}})),
         op("GET", "/events/ws", "streamEventsWebSocket", "The same events over a WebSocket, one JSON Event per text message")
-            .param(query_param("job", "Only this job's events", json!({"type": "string"})))
-            .param(query_param("owner", "Only the events of this owner's jobs", json!({"type": "string"})))
-            .param(query_param("last_event_id", "Resume after this event id", json!({"type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64})))
+            .params(query_of::<EventQuery>())
             .respond("101", json!({"description": "Switching to the WebSocket protocol"}))
             .respond("426", error_response("Not a WebSocket upgrade request")),
         op("GET", "/openapi.json", "openapi", "This document")
@@ -630,15 +639,7 @@ fn schemas() -> Value {
                 }}
             }
         },
-        "ExecuteRequest": {
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "arguments": {"type": "object", "additionalProperties": true, "description": "The tool's arguments, checked against its input schema"},
-                "async": {"type": "boolean", "description": "Start a job and answer 202 at once"},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "The call's deadline"}
-            }
-        },
+        "ExecuteRequest": body_of::<Execute>(),
         "CallResult": {
             "type": "object",
             "required": ["call_id", "is_error", "content", "duration_ms"],
@@ -758,4 +759,64 @@ pub fn document() -> Value {
 /// `GET /openapi.json`.
 pub(crate) async fn serve() -> Json<Value> {
     Json(document())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde::Deserialize;
+
+    /// A handler's query string.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Query {
+        /// What to look for, wrapped
+        /// over two lines.
+        #[schemars(length(min = 1))]
+        q: String,
+        /// How many.
+        #[schemars(range(min = 1, max = 9))]
+        limit: Option<u32>,
+    }
+
+    /// A handler's body.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        /// Replace it.
+        #[serde(default)]
+        force: bool,
+    }
+
+    /// Open to more fields.
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Open {
+        name: String,
+    }
+
+    #[test]
+    fn query_parameters_and_bodies_come_from_the_handlers_types() {
+        assert_eq!(
+            query_of::<Query>(),
+            vec![
+                json!({"name": "q", "in": "query", "required": true,
+                       "schema": {"type": "string", "minLength": 1},
+                       "description": "What to look for, wrapped over two lines."}),
+                json!({"name": "limit", "in": "query", "required": false,
+                       "schema": {"type": "integer", "minimum": 1, "maximum": 9},
+                       "description": "How many."}),
+            ]
+        );
+        assert_eq!(
+            body_of::<Body>(),
+            json!({"type": "object", "properties": {"force": {"type": "boolean", "description": "Replace it."}},
+                   "additionalProperties": false})
+        );
+        // A type that takes unknown fields is not documented as refusing them.
+        assert_eq!(body_of::<Open>()["additionalProperties"], Value::Null);
+    }
 }

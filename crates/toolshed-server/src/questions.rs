@@ -6,6 +6,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_core::Answer;
@@ -16,10 +17,11 @@ use crate::api::AppState;
 use crate::error::ApiError;
 
 /// The body of `POST /questions/{id}/answer`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Body {
     /// `accept` (with `content`), `decline` or `cancel`.
+    #[schemars(extend("enum" = ["accept", "decline", "cancel"]))]
     pub action: String,
     /// The answer's fields, as the question's schema asks.
     #[serde(default)]

@@ -10,6 +10,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{Stream, StreamExt};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -20,7 +21,7 @@ use crate::error::ApiError;
 use crate::events::{ApiEvent, Filter};
 
 /// Query parameters of the event streams.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EventQuery {
     /// Only this job's events.
@@ -28,6 +29,7 @@ pub(crate) struct EventQuery {
     /// Only the events of this owner's jobs (plugin events always pass).
     pub owner: Option<String>,
     /// Resume after this event id (SSE clients may send `Last-Event-ID` instead).
+    #[schemars(range(max = 9_007_199_254_740_991u64))]
     pub last_event_id: Option<u64>,
 }
 

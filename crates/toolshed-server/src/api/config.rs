@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -61,10 +62,10 @@ pub(crate) async fn get_config(
 }
 
 /// The body of `PUT /plugins/{id}/config`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ConfigUpdate {
-    /// Keys to set.
+    /// The keys to set and their values, each checked against its field.
     pub values: Map<String, Value>,
 }
 

@@ -2,6 +2,7 @@
 
 use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolshed_host::identity::Caller;
@@ -11,12 +12,13 @@ use crate::error::ApiError;
 use toolshed_host::jobs::JobState;
 
 /// Filters of `GET /jobs`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobFilter {
     /// Only this owner's jobs.
     pub owner: Option<String>,
     /// Only jobs in this state.
+    #[schemars(with = "Option<String>", extend("enum" = ["running", "succeeded", "failed", "cancelled"]))]
     pub state: Option<JobState>,
 }
 

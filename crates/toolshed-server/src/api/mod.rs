@@ -25,14 +25,15 @@ mod jobs;
 mod plugins;
 mod tools;
 
-pub(crate) use config::{get_config, put_config};
-pub(crate) use jobs::{cancel_job, job, jobs};
+pub(crate) use config::{ConfigUpdate, get_config, put_config};
+pub(crate) use jobs::{JobFilter, cancel_job, job, jobs};
 pub(crate) use plugins::{
-    change_grants, disable, enable, get_grants, install, plugin, plugin_health, plugin_icon,
-    plugin_tools, plugins, reload, uninstall, verify,
+    GrantsChange, InstallBody, LocaleQuery, PluginsQuery, change_grants, disable, enable,
+    get_grants, install, plugin, plugin_health, plugin_icon, plugin_tools, plugins, reload,
+    uninstall, verify,
 };
 pub(crate) use tools::door_span;
-pub(crate) use tools::{execute, search_tools, tool, tools};
+pub(crate) use tools::{Execute, ToolFilter, ToolSearch, execute, search_tools, tool, tools};
 
 /// What every handler shares.
 #[derive(Clone)]

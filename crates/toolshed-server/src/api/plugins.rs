@@ -9,6 +9,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -17,8 +18,11 @@ use crate::error::ApiError;
 
 /// `GET /plugins`.
 /// `?locale=`: the language names and descriptions are shown in.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 pub(crate) struct LocaleQuery {
+    /// Names and descriptions in this language where the plugin translates them (`zh`,
+    /// `zh-CN`).
+    #[schemars(length(max = 35), regex(pattern = r"^[A-Za-z0-9_-]*$"))]
     pub(super) locale: Option<String>,
 }
 
@@ -58,12 +62,14 @@ fn localize(plugin: &mut Value, manifest: &toolshed_core::PluginManifest, locale
 }
 
 /// `?locale=` and `?tag=` of `GET /plugins`.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 pub(crate) struct PluginsQuery {
-    /// As [`LocaleQuery`].
+    /// Names and descriptions in this language where the plugin translates them (`zh`,
+    /// `zh-CN`).
     #[serde(default)]
+    #[schemars(length(max = 35), regex(pattern = r"^[A-Za-z0-9_-]*$"))]
     locale: Option<String>,
-    /// Only plugins with this tag, in any language.
+    /// Only plugins with this tag, in any language the manifest gives tags in.
     #[serde(default)]
     tag: Option<String>,
 }
@@ -331,14 +337,22 @@ pub(crate) async fn get_grants(
 }
 
 /// The body of `POST /plugins/{id}/grants`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GrantsChange {
     /// Grants to add.
     #[serde(default)]
+    #[schemars(
+        length(max = 64),
+        inner(regex(pattern = r"^((http|fs-read|fs-write|tool):.+|memory)$"))
+    )]
     pub add: Vec<String>,
     /// Grants to take back.
     #[serde(default)]
+    #[schemars(
+        length(max = 64),
+        inner(regex(pattern = r"^((http|fs-read|fs-write|tool):.+|memory)$"))
+    )]
     pub remove: Vec<String>,
 }
 
@@ -365,17 +379,20 @@ pub(crate) async fn change_grants(
 }
 
 /// The body of `POST /plugins`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct InstallBody {
     /// A directory or a `.tar.gz`/`.tgz`/`.zip` file on the server's machine, or an
     /// `https` URL of an archive (with `sha256`).
+    #[schemars(length(min = 1))]
     pub source: String,
     /// Refuse unless the plugin has this id.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[a-z0-9][a-z0-9._-]{0,63}$"))]
     pub id: Option<String>,
     /// Refuse an archive unless its SHA-256 is this.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[0-9a-fA-F]{64}$"))]
     pub sha256: Option<String>,
     /// Replace an installed plugin with the same id.
     #[serde(default)]

@@ -6,6 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolshed_core::ToolOutput;
@@ -18,7 +19,7 @@ use crate::error::{ApiError, status_of};
 use toolshed_host::jobs::{output_json, record_outcome};
 
 /// Filters of `GET /tools`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolFilter {
     /// Only this group.
@@ -27,7 +28,8 @@ pub(crate) struct ToolFilter {
     pub plugin: Option<String>,
     /// Only tools whose name, title or description contains this (case-insensitive).
     pub q: Option<String>,
-    /// Titles and descriptions in this language, where the tool has them.
+    /// Titles and descriptions in this language, where the tool has them (`zh`, `zh-CN`).
+    #[schemars(length(max = 35), regex(pattern = r"^[A-Za-z0-9_-]*$"))]
     pub locale: Option<String>,
 }
 
@@ -77,14 +79,16 @@ pub(crate) async fn tools(
 }
 
 /// The query of `GET /tools/search`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolSearch {
-    /// What the caller wants to do.
+    /// What you want to do, e.g. `replace text in a file`.
+    #[schemars(length(min = 1, max = 500))]
     pub q: String,
     /// The most tools returned (default 8).
+    #[schemars(range(min = 1, max = toolshed_host::tool_search::MAX_SEARCH_RESULTS))]
     pub limit: Option<usize>,
-    /// Search the tools a caller using this profile sees.
+    /// Search what a caller using this profile sees.
     pub profile: Option<String>,
 }
 
@@ -165,17 +169,18 @@ fn unknown_tool(state: &AppState, name: &str) -> ApiError {
 }
 
 /// The body of `POST /tools/{name}/execute`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Execute {
-    /// The tool's arguments (default `{}`).
+    /// The tool's arguments, checked against its input schema (default `{}`).
     #[serde(default)]
     pub arguments: Option<Map<String, Value>>,
     /// Start a job and answer `202` at once.
     #[serde(default, rename = "async")]
     pub run_async: bool,
-    /// The call's deadline.
+    /// The call's deadline, in milliseconds.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
 }
 
