@@ -12,7 +12,7 @@ use toolshed_ops::process::{OutputLimits, Process, ProcessOps, SpawnRequest, Std
 use toolshed_ops::sandbox::{PROXY_PORT, SandboxMode};
 
 use super::cdp::Cdp;
-use super::{PageState, Settings};
+use super::{NoChromium, PageState, Settings};
 
 /// Where Chromium is looked for when `[browser] executable` is not set: Debian's binary
 /// first (its `/usr/bin/chromium` is a shell wrapper), then names on `PATH`.
@@ -31,15 +31,14 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 const PROFILE: &str = "/tmp/toolshed-browser";
 
 /// The Chromium binary to run: the configured one, else the first candidate found.
-pub(super) fn find(configured: Option<&str>) -> Result<PathBuf, String> {
+pub(super) fn find(configured: Option<&str>) -> Result<PathBuf, NoChromium> {
     if let Some(path) = configured {
-        return crate::find_program(path).ok_or_else(|| {
-            format!("`[browser] executable` is `{path}`, which is not an executable file; install Chromium (Debian: `apt-get install chromium`) or fix the path")
-        });
+        return crate::find_program(path).ok_or_else(|| NoChromium::NotExecutable(path.into()));
     }
-    CANDIDATES.iter().find_map(|c| crate::find_program(c)).ok_or_else(|| {
-        "no Chromium found (looked for /usr/lib/chromium/chromium, chromium, chromium-browser, google-chrome on PATH); install it (Debian: `apt-get install chromium`) or set `[browser] executable`".to_string()
-    })
+    CANDIDATES
+        .iter()
+        .find_map(|c| crate::find_program(c))
+        .ok_or(NoChromium::NotFound)
 }
 
 /// Whether Chromium's own sandbox can run: not as root (it refuses to).
@@ -86,7 +85,7 @@ impl Browser {
         if let Some(why) = refusal(processes) {
             return Err(why);
         }
-        let executable = find(settings.executable.as_deref())?;
+        let executable = find(settings.executable.as_deref()).map_err(|e| e.to_string())?;
         let mut flags = vec![
             "--headless".to_string(),
             "--remote-debugging-pipe".into(),

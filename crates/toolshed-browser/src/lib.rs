@@ -114,16 +114,45 @@ impl Default for Settings {
 }
 
 /// Which Chromium the machine has, for `doctor`: its path and version, or why none.
-pub fn detect(executable: Option<&str>) -> Result<(String, String), String> {
+pub fn detect(executable: Option<&str>) -> Result<(String, String), NoChromium> {
     let path = chromium::find(executable)?;
     let output = std::process::Command::new(&path)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("{} cannot run: {e}", path.display()))?;
+        .map_err(|source| NoChromium::CannotRun {
+            path: path.display().to_string(),
+            source,
+        })?;
     let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
     Ok((path.display().to_string(), version))
+}
+
+/// Why no Chromium can be used; the message says what to install or fix.
+#[derive(Debug, thiserror::Error)]
+pub enum NoChromium {
+    /// `[browser] executable` names what is not an executable file.
+    #[error(
+        "`[browser] executable` is `{0}`, which is not an executable file; install Chromium \
+         (Debian: `apt-get install chromium`) or fix the path"
+    )]
+    NotExecutable(String),
+    /// None of the usual names is installed.
+    #[error(
+        "no Chromium found (looked for /usr/lib/chromium/chromium, chromium, chromium-browser, \
+         google-chrome on PATH); install it (Debian: `apt-get install chromium`) or set \
+         `[browser] executable`"
+    )]
+    NotFound,
+    /// It was found and does not start.
+    #[error("{path} cannot run: {source}")]
+    CannotRun {
+        /// The executable.
+        path: String,
+        /// Why it did not start.
+        source: std::io::Error,
+    },
 }
 
 /// Whether Chromium's own sandbox can run here (not as root), for `doctor`.
@@ -193,7 +222,7 @@ impl Plugin for BrowserPlugin {
 
     async fn health(&self) -> Health {
         if let Err(why) = chromium::find(self.shared.settings.executable.as_deref()) {
-            return Health::Degraded(why);
+            return Health::Degraded(why.to_string());
         }
         match chromium::refusal(self.shared.processes.as_ref()) {
             Some(why) => Health::Degraded(why),

@@ -26,6 +26,13 @@ pub enum Failure {
     Runtime(String),
 }
 
+/// An owner or a scope given on the command line that is refused is bad usage.
+impl From<toolshed_host::identity::IdentityError> for Failure {
+    fn from(refused: toolshed_host::identity::IdentityError) -> Self {
+        Self::Usage(refused.to_string())
+    }
+}
+
 impl Failure {
     fn exit(self) -> ExitCode {
         match self {

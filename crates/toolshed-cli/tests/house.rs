@@ -460,15 +460,14 @@ fn the_circle_finder_finds_circles() {
 /// fall, not rise: give a new error a `thiserror` enum (docs/architecture.md, "Errors"),
 /// and lower the number here when it falls.
 const STRING_ERRORS: &[(&str, usize)] = &[
-    ("toolshed-browser", 3),
+    ("toolshed-browser", 1),
     ("toolshed-cli", 2),
-    ("toolshed-core", 3),
-    ("toolshed-gateway", 16),
-    ("toolshed-host", 51),
+    ("toolshed-gateway", 15),
+    ("toolshed-host", 39),
     ("toolshed-js", 48),
     ("toolshed-lsp", 12),
     ("toolshed-mcp", 2),
-    ("toolshed-ops", 40),
+    ("toolshed-ops", 35),
     ("toolshed-server", 2),
     ("toolshed-tools", 4),
 ];

@@ -32,12 +32,10 @@ impl Question {
     /// A question whose answer has `schema`'s fields, checked (an object schema of strings
     /// — optionally with an `enum` —, numbers, integers and booleans); without one, a
     /// single free-text field `answer`. The error names what is wrong.
-    pub fn new(message: impl Into<String>, schema: Option<Value>) -> Result<Self, String> {
+    pub fn new(message: impl Into<String>, schema: Option<Value>) -> Result<Self, BadQuestion> {
         let message = message.into();
         if message.trim().is_empty() || message.chars().count() > MAX_QUESTION_CHARS {
-            return Err(format!(
-                "the question must have 1 to {MAX_QUESTION_CHARS} characters"
-            ));
+            return Err(BadQuestion::Length);
         }
         let schema = match schema {
             None => serde_json::json!({
@@ -54,30 +52,26 @@ impl Question {
     }
 }
 
-fn check_schema(schema: &Value) -> Result<(), String> {
+fn check_schema(schema: &Value) -> Result<(), BadQuestion> {
     let Some(object) = schema.as_object() else {
-        return Err(format!("`schema` must be an object schema, not {schema}"));
+        return Err(BadQuestion::NotAnObject(schema.to_string()));
     };
     if object.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("`schema` needs \"type\": \"object\" with `properties`".into());
+        return Err(BadQuestion::NotObjectType);
     }
     let Some(properties) = object.get("properties").and_then(Value::as_object) else {
-        return Err("`schema` needs `properties`: the answer's fields".into());
+        return Err(BadQuestion::NoProperties);
     };
     if properties.is_empty() || properties.len() > MAX_FIELDS {
-        return Err(format!(
-            "`schema` has {} properties; give 1 to {MAX_FIELDS}",
-            properties.len()
-        ));
+        return Err(BadQuestion::FieldCount(properties.len()));
     }
     for (name, property) in properties {
         let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
         if !KINDS.contains(&kind) {
-            return Err(format!(
-                "property `{name}` is of type `{kind}`; a person can be asked only for {} \
-                 (a string may have an `enum` of choices)",
-                KINDS.join(", ")
-            ));
+            return Err(BadQuestion::FieldKind {
+                name: name.clone(),
+                kind: kind.to_string(),
+            });
         }
     }
     if let Some(required) = object.get("required") {
@@ -86,12 +80,45 @@ fn check_schema(schema: &Value) -> Result<(), String> {
                 .all(|n| n.as_str().is_some_and(|n| properties.contains_key(n)))
         });
         if names != Some(true) {
-            return Err(format!(
-                "`required` must list property names of `schema`, not {required}"
-            ));
+            return Err(BadQuestion::Required(required.to_string()));
         }
     }
     Ok(())
+}
+
+/// Why a question cannot be put to a person; the message says what to give.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadQuestion {
+    /// Empty, or longer than [`MAX_QUESTION_CHARS`].
+    #[error("the question must have 1 to {MAX_QUESTION_CHARS} characters")]
+    Length,
+    /// The schema is not a JSON object (shown as JSON).
+    #[error("`schema` must be an object schema, not {0}")]
+    NotAnObject(String),
+    /// The schema's `type` is not `object`.
+    #[error("`schema` needs \"type\": \"object\" with `properties`")]
+    NotObjectType,
+    /// The schema has no `properties`.
+    #[error("`schema` needs `properties`: the answer's fields")]
+    NoProperties,
+    /// Too few or too many fields.
+    #[error("`schema` has {0} properties; give 1 to {MAX_FIELDS}")]
+    FieldCount(usize),
+    /// A field of a kind a person cannot be asked for.
+    #[error(
+        "property `{name}` is of type `{kind}`; a person can be asked only for {kinds} (a string \
+         may have an `enum` of choices)",
+        kinds = KINDS.join(", ")
+    )]
+    FieldKind {
+        /// The field.
+        name: String,
+        /// Its type.
+        kind: String,
+    },
+    /// `required` names what is not a field (shown as JSON).
+    #[error("`required` must list property names of `schema`, not {0}")]
+    Required(String),
 }
 
 /// What the person did.
@@ -189,7 +216,7 @@ mod tests {
             ),
         ] {
             let error = Question::new("Which?", Some(bad)).unwrap_err();
-            assert!(error.contains(says), "{error}");
+            assert!(error.to_string().contains(says), "{error}");
         }
         assert!(Question::new("  ", None).is_err());
     }

@@ -16,11 +16,19 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// `bytes` bytes from the operating system's random source, as lowercase hex; an error
 /// when the source fails (then nothing is made: never a guessable token).
-pub fn random_hex(bytes: usize) -> Result<String, String> {
+pub fn random_hex(bytes: usize) -> Result<String, RandomSourceFailed> {
     let mut buf = vec![0u8; bytes];
     #[allow(clippy::disallowed_methods)] // the one place that asks the random source
-    getrandom::fill(&mut buf).map_err(|e| format!("the system random source failed: {e}"))?;
+    getrandom::fill(&mut buf).map_err(|source| RandomSourceFailed { source })?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The operating system's random source failed, so no secret was made.
+#[derive(Debug, thiserror::Error)]
+#[error("the system random source failed: {source}")]
+pub struct RandomSourceFailed {
+    /// The source's own error.
+    pub source: getrandom::Error,
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ mod library;
 pub mod log;
 pub mod manage;
 mod names;
-pub use names::{check_prefix, prefix};
+pub use names::{InvalidPrefix, check_prefix, prefix};
 pub mod pins;
 mod plugin;
 mod upstream;

@@ -183,14 +183,15 @@ fn manifest(args: &NewServer) -> Result<(String, Vec<(String, String)>), ManageE
         }
     }
     if let Some(prefix) = &args.prefix {
-        crate::names::check_prefix(prefix).map_err(ManageError::Usage)?;
+        crate::names::check_prefix(prefix).map_err(|e| ManageError::Usage(e.to_string()))?;
         text.push_str(&format!("prefix = {}\n", toml_string(prefix)));
     }
     if args.eager {
         text.push_str("eager = true\n");
     }
     if let Some(mode) = &args.sandbox {
-        toolshed_ops::sandbox::SandboxMode::parse(mode).map_err(ManageError::Usage)?;
+        toolshed_ops::sandbox::SandboxMode::parse(mode)
+            .map_err(|e| ManageError::Usage(e.to_string()))?;
         text.push_str(&format!("sandbox = {}\n", toml_string(mode)));
     }
     if !env_lines.is_empty() {

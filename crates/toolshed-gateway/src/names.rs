@@ -25,18 +25,24 @@ pub fn prefix(manifest: &toolshed_core::PluginManifest) -> String {
 
 /// `Ok` for a prefix a manifest may name: up to 32 of `A-Z a-z 0-9 _ -`, or none at all
 /// (the server's own names).
-pub fn check_prefix(prefix: &str) -> Result<(), String> {
+pub fn check_prefix(prefix: &str) -> Result<(), InvalidPrefix> {
     if prefix.len() > 32
         || !prefix
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Err(format!(
-            "`{prefix}` is not a valid prefix: use up to 32 of a-z, 0-9, `_`, `-` (empty: the server's own names)"
-        ));
+        return Err(InvalidPrefix(prefix.to_string()));
     }
     Ok(())
 }
+
+/// A prefix [`check_prefix`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a valid prefix: use up to 32 of a-z, 0-9, `_`, `-` (empty: the server's own \
+     names)"
+)]
+pub struct InvalidPrefix(pub String);
 
 /// The group of a server's tools: `mcp:<prefix>`, or `mcp:<its name>` when it keeps its
 /// own names.

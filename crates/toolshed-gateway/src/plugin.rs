@@ -150,7 +150,7 @@ fn cache_dir(id: &str) -> Option<std::path::PathBuf> {
 fn launch(server: &McpServer, config: &Map<String, Value>) -> Result<Launch, PluginError> {
     let sandbox = match &server.sandbox {
         None => None,
-        Some(mode) => Some(SandboxMode::parse(mode).map_err(PluginError)?),
+        Some(mode) => Some(SandboxMode::parse(mode).map_err(|e| PluginError(e.to_string()))?),
     };
     Ok(Launch {
         program: substitute(&server.command, config)?,

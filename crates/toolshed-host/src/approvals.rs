@@ -76,19 +76,39 @@ pub fn principal(owner: &str) -> &str {
 
 impl ApprovalsConfig {
     /// Whether an agent token of `answerer` may answer `request`; the reason when not.
-    pub fn may_answer(&self, answerer: &str, request: &ApprovalRequest) -> Result<(), String> {
+    pub fn may_answer(
+        &self,
+        answerer: &str,
+        request: &ApprovalRequest,
+    ) -> Result<(), SelfApprovalRefused> {
         if self.self_approval == SelfApproval::Allow
             || principal(answerer) != principal(&request.owner)
         {
             return Ok(());
         }
-        Err(format!(
-            "{} is a call of `{}`, and a token of `{answerer}` may not approve or deny its own \
-             owner's calls ([approvals] self_approval = \"deny\"); a person answers it \
-             (`toolshed approvals approve {}`, the dashboard, or another owner's token)",
-            request.id, request.owner, request.id
-        ))
+        Err(SelfApprovalRefused {
+            id: request.id.clone(),
+            owner: request.owner.clone(),
+            answerer: answerer.to_string(),
+        })
     }
+}
+
+/// An agent token answering its own owner's approval request, which
+/// `[approvals] self_approval = "deny"` refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{id} is a call of `{owner}`, and a token of `{answerer}` may not approve or deny its own \
+     owner's calls ([approvals] self_approval = \"deny\"); a person answers it (`toolshed \
+     approvals approve {id}`, the dashboard, or another owner's token)"
+)]
+pub struct SelfApprovalRefused {
+    /// The request.
+    pub id: String,
+    /// The owner of the call it holds.
+    pub owner: String,
+    /// The owner of the token that tried to answer it.
+    pub answerer: String,
 }
 
 /// Where a request stands.
@@ -233,7 +253,8 @@ impl StateStore {
         max_pending: u32,
         max_per_owner: u32,
     ) -> Result<ApprovalRequest, StoreError> {
-        let id = toolshed_core::secret::random_hex(8).map_err(StoreError::Full)?;
+        let id =
+            toolshed_core::secret::random_hex(8).map_err(|e| StoreError::Full(e.to_string()))?;
         let now = now_ms();
         let request = ApprovalRequest {
             id: format!("ap-{id}"),

@@ -90,7 +90,7 @@ impl AuditQuery {
             )?);
         }
         if let Some(since) = since {
-            self.since_ms = Some(parse_since(since, now_ms)?);
+            self.since_ms = Some(parse_since(since, now_ms).map_err(|e| e.to_string())?);
         }
         Ok(self)
     }

@@ -9,7 +9,7 @@
 //! let field: ConfigField = serde_json::from_value(json!({"key": "retries", "type": "number"})).unwrap();
 //! assert!(toolshed_host::config_fields::check(&field, &json!(3)).is_ok());
 //! assert_eq!(
-//!     toolshed_host::config_fields::check(&field, &json!("3")).unwrap_err(),
+//!     toolshed_host::config_fields::check(&field, &json!("3")).unwrap_err().to_string(),
 //!     "`retries` must be a number"
 //! );
 //! ```
@@ -18,7 +18,7 @@ use serde_json::Value;
 use toolshed_core::{ConfigField, ConfigFieldType};
 
 /// Whether `value` fits `field`; the error says what the field takes.
-pub fn check(field: &ConfigField, value: &Value) -> Result<(), String> {
+pub fn check(field: &ConfigField, value: &Value) -> Result<(), WrongValue> {
     let ok = match field.field_type {
         ConfigFieldType::String => value.is_string(),
         ConfigFieldType::Number => value.is_number(),
@@ -42,7 +42,20 @@ pub fn check(field: &ConfigField, value: &Value) -> Result<(), String> {
         ConfigFieldType::Object => "an object".to_string(),
         other => format!("a {}", type_name(other)),
     };
-    Err(format!("`{}` must be {want}", field.key))
+    Err(WrongValue {
+        key: field.key.clone(),
+        want,
+    })
+}
+
+/// A value that does not fit its config field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` must be {want}")]
+pub struct WrongValue {
+    /// The field's key.
+    pub key: String,
+    /// What it takes (`a number`, `one of "a", "b"`).
+    pub want: String,
 }
 
 /// The field type's name as manifests spell it.

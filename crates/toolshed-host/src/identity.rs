@@ -84,22 +84,21 @@ impl Caller {
             .is_none_or(|s| s.iter().any(|have| have == scope))
     }
 
-    /// `Ok` when the caller holds `scope`, else the message to refuse with.
-    pub fn require(&self, scope: &str) -> Result<(), String> {
+    /// `Ok` when the caller holds `scope`, else why it is refused.
+    pub fn require(&self, scope: &str) -> Result<(), IdentityError> {
         if self.allows(scope) {
             Ok(())
         } else {
-            Err(format!(
-                "this token lacks the `{scope}` scope; create one with `toolshed token create \
-                 --owner {} --scope {scope}`",
-                self.owner.0
-            ))
+            Err(IdentityError::MissingScope {
+                scope: scope.to_string(),
+                owner: self.owner.0.clone(),
+            })
         }
     }
 
     /// The owner a call runs as when it asks for `requested` (a header, `_meta`, `--owner`):
     /// the admin may name anyone; an agent token only itself or a sub-owner of itself.
-    pub fn owner_for(&self, requested: Option<&str>) -> Result<OwnerId, String> {
+    pub fn owner_for(&self, requested: Option<&str>) -> Result<OwnerId, IdentityError> {
         let Some(requested) = requested else {
             return Ok(self.owner.clone());
         };
@@ -107,11 +106,10 @@ impl Caller {
         if !self.is_agent() || within(requested, &self.owner.0) {
             return Ok(OwnerId::new(requested));
         }
-        Err(format!(
-            "this token belongs to `{owner}` and may not act as `{requested}`; name `{owner}` \
-             or a sub-owner such as `{owner}/task-1`",
-            owner = self.owner.0
-        ))
+        Err(IdentityError::NotYours {
+            owner: self.owner.0.clone(),
+            requested: requested.to_string(),
+        })
     }
 
     /// Whether a thing owned by `owner` is this caller's to see (the admin sees all).
@@ -127,7 +125,7 @@ fn within(owner: &str, base: &str) -> bool {
 
 /// `Ok` when `owner` is a usable owner id: 1 to [`MAX_OWNER_LEN`] letters, digits and
 /// `. _ : @ -`, in `/`-separated non-empty parts.
-pub fn check_owner(owner: &str) -> Result<(), String> {
+pub fn check_owner(owner: &str) -> Result<(), IdentityError> {
     let ok = !owner.is_empty()
         && owner.len() <= MAX_OWNER_LEN
         && owner.split('/').all(|part| {
@@ -139,10 +137,8 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "owner `{}` is not valid: use 1 to {MAX_OWNER_LEN} letters, digits and . _ : @ -, \
-             with / between the parts of a sub-owner (alice/task-7)",
-            owner.chars().take(MAX_OWNER_LEN).collect::<String>()
+        Err(IdentityError::InvalidOwner(
+            owner.chars().take(MAX_OWNER_LEN).collect(),
         ))
     }
 }
@@ -152,13 +148,11 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
 /// `cli` (`toolshed call`), `local` (the local user's memories), `mcp-http` (stateless MCP
 /// requests), `mcp-…` (an MCP connection's own owner) — whose jobs, tasks, sessions and
 /// memories such a token would otherwise see and change.
-pub fn check_agent_owner(owner: &str) -> Result<(), String> {
+pub fn check_agent_owner(owner: &str) -> Result<(), IdentityError> {
     check_owner(owner)?;
     let base = owner.split('/').next().unwrap_or_default();
     if matches!(base, "rest" | "cli" | "local") || base.starts_with("mcp-") {
-        return Err(format!(
-            "owner `{base}` is reserved: toolshed's doors act as it for callers that name no owner; choose another name"
-        ));
+        return Err(IdentityError::ReservedOwner(base.to_string()));
     }
     Ok(())
 }
@@ -171,30 +165,86 @@ pub const TOOL_SCOPE: &str = "tool:";
 pub const SANDBOX_SCOPE: &str = "sandbox:";
 
 /// Checks scope names; an error names the bad one and the valid ones.
-pub fn check_scopes(scopes: &[String]) -> Result<(), String> {
+pub fn check_scopes(scopes: &[String]) -> Result<(), IdentityError> {
+    let invalid = |scope: &str, reason: String| IdentityError::InvalidScope {
+        scope: scope.to_string(),
+        reason,
+    };
     for scope in scopes {
         if let Some(rule) = scope.strip_prefix(TOOL_SCOPE) {
-            Matcher::parse(rule).map_err(|e| format!("scope `{scope}`: {e}"))?;
+            Matcher::parse(rule).map_err(|e| invalid(scope, e.to_string()))?;
         } else if let Some(mode) = scope.strip_prefix(SANDBOX_SCOPE) {
             match toolshed_ops::sandbox::SandboxMode::parse(mode) {
                 Ok(toolshed_ops::sandbox::SandboxMode::FullAccess) => {
-                    return Err(format!(
-                        "scope `{scope}`: a token can only narrow the sandbox; use \
-                         sandbox:read-only or sandbox:workspace-write"
+                    return Err(invalid(
+                        scope,
+                        "a token can only narrow the sandbox; use sandbox:read-only or \
+                         sandbox:workspace-write"
+                            .into(),
                     ));
                 }
                 Ok(_) => {}
-                Err(e) => return Err(format!("scope `{scope}`: {e}")),
+                Err(e) => return Err(invalid(scope, e.to_string())),
             }
         } else if !SCOPES.contains(&scope.as_str()) {
-            return Err(format!(
-                "`{scope}` is not a scope; use {}, or tool:RULE (a tool name glob, \
-                 tool:group:web, tool:danger:low, …) to limit the tools it may use",
-                SCOPES.join(", ")
-            ));
+            return Err(IdentityError::UnknownScope(scope.clone()));
         }
     }
     Ok(())
+}
+
+/// Why an owner, a scope or an act of a caller is refused; the message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    /// The caller's token lacks a scope the act needs.
+    #[error(
+        "this token lacks the `{scope}` scope; create one with `toolshed token create --owner \
+         {owner} --scope {scope}`"
+    )]
+    MissingScope {
+        /// The scope needed.
+        scope: String,
+        /// The token's owner.
+        owner: String,
+    },
+    /// An agent token asked to act as an owner that is not itself or a sub-owner of it.
+    #[error(
+        "this token belongs to `{owner}` and may not act as `{requested}`; name `{owner}` or \
+         a sub-owner such as `{owner}/task-1`"
+    )]
+    NotYours {
+        /// The token's owner.
+        owner: String,
+        /// The owner asked for.
+        requested: String,
+    },
+    /// Not an owner id (shown cut to [`MAX_OWNER_LEN`] characters).
+    #[error(
+        "owner `{0}` is not valid: use 1 to {MAX_OWNER_LEN} letters, digits and . _ : @ -, \
+         with / between the parts of a sub-owner (alice/task-7)"
+    )]
+    InvalidOwner(String),
+    /// An owner the doors use themselves, which an agent token may not take.
+    #[error(
+        "owner `{0}` is reserved: toolshed's doors act as it for callers that name no owner; \
+         choose another name"
+    )]
+    ReservedOwner(String),
+    /// A `tool:` or `sandbox:` scope whose value is not valid.
+    #[error("scope `{scope}`: {reason}")]
+    InvalidScope {
+        /// The scope as given.
+        scope: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// Not a scope at all.
+    #[error(
+        "`{0}` is not a scope; use {scopes}, or tool:RULE (a tool name glob, tool:group:web, \
+         tool:danger:low, …) to limit the tools it may use",
+        scopes = SCOPES.join(", ")
+    )]
+    UnknownScope(String),
 }
 
 /// The tools `scopes` limit a token to: `None` when no `tool:` scope is given; an error
@@ -270,9 +320,9 @@ pub struct NewToken {
 }
 
 fn random_hex(bytes: usize) -> Result<String, StoreError> {
-    toolshed_core::secret::random_hex(bytes).map_err(|message| StoreError::Open {
+    toolshed_core::secret::random_hex(bytes).map_err(|e| StoreError::Open {
         path: "token".into(),
-        message,
+        message: e.to_string(),
     })
 }
 
@@ -432,7 +482,11 @@ mod tests {
     fn an_agent_may_not_act_as_an_owner_the_doors_use() {
         for reserved in ["rest", "cli", "local", "mcp-http", "mcp-18f-7", "rest/sub"] {
             let refused = check_agent_owner(reserved).unwrap_err();
-            assert!(refused.contains("reserved"), "{reserved}: {refused}");
+            assert!(
+                matches!(refused, IdentityError::ReservedOwner(_))
+                    && refused.to_string().contains("reserved"),
+                "{reserved}: {refused}"
+            );
         }
         for fine in ["ada", "ada/task-7", "mcpx", "restful", "team.ci"] {
             assert!(check_agent_owner(fine).is_ok(), "{fine}");
@@ -500,11 +554,14 @@ mod tests {
         }
         assert!(alice.owns("alice/task-1") && !alice.owns("bob"));
         assert!(alice.require("tools:call").is_ok());
-        assert!(
-            alice
-                .require("plugins:admin")
-                .unwrap_err()
-                .contains("plugins:admin")
+        let refused = alice.require("plugins:admin").unwrap_err();
+        assert!(refused.to_string().contains("plugins:admin"), "{refused}");
+        assert_eq!(
+            refused,
+            IdentityError::MissingScope {
+                scope: "plugins:admin".into(),
+                owner: "alice".into()
+            }
         );
         let admin = Caller::admin(OwnerId::new("rest"));
         assert_eq!(admin.owner_for(Some("bob")).unwrap().0, "bob");

@@ -57,7 +57,7 @@ pub fn local_time(ms: i64) -> String {
 
 /// A point in time for `since`: a duration back from now (`90s`, `15m`, `2h`, `7d`), an
 /// RFC 3339 time (`2026-12-01T09:00:00Z`) or milliseconds since the Unix epoch.
-pub fn parse_since(text: &str, now_ms: i64) -> Result<i64, String> {
+pub fn parse_since(text: &str, now_ms: i64) -> Result<i64, NotATime> {
     let text = text.trim();
     let unit_ms = match text.chars().last() {
         Some('s') => Some(1_000),
@@ -79,23 +79,66 @@ pub fn parse_since(text: &str, now_ms: i64) -> Result<i64, String> {
     }
     text.parse::<jiff::Timestamp>()
         .map(|t| t.as_millisecond())
-        .map_err(|_| {
-            format!(
-                "since `{text}` is not a time: give a duration back from now (`30m`, `2h`, \
-                 `7d`), an RFC 3339 time (`2026-12-01T09:00:00Z`) or milliseconds since 1970"
-            )
+        .map_err(|_| NotATime {
+            argument: "since".into(),
+            text: text.to_string(),
         })
+}
+
+/// A `since` (or another time argument) that [`parse_since`] cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{argument} `{text}` is not a time: give a duration back from now (`30m`, `2h`, `7d`), an \
+     RFC 3339 time (`2026-12-01T09:00:00Z`) or milliseconds since 1970"
+)]
+pub struct NotATime {
+    /// The argument's name, as the message shows it (`since`).
+    pub argument: String,
+    /// What it was given.
+    pub text: String,
+}
+
+impl NotATime {
+    /// The same refusal for the argument `name` (`ttl`, `before`).
+    pub fn for_argument(self, name: &str) -> Self {
+        Self {
+            argument: name.to_string(),
+            ..self
+        }
+    }
 }
 
 /// The `host:port` of an `http` or `https` URL (the port its scheme implies when it names
 /// none), or why `url` is not one.
-pub fn http_host(url: &str) -> Result<String, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+pub fn http_host(url: &str) -> Result<String, NotAnHttpUrl> {
+    let parsed = url::Url::parse(url).map_err(|source| NotAnHttpUrl::Unparsed {
+        url: url.to_string(),
+        source,
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("`{url}` is not an http or https URL"));
+        return Err(NotAnHttpUrl::Scheme(url.to_string()));
     }
     match (parsed.host_str(), parsed.port_or_known_default()) {
         (Some(host), Some(port)) => Ok(format!("{host}:{port}")),
-        _ => Err(format!("`{url}` names no host")),
+        _ => Err(NotAnHttpUrl::NoHost(url.to_string())),
     }
+}
+
+/// Why a URL is not an `http` or `https` one with a host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAnHttpUrl {
+    /// Not a URL at all.
+    #[error("`{url}` is not a URL: {source}")]
+    Unparsed {
+        /// The text given.
+        url: String,
+        /// The URL parser's refusal.
+        source: url::ParseError,
+    },
+    /// Another scheme.
+    #[error("`{0}` is not an http or https URL")]
+    Scheme(String),
+    /// No host to connect to.
+    #[error("`{0}` names no host")]
+    NoHost(String),
 }

@@ -78,7 +78,7 @@ pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
 pub use hooks::{CallHook, HookDecision, Hooks};
 pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
-pub use kit::{local_time, parse_since};
+pub use kit::{NotATime, NotAnHttpUrl, local_time, parse_since};
 pub use policy::{AllowAll, Policy, PolicyDecision, RulePolicy, SandboxEscalation};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use review::{BUILTIN_PROFILES, CompiledRules, Review, RuleError, Subject};

@@ -52,12 +52,38 @@ pub struct OAuthConfig {
 
 impl OAuthConfig {
     /// `Ok` when the settings can work: an issuer, an audience, an http(s) `jwks_url`.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), OAuthConfigError> {
         if self.issuer.trim().is_empty() || self.audience.trim().is_empty() {
-            return Err("give the issuer and the audience tokens must carry".into());
+            return Err(OAuthConfigError::Incomplete);
         }
-        crate::kit::http_host(&self.jwks_url).map(|_| ())
+        crate::kit::http_host(&self.jwks_url)?;
+        Ok(())
     }
+}
+
+/// Why `[server.oauth]` cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OAuthConfigError {
+    /// No issuer or no audience.
+    #[error("give the issuer and the audience tokens must carry")]
+    Incomplete,
+    /// `jwks_url` is not an http(s) URL with a host.
+    #[error(transparent)]
+    JwksUrl(#[from] crate::kit::NotAnHttpUrl),
+}
+
+/// Why a JWKS document cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum JwksError {
+    /// Not JSON.
+    #[error("the JWKS is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// A key's number is not base64url.
+    #[error("bad base64url: {0}")]
+    BadBase64(#[source] base64::DecodeError),
+    /// No key of a kind toolshed verifies.
+    #[error("the JWKS holds no ES256 or RS256 key")]
+    NoKey,
 }
 
 /// The `host:port` of an `http` or `https` URL (see [`crate::kit::http_host`]).
@@ -86,17 +112,16 @@ pub struct Jwks {
     keys: HashMap<String, Key>,
 }
 
-fn b64(text: &str) -> Result<Vec<u8>, String> {
+fn b64(text: &str) -> Result<Vec<u8>, JwksError> {
     URL_SAFE_NO_PAD
         .decode(text.trim_end_matches('='))
-        .map_err(|e| format!("bad base64url: {e}"))
+        .map_err(JwksError::BadBase64)
 }
 
 impl Jwks {
     /// Parses a JWKS document; keys of other types are skipped.
-    pub fn parse(document: &[u8]) -> Result<Self, String> {
-        let value: Value =
-            serde_json::from_slice(document).map_err(|e| format!("the JWKS is not JSON: {e}"))?;
+    pub fn parse(document: &[u8]) -> Result<Self, JwksError> {
+        let value: Value = serde_json::from_slice(document).map_err(JwksError::NotJson)?;
         let mut keys = HashMap::new();
         for jwk in value["keys"].as_array().into_iter().flatten() {
             let text = |k: &str| jwk[k].as_str().unwrap_or_default();
@@ -121,7 +146,7 @@ impl Jwks {
             keys.insert(kid, key);
         }
         if keys.is_empty() {
-            return Err("the JWKS holds no ES256 or RS256 key".into());
+            return Err(JwksError::NoKey);
         }
         Ok(Self { keys })
     }
@@ -168,11 +193,13 @@ pub fn verify(token: &str, jwks: &Jwks, config: &OAuthConfig, now: i64) -> Resul
     else {
         return Err(malformed("not three parts"));
     };
-    let header: Value = serde_json::from_slice(&b64(head).map_err(Refusal::Malformed)?)
-        .map_err(|_| malformed("header is not JSON"))?;
-    let claims: Value = serde_json::from_slice(&b64(body).map_err(Refusal::Malformed)?)
-        .map_err(|_| malformed("claims are not JSON"))?;
-    let signature = b64(sig).map_err(Refusal::Malformed)?;
+    let header: Value =
+        serde_json::from_slice(&b64(head).map_err(|e| Refusal::Malformed(e.to_string()))?)
+            .map_err(|_| malformed("header is not JSON"))?;
+    let claims: Value =
+        serde_json::from_slice(&b64(body).map_err(|e| Refusal::Malformed(e.to_string()))?)
+            .map_err(|_| malformed("claims are not JSON"))?;
+    let signature = b64(sig).map_err(|e| Refusal::Malformed(e.to_string()))?;
     let kid = header["kid"].as_str().unwrap_or_default();
     let key = jwks.keys.get(kid).ok_or(Refusal::UnknownKey)?;
     let signed = format!("{head}.{body}");
@@ -220,7 +247,7 @@ pub fn verify(token: &str, jwks: &Jwks, config: &OAuthConfig, now: i64) -> Resul
     let owner = claims[config.owner_claim.as_str()]
         .as_str()
         .ok_or_else(|| claim(format!("no {} claim", config.owner_claim)))?;
-    crate::identity::check_agent_owner(owner).map_err(claim)?;
+    crate::identity::check_agent_owner(owner).map_err(|e| claim(e.to_string()))?;
     let scopes: Vec<String> = match claims[config.scopes_claim.as_str()].as_str() {
         None => DEFAULT_SCOPES.iter().map(|s| s.to_string()).collect(),
         Some(words) => words
@@ -336,9 +363,14 @@ mod tests {
         assert!(config().check().is_ok());
         let mut bad = config();
         bad.jwks_url = "ftp://keys.example/jwks".into();
-        assert!(bad.check().unwrap_err().contains("ftp://keys.example/jwks"));
+        assert!(
+            bad.check()
+                .unwrap_err()
+                .to_string()
+                .contains("ftp://keys.example/jwks")
+        );
         bad.jwks_url = "not a url".into();
-        assert!(bad.check().unwrap_err().contains("not a url"));
+        assert!(bad.check().unwrap_err().to_string().contains("not a url"));
         let mut empty = config();
         empty.audience = " ".into();
         assert!(empty.check().is_err());

@@ -232,10 +232,10 @@ impl CompiledRules {
             .as_deref()
             .map(toolshed_ops::sandbox::SandboxMode::parse)
             .transpose()
-            .map_err(|message| RuleError {
+            .map_err(|e| RuleError {
                 source_name: format!("{source}.sandbox"),
                 pattern: rules.sandbox.clone().unwrap_or_default(),
-                message,
+                message: e.to_string(),
             })?;
         Ok(Self {
             source: source.to_string(),

@@ -180,7 +180,7 @@ impl Reach {
 
     /// Checks that `path` may be read and returns it normalized.
     pub(crate) fn check_read(&self, path: &str) -> Result<String, String> {
-        let normalized = normalize_path(path)?;
+        let normalized = normalize_path(path).map_err(|e| e.to_string())?;
         if self.read_allows(&normalized) {
             return Ok(normalized);
         }
@@ -189,7 +189,7 @@ impl Reach {
 
     /// Checks that `path` may be written and returns it normalized.
     pub(crate) fn check_write(&self, path: &str) -> Result<String, String> {
-        let normalized = normalize_path(path)?;
+        let normalized = normalize_path(path).map_err(|e| e.to_string())?;
         if self.write_allows(&normalized) {
             return Ok(normalized);
         }

@@ -227,21 +227,35 @@ pub fn split_parent(relative: &str) -> (&str, &str) {
     }
 }
 
+/// Why a path is not a workspace-relative one (each holds the path as [`shown`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RelativePathError {
+    /// Nothing was given.
+    #[error("the path is empty; use `.` for the workspace root")]
+    Empty,
+    /// A NUL byte, which no file name has.
+    #[error("`{0}` contains a NUL byte")]
+    Nul(String),
+    /// An absolute path.
+    #[error("`{0}` is absolute; plugins use paths relative to the workspace root")]
+    Absolute(String),
+    /// `..` above the workspace root.
+    #[error("`{0}` climbs out of the workspace with `..`; use a path inside it")]
+    ClimbsOut(String),
+}
+
 /// Normalizes a workspace-relative path on its words: `.` parts dropped, `..` folded.
 /// Absolute paths and `..` climbing above the workspace root are refused. The workspace
 /// root itself is `.`.
-pub fn normalize_lexically(path: &str) -> Result<String, String> {
+pub fn normalize_lexically(path: &str) -> Result<String, RelativePathError> {
     if path.is_empty() {
-        return Err("the path is empty; use `.` for the workspace root".into());
+        return Err(RelativePathError::Empty);
     }
     if path.contains('\0') {
-        return Err(format!("`{}` contains a NUL byte", shown(path)));
+        return Err(RelativePathError::Nul(shown(path)));
     }
     if path.starts_with('/') || path.starts_with('\\') {
-        return Err(format!(
-            "`{}` is absolute; plugins use paths relative to the workspace root",
-            shown(path)
-        ));
+        return Err(RelativePathError::Absolute(shown(path)));
     }
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
@@ -249,10 +263,7 @@ pub fn normalize_lexically(path: &str) -> Result<String, String> {
             "" | "." => {}
             ".." => {
                 if parts.pop().is_none() {
-                    return Err(format!(
-                        "`{}` climbs out of the workspace with `..`; use a path inside it",
-                        shown(path)
-                    ));
+                    return Err(RelativePathError::ClimbsOut(shown(path)));
                 }
             }
             name => parts.push(name),

@@ -138,7 +138,7 @@ async fn decide(
             .config
             .approvals
             .may_answer(&c.owner.0, &asked)
-            .map_err(|m| ApiError::new(StatusCode::FORBIDDEN, "denied", m))?;
+            .map_err(|m| ApiError::new(StatusCode::FORBIDDEN, "denied", m.to_string()))?;
     }
     let request = state
         .host

@@ -52,7 +52,7 @@ pub(crate) async fn refresh_keys(
 }
 
 async fn fetch(net: &NetClient, url: &str, stop: &CancellationToken) -> Result<Jwks, String> {
-    let host = toolshed_host::oauth::http_host(url)?;
+    let host = toolshed_host::oauth::http_host(url).map_err(|e| e.to_string())?;
     let request = HttpRequest {
         method: "GET".into(),
         url: url.to_string(),
@@ -69,5 +69,5 @@ async fn fetch(net: &NetClient, url: &str, stop: &CancellationToken) -> Result<J
     if response.status != 200 {
         return Err(format!("HTTP {}", response.status));
     }
-    Jwks::parse(&response.body)
+    Jwks::parse(&response.body).map_err(|e| e.to_string())
 }

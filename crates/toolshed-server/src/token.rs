@@ -32,8 +32,8 @@ pub enum TokenError {
         source: std::io::Error,
     },
     /// The operating system could not supply random bytes.
-    #[error("cannot generate a token: the system random source failed ({0})")]
-    Random(String),
+    #[error("cannot generate a token: {0}")]
+    Random(#[source] toolshed_core::secret::RandomSourceFailed),
     /// The file exists but does not hold a usable token.
     #[error(
         "the token file {} does not hold a usable token (at least {MIN_TOKEN_CHARS} visible ASCII characters, no spaces); delete it and a new one is generated on the next start",

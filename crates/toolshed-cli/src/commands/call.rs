@@ -68,10 +68,8 @@ pub async fn run(
     let arguments = read_args(args.args.as_deref())?;
     let owner = match &caller {
         Some(caller) => {
-            caller.require("tools:call").map_err(Failure::Usage)?;
-            caller
-                .owner_for(args.owner.as_deref())
-                .map_err(Failure::Usage)?
+            caller.require("tools:call")?;
+            caller.owner_for(args.owner.as_deref())?
         }
         None => OwnerId::new(args.owner.clone().unwrap_or_else(|| "cli".into())),
     };

@@ -22,7 +22,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             sandbox,
             json,
         } => {
-            check_agent_owner(&owner).map_err(Failure::Usage)?;
+            check_agent_owner(&owner)?;
             let mut scopes: Vec<String> = scopes
                 .into_iter()
                 .map(|s| s.trim().to_string())
@@ -38,7 +38,7 @@ pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
                 }
                 scopes.push(format!("{}{mode}", toolshed_host::identity::SANDBOX_SCOPE));
             }
-            check_scopes(&scopes).map_err(Failure::Usage)?;
+            check_scopes(&scopes)?;
             let expires = expires.as_deref().map(parse_duration).transpose()?;
             let made = store
                 .create_token(&owner, &scopes, expires)

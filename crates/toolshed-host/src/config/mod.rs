@@ -250,9 +250,9 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     config.sandbox.mode()?;
     config.sandbox.network()?;
     if let Some(oauth) = &config.server.oauth {
-        oauth.check().map_err(|message| ConfigError::Invalid {
+        oauth.check().map_err(|e| ConfigError::Invalid {
             source_name: "server.oauth".into(),
-            message,
+            message: e.to_string(),
         })?;
     }
     // Policy rules, quotas and hooks are compiled (and so checked) once, when the host

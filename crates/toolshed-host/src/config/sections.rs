@@ -287,21 +287,17 @@ impl SandboxConfig {
 
     /// The sandbox mode, parsed; a bad name is an error naming it.
     pub fn mode(&self) -> Result<toolshed_ops::sandbox::SandboxMode, ConfigError> {
-        toolshed_ops::sandbox::SandboxMode::parse(&self.mode).map_err(|message| {
-            ConfigError::Invalid {
-                source_name: "sandbox.mode".into(),
-                message,
-            }
+        toolshed_ops::sandbox::SandboxMode::parse(&self.mode).map_err(|e| ConfigError::Invalid {
+            source_name: "sandbox.mode".into(),
+            message: e.to_string(),
         })
     }
 
     /// The network mode, parsed; a bad name is an error naming it.
     pub fn network(&self) -> Result<toolshed_ops::sandbox::NetworkMode, ConfigError> {
-        toolshed_ops::sandbox::NetworkMode::parse(&self.network).map_err(|message| {
-            ConfigError::Invalid {
-                source_name: "sandbox.network".into(),
-                message,
-            }
+        toolshed_ops::sandbox::NetworkMode::parse(&self.network).map_err(|e| ConfigError::Invalid {
+            source_name: "sandbox.network".into(),
+            message: e.to_string(),
         })
     }
 }

@@ -168,7 +168,8 @@ impl CommandHook {
                     }
                     (command, "") => Target::Command(command.to_string()),
                     ("", url) => {
-                        let host = crate::kit::http_host(url).map_err(|m| error(url, m))?;
+                        let host =
+                            crate::kit::http_host(url).map_err(|m| error(url, m.to_string()))?;
                         Target::Url {
                             url: url.to_string(),
                             host,

@@ -273,7 +273,7 @@ fn time_arg(value: Option<&str>, key: &str, now: i64) -> Result<Option<i64>, Too
         None => Ok(None),
         Some(text) => crate::kit::parse_since(text, now)
             .map(Some)
-            .map_err(|e| ToolError::invalid_at(format!("/{key}"), e.replacen("since", key, 1))),
+            .map_err(|e| ToolError::invalid_at(format!("/{key}"), e.for_argument(key).to_string())),
     }
 }
 

@@ -565,7 +565,7 @@ fn compile_rule(index: usize, rule: &PolicyRule) -> Result<Compiled, RuleError> 
                     "a rule can only narrow the sandbox: use read-only or workspace-write".into(),
                 )),
                 Ok(mode) => Ok(mode),
-                Err(e) => Err(error(m, e)),
+                Err(e) => Err(error(m, e.to_string())),
             })
             .transpose()?,
     })

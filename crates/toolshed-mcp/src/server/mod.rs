@@ -245,7 +245,7 @@ impl McpServer {
         match Self::caller_for(bound, context) {
             Some(caller) => caller
                 .require(scope)
-                .map_err(|m| McpError::invalid_request(m, None)),
+                .map_err(|m| McpError::invalid_request(m.to_string(), None)),
             None => Ok(()),
         }
     }

@@ -35,7 +35,7 @@ impl McpServer {
         if let Some(caller) = Self::caller_for(bound, context).filter(Caller::is_agent) {
             return caller
                 .owner_for(requested)
-                .map_err(|m| McpError::invalid_params(m, None));
+                .map_err(|m| McpError::invalid_params(m.to_string(), None));
         }
         match requested {
             Some(handle) => valid_owner(handle),

@@ -78,7 +78,7 @@ impl AllowRule {
             return parse_range(address, prefix).map_err(fail);
         }
         // Names, addresses and ports: the one host pattern every network rule uses.
-        let pattern = HostPattern::parse(text).map_err(fail)?;
+        let pattern = HostPattern::parse(text).map_err(|e| fail(e.to_string()))?;
         let port = pattern.port();
         Ok(match pattern.host() {
             Host::Domain(name) => Self::Host {

@@ -31,19 +31,68 @@ pub struct HostPattern {
     port: Option<u16>,
 }
 
-/// What every parse error ends with.
+/// What the errors that do not know better end with.
 const SPELLING: &str = "write a host as `api.example.com`, `api.example.com:8443`, `127.0.0.1:8080` or `[::1]:8080`, without a scheme, path or user name";
+
+/// Why a host pattern does not parse; the message says how to write it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostPatternError {
+    /// Nothing was given.
+    #[error("the host is empty; {SPELLING}")]
+    Empty,
+    /// A URL, a path or a user name rather than a host.
+    #[error("`{0}` is not a host; {SPELLING}")]
+    NotAHost(String),
+    /// `[` without its `]`.
+    #[error("an IPv6 address opened with `[` needs a closing `]`")]
+    UnclosedBracket,
+    /// Something after `[v6]` that is not `:PORT`.
+    #[error("`{after}` after `{host}` is not a port; write `{host}:PORT`")]
+    AfterBracket {
+        /// The bracketed address.
+        host: String,
+        /// What followed it.
+        after: String,
+    },
+    /// Not a port number from 1 to 65535.
+    #[error("`{0}` is not a port; use a number from 1 to 65535")]
+    BadPort(String),
+    /// An IPv6 address without brackets.
+    #[error("IPv6 addresses go in brackets: write `[{0}]`, or `[{0}]:PORT` for one port")]
+    UnbracketedIpv6(String),
+    /// A name with characters a host name does not have (a wildcard, a space).
+    #[error(
+        "`{0}` is not a host name (letters, digits, `-`, `.`, `_`; no wildcards: list each host)"
+    )]
+    BadName(String),
+    /// Brackets around what is not an IPv6 address.
+    #[error("`{host}` is not an IPv6 address in brackets ({source}); write it like `[fd00::1]`")]
+    BadIpv6 {
+        /// What was in the brackets, with them.
+        host: String,
+        /// Why it is not an address.
+        source: url::ParseError,
+    },
+    /// The URL parser's refusal.
+    #[error("`{host}` is not a valid host ({source}); {SPELLING}")]
+    Invalid {
+        /// The host as given.
+        host: String,
+        /// Why it is not one.
+        source: url::ParseError,
+    },
+}
 
 impl HostPattern {
     /// Parses `name`, `name:port`, `a.b.c.d`, `a.b.c.d:port`, `[v6]` or `[v6]:port`. The
     /// error says what is wrong and how to write it.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, HostPatternError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(format!("the host is empty; {SPELLING}"));
+            return Err(HostPatternError::Empty);
         }
         if text.contains("://") || text.contains(['/', '?', '#', '@', '\\']) {
-            return Err(format!("`{text}` is not a host; {SPELLING}"));
+            return Err(HostPatternError::NotAHost(text.to_string()));
         }
         let (host, port) = split_port(text)?;
         let port = match port {
@@ -51,14 +100,12 @@ impl HostPattern {
                 p.parse::<u16>()
                     .ok()
                     .filter(|p| *p != 0)
-                    .ok_or_else(|| format!("`{p}` is not a port; use a number from 1 to 65535"))?,
+                    .ok_or_else(|| HostPatternError::BadPort(p.to_string()))?,
             ),
             None => None,
         };
         if !host.starts_with('[') && host.contains(':') {
-            return Err(format!(
-                "IPv6 addresses go in brackets: write `[{host}]`, or `[{host}]:PORT` for one port"
-            ));
+            return Err(HostPatternError::UnbracketedIpv6(host.to_string()));
         }
         let host = match Host::parse(host) {
             Ok(Host::Domain(name)) => {
@@ -68,19 +115,23 @@ impl HostPattern {
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
                 if !valid {
-                    return Err(format!(
-                        "`{host}` is not a host name (letters, digits, `-`, `.`, `_`; no wildcards: list each host)"
-                    ));
+                    return Err(HostPatternError::BadName(host.to_string()));
                 }
                 Host::Domain(name)
             }
             Ok(address) => address,
-            Err(e) if host.starts_with('[') => {
-                return Err(format!(
-                    "`{host}` is not an IPv6 address in brackets ({e}); write it like `[fd00::1]`"
-                ));
+            Err(source) if host.starts_with('[') => {
+                return Err(HostPatternError::BadIpv6 {
+                    host: host.to_string(),
+                    source,
+                });
             }
-            Err(e) => return Err(format!("`{host}` is not a valid host ({e}); {SPELLING}")),
+            Err(source) => {
+                return Err(HostPatternError::Invalid {
+                    host: host.to_string(),
+                    source,
+                });
+            }
         };
         Ok(Self { host, port })
     }
@@ -140,7 +191,7 @@ impl fmt::Display for HostPattern {
 }
 
 impl std::str::FromStr for HostPattern {
-    type Err = String;
+    type Err = HostPatternError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::parse(s)
@@ -148,19 +199,20 @@ impl std::str::FromStr for HostPattern {
 }
 
 /// `host` and the text after its port colon, if any (`[v6]:port` included).
-fn split_port(text: &str) -> Result<(&str, Option<&str>), String> {
+fn split_port(text: &str) -> Result<(&str, Option<&str>), HostPatternError> {
     if text.starts_with('[') {
         let Some(close) = text.find(']') else {
-            return Err("an IPv6 address opened with `[` needs a closing `]`".into());
+            return Err(HostPatternError::UnclosedBracket);
         };
         let (host, after) = text.split_at(close + 1);
         return match after {
             "" => Ok((host, None)),
             _ => match after.strip_prefix(':') {
                 Some(port) => Ok((host, Some(port))),
-                None => Err(format!(
-                    "`{after}` after `{host}` is not a port; write `{host}:PORT`"
-                )),
+                None => Err(HostPatternError::AfterBracket {
+                    host: host.to_string(),
+                    after: after.to_string(),
+                }),
             },
         };
     }
@@ -223,10 +275,11 @@ mod tests {
             ("::1", "in brackets"),
             ("[::1", "closing `]`"),
             ("[nope]", "not an IPv6 address"),
+            ("exa mple.com", "not a valid host"),
             ("*.example.com", "no wildcards"),
             ("[::1]x", "not a port"),
         ] {
-            let err = HostPattern::parse(text).unwrap_err();
+            let err = HostPattern::parse(text).unwrap_err().to_string();
             assert!(err.contains(hint), "{text}: {err}");
         }
     }

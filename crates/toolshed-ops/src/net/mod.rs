@@ -95,7 +95,7 @@ pub use address::non_public_reason;
 pub use allow::{AllowRule, AllowRuleError, parse_allowlist};
 use exchange::Outgoing;
 pub use exchange::StreamingResponse;
-pub use host_pattern::HostPattern;
+pub use host_pattern::{HostPattern, HostPatternError};
 /// A chunk of a [`StreamingResponse`]'s body.
 pub use hyper::body::Bytes;
 use policy::Target;

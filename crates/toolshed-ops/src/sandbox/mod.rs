@@ -74,14 +74,16 @@ impl SandboxMode {
     }
 
     /// The mode named `name`, or an error listing the names.
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, UnknownName> {
         match name {
             "read-only" => Ok(SandboxMode::ReadOnly),
             "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
             "full-access" => Ok(SandboxMode::FullAccess),
-            other => Err(format!(
-                "`{other}` is not a sandbox mode; use read-only, workspace-write or full-access"
-            )),
+            other => Err(UnknownName {
+                given: other.to_string(),
+                what: "sandbox mode",
+                choices: "read-only, workspace-write or full-access",
+            }),
         }
     }
 }
@@ -110,16 +112,30 @@ impl NetworkMode {
     }
 
     /// The network mode named `name`, or an error listing the names.
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, UnknownName> {
         match name {
             "off" => Ok(NetworkMode::Off),
             "filtered" => Ok(NetworkMode::Filtered),
             "on" => Ok(NetworkMode::On),
-            other => Err(format!(
-                "`{other}` is not a network mode; use off, filtered or on"
-            )),
+            other => Err(UnknownName {
+                given: other.to_string(),
+                what: "network mode",
+                choices: "off, filtered or on",
+            }),
         }
     }
+}
+
+/// A name that is not one of those a setting takes (a sandbox or network mode).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{given}` is not a {what}; use {choices}")]
+pub struct UnknownName {
+    /// The name given.
+    pub given: String,
+    /// What it should name (`sandbox mode`).
+    pub what: &'static str,
+    /// The names it may be.
+    pub choices: &'static str,
 }
 
 /// What a sandboxed command may reach.

@@ -94,7 +94,7 @@ pub(crate) async fn put_config(
             continue;
         };
         if let Err(problem) = toolshed_host::config_fields::check(field, value) {
-            problems.push(problem);
+            problems.push(problem.to_string());
         }
     }
     if !problems.is_empty() {

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use toolshed_core::OwnerId;
 use toolshed_host::Host;
-use toolshed_host::identity::{Caller, check_owner};
+use toolshed_host::identity::{Caller, IdentityError};
 use toolshed_host::registry::RegistryError;
 
 use crate::error::ApiError;
@@ -195,13 +195,14 @@ pub(crate) fn owner(caller: Option<&Caller>, headers: &HeaderMap) -> Result<Owne
             &admin
         }
     };
-    caller.owner_for(requested).map_err(|message| {
-        if caller.is_agent() && requested.is_some_and(|r| check_owner(r).is_ok()) {
-            ApiError::new(StatusCode::FORBIDDEN, "denied", message)
-        } else {
-            ApiError::bad_request(message)
-        }
-    })
+    caller
+        .owner_for(requested)
+        .map_err(|refused| match refused {
+            IdentityError::NotYours { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "denied", refused.to_string())
+            }
+            _ => ApiError::bad_request(refused.to_string()),
+        })
 }
 
 /// A JSON body, with a rejection in the API's error shape.

@@ -90,7 +90,7 @@ impl Tool for AskUser {
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::args::parse(args)?;
         let question = Question::new(args.question, args.schema)
-            .map_err(|message| ToolError::invalid_at("/schema", message))?;
+            .map_err(|e| ToolError::invalid_at("/schema", e.to_string()))?;
         let Some(asker) = ctx.asker.clone() else {
             return Err(ToolError::Unconfigured {
                 message: "nobody can be asked here: ask_user needs a host".into(),

@@ -177,7 +177,7 @@ fn resolve_in_workspace(files: &dyn FileOps, path: &str) -> Result<String, Strin
                         format!("{full}/{name}")
                     };
                 }
-                return normalize_path(&full);
+                return normalize_path(&full).map_err(|e| e.to_string());
             }
             Err(OpsError::NotFound { .. }) if head != "." => {
                 let (parent, name) = match head.rsplit_once('/') {

@@ -131,8 +131,12 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             .ok_or_else(|| format!("{} needs a value", flag.to_string_lossy()))?;
         let text = || value.to_string_lossy().into_owned();
         match flag.to_str() {
-            Some("--mode") => parsed.mode = SandboxMode::parse(&text())?,
-            Some("--network") => parsed.network = NetworkMode::parse(&text())?,
+            Some("--mode") => {
+                parsed.mode = SandboxMode::parse(&text()).map_err(|e| e.to_string())?
+            }
+            Some("--network") => {
+                parsed.network = NetworkMode::parse(&text()).map_err(|e| e.to_string())?
+            }
             Some("--workspace") => parsed.workspace = PathBuf::from(value),
             Some("--write") => parsed.writable.push(PathBuf::from(value)),
             Some("--deny") => parsed.denied.push(PathBuf::from(value)),

@@ -43,7 +43,10 @@ pub(super) fn keeper(args: &[OsString]) -> Result<(), String> {
             .next()
             .ok_or_else(|| format!("{} needs a value", flag.to_string_lossy()))?;
         match flag.to_str() {
-            Some("--network") => network = Some(NetworkMode::parse(&value.to_string_lossy())?),
+            Some("--network") => {
+                network =
+                    Some(NetworkMode::parse(&value.to_string_lossy()).map_err(|e| e.to_string())?)
+            }
             Some("--egress") => egress = Some(PathBuf::from(value)),
             _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
         }
