@@ -12,7 +12,7 @@ use toolshed_ops::process::{OutputLimits, Process, ProcessOps, SpawnRequest, Std
 use toolshed_ops::sandbox::{PROXY_PORT, SandboxMode};
 
 use super::cdp::Cdp;
-use super::{NoChromium, PageState, Settings};
+use super::{PageState, Settings};
 
 /// Where Chromium is looked for when `[browser] executable` is not set: Debian's binary
 /// first (its `/usr/bin/chromium` is a shell wrapper), then names on `PATH`.
@@ -41,8 +41,51 @@ pub(super) fn find(configured: Option<&str>) -> Result<PathBuf, NoChromium> {
         .ok_or(NoChromium::NotFound)
 }
 
-/// Whether Chromium's own sandbox can run: not as root (it refuses to).
-pub(super) fn own_sandbox_works() -> bool {
+/// Which Chromium the machine has, for `doctor`: its path and version, or why none.
+pub fn detect(executable: Option<&str>) -> Result<(String, String), NoChromium> {
+    let path = find(executable)?;
+    let output = std::process::Command::new(&path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|source| NoChromium::CannotRun {
+            path: path.display().to_string(),
+            source,
+        })?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    Ok((path.display().to_string(), version))
+}
+
+/// Why no Chromium can be used; the message says what to install or fix.
+#[derive(Debug, thiserror::Error)]
+pub enum NoChromium {
+    /// `[browser] executable` names what is not an executable file.
+    #[error(
+        "`[browser] executable` is `{0}`, which is not an executable file; install Chromium \
+         (Debian: `apt-get install chromium`) or fix the path"
+    )]
+    NotExecutable(String),
+    /// None of the usual names is installed.
+    #[error(
+        "no Chromium found (looked for /usr/lib/chromium/chromium, chromium, chromium-browser, \
+         google-chrome on PATH); install it (Debian: `apt-get install chromium`) or set \
+         `[browser] executable`"
+    )]
+    NotFound,
+    /// It was found and does not start.
+    #[error("{path} cannot run: {source}")]
+    CannotRun {
+        /// The executable.
+        path: String,
+        /// Why it did not start.
+        source: std::io::Error,
+    },
+}
+
+/// Whether Chromium's own sandbox can run here: not as root (it refuses to). `doctor` says
+/// which way it runs.
+pub fn own_sandbox_works() -> bool {
     use std::os::unix::fs::MetadataExt;
     // `/proc/self` belongs to the process's effective user.
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() != 0)

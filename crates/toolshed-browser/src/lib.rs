@@ -46,119 +46,20 @@ mod cdp;
 mod chromium;
 mod page;
 mod screenshot;
+mod settings;
 mod spec;
 #[cfg(test)]
 mod tests;
 
 use cdp::CdpError;
 use chromium::Browser;
+pub use chromium::{NoChromium, detect, own_sandbox_works};
+pub use settings::{Profile, Settings};
 
 /// The group every browser tool belongs to.
 pub const GROUP: &str = "browser";
 /// The plugin's id.
 pub const PLUGIN_ID: &str = "system.browser";
-
-/// How sessions keep cookies and storage apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Profile {
-    /// Each session in a browser context of its own.
-    #[default]
-    Session,
-    /// An owner's sessions share one context (a login carries over between them).
-    Owner,
-}
-
-/// The plugin's settings (`[browser]` in the config).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    /// The Chromium binary (`None`: found on the machine).
-    pub executable: Option<String>,
-    /// How sessions keep cookies and storage apart.
-    pub profile: Profile,
-    /// The most sessions one owner may have open.
-    pub max_sessions_per_owner: usize,
-    /// The most sessions open at once, all owners together.
-    pub max_sessions: usize,
-    /// No new session while the browser's processes use more memory than this (MiB).
-    pub max_memory_mb: u64,
-    /// A session unused this long is closed; the browser stops when none is left.
-    pub idle_timeout_secs: u64,
-    /// The viewport's width in CSS pixels.
-    pub width: u32,
-    /// The viewport's height in CSS pixels.
-    pub height: u32,
-    /// Whether `browser_evaluate` (any JavaScript in the page) may be called.
-    pub evaluate: bool,
-    /// The largest screenshot returned (PNG bytes); a larger one is taken again smaller.
-    pub max_screenshot_bytes: u64,
-    /// How long a navigation may take before its result is returned anyway.
-    pub navigation_timeout_ms: u64,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            executable: None,
-            profile: Profile::Session,
-            max_sessions_per_owner: 4,
-            max_sessions: 20,
-            max_memory_mb: 2048,
-            idle_timeout_secs: 600,
-            width: 1280,
-            height: 800,
-            evaluate: false,
-            max_screenshot_bytes: 4 * 1024 * 1024,
-            navigation_timeout_ms: 30_000,
-        }
-    }
-}
-
-/// Which Chromium the machine has, for `doctor`: its path and version, or why none.
-pub fn detect(executable: Option<&str>) -> Result<(String, String), NoChromium> {
-    let path = chromium::find(executable)?;
-    let output = std::process::Command::new(&path)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .map_err(|source| NoChromium::CannotRun {
-            path: path.display().to_string(),
-            source,
-        })?;
-    let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    Ok((path.display().to_string(), version))
-}
-
-/// Why no Chromium can be used; the message says what to install or fix.
-#[derive(Debug, thiserror::Error)]
-pub enum NoChromium {
-    /// `[browser] executable` names what is not an executable file.
-    #[error(
-        "`[browser] executable` is `{0}`, which is not an executable file; install Chromium \
-         (Debian: `apt-get install chromium`) or fix the path"
-    )]
-    NotExecutable(String),
-    /// None of the usual names is installed.
-    #[error(
-        "no Chromium found (looked for /usr/lib/chromium/chromium, chromium, chromium-browser, \
-         google-chrome on PATH); install it (Debian: `apt-get install chromium`) or set \
-         `[browser] executable`"
-    )]
-    NotFound,
-    /// It was found and does not start.
-    #[error("{path} cannot run: {source}")]
-    CannotRun {
-        /// The executable.
-        path: String,
-        /// Why it did not start.
-        source: std::io::Error,
-    },
-}
-
-/// Whether Chromium's own sandbox can run here (not as root), for `doctor`.
-pub fn own_sandbox_works() -> bool {
-    chromium::own_sandbox_works()
-}
 
 /// The `system.browser` plugin over the services' process backend.
 pub fn plugin(services: &Services, settings: Settings) -> Arc<dyn Plugin> {
