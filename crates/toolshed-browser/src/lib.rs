@@ -25,8 +25,6 @@
 //! The plugin is off until a person enables it (`toolshed plugins enable system.browser`):
 //! it starts a 400 MB browser and its eleven tools would crowd the default catalog.
 
-#![warn(missing_docs, unreachable_pub)]
-
 pub(crate) use toolshed_kit::{args, find_program};
 
 use std::collections::HashMap;

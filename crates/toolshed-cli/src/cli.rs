@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 /// toolshed: a fast, safe tool and plugin host for AI agents.
 #[derive(Debug, Parser)]
 #[command(name = "toolshed", version, about, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
@@ -21,7 +21,7 @@ impl Cli {
     /// instructions to build, read and drop, on the path to the `initialize` reply. Any
     /// other command line, or one that parser refuses (a subcommand of `mcp`, `--help`, a
     /// mistake), goes to the full parser, which gives the usual help and errors.
-    pub fn from_args() -> Self {
+    pub(crate) fn from_args() -> Self {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         Self::serving_mcp(&args).unwrap_or_else(|| Self::parse_from(args))
     }
@@ -74,7 +74,7 @@ struct ServeMcp {
 
 /// Flags every command takes.
 #[derive(Debug, Args)]
-pub struct GlobalArgs {
+pub(crate) struct GlobalArgs {
     /// The workspace root: tools work inside it [default: the current directory]
     #[arg(long, global = true, env = "TOOLSHED_WORKSPACE", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -97,7 +97,7 @@ pub struct GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// List and inspect tools
     Tools {
         #[command(subcommand)]
@@ -169,14 +169,14 @@ pub enum Command {
 
 /// The shells `toolshed completions` writes scripts for.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Shell {
+pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,
 }
 
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     /// Only calls of tools matching this glob (e.g. `workspace_*`)
     #[arg(long, value_name = "GLOB")]
     pub tool: Option<String>,
@@ -204,7 +204,7 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
+pub(crate) enum ConfigCommand {
     /// Write a commented starter config (every setting, at its default, commented out)
     Init {
         /// Where [default: your user config, ~/.config/toolshed/config.toml]
@@ -223,7 +223,7 @@ pub enum ConfigCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ApprovalsCommand {
+pub(crate) enum ApprovalsCommand {
     /// The calls waiting for an answer (all recent requests with --all)
     List {
         /// Also the answered and expired ones
@@ -249,7 +249,7 @@ pub enum ApprovalsCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum MemoryCommand {
+pub(crate) enum MemoryCommand {
     /// Write each present memory as DIR/[NAMESPACE/]ID.md, front matter first
     Export {
         /// The directory (created if needed; files of the same ids are replaced)
@@ -273,7 +273,7 @@ pub enum MemoryCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum TokenCommand {
+pub(crate) enum TokenCommand {
     /// Create a token for one agent: its calls run as OWNER (or a sub-owner OWNER/…)
     Create {
         /// The owner the token acts as
@@ -309,7 +309,7 @@ pub enum TokenCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(crate) enum PolicyCommand {
     /// Print the decision (allow, ask, deny) for a call and the rule that made it
     Test {
         /// The tool name
@@ -327,7 +327,7 @@ pub enum PolicyCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SandboxCommand {
+pub(crate) enum SandboxCommand {
     /// Run `true` in the configured sandbox and print the layers in force; exits 1 when
     /// the configured mode cannot be enforced here
     Check {
@@ -338,7 +338,7 @@ pub enum SandboxCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ToolsCommand {
+pub(crate) enum ToolsCommand {
     /// List the tools this caller can use
     List {
         /// Print exact JSON
@@ -367,7 +367,7 @@ pub enum ToolsCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The tool name
     pub name: String,
     /// The arguments as a JSON object, or `-` to read them from standard input [default: {}]
@@ -398,7 +398,7 @@ pub struct CallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Only these tools, as comma-separated name globs (e.g. `workspace_*,calculator`):
     /// the client sees no others and may call no others
     #[arg(long, value_name = "GLOBS")]
@@ -419,7 +419,7 @@ pub struct McpArgs {
 /// `toolshed mcp`: serve MCP on stdio, or manage the MCP servers toolshed mounts.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct McpCommandArgs {
+pub(crate) struct McpCommandArgs {
     #[command(subcommand)]
     pub command: Option<McpCommand>,
     #[command(flatten)]
@@ -427,7 +427,7 @@ pub struct McpCommandArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum McpCommand {
+pub(crate) enum McpCommand {
     /// Mount an MCP server that runs over stdio: `toolshed mcp add memory -- npx -y @modelcontextprotocol/server-memory`
     Add(McpAddArgs),
     /// The mounted MCP servers, with their state and tools
@@ -467,7 +467,7 @@ pub enum McpCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct McpAddArgs {
+pub(crate) struct McpAddArgs {
     /// The server's name: its tools are mounted as NAME__TOOL, its plugin is `mcp.NAME`
     pub name: String,
     /// A variable for the server, KEY=VALUE (repeat). Values of names that look secret
@@ -515,7 +515,7 @@ pub struct McpAddArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The TCP port to listen on (default: `server.port` in the config, else 7070); 0 picks
     /// a free one (the bound address is printed on stderr as `listening on http://ADDR/mcp`)
     #[arg(long, value_name = "N")]
@@ -536,7 +536,7 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PluginsCommand {
+pub(crate) enum PluginsCommand {
     /// List plugins with their state, and every manifest problem
     List {
         /// Print exact JSON
@@ -652,7 +652,7 @@ pub enum PluginsCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// A plugin directory, a .tar.gz/.tgz file, a .zip file, an https URL of one (with
     /// --sha256), or the id of a plugin a configured store offers
     pub source: String,

@@ -12,7 +12,7 @@ use crate::cli::GlobalArgs;
 /// The workspace the global flags choose: `--workspace` (or `TOOLSHED_WORKSPACE`), else
 /// the current directory — unless that is too broad to hand to an agent (see
 /// [`too_broad`]), which is refused rather than served silently.
-pub fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> {
+pub(crate) fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> {
     if let Some(dir) = &global.workspace {
         return Ok(dir.clone());
     }
@@ -39,7 +39,7 @@ pub fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> {
 /// one of its parents, or a top-level directory (`/usr`, `/tmp`, `/home`).
 // Compares names; nothing is opened by them.
 #[allow(clippy::disallowed_methods)]
-pub fn too_broad(dir: &std::path::Path) -> Option<&'static str> {
+pub(crate) fn too_broad(dir: &std::path::Path) -> Option<&'static str> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -60,12 +60,12 @@ pub fn too_broad(dir: &std::path::Path) -> Option<&'static str> {
 
 /// Loads the configuration, sets up logging and opens the host on the workspace the global
 /// flags choose.
-pub async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
+pub(crate) async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
     open_host_in(global, chosen_workspace(global)?).await
 }
 
 /// Loads the configuration, sets up logging and opens the host on `workspace`.
-pub async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Host, Failure> {
+pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Host, Failure> {
     if !workspace.is_dir() {
         return Err(Failure::Usage(format!(
             "workspace {} is not a directory; pass an existing directory with --workspace",
@@ -133,7 +133,7 @@ fn sandbox_helper() -> Result<PathBuf, Failure> {
 }
 
 /// The data dir the global flags and the environment name.
-pub fn data_dir(global: &GlobalArgs) -> Result<PathBuf, Failure> {
+pub(crate) fn data_dir(global: &GlobalArgs) -> Result<PathBuf, Failure> {
     default_data_dir(global.data_dir.clone()).ok_or_else(|| {
         Failure::Usage("cannot tell where to keep state: HOME is not set; pass --data-dir DIR or set TOOLSHED_HOME".into())
     })
@@ -247,7 +247,7 @@ fn curated_dirs() -> Vec<PathBuf> {
 /// The caller `--token` (or `TOOLSHED_TOKEN`) authenticates: `None` without one (the local
 /// user, trusted); the admin for the server's own token; else the agent token's caller. A
 /// token that is not valid is refused rather than ignored.
-pub fn caller(
+pub(crate) fn caller(
     host: &Host,
     global: &GlobalArgs,
 ) -> Result<Option<toolshed_host::identity::Caller>, Failure> {

@@ -23,7 +23,7 @@ const FAILED: u8 = 2;
 static STDOUT: AtomicU8 = AtomicU8::new(OPEN);
 
 /// Writes formatted text to standard output (see the module's docs for failures).
-pub fn write_out(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {
     if STDOUT.load(Ordering::Relaxed) != OPEN {
         return;
     }
@@ -39,7 +39,7 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
 }
 
 /// Whether a write to standard output failed for a reason other than a closed pipe.
-pub fn stdout_failed() -> bool {
+pub(crate) fn stdout_failed() -> bool {
     STDOUT.load(Ordering::Relaxed) == FAILED
 }
 
@@ -55,7 +55,7 @@ macro_rules! outln {
 }
 
 /// Prints `value` as pretty JSON.
-pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
+pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::Runtime(format!("cannot encode JSON output: {e}")))?;
     outln!("{text}");
@@ -63,7 +63,7 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
 }
 
 /// Formats rows as columns padded to the widest cell; the last column is not padded.
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -95,7 +95,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// The first sentence of `text` when it fits in `max` chars, else its first line cut at a
 /// word boundary with an ellipsis. A line that ends by introducing a list ("Operations:")
 /// is not shown as if it said something.
-pub fn summary(text: &str, max: usize) -> String {
+pub(crate) fn summary(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("").trim();
     let sentence = line
         .char_indices()

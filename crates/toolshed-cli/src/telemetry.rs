@@ -43,7 +43,7 @@ static EXPORTERS: OnceLock<Mutex<Option<Exporters>>> = OnceLock::new();
 /// Where the exporters send, checked: the `/v1/traces` and `/v1/metrics` URLs and the one
 /// host (with its port) they may reach.
 #[derive(Debug, PartialEq)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     traces: String,
     metrics: String,
     logs: String,
@@ -51,7 +51,7 @@ pub struct Endpoint {
 }
 
 /// Checks `[telemetry] otlp_endpoint`.
-pub fn endpoint(base: &str) -> Result<Endpoint, String> {
+pub(crate) fn endpoint(base: &str) -> Result<Endpoint, String> {
     let bad = |why: &str| {
         format!(
             "[telemetry] otlp_endpoint = {base:?} {why}; give the collector's OTLP/HTTP base URL, \
@@ -92,7 +92,7 @@ pub fn endpoint(base: &str) -> Result<Endpoint, String> {
 /// Starts the exporters when `[telemetry] otlp_endpoint` is set, returning the tracing
 /// layer that turns the call spans into OpenTelemetry spans. Called once per process, from
 /// inside the async runtime; a second call returns `None`.
-pub fn start(
+pub(crate) fn start(
     config: &TelemetryConfig,
 ) -> Result<Option<Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>>, String> {
     use tracing_subscriber::Layer as _;
@@ -283,7 +283,7 @@ impl toolshed_core::trace_context::Bridge for W3cBridge {
 /// Counts the host's calls (by tool, plugin, door and outcome) and reads its live gauges,
 /// for the metrics exporter; does nothing when telemetry is off. The counting task ends
 /// with the host's event bus.
-pub fn watch(host: &Host) {
+pub(crate) fn watch(host: &Host) {
     let Some(meter) = EXPORTERS.get().and_then(|slot| {
         let slot = slot.lock().unwrap_or_else(|p| p.into_inner());
         slot.as_ref().map(|e| e.meters.meter("toolshed"))
@@ -377,7 +377,7 @@ pub fn watch(host: &Host) {
 /// Sends what the exporters still hold and stops them, waiting at most [`FLUSH_LIMIT`] for
 /// the collector. Call it after the server's runtime has stopped, so that the spans its
 /// last tasks held are ended and go too: the sends run on a runtime of their own.
-pub fn shutdown() {
+pub(crate) fn shutdown() {
     let Some(exporters) = EXPORTERS
         .get()
         .and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take())

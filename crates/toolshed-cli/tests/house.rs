@@ -612,23 +612,52 @@ fn the_architecture_map_names_every_crate() {
 /// workspace-wide because it would ask the same of every test and example crate.
 #[test]
 fn every_library_documents_its_public_surface() {
-    let mut missing = Vec::new();
-    let mut libraries = 0;
+    // The lints are the workspace's, in one place: every crate takes them, none restates
+    // or loosens them at its root.
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let lints = manifest
+        .split("[workspace.lints.rust]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .unwrap_or_default();
+    for wanted in [
+        "unsafe_code = \"deny\"",
+        "missing_docs = \"warn\"",
+        "unreachable_pub = \"warn\"",
+    ] {
+        assert!(
+            lints.contains(wanted),
+            "[workspace.lints.rust] lacks `{wanted}`"
+        );
+    }
+    let mut problems = Vec::new();
+    let mut crates = 0;
     for entry in std::fs::read_dir(root().join("crates")).unwrap() {
-        let lib = entry.unwrap().path().join("src/lib.rs");
-        if !lib.is_file() {
+        let dir = entry.unwrap().path();
+        let Ok(cargo) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
             continue;
+        };
+        crates += 1;
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if !cargo.contains("[lints]\nworkspace = true") {
+            problems.push(format!(
+                "{name}: add `[lints]` `workspace = true` to its Cargo.toml"
+            ));
         }
-        libraries += 1;
-        let text = std::fs::read_to_string(&lib).unwrap();
-        if !text.contains("#![warn(missing_docs, unreachable_pub)]") {
-            missing.push(lib.strip_prefix(root()).unwrap().display().to_string());
+        for root_file in ["src/lib.rs", "src/main.rs"] {
+            let text = std::fs::read_to_string(dir.join(root_file)).unwrap_or_default();
+            for line in text.lines().filter(|l| l.starts_with("#![")) {
+                if ["missing_docs", "unreachable_pub", "unsafe_code"]
+                    .iter()
+                    .any(|lint| line.contains(lint))
+                {
+                    problems.push(format!(
+                        "{name}/{root_file}: `{line}` restates a workspace lint"
+                    ));
+                }
+            }
         }
     }
-    assert!(libraries > 10, "found only {libraries} library crates");
-    assert!(
-        missing.is_empty(),
-        "add #![warn(missing_docs, unreachable_pub)] to: {}",
-        missing.join(", ")
-    );
+    assert!(crates > 10, "found only {crates} crates");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -3,13 +3,13 @@
 use std::process::{Command, Output, Stdio};
 
 /// A workspace and a data dir of its own.
-pub struct Env {
+pub(crate) struct Env {
     pub workspace: tempfile::TempDir,
     pub data: tempfile::TempDir,
 }
 
 impl Env {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             workspace: tempfile::tempdir().unwrap(),
             data: tempfile::tempdir().unwrap(),
@@ -18,7 +18,7 @@ impl Env {
 
     /// `toolshed` with an isolated home, data dir and workspace, and no inherited
     /// `TOOLSHED_*` variables.
-    pub fn cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut cmd = self.bare();
         cmd.arg("--workspace")
             .arg(self.workspace.path())
@@ -30,7 +30,7 @@ impl Env {
 
     /// `toolshed` with this env's home and no inherited `TOOLSHED_*` variables, but no
     /// `--workspace` or `--data-dir`: the caller chooses.
-    pub fn bare(&self) -> Command {
+    pub(crate) fn bare(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
         for (key, _) in std::env::vars() {
             if key.starts_with("TOOLSHED_") {
@@ -44,19 +44,19 @@ impl Env {
         cmd
     }
 
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
 
     /// Writes the user's own config (`~/.config/toolshed/config.toml` of this env's home):
     /// the layer where settings that widen access count.
-    pub fn write_user_config(&self, text: &str) {
+    pub(crate) fn write_user_config(&self, text: &str) {
         let dir = self.data.path().join("home/.config/toolshed");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("config.toml"), text).unwrap();
     }
 
-    pub fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         let path = self.workspace.path().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
@@ -64,7 +64,7 @@ impl Env {
 }
 
 /// Runs `cmd` with `input` on its standard input, collecting its output.
-pub fn with_input(mut cmd: Command, input: &[u8]) -> Output {
+pub(crate) fn with_input(mut cmd: Command, input: &[u8]) -> Output {
     use std::io::Write as _;
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -76,14 +76,14 @@ pub fn with_input(mut cmd: Command, input: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-pub fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }

@@ -13,8 +13,6 @@
 //! assert_eq!(out.text_joined(), "hello");
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
-
 mod ask;
 mod context;
 mod error;

@@ -5,8 +5,6 @@
 //! an interrupted download is resumed with a `Range` request where the server supports
 //! ranges. Progress is reported in bytes (of the total, when the server says it).
 
-#![warn(missing_docs, unreachable_pub)]
-
 pub(crate) use toolshed_kit::{args, on_files};
 
 use std::sync::Arc;

@@ -26,8 +26,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
-
 pub mod approvals;
 pub mod ceiling;
 pub mod config;

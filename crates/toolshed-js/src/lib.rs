@@ -224,8 +224,6 @@
 //! QuickJS is C: an engine bug could still bring down the process; a worker-process mode is
 //! future work.
 
-#![warn(missing_docs, unreachable_pub)]
-
 mod action;
 mod agent_spaces;
 pub mod code;

@@ -7,8 +7,6 @@
 //! A tool family (`toolshed-tools`, `toolshed-browser`, `toolshed-lsp`, ...) depends on
 //! this crate and never on another family: what two families need is here.
 
-#![warn(missing_docs, unreachable_pub)]
-
 use std::sync::Arc;
 
 use toolshed_core::ToolError;

@@ -11,8 +11,6 @@
 //! encoding (UTF-8 where it offers it, else UTF-16). A rename is applied through the
 //! workspace's file layer, all-or-nothing and under read-before-edit.
 
-#![warn(missing_docs, unreachable_pub)]
-
 pub(crate) use toolshed_kit::{args, find_program, on_files};
 
 use std::collections::BTreeMap;

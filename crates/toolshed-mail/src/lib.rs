@@ -4,8 +4,6 @@
 //! wherever it is. Every failure says what the server answered and what to check, never
 //! the password.
 
-#![warn(missing_docs, unreachable_pub)]
-
 pub(crate) use toolshed_kit::{args, on_files};
 
 use std::sync::Arc;

@@ -22,8 +22,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
-
 use std::sync::Arc;
 
 mod approve;

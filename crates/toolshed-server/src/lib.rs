@@ -37,8 +37,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
-
 mod api;
 mod approvals;
 mod dashboard;

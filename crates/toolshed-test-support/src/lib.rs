@@ -2,7 +2,6 @@
 //! HTTP server that records what it is sent and answers what the test scripts ([`http`]),
 //! and plugin files on disk ([`files`]). A dev-dependency only; nothing here ships.
 
-#![warn(missing_docs, unreachable_pub)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod files;

@@ -6,8 +6,6 @@
 //! `toolshed-lsp`, `toolshed-mail`, `toolshed-download`, each a cargo feature of the
 //! binary), in one place: `crates/toolshed-cli/src/builtins.rs`.
 
-#![warn(missing_docs, unreachable_pub)]
-
 use std::sync::Arc;
 
 use toolshed_core::Plugin;

@@ -12,7 +12,7 @@ use crate::render::print_json;
 const LIST_LIMIT: usize = 200;
 
 /// Runs one approvals command.
-pub fn run(host: &Host, command: ApprovalsCommand) -> Result<(), Failure> {
+pub(crate) fn run(host: &Host, command: ApprovalsCommand) -> Result<(), Failure> {
     let store = host.store();
     let failed = |e: toolshed_host::StoreError| Failure::Runtime(e.to_string());
     match command {

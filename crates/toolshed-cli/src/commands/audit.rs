@@ -10,7 +10,7 @@ use crate::context;
 use crate::render::{print_json, table};
 
 /// Prints one page of the audit log.
-pub async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Failure> {
+pub(crate) async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Failure> {
     let query = AuditQuery {
         tool: args.tool,
         owner: args.owner,

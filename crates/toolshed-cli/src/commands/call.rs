@@ -60,7 +60,7 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// Calls a tool and prints the result; a tool error exits 1.
-pub async fn run(
+pub(crate) async fn run(
     host: &Host,
     args: CallArgs,
     caller: Option<toolshed_host::identity::Caller>,

@@ -14,7 +14,7 @@ use crate::render::print_json;
 const SETTING_COLUMN: usize = 48;
 
 /// Runs one config command.
-pub fn run(global: &GlobalArgs, command: ConfigCommand) -> Result<(), Failure> {
+pub(crate) fn run(global: &GlobalArgs, command: ConfigCommand) -> Result<(), Failure> {
     match command {
         ConfigCommand::Init { path, force } => init(path, force),
         ConfigCommand::Show { json } => show(global, json),

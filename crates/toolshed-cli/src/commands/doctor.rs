@@ -305,7 +305,7 @@ fn browser_check(host: &Host, config: &toolshed_host::Config) -> (Status, String
 }
 
 /// Runs every check; exits 1 when any is an error.
-pub fn run(host: &Host, json: bool) -> Result<(), Failure> {
+pub(crate) fn run(host: &Host, json: bool) -> Result<(), Failure> {
     let checks = checks(host);
     let errors = checks.iter().filter(|c| c.status == Status::Error).count();
     let warnings = checks

@@ -10,7 +10,7 @@ use crate::cli::{McpAddArgs, McpCommand};
 use crate::render::{print_json, table};
 
 /// Runs one `toolshed mcp` management command.
-pub async fn run(host: &Host, command: McpCommand) -> Result<(), Failure> {
+pub(crate) async fn run(host: &Host, command: McpCommand) -> Result<(), Failure> {
     match command {
         McpCommand::Add(args) => add(host, args).await,
         McpCommand::List { json } => list(host, json),

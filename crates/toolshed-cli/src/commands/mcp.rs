@@ -30,7 +30,7 @@ const PARENT_CHECK_EVERY: Duration = Duration::from_millis(500);
 /// nor shares the cores with it, and the first request that needs the host waits for it.
 /// A host that cannot open (bad configuration, a bad `--profile` or token) stops the
 /// server with the same error and exit code as before it talked.
-pub async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
+pub(crate) async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure> {
     let (opened, opening) = toolshed_mcp::host_opening();
     let instructions = instructions(&global);
     let starting = tokio::spawn(async move {
@@ -194,7 +194,7 @@ async fn parent_gone() {
 }
 
 /// Refuses a `--profile` that names no built-in profile nor one of the configuration.
-pub fn check_profile(host: &Host, name: &str) -> Result<(), Failure> {
+pub(crate) fn check_profile(host: &Host, name: &str) -> Result<(), Failure> {
     if host.dispatcher().review().profile(name).is_some() {
         return Ok(());
     }
@@ -206,7 +206,7 @@ pub fn check_profile(host: &Host, name: &str) -> Result<(), Failure> {
 }
 
 /// The narrowing `--tools` and `--profile` ask for, checked against the configuration.
-pub fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure> {
+pub(crate) fn session_from_args(host: &Host, args: McpArgs) -> Result<Session, Failure> {
     if let Some(name) = &args.profile {
         check_profile(host, name)?;
     }

@@ -18,7 +18,7 @@ fn failure(e: MemoryError) -> Failure {
 }
 
 /// Runs one memory command.
-pub async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
+pub(crate) async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
     let memories = Memories::new(host.store().clone(), host.config().config.memory.clone());
     let files = host.services().ops.files.clone();
     let workspace = host.workspace().to_path_buf();

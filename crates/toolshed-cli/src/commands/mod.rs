@@ -1,16 +1,16 @@
 //! One module per command.
 
-pub mod approvals;
-pub mod audit;
-pub mod call;
-pub mod config;
-pub mod doctor;
-pub mod gateway;
-pub mod mcp;
-pub mod memory;
-pub mod plugins;
-pub mod policy;
-pub mod sandbox;
-pub mod serve;
-pub mod token;
-pub mod tools;
+pub(crate) mod approvals;
+pub(crate) mod audit;
+pub(crate) mod call;
+pub(crate) mod config;
+pub(crate) mod doctor;
+pub(crate) mod gateway;
+pub(crate) mod mcp;
+pub(crate) mod memory;
+pub(crate) mod plugins;
+pub(crate) mod policy;
+pub(crate) mod sandbox;
+pub(crate) mod serve;
+pub(crate) mod token;
+pub(crate) mod tools;

@@ -10,7 +10,7 @@ use crate::cli::InstallArgs;
 use crate::render::{print_json, table};
 
 /// Lists plugins and every discovery problem.
-pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
+pub(crate) fn list(host: &Host, json: bool) -> Result<(), Failure> {
     let mut plugins = host.registry().plugins();
     let language = std::env::var("TOOLSHED_LANG")
         .ok()
@@ -94,7 +94,7 @@ pub fn list(host: &Host, json: bool) -> Result<(), Failure> {
 }
 
 /// Enables or disables a plugin.
-pub async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Failure> {
+pub(crate) async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Failure> {
     let info = host
         .registry()
         .set_enabled(id, enabled)
@@ -108,7 +108,7 @@ pub async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Fai
 }
 
 /// Installs a plugin into the data dir, showing extraction progress on stderr.
-pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
+pub(crate) async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
     let progress = std::sync::Arc::new(|line: String| eprintln!("{line}"));
     // Not a path or a URL but an id: from a store.
     let from_store = !toolshed_host::install::download::is_url(&args.source)
@@ -180,7 +180,7 @@ pub async fn install(host: &Host, args: InstallArgs) -> Result<(), Failure> {
 
 /// Lists what the configured stores offer, filtered by `words` (all must appear in the
 /// id, name, description or tags, case folded).
-pub async fn search(host: &Host, words: &[String], json: bool) -> Result<(), Failure> {
+pub(crate) async fn search(host: &Host, words: &[String], json: bool) -> Result<(), Failure> {
     let offers = host.store_offers().await;
     if offers.is_empty() {
         return Err(Failure::Usage(
@@ -252,7 +252,7 @@ pub async fn search(host: &Host, words: &[String], json: bool) -> Result<(), Fai
 }
 
 /// Installs a store plugin again when its store has a newer version.
-pub async fn update(host: &Host, id: &str) -> Result<(), Failure> {
+pub(crate) async fn update(host: &Host, id: &str) -> Result<(), Failure> {
     let progress = std::sync::Arc::new(|line: String| eprintln!("{line}"));
     match host.update_from_store(id, progress).await {
         Ok(Some(installed)) => {
@@ -269,7 +269,7 @@ pub async fn update(host: &Host, id: &str) -> Result<(), Failure> {
 }
 
 /// Uninstalls a plugin: files, state and config.
-pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
+pub(crate) async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
     // Not while an install runs: it may be replacing this very plugin. (No lock file means
     // no plugin root yet, and nothing to race with.)
     let root = host.user_plugin_root();
@@ -296,7 +296,7 @@ pub async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
 }
 
 /// Asks plugins how they are now.
-pub async fn health(host: &Host, id: Option<&str>, json: bool) -> Result<(), Failure> {
+pub(crate) async fn health(host: &Host, id: Option<&str>, json: bool) -> Result<(), Failure> {
     let ids: Vec<String> = match id {
         Some(id) => vec![id.to_string()],
         None => host
@@ -353,7 +353,7 @@ pub async fn health(host: &Host, id: Option<&str>, json: bool) -> Result<(), Fai
 
 /// Prints the manifest of a plugin directory as toolshed reads it, with what was done to
 /// the fields of other systems' formats.
-pub fn inspect(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
+pub(crate) fn inspect(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
     use toolshed_host::manifest::{MANIFEST_NAMES, find_manifest, inspect_manifest};
     let path = if dir.is_file() {
         dir.to_path_buf()
@@ -415,7 +415,7 @@ pub fn inspect(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
 }
 
 /// Checks an installed plugin's files against what its install recorded.
-pub async fn verify(host: &Host, id: &str, json: bool) -> Result<(), Failure> {
+pub(crate) async fn verify(host: &Host, id: &str, json: bool) -> Result<(), Failure> {
     let (provenance, drift) = host.verify_plugin(id).await.map_err(Failure::Runtime)?;
     if json {
         print_json(&serde_json::json!({
@@ -458,7 +458,7 @@ pub async fn verify(host: &Host, id: &str, json: bool) -> Result<(), Failure> {
 }
 
 /// Restarts a plugin.
-pub async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
+pub(crate) async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
     let info = host
         .registry()
         .reload(id)
@@ -472,7 +472,7 @@ pub async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
 }
 
 /// Prints the end of a plugin's log (a mounted MCP server's stderr).
-pub fn logs(host: &Host, id: &str, lines: usize) -> Result<(), Failure> {
+pub(crate) fn logs(host: &Host, id: &str, lines: usize) -> Result<(), Failure> {
     let registry = host.registry();
     let info = registry
         .plugin(id)
@@ -529,7 +529,12 @@ fn print_grants(id: &str, info: &GrantsInfo) {
 }
 
 /// Grants capabilities (all the manifest names when none are given), or lists them.
-pub async fn grant(host: &Host, id: &str, grants: Vec<String>, list: bool) -> Result<(), Failure> {
+pub(crate) async fn grant(
+    host: &Host,
+    id: &str,
+    grants: Vec<String>,
+    list: bool,
+) -> Result<(), Failure> {
     let registry = host.registry();
     let current = registry.grants(id).await.map_err(registry_failure)?;
     if list {
@@ -565,7 +570,12 @@ pub async fn grant(host: &Host, id: &str, grants: Vec<String>, list: bool) -> Re
 }
 
 /// Takes grants back.
-pub async fn revoke(host: &Host, id: &str, grants: Vec<String>, all: bool) -> Result<(), Failure> {
+pub(crate) async fn revoke(
+    host: &Host,
+    id: &str,
+    grants: Vec<String>,
+    all: bool,
+) -> Result<(), Failure> {
     let registry = host.registry();
     let grants = match (all, grants.is_empty()) {
         (true, true) => registry.grants(id).await.map_err(registry_failure)?.granted,
@@ -590,7 +600,7 @@ pub async fn revoke(host: &Host, id: &str, grants: Vec<String>, all: bool) -> Re
 }
 
 /// Lists, prints or sets a plugin's config. Secret values are never printed.
-pub fn config(
+pub(crate) fn config(
     host: &Host,
     id: &str,
     key: Option<&str>,

@@ -11,7 +11,7 @@ use crate::commands::call::read_args;
 use crate::render::print_json;
 
 /// Prints the decision for `tool` called by `owner` with `args`.
-pub fn test(
+pub(crate) fn test(
     host: &Host,
     tool: &str,
     args: Option<&str>,

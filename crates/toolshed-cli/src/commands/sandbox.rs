@@ -7,7 +7,7 @@ use crate::render::print_json;
 
 /// Prints the machine's layers and the configured sandbox's live check; fails when the
 /// configured mode cannot be enforced.
-pub fn check(host: &Host, json: bool) -> Result<(), Failure> {
+pub(crate) fn check(host: &Host, json: bool) -> Result<(), Failure> {
     let layers = toolshed_ops::sandbox::machine();
     let checked = host.services().ops.process.check_sandbox();
     let (mode, network, enforced, error) = match &checked {

@@ -17,7 +17,7 @@ use crate::commands::mcp::session_from_args;
 use crate::context;
 
 /// Serves MCP over HTTP until interrupted (Ctrl-C or SIGTERM).
-pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
+pub(crate) async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
     let session = session_from_args(host, args.selection)?;
     let configured = &host.config().config.server;
     let address = SocketAddr::new(
@@ -74,7 +74,10 @@ pub async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
 /// Prints the bearer token, generating it when no server has started yet.
 /// `toolshed dashboard`: a one-time login link for the dashboard of the server at `url`
 /// (signed with the token, so the server, which holds the same token, accepts it once).
-pub async fn print_login_link(global: &GlobalArgs, url: Option<String>) -> Result<(), Failure> {
+pub(crate) async fn print_login_link(
+    global: &GlobalArgs,
+    url: Option<String>,
+) -> Result<(), Failure> {
     let token = load_token(context::data_dir(global)?).await?;
     let base = url.map_or_else(
         || "http://127.0.0.1:7070".to_string(),
@@ -90,7 +93,7 @@ pub async fn print_login_link(global: &GlobalArgs, url: Option<String>) -> Resul
     Ok(())
 }
 
-pub async fn print_token(global: &GlobalArgs) -> Result<(), Failure> {
+pub(crate) async fn print_token(global: &GlobalArgs) -> Result<(), Failure> {
     let token = load_token(context::data_dir(global)?).await?;
     outln!("{}", token.reveal());
     Ok(())
@@ -104,7 +107,7 @@ async fn load_token(data_dir: PathBuf) -> Result<BearerToken, Failure> {
 }
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

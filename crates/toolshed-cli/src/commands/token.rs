@@ -11,7 +11,7 @@ use crate::cli::TokenCommand;
 use crate::render::print_json;
 
 /// Runs one token command.
-pub fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
+pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
     let store = host.store();
     let failed = |e: toolshed_host::StoreError| Failure::Runtime(e.to_string());
     match command {

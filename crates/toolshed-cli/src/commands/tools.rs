@@ -36,7 +36,7 @@ fn describe(host: &Host, entry: &ToolEntry) -> serde_json::Value {
 /// The sandbox mode a caller's calls run in — the host's, narrowed by its profile and its
 /// token (`sandbox:MODE`) — and what narrowed it; policy rules with `sandbox` may narrow
 /// single calls further (`toolshed policy test` says).
-pub fn effective_sandbox(
+pub(crate) fn effective_sandbox(
     host: &Host,
     profile: Option<&str>,
     caller: Option<&toolshed_host::identity::Caller>,
@@ -69,7 +69,7 @@ pub fn effective_sandbox(
 }
 
 /// The profiles and agent tokens that run narrower than the host, one line each.
-pub fn narrowing(host: &Host) -> Vec<String> {
+pub(crate) fn narrowing(host: &Host) -> Vec<String> {
     let config = &host.config().config;
     let mut lines: Vec<String> = config
         .profiles
@@ -91,7 +91,7 @@ pub fn narrowing(host: &Host) -> Vec<String> {
 }
 
 /// Lists visible tools, optionally of one group.
-pub fn list(
+pub(crate) fn list(
     host: &Host,
     json: bool,
     group: Option<&str>,
@@ -204,7 +204,7 @@ fn listed_bytes(spec: &toolshed_core::ToolSpec) -> usize {
 }
 
 /// Shows one tool.
-pub fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
+pub(crate) fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
     let entry = host
         .registry()
         .lookup(name)

@@ -16,16 +16,16 @@ use toolshed_core::{
 use toolshed_host::Host;
 use toolshed_host::config::{ConfigSources, LoadedConfig};
 
-pub mod text_plugins;
+pub(crate) mod text_plugins;
 
 /// A manifest with defaults, for test plugins.
-pub fn manifest(id: &str) -> PluginManifest {
+pub(crate) fn manifest(id: &str) -> PluginManifest {
     PluginManifest::new(id, "1.0.0", id, PluginKind::Builtin)
 }
 
 /// What a test tool does when called.
 #[derive(Clone)]
-pub enum Behaviour {
+pub(crate) enum Behaviour {
     /// Returns its arguments as JSON text.
     Echo,
     /// Waits until cancelled, then tells `observed` and returns Cancelled.
@@ -46,7 +46,7 @@ pub enum Behaviour {
     TextAddress,
 }
 
-pub struct TestTool {
+pub(crate) struct TestTool {
     pub spec: ToolSpec,
     pub behaviour: Behaviour,
 }
@@ -87,7 +87,7 @@ impl Tool for TestTool {
 }
 
 /// A tool spec whose schema needs `n` (integer ≥ 0) and `s` (string), nothing else.
-pub fn strict_spec(name: &str) -> ToolSpec {
+pub(crate) fn strict_spec(name: &str) -> ToolSpec {
     ToolSpec::new(name, "A test tool with a strict schema.").input_schema(json!({
         "type": "object",
         "properties": {
@@ -99,16 +99,16 @@ pub fn strict_spec(name: &str) -> ToolSpec {
     }))
 }
 
-pub fn tool(spec: ToolSpec, behaviour: Behaviour) -> Arc<dyn Tool> {
+pub(crate) fn tool(spec: ToolSpec, behaviour: Behaviour) -> Arc<dyn Tool> {
     Arc::new(TestTool { spec, behaviour })
 }
 
-pub fn plugin(id: &str, tools: Vec<Arc<dyn Tool>>) -> Arc<dyn Plugin> {
+pub(crate) fn plugin(id: &str, tools: Vec<Arc<dyn Tool>>) -> Arc<dyn Plugin> {
     Arc::new(BuiltinPlugin::new(manifest(id), tools))
 }
 
 /// The configuration read from `toml` (as a workspace `toolshed.toml`) and nothing else.
-pub fn config_from(workspace: &Path, toml: &str) -> LoadedConfig {
+pub(crate) fn config_from(workspace: &Path, toml: &str) -> LoadedConfig {
     std::fs::write(workspace.join("toolshed.toml"), toml).expect("write config");
     ConfigSources {
         workspace: workspace.to_path_buf(),
@@ -119,19 +119,19 @@ pub fn config_from(workspace: &Path, toml: &str) -> LoadedConfig {
 }
 
 /// A host on temporary directories.
-pub struct TestHost {
+pub(crate) struct TestHost {
     pub host: Host,
     pub workspace: tempfile::TempDir,
     pub data: tempfile::TempDir,
 }
 
-pub async fn open(plugins: Vec<Arc<dyn Plugin>>, config_toml: &str) -> TestHost {
+pub(crate) async fn open(plugins: Vec<Arc<dyn Plugin>>, config_toml: &str) -> TestHost {
     let workspace = tempfile::tempdir().expect("tempdir");
     let data = tempfile::tempdir().expect("tempdir");
     open_in(workspace, data, plugins, config_toml).await
 }
 
-pub async fn open_in(
+pub(crate) async fn open_in(
     workspace: tempfile::TempDir,
     data: tempfile::TempDir,
     plugins: Vec<Arc<dyn Plugin>>,
@@ -149,7 +149,7 @@ pub async fn open_in(
 }
 
 /// A host with a policy and hooks.
-pub async fn open_with(
+pub(crate) async fn open_with(
     workspace: tempfile::TempDir,
     data: tempfile::TempDir,
     plugins: Vec<Arc<dyn Plugin>>,
@@ -173,4 +173,4 @@ pub async fn open_with(
     }
 }
 
-pub const SECOND: Duration = Duration::from_secs(1);
+pub(crate) const SECOND: Duration = Duration::from_secs(1);

@@ -17,7 +17,7 @@ use toolshed_host::{CallRequest, Host};
 /// Builds a plugin whose tools are named in the directory's `tools.txt` (one per line);
 /// each tool answers with the grants and config the plugin was loaded with. A file `fail`
 /// makes `init` fail with its contents.
-pub struct TextLoader {
+pub(crate) struct TextLoader {
     /// How many times a plugin was built.
     pub loads: AtomicUsize,
     /// How many times a plugin it built was stopped.
@@ -95,7 +95,7 @@ impl PluginLoader for TextLoader {
     }
 }
 
-pub const MANIFEST: &str = r#"
+pub(crate) const MANIFEST: &str = r#"
 id = "acme.text"
 version = "1.0.0"
 name = "Text"
@@ -110,9 +110,9 @@ type = "string"
 default = "red"
 "#;
 
-pub use toolshed_test_support::files::write;
+pub(crate) use toolshed_test_support::files::write;
 
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub host: Host,
     pub loader: Arc<TextLoader>,
     /// `<data dir>/plugins`.
@@ -121,7 +121,7 @@ pub struct Fixture {
     pub _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
-pub async fn open(with_plugin: bool) -> Fixture {
+pub(crate) async fn open(with_plugin: bool) -> Fixture {
     let workspace = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let plugins = data.path().join(toolshed_host::PLUGINS_DIR);
@@ -133,7 +133,7 @@ pub async fn open(with_plugin: bool) -> Fixture {
 }
 
 /// A host on these directories with these built-in plugins and loaders, default config.
-pub async fn host_on(
+pub(crate) async fn host_on(
     workspace: &tempfile::TempDir,
     data: &tempfile::TempDir,
     system_plugins: Vec<Arc<dyn Plugin>>,
@@ -155,13 +155,13 @@ pub async fn host_on(
 }
 
 /// A host on existing directories, as a later process would open it.
-pub async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixture {
+pub(crate) async fn open_on(workspace: tempfile::TempDir, data: tempfile::TempDir) -> Fixture {
     open_with(workspace, data, false, "").await
 }
 
 /// [`open_on`], with a loader whose plugins park once their tools are recorded when
 /// `parks`, and whose record variant is `variant`.
-pub async fn open_with(
+pub(crate) async fn open_with(
     workspace: tempfile::TempDir,
     data: tempfile::TempDir,
     parks: bool,
@@ -189,7 +189,7 @@ pub async fn open_with(
     }
 }
 
-pub async fn call(host: &Host, tool: &str) -> Result<ToolOutput, toolshed_core::ToolError> {
+pub(crate) async fn call(host: &Host, tool: &str) -> Result<ToolOutput, toolshed_core::ToolError> {
     host.call(CallRequest::new(tool, json!({}), OwnerId::new("t"), "cli"))
         .await
         .result

@@ -25,7 +25,7 @@ use sha2::Sha256;
 
 /// One request as the service received it.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(super) struct Recorded {
     pub method: Method,
     /// The path as sent, percent-encoding kept.
     pub path: String,
@@ -37,7 +37,7 @@ pub struct Recorded {
 
 impl Recorded {
     /// A header's value, or "" when absent.
-    pub fn header(&self, name: &str) -> &str {
+    pub(super) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -45,13 +45,13 @@ impl Recorded {
     }
 
     /// The body as JSON, or `Value::Null` when it is not JSON.
-    pub fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
 }
 
 /// A status, response headers and a body.
-pub struct Answer {
+pub(super) struct Answer {
     status: u16,
     headers: Vec<(&'static str, String)>,
     body: String,
@@ -89,14 +89,16 @@ struct Shared {
 }
 
 /// A service listening on 127.0.0.1 until the test's runtime ends.
-pub struct Service {
+pub(super) struct Service {
     pub port: u16,
     log: Arc<Mutex<Vec<Recorded>>>,
 }
 
 impl Service {
     /// Serves `answer` on a free port.
-    pub async fn start(answer: impl Fn(&Recorded) -> Answer + Send + Sync + 'static) -> Self {
+    pub(super) async fn start(
+        answer: impl Fn(&Recorded) -> Answer + Send + Sync + 'static,
+    ) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let shared = Shared {
             answer: Arc::new(answer),
@@ -110,22 +112,22 @@ impl Service {
     }
 
     /// `http://127.0.0.1:<port>`.
-    pub fn origin(&self) -> String {
+    pub(super) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// What a grant for this service looks like.
-    pub fn grant(&self) -> Vec<String> {
+    pub(super) fn grant(&self) -> Vec<String> {
         vec![format!("127.0.0.1:{}", self.port)]
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(super) fn requests(&self) -> Vec<Recorded> {
         self.log.lock().unwrap().clone()
     }
 
     /// The one request received since the last call; panics unless there was exactly one.
-    pub fn take_one(&self) -> Recorded {
+    pub(super) fn take_one(&self) -> Recorded {
         let mut log = self.log.lock().unwrap();
         assert_eq!(log.len(), 1, "expected one request, got {log:#?}");
         log.remove(0)
@@ -173,7 +175,7 @@ fn now_millis() -> i64 {
 }
 
 /// base64(HMAC-SHA256(key, message)).
-pub fn hmac_base64(key: &[u8], message: &[u8]) -> String {
+pub(super) fn hmac_base64(key: &[u8], message: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
     mac.update(message);
     BASE64.encode(mac.finalize().into_bytes())
@@ -183,7 +185,7 @@ pub fn hmac_base64(key: &[u8], message: &[u8]) -> String {
 
 /// A Slack incoming webhook at `/services/T0001/B0001/<token>`: `200 ok`, or a 4xx with
 /// Slack's error code as plain text.
-pub fn slack(token: &'static str) -> impl Fn(&Recorded) -> Answer + Send + Sync {
+pub(super) fn slack(token: &'static str) -> impl Fn(&Recorded) -> Answer + Send + Sync {
     move |r| {
         if r.path != format!("/services/T0001/B0001/{token}") {
             return Answer::text(404, "no_service");
@@ -203,7 +205,7 @@ pub fn slack(token: &'static str) -> impl Fn(&Recorded) -> Answer + Send + Sync 
 
 /// A DingTalk custom robot at `/robot/send?access_token=<token>`, checking the "加签"
 /// signature when `secret` is set. DingTalk answers HTTP 200 with an `errcode` either way.
-pub fn dingtalk(
+pub(super) fn dingtalk(
     token: &'static str,
     secret: Option<&'static str>,
 ) -> impl Fn(&Recorded) -> Answer + Send + Sync {
@@ -286,7 +288,7 @@ pub fn dingtalk(
 
 /// What a Feishu bot answers on success.
 #[derive(Debug, Clone, Copy)]
-pub enum FeishuReply {
+pub(super) enum FeishuReply {
     /// `{"StatusCode":0,"StatusMessage":"success","code":0,"data":{},"msg":"success"}`.
     Current,
     /// The older `{"StatusCode":0,"StatusMessage":"success"}`.
@@ -295,7 +297,7 @@ pub enum FeishuReply {
 
 /// A Feishu/Lark custom bot at `/open-apis/bot/v2/hook/<token>`, checking the signature
 /// when `secret` is set.
-pub fn feishu(
+pub(super) fn feishu(
     token: &'static str,
     secret: Option<&'static str>,
     reply: FeishuReply,
@@ -360,7 +362,7 @@ pub fn feishu(
 
 /// A generic JSON webhook at `/hooks/<token>`: `204` for a JSON object, `401` for another
 /// token.
-pub fn generic(token: &'static str) -> impl Fn(&Recorded) -> Answer + Send + Sync {
+pub(super) fn generic(token: &'static str) -> impl Fn(&Recorded) -> Answer + Send + Sync {
     move |r| {
         if r.path != format!("/hooks/{token}") {
             return Answer::json(401, json!({ "error": "unauthorized" }));
@@ -375,9 +377,9 @@ pub fn generic(token: &'static str) -> impl Fn(&Recorded) -> Answer + Send + Syn
 // ---- GitHub ----
 
 /// The token the fake GitHub accepts.
-pub const GITHUB_TOKEN: &str = "ghp_curatedFakeToken0123456789ABCDEFabcd";
+pub(super) const GITHUB_TOKEN: &str = "ghp_curatedFakeToken0123456789ABCDEFabcd";
 /// When the exhausted rate limit resets: 2030-01-01T00:00:00Z.
-pub const RATE_RESET: u64 = 1_893_456_000;
+pub(super) const RATE_RESET: u64 = 1_893_456_000;
 
 fn user(login: &str) -> Value {
     json!({
@@ -396,7 +398,7 @@ fn label(name: &str) -> Value {
 }
 
 /// An issue as the issues endpoints return it; `pull` makes it a pull request's issue.
-pub fn issue(number: u64, title: &str, labels: &[&str], comments: u64, pull: bool) -> Value {
+pub(super) fn issue(number: u64, title: &str, labels: &[&str], comments: u64, pull: bool) -> Value {
     let mut issue = json!({
         "url": format!("https://api.github.com/repos/octo/hello/issues/{number}"),
         "repository_url": "https://api.github.com/repos/octo/hello",
@@ -428,7 +430,7 @@ pub fn issue(number: u64, title: &str, labels: &[&str], comments: u64, pull: boo
 }
 
 /// The long body of issue 1: past the plugin's 6000-character cut.
-pub fn long_body() -> String {
+pub(super) fn long_body() -> String {
     format!("Steps to reproduce:\n{}", "é".repeat(7000))
 }
 
@@ -449,7 +451,7 @@ fn branch(owner: &str, name: &str, sha: &str) -> Value {
 }
 
 /// A pull request as `/pulls/{n}` returns it; the list endpoint leaves out the counts.
-pub fn pull(number: u64, title: &str, full: bool) -> Value {
+pub(super) fn pull(number: u64, title: &str, full: bool) -> Value {
     let merged = number == 2;
     let mut pull = json!({
         "url": format!("https://api.github.com/repos/octo/hello/pulls/{number}"),
@@ -486,10 +488,10 @@ pub fn pull(number: u64, title: &str, full: bool) -> Value {
 }
 
 /// The text of `docs/héllo w#1.md`: multi-byte UTF-8, long enough to wrap GitHub's base64.
-pub const FILE_TEXT: &str =
+pub(super) const FILE_TEXT: &str =
     "# Héllo wörld\n\n世界 🚀: a file with text in several scripts, over one base64 line.\n";
 /// The bytes of `logo.png`: not UTF-8.
-pub const PNG_BYTES: &[u8] = &[
+pub(super) const PNG_BYTES: &[u8] = &[
     0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d,
 ];
 
@@ -543,7 +545,7 @@ fn not_found(docs: &str) -> Value {
 /// The GitHub REST API for the repository `octo/hello` (and `octo/private`, which it
 /// pretends not to know, and `octo/rate-limited` and `octo/rate-limited-soon`, whose
 /// requests are over the limit).
-pub fn github(r: &Recorded) -> Answer {
+pub(super) fn github(r: &Recorded) -> Answer {
     if r.header("user-agent").is_empty() {
         return Answer::text(
             403,
@@ -663,7 +665,7 @@ pub fn github(r: &Recorded) -> Answer {
 // ---- Home Assistant ----
 
 /// The long-lived access token the Home Assistant fake accepts.
-pub const HASS_TOKEN: &str = "hassLongLivedToken.eyJhbGciOiJIUzI1NiJ9.c2VjcmV0";
+pub(super) const HASS_TOKEN: &str = "hassLongLivedToken.eyJhbGciOiJIUzI1NiJ9.c2VjcmV0";
 
 /// A state object as Home Assistant writes it.
 fn hass_state(entity_id: &str, state: &str, attributes: Value) -> Value {
@@ -680,7 +682,7 @@ fn hass_state(entity_id: &str, state: &str, attributes: Value) -> Value {
 /// `GET /api/services`, `POST /api/services/<domain>/<service>` (the states that changed),
 /// `POST /api/template` (rendered as text), and `401: Unauthorized` without the bearer
 /// token. Three entities: a kitchen light, a kitchen temperature sensor, a hall switch.
-pub fn homeassistant(r: &Recorded) -> Answer {
+pub(super) fn homeassistant(r: &Recorded) -> Answer {
     if r.header("authorization") != format!("Bearer {HASS_TOKEN}") {
         return Answer::text(401, "401: Unauthorized");
     }

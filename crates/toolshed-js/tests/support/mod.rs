@@ -16,10 +16,10 @@ use toolshed_js::{JsLimits, JsLoader};
 use toolshed_ops::{Ops, Services};
 
 /// The deadline of calls made by [`Started::call`]: generous, for slow machines.
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A plugin to write to disk and start.
-pub struct TestPlugin {
+pub(crate) struct TestPlugin {
     id: String,
     files: Vec<(String, String)>,
     manifest: PluginManifest,
@@ -33,7 +33,7 @@ pub struct TestPlugin {
 
 impl TestPlugin {
     /// A plugin `id` whose `main.js` is `main`.
-    pub fn new(id: &str, main: &str) -> Self {
+    pub(crate) fn new(id: &str, main: &str) -> Self {
         Self {
             id: id.to_string(),
             files: vec![("main.js".into(), main.into())],
@@ -48,67 +48,67 @@ impl TestPlugin {
     }
 
     /// Adds a file beside `main.js`.
-    pub fn file(mut self, name: &str, content: &str) -> Self {
+    pub(crate) fn file(mut self, name: &str, content: &str) -> Self {
         self.files.push((name.into(), content.into()));
         self
     }
 
     /// Sets what the manifest declares.
-    pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
+    pub(crate) fn capabilities(mut self, capabilities: Capabilities) -> Self {
         self.manifest.capabilities = capabilities;
         self
     }
 
     /// Lists these tools in the manifest (a Fenix `tool_catalog`).
-    pub fn tools(mut self, tools: Vec<toolshed_core::ToolSpec>) -> Self {
+    pub(crate) fn tools(mut self, tools: Vec<toolshed_core::ToolSpec>) -> Self {
         self.manifest.tools = tools;
         self
     }
 
     /// Sets the manifest's entry.
-    pub fn entry(mut self, entry: &str) -> Self {
+    pub(crate) fn entry(mut self, entry: &str) -> Self {
         self.manifest.entry = Some(entry.into());
         self
     }
 
     /// Sets what is granted.
-    pub fn grants(mut self, grants: Grants) -> Self {
+    pub(crate) fn grants(mut self, grants: Grants) -> Self {
         self.grants = grants;
         self
     }
 
     /// Sets the load-time configuration.
-    pub fn config(mut self, config: Value) -> Self {
+    pub(crate) fn config(mut self, config: Value) -> Self {
         self.config = config.as_object().cloned().unwrap_or_default();
         self
     }
 
     /// Loads the plugin over these workspace operations (`ctx.fs`).
-    pub fn ops(mut self, ops: Ops) -> Self {
+    pub(crate) fn ops(mut self, ops: Ops) -> Self {
         self.services.ops = ops;
         self
     }
 
     /// Sends the plugin's HTTP requests (`ctx.http`) through `client`.
-    pub fn http(mut self, client: Arc<dyn HttpClient>) -> Self {
+    pub(crate) fn http(mut self, client: Arc<dyn HttpClient>) -> Self {
         self.http = Some(client);
         self
     }
 
     /// Sets the limits.
-    pub fn limits(mut self, limits: JsLimits) -> Self {
+    pub(crate) fn limits(mut self, limits: JsLimits) -> Self {
         self.limits = limits;
         self
     }
 
     /// Sets the language for `t()`.
-    pub fn language(mut self, language: &str) -> Self {
+    pub(crate) fn language(mut self, language: &str) -> Self {
         self.language = Some(language.into());
         self
     }
 
     /// Writes the files and loads the plugin (without `init`).
-    pub fn load(self) -> Result<(Arc<dyn Plugin>, TempDir), toolshed_core::PluginError> {
+    pub(crate) fn load(self) -> Result<(Arc<dyn Plugin>, TempDir), toolshed_core::PluginError> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{}-", self.id))
             .tempdir()
@@ -137,14 +137,14 @@ impl TestPlugin {
     }
 
     /// Loads and initializes the plugin; panics if that fails.
-    pub async fn start(self) -> Started {
+    pub(crate) async fn start(self) -> Started {
         let (plugin, dir) = self.load().expect("load");
         plugin.init().await.expect("init");
         Started { plugin, _dir: dir }
     }
 
     /// Loads and initializes the plugin, which must fail; returns the reason.
-    pub async fn init_error(self) -> String {
+    pub(crate) async fn init_error(self) -> String {
         let (plugin, _dir) = self.load().expect("load");
         match plugin.init().await {
             Ok(()) => panic!("init succeeded"),
@@ -154,14 +154,14 @@ impl TestPlugin {
 }
 
 /// A started plugin; stops it when dropped.
-pub struct Started {
+pub(crate) struct Started {
     pub plugin: Arc<dyn Plugin>,
     _dir: TempDir,
 }
 
 impl Started {
     /// The tool named `name`.
-    pub fn tool(&self, name: &str) -> Arc<dyn Tool> {
+    pub(crate) fn tool(&self, name: &str) -> Arc<dyn Tool> {
         self.plugin
             .tools()
             .into_iter()
@@ -170,13 +170,13 @@ impl Started {
     }
 
     /// Calls `name` with `args` and a generous deadline.
-    pub async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+    pub(crate) async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
         self.call_with(name, CallContext::for_test(CALL_TIMEOUT), args)
             .await
     }
 
     /// Calls `name` with `args` in `ctx`.
-    pub async fn call_with(
+    pub(crate) async fn call_with(
         &self,
         name: &str,
         ctx: CallContext,
@@ -186,7 +186,7 @@ impl Started {
     }
 
     /// Calls `name` and returns its text, panicking on an error.
-    pub async fn text(&self, name: &str, args: Value) -> String {
+    pub(crate) async fn text(&self, name: &str, args: Value) -> String {
         match self.call(name, args).await {
             Ok(out) => out.text_joined(),
             Err(e) => panic!("{name} failed: {e}"),
@@ -196,7 +196,7 @@ impl Started {
 
 /// A `main.js` registering one action `name` whose `run` body is `body` (an async function
 /// of `inputs` and `ctx`).
-pub fn one_action(name: &str, body: &str) -> String {
+pub(crate) fn one_action(name: &str, body: &str) -> String {
     format!(
         r#"export function activate(context) {{
   context.registerActions([{{
@@ -210,13 +210,13 @@ pub fn one_action(name: &str, body: &str) -> String {
 }
 
 /// A string list.
-pub fn strings(items: &[&str]) -> Vec<String> {
+pub(crate) fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
 /// Log lines captured from every thread of this test binary, down to debug: one global
 /// subscriber, installed by the first caller, shared by every module that reads logs.
-pub fn captured_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
+pub(crate) fn captured_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
     static LOGS: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
     LOGS.get_or_init(|| {
         let logs = Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use toolshed_ops::contract::Fixture;
 
 /// Builds hostile fixtures in a real workspace directory.
-pub struct Disk(pub PathBuf);
+pub(crate) struct Disk(pub PathBuf);
 
 impl Fixture for Disk {
     fn symlink(&self, path: &str, target: &str) {

@@ -15,9 +15,9 @@ use toolshed_host::config::ConfigSources;
 use toolshed_mcp::Session;
 use toolshed_server::{BearerToken, DEFAULT_MAX_BODY_BYTES};
 
-pub const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+pub(crate) const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-pub struct Server {
+pub(crate) struct Server {
     pub address: SocketAddr,
     pub host: Arc<Host>,
     stop: CancellationToken,
@@ -31,18 +31,18 @@ impl Drop for Server {
     }
 }
 
-pub async fn start() -> Server {
+pub(crate) async fn start() -> Server {
     start_with("").await
 }
 
 /// A server whose data dir was prepared by `prepare` (user plugins in `plugins/`, say).
-pub async fn start_prepared(prepare: impl FnOnce(&std::path::Path)) -> Server {
+pub(crate) async fn start_prepared(prepare: impl FnOnce(&std::path::Path)) -> Server {
     let data = tempfile::tempdir().unwrap();
     prepare(data.path());
     start_dirs(tempfile::tempdir().unwrap(), data, "").await
 }
 
-pub async fn start_with(config_toml: &str) -> Server {
+pub(crate) async fn start_with(config_toml: &str) -> Server {
     start_dirs(
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
@@ -104,19 +104,19 @@ async fn start_dirs(
 }
 
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub headers: BTreeMap<String, String>,
     pub body: String,
 }
 
 impl Reply {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
     /// The error kind of an error reply.
-    pub fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         self.json()["error"]["kind"]
             .as_str()
             .unwrap_or("")
@@ -124,12 +124,12 @@ impl Reply {
     }
 }
 
-pub fn auth() -> (&'static str, String) {
+pub(crate) fn auth() -> (&'static str, String) {
     ("Authorization", format!("Bearer {TOKEN}"))
 }
 
 /// Sends one request and reads the whole reply (the connection closes after it).
-pub async fn request(
+pub(crate) async fn request(
     address: SocketAddr,
     method: &str,
     path: &str,
@@ -141,7 +141,7 @@ pub async fn request(
 
 /// Sends one request and reads the reply until the connection closes or, when `until` is
 /// not empty, until `until` appears in it (for a streamed reply that stays open).
-pub async fn request_until(
+pub(crate) async fn request_until(
     address: SocketAddr,
     method: &str,
     path: &str,
@@ -240,21 +240,21 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
-pub async fn get(address: SocketAddr, path: &str) -> Reply {
+pub(crate) async fn get(address: SocketAddr, path: &str) -> Reply {
     request(address, "GET", path, &[auth()], None).await
 }
 
-pub async fn post(address: SocketAddr, path: &str, body: &str) -> Reply {
+pub(crate) async fn post(address: SocketAddr, path: &str, body: &str) -> Reply {
     request(address, "POST", path, &[auth()], Some(body)).await
 }
 
 /// An open Server-Sent Events stream.
-pub struct Sse {
+pub(crate) struct Sse {
     lines: tokio::io::Lines<BufReader<TcpStream>>,
 }
 
 impl Sse {
-    pub async fn open(address: SocketAddr, path: &str, extra: &[(&str, String)]) -> Self {
+    pub(crate) async fn open(address: SocketAddr, path: &str, extra: &[(&str, String)]) -> Self {
         let mut stream = TcpStream::connect(address).await.unwrap();
         let mut head = format!(
             "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nAccept: text/event-stream\r\n"
@@ -277,7 +277,7 @@ impl Sse {
     }
 
     /// The next event's (id, type, data as JSON), skipping keep-alives.
-    pub async fn next(&mut self) -> (Option<u64>, String, Value) {
+    pub(crate) async fn next(&mut self) -> (Option<u64>, String, Value) {
         let (mut id, mut kind, mut data) = (None, String::new(), String::new());
         loop {
             let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
@@ -303,12 +303,12 @@ impl Sse {
 }
 
 /// An open WebSocket to `/api/v1/events/ws`, reading text frames.
-pub struct Ws {
+pub(crate) struct Ws {
     stream: TcpStream,
 }
 
 impl Ws {
-    pub async fn open(address: SocketAddr, path: &str) -> Self {
+    pub(crate) async fn open(address: SocketAddr, path: &str) -> Self {
         let mut stream = TcpStream::connect(address).await.unwrap();
         let head = format!(
             "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
@@ -327,7 +327,7 @@ impl Ws {
     }
 
     /// The next text frame as JSON.
-    pub async fn next(&mut self) -> Value {
+    pub(crate) async fn next(&mut self) -> Value {
         loop {
             let mut head = [0u8; 2];
             tokio::time::timeout(Duration::from_secs(20), self.stream.read_exact(&mut head))
@@ -355,7 +355,7 @@ impl Ws {
 }
 
 /// Whether a live process has `needle` in its command line.
-pub fn running(needle: &str) -> bool {
+pub(crate) fn running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             return false;
@@ -369,7 +369,7 @@ pub fn running(needle: &str) -> bool {
     })
 }
 
-pub async fn gone(needle: &str) -> bool {
+pub(crate) async fn gone(needle: &str) -> bool {
     for _ in 0..100 {
         if !running(needle) {
             return true;
