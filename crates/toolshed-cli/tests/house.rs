@@ -465,7 +465,7 @@ const STRING_ERRORS: &[(&str, usize)] = &[
     ("toolshed-gateway", 15),
     ("toolshed-host", 39),
     ("toolshed-js", 48),
-    ("toolshed-lsp", 12),
+    ("toolshed-lsp", 6),
     ("toolshed-mcp", 2),
     ("toolshed-ops", 35),
     ("toolshed-server", 2),

@@ -21,7 +21,43 @@ pub(crate) type OnNotice = Box<dyn Fn(&str, Value) + Send + Sync>;
 /// How the client answers a request of the server (`None`: method not found).
 pub(crate) type OnRequest = Box<dyn Fn(&str, &Value) -> Option<Value> + Send + Sync>;
 
-type Pending = Mutex<HashMap<i64, oneshot::Sender<Result<Value, String>>>>;
+type Pending = Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>;
+
+/// Why a request or a notification to a language server failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum RpcError {
+    /// The connection is gone: the server exited or stopped reading.
+    #[error("the language server stopped")]
+    Stopped,
+    /// No answer within the time given (the request was cancelled).
+    #[error("the language server did not answer `{method}` within {secs} s")]
+    Timeout {
+        /// The request's method.
+        method: String,
+        /// The time given, in seconds.
+        secs: u64,
+    },
+    /// The server answered with an error.
+    #[error("{message} ({code})")]
+    Answered {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
+    /// The message could not be written as JSON.
+    #[error("{0}")]
+    Encode(String),
+}
+
+impl RpcError {
+    /// Whether the server refused because the document changed while it worked
+    /// (`ContentModified`): asking again gives an answer for the new text.
+    pub(crate) fn content_modified(&self) -> bool {
+        matches!(self, Self::Answered { code, message }
+            if *code == -32801 || message.to_lowercase().contains("content modified"))
+    }
+}
 
 /// One connection to a language server.
 pub(crate) struct Rpc {
@@ -59,7 +95,7 @@ impl Rpc {
                     .drain()
                     .collect();
                 for (_, tx) in waiting {
-                    let _ = tx.send(Err("the language server stopped".into()));
+                    let _ = tx.send(Err(RpcError::Stopped));
                 }
                 notify.notify_waiters();
             }
@@ -113,20 +149,17 @@ impl Rpc {
     }
 
     /// Sends a notification.
-    pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+    pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), RpcError> {
         let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
         self.send(body).await
     }
 
-    async fn send(&self, body: Value) -> Result<(), String> {
+    async fn send(&self, body: Value) -> Result<(), RpcError> {
         if self.is_closed() {
-            return Err("the language server stopped".into());
+            return Err(RpcError::Stopped);
         }
-        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
-        self.out
-            .send(bytes)
-            .await
-            .map_err(|_| "the language server stopped".to_string())
+        let bytes = serde_json::to_vec(&body).map_err(|e| RpcError::Encode(e.to_string()))?;
+        self.out.send(bytes).await.map_err(|_| RpcError::Stopped)
     }
 
     /// Sends a request and waits at most `timeout` for its answer; a request not answered
@@ -136,7 +169,7 @@ impl Rpc {
         method: &str,
         params: Value,
         timeout: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, RpcError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending
@@ -168,13 +201,13 @@ impl Rpc {
         self.send(body).await?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err("the language server stopped".into()),
+            Ok(Err(_)) => Err(RpcError::Stopped),
             Err(_) => {
                 // The drop guard sends `$/cancelRequest`.
-                Err(format!(
-                    "the language server did not answer `{method}` within {} s",
-                    timeout.as_secs()
-                ))
+                Err(RpcError::Timeout {
+                    method: method.to_string(),
+                    secs: timeout.as_secs(),
+                })
             }
         }
     }
@@ -215,14 +248,14 @@ fn dispatch(
                 .remove(&id);
             if let Some(tx) = waiting {
                 let answer = match message.get("error") {
-                    Some(error) => Err(format!(
-                        "{} ({})",
-                        error
+                    Some(error) => Err(RpcError::Answered {
+                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                        message: error
                             .get("message")
                             .and_then(Value::as_str)
-                            .unwrap_or("unknown error"),
-                        error.get("code").and_then(Value::as_i64).unwrap_or(0)
-                    )),
+                            .unwrap_or("unknown error")
+                            .to_string(),
+                    }),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
                 let _ = tx.send(answer);
@@ -330,7 +363,10 @@ mod tests {
         let late = rpc
             .call("test/never", json!({}), Duration::from_millis(50))
             .await;
-        assert!(late.is_err_and(|e| e.contains("did not answer")));
+        assert!(
+            late.is_err_and(|e| matches!(e, RpcError::Timeout { .. })
+                && e.to_string().contains("did not answer"))
+        );
         drop(server_write);
         tokio::time::timeout(Duration::from_secs(5), rpc.closed())
             .await

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use toolshed_ops::process::{OutputLimits, Process, ProcessOps, SpawnRequest, Stdin, Stop, Stream};
 
 use super::languages::Language;
-use super::rpc::Rpc;
+use super::rpc::{Rpc, RpcError};
 use super::text::Encoding;
 use super::uri::uri_of;
 
@@ -210,8 +210,8 @@ impl Server {
             watch: Mutex::new(None),
         };
         let init = tokio::select! {
-            answer = server.rpc.call("initialize", params, INITIALIZE_TIMEOUT) => answer,
-            () = server.rpc.closed() => Err("it exited".into()),
+            answer = server.rpc.call("initialize", params, INITIALIZE_TIMEOUT) => answer.map_err(|e| e.to_string()),
+            () = server.rpc.closed() => Err("it exited".to_string()),
         };
         let init = match init {
             Ok(init) => init,
@@ -294,14 +294,10 @@ impl Server {
                 .saturating_sub(started.elapsed())
                 .min(deadline.saturating_duration_since(Instant::now()));
             match self.rpc.call(method, params.clone(), timeout).await {
-                Err(e)
-                    if attempt < 2
-                        && (e.contains("(-32801)")
-                            || e.to_lowercase().contains("content modified")) =>
-                {
+                Err(e) if attempt < 2 && e.content_modified() => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                other => return other,
+                other => return other.map_err(|e| e.to_string()),
             }
         }
         Err("the language server kept answering `content modified`".into())
@@ -310,7 +306,7 @@ impl Server {
     /// Shows the server `text` as the content of the document at `path` (absolute):
     /// opened the first time, changed (and saved) when it differs from what it was shown.
     /// Whether anything was sent.
-    pub(crate) async fn show(&self, path: &Path, text: &str) -> Result<bool, String> {
+    pub(crate) async fn show(&self, path: &Path, text: &str) -> Result<bool, RpcError> {
         let _order = self.sync.lock().await;
         let uri = uri_of(path);
         let language_id = self.language.language_id(path);
@@ -429,7 +425,7 @@ impl Server {
     }
 
     /// Forgets a document that is gone.
-    pub(crate) async fn close(&self, path: &Path) -> Result<(), String> {
+    pub(crate) async fn close(&self, path: &Path) -> Result<(), RpcError> {
         let _order = self.sync.lock().await;
         let uri = uri_of(path);
         let was_open = {

@@ -295,7 +295,7 @@ impl Core {
         server
             .show(&file.abs, &file.text)
             .await
-            .map_err(ToolError::failed)?;
+            .map_err(|e| ToolError::failed(e.to_string()))?;
         let sent = server.version(&uri) != shown_before;
         Ok(Shown {
             server,
@@ -319,12 +319,16 @@ impl Core {
             {
                 Ok(contents) => {
                     if let Ok(text) = String::from_utf8(contents.bytes) {
-                        server.show(&abs, &text).await.map_err(ToolError::failed)?;
+                        server
+                            .show(&abs, &text)
+                            .await
+                            .map_err(|e| ToolError::failed(e.to_string()))?;
                     }
                 }
-                Err(ToolError::NotFound(_)) => {
-                    server.close(&abs).await.map_err(ToolError::failed)?
-                }
+                Err(ToolError::NotFound(_)) => server
+                    .close(&abs)
+                    .await
+                    .map_err(|e| ToolError::failed(e.to_string()))?,
                 Err(_) => {}
             }
         }

@@ -160,7 +160,7 @@ impl Core {
         server
             .show(&file.abs, &file.text)
             .await
-            .map_err(ToolError::failed)?;
+            .map_err(|e| ToolError::failed(e.to_string()))?;
         let mut out = self
             .ask_at(
                 ctx,
