@@ -1,9 +1,9 @@
 //! Rules the source tree keeps (issue 55):
 //!
 //! - No source file over 800 lines, inline tests counted (a file's tests may move to a
-//!   `tests.rs` beside it). The files over it today are listed with the size they have,
-//!   which they may not pass: each is to be split by concept and taken off the list, and a
-//!   new file over the limit fails at once.
+//!   `tests.rs` beside it); one over it fails at once, named.
+//! - Every crate takes the workspace's lints, and the crate table of docs/architecture.md
+//!   names every crate, each after the crates it depends on.
 //! - No circle of imports among a crate's top-level modules larger than five.
 //! - Errors keep their kind: the `Result<_, String>` in library code are counted per crate
 //!   and may only fall ([`STRING_ERRORS`]).
@@ -583,6 +583,7 @@ fn the_architecture_map_names_every_crate() {
     let section = &doc[start + 1..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     let mut named = std::collections::BTreeSet::new();
+    let mut order = Vec::new();
     for row in section.lines().filter(|l| l.starts_with("| `toolshed")) {
         let name = row[3..].split('`').next().unwrap().to_string();
         let dir = name;
@@ -591,8 +592,34 @@ fn the_architecture_map_names_every_crate() {
             status.starts_with("built"),
             "docs/architecture.md: the status of {dir} is `{status}`"
         );
+        order.push(dir.clone());
         named.insert(dir);
     }
+    // "Arrows point one way": each crate's dependencies come before it in the table.
+    let mut upward = Vec::new();
+    for (at, krate) in order.iter().enumerate() {
+        let cargo = std::fs::read_to_string(root().join("crates").join(krate).join("Cargo.toml"))
+            .unwrap_or_default();
+        let deps = cargo
+            .split("\n[dependencies]\n")
+            .nth(1)
+            .map(|rest| rest.split("\n[").next().unwrap_or_default())
+            .unwrap_or_default();
+        for line in deps.lines().filter(|l| l.starts_with("toolshed-")) {
+            let dep = line.split(['.', ' ', '=']).next().unwrap_or_default();
+            match order.iter().position(|c| c == dep) {
+                Some(i) if i < at => {}
+                _ => upward.push(format!(
+                    "{krate} depends on {dep}, which the table lists after it"
+                )),
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "docs/architecture.md's crate table: {}",
+        upward.join("; ")
+    );
     let mut present = std::collections::BTreeSet::new();
     for entry in std::fs::read_dir(root().join("crates")).unwrap() {
         let path = entry.unwrap().path();
@@ -606,10 +633,9 @@ fn the_architecture_map_names_every_crate() {
     );
 }
 
-/// Every library crate asks for docs on what it exports and for nothing exported by
-/// accident (`#![warn(missing_docs, unreachable_pub)]`, errors under CI's
-/// `clippy -D warnings`); the workspace's `[workspace.lints]` hold the rest. Not set
-/// workspace-wide because it would ask the same of every test and example crate.
+/// Every crate asks for docs on what it exports and for nothing exported by accident, and
+/// denies `unsafe` but where allowed with a reason: `[workspace.lints]` (errors under CI's
+/// `clippy -D warnings`), which every crate takes.
 #[test]
 fn every_library_documents_its_public_surface() {
     // The lints are the workspace's, in one place: every crate takes them, none restates

@@ -49,8 +49,31 @@ pub fn lean_schema<T: JsonSchema>() -> Value {
 
 /// Reads a call's arguments into `T`; the pipeline validated them against [`schema`]
 /// already, so an error here is one the schema cannot express (and names the field).
-pub fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+pub fn parse<T: DeserializeOwned>(mut args: Value) -> Result<T, ToolError> {
+    whole_numbers(&mut args);
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}
+
+/// Writes `5.0` as `5`: JSON Schema counts a number with no fraction as an integer, so
+/// the pipeline lets it through for an integer argument, and serde would then refuse it
+/// for an integer field. A `f64` field reads either spelling the same.
+fn whole_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9_007_199_254_740_992.0
+            {
+                // Within 2^53 an integral f64 is exactly an i64.
+                #[allow(clippy::cast_possible_truncation)]
+                let whole = f as i64;
+                *value = Value::from(whole);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 /// Keywords a model does not need.
@@ -174,6 +197,23 @@ mod tests {
     enum Mode {
         Fast,
         Slow,
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_fraction_reads_as_an_integer() {
+        #[derive(Deserialize)]
+        struct Paged {
+            limit: usize,
+            ratio: f64,
+            more: Vec<i32>,
+        }
+        let paged: Paged = parse(json!({"limit": 5.0, "ratio": 2.0, "more": [1e1, -3.0]})).unwrap();
+        assert_eq!(
+            (paged.limit, paged.ratio, paged.more),
+            (5, 2.0, vec![10, -3])
+        );
+        // A real fraction is still refused for an integer.
+        assert!(parse::<Paged>(json!({"limit": 5.5, "ratio": 1, "more": []})).is_err());
     }
 
     #[test]
