@@ -169,3 +169,29 @@ fn browser_settings(config: &toolshed_host::config::BrowserConfig) -> toolshed_b
         navigation_timeout_ms: config.navigation_timeout_ms,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `[browser]` is declared in the host's config and the browser crate takes its own
+    /// settings: what an empty section gives is what the plugin defaults to, so the two
+    /// declarations cannot drift apart unnoticed.
+    #[cfg(feature = "browser")]
+    #[test]
+    fn an_empty_browser_section_gives_the_plugins_defaults() {
+        assert_eq!(
+            super::browser_settings(&toolshed_host::config::BrowserConfig::default()),
+            toolshed_browser::Settings::default()
+        );
+    }
+
+    /// The same for `[lsp]`.
+    #[cfg(feature = "lsp")]
+    #[test]
+    fn an_empty_lsp_section_gives_the_plugins_defaults() {
+        let workspace = std::path::Path::new("/ws");
+        assert_eq!(
+            super::lsp_settings(workspace, &toolshed_host::config::LspConfig::default()),
+            toolshed_lsp::Settings::new(workspace.to_path_buf())
+        );
+    }
+}

@@ -118,7 +118,7 @@ pub fn default_languages() -> Vec<Language> {
 }
 
 /// What the plugin works with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// The workspace's absolute path.
     pub workspace: PathBuf,
