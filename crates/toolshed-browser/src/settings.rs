@@ -1,7 +1,13 @@
-//! The plugin's settings (`[browser]` in the config) and their defaults.
+//! The plugin's settings (`[browser]` in the config), their defaults and their checks:
+//! declared once, here, and read by the host's config loader as a registered
+//! [`Section`].
+
+use serde::{Deserialize, Serialize};
+use toolshed_kit::section::{Section, SectionError};
 
 /// How sessions keep cookies and storage apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Profile {
     /// Each session in a browser context of its own.
     #[default]
@@ -10,12 +16,29 @@ pub enum Profile {
     Owner,
 }
 
+impl TryFrom<String> for Profile {
+    type Error = String;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        match value.as_str() {
+            "session" => Ok(Self::Session),
+            "owner" => Ok(Self::Owner),
+            other => Err(format!(
+                "profile = `{other}` is not one of `session`, `owner`"
+            )),
+        }
+    }
+}
+
 /// The plugin's settings (`[browser]` in the config).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Settings {
     /// The Chromium binary (`None`: found on the machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub executable: Option<String>,
-    /// How sessions keep cookies and storage apart.
+    /// How sessions keep cookies and storage apart: `session` (each session its own
+    /// cookies and storage) or `owner` (an owner's sessions share them).
     pub profile: Profile,
     /// The most sessions one owner may have open.
     pub max_sessions_per_owner: usize,
@@ -52,5 +75,73 @@ impl Default for Settings {
             max_screenshot_bytes: 4 * 1024 * 1024,
             navigation_timeout_ms: 30_000,
         }
+    }
+}
+
+impl Section for Settings {
+    const NAME: &'static str = "browser";
+    const WIDENING: &'static [(&'static str, &'static str)] = &[
+        (
+            "browser.evaluate",
+            "lets agents run any JavaScript in browser pages",
+        ),
+        (
+            "browser.executable",
+            "chooses the program run as the browser",
+        ),
+    ];
+    const STARTER: &'static str = include_str!("starter.toml");
+
+    fn check(&self) -> Result<(), SectionError> {
+        let invalid = |message: String| SectionError::new("browser", message);
+        for (name, value) in [
+            ("max_sessions_per_owner", self.max_sessions_per_owner as u64),
+            ("max_sessions", self.max_sessions as u64),
+            ("max_memory_mb", self.max_memory_mb),
+            ("idle_timeout_secs", self.idle_timeout_secs),
+            ("max_screenshot_bytes", self.max_screenshot_bytes),
+            ("navigation_timeout_ms", self.navigation_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("[browser] {name} must be at least 1")));
+            }
+        }
+        if !(100..=8192).contains(&self.width) || !(100..=8192).contains(&self.height) {
+            return Err(invalid(format!(
+                "[browser] width and height must be 100 to 8192 pixels (they are {} and {})",
+                self.width, self.height
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `[browser]` refuses at load, naming the setting.
+    #[test]
+    fn settings_that_cannot_work_are_named() {
+        let read = |toml: &str| -> Result<Settings, String> {
+            let settings: Settings = toml::from_str(toml).map_err(|e| e.to_string())?;
+            settings.check().map_err(|e| e.message)?;
+            Ok(settings)
+        };
+        for (toml, expected) in [
+            ("profile = \"tab\"\n", "`session`, `owner`"),
+            ("max_sessions = 0\n", "max_sessions must be at least 1"),
+            ("idle_timeout_secs = 0\n", "idle_timeout_secs"),
+            ("width = 20\n", "100 to 8192"),
+        ] {
+            let err = read(toml).unwrap_err();
+            assert!(err.contains(expected), "{toml}: {err}");
+        }
+        let settings =
+            read("profile = \"owner\"\nmax_sessions_per_owner = 2\nevaluate = true\n").unwrap();
+        assert_eq!(settings.profile, Profile::Owner);
+        assert_eq!(settings.max_sessions_per_owner, 2);
+        assert!(settings.evaluate);
+        assert_eq!(read("").unwrap(), Settings::default());
     }
 }

@@ -7,7 +7,26 @@ use std::path::Path;
 use std::sync::Arc;
 
 use toolshed_host::HostBuilder;
-use toolshed_host::config::Config;
+use toolshed_host::config::{Config, ConfigSources};
+
+/// `sources` with the config section of every family of this build that owns one
+/// (`[browser]`, `[lsp]`): what the loader reads, checks, narrows and shows for them.
+pub(crate) fn sections(sources: ConfigSources) -> ConfigSources {
+    #[cfg(feature = "browser")]
+    let sources = sources.with_section::<toolshed_browser::Settings>();
+    #[cfg(feature = "lsp")]
+    let sources = sources.with_section::<toolshed_lsp::LspConfig>();
+    sources
+}
+
+/// The configuration sources `toolshed` reads for `workspace`: the standard layers, with
+/// the sections of this build's families registered.
+pub(crate) fn config_sources(
+    workspace: &Path,
+    explicit_file: Option<std::path::PathBuf>,
+) -> ConfigSources {
+    sections(ConfigSources::standard(workspace, explicit_file))
+}
 
 /// Where the skills plugin finds the registry once the host is open (plugins' own skills).
 pub(crate) type RegistryCell = Arc<std::sync::OnceLock<std::sync::Weak<toolshed_host::Registry>>>;
@@ -41,7 +60,7 @@ pub(crate) fn register(
     builder = builder.plugins(|_| vec![toolshed_tools::ask::plugin()]);
     #[cfg(feature = "browser")]
     {
-        let browser = browser_settings(&config.browser);
+        let browser: toolshed_browser::Settings = config.section();
         builder =
             builder.plugins(move |services| vec![toolshed_browser::plugin(services, browser)]);
     }
@@ -55,7 +74,7 @@ pub(crate) fn register(
         });
     #[cfg(feature = "lsp")]
     {
-        let lsp = lsp_settings(workspace, &config.lsp);
+        let lsp = toolshed_lsp::Settings::from_config(workspace.to_path_buf(), &config.section());
         builder =
             builder.plugins(move |services| vec![toolshed_lsp::plugin(services, lsp.clone())]);
     }
@@ -117,81 +136,51 @@ fn plugin_skill_roots(
     })
 }
 
-/// `[lsp]` as the code-intelligence plugin takes it.
-#[cfg(feature = "lsp")]
-fn lsp_settings(
-    workspace: &std::path::Path,
-    config: &toolshed_host::config::LspConfig,
-) -> toolshed_lsp::Settings {
-    use toolshed_lsp::{LanguageOverride, Settings, languages_with};
-    let overrides = config
-        .servers
-        .iter()
-        .map(|(name, s)| {
-            let o = LanguageOverride {
-                command: s.command.clone(),
-                extensions: s.extensions.clone(),
-                markers: s.markers.clone(),
-                settings: s.settings.clone(),
-                initialization_options: s.initialization_options.clone(),
-            };
-            (name.clone(), o)
-        })
-        .collect();
-    let mut settings = Settings::new(workspace.to_path_buf());
-    settings.languages = languages_with(&overrides);
-    settings.idle_timeout = std::time::Duration::from_secs(config.idle_timeout_secs);
-    settings.request_timeout = std::time::Duration::from_secs(config.request_timeout_secs);
-    settings.max_servers = usize::try_from(config.max_servers).unwrap_or(usize::MAX);
-    settings
-}
-
-/// `[browser]` as the browser plugin takes it (the config checked the values at load).
-#[cfg(feature = "browser")]
-fn browser_settings(config: &toolshed_host::config::BrowserConfig) -> toolshed_browser::Settings {
-    use toolshed_browser::{Profile, Settings};
-    let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-    Settings {
-        executable: config.executable.clone(),
-        profile: if config.profile == "owner" {
-            Profile::Owner
-        } else {
-            Profile::Session
-        },
-        max_sessions_per_owner: count(config.max_sessions_per_owner),
-        max_sessions: count(config.max_sessions),
-        max_memory_mb: config.max_memory_mb,
-        idle_timeout_secs: config.idle_timeout_secs,
-        width: config.width,
-        height: config.height,
-        evaluate: config.evaluate,
-        max_screenshot_bytes: config.max_screenshot_bytes,
-        navigation_timeout_ms: config.navigation_timeout_ms,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    /// `[browser]` is declared in the host's config and the browser crate takes its own
-    /// settings: what an empty section gives is what the plugin defaults to, so the two
-    /// declarations cannot drift apart unnoticed.
-    #[cfg(feature = "browser")]
-    #[test]
-    fn an_empty_browser_section_gives_the_plugins_defaults() {
-        assert_eq!(
-            super::browser_settings(&toolshed_host::config::BrowserConfig::default()),
-            toolshed_browser::Settings::default()
-        );
-    }
+    use toolshed_host::config::ConfigSources;
 
-    /// The same for `[lsp]`.
-    #[cfg(feature = "lsp")]
+    /// Every line of the starter this build writes (`toolshed config init`), the
+    /// registered sections' too, uncommented, is a known key with a valid value; as written
+    /// it changes nothing.
     #[test]
-    fn an_empty_lsp_section_gives_the_plugins_defaults() {
-        let workspace = std::path::Path::new("/ws");
+    fn the_starter_names_only_real_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = || {
+            super::sections(ConfigSources {
+                workspace: dir.path().to_path_buf(),
+                explicit_file: Some(dir.path().join("user.toml")),
+                ..ConfigSources::default()
+            })
+        };
+        let starter = sources().starter();
+        #[cfg(feature = "browser")]
+        assert!(starter.contains("\n[browser]\n"), "{starter}");
+        let uncommented: String = starter
+            .lines()
+            .map(|line| match line.strip_prefix('#') {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                {
+                    rest
+                }
+                _ => line,
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        std::fs::write(dir.path().join("user.toml"), &uncommented).unwrap();
+        let loaded = sources().load().unwrap();
+        assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);
+        std::fs::write(dir.path().join("user.toml"), &starter).unwrap();
+        let loaded = sources().load().unwrap();
+        assert!(loaded.widening.is_empty(), "{:?}", loaded.widening);
+        #[cfg(feature = "browser")]
         assert_eq!(
-            super::lsp_settings(workspace, &toolshed_host::config::LspConfig::default()),
-            toolshed_lsp::Settings::new(workspace.to_path_buf())
+            loaded.config.section::<toolshed_browser::Settings>(),
+            toolshed_browser::Settings::default()
         );
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolshed_host::config::{ConfigSources, default_data_dir};
+use toolshed_host::config::default_data_dir;
 use toolshed_host::{Host, HostBuilder, HostError};
 
 use crate::Failure;
@@ -73,7 +73,7 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
         )));
     }
     let data_dir = data_dir(global)?;
-    let loaded = ConfigSources::standard(&workspace, global.config.clone())
+    let loaded = crate::builtins::config_sources(&workspace, global.config.clone())
         .load()
         .map_err(|e| Failure::Usage(e.to_string()))?;
     init_logging(&loaded.config.log.level, &loaded.config.telemetry)?;

@@ -448,6 +448,8 @@ fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source(
     let file = env.data.path().join("home/.config/toolshed/config.toml");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("#default_timeout_ms = 60000"), "{text}");
+    assert!(text.contains("\n[browser]\n"), "{text}");
+    assert!(text.contains("\n#executable = "), "{text}");
     // Never overwritten by accident.
     std::fs::write(
         &file,
@@ -464,7 +466,8 @@ fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source(
 
     env.write(
         "toolshed.toml",
-        "[review]\ndeny = [\"calc*\"]\n[web]\nallow = [\"10.0.0.0/8\"]\n",
+        "[review]\ndeny = [\"calc*\"]\n[web]\nallow = [\"10.0.0.0/8\"]\n\
+         [browser]\nwidth = 1000\nevaluate = true\n[lsp.zig]\ncommand = [\"zls\"]\n",
     );
     let o = env
         .cmd(&["config", "show"])
@@ -495,6 +498,24 @@ fn config_init_writes_a_starter_that_changes_nothing_and_show_names_each_source(
     );
     assert!(line("web.allow").contains("[]"), "{out}");
     assert!(out.contains("ignored: `web.allow`"), "{out}");
+    // The browser's and the language servers' sections are theirs, and read, shown and
+    // narrowed like the host's own: a workspace's file may change the viewport, not turn on
+    // `browser_evaluate` or choose the servers run.
+    assert!(line("browser.width").contains("1000"), "{out}");
+    assert!(line("browser.width").ends_with("toolshed.toml"), "{out}");
+    let evaluate = line("browser.evaluate");
+    assert!(
+        evaluate.contains("= false") && evaluate.ends_with("# default"),
+        "{out}"
+    );
+    let servers = line("lsp.max_servers");
+    assert!(
+        servers.contains("= 8") && servers.ends_with("# default"),
+        "{out}"
+    );
+    assert!(out.contains("ignored: `browser.evaluate`"), "{out}");
+    assert!(out.contains("ignored: `lsp`"), "{out}");
+    assert!(!out.contains("zls"), "{out}");
 
     let o = env.run(&["config", "show", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -1,8 +1,9 @@
 //! What toolshed's built-in tool families share, below all of them: arguments read into a
 //! typed struct whose schema is generated from it ([`args`]), HTML parsed and rendered for a
 //! model ([`html`]), the read-before-edit ledger ([`ledger`]), unified diffs ([`diff`]), a
-//! page of text ([`window`]), finding a program ([`find_program`]) and file operations off
-//! the async threads ([`on_files`]).
+//! page of text ([`window`]), finding a program ([`find_program`]), file operations off
+//! the async threads ([`on_files`]) and a feature's own section of the configuration
+//! ([`section`]).
 //!
 //! A tool family (`toolshed-tools`, `toolshed-browser`, `toolshed-lsp`, ...) depends on
 //! this crate and never on another family: what two families need is here.
@@ -15,6 +16,7 @@ pub mod args;
 pub mod diff;
 pub mod html;
 pub mod ledger;
+pub mod section;
 
 /// Runs a file operation off the async threads (downloads, mail attachments).
 pub async fn on_files<T: Send + 'static>(

@@ -1,7 +1,7 @@
 //! The languages and their servers: the defaults, `[lsp.NAME]` overrides, and the
 //! settings the plugin works with.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -146,12 +146,9 @@ impl Settings {
 }
 
 /// Language servers by name, as `[lsp.NAME]` entries override and extend the defaults.
-pub fn languages_with(overrides: &HashMap<String, LanguageOverride>) -> Vec<Language> {
+pub fn languages_with(overrides: &BTreeMap<String, LanguageOverride>) -> Vec<Language> {
     let mut languages = default_languages();
-    let mut names: Vec<&String> = overrides.keys().collect();
-    names.sort();
-    for name in names {
-        let o = &overrides[name];
+    for (name, o) in overrides {
         let at = languages.iter().position(|l| &l.name == name);
         let mut language = match at {
             Some(i) => languages[i].clone(),
@@ -186,17 +183,23 @@ pub fn languages_with(overrides: &HashMap<String, LanguageOverride>) -> Vec<Lang
     languages
 }
 
-/// One `[lsp.NAME]` entry.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One `[lsp.NAME]` entry: what it changes of a built-in language, or a new one.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LanguageOverride {
-    /// The server's command line.
+    /// The server's command line (`[]` turns the language off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
-    /// The extensions it serves.
+    /// The file extensions it serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Vec<String>>,
-    /// Files marking a project root.
+    /// Files that mark a project's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub markers: Option<Vec<String>>,
-    /// Answered to `workspace/configuration`.
+    /// The server's settings, answered to its `workspace/configuration` requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Value>,
     /// Sent with `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initialization_options: Option<Value>,
 }

@@ -29,6 +29,7 @@ mod pool;
 mod program;
 mod requests;
 mod rpc;
+mod section;
 mod server;
 mod text;
 mod tools;
@@ -36,6 +37,7 @@ mod uri;
 mod watch;
 
 pub use languages::{Language, LanguageOverride, Settings, default_languages, languages_with};
+pub use section::LspConfig;
 
 use pool::Servers;
 use requests::{LspArgs, RenameArgs};

@@ -1,6 +1,5 @@
 use super::*;
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use crate::text::Encoding;
@@ -42,7 +41,7 @@ fn uris_round_trip_and_edits_apply_in_the_servers_units() {
 
 #[test]
 fn overrides_change_and_extend_the_defaults() {
-    let mut overrides = HashMap::new();
+    let mut overrides = std::collections::BTreeMap::new();
     overrides.insert(
         "python".to_string(),
         LanguageOverride {

@@ -23,14 +23,12 @@ pub(crate) async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Fail
     .map_err(Failure::Usage)?;
     let db = context::data_dir(global)?.join(DB_FILE);
     // Where the log is: the data dir's file, or the Postgres database `[store] url` names.
-    let shared = toolshed_host::ConfigSources::standard(
-        &context::chosen_workspace(global)?,
-        global.config.clone(),
-    )
-    .load()
-    .map_err(|e| Failure::Usage(e.to_string()))?
-    .config
-    .store;
+    let shared =
+        crate::builtins::config_sources(&context::chosen_workspace(global)?, global.config.clone())
+            .load()
+            .map_err(|e| Failure::Usage(e.to_string()))?
+            .config
+            .store;
     if shared.url.is_none() && !db.is_file() {
         if args.json {
             return print_json(&json!({ "audit": [], "next_cursor": null }));

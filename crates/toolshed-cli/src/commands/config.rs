@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use toolshed_host::config::{ConfigSources, STARTER, user_config_dir};
+use toolshed_host::config::{ConfigSources, user_config_dir};
 
 use crate::Failure;
 use crate::cli::{ConfigCommand, GlobalArgs};
@@ -44,7 +44,8 @@ fn init(path: Option<PathBuf>, force: bool) -> Result<(), Failure> {
     }
     // Written whole to a temporary file beside it, then renamed: never half a config.
     let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, STARTER)
+    let starter = crate::builtins::sections(ConfigSources::default()).starter();
+    std::fs::write(&tmp, starter)
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
@@ -69,7 +70,7 @@ fn show(global: &GlobalArgs, json: bool) -> Result<(), Failure> {
             ))
         })?,
     };
-    let loaded = ConfigSources::standard(&workspace, global.config.clone())
+    let loaded = crate::builtins::config_sources(&workspace, global.config.clone())
         .load()
         .map_err(|e| Failure::Usage(e.to_string()))?;
     let settings = loaded.settings();

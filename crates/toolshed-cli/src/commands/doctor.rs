@@ -290,7 +290,12 @@ fn browser_check(host: &Host, config: &toolshed_host::Config) -> (Status, String
         Some(_) => "system.browser is enabled",
         None => "system.browser is not in this build",
     };
-    match toolshed_browser::detect(config.browser.executable.as_deref()) {
+    match toolshed_browser::detect(
+        config
+            .section::<toolshed_browser::Settings>()
+            .executable
+            .as_deref(),
+    ) {
         Ok((path, version)) => {
             let own = if toolshed_browser::own_sandbox_works() {
                 "Chromium's own sandbox on"

@@ -13,7 +13,12 @@ impl LoadedConfig {
     /// Every leaf setting in force, in the config's order, with the layer that set it.
     pub fn settings(&self) -> Vec<Setting> {
         let mut out = Vec::new();
-        if let Ok(value) = serde_json::to_value(&self.config) {
+        if let Ok(mut value) = serde_json::to_value(&self.config) {
+            if let Some(map) = value.as_object_mut() {
+                for (name, section) in &self.config.sections {
+                    map.insert(name.clone(), section.clone());
+                }
+            }
             self.flatten(&value, "", &mut out);
         }
         out
@@ -84,6 +89,7 @@ impl ConfigSources {
             env: std::env::vars()
                 .filter(|(k, _)| k.starts_with("TOOLSHED_"))
                 .collect(),
+            sections: Vec::new(),
         }
     }
 
@@ -106,7 +112,7 @@ impl ConfigSources {
                 continue;
             };
             let name = path.display().to_string();
-            check_layer(&table, &name, &mut loaded.unknown_keys)?;
+            check_layer(&table, &name, &self.sections, &mut loaded.unknown_keys)?;
             layers.push((name, table, index == 0));
         }
         let mut env: Vec<_> = self.env.clone();
@@ -120,7 +126,7 @@ impl ConfigSources {
                 loaded.unknown_keys.push(UnknownKey { source, key: name });
                 continue;
             };
-            check_layer(&table, &source, &mut loaded.unknown_keys)?;
+            check_layer(&table, &source, &self.sections, &mut loaded.unknown_keys)?;
             layers.push((source, table, false));
         }
         let own: Vec<toml::Table> = layers
@@ -138,12 +144,14 @@ impl ConfigSources {
                     take_key(&mut table, "trust_workspace_config");
                     take_key(&mut table, "trusted_workspaces");
                 } else {
-                    loaded
-                        .workspace_ignored
-                        .extend(narrow_workspace_table(&mut table, &name));
+                    loaded.workspace_ignored.extend(narrow_workspace_table(
+                        &mut table,
+                        &name,
+                        &self.sections,
+                    ));
                 }
             }
-            for (key, why) in widening_in(&table) {
+            for (key, why) in widening_in(&table, &self.sections) {
                 loaded.widening.retain(|w| w.key != key);
                 loaded.widening.push(WideningSetting {
                     key,
@@ -155,19 +163,26 @@ impl ConfigSources {
             merge(&mut merged, table);
             loaded.layers.push(name);
         }
+        let mut sections = BTreeMap::new();
+        for spec in &self.sections {
+            let value = spec.resolve(merged.remove(spec.name()))?;
+            sections.insert(spec.name().to_string(), value);
+        }
         loaded.config =
             Config::deserialize(toml::Value::Table(merged)).map_err(|e| ConfigError::Invalid {
                 source_name: "merged layers".into(),
                 message: e.to_string(),
             })?;
+        loaded.config.sections = sections;
         validate(&loaded.config)?;
         Ok(loaded)
     }
 }
 
-/// Settings that widen what tools, commands, plugins or clients may do, with why. In a
-/// workspace's `toolshed.toml` they are ignored unless the user's own config trusts it;
-/// `toolshed doctor` reports each one set anywhere, with where.
+/// The host's settings that widen what tools, commands, plugins or clients may do, with
+/// why. In a workspace's `toolshed.toml` they are ignored unless the user's own config
+/// trusts it; `toolshed doctor` reports each one set anywhere, with where. A registered
+/// section adds its own ([`crate::section::Section::WIDENING`]).
 pub const WIDENING: &[(&str, &str)] = &[
     (
         "web.allow",
@@ -236,15 +251,6 @@ pub const WIDENING: &[(&str, &str)] = &[
         "memory.shared_namespaces",
         "lets every owner read and write memories of these namespaces",
     ),
-    (
-        "browser.evaluate",
-        "lets agents run any JavaScript in browser pages",
-    ),
-    (
-        "browser.executable",
-        "chooses the program run as the browser",
-    ),
-    ("lsp", "chooses the programs run as language servers"),
     (
         "llm.base_url",
         "sends plugins' model requests, with your key, to another endpoint",
@@ -379,9 +385,10 @@ fn widening_sandbox(sandbox: &toml::Table) -> Vec<(&'static str, String)> {
 }
 
 /// Every widening setting `table` makes, as (dotted key, why).
-fn widening_in(table: &toml::Table) -> Vec<(String, String)> {
+fn widening_in(table: &toml::Table, sections: &[SectionSpec]) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = WIDENING
         .iter()
+        .chain(sections.iter().flat_map(SectionSpec::widening))
         .filter(|(key, _)| has_key(table, key))
         .map(|(key, why)| ((*key).to_string(), (*why).to_string()))
         .collect();
@@ -396,8 +403,12 @@ fn widening_in(table: &toml::Table) -> Vec<(String, String)> {
 }
 
 /// Removes from a workspace's table every setting that widens access; what was removed.
-fn narrow_workspace_table(table: &mut toml::Table, source: &str) -> Vec<IgnoredKey> {
-    let found = widening_in(table);
+fn narrow_workspace_table(
+    table: &mut toml::Table,
+    source: &str,
+    sections: &[SectionSpec],
+) -> Vec<IgnoredKey> {
+    let found = widening_in(table, sections);
     for (key, _) in &found {
         take_key(table, key);
     }

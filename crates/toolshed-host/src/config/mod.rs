@@ -21,15 +21,17 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::dispatcher::{Limits, MIN_OUTPUT_CEILING};
 pub use crate::review::ReviewRules;
-pub use crate::section::SectionError;
+pub use crate::section::{Section, SectionError};
 pub use crate::store::StoreConfig;
 
 mod layers;
+mod registered;
 mod sections;
 #[cfg(test)]
 mod tests;
 
 pub use layers::{IgnoredKey, WIDENING, WideningSetting, user_config_dir};
+pub use registered::SectionSpec;
 pub use sections::*;
 
 /// Environment variables that are not config keys: they choose where things are, the
@@ -91,16 +93,16 @@ pub struct Config {
     pub quotas: Vec<crate::quotas::QuotaConfig>,
     /// The memory tools (`memory_store`, `memory_search`, ...).
     pub memory: crate::memory::MemoryConfig,
-    /// The browser tools (`browser_open`, ...; docs/browser.md).
-    pub browser: BrowserConfig,
     /// The model endpoint plugins' `ctx.llm.complete` falls back to (docs/plugins.md).
     pub llm: crate::llm::LlmConfig,
-    /// The language servers behind the code-intelligence tools (docs/lsp.md).
-    pub lsp: LspConfig,
     /// Traces and metrics exported over OpenTelemetry (docs/telemetry.md).
     pub telemetry: TelemetryConfig,
     /// Where the state lives: the embedded SQLite file, or Postgres (docs/deploy.md).
     pub store: StoreConfig,
+    /// The sections of features above the host that the sources registered (`[browser]`,
+    /// `[lsp]`), by name, with their defaults filled in: read one with [`Config::section`].
+    #[serde(skip)]
+    pub sections: BTreeMap<String, serde_json::Value>,
 }
 
 /// Settings whose values hold credentials: listed as set, never shown (`toolshed config
@@ -167,6 +169,9 @@ pub struct ConfigSources {
     pub explicit_file: Option<PathBuf>,
     /// Environment variables (name, value).
     pub env: Vec<(String, String)>,
+    /// The sections of features above the host this binary reads
+    /// ([`ConfigSources::with_section`]).
+    pub sections: Vec<SectionSpec>,
 }
 
 /// The configuration in force and how it was put together.
@@ -225,8 +230,6 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         )));
     }
     config.memory.check()?;
-    config.browser.check()?;
-    config.lsp.check()?;
     config.llm.check()?;
     if !matches!(config.web.search.fallback.as_str(), "duckduckgo" | "off") {
         return Err(ConfigError::Invalid {
@@ -292,20 +295,38 @@ fn read_table(path: &Path, must_exist: bool) -> Result<Option<toml::Table>, Conf
         })
 }
 
-/// Deserializes one layer alone, so that unknown keys and type errors name their source.
+/// Deserializes one layer alone, so that unknown keys and type errors name their source:
+/// each registered section's table by its own type, the rest as the host's [`Config`].
 fn check_layer(
     table: &toml::Table,
     source: &str,
+    sections: &[SectionSpec],
     unknown: &mut Vec<UnknownKey>,
 ) -> Result<(), ConfigError> {
-    let value = toml::Value::Table(table.clone());
+    let invalid = |message: String| ConfigError::Invalid {
+        source_name: source.to_string(),
+        message,
+    };
+    let mut rest = table.clone();
     let mut found = Vec::new();
-    serde_ignored::deserialize(value, |path| found.push(path.to_string()))
-        .map(|_: Config| ())
-        .map_err(|e: toml::de::Error| ConfigError::Invalid {
-            source_name: source.to_string(),
-            message: e.to_string(),
-        })?;
+    for spec in sections {
+        if let Some(value) = rest.remove(spec.name()) {
+            if !value.is_table() {
+                return Err(invalid(format!(
+                    "`{}` must be a table ([{}]), not a {}",
+                    spec.name(),
+                    spec.name(),
+                    value.type_str()
+                )));
+            }
+            found.extend(spec.read_layer(value).map_err(invalid)?);
+        }
+    }
+    serde_ignored::deserialize(toml::Value::Table(rest), |path| {
+        found.push(path.to_string());
+    })
+    .map(|_: Config| ())
+    .map_err(|e: toml::de::Error| invalid(e.to_string()))?;
     unknown.extend(found.into_iter().map(|key| UnknownKey {
         source: source.to_string(),
         key,

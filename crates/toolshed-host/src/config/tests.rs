@@ -11,6 +11,7 @@ fn sources(dir: &Path, env: &[(&str, &str)]) -> ConfigSources {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        sections: Vec::new(),
     }
 }
 
@@ -177,30 +178,107 @@ fn memory_limits_that_cannot_work_are_refused_at_load() {
     sources(dir.path(), &[]).load().unwrap();
 }
 
-#[test]
-fn browser_settings_that_cannot_work_are_refused_at_load() {
-    let dir = tempfile::tempdir().unwrap();
-    for (toml, expected) in [
-        ("[browser]\nprofile = \"tab\"\n", "`session`, `owner`"),
-        (
-            "[browser]\nmax_sessions = 0\n",
-            "max_sessions must be at least 1",
-        ),
-        ("[browser]\nidle_timeout_secs = 0\n", "idle_timeout_secs"),
-        ("[browser]\nwidth = 20\n", "100 to 8192"),
-    ] {
-        std::fs::write(dir.path().join("user.toml"), toml).unwrap();
-        let err = sources(dir.path(), &[]).load().unwrap_err().to_string();
-        assert!(err.contains(expected), "{toml}: {err}");
+/// A section a feature above the host owns, as the loader sees one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+struct Gadget {
+    size: u64,
+    program: Option<String>,
+}
+
+impl Default for Gadget {
+    fn default() -> Self {
+        Self {
+            size: 3,
+            program: None,
+        }
     }
+}
+
+impl crate::section::Section for Gadget {
+    const NAME: &'static str = "gadget";
+    const WIDENING: &'static [(&'static str, &'static str)] =
+        &[("gadget.program", "chooses the program run as the gadget")];
+    const STARTER: &'static str = "[gadget]\n#size = 3\n";
+
+    fn check(&self) -> Result<(), SectionError> {
+        if self.size == 0 {
+            return Err(SectionError::new(
+                "gadget",
+                "[gadget] size must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_registered_section_is_read_checked_narrowed_and_shown_like_the_hosts_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_gadget = |env: &[(&str, &str)]| sources(dir.path(), env).with_section::<Gadget>();
+    // Unregistered, its table is a key nothing reads.
+    std::fs::write(dir.path().join("user.toml"), "[gadget]\nsize = 5\n").unwrap();
+    let loaded = sources(dir.path(), &[]).load().unwrap();
+    let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
+    assert_eq!(keys, ["gadget"]);
+    assert_eq!(loaded.config.section::<Gadget>(), Gadget::default());
+    // Registered: read, merged with the environment, defaults filled in, shown with where
+    // each value came from; its unknown keys are named with the layer.
     std::fs::write(
         dir.path().join("user.toml"),
-        "[browser]\nprofile = \"owner\"\nmax_sessions_per_owner = 2\nevaluate = true\n",
+        "[gadget]\nsize = 5\ncolour = \"red\"\n",
     )
     .unwrap();
-    let loaded = sources(dir.path(), &[]).load().unwrap();
-    assert_eq!(loaded.config.browser.profile, "owner");
-    assert!(loaded.config.browser.evaluate);
+    let loaded = with_gadget(&[("TOOLSHED_GADGET__PROGRAM", "/bin/g")])
+        .load()
+        .unwrap();
+    assert_eq!(
+        loaded.config.section::<Gadget>(),
+        Gadget {
+            size: 5,
+            program: Some("/bin/g".into())
+        }
+    );
+    let keys: Vec<_> = loaded.unknown_keys.iter().map(|k| k.key.as_str()).collect();
+    assert_eq!(keys, ["gadget.colour"]);
+    assert!(loaded.unknown_keys[0].source.ends_with("user.toml"));
+    let settings = loaded.settings();
+    let size = settings.iter().find(|s| s.key == "gadget.size").unwrap();
+    assert!(size.source.ends_with("user.toml"), "{size:?}");
+    let program = settings.iter().find(|s| s.key == "gadget.program").unwrap();
+    assert_eq!(program.source, "environment (TOOLSHED_GADGET__PROGRAM)");
+    assert_eq!(loaded.widening.len(), 1, "{:?}", loaded.widening);
+    assert_eq!(loaded.widening[0].key, "gadget.program");
+    // A value of the wrong type names the layer and the key; a value the section refuses
+    // names the section.
+    std::fs::write(dir.path().join("user.toml"), "[gadget]\nsize = \"big\"\n").unwrap();
+    let err = with_gadget(&[]).load().unwrap_err().to_string();
+    assert!(err.contains("user.toml") && err.contains("size"), "{err}");
+    std::fs::write(dir.path().join("user.toml"), "gadget = 4\n").unwrap();
+    let err = with_gadget(&[]).load().unwrap_err().to_string();
+    assert!(err.contains("must be a table"), "{err}");
+    std::fs::write(dir.path().join("user.toml"), "[gadget]\nsize = 0\n").unwrap();
+    let err = with_gadget(&[]).load().unwrap_err().to_string();
+    assert!(err.contains("size must be at least 1"), "{err}");
+    // Its widening setting in an untrusted workspace's file is not applied, and said so.
+    std::fs::write(dir.path().join("user.toml"), "").unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        "[gadget]\nsize = 7\nprogram = \"/tmp/evil\"\n",
+    )
+    .unwrap();
+    let loaded = with_gadget(&[]).load().unwrap();
+    let gadget = loaded.config.section::<Gadget>();
+    assert_eq!((gadget.size, gadget.program), (7, None));
+    let ignored: Vec<_> = loaded
+        .workspace_ignored
+        .iter()
+        .map(|k| k.key.as_str())
+        .collect();
+    assert_eq!(ignored, ["gadget.program"]);
+    // Its part of the starter follows the host's.
+    let starter = with_gadget(&[]).starter();
+    assert!(starter.starts_with(STARTER) && starter.ends_with("[gadget]\n#size = 3\n"));
 }
 
 #[test]
