@@ -319,7 +319,7 @@ fn check_layer(
                     value.type_str()
                 )));
             }
-            found.extend(spec.read_layer(value).map_err(invalid)?);
+            found.extend(spec.read_layer(value, source)?);
         }
     }
     serde_ignored::deserialize(toml::Value::Table(rest), |path| {

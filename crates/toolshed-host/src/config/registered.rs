@@ -11,7 +11,7 @@ pub struct SectionSpec {
     name: &'static str,
     widening: &'static [(&'static str, &'static str)],
     starter: &'static str,
-    read_layer: fn(toml::Value) -> Result<Vec<String>, String>,
+    read_layer: fn(toml::Value) -> Result<Vec<String>, LayerError>,
     resolve: fn(Option<toml::Value>) -> Result<serde_json::Value, ConfigError>,
 }
 
@@ -52,12 +52,25 @@ impl SectionSpec {
     }
 
     /// One layer's table of the section, read alone: the keys nothing reads (dotted from
-    /// the document's root), or what is wrong (naming the key).
-    pub(super) fn read_layer(&self, value: toml::Value) -> Result<Vec<String>, String> {
+    /// the document's root), or what is wrong (naming the layer and the key).
+    pub(super) fn read_layer(
+        &self,
+        value: toml::Value,
+        source: &str,
+    ) -> Result<Vec<String>, ConfigError> {
         let section = self.name;
         (self.read_layer)(value)
             .map(|keys| keys.into_iter().map(|k| format!("{section}.{k}")).collect())
-            .map_err(|e| format!("[{section}] {e}"))
+            .map_err(|e| {
+                let at = match e.path().to_string() {
+                    path if path == "." => String::new(),
+                    path => format!("{path}: "),
+                };
+                ConfigError::Invalid {
+                    source_name: source.to_string(),
+                    message: format!("[{section}] {at}{}", e.inner()),
+                }
+            })
     }
 
     /// The merged table (none when no layer has it) with its defaults filled in, checked.
@@ -69,14 +82,14 @@ impl SectionSpec {
     }
 }
 
-fn read_layer<T: Section>(value: toml::Value) -> Result<Vec<String>, String> {
+/// A value of the wrong type in one layer's table, with where it is.
+type LayerError = serde_path_to_error::Error<toml::de::Error>;
+
+fn read_layer<T: Section>(value: toml::Value) -> Result<Vec<String>, LayerError> {
     let mut unknown = Vec::new();
     let mut note = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
     let de = serde_ignored::Deserializer::new(value, &mut note);
-    serde_path_to_error::deserialize::<_, T>(de).map_err(|e| match e.path().to_string() {
-        path if path == "." => e.inner().to_string(),
-        path => format!("{path}: {}", e.inner()),
-    })?;
+    serde_path_to_error::deserialize::<_, T>(de)?;
     Ok(unknown)
 }
 

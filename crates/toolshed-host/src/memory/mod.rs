@@ -31,7 +31,7 @@ use crate::store::db::{Db, Dialect, Row, SqlValue, args, locks, serialize};
 use crate::store::{StateStore, StoreError};
 
 pub use markdown::{Exported, Imported, MAX_IMPORT_FILES};
-pub use query::{MAX_QUERY_LEN, fts_query};
+pub use query::{MAX_QUERY_LEN, QueryError, fts_query};
 pub use settings::MemoryConfig;
 pub use tools::plugin;
 
@@ -444,7 +444,7 @@ impl Memories {
 
     /// Full-text search among the caller's present memories, best first.
     pub fn search(&self, owner: &str, search: &Search) -> Result<Vec<Found>> {
-        let expr = fts_query(&search.query).map_err(MemoryError::Invalid)?;
+        let expr = fts_query(&search.query).map_err(|e| MemoryError::Invalid(e.to_string()))?;
         let tags = checked_tags(&search.tags)?;
         let namespace = match search.namespace.as_deref() {
             Some(ns) => Some(checked_namespace(Some(ns))?),
@@ -484,7 +484,7 @@ impl Memories {
             }
             Dialect::Postgres => {
                 let (query, values) = query::ts_query(&search.query, params.len() + 1)
-                    .map_err(MemoryError::Invalid)?;
+                    .map_err(|e| MemoryError::Invalid(e.to_string()))?;
                 params.extend(values.into_iter().map(SqlValue::from));
                 let mut ranked = format!(
                     "SELECT m.n, ts_rank_cd(m.tsv, {query}, 1) AS rank FROM memories m

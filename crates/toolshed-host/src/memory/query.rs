@@ -85,6 +85,29 @@ struct Operators {
     not: &'static str,
 }
 
+/// Why a search's query gives nothing to search with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// Longer than [`MAX_QUERY_LEN`].
+    #[error("the query is {bytes} bytes; a search takes at most {MAX_QUERY_LEN}")]
+    TooLong {
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// More terms than a search takes (32).
+    #[error("the query has more than {MAX_TERMS} terms; search for the few words that matter")]
+    TooManyTerms,
+    /// Only punctuation, or only words left out.
+    #[error(
+        "the query {query:?} has no word to search for (a leading `-` only leaves words out): \
+         give at least one word, \"a phrase\" or a prefix*"
+    )]
+    NoWord {
+        /// The query's first 100 characters.
+        query: String,
+    },
+}
+
 /// The terms of `input` rendered by `render` (a term, and whether it is left out) and
 /// joined with `ops`; or why there is nothing to search for. The one place the grammar is
 /// applied, for both engines.
@@ -92,12 +115,9 @@ fn combine(
     input: &str,
     ops: &Operators,
     mut render: impl FnMut(Term) -> Option<(String, bool)>,
-) -> Result<String, String> {
+) -> Result<String, QueryError> {
     if input.len() > MAX_QUERY_LEN {
-        return Err(format!(
-            "the query is {} bytes; a search takes at most {MAX_QUERY_LEN}",
-            input.len()
-        ));
+        return Err(QueryError::TooLong { bytes: input.len() });
     }
     let mut positive: Vec<String> = Vec::new();
     let mut negative: Vec<String> = Vec::new();
@@ -114,9 +134,7 @@ fn combine(
         };
         count += 1;
         if count > MAX_TERMS {
-            return Err(format!(
-                "the query has more than {MAX_TERMS} terms; search for the few words that matter"
-            ));
+            return Err(QueryError::TooManyTerms);
         }
         if not {
             negative.push(expr);
@@ -128,11 +146,9 @@ fn combine(
         }
     }
     if positive.is_empty() {
-        return Err(format!(
-            "the query {:?} has no word to search for (a leading `-` only leaves words out): \
-             give at least one word, \"a phrase\" or a prefix*",
-            input.chars().take(100).collect::<String>()
-        ));
+        return Err(QueryError::NoWord {
+            query: input.chars().take(100).collect(),
+        });
     }
     let mut expr = positive.join(ops.and);
     for not in negative {
@@ -142,7 +158,7 @@ fn combine(
 }
 
 /// The FTS5 expression for `input`, or why there is nothing to search for.
-pub fn fts_query(input: &str) -> Result<String, String> {
+pub fn fts_query(input: &str) -> Result<String, QueryError> {
     let ops = Operators {
         or: " OR ",
         and: " AND ",
@@ -165,7 +181,7 @@ pub fn fts_query(input: &str) -> Result<String, String> {
 /// numbered from `first` (their values returned in order). Words are matched as
 /// `plainto_tsquery` matches them (stemmed, stop words dropped), a phrase as
 /// `phraseto_tsquery`, a prefix as `'word':*`; `OR` is `||`, a leading `-` is `!!`.
-pub(super) fn ts_query(input: &str, first: usize) -> Result<(String, Vec<String>), String> {
+pub(super) fn ts_query(input: &str, first: usize) -> Result<(String, Vec<String>), QueryError> {
     let ops = Operators {
         or: " || ",
         and: " && ",
@@ -242,6 +258,7 @@ mod tests {
         assert!(
             ts_query("-x", 1)
                 .unwrap_err()
+                .to_string()
                 .contains("no word to search for")
         );
     }
@@ -258,11 +275,16 @@ mod tests {
             "\"DROP\" AND \"TABLE\" AND \"memories;\""
         );
         for nothing in ["", "   ", "\"", "*", "-x", "OR", "()", "\"\""] {
-            let err = fts_query(nothing).unwrap_err();
+            let err = fts_query(nothing).unwrap_err().to_string();
             assert!(err.contains("no word to search for"), "{nothing:?}: {err}");
         }
-        assert!(fts_query(&"a ".repeat(40)).unwrap_err().contains("terms"));
-        assert!(fts_query(&"a".repeat(2000)).unwrap_err().contains("bytes"));
+        assert_eq!(fts_query(&"a ".repeat(40)), Err(QueryError::TooManyTerms));
+        assert!(
+            fts_query(&"a".repeat(2000))
+                .unwrap_err()
+                .to_string()
+                .contains("bytes")
+        );
         // A one-letter prefix would match half the index: it is a plain word.
         assert_eq!(fts_query("a*").unwrap(), "\"a\"");
     }

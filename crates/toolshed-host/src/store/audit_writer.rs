@@ -498,7 +498,7 @@ mod tests {
     use std::task::{Context, Waker};
 
     use super::*;
-    use crate::store::MIGRATIONS;
+    use crate::store::{MIGRATIONS, schema::sqlite};
     use rusqlite::Connection;
 
     fn record(i: i64) -> AuditRecord {
@@ -521,7 +521,7 @@ mod tests {
     fn database() -> Arc<Mutex<Connection>> {
         let conn = Connection::open_in_memory().unwrap();
         for migration in MIGRATIONS {
-            conn.execute_batch(migration).unwrap();
+            conn.execute_batch(&sqlite::render(migration)).unwrap();
         }
         Arc::new(Mutex::new(conn))
     }

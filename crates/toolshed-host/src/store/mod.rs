@@ -407,8 +407,8 @@ impl StateStore {
             // Under the write lock, and reading the version again inside it: another process
             // opening the same new file at this moment migrates first, or waits for us.
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version_of(&tx)?) {
-                tx.execute_batch(sql)?;
+            for (i, migration) in MIGRATIONS.iter().enumerate().skip(version_of(&tx)?) {
+                tx.execute_batch(&schema::sqlite::render(migration))?;
                 tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             }
             tx.commit()?;

@@ -645,25 +645,26 @@ pub(crate) fn migrate(pool: &Pool) -> Result<(), StoreError> {
         .map(|row| row.int(0))
         .transpose()?;
     let version = usize::try_from(found.unwrap_or(0)).unwrap_or(usize::MAX);
-    if version > super::schema::POSTGRES.len() {
+    let versions = super::schema::postgres::rendered();
+    if version > versions.len() {
         return Err(StoreError::Db(format!(
             "the Postgres database has toolshed schema version {version}, newer than this build \
              knows ({}); upgrade toolshed or point [store] url at another database",
-            super::schema::POSTGRES.len()
+            versions.len()
         )));
     }
-    for sql in &super::schema::POSTGRES[version..] {
+    for sql in &versions[version..] {
         db.batch(sql)?;
     }
     if found.is_none() {
         db.execute(
             "INSERT INTO toolshed_schema (version) VALUES (?1)",
-            &[SqlValue::from(super::schema::POSTGRES.len())],
+            &[SqlValue::from(versions.len())],
         )?;
     } else {
         db.execute(
             "UPDATE toolshed_schema SET version = ?1",
-            &[SqlValue::from(super::schema::POSTGRES.len())],
+            &[SqlValue::from(versions.len())],
         )?;
     }
     db.commit()

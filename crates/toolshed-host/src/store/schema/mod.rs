@@ -1,395 +1,556 @@
-//! Every table of the state store, in both dialects, in one place: the SQLite file's
-//! migrations ([`MIGRATIONS`]) and the same tables in Postgres types ([`POSTGRES`]). The
-//! features own their queries (`crate::memory`, `crate::approvals`, `crate::audit`, ...);
-//! the tables are listed here, in one ordered list per dialect, because a database's
-//! schema version counts the migrations that ran, whatever feature they belong to.
+//! Every table of the state store, described once ([`MIGRATIONS`]) and rendered per engine
+//! by a [`Render`] of its own file: [`sqlite::Sqlite`] for the embedded file and
+//! `postgres::Postgres` for a shared database. The features own their queries
+//! (`crate::memory`, `crate::approvals`, `crate::audit`, ...); the tables are listed here,
+//! in one ordered list, because a database's schema version counts the migrations that ran,
+//! whatever feature they belong to.
 //!
-//! A new table or column is a new entry at the end of both lists, never an edit of a
-//! released one; a test below checks that both dialects end with the same tables.
+//! A new table or column is a new entry at the end of [`MIGRATIONS`], never an edit of a
+//! released one (nor of a released engine's spelling of it, a [`Native`]). A third engine
+//! is one new file beside `sqlite.rs`: a [`Render`] saying its types, its reserved words and
+//! its spelling of each [`Native`], and which migrations each of its versions runs (one per
+//! migration unless it has history, as Postgres has).
 
-/// The schema, one migration per entry; `PRAGMA user_version` records how many ran.
-/// Never edit a released entry: append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    "CREATE TABLE plugin_state (
-        plugin_id    TEXT PRIMARY KEY,
-        enabled      INTEGER NOT NULL,
-        source       TEXT,
-        sha256       TEXT,
-        installed_at INTEGER,
-        updated_at   INTEGER NOT NULL
-    );
-    CREATE TABLE config_values (
-        plugin_id  TEXT NOT NULL,
-        key        TEXT NOT NULL,
-        value      TEXT NOT NULL,
-        secret     INTEGER NOT NULL DEFAULT 0,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (plugin_id, key)
-    );
-    CREATE TABLE audit (
-        id          INTEGER PRIMARY KEY AUTOINCREMENT,
-        ts_ms       INTEGER NOT NULL,
-        call_id     TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        door        TEXT NOT NULL,
-        tool        TEXT NOT NULL,
-        plugin      TEXT,
-        args_sha256 TEXT NOT NULL,
-        outcome     TEXT NOT NULL,
-        error_kind  TEXT,
-        duration_ms INTEGER NOT NULL
-    );
-    CREATE INDEX audit_ts ON audit (ts_ms);",
-    "CREATE TABLE read_log (
-        owner     TEXT NOT NULL,
-        path      TEXT NOT NULL,
-        sha256    BLOB NOT NULL,
-        ts_ms     INTEGER NOT NULL,
-        PRIMARY KEY (owner, path)
-    );
-    CREATE INDEX read_log_ts ON read_log (ts_ms);",
-    "CREATE TABLE plugin_grants (
-        plugin_id  TEXT NOT NULL,
-        grant      TEXT NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (plugin_id, grant)
-    );",
-    "CREATE TABLE plugin_tools (
-        plugin_id  TEXT PRIMARY KEY,
-        load_key   TEXT NOT NULL,
-        specs      TEXT NOT NULL,
-        updated_at INTEGER NOT NULL
-    );",
-    "CREATE TABLE tokens (
-        id           TEXT PRIMARY KEY,
-        owner        TEXT NOT NULL,
-        scopes       TEXT NOT NULL,
-        hash         TEXT NOT NULL,
-        created_ms   INTEGER NOT NULL,
-        expires_ms   INTEGER,
-        last_used_ms INTEGER,
-        revoked_ms   INTEGER
-    );",
-    "CREATE TABLE approvals (
-        id          TEXT PRIMARY KEY,
-        tool        TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        digest      TEXT NOT NULL,
-        summary     TEXT NOT NULL,
-        rule        TEXT NOT NULL,
-        reason      TEXT NOT NULL,
-        created_ms  INTEGER NOT NULL,
-        expires_ms  INTEGER NOT NULL,
-        state       TEXT NOT NULL,
-        answered_by TEXT,
-        answered_ms INTEGER,
-        remembered  INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX approvals_state ON approvals (state, created_ms);
-    CREATE TABLE approval_grants (
-        owner      TEXT NOT NULL,
-        tool       TEXT NOT NULL,
-        digest     TEXT NOT NULL,
-        created_ms INTEGER NOT NULL,
-        PRIMARY KEY (owner, tool, digest)
-    );",
-    "ALTER TABLE audit ADD COLUMN approval TEXT;",
-    "CREATE TABLE jobs (
-        n              INTEGER PRIMARY KEY AUTOINCREMENT,
-        tool           TEXT NOT NULL,
-        owner          TEXT NOT NULL,
-        state          TEXT NOT NULL,
-        created_ms     INTEGER NOT NULL,
-        finished_ms    INTEGER,
-        progress_count INTEGER NOT NULL DEFAULT 0,
-        progress       TEXT,
-        result         TEXT,
-        error          TEXT,
-        instance       TEXT NOT NULL
-    );
-    CREATE INDEX jobs_state ON jobs (state, instance);
-    CREATE TABLE sequences (
-        name  TEXT PRIMARY KEY,
-        value INTEGER NOT NULL
-    );",
-    "ALTER TABLE audit ADD COLUMN parent TEXT;
-    CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;",
-    // Memory: the tables, indexes and triggers of the memory tools (`crate::memory`).
-    "CREATE TABLE memories (
-        n           INTEGER PRIMARY KEY,
-        id          TEXT NOT NULL UNIQUE,
-        owner       TEXT NOT NULL,
-        namespace   TEXT NOT NULL,
-        kind        TEXT NOT NULL,
-        day         TEXT,
-        title       TEXT NOT NULL,
-        text        TEXT NOT NULL,
-        tags        TEXT NOT NULL,
-        created_ms  INTEGER NOT NULL,
-        updated_ms  INTEGER NOT NULL,
-        expires_ms  INTEGER,
-        deleted_ms  INTEGER,
-        archived_in TEXT
-    );
-    CREATE INDEX memories_recent ON memories (owner, namespace, updated_ms);
-    CREATE INDEX memories_gone ON memories (deleted_ms) WHERE deleted_ms IS NOT NULL;
-    CREATE INDEX memories_expiry ON memories (expires_ms) WHERE expires_ms IS NOT NULL;
-    CREATE INDEX memories_days ON memories (owner, namespace, day) WHERE day IS NOT NULL;
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        title, text, tags, content = 'memories', content_rowid = 'n',
-        tokenize = 'porter unicode61 remove_diacritics 2'
-    );
-    CREATE TABLE memory_usage (owner TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
-    CREATE TRIGGER memories_added AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, title, text, tags)
-            VALUES (new.n, new.title, new.text, new.tags);
-        INSERT INTO memory_usage (owner, bytes) VALUES (new.owner, length(CAST(new.text AS BLOB)))
-            ON CONFLICT (owner) DO UPDATE SET bytes = bytes + excluded.bytes;
-    END;
-    CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, title, text, tags)
-            VALUES ('delete', old.n, old.title, old.text, old.tags);
-        UPDATE memory_usage SET bytes = bytes - length(CAST(old.text AS BLOB))
-            WHERE owner = old.owner;
-    END;
-    CREATE TRIGGER memories_changed AFTER UPDATE OF title, text, tags ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, title, text, tags)
-            VALUES ('delete', old.n, old.title, old.text, old.tags);
-        INSERT INTO memories_fts (rowid, title, text, tags)
-            VALUES (new.n, new.title, new.text, new.tags);
-        UPDATE memory_usage
-            SET bytes = bytes - length(CAST(old.text AS BLOB)) + length(CAST(new.text AS BLOB))
-            WHERE owner = new.owner;
-    END;",
-    "CREATE TABLE plugin_installs (
-        plugin_id    TEXT PRIMARY KEY,
-        source       TEXT NOT NULL,
-        sha256       TEXT,
-        tree_sha256  TEXT NOT NULL,
-        files        TEXT NOT NULL,
-        installed_ms INTEGER NOT NULL
-    );",
-    "CREATE TABLE events (
-        id      INTEGER PRIMARY KEY,
-        kind    TEXT NOT NULL,
-        time_ms INTEGER NOT NULL,
-        job_id  TEXT,
-        owner   TEXT,
-        data    TEXT NOT NULL
-    );",
-    "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
-    // When an approved request's call ran: a yes is for one run.
-    "ALTER TABLE approvals ADD COLUMN used_ms INTEGER;",
-];
+use std::borrow::Cow;
 
+use Ty::{Bytes, Int, RowId, Serial, Text};
+
+#[cfg(test)]
+mod frozen;
 #[cfg(feature = "postgres")]
-/// The shared tables, one migration per entry; `toolshed_schema` records how many ran.
-/// Never edit a released entry: append a new one. The tables are those of the SQLite file
-/// ([`MIGRATIONS`]) in Postgres types: integers are `BIGINT` (booleans too, 0 or 1),
-/// blobs `BYTEA`; memory search uses a weighted `tsvector` column (title, tags, text) with a
-/// GIN index instead of FTS5, and the per-owner byte count is kept by a trigger as there.
-pub(crate) const POSTGRES: &[&str] = &[
-    "
-    CREATE TABLE plugin_state (
-        plugin_id    TEXT PRIMARY KEY,
-        enabled      BIGINT NOT NULL,
-        source       TEXT,
-        sha256       TEXT,
-        installed_at BIGINT,
-        updated_at   BIGINT NOT NULL
-    );
-    CREATE TABLE config_values (
-        plugin_id  TEXT NOT NULL,
-        key        TEXT NOT NULL,
-        value      TEXT NOT NULL,
-        secret     BIGINT NOT NULL DEFAULT 0,
-        updated_at BIGINT NOT NULL,
-        PRIMARY KEY (plugin_id, key)
-    );
-    CREATE TABLE audit (
-        id          BIGSERIAL PRIMARY KEY,
-        ts_ms       BIGINT NOT NULL,
-        call_id     TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        door        TEXT NOT NULL,
-        tool        TEXT NOT NULL,
-        plugin      TEXT,
-        args_sha256 TEXT NOT NULL,
-        outcome     TEXT NOT NULL,
-        error_kind  TEXT,
-        duration_ms BIGINT NOT NULL,
-        approval    TEXT,
-        parent      TEXT
-    );
-    CREATE INDEX audit_ts ON audit (ts_ms);
-    CREATE INDEX audit_parent ON audit (parent) WHERE parent IS NOT NULL;
-    CREATE TABLE read_log (
-        owner  TEXT NOT NULL,
-        path   TEXT NOT NULL,
-        sha256 BYTEA NOT NULL,
-        ts_ms  BIGINT NOT NULL,
-        PRIMARY KEY (owner, path)
-    );
-    CREATE INDEX read_log_ts ON read_log (ts_ms);
-    CREATE TABLE plugin_grants (
-        plugin_id  TEXT NOT NULL,
-        \"grant\"    TEXT NOT NULL,
-        updated_at BIGINT NOT NULL,
-        PRIMARY KEY (plugin_id, \"grant\")
-    );
-    CREATE TABLE plugin_tools (
-        plugin_id  TEXT PRIMARY KEY,
-        load_key   TEXT NOT NULL,
-        specs      TEXT NOT NULL,
-        updated_at BIGINT NOT NULL
-    );
-    CREATE TABLE tokens (
-        id           TEXT PRIMARY KEY,
-        owner        TEXT NOT NULL,
-        scopes       TEXT NOT NULL,
-        hash         TEXT NOT NULL,
-        created_ms   BIGINT NOT NULL,
-        expires_ms   BIGINT,
-        last_used_ms BIGINT,
-        revoked_ms   BIGINT
-    );
-    CREATE TABLE approvals (
-        id          TEXT PRIMARY KEY,
-        tool        TEXT NOT NULL,
-        owner       TEXT NOT NULL,
-        digest      TEXT NOT NULL,
-        summary     TEXT NOT NULL,
-        rule        TEXT NOT NULL,
-        reason      TEXT NOT NULL,
-        created_ms  BIGINT NOT NULL,
-        expires_ms  BIGINT NOT NULL,
-        state       TEXT NOT NULL,
-        answered_by TEXT,
-        answered_ms BIGINT,
-        remembered  BIGINT NOT NULL DEFAULT 0
-    );
-    CREATE INDEX approvals_state ON approvals (state, created_ms);
-    CREATE TABLE approval_grants (
-        owner      TEXT NOT NULL,
-        tool       TEXT NOT NULL,
-        digest     TEXT NOT NULL,
-        created_ms BIGINT NOT NULL,
-        PRIMARY KEY (owner, tool, digest)
-    );
-    CREATE TABLE jobs (
-        n              BIGSERIAL PRIMARY KEY,
-        tool           TEXT NOT NULL,
-        owner          TEXT NOT NULL,
-        state          TEXT NOT NULL,
-        created_ms     BIGINT NOT NULL,
-        finished_ms    BIGINT,
-        progress_count BIGINT NOT NULL DEFAULT 0,
-        progress       TEXT,
-        result         TEXT,
-        error          TEXT,
-        instance       TEXT NOT NULL
-    );
-    CREATE INDEX jobs_state ON jobs (state, instance);
-    CREATE TABLE sequences (
-        name  TEXT PRIMARY KEY,
-        value BIGINT NOT NULL
-    );
-    CREATE TABLE plugin_installs (
-        plugin_id    TEXT PRIMARY KEY,
-        source       TEXT NOT NULL,
-        sha256       TEXT,
-        tree_sha256  TEXT NOT NULL,
-        files        TEXT NOT NULL,
-        installed_ms BIGINT NOT NULL
-    );
-    CREATE TABLE events (
-        id      BIGINT PRIMARY KEY,
-        kind    TEXT NOT NULL,
-        time_ms BIGINT NOT NULL,
-        job_id  TEXT,
-        owner   TEXT,
-        data    TEXT NOT NULL
-    );",
-    "
-    CREATE TABLE plugin_archives (
-        plugin_id   TEXT PRIMARY KEY,
-        tree_sha256 TEXT NOT NULL,
-        archive     BYTEA,
-        updated_ms  BIGINT NOT NULL
-    );",
-    "
-    CREATE TABLE memories (
-        n           BIGSERIAL PRIMARY KEY,
-        id          TEXT NOT NULL UNIQUE,
-        owner       TEXT NOT NULL,
-        namespace   TEXT NOT NULL,
-        kind        TEXT NOT NULL,
-        day         TEXT,
-        title       TEXT NOT NULL,
-        text        TEXT NOT NULL,
-        tags        TEXT NOT NULL,
-        created_ms  BIGINT NOT NULL,
-        updated_ms  BIGINT NOT NULL,
-        expires_ms  BIGINT,
-        deleted_ms  BIGINT,
-        archived_in TEXT,
-        tsv         tsvector GENERATED ALWAYS AS (
-            setweight(to_tsvector('english', title), 'A')
-            || setweight(to_tsvector('english', tags), 'B')
-            || setweight(to_tsvector('english', text), 'C')
-        ) STORED
-    );
-    CREATE INDEX memories_search ON memories USING GIN (tsv);
-    CREATE INDEX memories_recent ON memories (owner, namespace, updated_ms);
-    CREATE INDEX memories_gone ON memories (deleted_ms) WHERE deleted_ms IS NOT NULL;
-    CREATE INDEX memories_expiry ON memories (expires_ms) WHERE expires_ms IS NOT NULL;
-    CREATE INDEX memories_days ON memories (owner, namespace, day) WHERE day IS NOT NULL;
-    CREATE TABLE memory_usage (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL);
-    CREATE FUNCTION toolshed_memory_usage() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF TG_OP <> 'INSERT' THEN
-            UPDATE memory_usage SET bytes = bytes - octet_length(OLD.text) WHERE owner = OLD.owner;
-        END IF;
-        IF TG_OP <> 'DELETE' THEN
-            INSERT INTO memory_usage (owner, bytes) VALUES (NEW.owner, octet_length(NEW.text))
-                ON CONFLICT (owner) DO UPDATE SET bytes = memory_usage.bytes + excluded.bytes;
-        END IF;
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER memories_usage AFTER INSERT OR DELETE OR UPDATE OF text, owner ON memories
-        FOR EACH ROW EXECUTE FUNCTION toolshed_memory_usage();",
-    "ALTER TABLE plugin_installs ADD COLUMN dependencies TEXT;",
-    "ALTER TABLE approvals ADD COLUMN used_ms BIGINT;",
-];
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
+#[cfg(test)]
+mod tests;
 
-#[cfg(all(test, feature = "postgres"))]
-mod tests {
-    use std::collections::BTreeSet;
+/// A column's type, in terms every engine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ty {
+    /// A 64-bit integer (booleans too, 0 or 1).
+    Int,
+    /// UTF-8 text.
+    Text,
+    /// Bytes.
+    Bytes,
+    /// An integer key the engine assigns, never reusing one (SQLite's `AUTOINCREMENT`);
+    /// only as its table's sole primary key.
+    Serial,
+    /// An integer key the engine assigns, which SQLite may reuse once the newest row is
+    /// gone (its rowid; Postgres never reuses one); only as its table's sole primary key.
+    RowId,
+}
 
-    /// The tables a list of migrations creates, full-text indexes (SQLite's FTS5 virtual
-    /// tables, a column and an index in Postgres) left out.
-    fn tables(migrations: &[&str]) -> BTreeSet<String> {
-        let mut found = BTreeSet::new();
-        for sql in migrations {
-            for part in sql.split("CREATE TABLE ").skip(1) {
-                let name: String = part
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                found.insert(name);
-            }
+/// One column of a table.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Column {
+    /// Its name.
+    pub(crate) name: &'static str,
+    /// Its type.
+    pub(crate) ty: Ty,
+    /// `NOT NULL`.
+    pub(crate) not_null: bool,
+    /// `UNIQUE`.
+    pub(crate) unique: bool,
+    /// `DEFAULT`: a literal every engine reads the same way (`0`).
+    pub(crate) default: Option<&'static str>,
+}
+
+impl Column {
+    /// A column that may be null, without a default.
+    pub(crate) const fn new(name: &'static str, ty: Ty) -> Self {
+        Self {
+            name,
+            ty,
+            not_null: false,
+            unique: false,
+            default: None,
         }
-        found
     }
 
-    #[test]
-    fn both_dialects_have_the_same_tables() {
-        let sqlite = tables(super::MIGRATIONS);
-        let mut postgres = tables(super::POSTGRES);
-        // Plugin archives are shared with other toolsheds, which only a shared database has
-        // (`crate::install`'s replication).
-        assert!(postgres.remove("plugin_archives"));
-        assert!(sqlite.len() > 10, "{sqlite:?}");
-        assert_eq!(sqlite, postgres);
+    /// The column, `NOT NULL`.
+    pub(crate) const fn not_null(self) -> Self {
+        Self {
+            not_null: true,
+            ..self
+        }
+    }
+
+    /// The column, `UNIQUE`.
+    pub(crate) const fn unique(self) -> Self {
+        Self {
+            unique: true,
+            ..self
+        }
+    }
+
+    /// The column with a default, a literal every engine reads the same way.
+    pub(crate) const fn default(self, literal: &'static str) -> Self {
+        Self {
+            default: Some(literal),
+            ..self
+        }
+    }
+}
+
+/// A `CREATE TABLE`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Table {
+    /// Its name.
+    pub(crate) name: &'static str,
+    /// Its columns, in order.
+    pub(crate) columns: &'static [Column],
+    /// The columns of its primary key; a single one is written on its column.
+    pub(crate) primary_key: &'static [&'static str],
+}
+
+/// A `CREATE INDEX`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Index {
+    /// Its name.
+    pub(crate) name: &'static str,
+    /// The table it indexes.
+    pub(crate) table: &'static str,
+    /// The columns, in order.
+    pub(crate) columns: &'static [&'static str],
+    /// A partial index's condition, in the engines' common SQL (`parent IS NOT NULL`).
+    pub(crate) where_: Option<&'static str>,
+    /// `UNIQUE`.
+    pub(crate) unique: bool,
+}
+
+impl Index {
+    /// An index of all rows, not unique.
+    pub(crate) const fn new(
+        name: &'static str,
+        table: &'static str,
+        columns: &'static [&'static str],
+    ) -> Self {
+        Self {
+            name,
+            table,
+            columns,
+            where_: None,
+            unique: false,
+        }
+    }
+
+    /// The index, of the rows where `condition` holds only.
+    pub(crate) const fn where_(self, condition: &'static str) -> Self {
+        Self {
+            where_: Some(condition),
+            ..self
+        }
+    }
+}
+
+/// What has no portable form: each engine spells it in its own file ([`Render::native`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Native {
+    /// Full-text search over the memories' title, text and tags (SQLite: an FTS5 table
+    /// kept by triggers; Postgres: a weighted `tsvector` column with a GIN index), and the
+    /// triggers that keep `memory_usage`'s per-owner byte count.
+    MemorySearch,
+}
+
+/// One change of a migration.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Change {
+    /// A new table.
+    Table(Table),
+    /// A new column at the end of a table.
+    AddColumn {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: Column,
+    },
+    /// A new index.
+    Index(Index),
+    /// What each engine spells its own way.
+    Native(Native),
+}
+
+/// The migrations of one database's schema, in order.
+pub(crate) type Migration = &'static [Change];
+
+/// `name`, of type `ty`.
+const fn col(name: &'static str, ty: Ty) -> Column {
+    Column::new(name, ty)
+}
+
+/// A change that adds `column` to `table`.
+const fn add(table: &'static str, column: Column) -> Change {
+    Change::AddColumn { table, column }
+}
+
+/// The schema, one migration per entry; SQLite's `PRAGMA user_version` records how many
+/// ran, Postgres's versions group them (`postgres::RELEASED`). Never edit a released
+/// entry: append a new one.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    &[
+        Change::Table(Table {
+            name: "plugin_state",
+            columns: &[
+                col("plugin_id", Text),
+                col("enabled", Int).not_null(),
+                col("source", Text),
+                col("sha256", Text),
+                col("installed_at", Int),
+                col("updated_at", Int).not_null(),
+            ],
+            primary_key: &["plugin_id"],
+        }),
+        Change::Table(Table {
+            name: "config_values",
+            columns: &[
+                col("plugin_id", Text).not_null(),
+                col("key", Text).not_null(),
+                col("value", Text).not_null(),
+                col("secret", Int).not_null().default("0"),
+                col("updated_at", Int).not_null(),
+            ],
+            primary_key: &["plugin_id", "key"],
+        }),
+        Change::Table(Table {
+            name: "audit",
+            columns: &[
+                col("id", Serial),
+                col("ts_ms", Int).not_null(),
+                col("call_id", Text).not_null(),
+                col("owner", Text).not_null(),
+                col("door", Text).not_null(),
+                col("tool", Text).not_null(),
+                col("plugin", Text),
+                col("args_sha256", Text).not_null(),
+                col("outcome", Text).not_null(),
+                col("error_kind", Text),
+                col("duration_ms", Int).not_null(),
+            ],
+            primary_key: &["id"],
+        }),
+        Change::Index(Index::new("audit_ts", "audit", &["ts_ms"])),
+    ],
+    &[
+        Change::Table(Table {
+            name: "read_log",
+            columns: &[
+                col("owner", Text).not_null(),
+                col("path", Text).not_null(),
+                col("sha256", Bytes).not_null(),
+                col("ts_ms", Int).not_null(),
+            ],
+            primary_key: &["owner", "path"],
+        }),
+        Change::Index(Index::new("read_log_ts", "read_log", &["ts_ms"])),
+    ],
+    &[Change::Table(Table {
+        name: "plugin_grants",
+        columns: &[
+            col("plugin_id", Text).not_null(),
+            col("grant", Text).not_null(),
+            col("updated_at", Int).not_null(),
+        ],
+        primary_key: &["plugin_id", "grant"],
+    })],
+    &[Change::Table(Table {
+        name: "plugin_tools",
+        columns: &[
+            col("plugin_id", Text),
+            col("load_key", Text).not_null(),
+            col("specs", Text).not_null(),
+            col("updated_at", Int).not_null(),
+        ],
+        primary_key: &["plugin_id"],
+    })],
+    &[Change::Table(Table {
+        name: "tokens",
+        columns: &[
+            col("id", Text),
+            col("owner", Text).not_null(),
+            col("scopes", Text).not_null(),
+            col("hash", Text).not_null(),
+            col("created_ms", Int).not_null(),
+            col("expires_ms", Int),
+            col("last_used_ms", Int),
+            col("revoked_ms", Int),
+        ],
+        primary_key: &["id"],
+    })],
+    &[
+        Change::Table(Table {
+            name: "approvals",
+            columns: &[
+                col("id", Text),
+                col("tool", Text).not_null(),
+                col("owner", Text).not_null(),
+                col("digest", Text).not_null(),
+                col("summary", Text).not_null(),
+                col("rule", Text).not_null(),
+                col("reason", Text).not_null(),
+                col("created_ms", Int).not_null(),
+                col("expires_ms", Int).not_null(),
+                col("state", Text).not_null(),
+                col("answered_by", Text),
+                col("answered_ms", Int),
+                col("remembered", Int).not_null().default("0"),
+            ],
+            primary_key: &["id"],
+        }),
+        Change::Index(Index::new(
+            "approvals_state",
+            "approvals",
+            &["state", "created_ms"],
+        )),
+        Change::Table(Table {
+            name: "approval_grants",
+            columns: &[
+                col("owner", Text).not_null(),
+                col("tool", Text).not_null(),
+                col("digest", Text).not_null(),
+                col("created_ms", Int).not_null(),
+            ],
+            primary_key: &["owner", "tool", "digest"],
+        }),
+    ],
+    &[add("audit", col("approval", Text))],
+    &[
+        Change::Table(Table {
+            name: "jobs",
+            columns: &[
+                col("n", Serial),
+                col("tool", Text).not_null(),
+                col("owner", Text).not_null(),
+                col("state", Text).not_null(),
+                col("created_ms", Int).not_null(),
+                col("finished_ms", Int),
+                col("progress_count", Int).not_null().default("0"),
+                col("progress", Text),
+                col("result", Text),
+                col("error", Text),
+                col("instance", Text).not_null(),
+            ],
+            primary_key: &["n"],
+        }),
+        Change::Index(Index::new("jobs_state", "jobs", &["state", "instance"])),
+        Change::Table(Table {
+            name: "sequences",
+            columns: &[col("name", Text), col("value", Int).not_null()],
+            primary_key: &["name"],
+        }),
+    ],
+    &[
+        add("audit", col("parent", Text)),
+        Change::Index(
+            Index::new("audit_parent", "audit", &["parent"]).where_("parent IS NOT NULL"),
+        ),
+    ],
+    // Memory: the tables, indexes and triggers of the memory tools (`crate::memory`).
+    &[
+        Change::Table(Table {
+            name: "memories",
+            columns: &[
+                col("n", RowId),
+                col("id", Text).not_null().unique(),
+                col("owner", Text).not_null(),
+                col("namespace", Text).not_null(),
+                col("kind", Text).not_null(),
+                col("day", Text),
+                col("title", Text).not_null(),
+                col("text", Text).not_null(),
+                col("tags", Text).not_null(),
+                col("created_ms", Int).not_null(),
+                col("updated_ms", Int).not_null(),
+                col("expires_ms", Int),
+                col("deleted_ms", Int),
+                col("archived_in", Text),
+            ],
+            primary_key: &["n"],
+        }),
+        Change::Index(Index::new(
+            "memories_recent",
+            "memories",
+            &["owner", "namespace", "updated_ms"],
+        )),
+        Change::Index(
+            Index::new("memories_gone", "memories", &["deleted_ms"])
+                .where_("deleted_ms IS NOT NULL"),
+        ),
+        Change::Index(
+            Index::new("memories_expiry", "memories", &["expires_ms"])
+                .where_("expires_ms IS NOT NULL"),
+        ),
+        Change::Index(
+            Index::new("memories_days", "memories", &["owner", "namespace", "day"])
+                .where_("day IS NOT NULL"),
+        ),
+        Change::Table(Table {
+            name: "memory_usage",
+            columns: &[col("owner", Text), col("bytes", Int).not_null()],
+            primary_key: &["owner"],
+        }),
+        Change::Native(Native::MemorySearch),
+    ],
+    &[Change::Table(Table {
+        name: "plugin_installs",
+        columns: &[
+            col("plugin_id", Text),
+            col("source", Text).not_null(),
+            col("sha256", Text),
+            col("tree_sha256", Text).not_null(),
+            col("files", Text).not_null(),
+            col("installed_ms", Int).not_null(),
+        ],
+        primary_key: &["plugin_id"],
+    })],
+    &[Change::Table(Table {
+        name: "events",
+        columns: &[
+            col("id", Int),
+            col("kind", Text).not_null(),
+            col("time_ms", Int).not_null(),
+            col("job_id", Text),
+            col("owner", Text),
+            col("data", Text).not_null(),
+        ],
+        primary_key: &["id"],
+    })],
+    &[add("plugin_installs", col("dependencies", Text))],
+    // When an approved request's call ran: a yes is for one run.
+    &[add("approvals", col("used_ms", Int))],
+];
+
+/// Tables only a database that several toolsheds share has, outside [`MIGRATIONS`] (the
+/// SQLite file is never shared): the archives of installed plugins, which the others
+/// install from (`crate::install`'s replication). A shared engine's versions place them.
+#[cfg(feature = "postgres")]
+pub(crate) const SHARED_ONLY: Migration = &[Change::Table(Table {
+    name: "plugin_archives",
+    columns: &[
+        col("plugin_id", Text),
+        col("tree_sha256", Text).not_null(),
+        col("archive", Bytes),
+        col("updated_ms", Int).not_null(),
+    ],
+    primary_key: &["plugin_id"],
+})];
+
+/// How one engine writes the schema down. The statements are those every engine shares
+/// (`CREATE TABLE`, `ALTER TABLE ... ADD COLUMN`, `CREATE INDEX`); an engine says its
+/// types, its reserved words and its [`Native`] pieces, and overrides a statement only
+/// where its syntax differs.
+pub(crate) trait Render {
+    /// The type `ty` is declared as.
+    fn ty(&self, ty: Ty) -> &'static str;
+
+    /// The constraint a table's sole key column of type `ty` carries.
+    fn sole_key(&self, _ty: Ty) -> &'static str {
+        "PRIMARY KEY"
+    }
+
+    /// Whether `word` (lowercase) must be quoted to name a table, column or index.
+    fn reserved(&self, word: &str) -> bool;
+
+    /// The statements of `native`, `;`-separated, without the last `;`.
+    fn native(&self, native: Native) -> &'static str;
+
+    /// `name` as an identifier: double-quoted if it is a reserved word.
+    fn ident(&self, name: &'static str) -> Cow<'static, str> {
+        if self.reserved(&name.to_ascii_lowercase()) {
+            Cow::Owned(format!("\"{name}\""))
+        } else {
+            Cow::Borrowed(name)
+        }
+    }
+
+    /// A column's definition; `sole_key` if it is its table's one-column primary key.
+    fn column(&self, column: &Column, sole_key: bool) -> String {
+        let mut out = format!("{} {}", self.ident(column.name), self.ty(column.ty));
+        if sole_key {
+            out.push(' ');
+            out.push_str(self.sole_key(column.ty));
+        }
+        if column.not_null {
+            out.push_str(" NOT NULL");
+        }
+        if column.unique {
+            out.push_str(" UNIQUE");
+        }
+        if let Some(default) = column.default {
+            out.push_str(" DEFAULT ");
+            out.push_str(default);
+        }
+        out
+    }
+
+    /// A comma-separated list of identifiers.
+    fn idents(&self, names: &[&'static str]) -> String {
+        let names: Vec<_> = names.iter().map(|n| self.ident(n)).collect();
+        names.join(", ")
+    }
+
+    /// `CREATE TABLE`.
+    fn table(&self, table: &Table) -> String {
+        let sole = match table.primary_key {
+            [one] => Some(*one),
+            _ => None,
+        };
+        let mut lines: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| self.column(c, sole == Some(c.name)))
+            .collect();
+        if sole.is_none() && !table.primary_key.is_empty() {
+            lines.push(format!("PRIMARY KEY ({})", self.idents(table.primary_key)));
+        }
+        format!(
+            "CREATE TABLE {} (\n    {}\n)",
+            self.ident(table.name),
+            lines.join(",\n    ")
+        )
+    }
+
+    /// `ALTER TABLE ... ADD COLUMN`.
+    fn add_column(&self, table: &'static str, column: &Column) -> String {
+        format!(
+            "ALTER TABLE {} ADD COLUMN {}",
+            self.ident(table),
+            self.column(column, false)
+        )
+    }
+
+    /// `CREATE INDEX`.
+    fn index(&self, index: &Index) -> String {
+        let mut out = format!(
+            "CREATE {}INDEX {} ON {} ({})",
+            if index.unique { "UNIQUE " } else { "" },
+            self.ident(index.name),
+            self.ident(index.table),
+            self.idents(index.columns)
+        );
+        if let Some(condition) = index.where_ {
+            out.push_str(" WHERE ");
+            out.push_str(condition);
+        }
+        out
+    }
+
+    /// One change's statements, without the last `;`.
+    fn change(&self, change: &Change) -> String {
+        match change {
+            Change::Table(table) => self.table(table),
+            Change::AddColumn { table, column } => self.add_column(table, column),
+            Change::Index(index) => self.index(index),
+            Change::Native(native) => self.native(*native).trim().to_string(),
+        }
+    }
+
+    /// The changes as one batch of statements, in order.
+    fn render<'a>(&self, changes: impl IntoIterator<Item = &'a Change>) -> String {
+        let mut out = String::new();
+        for change in changes {
+            out.push_str(&self.change(change));
+            out.push_str(";\n");
+        }
+        out
     }
 }
