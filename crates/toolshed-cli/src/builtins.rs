@@ -28,23 +28,23 @@ pub(crate) fn config_sources(
     sections(ConfigSources::standard(workspace, explicit_file))
 }
 
-/// Where the skills plugin finds the registry once the host is open (plugins' own skills).
-pub(crate) type RegistryCell = Arc<std::sync::OnceLock<std::sync::Weak<toolshed_host::Registry>>>;
+/// Where the skills plugin finds the plugins once the host is open (plugins' own skills).
+pub(crate) type PluginsCell = Arc<std::sync::OnceLock<toolshed_host::WeakPlugins>>;
 
 /// `builder` with every built-in plugin of this build, set up from `config`; and the cell to
-/// fill with the host's registry once it is open.
+/// fill with the host's plugins once it is open.
 pub(crate) fn register(
     builder: HostBuilder,
     config: &Config,
     workspace: &Path,
     data_dir: &Path,
-) -> (HostBuilder, RegistryCell) {
+) -> (HostBuilder, PluginsCell) {
     let web = toolshed_tools::web::Settings {
         keyless_fallback: config.web.keyless_fallback(),
     };
     let skills = skill_roots(workspace, data_dir);
-    let registry: RegistryCell = Arc::default();
-    let plugin_skills = plugin_skill_roots(registry.clone());
+    let plugins: PluginsCell = Arc::default();
+    let plugin_skills = plugin_skill_roots(plugins.clone());
     // The order is the plugin list's: the core family, downloads, mail, asking the user,
     // the browser, code mode, skills, the language servers, memory.
     let mut builder =
@@ -78,7 +78,7 @@ pub(crate) fn register(
         builder =
             builder.plugins(move |services| vec![toolshed_lsp::plugin(services, lsp.clone())]);
     }
-    (builder.memory(), registry)
+    (builder.memory(), plugins)
 }
 
 /// Where skills are found, in the order a name is looked up: the workspace's own, the
@@ -108,15 +108,13 @@ fn skill_roots(
 }
 
 /// The `skills/` folders of the plugins running (or degraded) now, for `system.skills`.
-fn plugin_skill_roots(
-    registry: Arc<std::sync::OnceLock<std::sync::Weak<toolshed_host::Registry>>>,
-) -> toolshed_tools::skills::MoreRoots {
+fn plugin_skill_roots(plugins: PluginsCell) -> toolshed_tools::skills::MoreRoots {
     Arc::new(move || {
-        let Some(registry) = registry.get().and_then(std::sync::Weak::upgrade) else {
+        let Some(plugins) = plugins.get().and_then(toolshed_host::WeakPlugins::upgrade) else {
             return Vec::new();
         };
-        registry
-            .plugins()
+        plugins
+            .list()
             .into_iter()
             .filter(|p| {
                 matches!(

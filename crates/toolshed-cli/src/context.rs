@@ -94,7 +94,7 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
             workspace.display()
         );
     }
-    let (builder, registry) = crate::builtins::register(
+    let (builder, plugins) = crate::builtins::register(
         HostBuilder::new(workspace.clone(), data_dir.clone()),
         &loaded.config,
         &workspace,
@@ -114,7 +114,7 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
         }
         other => Failure::Runtime(other.to_string()),
     })?;
-    let _ = registry.set(Arc::downgrade(host.registry()));
+    let _ = plugins.set(host.plugins().downgrade());
     #[cfg(feature = "otel")]
     crate::telemetry::watch(&host);
     Ok(host)
@@ -263,7 +263,7 @@ pub(crate) fn caller(
             return Ok(None);
         }
     }
-    match host.store().authenticate(token) {
+    match host.tokens().authenticate(token) {
         Ok(Some(record)) => Ok(Some(record.caller())),
         Ok(None) => Err(Failure::Usage(
             "--token (or TOOLSHED_TOKEN) is not a live agent token: it was revoked, expired, \

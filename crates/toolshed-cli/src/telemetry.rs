@@ -323,7 +323,7 @@ pub(crate) fn watch(host: &Host) {
             .build();
     }
     let mut events = host.events().subscribe();
-    let registry = host.registry().clone();
+    let catalog = host.catalog().detached();
     tokio::spawn(async move {
         loop {
             let (tool, plugin, door, outcome, error, duration_ms) = match events.recv().await {
@@ -352,7 +352,7 @@ pub(crate) fn watch(host: &Host) {
             };
             // Names a caller made up are counted together, so that they cannot grow the
             // number of series without bound.
-            let tool = if registry.lookup(&tool).is_some() {
+            let tool = if catalog.lookup(&tool).is_some() {
                 tool
             } else {
                 "(unknown)".to_string()

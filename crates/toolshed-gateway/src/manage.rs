@@ -232,12 +232,12 @@ pub async fn mount(
         .chain(server.sampling.then(|| "llm".to_string()))
         .collect();
     if !grants.is_empty() {
-        host.store()
-            .change_grants(&id, &grants, &[])
+        host.plugins()
+            .grant_before_install(&id, &grants)
             .map_err(|e| ManageError::Failed(e.to_string()))?;
     }
     for (key, value) in &secrets {
-        host.store()
+        host.plugins()
             .set_config_value(&id, key, &json!(value), true)
             .map_err(|e| ManageError::Failed(e.to_string()))?;
     }
@@ -254,7 +254,7 @@ pub async fn mount(
     let installed = outcome.map_err(|e| ManageError::Failed(e.to_string()))?;
     // Loaded now, so that a server that cannot start says so here.
     let info =
-        host.registry().adopt(&installed.dir).await.ok_or_else(|| {
+        host.plugins().adopt(&installed.dir).await.ok_or_else(|| {
             ManageError::Failed(format!("`{id}` was installed but is not listed"))
         })?;
     match (&info.state, &info.reason) {
@@ -417,8 +417,8 @@ pub fn import_entries(
 
 /// The mounted servers (plugins of kind `mcp`), in trust order.
 pub fn servers(host: &Host) -> Vec<PluginInfo> {
-    host.registry()
-        .plugins()
+    host.plugins()
+        .list()
         .into_iter()
         .filter(|p| p.kind == PluginKind::Mcp)
         .collect()
@@ -426,7 +426,7 @@ pub fn servers(host: &Host) -> Vec<PluginInfo> {
 
 /// What a server runs: its command line, or its URL.
 pub fn target(host: &Host, id: &str) -> String {
-    host.registry()
+    host.plugins()
         .manifest(id)
         .and_then(|m| m.mcp_server())
         .map(|m| match m.url {
@@ -455,7 +455,7 @@ pub fn server(host: &Host, name: &str) -> Result<PluginInfo, ManageError> {
 /// Removes server `name`: its plugin, state and config. Its id.
 pub async fn remove(host: &Host, name: &str) -> Result<String, ManageError> {
     let info = server(host, name)?;
-    host.registry()
+    host.plugins()
         .uninstall(&info.id)
         .await
         .map_err(|e| ManageError::Failed(e.to_string()))?;
@@ -489,7 +489,7 @@ pub async fn accept(
         ));
     }
     let prefix = host
-        .registry()
+        .plugins()
         .manifest(&id)
         .map(|m| crate::prefix(&m))
         .unwrap_or_default();
@@ -514,7 +514,7 @@ pub async fn accept(
     let path = crate::pins::pins_path(&dir);
     crate::pins::write(&path, &pins)
         .map_err(|e| ManageError::Failed(format!("cannot write {}: {e}", path.display())))?;
-    host.registry()
+    host.plugins()
         .reload(&id)
         .await
         .map_err(|e| ManageError::Failed(e.to_string()))

@@ -629,12 +629,15 @@ impl Host {
         &self.config
     }
 
-    /// The state store.
+    /// The state store: for the host's own crates and tests. Doors use the services made
+    /// for them: [`Host::tokens`], [`Host::approvals`], [`Host::plugins`],
+    /// [`Host::memories`], [`Host::state_info`], [`Host::audit`], [`Host::event_journal`].
     pub fn store(&self) -> &Arc<StateStore> {
         &self.store
     }
 
-    /// The plugin registry.
+    /// The plugin registry: for the host's own crates and tests. Doors use the services
+    /// made for them: [`Host::catalog`] and [`Host::plugins`].
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }

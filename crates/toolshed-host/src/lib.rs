@@ -10,6 +10,9 @@
 //! - [`Dispatcher`]: the one pipeline — resolve, review ([`Review`]), validate, policy,
 //!   hooks, run, record — with [`Policy`] and [`CallHook`] as its seams.
 //! - [`EventBus`]: what doors subscribe to.
+//! - What else a door uses of a host, as purpose-named services borrowed from it:
+//!   [`Catalog`], [`Plugins`], [`Tokens`], [`Approvals`], [`StateInfo`], [`Audit`] and
+//!   [`EventJournal`] (see [`Host::catalog`] and its neighbours).
 //! - [`Host`]: all of it opened together, by a [`HostBuilder`] that also builds the typed
 //!   [`Services`] tools are made with.
 //!
@@ -53,6 +56,7 @@ mod arguments;
 mod audit;
 mod builder;
 mod dispatcher;
+mod doors;
 mod events;
 mod grants;
 pub mod hooks;
@@ -72,6 +76,7 @@ pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{
     CANCEL_GRACE, CallRequest, CallResult, DeferredApproval, Dispatcher, MAX_VIOLATIONS,
 };
+pub use doors::{Approvals, Audit, Catalog, EventJournal, Plugins, StateInfo, Tokens, WeakPlugins};
 pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
 pub use hooks::{CallHook, HookDecision, Hooks};

@@ -48,7 +48,7 @@ pub(crate) struct State {
 }
 
 fn codec(host: &Host) -> Result<RequestStateCodec, McpError> {
-    RequestStateCodec::try_new(host.store().signing_key().to_vec())
+    RequestStateCodec::try_new(host.tokens().state_signing_key().to_vec())
         .map_err(|e| McpError::internal_error(format!("request state key: {e}"), None))
 }
 
@@ -145,8 +145,8 @@ pub(crate) fn take_approval(
     })?;
     let approve = response.get("action").and_then(Value::as_str) == Some("accept");
     match host
-        .store()
-        .answer_approval_once(id, approve, who, false)
+        .approvals()
+        .answer_once(id, approve, who, false)
         .map_err(|e| McpError::internal_error(format!("approval {id}: {e}"), None))?
     {
         Some((true, _)) => Ok(id.to_string()),

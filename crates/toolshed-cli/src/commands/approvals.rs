@@ -13,11 +13,10 @@ const LIST_LIMIT: usize = 200;
 
 /// Runs one approvals command.
 pub(crate) fn run(host: &Host, command: ApprovalsCommand) -> Result<(), Failure> {
-    let store = host.store();
     let failed = |e: toolshed_host::StoreError| Failure::Runtime(e.to_string());
     match command {
         ApprovalsCommand::List { all, json } => {
-            let list = store.approvals(all, LIST_LIMIT).map_err(failed)?;
+            let list = host.approvals().list(all, LIST_LIMIT).map_err(failed)?;
             if json {
                 return print_json(&json!(list));
             }
@@ -66,8 +65,8 @@ fn answer(host: &Host, id: &str, approve: bool, remember: bool) -> Result<(), Fa
         std::env::var("USER").unwrap_or_else(|_| "local user".into())
     );
     let Some(request) = host
-        .store()
-        .answer_approval(id, approve, &by, remember)
+        .approvals()
+        .answer(id, approve, &by, remember)
         .map_err(|e| Failure::Runtime(e.to_string()))?
     else {
         return Err(Failure::Usage(format!(

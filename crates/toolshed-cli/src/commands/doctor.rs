@@ -169,20 +169,21 @@ fn checks(host: &Host) -> Vec<Check> {
         Status::Ok,
         "the browser tools are not in this build (cargo feature `browser`)".into(),
     );
-    match host.store().schema_version() {
+    let state = host.state_info();
+    match state.schema_version() {
         Ok(v) => push(
             "data dir",
             Status::Ok,
             format!(
                 "{} (state database {}, schema version {v})",
                 host.data_dir().display(),
-                host.store().path().display()
+                state.path().display()
             ),
         ),
         Err(e) => push("data dir", Status::Error, e.to_string()),
     }
 
-    let plugins = host.registry().plugins();
+    let plugins = host.plugins().list();
     let running = plugins
         .iter()
         .filter(|p| p.state == PluginState::Running)
@@ -206,8 +207,9 @@ fn checks(host: &Host) -> Vec<Check> {
         );
     }
     // Tools that cannot work yet: MCP clients do not see them ([mcp] list_unconfigured).
-    for tool in host.registry().tools() {
-        if let Some((reason, _)) = host.registry().unavailable(&tool) {
+    let catalog = host.catalog();
+    for tool in catalog.tools() {
+        if let Some((reason, _)) = catalog.unavailable(&tool) {
             push(
                 "tools",
                 Status::Warning,
@@ -215,7 +217,7 @@ fn checks(host: &Host) -> Vec<Check> {
             );
         }
     }
-    for d in host.registry().diagnostics() {
+    for d in host.plugins().diagnostics() {
         let status = if d.level == Level::Error {
             Status::Error
         } else {
@@ -225,7 +227,7 @@ fn checks(host: &Host) -> Vec<Check> {
     }
 
     for p in &plugins {
-        let Some(manifest) = host.registry().manifest(&p.id) else {
+        let Some(manifest) = host.plugins().manifest(&p.id) else {
             continue;
         };
         for var in &manifest.env {
@@ -278,8 +280,8 @@ fn checks(host: &Host) -> Vec<Check> {
 #[cfg(feature = "browser")]
 fn browser_check(host: &Host, config: &toolshed_host::Config) -> (Status, String) {
     let browser_state = host
-        .registry()
         .plugins()
+        .list()
         .into_iter()
         .find(|p| p.id == toolshed_browser::PLUGIN_ID)
         .map(|p| p.state);

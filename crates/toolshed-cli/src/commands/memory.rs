@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use toolshed_host::Host;
-use toolshed_host::memory::{Memories, MemoryError};
+use toolshed_host::memory::MemoryError;
 
 use crate::Failure;
 use crate::cli::MemoryCommand;
@@ -19,7 +19,7 @@ fn failure(e: MemoryError) -> Failure {
 
 /// Runs one memory command.
 pub(crate) async fn run(host: &Host, command: MemoryCommand) -> Result<(), Failure> {
-    let memories = Memories::new(host.store().clone(), host.config().config.memory.clone());
+    let memories = host.memories();
     let files = host.services().ops.files.clone();
     let workspace = host.workspace().to_path_buf();
     tokio::task::spawn_blocking(move || match command {

@@ -11,14 +11,14 @@ use crate::render::{print_json, table};
 
 /// Lists plugins and every discovery problem.
 pub(crate) fn list(host: &Host, json: bool) -> Result<(), Failure> {
-    let mut plugins = host.registry().plugins();
+    let mut plugins = host.plugins().list();
     let language = std::env::var("TOOLSHED_LANG")
         .ok()
         .filter(|l| !l.trim().is_empty());
     // Names and descriptions in the language asked for, where manifests translate them.
     if let Some(lang) = language.clone() {
         for p in &mut plugins {
-            let Some(manifest) = host.registry().manifest(&p.id) else {
+            let Some(manifest) = host.plugins().manifest(&p.id) else {
                 continue;
             };
             if let Some(t) = manifest.translation(&lang) {
@@ -31,7 +31,7 @@ pub(crate) fn list(host: &Host, json: bool) -> Result<(), Failure> {
             }
         }
     }
-    let diagnostics = host.registry().diagnostics();
+    let diagnostics = host.plugins().diagnostics();
     if json {
         // Installed plugins carry where they came from (`plugins verify` checks their files).
         let listed: Vec<serde_json::Value> = plugins
@@ -39,10 +39,10 @@ pub(crate) fn list(host: &Host, json: bool) -> Result<(), Failure> {
             .map(|p| {
                 let mut value = serde_json::to_value(p).unwrap_or_default();
                 if let serde_json::Value::Object(map) = &mut value {
-                    if let Some(manifest) = host.registry().manifest(&p.id) {
+                    if let Some(manifest) = host.plugins().manifest(&p.id) {
                         map.extend(manifest.listing_fields(language.as_deref(), p.dir.as_deref()));
                     }
-                    let provenance = host.store().provenance(&p.id).ok().flatten();
+                    let provenance = host.plugins().provenance(&p.id).ok().flatten();
                     map.insert(
                         "provenance".into(),
                         serde_json::to_value(provenance).unwrap_or_default(),
@@ -96,7 +96,7 @@ pub(crate) fn list(host: &Host, json: bool) -> Result<(), Failure> {
 /// Enables or disables a plugin.
 pub(crate) async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<(), Failure> {
     let info = host
-        .registry()
+        .plugins()
         .set_enabled(id, enabled)
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -203,7 +203,7 @@ pub(crate) async fn search(host: &Host, words: &[String], json: bool) -> Result<
                     )
                     .to_lowercase();
                     if words.iter().all(|w| text.contains(w.as_str())) {
-                        let installed = host.registry().manifest(&entry.id).map(|m| m.version);
+                        let installed = host.plugins().manifest(&entry.id).map(|m| m.version);
                         found.push((entry, installed));
                     }
                 }
@@ -284,7 +284,7 @@ pub(crate) async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
         Err(_) => None,
     };
     let info = host
-        .registry()
+        .plugins()
         .uninstall(id)
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -299,17 +299,12 @@ pub(crate) async fn uninstall(host: &Host, id: &str) -> Result<(), Failure> {
 pub(crate) async fn health(host: &Host, id: Option<&str>, json: bool) -> Result<(), Failure> {
     let ids: Vec<String> = match id {
         Some(id) => vec![id.to_string()],
-        None => host
-            .registry()
-            .plugins()
-            .into_iter()
-            .map(|p| p.id)
-            .collect(),
+        None => host.plugins().list().into_iter().map(|p| p.id).collect(),
     };
     let mut rows = Vec::new();
     let mut unwell = 0;
     for id in ids {
-        let Some((info, health)) = host.registry().health_now(&id).await else {
+        let Some((info, health)) = host.plugins().health_now(&id).await else {
             return Err(Failure::Runtime(format!(
                 "no plugin `{id}`; `toolshed plugins list` shows them"
             )));
@@ -460,7 +455,7 @@ pub(crate) async fn verify(host: &Host, id: &str, json: bool) -> Result<(), Fail
 /// Restarts a plugin.
 pub(crate) async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
     let info = host
-        .registry()
+        .plugins()
         .reload(id)
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -473,10 +468,10 @@ pub(crate) async fn reload(host: &Host, id: &str) -> Result<(), Failure> {
 
 /// Prints the end of a plugin's log (a mounted MCP server's stderr).
 pub(crate) fn logs(host: &Host, id: &str, lines: usize) -> Result<(), Failure> {
-    let registry = host.registry();
-    let info = registry
-        .plugin(id)
-        .or_else(|| registry.plugin(&format!("mcp.{id}")))
+    let plugins = host.plugins();
+    let info = plugins
+        .info(id)
+        .or_else(|| plugins.info(&format!("mcp.{id}")))
         .ok_or_else(|| {
             Failure::Usage(format!(
                 "there is no plugin `{id}`; `toolshed plugins list` shows the plugins there are"
@@ -535,8 +530,8 @@ pub(crate) async fn grant(
     grants: Vec<String>,
     list: bool,
 ) -> Result<(), Failure> {
-    let registry = host.registry();
-    let current = registry.grants(id).await.map_err(registry_failure)?;
+    let plugins = host.plugins();
+    let current = plugins.grants(id).await.map_err(registry_failure)?;
     if list {
         print_grants(id, &current);
         return Ok(());
@@ -556,12 +551,12 @@ pub(crate) async fn grant(
     } else {
         grants
     };
-    let info = registry
+    let info = plugins
         .change_grants(id, &grants, &[])
         .await
         .map_err(registry_failure)?;
     print_grants(id, &info);
-    if let Some(plugin) = registry.plugin(id)
+    if let Some(plugin) = plugins.info(id)
         && let Some(reason) = &plugin.reason
     {
         outln!("{id}: {} ({reason})", plugin.state.as_str());
@@ -576,9 +571,9 @@ pub(crate) async fn revoke(
     grants: Vec<String>,
     all: bool,
 ) -> Result<(), Failure> {
-    let registry = host.registry();
+    let plugins = host.plugins();
     let grants = match (all, grants.is_empty()) {
-        (true, true) => registry.grants(id).await.map_err(registry_failure)?.granted,
+        (true, true) => plugins.grants(id).await.map_err(registry_failure)?.granted,
         (false, false) => grants,
         (true, false) => {
             return Err(Failure::Usage(
@@ -591,7 +586,7 @@ pub(crate) async fn revoke(
             )));
         }
     };
-    let info = registry
+    let info = plugins
         .change_grants(id, &[], &grants)
         .await
         .map_err(registry_failure)?;
@@ -606,13 +601,13 @@ pub(crate) fn config(
     key: Option<&str>,
     value: Option<&str>,
 ) -> Result<(), Failure> {
-    let manifest = host.registry().manifest(id).ok_or_else(|| {
+    let plugins = host.plugins();
+    let manifest = plugins.manifest(id).ok_or_else(|| {
         Failure::Runtime(format!(
             "no plugin `{id}`; `toolshed plugins list` shows the installed plugins"
         ))
     })?;
-    let stored = host
-        .store()
+    let stored = plugins
         .config_values(id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     let Some(key) = key else {
@@ -697,7 +692,7 @@ pub(crate) fn config(
     config_fields::check(field, &parsed).map_err(|problem| {
         Failure::Usage(format!("config for `{id}` was not changed: {problem}"))
     })?;
-    host.store()
+    plugins
         .set_config_value(id, key, &parsed, field.secret)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     if field.secret {

@@ -19,8 +19,8 @@ pub(crate) fn test(
     json: bool,
 ) -> Result<(), Failure> {
     let arguments = read_args(args)?;
-    let Some(entry) = host.registry().lookup(tool) else {
-        let names = host.registry().tool_names();
+    let Some(entry) = host.catalog().lookup(tool) else {
+        let names = host.catalog().tool_names();
         let close = closest(tool, names.iter().map(String::as_str), 3);
         let hint = if close.is_empty() {
             "`toolshed tools list` shows every tool".to_string()

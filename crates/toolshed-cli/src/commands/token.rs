@@ -12,7 +12,7 @@ use crate::render::print_json;
 
 /// Runs one token command.
 pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
-    let store = host.store();
+    let tokens = host.tokens();
     let failed = |e: toolshed_host::StoreError| Failure::Runtime(e.to_string());
     match command {
         TokenCommand::Create {
@@ -40,9 +40,7 @@ pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             }
             check_scopes(&scopes)?;
             let expires = expires.as_deref().map(parse_duration).transpose()?;
-            let made = store
-                .create_token(&owner, &scopes, expires)
-                .map_err(failed)?;
+            let made = tokens.create(&owner, &scopes, expires).map_err(failed)?;
             if json {
                 print_json(&json!({"token": made.token, "record": made.record}))?;
             } else {
@@ -57,7 +55,7 @@ pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             Ok(())
         }
         TokenCommand::List { json } => {
-            let tokens = store.tokens().map_err(failed)?;
+            let tokens = tokens.list().map_err(failed)?;
             if json {
                 return print_json(&json!(tokens));
             }
@@ -84,7 +82,7 @@ pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             Ok(())
         }
         TokenCommand::Revoke { id } => {
-            if store.revoke_token(&id).map_err(failed)? {
+            if tokens.revoke(&id).map_err(failed)? {
                 outln!("revoked; requests with it are refused from now on");
                 Ok(())
             } else {

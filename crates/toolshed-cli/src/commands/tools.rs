@@ -13,7 +13,7 @@ fn visible(host: &Host) -> Vec<ToolEntry> {
 
 /// The tools a caller using `profile` sees.
 fn visible_with(host: &Host, profile: Option<&str>) -> Vec<ToolEntry> {
-    host.registry()
+    host.catalog()
         .tools()
         .into_iter()
         .filter(|t| host.dispatcher().visible(t, profile))
@@ -24,7 +24,7 @@ fn describe(host: &Host, entry: &ToolEntry) -> serde_json::Value {
     let mut value = serde_json::to_value(entry.spec()).unwrap_or_default();
     if let Some(obj) = value.as_object_mut() {
         obj.insert("plugin".into(), json!(entry.plugin_id));
-        let unavailable = host.registry().unavailable(entry);
+        let unavailable = host.catalog().unavailable(entry);
         obj.insert("available".into(), json!(unavailable.is_none()));
         if let Some((reason, _)) = unavailable {
             obj.insert("unavailable_reason".into(), json!(reason));
@@ -76,7 +76,7 @@ pub(crate) fn narrowing(host: &Host) -> Vec<String> {
         .iter()
         .filter_map(|(name, p)| p.sandbox.as_ref().map(|m| format!("profile {name}: {m}")))
         .collect();
-    if let Ok(tokens) = host.store().tokens() {
+    if let Ok(tokens) = host.tokens().list() {
         for token in tokens.iter().filter(|t| t.revoked_ms.is_none()) {
             if let Some(mode) = token
                 .scopes
@@ -159,7 +159,7 @@ pub(crate) fn list(
         .map(|t| {
             let spec = t.spec();
             let mut desc = summary(&spec.description, 70);
-            if host.registry().unavailable(t).is_some() {
+            if host.catalog().unavailable(t).is_some() {
                 desc = format!("[unconfigured] {desc}");
             }
             let mut row = vec![spec.name.clone(), spec.group.clone(), t.plugin_id.clone()];
@@ -182,7 +182,7 @@ pub(crate) fn list(
         let list_unconfigured = host.config().config.mcp.list_unconfigured;
         let listed: Vec<serde_json::Value> = tools
             .iter()
-            .filter(|t| list_unconfigured || host.registry().unavailable(t).is_none())
+            .filter(|t| list_unconfigured || host.catalog().unavailable(t).is_none())
             .map(|t| toolshed_mcp::listed_tool(t.spec()))
             .collect();
         let total = serde_json::to_vec(&listed).map_or(0, |v| v.len());
@@ -206,7 +206,7 @@ fn listed_bytes(spec: &toolshed_core::ToolSpec) -> usize {
 /// Shows one tool.
 pub(crate) fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
     let entry = host
-        .registry()
+        .catalog()
         .lookup(name)
         .filter(|t| host.dispatcher().visible(t, None))
         .ok_or_else(|| {
@@ -251,7 +251,7 @@ pub(crate) fn show(host: &Host, name: &str, json: bool) -> Result<(), Failure> {
     if let Some(ms) = spec.default_timeout_ms {
         outln!("default timeout: {ms} ms");
     }
-    if let Some((reason, _)) = host.registry().unavailable(&entry) {
+    if let Some((reason, _)) = host.catalog().unavailable(&entry) {
         outln!("unavailable: {reason}");
     }
     outln!("\n{}\n", spec.description);

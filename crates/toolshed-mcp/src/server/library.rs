@@ -75,7 +75,7 @@ impl McpServer {
             .into_iter()
             .map(|e| e.plugin_id)
             .collect();
-        Ok(bound.host.registry().libraries(&plugins))
+        Ok(bound.host.catalog().libraries(&plugins))
     }
 
     /// `resources/list`: the resources of the plugins whose tools the caller sees.

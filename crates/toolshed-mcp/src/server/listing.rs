@@ -196,12 +196,12 @@ impl Bound {
     /// The tools this connection sees, sorted by name (the registry's order): a model is
     /// not offered a tool that can only answer "unconfigured" unless the config asks.
     fn visible_tools(&self) -> Vec<ToolEntry> {
-        let registry = self.host.registry();
-        registry
+        let catalog = self.host.catalog();
+        catalog
             .tools()
             .into_iter()
             .filter(|t| self.is_visible(t))
-            .filter(|t| self.list_unconfigured || registry.unavailable(t).is_none())
+            .filter(|t| self.list_unconfigured || catalog.unavailable(t).is_none())
             .collect()
     }
 
@@ -326,7 +326,7 @@ impl McpServer {
         }
         bound
             .host
-            .registry()
+            .catalog()
             .lookup(name)
             .filter(|entry| bound.is_visible(entry) && entry.spec().name == name)
             .map(|entry| tool_from_spec(entry.spec()))
@@ -343,7 +343,7 @@ impl McpServer {
         let Ok(bound) = self.bound().await else {
             return;
         };
-        let mut changes = bound.host.registry().catalog_changes();
+        let mut changes = bound.host.catalog().changes();
         changes.mark_unchanged();
         let mut relisted = bound.relisted.subscribe();
         relisted.mark_unchanged();

@@ -195,7 +195,7 @@ impl McpServer {
             .ready
             .get()?
             .host
-            .registry()
+            .catalog()
             .argument_limits(name)
     }
 
@@ -258,7 +258,7 @@ impl Bound {
         let Some(token) = &self.session.token else {
             return Ok(());
         };
-        match self.host.store().authenticate(token) {
+        match self.host.tokens().authenticate(token) {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(McpError::invalid_request(
                 "this connection's token was revoked or has expired; ask for a new one",
@@ -281,7 +281,7 @@ impl Drop for McpServer {
         let Some(bound) = self.binding.ready.get() else {
             return;
         };
-        let registry = bound.host.registry().clone();
+        let plugins = bound.host.plugins().detached();
         let owner = self.owner.clone();
         // A task of the connection's owner goes on without it: what the owner keeps
         // running ends once its tasks have.
@@ -293,7 +293,7 @@ impl Drop for McpServer {
             if let Some(jobs) = jobs {
                 let _ = tokio::time::timeout(longest, jobs.until_idle(&owner.0)).await;
             }
-            registry.end_owner(&owner).await;
+            plugins.end_owner(&owner).await;
         });
     }
 }
