@@ -5,6 +5,11 @@
 //! and ends in a [`ToolOutput`] or a [`ToolError`]. Tools arrive in [`Plugin`]s, which are
 //! described by a [`PluginManifest`].
 //!
+//! Small shared pieces are public modules: [`secret`] (constant-time compares and random
+//! tokens), [`suggest`] ("did you mean"), [`oversized`] (arguments larger than their tool
+//! takes, found before parsing), [`runtime`] (which JavaScript runtime a plugin needs) and
+//! [`trace_context`] (W3C trace context across toolshed's edges).
+//!
 //! ```
 //! use toolshed_core::{ToolOutput, ToolSpec};
 //! let spec = ToolSpec::new("echo", "Repeat the input back.");

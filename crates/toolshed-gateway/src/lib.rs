@@ -9,6 +9,10 @@
 //! forwarded as `tools/call` with the call's progress routed back and cancellation sent on;
 //! the host has validated its arguments against the server's schema first. See
 //! docs/gateway.md.
+//!
+//! Public modules: [`manage`] (adding, importing, removing and pinning servers, for every
+//! door alike), [`pins`] (each tool's definition pinned against rug pulls) and [`log`] (a
+//! mounted server's stderr, kept bounded).
 
 mod asks;
 mod client;

@@ -50,7 +50,7 @@ fn pretty(value: &serde_json::Value) -> String {
 }
 
 /// The bytes of `output` a door sends a model (see the module docs).
-pub fn reply_bytes(output: &ToolOutput) -> usize {
+pub(crate) fn reply_bytes(output: &ToolOutput) -> usize {
     let mut total = 0;
     let mut has_text = false;
     for block in &output.content {
@@ -76,7 +76,7 @@ pub fn reply_bytes(output: &ToolOutput) -> usize {
 }
 
 /// `output` within `max` bytes (see the module docs); unchanged when it fits.
-pub fn enforce(mut output: ToolOutput, max: usize) -> ToolOutput {
+pub(crate) fn enforce(mut output: ToolOutput, max: usize) -> ToolOutput {
     let before = reply_bytes(&output);
     if before <= max {
         return output;

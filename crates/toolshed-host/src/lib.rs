@@ -16,8 +16,16 @@
 //! - [`Host`]: all of it opened together, by a [`HostBuilder`] that also builds the typed
 //!   [`Services`] tools are made with.
 //!
-//! Five concepts are public modules ([`config`], [`config_fields`], [`install`],
-//! [`manifest`], [`registry`]); everything else is re-exported here.
+//! The concepts an embedder or a door names by module are public modules: [`config`] (the
+//! layered configuration and every section's type), [`config_fields`] (plugin config
+//! values checked against their fields), [`install`], [`manifest`] and [`registry`] (plugins
+//! found, installed, loaded and listed), [`shipped`] (the tools a plugin last served),
+//! [`tool_search`] (BM25 over the catalog), [`library`] (plugins' resources and prompts),
+//! [`policy`] (its rules and decisions), [`approvals`] and [`questions`] (calls that wait
+//! for a person), [`identity`] and [`oauth`] (who calls), [`memory`], [`jobs`] and
+//! [`job_store`] (calls that outlive their request, and stored events), [`env_overlay`]
+//! (the workspace's `.env` layers) and [`private_file`] (a file only its owner reads).
+//! Everything else is private, and what a door uses of it is re-exported here.
 //!
 //! ```no_run
 //! # async fn demo(host: toolshed_host::Host) {
@@ -30,7 +38,6 @@
 //! ```
 
 pub mod approvals;
-pub mod ceiling;
 pub mod config;
 pub mod config_fields;
 pub mod env_overlay;
@@ -39,15 +46,12 @@ pub mod install;
 pub mod job_store;
 pub mod jobs;
 pub mod library;
-pub mod llm;
 pub mod manifest;
-pub mod manifest_compat;
 pub mod memory;
 pub mod oauth;
 pub mod policy;
 pub mod private_file;
 pub mod questions;
-pub mod quotas;
 pub mod registry;
 pub mod shipped;
 pub mod tool_search;
@@ -55,15 +59,19 @@ pub mod tool_search;
 mod arguments;
 mod audit;
 mod builder;
+mod ceiling;
 mod dispatcher;
 mod doors;
 mod events;
 mod grants;
-pub mod hooks;
+mod hooks;
 mod host;
 mod kit;
 mod lazy;
+mod llm;
+mod manifest_compat;
 mod name_glob;
+mod quotas;
 mod review;
 mod secrets;
 mod section;

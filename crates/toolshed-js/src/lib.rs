@@ -1,7 +1,8 @@
 //! Sandboxed JavaScript plugins, run in QuickJS through `rquickjs` — or, for a plugin that
 //! needs Node's built-in modules or npm packages, in a `node` process of its own inside the
 //! command sandbox (the `node` module; the choice is `toolshed_core::runtime`'s). Both
-//! runtimes serve the same plugin interface; what follows describes QuickJS.
+//! runtimes serve the same plugin interface; what follows describes QuickJS. Code mode
+//! (`system.code`, its `run_code` tool) is the public module [`code`].
 //!
 //! [`JsLoader`] builds a [`Plugin`](toolshed_core::Plugin) from a plugin directory whose
 //! manifest says `kind = "js"`. `load` only checks the entry file; the plugin's `init`

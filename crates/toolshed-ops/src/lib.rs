@@ -7,7 +7,9 @@
 //! `contract` feature). Searching — glob, fuzzy find, grep — goes through [`SearchOps`],
 //! confined the same way; starting processes through [`ProcessOps`] (see the [`process`]
 //! module). HTTP goes through [`NetClient`] (see the [`net`] module), which enforces a
-//! network policy on every address it dials.
+//! network policy on every address it dials. The [`search`] module holds the search
+//! operations' types, [`path`] the lexical checks of the paths tools receive, and
+//! [`sandbox`] the command sandbox the kernel enforces.
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};

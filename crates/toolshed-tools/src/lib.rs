@@ -1,7 +1,9 @@
 //! The core family of toolshed's built-in plugins: workspace files, commands and
 //! processes, HTTP, the web tools, utilities, asking the user and skills.
 //!
-//! Each plugin is one module folder. [`system_plugins`] builds them over the host's
+//! Each plugin is one public module folder: [`workspace`] (files), [`exec`] (commands,
+//! PTYs, shell, background processes), [`http`], [`web`], [`util`], [`ask`] (asking the
+//! user) and [`skills`]. [`system_plugins`] builds them over the host's
 //! [`Services`]; the binary registers them, with the other families' (`toolshed-browser`,
 //! `toolshed-lsp`, `toolshed-mail`, `toolshed-download`, each a cargo feature of the
 //! binary), in one place: `crates/toolshed-cli/src/builtins.rs`.

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use crate::dispatcher::{Limits, MIN_OUTPUT_CEILING};
+pub use crate::hooks::{HookEntry, HookEvent, HooksConfig, MAX_HOOK_TIMEOUT_MS};
+pub use crate::llm::LlmConfig;
+pub use crate::quotas::QuotaConfig;
 pub use crate::review::ReviewRules;
 pub use crate::section::{Section, SectionError};
 pub use crate::store::StoreConfig;

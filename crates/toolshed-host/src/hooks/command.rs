@@ -108,7 +108,7 @@ enum Target {
 }
 
 /// A configured command (or HTTP) hook.
-pub struct CommandHook {
+pub(crate) struct CommandHook {
     event: HookEvent,
     matchers: Vec<Matcher>,
     target: Target,
@@ -137,7 +137,7 @@ struct Ran {
 impl CommandHook {
     /// The hooks of `config`, run through `process` in the workspace `cwd`; an error names
     /// the entry that is wrong.
-    pub fn from_config(
+    pub(crate) fn from_config(
         config: &HooksConfig,
         process: &Arc<dyn ProcessOps>,
         http: &Arc<dyn HttpClient>,

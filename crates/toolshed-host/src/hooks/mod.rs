@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use toolshed_core::{OwnerId, ToolError, ToolOutput};
 
-pub use command::{CommandHook, HookEntry, HookEvent, HooksConfig, MAX_HOOK_TIMEOUT_MS};
+pub(crate) use command::CommandHook;
+pub use command::{HookEntry, HookEvent, HooksConfig, MAX_HOOK_TIMEOUT_MS};
 
 use crate::review::Subject;
 

@@ -118,7 +118,7 @@ pub enum Dialect {
 
 /// The result of [`normalize`].
 #[derive(Debug, Clone)]
-pub struct Normalized {
+pub(crate) struct Normalized {
     /// The manifest as toolshed's fields.
     pub value: Value,
     /// Every field touched, in the order met.
@@ -129,7 +129,7 @@ pub struct Normalized {
 
 /// Whether a `package.json` holds a plugin manifest: a `toolshed` key or another
 /// format's marker fields. Other packages are not plugins.
-pub fn package_is_plugin(value: &Value) -> bool {
+pub(crate) fn package_is_plugin(value: &Value) -> bool {
     value.get("toolshed").is_some_and(Value::is_object) || has_foreign_fields(value)
 }
 
@@ -194,7 +194,7 @@ impl Notes {
 /// Rewrites a manifest read from `path` (its file name picks the format) into toolshed's
 /// fields. `dir` is the plugin directory, looked at only to find an entry file the
 /// manifest does not name. A native manifest comes back unchanged.
-pub fn normalize(path: &Path, value: Value) -> Normalized {
+pub(crate) fn normalize(path: &Path, value: Value) -> Normalized {
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let dir = path.parent();
     let mut notes = Notes(Vec::new());
