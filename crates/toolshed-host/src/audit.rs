@@ -52,6 +52,34 @@ pub struct AuditPage {
     pub next_cursor: Option<String>,
 }
 
+/// A value of an audit query a person or client gave that cannot be used, with what to
+/// give instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuditQueryError {
+    /// The page size is out of range.
+    #[error("limit {0} is out of range: give 1 to {MAX_AUDIT_PAGE}")]
+    Limit(usize),
+    /// Not one of [`OUTCOMES`].
+    #[error("outcome `{0}` is not one of {outcomes}", outcomes = OUTCOMES.join(", "))]
+    Outcome(String),
+    /// Not a call id.
+    #[error(
+        "parent `{shown}` is not a call id ({len} bytes; call ids are 1 to {MAX_CALL_ID_LEN}): pass the `call_id` of an audit row"
+    )]
+    Parent {
+        /// Its first 40 characters.
+        shown: String,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Not a cursor this log gave.
+    #[error("cursor `{0}` is not one this log gave: pass the `next_cursor` of the previous page")]
+    Cursor(String),
+    /// Not a time.
+    #[error(transparent)]
+    Since(#[from] crate::NotATime),
+}
+
 impl AuditQuery {
     /// Checks the limit, outcome and cursor as a person or client gave them, naming the
     /// value and what to give instead.
@@ -60,37 +88,34 @@ impl AuditQuery {
         cursor: Option<&str>,
         since: Option<&str>,
         now_ms: i64,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AuditQueryError> {
         if !(1..=MAX_AUDIT_PAGE).contains(&self.limit) {
-            return Err(format!(
-                "limit {} is out of range: give 1 to {MAX_AUDIT_PAGE}",
-                self.limit
-            ));
+            return Err(AuditQueryError::Limit(self.limit));
         }
         if let Some(outcome) = &self.outcome
             && !OUTCOMES.contains(&outcome.as_str())
         {
-            return Err(format!(
-                "outcome `{outcome}` is not one of {}",
-                OUTCOMES.join(", ")
-            ));
+            return Err(AuditQueryError::Outcome(outcome.clone()));
         }
         if let Some(parent) = &self.parent
             && (parent.is_empty() || parent.len() > MAX_CALL_ID_LEN)
         {
-            let shown: String = parent.chars().take(40).collect();
-            return Err(format!(
-                "parent `{shown}` is not a call id ({} bytes; call ids are 1 to {MAX_CALL_ID_LEN}): pass the `call_id` of an audit row",
-                parent.len()
-            ));
+            return Err(AuditQueryError::Parent {
+                shown: parent.chars().take(40).collect(),
+                len: parent.len(),
+            });
         }
         if let Some(cursor) = cursor {
-            self.before = Some(cursor.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(
-                || format!("cursor `{cursor}` is not one this log gave: pass the `next_cursor` of the previous page"),
-            )?);
+            self.before = Some(
+                cursor
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|id| *id > 0)
+                    .ok_or_else(|| AuditQueryError::Cursor(cursor.to_string()))?,
+            );
         }
         if let Some(since) = since {
-            self.since_ms = Some(parse_since(since, now_ms).map_err(|e| e.to_string())?);
+            self.since_ms = Some(parse_since(since, now_ms)?);
         }
         Ok(self)
     }
@@ -186,7 +211,7 @@ mod tests {
         };
         assert!(query("661a45f8513b3-1").checked(None, None, 0).is_ok());
         let long = "0".repeat(MAX_CALL_ID_LEN + 1);
-        let err = query(&long).checked(None, None, 0).unwrap_err();
+        let err = query(&long).checked(None, None, 0).unwrap_err().to_string();
         assert!(
             err.contains("is not a call id") && err.contains("call_id"),
             "{err}"

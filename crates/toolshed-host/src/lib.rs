@@ -78,7 +78,7 @@ mod section;
 mod store;
 mod suggest;
 
-pub use audit::{AuditPage, AuditQuery, AuditRow, MAX_AUDIT_PAGE, OUTCOMES};
+pub use audit::{AuditPage, AuditQuery, AuditQueryError, AuditRow, MAX_AUDIT_PAGE, OUTCOMES};
 pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{

@@ -20,7 +20,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: AuditArgs) -> Result<(), Fail
         ..Default::default()
     }
     .checked(args.cursor.as_deref(), args.since.as_deref(), now_ms())
-    .map_err(Failure::Usage)?;
+    .map_err(|e| Failure::Usage(e.to_string()))?;
     let db = context::data_dir(global)?.join(DB_FILE);
     // Where the log is: the data dir's file, or the Postgres database `[store] url` names.
     let shared =
