@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use toolshed_host::approvals::ApprovalState;
 use toolshed_host::identity::Caller;
 
 use crate::api::{AppState, query};
 use crate::error::ApiError;
+use crate::reply::{Approval, ApprovalList, AuditPage};
 
 /// The most requests one listing returns.
 const LIST_LIMIT: usize = 200;
@@ -41,27 +41,29 @@ fn failed(e: toolshed_host::StoreError) -> ApiError {
 pub(crate) async fn list(
     State(state): State<AppState>,
     filter: Result<Query<ApprovalFilter>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalList>, ApiError> {
     let filter = query(filter)?;
     let list = state
         .host
         .store()
         .approvals(filter.all, LIST_LIMIT)
         .map_err(failed)?;
-    Ok(Json(json!({ "approvals": list })))
+    Ok(Json(ApprovalList {
+        approvals: list.into_iter().map(Approval::from).collect(),
+    }))
 }
 
 /// `GET /approvals/{id}`.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Approval>, ApiError> {
     state
         .host
         .store()
         .approval(&id)
         .map_err(failed)?
-        .map(|r| Json(json!(r)))
+        .map(|r| Json(r.into()))
         .ok_or_else(|| missing(&id))
 }
 
@@ -77,7 +79,7 @@ pub(crate) async fn approve(
     caller: Option<Extension<Caller>>,
     id: Path<String>,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Approval>, ApiError> {
     let raw = raw.map_err(|rejection| {
         crate::api::unread_or(ApiError::new(
             rejection.status(),
@@ -105,7 +107,7 @@ pub(crate) async fn deny(
     state: State<AppState>,
     caller: Option<Extension<Caller>>,
     id: Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Approval>, ApiError> {
     decide(state, caller, id, false, false).await
 }
 
@@ -115,7 +117,7 @@ async fn decide(
     Path(id): Path<String>,
     approve: bool,
     remember: bool,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Approval>, ApiError> {
     let by = match caller.as_deref() {
         Some(c) if c.is_agent() => format!(
             "token {} ({})",
@@ -161,7 +163,7 @@ async fn decide(
             ),
         ));
     }
-    Ok(Json(json!(request)))
+    Ok(Json(request.into()))
 }
 
 /// Filters of `GET /audit`.
@@ -199,7 +201,7 @@ fn default_audit_limit() -> usize {
 pub(crate) async fn audit(
     State(state): State<AppState>,
     filter: Result<Query<AuditFilter>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AuditPage>, ApiError> {
     let filter = query(filter)?;
     // `?since=` from a form left blank means "not given".
     let given = |value: Option<String>| value.filter(|v| !v.is_empty());
@@ -213,13 +215,11 @@ pub(crate) async fn audit(
         ..Default::default()
     }
     .checked(cursor.as_deref(), since.as_deref(), toolshed_host::now_ms())
-    .map_err(ApiError::bad_request)?;
+    .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let store = state.host.store().clone();
     let page = tokio::task::spawn_blocking(move || store.audit_page(&wanted))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map_err(failed)?;
-    Ok(Json(
-        json!({ "audit": page.rows, "next_cursor": page.next_cursor }),
-    ))
+    Ok(Json(page.into()))
 }

@@ -4,8 +4,10 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolshed_core::{ErrorKind, ToolError};
+
+use crate::reply::{ErrorBody, ErrorDetail};
 
 /// An error answer.
 #[derive(Debug, Clone)]
@@ -52,18 +54,24 @@ impl ApiError {
     }
 
     /// The body.
-    pub fn body(&self) -> Value {
-        json!({"error": {"kind": self.kind, "message": self.message, "details": self.details}})
+    pub(crate) fn body(self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                kind: self.kind,
+                message: self.message,
+                details: self.details,
+            },
+        }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry_after = self.details.get("retry_after").and_then(Value::as_u64);
-        let mut response = (self.status, Json(self.body())).into_response();
+        let status = self.status;
+        let mut response = (status, Json(self.body())).into_response();
         if let Some(secs) = retry_after.filter(|_| {
-            self.status == StatusCode::TOO_MANY_REQUESTS
-                || self.status == StatusCode::SERVICE_UNAVAILABLE
+            status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
         }) {
             response
                 .headers_mut()

@@ -20,12 +20,15 @@ use tokio::sync::broadcast;
 /// How many events are kept for resuming.
 pub(crate) const RETAINED_EVENTS: usize = 1000;
 
-/// One event as clients see it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One event as clients see it: on the event streams, each event's data.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Event")]
 pub(crate) struct ApiEvent {
     /// Increasing; never reused, also across restarts.
     pub id: u64,
-    /// `job.started`, `job.progress`, `job.finished`, `job.failed`, `plugin.state_changed`.
+    /// `job.started`, `job.progress`, `job.finished`, `job.failed`, `job.cancelled`,
+    /// `plugin.state_changed`, `approval.requested`, `approval.resolved`, or
+    /// `plugin.<id>.<type>` for an event a plugin published.
     #[serde(rename = "type")]
     pub kind: String,
     /// Milliseconds since the Unix epoch.

@@ -10,11 +10,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolshed_gateway::manage::{self, ManageError, NewServer};
 
 use crate::api::{AppState, body};
 use crate::error::ApiError;
+use crate::reply::{ImportOutcome, Imported, McpServer, McpServerDetail, McpServerList, Removed};
 
 fn api_error(e: ManageError) -> ApiError {
     match e {
@@ -24,30 +25,34 @@ fn api_error(e: ManageError) -> ApiError {
     }
 }
 
-fn server_json(state: &AppState, info: &toolshed_host::PluginInfo) -> Value {
-    let mut value = serde_json::to_value(info).unwrap_or(Value::Null);
-    value["target"] = json!(manage::target(&state.host, &info.id));
-    value
+/// Server `info` with what it runs.
+fn mounted(state: &AppState, info: toolshed_host::PluginInfo) -> McpServer {
+    let target = manage::target(&state.host, &info.id);
+    McpServer {
+        info: info.into(),
+        target,
+    }
 }
 
 /// `GET /mcp-servers`.
-pub(crate) async fn list(State(state): State<AppState>) -> Json<Value> {
-    let servers: Vec<Value> = manage::servers(&state.host)
-        .iter()
-        .map(|info| server_json(&state, info))
+pub(crate) async fn list(State(state): State<AppState>) -> Json<McpServerList> {
+    let servers = manage::servers(&state.host)
+        .into_iter()
+        .map(|info| mounted(&state, info))
         .collect();
-    Json(json!({ "servers": servers }))
+    Json(McpServerList { servers })
 }
 
 /// `GET /mcp-servers/{name}`: the server with its pins.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<McpServerDetail>, ApiError> {
     let (info, pins) = manage::pins(&state.host, &name).map_err(api_error)?;
-    let mut value = server_json(&state, &info);
-    value["pins"] = json!({ "tools": pins.tools, "withheld": pins.withheld });
-    Ok(Json(value))
+    Ok(Json(McpServerDetail {
+        server: mounted(&state, info),
+        pins: pins.into(),
+    }))
 }
 
 /// The body of `POST /mcp-servers`: a server as `toolshed mcp add` takes it.
@@ -100,7 +105,7 @@ pub(crate) struct AddBody {
 pub(crate) async fn add(
     State(state): State<AppState>,
     request: Result<Json<AddBody>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<McpServer>), ApiError> {
     let request = body(request)?;
     if request.command.is_empty() == request.url.is_none() {
         return Err(ApiError::bad_request(
@@ -123,18 +128,18 @@ pub(crate) async fn add(
     let info = manage::mount(&state.host, &server)
         .await
         .map_err(api_error)?;
-    Ok((StatusCode::CREATED, Json(server_json(&state, &info))))
+    Ok((StatusCode::CREATED, Json(mounted(&state, info))))
 }
 
 /// `DELETE /mcp-servers/{name}`.
 pub(crate) async fn remove(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Removed>, ApiError> {
     let id = manage::remove(&state.host, &name)
         .await
         .map_err(api_error)?;
-    Ok(Json(json!({ "removed": id })))
+    Ok(Json(Removed { removed: id }))
 }
 
 /// The body of `POST /mcp-servers/import`: a config with `mcpServers` (Claude Desktop,
@@ -154,7 +159,7 @@ pub(crate) struct ImportBody {
 pub(crate) async fn import(
     State(state): State<AppState>,
     request: Result<Json<ImportBody>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Imported>, ApiError> {
     let request = body(request)?;
     let entries = manage::import_entries(&request.config, request.force).map_err(api_error)?;
     let mut results = Vec::with_capacity(entries.len());
@@ -164,18 +169,26 @@ pub(crate) async fn import(
             Err(why) => Err(why),
         };
         results.push(match outcome {
-            Ok(info) => {
-                json!({"name": original, "mounted": true, "server": server_json(&state, &info)})
-            }
-            Err(ManageError::Usage(why) | ManageError::Failed(why)) => {
-                json!({"name": original, "mounted": false, "reason": why})
-            }
+            Ok(info) => ImportOutcome {
+                name: original,
+                mounted: true,
+                server: Some(mounted(&state, info)),
+                reason: None,
+            },
+            Err(ManageError::Usage(why) | ManageError::Failed(why)) => ImportOutcome {
+                name: original,
+                mounted: false,
+                server: None,
+                reason: Some(why),
+            },
         });
     }
-    let mounted = results.iter().filter(|r| r["mounted"] == true).count();
-    Ok(Json(
-        json!({ "mounted": mounted, "failed": results.len() - mounted, "servers": results }),
-    ))
+    let mounted = results.iter().filter(|r| r.mounted).count();
+    Ok(Json(Imported {
+        mounted,
+        failed: results.len() - mounted,
+        servers: results,
+    }))
 }
 
 /// The body of `POST /mcp-servers/{name}/accept`.
@@ -196,10 +209,10 @@ pub(crate) async fn accept(
     State(state): State<AppState>,
     Path(name): Path<String>,
     request: Result<Json<AcceptBody>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<McpServer>, ApiError> {
     let request = body(request)?;
     let info = manage::accept(&state.host, &name, &request.tools, request.all)
         .await
         .map_err(api_error)?;
-    Ok(Json(server_json(&state, &info)))
+    Ok(Json(mounted(&state, info)))
 }

@@ -7,9 +7,10 @@
 //!   token, a loopback `Host` and `Origin` against DNS rebinding, header and body limits, no
 //!   credentials in the query string, and a limit on failed logins per address;
 //! - the token itself ([`BearerToken`]), kept in `<data-dir>/token` with mode 0600;
-//! - the REST API under `/api/v1` (the private `api` module, one file per resource), async
-//!   jobs, live events over SSE and WebSocket, Prometheus metrics and the OpenAPI document
-//!   ([`openapi_document`], its [`ROUTES`]);
+//! - the REST API under `/api/v1` (the private `api` module, one file per resource; what
+//!   it answers, as types, in `reply`), async jobs, live events over SSE and WebSocket,
+//!   Prometheus metrics and the OpenAPI document ([`openapi_document`], its [`ROUTES`]),
+//!   whose schemas of the answers are generated from those types;
 //! - the process proxy, `/proxy/<id>/`, forwarding to a background process's port;
 //! - putting it together ([`app`]) and serving it ([`serve`], [`serve_router`]).
 //!
@@ -53,6 +54,7 @@ mod oauth;
 mod openapi;
 mod proxy;
 mod questions;
+mod reply;
 mod serve;
 mod stream;
 mod token;

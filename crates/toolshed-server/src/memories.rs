@@ -5,17 +5,17 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use toolshed_host::CallRequest;
 use toolshed_host::identity::Caller;
 use tracing::Instrument as _;
 
 use crate::api::{AppState, body, owner, query};
 use crate::error::ApiError;
+use crate::reply::{Deleted, Memory, MemoryMatches, MemoryPage, Stored, read};
 
 /// Filters of `GET /memories`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -111,7 +111,7 @@ pub(crate) async fn list(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     filter: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<MemoryPage>, ApiError> {
     let filter = query(filter)?;
     let mut args = Map::new();
     put(&mut args, "namespace", filter.namespace.map(Value::from));
@@ -119,7 +119,7 @@ pub(crate) async fn list(
     put(&mut args, "cursor", filter.cursor.map(Value::from));
     put(&mut args, "limit", filter.limit.map(Value::from));
     let page = call(&state, caller.as_deref(), &headers, "memory_list", args).await?;
-    Ok(Json(page))
+    read(page, "memory_list's result").map(Json)
 }
 
 /// `GET /memories/search`: full-text search, best first.
@@ -128,7 +128,7 @@ pub(crate) async fn search(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     params: Result<Query<SearchQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<MemoryMatches>, ApiError> {
     let params = query(params)?;
     let Some(q) = params.q.filter(|q| !q.trim().is_empty()) else {
         return Err(ApiError::bad_request(
@@ -142,7 +142,7 @@ pub(crate) async fn search(
     put(&mut args, "limit", params.limit.map(Value::from));
     put(&mut args, "since", params.since.map(Value::from));
     let found = call(&state, caller.as_deref(), &headers, "memory_search", args).await?;
-    Ok(Json(found))
+    read(found, "memory_search's result").map(Json)
 }
 
 /// The body of `POST /memories`: what `memory_store` takes.
@@ -169,7 +169,7 @@ pub(crate) async fn store(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     new: Result<Json<NewMemory>, JsonRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<(StatusCode, Json<Memory>), ApiError> {
     let new = body(new)?;
     let update = new.id.is_some();
     let mut args = Map::new();
@@ -179,13 +179,14 @@ pub(crate) async fn store(
     put(&mut args, "namespace", new.namespace.map(Value::from));
     put(&mut args, "id", new.id.map(Value::from));
     put(&mut args, "ttl", new.ttl.map(Value::from));
-    let mut stored = call(&state, caller.as_deref(), &headers, "memory_store", args).await?;
+    let stored = call(&state, caller.as_deref(), &headers, "memory_store", args).await?;
+    let Stored { memory } = read(stored, "memory_store's result")?;
     let status = if update {
         StatusCode::OK
     } else {
         StatusCode::CREATED
     };
-    Ok((status, Json(stored["memory"].take())).into_response())
+    Ok((status, Json(memory)))
 }
 
 fn id_arg(id: String) -> Map<String, Value> {
@@ -200,7 +201,7 @@ pub(crate) async fn get(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Memory>, ApiError> {
     let memory = call(
         &state,
         caller.as_deref(),
@@ -209,8 +210,9 @@ pub(crate) async fn get(
         id_arg(id.clone()),
     )
     .await?;
+    let memory: Memory = read(memory, "memory_get's result")?;
     // A deleted memory is gone from this resource; it stays restorable.
-    if !memory["deleted_ms"].is_null() {
+    if memory.deleted_ms.is_some() {
         return Err(ApiError::not_found(format!(
             "memory `{id}` was deleted; POST /api/v1/memories/{id}/restore brings it back"
         )));
@@ -224,7 +226,7 @@ pub(crate) async fn delete(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Deleted>, ApiError> {
     let memory = call(
         &state,
         caller.as_deref(),
@@ -233,7 +235,9 @@ pub(crate) async fn delete(
         id_arg(id),
     )
     .await?;
-    Ok(Json(json!({ "deleted": memory })))
+    Ok(Json(Deleted {
+        deleted: read(memory, "memory_delete's result")?,
+    }))
 }
 
 /// `POST /memories/{id}/restore`: brings back a deleted or compacted memory.
@@ -242,9 +246,9 @@ pub(crate) async fn restore(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Memory>, ApiError> {
     let mut args = id_arg(id);
     args.insert("restore".into(), true.into());
     let memory = call(&state, caller.as_deref(), &headers, "memory_delete", args).await?;
-    Ok(Json(memory))
+    read(memory, "memory_delete's result").map(Json)
 }

@@ -8,13 +8,14 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use toolshed_core::Answer;
 use toolshed_host::identity::Caller;
 use toolshed_host::questions::AnswerError;
 
 use crate::api::AppState;
 use crate::error::ApiError;
+use crate::reply::{Answered, Question, QuestionList};
 
 /// The body of `POST /questions/{id}/answer`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -38,14 +39,16 @@ fn limited_to(caller: Option<&Caller>) -> Option<String> {
 pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
-) -> Json<Value> {
+) -> Json<QuestionList> {
     let owner = limited_to(caller.as_deref());
     let pending = state
         .host
         .dispatcher()
         .questions()
         .pending(owner.as_deref());
-    Json(json!({ "questions": pending }))
+    Json(QuestionList {
+        questions: pending.into_iter().map(Question::from).collect(),
+    })
 }
 
 /// `POST /questions/{id}/answer`.
@@ -54,7 +57,7 @@ pub(crate) async fn answer(
     caller: Option<Extension<Caller>>,
     Path(id): Path<String>,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Answered>, ApiError> {
     let raw = raw.map_err(|rejection| {
         crate::api::unread_or(ApiError::new(
             rejection.status(),
@@ -92,5 +95,7 @@ pub(crate) async fn answer(
                 ApiError::new(StatusCode::FORBIDDEN, "denied", e.to_string())
             }
         })?;
-    Ok(Json(json!({ "answered": question })))
+    Ok(Json(Answered {
+        answered: question.into(),
+    }))
 }

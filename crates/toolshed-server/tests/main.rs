@@ -10,4 +10,5 @@ mod support;
 mod api;
 mod guard;
 mod oauth;
+mod openapi;
 mod proxy;

@@ -6,16 +6,17 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{AppState, body};
 use crate::error::ApiError;
+use crate::reply::{ConfigField, PluginConfig};
 
 /// `GET /plugins/{id}/config`: every field, with values; secrets only say whether set.
 pub(crate) async fn get_config(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginConfig>, ApiError> {
     let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
@@ -24,41 +25,15 @@ pub(crate) async fn get_config(
         .store()
         .config_values(&id)
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    let fields: Vec<Value> = manifest
+    let fields = manifest
         .config
         .iter()
-        .map(|field| {
-            let set = stored.contains_key(&field.key);
-            let mut item = json!({
-                "key": field.key,
-                "type": field.field_type,
-                "label": field.label,
-                "description": field.description,
-                "secret": field.secret,
-                "required": field.required,
-                "options": field.options,
-                "set": set,
-            });
-            if !field.secret
-                && let Value::Object(map) = &mut item
-            {
-                map.insert(
-                    "default".into(),
-                    field.default.clone().unwrap_or(Value::Null),
-                );
-                map.insert(
-                    "value".into(),
-                    stored
-                        .get(&field.key)
-                        .cloned()
-                        .or_else(|| field.default.clone())
-                        .unwrap_or(Value::Null),
-                );
-            }
-            item
-        })
+        .map(|field| ConfigField::new(field, &stored))
         .collect();
-    Ok(Json(json!({ "plugin_id": id, "fields": fields })))
+    Ok(Json(PluginConfig {
+        plugin_id: id,
+        fields,
+    }))
 }
 
 /// The body of `PUT /plugins/{id}/config`.
@@ -74,7 +49,7 @@ pub(crate) async fn put_config(
     State(state): State<AppState>,
     Path(id): Path<String>,
     update: Result<Json<ConfigUpdate>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginConfig>, ApiError> {
     let update = body(update)?;
     let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
@@ -103,7 +78,7 @@ pub(crate) async fn put_config(
             "invalid_arguments",
             format!("config for `{id}` was not changed: {}", problems.join("; ")),
         );
-        error.details = json!(problems);
+        error.details = Value::from(problems);
         return Err(error);
     }
     for (key, value) in &update.values {

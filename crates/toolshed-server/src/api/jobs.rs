@@ -4,11 +4,11 @@ use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use toolshed_host::identity::Caller;
 
 use super::{AppState, query};
 use crate::error::ApiError;
+use crate::reply::{Job, JobList};
 use toolshed_host::jobs::JobState;
 
 /// Filters of `GET /jobs`.
@@ -27,15 +27,16 @@ pub(crate) async fn jobs(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     filter: Result<Query<JobFilter>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<JobList>, ApiError> {
     let filter = query(filter)?;
-    let jobs: Vec<_> = state
+    let jobs = state
         .jobs
         .list(filter.owner.as_deref(), filter.state)
         .into_iter()
         .filter(|job| caller.as_deref().is_none_or(|c| c.owns(&job.owner)))
+        .map(Job::from)
         .collect();
-    Ok(Json(json!({ "jobs": jobs })))
+    Ok(Json(JobList { jobs }))
 }
 
 /// The job `id` when the caller may see it; another owner's job is as absent as a missing
@@ -57,8 +58,8 @@ pub(crate) async fn job(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    job_of(&state, caller.as_deref(), &id).map(|job| Json(json!(job)))
+) -> Result<Json<Job>, ApiError> {
+    job_of(&state, caller.as_deref(), &id).map(|job| Json(job.into()))
 }
 
 /// `POST /jobs/{id}/cancel`.
@@ -66,12 +67,12 @@ pub(crate) async fn cancel_job(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Job>, ApiError> {
     job_of(&state, caller.as_deref(), &id)?;
     state
         .jobs
         .cancel(&id)
         .await
-        .map(|job| Json(json!(job)))
+        .map(|job| Json(job.into()))
         .map_err(ApiError::from)
 }

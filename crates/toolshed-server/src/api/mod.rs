@@ -10,7 +10,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::json;
 use toolshed_core::OwnerId;
 use toolshed_host::Host;
 use toolshed_host::identity::{Caller, IdentityError};
@@ -18,6 +18,7 @@ use toolshed_host::registry::RegistryError;
 
 use crate::error::ApiError;
 use crate::events::EventLog;
+use crate::reply::{Health, Liveness, ServerStatus};
 use toolshed_host::jobs::{Jobs, default_owner};
 
 mod config;
@@ -259,20 +260,24 @@ pub(super) fn registry_error(error: RegistryError) -> ApiError {
 
 /// `GET /health` at the root: served without a token, so it says nothing but that the
 /// server answers.
-pub(crate) async fn liveness() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+pub(crate) async fn liveness() -> Json<Liveness> {
+    Json(Liveness { status: "ok" })
 }
 
 /// `GET /api/v1/health`: `ok`, or `503` `draining` once the server is shutting down (a
 /// readiness probe: send no more requests here).
 pub(crate) async fn health(State(state): State<AppState>) -> Response {
     let draining = state.draining.load(std::sync::atomic::Ordering::SeqCst);
-    let body = Json(json!({
-        "status": if draining { "draining" } else { "ok" },
-        "version": env!("CARGO_PKG_VERSION"),
-        "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        "calls_in_flight": state.host.dispatcher().calls_in_flight(),
-    }));
+    let body = Json(Health {
+        status: if draining {
+            ServerStatus::Draining
+        } else {
+            ServerStatus::Ok
+        },
+        version: env!("CARGO_PKG_VERSION"),
+        uptime_ms: u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        calls_in_flight: state.host.dispatcher().calls_in_flight(),
+    });
     if draining {
         (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
     } else {

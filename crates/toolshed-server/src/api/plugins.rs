@@ -11,10 +11,13 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::{AppState, body, query, registry_error};
 use crate::error::ApiError;
+use crate::reply::{
+    Installed, Listing, ManifestFields, Plugin, PluginDetail, PluginGrants, PluginHealth,
+    PluginInfo, PluginList, PluginTools, Tool, Uninstalled, Verified,
+};
 
 /// `GET /plugins`.
 /// `?locale=`: the language names and descriptions are shown in.
@@ -45,22 +48,6 @@ impl LocaleQuery {
     }
 }
 
-/// `plugin` (a plugin's JSON) with its name and description in `locale` where its
-/// manifest translates them: the exact tag first, then its language (`zh-CN`, then `zh`).
-fn localize(plugin: &mut Value, manifest: &toolshed_core::PluginManifest, locale: &str) {
-    let Some(translation) = manifest.translation(locale) else {
-        return;
-    };
-    if let Value::Object(map) = plugin {
-        if let Some(name) = &translation.name {
-            map.insert("name".into(), Value::String(name.clone()));
-        }
-        if let Some(description) = &translation.description {
-            map.insert("description".into(), Value::String(description.clone()));
-        }
-    }
-}
-
 /// `?locale=` and `?tag=` of `GET /plugins`.
 #[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 pub(crate) struct PluginsQuery {
@@ -79,7 +66,7 @@ pub(crate) struct PluginsQuery {
 pub(crate) async fn plugins(
     State(state): State<AppState>,
     params: Result<Query<PluginsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginList>, ApiError> {
     let params = query(params)?;
     let wanted = LocaleQuery {
         locale: params.locale.clone(),
@@ -91,55 +78,43 @@ pub(crate) async fn plugins(
         .map(str::trim)
         .filter(|t| !t.is_empty());
     let registry = state.host.registry();
-    let plugins: Vec<Value> = registry
-        .plugins()
-        .into_iter()
-        .filter_map(|info| {
-            let manifest = registry.manifest(&info.id);
-            if let Some(tag) = tag
-                && !manifest.as_ref().is_some_and(|m| m.has_tag(tag))
-            {
-                return None;
-            }
-            let mut value = serde_json::to_value(&info).unwrap_or(Value::Null);
-            if let Some(manifest) = &manifest {
-                if let Some(locale) = locale {
-                    localize(&mut value, manifest, locale);
-                }
-                if let Value::Object(map) = &mut value {
-                    map.extend(manifest.listing_fields(locale, info.dir.as_deref()));
-                }
-            }
-            Some(value)
-        })
-        .collect();
-    Ok(Json(json!({ "plugins": plugins })))
+    let mut plugins = Vec::new();
+    for info in registry.plugins() {
+        let manifest = registry.manifest(&info.id);
+        if let Some(tag) = tag
+            && !manifest.as_ref().is_some_and(|m| m.has_tag(tag))
+        {
+            continue;
+        }
+        let listing = match &manifest {
+            Some(manifest) => Some(Listing::of(manifest, locale, info.dir.as_deref())?),
+            None => None,
+        };
+        let mut info = PluginInfo::from(info);
+        if let (Some(manifest), Some(locale)) = (&manifest, locale) {
+            info.localize(manifest, locale);
+        }
+        plugins.push(Plugin { info, listing });
+    }
+    Ok(Json(PluginList { plugins }))
 }
 
-fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
+/// Plugin `id` as one plugin is shown: with what its manifest asks for, and where it came
+/// from.
+fn plugin_detail(state: &AppState, id: &str) -> Result<PluginDetail, ApiError> {
     let info = state.host.registry().plugin(id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
-    let mut value = serde_json::to_value(&info).map_err(|e| ApiError::internal(e.to_string()))?;
-    if let (Some(manifest), Value::Object(map)) = (state.host.registry().manifest(id), &mut value) {
-        map.insert(
-            "capabilities".into(),
-            serde_json::to_value(&manifest.capabilities).unwrap_or(Value::Null),
-        );
-        map.insert(
-            "env".into(),
-            serde_json::to_value(&manifest.env).unwrap_or(Value::Null),
-        );
-        map.extend(manifest.listing_fields(None, info.dir.as_deref()));
-    }
-    if let Value::Object(map) = &mut value {
-        let provenance = state.host.store().provenance(id).ok().flatten();
-        map.insert(
-            "provenance".into(),
-            serde_json::to_value(provenance).unwrap_or(Value::Null),
-        );
-    }
-    Ok(value)
+    let manifest = match state.host.registry().manifest(id) {
+        Some(manifest) => Some(ManifestFields::of(&manifest, info.dir.as_deref())?),
+        None => None,
+    };
+    let provenance = state.host.store().provenance(id).ok().flatten();
+    Ok(PluginDetail {
+        info: info.into(),
+        manifest,
+        provenance: provenance.map(Into::into),
+    })
 }
 
 /// `GET /plugins/{id}/health`: how the plugin is now (a JavaScript plugin's `health()`
@@ -147,14 +122,11 @@ fn plugin_json(state: &AppState, id: &str) -> Result<Value, ApiError> {
 pub(crate) async fn plugin_health(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginHealth>, ApiError> {
     let (info, health) = state.host.registry().health_now(&id).await.ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
-    let (word, message) = toolshed_host::health_words(&health);
-    Ok(Json(serde_json::json!({
-        "id": info.id, "state": info.state.as_str(), "health": word, "message": message,
-    })))
+    Ok(Json(PluginHealth::new(info, health)))
 }
 
 /// The largest icon served.
@@ -232,7 +204,7 @@ pub(crate) async fn plugin_icon(
 pub(crate) async fn verify(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Verified>, ApiError> {
     if state.host.registry().plugin(&id).is_none() {
         return Err(ApiError::not_found(format!(
             "no plugin `{id}`; GET /api/v1/plugins lists them"
@@ -243,9 +215,7 @@ pub(crate) async fn verify(
         .verify_plugin(&id)
         .await
         .map_err(ApiError::conflict)?;
-    Ok(Json(serde_json::json!({
-        "id": id, "clean": drift.is_clean(), "drift": drift, "provenance": provenance,
-    })))
+    Ok(Json(Verified::new(id, provenance, drift)))
 }
 
 /// `GET /plugins/{id}`.
@@ -253,14 +223,14 @@ pub(crate) async fn plugin(
     State(state): State<AppState>,
     Path(id): Path<String>,
     locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginDetail>, ApiError> {
     let locale = query(locale)?;
-    let mut value = plugin_json(&state, &id)?;
+    let mut detail = plugin_detail(&state, &id)?;
     if let (Some(locale), Some(manifest)) = (locale.locale()?, state.host.registry().manifest(&id))
     {
-        localize(&mut value, &manifest, locale);
+        detail.info.localize(&manifest, locale);
     }
-    Ok(Json(value))
+    Ok(Json(detail))
 }
 
 /// `POST /plugins/{id}/enable` and `/disable`.
@@ -268,21 +238,21 @@ pub(crate) async fn set_enabled(
     state: AppState,
     id: String,
     enabled: bool,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginDetail>, ApiError> {
     state
         .host
         .registry()
         .set_enabled(&id, enabled)
         .await
         .map_err(registry_error)?;
-    plugin_json(&state, &id).map(Json)
+    plugin_detail(&state, &id).map(Json)
 }
 
 /// `POST /plugins/{id}/enable`.
 pub(crate) async fn enable(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginDetail>, ApiError> {
     set_enabled(state, id, true).await
 }
 
@@ -290,7 +260,7 @@ pub(crate) async fn enable(
 pub(crate) async fn disable(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginDetail>, ApiError> {
     set_enabled(state, id, false).await
 }
 
@@ -298,42 +268,44 @@ pub(crate) async fn disable(
 pub(crate) async fn reload(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginDetail>, ApiError> {
     state
         .host
         .registry()
         .reload(&id)
         .await
         .map_err(registry_error)?;
-    plugin_json(&state, &id).map(Json)
+    plugin_detail(&state, &id).map(Json)
 }
 
 /// `DELETE /plugins/{id}`.
 pub(crate) async fn uninstall(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Uninstalled>, ApiError> {
     let info = state
         .host
         .registry()
         .uninstall(&id)
         .await
         .map_err(registry_error)?;
-    Ok(Json(json!({ "uninstalled": info })))
+    Ok(Json(Uninstalled {
+        uninstalled: info.into(),
+    }))
 }
 
 /// `GET /plugins/{id}/grants`.
 pub(crate) async fn get_grants(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginGrants>, ApiError> {
     let info = state
         .host
         .registry()
         .grants(&id)
         .await
         .map_err(registry_error)?;
-    Ok(Json(json!({ "plugin_id": id, "grants": info })))
+    Ok(Json(PluginGrants::new(id, info)))
 }
 
 /// The body of `POST /plugins/{id}/grants`.
@@ -361,7 +333,7 @@ pub(crate) async fn change_grants(
     State(state): State<AppState>,
     Path(id): Path<String>,
     change: Result<Json<GrantsChange>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginGrants>, ApiError> {
     let change = body(change)?;
     if change.add.len() + change.remove.len() > toolshed_host::MAX_GRANTS {
         return Err(ApiError::bad_request(format!(
@@ -375,7 +347,7 @@ pub(crate) async fn change_grants(
         .change_grants(&id, &change.add, &change.remove)
         .await
         .map_err(registry_error)?;
-    Ok(Json(json!({ "plugin_id": id, "grants": info })))
+    Ok(Json(PluginGrants::new(id, info)))
 }
 
 /// The body of `POST /plugins`.
@@ -403,7 +375,7 @@ pub(crate) struct InstallBody {
 pub(crate) async fn install(
     State(state): State<AppState>,
     request: Result<Json<InstallBody>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Installed>), ApiError> {
     use toolshed_host::install::InstallError;
     let request = body(request)?;
     let install_request =
@@ -429,12 +401,12 @@ pub(crate) async fn install(
     };
     Ok((
         status,
-        Json(json!({
-            "id": installed.id,
-            "version": installed.version,
-            "replaced": installed.replaced,
-            "plugin": plugin,
-        })),
+        Json(Installed {
+            id: installed.id,
+            version: installed.version,
+            replaced: installed.replaced,
+            plugin: plugin.map(Into::into),
+        }),
     ))
 }
 
@@ -443,7 +415,7 @@ pub(crate) async fn plugin_tools(
     State(state): State<AppState>,
     Path(id): Path<String>,
     locale: Result<Query<LocaleQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PluginTools>, ApiError> {
     let locale = query(locale)?;
     let locale = locale.locale()?;
     let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
@@ -465,29 +437,21 @@ pub(crate) async fn plugin_tools(
             specs.push(entry.spec().clone());
         }
     }
-    let tools: Vec<Value> = specs
-        .iter()
+    let tools = specs
+        .into_iter()
         .map(|spec| {
-            let mut v = match locale {
-                Some(locale) => tool_json(&spec.in_language(locale), &id),
-                None => tool_json(spec, &id),
+            let callable = registered.contains_key(&spec.name);
+            let spec = match locale {
+                Some(locale) => spec.in_language(locale),
+                None => spec,
             };
-            if let Value::Object(map) = &mut v {
-                map.insert(
-                    "callable".into(),
-                    json!(registered.contains_key(&spec.name)),
-                );
-            }
-            v
+            let mut tool = Tool::new(spec, &id);
+            tool.callable = Some(callable);
+            tool
         })
         .collect();
-    Ok(Json(json!({ "plugin_id": id, "tools": tools })))
-}
-
-pub(super) fn tool_json(spec: &toolshed_core::ToolSpec, plugin_id: &str) -> Value {
-    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        map.insert("plugin_id".into(), json!(plugin_id));
-    }
-    value
+    Ok(Json(PluginTools {
+        plugin_id: id,
+        tools,
+    }))
 }

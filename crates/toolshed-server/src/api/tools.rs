@@ -8,14 +8,15 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use toolshed_core::ToolOutput;
 use toolshed_host::identity::Caller;
 use toolshed_host::{CallRequest, Subject};
 
-use super::plugins::{LocaleQuery, tool_json};
+use super::plugins::LocaleQuery;
 use super::{AppState, owner, parsed_body, query};
 use crate::error::{ApiError, status_of};
+use crate::reply::{CallResult, JobStarted, SearchHit, SearchResults, Tool, ToolList, read};
 use toolshed_host::jobs::{output_json, record_outcome};
 
 /// Filters of `GET /tools`.
@@ -38,7 +39,7 @@ pub(crate) async fn tools(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     filter: Result<Query<ToolFilter>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ToolList>, ApiError> {
     let filter = query(filter)?;
     let locale = LocaleQuery {
         locale: filter.locale.clone(),
@@ -46,7 +47,7 @@ pub(crate) async fn tools(
     let locale = locale.locale()?;
     let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     let needle = filter.q.as_deref().map(str::to_lowercase);
-    let tools: Vec<Value> = state
+    let tools = state
         .host
         .registry()
         .tools()
@@ -71,11 +72,11 @@ pub(crate) async fn tools(
             })
         })
         .map(|t| match locale {
-            Some(locale) => tool_json(&t.spec().in_language(locale), &t.plugin_id),
-            None => tool_json(t.spec(), &t.plugin_id),
+            Some(locale) => Tool::new(t.spec().in_language(locale), &t.plugin_id),
+            None => Tool::new(t.spec().clone(), &t.plugin_id),
         })
         .collect();
-    Ok(Json(json!({ "tools": tools })))
+    Ok(Json(ToolList { tools }))
 }
 
 /// The query of `GET /tools/search`.
@@ -97,7 +98,7 @@ pub(crate) async fn search_tools(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     search: Result<Query<ToolSearch>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SearchResults>, ApiError> {
     let search = query(search)?;
     let limit = search.limit.unwrap_or(8);
     let max = toolshed_host::tool_search::MAX_SEARCH_RESULTS;
@@ -133,11 +134,19 @@ pub(crate) async fn search_tools(
                 .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
         })
         .collect();
-    let results: Vec<Value> = toolshed_host::tool_search::search(&visible, &search.q, limit)
+    let results = toolshed_host::tool_search::search(&visible, &search.q, limit)
         .into_iter()
-        .map(|(t, score)| toolshed_host::tool_search::found_json(&t, score))
-        .collect();
-    Ok(Json(json!({ "query": search.q, "results": results })))
+        .map(|(t, score)| {
+            read::<SearchHit>(
+                toolshed_host::tool_search::found_json(&t, score),
+                "a tool search hit",
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Json(SearchResults {
+        query: search.q,
+        results,
+    }))
 }
 
 /// `GET /tools/{name}`.
@@ -145,13 +154,13 @@ pub(crate) async fn tool(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Tool>, ApiError> {
     let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     state
         .host
         .dispatcher()
         .visible_tool(&name, None, caller_tools.as_deref())
-        .map(|t| Json(tool_json(t.spec(), &t.plugin_id)))
+        .map(|t| Json(Tool::new(t.spec().clone(), &t.plugin_id)))
         .ok_or_else(|| unknown_tool(&state, &name))
 }
 
@@ -254,7 +263,10 @@ pub(crate) async fn execute(
         let location = format!("/api/v1/jobs/{}", job.id);
         let mut response = (
             StatusCode::ACCEPTED,
-            Json(json!({ "job": job, "location": location })),
+            Json(JobStarted {
+                job: job.into(),
+                location: location.clone(),
+            }),
         )
             .into_response();
         if let Ok(value) = HeaderValue::from_str(&location) {
@@ -271,11 +283,15 @@ pub(crate) async fn execute(
     adopt_trace(&span, &headers);
     let result = state.host.call(call).instrument(span.clone()).await;
     record_outcome(&span, &result);
+    // The JSON a job records of its call, read as this reply: one writer for both.
+    let reply = |output: &ToolOutput| -> Result<Response, ApiError> {
+        let reply: CallResult = read(output_json(&result, output), "a call's result")?;
+        Ok(Json(reply).into_response())
+    };
     match &result.result {
-        Ok(output) => Ok(Json(output_json(&result, output)).into_response()),
+        Ok(output) => reply(output),
         Err(error) if status_of(error.kind()) == StatusCode::OK => {
-            let output = ToolOutput::text(error.to_string()).into_error();
-            Ok(Json(output_json(&result, &output)).into_response())
+            reply(&ToolOutput::text(error.to_string()).into_error())
         }
         Err(error) => Err(ApiError::from(error)),
     }

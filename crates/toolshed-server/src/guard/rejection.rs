@@ -126,8 +126,8 @@ impl Rejection {
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
         let (status, kind, message) = self.parts();
-        let body =
-            serde_json::json!({"error": {"kind": kind, "message": message, "details": null}});
+        // The API's one error shape.
+        let body = crate::error::ApiError::new(status, kind, message).body();
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         match self {

@@ -1,7 +1,8 @@
 //! `GET /api/v1/openapi.json`: the API described as OpenAPI 3.0, built here beside the
 //! routes. [`ROUTES`] is the list the router serves; a test checks the document names every
 //! one of them. Here: how an operation is written and the document put together;
-//! `operations` lists them, `components` holds the shared schemas of the answers.
+//! `operations` lists them, `dialect` generates the answers' schemas from the reply types
+//! (`crate::reply`) in OpenAPI's dialect, `components` holds the shared ones.
 
 use axum::Json;
 use schemars::JsonSchema;
@@ -9,9 +10,10 @@ use serde_json::{Map, Value, json};
 use toolshed_kit::args::lean_schema;
 
 mod components;
+mod dialect;
 mod operations;
 
-use components::schemas;
+use dialect::Replies;
 use operations::operations;
 
 /// Every (method, path) the REST API serves, relative to `/api/v1`.
@@ -131,7 +133,7 @@ fn typed<T: JsonSchema>() -> Value {
                 for (key, child) in map.iter_mut() {
                     match child {
                         Value::String(text) if key == "description" => {
-                            *text = text.replace('\n', " ");
+                            *text = dialect::flowing(text);
                         }
                         child => unwrap_lines(child),
                     }
@@ -239,8 +241,10 @@ impl Op {
 /// The OpenAPI 3.0 document of `/api/v1`, as `GET /api/v1/openapi.json` serves it: every
 /// route of [`ROUTES`] with its parameters, bodies and answers.
 pub fn document() -> Value {
+    let mut replies = Replies::new();
+    components::always(&mut replies);
     let mut paths = Map::new();
-    for op in operations() {
+    for op in operations(&mut replies) {
         let mut responses = Map::new();
         for (code, response) in op.responses {
             responses.insert(code.to_string(), response);
@@ -274,7 +278,7 @@ pub fn document() -> Value {
         "security": [{"bearer": []}],
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": schemas()
+            "schemas": components::schemas(replies)
         },
         "paths": paths
     })

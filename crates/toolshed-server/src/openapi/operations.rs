@@ -1,7 +1,7 @@
 //! Every operation of the REST API: its path, summary, parameters, body and answers. The
 //! bodies and query parameters come from the types the handlers read
-//! ([`body_of`](super::body_of), [`query_of`](super::query_of)); the answers are written
-//! here, with the prose a reader of the document needs.
+//! ([`body_of`](super::body_of), [`query_of`](super::query_of)), the answers' schemas from
+//! the types they return ([`Replies`]); what each answer means is written here.
 
 use serde_json::{Value, json};
 
@@ -12,9 +12,15 @@ use crate::api::{
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
 use crate::memories::{ListQuery, NewMemory, SearchQuery};
+use crate::reply::{
+    Answered, Approval, ApprovalList, AuditPage, CallResult, Deleted, Health, Imported, Installed,
+    Job, JobList, JobStarted, McpServer, McpServerDetail, McpServerList, Memory, MemoryMatches,
+    MemoryPage, PluginConfig, PluginDetail, PluginGrants, PluginHealth, PluginList, PluginTools,
+    QuestionList, Removed, SearchResults, Tool, ToolList, Uninstalled, Verified,
+};
 use crate::stream::EventQuery;
 
-use super::components::nullable_string;
+use super::dialect::Replies;
 use super::{Op, body_of, error_response, json_response, op, path_param, query_of, schema_ref};
 
 fn plugin_id() -> Value {
@@ -47,46 +53,43 @@ fn memory_op(op: Op) -> Op {
     .respond("504", error_response("The call's deadline passed"))
 }
 
-pub(super) fn operations() -> Vec<Op> {
+pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
     let not_found = || error_response("No such plugin, tool or job");
     let conflict = || error_response("Not possible in the current state");
     vec![
         op("GET", "/health", "health", "Whether the server is up (no token needed)")
             .open()
-            .respond("200", json_response("Up", schema_ref("Health"))),
+            .respond("200", json_response("Up", r.of::<Health>()))
+            .respond("503", json_response("Shutting down (`draining`): send no more requests here", r.of::<Health>())),
         op("GET", "/metrics", "metrics", "Prometheus metrics: calls by tool and outcome, durations, jobs, live sessions and processes")
             .respond("200", json!({"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}})),
         op("GET", "/plugins", "listPlugins", "Every plugin with its state, tags, author, dependencies and manifest dialect")
             .params(query_of::<PluginsQuery>())
             .respond("400", error_response("The locale is not a language tag"))
-            .respond("200", json_response("The plugins", json!({"type": "object", "required": ["plugins"], "properties": {"plugins": {"type": "array", "items": schema_ref("Plugin")}}}))),
+            .respond("200", json_response("The plugins", r.of::<PluginList>())),
         op("GET", "/plugins/{id}", "getPlugin", "One plugin")
             .param(plugin_id())
             .params(query_of::<LocaleQuery>())
-            .respond("200", json_response("The plugin", schema_ref("Plugin")))
+            .respond("200", json_response("The plugin", r.of::<PluginDetail>()))
             .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
         op("DELETE", "/plugins/{id}", "uninstallPlugin", "Uninstall a user plugin: stop it, remove its files, forget its state")
             .param(plugin_id())
-            .respond("200", json_response("What was removed", json!({"type": "object", "required": ["uninstalled"], "properties": {"uninstalled": schema_ref("Plugin")}})))
+            .respond("200", json_response("What was removed", r.of::<Uninstalled>()))
             .respond("404", not_found())
             .respond("409", error_response("A system or curated plugin cannot be uninstalled"))
             .respond("500", error_response("Its files could not be removed")),
         op("POST", "/plugins/{id}/enable", "enablePlugin", "Enable a plugin (persisted)")
             .param(plugin_id())
-            .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("200", json_response("The plugin now", r.of::<PluginDetail>()))
             .respond("404", not_found()),
         op("POST", "/plugins/{id}/disable", "disablePlugin", "Disable a plugin (persisted); its tools stop being callable")
             .param(plugin_id())
-            .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("200", json_response("The plugin now", r.of::<PluginDetail>()))
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/health", "pluginHealth", "How the plugin is now: a JavaScript plugin's health() export is asked")
             .param(plugin_id())
-            .respond("200", json_response("Its health", json!({"type": "object", "required": ["id", "state", "health", "message"], "properties": {
-                "id": {"type": "string"},
-                "state": {"type": "string", "enum": ["installed", "enabled", "running", "disabled", "degraded", "error", "uninstalled"]},
-                "health": {"type": "string", "enum": ["ok", "degraded", "failed"]},
-                "message": {"type": "string"}}})))
+            .respond("200", json_response("Its health", r.of::<PluginHealth>()))
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/icon", "pluginIcon", "The image the manifest's icon names (svg, png, jpg, webp; at most 256 KiB)")
             .param(plugin_id())
@@ -98,113 +101,96 @@ pub(super) fn operations() -> Vec<Op> {
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/verify", "verifyPlugin", "Hash an installed plugin's files again and compare them with what its install recorded")
             .param(plugin_id())
-            .respond("200", json_response("What changed since the install", json!({"type": "object", "required": ["id", "clean", "drift", "provenance"], "properties": {
-                "id": {"type": "string"}, "clean": {"type": "boolean"},
-                "drift": {"type": "object", "required": ["changed", "added", "removed"], "properties": {
-                    "changed": {"type": "array", "items": {"type": "string"}},
-                    "added": {"type": "array", "items": {"type": "string"}},
-                    "removed": {"type": "array", "items": {"type": "string"}}}},
-                "provenance": schema_ref("Provenance")}})))
+            .respond("200", json_response("What changed since the install", r.of::<Verified>()))
             .respond("404", not_found())
             .respond("409", error_response("toolshed has no record of installing it")),
         op("POST", "/plugins/{id}/reload", "reloadPlugin", "Stop and start a running plugin")
             .param(plugin_id())
-            .respond("200", json_response("The plugin now", schema_ref("Plugin")))
+            .respond("200", json_response("The plugin now", r.of::<PluginDetail>()))
             .respond("404", not_found())
             .respond("409", error_response("The plugin is disabled")),
         op("POST", "/plugins", "installPlugin", "Install a plugin from a directory or a .tar.gz/.tgz/.zip file on the server's machine, and load it")
             .body(body_of::<InstallBody>())
-            .respond("201", json_response("Installed", schema_ref("Installed")))
-            .respond("200", json_response("Replaced (force)", schema_ref("Installed")))
+            .respond("201", json_response("Installed", r.of::<Installed>()))
+            .respond("200", json_response("Replaced (force)", r.of::<Installed>()))
             .respond("400", error_response("The source, checksum or archive was refused; nothing was installed"))
             .respond("409", error_response("A plugin with that id is installed (use force), or the id belongs to a built-in or curated plugin"))
             .respond("415", error_response("The body is not application/json")),
         op("GET", "/mcp-servers", "listMcpServers", "The MCP servers mounted as plugins (kind mcp), with what each runs")
-            .respond("200", json_response("The servers", json!({"type": "object", "required": ["servers"], "properties": {"servers": {"type": "array", "items": schema_ref("McpServer")}}}))),
+            .respond("200", json_response("The servers", r.of::<McpServerList>())),
         op("POST", "/mcp-servers", "addMcpServer", "Mount an MCP server: a command run over stdio, or a URL reached over streamable HTTP (as `toolshed mcp add`); credential env and headers go to the secret store")
             .body(body_of::<AddBody>())
-            .respond("201", json_response("Mounted and running", schema_ref("McpServer")))
+            .respond("201", json_response("Mounted and running", r.of::<McpServer>()))
             .respond("415", error_response("The body is not application/json"))
             .respond("422", error_response("It was installed but cannot start, or cannot be installed; the message says why")),
         op("POST", "/mcp-servers/import", "importMcpServers", "Mount every server of an mcpServers config (Claude Desktop, Claude Code, Cursor)")
             .body(body_of::<ImportBody>())
-            .respond("200", json_response("Each server's outcome", json!({"type": "object", "required": ["mounted", "failed", "servers"], "properties": {
-                "mounted": {"type": "integer"}, "failed": {"type": "integer"},
-                "servers": {"type": "array", "items": {"type": "object", "required": ["name", "mounted"], "properties": {
-                    "name": {"type": "string"}, "mounted": {"type": "boolean"}, "reason": {"type": "string"}, "server": schema_ref("McpServer")
-                }}}
-            }})))
+            .respond("200", json_response("Each server's outcome", r.of::<Imported>()))
             .respond("415", error_response("The body is not application/json"))
             .respond("422", error_response("A server could not be managed")),
         op("GET", "/mcp-servers/{name}", "getMcpServer", "One mounted server with its pinned tool digests and the tools it withholds")
             .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
-            .respond("200", json_response("The server", schema_ref("McpServer")))
+            .respond("200", json_response("The server", r.of::<McpServerDetail>()))
             .respond("404", error_response("No such server"))
             .respond("422", error_response("Its pins cannot be read")),
         op("DELETE", "/mcp-servers/{name}", "removeMcpServer", "Unmount a server: its plugin, state and config")
             .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
-            .respond("200", json_response("What was removed", json!({"type": "object", "required": ["removed"], "properties": {"removed": {"type": "string"}}})))
+            .respond("200", json_response("What was removed", r.of::<Removed>()))
             .respond("404", error_response("No such server"))
             .respond("422", error_response("It could not be removed")),
         op("POST", "/mcp-servers/{name}/accept", "acceptMcpServerTools", "Accept changed tool definitions (they are pinned again) and start the server again")
             .param(path_param("name", "The server's name (or its plugin id, mcp.NAME)"))
             .body(body_of::<AcceptBody>())
-            .respond("200", json_response("The server now", schema_ref("McpServer")))
+            .respond("200", json_response("The server now", r.of::<McpServer>()))
             .respond("404", error_response("No such server"))
             .respond("415", error_response("The body is not application/json"))
             .respond("422", error_response("It could not be started again")),
         op("GET", "/plugins/{id}/grants", "getPluginGrants", "What a plugin's manifest asks for and what it was granted")
             .param(plugin_id())
-            .respond("200", json_response("Its grants", schema_ref("PluginGrants")))
+            .respond("200", json_response("Its grants", r.of::<PluginGrants>()))
             .respond("404", not_found()),
         op("POST", "/plugins/{id}/grants", "changePluginGrants", "Grant or take back capabilities (http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, memory); the plugin reloads with them")
             .param(plugin_id())
             .body(body_of::<GrantsChange>())
-            .respond("200", json_response("Its grants now", schema_ref("PluginGrants")))
+            .respond("200", json_response("Its grants now", r.of::<PluginGrants>()))
             .respond("400", error_response("A grant is malformed, or the manifest does not ask for it"))
             .respond("404", not_found())
             .respond("415", error_response("The body is not application/json")),
         op("GET", "/plugins/{id}/tools", "listPluginTools", "The tools a plugin's manifest declares, and whether each is callable")
             .param(plugin_id())
             .params(query_of::<LocaleQuery>())
-            .respond("200", json_response("Its tools", json!({"type": "object", "required": ["plugin_id", "tools"], "properties": {"plugin_id": {"type": "string"}, "tools": {"type": "array", "items": schema_ref("Tool")}}})))
+            .respond("200", json_response("Its tools", r.of::<PluginTools>()))
             .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
         op("GET", "/plugins/{id}/config", "getPluginConfig", "A plugin's config fields and values; secret values are never returned, only whether they are set")
             .param(plugin_id())
-            .respond("200", json_response("The config", schema_ref("PluginConfig")))
+            .respond("200", json_response("The config", r.of::<PluginConfig>()))
             .respond("404", not_found()),
         op("PUT", "/plugins/{id}/config", "setPluginConfig", "Set config values, each checked against its field")
             .param(plugin_id())
             .body(body_of::<ConfigUpdate>())
-            .respond("200", json_response("The config now", schema_ref("PluginConfig")))
+            .respond("200", json_response("The config now", r.of::<PluginConfig>()))
             .respond("404", not_found())
             .respond("415", error_response("The body is not application/json")),
         op("GET", "/tools", "listTools", "The tools callers may see, optionally filtered")
             .params(query_of::<ToolFilter>())
-            .respond("200", json_response("The tools", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema_ref("Tool")}}})))
+            .respond("200", json_response("The tools", r.of::<ToolList>()))
             .respond("400", error_response("The locale is not a language tag")),
         op("GET", "/tools/search", "searchTools", "The tools the caller may use that best match what it wants to do, ranked (BM25 over names, titles, groups and descriptions)")
             .params(query_of::<ToolSearch>())
-            .respond("200", json_response("The matches, best first", json!({"type": "object", "required": ["query", "results"], "properties": {
-                "query": {"type": "string"},
-                "results": {"type": "array", "items": {"type": "object", "required": ["name", "group", "plugin", "summary", "input_schema", "score"], "properties": {
-                    "name": {"type": "string"}, "group": {"type": "string"}, "plugin": {"type": "string"},
-                    "summary": {"type": "string"}, "input_schema": {"type": "object"}, "score": {"type": "number"}
-                }}}
-            }}))),
+            .respond("200", json_response("The matches, best first", r.of::<SearchResults>())),
         op("GET", "/tools/{name}", "getTool", "One tool with its input schema and annotations")
             .param(path_param("name", "A tool name, e.g. calculator"))
-            .respond("200", json_response("The tool", schema_ref("Tool")))
+            .respond("200", json_response("The tool", r.of::<Tool>()))
             .respond("404", not_found()),
         op("POST", "/tools/{name}/execute", "executeTool", "Call a tool through the pipeline; with async=true start a job and answer 202")
             .param(path_param("name", "A tool name, e.g. calculator"))
             .body(schema_ref("ExecuteRequest"))
-            .respond("200", json_response("The result; is_error=true when the tool ran and failed", schema_ref("CallResult")))
+            .respond("200", json_response("The result; is_error=true when the tool ran and failed", r.of::<CallResult>()))
             .respond("202", json!({
                 "description": "A job was started",
                 "headers": {"Location": {"description": "The job's URL", "schema": {"type": "string"}}},
-                "content": {"application/json": {"schema": {"type": "object", "required": ["job", "location"], "properties": {"job": schema_ref("Job"), "location": {"type": "string"}}}}}
+                "content": {"application/json": {"schema": r.of::<JobStarted>()}}
             }))
             .respond("403", error_response("Denied by review or policy, or needs approval"))
             .respond("404", not_found())
@@ -216,65 +202,65 @@ pub(super) fn operations() -> Vec<Op> {
             .respond("504", error_response("The call's deadline passed")),
         memory_op(op("GET", "/memories", "listMemories", "The caller's memories, newest first, a page at a time (a call of memory_list)")
             .params(query_of::<ListQuery>())
-            .respond("200", json_response("A page; next_cursor leads to older memories", json!({"type": "object", "required": ["memories"], "properties": {"memories": {"type": "array", "items": schema_ref("Memory")}, "next_cursor": nullable_string()}})))),
+            .respond("200", json_response("A page; next_cursor leads to older memories", r.of::<MemoryPage>()))),
         memory_op(op("POST", "/memories", "storeMemory", "Remember something, or update memory `id` (a call of memory_store)")
             .body(body_of::<NewMemory>())
-            .respond("201", json_response("Stored", schema_ref("Memory")))
-            .respond("200", json_response("Updated (id)", schema_ref("Memory")))
+            .respond("201", json_response("Stored", r.of::<Memory>()))
+            .respond("200", json_response("Updated (id)", r.of::<Memory>()))
             .respond("415", error_response("The body is not application/json"))),
         memory_op(op("GET", "/memories/search", "searchMemories", "Full-text search of the caller's memories, best first (a call of memory_search)")
             .params(query_of::<SearchQuery>())
-            .respond("200", json_response("The matches, best first, matched terms in **bold** in each snippet", json!({"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": schema_ref("MemoryMatch")}}})))),
+            .respond("200", json_response("The matches, best first, matched terms in **bold** in each snippet", r.of::<MemoryMatches>()))),
         memory_op(op("GET", "/memories/{id}", "getMemory", "One of the caller's memories (a compacted one says so); a deleted one is 404 (restore it first)")
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
-            .respond("200", json_response("The memory", schema_ref("Memory")))),
+            .respond("200", json_response("The memory", r.of::<Memory>()))),
         memory_op(op("DELETE", "/memories/{id}", "deleteMemory", "Delete a memory (restorable for [memory] deleted_days)")
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
-            .respond("200", json_response("What was deleted", json!({"type": "object", "required": ["deleted"], "properties": {"deleted": schema_ref("Memory")}})))),
+            .respond("200", json_response("What was deleted", r.of::<Deleted>()))),
         memory_op(op("POST", "/memories/{id}/restore", "restoreMemory", "Bring back a deleted or compacted memory")
             .param(path_param("id", "A memory id, e.g. m-0123456789abcdef"))
-            .respond("200", json_response("The memory now", schema_ref("Memory")))),
+            .respond("200", json_response("The memory now", r.of::<Memory>()))),
         op("GET", "/audit", "listAudit", "Audit rows, newest first and paged: every call with its owner, door, outcome and, when it needed one, how its approval ended and who answered")
             .params(query_of::<AuditFilter>())
-            .respond("200", json_response("The rows, newest first; next_cursor leads to older rows", json!({"type": "object", "required": ["audit"], "properties": {"audit": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}})))
+            .respond("200", json_response("The rows, newest first; next_cursor leads to older rows", r.of::<AuditPage>()))
             .respond("400", error_response("limit is out of range, or since, outcome or cursor is not valid")),
         op("GET", "/approvals", "listApprovals", "Calls waiting for a person's approval (with all=true, recent answered and expired requests too)")
             .params(query_of::<ApprovalFilter>())
-            .respond("200", json_response("The requests, newest first", json!({"type": "object", "required": ["approvals"], "properties": {"approvals": {"type": "array", "items": schema_ref("Approval")}}}))),
+            .respond("200", json_response("The requests, newest first", r.of::<ApprovalList>())),
         op("GET", "/approvals/{id}", "getApproval", "One approval request")
             .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
-            .respond("200", json_response("The request", schema_ref("Approval")))
+            .respond("200", json_response("The request", r.of::<Approval>()))
             .respond("404", not_found()),
         op("POST", "/approvals/{id}/approve", "approve", "Let the waiting call run; `remember` approves the same tool with the same arguments for its owner from now on. The body is optional")
             .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
             .optional_body(body_of::<Answer>())
-            .respond("200", json_response("The request, approved", schema_ref("Approval")))
+            .respond("200", json_response("The request, approved", r.of::<Approval>()))
             .respond("404", not_found())
             .respond("409", error_response("The request is not pending any more (answered or expired)")),
         op("POST", "/approvals/{id}/deny", "deny", "Refuse the waiting call")
             .param(path_param("id", "A request id, e.g. ap-0123456789abcdef"))
-            .respond("200", json_response("The request, denied", schema_ref("Approval")))
+            .respond("200", json_response("The request, denied", r.of::<Approval>()))
             .respond("404", not_found())
             .respond("409", error_response("The request is not pending any more (answered or expired)")),
         op("GET", "/questions", "listQuestions", "Questions tools asked a person (ask_user, a plugin's ctx.ask) that the calling client could not put to them, waiting for an answer; an agent token sees its own owner's")
-            .respond("200", json_response("The questions, oldest first", json!({"type": "object", "required": ["questions"], "properties": {"questions": {"type": "array", "items": {"type": "object", "required": ["id", "owner", "message", "schema", "created_ms"], "properties": {"id": {"type": "string"}, "owner": {"type": "string"}, "message": {"type": "string"}, "schema": {"type": "object"}, "created_ms": {"type": "integer"}}}}}}))),
+            .respond("200", json_response("The questions, oldest first", r.of::<QuestionList>())),
         op("POST", "/questions/{id}/answer", "answerQuestion", "Answer a waiting question: accept with the fields its schema asks for, or decline; the asking call goes on with the answer")
             .param(path_param("id", "A question id, e.g. q-0123456789abcdef"))
             .body(body_of::<crate::questions::Body>())
-            .respond("200", json_response("The question answered", json!({"type": "object", "required": ["answered"], "properties": {"answered": {"type": "object"}}})))
+            .respond("200", json_response("The question answered", r.of::<Answered>()))
             .respond("400", error_response("The body is not an answer"))
             .respond("403", error_response("The question is another owner's"))
             .respond("404", not_found()),
         op("GET", "/jobs", "listJobs", "Jobs kept (running, and finished ones until their retention passes)")
             .params(query_of::<JobFilter>())
-            .respond("200", json_response("The jobs", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": schema_ref("Job")}}}))),
+            .respond("200", json_response("The jobs", r.of::<JobList>())),
         op("GET", "/jobs/{id}", "getJob", "One job: state, progress, result")
             .param(path_param("id", "A job id, e.g. job-1"))
-            .respond("200", json_response("The job", schema_ref("Job")))
+            .respond("200", json_response("The job", r.of::<Job>()))
             .respond("404", not_found()),
         op("POST", "/jobs/{id}/cancel", "cancelJob", "Cancel a running job (its tool stops; a command's process tree is killed)")
             .param(path_param("id", "A job id, e.g. job-1"))
-            .respond("200", json_response("The job now", schema_ref("Job")))
+            .respond("200", json_response("The job now", r.of::<Job>()))
             .respond("404", not_found())
             .respond("409", error_response("The job has already ended")),
         op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, job.cancelled, plugin.state_changed. Resume with Last-Event-ID")
