@@ -338,7 +338,7 @@ impl Host {
         &self,
     ) -> Vec<(
         String,
-        Result<Vec<crate::install::store::StoreEntry>, String>,
+        Result<Vec<crate::install::store::StoreEntry>, crate::install::store::PluginStoreError>,
     )> {
         let client = crate::install::download::NetClient::new();
         let language = ["TOOLSHED_LANG", "LANG"]
@@ -429,9 +429,9 @@ impl Host {
         let hosts = &self.config.config.plugins.download_hosts;
         let fetched = crate::install::store::fetch(&client, &entry, hosts, &root, &*progress)
             .await
-            .map_err(|reason| InstallError::Download {
+            .map_err(|e| InstallError::Download {
                 url: crate::install::download::redact(&entry.source),
-                reason,
+                reason: e.to_string(),
             })?;
         let path = match &fetched {
             crate::install::store::Fetched::Archive(file) => file.to_path_buf(),

@@ -39,7 +39,7 @@ use crate::manifest::{MANIFEST_NAMES, find_manifest, load_manifest};
 
 pub mod download;
 mod extract;
-pub mod npm;
+pub(crate) mod npm;
 pub mod provenance;
 mod replicate;
 pub mod store;

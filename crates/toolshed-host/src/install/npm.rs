@@ -25,7 +25,7 @@ use toolshed_ops::process::{OutputLimits, SpawnRequest, Stop, Stream};
 
 /// Caps on one plugin's dependency install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NpmLimits {
+pub(crate) struct NpmLimits {
     /// The longest `npm ci` may run.
     pub timeout: Duration,
     /// The most bytes its `node_modules` may hold.
@@ -63,7 +63,7 @@ const POLL: Duration = Duration::from_millis(250);
 /// Installs the dependencies of the plugin staged in `dir`, if its `package.json` has
 /// any; reports progress lines to `progress`. Must run on a blocking thread of a tokio
 /// runtime.
-pub fn install_dependencies(
+pub(crate) fn install_dependencies(
     processes: &Arc<dyn ProcessOps>,
     dir: &Path,
     limits: NpmLimits,

@@ -24,6 +24,79 @@ const MAX_FILE_BYTES: usize = 64 * 1024 * 1024;
 /// The most files fetched for one plugin.
 const MAX_FILES: usize = 64;
 
+/// Why a plugin store could not be read, or a plugin not fetched from it. URLs are shown
+/// with any credentials taken out.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginStoreError {
+    /// The URL is not one the client can reach.
+    #[error("{url}: {source}")]
+    Address {
+        /// The URL, redacted.
+        url: String,
+        /// Why.
+        source: toolshed_core::ToolError,
+    },
+    /// Plain `http` to a host `[plugins] download_hosts` does not list.
+    #[error(
+        "{0} is not https; plain http is used only for hosts listed in [plugins] download_hosts"
+    )]
+    NotHttps(String),
+    /// The request failed.
+    #[error("{url}: {source}")]
+    Request {
+        /// The URL, redacted.
+        url: String,
+        /// Why.
+        source: toolshed_core::ToolError,
+    },
+    /// The answer is larger than read.
+    #[error("{url} is larger than {mib} MiB")]
+    TooLarge {
+        /// The URL, redacted.
+        url: String,
+        /// The limit, in MiB.
+        mib: usize,
+    },
+    /// An HTTP status other than success or not found.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// The URL, redacted.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+    /// The index is not JSON.
+    #[error("{url} is not a plugin index (JSON): {source}")]
+    NotAnIndex {
+        /// The URL, redacted.
+        url: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// Neither `index.json` nor `index_<language>.json`.
+    #[error("{0} serves no index.json")]
+    NoIndex(String),
+    /// The plugin has no archive and no manifest.
+    #[error(
+        "{0} has neither {0}.zip nor a manifest (info.json, web-plugin.json, plugin.json, package.json)"
+    )]
+    NoPlugin(String),
+    /// The manifest names more files than fetched for one plugin.
+    #[error("the plugin names more than {MAX_FILES} files")]
+    TooManyFiles,
+    /// No directory could be made for the files.
+    #[error("cannot make a directory for the files: {0}")]
+    Scratch(std::io::Error),
+    /// What was fetched could not be written.
+    #[error("cannot write {what}: {source}")]
+    Write {
+        /// What: `the archive`, a file's name.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// One plugin a store offers.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StoreEntry {
@@ -54,8 +127,11 @@ pub struct StoreEntry {
 }
 
 /// The policy a store request goes under: the listed hosts, else public `https` only.
-fn policy(url: &str, extra_hosts: &[String]) -> Result<NetPolicy, String> {
-    let to = toolshed_ops::net::destination(url).map_err(|e| e.to_string())?;
+fn policy(url: &str, extra_hosts: &[String]) -> Result<NetPolicy, PluginStoreError> {
+    let to = toolshed_ops::net::destination(url).map_err(|source| PluginStoreError::Address {
+        url: redact(url),
+        source,
+    })?;
     let listed = extra_hosts.iter().any(|h| {
         toolshed_ops::net::HostPattern::parse(h).is_ok_and(|p| p.matches(&to.host, to.port))
     });
@@ -64,10 +140,7 @@ fn policy(url: &str, extra_hosts: &[String]) -> Result<NetPolicy, String> {
     } else if to.tls {
         Ok(NetPolicy::Public)
     } else {
-        Err(format!(
-            "{} is not https; plain http is used only for hosts listed in [plugins] download_hosts",
-            redact(url)
-        ))
+        Err(PluginStoreError::NotHttps(redact(url)))
     }
 }
 
@@ -77,7 +150,7 @@ async fn get(
     url: &str,
     extra_hosts: &[String],
     max: usize,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, PluginStoreError> {
     let policy = policy(url, extra_hosts)?;
     let request = HttpRequest {
         method: "GET".into(),
@@ -97,17 +170,22 @@ async fn get(
             std::sync::Arc::new(|_| {}),
         )
         .await
-        .map_err(|e| format!("{}: {e}", redact(url)))?;
+        .map_err(|source| PluginStoreError::Request {
+            url: redact(url),
+            source,
+        })?;
     let response = followed.response;
     match response.status {
         404 | 410 => Ok(None),
-        200..=299 if response.truncated => Err(format!(
-            "{} is larger than {} MiB",
-            redact(url),
-            max / (1024 * 1024)
-        )),
+        200..=299 if response.truncated => Err(PluginStoreError::TooLarge {
+            url: redact(url),
+            mib: max / (1024 * 1024),
+        }),
         200..=299 => Ok(Some(response.body)),
-        status => Err(format!("{} answered HTTP {status}", redact(url))),
+        status => Err(PluginStoreError::Status {
+            url: redact(url),
+            status,
+        }),
     }
 }
 
@@ -123,7 +201,7 @@ pub async fn index(
     store: &str,
     language: &str,
     extra_hosts: &[String],
-) -> Result<Vec<StoreEntry>, String> {
+) -> Result<Vec<StoreEntry>, PluginStoreError> {
     let (base, files) = if store.ends_with(".json") {
         let base = store.rsplit_once('/').map_or(store, |(b, _)| b);
         (base_of(base), vec![store.to_string()])
@@ -141,8 +219,11 @@ pub async fn index(
         let Some(body) = get(client, url, extra_hosts, MAX_INDEX_BYTES).await? else {
             continue;
         };
-        let value: Value = serde_json::from_slice(&body)
-            .map_err(|e| format!("{} is not a plugin index (JSON): {e}", redact(url)))?;
+        let value: Value =
+            serde_json::from_slice(&body).map_err(|source| PluginStoreError::NotAnIndex {
+                url: redact(url),
+                source,
+            })?;
         let list = match &value {
             Value::Array(list) => list.clone(),
             Value::Object(o) => o
@@ -154,7 +235,7 @@ pub async fn index(
         };
         return Ok(list.iter().filter_map(|e| entry(e, &base, store)).collect());
     }
-    Err(format!("{} serves no index.json", redact(&base)))
+    Err(PluginStoreError::NoIndex(redact(&base)))
 }
 
 fn entry(value: &Value, base: &str, store: &str) -> Option<StoreEntry> {
@@ -233,7 +314,7 @@ pub async fn fetch(
     extra_hosts: &[String],
     scratch: &Path,
     progress: &(dyn Fn(String) + Send + Sync),
-) -> Result<Fetched, String> {
+) -> Result<Fetched, PluginStoreError> {
     let source = entry.source.trim_end_matches('/');
     let zip = format!("{source}.zip");
     progress(format!("fetching {} from {}", entry.id, redact(source)));
@@ -242,15 +323,15 @@ pub async fn fetch(
             .prefix(super::STAGING_PREFIX)
             .suffix(".zip")
             .tempfile_in(scratch)
-            .map_err(|e| format!("cannot write the archive: {e}"))?;
+            .map_err(|source| write_error("the archive", source))?;
         std::io::Write::write_all(&mut file, &bytes)
-            .map_err(|e| format!("cannot write the archive: {e}"))?;
+            .map_err(|source| write_error("the archive", source))?;
         return Ok(Fetched::Archive(file.into_temp_path()));
     }
     let dir = tempfile::Builder::new()
         .prefix(super::STAGING_PREFIX)
         .tempdir_in(scratch)
-        .map_err(|e| format!("cannot make a directory for the files: {e}"))?;
+        .map_err(PluginStoreError::Scratch)?;
     let mut manifest: Option<(String, Value)> = None;
     for name in [
         "info.json",
@@ -275,11 +356,7 @@ pub async fn fetch(
         }
     }
     let Some((manifest_name, manifest)) = manifest else {
-        return Err(format!(
-            "{} has neither {}.zip nor a manifest (info.json, web-plugin.json, plugin.json, package.json)",
-            redact(source),
-            redact(source)
-        ));
+        return Err(PluginStoreError::NoPlugin(redact(source)));
     };
     let mut files: Vec<String> = [
         "package.json",
@@ -319,7 +396,7 @@ pub async fn fetch(
     files.sort();
     files.dedup();
     if files.len() > MAX_FILES {
-        return Err(format!("the plugin names more than {MAX_FILES} files"));
+        return Err(PluginStoreError::TooManyFiles);
     }
     let mut fetched = 1;
     for file in &files {
@@ -339,12 +416,19 @@ pub async fn fetch(
     Ok(Fetched::Files(dir))
 }
 
-fn write(dir: &Path, file: &str, body: &[u8]) -> Result<(), String> {
+fn write(dir: &Path, file: &str, body: &[u8]) -> Result<(), PluginStoreError> {
     let path = dir.join(file);
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot write {file}: {e}"))?;
+        std::fs::create_dir_all(parent).map_err(|source| write_error(file, source))?;
     }
-    std::fs::write(&path, body).map_err(|e| format!("cannot write {file}: {e}"))
+    std::fs::write(&path, body).map_err(|source| write_error(file, source))
+}
+
+fn write_error(what: &str, source: std::io::Error) -> PluginStoreError {
+    PluginStoreError::Write {
+        what: what.to_string(),
+        source,
+    }
 }
 
 /// Agent Spaces' folder digest: the MD5 of the sorted hex MD5s of every file under `dir`
