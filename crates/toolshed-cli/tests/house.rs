@@ -464,7 +464,7 @@ const STRING_ERRORS: &[(&str, usize)] = &[
     ("toolshed-browser", 1),
     ("toolshed-cli", 2),
     ("toolshed-gateway", 15),
-    ("toolshed-host", 35),
+    ("toolshed-host", 29),
     ("toolshed-js", 48),
     ("toolshed-lsp", 6),
     ("toolshed-mcp", 2),

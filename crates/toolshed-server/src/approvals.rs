@@ -45,8 +45,8 @@ pub(crate) async fn list(
     let filter = query(filter)?;
     let list = state
         .host
-        .store()
-        .approvals(filter.all, LIST_LIMIT)
+        .approvals()
+        .list(filter.all, LIST_LIMIT)
         .map_err(failed)?;
     Ok(Json(ApprovalList {
         approvals: list.into_iter().map(Approval::from).collect(),
@@ -60,8 +60,8 @@ pub(crate) async fn get(
 ) -> Result<Json<Approval>, ApiError> {
     state
         .host
-        .store()
-        .approval(&id)
+        .approvals()
+        .get(&id)
         .map_err(failed)?
         .map(|r| Json(r.into()))
         .ok_or_else(|| missing(&id))
@@ -130,8 +130,8 @@ async fn decide(
     if let Some(c) = caller.as_deref().filter(|c| c.is_agent()) {
         let asked = state
             .host
-            .store()
-            .approval(&id)
+            .approvals()
+            .get(&id)
             .map_err(failed)?
             .ok_or_else(|| missing(&id))?;
         state
@@ -144,8 +144,8 @@ async fn decide(
     }
     let request = state
         .host
-        .store()
-        .answer_approval(&id, approve, &by, remember)
+        .approvals()
+        .answer(&id, approve, &by, remember)
         .map_err(failed)?
         .ok_or_else(|| missing(&id))?;
     let wanted = if approve {
@@ -216,8 +216,8 @@ pub(crate) async fn audit(
     }
     .checked(cursor.as_deref(), since.as_deref(), toolshed_host::now_ms())
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let store = state.host.store().clone();
-    let page = tokio::task::spawn_blocking(move || store.audit_page(&wanted))
+    let audit = state.host.audit().detached();
+    let page = tokio::task::spawn_blocking(move || audit.page(&wanted))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map_err(failed)?;

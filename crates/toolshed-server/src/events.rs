@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use toolshed_host::StateStore;
+use toolshed_host::EventJournal;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -90,7 +90,7 @@ struct Ids {
 pub(crate) struct EventLog {
     retained: Mutex<(Ids, VecDeque<ApiEvent>)>,
     live: broadcast::Sender<ApiEvent>,
-    store: Option<Arc<StateStore>>,
+    journal: Option<EventJournal<'static>>,
     /// How many ids are reserved at once: [`ID_BLOCK`], or one on a database shared with
     /// other servers, so that ids follow the order events happen in across all of them.
     block: u64,
@@ -117,7 +117,7 @@ fn now_ms() -> u64 {
 }
 
 impl EventLog {
-    fn starting_at(first: u64, end: u64, store: Option<Arc<StateStore>>) -> Self {
+    fn starting_at(first: u64, end: u64, journal: Option<EventJournal<'static>>) -> Self {
         Self {
             retained: Mutex::new((
                 Ids {
@@ -128,23 +128,23 @@ impl EventLog {
                 VecDeque::new(),
             )),
             live: broadcast::channel(RETAINED_EVENTS).0,
-            block: if store.as_ref().is_some_and(|s| s.is_shared()) {
+            block: if journal.as_ref().is_some_and(EventJournal::is_shared) {
                 1
             } else {
                 ID_BLOCK
             },
-            store,
+            journal,
         }
     }
 
-    /// A log whose ids continue the sequence kept in `store`, holding the latest events
+    /// A log whose ids continue the sequence kept in `journal`, holding the latest events
     /// stored by earlier servers, so a client resumes across a restart.
-    pub(crate) fn persistent(store: Arc<StateStore>) -> Self {
-        let block = if store.is_shared() { 1 } else { ID_BLOCK };
-        match store.reserve_sequence("events", block) {
+    pub(crate) fn persistent(journal: EventJournal<'static>) -> Self {
+        let block = if journal.is_shared() { 1 } else { ID_BLOCK };
+        match journal.reserve_sequence("events", block) {
             Ok(first) => {
-                let log = Self::starting_at(first, first + block, Some(store.clone()));
-                match store.recent_events(RETAINED_EVENTS) {
+                let log = Self::starting_at(first, first + block, Some(journal.clone()));
+                match journal.recent(RETAINED_EVENTS) {
                     Ok(earlier) => {
                         let mut retained = log.retained.lock().unwrap_or_else(|p| p.into_inner());
                         if let Some(oldest) = earlier.first() {
@@ -177,11 +177,11 @@ impl EventLog {
     /// The next id, reserving another block when this one is used up.
     fn next_id(&self, ids: &mut Ids) -> u64 {
         if self.block == 1
-            && let Some(store) = &self.store
+            && let Some(journal) = &self.journal
         {
             // Shared: each id from the database's sequence, whatever other servers' events
             // this log holds already.
-            match store.reserve_sequence("events", 1) {
+            match journal.reserve_sequence("events", 1) {
                 Ok(id) => {
                     ids.last = ids.last.max(id);
                     return id;
@@ -190,9 +190,9 @@ impl EventLog {
             }
         }
         if ids.last + 1 >= ids.end
-            && let Some(store) = &self.store
+            && let Some(journal) = &self.journal
         {
-            match store.reserve_sequence("events", ID_BLOCK) {
+            match journal.reserve_sequence("events", ID_BLOCK) {
                 Ok(first) => {
                     ids.last = first.max(ids.last + 1) - 1;
                     ids.end = first + ID_BLOCK;
@@ -222,8 +222,8 @@ impl EventLog {
             owner: owner.map(String::from),
             data,
         };
-        if let Some(store) = &self.store
-            && let Err(e) = store.append_event(&toolshed_host::job_store::StoredEvent {
+        if let Some(journal) = &self.journal
+            && let Err(e) = journal.append(&toolshed_host::job_store::StoredEvent {
                 id,
                 kind: event.kind.clone(),
                 time_ms: event.time_ms,
@@ -279,10 +279,10 @@ impl EventLog {
         self: &Arc<Self>,
         stop: tokio_util::sync::CancellationToken,
     ) {
-        let Some(store) = self.store.clone().filter(|s| s.is_shared()) else {
+        let Some(journal) = self.journal.clone().filter(EventJournal::is_shared) else {
             return;
         };
-        let mut announced = store.other_events();
+        let mut announced = journal.appended_elsewhere();
         let log = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
@@ -297,8 +297,8 @@ impl EventLog {
                         Err(broadcast::error::RecvError::Closed) => return,
                     },
                 };
-                let store = store.clone();
-                let stored = tokio::task::spawn_blocking(move || store.stored_event(id)).await;
+                let journal = journal.clone();
+                let stored = tokio::task::spawn_blocking(move || journal.get(id)).await;
                 let Some(log) = log.upgrade() else { return };
                 match stored {
                     Ok(Ok(Some(event))) => log.adopt(ApiEvent {

@@ -65,11 +65,11 @@ pub(crate) async fn leave_out_oversized(
             .headers
             .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     }
-    let registry = scan.host.registry();
+    let catalog = scan.host.catalog();
     let mut tool = None;
     let scanned = ToolsCall::scan(&bytes, |name| {
-        tool = registry.lookup(name);
-        registry.argument_limits(name)
+        tool = catalog.lookup(name);
+        catalog.argument_limits(name)
     });
     let Some(call) = scanned else {
         return next

@@ -36,7 +36,7 @@ impl Metrics {
         let metrics = Self::default();
         let mut events = host.events().subscribe();
         let counter = metrics.clone();
-        let registry = host.registry().clone();
+        let catalog = host.catalog().detached();
         tokio::spawn(async move {
             loop {
                 let received = tokio::select! {
@@ -50,7 +50,7 @@ impl Metrics {
                         is_error,
                         ..
                     }) => counter.count(
-                        &known(&registry, tool),
+                        &known(&catalog, tool),
                         if is_error { "tool_error" } else { "ok" },
                         duration_ms,
                     ),
@@ -59,7 +59,7 @@ impl Metrics {
                         duration_ms,
                         kind,
                         ..
-                    }) => counter.count(&known(&registry, tool), &kind, duration_ms),
+                    }) => counter.count(&known(&catalog, tool), &kind, duration_ms),
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                         counter.0.lock().unwrap_or_else(|p| p.into_inner()).missed += n;
@@ -88,8 +88,8 @@ impl Metrics {
 
 /// A registered tool's name, or `(unknown)` for names a caller made up, so they cannot
 /// crowd the real tools out of the series.
-fn known(registry: &toolshed_host::Registry, tool: String) -> String {
-    if registry.lookup(&tool).is_some() {
+fn known(catalog: &toolshed_host::Catalog<'_>, tool: String) -> String {
+    if catalog.lookup(&tool).is_some() {
         tool
     } else {
         "(unknown)".to_string()

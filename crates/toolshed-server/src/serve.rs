@@ -76,7 +76,9 @@ fn app_draining(
     draining: Arc<std::sync::atomic::AtomicBool>,
 ) -> (Router, CancellationToken) {
     let server_config = host.config().config.server.clone();
-    let events = Arc::new(events::EventLog::persistent(host.store().clone()));
+    let events = Arc::new(events::EventLog::persistent(
+        host.event_journal().detached(),
+    ));
     events.follow_other_servers(stop.clone());
     let jobs = host.jobs().clone();
     jobs.set_events(events.clone());
@@ -173,7 +175,7 @@ fn app_draining(
         "sandbox": {"mode": sandbox.mode, "network": sandbox.network},
     });
     let ports = host.services().ports.clone();
-    let store = host.store().clone();
+    let tokens = host.tokens().detached();
     let replica: Arc<str> = host.config().config.server.replica_name().into();
     let net = host.services().net.clone();
     let mcp_config = host.config().config.mcp.clone();
@@ -216,7 +218,7 @@ fn app_draining(
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
     let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_body_budget(server_config.max_inflight_body_bytes)
-        .with_agent_tokens(store)
+        .with_agent_tokens(tokens)
         .with_open_paths(
             &[
                 &["/api/v1/health", "/health"][..],

@@ -17,12 +17,12 @@ pub(crate) async fn get_config(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<PluginConfig>, ApiError> {
-    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+    let manifest = state.host.plugins().manifest(&id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
     let stored = state
         .host
-        .store()
+        .plugins()
         .config_values(&id)
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let fields = manifest
@@ -51,7 +51,7 @@ pub(crate) async fn put_config(
     update: Result<Json<ConfigUpdate>, JsonRejection>,
 ) -> Result<Json<PluginConfig>, ApiError> {
     let update = body(update)?;
-    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+    let manifest = state.host.plugins().manifest(&id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
     let mut problems = Vec::new();
@@ -85,7 +85,7 @@ pub(crate) async fn put_config(
         let secret = manifest.config.iter().any(|f| &f.key == key && f.secret);
         state
             .host
-            .store()
+            .plugins()
             .set_config_value(&id, key, value, secret)
             .map_err(|e| ApiError::internal(e.to_string()))?;
     }

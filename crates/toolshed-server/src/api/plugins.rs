@@ -77,10 +77,10 @@ pub(crate) async fn plugins(
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty());
-    let registry = state.host.registry();
+    let service = state.host.plugins();
     let mut plugins = Vec::new();
-    for info in registry.plugins() {
-        let manifest = registry.manifest(&info.id);
+    for info in service.list() {
+        let manifest = service.manifest(&info.id);
         if let Some(tag) = tag
             && !manifest.as_ref().is_some_and(|m| m.has_tag(tag))
         {
@@ -102,14 +102,14 @@ pub(crate) async fn plugins(
 /// Plugin `id` as one plugin is shown: with what its manifest asks for, and where it came
 /// from.
 fn plugin_detail(state: &AppState, id: &str) -> Result<PluginDetail, ApiError> {
-    let info = state.host.registry().plugin(id).ok_or_else(|| {
+    let info = state.host.plugins().info(id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
-    let manifest = match state.host.registry().manifest(id) {
+    let manifest = match state.host.plugins().manifest(id) {
         Some(manifest) => Some(ManifestFields::of(&manifest, info.dir.as_deref())?),
         None => None,
     };
-    let provenance = state.host.store().provenance(id).ok().flatten();
+    let provenance = state.host.plugins().provenance(id).ok().flatten();
     Ok(PluginDetail {
         info: info.into(),
         manifest,
@@ -123,7 +123,7 @@ pub(crate) async fn plugin_health(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<PluginHealth>, ApiError> {
-    let (info, health) = state.host.registry().health_now(&id).await.ok_or_else(|| {
+    let (info, health) = state.host.plugins().health_now(&id).await.ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
     Ok(Json(PluginHealth::new(info, health)))
@@ -139,8 +139,8 @@ pub(crate) async fn plugin_icon(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (Some(info), Some(manifest)) = (
-        state.host.registry().plugin(&id),
-        state.host.registry().manifest(&id),
+        state.host.plugins().info(&id),
+        state.host.plugins().manifest(&id),
     ) else {
         return Err(ApiError::not_found(format!(
             "no plugin `{id}`; GET /api/v1/plugins lists them"
@@ -205,7 +205,7 @@ pub(crate) async fn verify(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Verified>, ApiError> {
-    if state.host.registry().plugin(&id).is_none() {
+    if state.host.plugins().info(&id).is_none() {
         return Err(ApiError::not_found(format!(
             "no plugin `{id}`; GET /api/v1/plugins lists them"
         )));
@@ -226,8 +226,7 @@ pub(crate) async fn plugin(
 ) -> Result<Json<PluginDetail>, ApiError> {
     let locale = query(locale)?;
     let mut detail = plugin_detail(&state, &id)?;
-    if let (Some(locale), Some(manifest)) = (locale.locale()?, state.host.registry().manifest(&id))
-    {
+    if let (Some(locale), Some(manifest)) = (locale.locale()?, state.host.plugins().manifest(&id)) {
         detail.info.localize(&manifest, locale);
     }
     Ok(Json(detail))
@@ -241,7 +240,7 @@ pub(crate) async fn set_enabled(
 ) -> Result<Json<PluginDetail>, ApiError> {
     state
         .host
-        .registry()
+        .plugins()
         .set_enabled(&id, enabled)
         .await
         .map_err(registry_error)?;
@@ -271,7 +270,7 @@ pub(crate) async fn reload(
 ) -> Result<Json<PluginDetail>, ApiError> {
     state
         .host
-        .registry()
+        .plugins()
         .reload(&id)
         .await
         .map_err(registry_error)?;
@@ -285,7 +284,7 @@ pub(crate) async fn uninstall(
 ) -> Result<Json<Uninstalled>, ApiError> {
     let info = state
         .host
-        .registry()
+        .plugins()
         .uninstall(&id)
         .await
         .map_err(registry_error)?;
@@ -301,7 +300,7 @@ pub(crate) async fn get_grants(
 ) -> Result<Json<PluginGrants>, ApiError> {
     let info = state
         .host
-        .registry()
+        .plugins()
         .grants(&id)
         .await
         .map_err(registry_error)?;
@@ -343,7 +342,7 @@ pub(crate) async fn change_grants(
     }
     let info = state
         .host
-        .registry()
+        .plugins()
         .change_grants(&id, &change.add, &change.remove)
         .await
         .map_err(registry_error)?;
@@ -393,7 +392,7 @@ pub(crate) async fn install(
         InstallError::Io { .. } => ApiError::internal(e.to_string()),
         other => ApiError::bad_request(other.to_string()),
     })?;
-    let plugin = state.host.registry().adopt(&installed.dir).await;
+    let plugin = state.host.plugins().adopt(&installed.dir).await;
     let status = if installed.replaced {
         StatusCode::OK
     } else {
@@ -418,12 +417,12 @@ pub(crate) async fn plugin_tools(
 ) -> Result<Json<PluginTools>, ApiError> {
     let locale = query(locale)?;
     let locale = locale.locale()?;
-    let manifest = state.host.registry().manifest(&id).ok_or_else(|| {
+    let manifest = state.host.plugins().manifest(&id).ok_or_else(|| {
         ApiError::not_found(format!("no plugin `{id}`; GET /api/v1/plugins lists them"))
     })?;
     let registered: BTreeMap<String, toolshed_host::registry::ToolEntry> = state
         .host
-        .registry()
+        .catalog()
         .tools()
         .into_iter()
         .filter(|t| t.plugin_id == id)

@@ -49,7 +49,7 @@ pub(crate) async fn tools(
     let needle = filter.q.as_deref().map(str::to_lowercase);
     let tools = state
         .host
-        .registry()
+        .catalog()
         .tools()
         .into_iter()
         .filter(|t| state.host.dispatcher().visible(t, None))
@@ -124,7 +124,7 @@ pub(crate) async fn search_tools(
     let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     let visible: Vec<toolshed_host::registry::ToolEntry> = state
         .host
-        .registry()
+        .catalog()
         .tools()
         .into_iter()
         .filter(|t| dispatcher.visible(t, search.profile.as_deref()))
@@ -165,7 +165,7 @@ pub(crate) async fn tool(
 }
 
 fn unknown_tool(state: &AppState, name: &str) -> ApiError {
-    let names = state.host.registry().tool_names();
+    let names = state.host.catalog().tool_names();
     let close = toolshed_host::closest(name, names.iter().map(String::as_str), 3);
     let hint = if close.is_empty() {
         String::new()
@@ -229,7 +229,7 @@ pub(crate) async fn execute(
     request: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     // Held until the call has answered: the arguments' tree lives that long.
-    let limits = state.host.registry().argument_limits(&name);
+    let limits = state.host.catalog().argument_limits(&name);
     let (request, room, oversized) =
         parsed_body::<Execute>(&state.trees, &headers, request, limits.as_ref()).await?;
     let owner = owner(caller.as_deref(), &headers)?;

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use toolshed_core::OwnerId;
 use toolshed_host::identity::{Caller, TOKEN_PREFIX};
 
-use super::{FAILURE_WINDOW, MAX_TRACKED_PEERS, Rejection, RequestGuard};
+use super::{AgentTokens, FAILURE_WINDOW, MAX_TRACKED_PEERS, Rejection, RequestGuard};
 
 /// Query parameters that look like credentials; a request carrying one is refused, so a
 /// token never ends up in logs, browser history or a proxy's access log.
@@ -185,8 +185,8 @@ impl RequestGuard {
         }
         let text = std::str::from_utf8(token).unwrap_or_default();
         let agent = match &self.agents {
-            Some(store) if text.starts_with(TOKEN_PREFIX) => {
-                store.authenticate(text).unwrap_or_else(|e| {
+            Some(AgentTokens(tokens)) if text.starts_with(TOKEN_PREFIX) => {
+                tokens.authenticate(text).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "cannot check an agent token");
                     None
                 })

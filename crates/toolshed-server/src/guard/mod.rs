@@ -28,7 +28,7 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use toolshed_host::StateStore;
+use toolshed_host::Tokens;
 use toolshed_host::identity::Caller;
 
 use crate::token::BearerToken;
@@ -132,6 +132,15 @@ fn starts_work(request: &Request) -> bool {
     !(needed || on_session || (read && path != "/mcp"))
 }
 
+/// The agent tokens a guard accepts ([`RequestGuard::with_agent_tokens`]).
+struct AgentTokens(Tokens<'static>);
+
+impl std::fmt::Debug for AgentTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentTokens").finish_non_exhaustive()
+    }
+}
+
 /// The checks every request to the HTTP server passes before a route sees it.
 #[derive(Debug)]
 pub struct RequestGuard {
@@ -147,7 +156,7 @@ pub struct RequestGuard {
     /// Failed authentications per peer: how many, since when.
     failures: std::sync::Mutex<std::collections::HashMap<IpAddr, (u32, std::time::Instant)>>,
     /// Where agent tokens are checked, when they are accepted.
-    agents: Option<Arc<StateStore>>,
+    agents: Option<AgentTokens>,
     /// MCP sessions and the token that opened each (`None`: the admin token), oldest first.
     sessions: std::sync::Mutex<BoundSessions>,
     /// How many MCP sessions may be open, when limited.
@@ -282,10 +291,10 @@ impl RequestGuard {
         self
     }
 
-    /// Also accepts the agent tokens of `store` (`toolshed token create`), each checked
+    /// Also accepts the agent tokens `tokens` holds (`toolshed token create`), each checked
     /// against the database on every request, so a revoked token is refused at once.
-    pub fn with_agent_tokens(mut self, store: Arc<StateStore>) -> Self {
-        self.agents = Some(store);
+    pub fn with_agent_tokens(mut self, tokens: Tokens<'static>) -> Self {
+        self.agents = Some(AgentTokens(tokens));
         self
     }
 

@@ -376,7 +376,13 @@ impl From<toolshed_host::install::provenance::Provenance> for Provenance {
             sha256,
             tree_sha256,
             installed_ms,
-            dependencies: dependencies.map(NpmDependencies::from),
+            // Field by field: the host's type is its own (`install::npm` is private).
+            dependencies: dependencies.map(|installed| NpmDependencies {
+                manager: installed.manager,
+                packages: installed.packages,
+                bytes: installed.bytes,
+                millis: installed.millis,
+            }),
         }
     }
 }
@@ -392,23 +398,6 @@ pub(crate) struct NpmDependencies {
     pub bytes: u64,
     /// How long the install took, in milliseconds.
     pub millis: u64,
-}
-
-impl From<toolshed_host::install::npm::Dependencies> for NpmDependencies {
-    fn from(installed: toolshed_host::install::npm::Dependencies) -> Self {
-        let toolshed_host::install::npm::Dependencies {
-            manager,
-            packages,
-            bytes,
-            millis,
-        } = installed;
-        Self {
-            manager,
-            packages,
-            bytes,
-            millis,
-        }
-    }
 }
 
 /// One plugin: as listed, with what its manifest asks for and where it came from.
