@@ -735,7 +735,10 @@ fn insides(code: &str) -> usize {
 
 #[test]
 fn calls_of_the_hosts_insides_are_counted() {
-    assert_eq!(insides("host.registry().manifest(id); state.host.store()"), 2);
+    assert_eq!(
+        insides("host.registry().manifest(id); state.host.store()"),
+        2
+    );
     assert_eq!(
         insides("host.watch_store(); tracing_subscriber::registry(); self.inner.event_store()"),
         0
