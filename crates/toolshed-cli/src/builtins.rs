@@ -154,21 +154,7 @@ mod tests {
         let starter = sources().starter();
         #[cfg(feature = "browser")]
         assert!(starter.contains("\n[browser]\n"), "{starter}");
-        let uncommented: String = starter
-            .lines()
-            .map(|line| match line.strip_prefix('#') {
-                Some(rest)
-                    if rest.starts_with('[')
-                        || rest.split_once(" = ").is_some_and(|(k, _)| {
-                            !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-                        }) =>
-                {
-                    rest
-                }
-                _ => line,
-            })
-            .map(|line| format!("{line}\n"))
-            .collect();
+        let uncommented = toolshed_test_support::config::uncommented(&starter);
         std::fs::write(dir.path().join("user.toml"), &uncommented).unwrap();
         let loaded = sources().load().unwrap();
         assert!(loaded.unknown_keys.is_empty(), "{:?}", loaded.unknown_keys);

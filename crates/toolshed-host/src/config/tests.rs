@@ -19,21 +19,7 @@ fn sources(dir: &Path, env: &[(&str, &str)]) -> ConfigSources {
 #[test]
 fn the_starter_config_names_only_real_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let uncommented: String = STARTER
-        .lines()
-        .map(|line| match line.strip_prefix('#') {
-            Some(rest)
-                if rest.starts_with('[')
-                    || rest.split_once(" = ").is_some_and(|(k, _)| {
-                        !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-                    }) =>
-            {
-                rest
-            }
-            _ => line,
-        })
-        .map(|line| format!("{line}\n"))
-        .collect();
+    let uncommented = toolshed_test_support::config::uncommented(STARTER);
     assert!(uncommented.contains("\n[[policy.rule]]\n"), "{uncommented}");
     std::fs::write(dir.path().join("user.toml"), &uncommented).unwrap();
     let loaded = sources(dir.path(), &[]).load().unwrap();
