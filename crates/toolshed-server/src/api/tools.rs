@@ -17,7 +17,7 @@ use super::plugins::LocaleQuery;
 use super::{AppState, owner, parsed_body, query};
 use crate::error::{ApiError, status_of};
 use crate::reply::{CallResult, JobStarted, SearchHit, SearchResults, Tool, ToolList, read};
-use toolshed_host::jobs::{output_json, record_outcome};
+use toolshed_host::jobs::record_outcome;
 
 /// Filters of `GET /tools`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -283,15 +283,11 @@ pub(crate) async fn execute(
     adopt_trace(&span, &headers);
     let result = state.host.call(call).instrument(span.clone()).await;
     record_outcome(&span, &result);
-    // The JSON a job records of its call, read as this reply: one writer for both.
-    let reply = |output: &ToolOutput| -> Result<Response, ApiError> {
-        let reply: CallResult = read(output_json(&result, output), "a call's result")?;
-        Ok(Json(reply).into_response())
-    };
     match &result.result {
-        Ok(output) => reply(output),
+        Ok(output) => Ok(Json(CallResult::of(&result, output)).into_response()),
         Err(error) if status_of(error.kind()) == StatusCode::OK => {
-            reply(&ToolOutput::text(error.to_string()).into_error())
+            let output = ToolOutput::text(error.to_string()).into_error();
+            Ok(Json(CallResult::of(&result, &output)).into_response())
         }
         Err(error) => Err(ApiError::from(error)),
     }

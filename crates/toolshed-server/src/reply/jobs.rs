@@ -81,7 +81,7 @@ pub(crate) struct Job {
     /// The latest progress reports.
     pub progress: Vec<Progress>,
     /// The call's result, once it succeeded (as the job recorded it).
-    #[schemars(with = "Option<CallResult>")]
+    #[schemars(with = "Option<CallResult<'static>>")]
     pub result: Option<Value>,
     /// The error, once it failed or was cancelled (as the job recorded it).
     #[schemars(with = "Option<ErrorDetail>")]

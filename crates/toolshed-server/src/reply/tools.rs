@@ -239,23 +239,41 @@ pub(crate) struct SearchResults {
     pub results: Vec<SearchHit>,
 }
 
-/// A call's result: the tool ran (`is_error` says whether it reported a failure).
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CallResult {
+/// A call's result: the tool ran (`is_error` says whether it reported a failure). Written
+/// straight from the host's result, field for field as a job records it
+/// (`toolshed_host::jobs::output_json`; a test holds the two equal).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CallResult<'a> {
     /// The call's id, as the audit log records it.
-    pub call_id: String,
+    pub call_id: &'a str,
     /// The plugin that served it.
-    pub plugin_id: Option<String>,
+    pub plugin_id: Option<&'a str>,
     /// Whether the tool ran and reported a failure.
     pub is_error: bool,
     /// What it returned: text, images, resources (MCP content blocks).
     #[schemars(with = "Vec<Map<String, Value>>")]
-    pub content: Vec<Value>,
+    pub content: &'a [toolshed_core::Content],
     /// Its structured output (the tool's `output_schema` says its shape), if it gave one.
-    pub structured: Option<Value>,
+    pub structured: Option<&'a Value>,
     /// How long the call took, in milliseconds.
     pub duration_ms: u64,
+}
+
+impl<'a> CallResult<'a> {
+    /// The reply for `output`, the output of the call `result` describes.
+    pub(crate) fn of(
+        result: &'a toolshed_host::CallResult,
+        output: &'a toolshed_core::ToolOutput,
+    ) -> Self {
+        Self {
+            call_id: &result.call_id.0,
+            plugin_id: result.plugin_id.as_deref(),
+            is_error: output.is_error,
+            content: &output.content,
+            structured: output.structured.as_ref(),
+            duration_ms: u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
 }
 
 /// A call started as a job (`async: true`).
@@ -266,4 +284,32 @@ pub(crate) struct JobStarted {
     pub job: Job,
     /// Its URL, also in the `Location` header.
     pub location: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use toolshed_core::{CallId, ToolOutput};
+
+    use super::CallResult;
+
+    /// The REST reply of a call and the result a job records of it are one shape.
+    #[test]
+    fn a_calls_reply_is_what_a_job_records() {
+        let mut output = ToolOutput::text("hello");
+        output.structured = Some(serde_json::json!({"n": 1}));
+        let result = toolshed_host::CallResult {
+            call_id: CallId("c-1".into()),
+            plugin_id: Some("system.util".into()),
+            result: Ok(output.clone()),
+            duration: Duration::from_millis(7),
+        };
+        for output in [output, ToolOutput::text("failed").into_error()] {
+            assert_eq!(
+                serde_json::to_string(&CallResult::of(&result, &output)).unwrap(),
+                serde_json::to_string(&toolshed_host::jobs::output_json(&result, &output)).unwrap()
+            );
+        }
+    }
 }
