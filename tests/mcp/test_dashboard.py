@@ -319,3 +319,43 @@ def test_login_links_cookies_csrf_and_foreign_origins(serve, home, toolshed_bin)
     # Signed out: the cookie no longer works.
     assert request(f"{base}/api/ui/logout", "POST", headers={**jar, "X-CSRF-Token": csrf})[0] == 204
     assert request(f"{base}/api/v1/plugins", headers=jar)[0] == 401
+
+
+def test_the_agents_page_shows_todo_lists_and_schedules(serve, shots):
+    if not CHROMIUM:
+        pytest.fail("Chromium is not installed; scripts/test installs it (apt-get install chromium)")
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    execute(base, token, "todo_write", {"todos": [
+        {"id": "1", "text": "read the logs", "status": "done"},
+        {"id": "2", "text": "fix the retry", "status": "in_progress", "notes": "backoff too short"},
+    ]})
+    schedule = execute(base, token, "schedule_create", {
+        "name": "weekday-check", "cron": "0 9 * * 1-5", "tz": "Europe/Berlin",
+        "tool": "calculator", "arguments": {"expression": "1+1"}})["structured"]["id"]
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/")
+        page.fill("#token", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("text=Calls in the last minute")
+        page.click("nav >> text=Agents")
+        todos = page.locator("tr[data-todo]").first
+        todos.wait_for()
+        text = todos.inner_text()
+        assert "read the logs" in text and "fix the retry" in text and "backoff too short" in text, text
+        assert page.locator('li[data-status="in_progress"]').count() == 1
+        row = page.locator(f'tr[data-schedule="{schedule}"]')
+        row.wait_for()
+        text = row.inner_text()
+        assert "weekday-check" in text and "0 9 * * 1-5" in text and "Europe/Berlin" in text, text
+        # A list written now appears without a reload.
+        execute(base, token, "todo_write", {"list": "later", "todos": [{"id": "a", "text": "new item", "status": "pending"}]})
+        page.wait_for_selector("text=new item", timeout=10_000)
+        snap(page, shots, "agents")
+        assert errors == [], errors
+        browser.close()

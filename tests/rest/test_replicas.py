@@ -375,3 +375,32 @@ def test_a_task_started_on_one_replica_is_read_on_either(replicas):
     assert done["status"] == "completed" and "from-a-replica" in text(done["result"]), done
     served = [proxy.served.get(port, 0) - before.get(port, 0) for port in proxy.backends]
     assert all(n >= 2 for n in served), f"both replicas answered the task's requests: {served}"
+
+
+def test_a_due_schedule_runs_once_across_replicas(replicas):
+    a, b, agent, proxy = replicas
+    from datetime import datetime, timedelta, timezone
+    due = (datetime.now(timezone.utc) + timedelta(seconds=3)).isoformat(timespec="seconds")
+    status, body = request(a["base"], "/api/v1/tools/schedule_create/execute", agent, "POST", {"arguments": {
+        "name": "once", "at": due, "tool": "calculator", "arguments": {"expression": "40+2"}}})
+    assert status == 200, body
+    # Both replicas look for due schedules every second; one of them takes it.
+    deadline = time.monotonic() + 30
+    while True:
+        status, body = request(b["base"], "/api/v1/tools/schedule_list/execute", agent, "POST", {"arguments": {}})
+        assert status == 200, body
+        [entry] = body["structured"]["schedules"]
+        if entry["last_job"]:
+            break
+        assert time.monotonic() < deadline, entry
+        time.sleep(0.2)
+    assert entry["runs"] == 1 and entry["next"] is None, entry
+    time.sleep(2.5)  # both replicas have looked again since
+    status, audit = request(a["base"], "/api/v1/audit?tool=calculator&limit=50", agent)
+    assert status == 200, audit
+    scheduled = [row for row in audit["audit"] if row["door"] == "schedule"]
+    assert len(scheduled) == 1, scheduled
+    # The job is read through either replica.
+    for replica in (a, b):
+        status, job = request(replica["base"], f"/api/v1/jobs/{entry['last_job']}", agent)
+        assert status == 200 and job["owner"] == "team", job

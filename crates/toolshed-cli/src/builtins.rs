@@ -78,7 +78,7 @@ pub(crate) fn register(
         builder =
             builder.plugins(move |services| vec![toolshed_lsp::plugin(services, lsp.clone())]);
     }
-    (builder.memory(), plugins)
+    (builder.memory().agents(), plugins)
 }
 
 /// Where skills are found, in the order a name is looked up: the workspace's own, the

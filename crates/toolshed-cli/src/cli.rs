@@ -384,8 +384,8 @@ pub(crate) struct CallArgs {
     /// a sub-owner]
     #[arg(long, value_name = "NAME")]
     pub owner: Option<String>,
-    /// Use a named profile to narrow the visible tools (shipped: all, coding, readonly,
-    /// web; or a `[profiles.NAME]` of the config)
+    /// Use a named profile to narrow the visible tools (shipped: all, coding, plan,
+    /// readonly, web; or a `[profiles.NAME]` of the config)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// `standard`: every tool but the `[mcp] on_demand` ones (utilities, downloads,
@@ -403,8 +403,8 @@ pub(crate) struct McpArgs {
     /// the client sees no others and may call no others
     #[arg(long, value_name = "GLOBS")]
     pub tools: Option<String>,
-    /// Use a named profile to narrow the visible tools (shipped: all, coding, readonly,
-    /// web; or a `[profiles.NAME]` of the config)
+    /// Use a named profile to narrow the visible tools (shipped: all, coding, plan,
+    /// readonly, web; or a `[profiles.NAME]` of the config)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// `standard`: every tool but the `[mcp] on_demand` ones (utilities, downloads,

@@ -370,7 +370,7 @@ fn shipped_profiles_narrow_the_list_and_size_says_what_a_model_pays() {
     let o = env.run(&["tools", "list", "--profile", "nope"]);
     assert_eq!(code(&o), 2);
     assert!(
-        stderr(&o).contains("all, coding, readonly, web"),
+        stderr(&o).contains("all, coding, plan, readonly, web"),
         "{}",
         stderr(&o)
     );
@@ -404,6 +404,9 @@ fn review_rules_from_the_workspace_config_hide_and_deny_tools() {
 /// (a new one fails here until it is added, with its classification checked).
 const CATALOG: &[(&str, &str, &str, &str)] = &[
     // name, group, danger, annotations: r(ead only) d(estructive) i(dempotent) o(pen world)
+    // Their effects are the calls they make, each checked on its own (as run_code's).
+    ("agent_run", "agents", "medium", "-d-o"),
+    ("agent_presets_list", "agents", "low", "r-i-"),
     ("ask_user", "ask", "low", "r---"),
     ("calculator", "util", "low", "r-i-"),
     ("command_run_list", "exec", "low", "r-i-"),
@@ -430,6 +433,11 @@ const CATALOG: &[(&str, &str, &str, &str)] = &[
     ("memory_list", "memory", "low", "r-i-"),
     ("memory_search", "memory", "low", "r-i-"),
     ("memory_store", "memory", "low", "----"),
+    ("goal_set", "agents", "low", "----"),
+    ("goal_status", "agents", "low", "r-i-"),
+    // A plan is put to the person before it runs (docs/agents.md#plan-mode).
+    ("plan_enter", "agents", "low", "----"),
+    ("plan_submit", "agents", "low", "----"),
     ("process_exec", "exec", "high", "-d-o"),
     ("process_list", "exec", "low", "r-i-"),
     ("process_proxy_info", "exec", "low", "r-i-"),
@@ -438,9 +446,16 @@ const CATALOG: &[(&str, &str, &str, &str)] = &[
     ("random", "util", "low", "r---"),
     // Its effects are the tools it calls, each checked on its own.
     ("run_code", "code", "medium", "-d-o"),
+    ("schedule_create", "agents", "medium", "----"),
+    ("schedule_delete", "agents", "medium", "-di-"),
+    ("schedule_list", "agents", "low", "r-i-"),
     ("shell", "exec", "high", "-d-o"),
     ("text", "util", "low", "r-i-"),
+    ("todo_read", "agents", "low", "r-i-"),
+    ("todo_write", "agents", "low", "----"),
     ("web_fetch", "web", "high", "r-io"),
+    ("workflow_list", "agents", "low", "r-i-"),
+    ("workflow_run", "agents", "medium", "-d-o"),
     ("web_search", "web", "high", "r-io"),
     ("text_summarize", "util", "high", "r--o"),
     ("text_translate", "util", "high", "r--o"),

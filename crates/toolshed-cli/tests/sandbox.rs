@@ -1040,6 +1040,38 @@ fn writers(url: &str) -> Vec<(&'static str, Holds)> {
             "memory_delete",
             Holds::NoFiles("writes the state store, not files"),
         ),
+        (
+            "agent_run",
+            Holds::NoFiles("its calls run in the caller's mode, each held on its own"),
+        ),
+        (
+            "workflow_run",
+            Holds::NoFiles("its steps run in the caller's mode, each held on its own"),
+        ),
+        (
+            "todo_write",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+        (
+            "goal_set",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+        (
+            "plan_enter",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
+        (
+            "plan_submit",
+            Holds::NoFiles("writes the state store once a person approves"),
+        ),
+        (
+            "schedule_create",
+            Holds::NoFiles("writes the state store; the call runs later, held then"),
+        ),
+        (
+            "schedule_delete",
+            Holds::NoFiles("writes the state store, not files"),
+        ),
     ]
 }
 

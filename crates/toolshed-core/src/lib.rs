@@ -40,14 +40,16 @@ pub use ask::{Answer, Asker, BadQuestion, MAX_FIELDS, MAX_QUESTION_CHARS, Questi
 pub use context::{CallContext, CallId, LogSink, OwnerId, Progress, ProgressSink};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
-pub use llm::{ChatMessage, Completion, CompletionRequest, Sampler};
+pub use llm::{
+    ChatMessage, Completion, CompletionRequest, ModelTool, ModelToolCall, Sampler, Usage,
+};
 pub use loader::{
     Grants, HttpClient, HttpRequest, HttpResponse, LoadRequest, NetPolicy, PLUGIN_STATE_DIR,
     PluginLoader, ToolCaller,
 };
 pub use manifest::{
-    Capabilities, ConfigField, ConfigFieldType, EnvVar, McpServer, PluginKind, PluginManifest,
-    Requirement, Translation, is_valid_plugin_id,
+    AgentPreset, Capabilities, ConfigField, ConfigFieldType, EnvVar, McpServer, PluginKind,
+    PluginManifest, Requirement, Translation, is_valid_plugin_id,
 };
 pub use output::{Content, ToolOutput, counted};
 pub use oversized::OversizedArgument;

@@ -126,6 +126,12 @@ pub trait ToolCaller: Send + Sync {
         args: Value,
     ) -> Result<ToolOutput, ToolError>;
 
+    /// The caller as its concrete type, for the host that made it (a host's own tools
+    /// reach the pipeline's lineage of the call through it); `None` by default.
+    fn as_any(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        None
+    }
+
     /// Whether the call `ctx` may also touch what it found only while running (the files a
     /// rename's server named, the paths a plugin's `ctx.fs` is given): judged by the
     /// policy's rules on `reads` and `writes` and the caller's sandbox mode as if the call

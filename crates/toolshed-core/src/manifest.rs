@@ -238,6 +238,39 @@ pub struct PluginManifest {
     /// Its home page (shown, never fetched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub homepage: Option<String>,
+    /// Subagent presets it offers (`[[agents]]`), listed by `agent_presets_list`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentPreset>,
+}
+
+/// A named kind of subagent `agent_run {preset}` starts: an `[[agents]]` entry of the
+/// configuration, or of a plugin's manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPreset {
+    /// What `agent_run` names it by: lowercase letters, digits, `-` and `_`.
+    pub name: String,
+    /// What it is for, shown to the model choosing one.
+    pub description: String,
+    /// Its instructions (the system prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The tools it may use: rules as in `[review]` (`workspace_*`, `group:web`);
+    /// empty: every tool its caller may use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// A profile narrowing it further (`readonly`, `[profiles.NAME]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The model asked for, where the model's side lets one choose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The steps it takes unless the call says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Where it comes from: `config`, or `plugin ID` (set by the host, not read).
+    #[serde(skip)]
+    pub source: String,
 }
 
 /// An external MCP server mounted as a plugin (`[mcp]` in a manifest of kind `mcp`).
@@ -335,6 +368,7 @@ impl PluginManifest {
             dialect: self.dialect.clone(),
             client: self.client.clone(),
             homepage: self.homepage.clone(),
+            agents: self.agents.clone(),
         }
     }
 
@@ -368,6 +402,7 @@ impl PluginManifest {
             dialect: None,
             client: Vec::new(),
             homepage: None,
+            agents: Vec::new(),
         }
     }
 }

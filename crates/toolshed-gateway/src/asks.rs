@@ -184,10 +184,7 @@ async fn sample(asks: &Asks, params: &Value) -> Result<Value, (i64, String)> {
             Some("assistant") => "assistant",
             _ => "user",
         };
-        messages.push(ChatMessage {
-            role: role.to_string(),
-            content: text,
-        });
+        messages.push(ChatMessage::text(role, text));
     }
     if messages.is_empty() {
         return Err((-32602, "sampling/createMessage needs `messages`".into()));
@@ -199,6 +196,7 @@ async fn sample(asks: &Asks, params: &Value) -> Result<Value, (i64, String)> {
             .as_u64()
             .map_or(1024, |n| n.min(u64::from(MAX_SAMPLING_TOKENS)) as u32),
         temperature: params["temperature"].as_f64(),
+        tools: Vec::new(),
     };
     let _turn = turn(asks).await?;
     let completion = sampler

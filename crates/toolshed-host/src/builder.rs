@@ -56,6 +56,7 @@ pub struct HostBuilder {
     ops: Option<Ops>,
     sandbox_helper: Option<PathBuf>,
     pub(crate) memory: bool,
+    pub(crate) agents: bool,
 }
 
 impl HostBuilder {
@@ -74,6 +75,7 @@ impl HostBuilder {
             ops: None,
             sandbox_helper: None,
             memory: false,
+            agents: false,
         }
     }
 
@@ -81,6 +83,14 @@ impl HostBuilder {
     /// `[memory]` (docs/memory.md).
     pub fn memory(mut self) -> Self {
         self.memory = true;
+        self
+    }
+
+    /// Adds `system.agents`, the agent orchestration tools (`agent_run`, todo lists, plan
+    /// mode, schedules, workflows), limited by `[orchestration]` (docs/agents.md). Their
+    /// schedules run while [`crate::Host::run_schedules`] runs.
+    pub fn agents(mut self) -> Self {
+        self.agents = true;
         self
     }
 

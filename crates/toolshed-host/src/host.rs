@@ -150,6 +150,15 @@ impl Host {
             );
             built.plugins.push(crate::memory::plugin(memories));
         }
+        if options.agents {
+            let config = &options.config.config;
+            built.plugins.push(crate::agents::plugin(
+                config.orchestration.clone(),
+                config.agents.clone(),
+                store.clone(),
+                workspace.clone(),
+            ));
+        }
         let plugin_root = data_dir.join(PLUGINS_DIR);
         // Installs a killed process left half done: invisible to discovery, removed here.
         match tokio::task::spawn_blocking(move || crate::install::clean_stale_staging(&plugin_root))

@@ -11,7 +11,7 @@
 //!   hooks, run, record — with [`Policy`] and [`CallHook`] as its seams.
 //! - [`EventBus`]: what doors subscribe to.
 //! - What else a door uses of a host, as purpose-named services borrowed from it:
-//!   [`Catalog`], [`Plugins`], [`Tokens`], [`Approvals`], [`StateInfo`], [`Audit`] and
+//!   [`Catalog`], [`Plugins`], [`Tokens`], [`Approvals`], [`AgentState`], [`StateInfo`], [`Audit`] and
 //!   [`EventJournal`] (see [`Host::catalog`] and its neighbours).
 //! - [`Host`]: all of it opened together, by a [`HostBuilder`] that also builds the typed
 //!   [`Services`] tools are made with.
@@ -56,6 +56,7 @@ pub mod registry;
 pub mod shipped;
 pub mod tool_search;
 
+mod agents;
 mod arguments;
 mod audit;
 mod builder;
@@ -84,7 +85,10 @@ pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{
     CANCEL_GRACE, CallRequest, CallResult, DeferredApproval, Dispatcher, MAX_VIOLATIONS,
 };
-pub use doors::{Approvals, Audit, Catalog, EventJournal, Plugins, StateInfo, Tokens, WeakPlugins};
+pub use doors::{
+    AgentState, Approvals, Audit, Catalog, EventJournal, Plugins, Schedule, StateInfo, TodoList,
+    Tokens, WeakPlugins,
+};
 pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
 pub use hooks::{CallHook, HookDecision, Hooks};

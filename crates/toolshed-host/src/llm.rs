@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolshed_core::{
-    CancellationToken, Completion, CompletionRequest, HttpClient, HttpRequest, NetPolicy, Sampler,
-    ToolError,
+    CancellationToken, ChatMessage, Completion, CompletionRequest, HttpClient, HttpRequest,
+    ModelToolCall, NetPolicy, Sampler, ToolError, Usage,
 };
 
 use crate::section::SectionError;
@@ -129,7 +129,7 @@ impl Sampler for EndpointSampler {
             messages.push(json!({"role": "system", "content": system}));
         }
         for m in &request.messages {
-            messages.push(json!({"role": m.role, "content": m.content}));
+            messages.push(chat_message(m));
         }
         let mut body = json!({
             "model": self.config.model,
@@ -138,6 +138,17 @@ impl Sampler for EndpointSampler {
         });
         if let Some(t) = request.temperature {
             body["temperature"] = json!(t);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema,
+                    }})
+                })
+                .collect();
         }
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         if let Ok(key) = std::env::var(&self.config.api_key_env)
@@ -187,17 +198,84 @@ impl Sampler for EndpointSampler {
             )));
         }
         let choice = &parsed["choices"][0];
-        let Some(answer) = choice["message"]["content"].as_str() else {
-            return Err(ToolError::Failed(format!(
-                "the model endpoint {} answered without choices[0].message.content",
-                self.host
-            )));
+        let tool_calls = tool_calls(&choice["message"]["tool_calls"]);
+        let answer = match choice["message"]["content"].as_str() {
+            Some(answer) => answer,
+            None if !tool_calls.is_empty() => "",
+            None => {
+                return Err(ToolError::Failed(format!(
+                    "the model endpoint {} answered without choices[0].message.content",
+                    self.host
+                )));
+            }
         };
+        let usage = &parsed["usage"];
         Ok(Completion {
             text: answer.to_string(),
             model: parsed["model"].as_str().map(str::to_string),
             stop_reason: choice["finish_reason"].as_str().map(str::to_string),
             via: "endpoint".into(),
+            tool_calls,
+            usage: usage.is_object().then(|| Usage {
+                input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+                output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+            }),
         })
     }
+
+    fn calls_tools(&self) -> bool {
+        true
+    }
+}
+
+/// One message as the chat-completions API takes it: an assistant's tool calls with their
+/// arguments as JSON text, a tool's result as a `tool` message naming its call.
+fn chat_message(m: &ChatMessage) -> Value {
+    if let Some(id) = &m.tool_call_id {
+        return json!({"role": "tool", "tool_call_id": id, "content": m.content});
+    }
+    let mut out = json!({"role": m.role, "content": m.content});
+    if !m.tool_calls.is_empty() {
+        out["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function", "function": {
+                    "name": c.name, "arguments": c.arguments.to_string(),
+                }})
+            })
+            .collect();
+    }
+    out
+}
+
+/// The tool calls of an answer's message; arguments that are not a JSON object's text are
+/// handed on as they are, for the pipeline's validation to name.
+fn tool_calls(calls: &Value) -> Vec<ModelToolCall> {
+    let Some(calls) = calls.as_array() else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, call)| {
+            let function = &call["function"];
+            let name = function["name"].as_str()?.to_string();
+            let arguments = match &function["arguments"] {
+                Value::String(text) if text.trim().is_empty() => json!({}),
+                Value::String(text) => {
+                    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+                }
+                Value::Null => json!({}),
+                other => other.clone(),
+            };
+            Some(ModelToolCall {
+                id: call["id"]
+                    .as_str()
+                    .map_or_else(|| format!("call_{i}"), str::to_string),
+                name,
+                arguments,
+            })
+        })
+        .collect()
 }

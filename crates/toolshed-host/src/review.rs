@@ -257,6 +257,18 @@ impl CompiledRules {
         Self::compile(source, &rules).map(Some)
     }
 
+    /// The rules these were compiled from, to keep and compile again (a schedule keeps
+    /// its maker's narrowing for its later runs).
+    pub(crate) fn rules(&self) -> ReviewRules {
+        let patterns = |list: &[(String, Matcher)]| list.iter().map(|(p, _)| p.clone()).collect();
+        ReviewRules {
+            allow: patterns(&self.allow),
+            deny: patterns(&self.deny),
+            sandbox: self.sandbox.map(|m| m.as_str().to_string()),
+            ..ReviewRules::default()
+        }
+    }
+
     /// `None` if `subject` passes; otherwise the rule that refused it.
     pub fn refuse(&self, subject: &Subject<'_>) -> Option<String> {
         if let Some((pattern, _)) = self.deny.iter().find(|(_, m)| m.matches(subject)) {
@@ -299,6 +311,9 @@ pub const BUILTIN_PROFILES: &[(&str, &[&str])] = &[
     ),
     // Only tools that change nothing.
     ("readonly", &["read_only"]),
+    // Every tool listed, but only read-only ones run until a person approves the plan
+    // the model submits with `plan_submit` (docs/agents.md#plan-mode).
+    ("plan", &[]),
     // Reading and calling the web.
     ("web", &["group:web", "group:http"]),
 ];

@@ -66,7 +66,7 @@ struct CallArgs {
 }
 
 /// The most names of unlisted tools `tool_search`'s description gives.
-const MAX_NAMED: usize = 24;
+const MAX_NAMED: usize = 40;
 
 /// `tool_search` and `tool_call` as listed; `not_listed` are the tools the caller may use
 /// that its list leaves out, named in `tool_search`'s description so that a model knows

@@ -229,7 +229,7 @@ function every(gen, ms, work) {
 
 // ---- pages -----------------------------------------------------------------------------
 
-const pages = { "": overview, plugins, tools, activity, approvals, jobs, processes, memory };
+const pages = { "": overview, plugins, tools, activity, approvals, jobs, processes, agents, memory };
 
 function leavePage() {
   state.gen += 1;
@@ -639,7 +639,7 @@ function questionForm(q) {
 
 // -- jobs
 
-async function jobs(_args, gen) {
+async function jobs(args, gen) {
   const box = h("div", {});
   const detail = h("pre", { id: "job-detail", hidden: true });
   const load = async () => {
@@ -665,6 +665,8 @@ async function jobs(_args, gen) {
     h("p", { class: "muted" }, "Calls that outlive their request: REST jobs and MCP tasks, the same objects; kept [jobs] retention_secs after they end."),
     box, detail);
   await load();
+  // `#/jobs/ID` (a schedule's last job, say) opens that job's record.
+  if (args[0]) await show(args[0]);
   // Progress changes one row's last column: the list is read again when a job starts or ends.
   onEvents(gen, ["job.started", "job.finished", "job.failed", "job.cancelled"], () => attempt(load));
 }
@@ -719,6 +721,61 @@ async function processes(_args, gen) {
   await Promise.all([load(), loadSessions()]);
   every(gen, 2000, () => attempt(async () => { await load(); await tail(); await loadSessions(); }));
   onEvents(gen, ["process."], () => attempt(load));
+}
+
+// -- agents: todo lists and schedules (docs/agents.md)
+
+const TODO_MARKS = { done: "✓", in_progress: "▸", pending: "○" };
+const whenFull = (ms) => (ms ? new Date(ms).toLocaleString() : "");
+
+function todoTable(lists) {
+  if (!lists.length) return h("p", { class: "muted" }, "No todo lists. An agent keeps one with todo_write.");
+  return h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Owner"), h("th", {}, "List"), h("th", {}, "Items"), h("th", {}, "Updated"))),
+    h("tbody", {}, lists.map((l) => h("tr", { "data-todo": `${l.owner}/${l.list}` },
+      h("td", {}, l.owner), h("td", {}, l.list),
+      h("td", {}, l.items.length
+        ? h("ul", { class: "todo" }, l.items.map((i) => h("li", { "data-status": i.status },
+          h("span", { class: "mark", role: "img", "aria-label": i.status, title: i.status.replace("_", " ") }, TODO_MARKS[i.status] || "?"),
+          " ", i.text, i.notes ? h("div", { class: "muted" }, i.notes) : null)))
+        : h("span", { class: "muted" }, "empty")),
+      h("td", {}, whenFull(l.updated_ms))))));
+}
+
+function scheduleTable(list) {
+  if (!list.length) return h("p", { class: "muted" }, "No schedules. An agent makes one with schedule_create.");
+  return h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Owner"), h("th", {}, "When"), h("th", { class: "wide" }, "Calls"),
+      h("th", {}, "Next run"), h("th", { class: "wide" }, "Runs"), h("th", {}, "Last outcome"))),
+    h("tbody", {}, list.map((s) => h("tr", { "data-schedule": s.id },
+      h("td", {}, s.name, h("div", { class: "muted" }, s.id)), h("td", {}, s.owner),
+      h("td", {}, s.spec.cron ? h("code", {}, s.spec.cron) : ["at ", h("code", {}, s.spec.at || "")],
+        s.spec.tz ? h("span", { class: "muted" }, ` ${s.spec.tz}`) : null),
+      h("td", { class: "wide" }, h("code", {}, s.spec.workflow ? `workflow ${s.spec.workflow}` : s.spec.tool)),
+      h("td", {}, s.next_ms ? whenFull(s.next_ms) : h("span", { class: "muted" }, "never again")),
+      h("td", { class: "wide" }, String(s.runs)),
+      h("td", {}, s.last_outcome || "", s.last_job
+        ? h("div", {}, h("a", { href: `#/jobs/${encodeURIComponent(s.last_job)}` }, s.last_job)) : null)))));
+}
+
+async function agents(_args, gen) {
+  const todosBox = h("div", { id: "todos" });
+  const schedulesBox = h("div", { id: "schedules" });
+  let seen = "";
+  const load = async () => {
+    const [todos, schedules] = await Promise.all([api("/todos"), api("/schedules")]);
+    const now = JSON.stringify([todos, schedules]);
+    if (now === seen) return;
+    seen = now;
+    todosBox.replaceChildren(todoTable(todos.todos));
+    schedulesBox.replaceChildren(scheduleTable(schedules.schedules));
+  };
+  render(gen, h("h1", {}, "Agents"),
+    h("p", { class: "muted" }, "What the agent tools keep: todo lists (todo_write) and schedules (schedule_create); each schedule's runs are jobs of its owner."),
+    h("h2", {}, "Todo lists"), todosBox,
+    h("h2", {}, "Schedules"), schedulesBox);
+  await load();
+  // A schedule's run is a job; todo lists announce nothing, so they are read again while shown.
+  onEvents(gen, ["job.started", "job.finished", "job.failed", "job.cancelled"], () => attempt(load));
+  every(gen, 3000, () => attempt(load));
 }
 
 // -- memory

@@ -33,10 +33,6 @@ pub(crate) struct Answer {
     pub remember: bool,
 }
 
-fn failed(e: toolshed_host::StoreError) -> ApiError {
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
-}
-
 /// `GET /approvals`.
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -47,7 +43,7 @@ pub(crate) async fn list(
         .host
         .approvals()
         .list(filter.all, LIST_LIMIT)
-        .map_err(failed)?;
+        .map_err(ApiError::from)?;
     Ok(Json(ApprovalList {
         approvals: list.into_iter().map(Approval::from).collect(),
     }))
@@ -62,7 +58,7 @@ pub(crate) async fn get(
         .host
         .approvals()
         .get(&id)
-        .map_err(failed)?
+        .map_err(ApiError::from)?
         .map(|r| Json(r.into()))
         .ok_or_else(|| missing(&id))
 }
@@ -132,7 +128,7 @@ async fn decide(
             .host
             .approvals()
             .get(&id)
-            .map_err(failed)?
+            .map_err(ApiError::from)?
             .ok_or_else(|| missing(&id))?;
         state
             .host
@@ -146,7 +142,7 @@ async fn decide(
         .host
         .approvals()
         .answer(&id, approve, &by, remember)
-        .map_err(failed)?
+        .map_err(ApiError::from)?
         .ok_or_else(|| missing(&id))?;
     let wanted = if approve {
         ApprovalState::Approved
@@ -220,6 +216,6 @@ pub(crate) async fn audit(
     let page = tokio::task::spawn_blocking(move || audit.page(&wanted))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(failed)?;
+        .map_err(ApiError::from)?;
     Ok(Json(page.into()))
 }

@@ -111,6 +111,13 @@ impl From<toolshed_host::jobs::JobError> for ApiError {
     }
 }
 
+impl From<toolshed_host::StoreError> for ApiError {
+    /// The state store failed: `500 internal`, saying how.
+    fn from(error: toolshed_host::StoreError) -> Self {
+        Self::internal(error.to_string())
+    }
+}
+
 impl From<&ToolError> for ApiError {
     fn from(error: &ToolError) -> Self {
         // The one error shape of every door (`ToolError::to_json`), with an HTTP status.

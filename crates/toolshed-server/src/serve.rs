@@ -82,6 +82,15 @@ fn app_draining(
     events.follow_other_servers(stop.clone());
     let jobs = host.jobs().clone();
     jobs.set_events(events.clone());
+    // Due schedules run while the server does.
+    {
+        let schedules = host.run_schedules();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            schedules.abort();
+        });
+    }
     // On shutdown, running jobs are cancelled first and their `job.cancelled` events go out
     // on the event streams; only then do the streams end.
     let streams_stop = CancellationToken::new();
@@ -162,6 +171,8 @@ fn app_draining(
         .route("/jobs", get(api::jobs))
         .route("/jobs/{id}", get(api::job))
         .route("/jobs/{id}/cancel", post(api::cancel_job))
+        .route("/todos", get(api::todos))
+        .route("/schedules", get(api::schedules))
         .route("/events", get(stream::sse))
         .route("/events/ws", get(stream::ws))
         .route("/openapi.json", get(openapi::serve))

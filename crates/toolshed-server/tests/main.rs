@@ -7,6 +7,7 @@
 
 mod support;
 
+mod agents;
 mod api;
 mod guard;
 mod oauth;

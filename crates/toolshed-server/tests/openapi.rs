@@ -1,7 +1,8 @@
 //! The OpenAPI document against the replies the server really gives: a tour of the REST
 //! API (plugins, a user plugin installed and verified, config with a secret, tools, a sync
-//! call and a job, memories, approvals, audit, MCP servers, errors) in which every JSON
-//! reply is validated against the schema the document gives for its operation and status.
+//! call and a job, todo lists and schedules, memories, approvals, audit, MCP servers,
+//! errors) in which every JSON reply is validated against the schema the document gives
+//! for its operation and status.
 //!
 //! The check is stricter than the document: every object the document describes with
 //! `properties` is closed here (`additionalProperties: false` unless it says otherwise), so
@@ -325,6 +326,22 @@ async fn every_reply_matches_the_schema_the_document_gives_it() {
         &format!("POST {job}/cancel 200"),
         &format!("GET {job} 200"),
         "GET /jobs?state=cancelled 200",
+    ])
+    .await;
+
+    // What the agent tools keep: a todo list and a schedule, written by their tools.
+    let todo = r#"{"arguments":{"todos":[{"id":"1","text":"ship","status":"in_progress","notes":"today"},{"id":"2","text":"rest","status":"pending"}]}}"#;
+    let schedule = r#"{"arguments":{"name":"daily","cron":"@daily","tool":"calculator","arguments":{"expression":"1+1"}}}"#;
+    tour.step("POST /tools/todo_write/execute 200", Some(todo))
+        .await;
+    tour.step("POST /tools/schedule_create/execute 200", Some(schedule))
+        .await;
+    tour.steps(&[
+        "GET /todos 200",
+        "GET /todos?owner=rest 200",
+        "GET /schedules 200",
+        "GET /schedules?owner=nobody 200",
+        "GET /schedules?when=now 400",
     ])
     .await;
 

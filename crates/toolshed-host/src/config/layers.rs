@@ -260,6 +260,26 @@ pub const WIDENING: &[(&str, &str)] = &[
         "sends another environment variable to the model endpoint",
     ),
     ("quotas", "could replace your quotas"),
+    (
+        "orchestration.max_running_per_owner",
+        "could let one owner run more subagents at once",
+    ),
+    (
+        "orchestration.max_depth",
+        "could let subagents start subagents deeper",
+    ),
+    (
+        "orchestration.max_steps",
+        "could let a subagent take more model turns",
+    ),
+    (
+        "orchestration.max_schedules_per_owner",
+        "could let one owner keep more schedules",
+    ),
+    (
+        "orchestration.min_schedule_interval_secs",
+        "could let schedules fire more often",
+    ),
     ("audit", "could shorten what the audit log keeps"),
     (
         "trust_workspace_config",

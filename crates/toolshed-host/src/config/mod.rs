@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::agents::{AgentPreset, OrchestrationConfig};
 pub use crate::dispatcher::{Limits, MIN_OUTPUT_CEILING};
 pub use crate::hooks::{HookEntry, HookEvent, HooksConfig, MAX_HOOK_TIMEOUT_MS};
 pub use crate::llm::LlmConfig;
@@ -100,6 +101,11 @@ pub struct Config {
     pub llm: crate::llm::LlmConfig,
     /// Traces and metrics exported over OpenTelemetry (docs/telemetry.md).
     pub telemetry: TelemetryConfig,
+    /// The limits of the agent tools: subagents, todo lists, schedules, workflows
+    /// (docs/agents.md).
+    pub orchestration: crate::agents::OrchestrationConfig,
+    /// Named kinds of subagent `agent_run {preset}` starts (`[[agents]]`, docs/agents.md).
+    pub agents: Vec<crate::agents::AgentPreset>,
     /// Where the state lives: the embedded SQLite file, or Postgres (docs/deploy.md).
     pub store: StoreConfig,
     /// The sections of features above the host that the sources registered (`[browser]`,
@@ -234,6 +240,8 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     }
     config.memory.check()?;
     config.llm.check()?;
+    config.orchestration.check()?;
+    crate::agents::check_presets(&config.agents, config.orchestration.max_steps)?;
     if !matches!(config.web.search.fallback.as_str(), "duckduckgo" | "off") {
         return Err(ConfigError::Invalid {
             source_name: "web".into(),

@@ -391,13 +391,15 @@ pub struct McpConfig {
 /// (text, dates, random, hashes, JSON, Markdown, arithmetic, summaries and translations),
 /// downloads, background processes (a command still running after `exec_command`'s
 /// `yield_ms` goes on as a session, which is what most agents need), and the memory
-/// journal and its compaction.
+/// journal and its compaction, and the agent orchestration tools (subagents, todo lists,
+/// plan mode, schedules, workflows: docs/agents.md).
 pub const DEFAULT_ON_DEMAND: &[&str] = &[
     "group:util",
     "group:download",
     "plugin:system.process",
     "memory_append_daily",
     "memory_compact_summary",
+    "group:agents",
 ];
 
 impl Default for McpConfig {

@@ -35,6 +35,7 @@ impl Dispatcher {
             req.caller_tools.as_ref().and_then(|c| c.sandbox),
             self.policy.sandbox_for(&subject, &req.owner, arguments),
             req.sandbox_ceiling,
+            self.plans.sandbox_for(&req.owner.0, req.profile.as_deref()),
         ]
         .into_iter()
         .flatten()

@@ -27,7 +27,8 @@ use tracing::Instrument as _;
 mod approval;
 mod boundary;
 mod limits;
-mod nested;
+pub(crate) mod nested;
+pub(crate) mod plan;
 mod request;
 mod run;
 
@@ -90,6 +91,8 @@ pub struct Dispatcher {
     epoch: u64,
     /// Calls running now, and a wake-up for whoever waits for none (a draining server).
     in_flight: Arc<InFlight>,
+    /// The owners in plan mode.
+    plans: Arc<plan::Plans>,
 }
 
 /// Counts calls between their start and their record.
@@ -163,6 +166,7 @@ impl Dispatcher {
             .map(|d| d.as_micros() as u64)
             .unwrap_or(0);
         Self {
+            plans: Arc::new(plan::Plans::load(parts.store.clone())),
             registry: parts.registry,
             store: parts.store,
             events: parts.events,
@@ -183,6 +187,21 @@ impl Dispatcher {
             epoch,
             in_flight: Arc::default(),
         }
+    }
+
+    /// The owners in plan mode.
+    pub(crate) fn plans(&self) -> &Arc<plan::Plans> {
+        &self.plans
+    }
+
+    /// The registry the calls are resolved in.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The host's `[llm]` endpoint, when one is configured.
+    pub(crate) fn llm(&self) -> Option<&Arc<dyn toolshed_core::Sampler>> {
+        self.llm.as_ref()
     }
 
     /// The questions waiting for a person's answer over REST.
@@ -393,6 +412,7 @@ impl Dispatcher {
                         .as_deref()
                         .and_then(|tools| tools.refuse(&subject))
                 })
+                .or_else(|| req.narrowing.iter().find_map(|n| n.refuse(&subject)))
         });
         if let Some(rule) = refused {
             return Err(ToolError::Denied {
@@ -400,6 +420,12 @@ impl Dispatcher {
                 message: format!("tool `{}` is not available to this caller", req.tool),
             });
         }
+        self.plans.gate(
+            &req.owner.0,
+            req.profile.as_deref(),
+            entry.spec(),
+            &entry.plugin_id,
+        )?;
         if let Some((mut message, variables)) = self.registry.unavailable(entry) {
             if req.door == "mcp" {
                 // A model cannot configure toolshed: say who can.
@@ -584,6 +610,11 @@ impl Dispatcher {
             subject = subject.with_touches(touches);
         }
         match self.policy.check(&subject, &req.owner, arguments) {
+            // A plan is submitted to the person: it is the approval request.
+            PolicyDecision::Allow if plan::asks_the_person(entry) => Ok(Gate::Ask {
+                rule: "plan mode".into(),
+                reason: plan::plan_question(arguments),
+            }),
             PolicyDecision::Allow => Ok(Gate::Allow),
             PolicyDecision::Deny { rule, message } => Err(ToolError::Denied { rule, message }),
             PolicyDecision::NeedsApproval { rule, reason } => Ok(Gate::Ask { rule, reason }),

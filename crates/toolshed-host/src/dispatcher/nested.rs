@@ -17,7 +17,10 @@ struct Lineage {
     profile: Option<String>,
     selection: Option<Arc<CompiledRules>>,
     caller_tools: Option<Arc<CompiledRules>>,
+    narrowing: Vec<Arc<CompiledRules>>,
     plugins: Vec<String>,
+    /// The door's way to ask the person behind the call for an approval.
+    approver: Option<Arc<dyn crate::approvals::Approver>>,
     /// The narrowed sandbox mode of the call that made it.
     sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
 }
@@ -25,7 +28,7 @@ struct Lineage {
 /// Calls made by plugins (granted `tools`) on behalf of the call they are serving: same
 /// owner, cancellation and deadline, door `plugin`, and the narrowing of the call that led
 /// to them. One per call, in its context's `caller`.
-pub(super) struct NestedCaller {
+pub(crate) struct NestedCaller {
     dispatcher: Weak<Dispatcher>,
     lineage: Lineage,
     /// The tool whose call this is (its rules judge what the call finds to touch).
@@ -53,15 +56,101 @@ impl NestedCaller {
                 profile: req.profile.clone(),
                 selection: req.selection.clone(),
                 caller_tools: req.caller_tools.clone(),
+                narrowing: req.narrowing.clone(),
                 plugins,
+                approver: req.approver.clone(),
                 sandbox,
             },
         }
     }
 }
 
+impl NestedCaller {
+    /// The pipeline, while the host runs.
+    pub(crate) fn dispatcher(&self) -> Option<Arc<Dispatcher>> {
+        self.dispatcher.upgrade()
+    }
+
+    /// The profile of the call this serves.
+    pub(crate) fn profile(&self) -> Option<&str> {
+        self.lineage.profile.as_deref()
+    }
+
+    /// Every narrowing of the call this serves besides its profile: its door's selection,
+    /// its token's tools, its subagents'.
+    pub(crate) fn narrowings(&self) -> Vec<Arc<CompiledRules>> {
+        let lineage = &self.lineage;
+        [&lineage.selection, &lineage.caller_tools]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(lineage.narrowing.iter().cloned())
+            .collect()
+    }
+
+    /// The sandbox mode the call this serves was narrowed to, if narrower than the host's.
+    pub(crate) fn sandbox(&self) -> Option<toolshed_ops::sandbox::SandboxMode> {
+        self.lineage.sandbox
+    }
+
+    /// A call made by a subagent of the call `ctx` (`agent_run`): as owner `owner` (a
+    /// sub-owner of the caller), with the caller's narrowing and `narrowing` on top, the
+    /// caller's way to ask for approvals, and `ctx`'s call as its parent.
+    pub(crate) fn agent_request(
+        &self,
+        ctx: &CallContext,
+        owner: toolshed_core::OwnerId,
+        name: &str,
+        args: Value,
+        narrowing: &[Arc<CompiledRules>],
+    ) -> CallRequest {
+        let lineage = &self.lineage;
+        let mut request = CallRequest::new(name, args, owner, "agent");
+        request.timeout = Some(ctx.deadline.saturating_duration_since(Instant::now()));
+        request.cancel = ctx.cancel.child_token();
+        request.profile = lineage.profile.clone();
+        request.selection = lineage.selection.clone();
+        request.caller_tools = lineage.caller_tools.clone();
+        request.narrowing = lineage.narrowing.clone();
+        request.narrowing.extend(narrowing.iter().cloned());
+        request.parent = Some(ctx.call_id.0.clone());
+        request.sampler = ctx.sampler.clone();
+        request.asker = ctx.asker.clone();
+        request.approver = lineage.approver.clone();
+        request.sandbox_ceiling = lineage.sandbox;
+        request.log = ctx.log.clone();
+        request
+    }
+
+    /// Whether `subject` passes the narrowing of the call this serves and `extra`, the
+    /// review rules and its profile: what a subagent of it may be offered.
+    pub(crate) fn allows(
+        &self,
+        dispatcher: &Dispatcher,
+        subject: &crate::review::Subject<'_>,
+        extra: &[Arc<CompiledRules>],
+    ) -> bool {
+        let lineage = &self.lineage;
+        let profile = lineage
+            .profile
+            .as_deref()
+            .and_then(|p| dispatcher.review.profile(p));
+        dispatcher.review.refuse(subject, profile).is_none()
+            && [&lineage.selection, &lineage.caller_tools]
+                .into_iter()
+                .flatten()
+                .chain(lineage.narrowing.iter())
+                .chain(extra.iter())
+                .all(|rules| rules.refuse(subject).is_none())
+    }
+}
+
 #[async_trait::async_trait]
 impl ToolCaller for NestedCaller {
+    fn as_any(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        Some(self)
+    }
+
     async fn call_tool(
         &self,
         ctx: &CallContext,
@@ -107,6 +196,7 @@ impl ToolCaller for NestedCaller {
         request.profile = lineage.profile.clone();
         request.selection = lineage.selection.clone();
         request.caller_tools = lineage.caller_tools.clone();
+        request.narrowing = lineage.narrowing.clone();
         request.via_plugins = via;
         request.parent = Some(ctx.call_id.0.clone());
         request.sampler = ctx.sampler.clone();

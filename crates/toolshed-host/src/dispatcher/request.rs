@@ -35,6 +35,9 @@ pub struct CallRequest {
     pub selection: Option<Arc<CompiledRules>>,
     /// The tools the caller's token is limited to (its `tool:` scopes), on top of the rest.
     pub caller_tools: Option<Arc<CompiledRules>>,
+    /// Further narrowings, each of which must allow the tool: those of the subagents
+    /// (`agent_run`) whose calls led here, outermost first.
+    pub narrowing: Vec<Arc<CompiledRules>>,
     /// For a call a plugin made through `tools.call`: the plugins whose calls led to it,
     /// outermost first. A plugin already on it cannot be called again (it is busy serving
     /// the call that waits for this one).
@@ -119,6 +122,7 @@ impl CallRequest {
             profile: None,
             selection: None,
             caller_tools: None,
+            narrowing: Vec::new(),
             via_plugins: Vec::new(),
             approver: None,
             parent: None,

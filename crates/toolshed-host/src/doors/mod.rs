@@ -9,6 +9,7 @@
 //!   clients.
 //! - [`Approvals`] ([`Host::approvals`]): the calls that wait for a person's answer.
 //! - [`Host::memories`]: the memories, as the memory tools keep them.
+//! - [`AgentState`] ([`Host::agent_state`]): the agent tools' todo lists and schedules.
 //! - [`StateInfo`] ([`Host::state_info`]), [`Audit`] ([`Host::audit`]) and
 //!   [`EventJournal`] ([`Host::event_journal`]): the state database as a door reports,
 //!   reads and appends to it.
@@ -23,12 +24,14 @@ use std::sync::Arc;
 
 use crate::host::Host;
 
+mod agents;
 mod approvals;
 mod catalog;
 mod plugins;
 mod state;
 mod tokens;
 
+pub use agents::{AgentState, Schedule, TodoList};
 pub use approvals::Approvals;
 pub use catalog::Catalog;
 pub use plugins::{Plugins, WeakPlugins};
@@ -49,6 +52,11 @@ impl Host {
     /// list changes.
     pub fn catalog(&self) -> Catalog<'_> {
         Catalog::new(Cow::Borrowed(self.registry()))
+    }
+
+    /// The agent tools' todo lists and schedules.
+    pub fn agent_state(&self) -> AgentState<'_> {
+        AgentState::new(Cow::Borrowed(self.store()))
     }
 
     /// Plugin administration: states, manifests, health, lifecycle, grants and config

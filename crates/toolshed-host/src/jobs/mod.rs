@@ -21,6 +21,7 @@ use toolshed_core::{OwnerId, Progress, ProgressSink, ToolOutput};
 use crate::job_store::{Instance, JobEnd};
 
 mod input;
+mod schedules;
 mod view;
 
 use crate::{CallRequest, CallResult, Host, StateStore};

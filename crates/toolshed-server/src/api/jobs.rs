@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_host::identity::Caller;
 
-use super::{AppState, query};
+use super::{AppState, query, sees};
 use crate::error::ApiError;
 use crate::reply::{Job, JobList};
 use toolshed_host::jobs::JobState;
@@ -33,7 +33,7 @@ pub(crate) async fn jobs(
         .jobs
         .list(filter.owner.as_deref(), filter.state)
         .into_iter()
-        .filter(|job| caller.as_deref().is_none_or(|c| c.owns(&job.owner)))
+        .filter(|job| sees(caller.as_deref(), &job.owner))
         .map(Job::from)
         .collect();
     Ok(Json(JobList { jobs }))
@@ -49,7 +49,7 @@ fn job_of(
     state
         .jobs
         .get(id)
-        .filter(|job| caller.is_none_or(|c| c.owns(&job.owner)))
+        .filter(|job| sees(caller, &job.owner))
         .ok_or_else(|| ApiError::not_found(format!("no job `{id}`; GET /api/v1/jobs lists them (finished jobs are removed after the retention time)")))
 }
 

@@ -1,5 +1,6 @@
 //! The `/api/v1` handlers, by resource: [`plugins`] and their [`config`], [`tools`] and
-//! running one, and [`jobs`]. Here: what they share (the state, the caller's owner, the
+//! running one, [`jobs`], and what the agent tools keep ([`agents`]: todo lists and
+//! schedules). Here: what they share (the state, the caller's owner, the
 //! parsing of bodies and queries into the API's error, the room for large JSON trees), the
 //! health checks, and the answers for a path or method that is not an endpoint.
 
@@ -21,11 +22,13 @@ use crate::events::EventLog;
 use crate::reply::{Health, Liveness, ServerStatus};
 use toolshed_host::jobs::{Jobs, default_owner};
 
+mod agents;
 mod config;
 mod jobs;
 mod plugins;
 mod tools;
 
+pub(crate) use agents::{OwnerFilter, schedules, todos};
 pub(crate) use config::{ConfigUpdate, get_config, put_config};
 pub(crate) use jobs::{JobFilter, cancel_job, job, jobs};
 pub(crate) use plugins::{
@@ -204,6 +207,13 @@ pub(crate) fn owner(caller: Option<&Caller>, headers: &HeaderMap) -> Result<Owne
             }
             _ => ApiError::bad_request(refused.to_string()),
         })
+}
+
+/// Whether `caller` may see a thing `owner` owns (a job, a todo list, a schedule): the
+/// admin token sees every owner's, an agent token its own owner's and its sub-owners'.
+/// Every listing of owned things filters by this one rule.
+pub(crate) fn sees(caller: Option<&Caller>, owner: &str) -> bool {
+    caller.is_none_or(|c| c.owns(owner))
 }
 
 /// A JSON body, with a rejection in the API's error shape.

@@ -102,6 +102,9 @@ impl RequestGuard {
                 if read { "tools:list" } else { "plugins:admin" }
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
                 || rest.starts_with("jobs")
+                // What the agent tools keep is read as jobs are.
+                || rest.starts_with("todos")
+                || rest.starts_with("schedules")
                 || rest.starts_with("events")
                 // The person behind a caller answers its calls' questions.
                 || rest.starts_with("questions")

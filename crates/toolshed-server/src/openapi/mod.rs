@@ -61,6 +61,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("POST", "/jobs/{id}/cancel"),
+    ("GET", "/todos"),
+    ("GET", "/schedules"),
     ("GET", "/events"),
     ("GET", "/events/ws"),
     ("GET", "/openapi.json"),

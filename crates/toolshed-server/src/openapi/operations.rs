@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::api::{
-    ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery, PluginsQuery, ToolFilter,
-    ToolSearch,
+    ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery, OwnerFilter, PluginsQuery,
+    ToolFilter, ToolSearch,
 };
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
@@ -16,7 +16,8 @@ use crate::reply::{
     Answered, Approval, ApprovalList, AuditPage, CallResult, Deleted, Health, Imported, Installed,
     Job, JobList, JobStarted, McpServer, McpServerDetail, McpServerList, Memory, MemoryMatches,
     MemoryPage, PluginConfig, PluginDetail, PluginGrants, PluginHealth, PluginList, PluginTools,
-    QuestionList, Removed, SearchResults, Tool, ToolList, Uninstalled, Verified,
+    QuestionList, Removed, ScheduleList, SearchResults, TodoLists, Tool, ToolList, Uninstalled,
+    Verified,
 };
 use crate::stream::EventQuery;
 
@@ -263,6 +264,14 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .respond("200", json_response("The job now", r.of::<Job>()))
             .respond("404", not_found())
             .respond("409", error_response("The job has already ended")),
+        op("GET", "/todos", "listTodos", "The todo lists agents keep with todo_write, newest first; an agent token sees its own owner's (and its sub-owners')")
+            .params(query_of::<OwnerFilter>())
+            .respond("200", json_response("The lists", r.of::<TodoLists>()))
+            .respond("500", error_response("The state store failed")),
+        op("GET", "/schedules", "listSchedules", "The schedules agents made with schedule_create, soonest first; an agent token sees its own owner's (and its sub-owners')")
+            .params(query_of::<OwnerFilter>())
+            .respond("200", json_response("The schedules", r.of::<ScheduleList>()))
+            .respond("500", error_response("The state store failed")),
         op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, job.cancelled, plugin.state_changed. Resume with Last-Event-ID")
             .params(query_of::<EventQuery>())
             .respond("200", json!({"description": "An endless event stream; each event's `data` is an Event as JSON (or, with `event: events.missed`, a notice that events were missed)", "content": {"text/event-stream": {"schema": {

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 
+mod agents;
 mod approvals;
 mod config;
 mod gateway;
@@ -25,6 +26,7 @@ mod memories;
 mod plugins;
 mod tools;
 
+pub(crate) use agents::{Schedule, ScheduleList, TodoList, TodoLists};
 pub(crate) use approvals::{Answered, Approval, ApprovalList, AuditPage, Question, QuestionList};
 pub(crate) use config::{ConfigField, PluginConfig};
 pub(crate) use gateway::{

@@ -75,6 +75,7 @@ async fn start_dirs(
             .config(config)
             .plugins(toolshed_tools::system_plugins)
             .memory()
+            .agents()
             .open()
             .await
             .unwrap(),

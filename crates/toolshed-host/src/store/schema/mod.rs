@@ -417,6 +417,61 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     &[add("plugin_installs", col("dependencies", Text))],
     // When an approved request's call ran: a yes is for one run.
     &[add("approvals", col("used_ms", Int))],
+    // Agent orchestration (`crate::agents`): todo lists, goals, plan mode and schedules.
+    &[
+        Change::Table(Table {
+            name: "todos",
+            columns: &[
+                col("owner", Text).not_null(),
+                col("list", Text).not_null(),
+                col("items", Text).not_null(),
+                col("updated_ms", Int).not_null(),
+            ],
+            primary_key: &["owner", "list"],
+        }),
+        Change::Table(Table {
+            name: "goals",
+            columns: &[
+                col("owner", Text).not_null(),
+                col("name", Text).not_null(),
+                col("objective", Text).not_null(),
+                col("criteria", Text).not_null(),
+                col("status", Text).not_null(),
+                col("note", Text),
+                col("updated_ms", Int).not_null(),
+            ],
+            primary_key: &["owner", "name"],
+        }),
+        Change::Table(Table {
+            name: "plan_modes",
+            columns: &[
+                col("owner", Text),
+                col("state", Text).not_null(),
+                col("mode", Text),
+                col("plan", Text),
+                col("updated_ms", Int).not_null(),
+            ],
+            primary_key: &["owner"],
+        }),
+        Change::Table(Table {
+            name: "schedules",
+            columns: &[
+                col("id", Text),
+                col("owner", Text).not_null(),
+                col("name", Text).not_null(),
+                col("spec", Text).not_null(),
+                col("next_ms", Int),
+                col("runs", Int).not_null().default("0"),
+                col("last_ms", Int),
+                col("last_job", Text),
+                col("last_outcome", Text),
+                col("created_ms", Int).not_null(),
+            ],
+            primary_key: &["id"],
+        }),
+        Change::Index(Index::new("schedules_due", "schedules", &["next_ms"])),
+        Change::Index(Index::new("schedules_owner", "schedules", &["owner"])),
+    ],
 ];
 
 /// Tables only a database that several toolsheds share has, outside [`MIGRATIONS`] (the

@@ -104,7 +104,8 @@ fn first_difference(
 
 #[test]
 fn sqlite_migrations_have_the_effect_of_the_released_ones_step_by_step() {
-    assert_eq!(MIGRATIONS.len(), frozen::SQLITE.len());
+    // Migrations after the frozen ones were written in the typed form from the start.
+    assert!(MIGRATIONS.len() >= frozen::SQLITE.len());
     let old = Connection::open_in_memory().unwrap();
     let new = Connection::open_in_memory().unwrap();
     for (i, (released, migration)) in frozen::SQLITE.iter().zip(MIGRATIONS).enumerate() {

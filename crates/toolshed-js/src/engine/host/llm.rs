@@ -204,10 +204,7 @@ fn parse_request(value: &Json) -> Result<CompletionRequest, String> {
             .as_str()
             .ok_or_else(|| format!("messages[{i}].content must be a string"))?;
         size += content.len();
-        messages.push(ChatMessage {
-            role: role.into(),
-            content: content.into(),
-        });
+        messages.push(ChatMessage::text(role, content));
     }
     let system = match obj.get("system") {
         None | Some(Json::Null) => None,
@@ -243,6 +240,7 @@ fn parse_request(value: &Json) -> Result<CompletionRequest, String> {
         system,
         max_tokens,
         temperature,
+        tools: Vec::new(),
     })
 }
 

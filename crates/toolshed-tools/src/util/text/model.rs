@@ -161,16 +161,17 @@ fn summarize_request(
              Reply with the summary only."
                 .into(),
         ),
-        messages: vec![ChatMessage {
-            role: "user".into(),
-            content: format!(
+        messages: vec![ChatMessage::text(
+            "user",
+            format!(
                 "Summarize the text below in at most {words} words, as {form}{language}.\n\n{}",
                 args.text
             ),
-        }],
+        )],
         // A word is about two tokens in most languages; room for the form.
         max_tokens: u32::try_from(words * 3 + 64).unwrap_or(4096).min(8192),
         temperature: Some(0.2),
+        ..CompletionRequest::default()
     };
     (request, "summary", None)
 }
@@ -195,12 +196,13 @@ fn translate_request(
              code blocks untouched). Reply with the translation only."
                 .into(),
         ),
-        messages: vec![ChatMessage {
-            role: "user".into(),
-            content: format!("Translate the text below{from} into {to}.\n\n{}", args.text),
-        }],
+        messages: vec![ChatMessage::text(
+            "user",
+            format!("Translate the text below{from} into {to}.\n\n{}", args.text),
+        )],
         max_tokens: u32::try_from(budget).unwrap_or(8192).min(8192),
         temperature: Some(0.1),
+        ..CompletionRequest::default()
     };
     (request, "translation", Some(("to", Value::String(to))))
 }

@@ -35,8 +35,9 @@ fn both_dialects_have_the_same_tables() {
     assert!(postgres.remove("plugin_archives"));
     assert!(sqlite.len() > 10, "{sqlite:?}");
     assert_eq!(sqlite, postgres);
-    // The same count as the hand-written lists, which the tests below compare in depth.
-    assert_eq!(sqlite, tables(frozen::SQLITE));
+    // Every table of the hand-written lists, which the tests below compare in depth; the
+    // migrations after them add tables of their own.
+    assert!(tables(frozen::SQLITE).is_subset(&sqlite));
 }
 
 #[test]
