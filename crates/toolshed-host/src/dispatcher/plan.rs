@@ -35,6 +35,19 @@ const PLANNING_TOOLS: &[&str] = &[
     "schedule_list",
 ];
 
+/// `owner`, then each owner above it: `a/b/c`, `a/b`, `a`.
+fn levels(owner: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(Some(owner), |at| at.rfind('/').map(|i| &at[..i]))
+}
+
+/// A stored state (`planning`, `approved` with its mode).
+fn state_of(state: &str, mode: Option<String>) -> PlanState {
+    match state {
+        "approved" => PlanState::Approved(mode.and_then(|m| SandboxMode::parse(&m).ok())),
+        _ => PlanState::Planning,
+    }
+}
+
 /// Where an owner stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PlanState {
@@ -80,21 +93,58 @@ impl Plans {
 
     /// The state that holds for `owner` calling with `profile`: its own, else its nearest
     /// owner's (`alice` for `alice/agent-3`), else planning under the profile `plan`.
+    ///
+    /// An approved plan is taken from memory. While an owner plans, the state store is
+    /// read again at each call (one lookup by key per level of the owner): the person may
+    /// have approved the plan through another toolshed sharing the database.
     pub(crate) fn state_for(&self, owner: &str, profile: Option<&str>) -> Option<PlanState> {
-        let states = self.states.read().unwrap_or_else(|p| p.into_inner());
-        if !states.is_empty() {
-            let mut at = owner;
-            loop {
-                if let Some(state) = states.get(at) {
-                    return Some(*state);
-                }
-                match at.rfind('/') {
-                    Some(i) => at = &at[..i],
-                    None => break,
-                }
+        let cached = self.cached(owner);
+        if matches!(cached, Some(PlanState::Approved(_)))
+            || (cached.is_none() && profile != Some(PLAN_PROFILE))
+        {
+            return cached;
+        }
+        match self.stored(owner) {
+            Ok(Some((at, state))) => {
+                self.states
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(at, state);
+                Some(state)
+            }
+            Ok(None) => cached.or(Some(PlanState::Planning)),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the plan mode failed; the owner plans");
+                Some(PlanState::Planning)
             }
         }
-        (profile == Some(PLAN_PROFILE)).then_some(PlanState::Planning)
+    }
+
+    /// The state kept in memory for `owner` or its nearest owner.
+    fn cached(&self, owner: &str) -> Option<PlanState> {
+        let states = self.states.read().unwrap_or_else(|p| p.into_inner());
+        if states.is_empty() {
+            return None;
+        }
+        levels(owner).find_map(|at| states.get(at).copied())
+    }
+
+    /// The state kept in the store for `owner` or its nearest owner, with whose it is.
+    fn stored(&self, owner: &str) -> Result<Option<(String, PlanState)>, StoreError> {
+        self.store.db(|db| {
+            for at in levels(owner) {
+                if let Some(row) = db.query_opt(
+                    "SELECT state, mode FROM plan_modes WHERE owner = ?1",
+                    args![at],
+                )? {
+                    return Ok(Some((
+                        at.to_string(),
+                        state_of(&row.text(0)?, row.opt_text(1)?),
+                    )));
+                }
+            }
+            Ok(None)
+        })
     }
 
     /// Refuses a call of `spec` (of plugin `plugin_id`) while `owner` plans, telling the
@@ -181,4 +231,41 @@ pub(crate) fn plan_question(arguments: &serde_json::Value) -> String {
     let plan = arguments["plan"].as_str().unwrap_or_default();
     let mode = arguments["mode"].as_str().unwrap_or("its usual mode");
     format!("approve this plan, after which its calls run in {mode}:\n\n{plan}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{PLAN_PROFILE, PlanState, Plans};
+    use crate::store::StateStore;
+    use toolshed_ops::sandbox::SandboxMode;
+
+    /// Two toolsheds on one database: a plan approved through one lets the owner's calls
+    /// run on the other, whose memory still said it planned.
+    #[test]
+    fn an_approval_made_through_another_toolshed_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolshed.db");
+        let a = Plans::load(Arc::new(StateStore::open(&path).unwrap()));
+        let b = Plans::load(Arc::new(StateStore::open(&path).unwrap()));
+        let plan = Some(PLAN_PROFILE);
+        assert_eq!(b.state_for("alice", plan), Some(PlanState::Planning));
+        assert_eq!(b.state_for("alice", None), None);
+        b.enter("alice").unwrap();
+        assert_eq!(
+            b.state_for("alice/agent-1", None),
+            Some(PlanState::Planning)
+        );
+        a.approve("alice", Some(SandboxMode::ReadOnly), "the plan")
+            .unwrap();
+        let approved = Some(PlanState::Approved(Some(SandboxMode::ReadOnly)));
+        assert_eq!(b.state_for("alice/agent-1", None), approved);
+        assert_eq!(b.state_for("alice", plan), approved);
+        assert_eq!(b.sandbox_for("alice", plan), Some(SandboxMode::ReadOnly));
+        // Planning again, through the other one.
+        a.enter("alice").unwrap();
+        assert_eq!(a.state_for("alice", None), Some(PlanState::Planning));
+        assert_eq!(b.state_for("bob", plan), Some(PlanState::Planning));
+    }
 }
