@@ -246,6 +246,21 @@ def test_the_budget_stops_a_looping_script_with_what_it_had(server, model):
     assert wall.structured_content["stopped"] == "timeout", wall.structured_content
 
 
+def test_a_turn_runs_at_most_64_calls(server, model):
+    config = model(calls(*[("calculator", {"expression": f"{i}+1"}) for i in range(70)]), say("done"))
+
+    async def main():
+        async with Client(params_with(server, config), mode="legacy") as client:
+            return await client.call_tool("agent_run", {"task": "many"})
+
+    result = run(main())
+    assert not result.is_error, result.content
+    assert len(result.structured_content["calls"]) == 64
+    results = tool_messages(ScriptedModel.seen[1])
+    assert len(results) == 70
+    assert all("not run: a turn runs at most 64" in m["content"] for m in results[64:])
+
+
 def test_nesting_past_the_depth_limit_is_refused(server, model):
     config = model(
         calls(("agent_run", {"task": "go deeper"})),

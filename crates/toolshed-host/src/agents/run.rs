@@ -30,6 +30,12 @@ const MAX_TOOLS_OFFERED: usize = 128;
 /// The most bytes of one tool result the model reads back.
 const MAX_RESULT_BYTES: usize = 16 * 1024;
 
+/// The most tool calls of one model turn that run; the rest are answered as not run.
+const MAX_CALLS_PER_TURN: usize = 64;
+
+/// The most bytes the conversation a run sends its model grows to.
+const MAX_CONVERSATION_BYTES: usize = 2 * 1024 * 1024;
+
 /// The most tokens asked for in one turn.
 const TURN_TOKENS: u64 = 4096;
 
@@ -332,6 +338,7 @@ pub(super) async fn agent_run(
         ends = ends.min(started + Duration::from_millis(ms));
     }
     let budget_tokens = args.max_tokens;
+    let mut size = task.len() + system.len();
     let mut messages = vec![ChatMessage::text("user", task)];
     let mut transcript: Vec<Step> = Vec::new();
     let mut used = toolshed_core::Usage::default();
@@ -347,6 +354,10 @@ pub(super) async fn agent_run(
         let spent = used.input_tokens + used.output_tokens;
         if budget_tokens.is_some_and(|max| spent >= max) {
             stopped = "max_tokens";
+            break;
+        }
+        if size > MAX_CONVERSATION_BYTES {
+            stopped = "max_conversation";
             break;
         }
         let turn_tokens = budget_tokens
@@ -381,8 +392,23 @@ pub(super) async fn agent_run(
         }
         let mut assistant = ChatMessage::text("assistant", completion.text.clone());
         assistant.tool_calls = completion.tool_calls.clone();
+        size += completion.text.len()
+            + completion
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>();
         messages.push(assistant);
-        for call in completion.tool_calls {
+        for (i, call) in completion.tool_calls.into_iter().enumerate() {
+            if i >= MAX_CALLS_PER_TURN {
+                let text = format!(
+                    "not run: a turn runs at most {MAX_CALLS_PER_TURN} tool calls; ask for \
+                     this one again in the next turn"
+                );
+                size += text.len();
+                messages.push(ChatMessage::tool_result(call.id, text, true));
+                continue;
+            }
             let request = nested.agent_request(
                 ctx,
                 sub_owner.clone(),
@@ -412,11 +438,9 @@ pub(super) async fn agent_run(
                 ok,
                 error,
             });
-            messages.push(ChatMessage::tool_result(
-                call.id,
-                cut(&text, MAX_RESULT_BYTES),
-                !ok,
-            ));
+            let text = cut(&text, MAX_RESULT_BYTES);
+            size += text.len();
+            messages.push(ChatMessage::tool_result(call.id, text, !ok));
         }
         if Instant::now() >= ends {
             stopped = "timeout";
@@ -434,6 +458,10 @@ pub(super) async fn agent_run(
         "done" => "it finished".to_string(),
         "max_steps" => format!("it used all {max_steps} steps"),
         "max_tokens" => format!("it used its {} tokens", budget_tokens.unwrap_or(0)),
+        "max_conversation" => format!(
+            "its conversation outgrew {} MiB",
+            MAX_CONVERSATION_BYTES >> 20
+        ),
         _ => "its time ran out".to_string(),
     };
     text.push_str(&format!(
