@@ -419,3 +419,51 @@ def test_runs_at_once_are_bounded_per_owner(server, home):
     assert len(refused) == 1, [r.content for r in results]
     assert "max_running_per_owner = 1" in refused[0].content[0].text
     assert not [r for r in results if not r.is_error][0].is_error
+
+
+def test_a_rule_on_the_caller_holds_for_its_subagents(server, model, token_for, workspace):
+    config = model(
+        calls(("workspace_write", {"path": "blocked.txt", "content": "no"})),
+        say("could not"),
+        extra='[[policy.rule]]\nname = "alice writes nothing"\nowners = ["alice"]\ntools = ["workspace_write"]\ndecision = "deny"\n',
+    )
+    params = params_with(server, config)
+    params.env["TOOLSHED_TOKEN"] = token_for("alice")
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            return await client.call_tool("agent_run", {"task": "write"})
+
+    result = run(main())
+    assert not result.is_error, result.content
+    [call] = result.structured_content["calls"]
+    assert not call["ok"] and "alice writes nothing" in call["error"], call
+    assert not (workspace / "blocked.txt").exists()
+
+
+def test_the_results_of_one_turn_go_back_to_the_clients_model_in_one_message(server, workspace):
+    (workspace / "a.txt").write_text("A\n")
+    asked = []
+
+    async def sampling(context, params):
+        asked.append(params)
+        if len(asked) == 1:
+            return types.CreateMessageResultWithTools(
+                role="assistant", model="m", stop_reason="toolUse",
+                content=[types.ToolUseContent(type="tool_use", id="r1", name="workspace_read", input={"path": "a.txt"}),
+                         types.ToolUseContent(type="tool_use", id="r2", name="calculator", input={"expression": "2+2"})],
+            )
+        return types.CreateMessageResultWithTools(role="assistant", model="m", stop_reason="endTurn",
+                                                  content=[types.TextContent(type="text", text="ok")])
+
+    async def main():
+        async with Client(server(), mode="legacy", sampling_callback=sampling,
+                          sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability())) as client:
+            return await client.call_tool("agent_run", {"task": "two at once"})
+
+    result = run(main())
+    assert not result.is_error, result.content
+    replay = asked[1].messages
+    assert [m.role for m in replay] == ["user", "assistant", "user"], replay
+    blocks = replay[2].content if isinstance(replay[2].content, list) else [replay[2].content]
+    assert [(b.type, b.tool_use_id) for b in blocks] == [("tool_result", "r1"), ("tool_result", "r2")]

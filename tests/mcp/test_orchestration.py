@@ -348,3 +348,63 @@ def test_a_schedule_runs_within_the_narrowing_of_the_token_that_made_it(serve, t
     assert not (workspace / "sneaky.txt").exists()
     status, ended = rest(url, admin, "GET", f"/jobs/{job}")
     assert "not available to this caller" in json.dumps(ended), ended
+
+
+def test_an_approved_plan_holds_for_its_session_only(server, token_for, workspace, home, toolshed_bin):
+    params = server("--profile", "plan")
+    params.env["TOOLSHED_TOKEN"] = token_for("carol")
+    approved = []
+
+    async def first():
+        async with Client(params, mode="legacy") as client:
+            approve_when_asked(toolshed_bin, workspace, home, approved)
+            await client.call_tool("plan_submit", {"plan": "write one.txt"})
+            return await client.call_tool("workspace_write", {"path": "one.txt", "content": "1"})
+
+    async def second():
+        async with Client(params, mode="legacy") as client:
+            return await client.call_tool("workspace_write", {"path": "two.txt", "content": "2"})
+
+    assert not run(first()).is_error
+    again = run(second())
+    assert again.is_error and "plan mode" in again.content[0].text, again.content
+    assert not (workspace / "two.txt").exists()
+
+
+def test_a_workflow_cannot_run_itself(server, workspace):
+    flows = workspace / ".toolshed" / "workflows"
+    flows.mkdir(parents=True)
+    (flows / "ping.json").write_text(json.dumps({"steps": [
+        {"id": "again", "tool": "workflow_run", "args": {"name": "pong"}}]}))
+    (flows / "pong.json").write_text(json.dumps({"steps": [
+        {"id": "back", "tool": "workflow_run", "args": {"name": "ping"}}]}))
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            return await client.call_tool("workflow_run", {"name": "ping"})
+
+    result = run(main(), timeout=30)
+    assert result.is_error
+    text = json.dumps(result.structured_content) + result.content[0].text
+    assert "would run itself" in text and "workflow:ping" in text, text
+
+
+def test_a_schedule_stops_running_once_its_token_is_revoked(serve, toolshed_bin, home):
+    url, admin = serve()
+    token = subprocess.run(
+        [toolshed_bin, "token", "create", "--owner", "dave"],
+        env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, timeout=30).stdout.strip()
+    status, body = execute(url, token, "schedule_create", {
+        "name": "soon", "at": soon(3), "tool": "calculator", "arguments": {"expression": "1+1"}})
+    assert status == 200, body
+    token_id = token.split("_")[1]
+    revoked = toolshed(toolshed_bin, home, home, "token", "revoke", token_id)
+    assert revoked.returncode == 0, revoked.stderr
+
+    def entry():
+        status, listed = rest(url, admin, "GET", "/schedules?owner=dave")
+        assert status == 200, listed
+        return listed["schedules"][0]
+
+    wait_for(lambda: entry()["last_outcome"], "the due time to pass")
+    assert "revoked or expired" in entry()["last_outcome"] and entry()["last_job"] is None, entry()

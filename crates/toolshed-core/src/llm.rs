@@ -92,6 +92,9 @@ pub struct CompletionRequest {
     /// Tools the model may call instead of answering (only for a [`Sampler`] whose
     /// [`Sampler::calls_tools`] is true).
     pub tools: Vec<ModelTool>,
+    /// The model asked for, where the model's side lets one choose (an endpoint's
+    /// `model`; a hint to a client's sampling); `None`: its default.
+    pub model: Option<String>,
 }
 
 /// A model's answer.

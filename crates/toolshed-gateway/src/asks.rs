@@ -197,6 +197,7 @@ async fn sample(asks: &Asks, params: &Value) -> Result<Value, (i64, String)> {
             .map_or(1024, |n| n.min(u64::from(MAX_SAMPLING_TOKENS)) as u32),
         temperature: params["temperature"].as_f64(),
         tools: Vec::new(),
+        model: None,
     };
     let _turn = turn(asks).await?;
     let completion = sampler

@@ -423,6 +423,20 @@ impl StateStore {
         })
     }
 
+    /// Whether the agent token `id` is live: neither revoked nor expired.
+    pub fn token_live(&self, id: &str) -> Result<bool, StoreError> {
+        let now = now_ms();
+        self.db(|db| {
+            Ok(db
+                .query_opt(
+                    "SELECT 1 FROM tokens WHERE id = ?1 AND revoked_ms IS NULL
+                     AND (expires_ms IS NULL OR expires_ms > ?2)",
+                    args![id, now],
+                )?
+                .is_some())
+        })
+    }
+
     /// Revokes the token `id`; `false` when there is no such token (or it was revoked).
     pub fn revoke_token(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.strip_prefix(TOKEN_PREFIX).unwrap_or(id);

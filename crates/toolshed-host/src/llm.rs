@@ -132,7 +132,7 @@ impl Sampler for EndpointSampler {
             messages.push(chat_message(m));
         }
         let mut body = json!({
-            "model": self.config.model,
+            "model": request.model.as_deref().unwrap_or(&self.config.model),
             "messages": messages,
             "max_tokens": request.max_tokens.min(self.config.max_tokens),
         });

@@ -67,6 +67,32 @@ fn sampling_message(m: ChatMessage) -> SamplingMessage {
     SamplingMessage::new_multiple(role, blocks)
 }
 
+/// The conversation with the results of one turn's tool calls in one `user` message:
+/// every `tool_use` block is answered by the message right after it (models that check
+/// refuse a result left for a later message).
+fn merge_results(messages: Vec<SamplingMessage>) -> Vec<SamplingMessage> {
+    let is_result = |m: &SamplingMessage| {
+        m.role == Role::User
+            && m.content
+                .clone()
+                .into_vec()
+                .iter()
+                .all(|b| matches!(b, SamplingMessageContentBlock::ToolResult(_)))
+    };
+    let mut out: Vec<SamplingMessage> = Vec::with_capacity(messages.len());
+    for message in messages {
+        match out.last_mut() {
+            Some(last) if is_result(last) && is_result(&message) => {
+                let mut blocks = last.content.clone().into_vec();
+                blocks.extend(message.content.into_vec());
+                *last = SamplingMessage::new_multiple(Role::User, blocks);
+            }
+            _ => out.push(message),
+        }
+    }
+    out
+}
+
 #[async_trait]
 impl Sampler for ClientSampler {
     async fn complete(
@@ -74,12 +100,18 @@ impl Sampler for ClientSampler {
         request: CompletionRequest,
         cancel: &CancellationToken,
     ) -> Result<Completion, ToolError> {
-        let messages = request.messages.into_iter().map(sampling_message).collect();
+        let messages = merge_results(request.messages.into_iter().map(sampling_message).collect());
         let mut params = CreateMessageRequestParams::new(messages, request.max_tokens);
         params.system_prompt = request.system;
         #[allow(clippy::cast_possible_truncation)]
         {
             params.temperature = request.temperature.map(|t| t as f32);
+        }
+        if let Some(model) = request.model {
+            params.model_preferences = Some(
+                rmcp::model::ModelPreferences::new()
+                    .with_hints(vec![rmcp::model::ModelHint::new(model)]),
+            );
         }
         if !request.tools.is_empty() {
             params.tools = Some(

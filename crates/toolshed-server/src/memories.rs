@@ -63,6 +63,7 @@ async fn call(
     let owner = owner(caller, headers)?;
     let mut request = CallRequest::new(tool, Value::Object(arguments), owner, "rest");
     request.caller_tools = caller.and_then(|c| c.tools.clone());
+    request.credential = caller.and_then(|c| c.token_id.clone());
     // A client that goes away cancels the call.
     let cancel = tokio_util::sync::CancellationToken::new();
     let _cancel_on_drop = cancel.clone().drop_guard();

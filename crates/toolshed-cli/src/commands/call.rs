@@ -75,6 +75,7 @@ pub(crate) async fn run(
     };
     let mut request = CallRequest::new(&args.name, arguments, owner, "cli");
     request.caller_tools = caller.as_ref().and_then(|c| c.tools.clone());
+    request.credential = caller.as_ref().and_then(|c| c.token_id.clone());
     request.timeout = args.timeout_ms.map(Duration::from_millis);
     request.profile = args.profile;
     // Tell the person at the terminal when the call waits for an approval.

@@ -175,8 +175,6 @@ async fn open(
     session.caller = caller;
     // Plugin changes made by other processes reach this one's catalog.
     let watcher = host.watch_store().await;
-    // Due schedules run while the session does (it ends with the host).
-    drop(host.run_schedules());
     Ok((host, session, watcher))
 }
 

@@ -91,6 +91,9 @@ async fn list(shared: &Shared) -> Result<ToolOutput, ToolError> {
 
 /// Runs each step's call through the pipeline for the call `ctx`.
 struct PipelineSteps<'a> {
+    /// The workflow's name, marked on its steps' calls (`workflow:NAME`) so that it
+    /// cannot run itself through them.
+    name: &'a str,
     ctx: &'a CallContext,
     nested: &'a NestedCaller,
     dispatcher: Arc<Dispatcher>,
@@ -99,9 +102,13 @@ struct PipelineSteps<'a> {
 
 impl PipelineSteps<'_> {
     async fn call(&self, tool: &str, args: Value) -> Result<Value, Failure> {
-        let request = self
-            .nested
-            .agent_request(self.ctx, self.ctx.owner.clone(), tool, args, &[]);
+        if let Some(refused) = self.nested.reentry(tool) {
+            return Err(Failure(refused));
+        }
+        let mut request =
+            self.nested
+                .agent_request(self.ctx, self.ctx.owner.clone(), tool, args, &[]);
+        request.via_plugins.push(format!("workflow:{}", self.name));
         let dispatcher = self.dispatcher.clone();
         // On a task of its own: the call is recorded even if the run stops waiting.
         let result = tokio::spawn(async move { dispatcher.call(request).await })
@@ -159,10 +166,23 @@ async fn run(
     };
     let flow = found.map_err(|e| ToolError::invalid(e.to_string()))?;
     let nested = super::lineage(ctx)?;
+    let marker = format!("workflow:{}", args.name);
+    if nested.via().contains(&marker) {
+        return Err(ToolError::Denied {
+            rule: "orchestration".into(),
+            message: format!(
+                "workflow `{}` would run itself (calls went {}); a workflow cannot call itself, \
+                 directly or through another",
+                args.name,
+                nested.via().join(" -> ")
+            ),
+        });
+    }
     let dispatcher = nested
         .dispatcher()
         .ok_or_else(|| ToolError::Internal("the host is shutting down".into()))?;
     let runner = PipelineSteps {
+        name: &args.name,
         ctx,
         nested,
         dispatcher,

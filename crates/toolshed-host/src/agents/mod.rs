@@ -111,6 +111,9 @@ impl Tool for AgentTool {
 
     async fn call(&self, ctx: CallContext, args: Value) -> Result<ToolOutput, ToolError> {
         let shared = &self.shared;
+        if matches!(self.op, Op::Run | Op::WorkflowRun | Op::ScheduleCreate) {
+            refuse_plugins(&self.spec.name, &ctx)?;
+        }
         match self.op {
             Op::Run => run::agent_run(shared, &ctx, args).await,
             Op::Presets => run::presets_list(shared, &ctx, args),
@@ -128,6 +131,41 @@ impl Tool for AgentTool {
             Op::WorkflowRun | Op::WorkflowList => flows::call(self.op, shared, &ctx, args).await,
         }
     }
+}
+
+/// The most plugins and workflows one chain of calls passes through.
+const MAX_CHAIN: usize = 16;
+
+/// Refuses `tool` (one that makes calls of its own, now or later) to a plugin's code: its
+/// calls would reach every tool of the plugin's caller, beyond the plugin's grants.
+/// `run_code` snippets and the agent tools themselves run as their caller and may. Refuses
+/// a chain of calls grown too long, too.
+fn refuse_plugins(tool: &str, ctx: &CallContext) -> Result<(), ToolError> {
+    let via = lineage(ctx)?.via();
+    if let Some(plugin) = via
+        .iter()
+        .find(|p| !p.starts_with("system.") && !p.starts_with("workflow:"))
+    {
+        return Err(ToolError::Denied {
+            rule: "plugin capabilities".into(),
+            message: format!(
+                "plugin `{plugin}` cannot call `{tool}`: its calls would reach tools beyond \
+                 the plugin's grants"
+            ),
+        });
+    }
+    if via.len() > MAX_CHAIN {
+        return Err(ToolError::Denied {
+            rule: "orchestration".into(),
+            message: format!(
+                "`{tool}` would be the {}th call in one chain (calls went {}); at most \
+                 {MAX_CHAIN} nest",
+                via.len() + 1,
+                via.join(" -> ")
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `plan_enter` and `plan_submit` (which runs only once the person approved it).

@@ -59,6 +59,13 @@ fn presets(shared: &Shared, dispatcher: &crate::Dispatcher) -> Vec<AgentPreset> 
                 if all.iter().any(|p| p.name == preset.name) {
                     continue;
                 }
+                // A plugin's preset is held to the rules of the configuration's.
+                if let Err(e) =
+                    super::check_presets(std::slice::from_ref(&preset), shared.config.max_steps)
+                {
+                    tracing::warn!(plugin = %plugin.id, error = %e, "agent preset left out");
+                    continue;
+                }
                 preset.source = format!("plugin {}", plugin.id);
                 all.push(preset);
             }
@@ -223,6 +230,17 @@ pub(super) async fn agent_run(
         .max_steps
         .or(preset.as_ref().and_then(|p| p.max_steps))
         .unwrap_or(config.default_steps);
+    if max_steps > config.max_steps && args.max_steps.is_none() {
+        return Err(ToolError::Unconfigured {
+            message: format!(
+                "preset `{}` asks for {max_steps} steps, more than a run may take \
+                 ([orchestration] max_steps = {}); lower its max_steps",
+                preset.as_ref().map(|p| p.name.as_str()).unwrap_or_default(),
+                config.max_steps
+            ),
+            variables: vec!["orchestration.max_steps".into()],
+        });
+    }
     if max_steps > config.max_steps {
         return Err(ToolError::invalid_at(
             "/max_steps",
@@ -344,8 +362,9 @@ pub(super) async fn agent_run(
     let mut used = toolshed_core::Usage::default();
     let mut answer = String::new();
     let mut stopped = "max_steps";
+    let mut model_error = None;
     let mut steps = 0;
-    for step in 1..=max_steps {
+    'steps: for step in 1..=max_steps {
         ctx.progress.send(Progress {
             progress: Some(f64::from(step - 1)),
             total: Some(f64::from(max_steps)),
@@ -369,19 +388,38 @@ pub(super) async fn agent_run(
             max_tokens: u32::try_from(turn_tokens).unwrap_or(u32::MAX),
             temperature: None,
             tools: tools.clone(),
+            model: preset.as_ref().and_then(|p| p.model.clone()),
         };
         let completion = tokio::select! {
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
             () = tokio::time::sleep_until(ends.into()) => { stopped = "timeout"; break; }
-            c = sampler.complete(request, &ctx.cancel) => c?,
+            c = sampler.complete(request, &ctx.cancel) => c,
+        };
+        let completion = match completion {
+            Ok(c) => c,
+            // Nothing ran yet: the run failed. Else it answers with what it had.
+            Err(e) if transcript.is_empty() => return Err(e),
+            Err(e) => {
+                stopped = "model_error";
+                model_error = Some(e.to_string());
+                break;
+            }
         };
         steps = step;
+        let written = completion.text.len()
+            + completion
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>();
         if let Some(u) = completion.usage {
             used.input_tokens += u.input_tokens;
             used.output_tokens += u.output_tokens;
         } else {
-            // Without a count from the model's side, about four bytes a token.
-            used.output_tokens += (completion.text.len() as u64).div_ceil(4);
+            // Without a count from the model's side (MCP sampling gives none): about four
+            // bytes a token, of what was sent and what came back.
+            used.input_tokens += (size as u64).div_ceil(4);
+            used.output_tokens += (written as u64).div_ceil(4);
         }
         if !completion.text.is_empty() {
             answer = completion.text.clone();
@@ -392,12 +430,7 @@ pub(super) async fn agent_run(
         }
         let mut assistant = ChatMessage::text("assistant", completion.text.clone());
         assistant.tool_calls = completion.tool_calls.clone();
-        size += completion.text.len()
-            + completion
-                .tool_calls
-                .iter()
-                .map(|c| c.name.len() + c.arguments.to_string().len())
-                .sum::<usize>();
+        size += written;
         messages.push(assistant);
         for (i, call) in completion.tool_calls.into_iter().enumerate() {
             if i >= MAX_CALLS_PER_TURN {
@@ -409,13 +442,34 @@ pub(super) async fn agent_run(
                 messages.push(ChatMessage::tool_result(call.id, text, true));
                 continue;
             }
-            let request = nested.agent_request(
+            // Each call gets what is left of the run's time, not of the whole call's: the
+            // run answers with what it had when its time is up.
+            let left = ends.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                stopped = "timeout";
+                break 'steps;
+            }
+            if let Some(refused) = nested.reentry(&call.name) {
+                let text = format!("error (denied): {refused}");
+                transcript.push(Step {
+                    step,
+                    tool: call.name.clone(),
+                    call_id: None,
+                    ok: false,
+                    error: Some(text.clone()),
+                });
+                size += text.len();
+                messages.push(ChatMessage::tool_result(call.id, text, true));
+                continue;
+            }
+            let mut request = nested.agent_request(
                 ctx,
                 sub_owner.clone(),
                 &call.name,
                 call.arguments,
                 &narrowing,
             );
+            request.timeout = Some(left);
             // On a task of its own, so that the call is recorded even if the run stops
             // waiting for it; the run's cancellation reaches it through its child token.
             let dispatcher = dispatcher.clone();
@@ -462,6 +516,10 @@ pub(super) async fn agent_run(
             "its conversation outgrew {} MiB",
             MAX_CONVERSATION_BYTES >> 20
         ),
+        "model_error" => format!(
+            "its model failed: {}",
+            model_error.as_deref().unwrap_or_default()
+        ),
         _ => "its time ran out".to_string(),
     };
     text.push_str(&format!(
@@ -469,7 +527,7 @@ pub(super) async fn agent_run(
          stopped because {why}",
         sub_owner.0
     ));
-    Ok(ToolOutput::text_and_structured(
+    let output = ToolOutput::text_and_structured(
         text,
         json!({
             "answer": answer,
@@ -481,6 +539,13 @@ pub(super) async fn agent_run(
             "preset": preset.as_ref().map(|p| p.name.clone()),
             "tools_offered": tools.len(),
             "duration_ms": started.elapsed().as_millis() as u64,
+            "error": model_error,
         }),
-    ))
+    );
+    // A run its model broke off reports what it did, as a failure.
+    Ok(if stopped == "model_error" {
+        output.into_error()
+    } else {
+        output
+    })
 }

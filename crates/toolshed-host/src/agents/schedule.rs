@@ -65,6 +65,9 @@ struct Spec {
     /// The sandbox mode that call was narrowed to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sandbox: Option<String>,
+    /// The agent token that call presented (its id): the schedule runs while it is live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    credential: Option<String>,
 }
 
 /// One rule list of a schedule maker's narrowing, as kept.
@@ -206,6 +209,7 @@ async fn create(
             })
             .collect(),
         sandbox: nested.sandbox().map(|m| m.as_str().to_string()),
+        credential: nested.credential().map(str::to_string),
     };
     let text = serde_json::to_string(&spec).map_err(|e| ToolError::Internal(e.to_string()))?;
     let id = format!(
@@ -493,6 +497,16 @@ fn start(
         OwnerId::new(schedule.owner.clone()),
         "schedule",
     );
+    if let Some(id) = &spec.credential
+        && !host.store().token_live(id)?
+    {
+        return Err(format!(
+            "the agent token {id} that made the schedule is revoked or expired; \
+             schedule_delete it, or make it again with a live token"
+        )
+        .into());
+    }
+    request.credential = spec.credential.clone();
     request.profile = spec.profile.clone();
     for n in &spec.narrowing {
         request

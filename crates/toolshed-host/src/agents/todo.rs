@@ -16,8 +16,18 @@ use crate::store::{StoreError, now_ms};
 /// The list a call names none of.
 const DEFAULT_LIST: &str = "default";
 
-/// The most goals one owner keeps.
+/// The most goals one owner keeps (its sub-owners counted as it).
 const MAX_GOALS: usize = 100;
+
+/// The most todo lists one owner keeps (its sub-owners counted as it).
+const MAX_LISTS: usize = 100;
+
+/// The owner at the top of `owner` (`alice` for `alice/agent-3`), and the prefix of its
+/// sub-owners, for counting what they keep together.
+fn root(owner: &str) -> (&str, String) {
+    let root = owner.split('/').next().unwrap_or(owner);
+    (root, format!("{root}/"))
+}
 
 fn stored(e: StoreError) -> ToolError {
     ToolError::Internal(format!("the state store failed: {e}"))
@@ -92,24 +102,53 @@ fn write(shared: &Shared, owner: &str, args: TodoWriteArgs) -> Result<ToolOutput
     let text =
         serde_json::to_string(&args.todos).map_err(|e| ToolError::Internal(e.to_string()))?;
     let now = now_ms();
-    shared
+    let (top, below) = root(owner);
+    let kept = shared
         .store
-        .db(|db| {
+        .tx(|db| {
             if args.todos.is_empty() {
                 db.execute(
                     "DELETE FROM todos WHERE owner = ?1 AND list = ?2",
                     args![owner, &list],
-                )
-            } else {
-                db.execute(
-                    "INSERT INTO todos (owner, list, items, updated_ms) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (owner, list) DO UPDATE SET items = excluded.items,
-                         updated_ms = excluded.updated_ms",
-                    args![owner, &list, text, now],
-                )
+                )?;
+                return Ok(None);
             }
+            let exists = db
+                .query_opt(
+                    "SELECT 1 FROM todos WHERE owner = ?1 AND list = ?2",
+                    args![owner, &list],
+                )?
+                .is_some();
+            if !exists {
+                let count = db
+                    .query_one(
+                        "SELECT COUNT(*) FROM todos
+                         WHERE owner = ?1 OR substr(owner, 1, length(?2)) = ?2",
+                        args![top, &below],
+                    )?
+                    .int(0)?;
+                if count as usize >= MAX_LISTS {
+                    return Ok(Some(count));
+                }
+            }
+            db.execute(
+                "INSERT INTO todos (owner, list, items, updated_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (owner, list) DO UPDATE SET items = excluded.items,
+                     updated_ms = excluded.updated_ms",
+                args![owner, &list, text, now],
+            )?;
+            Ok(None)
         })
         .map_err(stored)?;
+    if let Some(count) = kept {
+        return Err(ToolError::invalid_at(
+            "/list",
+            format!(
+                "`{top}` keeps {count} todo lists, the most it may ({MAX_LISTS}); nothing was \
+                 written. Reuse a list, or empty one (todo_write with no items) to remove it"
+            ),
+        ));
+    }
     Ok(show(&list, &args.todos, Some(now)))
 }
 
@@ -216,8 +255,13 @@ fn goal_set(shared: &Shared, owner: &str, args: GoalSetArgs) -> Result<ToolOutpu
     shared
         .store
         .tx(|db| {
+            let (top, below) = root(owner);
             let count = db
-                .query_one("SELECT COUNT(*) FROM goals WHERE owner = ?1", args![owner])?
+                .query_one(
+                    "SELECT COUNT(*) FROM goals
+                     WHERE owner = ?1 OR substr(owner, 1, length(?2)) = ?2",
+                    args![top, &below],
+                )?
                 .int(0)?;
             if existing.is_none() && count as usize >= MAX_GOALS {
                 return Ok(false);

@@ -39,6 +39,8 @@ impl Dispatcher {
         ]
         .into_iter()
         .flatten()
+        // The modes of a subagent's preset profiles, too.
+        .chain(req.narrowing.iter().filter_map(|n| n.sandbox))
         .min()
         .filter(|mode| self.sandbox_mode.is_none_or(|host| *mode < host))
     }

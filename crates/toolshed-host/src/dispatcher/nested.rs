@@ -18,6 +18,7 @@ struct Lineage {
     selection: Option<Arc<CompiledRules>>,
     caller_tools: Option<Arc<CompiledRules>>,
     narrowing: Vec<Arc<CompiledRules>>,
+    credential: Option<String>,
     plugins: Vec<String>,
     /// The door's way to ask the person behind the call for an approval.
     approver: Option<Arc<dyn crate::approvals::Approver>>,
@@ -57,6 +58,7 @@ impl NestedCaller {
                 selection: req.selection.clone(),
                 caller_tools: req.caller_tools.clone(),
                 narrowing: req.narrowing.clone(),
+                credential: req.credential.clone(),
                 plugins,
                 approver: req.approver.clone(),
                 sandbox,
@@ -88,6 +90,11 @@ impl NestedCaller {
             .collect()
     }
 
+    /// The agent token the caller of the call this serves presented (its id).
+    pub(crate) fn credential(&self) -> Option<&str> {
+        self.lineage.credential.as_deref()
+    }
+
     /// The sandbox mode the call this serves was narrowed to, if narrower than the host's.
     pub(crate) fn sandbox(&self) -> Option<toolshed_ops::sandbox::SandboxMode> {
         self.lineage.sandbox
@@ -113,6 +120,8 @@ impl NestedCaller {
         request.caller_tools = lineage.caller_tools.clone();
         request.narrowing = lineage.narrowing.clone();
         request.narrowing.extend(narrowing.iter().cloned());
+        request.via_plugins = lineage.plugins.clone();
+        request.credential = lineage.credential.clone();
         request.parent = Some(ctx.call_id.0.clone());
         request.sampler = ctx.sampler.clone();
         request.asker = ctx.asker.clone();
@@ -120,6 +129,30 @@ impl NestedCaller {
         request.sandbox_ceiling = lineage.sandbox;
         request.log = ctx.log.clone();
         request
+    }
+
+    /// The plugins (and workflows, as `workflow:NAME`) whose calls led to the call this
+    /// serves, outermost first, ending with the plugin serving it.
+    pub(crate) fn via(&self) -> &[String] {
+        &self.lineage.plugins
+    }
+
+    /// Why a call of `name` made for the call this serves would wait for itself: its
+    /// plugin is serving a call that led here (a plugin's single runtime, busy). The agent
+    /// tools are not such a plugin: a subagent may keep a todo list.
+    pub(crate) fn reentry(&self, name: &str) -> Option<String> {
+        let dispatcher = self.dispatcher.upgrade()?;
+        let entry = dispatcher.registry.lookup(name)?;
+        (entry.plugin_id != super::plan::AGENTS_PLUGIN
+            && self.lineage.plugins.contains(&entry.plugin_id))
+        .then(|| {
+            format!(
+                "`{name}` cannot be called here: its plugin `{}` is serving the call that led \
+                 here (calls went {}), and would wait for itself",
+                entry.plugin_id,
+                self.lineage.plugins.join(" -> ")
+            )
+        })
     }
 
     /// Whether `subject` passes the narrowing of the call this serves and `extra`, the
@@ -168,6 +201,7 @@ impl ToolCaller for NestedCaller {
         }
         if let Some(entry) = dispatcher.registry.lookup(name)
             && via.contains(&entry.plugin_id)
+            && entry.plugin_id != super::plan::AGENTS_PLUGIN
         {
             let message = if entry.plugin_id == caller {
                 format!(
@@ -197,6 +231,7 @@ impl ToolCaller for NestedCaller {
         request.selection = lineage.selection.clone();
         request.caller_tools = lineage.caller_tools.clone();
         request.narrowing = lineage.narrowing.clone();
+        request.credential = lineage.credential.clone();
         request.via_plugins = via;
         request.parent = Some(ctx.call_id.0.clone());
         request.sampler = ctx.sampler.clone();

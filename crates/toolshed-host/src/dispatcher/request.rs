@@ -35,6 +35,9 @@ pub struct CallRequest {
     pub selection: Option<Arc<CompiledRules>>,
     /// The tools the caller's token is limited to (its `tool:` scopes), on top of the rest.
     pub caller_tools: Option<Arc<CompiledRules>>,
+    /// The agent token the caller presented (its id); `None`: the admin credential or a
+    /// local door. What a call leaves to run later (a schedule) runs only while it is live.
+    pub credential: Option<String>,
     /// Further narrowings, each of which must allow the tool: those of the subagents
     /// (`agent_run`) whose calls led here, outermost first.
     pub narrowing: Vec<Arc<CompiledRules>>,
@@ -123,6 +126,7 @@ impl CallRequest {
             selection: None,
             caller_tools: None,
             narrowing: Vec::new(),
+            credential: None,
             via_plugins: Vec::new(),
             approver: None,
             parent: None,

@@ -62,6 +62,15 @@ fn owners(owner: Option<&str>) -> (String, Vec<crate::store::db::SqlValue>) {
     }
 }
 
+impl crate::Host {
+    /// Starts plan mode afresh for `owner` (a door calls it when a session of the profile
+    /// `plan` makes its first call, so that a plan approved in an earlier session of the
+    /// same owner does not carry over).
+    pub fn enter_plan_mode(&self, owner: &toolshed_core::OwnerId) -> Result<(), StoreError> {
+        self.dispatcher().plans().enter(&owner.0)
+    }
+}
+
 impl<'h> AgentState<'h> {
     pub(super) fn new(store: Held<'h, StateStore>) -> Self {
         Self { store }

@@ -188,10 +188,19 @@ struct Compiled {
     sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
 }
 
+/// Whether a rule's `owners` cover `owner`: empty covers everyone; otherwise a glob
+/// matches the owner or an owner above it (`alice` covers `alice/agent-3`), so that a rule
+/// about a caller holds for the subagents and sub-owners acting for it.
+fn owner_matches(globs: &[NameGlob], owner: &str) -> bool {
+    globs.is_empty()
+        || std::iter::successors(Some(owner), |at| at.rfind('/').map(|i| &at[..i]))
+            .any(|at| globs.iter().any(|g| g.is_match(at)))
+}
+
 impl Compiled {
     fn matches(&self, subject: &Subject<'_>, owner: &OwnerId, arguments: &Value) -> bool {
         (self.tools.is_empty() || self.tools.iter().any(|m| m.matches(subject)))
-            && (self.owners.is_empty() || self.owners.iter().any(|g| g.is_match(&owner.0)))
+            && owner_matches(&self.owners, &owner.0)
             && self
                 .when
                 .iter()
@@ -342,7 +351,7 @@ impl PolicyRules {
                     .any(|(k, _)| !matches!(k, TouchKind::Writes | TouchKind::Reads))
                 || rule.touches.iter().any(|(k, _)| *k != rule.touches[0].0)
                 || !(rule.tools.is_empty() || rule.tools.iter().any(|m| m.matches(subject)))
-                || !(rule.owners.is_empty() || rule.owners.iter().any(|g| g.is_match(&owner.0)))
+                || !owner_matches(&rule.owners, &owner.0)
             {
                 continue;
             }
@@ -585,6 +594,29 @@ mod tests {
         }
         let w: Wrapper = toml::from_str(toml_text).unwrap();
         PolicyRules::compile(&w.policy).unwrap()
+    }
+
+    /// Failed before: `alice/agent-3` (her subagent) slipped past a rule on `alice`.
+    #[test]
+    fn a_rule_on_an_owner_holds_for_its_sub_owners() {
+        let rules = rules(
+            "[[policy.rule]]\nowners = [\"alice\"]\ntools = [\"group:exec\"]\ndecision = \"deny\"\n\
+             [[policy.rule]]\nowners = [\"bob/*\"]\ndecision = \"ask\"\n",
+        );
+        let exec = ToolSpec::new("exec_command", "x").group("exec");
+        let decide = |owner: &str| {
+            let v = rules.evaluate(
+                &Subject::new(&exec, "p"),
+                &OwnerId(owner.into()),
+                &json!({}),
+            );
+            v.decision
+        };
+        assert_eq!(decide("alice"), Decision::Deny);
+        assert_eq!(decide("alice/agent-3/agent-9"), Decision::Deny);
+        assert_eq!(decide("alicex"), Decision::Allow);
+        assert_eq!(decide("bob"), Decision::Allow);
+        assert_eq!(decide("bob/agent-1"), Decision::Ask);
     }
 
     #[test]

@@ -97,6 +97,7 @@ impl McpServer {
         bound.check_token()?;
         Self::require(bound, &context, "tools:call")?;
         let owner = self.owner_for(bound, &context)?;
+        self.begin_planning(bound, &owner, &context)?;
         let mut name = request.name.into_owned();
         let from_transport = context
             .extensions
@@ -197,6 +198,7 @@ impl McpServer {
         let asked_with = asks_later.then(|| arguments.clone());
         let mut call = CallRequest::new(name.clone(), arguments, owner.clone(), "mcp");
         call.oversized = from_transport.oversized;
+        call.credential = caller.as_ref().and_then(|c| c.token_id.clone());
         call.caller_tools = caller.and_then(|c| c.tools);
         call.cancel = context.ct.clone();
         call.answered_approval = answered;

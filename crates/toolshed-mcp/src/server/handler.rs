@@ -258,6 +258,7 @@ impl ServerHandler for McpServer {
             log_level: self.log_level.clone(),
             peer: std::sync::OnceLock::new(),
             watching: std::sync::Mutex::default(),
+            planning: std::sync::Mutex::default(),
         };
         tokio::spawn(async move {
             watcher

@@ -125,6 +125,9 @@ pub struct McpServer {
     /// The resources this (session-era) connection subscribed to, each watched until its
     /// token fires (an unsubscribe, or the connection's end).
     watching: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
+    /// The owners this connection of the profile `plan` started planning for: its first
+    /// call as each starts plan mode afresh (docs/agents.md#plan-mode).
+    planning: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The most resources one connection subscribes to at once.
@@ -161,7 +164,34 @@ impl McpServer {
             log_level: Arc::default(),
             peer: std::sync::OnceLock::new(),
             watching: std::sync::Mutex::default(),
+            planning: std::sync::Mutex::default(),
         }
+    }
+
+    /// Starts plan mode for `owner` at this connection's first call as it, when the
+    /// connection uses the profile `plan` (a stateless request is no connection: it keeps
+    /// the state it finds).
+    fn begin_planning(
+        &self,
+        bound: &Bound,
+        owner: &OwnerId,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if bound.session.profile.as_deref() != Some("plan") || era_2026(context) {
+            return Ok(());
+        }
+        let first = self
+            .planning
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(owner.0.clone());
+        if first {
+            bound
+                .host
+                .enter_plan_mode(owner)
+                .map_err(|e| McpError::internal_error(format!("plan mode: {e}"), None))?;
+        }
+        Ok(())
     }
 
     /// The session's peer, once known (see [`McpServer::know_peer`]).

@@ -244,6 +244,7 @@ pub(crate) async fn execute(
     let arguments = Value::Object(request.arguments.unwrap_or_default());
     let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
     call.caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    call.credential = caller.as_deref().and_then(|c| c.token_id.clone());
     call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
     call.oversized = oversized;
     if request.run_async {

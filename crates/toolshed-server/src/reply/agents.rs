@@ -113,6 +113,19 @@ pub(crate) struct ScheduleSpec {
     /// The profile its owner called with, which its runs call with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The narrowing of the call that made it (its door's tool selection, its token's
+    /// `tool:` scopes, the subagents it ran in), each `{source, rules: {allow, deny}}`:
+    /// its runs are held to the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<serde_json::Map<String, Value>>")]
+    pub narrowing: Vec<Value>,
+    /// The sandbox mode that call was narrowed to, which its runs are held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// The id of the agent token that made it: its runs stop once the token is revoked
+    /// or expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 /// A tool call or workflow an owner scheduled with `schedule_create`.

@@ -241,6 +241,7 @@ fn parse_request(value: &Json) -> Result<CompletionRequest, String> {
         max_tokens,
         temperature,
         tools: Vec::new(),
+        model: None,
     })
 }
 
