@@ -256,3 +256,24 @@ fn a_session_era_list_carries_no_cache_hints() {
         );
     }
 }
+
+/// Every argument of every tool is described by a schema object, never by `true` (any
+/// value): clients check the listing (the TypeScript SDK refuses a whole `tools/list` with
+/// one such argument). Failed before: `schedule_create`'s `arguments`.
+#[test]
+fn every_argument_has_a_schema_object() {
+    let (env, curated) = env();
+    let mut mcp = start(&env, &curated, &["--catalog", "full"]);
+    let mut bare = Vec::new();
+    for tool in listed(&mut mcp) {
+        let Some(properties) = tool["inputSchema"]["properties"].as_object() else {
+            continue;
+        };
+        for (name, schema) in properties {
+            if !schema.is_object() {
+                bare.push(format!("{}.{name}: {schema}", tool["name"]));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "{bare:?}");
+}

@@ -186,6 +186,7 @@ pub(crate) struct ScheduleCreateArgs {
     pub(crate) tz: Option<String>,
     /// A tool to call
     pub(crate) tool: Option<String>,
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub(crate) arguments: Option<Value>,
     /// Or a workflow to run, with `arguments` as its inputs
     pub(crate) workflow: Option<String>,
@@ -221,6 +222,7 @@ pub(crate) struct ScheduleDeleteArgs {
 pub(crate) struct WorkflowRunArgs {
     #[schemars(length(min = 1, max = 64))]
     pub(crate) name: String,
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub(crate) inputs: Option<Value>,
 }
 

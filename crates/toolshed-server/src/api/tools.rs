@@ -182,15 +182,24 @@ fn unknown_tool(state: &AppState, name: &str) -> ApiError {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Execute {
     /// The tool's arguments, checked against its input schema (default `{}`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub arguments: Option<Map<String, Value>>,
     /// Start a job and answer `202` at once.
     #[serde(default, rename = "async")]
     pub run_async: bool,
     /// The call's deadline, in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+}
+
+/// A field that may be left out but not given as `null` (the document says a number).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 /// The REST door's span around a call: the root of the call's trace, with the HTTP
