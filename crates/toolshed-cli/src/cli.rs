@@ -160,10 +160,40 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Serve a workspace of this machine to a toolshed elsewhere, over stdin and stdout (the
+    /// far side of an ssh://, docker:// or podman:// workspace; docs/backends.md)
+    Worker {
+        /// The workspace directory on this machine
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// The sandbox mode commands run in: read-only, workspace-write or full-access
+        /// [default: [sandbox] mode]
+        #[arg(long, value_name = "MODE")]
+        sandbox: Option<String>,
+    },
+    /// Trust an SSH server's host key for ssh:// workspaces
+    Ssh {
+        #[command(subcommand)]
+        command: SshCommand,
+    },
     /// Print a shell completion script: `toolshed completions bash > ~/.local/share/bash-completion/completions/toolshed`
     Completions {
         /// The shell
         shell: Shell,
+    },
+}
+
+/// `toolshed ssh …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SshCommand {
+    /// Fetch a server's host keys, show their fingerprints and trust them
+    /// (`toolshed ssh trust ssh://user@host:2222/srv/app`, or `host:2222`)
+    Trust {
+        /// The workspace URL or `host[:port]`
+        target: String,
+        /// Replace the keys trusted before for this host (after its key really changed)
+        #[arg(long)]
+        replace: bool,
     },
 }
 

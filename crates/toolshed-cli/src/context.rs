@@ -16,6 +16,9 @@ pub(crate) fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> 
     if let Some(dir) = &global.workspace {
         return Ok(dir.clone());
     }
+    if let Some(url) = configured_remote(global) {
+        return Ok(url);
+    }
     let cwd = std::env::current_dir().map_err(|e| {
         Failure::Usage(format!(
             "cannot read the current directory ({e}); pass --workspace DIR"
@@ -33,6 +36,20 @@ pub(crate) fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> 
         )));
     }
     Ok(cwd)
+}
+
+/// `[workspace] url` of the user's (or `--config`'s) configuration: a remote workspace
+/// used when the flags name none.
+pub(crate) fn configured_remote(global: &GlobalArgs) -> Option<PathBuf> {
+    if global.workspace.is_some() {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let loaded = crate::builtins::config_sources(&cwd, global.config.clone())
+        .load()
+        .ok()?;
+    crate::commands::remote::chosen(global, loaded.config.workspace.url.as_deref())
+        .map(PathBuf::from)
 }
 
 /// Why `dir` is too broad to be a workspace nobody chose: the root, the home directory or
@@ -66,6 +83,21 @@ pub(crate) async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
 
 /// Loads the configuration, sets up logging and opens the host on `workspace`.
 pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Host, Failure> {
+    let remote = match workspace
+        .to_str()
+        .filter(|t| toolshed_ops::remote::url::is_remote(t))
+    {
+        Some(text) => Some(
+            toolshed_ops::remote::url::RemoteUrl::parse(text)
+                .map_err(|e| Failure::Usage(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let workspace = match &remote {
+        // The host's own state for a remote workspace lives in a local directory.
+        Some(url) => crate::commands::remote::anchor(&data_dir(global)?, url)?,
+        None => workspace,
+    };
     if !workspace.is_dir() {
         return Err(Failure::Usage(format!(
             "workspace {} is not a directory; pass an existing directory with --workspace",
@@ -100,6 +132,11 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
         &workspace,
         &data_dir,
     );
+    let builder = match &remote {
+        Some(url) => builder
+            .remote_ops(crate::commands::remote::connect(url, &loaded.config, &data_dir).await?),
+        None => builder,
+    };
     let mut builder = builder
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
@@ -122,7 +159,7 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
 
 /// The binary commands run through inside the sandbox: `toolshed-sandbox` next to this
 /// binary (small, so it starts fast), else this binary itself (`toolshed sandbox-exec`).
-fn sandbox_helper() -> Result<PathBuf, Failure> {
+pub(crate) fn sandbox_helper() -> Result<PathBuf, Failure> {
     let exe = std::env::current_exe().map_err(|e| {
         Failure::Runtime(format!(
             "cannot find the toolshed binary for the sandbox: {e}"

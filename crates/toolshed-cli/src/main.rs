@@ -124,6 +124,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             return Ok(());
         }
         Command::Config { command } => return commands::config::run(&cli.global, command),
+        Command::Worker { root, sandbox } => {
+            return commands::remote::worker(&cli.global, &root, sandbox.as_deref()).await;
+        }
+        Command::Ssh {
+            command: cli::SshCommand::Trust { target, replace },
+        } => return commands::remote::trust(&cli.global, &target, replace),
         Command::Audit(args) => return commands::audit::run(&cli.global, args).await,
         Command::Plugins {
             command: PluginsCommand::Inspect { dir, json },
@@ -230,6 +236,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         | Command::Dashboard { .. }
         | Command::Completions { .. }
         | Command::Config { .. }
+        | Command::Worker { .. }
+        | Command::Ssh { .. }
         | Command::Audit(_) => Ok(()),
         Command::Token {
             command: Some(command),

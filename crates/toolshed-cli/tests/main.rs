@@ -12,5 +12,6 @@ mod hardening;
 mod house;
 mod identity;
 mod policy;
+mod remote;
 mod sandbox;
 mod support;

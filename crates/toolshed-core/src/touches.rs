@@ -131,7 +131,8 @@ impl TouchKind {
 /// What commands run for a call may write (and read) inside the workspace, from policy
 /// rules on `writes` and `reads` (what a command touches cannot be known before it runs,
 /// so the rules bind it through its sandbox instead): workspace-relative paths.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct WriteScope {
     /// Paths a command may not change (`writes = { glob = "secrets/**" }` denied).
     pub read_only: Vec<String>,

@@ -54,6 +54,8 @@ pub struct HostBuilder {
     pub(crate) policy: Option<Arc<dyn Policy>>,
     pub(crate) hooks: Hooks,
     ops: Option<Ops>,
+    /// The ops are a remote workspace's: its worker keeps the file boundary there.
+    remote: bool,
     sandbox_helper: Option<PathBuf>,
     pub(crate) memory: bool,
     pub(crate) agents: bool,
@@ -73,6 +75,7 @@ impl HostBuilder {
             policy: None,
             hooks: Hooks::default(),
             ops: None,
+            remote: false,
             sandbox_helper: None,
             memory: false,
             agents: false,
@@ -150,6 +153,35 @@ impl HostBuilder {
         self
     }
 
+    /// Uses a remote workspace's operations ([`toolshed_ops::remote::RemoteOps`]): its
+    /// worker applies the sandbox and the file boundary on its own machine, so this host
+    /// adds neither; the workspace directory given to [`HostBuilder::new`] is then a local
+    /// one for the host's own state.
+    pub fn remote_ops(mut self, ops: Ops) -> Self {
+        self.ops = Some(ops);
+        self.remote = true;
+        self
+    }
+
+    /// The operations a worker serves (`toolshed worker`): the local backend over the
+    /// workspace, with the configured sandbox, file boundary and `.env` files, exactly as
+    /// a host on this machine would use them.
+    pub fn worker_ops(mut self) -> Result<Ops, HostError> {
+        #[allow(clippy::disallowed_methods)]
+        let workspace =
+            std::fs::canonicalize(&self.workspace).map_err(|e| HostError::Workspace {
+                path: self.workspace.clone(),
+                reason: e.to_string(),
+            })?;
+        let env = crate::env_overlay::EnvOverlay::load(&workspace, self.config.workspace_trusted);
+        let services = self.services(
+            &workspace,
+            Arc::new(toolshed_ops::MemoryReadLog::default()),
+            &env,
+        )?;
+        Ok(services.ops)
+    }
+
     /// The binary that runs commands inside the sandbox (`<helper> sandbox-exec …`): the
     /// toolshed binary, or an embedder's own that calls
     /// [`toolshed_ops::sandbox::run_if_asked`] first thing in `main`. Without one, a
@@ -194,7 +226,9 @@ impl HostBuilder {
         };
         // File tools meet the sandbox's rules where commands meet the kernel's: one
         // boundary for every tool that reads or writes files (see toolshed_ops::boundary).
-        if let Some(boundary) = self.file_boundary(workspace, sandbox.as_ref())? {
+        if self.remote {
+            // The worker keeps the boundary where the files are.
+        } else if let Some(boundary) = self.file_boundary(workspace, sandbox.as_ref())? {
             // The search tools read files too: the same hidden paths stay out of them.
             ops.search = Arc::new(BoundedSearch::new(
                 ops.search,

@@ -1,10 +1,15 @@
 //! How an operation fails.
 
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use toolshed_core::ToolError;
 
 /// An operation that failed. Every variant names the path, program or value as the caller
 /// gave it, so the message can be shown to a model as it is.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// It crosses a worker's wire as JSON, tagged by `error` (the variant's name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "error")]
 pub enum OpsError {
     /// The path is malformed: empty, a NUL byte, too long.
     #[error("invalid path `{path}`: {reason}")]
@@ -68,7 +73,7 @@ pub enum OpsError {
         /// What it is.
         kind: String,
         /// What was refused: `read`, `written`.
-        action: &'static str,
+        action: Cow<'static, str>,
     },
     /// The file has more than one hard link; writing it would change other paths too.
     #[error(
@@ -120,7 +125,7 @@ pub enum OpsError {
         /// The path as given.
         path: String,
         /// What is there now.
-        detail: &'static str,
+        detail: Cow<'static, str>,
     },
     /// Another writer held the file's lock for too long.
     #[error("`{path}` is busy: another writer has held its lock for {secs} s; retry in a moment")]
@@ -180,9 +185,9 @@ pub enum OpsError {
     )]
     SandboxEscalation {
         /// The mode asked for.
-        asked: &'static str,
+        asked: Cow<'static, str>,
         /// The widest mode allowed.
-        allowed: &'static str,
+        allowed: Cow<'static, str>,
     },
     /// The sandbox's rules refuse this file operation to every tool (read-only mode, a
     /// hidden path).
@@ -211,7 +216,7 @@ pub enum OpsError {
     #[error("cannot {action} `{path}`: {message}")]
     Io {
         /// What was being done.
-        action: &'static str,
+        action: Cow<'static, str>,
         /// The path as given.
         path: String,
         /// The system's message.

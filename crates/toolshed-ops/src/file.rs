@@ -2,7 +2,7 @@
 
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::OpsError;
 
@@ -10,7 +10,7 @@ use crate::error::OpsError;
 pub const MAX_DIR_ENTRIES: usize = 100_000;
 
 /// What kind of thing a path names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileKind {
     /// A regular file.

@@ -8,8 +8,10 @@
 //! confined the same way; starting processes through [`ProcessOps`] (see the [`process`]
 //! module). HTTP goes through [`NetClient`] (see the [`net`] module), which enforces a
 //! network policy on every address it dials. The [`search`] module holds the search
-//! operations' types, [`path`] the lexical checks of the paths tools receive, and
-//! [`sandbox`] the command sandbox the kernel enforces.
+//! operations' types, [`path`] the lexical checks of the paths tools receive,
+//! [`sandbox`] the command sandbox the kernel enforces, and [`remote`] the same operations
+//! on another machine: a worker serving them over a byte stream (SSH, a container's exec)
+//! and the backend that talks to it.
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};
@@ -33,6 +35,7 @@ pub mod net;
 pub mod path;
 pub mod process;
 mod read_log;
+pub mod remote;
 pub mod sandbox;
 pub mod search;
 mod services;

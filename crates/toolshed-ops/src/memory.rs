@@ -266,12 +266,12 @@ fn refuse_special(node: &Node, path: &str, action: &'static str) -> Result<(), O
         Node::Symlink(_) => Err(OpsError::SpecialFile {
             path: shown(path),
             kind: "symbolic link".into(),
-            action,
+            action: action.into(),
         }),
         Node::Special(kind) => Err(OpsError::SpecialFile {
             path: shown(path),
             kind: (*kind).into(),
-            action,
+            action: action.into(),
         }),
     }
 }
@@ -374,9 +374,9 @@ impl FileOps for MemoryOps {
                      expect: Expect<'_>,
                      writing: bool|
          -> Result<u32, OpsError> {
-            let changed = |detail| OpsError::Changed {
+            let changed = |detail: &'static str| OpsError::Changed {
                 path: shown(path),
-                detail,
+                detail: detail.into(),
             };
             match (nodes.get(key), expect) {
                 (None, Expect::Content(_)) => Err(changed("it no longer exists")),

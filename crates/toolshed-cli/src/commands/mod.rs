@@ -10,6 +10,7 @@ pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod plugins;
 pub(crate) mod policy;
+pub(crate) mod remote;
 pub(crate) mod sandbox;
 pub(crate) mod serve;
 pub(crate) mod token;

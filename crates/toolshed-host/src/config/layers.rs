@@ -193,6 +193,10 @@ pub const WIDENING: &[(&str, &str)] = &[
         "passes more of your environment to commands",
     ),
     ("server.bind", "could expose the server beyond this machine"),
+    (
+        "workspace",
+        "would run the tools on another machine, through a command it names",
+    ),
     ("store.url", "keeps toolshed's state in another database"),
     (
         "telemetry.otlp_endpoint",

@@ -79,6 +79,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Child processes.
     pub exec: ExecConfig,
+    /// A workspace on another machine: over SSH or in a container (docs/backends.md).
+    pub workspace: RemoteWorkspaceConfig,
     /// Asynchronous jobs of the REST API.
     pub jobs: JobsConfig,
     /// Installing plugins.

@@ -260,6 +260,40 @@ pub struct ExecConfig {
     pub env_allow: Vec<String>,
 }
 
+/// A workspace on another machine (`[workspace]`, docs/backends.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RemoteWorkspaceConfig {
+    /// `ssh://[user@]host[:port]/path`, `docker://CONTAINER/path` or `podman://…`: the
+    /// workspace when `--workspace` (and `TOOLSHED_WORKSPACE`) name none.
+    pub url: Option<String>,
+    /// The toolshed program on the other machine (on its `PATH`, or a path).
+    pub worker: String,
+    /// A private key file to log in with (`~/` expands); else the SSH agent's keys and
+    /// ssh's defaults.
+    pub identity: Option<String>,
+    /// More `ssh` arguments, before the host (`["-o", "ProxyJump=bastion"]`).
+    pub ssh_options: Vec<String>,
+    /// The container runtime's program, instead of the URL's scheme (`docker`, `podman`).
+    pub runtime: Option<String>,
+    /// Seconds a call waits for the other machine's answer, and a connection for its
+    /// worker to start.
+    pub timeout_secs: u64,
+}
+
+impl Default for RemoteWorkspaceConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            worker: "toolshed".into(),
+            identity: None,
+            ssh_options: Vec::new(),
+            runtime: None,
+            timeout_secs: 120,
+        }
+    }
+}
+
 /// Where `toolshed serve` listens (its flags override these).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

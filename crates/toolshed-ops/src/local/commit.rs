@@ -226,7 +226,7 @@ impl LocalOps {
         let result = (|| {
             let mut file = &temp.file;
             file.write_all(data).map_err(|e| OpsError::Io {
-                action: "write",
+                action: "write".into(),
                 path: shown(path),
                 message: e.to_string(),
             })?;
@@ -374,9 +374,9 @@ impl LocalOps {
                     ..
                 }
             ) || matches!(steps.get(i + 1), Some(Step::Put { moved_from: Some(s), .. }) if *s == i);
-            let changed = |detail| OpsError::Changed {
+            let changed = |detail: &'static str| OpsError::Changed {
                 path: shown(path),
-                detail,
+                detail: detail.into(),
             };
             let dir = &dirs[dir].0;
             match statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
@@ -557,7 +557,7 @@ impl LocalOps {
         let part = unique_name(JOURNAL_PREFIX, ".part");
         let fd = create_locked(scratch, &part, ".toolshed/tmp")?;
         let io = |e: std::io::Error| OpsError::Io {
-            action: "write the journal in",
+            action: "write the journal in".into(),
             path: ".toolshed/tmp".into(),
             message: e.to_string(),
         };
@@ -636,7 +636,7 @@ impl LocalOps {
             let Ok(fd) = open(name) else { continue };
             let mut bytes = Vec::new();
             let _ = File::from(fd.try_clone().map_err(|e| OpsError::Io {
-                action: "read",
+                action: "read".into(),
                 path: name.clone(),
                 message: e.to_string(),
             })?)

@@ -90,7 +90,7 @@ fn check_writable(st: &Stat, path: &str) -> Result<(), OpsError> {
             return Err(OpsError::SpecialFile {
                 path: shown(path),
                 kind: special_name(st).into(),
-                action: "written",
+                action: "written".into(),
             });
         }
     }
@@ -142,7 +142,7 @@ impl LocalOps {
     #[allow(clippy::disallowed_methods)]
     pub fn new(root: &Path) -> Result<Self, OpsError> {
         let root = std::fs::canonicalize(root).map_err(|e| OpsError::Io {
-            action: "open the workspace",
+            action: "open the workspace".into(),
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
@@ -152,7 +152,7 @@ impl LocalOps {
             Mode::empty(),
         )
         .map_err(|e| OpsError::Io {
-            action: "open the workspace",
+            action: "open the workspace".into(),
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
@@ -207,7 +207,7 @@ impl LocalOps {
             Errno::ACCESS | Errno::PERM => OpsError::PermissionDenied { path },
             Errno::LOOP => OpsError::Escape { path, detail: "too many levels of symbolic links, or a link where none may be".into() },
             Errno::NAMETOOLONG => OpsError::InvalidPath { path, reason: "a name is too long".into() },
-            other => OpsError::Io { action, path, message: other.to_string() },
+            other => OpsError::Io { action: action.into(), path, message: other.to_string() },
         }
     }
 
@@ -297,7 +297,7 @@ impl LocalOps {
             return Err(OpsError::SpecialFile {
                 path: shown(&rel.to_string_lossy()),
                 kind: special_name(&st).into(),
-                action: "read",
+                action: "read".into(),
             });
         }
         Ok(File::from(fd))
@@ -360,7 +360,7 @@ impl LocalOps {
     fn real_path_of(&self, fd: &OwnedFd, path: &str) -> Result<PathBuf, OpsError> {
         let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
         std::fs::read_link(&link).map_err(|e| OpsError::Io {
-            action: "resolve",
+            action: "resolve".into(),
             path: shown(path),
             message: format!("{e} (toolshed needs /proc mounted)"),
         })
@@ -479,7 +479,7 @@ impl FileOps for LocalOps {
                 return Err(OpsError::SpecialFile {
                     path: shown(path),
                     kind: special_name(&st).into(),
-                    action: "read",
+                    action: "read".into(),
                 });
             }
         }
@@ -489,7 +489,7 @@ impl FileOps for LocalOps {
             .take(max_bytes)
             .read_to_end(&mut bytes)
             .map_err(|e| OpsError::Io {
-                action: "read",
+                action: "read".into(),
                 path: shown(path),
                 message: e.to_string(),
             })?;
@@ -536,7 +536,7 @@ impl FileOps for LocalOps {
         let st = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, "inspect", e))?;
         check_writable(&st, path)?;
         File::from(fd).write_all(data).map_err(|e| OpsError::Io {
-            action: "append to",
+            action: "append to".into(),
             path: shown(path),
             message: e.to_string(),
         })

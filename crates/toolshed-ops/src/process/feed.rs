@@ -146,6 +146,26 @@ impl ProcessFeed {
         }
     }
 
+    /// `n` bytes of `stream` that the backend's own source dropped before they reached it
+    /// (it kept only a head and a tail): counted in the totals, so offsets and the
+    /// `dropped` count stay those of the child's real output.
+    pub fn skipped(&self, stream: Stream, n: u64) {
+        if n == 0 {
+            return;
+        }
+        {
+            let mut st = self.shared.lock();
+            match stream {
+                Stream::Stderr => st.stderr.skip(n),
+                Stream::Stdout | Stream::Combined => st.stdout.skip(n),
+            }
+            if let Some(combined) = st.combined.as_mut() {
+                combined.skip(n);
+            }
+        }
+        self.shared.notify();
+    }
+
     /// Up to `max_bytes` of the input queued by [`Process::write`], taken off the queue,
     /// and whether stdin should be closed after them. Empty when nothing waits.
     pub fn take_input(&self, max_bytes: usize) -> Input {

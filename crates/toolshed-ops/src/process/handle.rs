@@ -253,6 +253,12 @@ impl Process {
         self.shared.lock().buffer(stream).snapshot()
     }
 
+    /// A receiver that changes whenever the state does (output, exit, stops): for a
+    /// backend relaying the process elsewhere.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.shared.version.subscribe()
+    }
+
     /// Waits up to `timeout` for the child to exit and its output to be drained.
     /// `None`: still running when the timeout passed (a yield window ended; call again, or
     /// [`terminate`](Self::terminate)).

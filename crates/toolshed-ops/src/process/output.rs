@@ -91,6 +91,15 @@ impl OutputBuffer {
         }
     }
 
+    /// `n` bytes the stream produced that were never seen here (a relaying backend's
+    /// source dropped them): counted, and the tail starts again after them.
+    pub(crate) fn skip(&mut self, n: u64) {
+        if n > 0 {
+            self.total += n;
+            self.tail.clear();
+        }
+    }
+
     fn tail_start(&self) -> u64 {
         self.total - self.tail.len() as u64
     }

@@ -386,7 +386,7 @@ pub(crate) fn grep<B: Backend>(ops: &B, request: &GrepRequest) -> Result<GrepRes
             return Err(OpsError::SpecialFile {
                 path: shown(&request.base),
                 kind: "special file".into(),
-                action: "read",
+                action: "read".into(),
             });
         }
     }

@@ -112,7 +112,7 @@ impl Default for GlobRequest {
 }
 
 /// The files a glob matched.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GlobResult {
     /// Regular files, workspace-relative with `/`, sorted.
     pub paths: Vec<String>,
@@ -171,7 +171,7 @@ impl Default for FindRequest {
 }
 
 /// One path that matched a fuzzy query.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindMatch {
     /// Workspace-relative with `/`.
     pub path: String,
@@ -182,7 +182,7 @@ pub struct FindMatch {
 }
 
 /// What a fuzzy search found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindResult {
     /// Best first; equal scores put the shorter path, then the smaller one, first.
     pub matches: Vec<FindMatch>,
@@ -260,7 +260,7 @@ impl Default for GrepRequest {
 }
 
 /// One line of grep output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineMatch {
     /// 1-based.
     pub line_number: u64,
@@ -275,7 +275,7 @@ pub struct LineMatch {
 }
 
 /// The lines of one file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileMatches {
     /// Workspace-relative with `/`.
     pub path: String,
@@ -284,7 +284,7 @@ pub struct FileMatches {
 }
 
 /// What grep found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrepResult {
     /// Files with at least one match, sorted by path.
     pub files: Vec<FileMatches>,
@@ -363,7 +363,7 @@ impl Default for TreeRequest {
 }
 
 /// One entry of a tree.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TreeEntry {
     /// Workspace-relative path.
     pub path: String,
@@ -374,7 +374,7 @@ pub struct TreeEntry {
 }
 
 /// What [`SearchOps::tree`] returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeResult {
     /// The base, workspace-relative.
     pub base: String,

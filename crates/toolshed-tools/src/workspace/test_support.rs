@@ -126,7 +126,7 @@ impl toolshed_ops::FileOps for FailWritesTo {
     ) -> Result<toolshed_ops::Written, toolshed_ops::OpsError> {
         if path == self.path {
             return Err(toolshed_ops::OpsError::Io {
-                action: "write",
+                action: "write".into(),
                 path: path.into(),
                 message: "No space left on device".into(),
             });
@@ -136,7 +136,7 @@ impl toolshed_ops::FileOps for FailWritesTo {
     fn commit(&self, changes: &[toolshed_ops::Change<'_>]) -> Result<(), toolshed_ops::OpsError> {
         if let Some(change) = changes.iter().find(|c| c.path() == self.path) {
             return Err(toolshed_ops::OpsError::Io {
-                action: "write",
+                action: "write".into(),
                 path: change.path().into(),
                 message: "No space left on device".into(),
             });

@@ -175,8 +175,8 @@ impl LocalProcessOps {
         let mode = mode.unwrap_or(allowed);
         if mode > allowed && !approved {
             return Err(OpsError::SandboxEscalation {
-                asked: mode.as_str(),
-                allowed: allowed.as_str(),
+                asked: mode.as_str().into(),
+                allowed: allowed.as_str().into(),
             });
         }
         if mode == SandboxMode::FullAccess {
@@ -680,7 +680,7 @@ impl ProcessOps for LocalProcessOps {
                     .map_err(|e| abandon(&tracker, "cannot share the terminal", &e))?;
                 let hook: crate::process::ResizeHook = Box::new(move |rows, cols| {
                     pty::set_size(&fd, rows, cols).map_err(|e| OpsError::Io {
-                        action: "resize the terminal of",
+                        action: "resize the terminal of".into(),
                         path: "the process".into(),
                         message: e.to_string(),
                     })

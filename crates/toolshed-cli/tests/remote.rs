@@ -1,0 +1,342 @@
+//! The operations contract against `toolshed worker`, the real binary over its stdio: the
+//! file and search suites case by case, and processes (output, exit, input, tree kills,
+//! output caps, waits). The same worker serves ssh:// and docker:// workspaces
+//! (tests/mcp/test_remote.py drives it through a real OpenSSH server).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use toolshed_ops::contract::Fixture;
+use toolshed_ops::process::{OutputLimits, Stdin, Stop, StopReason, Stream, Tty};
+use toolshed_ops::remote::{RemoteOps, Target};
+use toolshed_ops::{FileOps, OpsError, ProcessOps, SpawnRequest};
+
+/// Builds hostile fixtures in the worker's workspace directory (the worker runs here).
+struct Disk(PathBuf);
+
+impl Fixture for Disk {
+    fn symlink(&self, path: &str, target: &str) {
+        std::os::unix::fs::symlink(target, self.0.join(path)).unwrap();
+    }
+    fn hard_link(&self, path: &str, other: &str) {
+        std::fs::hard_link(self.0.join(path), self.0.join(other)).unwrap();
+    }
+    fn fifo(&self, path: &str) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(self.0.join(path))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    fn reserved_file(&self, name: &str, data: &[u8]) {
+        std::fs::create_dir_all(self.0.join(".toolshed")).unwrap();
+        std::fs::write(self.0.join(".toolshed").join(name), data).unwrap();
+    }
+    fn raw_file(&self, path: &[u8], data: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        let path = self.0.join(std::ffi::OsStr::from_bytes(path));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
+}
+
+/// What a case keeps alive: the temporary directory and the fixture maker.
+struct Keep(tempfile::TempDir, Disk);
+
+fn target(root: &Path, data: &Path, mode: &str) -> Target {
+    Target {
+        command: vec![
+            env!("CARGO_BIN_EXE_toolshed").into(),
+            "--data-dir".into(),
+            data.display().to_string(),
+            "worker".into(),
+            "--root".into(),
+            root.display().to_string(),
+            "--sandbox".into(),
+            mode.into(),
+        ],
+        display: format!("worker:{}", root.display()),
+        timeout: Duration::from_secs(30),
+        explain: None,
+    }
+}
+
+/// A workspace one level down a temporary directory, with a secret in `.toolshed/`, served
+/// by a worker of its own.
+fn worker() -> (RemoteOps, Keep) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a/ws");
+    std::fs::create_dir_all(root.join(".toolshed")).unwrap();
+    std::fs::write(root.join(".toolshed/toolshed.db"), "secret").unwrap();
+    let data = dir.path().join("data");
+    let ops = RemoteOps::connect(target(&root, &data, "full-access")).unwrap();
+    (ops, Keep(dir, Disk(root)))
+}
+
+fn on_disk<'a>(_ops: &'a RemoteOps, keep: &'a Keep) -> &'a dyn Fixture {
+    &keep.1
+}
+
+/// Nothing was written outside the workspace.
+fn nothing_outside(keep: &Keep) {
+    let outside: Vec<_> = std::fs::read_dir(keep.0.path().join("a"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(outside, vec!["ws"]);
+}
+
+toolshed_ops::file_contract!(files, worker, on_disk, nothing_outside);
+toolshed_ops::search_contract!(search, worker, on_disk);
+
+fn sh(script: &str) -> SpawnRequest {
+    SpawnRequest::new("sh").arg("-c").arg(script)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !matches!(
+            stat.rsplit_once(')')
+                .and_then(|(_, r)| r.trim_start().chars().next()),
+            Some('Z' | 'X')
+        )
+    })
+}
+
+#[test]
+fn a_process_reports_its_output_and_exit() {
+    let (ops, keep) = worker();
+    std::fs::create_dir_all(keep.1.0.join("sub")).unwrap();
+    runtime().block_on(async {
+        let p = ops
+            .spawn(&sh("echo out; echo err >&2; pwd; exit 7").workdir("sub"))
+            .unwrap();
+        let exit = p.wait(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(exit.status, toolshed_ops::process::ExitStatus::Code(7));
+        let out = String::from_utf8(p.snapshot(Stream::Stdout).head).unwrap();
+        assert_eq!(out, format!("out\n{}\n", keep.1.0.join("sub").display()));
+        assert_eq!(p.snapshot(Stream::Stderr).head, b"err\n");
+        let combined = p.snapshot(Stream::Combined).head;
+        assert_eq!(combined.len(), out.len() + 4);
+    });
+}
+
+#[test]
+fn input_reaches_a_piped_process_and_a_terminal() {
+    let (ops, _keep) = worker();
+    runtime().block_on(async {
+        let p = ops.spawn(&sh("cat").stdin(Stdin::Piped)).unwrap();
+        p.write(b"line one\n").unwrap();
+        p.write(b"line two\n").unwrap();
+        p.close_stdin();
+        let exit = p.wait(Duration::from_secs(30)).await.unwrap();
+        assert!(exit.status.success());
+        assert_eq!(p.snapshot(Stream::Stdout).head, b"line one\nline two\n");
+
+        let t = ops
+            .spawn(&sh("read x; echo got:$x; tty >/dev/null && echo tty").tty(Tty::DEFAULT))
+            .unwrap();
+        t.write(b"hello\n").unwrap();
+        t.wait(Duration::from_secs(30)).await.unwrap();
+        let shown = String::from_utf8_lossy(&t.snapshot(Stream::Stdout).head).into_owned();
+        assert!(
+            shown.contains("got:hello") && shown.contains("tty"),
+            "{shown}"
+        );
+    });
+}
+
+#[test]
+fn stopping_kills_the_whole_tree_and_so_does_dropping() {
+    let (ops, keep) = worker();
+    let pids = keep.1.0.join("pids");
+    runtime().block_on(async {
+        // A grandchild in a session of its own, as a daemonizing tool would make.
+        let script = format!(
+            "setsid sh -c 'echo $$ >> {p}; sleep 300' & echo $$ >> {p}; sleep 300",
+            p = pids.display()
+        );
+        let read_pids = || -> Vec<u32> {
+            std::fs::read_to_string(&pids)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        };
+        let p = ops.spawn(&sh(&script)).unwrap();
+        let start = Instant::now();
+        while read_pids().len() < 2 && start.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let tree = read_pids();
+        assert_eq!(tree.len(), 2, "{tree:?}");
+        assert!(tree.iter().all(|&pid| alive(pid)));
+        let exit = p
+            .terminate(Stop::Graceful {
+                grace: Duration::from_millis(300),
+            })
+            .await
+            .unwrap();
+        assert!(
+            matches!(exit.stopped, Some(StopReason::Requested(_))),
+            "{exit:?}"
+        );
+        let start = Instant::now();
+        while tree.iter().any(|&pid| alive(pid)) && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(tree.iter().all(|&pid| !alive(pid)), "{tree:?} survived");
+
+        // Dropping the last handle stops the tree too.
+        std::fs::remove_file(&pids).unwrap();
+        let p = ops.spawn(&sh(&script)).unwrap();
+        let start = Instant::now();
+        while read_pids().len() < 2 && start.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let tree = read_pids();
+        drop(p);
+        let start = Instant::now();
+        while tree.iter().any(|&pid| alive(pid)) && start.elapsed() < Duration::from_secs(15) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            tree.iter().all(|&pid| !alive(pid)),
+            "{tree:?} survived the drop"
+        );
+    });
+}
+
+#[test]
+fn output_is_capped_and_a_flood_is_killed() {
+    let (ops, _keep) = worker();
+    runtime().block_on(async {
+        let limits = OutputLimits {
+            head_bytes: 1024,
+            tail_bytes: 1024,
+            kill_after_bytes: Some(4 << 20),
+        };
+        let p = ops.spawn(&sh("yes flood").limits(limits)).unwrap();
+        let exit = p.wait(Duration::from_secs(60)).await.unwrap();
+        assert_eq!(exit.stopped, Some(StopReason::OutputLimit), "{exit:?}");
+        let kept = p.snapshot(Stream::Stdout);
+        assert_eq!(kept.head.len(), 1024);
+        assert!(kept.tail.len() <= 1024);
+        assert!(kept.total > 4 << 20, "{}", kept.total);
+    });
+}
+
+#[test]
+fn a_wait_ends_at_its_timeout_and_the_process_runs_on() {
+    let (ops, _keep) = worker();
+    runtime().block_on(async {
+        let p = ops.spawn(&sh("sleep 1; echo late")).unwrap();
+        assert!(p.wait(Duration::from_millis(100)).await.is_none());
+        let exit = p.wait(Duration::from_secs(30)).await.unwrap();
+        assert!(exit.status.success());
+        assert_eq!(p.snapshot(Stream::Stdout).head, b"late\n");
+    });
+}
+
+#[test]
+fn bad_input_is_refused_as_it_is_locally() {
+    let (ops, _keep) = worker();
+    assert!(matches!(
+        ops.spawn(&SpawnRequest::new("no-such-program-xyz")),
+        Err(OpsError::ProgramNotFound { .. })
+    ));
+    assert!(matches!(
+        ops.spawn(&sh("true").workdir("../..")),
+        Err(OpsError::Escape { .. })
+    ));
+    assert!(matches!(
+        ops.spawn(&sh("true").stdin(Stdin::Stream)),
+        Err(OpsError::ProcessUnavailable { .. })
+    ));
+}
+
+#[test]
+fn a_sandboxed_worker_confines_commands_to_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let ops = RemoteOps::connect(target(&root, &dir.path().join("data"), "read-only")).unwrap();
+    let hello = ops.hello().unwrap();
+    assert_eq!(hello.mode, "read-only");
+    let enforced = ops.check_sandbox().unwrap().unwrap();
+    assert!(
+        enforced.enforced.iter().any(|l| l.starts_with("landlock")),
+        "{enforced:?}"
+    );
+    runtime().block_on(async {
+        let p = ops.spawn(&sh("echo x > made.txt")).unwrap();
+        let exit = p.wait(Duration::from_secs(30)).await.unwrap();
+        assert!(!exit.status.success());
+    });
+    assert!(!root.join("made.txt").exists());
+    // The file tools meet the same mode on the worker's side.
+    assert!(matches!(
+        ops.write("made.txt", b"x", toolshed_ops::Parents::Create),
+        Err(OpsError::SandboxRefused { .. })
+    ));
+}
+
+#[test]
+fn a_worker_that_cannot_start_is_reported_with_what_it_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = RemoteOps::connect(target(
+        &dir.path().join("missing"),
+        &dir.path().join("data"),
+        "full-access",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("is not a directory"), "{err}");
+}
+
+#[test]
+fn a_lost_worker_is_reached_again() {
+    let (ops, keep) = worker();
+    std::fs::write(keep.1.0.join("f"), "one").unwrap();
+    assert_eq!(ops.read("f", 100).unwrap().bytes, b"one");
+    // The worker process, found by its --root argument.
+    let pattern = format!("worker --root {} ", keep.1.0.display());
+    let pgrep = || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", &pattern])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let first = pgrep();
+    assert!(!first.is_empty());
+    let status = std::process::Command::new("pkill")
+        .args(["-KILL", "-f", &pattern])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Calls fail while it is gone (or find it started again already), then go on with a
+    // new worker.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        match ops.read("f", 100) {
+            Ok(c) => {
+                assert_eq!(c.bytes, b"one");
+                let now = pgrep();
+                if !now.is_empty() && now != first {
+                    return;
+                }
+            }
+            Err(e) => assert!(e.to_string().contains("reach"), "{e}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the worker was not reached again");
+}
