@@ -334,15 +334,7 @@ impl Connection {
             );
             for feed in feeds {
                 feed.output(Stream::Stderr, note.as_bytes());
-                feed.exited(Exit {
-                    status: ExitStatus::Signal(9),
-                    duration: Duration::ZERO,
-                    drain: Drain::Complete,
-                    stopped: None,
-                    limit: None,
-                    diverted: Vec::new(),
-                });
-                feed.stop_done();
+                end_lost(&feed);
             }
         }
         let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
@@ -380,17 +372,23 @@ impl Connection {
             feeds.live.insert(h, feed);
         } else {
             drop(feeds);
-            feed.exited(Exit {
-                status: ExitStatus::Signal(9),
-                duration: Duration::ZERO,
-                drain: Drain::Complete,
-                stopped: None,
-                limit: None,
-                diverted: Vec::new(),
-            });
-            feed.stop_done();
+            end_lost(&feed);
         }
     }
+}
+
+/// Ends a process whose connection is gone: the worker stopped it when the connection
+/// ended, and no more will be heard of it.
+fn end_lost(feed: &ProcessFeed) {
+    feed.exited(Exit {
+        status: ExitStatus::Signal(9),
+        duration: Duration::ZERO,
+        drain: Drain::Complete,
+        stopped: None,
+        limit: None,
+        diverted: Vec::new(),
+    });
+    feed.stop_done();
 }
 
 fn apply(feed: &ProcessFeed, event: Event) {
