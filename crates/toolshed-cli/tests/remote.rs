@@ -340,3 +340,77 @@ fn a_lost_worker_is_reached_again() {
     }
     panic!("the worker was not reached again");
 }
+
+/// A container runtime stand-in: `RUNTIME exec -i CONTAINER CMD…` runs CMD here (these
+/// machines have no container daemon), logging what it was asked. The worker it starts is
+/// the real one.
+fn fake_runtime(dir: &Path) -> PathBuf {
+    let script = dir.join("fake-docker");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {log}\n[ \"$1\" = exec ] && [ \"$2\" = -i ] || {{ echo \"fake-docker: only exec -i\" >&2; exit 2; }}\n\
+             [ \"$3\" = box ] || {{ echo \"Error: No such container: $3\" >&2; exit 1; }}\nshift 3\nexec \"$@\"\n",
+            log = dir.join("runtime.log").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn a_container_workspace_runs_the_tools_through_the_runtimes_exec() {
+    use crate::support::{Env, code, stderr, stdout};
+    let env = Env::new();
+    let inside = tempfile::tempdir().unwrap();
+    std::fs::write(inside.path().join("app.txt"), "in the container\n").unwrap();
+    let runtime = fake_runtime(env.data.path());
+    env.write_user_config(&format!(
+        "[workspace]\nruntime = \"{}\"\nworker = \"{}\"\n\n[sandbox]\nmode = \"full-access\"\n",
+        runtime.display(),
+        env!("CARGO_BIN_EXE_toolshed")
+    ));
+    let url = format!("docker://box{}", inside.path().display());
+    let data = env.data.path().display().to_string();
+    let call = |tool: &str, args: &str| {
+        env.bare()
+            .args(["--data-dir", &data, "--workspace", &url, "call", tool, "--args", args])
+            .output()
+            .unwrap()
+    };
+    let read = call("workspace_read", r#"{"path":"app.txt"}"#);
+    assert_eq!(code(&read), 0, "{}", stderr(&read));
+    assert!(stdout(&read).contains("in the container"), "{}", stdout(&read));
+    let ran = call("exec_command", r#"{"cmd":"pwd; echo made > made.txt"}"#);
+    assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    assert!(stdout(&ran).contains(&inside.path().display().to_string()));
+    assert_eq!(
+        std::fs::read_to_string(inside.path().join("made.txt")).unwrap(),
+        "made\n"
+    );
+    let log = std::fs::read_to_string(env.data.path().join("runtime.log")).unwrap();
+    assert!(
+        log.lines().all(|l| l.starts_with("exec -i box ") && l.contains(" worker --root ")),
+        "{log}"
+    );
+    // A container that is not there: what the runtime said, named with the workspace.
+    let missing = env
+        .bare()
+        .args([
+            "--data-dir",
+            &data,
+            "--workspace",
+            &format!("docker://nobox{}", inside.path().display()),
+            "call",
+            "workspace_list",
+            "--args",
+            "{}",
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(code(&missing), 0);
+    let said = stderr(&missing);
+    assert!(said.contains("docker://nobox") && said.contains("No such container"), "{said}");
+}

@@ -33,7 +33,7 @@ use crate::search::{
 /// resolve it, relative to the root: its deepest existing ancestor resolved, the rest of
 /// the words appended (a file and directories about to be created). `None` when even the
 /// root cannot be resolved or the path leaves the workspace.
-pub fn resolve_in_workspace(files: &dyn FileOps, path: &str) -> Option<String> {
+pub fn resolve_in_workspace<F: FileOps + ?Sized>(files: &F, path: &str) -> Option<String> {
     let mut head = path.trim_end_matches('/').to_string();
     if head.is_empty() {
         head = "/".into();

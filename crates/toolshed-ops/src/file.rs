@@ -239,4 +239,12 @@ pub trait FileOps: Send + Sync {
 
     /// The workspace root, for messages.
     fn root_display(&self) -> String;
+
+    /// `path` as the workspace's links resolve it, relative to the root, with the words
+    /// past its deepest existing ancestor appended (see
+    /// [`resolve_in_workspace`](crate::resolve_in_workspace), which this is by default);
+    /// `None` when it leaves the workspace. A remote backend answers it in one round trip.
+    fn resolve(&self, path: &str) -> Option<String> {
+        crate::boundary::resolve_in_workspace(self, path)
+    }
 }

@@ -54,17 +54,41 @@ impl Dispatcher {
         touches
     }
 
+    /// [`touches`](Self::touches) within `limit`: where file operations may be slow (a
+    /// workspace on another machine), the links are resolved on a blocking thread, and a
+    /// remote that does not answer in time ends the call with a timeout rather than
+    /// holding it (and an async thread) past its deadline.
+    pub(super) async fn touches_within(
+        &self,
+        entry: &ToolEntry,
+        arguments: &Value,
+        limit: std::time::Duration,
+    ) -> Result<toolshed_core::Touches, ToolError> {
+        let mut touches = entry.tool.touches(arguments);
+        let Some(files) = self.files.clone().filter(|f| !f.quick()) else {
+            self.resolve_touches(&mut touches);
+            return Ok(touches);
+        };
+        if touches.is_empty() {
+            return Ok(touches);
+        }
+        let job = tokio::task::spawn_blocking(move || {
+            resolve_with(files.as_ref(), &mut touches);
+            touches
+        });
+        match tokio::time::timeout(limit, job).await {
+            Ok(Ok(touches)) => Ok(touches),
+            Ok(Err(e)) => Err(ToolError::Failed(format!(
+                "resolving the paths the call touches failed: {e}"
+            ))),
+            Err(_) => Err(ToolError::Timeout(limit)),
+        }
+    }
+
     /// Adds to the paths of `touches` each one as the workspace's links resolve it.
     fn resolve_touches(&self, touches: &mut toolshed_core::Touches) {
         if let Some(files) = &self.files {
-            for list in [&mut touches.reads, &mut touches.writes] {
-                let resolved: Vec<String> = list
-                    .iter()
-                    .filter_map(|p| toolshed_ops::resolve_in_workspace(files.as_ref(), p))
-                    .filter(|r| !list.contains(r))
-                    .collect();
-                list.extend(resolved);
-            }
+            resolve_with(files.as_ref(), touches);
         }
     }
 
@@ -216,5 +240,18 @@ impl Dispatcher {
             });
         }
         Ok(())
+    }
+}
+
+/// Adds to the paths of `touches` each one as `files` resolves it through the workspace's
+/// links.
+fn resolve_with(files: &dyn toolshed_ops::FileOps, touches: &mut toolshed_core::Touches) {
+    for list in [&mut touches.reads, &mut touches.writes] {
+        let resolved: Vec<String> = list
+            .iter()
+            .filter_map(|p| files.resolve(p))
+            .filter(|r| !list.contains(r))
+            .collect();
+        list.extend(resolved);
     }
 }

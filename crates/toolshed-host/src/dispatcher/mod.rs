@@ -458,6 +458,11 @@ impl Dispatcher {
         // What the call touches, worked out once for the policy and the narrowing (again
         // only when a hook rewrites the arguments).
         let mut touches = None;
+        if self.policy.wants_touches() && self.files.as_ref().is_some_and(|f| !f.quick()) {
+            // A slow workspace (another machine) is asked within the call's deadline.
+            let limit = self.timeout_for(req, &entry)?;
+            touches = Some(self.touches_within(&entry, &asked, limit).await?);
+        }
         let mut approved = match self.check_before_hooks(req, &entry, &asked, &mut touches)? {
             Gate::Allow => false,
             Gate::Ask { rule, reason } => {

@@ -126,7 +126,8 @@ pub(super) fn validate(
 /// what it did stands, so its result is returned with a note saying it completed late, and
 /// the audit row records it as done. Tools that stop on their token answer `Cancelled` or
 /// an error, and a read-only tool's late answer may be partial (a search cut short): the
-/// call is then the timeout (or cancellation) it was.
+/// call is then the timeout (or cancellation) it was — answered at once for a read-only
+/// tool, which finishes its clean-up behind the answer.
 pub(super) async fn run_with_deadline(
     entry: ToolEntry,
     ctx: CallContext,
@@ -162,6 +163,17 @@ pub(super) async fn run_with_deadline(
     // Let the tool see its token and clean up (kill its children, remove temp files) before
     // the task is dropped; a tool that had already finished answers at once.
     call_cancel.cancel();
+    if !changes_things {
+        // Whatever a read-only tool answers late is not used, so the caller is not kept
+        // waiting for it (a read stuck on a slow remote, say): it cleans up, or is
+        // aborted, behind the answer.
+        tokio::spawn(async move {
+            if tokio::time::timeout(CANCEL_GRACE, &mut task).await.is_err() {
+                task.abort();
+            }
+        });
+        return Err(stopped);
+    }
     let finished = match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
         Ok(result) => joined(result),
         Err(_) => {

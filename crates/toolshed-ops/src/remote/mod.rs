@@ -363,6 +363,12 @@ impl FileOps for RemoteOps {
     fn root_display(&self) -> String {
         self.display.clone()
     }
+
+    fn resolve(&self, path: &str) -> Option<String> {
+        self.ask::<_, Option<String>>("resolve", json!({ "path": path }))
+            .ok()
+            .flatten()
+    }
 }
 
 impl SearchOps for RemoteOps {

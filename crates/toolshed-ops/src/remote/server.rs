@@ -556,6 +556,10 @@ fn blocking(
             let a: PathArgs = args(op, raw)?;
             Ok(json(&files.realpath(&a.path)?))
         }
+        "resolve" => {
+            let a: PathArgs = args(op, raw)?;
+            Ok(json(&files.resolve(&a.path)))
+        }
         "glob" => {
             let mut r: GlobRequest = args(op, raw)?;
             r.cancel = cancel;
