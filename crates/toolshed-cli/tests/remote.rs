@@ -376,13 +376,26 @@ fn a_container_workspace_runs_the_tools_through_the_runtimes_exec() {
     let data = env.data.path().display().to_string();
     let call = |tool: &str, args: &str| {
         env.bare()
-            .args(["--data-dir", &data, "--workspace", &url, "call", tool, "--args", args])
+            .args([
+                "--data-dir",
+                &data,
+                "--workspace",
+                &url,
+                "call",
+                tool,
+                "--args",
+                args,
+            ])
             .output()
             .unwrap()
     };
     let read = call("workspace_read", r#"{"path":"app.txt"}"#);
     assert_eq!(code(&read), 0, "{}", stderr(&read));
-    assert!(stdout(&read).contains("in the container"), "{}", stdout(&read));
+    assert!(
+        stdout(&read).contains("in the container"),
+        "{}",
+        stdout(&read)
+    );
     let ran = call("exec_command", r#"{"cmd":"pwd; echo made > made.txt"}"#);
     assert_eq!(code(&ran), 0, "{}", stderr(&ran));
     assert!(stdout(&ran).contains(&inside.path().display().to_string()));
@@ -392,7 +405,8 @@ fn a_container_workspace_runs_the_tools_through_the_runtimes_exec() {
     );
     let log = std::fs::read_to_string(env.data.path().join("runtime.log")).unwrap();
     assert!(
-        log.lines().all(|l| l.starts_with("exec -i box ") && l.contains(" worker --root ")),
+        log.lines()
+            .all(|l| l.starts_with("exec -i box ") && l.contains(" worker --root ")),
         "{log}"
     );
     // A container that is not there: what the runtime said, named with the workspace.
@@ -412,5 +426,8 @@ fn a_container_workspace_runs_the_tools_through_the_runtimes_exec() {
         .unwrap();
     assert_ne!(code(&missing), 0);
     let said = stderr(&missing);
-    assert!(said.contains("docker://nobox") && said.contains("No such container"), "{said}");
+    assert!(
+        said.contains("docker://nobox") && said.contains("No such container"),
+        "{said}"
+    );
 }
