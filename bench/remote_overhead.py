@@ -103,7 +103,8 @@ def main():
     command = [SSHD, "-D", "-f", str(root / "sshd_config")]
     if os.geteuid() == 0:
         command = ["su", user, "-s", "/bin/sh", "-c", " ".join(command)]
-    sshd = subprocess.Popen(command, start_new_session=True)
+    sshd = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -158,6 +159,8 @@ def main():
         t = statistics.median(samples[name]["toolshed"])
         s = statistics.median(samples[name]["ssh"])
         print(f"{name:16} {t:9.3f} {s:9.3f} {t - s:+9.3f}")
+    # `su` leaves sshd in a process group of its own: it is found by its config file.
+    subprocess.run(["pkill", "-f", f"{root}/sshd_config"], check=False)
     os.killpg(sshd.pid, 15)
     subprocess.run(["pkill", "-f", f"worker --root {ws}"], check=False)
     shutil.rmtree(root, ignore_errors=True)

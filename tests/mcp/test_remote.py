@@ -102,6 +102,8 @@ class Sshd:
         return path
 
     def stop(self):
+        # `su` leaves sshd in a process group of its own: it is found by its config file.
+        subprocess.run(["pkill", "-f", f"{self.dir}/sshd_config"], check=False)
         os.killpg(self.process.pid, signal.SIGTERM)
         self.process.wait(timeout=10)
         self.log.close()
