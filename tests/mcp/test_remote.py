@@ -373,3 +373,50 @@ def test_a_slow_remote_hits_the_call_deadline(toolshed_bin, home, sshd):
             assert "slow" in later.content[0].text
 
     run(main())
+
+
+FAKE_RUNTIME = """#!/bin/sh
+# A container runtime stand-in (these machines run no container daemon): `exec -i
+# CONTAINER CMD...` runs CMD here. The worker it starts is the real one.
+[ "$1" = exec ] && [ "$2" = -i ] || { echo "only exec -i" >&2; exit 2; }
+shift 3
+exec "$@"
+"""
+
+
+def test_a_language_server_runs_where_the_workspace_is(toolshed_bin, home, tmp_path):
+    """pyright on a container workspace: started through the worker, its stdio relayed
+    over the connection, its answers about the files there."""
+    pyright = Path(sys.executable).parent / "pyright-langserver"
+    if not pyright.exists():
+        pytest.fail(f"{pyright} is missing; scripts/test installs pyright into the tests' virtualenv")
+    fixtures = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "lsp" / "python"
+    inside = tmp_path / "inside"
+    shutil.copytree(fixtures, inside)
+    runtime = home / "fake-docker"
+    runtime.write_text(FAKE_RUNTIME)
+    runtime.chmod(0o755)
+    config = home / "remote.toml"
+    config.write_text(
+        f'[workspace]\nruntime = "{runtime}"\nworker = "{toolshed_bin}"\n\n'
+        f'[lsp]\nrequest_timeout_secs = 120\n\n[lsp.python]\ncommand = ["{pyright}", "--stdio"]\n'
+    )
+    params = StdioServerParameters(
+        command=toolshed_bin,
+        args=["--config", str(config), "--workspace", f"docker://box{inside}", "mcp"],
+        env={"TOOLSHED_HOME": str(home), "HOME": str(home), "PATH": os.environ["PATH"],
+             "TOOLSHED_CURATED_DIR": str(home / "none")},
+        cwd=str(home),
+    )
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            found = await client.call_tool("lsp", {"operation": "definition", "path": "main.py", "line": 5, "column": 21})
+            assert not found.is_error, found.content
+            first = found.structured_content["locations"][0]
+            assert (first["path"], first["line"], first["column"]) == ("geometry.py", 1, 5), found.content
+            hover = await client.call_tool("lsp", {"operation": "hover", "path": "main.py", "symbol": "circle_area", "line": 5})
+            assert not hover.is_error, hover.content
+            assert "(r: float) -> float" in hover.structured_content["hover"]
+
+    run(main(), timeout=240)

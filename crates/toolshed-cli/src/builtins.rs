@@ -38,6 +38,7 @@ pub(crate) fn register(
     config: &Config,
     workspace: &Path,
     data_dir: &Path,
+    remote_root: Option<&Path>,
 ) -> (HostBuilder, PluginsCell) {
     let web = toolshed_tools::web::Settings {
         keyless_fallback: config.web.keyless_fallback(),
@@ -74,7 +75,12 @@ pub(crate) fn register(
         });
     #[cfg(feature = "lsp")]
     {
-        let lsp = toolshed_lsp::Settings::from_config(workspace.to_path_buf(), &config.section());
+        let mut lsp =
+            toolshed_lsp::Settings::from_config(workspace.to_path_buf(), &config.section());
+        if let Some(root) = remote_root {
+            lsp.workspace = root.to_path_buf();
+            lsp.remote = true;
+        }
         builder =
             builder.plugins(move |services| vec![toolshed_lsp::plugin(services, lsp.clone())]);
     }

@@ -126,15 +126,19 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
             workspace.display()
         );
     }
+    let remote = match &remote {
+        Some(url) => Some(crate::commands::remote::connect(url, &loaded.config, &data_dir).await?),
+        None => None,
+    };
     let (builder, plugins) = crate::builtins::register(
         HostBuilder::new(workspace.clone(), data_dir.clone()),
         &loaded.config,
         &workspace,
         &data_dir,
+        remote.as_ref().map(|(_, root)| root.as_path()),
     );
-    let builder = match &remote {
-        Some(url) => builder
-            .remote_ops(crate::commands::remote::connect(url, &loaded.config, &data_dir).await?),
+    let builder = match remote {
+        Some((ops, _)) => builder.remote_ops(ops),
         None => builder,
     };
     let mut builder = builder

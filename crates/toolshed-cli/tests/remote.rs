@@ -256,10 +256,66 @@ fn bad_input_is_refused_as_it_is_locally() {
         ops.spawn(&sh("true").workdir("../..")),
         Err(OpsError::Escape { .. })
     ));
-    assert!(matches!(
-        ops.spawn(&sh("true").stdin(Stdin::Stream)),
-        Err(OpsError::ProcessUnavailable { .. })
-    ));
+}
+
+#[test]
+fn a_streamed_childs_pipes_are_relayed_whole() {
+    // What a language server or a mounted MCP server is started with.
+    let (ops, _keep) = worker();
+    runtime().block_on(async {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let p = ops
+            .spawn(
+                &sh("echo ready; while read line; do echo \"got $line\"; done; echo bye >&2")
+                    .stdin(Stdin::Stream),
+            )
+            .unwrap();
+        let (stdout, mut stdin) = p.take_stdio().unwrap().into_pipes().unwrap();
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .as_deref(),
+            Some("ready")
+        );
+        for word in ["one", "two"] {
+            stdin
+                .write_all(format!("{word}\n").as_bytes())
+                .await
+                .unwrap();
+            let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(line.as_deref(), Some(format!("got {word}").as_str()));
+        }
+        // A large message crosses whole.
+        let big = "x".repeat(300_000);
+        stdin
+            .write_all(format!("{big}\n").as_bytes())
+            .await
+            .unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(line.len(), big.len() + 4);
+        // The end of input reaches the child; its stdout ends, its stderr is kept.
+        drop(stdin);
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap(),
+            None
+        );
+        let exit = p.wait(Duration::from_secs(20)).await.unwrap();
+        assert!(exit.status.success());
+        assert_eq!(p.snapshot(Stream::Stderr).head, b"bye\n");
+    });
 }
 
 #[test]

@@ -130,6 +130,10 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// The most servers running at once; starting one more stops the least recently used.
     pub max_servers: usize,
+    /// The workspace is on another machine (`ssh://`, `docker://`): `workspace` is its path
+    /// there, the servers are found and run there (through the workspace's processes), and
+    /// nothing of this machine is looked at or watched.
+    pub remote: bool,
 }
 
 impl Settings {
@@ -141,6 +145,7 @@ impl Settings {
             idle_timeout: Duration::from_secs(600),
             request_timeout: Duration::from_secs(60),
             max_servers: 8,
+            remote: false,
         }
     }
 }

@@ -52,10 +52,15 @@ const READ_BEFORE_EDIT: &str = "require_read_before_edit";
 // The root language servers are told (as a URI); files are opened through the jail.
 #[allow(clippy::disallowed_methods)]
 pub fn plugin(services: &Services, mut settings: Settings) -> Arc<dyn Plugin> {
-    if let Ok(real) = settings.workspace.canonicalize() {
-        settings.workspace = real;
-    }
-    let unavailable = program::unavailable(&settings.languages, &settings.workspace);
+    let unavailable = if settings.remote {
+        // Found or not there, a start says so.
+        None
+    } else {
+        if let Ok(real) = settings.workspace.canonicalize() {
+            settings.workspace = real;
+        }
+        program::unavailable(&settings.languages, &settings.workspace)
+    };
     let servers = Arc::new(Servers {
         settings,
         processes: services.ops.process.clone(),

@@ -62,6 +62,7 @@ impl Servers {
             &self.settings.workspace,
             root,
             self.settings.request_timeout,
+            self.settings.remote,
         )
         .await
         .map_err(|message| {
@@ -88,9 +89,16 @@ impl Servers {
         let root_abs = self.settings.workspace.join(root);
         // The walk over the project's directories is file-system work: off the async threads.
         let weak = Arc::downgrade(&server);
-        let started = tokio::task::spawn_blocking(move || watch::start(&root_abs, weak, wanted))
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()));
+        let remote = self.settings.remote;
+        let started = tokio::task::spawn_blocking(move || {
+            if remote {
+                Err("the project is on another machine".to_string())
+            } else {
+                watch::start(&root_abs, weak, wanted)
+            }
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
         match started {
             Ok(watch) => server.keep_watch(watch),
             Err(e) => {

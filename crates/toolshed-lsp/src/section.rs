@@ -77,6 +77,7 @@ impl Settings {
             idle_timeout: Duration::from_secs(config.idle_timeout_secs),
             request_timeout: Duration::from_secs(config.request_timeout_secs),
             max_servers: usize::try_from(config.max_servers).unwrap_or(usize::MAX),
+            remote: false,
         }
     }
 }

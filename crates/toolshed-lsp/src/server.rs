@@ -83,11 +83,15 @@ impl Server {
         workspace: &Path,
         root: &str,
         request_timeout: Duration,
+        remote: bool,
     ) -> Result<Self, String> {
         let Some((program, args)) = language.command.split_first() else {
             return Err(format!("[lsp.{}] command is empty", language.name));
         };
-        let resolved = {
+        let resolved = if remote {
+            // Looked up on the workspace's machine when it starts.
+            std::path::PathBuf::from(program)
+        } else {
             let (language, program) = (language.clone(), program.clone());
             let dir = workspace.join(root);
             tokio::task::spawn_blocking(move || super::program::locate(&language, &program, &dir))
@@ -105,6 +109,7 @@ impl Server {
             });
         // The configured server stays visible to itself wherever it is installed.
         request.visible = std::iter::once(resolved.clone())
+            .filter(|_| !remote)
             .chain(args.iter().map(std::path::PathBuf::from))
             .filter(|p| p.is_absolute())
             .collect();

@@ -245,6 +245,48 @@ pub trait FileOps: Send + Sync {
     /// [`resolve_in_workspace`](crate::resolve_in_workspace), which this is by default);
     /// `None` when it leaves the workspace. A remote backend answers it in one round trip.
     fn resolve(&self, path: &str) -> Option<String> {
-        crate::boundary::resolve_in_workspace(self, path)
+        resolve_in_workspace(self, path)
     }
+}
+
+/// `path` (workspace-relative or absolute inside the workspace) as the workspace's links
+/// resolve it, relative to the root: its deepest existing ancestor resolved, the rest of
+/// the words appended (a file and directories about to be created). `None` when even the
+/// root cannot be resolved or the path leaves the workspace.
+pub fn resolve_in_workspace<F: FileOps + ?Sized>(files: &F, path: &str) -> Option<String> {
+    let mut head = path.trim_end_matches('/').to_string();
+    if head.is_empty() {
+        head = "/".into();
+    }
+    let mut rest: Vec<String> = Vec::new();
+    for _ in 0..64 {
+        if let Ok(real) = files.realpath(&head) {
+            rest.reverse();
+            let mut out = if real == "." { String::new() } else { real };
+            for part in rest {
+                if !out.is_empty() {
+                    out.push('/');
+                }
+                out.push_str(&part);
+            }
+            return Some(if out.is_empty() { ".".into() } else { out });
+        }
+        let (parent, name) = match head.rsplit_once('/') {
+            Some(("", name)) => ("/".to_string(), name.to_string()),
+            Some((parent, name)) => (parent.to_string(), name.to_string()),
+            None if head != "." => (".".to_string(), head.clone()),
+            None => return None,
+        };
+        if name == ".." {
+            return None;
+        }
+        if name != "." && !name.is_empty() {
+            rest.push(name);
+        }
+        if parent == head {
+            return None;
+        }
+        head = parent;
+    }
+    None
 }

@@ -135,12 +135,13 @@ pub(crate) fn anchor(data_dir: &Path, url: &RemoteUrl) -> Result<PathBuf, Failur
     Ok(dir)
 }
 
-/// Connects to the remote workspace's worker: the operations its tools run on.
+/// Connects to the remote workspace's worker: the operations its tools run on, and the
+/// workspace's path on its machine.
 pub(crate) async fn connect(
     url: &RemoteUrl,
     config: &Config,
     data_dir: &Path,
-) -> Result<Ops, Failure> {
+) -> Result<(Ops, PathBuf), Failure> {
     let settings: &RemoteWorkspaceConfig = &config.workspace;
     let sandbox = config
         .sandbox
@@ -169,9 +170,10 @@ pub(crate) async fn connect(
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    if let Ok(hello) = remote.hello()
-        && let Some(why) = hello.sandbox_error
-    {
+    let hello = remote
+        .hello()
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    if let Some(why) = &hello.sandbox_error {
         eprintln!(
             "warning: on {}, commands are refused: the sandbox cannot be built there ({why}). \
              Run that workspace with [sandbox] mode = \"full-access\" to run commands there \
@@ -180,9 +182,10 @@ pub(crate) async fn connect(
         );
     }
     let remote = Arc::new(remote);
-    Ok(Ops {
+    let ops = Ops {
         files: remote.clone(),
         search: remote.clone(),
         process: remote,
-    })
+    };
+    Ok((ops, PathBuf::from(hello.root)))
 }

@@ -209,6 +209,11 @@ impl ProcessFeed {
         self.shared.notify();
     }
 
+    /// Whether [`exited`](Self::exited) was called.
+    pub fn has_exited(&self) -> bool {
+        self.shared.lock().exit.is_some()
+    }
+
     /// Every handle was dropped: stop the tree (gracefully), clean up and end.
     pub fn is_abandoned(&self) -> bool {
         self.shared.lock().dropped

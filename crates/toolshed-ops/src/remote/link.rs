@@ -28,6 +28,8 @@ type Reply = Result<String, OpsError>;
 pub(super) struct Feeds {
     pub(super) live: HashMap<u64, ProcessFeed>,
     early: HashMap<u64, Vec<Event>>,
+    /// Where the stdout of a relayed child ([`crate::process::Stdin::Stream`]) goes.
+    streams: HashMap<u64, SyncSender<Vec<u8>>>,
 }
 
 /// A live connection to a worker.
@@ -325,6 +327,7 @@ impl Connection {
         let feeds: Vec<ProcessFeed> = {
             let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
             feeds.early.clear();
+            feeds.streams.clear();
             feeds.live.drain().map(|(_, f)| f).collect()
         };
         if !feeds.is_empty() {
@@ -350,6 +353,18 @@ impl Connection {
             | Event::InputGone { h } => *h,
         };
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Event::Out { s: 1, d, .. } = &event
+            && let Some(stream) = feeds.streams.get(&h).cloned()
+        {
+            drop(feeds);
+            // Waits while the caller's pipe is full: it reads as it goes.
+            let _ = stream.send(d.0.clone());
+            return;
+        }
+        if matches!(event, Event::Exit { .. }) {
+            // The caller's stdout pipe ends once what came before is written.
+            feeds.streams.remove(&h);
+        }
         match feeds.live.get(&h) {
             Some(feed) => apply(feed, event),
             None => {
@@ -363,10 +378,20 @@ impl Connection {
     }
 
     /// Starts feeding `feed` with the events of handle `h`, those that came early first.
-    pub(super) fn adopt(&self, h: u64, feed: ProcessFeed) {
+    pub(super) fn adopt(&self, h: u64, feed: ProcessFeed, stream: Option<SyncSender<Vec<u8>>>) {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         for event in feeds.early.remove(&h).unwrap_or_default() {
-            apply(&feed, event);
+            match (&event, &stream) {
+                (Event::Out { s: 1, d, .. }, Some(stream)) => {
+                    let _ = stream.try_send(d.0.clone());
+                }
+                _ => apply(&feed, event),
+            }
+        }
+        if let Some(stream) = stream
+            && feed_running(&feed)
+        {
+            feeds.streams.insert(h, stream);
         }
         if self.is_alive() {
             feeds.live.insert(h, feed);
@@ -375,6 +400,11 @@ impl Connection {
             end_lost(&feed);
         }
     }
+}
+
+/// Whether the process has not exited yet.
+fn feed_running(feed: &ProcessFeed) -> bool {
+    !feed.has_exited()
 }
 
 /// Ends a process whose connection is gone: the worker stopped it when the connection

@@ -10,9 +10,11 @@ use super::RemoteOps;
 use super::link::Connection;
 use super::wire::{Bytes, WireEnforcement, WireSpawn};
 use crate::error::OpsError;
+use std::io::{Read, Write};
+
 use crate::process::{
     OutputLimits, Process, ProcessControl, ProcessOps, ProcessStart, SpawnRequest, Stdin, Stop,
-    StopReason, Tty,
+    StopReason, StreamStdio, Tty,
 };
 use crate::sandbox::{Enforcement, SandboxMode};
 
@@ -100,6 +102,62 @@ pub(super) fn carry(conn: Weak<Connection>, woken: Receiver<u64>) {
     }
 }
 
+/// The local pipes of a child whose stdio is relayed ([`Stdin::Stream`]): the caller's
+/// ends, and a sender of what the child prints (written to the caller's stdout pipe by a
+/// thread of its own). What the caller writes is read by another thread and sent to the
+/// worker; its end of input closes the child's stdin there.
+fn relay(
+    conn: &Arc<Connection>,
+    h: u64,
+) -> std::io::Result<(StreamStdio, std::sync::mpsc::SyncSender<Vec<u8>>)> {
+    use rustix::fs::{OFlags, fcntl_setfl};
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let (out_read, out_write) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (in_read, in_write) = pipe_with(PipeFlags::CLOEXEC)?;
+    // The caller's ends are non-blocking, as every backend hands them over.
+    fcntl_setfl(&out_read, OFlags::NONBLOCK)?;
+    fcntl_setfl(&in_write, OFlags::NONBLOCK)?;
+    let (output, printed) = std::sync::mpsc::sync_channel::<Vec<u8>>(RELAY_QUEUE);
+    std::thread::Builder::new()
+        .name("worker-stream-out".into())
+        .spawn(move || {
+            let mut out = std::fs::File::from(out_write);
+            while let Ok(bytes) = printed.recv() {
+                if out.write_all(&bytes).is_err() {
+                    break;
+                }
+            }
+        })?;
+    let conn = Arc::downgrade(conn);
+    std::thread::Builder::new()
+        .name("worker-stream-in".into())
+        .spawn(move || {
+            let mut input = std::fs::File::from(in_read);
+            let mut buf = vec![0u8; INPUT_CHUNK];
+            loop {
+                let n = input.read(&mut buf).unwrap_or(0);
+                let Some(conn) = conn.upgrade() else { return };
+                if n == 0 {
+                    conn.tell("input", json!({ "h": h, "close": true }));
+                    return;
+                }
+                conn.tell("input", json!({ "h": h, "data": Bytes(buf[..n].to_vec()) }));
+            }
+        })?;
+    Ok((
+        StreamStdio {
+            stdout: out_read,
+            stdin: in_write,
+        },
+        output,
+    ))
+}
+
+/// Chunks of a relayed child's output waiting to be written to its caller's pipe; past it,
+/// the connection's reader waits for the caller to read (a language server's client reads
+/// as it goes).
+const RELAY_QUEUE: usize = 1024;
+
 #[derive(Deserialize)]
 struct Spawned {
     h: u64,
@@ -109,16 +167,6 @@ struct Spawned {
 impl ProcessOps for RemoteOps {
     fn spawn(&self, request: &SpawnRequest) -> Result<Process, OpsError> {
         request.validate()?;
-        if request.stdin == Stdin::Stream {
-            return Err(OpsError::ProcessUnavailable {
-                reason: format!(
-                    "a process on {} cannot hand its pipes to this machine (a language \
-                     server or a mounted MCP server); run that part of toolshed on the \
-                     remote machine itself",
-                    self.display
-                ),
-            });
-        }
         let wire = WireSpawn {
             program: request.program.clone(),
             args: request.args.clone(),
@@ -163,8 +211,25 @@ impl ProcessOps for RemoteOps {
                 h: spawned.h,
             }),
         );
-        conn.adopt(spawned.h, feed);
-        Ok(process)
+        if request.stdin != Stdin::Stream {
+            conn.adopt(spawned.h, feed, None);
+            return Ok(process);
+        }
+        // Its stdout and stdin are relayed through local pipes the caller gets whole.
+        let relay = relay(&conn, spawned.h).map_err(|e| OpsError::Spawn {
+            program: request.program.clone(),
+            message: format!("cannot make the pipes that relay its stdio: {e}"),
+        });
+        match relay {
+            Ok((stdio, output)) => {
+                conn.adopt(spawned.h, feed, Some(output));
+                Ok(process.with_stdio(Some(stdio)))
+            }
+            Err(e) => {
+                conn.adopt(spawned.h, feed, None);
+                Err(e)
+            }
+        }
     }
 
     fn kill_all(&self) {

@@ -32,6 +32,8 @@ struct Served {
     out: mpsc::Sender<String>,
     processes: Mutex<HashMap<u64, Arc<Process>>>,
     cancels: Mutex<HashMap<u64, Arc<AtomicBool>>>,
+    /// The stdin of relayed children ([`Stdin::Stream`]), by handle.
+    streams: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>>,
     next_handle: std::sync::atomic::AtomicU64,
 }
 
@@ -67,6 +69,7 @@ where
         out,
         processes: Mutex::default(),
         cancels: Mutex::default(),
+        streams: Mutex::default(),
         next_handle: 1.into(),
     });
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
@@ -252,8 +255,30 @@ impl Served {
             .unwrap_or_else(|e| e.into_inner())
             .get(&a.h)
             .cloned();
+        let stream = self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&a.h)
+            .cloned();
+        if let (Some(stream), "input") = (stream, op) {
+            if !a.data.0.is_empty() {
+                let _ = stream.send(a.data.0).await;
+            }
+            if a.close {
+                self.streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&a.h);
+            }
+            return Some(true);
+        }
         match op {
             "release" => {
+                self.streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&a.h);
                 self.processes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -399,14 +424,69 @@ impl Served {
         let served = self.clone();
         // Started after the reply is queued (the caller queues it next), so that the
         // reply comes first on the wire; the client keeps early events anyway.
+        let relayed = match process.take_stdio() {
+            Some(stdio) => Some(self.relay(h, stdio).map_err(|e| OpsError::Spawn {
+                program: w.program.clone(),
+                message: format!("cannot relay its stdio: {e}"),
+            })?),
+            None => None,
+        };
         let weak = Arc::downgrade(&process);
-        tokio::spawn(async move { served.pump(h, weak).await });
+        tokio::spawn(async move { served.pump(h, weak, relayed).await });
         Ok(format!("{{\"h\":{h},\"pid\":{pid}}}"))
     }
 
-    /// Reports a process's output as it comes, then its exit. It holds the process weakly:
-    /// once the client releases it, dropping it stops the tree.
-    async fn pump(&self, h: u64, process: std::sync::Weak<Process>) {
+    /// Relays a child's streamed stdio ([`Stdin::Stream`]): its stdout as output events,
+    /// input messages to its stdin. The task that ends with its stdout.
+    fn relay(
+        self: &Arc<Self>,
+        h: u64,
+        stdio: crate::process::StreamStdio,
+    ) -> std::io::Result<tokio::task::JoinHandle<()>> {
+        use tokio::io::AsyncReadExt;
+        let (mut stdout, mut stdin) = stdio.into_pipes()?;
+        let (input, mut queued) = mpsc::channel::<Vec<u8>>(64);
+        self.streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(h, input);
+        tokio::spawn(async move {
+            while let Some(bytes) = queued.recv().await {
+                if stdin.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let served = self.clone();
+        Ok(tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match stdout.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        served
+                            .event(Event::Out {
+                                h,
+                                s: 1,
+                                k: 0,
+                                d: Bytes(buf[..n].to_vec()),
+                            })
+                            .await;
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Reports a process's output as it comes, then its exit (after what a relayed stdout
+    /// still held, for up to two seconds). It holds the process weakly: once the client
+    /// releases it, dropping it stops the tree.
+    async fn pump(
+        &self,
+        h: u64,
+        process: std::sync::Weak<Process>,
+        mut relayed: Option<tokio::task::JoinHandle<()>>,
+    ) {
         let Some(mut changes) = process.upgrade().map(|p| p.changes()) else {
             return;
         };
@@ -438,6 +518,9 @@ impl Served {
                 }
             }
             if let Some(exit) = exit {
+                if let Some(relay) = relayed.take() {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), relay).await;
+                }
                 self.event(Event::Exit {
                     h,
                     exit: WireExit::from(&exit),
