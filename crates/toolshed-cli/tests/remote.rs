@@ -1,15 +1,71 @@
-//! The operations contract against `toolshed worker`, the real binary over its stdio: the
-//! file and search suites case by case, and processes (output, exit, input, tree kills,
-//! output caps, waits). The same worker serves ssh:// and docker:// workspaces
-//! (tests/mcp/test_remote.py drives it through a real OpenSSH server).
+//! The operations contract against `toolshed worker`, the real binary: the file and search
+//! suites case by case, and processes (output, exit, input, tree kills, output caps, waits,
+//! streamed stdio). Over a real OpenSSH server when scripts/test started one
+//! (`TOOLSHED_TEST_SSH`, its worker then runs as that server's non-root user), else over
+//! the worker's stdio directly, as a container's exec carries it.
+//! (tests/mcp/test_remote.py drives an MCP session through SSH too.)
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use toolshed_ops::contract::Fixture;
 use toolshed_ops::process::{OutputLimits, Stdin, Stop, StopReason, Stream, Tty};
+use toolshed_ops::remote::url::{RemoteOptions, RemoteUrl};
 use toolshed_ops::remote::{RemoteOps, Target};
+use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{FileOps, OpsError, ProcessOps, SpawnRequest};
+
+/// The SSH server scripts/test started: `user@127.0.0.1:port`, the client key, the
+/// known_hosts line of its host key, and the owner (`uid:gid`) of files its user must
+/// change.
+struct Ssh {
+    at: String,
+    key: PathBuf,
+    known_hosts: PathBuf,
+    owner: Option<(u32, u32)>,
+}
+
+fn ssh() -> Option<Ssh> {
+    let at = std::env::var("TOOLSHED_TEST_SSH")
+        .ok()
+        .filter(|s| !s.is_empty());
+    if at.is_none() && std::env::var_os("TOOLSHED_REQUIRE_SSH").is_some() {
+        panic!(
+            "TOOLSHED_REQUIRE_SSH is set but TOOLSHED_TEST_SSH is not: scripts/test starts the SSH server"
+        );
+    }
+    let owner = std::env::var("TOOLSHED_TEST_SSH_OWNER").ok().and_then(|o| {
+        let (uid, gid) = o.split_once(':')?;
+        Some((uid.parse().ok()?, gid.parse().ok()?))
+    });
+    Some(Ssh {
+        at: at?,
+        key: std::env::var("TOOLSHED_TEST_SSH_KEY").unwrap().into(),
+        known_hosts: std::env::var("TOOLSHED_TEST_SSH_KNOWN_HOSTS")
+            .unwrap()
+            .into(),
+        owner,
+    })
+}
+
+/// Gives `path` (not following a link) to the SSH server's user, when it is another.
+fn own(path: &Path) {
+    if let Some((uid, gid)) = ssh().and_then(|s| s.owner) {
+        std::os::unix::fs::lchown(path, Some(uid), Some(gid)).unwrap();
+    }
+}
+
+/// Gives `path` and its parents up to `root` to the SSH server's user.
+fn own_up_to(root: &Path, path: &Path) {
+    let mut at = Some(path);
+    while let Some(p) = at {
+        own(p);
+        if p == root {
+            break;
+        }
+        at = p.parent().filter(|p| p.starts_with(root));
+    }
+}
 
 /// Builds hostile fixtures in the worker's workspace directory (the worker runs here).
 struct Disk(PathBuf);
@@ -17,6 +73,7 @@ struct Disk(PathBuf);
 impl Fixture for Disk {
     fn symlink(&self, path: &str, target: &str) {
         std::os::unix::fs::symlink(target, self.0.join(path)).unwrap();
+        own(&self.0.join(path));
     }
     fn hard_link(&self, path: &str, other: &str) {
         std::fs::hard_link(self.0.join(path), self.0.join(other)).unwrap();
@@ -27,23 +84,43 @@ impl Fixture for Disk {
             .status()
             .unwrap();
         assert!(status.success());
+        own(&self.0.join(path));
     }
     fn reserved_file(&self, name: &str, data: &[u8]) {
         std::fs::create_dir_all(self.0.join(".toolshed")).unwrap();
         std::fs::write(self.0.join(".toolshed").join(name), data).unwrap();
+        own_up_to(&self.0, &self.0.join(".toolshed").join(name));
     }
     fn raw_file(&self, path: &[u8], data: &[u8]) {
         use std::os::unix::ffi::OsStrExt;
         let path = self.0.join(std::ffi::OsStr::from_bytes(path));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, data).unwrap();
+        std::fs::write(&path, data).unwrap();
+        own_up_to(&self.0, &path);
     }
 }
 
 /// What a case keeps alive: the temporary directory and the fixture maker.
 struct Keep(tempfile::TempDir, Disk);
 
+/// How the tests reach a worker for `root`: over SSH when a server was started, else by
+/// running it directly.
 fn target(root: &Path, data: &Path, mode: &str) -> Target {
+    if let Some(ssh) = ssh() {
+        let ssh_dir = data.join("ssh");
+        std::fs::create_dir_all(&ssh_dir).unwrap();
+        std::fs::copy(&ssh.known_hosts, ssh_dir.join("known_hosts")).unwrap();
+        let url = RemoteUrl::parse(&format!("ssh://{}{}", ssh.at, root.display())).unwrap();
+        return url.target(&RemoteOptions {
+            worker: env!("CARGO_BIN_EXE_toolshed").into(),
+            sandbox: SandboxMode::parse(mode).unwrap(),
+            ssh_dir,
+            identity: Some(ssh.key),
+            ssh_options: Vec::new(),
+            runtime: None,
+            timeout: Duration::from_secs(60),
+        });
+    }
     Target {
         command: vec![
             env!("CARGO_BIN_EXE_toolshed").into(),
@@ -61,13 +138,23 @@ fn target(root: &Path, data: &Path, mode: &str) -> Target {
     }
 }
 
+/// A temporary directory the SSH server's user can enter.
+fn tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
 /// A workspace one level down a temporary directory, with a secret in `.toolshed/`, served
 /// by a worker of its own.
 fn worker() -> (RemoteOps, Keep) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempdir();
     let root = dir.path().join("a/ws");
     std::fs::create_dir_all(root.join(".toolshed")).unwrap();
     std::fs::write(root.join(".toolshed/toolshed.db"), "secret").unwrap();
+    own_up_to(dir.path(), &root.join(".toolshed/toolshed.db"));
+    own(&root);
     let data = dir.path().join("data");
     let ops = RemoteOps::connect(target(&root, &data, "full-access")).unwrap();
     (ops, Keep(dir, Disk(root)))
@@ -320,9 +407,10 @@ fn a_streamed_childs_pipes_are_relayed_whole() {
 
 #[test]
 fn a_sandboxed_worker_confines_commands_to_the_workspace() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempdir();
     let root = dir.path().join("ws");
     std::fs::create_dir_all(&root).unwrap();
+    own(&root);
     let ops = RemoteOps::connect(target(&root, &dir.path().join("data"), "read-only")).unwrap();
     let hello = ops.hello().unwrap();
     assert_eq!(hello.mode, "read-only");
@@ -346,7 +434,7 @@ fn a_sandboxed_worker_confines_commands_to_the_workspace() {
 
 #[test]
 fn a_worker_that_cannot_start_is_reported_with_what_it_said() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempdir();
     let err = RemoteOps::connect(target(
         &dir.path().join("missing"),
         &dir.path().join("data"),
