@@ -420,3 +420,37 @@ def test_a_language_server_runs_where_the_workspace_is(toolshed_bin, home, tmp_p
             assert "(r: float) -> float" in hover.structured_content["hover"]
 
     run(main(), timeout=240)
+
+
+def test_a_mounted_mcp_server_runs_where_the_workspace_is(toolshed_bin, home, tmp_path):
+    """`toolshed mcp add` on a container workspace: the server starts there (a relative
+    path in its arguments is the workspace's), its stdio relayed over the connection."""
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    (inside / "desc.txt").write_text("Describes a topic, from the container.\n")
+    runtime = home / "fake-docker"
+    runtime.write_text(FAKE_RUNTIME)
+    runtime.chmod(0o755)
+    config = home / "remote.toml"
+    config.write_text(
+        f'[workspace]\nruntime = "{runtime}"\nworker = "{toolshed_bin}"\n\n[sandbox]\nmode = "full-access"\n'
+    )
+    server_py = Path(__file__).resolve().parent / "servers" / "changing.py"
+    env = {"TOOLSHED_HOME": str(home), "HOME": str(home), "PATH": os.environ["PATH"],
+           "TOOLSHED_CURATED_DIR": str(home / "none")}
+    base = [toolshed_bin, "--config", str(config), "--workspace", f"docker://box{inside}"]
+    added = subprocess.run([*base, "mcp", "add", "changing", "--", sys.executable, str(server_py), "desc.txt"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert added.returncode == 0, added.stderr
+    assert "changing__steady" in added.stdout + added.stderr
+    params = StdioServerParameters(command=toolshed_bin, args=[*base[1:], "mcp"], env=env, cwd=str(home))
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "from the container" in tools["changing__describe"].description
+            result = await client.call_tool("changing__describe", {"topic": "boats"})
+            assert not result.is_error, result.content
+            assert result.content[0].text == "about boats"
+
+    run(main())
