@@ -384,6 +384,13 @@ exec "$@"
 """
 
 
+def fake_runtime(home: Path) -> Path:
+    runtime = home / "fake-docker"
+    runtime.write_text(FAKE_RUNTIME)
+    runtime.chmod(0o755)
+    return runtime
+
+
 def test_a_language_server_runs_where_the_workspace_is(toolshed_bin, home, tmp_path):
     """pyright on a container workspace: started through the worker, its stdio relayed
     over the connection, its answers about the files there."""
@@ -393,9 +400,7 @@ def test_a_language_server_runs_where_the_workspace_is(toolshed_bin, home, tmp_p
     fixtures = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "lsp" / "python"
     inside = tmp_path / "inside"
     shutil.copytree(fixtures, inside)
-    runtime = home / "fake-docker"
-    runtime.write_text(FAKE_RUNTIME)
-    runtime.chmod(0o755)
+    runtime = fake_runtime(home)
     config = home / "remote.toml"
     config.write_text(
         f'[workspace]\nruntime = "{runtime}"\nworker = "{toolshed_bin}"\n\n'
@@ -428,9 +433,7 @@ def test_a_mounted_mcp_server_runs_where_the_workspace_is(toolshed_bin, home, tm
     inside = tmp_path / "inside"
     inside.mkdir()
     (inside / "desc.txt").write_text("Describes a topic, from the container.\n")
-    runtime = home / "fake-docker"
-    runtime.write_text(FAKE_RUNTIME)
-    runtime.chmod(0o755)
+    runtime = fake_runtime(home)
     config = home / "remote.toml"
     config.write_text(
         f'[workspace]\nruntime = "{runtime}"\nworker = "{toolshed_bin}"\n\n[sandbox]\nmode = "full-access"\n'
