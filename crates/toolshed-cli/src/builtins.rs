@@ -40,6 +40,9 @@ pub(crate) fn register(
     data_dir: &Path,
     remote_root: Option<&Path>,
 ) -> (HostBuilder, PluginsCell) {
+    // Only the language servers need the workspace's path on its own machine.
+    #[cfg(not(feature = "lsp"))]
+    let _ = remote_root;
     let web = toolshed_tools::web::Settings {
         keyless_fallback: config.web.keyless_fallback(),
     };
