@@ -18,6 +18,11 @@ use crate::error::OpsError;
 use crate::process::{Drain, Exit, ExitStatus, ProcessFeed, Stream};
 use crate::search::Cancel;
 
+/// Processes whose events came before their spawn's reply, at most.
+const MAX_EARLY_HANDLES: usize = 256;
+/// Events kept per such process.
+const MAX_EARLY_EVENTS: usize = 4096;
+
 /// The most of the transport's standard error kept for messages.
 const STDERR_TAIL: usize = 8 * 1024;
 
@@ -368,9 +373,13 @@ impl Connection {
         match feeds.live.get(&h) {
             Some(feed) => apply(feed, event),
             None => {
+                // Handles nobody claims cannot pile events up without bound: a spawn's
+                // reply comes a moment after its first events, never hundreds later.
+                if feeds.early.len() >= MAX_EARLY_HANDLES && !feeds.early.contains_key(&h) {
+                    return;
+                }
                 let early = feeds.early.entry(h).or_default();
-                // A handle nobody claims cannot pile events up without bound.
-                if early.len() < 4096 {
+                if early.len() < MAX_EARLY_EVENTS {
                     early.push(event);
                 }
             }
