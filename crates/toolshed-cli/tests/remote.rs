@@ -547,6 +547,15 @@ fn a_container_workspace_runs_the_tools_through_the_runtimes_exec() {
         std::fs::read_to_string(inside.path().join("made.txt")).unwrap(),
         "made\n"
     );
+    // doctor names the workspace by its URL, and the sandbox as it is there.
+    let doctor = env
+        .bare()
+        .args(["--data-dir", &data, "--workspace", &url, "doctor"])
+        .output()
+        .unwrap();
+    let said = stdout(&doctor);
+    assert!(said.contains(&format!("workspace     {url} (")), "{said}");
+    assert!(said.contains("full-access"), "{said}");
     let log = std::fs::read_to_string(env.data.path().join("runtime.log")).unwrap();
     assert!(
         log.lines()

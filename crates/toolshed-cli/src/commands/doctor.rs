@@ -106,11 +106,23 @@ fn checks(host: &Host) -> Vec<Check> {
         );
     }
 
-    push(
-        "workspace",
-        Status::Ok,
-        host.workspace().display().to_string(),
-    );
+    // A remote workspace is named by its URL (its root here is the local state's).
+    let shown = host.services().ops.files.root_display();
+    let local = host.workspace().display().to_string();
+    let (remote, workspace) = if toolshed_ops::remote::url::is_remote(&shown) {
+        (
+            true,
+            format!("{shown} (this host's own state for it: {local})"),
+        )
+    } else {
+        (false, local)
+    };
+    push("workspace", Status::Ok, workspace);
+    let on = if remote {
+        format!(" on {shown}")
+    } else {
+        String::new()
+    };
     match host.services().ops.process.check_sandbox() {
         None => push(
             "sandbox",
@@ -121,7 +133,7 @@ fn checks(host: &Host) -> Vec<Check> {
             "sandbox",
             Status::Ok,
             format!(
-                "mode {} · network {} · {}",
+                "mode {}{on} · network {} · {}",
                 e.mode.as_str(),
                 e.network.as_str(),
                 e.enforced.join(", ")
