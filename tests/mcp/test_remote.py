@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from test_exec import running, wait_gone
+from test_exec import free_port, running, wait_gone
 
 SSHD = "/usr/sbin/sshd"
 CI_USER = "toolshed-ci"
@@ -29,12 +29,6 @@ CI_USER = "toolshed-ci"
 
 def run(coro, timeout=120):
     return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def keygen(path: Path) -> None:

@@ -214,21 +214,19 @@ impl RemoteOps {
         })
     }
 
-    fn ask<A: Serialize, T: DeserializeOwned>(&self, op: &str, args: A) -> Result<T, OpsError> {
-        let reply = self.connection()?.call(op, args, self.timeout, None)?;
+    /// Asks the worker and reads its answer; a set `cancel` flag is passed on.
+    fn ask_with<A: Serialize, T: DeserializeOwned>(
+        &self,
+        op: &str,
+        args: A,
+        cancel: Option<&crate::search::Cancel>,
+    ) -> Result<T, OpsError> {
+        let reply = self.connection()?.call(op, args, self.timeout, cancel)?;
         self.parse(op, &reply)
     }
 
-    fn search<A: Serialize, T: DeserializeOwned>(
-        &self,
-        op: &str,
-        request: &A,
-        cancel: &crate::search::Cancel,
-    ) -> Result<T, OpsError> {
-        let reply = self
-            .connection()?
-            .call(op, request, self.timeout, Some(cancel))?;
-        self.parse(op, &reply)
+    fn ask<A: Serialize, T: DeserializeOwned>(&self, op: &str, args: A) -> Result<T, OpsError> {
+        self.ask_with(op, args, None)
     }
 }
 
@@ -373,18 +371,18 @@ impl FileOps for RemoteOps {
 
 impl SearchOps for RemoteOps {
     fn glob(&self, request: &GlobRequest) -> Result<GlobResult, OpsError> {
-        self.search("glob", request, &request.cancel)
+        self.ask_with("glob", request, Some(&request.cancel))
     }
 
     fn find(&self, request: &FindRequest) -> Result<FindResult, OpsError> {
-        self.search("find", request, &request.cancel)
+        self.ask_with("find", request, Some(&request.cancel))
     }
 
     fn grep(&self, request: &GrepRequest) -> Result<GrepResult, OpsError> {
-        self.search("grep", request, &request.cancel)
+        self.ask_with("grep", request, Some(&request.cancel))
     }
 
     fn tree(&self, request: &TreeRequest) -> Result<TreeResult, OpsError> {
-        self.search("tree", request, &request.cancel)
+        self.ask_with("tree", request, Some(&request.cancel))
     }
 }
