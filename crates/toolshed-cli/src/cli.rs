@@ -73,7 +73,7 @@ struct ServeMcp {
 }
 
 /// Flags every command takes.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct GlobalArgs {
     /// The workspace root: tools work inside it [default: the current directory]
     #[arg(long, global = true, env = "TOOLSHED_WORKSPACE", value_name = "DIR")]
@@ -310,8 +310,8 @@ pub(crate) enum TokenCommand {
         #[arg(long, value_name = "NAME")]
         owner: String,
         /// What it may do (repeat, or comma-separate): tools:call, tools:list,
-        /// plugins:admin, approvals:answer, audit:read, metrics:read [default:
-        /// tools:call,tools:list]
+        /// plugins:admin, approvals:answer, audit:read, metrics:read; narrowed by
+        /// tool:RULE, sandbox:MODE, workspace:PLACE [default: tools:call,tools:list]
         #[arg(long = "scope", value_name = "SCOPE", value_delimiter = ',')]
         scopes: Vec<String>,
         /// Stop working after this long: e.g. 90m, 12h, 30d
@@ -321,6 +321,10 @@ pub(crate) enum TokenCommand {
         /// writes files, commands run read-only) or workspace-write
         #[arg(long, value_name = "MODE")]
         sandbox: Option<String>,
+        /// Pin it to one workspace (a directory, or an ssh://, docker:// or podman:// URL):
+        /// its calls run there, and every door and server serving another refuses it
+        #[arg(long, value_name = "WORKSPACE")]
+        pin: Option<String>,
         /// Print exact JSON
         #[arg(long)]
         json: bool,

@@ -78,7 +78,95 @@ pub(crate) fn too_broad(dir: &std::path::Path) -> Option<&'static str> {
 /// Loads the configuration, sets up logging and opens the host on the workspace the global
 /// flags choose.
 pub(crate) async fn open_host(global: &GlobalArgs) -> Result<Host, Failure> {
-    open_host_in(global, chosen_workspace(global)?).await
+    open_host_as(global, None).await
+}
+
+/// [`open_host`] for a caller using `profile`: the workspace its token or profile is
+/// pinned to ([`pinned_workspace`]) when one is, else the one the flags choose.
+pub(crate) async fn open_host_as(
+    global: &GlobalArgs,
+    profile: Option<&str>,
+) -> Result<Host, Failure> {
+    let workspace = match pinned_workspace(global, profile).await? {
+        Some(pinned) => PathBuf::from(pinned),
+        None => chosen_workspace(global)?,
+    };
+    open_host_in(global, workspace).await
+}
+
+/// The workspace the caller is pinned to: its agent token's `workspace:` scope, or the
+/// `workspace` of the profile it uses. Pins that disagree, with each other or with an
+/// explicit `--workspace`, are refused, naming both.
+pub(crate) async fn pinned_workspace(
+    global: &GlobalArgs,
+    profile: Option<&str>,
+) -> Result<Option<String>, Failure> {
+    let token = global
+        .token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| t.starts_with(toolshed_host::identity::TOKEN_PREFIX));
+    if token.is_none() && profile.is_none() {
+        return Ok(None);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let config = crate::builtins::config_sources(&cwd, global.config.clone())
+        .load()
+        .map_err(|e| Failure::Usage(e.to_string()))?
+        .config;
+    let mut pins: Vec<(String, String)> = Vec::new();
+    if let Some(place) = profile
+        .and_then(|name| config.profiles.get(name))
+        .and_then(|rules| rules.workspace.as_deref())
+    {
+        let pinned = toolshed_host::identity::workspace_pin(place).map_err(|e| {
+            Failure::Usage(format!(
+                "profiles.{}.workspace: {e}",
+                profile.unwrap_or_default()
+            ))
+        })?;
+        pins.push((pinned, format!("profile `{}`", profile.unwrap_or_default())));
+    }
+    if let Some(token) = token {
+        let path = data_dir(global)?.join(toolshed_host::DB_FILE);
+        let (store, token) = (config.store.clone(), token.to_string());
+        let record = tokio::task::spawn_blocking(move || {
+            toolshed_host::StateStore::open_with(&path, &store)?.authenticate(&token)
+        })
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))?
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+        // A token that does not authenticate is refused once the host is open.
+        if let Some(pinned) = record.as_ref().and_then(|r| r.workspace()) {
+            pins.push((pinned.to_string(), "the token".into()));
+        }
+    }
+    let Some((pinned, by)) = pins.first().cloned() else {
+        return Ok(None);
+    };
+    if let Some((other, other_by)) = pins.iter().find(|(p, _)| *p != pinned) {
+        return Err(Failure::Usage(format!(
+            "{by} works in workspace {pinned}, but {other_by} works in {other}; use a token \
+             and a profile for the same workspace"
+        )));
+    }
+    if let Some(given) = &global.workspace {
+        let given = match given.to_str() {
+            Some(url) if toolshed_ops::remote::url::is_remote(url) => url.to_string(),
+            _ => cwd.join(given).to_string_lossy().into_owned(),
+        };
+        if toolshed_host::identity::workspace_pin(&given)
+            .ok()
+            .as_deref()
+            != Some(&pinned)
+        {
+            return Err(Failure::Usage(format!(
+                "{by} works only in workspace {pinned}, not in --workspace {given}; drop \
+                 --workspace (or TOOLSHED_WORKSPACE) to work in {pinned}"
+            )));
+        }
+    }
+    Ok(Some(pinned))
 }
 
 /// Loads the configuration, sets up logging and opens the host on `workspace`.

@@ -156,7 +156,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command,
         },
     };
-    let host = std::sync::Arc::new(context::open_host(&cli.global).await?);
+    // A profile may pin the workspace its callers work in.
+    let profile = match &cli.command {
+        Command::Call(args) => args.profile.clone(),
+        Command::Tools {
+            command: ToolsCommand::List { profile, .. },
+        } => profile.clone(),
+        Command::Serve(args) => args.selection.profile.clone(),
+        _ => None,
+    };
+    let host = std::sync::Arc::new(context::open_host_as(&cli.global, profile.as_deref()).await?);
     let result = match cli.command {
         Command::Tools {
             command:
@@ -231,7 +240,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         } => commands::plugins::revoke(&host, &id, grants, all).await,
         // Served above, before the host opens.
         Command::Mcp(_) => Ok(()),
-        Command::Serve(args) => commands::serve::run(&host, args).await,
+        Command::Serve(args) => commands::serve::run(&host, &cli.global, args).await,
         Command::Token { command: None }
         | Command::Dashboard { .. }
         | Command::Completions { .. }

@@ -123,3 +123,81 @@ fn mcp_on_stdio_with_a_token_refuses_to_act_as_another_owner() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn a_token_or_profile_pinned_to_a_workspace_opens_it_and_refuses_another() {
+    let env = Env::new();
+    let there = tempfile::tempdir().unwrap();
+    std::fs::write(there.path().join("where.txt"), "over there\n").unwrap();
+    env.write("where.txt", "right here\n");
+    let there_path = there.path().to_str().unwrap();
+
+    // Bad pins are refused when the token is made, naming the value.
+    for (bad, says) in [
+        ("relative/dir", "absolute directory"),
+        ("/no/such/dir/anywhere", "is not a directory"),
+        ("ssh://", "workspace `ssh://`"),
+    ] {
+        let o = env.run(&["token", "create", "--owner", "ci", "--pin", bad]);
+        assert_eq!(code(&o), 2, "{bad}");
+        assert!(stderr(&o).contains(says), "{bad}: {}", stderr(&o));
+    }
+    let o = env.run(&[
+        "token",
+        "create",
+        "--owner",
+        "ci",
+        "--pin",
+        there_path,
+        "--scope",
+        "workspace:/tmp",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("one workspace"), "{}", stderr(&o));
+
+    let pinned = {
+        let o = env.run(&["token", "create", "--owner", "ci", "--pin", there_path]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o).trim().to_string()
+    };
+    let read = |cmd: &mut std::process::Command, extra: &[&str]| {
+        cmd.args([
+            "call",
+            "workspace_read",
+            "--args",
+            r#"{"path":"where.txt"}"#,
+        ])
+        .args(extra)
+        .current_dir(env.workspace.path())
+        .output()
+        .unwrap()
+    };
+    // No --workspace: the pinned one, wherever it is started.
+    let mut cmd = env.bare();
+    cmd.args(["--data-dir", env.data.path().to_str().unwrap()])
+        .env("TOOLSHED_TOKEN", &pinned);
+    let o = read(&mut cmd, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("over there"), "{}", stdout(&o));
+    // Another named: refused, naming both.
+    let mut cmd = env.cmd(&[]);
+    cmd.env("TOOLSHED_TOKEN", &pinned);
+    let o = read(&mut cmd, &[]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let here = env.workspace.path().canonicalize().unwrap();
+    assert!(
+        stderr(&o).contains(there_path) && stderr(&o).contains(here.to_str().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+
+    // A profile of the user's config pins its doors the same way.
+    env.write_user_config(&format!(
+        "[profiles.yonder]\nworkspace = \"{there_path}\"\n"
+    ));
+    let mut cmd = env.bare();
+    cmd.args(["--data-dir", env.data.path().to_str().unwrap()]);
+    let o = read(&mut cmd, &["--profile", "yonder"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("over there"), "{}", stdout(&o));
+}

@@ -55,7 +55,7 @@ pub struct HostBuilder {
     pub(crate) hooks: Hooks,
     ops: Option<Ops>,
     /// The ops are a remote workspace's: its worker keeps the file boundary there.
-    remote: bool,
+    pub(crate) remote: bool,
     sandbox_helper: Option<PathBuf>,
     pub(crate) memory: bool,
     pub(crate) agents: bool,

@@ -59,6 +59,8 @@ pub enum HostError {
 /// A running host.
 pub struct Host {
     workspace: PathBuf,
+    /// The workspace as tokens and profiles pin it: a remote one's URL, else `workspace`.
+    workspace_name: String,
     data_dir: PathBuf,
     config: LoadedConfig,
     store: Arc<StateStore>,
@@ -137,6 +139,11 @@ impl Host {
         }
         let services =
             options.services(&workspace, Arc::new(StoreReadLog::new(store.clone())), &env)?;
+        let workspace_name = if options.remote {
+            services.ops.files.root_display()
+        } else {
+            workspace.to_string_lossy().into_owned()
+        };
         let mut built = options.build_plugins(&services);
         if options.memory {
             let memories = crate::memory::Memories::new(
@@ -228,9 +235,11 @@ impl Host {
                 && config.telemetry.otlp_endpoint.is_some(),
             files: Some(services.ops.files.clone()),
             sandbox_mode: config.sandbox.mode().ok(),
+            workspace_name: workspace_name.clone(),
         });
         Ok(Self {
             workspace,
+            workspace_name,
             data_dir,
             config: options.config,
             store,
@@ -284,6 +293,12 @@ impl Host {
     /// The workspace root (canonical).
     pub fn workspace(&self) -> &Path {
         &self.workspace
+    }
+
+    /// The workspace as a `workspace:` scope or a profile's `workspace` names it: a remote
+    /// workspace's URL, else the root's real path ([`crate::identity::workspace_pin`]).
+    pub fn workspace_name(&self) -> &str {
+        &self.workspace_name
     }
 
     /// The data dir.

@@ -164,14 +164,30 @@ pub const TOOL_SCOPE: &str = "tool:";
 /// (`sandbox:read-only`).
 pub const SANDBOX_SCOPE: &str = "sandbox:";
 
+/// The prefix of a scope that pins a token to one workspace (`workspace:/srv/app`,
+/// `workspace:ssh://ci@build/srv/app`): its calls run there and nowhere else.
+pub const WORKSPACE_SCOPE: &str = "workspace:";
+
 /// Checks scope names; an error names the bad one and the valid ones.
 pub fn check_scopes(scopes: &[String]) -> Result<(), IdentityError> {
     let invalid = |scope: &str, reason: String| IdentityError::InvalidScope {
         scope: scope.to_string(),
         reason,
     };
+    let pins = scopes
+        .iter()
+        .filter(|s| s.starts_with(WORKSPACE_SCOPE))
+        .count();
     for scope in scopes {
-        if let Some(rule) = scope.strip_prefix(TOOL_SCOPE) {
+        if let Some(place) = scope.strip_prefix(WORKSPACE_SCOPE) {
+            if pins > 1 {
+                return Err(invalid(
+                    scope,
+                    "a token works in one workspace; give one workspace: scope".into(),
+                ));
+            }
+            check_workspace_pin(place).map_err(|e| invalid(scope, e))?;
+        } else if let Some(rule) = scope.strip_prefix(TOOL_SCOPE) {
             Matcher::parse(rule).map_err(|e| invalid(scope, e.to_string()))?;
         } else if let Some(mode) = scope.strip_prefix(SANDBOX_SCOPE) {
             match toolshed_ops::sandbox::SandboxMode::parse(mode) {
@@ -191,6 +207,50 @@ pub fn check_scopes(scopes: &[String]) -> Result<(), IdentityError> {
         }
     }
     Ok(())
+}
+
+/// `Ok` when `place` can name a workspace a token or a profile is pinned to: an absolute
+/// directory or an `ssh://`, `docker://` or `podman://` URL, without a comma (scopes are
+/// kept comma-separated). Nothing is opened.
+pub fn check_workspace_pin(place: &str) -> Result<(), String> {
+    if place.contains(',') {
+        return Err(format!(
+            "workspace `{place}` has a comma, which a pinned workspace may not have;              rename the directory or link to it"
+        ));
+    }
+    if toolshed_ops::remote::url::is_remote(place) {
+        return toolshed_ops::remote::url::RemoteUrl::parse(place)
+            .map(drop)
+            .map_err(|e| e.to_string());
+    }
+    if !std::path::Path::new(place).is_absolute() {
+        return Err(format!(
+            "workspace `{place}` is neither an absolute directory nor an ssh://, docker:// or              podman:// URL; name it by one of those"
+        ));
+    }
+    Ok(())
+}
+
+/// The one spelling of a pinned workspace, as hosts name theirs
+/// ([`crate::Host::workspace_name`]): a URL as it reads once parsed; a directory by its
+/// real path, which must exist.
+// Resolves the directory's links, as the host does when it opens it.
+#[allow(clippy::disallowed_methods)]
+pub fn workspace_pin(place: &str) -> Result<String, String> {
+    let place = place.trim();
+    check_workspace_pin(place)?;
+    if toolshed_ops::remote::url::is_remote(place) {
+        return toolshed_ops::remote::url::RemoteUrl::parse(place)
+            .map(|url| url.display())
+            .map_err(|e| e.to_string());
+    }
+    let real = std::fs::canonicalize(place)
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| format!("workspace `{place}` is not a directory; create it first"))?;
+    let real = real.to_string_lossy().into_owned();
+    check_workspace_pin(&real)?;
+    Ok(real)
 }
 
 /// Why an owner, a scope or an act of a caller is refused; the message says what to do.
@@ -260,13 +320,18 @@ fn tool_rules(scopes: &[String]) -> Result<Option<Arc<CompiledRules>>, RuleError
         .filter_map(|s| s.strip_prefix(SANDBOX_SCOPE))
         .filter_map(|m| toolshed_ops::sandbox::SandboxMode::parse(m).ok())
         .min();
+    let workspace = scopes
+        .iter()
+        .find_map(|s| s.strip_prefix(WORKSPACE_SCOPE))
+        .map(str::to_string);
     let mut rules = CompiledRules::allow_only("token scope", allow)?;
-    if sandbox.is_some() {
+    if sandbox.is_some() || workspace.is_some() {
         let rules = rules.get_or_insert(CompiledRules::compile(
             "token scope",
             &crate::review::ReviewRules::default(),
         )?);
         rules.sandbox = sandbox;
+        rules.workspace = workspace;
     }
     Ok(rules.map(Arc::new))
 }
@@ -291,6 +356,13 @@ pub struct TokenRecord {
 }
 
 impl TokenRecord {
+    /// The workspace this token is pinned to (its `workspace:` scope), if any.
+    pub fn workspace(&self) -> Option<&str> {
+        self.scopes
+            .iter()
+            .find_map(|s| s.strip_prefix(WORKSPACE_SCOPE))
+    }
+
     /// The caller this token authenticates.
     pub fn caller(&self) -> Caller {
         let (scopes, tools) = match tool_rules(&self.scopes) {

@@ -57,6 +57,11 @@ pub struct ReviewRules {
     /// `[review]` (that is `[sandbox] mode`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// In a profile: the workspace its callers work in (an absolute directory, or an
+    /// `ssh://`, `docker://` or `podman://` URL); a door started with the profile opens it.
+    /// Not allowed in `[review]`, nor in a workspace's own `toolshed.toml` unless trusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 /// What a rule is matched against: a tool's spec and the plugin that provides it.
@@ -191,6 +196,9 @@ pub struct CompiledRules {
     /// token's `sandbox:MODE` scope): commands run in it and, in `read-only`, no tool
     /// writes files. Never wider than the host's mode.
     pub sandbox: Option<toolshed_ops::sandbox::SandboxMode>,
+    /// The one workspace the caller may work in (a token's `workspace:` scope, as
+    /// [`crate::identity::workspace_pin`] spells it): a host serving another refuses.
+    pub workspace: Option<String>,
 }
 
 /// A rule that does not compile.
@@ -242,6 +250,7 @@ impl CompiledRules {
             allow: build(source, "allow", &rules.allow)?,
             deny: build(source, "deny", &rules.deny)?,
             sandbox,
+            workspace: rules.workspace.clone(),
         })
     }
 
@@ -265,6 +274,7 @@ impl CompiledRules {
             allow: patterns(&self.allow),
             deny: patterns(&self.deny),
             sandbox: self.sandbox.map(|m| m.as_str().to_string()),
+            workspace: self.workspace.clone(),
             ..ReviewRules::default()
         }
     }
@@ -349,6 +359,15 @@ impl Review {
                     .into(),
             });
         }
+        if let Some(workspace) = &review.workspace {
+            return Err(RuleError {
+                source_name: "review.workspace".into(),
+                pattern: workspace.clone(),
+                message: "`workspace` belongs to a profile ([profiles.NAME]); the host's own is \
+                          --workspace or [workspace] url"
+                    .into(),
+            });
+        }
         if let Some(catalog) = &review.catalog {
             return Err(RuleError {
                 source_name: "review.catalog".into(),
@@ -361,10 +380,22 @@ impl Review {
         }
         let mut catalogs = BTreeMap::new();
         for (name, rules) in configured {
+            // A profile's workspace is where its doors open, not a rule its calls meet.
+            let narrowing = ReviewRules {
+                workspace: None,
+                ..rules.clone()
+            };
             profiles.insert(
                 name.clone(),
-                CompiledRules::compile(&format!("profiles.{name}"), rules)?,
+                CompiledRules::compile(&format!("profiles.{name}"), &narrowing)?,
             );
+            if let Some(place) = &rules.workspace {
+                crate::identity::check_workspace_pin(place).map_err(|message| RuleError {
+                    source_name: format!("profiles.{name}.workspace"),
+                    pattern: place.clone(),
+                    message,
+                })?;
+            }
             match rules.catalog.as_deref() {
                 None => {}
                 Some(mode @ ("full" | "standard" | "discover")) => {

@@ -12,6 +12,7 @@ mod install;
 mod lifecycle;
 mod manifests;
 mod memory;
+mod pins;
 mod pipeline;
 mod registry;
 mod secrets;

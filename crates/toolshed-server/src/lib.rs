@@ -12,6 +12,8 @@
 //!   Prometheus metrics and the OpenAPI document ([`openapi_document`], its [`ROUTES`]),
 //!   whose schemas of the answers are generated from those types;
 //! - the process proxy, `/proxy/<id>/`, forwarding to a background process's port;
+//! - agent tokens pinned to another workspace ([`Workspaces`]): that workspace's host,
+//!   opened at first use, answers their requests;
 //! - putting it together ([`app`]) and serving it ([`serve`], [`serve_router`]).
 //!
 //! The MCP protocol is not here: `/mcp` mounts the service
@@ -31,6 +33,7 @@
 //!     token,
 //!     session: toolshed_mcp::Session::default(),
 //!     max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+//!     workspaces: None,
 //! };
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7070").await?;
 //! toolshed_server::serve(host, listener, options, std::future::pending()).await?;
@@ -58,6 +61,7 @@ mod reply;
 mod serve;
 mod stream;
 mod token;
+mod workspaces;
 
 pub use dashboard::{CODE_LIFETIME, login_code};
 pub use error::ApiError;
@@ -71,3 +75,4 @@ pub use serve::{
     serve_router,
 };
 pub use token::{BearerToken, TOKEN_FILE, TokenError};
+pub use workspaces::{MAX_WORKSPACES, Workspaces};

@@ -16,6 +16,7 @@ use toolshed_mcp::Session;
 use crate::guard::{RequestGuard, guarded};
 use crate::listen::ConnectionLimits;
 use crate::token::BearerToken;
+use crate::workspaces::Routes;
 use crate::{
     api, approvals, events, gateway, memories, metrics, openapi, proxy, questions, stream,
 };
@@ -41,6 +42,9 @@ pub struct ServerOptions {
     pub session: Session,
     /// The largest request body accepted.
     pub max_body_bytes: usize,
+    /// How to open the workspaces agent tokens are pinned to, when they are not the one
+    /// served; `None`: such tokens are refused.
+    pub workspaces: Option<crate::Workspaces>,
 }
 
 /// Why the server stopped with an error.
@@ -190,6 +194,7 @@ fn app_draining(
     let replica: Arc<str> = host.config().config.server.replica_name().into();
     let net = host.services().net.clone();
     let mcp_config = host.config().config.mcp.clone();
+    let workspace = host.workspace_name().to_string();
     let scan = crate::mcp_request::Scan {
         host: host.clone(),
         max_body_bytes: options.max_body_bytes,
@@ -230,6 +235,7 @@ fn app_draining(
     let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_body_budget(server_config.max_inflight_body_bytes)
         .with_agent_tokens(tokens)
+        .with_workspace(workspace)
         .with_open_paths(
             &[
                 &["/api/v1/health", "/health"][..],
@@ -313,16 +319,47 @@ pub async fn serve(
             }
         }
     };
-    serve_with(
-        listener,
-        limits,
-        |local, stop| {
-            let (router, drained) = app_draining(host, local, options, stop, draining);
-            (router, Some(drained))
-        },
-        shutdown,
-    )
-    .await
+    let others: Arc<std::sync::OnceLock<Arc<Routes>>> = Arc::default();
+    let served =
+        serve_with(
+            listener,
+            limits,
+            |local, stop| {
+                let Some(open) = options.workspaces.clone() else {
+                    let (router, drained) = app_draining(host, local, options, stop, draining);
+                    return (router, Some(drained));
+                };
+                // The workspaces opened for pinned tokens are served alike, without routing
+                // of their own.
+                let each = ServerOptions {
+                    workspaces: None,
+                    ..options.clone()
+                };
+                let (sub_stop, sub_draining) = (stop.clone(), draining.clone());
+                let routes = Arc::new(Routes::new(
+                    host.workspace_name().to_string(),
+                    host.tokens().detached(),
+                    open,
+                    move |other| {
+                        let stop = sub_stop.child_token();
+                        app_draining(other, local, each.clone(), stop, sub_draining.clone()).0
+                    },
+                ));
+                let _ = others.set(routes.clone());
+                let (router, drained) = app_draining(host, local, options, stop, draining);
+                // Before any routing: the request reaches the other router as it came.
+                let router = Router::new().fallback_service(router).layer(
+                    axum::middleware::from_fn_with_state(routes, crate::workspaces::route),
+                );
+                (router, Some(drained))
+            },
+            shutdown,
+        )
+        .await;
+    if let Some(routes) = others.get() {
+        routes.shutdown().await;
+    }
+    served
 }
 
 /// Serves the router `make` builds for the bound address on `listener`, with connect info

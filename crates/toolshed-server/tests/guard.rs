@@ -404,3 +404,41 @@ async fn two_authorization_headers_are_a_400_whatever_their_order() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_token_pinned_to_another_workspace_is_refused_naming_both() {
+    let s = start().await;
+    std::fs::write(s.workspace.path().join("here.txt"), "here\n").unwrap();
+    let served = s.host.workspace_name().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = elsewhere.path().canonicalize().unwrap();
+    let other = other.to_str().unwrap();
+    let make = |place: &str| {
+        s.host
+            .tokens()
+            .create(
+                "pinned",
+                &["tools:call".into(), format!("workspace:{place}")],
+                None,
+            )
+            .unwrap()
+            .token
+    };
+    let read = r#"{"arguments":{"path":"here.txt"}}"#;
+    let path = "/api/v1/tools/workspace_read/execute";
+    // Pinned to the workspace served: it works.
+    let here = make(&served);
+    let reply = request(s.address, "POST", path, &[bearer(&here)], Some(read)).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // Pinned elsewhere, on a server that opens no other workspace: 403, naming both.
+    let away = make(other);
+    let reply = request(s.address, "POST", path, &[bearer(&away)], Some(read)).await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    assert!(
+        reply.body.contains(other) && reply.body.contains(&served),
+        "{}",
+        reply.body
+    );
+    let reply = post_mcp(s.address, &[bearer(&away)], INITIALIZE, "").await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+}

@@ -40,7 +40,7 @@ pub(crate) async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure
             () = opened.greeted() => {}
             () = tokio::time::sleep(GREETING_WAIT) => {}
         }
-        let workspace = match workspace(&global, &opened).await {
+        let workspace = match workspace(&global, args.profile.as_deref(), &opened).await {
             Ok(dir) => dir,
             Err(failure) => {
                 let (Failure::Usage(why) | Failure::Runtime(why)) = &failure;
@@ -92,10 +92,18 @@ pub(crate) async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure
     served.map_err(|e| Failure::Runtime(e.to_string()))
 }
 
-/// The workspace: `--workspace` (or `TOOLSHED_WORKSPACE`) when given; else the client's
+/// The workspace: the one the token or profile is pinned to; else `--workspace` (or
+/// `TOOLSHED_WORKSPACE`) when given; else the client's
 /// first `file://` root when it offers roots; else the current directory, unless that is
 /// too broad (see [`crate::context::chosen_workspace`]).
-async fn workspace(global: &GlobalArgs, opened: &HostOpened) -> Result<PathBuf, Failure> {
+async fn workspace(
+    global: &GlobalArgs,
+    profile: Option<&str>,
+    opened: &HostOpened,
+) -> Result<PathBuf, Failure> {
+    if let Some(pinned) = crate::context::pinned_workspace(global, profile).await? {
+        return Ok(PathBuf::from(pinned));
+    }
     if let Some(dir) = &global.workspace {
         return Ok(dir.clone());
     }

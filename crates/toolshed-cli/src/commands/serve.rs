@@ -17,7 +17,11 @@ use crate::commands::mcp::session_from_args;
 use crate::context;
 
 /// Serves MCP over HTTP until interrupted (Ctrl-C or SIGTERM).
-pub(crate) async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure> {
+pub(crate) async fn run(
+    host: &Arc<Host>,
+    global: &GlobalArgs,
+    args: ServeArgs,
+) -> Result<(), Failure> {
     let session = session_from_args(host, args.selection)?;
     let configured = &host.config().config.server;
     let address = SocketAddr::new(
@@ -64,11 +68,32 @@ pub(crate) async fn run(host: &Arc<Host>, args: ServeArgs) -> Result<(), Failure
         token,
         session,
         max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        workspaces: Some(other_workspaces(global, format!("http://{local}"))),
     };
     let watcher = host.watch_store().await;
     let served = toolshed_server::serve(host.clone(), listener, options, shutdown_signal()).await;
     watcher.abort();
     served.map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// How this server opens the workspaces agent tokens are pinned to: as `toolshed serve
+/// --workspace PLACE` would, with the same flags and configuration, its store watched.
+fn other_workspaces(global: &GlobalArgs, base_url: String) -> toolshed_server::Workspaces {
+    let global = global.clone();
+    toolshed_server::Workspaces::new(move |place| {
+        let (global, base_url) = (global.clone(), base_url.clone());
+        Box::pin(async move {
+            let host = context::open_host_in(&global, PathBuf::from(place))
+                .await
+                .map(Arc::new)
+                .map_err(|(Failure::Usage(why) | Failure::Runtime(why))| why)?;
+            host.services().ports.set_base_url(base_url);
+            // Plugin changes made elsewhere reach its catalog; the task ends with the
+            // process.
+            drop(host.watch_store().await);
+            Ok(host)
+        })
+    })
 }
 
 /// Prints the bearer token, generating it when no server has started yet.

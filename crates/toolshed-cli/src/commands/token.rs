@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolshed_host::identity::{check_agent_owner, check_scopes};
+use toolshed_host::identity::{
+    DEFAULT_SCOPES, SANDBOX_SCOPE, WORKSPACE_SCOPE, check_agent_owner, check_scopes, workspace_pin,
+};
 use toolshed_host::{Host, now_ms};
 
 use crate::Failure;
@@ -20,6 +22,7 @@ pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             scopes,
             expires,
             sandbox,
+            pin,
             json,
         } => {
             check_agent_owner(&owner)?;
@@ -28,17 +31,26 @@ pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
                 .collect();
-            if let Some(mode) = sandbox {
+            let narrowing = [
+                sandbox.map(|mode| format!("{SANDBOX_SCOPE}{mode}")),
+                pin.map(|place| format!("{WORKSPACE_SCOPE}{place}")),
+            ];
+            for scope in narrowing.into_iter().flatten() {
+                // Narrowing alone: what it may do stays the default.
                 if scopes.is_empty() {
-                    scopes.extend(
-                        toolshed_host::identity::DEFAULT_SCOPES
-                            .iter()
-                            .map(|s| (*s).to_string()),
-                    );
+                    scopes.extend(DEFAULT_SCOPES.iter().map(|s| (*s).to_string()));
                 }
-                scopes.push(format!("{}{mode}", toolshed_host::identity::SANDBOX_SCOPE));
+                scopes.push(scope);
             }
             check_scopes(&scopes)?;
+            // A pinned workspace is kept as hosts name theirs: a URL parsed, a directory
+            // by its real path.
+            for scope in &mut scopes {
+                if let Some(place) = scope.strip_prefix(WORKSPACE_SCOPE) {
+                    let pinned = workspace_pin(place).map_err(Failure::Usage)?;
+                    *scope = format!("{WORKSPACE_SCOPE}{pinned}");
+                }
+            }
             let expires = expires.as_deref().map(parse_duration).transpose()?;
             let made = tokens.create(&owner, &scopes, expires).map_err(failed)?;
             if json {

@@ -31,6 +31,10 @@ pub(crate) trait ScheduleHost: Send + Sync {
     /// The state store holding the schedules.
     fn store(&self) -> &Arc<StateStore>;
 
+    /// The workspace this host serves ([`crate::Host::workspace_name`]): a schedule made
+    /// by a token pinned to another is left to the host serving that one.
+    fn workspace_name(&self) -> &str;
+
     /// Starts `request` as a job of its owner; the job's id.
     fn start_job(
         self: Arc<Self>,
@@ -368,12 +372,13 @@ pub(crate) async fn run_schedules(host: Weak<dyn ScheduleHost>) {
 async fn run_due(host: &Arc<dyn ScheduleHost>, started: i64) -> Result<Duration, StoreError> {
     let store = host.store().clone();
     let now = now_ms();
+    // Room for due schedules another workspace's host runs, which stay due here.
     let (due, next) = tokio::task::spawn_blocking(move || {
         store.db(|db| {
             let due = db
                 .query(
                     "SELECT id, owner, name, spec, next_ms FROM schedules
-                     WHERE next_ms IS NOT NULL AND next_ms <= ?1 ORDER BY next_ms LIMIT 100",
+                     WHERE next_ms IS NOT NULL AND next_ms <= ?1 ORDER BY next_ms LIMIT 1000",
                     args![now],
                 )?
                 .iter()
@@ -399,6 +404,15 @@ async fn run_due(host: &Arc<dyn ScheduleHost>, started: i64) -> Result<Duration,
     .await
     .map_err(|e| StoreError::Db(e.to_string()))??;
     for schedule in due {
+        if let Ok(spec) = &schedule.spec
+            && spec
+                .narrowing
+                .iter()
+                .filter_map(|n| n.rules.workspace.as_deref())
+                .any(|pinned| pinned != host.workspace_name())
+        {
+            continue;
+        }
         fire(host, schedule, now, started).await?;
     }
     let wait = next.map_or(LOOK_EVERY, |at| {

@@ -423,6 +423,21 @@ fn widening_in(table: &toml::Table, sections: &[SectionSpec]) -> Vec<(String, St
                 .map(|(key, why)| (format!("sandbox.{key}"), why)),
         );
     }
+    // A profile's workspace, like `[workspace] url`, could send its callers' tools to
+    // another machine or directory.
+    if let Some(toml::Value::Table(profiles)) = table.get("profiles") {
+        found.extend(
+            profiles
+                .iter()
+                .filter(|(_, p)| p.as_table().is_some_and(|p| p.contains_key("workspace")))
+                .map(|(name, _)| {
+                    (
+                        format!("profiles.{name}.workspace"),
+                        "would run its callers' tools in another workspace".to_string(),
+                    )
+                }),
+        );
+    }
     found
 }
 

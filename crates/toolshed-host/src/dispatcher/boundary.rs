@@ -12,6 +12,28 @@ use crate::registry::ToolEntry;
 use crate::review::Subject;
 
 impl Dispatcher {
+    /// Refuses a call narrowed to another workspace: a token pinned to one works there
+    /// only, whatever door or schedule carries its call.
+    pub(super) fn refuse_other_workspace(&self, req: &CallRequest) -> Result<(), ToolError> {
+        let Some(pinned) = req
+            .caller_tools
+            .iter()
+            .chain(&req.narrowing)
+            .find_map(|rules| rules.workspace.as_deref())
+            .filter(|pinned| *pinned != self.workspace_name)
+        else {
+            return Ok(());
+        };
+        Err(ToolError::Denied {
+            rule: format!("token scope workspace:{pinned}"),
+            message: format!(
+                "this token works only in workspace {pinned}, and this toolshed serves {}; \
+                 use a token for this workspace, or open {pinned} with --workspace",
+                self.workspace_name
+            ),
+        })
+    }
+
     /// The narrowest sandbox mode the caller's profile, its token, the policy rules and the
     /// call that made this one give this call; `None` when none is narrower than the host's.
     pub(super) fn narrowed_sandbox(

@@ -85,6 +85,8 @@ pub struct Dispatcher {
     trace_arguments: bool,
     files: Option<Arc<dyn toolshed_ops::FileOps>>,
     sandbox_mode: Option<toolshed_ops::sandbox::SandboxMode>,
+    /// The workspace as pinned tokens name it ([`crate::Host::workspace_name`]).
+    workspace_name: String,
     /// This dispatcher, for the nested calls of plugins.
     me: Weak<Dispatcher>,
     next_call: AtomicU64,
@@ -150,6 +152,8 @@ pub struct DispatcherParts {
     pub files: Option<Arc<dyn toolshed_ops::FileOps>>,
     /// The host's `[sandbox] mode`: a caller's mode narrows it, never widens it.
     pub sandbox_mode: Option<toolshed_ops::sandbox::SandboxMode>,
+    /// The workspace as pinned tokens name it: calls narrowed to another are refused.
+    pub workspace_name: String,
 }
 
 impl Dispatcher {
@@ -182,6 +186,7 @@ impl Dispatcher {
             trace_arguments: parts.trace_arguments,
             files: parts.files,
             sandbox_mode: parts.sandbox_mode,
+            workspace_name: parts.workspace_name,
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -420,6 +425,7 @@ impl Dispatcher {
                 message: format!("tool `{}` is not available to this caller", req.tool),
             });
         }
+        self.refuse_other_workspace(req)?;
         self.plans.gate(
             &req.owner.0,
             req.profile.as_deref(),

@@ -20,6 +20,10 @@ impl crate::agents::ScheduleHost for Host {
         Host::store(self)
     }
 
+    fn workspace_name(&self) -> &str {
+        Host::workspace_name(self)
+    }
+
     fn start_job(
         self: Arc<Self>,
         request: CallRequest,

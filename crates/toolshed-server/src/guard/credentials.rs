@@ -196,6 +196,14 @@ impl RequestGuard {
             }
             _ => None,
         };
+        if let Some(pinned) = agent.as_ref().and_then(|record| record.workspace())
+            && pinned != self.workspace
+        {
+            return Err(Rejection::OtherWorkspace {
+                pinned: pinned.to_string(),
+                served: self.workspace.clone(),
+            });
+        }
         agent
             .map(|record| record.caller())
             .or_else(|| self.jwt_caller(text))

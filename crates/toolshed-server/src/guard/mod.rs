@@ -157,6 +157,9 @@ pub struct RequestGuard {
     failures: std::sync::Mutex<std::collections::HashMap<IpAddr, (u32, std::time::Instant)>>,
     /// Where agent tokens are checked, when they are accepted.
     agents: Option<AgentTokens>,
+    /// The workspace this server serves, as pinned tokens name it; a token pinned to
+    /// another is refused (with none set, every pinned token is).
+    workspace: String,
     /// MCP sessions and the token that opened each (`None`: the admin token), oldest first.
     sessions: std::sync::Mutex<BoundSessions>,
     /// How many MCP sessions may be open, when limited.
@@ -222,6 +225,7 @@ impl RequestGuard {
             failure_limit: MAX_AUTH_FAILURES,
             failures: Default::default(),
             agents: None,
+            workspace: String::new(),
             sessions: Default::default(),
             mcp_limits: None,
             oauth: None,
@@ -295,6 +299,13 @@ impl RequestGuard {
     /// against the database on every request, so a revoked token is refused at once.
     pub fn with_agent_tokens(mut self, tokens: Tokens<'static>) -> Self {
         self.agents = Some(AgentTokens(tokens));
+        self
+    }
+
+    /// Serves `workspace` ([`toolshed_host::Host::workspace_name`]): agent tokens pinned
+    /// to it are accepted, those pinned to another refused.
+    pub fn with_workspace(mut self, workspace: impl Into<String>) -> Self {
+        self.workspace = workspace.into();
         self
     }
 

@@ -5,7 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// Why a request was refused before it reached a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
     /// `Host` is missing or does not name this server by a loopback name and its port.
     ForeignHost,
@@ -31,6 +31,14 @@ pub enum Rejection {
     MissingCsrf,
     /// The server is shutting down and takes no new requests.
     ShuttingDown,
+    /// The agent token is pinned to a workspace (its `workspace:` scope) this server does
+    /// not serve.
+    OtherWorkspace {
+        /// The workspace the token is pinned to.
+        pinned: String,
+        /// The workspace this server serves.
+        served: String,
+    },
     /// This peer failed to authenticate too often lately.
     TooManyFailures {
         /// Seconds until it may try again.
@@ -114,6 +122,13 @@ impl Rejection {
                 "denied",
                 "a request that changes something, made with the dashboard's session cookie, must carry its CSRF token in X-CSRF-Token".into(),
             ),
+            Self::OtherWorkspace { pinned, served } => (
+                StatusCode::FORBIDDEN,
+                "denied",
+                format!(
+                    "this token works only in workspace {pinned}, and this server serves {served}; use a token for {served}, or serve {pinned} with `toolshed serve --workspace {pinned}`"
+                ),
+            ),
             Self::TooManyFailures { retry_after } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
@@ -125,7 +140,7 @@ impl Rejection {
 
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
-        let (status, kind, message) = self.parts();
+        let (status, kind, message) = self.clone().parts();
         // The API's one error shape.
         let body = crate::error::ApiError::new(status, kind, message).body();
         let mut response = (status, axum::Json(body)).into_response();

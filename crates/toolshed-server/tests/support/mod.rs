@@ -87,6 +87,7 @@ async fn start_dirs(
         token: BearerToken::new(TOKEN).unwrap(),
         session: Session::default(),
         max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        workspaces: None,
     };
     let shutdown = stop.clone();
     tokio::spawn(toolshed_server::serve(
