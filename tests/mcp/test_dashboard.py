@@ -8,8 +8,9 @@ Python MCP client appear in Activity, approves a waiting call, answers a questio
 asks, cancels a task an MCP client started, stops a background process, and checks the weight of the first page (assets at most ~300 KB, no other origin). The
 login link and the cookie session's CSRF rule are checked over plain HTTP.
 
-Screenshots of every page (1280x800) go to the test's temporary directory, or to the
-directory TOOLSHED_DASHBOARD_SCREENSHOTS names (docs/dashboard is made that way).
+Screenshots of every page (1280x800; the overview also dark and on a phone) go to the
+test's temporary directory, or to the directory TOOLSHED_DASHBOARD_SCREENSHOTS names
+(scripts/dashboard-screenshots makes docs/dashboard that way).
 """
 
 import asyncio
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -61,6 +63,13 @@ def request(url, method="GET", token=None, headers=None, body=None):
         return e.code, e.headers, e.read()
 
 
+def audited(base, token):
+    """How many calls the audit log holds."""
+    status, _, body = request(f"{base}/api/v1/audit?limit=1000", token=token)
+    assert status == 200, body
+    return len(json.loads(body)["audit"])
+
+
 def execute(base, token, tool, arguments):
     status, _, body = request(f"{base}/api/v1/tools/{tool}/execute", "POST", token, body={"arguments": arguments})
     assert status == 200, (status, body)
@@ -90,16 +99,37 @@ def broken_plugin(home):
     )
 
 
+def needy_plugin(home):
+    """A plugin that runs but whose tool needs a secret nobody has set."""
+    needy = home / "plugins" / "needy"
+    needy.mkdir(parents=True)
+    (needy / "plugin.toml").write_text(
+        'id = "test.needy"\nversion = "0.1.0"\nname = "Needy"\ndescription = "Needs an API token."\n'
+        'kind = "js"\nentry = "main.js"\n\n[[tools]]\nname = "needy_ping"\ndescription = "Pings."\n\n'
+        '[[config]]\nkey = "api_token"\ntype = "string"\nsecret = true\nrequired = true\n'
+    )
+    (needy / "main.js").write_text("exports.needy_ping = async () => 'pong';\n")
+
+
+def agent_token(toolshed_bin, home, owner):
+    made = subprocess.run([toolshed_bin, "token", "create", "--owner", owner], env={"TOOLSHED_HOME": str(home)},
+                          capture_output=True, text=True, check=True, timeout=30)
+    return made.stdout.strip()
+
+
 def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, shots):
     if not CHROMIUM:
         pytest.fail("Chromium is not installed; scripts/test installs it (apt-get install chromium)")
     broken_plugin(home)
+    needy_plugin(home)
     shutil.copytree(SKILLFUL, home / "plugins" / "skillful")
     shutil.copytree(REPO / "tests" / "fixtures" / "plugins" / "agent-spaces-weather", home / "plugins" / "weather")
     (home / "policy.toml").write_text('[[policy.rule]]\ntools = ["random"]\ndecision = "ask"\n')
     url, token = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
     base = url.rsplit("/mcp", 1)[0]
-    started = execute(base, token, "process_exec", {"cmd": "sleep 300", "name": "sleeper"})
+    # An agent's process, which the admin's dashboard must show and stop.
+    alice = agent_token(toolshed_bin, home, "alice")
+    started = execute(base, alice, "process_exec", {"cmd": "sleep 300", "name": "sleeper"})
     process_id = started["structured"]["id"]
     execute(base, token, "memory_store", {"text": "The staging database is on port 5433.", "tags": ["infra"]})
 
@@ -121,6 +151,8 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         # The first page: what it loads, and from where.
         page.goto(f"{base}/")
         page.wait_for_selector("#token")
+        # A first visit is just the form: no "sign in again" before anyone signed in.
+        assert page.locator(".login .reason").count() == 0, page.locator(".login").inner_text()
         assets = {u: n for u, n in sizes.items() if "/api/" not in u}
         assert sum(assets.values()) <= PAGE_BUDGET, assets
         assert all(u.startswith(base) or u.startswith("data:") for u in requests), requests
@@ -132,7 +164,18 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         assert page.evaluate("sessionStorage.getItem('toolshed.token')") == token
         assert page.evaluate("localStorage.length") == 0
         assert token not in page.url
+        # The pictures: calls per minute (the calls made above), who is busy (alice, whose
+        # process was started through REST), memory over time.
+        page.wait_for_selector("#chart-calls svg rect")
+        page.wait_for_selector('#chart-owners li[data-name="alice"]')
+        assert page.locator("#chart-memory svg polyline, #chart-memory svg circle").count() >= 1
+        assert "resident now" in page.locator("#chart-memory").inner_text()
+        assert page.locator("[id^=chart-latency-] svg").count() >= 1
         snap(page, shots, "overview")
+        page.emulate_media(color_scheme="dark")
+        page.wait_for_timeout(200)
+        snap(page, shots, "overview-dark")
+        page.emulate_media(color_scheme="light")
 
         # A plugin in error, with its reason; a plugin disabled and enabled.
         page.goto(f"{base}/#/plugins")
@@ -141,6 +184,10 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         assert "error" in broken.inner_text() and "missing.js" in broken.inner_text(), broken.inner_text()
         row = page.locator('tr[data-plugin="test.skillful"]')
         assert "running" in row.inner_text()
+        # Running, but its tool cannot work until its secret is set: not a green "running".
+        needy = page.locator('tr[data-plugin="test.needy"]')
+        assert needy.locator(".s-needs-setup").count() == 1, needy.inner_text()
+        assert needy.locator(".s-running").count() == 0 and "api_token" in needy.inner_text(), needy.inner_text()
         # Tags and the runtime beside each plugin (failed before: neither was shown).
         weather = page.locator('tr[data-plugin="spaces.weather"]')
         assert "weather" in weather.locator(".tag").all_inner_texts(), weather.inner_text()
@@ -202,17 +249,31 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         page.wait_for_selector('tr[data-approval]:has-text("random")', timeout=15_000)
         snap(page, shots, "approvals")
         page.locator('tr[data-approval] button:has-text("Approve")').first.click()
+        page.wait_for_selector('#toast:has-text("approved random")')
         waiting.join(timeout=30)
         assert answer and not answer["is_error"], answer
 
-        # A background process stopped from the page.
+        # An agent's background process, seen and stopped by the admin from the page
+        # (before, the page listed only the dashboard's own owner's).
+        before = audited(base, token)
         page.goto(f"{base}/#/processes")
-        row = page.locator(f'tr[data-process="{process_id}"]')
+        row = page.locator(f'tr[data-running="{process_id}"][data-owner="alice"]')
+        row.wait_for()
+        assert "sleep 300" in row.inner_text(), row.inner_text()
+        # Narrowed to another owner, it is not listed.
+        page.fill("#running-owner", "bob")
+        page.press("#running-owner", "Enter")
+        page.wait_for_selector(f'tr[data-running="{process_id}"]', state="detached")
+        page.fill("#running-owner", "")
+        page.press("#running-owner", "Enter")
         row.wait_for()
         snap(page, shots, "processes")
         row.locator('button[data-action="stop"]').click()
-        page.wait_for_selector(f'tr[data-process="{process_id}"] .s-exited', timeout=15_000)
-        listed = execute(base, token, "process_list", {})["structured"]["processes"]
+        page.wait_for_selector(f'tr[data-running="{process_id}"] .s-exited', timeout=15_000)
+        # Watching the page wrote no audit rows; the stop is the one call it made.
+        page.wait_for_timeout(2500)
+        assert audited(base, token) - before == 1, "the Processes page's reads were audited as calls"
+        listed = execute(base, alice, "process_list", {})["structured"]["processes"]
         assert not next(p for p in listed if p["id"] == process_id)["running"]
 
         # A question a REST call asks (ask_user), answered from the page.
@@ -258,15 +319,32 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         task_row.locator('button[data-action="cancel"]').click()
         page.wait_for_selector(f'tr[data-job="{tasks[0]}"] .s-cancelled', timeout=15_000)
 
+        before = audited(base, token)
         page.goto(f"{base}/#/memory")
         page.wait_for_selector("text=staging database")
+        # A search shows each match's text, the matched words marked, and its score.
+        page.fill("#memory-q", "staging")
+        page.press("#memory-q", "Enter")
+        hit = page.locator("tr[data-memory] .memory-text")
+        hit.first.wait_for()
+        assert "database is on port 5433" in hit.first.inner_text(), hit.first.inner_text()
+        assert hit.first.locator("mark").first.inner_text().lower() == "staging"
+        assert "score" in page.locator("tr[data-memory]").first.inner_text()
         snap(page, shots, "memory")
+        # The dashboard's own reads of memories are not audited as calls.
+        page.wait_for_timeout(1500)
+        assert audited(base, token) == before, "the Memory page's reads were audited as calls"
 
         # Narrow screens: the pages still read.
         page.set_viewport_size({"width": 390, "height": 844})
         page.goto(f"{base}/#/plugins")
         page.wait_for_selector('tr[data-plugin="test.broken"]')
         snap(page, shots, "plugins-phone")
+        page.goto(f"{base}/#/")
+        page.wait_for_selector("#chart-calls svg rect")
+        # The charts fit a phone's width: nothing wider than the screen.
+        assert page.evaluate("document.getElementById('charts').scrollWidth") <= 390
+        snap(page, shots, "overview-phone")
         browser.close()
     assert not errors, errors
 
@@ -359,3 +437,48 @@ def test_the_agents_page_shows_todo_lists_and_schedules(serve, shots):
         snap(page, shots, "agents")
         assert errors == [], errors
         browser.close()
+
+
+def test_the_servers_page_shows_a_mounted_server_and_restarts_it(serve, home, workspace, toolshed_bin, shots):
+    if not CHROMIUM:
+        pytest.fail("Chromium is not installed; scripts/test installs it (apt-get install chromium)")
+    (workspace / "desc.txt").write_text("Describes a topic.\n")
+    server_py = Path(__file__).resolve().parent / "servers" / "changing.py"
+    # A server that says something on stderr as it starts, as real ones do (its paths as
+    # arguments of their own, so the sandbox lets it read them).
+    said = ("import runpy, sys; print('changing: starting up', file=sys.stderr, flush=True); "
+            "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), "HOME": str(home),
+           "PATH": os.environ["PATH"]}
+    added = subprocess.run([toolshed_bin, "--workspace", str(workspace), "mcp", "add", "changing", "--eager",
+                            "--", sys.executable, "-c", said, str(server_py), "desc.txt"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert added.returncode == 0, added.stderr
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/")
+        page.fill("#token", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("text=Calls in the last minute")
+        page.goto(f"{base}/#/servers")
+        row = page.locator('tr[data-server="mcp.changing"]')
+        row.wait_for()
+        page.wait_for_selector('tr[data-server="mcp.changing"] .s-running', timeout=30_000)
+        assert "changing.py" in row.inner_text(), row.inner_text()
+        row.locator('button[data-action="restart"]').click()
+        page.wait_for_selector('#toast:has-text("restarted mcp.changing")', timeout=30_000)
+        page.wait_for_selector('tr[data-server="mcp.changing"] .s-running', timeout=30_000)
+        page.locator('tr[data-server="mcp.changing"] a').click()
+        detail = page.locator("#server-detail")
+        detail.wait_for()
+        page.wait_for_selector('#server-detail li:has-text("describe")', timeout=15_000)
+        assert "changing: starting up" in page.locator("#server-stderr").inner_text()
+        assert "tool definitions accepted" in detail.inner_text()
+        snap(page, shots, "servers")
+        browser.close()
+    assert not errors, errors

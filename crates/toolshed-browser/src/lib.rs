@@ -129,6 +129,39 @@ impl Plugin for BrowserPlugin {
         }
     }
 
+    async fn running(&self) -> Vec<toolshed_core::Running> {
+        let state = self.shared.state.lock().await;
+        let mut sessions: Vec<&Arc<Session>> = state.sessions.values().collect();
+        sessions.sort_by_key(|s| s.created);
+        sessions
+            .iter()
+            .map(|s| {
+                let lost = s
+                    .page
+                    .lost
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                toolshed_core::Running {
+                    kind: "browser_session".into(),
+                    id: s.id.clone(),
+                    owner: s.owner.clone(),
+                    summary: format!("browser page {}", s.id),
+                    running: lost.is_none(),
+                    started_ms: s
+                        .created
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .ok()
+                        .and_then(|d| i64::try_from(d.as_millis()).ok()),
+                    fields: serde_json::json!({
+                        "idle_secs": s.idle().as_secs(),
+                        "lost": lost,
+                    }),
+                }
+            })
+            .collect()
+    }
+
     async fn owner_ended(&self, owner: &toolshed_core::OwnerId) {
         let ids: Vec<String> = {
             let state = self.shared.state.lock().await;

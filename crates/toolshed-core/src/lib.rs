@@ -54,7 +54,7 @@ pub use manifest::{
 pub use output::{Content, ToolOutput, counted};
 pub use oversized::OversizedArgument;
 pub use plugin::{
-    BuiltinPlugin, Health, Library, Plugin, PluginError, ResourceUpdated, SyncTool, Tool,
+    BuiltinPlugin, Health, Library, Plugin, PluginError, ResourceUpdated, Running, SyncTool, Tool,
 };
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec, ToolText};

@@ -102,6 +102,19 @@ pub trait Plugin: Send + Sync {
     /// with no one able to reach it.
     async fn owner_ended(&self, _owner: &crate::OwnerId) {}
 
+    /// What it keeps running for owners — background processes, command sessions,
+    /// browser sessions — for an operator's view (the dashboard, `GET /api/v1/running`).
+    /// Reading it is not a call. Empty by default.
+    async fn running(&self) -> Vec<Running> {
+        Vec::new()
+    }
+
+    /// The last `max_bytes` of output of the item `id` of [`Plugin::running`], if it has
+    /// output; reading it moves no cursor of its owner's.
+    fn running_output(&self, _id: &str, _max_bytes: usize) -> Option<String> {
+        None
+    }
+
     /// Starts now what its first call would start (the code of a plugin listed from its
     /// recorded tools): for plugins asked to start eagerly. Does nothing by default.
     async fn warm(&self) -> Result<(), PluginError> {
@@ -113,6 +126,25 @@ pub trait Plugin: Send + Sync {
     fn library(&self) -> Option<Arc<dyn Library>> {
         None
     }
+}
+
+/// One thing a plugin keeps running for an owner, as [`Plugin::running`] lists it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Running {
+    /// What it is: `process`, `command_session`, `browser_session`.
+    pub kind: String,
+    /// Its id, as its tools take it.
+    pub id: String,
+    /// The owner it belongs to.
+    pub owner: String,
+    /// One line saying what it is: a command line, a page's URL.
+    pub summary: String,
+    /// Whether it is still running (an exited one is kept until read or evicted).
+    pub running: bool,
+    /// When it started (Unix ms), if known.
+    pub started_ms: Option<i64>,
+    /// The rest, as its list tool describes it (exit code, port, terminal size).
+    pub fields: Value,
 }
 
 /// What a plugin offers besides tools: MCP resources, resource templates and prompts, in

@@ -40,6 +40,8 @@ pub enum Event {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The owner it ran as.
+        owner: String,
         /// The plugin that served it, if the name resolved.
         plugin: Option<String>,
         /// The door it came through: `cli`, `mcp`, `rest`, or `plugin` for a nested call.
@@ -55,6 +57,8 @@ pub enum Event {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The owner it ran as.
+        owner: String,
         /// The plugin that served it, if the name resolved.
         plugin: Option<String>,
         /// The door it came through: `cli`, `mcp`, `rest`, or `plugin` for a nested call.

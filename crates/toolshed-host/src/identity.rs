@@ -186,7 +186,7 @@ pub fn check_scopes(scopes: &[String]) -> Result<(), IdentityError> {
                     "a token works in one workspace; give one workspace: scope".into(),
                 ));
             }
-            check_workspace_pin(place).map_err(|e| invalid(scope, e))?;
+            check_workspace_pin(place).map_err(|e| invalid(scope, e.to_string()))?;
         } else if let Some(rule) = scope.strip_prefix(TOOL_SCOPE) {
             Matcher::parse(rule).map_err(|e| invalid(scope, e.to_string()))?;
         } else if let Some(mode) = scope.strip_prefix(SANDBOX_SCOPE) {
@@ -209,24 +209,43 @@ pub fn check_scopes(scopes: &[String]) -> Result<(), IdentityError> {
     Ok(())
 }
 
+/// Why a place cannot be a pinned workspace; the message names it and what to give.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinError {
+    /// It has a comma (scopes are kept comma-separated).
+    #[error(
+        "workspace `{0}` has a comma, which a pinned workspace may not have; rename the \
+         directory or link to it"
+    )]
+    Comma(String),
+    /// Neither an absolute path nor a remote URL.
+    #[error(
+        "workspace `{0}` is neither an absolute directory nor an ssh://, docker:// or \
+         podman:// URL; name it by one of those"
+    )]
+    NotAbsolute(String),
+    /// A remote URL that does not parse.
+    #[error("{0}")]
+    Url(String),
+    /// A directory that is not there.
+    #[error("workspace `{0}` is not a directory; create it first")]
+    NotADirectory(String),
+}
+
 /// `Ok` when `place` can name a workspace a token or a profile is pinned to: an absolute
 /// directory or an `ssh://`, `docker://` or `podman://` URL, without a comma (scopes are
 /// kept comma-separated). Nothing is opened.
-pub fn check_workspace_pin(place: &str) -> Result<(), String> {
+pub fn check_workspace_pin(place: &str) -> Result<(), PinError> {
     if place.contains(',') {
-        return Err(format!(
-            "workspace `{place}` has a comma, which a pinned workspace may not have;              rename the directory or link to it"
-        ));
+        return Err(PinError::Comma(place.to_string()));
     }
     if toolshed_ops::remote::url::is_remote(place) {
         return toolshed_ops::remote::url::RemoteUrl::parse(place)
             .map(drop)
-            .map_err(|e| e.to_string());
+            .map_err(|e| PinError::Url(e.to_string()));
     }
     if !std::path::Path::new(place).is_absolute() {
-        return Err(format!(
-            "workspace `{place}` is neither an absolute directory nor an ssh://, docker:// or              podman:// URL; name it by one of those"
-        ));
+        return Err(PinError::NotAbsolute(place.to_string()));
     }
     Ok(())
 }
@@ -236,18 +255,18 @@ pub fn check_workspace_pin(place: &str) -> Result<(), String> {
 /// real path, which must exist.
 // Resolves the directory's links, as the host does when it opens it.
 #[allow(clippy::disallowed_methods)]
-pub fn workspace_pin(place: &str) -> Result<String, String> {
+pub fn workspace_pin(place: &str) -> Result<String, PinError> {
     let place = place.trim();
     check_workspace_pin(place)?;
     if toolshed_ops::remote::url::is_remote(place) {
         return toolshed_ops::remote::url::RemoteUrl::parse(place)
             .map(|url| url.display())
-            .map_err(|e| e.to_string());
+            .map_err(|e| PinError::Url(e.to_string()));
     }
     let real = std::fs::canonicalize(place)
         .ok()
         .filter(|p| p.is_dir())
-        .ok_or_else(|| format!("workspace `{place}` is not a directory; create it first"))?;
+        .ok_or_else(|| PinError::NotADirectory(place.to_string()))?;
     let real = real.to_string_lossy().into_owned();
     check_workspace_pin(&real)?;
     Ok(real)

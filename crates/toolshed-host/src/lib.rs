@@ -59,6 +59,7 @@ pub mod tool_search;
 mod agents;
 mod arguments;
 mod audit;
+mod audit_stats;
 mod builder;
 mod ceiling;
 mod dispatcher;
@@ -80,10 +81,14 @@ mod store;
 mod suggest;
 
 pub use audit::{AuditPage, AuditQuery, AuditQueryError, AuditRow, MAX_AUDIT_PAGE, OUTCOMES};
+pub use audit_stats::{
+    AuditStats, CallBucket, LatencySeries, MAX_STATS_ROWS, Percentiles, STATS_TOP, ToolSummary,
+};
 pub use builder::HostBuilder;
 pub use config::{Config, ConfigSources, LoadedConfig};
 pub use dispatcher::{
-    CANCEL_GRACE, CallRequest, CallResult, DeferredApproval, Dispatcher, MAX_VIOLATIONS,
+    CANCEL_GRACE, CallRequest, CallResult, DASHBOARD_DOOR, DeferredApproval, Dispatcher,
+    MAX_VIOLATIONS,
 };
 pub use doors::{
     AgentState, Approvals, Audit, Catalog, EventJournal, Plugins, Schedule, StateInfo, TodoList,

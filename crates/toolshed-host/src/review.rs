@@ -390,10 +390,10 @@ impl Review {
                 CompiledRules::compile(&format!("profiles.{name}"), &narrowing)?,
             );
             if let Some(place) = &rules.workspace {
-                crate::identity::check_workspace_pin(place).map_err(|message| RuleError {
+                crate::identity::check_workspace_pin(place).map_err(|e| RuleError {
                     source_name: format!("profiles.{name}.workspace"),
                     pattern: place.clone(),
-                    message,
+                    message: e.to_string(),
                 })?;
             }
             match rules.catalog.as_deref() {

@@ -45,7 +45,7 @@ function render(gen, ...children) {
 }
 
 function badge(text) {
-  return h("span", { class: `badge s-${String(text).toLowerCase()}` }, text);
+  return h("span", { class: `badge s-${String(text).toLowerCase().replace(/\s+/g, "-")}` }, text);
 }
 
 function toast(message, bad) {
@@ -62,8 +62,10 @@ function when(ms) {
 
 class SignedOut extends Error {}
 
-async function api(path, { method = "GET", body } = {}) {
-  const headers = {};
+async function api(path, { method = "GET", body, owner } = {}) {
+  // Its own reads (memories) are then not written to the audit log as calls.
+  const headers = { "X-Toolshed-Client": "dashboard" };
+  if (owner) headers["X-Toolshed-Owner"] = owner;
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && state.csrf && !state.token) headers["X-CSRF-Token"] = state.csrf;
@@ -76,7 +78,8 @@ async function api(path, { method = "GET", body } = {}) {
     cache: "no-store",
   });
   if (res.status === 401) {
-    showLogin("Sign in again: the server did not accept the token or session.");
+    // A first visit has nothing to sign in again with: just the form.
+    showLogin(state.token || state.csrf ? "Sign in again: the server did not accept the token or session." : undefined);
     throw new SignedOut("signed out");
   }
   const text = await res.text();
@@ -90,8 +93,9 @@ async function api(path, { method = "GET", body } = {}) {
   return data;
 }
 
-function execute(tool, args) {
-  return api(`/tools/${encodeURIComponent(tool)}/execute`, { method: "POST", body: { arguments: args } });
+// Calls `tool`; `owner` names whose call it is (the admin may act for any owner).
+function execute(tool, args, owner) {
+  return api(`/tools/${encodeURIComponent(tool)}/execute`, { method: "POST", body: { arguments: args }, owner });
 }
 
 // Runs `work`; a failure becomes a toast (signing out is shown by the login page).
@@ -229,7 +233,7 @@ function every(gen, ms, work) {
 
 // ---- pages -----------------------------------------------------------------------------
 
-const pages = { "": overview, plugins, tools, activity, approvals, jobs, processes, agents, memory };
+const pages = { "": overview, plugins, tools, activity, approvals, jobs, processes, servers, agents, memory };
 
 function leavePage() {
   state.gen += 1;
@@ -261,6 +265,7 @@ async function overview(_args, gen) {
   const errors = audit.audit.filter((row) => row.outcome !== "ok");
   const info = state.info || {};
   const card = (label, value, extra) => h("div", { class: "card" }, h("div", { class: "muted" }, label), h("div", { class: "big" }, value), extra);
+  const charts = h("div", { class: "charts", id: "charts" }, h("p", { class: "muted" }, "Loading the figures…"));
   render(
     gen,
     h("h1", {}, "Overview"),
@@ -270,6 +275,8 @@ async function overview(_args, gen) {
       card("Errors (last 500 calls)", errors.length),
       card("Plugins", list.plugins.length,
         h("div", { class: "actions" }, Object.entries(counts).map(([s, n]) => h("span", {}, badge(s), ` ${n}`))))),
+    h("h2", {}, "The last hour"),
+    charts,
     h("h2", {}, "Workspace"),
     h("p", {}, h("code", {}, info.workspace || "")),
     h("h2", {}, "Sandbox"),
@@ -278,6 +285,149 @@ async function overview(_args, gen) {
     errors.length ? h("h2", {}, "Latest errors") : null,
     errors.length ? auditTable(errors.slice(0, 10)) : null,
   );
+  let seen = "";
+  const draw = async () => {
+    const stats = await api("/stats?minutes=60");
+    // Only the moment changes: redraw when the figures do.
+    const now = JSON.stringify([stats.audit, stats.samples.length, stats.now.approvals, stats.now.processes]);
+    if (now === seen) return;
+    seen = now;
+    charts.replaceChildren(...drawCharts(stats).filter(Boolean));
+  };
+  await attempt(draw);
+  every(gen, 10_000, () => attempt(draw));
+}
+
+// ---- charts: inline SVG from /stats, coloured by the page's own variables (dark mode
+// included), as wide as their box (phones too). Every chart says in words what it shows.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) el.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(typeof c === "string" ? document.createTextNode(c) : c);
+  return el;
+}
+
+const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+const millis = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(ms >= 10_000 ? 0 : 1)} s` : `${ms} ms`);
+const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+function figure(id, title, summary, ...content) {
+  return h("figure", { class: "chart card", id, "aria-label": `${title}: ${summary}` },
+    h("figcaption", {}, title, h("span", { class: "muted" }, ` · ${summary}`)), ...content);
+}
+
+// Stacked columns, one per bucket: ok, tool_error, error.
+function callsChart(audit) {
+  const W = 360, H = 110, top = 14, bottom = 16;
+  const buckets = audit.calls;
+  const total = (b) => b.ok + b.tool_error + b.error;
+  const max = Math.max(1, ...buckets.map(total));
+  const all = buckets.reduce((n, b) => n + total(b), 0);
+  const failed = buckets.reduce((n, b) => n + b.tool_error + b.error, 0);
+  const step = W / Math.max(1, buckets.length);
+  const y = (v) => (H - bottom) - (v / max) * (H - bottom - top);
+  const bars = buckets.flatMap((b, i) => {
+    let base = 0;
+    return [["ok", b.ok], ["tool_error", b.tool_error], ["error", b.error]].filter(([, v]) => v > 0).map(([kind, v]) => {
+      const rect = svg("rect", { class: `o-${kind}`, x: (i * step + 0.5).toFixed(1), width: Math.max(1, step - 1).toFixed(1),
+        y: y(base + v).toFixed(1), height: (y(base) - y(base + v)).toFixed(1) },
+        svg("title", {}, `${clock(b.start_ms)}: ${v} ${kind.replace("_", " ")}`));
+      base += v;
+      return rect;
+    });
+  });
+  const per = audit.bucket_ms >= 60_000 ? `${Math.round(audit.bucket_ms / 60_000)} min` : `${audit.bucket_ms / 1000} s`;
+  return figure("chart-calls", "Calls", `${all} in the hour, ${failed} failed; a column per ${per}`,
+    svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-hidden": "true" },
+      svg("line", { class: "axis", x1: 0, x2: W, y1: H - bottom, y2: H - bottom }),
+      svg("text", { class: "tick", x: W, y: top - 4, "text-anchor": "end" }, `${max} / column`),
+      ...bars,
+      buckets.length ? svg("text", { class: "tick", x: 0, y: H - 4 }, clock(buckets[0].start_ms)) : null,
+      buckets.length ? svg("text", { class: "tick", x: W, y: H - 4, "text-anchor": "end" }, "now") : null),
+    legend([["o-ok", "ok"], ["o-tool_error", "tool error"], ["o-error", "error"]]));
+}
+
+function legend(items) {
+  return h("div", { class: "legend" }, items.map(([cls, label]) => h("span", {}, h("i", { class: `key ${cls}` }), label)));
+}
+
+// Lines over the hour: one per series of [t_ms, value] points.
+function lineChart(series, { format = String, height = 90, from, to }) {
+  const W = 360, H = height, top = 14, bottom = 16;
+  const max = Math.max(1, ...series.flatMap((s) => s.points.map((p) => p[1])));
+  const x = (t) => ((t - from) / Math.max(1, to - from)) * W;
+  const y = (v) => (H - bottom) - (v / max) * (H - bottom - top);
+  return svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-hidden": "true" },
+    svg("line", { class: "axis", x1: 0, x2: W, y1: H - bottom, y2: H - bottom }),
+    svg("text", { class: "tick", x: W, y: top - 4, "text-anchor": "end" }, format(max)),
+    svg("text", { class: "tick", x: 0, y: H - 4 }, clock(from)),
+    svg("text", { class: "tick", x: W, y: H - 4, "text-anchor": "end" }, "now"),
+    ...series.map((s) => s.points.length === 1
+      ? svg("circle", { class: s.cls, cx: x(s.points[0][0]).toFixed(1), cy: y(s.points[0][1]).toFixed(1), r: 3 },
+        svg("title", {}, `${s.label}: ${format(s.points[0][1])}`))
+      : svg("polyline", { class: s.cls, fill: "none", points: s.points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ") },
+        svg("title", {}, `${s.label}: up to ${format(Math.max(...s.points.map((p) => p[1])))}`))));
+}
+
+// The page's policy allows no style attributes: widths are set through the CSSOM.
+function widthOf(el, percent) {
+  el.style.width = `${percent.toFixed(1)}%`;
+  return el;
+}
+
+// Horizontal bars with their labels and values.
+function barList(id, title, summary, rows, empty) {
+  const max = Math.max(1, ...rows.map((r) => r.value));
+  return figure(id, title, summary, rows.length
+    ? h("ol", { class: "bars" }, rows.map((r) => h("li", { "data-name": r.name },
+      h("span", { class: "name" }, r.name),
+      h("span", { class: "bar" }, widthOf(h("span", { class: `fill ${r.cls || ""}` }), Math.max(1, (100 * r.value) / max))),
+      h("span", { class: "value" }, r.text))))
+    : h("p", { class: "muted" }, empty));
+}
+
+function drawCharts(stats) {
+  const audit = stats.audit;
+  const from = audit.since_ms, to = Date.now();
+  const latency = audit.latency.map((s) => figure(`chart-latency-${s.tool}`, `Latency of ${s.tool}`,
+    `p50 ${millis(Math.max(0, ...s.points.map((p) => p[1].p50)))} at most, p99 up to ${millis(Math.max(0, ...s.points.map((p) => p[1].p99)))}`,
+    lineChart([
+      { label: "p50", cls: "l-p50", points: s.points.map(([t, p]) => [t, p.p50]) },
+      { label: "p95", cls: "l-p95", points: s.points.map(([t, p]) => [t, p.p95]) },
+      { label: "p99", cls: "l-p99", points: s.points.map(([t, p]) => [t, p.p99]) },
+    ], { format: millis, from, to }),
+    legend([["l-p50", "p50"], ["l-p95", "p95"], ["l-p99", "p99"]])));
+  // The samples, and the values now as the last point.
+  const samples = [...stats.samples.filter((x) => x.t_ms < stats.now.t_ms), stats.now];
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+  const gauge = (key) => samples.map((s) => [s.t_ms, s[key]]);
+  return [
+    callsChart(audit),
+    ...latency,
+    barList("chart-slowest", "Slowest tools", "95th percentile over the hour (tools called 3 times or more)",
+      audit.slowest.map((t) => ({ name: t.tool, value: t.latency.p95, text: `p95 ${millis(t.latency.p95)} · p50 ${millis(t.latency.p50)} · ${t.calls} calls` })),
+      "No tool was called three times this hour."),
+    barList("chart-failing", "Most failing tools", "calls that did not end ok",
+      audit.failing.map((t) => ({ name: t.tool, value: t.failures, cls: "o-error", text: `${t.failures} of ${t.calls} (${Math.round((100 * t.failures) / t.calls)}%)` })),
+      "No call failed this hour."),
+    barList("chart-owners", "Who is busy", "calls per owner (sub-owners with their owner)",
+      audit.owners.map(([owner, n]) => ({ name: owner, value: n, text: `${n} ${n === 1 ? "call" : "calls"}` })),
+      "No calls this hour."),
+    figure("chart-approvals", "Approvals waiting", `${stats.now.approvals} now`,
+      lineChart([{ label: "waiting", cls: "l-warn", points: gauge("approvals") }], { from, to, height: 70 })),
+    figure("chart-processes", "Processes and sessions", `${plural(stats.now.processes, "process", "processes")}, ${plural(stats.now.sessions, "command session", "command sessions")} now`,
+      lineChart([
+        { label: "processes", cls: "l-p50", points: gauge("processes") },
+        { label: "sessions", cls: "l-p95", points: gauge("sessions") },
+      ], { from, to, height: 70 }),
+      legend([["l-p50", "processes"], ["l-p95", "command sessions"]])),
+    figure("chart-memory", "Memory", `${mib(stats.now.rss_bytes)} resident now`,
+      lineChart([{ label: "resident", cls: "l-p50", points: gauge("rss_bytes") }], { format: mib, from, to, height: 70 })),
+    audit.truncated ? h("p", { class: "muted" }, "More calls than the charts read this hour: the oldest columns count fewer.") : null,
+  ];
 }
 
 // -- plugins
@@ -293,13 +443,21 @@ async function plugins(args, gen) {
       h("td", {}, h("a", { href: `#/plugins/${encodeURIComponent(p.id)}` }, p.name), h("div", { class: "muted" }, p.id),
         (p.tags || []).length ? h("div", { class: "tags" }, (p.tags || []).map((t) => h("span", { class: "tag" }, t))) : null,
         p.runtime ? h("div", { class: "muted" }, p.runtime) : null),
-      h("td", {}, badge(p.state), p.reason ? h("div", { class: "reason" }, p.reason) : null),
+      h("td", {}, p.needs_setup && p.state === "running"
+        ? [badge("needs setup"), h("div", { class: "reason" }, p.needs_setup)]
+        : [badge(p.state), p.reason ? h("div", { class: "reason" }, p.reason) : null]),
       h("td", { class: "wide" }, p.root, p.dir ? h("div", { class: "muted" }, p.dir) : null),
       h("td", { class: "wide" }, String(p.tools.length)),
       h("td", {}, pluginActions(p))));
   const path = h("input", { id: "install-source", placeholder: "/path/to/plugin, or https://…/plugin.zip" });
   const sha = h("input", { id: "install-sha", placeholder: "sha256 (for a URL)" });
   const progress = h("progress", { hidden: true });
+  const steps = h("ol", { id: "install-steps", class: "steps", hidden: true });
+  // Each step of an install (download, bytes so far, checks, unpacking) as it comes.
+  onEvents(gen, ["plugin.install_progress"], (e) => {
+    steps.hidden = false;
+    steps.append(h("li", {}, e.data.message));
+  });
   render(
     gen,
     h("h1", {}, "Plugins"),
@@ -313,6 +471,7 @@ async function plugins(args, gen) {
       onsubmit: async (e) => {
         e.preventDefault();
         progress.hidden = false;
+        steps.replaceChildren();
         const body = { source: path.value.trim() };
         if (sha.value.trim()) body.sha256 = sha.value.trim();
         const done = await attempt(() => api("/plugins", { method: "POST", body }));
@@ -324,6 +483,7 @@ async function plugins(args, gen) {
       },
     }, h("div", {}, h("label", { for: "install-source" }, "Path or URL"), path), h("div", {}, h("label", { for: "install-sha" }, "SHA-256"), sha),
       h("button", { type: "submit" }, "Install"), progress),
+    steps,
   );
   onEvents(gen, ["plugin.state_changed"], () => route());
 }
@@ -578,7 +738,7 @@ async function approvals(_args, gen) {
     api("/questions").catch(() => ({ questions: [] }))]);
   const pending = data.approvals.filter((a) => !a.state || a.state === "pending");
   const decide = (a, how) => async () => {
-    if (await attempt(() => api(`/approvals/${encodeURIComponent(a.id)}/${how}`, { method: "POST", body: {} })) !== undefined) toast(`${how}d ${a.tool}`);
+    if (await attempt(() => api(`/approvals/${encodeURIComponent(a.id)}/${how}`, { method: "POST", body: {} })) !== undefined) toast(`${how === "deny" ? "denied" : "approved"} ${a.tool}`);
     route();
   };
   render(gen, h("h1", {}, "Approvals"),
@@ -680,47 +840,113 @@ function latest(job) {
 
 // -- processes
 
+// What the plugins keep running, every owner's for the admin (an agent token sees its
+// own): read from /running, which is not a tool call, so watching it writes no audit rows.
+const RUNNING_KINDS = [
+  ["process", "Background processes", "No background processes. An agent starts one with process_exec.",
+    (r) => ["process_stop", { id: r.id }]],
+  ["command_session", "Command sessions", "No command sessions (exec_command calls that outlived their call).",
+    (r) => ["command_run_terminate", { session_id: Number(r.id) }]],
+  ["browser_session", "Browser sessions", "No browser sessions.",
+    (r) => ["browser_close", { session: r.id }]],
+];
+
 async function processes(_args, gen) {
-  const box = h("div", {});
+  const owner = h("input", { type: "search", id: "running-owner", placeholder: "Owner (all)", "aria-label": "Only this owner's" });
+  const boxes = Object.fromEntries(RUNNING_KINDS.map(([kind]) => [kind, h("div", { "data-kind": kind })]));
   const output = h("pre", { id: "process-output", hidden: true });
   let watching = null;
+  let seen = "";
+  const table = (kind, empty, stopper, list) => list.length
+    ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Id"), h("th", {}, "Owner"), h("th", {}, "State"), h("th", { class: "wide" }, "What"), h("th", {}, "Started"), h("th", {}, ""))),
+      h("tbody", {}, list.map((r) => h("tr", { "data-running": r.id, "data-owner": r.owner },
+        h("td", {}, r.id, r.fields && r.fields.name ? h("div", { class: "muted" }, r.fields.name) : null),
+        h("td", {}, r.owner),
+        h("td", {}, badge(r.running ? "running" : "exited")),
+        h("td", { class: "wide" }, h("code", {}, r.summary)),
+        h("td", {}, when(r.started_ms)),
+        h("td", {}, h("div", { class: "actions" },
+          kind === "browser_session" ? null : h("button", { type: "button", onclick: () => { watching = r; tail(); } }, "Output"),
+          r.running ? h("button", { type: "button", class: "danger", "data-action": "stop",
+            onclick: async (e) => {
+              e.target.disabled = true;
+              const [tool, args] = stopper(r);
+              if (await attempt(() => execute(tool, args, r.owner))) toast(`stopped ${r.id} of ${r.owner}`);
+              load();
+            } }, "Stop") : null))))))
+    : h("p", { class: "muted" }, empty);
   const load = async () => {
-    const list = (await execute("process_list", {})).structured.processes || [];
-    box.replaceChildren(list.length
-      ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Id"), h("th", {}, "Name"), h("th", {}, "State"), h("th", { class: "wide" }, "Command"), h("th", {}, ""))),
-        h("tbody", {}, list.map((p) => h("tr", { "data-process": p.id },
-          h("td", {}, p.id), h("td", {}, p.name || ""), h("td", {}, badge(p.running ? "running" : "exited")),
-          h("td", { class: "wide" }, h("code", {}, p.cmd)),
-          h("td", {}, h("div", { class: "actions" },
-            h("button", { type: "button", onclick: () => { watching = p.id; tail(); } }, "Output"),
-            p.running ? h("button", { type: "button", class: "danger", "data-action": "stop",
-              onclick: async (e) => { e.target.disabled = true; if (await attempt(() => execute("process_stop", { id: p.id }))) toast(`stopped ${p.id}`); load(); } }, "Stop") : null))))))
-      : h("p", { class: "muted" }, "No background processes. Start one with process_exec."));
+    const wanted = owner.value.trim();
+    const data = await api(`/running${wanted ? `?${new URLSearchParams({ owner: wanted })}` : ""}`);
+    const now = JSON.stringify(data);
+    if (now === seen) return;
+    seen = now;
+    for (const [kind, , empty, stopper] of RUNNING_KINDS) {
+      boxes[kind].replaceChildren(table(kind, empty, stopper, data.running.filter((r) => r.kind === kind)));
+    }
   };
   const tail = async () => {
     if (!watching) return;
-    const got = await attempt(() => execute("process_read_output", { id: watching }));
+    const got = await attempt(() => api(`/running/${encodeURIComponent(watching.plugin)}/${encodeURIComponent(watching.id)}/output`));
     if (got) {
       output.hidden = false;
-      output.textContent = (got.content || []).map((c) => c.text || "").join("\n");
+      output.textContent = got.output || "(no output yet)";
     }
   };
-  const sessions = h("div", {});
-  const loadSessions = async () => {
-    const list = (await execute("command_run_list", {})).structured.sessions || [];
-    sessions.replaceChildren(list.length
-      ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "State"), h("th", { class: "wide" }, "Command"), h("th", {}, ""))),
-        h("tbody", {}, list.map((c) => h("tr", { "data-session": c.session_id },
-          h("td", {}, String(c.session_id), c.tty ? " (terminal)" : ""), h("td", {}, badge(c.running ? "running" : "exited")),
-          h("td", { class: "wide" }, h("code", {}, c.cmd)),
-          h("td", {}, c.running ? h("button", { type: "button", class: "danger",
-            onclick: async (e) => { e.target.disabled = true; if (await attempt(() => execute("command_run_terminate", { session_id: c.session_id }))) toast(`ended session ${c.session_id}`); loadSessions(); } }, "End") : null)))))
-      : h("p", { class: "muted" }, "No command sessions (exec_command calls that outlived their call)."));
-  };
-  render(gen, h("h1", {}, "Processes"), box, output, h("h2", {}, "Command sessions"), sessions);
-  await Promise.all([load(), loadSessions()]);
-  every(gen, 2000, () => attempt(async () => { await load(); await tail(); await loadSessions(); }));
+  owner.addEventListener("change", () => { seen = ""; attempt(load); });
+  render(gen, h("h1", {}, "Processes"),
+    h("div", { class: "toolbar" }, h("label", { for: "running-owner" }, "Owner"), owner),
+    ...RUNNING_KINDS.flatMap(([kind, title]) => [h("h2", {}, title), boxes[kind]]),
+    output);
+  await load();
+  every(gen, 2000, () => attempt(async () => { await load(); await tail(); }));
   onEvents(gen, ["process."], () => attempt(load));
+}
+
+// -- servers: the MCP servers toolshed mounts (docs/gateway.md)
+
+async function servers(args, gen) {
+  const list = (await api("/mcp-servers")).servers;
+  const selected = args[0];
+  let detail = null;
+  if (selected) {
+    const d = await api(`/mcp-servers/${encodeURIComponent(selected)}`);
+    const withheld = d.pins.withheld || [];
+    detail = h("section", { class: "card", id: "server-detail" },
+      h("h2", {}, d.name, " ", badge(d.state)),
+      d.reason ? h("p", { class: "reason" }, d.reason) : null,
+      h("p", {}, h("code", {}, d.target)),
+      h("h3", {}, "Tools"),
+      d.tools.length ? h("ul", {}, d.tools.map((t) => h("li", {}, h("code", {}, t)))) : h("p", { class: "muted" }, "No tools listed yet."),
+      h("h3", {}, "Pins"),
+      h("p", { class: "muted" }, `${Object.keys(d.pins.tools).length} tool definitions accepted`),
+      withheld.length ? [h("p", { class: "reason" }, `Withheld (their definitions changed): ${withheld.join(", ")}`),
+        h("button", { type: "button", "data-action": "accept", onclick: async (e) => {
+          e.target.disabled = true;
+          if (await attempt(() => api(`/mcp-servers/${encodeURIComponent(selected)}/accept`, { method: "POST", body: {} })) !== undefined) toast(`accepted ${selected}'s tools`);
+          route();
+        } }, "Accept the changed tools")] : null,
+      h("h3", {}, "Standard error (last lines)"),
+      h("pre", { id: "server-stderr" }, d.stderr_tail || "(nothing written)"));
+  }
+  const rows = list.map((srv) => h("tr", { "data-server": srv.id },
+    h("td", {}, h("a", { href: `#/servers/${encodeURIComponent(srv.id)}` }, srv.name), h("div", { class: "muted" }, srv.id)),
+    h("td", {}, badge(srv.state), srv.reason ? h("div", { class: "reason" }, srv.reason) : null),
+    h("td", { class: "wide" }, h("code", {}, srv.target)),
+    h("td", { class: "wide" }, String(srv.tools.length)),
+    h("td", {}, h("div", { class: "actions" },
+      h("button", { type: "button", "data-action": "restart", onclick: async (e) => {
+        e.target.disabled = true;
+        if (await attempt(() => api(`/plugins/${encodeURIComponent(srv.id)}/reload`, { method: "POST" })) !== undefined) toast(`restarted ${srv.id}`);
+        route();
+      } }, "Restart")))));
+  render(gen, h("h1", {}, "Servers"),
+    h("p", { class: "muted" }, "The MCP servers toolshed mounts (toolshed mcp add): their state, tools, pinned definitions and what they wrote to stderr."),
+    detail,
+    list.length
+      ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Server"), h("th", {}, "State"), h("th", { class: "wide" }, "Runs"), h("th", { class: "wide" }, "Tools"), h("th", {}, ""))), h("tbody", {}, rows))
+      : h("p", { class: "muted" }, "No mounted servers. `toolshed mcp add NAME -- COMMAND` mounts one."));
+  onEvents(gen, ["plugin.state_changed"], () => route());
 }
 
 // -- agents: todo lists and schedules (docs/agents.md)
@@ -783,11 +1009,17 @@ async function agents(_args, gen) {
 async function memory(_args, gen) {
   const q = h("input", { type: "search", id: "memory-q", placeholder: "Search memories", "aria-label": "Search memories" });
   const box = h("div", {});
+  // A search's snippet marks the matched terms as **bold**: shown as <mark>, never as HTML.
+  const marked = (snippet) => snippet.split("**").map((part, i) => (i % 2 ? h("mark", {}, part) : part));
   const show = (list) => box.replaceChildren(list.length
-    ? h("table", {}, h("tbody", {}, list.map((m) => h("tr", {},
-      h("td", {}, h("div", {}, m.text || m.content || ""), h("div", { class: "muted" }, [m.namespace, (m.tags || []).join(", ")].filter(Boolean).join(" · "))),
-      h("td", { class: "wide muted" }, m.owner || ""), h("td", { class: "wide muted" }, m.id)))))
-    : h("p", { class: "muted" }, "No memories."));
+    ? h("table", {}, h("tbody", {}, list.map((m) => h("tr", { "data-memory": m.id },
+      h("td", {},
+        m.title ? h("div", { class: "memory-title" }, m.title) : null,
+        h("div", { class: "memory-text" }, m.snippet !== undefined ? marked(m.snippet) : (m.text || "")),
+        h("div", { class: "muted" }, [m.namespace, (m.tags || []).join(", ")].filter(Boolean).join(" · "))),
+      h("td", { class: "wide muted" }, m.score !== undefined ? `score ${m.score.toFixed(2)}` : (m.owner || "")),
+      h("td", { class: "wide muted" }, m.id)))))
+    : h("p", { class: "muted" }, q.value.trim() ? "No memory matches." : "No memories."));
   q.addEventListener("change", () => attempt(async () => {
     const data = q.value.trim() ? await api(`/memories/search?${new URLSearchParams({ q: q.value.trim() })}`) : await api("/memories?limit=50");
     show(data.memories || data.results || []);

@@ -29,6 +29,10 @@ use serde_json::json;
 
 use crate::token::BearerToken;
 
+/// The header the dashboard's page sends with its requests (`X-Toolshed-Client:
+/// dashboard`): its own reads, made as the admin, are then not audited as calls.
+pub(crate) const CLIENT_HEADER: &str = "x-toolshed-client";
+
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "toolshed_session";
 /// The header a cookie session's state-changing requests carry.

@@ -34,6 +34,9 @@ fn mounted(state: &AppState, info: toolshed_host::PluginInfo) -> McpServer {
     }
 }
 
+/// The most lines of a server's stderr `GET /mcp-servers/{name}` shows.
+const STDERR_LINES: usize = 40;
+
 /// `GET /mcp-servers`.
 pub(crate) async fn list(State(state): State<AppState>) -> Json<McpServerList> {
     let servers = manage::servers(&state.host)
@@ -49,9 +52,16 @@ pub(crate) async fn get(
     Path(name): Path<String>,
 ) -> Result<Json<McpServerDetail>, ApiError> {
     let (info, pins) = manage::pins(&state.host, &name).map_err(api_error)?;
+    let dir = info.dir.clone();
+    let stderr_tail = tokio::task::spawn_blocking(move || {
+        dir.and_then(|dir| toolshed_gateway::log::tail(&dir, STDERR_LINES))
+    })
+    .await
+    .unwrap_or_default();
     Ok(Json(McpServerDetail {
         server: mounted(&state, info),
         pins: pins.into(),
+        stderr_tail,
     }))
 }
 

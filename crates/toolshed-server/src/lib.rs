@@ -59,6 +59,7 @@ mod proxy;
 mod questions;
 mod reply;
 mod serve;
+mod stats;
 mod stream;
 mod token;
 mod workspaces;
@@ -75,4 +76,4 @@ pub use serve::{
     serve_router,
 };
 pub use token::{BearerToken, TOKEN_FILE, TokenError};
-pub use workspaces::{MAX_WORKSPACES, Workspaces};
+pub use workspaces::{MAX_WORKSPACES, OpenError, Workspaces};

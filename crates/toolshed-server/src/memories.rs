@@ -61,7 +61,18 @@ async fn call(
     arguments: Map<String, Value>,
 ) -> Result<Value, ApiError> {
     let owner = owner(caller, headers)?;
-    let mut request = CallRequest::new(tool, Value::Object(arguments), owner, "rest");
+    // The dashboard, signed in as the admin, reading what it shows: not audited.
+    let looking = caller.is_none_or(|c| !c.is_agent())
+        && headers
+            .get(crate::dashboard::CLIENT_HEADER)
+            .is_some_and(|v| v.as_bytes() == b"dashboard")
+        && matches!(tool, "memory_list" | "memory_search" | "memory_get");
+    let door = if looking {
+        toolshed_host::DASHBOARD_DOOR
+    } else {
+        "rest"
+    };
+    let mut request = CallRequest::new(tool, Value::Object(arguments), owner, door);
     request.caller_tools = caller.and_then(|c| c.tools.clone());
     request.credential = caller.and_then(|c| c.token_id.clone());
     // A client that goes away cancels the call.

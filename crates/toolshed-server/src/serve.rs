@@ -127,6 +127,7 @@ fn app_draining(
             server_config.max_event_streams_per_owner,
         )),
     };
+    let samples = crate::stats::Samples::start(state.clone(), stop.clone());
     let api = Router::new()
         .route("/health", get(api::health))
         .route("/metrics", get(metrics::metrics))
@@ -177,12 +178,16 @@ fn app_draining(
         .route("/jobs/{id}/cancel", post(api::cancel_job))
         .route("/todos", get(api::todos))
         .route("/schedules", get(api::schedules))
+        .route("/stats", get(crate::stats::stats))
+        .route("/running", get(api::running))
+        .route("/running/{plugin}/{id}/output", get(api::running_output))
         .route("/events", get(stream::sse))
         .route("/events/ws", get(stream::ws))
         .route("/openapi.json", get(openapi::serve))
         .fallback(api::no_route)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(axum::Extension(metrics))
+        .layer(axum::Extension(samples))
         .with_state(state);
     let sandbox = &host.config().config.sandbox;
     let info = serde_json::json!({

@@ -24,7 +24,10 @@ pub const MAX_WORKSPACES: usize = 16;
 /// The most tokens whose pin is remembered; past it the memory starts over.
 const MAX_REMEMBERED: usize = 10_000;
 
-type Open = dyn Fn(String) -> BoxFuture<'static, Result<Arc<Host>, String>> + Send + Sync;
+/// Why a workspace could not be opened, as the embedder's opener says.
+pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
+
+type Open = dyn Fn(String) -> BoxFuture<'static, Result<Arc<Host>, OpenError>> + Send + Sync;
 
 /// How a server opens the host of a workspace a token is pinned to (a directory or a
 /// remote URL, as [`toolshed_host::identity::workspace_pin`] spells it): the embedder's
@@ -35,7 +38,10 @@ pub struct Workspaces(Arc<Open>);
 impl Workspaces {
     /// Opens workspaces with `open`; its error is shown to the client.
     pub fn new(
-        open: impl Fn(String) -> BoxFuture<'static, Result<Arc<Host>, String>> + Send + Sync + 'static,
+        open: impl Fn(String) -> BoxFuture<'static, Result<Arc<Host>, OpenError>>
+        + Send
+        + Sync
+        + 'static,
     ) -> Self {
         Self(Arc::new(open))
     }

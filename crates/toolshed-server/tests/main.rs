@@ -12,4 +12,5 @@ mod api;
 mod guard;
 mod oauth;
 mod openapi;
+mod operators;
 mod proxy;

@@ -86,7 +86,9 @@ fn other_workspaces(global: &GlobalArgs, base_url: String) -> toolshed_server::W
             let host = context::open_host_in(&global, PathBuf::from(place))
                 .await
                 .map(Arc::new)
-                .map_err(|(Failure::Usage(why) | Failure::Runtime(why))| why)?;
+                .map_err(|(Failure::Usage(why) | Failure::Runtime(why))| {
+                    toolshed_server::OpenError::from(why)
+                })?;
             host.services().ports.set_base_url(base_url);
             // Plugin changes made elsewhere reach its catalog; the task ends with the
             // process.

@@ -47,7 +47,7 @@ pub(crate) fn run(host: &Host, command: TokenCommand) -> Result<(), Failure> {
             // by its real path.
             for scope in &mut scopes {
                 if let Some(place) = scope.strip_prefix(WORKSPACE_SCOPE) {
-                    let pinned = workspace_pin(place).map_err(Failure::Usage)?;
+                    let pinned = workspace_pin(place).map_err(|e| Failure::Usage(e.to_string()))?;
                     *scope = format!("{WORKSPACE_SCOPE}{pinned}");
                 }
             }

@@ -43,6 +43,11 @@ use nested::NestedCaller;
 /// How long a cancelled or timed-out tool gets to stop by itself before it is aborted.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
+/// The door of the dashboard's own reads made as the admin (its memory listing): not
+/// written to the audit log, so that looking at the dashboard does not fill it. Only
+/// read-only tools are called through it.
+pub const DASHBOARD_DOOR: &str = "dashboard";
+
 /// The most schema violations listed for one call.
 pub const MAX_VIOLATIONS: usize = 50;
 
@@ -735,6 +740,12 @@ impl Dispatcher {
         duration: Duration,
         approval: Option<String>,
     ) {
+        // An operator's dashboard reading what it shows is nobody's call (see
+        // [`DASHBOARD_DOOR`]): logged, not audited.
+        if req.door == DASHBOARD_DOOR {
+            tracing::debug!(tool = %req.tool, owner = %req.owner.0, "dashboard read");
+            return;
+        }
         let duration_ms = duration.as_millis() as u64;
         let (outcome, error_kind) = match result {
             Ok(out) if out.is_error => ("tool_error", None),
@@ -762,6 +773,7 @@ impl Dispatcher {
             Ok(out) => Event::CallFinished {
                 call_id: call_id.0.clone(),
                 tool: req.tool.clone(),
+                owner: req.owner.0.clone(),
                 plugin: plugin.clone(),
                 door: req.door.to_string(),
                 duration_ms,
@@ -770,6 +782,7 @@ impl Dispatcher {
             Err(e) => Event::CallFailed {
                 call_id: call_id.0.clone(),
                 tool: req.tool.clone(),
+                owner: req.owner.0.clone(),
                 plugin: plugin.clone(),
                 door: req.door.to_string(),
                 duration_ms,

@@ -139,6 +139,18 @@ impl<'h> Plugins<'h> {
         self.store.set_config_value(id, key, value, secret)
     }
 
+    /// What the running plugins keep running for owners (processes, command sessions,
+    /// browser sessions), each with its plugin's id; reading it is not a call.
+    pub async fn running(&self) -> Vec<(String, toolshed_core::Running)> {
+        self.registry.running().await
+    }
+
+    /// The last `max_bytes` of output of item `id` of plugin `plugin_id`'s
+    /// [`Plugins::running`]; no owner's read cursor moves.
+    pub fn running_output(&self, plugin_id: &str, id: &str, max_bytes: usize) -> Option<String> {
+        self.registry.running_output(plugin_id, id, max_bytes)
+    }
+
     /// Tells every running plugin that `owner` is gone, so that what it owned ends too.
     pub async fn end_owner(&self, owner: &OwnerId) {
         self.registry.end_owner(owner).await;

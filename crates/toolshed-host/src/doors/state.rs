@@ -55,6 +55,17 @@ impl<'h> Audit<'h> {
     pub fn page(&self, query: &AuditQuery) -> Result<AuditPage, StoreError> {
         self.store.audit_page(query)
     }
+
+    /// The calls from `since_ms` to `now_ms` summed up in buckets of `bucket_ms`
+    /// ([`StateStore::audit_stats`]): for pictures.
+    pub fn stats(
+        &self,
+        since_ms: i64,
+        now_ms: i64,
+        bucket_ms: i64,
+    ) -> Result<crate::AuditStats, StoreError> {
+        self.store.audit_stats(since_ms, now_ms, bucket_ms)
+    }
 }
 
 /// The events a door's event streams resume from across a restart, and the sequences

@@ -322,6 +322,31 @@ impl Registry {
         }
     }
 
+    /// What every running plugin keeps running for owners (processes, command sessions,
+    /// browser sessions), with the plugin's id; reading it is not a call.
+    pub async fn running(&self) -> Vec<(String, toolshed_core::Running)> {
+        let plugins: Vec<(String, Arc<dyn Plugin>)> = self.read(|i| {
+            i.slots
+                .iter()
+                .filter_map(|s| s.running().map(|r| (s.id().to_string(), r.plugin.clone())))
+                .collect()
+        });
+        let mut all = Vec::new();
+        for (id, plugin) in plugins {
+            all.extend(plugin.running().await.into_iter().map(|r| (id.clone(), r)));
+        }
+        all
+    }
+
+    /// The tail of the output of item `id` of plugin `plugin_id`'s [`Registry::running`].
+    pub fn running_output(&self, plugin_id: &str, id: &str, max_bytes: usize) -> Option<String> {
+        let plugin = self.read(|i| {
+            i.slot(plugin_id)
+                .and_then(|s| s.running().map(|r| r.plugin.clone()))
+        })?;
+        plugin.running_output(id, max_bytes)
+    }
+
     /// Stops every running plugin.
     pub async fn shutdown(&self) {
         let plugins: Vec<(String, Arc<dyn Plugin>)> = self.read(|i| {

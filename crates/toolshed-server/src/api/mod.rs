@@ -1,6 +1,6 @@
 //! The `/api/v1` handlers, by resource: [`plugins`] and their [`config`], [`tools`] and
-//! running one, [`jobs`], and what the agent tools keep ([`agents`]: todo lists and
-//! schedules). Here: what they share (the state, the caller's owner, the
+//! running one, [`jobs`], what the agent tools keep ([`agents`]: todo lists and
+//! schedules), and what plugins keep running for owners ([`running`]). Here: what they share (the state, the caller's owner, the
 //! parsing of bodies and queries into the API's error, the room for large JSON trees), the
 //! health checks, and the answers for a path or method that is not an endpoint.
 
@@ -26,6 +26,7 @@ mod agents;
 mod config;
 mod jobs;
 mod plugins;
+mod running;
 mod tools;
 
 pub(crate) use agents::{OwnerFilter, schedules, todos};
@@ -36,6 +37,7 @@ pub(crate) use plugins::{
     get_grants, install, plugin, plugin_health, plugin_icon, plugin_tools, plugins, reload,
     uninstall, verify,
 };
+pub(crate) use running::{RunningFilter, output as running_output, running};
 pub(crate) use tools::door_span;
 pub(crate) use tools::{Execute, ToolFilter, ToolSearch, execute, search_tools, tool, tools};
 

@@ -78,6 +78,21 @@ pub(crate) async fn plugins(
         .map(str::trim)
         .filter(|t| !t.is_empty());
     let service = state.host.plugins();
+    // A running plugin none of whose tools can work yet (config, secrets, grants): why,
+    // from its first tool. One tool switched off alone (browser_evaluate) is not that.
+    let mut needs_setup: std::collections::HashMap<String, Option<String>> = Default::default();
+    let catalog = state.host.catalog();
+    for entry in catalog.tools() {
+        let why = catalog.unavailable(&entry).map(|(why, _)| why);
+        needs_setup
+            .entry(entry.plugin_id.clone())
+            .and_modify(|all| {
+                if why.is_none() {
+                    *all = None;
+                }
+            })
+            .or_insert(why);
+    }
     let mut plugins = Vec::new();
     for info in service.list() {
         let manifest = service.manifest(&info.id);
@@ -94,7 +109,12 @@ pub(crate) async fn plugins(
         if let (Some(manifest), Some(locale)) = (&manifest, locale) {
             info.localize(manifest, locale);
         }
-        plugins.push(Plugin { info, listing });
+        let needs_setup = needs_setup.remove(&info.id).flatten();
+        plugins.push(Plugin {
+            info,
+            listing,
+            needs_setup,
+        });
     }
     Ok(Json(PluginList { plugins }))
 }
@@ -381,10 +401,24 @@ pub(crate) async fn install(
         state
             .host
             .install_request(request.source, request.id, request.sha256, request.force);
-    let outcome = state
-        .host
-        .install_plugin(install_request, Arc::new(|_: String| {}))
-        .await;
+    // Each step (downloading, bytes so far, checking, unpacking) goes out as an event, for
+    // the dashboard's progress and any other watcher.
+    let progress = {
+        let (events, step) = (
+            state.events.clone(),
+            Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        );
+        Arc::new(move |message: String| {
+            let step = step.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            events.publish(
+                "plugin.install_progress",
+                None,
+                None,
+                serde_json::json!({"step": step, "message": message}),
+            );
+        })
+    };
+    let outcome = state.host.install_plugin(install_request, progress).await;
     let installed = outcome.map_err(|e| match e {
         InstallError::Exists { .. } | InstallError::Reserved(_) => {
             ApiError::conflict(e.to_string())

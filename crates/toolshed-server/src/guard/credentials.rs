@@ -93,7 +93,7 @@ impl RequestGuard {
         let scope = if let Some(rest) = path.strip_prefix("/api/v1/") {
             if rest.starts_with("approvals") {
                 "approvals:answer"
-            } else if rest.starts_with("audit") {
+            } else if rest.starts_with("audit") || rest.starts_with("stats") {
                 "audit:read"
             } else if rest.starts_with("metrics") {
                 // A Prometheus scraper's token needs nothing else.
@@ -105,6 +105,7 @@ impl RequestGuard {
                 // What the agent tools keep is read as jobs are.
                 || rest.starts_with("todos")
                 || rest.starts_with("schedules")
+                || rest.starts_with("running")
                 || rest.starts_with("events")
                 // The person behind a caller answers its calls' questions.
                 || rest.starts_with("questions")

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::api::{
     ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery, OwnerFilter, PluginsQuery,
-    ToolFilter, ToolSearch,
+    RunningFilter, ToolFilter, ToolSearch,
 };
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
@@ -16,8 +16,8 @@ use crate::reply::{
     Answered, Approval, ApprovalList, AuditPage, CallResult, Deleted, Health, Imported, Installed,
     Job, JobList, JobStarted, McpServer, McpServerDetail, McpServerList, Memory, MemoryMatches,
     MemoryPage, PluginConfig, PluginDetail, PluginGrants, PluginHealth, PluginList, PluginTools,
-    QuestionList, Removed, ScheduleList, SearchResults, TodoLists, Tool, ToolList, Uninstalled,
-    Verified,
+    QuestionList, Removed, RunningList, RunningOutput, ScheduleList, SearchResults, TodoLists,
+    Tool, ToolList, Uninstalled, Verified,
 };
 use crate::stream::EventQuery;
 
@@ -272,6 +272,18 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .params(query_of::<OwnerFilter>())
             .respond("200", json_response("The schedules", r.of::<ScheduleList>()))
             .respond("500", error_response("The state store failed")),
+        op("GET", "/stats", "getStats", "The audit log summed up over the last `minutes` (calls per bucket by outcome, latency percentiles of the busiest tools, the slowest and most failing tools, the busiest owners) and the server's samples (approvals waiting, processes, sessions, memory): what the dashboard draws")
+            .params(query_of::<crate::stats::StatsQuery>())
+            .respond("200", json_response("The figures", r.of::<crate::stats::Stats>()))
+            .respond("400", error_response("`minutes` is out of range")),
+        op("GET", "/running", "listRunning", "What plugins keep running for owners (background processes, command sessions, browser sessions), newest first, read without a tool call; an agent token sees its own owner's (and its sub-owners')")
+            .params(query_of::<RunningFilter>())
+            .respond("200", json_response("The items", r.of::<RunningList>())),
+        op("GET", "/running/{plugin}/{id}/output", "getRunningOutput", "The last 64 KiB of one running item's output; reading it moves no cursor of its owner's")
+            .param(path_param("plugin", "The plugin keeping it, e.g. system.process"))
+            .param(path_param("id", "Its id, e.g. p1"))
+            .respond("200", json_response("The item and its output", r.of::<RunningOutput>()))
+            .respond("404", not_found()),
         op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, job.cancelled, plugin.state_changed. Resume with Last-Event-ID")
             .params(query_of::<EventQuery>())
             .respond("200", json!({"description": "An endless event stream; each event's `data` is an Event as JSON (or, with `event: events.missed`, a notice that events were missed)", "content": {"text/event-stream": {"schema": {

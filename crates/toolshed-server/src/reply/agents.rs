@@ -183,3 +183,60 @@ pub(crate) struct ScheduleList {
     /// The schedules.
     pub schedules: Vec<Schedule>,
 }
+
+/// One thing a plugin keeps running for an owner: a background process, a command
+/// session, a browser session.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct Running {
+    /// The plugin keeping it, e.g. `system.process`.
+    pub plugin: String,
+    /// What it is.
+    #[schemars(extend("enum" = ["process", "command_session", "browser_session"]))]
+    pub kind: String,
+    /// Its id, as its plugin's tools take it.
+    pub id: String,
+    /// The owner it belongs to.
+    pub owner: String,
+    /// One line saying what it is: a command line, a page.
+    pub summary: String,
+    /// Whether it is still running.
+    pub running: bool,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_ms: Option<i64>,
+    /// The rest, as its list tool describes it (exit code, port, terminal).
+    pub fields: Value,
+}
+
+impl Running {
+    pub(crate) fn new(plugin: String, running: toolshed_core::Running) -> Self {
+        Self {
+            plugin,
+            kind: running.kind,
+            id: running.id,
+            owner: running.owner,
+            summary: running.summary,
+            running: running.running,
+            started_ms: running.started_ms,
+            fields: running.fields,
+        }
+    }
+}
+
+/// What the plugins keep running, newest first.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct RunningList {
+    /// The items the caller may see.
+    pub running: Vec<Running>,
+}
+
+/// One running item and the tail of its output.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct RunningOutput {
+    /// The item.
+    pub running: Running,
+    /// Its last 64 KiB of output (stdout and stderr as they came).
+    pub output: String,
+}

@@ -25,6 +25,8 @@ pub(crate) struct McpServerDetail {
     pub server: McpServer,
     /// Its accepted tool definitions, and the tools it withholds.
     pub pins: Pins,
+    /// The last lines of what it wrote to stderr (its log), when it has written any.
+    pub stderr_tail: Option<String>,
 }
 
 /// What was accepted of a server's tools.

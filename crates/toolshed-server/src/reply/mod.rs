@@ -26,7 +26,9 @@ mod memories;
 mod plugins;
 mod tools;
 
-pub(crate) use agents::{Schedule, ScheduleList, TodoList, TodoLists};
+pub(crate) use agents::{
+    Running, RunningList, RunningOutput, Schedule, ScheduleList, TodoList, TodoLists,
+};
 pub(crate) use approvals::{Answered, Approval, ApprovalList, AuditPage, Question, QuestionList};
 pub(crate) use config::{ConfigField, PluginConfig};
 pub(crate) use gateway::{

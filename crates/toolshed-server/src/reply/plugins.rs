@@ -215,6 +215,10 @@ pub(crate) struct Plugin {
     /// What its manifest adds.
     #[serde(flatten)]
     pub listing: Option<Listing>,
+    /// Running, but its tools cannot work until a person sets it up: why (a required
+    /// config value or secret missing, a network grant not given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs_setup: Option<String>,
 }
 
 /// Every plugin.

@@ -124,6 +124,34 @@ impl Plugin for ExecPlugin {
         Ok(())
     }
 
+    async fn running(&self) -> Vec<toolshed_core::Running> {
+        self.table
+            .all()
+            .iter()
+            .map(|s| toolshed_core::Running {
+                kind: "command_session".into(),
+                id: s.id.to_string(),
+                owner: s.owner.clone(),
+                summary: s.cmd.clone(),
+                running: s.process.exit().is_none(),
+                started_ms: s
+                    .started
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| i64::try_from(d.as_millis()).ok()),
+                fields: json!({"session_id": s.id, "tty": s.tty, "pid": s.process.pid()}),
+            })
+            .collect()
+    }
+
+    fn running_output(&self, id: &str, max_bytes: usize) -> Option<String> {
+        let id: u64 = id.parse().ok()?;
+        let session = self.table.all().into_iter().find(|s| s.id == id)?;
+        let total = session.process.output_len(Stream::Combined);
+        let from = total.saturating_sub(u64::try_from(max_bytes).unwrap_or(u64::MAX));
+        Some(super::render(&session.process, Stream::Combined, from, max_bytes).text)
+    }
+
     async fn owner_ended(&self, owner: &toolshed_core::OwnerId) {
         self.table.stop_owner(owner).await;
         self.shells.stop_owner(owner).await;

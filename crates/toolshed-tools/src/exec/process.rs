@@ -132,6 +132,33 @@ impl Plugin for ProcessPlugin {
         self.inner.tools()
     }
 
+    async fn running(&self) -> Vec<toolshed_core::Running> {
+        let items: Vec<Arc<Background>> = self.table.lock().values().cloned().collect();
+        items
+            .iter()
+            .map(|item| toolshed_core::Running {
+                kind: "process".into(),
+                id: item.id.clone(),
+                owner: item.owner.clone(),
+                summary: item.cmd.clone(),
+                running: item.process.exit().is_none(),
+                started_ms: item
+                    .started
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| i64::try_from(d.as_millis()).ok()),
+                fields: Value::Object(describe(item)),
+            })
+            .collect()
+    }
+
+    fn running_output(&self, id: &str, max_bytes: usize) -> Option<String> {
+        let item = self.table.lock().values().find(|b| b.id == id).cloned()?;
+        let total = item.process.output_len(Stream::Combined);
+        let from = total.saturating_sub(u64::try_from(max_bytes).unwrap_or(u64::MAX));
+        Some(render(&item.process, Stream::Combined, from, max_bytes).text)
+    }
+
     async fn owner_ended(&self, owner: &toolshed_core::OwnerId) {
         let gone: Vec<Arc<Background>> = {
             let mut items = self.table.lock();

@@ -221,6 +221,11 @@ impl SessionTable {
             .collect()
     }
 
+    /// Every owner's sessions.
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.lock().values().cloned().collect()
+    }
+
     /// How many sessions are kept.
     pub fn len(&self) -> usize {
         self.lock().len()
