@@ -8,9 +8,11 @@ Each setup is `toolshed serve` processes (release build, private data dirs) behi
 Every reply is checked in Lua (status 200, the expected result); the error count is printed
 and must be 0. Each call writes its audit row, so the store is part of every call.
 
-  sqlite-1    one server, state in toolshed.db
-  postgres-1  one server, state in Postgres
-  postgres-2  two servers on the same database
+  sqlite-1            one server, state in toolshed.db
+  postgres-1          one server, state in Postgres
+  postgres-1-nocache  the same with `[store] token_cache_secs = 0`: the agent token read
+                      from Postgres on every request, as before the token cache
+  postgres-2          two servers on the same database
 
 Postgres is a throwaway cluster made here (initdb in a temporary directory, fsync off, a
 free loopback port), as scripts/test makes one. Setups are measured in turns (A B C A B C…)
@@ -107,7 +109,7 @@ class Setup:
     """`servers` toolsheds on one store (`url`: Postgres, None: each its SQLite file) behind
     HAProxy."""
 
-    def __init__(self, name, toolshed, work, servers, url):
+    def __init__(self, name, toolshed, work, servers, url, token_cache=True):
         self.name = name
         self.procs = []
         self.lb_port = free_port()
@@ -116,7 +118,8 @@ class Setup:
         (root / "workspace").mkdir()
         config = root / "config.toml"
         config.write_text(f'[server]\nallowed_hosts = ["127.0.0.1:{self.lb_port}"]\n'
-                          + (f'[store]\nurl = "{url}"\n' if url else ""))
+                          + (f'[store]\nurl = "{url}"\n' if url else "")
+                          + ("" if token_cache else "token_cache_secs = 0\n"))
         ports = []
         for i in range(servers):
             home = root / f"home{i}"
@@ -198,6 +201,7 @@ def main():
         setups = [
             Setup("sqlite-1", args.toolshed, work, 1, None),
             Setup("postgres-1", args.toolshed, work, 1, pg.database("bench_one")),
+            Setup("postgres-1-nocache", args.toolshed, work, 1, pg.database("bench_nocache"), token_cache=False),
             Setup("postgres-2", args.toolshed, work, 2, pg.database("bench_two")),
         ]
         results = {(s.name, c): [] for s in setups for c in conns}
@@ -206,7 +210,7 @@ def main():
                 for s in setups:
                     res = wrk(s, c, args.seconds, work)
                     results[(s.name, c)].append(res)
-                    print(f"round {r + 1} {s.name:<11} c={c:<3} {res['rps']:8.0f} calls/s  p50 {res['p50']:6.2f} ms"
+                    print(f"round {r + 1} {s.name:<18} c={c:<3} {res['rps']:8.0f} calls/s  p50 {res['p50']:6.2f} ms"
                           f"  p99 {res['p99']:6.2f} ms  errors {res['errors']}  load {open('/proc/loadavg').read().split()[0]}",
                           flush=True)
 

@@ -316,6 +316,13 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         page.wait_for_selector(f'tr[data-job="{rest_job}"] .s-succeeded', timeout=15_000)
         assert "42" in page.locator(f'tr[data-job="{rest_job}"]').inner_text()
         snap(page, shots, "jobs")
+        # Narrowed to an owner with no jobs, the list is empty; cleared, it is back.
+        page.fill("#jobs-owner", "nobody")
+        page.press("#jobs-owner", "Enter")
+        page.wait_for_selector(f'tr[data-job="{tasks[0]}"]', state="detached")
+        page.fill("#jobs-owner", "")
+        page.press("#jobs-owner", "Enter")
+        task_row.wait_for()
         task_row.locator('button[data-action="cancel"]').click()
         page.wait_for_selector(f'tr[data-job="{tasks[0]}"] .s-cancelled', timeout=15_000)
 

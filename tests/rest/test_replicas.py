@@ -232,6 +232,23 @@ def test_a_job_started_on_one_replica_is_read_on_the_other(replicas):
     assert view["state"] == "succeeded" and "42" in json.dumps(view["result"]), view
 
 
+def test_a_process_id_names_its_replica_and_the_other_says_where_to_go(replicas):
+    a, b, agent, proxy = replicas
+    status, body = request(a["base"], "/api/v1/tools/process_exec/execute", agent, "POST",
+                           {"arguments": {"cmd": "sleep 44.25"}})
+    assert status == 200 and not body["is_error"], body
+    pid = body["structured"]["id"]
+    assert pid.startswith("a.p"), pid
+    # Asked on the other replica: not "unknown", but where it runs.
+    status, body = request(b["base"], "/api/v1/tools/process_read_output/execute", agent, "POST",
+                           {"arguments": {"id": pid}})
+    said = json.dumps(body)
+    assert status == 404 and "replica `a`" in said and "this is `b`" in said, (status, body)
+    status, body = request(a["base"], "/api/v1/tools/process_stop/execute", agent, "POST",
+                           {"arguments": {"id": pid}})
+    assert status == 200 and not body["is_error"], body
+
+
 def test_one_event_stream_holds_every_replicas_events(replicas):
     a, b, agent, proxy = replicas
     # B's live stream, open before anything happens on A.

@@ -160,6 +160,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Move this toolshed's state from its SQLite file to a Postgres database
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Serve a workspace of this machine to a toolshed elsewhere, over stdin and stdout (the
     /// far side of an ssh://, docker:// or podman:// workspace; docs/backends.md)
     Worker {
@@ -339,6 +344,21 @@ pub(crate) enum TokenCommand {
     Revoke {
         /// The token's id (or the whole token)
         id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum StoreCommand {
+    /// Copy every row of the data dir's toolshed.db (plugin state and config, grants,
+    /// tokens, approvals, jobs, events, memories, audit, todo lists, schedules) into an
+    /// empty Postgres database, in one transaction, and check the counts on both sides
+    Migrate {
+        /// The target: postgres://USER:PASSWORD@HOST:PORT/DATABASE (an empty database)
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
     },
 }
 

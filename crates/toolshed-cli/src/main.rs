@@ -131,6 +131,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: cli::SshCommand::Trust { target, replace },
         } => return commands::remote::trust(&cli.global, &target, replace),
         Command::Audit(args) => return commands::audit::run(&cli.global, args).await,
+        Command::Store {
+            command: cli::StoreCommand::Migrate { to, json },
+        } => return commands::store::migrate(&cli.global, &to, json).await,
         Command::Plugins {
             command: PluginsCommand::Inspect { dir, json },
         } => return commands::plugins::inspect(&dir, json),
@@ -247,6 +250,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         | Command::Config { .. }
         | Command::Worker { .. }
         | Command::Ssh { .. }
+        | Command::Store { .. }
         | Command::Audit(_) => Ok(()),
         Command::Token {
             command: Some(command),

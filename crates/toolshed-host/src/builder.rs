@@ -253,6 +253,12 @@ impl HostBuilder {
             catalog: Default::default(),
             notices: Default::default(),
             env_files: Arc::new(env.vars()),
+            // Replicas share a database: ids of what lives in one process name it.
+            replica: config
+                .store
+                .url
+                .is_some()
+                .then(|| Arc::from(config.server.replica_name())),
         })
     }
 

@@ -529,18 +529,27 @@ impl StateStore {
     }
 
     /// Revokes the token `id`; `false` when there is no such token (or it was revoked).
+    /// Every toolshed sharing the database forgets it at once.
     pub fn revoke_token(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.strip_prefix(TOKEN_PREFIX).unwrap_or(id);
         let id = id.split('_').next().unwrap_or(id);
-        self.db(|db| {
-            Ok(db.execute(
+        let revoked = self.db(|db| {
+            let revoked = db.execute(
                 "UPDATE tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
                 args![id, now_ms()],
-            )? > 0)
-        })
+            )? > 0;
+            #[cfg(feature = "postgres")]
+            if revoked && db.dialect() == crate::store::db::Dialect::Postgres {
+                crate::store::postgres::notify_revoked(db, id)?;
+            }
+            Ok(revoked)
+        })?;
+        self.token_cache().forget(id);
+        Ok(revoked)
     }
 
     /// The token `presented` is, when it is a live agent token (not revoked, not expired).
+    /// On a shared database a token read lately is not read again ([`Self::token_cache`]).
     pub fn authenticate(&self, presented: &str) -> Result<Option<TokenRecord>, StoreError> {
         let Some((id, secret)) = presented
             .strip_prefix(TOKEN_PREFIX)
@@ -549,32 +558,59 @@ impl StateStore {
             return Ok(None);
         };
         let now = now_ms();
-        self.db(|db| {
-            let Some(found) = db.query_opt(
-                &format!("SELECT {COLUMNS}, hash FROM tokens WHERE id = ?1"),
-                args![id],
-            )?
-            else {
-                return Ok(None);
-            };
-            let (token, hash) = (record(&found)?, found.text(7)?);
-            let live = token.revoked_ms.is_none() && token.expires_ms.is_none_or(|e| e > now);
-            if !toolshed_core::secret::constant_time_eq(hash.as_bytes(), digest(secret).as_bytes())
-                || !live
-            {
-                return Ok(None);
+        let cached = match self.token_cache().get(id) {
+            Some(cached) => cached,
+            None => {
+                let found = self.db(|db| {
+                    db.query_opt(
+                        &format!("SELECT {COLUMNS}, hash FROM tokens WHERE id = ?1"),
+                        args![id],
+                    )?
+                    .map(|row| {
+                        Ok(crate::store::token_cache::Cached {
+                            record: record(&row)?,
+                            hash: row.text(7)?,
+                        })
+                    })
+                    .transpose()
+                })?;
+                let Some(found) = found else {
+                    return Ok(None);
+                };
+                self.token_cache().put(id, found.clone());
+                found
             }
-            if token
-                .last_used_ms
-                .is_none_or(|t| now - t >= LAST_USED_EVERY_MS)
-            {
+        };
+        let token = cached.record;
+        let live = token.revoked_ms.is_none() && token.expires_ms.is_none_or(|e| e > now);
+        if !toolshed_core::secret::constant_time_eq(
+            cached.hash.as_bytes(),
+            digest(secret).as_bytes(),
+        ) || !live
+        {
+            return Ok(None);
+        }
+        if token
+            .last_used_ms
+            .is_none_or(|t| now - t >= LAST_USED_EVERY_MS)
+        {
+            self.db(|db| {
                 db.execute(
                     "UPDATE tokens SET last_used_ms = ?2 WHERE id = ?1",
                     args![id, now],
-                )?;
-            }
-            Ok(Some(token))
-        })
+                )
+            })?;
+            let mut used = token.clone();
+            used.last_used_ms = Some(now);
+            self.token_cache().put(
+                id,
+                crate::store::token_cache::Cached {
+                    record: used,
+                    hash: cached.hash,
+                },
+            );
+        }
+        Ok(Some(token))
     }
 }
 

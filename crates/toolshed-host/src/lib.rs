@@ -102,7 +102,7 @@ pub use kit::{NotATime, NotAnHttpUrl, local_time, parse_since};
 pub use policy::{AllowAll, Policy, PolicyDecision, RulePolicy, SandboxEscalation};
 pub use registry::{Diagnostic, PluginInfo, PluginState, Registry, Root};
 pub use review::{BUILTIN_PROFILES, CompiledRules, Review, RuleError, Subject};
-pub use store::{AuditRecord, StateStore, StoreError, now_ms};
+pub use store::{AuditRecord, MigrateError, StateStore, StoreError, now_ms};
 pub use suggest::closest;
 pub use toolshed_ops::Services;
 

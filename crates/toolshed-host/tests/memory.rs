@@ -30,6 +30,7 @@ fn fixture(config: MemoryConfig) -> Fixture {
             let config = toolshed_host::config::StoreConfig {
                 url: Some(fresh_database()),
                 max_connections: 2,
+                ..Default::default()
             };
             let store = StateStore::open_with(&path, &config).unwrap();
             assert_eq!(store.engine_name(), "postgres");
@@ -685,6 +686,7 @@ fn two_servers_appending_to_one_journal_on_postgres_lose_nothing() {
             let config = toolshed_host::config::StoreConfig {
                 url: Some(url.clone()),
                 max_connections: 2,
+                ..Default::default()
             };
             let store =
                 Arc::new(StateStore::open_with(&dir.path().join("toolshed.db"), &config).unwrap());

@@ -42,6 +42,11 @@ pub struct Services {
     /// The variables of the workspace's `.env` files: what a tool reading a variable
     /// (a search provider's key) falls back to when the process environment lacks it.
     pub env_files: Arc<std::collections::BTreeMap<String, String>>,
+    /// This toolshed's replica name when it shares its state with others (a database of
+    /// several replicas): what lives in this process only (a background process) carries
+    /// it in its id, so that a call reaching another replica can be told where to go.
+    /// `None` on a toolshed of its own.
+    pub replica: Option<Arc<str>>,
 }
 
 /// Something that happened that a client may want to hear of without asking:
@@ -134,6 +139,7 @@ impl Services {
             catalog: Arc::new(CatalogSignals::default()),
             notices: Arc::new(Notices::default()),
             env_files: Arc::default(),
+            replica: None,
         }
     }
 

@@ -802,8 +802,10 @@ function questionForm(q) {
 async function jobs(args, gen) {
   const box = h("div", {});
   const detail = h("pre", { id: "job-detail", hidden: true });
+  const owner = h("input", { type: "search", id: "jobs-owner", placeholder: "Owner (all)", "aria-label": "Only this owner's jobs" });
   const load = async () => {
-    const list = (await api("/jobs")).jobs.slice().reverse();
+    const wanted = owner.value.trim();
+    const list = (await api(`/jobs${wanted ? `?${new URLSearchParams({ owner: wanted })}` : ""}`)).jobs.slice().reverse();
     box.replaceChildren(list.length
       ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Job"), h("th", {}, "Tool"), h("th", {}, "Owner"), h("th", {}, "State"), h("th", {}, "Started"), h("th", { class: "wide" }, "Latest"), h("th", {}, ""))),
         h("tbody", {}, list.map((j) => h("tr", { "data-job": j.id },
@@ -823,7 +825,9 @@ async function jobs(args, gen) {
   };
   render(gen, h("h1", {}, "Jobs"),
     h("p", { class: "muted" }, "Calls that outlive their request: REST jobs and MCP tasks, the same objects; kept [jobs] retention_secs after they end."),
+    h("div", { class: "toolbar" }, h("label", { for: "jobs-owner" }, "Owner"), owner),
     box, detail);
+  owner.addEventListener("change", () => attempt(load));
   await load();
   // `#/jobs/ID` (a schedule's last job, say) opens that job's record.
   if (args[0]) await show(args[0]);

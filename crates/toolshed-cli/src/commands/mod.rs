@@ -13,5 +13,6 @@ pub(crate) mod policy;
 pub(crate) mod remote;
 pub(crate) mod sandbox;
 pub(crate) mod serve;
+pub(crate) mod store;
 pub(crate) mod token;
 pub(crate) mod tools;

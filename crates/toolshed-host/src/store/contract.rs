@@ -36,6 +36,7 @@ fn stores() -> Vec<(StateStore, tempfile::TempDir)> {
                 &StoreConfig {
                     url: Some(url),
                     max_connections: 4,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -490,6 +491,7 @@ fn reserved_sequence_blocks_never_overlap_across_stores() {
         let config = StoreConfig {
             url: Some(fresh_database(&admin)),
             max_connections: 4,
+            ..Default::default()
         };
         pairs.push((
             StateStore::open_with(&other.path().join("a.db"), &config).unwrap(),
@@ -528,6 +530,7 @@ fn a_change_made_through_one_store_is_heard_by_another_on_the_same_postgres() {
     let config = StoreConfig {
         url: Some(fresh_database(&admin)),
         max_connections: 2,
+        ..Default::default()
     };
     // Two replicas: two data dirs, one database.
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -562,6 +565,57 @@ fn a_change_made_through_one_store_is_heard_by_another_on_the_same_postgres() {
     a.set_plugin_enabled("p", true).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(a.data_version().unwrap(), own);
+}
+
+#[test]
+fn a_token_revoked_on_one_replica_is_refused_by_another_that_cached_it() {
+    let Ok(admin) = std::env::var("TOOLSHED_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("TOOLSHED_REQUIRE_POSTGRES").is_none(),
+            "TOOLSHED_REQUIRE_POSTGRES is set but TOOLSHED_TEST_POSTGRES_URL is not"
+        );
+        return;
+    };
+    let config = StoreConfig {
+        url: Some(fresh_database(&admin)),
+        max_connections: 2,
+        // Long enough that only the pushed revocation can make b forget it.
+        token_cache_secs: 3600,
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = StateStore::open_with(&dir_a.path().join("toolshed.db"), &config).unwrap();
+    let b = StateStore::open_with(&dir_b.path().join("toolshed.db"), &config).unwrap();
+    let made = a.create_token("alice", &[], None).unwrap();
+    // b reads it once and keeps it: the database is not asked again.
+    assert_eq!(b.authenticate(&made.token).unwrap().unwrap().owner, "alice");
+    assert!(b.token_cache().get(&made.record.id).is_some());
+    // A wrong secret with the cached id is still refused.
+    let (head, _) = made.token.rsplit_once('_').unwrap();
+    assert!(
+        b.authenticate(&format!("{head}_{}", "0".repeat(64)))
+            .unwrap()
+            .is_none()
+    );
+    // Revoked through a: b refuses it as soon as the word arrives.
+    assert!(a.revoke_token(&made.record.id).unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while b.authenticate(&made.token).unwrap().is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b still accepts a token revoked through a"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // With the cache off, every request reads the database.
+    let off = StoreConfig {
+        token_cache_secs: 0,
+        ..config
+    };
+    let dir_c = tempfile::tempdir().unwrap();
+    let c = StateStore::open_with(&dir_c.path().join("toolshed.db"), &off).unwrap();
+    let other = a.create_token("bob", &[], None).unwrap();
+    assert!(c.authenticate(&other.token).unwrap().is_some());
+    assert!(c.token_cache().get(&other.record.id).is_none());
 }
 
 #[test]
@@ -601,6 +655,7 @@ fn a_shared_install_row_cannot_reach_outside_the_plugin_root() {
         &StoreConfig {
             url: Some(fresh_database(&admin)),
             max_connections: 2,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -638,6 +693,7 @@ fn an_unreachable_database_is_named_with_the_reason_and_without_its_password() {
         &StoreConfig {
             url: Some("postgres://toolshed:s3cret@127.0.0.1:1/toolshed".into()),
             max_connections: 1,
+            ..Default::default()
         },
     )
     .unwrap_err()

@@ -21,6 +21,7 @@ mod audit_writer;
 #[cfg(all(test, feature = "postgres"))]
 mod contract;
 pub(crate) mod db;
+mod migrate;
 mod plugins;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
@@ -28,9 +29,11 @@ mod read_log;
 mod schema;
 mod seen;
 mod settings;
+pub(crate) mod token_cache;
 
 pub(crate) use schema::MIGRATIONS;
 
+pub use migrate::MigrateError;
 pub use settings::StoreConfig;
 
 use db::{Db, Dialect, SqliteDb, args};
@@ -140,6 +143,8 @@ pub(crate) struct Changes {
     /// Ids of events other toolsheds stored (the REST event log follows them); the
     /// channel is made when the first follower subscribes.
     events: std::sync::OnceLock<tokio::sync::broadcast::Sender<u64>>,
+    /// Agent tokens read lately (on a shared database only), forgotten when revoked.
+    pub(crate) tokens: token_cache::TokenCache,
 }
 
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
@@ -289,6 +294,11 @@ fn seal_clear_secrets(db: &mut dyn Db, secrets: &SecretBox, path: &Path) -> Resu
 pub(crate) const CHANGES_FILE: &str = "state.changed";
 
 impl StateStore {
+    /// The agent tokens read lately (kept on a shared database only).
+    pub(crate) fn token_cache(&self) -> &token_cache::TokenCache {
+        &self.changes.tokens
+    }
+
     /// Tells watching servers that plugin choices changed: rewrites [`CHANGES_FILE`].
     pub(crate) fn mark_changed(&self) {
         #[cfg(feature = "postgres")]
@@ -317,21 +327,26 @@ impl StateStore {
     pub fn open_with(path: &Path, store: &StoreConfig) -> Result<Self, StoreError> {
         match store.url.as_deref() {
             None => Self::open(path),
-            Some(url) => Self::open_postgres(path, url, store.max_connections),
+            Some(url) => Self::open_postgres(path, url, store),
         }
     }
 
     #[cfg(feature = "postgres")]
-    fn open_postgres(path: &Path, url: &str, max_connections: usize) -> Result<Self, StoreError> {
-        let pool = postgres::Pool::connect(url, max_connections)?;
+    fn open_postgres(path: &Path, url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
+        let pool = postgres::Pool::connect(url, config.max_connections)?;
         postgres::migrate(&pool)?;
         let store = Self::open_on(path, Some(Arc::new(pool)))?;
         postgres::listen(url, store.me.clone(), Arc::downgrade(&store.changes))?;
+        // Revocations reach it through the listener just started.
+        store
+            .changes
+            .tokens
+            .enable(std::time::Duration::from_secs(config.token_cache_secs));
         Ok(store)
     }
 
     #[cfg(not(feature = "postgres"))]
-    fn open_postgres(path: &Path, url: &str, _: usize) -> Result<Self, StoreError> {
+    fn open_postgres(path: &Path, url: &str, _: &StoreConfig) -> Result<Self, StoreError> {
         Err(StoreError::Open {
             path: path.to_path_buf(),
             message: format!(
@@ -468,6 +483,7 @@ impl StateStore {
                 count: std::sync::atomic::AtomicI64::new(0),
                 file: changes_file,
                 events: std::sync::OnceLock::new(),
+                tokens: token_cache::TokenCache::default(),
             }),
             seen_installs: seen::Seen::default(),
             me: format!(

@@ -529,6 +529,18 @@ pub(crate) fn notify_changed(db: &mut dyn Db, me: &str) -> Result<(), StoreError
     Ok(())
 }
 
+/// The channel a revoked agent token's id is said on, so that every toolshed forgets it.
+pub(crate) const TOKENS_CHANNEL: &str = "toolshed_tokens";
+
+/// Tells every toolshed sharing the database (this one too) that token `id` is revoked.
+pub(crate) fn notify_revoked(db: &mut dyn Db, id: &str) -> Result<(), StoreError> {
+    db.query(
+        "SELECT pg_notify(?1, ?2)::text",
+        &[SqlValue::from(TOKENS_CHANNEL), SqlValue::from(id)],
+    )?;
+    Ok(())
+}
+
 /// The channel toolsheds sharing a database tell each other on that they stored an event.
 pub(crate) const EVENTS_CHANNEL: &str = "toolshed_events";
 
@@ -568,7 +580,7 @@ pub(crate) fn listen(
             loop {
                 let connected = connect(&url).and_then(|mut client| {
                     client.batch_execute(&format!(
-                        "LISTEN {CHANGES_CHANNEL}; LISTEN {EVENTS_CHANNEL}"
+                        "LISTEN {CHANGES_CHANNEL}; LISTEN {EVENTS_CHANNEL}; LISTEN {TOKENS_CHANNEL}"
                     ))?;
                     Ok(client)
                 });
@@ -584,7 +596,11 @@ pub(crate) fn listen(
                     }
                 };
                 // What was said before this connection listened (at start, or while it was
-                // down) is not heard: look once, as if it had been.
+                // down) is not heard: look once, as if it had been, and forget the tokens
+                // read meanwhile (a revocation may have gone unheard).
+                if let Some(changes) = changes.upgrade() {
+                    changes.tokens.clear();
+                }
                 if !heard(&changes) {
                     return;
                 }
@@ -604,6 +620,12 @@ pub(crate) fn listen(
                             {
                                 changes.heard_event(id);
                             }
+                        }
+                        Ok(Some(word)) if word.channel() == TOKENS_CHANNEL => {
+                            let Some(changes) = changes.upgrade() else {
+                                return;
+                            };
+                            changes.tokens.forget(word.payload());
                         }
                         Ok(Some(word)) if word.payload() != me => {
                             if !heard(&changes) {

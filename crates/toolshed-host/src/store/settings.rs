@@ -12,6 +12,10 @@ pub struct StoreConfig {
     pub url: Option<String>,
     /// The most connections to Postgres one toolshed opens.
     pub max_connections: usize,
+    /// With Postgres: how long an agent token read from the database is trusted without
+    /// reading it again, in seconds (revocations are pushed to every toolshed at once, and
+    /// forget it sooner); 0 reads it on every request.
+    pub token_cache_secs: u64,
 }
 
 impl std::fmt::Debug for StoreConfig {
@@ -19,6 +23,7 @@ impl std::fmt::Debug for StoreConfig {
         f.debug_struct("StoreConfig")
             .field("url", &self.url.as_ref().map(|_| "(set)"))
             .field("max_connections", &self.max_connections)
+            .field("token_cache_secs", &self.token_cache_secs)
             .finish()
     }
 }
@@ -28,6 +33,7 @@ impl Default for StoreConfig {
         Self {
             url: None,
             max_connections: 8,
+            token_cache_secs: 60,
         }
     }
 }

@@ -56,6 +56,8 @@ struct ProcessTable {
     ports: Arc<PortDirectory>,
     /// Where an exit is announced (`process.exited`).
     notices: Arc<toolshed_ops::Notices>,
+    /// This replica's name, when replicas share the state: ids are `REPLICA.pN`.
+    replica: Option<Arc<str>>,
 }
 
 impl ProcessTable {
@@ -69,10 +71,30 @@ impl ProcessTable {
             .find(|b| b.id == id && b.owner == owner)
             .cloned()
             .ok_or_else(|| {
+                // An id another replica made: say where it lives.
+                if let (Some(mine), Some((theirs, _))) = (&self.replica, id.split_once('.'))
+                    && theirs != &**mine
+                {
+                    return ToolError::NotFound(format!(
+                        "background process `{id}` runs on replica `{theirs}`, and this is \
+                         `{mine}`: processes live in the toolshed that started them. Send \
+                         the call to `{theirs}` (a load balancer routes on the part of the \
+                         id before the first `.`, as for MCP sessions), or start the \
+                         process again here"
+                    ));
+                }
                 ToolError::NotFound(format!(
                     "no background process `{id}`; process_list shows yours"
                 ))
             })
+    }
+
+    /// The id of the `n`th process: `pN`, or `REPLICA.pN` when replicas share the state.
+    fn id(&self, n: u64) -> String {
+        match &self.replica {
+            Some(replica) => format!("{replica}.p{n}"),
+            None => format!("p{n}"),
+        }
     }
 }
 
@@ -207,6 +229,7 @@ pub fn process_plugin(services: &Services) -> Arc<dyn Plugin> {
         process: services.ops.process.clone(),
         ports: services.ports.clone(),
         notices: services.notices.clone(),
+        replica: services.replica.clone(),
     });
     {
         let table = table.clone();
@@ -333,7 +356,7 @@ async fn start(
         let process = table.process.spawn(&request).map_err(ToolError::from)?;
         let n = table.next.fetch_add(1, Ordering::Relaxed) + 1;
         let item = Arc::new(Background {
-            id: format!("p{n}"),
+            id: table.id(n),
             owner: owner_id.clone(),
             name,
             cmd: cmd.to_string(),
