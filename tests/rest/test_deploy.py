@@ -174,3 +174,65 @@ def test_two_servers_with_the_replicas_config_share_one_database(replica_documen
         for server in servers:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
+
+
+RENDER = REPO / "deploy" / "kubernetes" / "render.py"
+
+VALUE_SETS = [
+    ("toolshed.yaml", []),
+    ("toolshed.yaml", ["--image", "registry.example/toolshed:1.4.2", "--namespace", "agents",
+                       "--storage", "20Gi", "--cpu", "4", "--memory", "4Gi"]),
+    ("toolshed-replicas.yaml", []),
+    ("toolshed-replicas.yaml", ["--replicas", "5", "--namespace", "team-b", "--host", "tools.internal:443",
+                                "--memory", "512Mi", "--cpu", "500m"]),
+    ("toolshed-replicas.yaml", ["--replicas", "1", "--image", "toolshed:latest"]),
+]
+
+
+@pytest.mark.parametrize("manifest,values", VALUE_SETS)
+def test_the_manifests_rendered_with_several_values_are_valid_and_keep_their_guarantees(manifest, values):
+    import sys
+    out = subprocess.run([sys.executable, str(RENDER), manifest, *values], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    documents = [d for d in yaml.safe_load_all(out) if d]
+    for document in documents:
+        kubernetes_validate.validate(document, KUBERNETES, strict=True)
+    given = dict(zip(values[::2], values[1::2]))
+    deployment = next(d for d in documents if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    if "--replicas" in given:
+        assert deployment["spec"]["replicas"] == int(given["--replicas"])
+    if "--image" in given:
+        assert container["image"] == given["--image"]
+    if "--namespace" in given:
+        assert {d["metadata"]["namespace"] for d in documents} == {given["--namespace"]}
+        config = next(d for d in documents if d["kind"] == "ConfigMap")["data"]["config.toml"]
+        assert f"toolshed.{given['--namespace']}.svc:7070" in config and "default.svc" not in config, config
+    if "--host" in given:
+        config = next(d for d in documents if d["kind"] == "ConfigMap")["data"]["config.toml"]
+        assert f'"{given["--host"]}"' in config
+    if "--memory" in given:
+        assert container["resources"]["limits"]["memory"] == given["--memory"]
+    if "--storage" in given:
+        claim = next(d for d in documents if d["kind"] == "PersistentVolumeClaim")
+        assert claim["spec"]["resources"]["requests"]["storage"] == given["--storage"]
+    # What every rendering keeps: the restricted profile and the probes.
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["livenessProbe"] and container["readinessProbe"]
+
+
+@pytest.mark.parametrize("manifest,values,says", [
+    ("toolshed.yaml", ["--replicas", "2"], "one SQLite file"),
+    ("toolshed-replicas.yaml", ["--storage", "5Gi"], "no volume claim"),
+    ("toolshed.yaml", ["--memory", "lots"], "not a Kubernetes quantity"),
+    ("toolshed.yaml", ["--namespace", "Team_B"], "not a Kubernetes name"),
+    ("nope.yaml", [], "no manifest"),
+])
+def test_values_that_cannot_work_are_refused_with_why(manifest, values, says):
+    import sys
+    out = subprocess.run([sys.executable, str(RENDER), manifest, *values], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode != 0 and says in out.stderr, out.stderr
