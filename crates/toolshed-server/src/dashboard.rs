@@ -46,10 +46,12 @@ const MAX_SESSIONS: usize = 64;
 
 const INDEX: &str = include_str!("../dashboard/index.html");
 const SCRIPT: &str = include_str!("../dashboard/app.js");
+const PAGES: &str = include_str!("../dashboard/pages.js");
 const STYLE: &str = include_str!("../dashboard/app.css");
 
 /// The paths served without a token (the guard still checks Host and Origin).
-pub(crate) const OPEN_PATHS: &[&str] = &["/", "/ui/app.js", "/ui/app.css", "/login"];
+pub(crate) const OPEN_PATHS: &[&str] =
+    &["/", "/ui/app.js", "/ui/pages.js", "/ui/app.css", "/login"];
 /// Where the page asks who it is signed in as (and for its CSRF token).
 pub(crate) const SESSION_PATH: &str = "/api/ui/session";
 /// Where the page signs out.
@@ -242,6 +244,7 @@ pub(crate) fn routes(
     Router::new()
         .route("/", get(index))
         .route("/ui/app.js", get(script))
+        .route("/ui/pages.js", get(pages))
         .route("/ui/app.css", get(style))
         .route("/login", get(login))
         .route(SESSION_PATH, get(session))
@@ -282,6 +285,10 @@ async fn index() -> Response {
 
 async fn script() -> Response {
     asset(SCRIPT, "text/javascript; charset=utf-8")
+}
+
+async fn pages() -> Response {
+    asset(PAGES, "text/javascript; charset=utf-8")
 }
 
 async fn style() -> Response {
