@@ -73,6 +73,7 @@ pub(crate) async fn worker(
         mode: mode.as_str().into(),
         enforcement,
         sandbox_error,
+        shell: Some(toolshed_ops::process::local_shell().into()),
     };
     serve(ops, hello, tokio::io::stdin(), tokio::io::stdout())
         .await

@@ -218,7 +218,7 @@ impl CommandHook {
             Target::Command(command) => command,
             Target::Url { url, host } => return self.post(url, host, input).await,
         };
-        let request = SpawnRequest::new("bash")
+        let request = SpawnRequest::new(self.process.shell())
             .arg("-c")
             .arg(command)
             .stdin(Stdin::Piped)

@@ -501,4 +501,23 @@ pub trait ProcessOps: Send + Sync {
     fn check_sandbox(&self) -> Option<Result<crate::sandbox::Enforcement, OpsError>> {
         None
     }
+
+    /// The shell command lines run in, on the machine this backend starts processes on:
+    /// `bash` where that machine has it, else `sh`.
+    fn shell(&self) -> &'static str {
+        local_shell()
+    }
+}
+
+/// The shell for command lines on this machine: `bash` when it is on the `PATH` (else the
+/// default one), else `sh`. Looked up once.
+pub fn local_shell() -> &'static str {
+    static SHELL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        let path = std::env::var_os("PATH")
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| DEFAULT_PATH.into());
+        let found = std::env::split_paths(&path).any(|dir| dir.join("bash").is_file());
+        if found { "bash" } else { "sh" }
+    })
 }

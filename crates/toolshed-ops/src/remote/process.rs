@@ -280,4 +280,12 @@ impl ProcessOps for RemoteOps {
             .and_then(WireEnforcement::to_enforcement)
             .map(Ok)
     }
+
+    fn shell(&self) -> &'static str {
+        // Where the worker cannot be reached the spawn that follows says why.
+        match self.connection().ok().and_then(|c| c.hello.shell.clone()) {
+            Some(shell) if shell == "bash" => "bash",
+            _ => "sh",
+        }
+    }
 }

@@ -67,6 +67,10 @@ pub struct Hello {
     pub enforcement: Option<WireEnforcement>,
     /// Why the sandbox cannot be built there, when it cannot (commands are then refused).
     pub sandbox_error: Option<String>,
+    /// The shell command lines run in there (`bash` or `sh`); a worker that does not say
+    /// gets `sh`, which every such machine has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
 }
 
 /// [`Enforcement`] on the wire.

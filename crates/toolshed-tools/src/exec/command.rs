@@ -23,7 +23,6 @@ use super::spec::{
 };
 use super::{
     GROUP, Table, clamp_wait, config_usize, exit_fields, exit_line, millis, owner, render,
-    shell_program,
 };
 use crate::args::parse;
 
@@ -247,13 +246,14 @@ fn budget(max_output_bytes: u64) -> usize {
     max_output_bytes.clamp(MIN_OUTPUT_BYTES, MAX_OUTPUT_BYTES) as usize
 }
 
-/// Builds the spawn request for a command line run in `workdir` with `env` added.
+/// Builds the spawn request for a command line run by `shell` in `workdir` with `env` added.
 pub(crate) fn command_request(
+    shell: &str,
     cmd: &str,
     workdir: Option<&str>,
     env: Option<&BTreeMap<String, String>>,
 ) -> SpawnRequest {
-    let mut request = SpawnRequest::new(shell_program()).arg("-c").arg(cmd);
+    let mut request = SpawnRequest::new(shell).arg("-c").arg(cmd);
     // Interpreters and packages the command names by path (a virtualenv's python, a
     // script in node_modules) stay visible wherever they live, /tmp included.
     request.visible = toolshed_ops::sandbox::named_programs(cmd);
@@ -282,11 +282,16 @@ async fn exec(
     let timeout = millis("timeout_ms", args.timeout_ms, 1, MAX_TIMEOUT_MS)?;
     let yield_for = millis("yield_ms", args.yield_ms, 0, MAX_YIELD_MS)?;
     let budget = budget(args.max_output_bytes);
-    let mut request =
-        command_request(cmd, args.workdir.as_deref(), args.env.as_ref()).limits(OutputLimits {
-            kill_after_bytes: Some(KILL_AFTER_BYTES),
-            ..OutputLimits::default()
-        });
+    let mut request = command_request(
+        process.shell(),
+        cmd,
+        args.workdir.as_deref(),
+        args.env.as_ref(),
+    )
+    .limits(OutputLimits {
+        kill_after_bytes: Some(KILL_AFTER_BYTES),
+        ..OutputLimits::default()
+    });
     request.sandbox = super::effective_mode(args.sandbox.map(SandboxMode::from), ctx);
     request.escalation_approved = ctx.approved;
     request.write_scope = ctx.write_scope.clone();

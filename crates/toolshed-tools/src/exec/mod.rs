@@ -44,18 +44,6 @@ pub(crate) fn clamp_wait(ctx: &CallContext, asked: Duration) -> Duration {
     asked.min(left)
 }
 
-/// The shell that runs command lines: `bash` when it is on the PATH, else `sh`.
-pub(crate) fn shell_program() -> &'static str {
-    static SHELL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
-    SHELL.get_or_init(|| {
-        let path = std::env::var_os("PATH")
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| toolshed_ops::process::DEFAULT_PATH.into());
-        let found = std::env::split_paths(&path).any(|dir| dir.join("bash").is_file());
-        if found { "bash" } else { "sh" }
-    })
-}
-
 /// Output read from a process for a reply: cleaned text within a byte budget.
 #[derive(Debug, Default)]
 pub(crate) struct Rendered {

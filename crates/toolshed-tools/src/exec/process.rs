@@ -320,12 +320,17 @@ async fn start(
             })
             .transpose()?;
     let name = args.name;
-    let mut request =
-        command_request(cmd, args.workdir.as_deref(), args.env.as_ref()).limits(OutputLimits {
-            head_bytes: 16 * 1024,
-            tail_bytes: 1024 * 1024,
-            kill_after_bytes: None,
-        });
+    let mut request = command_request(
+        table.process.shell(),
+        cmd,
+        args.workdir.as_deref(),
+        args.env.as_ref(),
+    )
+    .limits(OutputLimits {
+        head_bytes: 16 * 1024,
+        tail_bytes: 1024 * 1024,
+        kill_after_bytes: None,
+    });
     request.sandbox = super::effective_mode(args.sandbox.map(SandboxMode::from), ctx);
     request.escalation_approved = ctx.approved;
     request.write_scope = ctx.write_scope.clone();

@@ -20,7 +20,7 @@ use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Process, SpawnRequest, Stdin, Stop, Stream};
 
 use super::spec::{SHELL_MAX_TIMEOUT_MS, ShellArgs};
-use super::{clamp_wait, millis, render_to, shell_program};
+use super::{clamp_wait, millis, render_to};
 
 const OUTPUT_BUDGET: usize = 32 * 1024;
 /// The most shells kept at once (one per owner).
@@ -95,7 +95,7 @@ impl ShellTable {
                 }
             }
         }
-        let program = shell_program();
+        let program = self.process.shell();
         let mut request = SpawnRequest::new(program).stdin(Stdin::Piped);
         if program == "bash" {
             request = request.arg("--noprofile").arg("--norc");
