@@ -15,10 +15,21 @@ Values (each optional; what is not given stays as the manifest has it):
   --cpu LIMIT          the container's CPU limit (e.g. 4)
   --memory LIMIT       the container's memory limit (e.g. 4Gi)
   --host NAME:PORT     another name clients reach the Service by (repeat)
+  --command-sandbox    give the pod what the command sandbox needs, so that commands run
+                       (sandboxed) instead of being refused: a user namespace
+                       (hostUsers: false), procMount: Unmasked, and the seccomp profile
+                       seccomp/toolshed.json as a Localhost profile. The pod then meets the
+                       `baseline` Pod Security level (Kubernetes 1.35 or later), not
+                       `restricted`; docs/deploy.md, "Commands in a pod"
+  --seccomp-profile P  where that profile is under the kubelet's seccomp directory
+                       (default profiles/toolshed.json)
+  --apparmor-profile N a Localhost AppArmor profile for the container (AppArmor nodes: the
+                       runtime's default profile refuses mount)
 
-The result keeps what the manifest guarantees (PodSecurity `restricted`, probes, the grace
-period); tests/rest/test_deploy.py renders several sets of values and validates each
-against the Kubernetes API schemas. Needs PyYAML (Debian: python3-yaml).
+Without --command-sandbox the result keeps what the manifest guarantees (Pod Security
+`restricted`, probes, the grace period); tests/rest/test_deploy.py renders several sets of
+values, validates each against the Kubernetes API schemas and checks the Pod Security
+level each meets. Needs PyYAML (Debian: python3-yaml).
 """
 
 import argparse
@@ -38,7 +49,7 @@ def fail(message):
 
 
 def render(manifest, replicas=None, image=None, namespace=None, storage=None, cpu=None, memory=None,
-           hosts=()):
+           hosts=(), command_sandbox=False, seccomp_profile=None, apparmor_profile=None):
     """The documents of `manifest` (a file of this directory, or a path) with the values set."""
     path = Path(manifest)
     if not path.is_file():
@@ -75,6 +86,11 @@ def render(manifest, replicas=None, image=None, namespace=None, storage=None, cp
             fail(f"--storage: {path.name} has no volume claim (its data dir is per pod)")
         for claim in claims:
             claim["spec"]["resources"]["requests"]["storage"] = storage
+    if (seccomp_profile is not None or apparmor_profile is not None) and not command_sandbox:
+        fail("--seccomp-profile and --apparmor-profile go with --command-sandbox")
+    if command_sandbox:
+        give_the_sandbox(deployment["spec"]["template"]["spec"], container,
+                         seccomp_profile or "profiles/toolshed.json", apparmor_profile)
     config = next(d for d in documents if d["kind"] == "ConfigMap")
     text = config["data"]["config.toml"]
     names = []
@@ -101,6 +117,25 @@ def render(manifest, replicas=None, image=None, namespace=None, storage=None, cp
     return documents
 
 
+def give_the_sandbox(pod, container, seccomp_profile, apparmor_profile):
+    """What the command sandbox is built from: its own user namespace inside the pod's, a
+    /proc it may mount over (the runtime's masks stop that), and the namespace and mount
+    calls RuntimeDefault refuses without CAP_SYS_ADMIN. No capability is added and nothing
+    of the host is shared."""
+    if not re.match(r"^[A-Za-z0-9._/-]+$", seccomp_profile) or seccomp_profile.startswith("/") \
+            or ".." in seccomp_profile.split("/"):
+        fail(f"--seccomp-profile {seccomp_profile!r}: give a path under the kubelet's seccomp "
+             "directory, such as profiles/toolshed.json")
+    pod["hostUsers"] = False
+    pod["securityContext"]["seccompProfile"] = {"type": "Localhost", "localhostProfile": seccomp_profile}
+    context = container["securityContext"]
+    context["procMount"] = "Unmasked"
+    if apparmor_profile is not None:
+        if not re.match(r"^[A-Za-z0-9._-]+$", apparmor_profile):
+            fail(f"--apparmor-profile {apparmor_profile!r} is not an AppArmor profile name")
+        context["appArmorProfile"] = {"type": "Localhost", "localhostProfile": apparmor_profile}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("manifest")
@@ -111,9 +146,13 @@ def main():
     parser.add_argument("--cpu")
     parser.add_argument("--memory")
     parser.add_argument("--host", action="append", default=[])
+    parser.add_argument("--command-sandbox", action="store_true")
+    parser.add_argument("--seccomp-profile")
+    parser.add_argument("--apparmor-profile")
     args = parser.parse_args()
     documents = render(args.manifest, args.replicas, args.image, args.namespace, args.storage, args.cpu,
-                       args.memory, args.host)
+                       args.memory, args.host, args.command_sandbox, args.seccomp_profile,
+                       args.apparmor_profile)
     sys.stdout.write(yaml.safe_dump_all(documents, sort_keys=False))
 
 

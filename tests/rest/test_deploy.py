@@ -1,6 +1,6 @@
 """The Kubernetes manifests in deploy/kubernetes: valid against the Kubernetes API schemas
 (kubernetes-validate, strict: unknown fields are errors), within the PodSecurity
-`restricted` profile, with probes and a config that a real `toolshed serve` answers and
+`restricted` profile (`baseline` when rendered with --command-sandbox), with probes and a config that a real `toolshed serve` answers and
 loads."""
 
 import os
@@ -186,7 +186,63 @@ VALUE_SETS = [
     ("toolshed-replicas.yaml", ["--replicas", "5", "--namespace", "team-b", "--host", "tools.internal:443",
                                 "--memory", "512Mi", "--cpu", "500m"]),
     ("toolshed-replicas.yaml", ["--replicas", "1", "--image", "toolshed:latest"]),
+    ("toolshed.yaml", ["--command-sandbox"]),
+    ("toolshed-replicas.yaml", ["--replicas", "3", "--command-sandbox", "--seccomp-profile", "team/toolshed.json",
+                                "--apparmor-profile", "toolshed"]),
 ]
+
+
+def pod_security_level(pod):
+    """The highest Pod Security level (`restricted`, `baseline`, else `privileged`) the pod
+    meets, by the controls of the Pod Security Standards at policy version 1.35 that a pod
+    of these manifests can touch, and why it misses the next level up."""
+    containers = pod.get("containers", []) + pod.get("initContainers", [])
+    contexts = [c.get("securityContext") or {} for c in containers]
+    pod_context = pod.get("securityContext") or {}
+    user_namespace = pod.get("hostUsers") is False
+    baseline, restricted = [], []
+    if any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC")):
+        baseline.append("host namespaces")
+    if any(c.get("privileged") for c in contexts):
+        baseline.append("privileged")
+    allowed = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+               "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+    if any(set((c.get("capabilities") or {}).get("add", [])) - allowed for c in contexts):
+        baseline.append("capabilities added")
+    if any("hostPath" in v for v in pod.get("volumes", [])):
+        baseline.append("hostPath")
+    if any(p.get("hostPort") for c in containers for p in c.get("ports", [])):
+        baseline.append("hostPort")
+    for context in [pod_context, *contexts]:
+        if (context.get("appArmorProfile") or {}).get("type", "RuntimeDefault") not in ("RuntimeDefault", "Localhost"):
+            baseline.append("AppArmor unconfined")
+        if (context.get("seccompProfile") or {}).get("type", "RuntimeDefault") not in ("RuntimeDefault", "Localhost"):
+            baseline.append("seccomp unconfined")
+    unmasked = [c for c in contexts if c.get("procMount", "Default") != "Default"]
+    if unmasked:
+        restricted.append("procMount: Unmasked")
+        if not user_namespace:
+            baseline.append("procMount: Unmasked without a user namespace")
+    if any(c.get("allowPrivilegeEscalation") is not False for c in contexts):
+        restricted.append("allowPrivilegeEscalation")
+    if not user_namespace and not all(c.get("runAsNonRoot", pod_context.get("runAsNonRoot")) for c in contexts):
+        restricted.append("runAsNonRoot")
+    if not user_namespace and any(c.get("runAsUser", pod_context.get("runAsUser")) == 0 for c in contexts):
+        restricted.append("runAsUser 0")
+    for context in contexts:
+        capabilities = context.get("capabilities") or {}
+        if "ALL" not in capabilities.get("drop", []) or set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            restricted.append("capabilities")
+        if (context.get("seccompProfile") or pod_context.get("seccompProfile") or {}).get("type") \
+                not in ("RuntimeDefault", "Localhost"):
+            restricted.append("seccomp not set")
+    core = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "image", "persistentVolumeClaim",
+            "projected", "secret"}
+    if any(not (set(v) - {"name"}) <= core for v in pod.get("volumes", [])):
+        restricted.append("volume types")
+    if baseline:
+        return "privileged", baseline
+    return ("baseline", restricted) if restricted else ("restricted", [])
 
 
 @pytest.mark.parametrize("manifest,values", VALUE_SETS)
@@ -197,7 +253,10 @@ def test_the_manifests_rendered_with_several_values_are_valid_and_keep_their_gua
     documents = [d for d in yaml.safe_load_all(out) if d]
     for document in documents:
         kubernetes_validate.validate(document, KUBERNETES, strict=True)
-    given = dict(zip(values[::2], values[1::2]))
+    given, rest = {}, list(values)
+    while rest:
+        flag = rest.pop(0)
+        given[flag] = rest.pop(0) if rest and not rest[0].startswith("--") else True
     deployment = next(d for d in documents if d["kind"] == "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -217,11 +276,47 @@ def test_the_manifests_rendered_with_several_values_are_valid_and_keep_their_gua
     if "--storage" in given:
         claim = next(d for d in documents if d["kind"] == "PersistentVolumeClaim")
         assert claim["spec"]["resources"]["requests"]["storage"] == given["--storage"]
-    # What every rendering keeps: the restricted profile and the probes.
+    # What every rendering keeps: the restricted profile (all of it but procMount where the
+    # command sandbox is given what it needs) and the probes.
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert container["livenessProbe"] and container["readinessProbe"]
+    level, misses = pod_security_level(pod)
+    if "--command-sandbox" in values:
+        assert (level, misses) == ("baseline", ["procMount: Unmasked"]), (level, misses)
+        assert pod["hostUsers"] is False
+        assert pod["securityContext"]["seccompProfile"] == {
+            "type": "Localhost", "localhostProfile": given.get("--seccomp-profile", "profiles/toolshed.json")}
+        if "--apparmor-profile" in given:
+            assert container["securityContext"]["appArmorProfile"] == {
+                "type": "Localhost", "localhostProfile": given["--apparmor-profile"]}
+    else:
+        assert (level, misses) == ("restricted", []), (level, misses)
+
+
+def test_the_level_check_sees_what_each_level_forbids():
+    """The check above is not vacuous: each setting the sandbox was once run with in a
+    container (docs/sandbox.md) drops the pod below the level it forbids."""
+    base = {"securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "t", "securityContext": {"allowPrivilegeEscalation": False,
+                                                             "capabilities": {"drop": ["ALL"]}}}],
+            "volumes": [{"name": "d", "emptyDir": {}}]}
+    assert pod_security_level(base) == ("restricted", [])
+    import copy
+    for change, level in [
+        (lambda p: p["securityContext"].update(seccompProfile={"type": "Unconfined"}), "privileged"),
+        (lambda p: p["containers"][0]["securityContext"].update(appArmorProfile={"type": "Unconfined"}), "privileged"),
+        (lambda p: p["containers"][0]["securityContext"].update(procMount="Unmasked"), "privileged"),
+        (lambda p: (p["containers"][0]["securityContext"].update(procMount="Unmasked"), p.update(hostUsers=False)),
+         "baseline"),
+        (lambda p: p["containers"][0]["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]), "privileged"),
+        (lambda p: p["volumes"].append({"name": "h", "hostPath": {"path": "/"}}), "privileged"),
+        (lambda p: p["containers"][0]["securityContext"].update(allowPrivilegeEscalation=True), "baseline"),
+    ]:
+        pod = copy.deepcopy(base)
+        change(pod)
+        assert pod_security_level(pod)[0] == level, (pod, pod_security_level(pod))
 
 
 @pytest.mark.parametrize("manifest,values,says", [
@@ -230,9 +325,31 @@ def test_the_manifests_rendered_with_several_values_are_valid_and_keep_their_gua
     ("toolshed.yaml", ["--memory", "lots"], "not a Kubernetes quantity"),
     ("toolshed.yaml", ["--namespace", "Team_B"], "not a Kubernetes name"),
     ("nope.yaml", [], "no manifest"),
+    ("toolshed.yaml", ["--seccomp-profile", "profiles/toolshed.json"], "go with --command-sandbox"),
+    ("toolshed.yaml", ["--command-sandbox", "--seccomp-profile", "/var/lib/kubelet/x.json"],
+     "under the kubelet's seccomp directory"),
+    ("toolshed.yaml", ["--command-sandbox", "--apparmor-profile", "two words"], "not an AppArmor profile name"),
 ])
 def test_values_that_cannot_work_are_refused_with_why(manifest, values, says):
     import sys
     out = subprocess.run([sys.executable, str(RENDER), manifest, *values], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode != 0 and says in out.stderr, out.stderr
+
+
+def test_the_seccomp_profile_allows_what_the_sandbox_is_built_from_and_refuses_the_kernels_reach():
+    import json
+    profile = json.loads((REPO / "deploy" / "kubernetes" / "seccomp" / "toolshed.json").read_text())
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    assert {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64"} <= set(profile["architectures"])
+    denied = {name for rule in profile["syscalls"] if rule["action"] == "SCMP_ACT_ERRNO" for name in rule["names"]}
+    assert all(rule["action"] == "SCMP_ACT_ERRNO" for rule in profile["syscalls"]), "the profile only refuses"
+    # What the sandbox helper calls (crates/toolshed-ops/src/sandbox/helper): none refused.
+    for needed in ("unshare", "setns", "mount", "umount2", "pivot_root", "clone", "clone3", "seccomp", "prctl",
+                   "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "execve"):
+        assert needed not in denied, needed
+    # What no pod of toolshed's needs and what reaches the kernel's own state: refused.
+    for kernel in ("kexec_load", "init_module", "finit_module", "bpf", "perf_event_open", "keyctl", "add_key",
+                   "io_uring_setup", "userfaultfd", "ptrace", "open_by_handle_at", "reboot", "swapon",
+                   "fsopen", "move_mount", "clock_settime"):
+        assert kernel in denied, kernel

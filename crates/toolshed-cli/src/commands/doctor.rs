@@ -139,7 +139,12 @@ fn checks(host: &Host) -> Vec<Check> {
                 e.enforced.join(", ")
             ),
         ),
-        Some(Err(e)) => push("sandbox", Status::Error, e.to_string()),
+        Some(Err(e)) => {
+            push("sandbox", Status::Error, e.to_string());
+            if let (false, Some(advice)) = (remote, super::sandbox::pod_advice()) {
+                push("pod", Status::Error, advice.into());
+            }
+        }
     }
     // Descriptors: raised at start to the hard limit; what that leaves for connections.
     let nofile = toolshed_ops::raise_descriptor_limit();

@@ -28,6 +28,7 @@ pub(crate) fn check(host: &Host, json: bool) -> Result<(), Failure> {
             "network": if error.is_some() { configured.network.as_str() } else { network },
             "enforced": enforced,
             "error": error,
+            "pod": pod_advice().filter(|_| error.is_some()),
             "machine": layers.iter().map(|l| serde_json::json!({
                 "layer": l.name, "available": l.available, "detail": l.detail,
             })).collect::<Vec<_>>(),
@@ -47,7 +48,12 @@ pub(crate) fn check(host: &Host, json: bool) -> Result<(), Failure> {
                 outln!("mode {mode} · network {network}: a sandboxed `true` ran");
                 outln!("enforced: {}", enforced.join(", "));
             }
-            Some(e) => outln!("FAIL  {e}"),
+            Some(e) => {
+                outln!("FAIL  {e}");
+                if let Some(advice) = pod_advice() {
+                    outln!("{advice}");
+                }
+            }
         }
     }
     match error {
@@ -55,3 +61,18 @@ pub(crate) fn check(host: &Host, json: bool) -> Result<(), Failure> {
         None => Ok(()),
     }
 }
+
+/// Inside a Kubernetes pod (`KUBERNETES_SERVICE_HOST` is set), what the pod must grant
+/// the command sandbox when it cannot be built there; `None` elsewhere.
+pub(crate) fn pod_advice() -> Option<&'static str> {
+    std::env::var_os("KUBERNETES_SERVICE_HOST").map(|_| POD_ADVICE)
+}
+
+const POD_ADVICE: &str = "this is a Kubernetes pod: the command sandbox needs the pod in a \
+     user namespace (hostUsers: false) with procMount: Unmasked and the seccomp profile \
+     deploy/kubernetes/seccomp/toolshed.json (type Localhost, installed on each node; on \
+     AppArmor nodes also a Localhost AppArmor profile that allows mount), which the \
+     `baseline` Pod Security level allows (Kubernetes 1.35 or later; `restricted` forbids \
+     procMount: Unmasked). Render the manifest with `render.py --command-sandbox` \
+     (docs/deploy.md, \"Commands in a pod\"), or make the pod the boundary with [sandbox] \
+     mode = \"full-access\"";

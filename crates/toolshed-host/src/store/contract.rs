@@ -619,6 +619,41 @@ fn a_token_revoked_on_one_replica_is_refused_by_another_that_cached_it() {
 }
 
 #[test]
+fn a_batch_of_audit_rows_goes_in_whole_in_order_and_intact() {
+    for (store, _dir) in stores() {
+        let engine = store.engine_name();
+        // 700 rows: on Postgres chunks of 256, 256, 128, 32, 16, 8 and 4 rows.
+        let mut rows: Vec<AuditRecord> = (0..700)
+            .map(|i| {
+                record(
+                    i,
+                    "calculator",
+                    "alice",
+                    if i % 7 == 0 { "error" } else { "ok" },
+                )
+            })
+            .collect();
+        rows[699].approval = Some("granted".into());
+        rows[699].plugin = None;
+        store
+            .db(|db| crate::store::insert_audit_rows(db, &rows, 100_000))
+            .unwrap_or_else(|e| panic!("{engine}: {e}"));
+        let page = store
+            .audit_page(&AuditQuery {
+                limit: 1000,
+                ..Default::default()
+            })
+            .unwrap()
+            .rows;
+        let stored: Vec<AuditRecord> = page.into_iter().rev().map(|r| r.record).collect();
+        assert_eq!(stored.len(), 700, "{engine}");
+        for (got, want) in stored.iter().zip(&rows) {
+            assert_eq!(got, want, "{engine}");
+        }
+    }
+}
+
+#[test]
 fn the_audit_log_stays_bounded_past_its_pruning_points() {
     for (store, _dir) in stores() {
         let engine = store.engine_name();
