@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use toolshed_host::StateStore;
-use toolshed_host::memory::{Memories, MemoryConfig, MemoryError, NewMemory, Search};
+use toolshed_host::memory::{Memories, MemoryConfig, MemoryError, NewMemory, RANKED, Search};
 
 /// 2026-12-01T23:58:00Z.
 const LATE: i64 = 1_796_169_480_000;
@@ -726,4 +726,80 @@ fn two_servers_appending_to_one_journal_on_postgres_lose_nothing() {
             );
         }
     }
+}
+
+#[test]
+fn a_broad_search_ranks_the_callers_newest_matches_and_no_one_else_crowds_them_out() {
+    let f = fixture(MemoryConfig::default());
+    let m = &f.memories;
+    // Alice's matches first (the oldest), the best of them tagged; then more of Bob's
+    // than a search ranks, all newer.
+    let best = m
+        .store(
+            "alice",
+            NewMemory {
+                text: "rollout rollout rollout: the rollout plan".into(),
+                tags: vec!["ops".into()],
+                ..NewMemory::default()
+            },
+        )
+        .unwrap();
+    for i in 0..4 {
+        m.store(
+            "alice",
+            note(&format!(
+                "rollout note {i}, with many other words around the one that matches"
+            )),
+        )
+        .unwrap();
+    }
+    for i in 0..RANKED + 20 {
+        m.store("bob", note(&format!("rollout {i}"))).unwrap();
+    }
+    // Bob's newer matches do not take the places of Alice's: all five, the best first.
+    let found = search(m, "alice", "rollout");
+    assert_eq!(found.len(), 5, "{found:?}");
+    assert_eq!(found[0], best.id);
+    let tagged = m
+        .search(
+            "alice",
+            &Search {
+                query: "rollout".into(),
+                tags: vec!["ops".into()],
+                limit: 10,
+                ..Search::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(tagged.len(), 1);
+    assert_eq!(tagged[0].id, best.id);
+    // More of Alice's own than are ranked: the newest RANKED are, best first, and a page
+    // of them comes back whole.
+    for i in 0..RANKED + 10 {
+        m.store(
+            "alice",
+            note(&format!("rollout filler {i} and a few more words")),
+        )
+        .unwrap();
+    }
+    let page = m
+        .search(
+            "alice",
+            &Search {
+                query: "rollout".into(),
+                limit: 100,
+                ..Search::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(page.len(), 100);
+    assert!(
+        page.windows(2).all(|w| w[0].score >= w[1].score),
+        "not best first"
+    );
+    assert!(
+        page.iter().all(|f| f.id != best.id),
+        "the oldest match was ranked though {RANKED} newer ones match"
+    );
+    assert!(page.iter().all(|f| f.snippet.contains("**rollout**")));
 }

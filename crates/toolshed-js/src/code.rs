@@ -91,6 +91,7 @@ pub fn code_plugin_with(services: &Services, limits: JsLimits) -> Arc<dyn Plugin
             processes: services.ops.process.clone(),
         },
         running: Arc::new(Semaphore::new(MAX_RUNNING)),
+        spare: Arc::default(),
     };
     Arc::new(BuiltinPlugin::new(manifest, vec![Arc::new(tool)]))
 }
@@ -127,6 +128,29 @@ struct RunCode {
     limits: JsLimits,
     access: HostAccess,
     running: Arc<Semaphore>,
+    /// A runtime started ahead of the next snippet (made after each one is taken): starting
+    /// one costs about a millisecond, which the next call then does not wait for. Each is
+    /// used once, as a fresh one would be.
+    spare: Arc<std::sync::Mutex<Option<Snippet>>>,
+}
+
+impl RunCode {
+    /// A fresh runtime: the spare when there is one, else one started now; either way, the
+    /// next spare starts in the background.
+    async fn snippet(&self) -> Result<Snippet, ToolError> {
+        let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (slot, limits, access) = (self.spare.clone(), self.limits.clone(), self.access.clone());
+        tokio::spawn(async move {
+            if let Ok(next) = Snippet::start(&limits, &access).await {
+                // A spare already there (two calls at once) is dropped, which ends it.
+                let _ = slot.lock().unwrap_or_else(|p| p.into_inner()).replace(next);
+            }
+        });
+        match spare {
+            Some(spare) if !spare.tool.failed() => Ok(spare),
+            _ => Snippet::start(&self.limits, &self.access).await,
+        }
+    }
 }
 
 #[async_trait]
@@ -166,10 +190,10 @@ impl Tool for RunCode {
                 )));
             }
         };
-        let snippet = Snippet::start(&self.limits, &self.access).await?;
+        let snippet = self.snippet().await?;
         let inputs = json!({ "code": code, "max_log_bytes": MAX_LOG_BYTES });
         let outcome = snippet.tool.call(ctx, inputs).await;
-        snippet.stop();
+        drop(snippet);
         let output = outcome?;
         Ok(reply(output.structured.unwrap_or(Value::Null)))
     }
@@ -230,9 +254,11 @@ impl Snippet {
             shutdown: handle.shutdown,
         })
     }
+}
 
+impl Drop for Snippet {
     /// Ends the thread; it frees the runtime on its way out.
-    fn stop(self) {
+    fn drop(&mut self) {
         self.shutdown.cancel();
     }
 }

@@ -35,6 +35,11 @@ impl JsTool {
         Self { def, link }
     }
 
+    /// Whether its thread has failed or gone.
+    pub(crate) fn failed(&self) -> bool {
+        self.link.commands.is_closed() || failure_reason(&self.link.failure).is_some()
+    }
+
     fn stopped(&self) -> ToolError {
         let id = &self.link.plugin_id;
         match failure_reason(&self.link.failure) {

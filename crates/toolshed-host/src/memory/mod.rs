@@ -48,6 +48,10 @@ const MAX_TITLE_LEN: usize = 200;
 /// The most results of one search or page of a list.
 pub const MAX_PAGE: usize = 100;
 
+/// A search ranks at most this many of the caller's matches, the newest; a page is at most
+/// [`MAX_PAGE`].
+pub const RANKED: usize = 256;
+
 /// The memory owner a call's owner stands for (see the module docs).
 pub fn scope_of(owner: &str) -> String {
     let top = owner.split('/').next().unwrap_or(owner);
@@ -471,12 +475,26 @@ impl Memories {
         let sql = match dialect {
             Dialect::Sqlite => {
                 params.push(expr.into());
+                // The newest RANKED of the caller's matches: where more match, only those
+                // are ranked (BM25 costs about a microsecond a match, and a word in nearly
+                // every memory matches them all). Walking the index newest first to find
+                // them costs little; fewer matches, and every one is ranked.
+                let mut newest = format!(
+                    "SELECT f.rowid FROM memories_fts f CROSS JOIN memories m ON m.n = f.rowid
+                     WHERE f.memories_fts MATCH ?6 AND {conditions}"
+                );
+                tag_filter(dialect, &tags, &mut newest, &mut params);
+                // CROSS JOIN: the index leads, so that the rowid bound narrows its walk
+                // (led by `memories`, each row would be a MATCH of its own).
                 let mut sql = format!(
                     "SELECT m.id, m.title, m.namespace, m.tags, m.updated_ms,
                             bm25(memories_fts, 4.0, 1.0, 2.0) AS rank,
                             snippet(memories_fts, 1, '**', '**', '…', 24)
-                     FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid
-                     WHERE memories_fts MATCH ?6 AND {conditions}"
+                     FROM memories_fts CROSS JOIN memories m ON m.n = memories_fts.rowid
+                     WHERE memories_fts MATCH ?6 AND {conditions}
+                       AND memories_fts.rowid >= coalesce(({newest} ORDER BY f.rowid DESC
+                                                           LIMIT 1 OFFSET {}), 0)",
+                    RANKED - 1
                 );
                 tag_filter(dialect, &tags, &mut sql, &mut params);
                 sql.push_str(" ORDER BY rank LIMIT ?5");
@@ -486,9 +504,15 @@ impl Memories {
                 let (query, values) = query::ts_query(&search.query, params.len() + 1)
                     .map_err(|e| MemoryError::Invalid(e.to_string()))?;
                 params.extend(values.into_iter().map(SqlValue::from));
+                // As on SQLite: the newest RANKED of the caller's matches are ranked.
+                let mut newest =
+                    format!("SELECT m.n FROM memories m WHERE m.tsv @@ {query} AND {conditions}");
+                tag_filter(dialect, &tags, &mut newest, &mut params);
                 let mut ranked = format!(
                     "SELECT m.n, ts_rank_cd(m.tsv, {query}, 1) AS rank FROM memories m
-                     WHERE m.tsv @@ {query} AND {conditions}"
+                     WHERE m.tsv @@ {query} AND {conditions}
+                       AND m.n >= coalesce(({newest} ORDER BY m.n DESC LIMIT 1 OFFSET {}), 0)",
+                    RANKED - 1
                 );
                 tag_filter(dialect, &tags, &mut ranked, &mut params);
                 ranked.push_str(" ORDER BY rank DESC, m.n DESC LIMIT ?5");
