@@ -625,11 +625,12 @@ pub(crate) fn insert_audit_rows(
     }
     match db.dialect() {
         Dialect::Sqlite => {
+            let one_row = audit_insert(1);
             for record in rows {
                 // Not `RETURNING id`: SQLite buffers a RETURNING statement's rows in a table
                 // of its own, opened and dropped for each row, which cost the audit writer a
                 // quarter more time per row. The last id is asked for once, below.
-                db.execute(&audit_insert(1), &audit_values(record))?;
+                db.execute(&one_row, &audit_values(record))?;
             }
         }
         Dialect::Postgres => {
