@@ -1566,3 +1566,48 @@ fn a_write_kept_in_the_private_tmp_is_reported_not_passed_off_as_done() {
         "{out}"
     );
 }
+
+/// Signal numbers on Linux.
+mod libc_signal {
+    pub(super) const SIGINT: u32 = 2;
+    pub(super) const SIGQUIT: u32 = 3;
+    pub(super) const SIGPIPE: u32 = 13;
+}
+
+/// A sandboxed command starts with every signal at its default action, as a shell's child
+/// does: the helper is a Rust program, and Rust ignores `SIGPIPE` in its own processes, which
+/// the command would inherit (`yes | head -1` then ends `yes` with "Broken pipe" instead of
+/// the signal). Each way a command starts is checked.
+#[test]
+fn a_sandboxed_command_starts_with_the_default_signal_actions() {
+    let setup = Setup::new("");
+    let mut mcp = setup.mcp();
+    let script =
+        "grep '^SigIgn' /proc/self/status; yes | head -n 1; echo \"pipe ${PIPESTATUS[0]}\"";
+    for runner in [Runner::Pipes, Runner::Terminal, Runner::Background] {
+        let out = run(
+            &mut mcp,
+            runner,
+            &format!("bash -c '{}'", script.replace('\'', "'\\''")),
+        );
+        let ignored = out
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .unwrap_or_else(|| panic!("{runner:?}: no SigIgn line: {out}"));
+        // SIGINT (2), SIGQUIT (3) and SIGPIPE (13): what toolshed or its helper may have
+        // ignored itself. (What the test runner hands down, the command inherits as any
+        // program's child does.)
+        let ours = (1 << (libc_signal::SIGINT - 1))
+            | (1 << (libc_signal::SIGQUIT - 1))
+            | (1 << (libc_signal::SIGPIPE - 1));
+        assert_eq!(
+            ignored & ours,
+            0,
+            "{runner:?}: the command inherited ignored signals: {out}"
+        );
+        // 141 = 128 + SIGPIPE: `yes` ended by the signal, not by a write error.
+        assert!(out.contains("pipe 141"), "{runner:?}: {out}");
+        assert!(!out.contains("Broken pipe"), "{runner:?}: {out}");
+    }
+}

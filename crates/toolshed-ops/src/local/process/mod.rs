@@ -1,6 +1,6 @@
 //! `LocalProcessOps`: children of the toolshed process itself.
 //!
-//! A child is forked on a dedicated thread ([`child`]), put in its own session, tied to
+//! A child is started on a dedicated thread without copying toolshed's memory ([`child`]), put in its own session, tied to
 //! toolshed with a parent-death signal, placed in its own cgroup when the kernel allows
 //! ([`tree`]), and given its working directory as a descriptor the workspace jail opened.
 //! A supervisor thread per child ([`supervisor`]) then owns its descriptors: it reads
@@ -19,7 +19,6 @@ mod view;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -41,6 +40,7 @@ use crate::sandbox::{
     EgressProxy, Enforcement, NetworkKeeper, NetworkMode, Sandbox, SandboxMode, SandboxSetting,
 };
 use child::ChildSetup;
+use child::{Io, Launch};
 use supervisor::Supervisor;
 use tree::{ProcessTree, Tracker};
 use view::{scoped_paths, visible_roots};
@@ -422,12 +422,15 @@ impl ProcessOps for LocalProcessOps {
                     .into(),
             });
         }
-        let mut command = match plan {
-            None => {
-                let mut command = Command::new(program);
-                command.args(&request.args);
-                command
-            }
+        let mut launch = match plan {
+            None => Launch {
+                program: program.into(),
+                args: request.args.iter().map(Into::into).collect(),
+                env: Vec::new(),
+                stdin: Io::Null,
+                stdout: Io::Piped,
+                stderr: Io::Piped,
+            },
             Some((ready, mode)) => {
                 let mut sandbox = ready.sandbox.with_mode(mode);
                 // A writable directory never uncovers a hidden one (toolshed's data dir).
@@ -523,13 +526,18 @@ impl ProcessOps for LocalProcessOps {
                     Some(env_fd.as_raw_fd()),
                 );
                 env_memfd = Some(env_fd);
-                let mut command = Command::new(helper);
-                command.args(args).env_clear();
-                command
+                Launch {
+                    program: helper.into(),
+                    args,
+                    env: Vec::new(),
+                    stdin: Io::Null,
+                    stdout: Io::Piped,
+                    stderr: Io::Piped,
+                }
             }
         };
         if env_memfd.is_none() {
-            command.env_clear().envs(&env);
+            launch.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
         }
         let mut master = None;
         let mut slave = None;
@@ -539,30 +547,17 @@ impl ProcessOps for LocalProcessOps {
                     remove_cgroup(&cgroup);
                     fail("cannot open a terminal", &e)
                 })?;
-                let dup = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
-                let stdio = (|| {
-                    Ok::<_, std::io::Error>((
-                        dup(&pair.slave)?,
-                        dup(&pair.slave)?,
-                        dup(&pair.slave)?,
-                    ))
-                })()
-                .map_err(|e| {
-                    remove_cgroup(&cgroup);
-                    fail("cannot share the terminal", &e)
-                })?;
-                command.stdin(stdio.0).stdout(stdio.1).stderr(stdio.2);
+                let terminal = Arc::new(pair.slave);
+                launch.stdin = Io::Fd(terminal.clone());
+                launch.stdout = Io::Fd(terminal.clone());
+                launch.stderr = Io::Fd(terminal.clone());
                 master = Some(pair.master);
-                slave = Some(Arc::new(pair.slave));
+                slave = Some(terminal);
             }
             Tty::No => {
-                command
-                    .stdin(match request.stdin {
-                        Stdin::Closed => Stdio::null(),
-                        Stdin::Piped | Stdin::Stream => Stdio::piped(),
-                    })
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
+                if !matches!(request.stdin, Stdin::Closed) {
+                    launch.stdin = Io::Piped;
+                }
             }
         }
         let (groups, join) = if self.config.limits.any() {
@@ -583,7 +578,7 @@ impl ProcessOps for LocalProcessOps {
             inherit,
         };
         let started = Instant::now();
-        let mut child = child::spawn(command, setup).map_err(|e| {
+        let child = child::spawn(launch, setup).map_err(|e| {
             remove_cgroup(&cgroup);
             groups.remove();
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -598,11 +593,8 @@ impl ProcessOps for LocalProcessOps {
             }
         })?;
         drop(slave);
-        let pid_raw = child.id();
-        let stdout: Option<OwnedFd> = child.stdout.take().map(Into::into);
-        let stderr: Option<OwnedFd> = child.stderr.take().map(Into::into);
-        let stdin: Option<OwnedFd> = child.stdin.take().map(Into::into);
-        drop(child); // std's handle neither waits nor kills; the pidfd below takes over.
+        let pid_raw = child.pid;
+        let (stdout, stderr, stdin) = (child.stdout, child.stderr, child.stdin);
 
         let pid = Pid::from_raw(i32::try_from(pid_raw).unwrap_or(0))
             .ok_or_else(|| fail("bad process id", &pid_raw))?;

@@ -36,6 +36,26 @@ use handover::{
 use mounts::{mount, remount_read_only, scope_writes, writable};
 use network::{join_network, keeper, loopback_up};
 
+/// Set when `TOOLSHED_SANDBOX_TIMINGS` is in the helper's own environment: each stage of the
+/// setup then writes `toolshed sandbox: at STAGE NS` (CLOCK_MONOTONIC) to stderr, for
+/// `bench/sandbox_stages.py`'s breakdown of what a sandboxed spawn costs.
+static TIMINGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes one stage mark when timings were asked for: one `write`, safe after a fork.
+fn mark(stage: &str) {
+    if !TIMINGS.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: `now` is a valid out pointer; the line's bytes go to stderr.
+    unsafe {
+        let mut now: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut now);
+        let nanos = i128::from(now.tv_sec) * 1_000_000_000 + i128::from(now.tv_nsec);
+        let line = format!("toolshed sandbox: at {stage} {nanos}\n");
+        libc::write(2, line.as_ptr().cast(), line.len());
+    }
+}
+
 /// Where the egress proxy's socket appears inside a filtered sandbox.
 const EGRESS_SOCKET: &str = "/run/toolshed/egress.sock";
 
@@ -91,6 +111,10 @@ pub fn run_if_asked() {
     if !super::asks_for_helper(&args) {
         return;
     }
+    if std::env::var_os("TOOLSHED_SANDBOX_TIMINGS").is_some() {
+        TIMINGS.store(true, std::sync::atomic::Ordering::Relaxed);
+        mark("start");
+    }
     if let Err(e) = check_own_environment() {
         fail(&e);
     }
@@ -107,6 +131,7 @@ pub fn run_if_asked() {
     let mut keep: Vec<libc::c_int> = parsed.join.map(|(u, n)| vec![u, n]).unwrap_or_default();
     keep.extend(parsed.report_fd);
     close_other_descriptors(&keep);
+    mark("parsed");
     match outer(parsed) {
         Ok(never) => match never {},
         Err(e) => fail(&e),
@@ -314,6 +339,7 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
         write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
         write_file("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
     }
+    mark("namespaces");
 
     let none = "none";
     mount(
@@ -501,6 +527,7 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
     std::env::set_current_dir(&cwd)
         .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
 
+    mark("mounts");
     let set = waited_signals();
     // SAFETY: blocks the waited signals; the command unblocks them before it executes.
     unsafe { libc::sigprocmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut()) };
@@ -531,6 +558,7 @@ fn outer(args: Args) -> Result<std::convert::Infallible, String> {
             break n;
         }
     };
+    mark("status");
     if n == 4 {
         end_as(i32::from_ne_bytes(reported));
     }
@@ -587,6 +615,7 @@ fn first_process(
     if args.network != NetworkMode::On && args.join.is_none() {
         loopback_up()?;
     }
+    mark("proc");
     // The proxy's address inside, listening before the command starts.
     let bridge = match args.network {
         NetworkMode::Filtered if args.join.is_none() => Some(
@@ -597,7 +626,9 @@ fn first_process(
         _ => None,
     };
     let ruleset = rules::landlock(&writable(args), args.min_landlock_abi)?;
+    mark("landlock");
     let filters = rules::seccomp()?;
+    mark("seccomp");
     let argv: Vec<CString> = args
         .command
         .iter()
@@ -617,6 +648,7 @@ fn first_process(
                 libc::close(fd);
             }
         }
+        mark("forked");
         drop(bridge);
         drop(inbound);
         let proxied = args.network == NetworkMode::Filtered;
@@ -644,6 +676,7 @@ fn first_process(
                 break;
             }
             if reaped == command {
+                mark("reaped");
                 if let Some(fd) = args.report_fd {
                     write_report(fd, &left_behind(args));
                 }
@@ -682,9 +715,11 @@ fn run_command(
             0,
         )
     };
+    mark("caps");
     if let Err(e) = rules::restrict(ruleset) {
         return e;
     }
+    mark("landlocked");
     if let Err(e) = rules::apply_seccomp(filters) {
         return e;
     }
@@ -726,9 +761,13 @@ fn run_command(
     }
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
-    // SAFETY: an empty mask unblocks everything the helper blocked; `pointers` is a
-    // NULL-terminated array of strings that outlive the call.
+    mark("restricted");
+    // SAFETY: SIGPIPE back to its default action (the host starts the helper with it
+    // there, and Rust's runtime, when it ran, ignored it: the command would inherit that);
+    // an empty mask unblocks everything the helper blocked; `pointers` is a NULL-terminated
+    // array of strings that outlive the call.
     unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
