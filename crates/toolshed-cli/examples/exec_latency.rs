@@ -57,6 +57,7 @@ async fn main() {
         .await
         .unwrap();
     let ops = host.services().ops.clone();
+    let boxed_ops = sandboxed.services().ops.clone();
     let shell = if std::path::Path::new("/bin/bash").exists() || which("bash") {
         "bash"
     } else {
@@ -69,6 +70,7 @@ async fn main() {
         let mut backend = Vec::new();
         let mut tool = Vec::new();
         let mut boxed = Vec::new();
+        let mut boxed_backend = Vec::new();
         for _ in 0..rounds {
             let t = Instant::now();
             let out = std::process::Command::new(shell)
@@ -91,7 +93,17 @@ async fn main() {
 
             tool.push(exec_command(&host, cmd).await);
             boxed.push(exec_command(&sandboxed, cmd).await);
+
+            let t = Instant::now();
+            let p = boxed_ops
+                .process
+                .spawn(&SpawnRequest::new(shell).arg("-c").arg(cmd))
+                .unwrap();
+            let exit = p.wait(Duration::from_secs(10)).await.unwrap();
+            assert!(exit.status.success());
+            boxed_backend.push(t.elapsed());
         }
+        let boxed_backend = median(boxed_backend);
         let (r, b, t, s) = (median(raw), median(backend), median(tool), median(boxed));
         println!(
             "`{cmd}`: raw spawn {:.2} ms · backend spawn+wait {:.2} ms · exec_command via pipeline {:.2} ms · overhead over raw {:+.2} ms (backend {:+.2} ms)",
@@ -102,10 +114,12 @@ async fn main() {
             ms(b) - ms(r)
         );
         println!(
-            "`{cmd}`: exec_command sandboxed {:.2} ms · unsandboxed {:.2} ms · sandbox overhead {:+.2} ms",
+            "`{cmd}`: exec_command sandboxed {:.2} ms · unsandboxed {:.2} ms · sandbox overhead {:+.2} ms · sandboxed over raw {:+.2} ms (backend sandboxed spawn+wait {:.2} ms)",
             ms(s),
             ms(t),
-            ms(s) - ms(t)
+            ms(s) - ms(t),
+            ms(s) - ms(r),
+            ms(boxed_backend)
         );
     }
 

@@ -1611,3 +1611,80 @@ fn a_sandboxed_command_starts_with_the_default_signal_actions() {
         assert!(!out.contains("Broken pipe"), "{runner:?}: {out}");
     }
 }
+
+/// The spare helpers of the server `parent`: its children started as `sandbox-spare`.
+fn spares_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The parent is the fourth field, after the command name in parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && cmdline.split(|b| *b == 0).any(|w| w == b"sandbox-spare") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits up to ten seconds for `parent` to have exactly one spare; returns it.
+fn one_spare(parent: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let spares = spares_of(parent);
+        if let [only] = spares[..] {
+            return only;
+        }
+        assert!(Instant::now() < deadline, "spares of {parent}: {spares:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// After a sandboxed command the server starts the helper for the next one ahead; the next
+/// command is handed to it (it runs, and a new spare waits in its place), and a spare
+/// never outlives the server.
+#[test]
+fn the_next_sandboxed_command_is_handed_to_a_spare_helper_that_goes_with_the_server() {
+    let setup = Setup::new("");
+    let mut mcp = setup.mcp();
+    let server = mcp.child.id();
+    assert!(spares_of(server).is_empty(), "no spare before any command");
+    assert!(run(&mut mcp, Runner::Pipes, "echo first").contains("first"));
+    let mut spare = one_spare(server);
+    for runner in [Runner::Pipes, Runner::Terminal, Runner::Background] {
+        let out = run(&mut mcp, runner, "echo handed-over; touch made-by-spare");
+        assert!(out.contains("handed-over"), "{runner:?}: {out}");
+        let next = one_spare(server);
+        assert_ne!(next, spare, "{runner:?}: the spare was not used");
+        spare = next;
+    }
+    assert!(setup.path("ws/made-by-spare").exists());
+    let last = one_spare(server);
+    drop(mcp);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{last}")).exists() {
+        let state = std::fs::read_to_string(format!("/proc/{last}/stat")).unwrap_or_default();
+        // A zombie waiting for its parent's parent to reap it has gone all the same.
+        if state
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the spare {last} outlived the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 pub(crate) use egress::EgressProxy;
 pub use egress::PROXY_PORT;
 pub use helper::run_if_asked;
+pub(crate) use helper::spare::{MAX_FDS as SPARE_MAX_FDS, MAX_MESSAGE as SPARE_MAX_MESSAGE};
 pub(crate) use keeper::NetworkKeeper;
 
 use crate::error::OpsError;
@@ -46,6 +47,10 @@ pub const HELPER_COMMAND: &str = "sandbox-exec";
 /// The command-line word that makes the toolshed binary act as the sandbox's network
 /// keeper: one private network the sandboxed commands of a host share.
 pub const NETWORK_COMMAND: &str = "sandbox-net";
+
+/// The command-line word that starts a spare helper: one that waits on a socket for the
+/// host's next sandboxed command (`helper/spare.rs`).
+pub const SPARE_COMMAND: &str = "sandbox-spare";
 
 /// The exit code of a command the sandbox could not be set up for (its reason is on stderr).
 pub const SETUP_FAILED: i32 = 125;

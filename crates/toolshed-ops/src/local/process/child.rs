@@ -288,6 +288,36 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
 }
 
+/// The child's ends of its three streams (numbered above 2, close-on-exec) and toolshed's
+/// ends of the pipes among them.
+pub(super) type Streams = ([OwnedFd; 3], [Option<OwnedFd>; 3]);
+
+/// Opens what `io` asks for each stream.
+pub(super) fn streams(io: [Io; 3]) -> io::Result<Streams> {
+    let mut theirs: Vec<OwnedFd> = Vec::with_capacity(3);
+    let mut ours: [Option<OwnedFd>; 3] = [None, None, None];
+    for (n, io) in io.into_iter().enumerate() {
+        let fd = match io {
+            Io::Null => rustix::fs::open(
+                "/dev/null",
+                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )?,
+            Io::Piped => {
+                let (child, mine) = pipe(n == 0)?;
+                ours[n] = Some(mine);
+                child
+            }
+            Io::Fd(fd) => fd.try_clone()?,
+        };
+        theirs.push(above_stdio(fd)?);
+    }
+    let theirs: [OwnedFd; 3] = theirs
+        .try_into()
+        .map_err(|_| io::Error::other("three streams"))?;
+    Ok((theirs, ours))
+}
+
 /// Starts the child on the spawner thread.
 pub(super) fn spawn(launch: Launch, setup: ChildSetup) -> io::Result<Launched> {
     let path = launch
@@ -308,31 +338,12 @@ pub(super) fn spawn(launch: Launch, setup: ChildSetup) -> io::Result<Launched> {
         entry.extend_from_slice(value.as_bytes());
         env.push(c_string(&entry)?);
     }
-    // The child's ends (kept until it has executed) and toolshed's.
-    let mut keep: Vec<OwnedFd> = Vec::new();
-    let mut ours: [Option<OwnedFd>; 3] = [None, None, None];
-    let mut stdio = [-1; 3];
-    for (n, io) in [launch.stdin, launch.stdout, launch.stderr]
-        .into_iter()
-        .enumerate()
-    {
-        let theirs = match io {
-            Io::Null => rustix::fs::open(
-                "/dev/null",
-                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            )?,
-            Io::Piped => {
-                let (theirs, mine) = pipe(n == 0)?;
-                ours[n] = Some(mine);
-                theirs
-            }
-            Io::Fd(fd) => fd.try_clone()?,
-        };
-        let theirs = above_stdio(theirs)?;
-        stdio[n] = theirs.as_raw_fd();
-        keep.push(theirs);
-    }
+    let (keep, ours) = streams([launch.stdin, launch.stdout, launch.stderr])?;
+    let stdio = [
+        keep[0].as_raw_fd(),
+        keep[1].as_raw_fd(),
+        keep[2].as_raw_fd(),
+    ];
     let [stdin, stdout, stderr] = ours;
     let job = move || -> io::Result<u32> {
         let pointers = |all: &[CString]| -> Vec<*const libc::c_char> {

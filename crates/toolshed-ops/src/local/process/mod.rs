@@ -13,6 +13,7 @@ mod limits;
 mod nofile;
 mod owner;
 mod pty;
+mod spare;
 mod supervisor;
 mod tree;
 mod view;
@@ -96,6 +97,8 @@ pub struct LocalProcessOps {
     sandbox_probe: OnceLock<Result<Ready, OpsError>>,
     /// Where the inbound sockets of sandboxed children with a network of their own go.
     sockets: OnceLock<Result<SocketDir, String>>,
+    /// The sandbox helper started ahead for the next sandboxed command.
+    spares: spare::Spares,
 }
 
 /// A private directory for sockets, removed with the backend.
@@ -261,6 +264,7 @@ impl LocalProcessOps {
             live: Mutex::new(Vec::new()),
             sandbox_probe: OnceLock::new(),
             sockets: OnceLock::new(),
+            spares: spare::Spares::default(),
         })
     }
 
@@ -578,7 +582,7 @@ impl ProcessOps for LocalProcessOps {
             inherit,
         };
         let started = Instant::now();
-        let child = child::spawn(launch, setup).map_err(|e| {
+        let child = self.spares.spawn(launch, setup).map_err(|e| {
             remove_cgroup(&cgroup);
             groups.remove();
             if e.kind() == std::io::ErrorKind::NotFound {

@@ -29,6 +29,7 @@ use super::{NetworkMode, SETUP_FAILED, SandboxMode, rules};
 mod handover;
 mod mounts;
 mod network;
+pub(crate) mod spare;
 
 use handover::{
     check_own_environment, close_other_descriptors, left_behind, read_environment, write_report,
@@ -108,17 +109,26 @@ pub fn run_if_asked() {
             Err(e) => fail(&e),
         }
     }
-    if !super::asks_for_helper(&args) {
+    let spare = args.get(1).is_some_and(|a| a == super::SPARE_COMMAND);
+    if !spare && !super::asks_for_helper(&args) {
         return;
-    }
-    if std::env::var_os("TOOLSHED_SANDBOX_TIMINGS").is_some() {
-        TIMINGS.store(true, std::sync::atomic::Ordering::Relaxed);
-        mark("start");
     }
     if let Err(e) = check_own_environment() {
         fail(&e);
     }
-    let mut parsed = match parse(&args[2..]) {
+    let helper_args = if spare {
+        match spare::wait(&args[2..]) {
+            Ok(args) => args,
+            Err(e) => fail(&e),
+        }
+    } else {
+        args[2..].to_vec()
+    };
+    if std::env::var_os("TOOLSHED_SANDBOX_TIMINGS").is_some() {
+        TIMINGS.store(true, std::sync::atomic::Ordering::Relaxed);
+        mark("start");
+    }
+    let mut parsed = match parse(&helper_args) {
         Ok(parsed) => parsed,
         Err(e) => fail(&e),
     };
