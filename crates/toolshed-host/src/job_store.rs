@@ -297,25 +297,37 @@ pub struct StoredEvent {
 
 impl StateStore {
     /// Keeps an event for streams that resume after a restart; the oldest beyond
-    /// [`MAX_STORED_EVENTS`] are removed (every hundredth insert looks).
+    /// [`MAX_STORED_EVENTS`] are removed (every hundredth id looks).
     pub fn append_event(&self, event: &StoredEvent) -> Result<(), StoreError> {
-        let data = serde_json::to_string(&event.data).unwrap_or_else(|_| "null".into());
-        self.db(|db| {
-            db.execute(
-                "INSERT INTO events (id, kind, time_ms, job_id, owner, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, time_ms = excluded.time_ms,
-                   job_id = excluded.job_id, owner = excluded.owner, data = excluded.data",
-                args![
-                    ms(event.id),
-                    &event.kind,
-                    ms(event.time_ms),
-                    &event.job_id,
-                    &event.owner,
-                    data
-                ],
-            )?;
-            if event.id.is_multiple_of(100) {
+        self.append_events(std::slice::from_ref(event))
+    }
+
+    /// Keeps `events` in one transaction; the oldest beyond [`MAX_STORED_EVENTS`] are
+    /// removed when the batch holds an id that is a multiple of 100.
+    pub fn append_events(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.tx(|db| {
+            for event in events {
+                let data = serde_json::to_string(&event.data).unwrap_or_else(|_| "null".into());
+                db.execute(
+                    "INSERT INTO events (id, kind, time_ms, job_id, owner, data)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (id) DO UPDATE SET kind = excluded.kind,
+                       time_ms = excluded.time_ms, job_id = excluded.job_id,
+                       owner = excluded.owner, data = excluded.data",
+                    args![
+                        ms(event.id),
+                        &event.kind,
+                        ms(event.time_ms),
+                        &event.job_id,
+                        &event.owner,
+                        data
+                    ],
+                )?;
+            }
+            if events.iter().any(|e| e.id.is_multiple_of(100)) {
                 db.execute(
                     "DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?1",
                     args![ms(MAX_STORED_EVENTS)],
@@ -323,10 +335,15 @@ impl StateStore {
             }
             Ok(())
         })?;
-        // The other toolsheds on a shared database put it in their streams.
+        // The other toolsheds on a shared database put them in their streams.
         #[cfg(feature = "postgres")]
         if self.dialect() == Dialect::Postgres {
-            self.db(|db| crate::store::postgres::notify_event(db, event.id, self.me()))?;
+            self.db(|db| {
+                for event in events {
+                    crate::store::postgres::notify_event(db, event.id, self.me())?;
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }

@@ -91,6 +91,8 @@ pub(crate) struct EventLog {
     retained: Mutex<(Ids, VecDeque<ApiEvent>)>,
     live: broadcast::Sender<ApiEvent>,
     journal: Option<EventJournal<'static>>,
+    /// Where events go to be stored in batches (with a journal).
+    writer: Option<crate::event_writer::EventWriter>,
     /// How many ids are reserved at once: [`ID_BLOCK`], or one on a database shared with
     /// other servers, so that ids follow the order events happen in across all of them.
     block: u64,
@@ -133,6 +135,9 @@ impl EventLog {
             } else {
                 ID_BLOCK
             },
+            writer: journal
+                .clone()
+                .and_then(crate::event_writer::EventWriter::start),
             journal,
         }
     }
@@ -222,15 +227,18 @@ impl EventLog {
             owner: owner.map(String::from),
             data,
         };
-        if let Some(journal) = &self.journal
-            && let Err(e) = journal.append(&toolshed_host::job_store::StoredEvent {
-                id,
-                kind: event.kind.clone(),
-                time_ms: event.time_ms,
-                job_id: event.job_id.clone(),
-                owner: event.owner.clone(),
-                data: event.data.clone(),
-            })
+        let stored = || toolshed_host::job_store::StoredEvent {
+            id,
+            kind: event.kind.clone(),
+            time_ms: event.time_ms,
+            job_id: event.job_id.clone(),
+            owner: event.owner.clone(),
+            data: event.data.clone(),
+        };
+        if let Some(writer) = &self.writer {
+            writer.push(stored());
+        } else if let Some(journal) = &self.journal
+            && let Err(e) = journal.append(&stored())
         {
             tracing::warn!(error = %e, "cannot store an event; a stream resumed after a restart misses it");
         }

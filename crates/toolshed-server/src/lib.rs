@@ -45,6 +45,7 @@ mod api;
 mod approvals;
 mod dashboard;
 mod error;
+mod event_writer;
 mod events;
 mod gateway;
 mod guard;

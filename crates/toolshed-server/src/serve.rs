@@ -482,17 +482,24 @@ async fn mcp_statuses(
 /// Copies what tools and plugins announce (`process.exited`, `command_session.closed`,
 /// `plugin.<id>.<type>`) into the API's event log, each for its owner.
 fn bridge_notices(host: &Host, events: Arc<events::EventLog>, stop: CancellationToken) {
-    follow(host.services().notices.subscribe(), stop, move |notice| {
-        events.publish(&notice.kind, None, notice.owner.as_deref(), notice.data);
-    });
+    follow(
+        host.services().notices.subscribe(),
+        stop,
+        events,
+        |events, notice| {
+            events.publish(&notice.kind, None, notice.owner.as_deref(), notice.data);
+        },
+    );
 }
 
-/// Calls `on` with each message of `receiver` until `stop` fires or the sender is gone;
-/// a burst it fell behind is logged and skipped.
+/// Calls `on` with each message of `receiver` until `stop` fires or the sender is gone. A
+/// burst it fell behind on is skipped, and the streams are told with an `events.missed`
+/// event saying how many (their clients then refetch state, as for any missed events).
 fn follow<T: Clone + Send + 'static>(
     mut receiver: tokio::sync::broadcast::Receiver<T>,
     stop: CancellationToken,
-    mut on: impl FnMut(T) + Send + 'static,
+    events: Arc<events::EventLog>,
+    mut on: impl FnMut(&events::EventLog, T) + Send + 'static,
 ) {
     tokio::spawn(async move {
         loop {
@@ -501,9 +508,15 @@ fn follow<T: Clone + Send + 'static>(
                 received = receiver.recv() => received,
             };
             match received {
-                Ok(message) => on(message),
+                Ok(message) => on(&events, message),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::debug!(missed = n, "the event log fell behind");
+                    tracing::warn!(missed = n, "the event log fell behind; events were skipped");
+                    events.publish(
+                        "events.missed",
+                        None,
+                        None,
+                        serde_json::json!({"dropped": n, "message": "the server fell behind and skipped events; refetch state"}),
+                    );
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
@@ -513,29 +526,34 @@ fn follow<T: Clone + Send + 'static>(
 
 /// Copies the host's plugin state changes into the API's event log.
 fn bridge_plugin_events(host: &Host, events: Arc<events::EventLog>, stop: CancellationToken) {
-    follow(host.events().subscribe(), stop, move |event| match event {
-        Event::PluginStateChanged {
-            plugin_id,
-            state,
-            reason,
-        } => events.publish(
-            "plugin.state_changed",
-            None,
-            None,
-            serde_json::json!({"plugin_id": plugin_id, "state": state, "reason": reason}),
-        ),
-        Event::ApprovalRequested { request } => events.publish(
-            "approval.requested",
-            None,
-            Some(&request.owner.clone()),
-            serde_json::json!(request),
-        ),
-        Event::ApprovalResolved { request } => events.publish(
-            "approval.resolved",
-            None,
-            Some(&request.owner.clone()),
-            serde_json::json!(request),
-        ),
-        _ => {}
-    });
+    follow(
+        host.events().subscribe(),
+        stop,
+        events,
+        |events, event| match event {
+            Event::PluginStateChanged {
+                plugin_id,
+                state,
+                reason,
+            } => events.publish(
+                "plugin.state_changed",
+                None,
+                None,
+                serde_json::json!({"plugin_id": plugin_id, "state": state, "reason": reason}),
+            ),
+            Event::ApprovalRequested { request } => events.publish(
+                "approval.requested",
+                None,
+                Some(&request.owner.clone()),
+                serde_json::json!(request),
+            ),
+            Event::ApprovalResolved { request } => events.publish(
+                "approval.resolved",
+                None,
+                Some(&request.owner.clone()),
+                serde_json::json!(request),
+            ),
+            _ => {}
+        },
+    );
 }

@@ -105,6 +105,12 @@ impl<'h> EventJournal<'h> {
         self.store.append_event(event)
     }
 
+    /// Keeps `events` in one transaction (a batch from a queue); the oldest beyond
+    /// [`MAX_STORED_EVENTS`](crate::job_store::MAX_STORED_EVENTS) are removed.
+    pub fn append_many(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
+        self.store.append_events(events)
+    }
+
     /// Stored event `id`, if it is kept.
     pub fn get(&self, id: u64) -> Result<Option<StoredEvent>, StoreError> {
         self.store.stored_event(id)

@@ -119,7 +119,7 @@ pub fn run_if_asked() {
     let helper_args = if spare {
         match spare::wait(&args[2..]) {
             Ok(args) => args,
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         }
     } else {
         args[2..].to_vec()

@@ -27,6 +27,33 @@ pub(crate) const MAX_FDS: usize = 64;
 /// Where received descriptors are moved first, above any number the arguments name.
 const HIGH: libc::c_int = 1000;
 
+/// Why a spare could not take its command.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SpareError {
+    /// Started without `--socket-fd N`.
+    #[error("usage: sandbox-spare --socket-fd N")]
+    Usage,
+    /// The message is not what the host writes.
+    #[error("the spare's message: {0}")]
+    Message(String),
+    /// A system call failed.
+    #[error("{what}: {error}")]
+    Os {
+        /// What it was for.
+        what: &'static str,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+/// The last OS error, for `what`.
+fn os(what: &'static str) -> SpareError {
+    SpareError::Os {
+        what,
+        error: std::io::Error::last_os_error(),
+    }
+}
+
 /// What the header says.
 #[derive(Default)]
 struct Header {
@@ -40,14 +67,14 @@ struct Header {
 /// Waits for the command on the socket named by `--socket-fd N`, sets up as the host's
 /// child setup would, and returns the helper's arguments (after `sandbox-exec`). Exits
 /// quietly when the host closes the socket.
-pub(super) fn wait(args: &[OsString]) -> Result<Vec<OsString>, String> {
+pub(super) fn wait(args: &[OsString]) -> Result<Vec<OsString>, SpareError> {
     let socket: libc::c_int = match args {
         [flag, fd] if flag == "--socket-fd" => fd
             .to_str()
             .and_then(|fd| fd.parse().ok())
             .filter(|fd| *fd > 2)
-            .ok_or_else(|| "--socket-fd needs a descriptor".to_string())?,
-        _ => return Err("usage: sandbox-spare --socket-fd N".into()),
+            .ok_or(SpareError::Usage)?,
+        _ => return Err(SpareError::Usage),
     };
     let socket = move_high(socket)?;
     let (payload, fds) = receive(socket)?;
@@ -63,7 +90,7 @@ pub(super) fn wait(args: &[OsString]) -> Result<Vec<OsString>, String> {
     let split = words
         .iter()
         .position(|w| *w == b"--")
-        .ok_or_else(|| "the spare's message has no --".to_string())?;
+        .ok_or_else(|| SpareError::Message("no --".into()))?;
     let header = header(&words[..split])?;
     let helper_args: Vec<OsString> = words[split + 1..]
         .iter()
@@ -71,32 +98,34 @@ pub(super) fn wait(args: &[OsString]) -> Result<Vec<OsString>, String> {
         .collect();
     let needed = 4 + header.inherit.len() + header.procs;
     if fds.len() != needed {
-        return Err(format!(
-            "the spare got {} descriptors where its header names {needed}",
+        return Err(SpareError::Message(format!(
+            "{} descriptors where its header names {needed}",
             fds.len()
-        ));
+        )));
     }
     set_up(&header, &fds)?;
     Ok(helper_args)
 }
 
-fn header(words: &[&[u8]]) -> Result<Header, String> {
+fn header(words: &[&[u8]]) -> Result<Header, SpareError> {
+    let bad = |what: String| SpareError::Message(what);
     let mut header = Header::default();
-    let limit = |value: &str| -> Result<Option<u64>, String> {
+    let limit = |value: &str| -> Result<Option<u64>, SpareError> {
         if value == "-" {
             Ok(None)
         } else {
             value
                 .parse()
                 .map(Some)
-                .map_err(|_| format!("the spare's limit {value} is not a number"))
+                .map_err(|_| bad(format!("the limit {value} is not a number")))
         }
     };
     for word in words {
-        let word = std::str::from_utf8(word).map_err(|_| "the spare's header is not text")?;
+        let word =
+            std::str::from_utf8(word).map_err(|_| bad("a header that is not text".into()))?;
         let (key, value) = word
             .split_once('=')
-            .ok_or_else(|| format!("the spare's header word {word} has no ="))?;
+            .ok_or_else(|| bad(format!("the header word {word} has no =")))?;
         match key {
             "tty" => header.tty = value == "1",
             "nproc" => header.nproc = limit(value)?,
@@ -104,7 +133,7 @@ fn header(words: &[&[u8]]) -> Result<Header, String> {
             "procs" => {
                 header.procs = value
                     .parse()
-                    .map_err(|_| format!("procs={value} is not a count"))?;
+                    .map_err(|_| bad(format!("procs={value} is not a count")))?;
             }
             "inherit" => {
                 header.inherit = value
@@ -112,9 +141,9 @@ fn header(words: &[&[u8]]) -> Result<Header, String> {
                     .filter(|v| !v.is_empty())
                     .map(|v| v.parse().ok().filter(|fd| *fd > 2 && *fd < HIGH))
                     .collect::<Option<_>>()
-                    .ok_or_else(|| format!("inherit={value} is not a list of descriptors"))?;
+                    .ok_or_else(|| bad(format!("inherit={value} is not a list of descriptors")))?;
             }
-            _ => return Err(format!("the spare's header has an unknown word {key}")),
+            _ => return Err(bad(format!("an unknown header word {key}"))),
         }
     }
     Ok(header)
@@ -123,8 +152,7 @@ fn header(words: &[&[u8]]) -> Result<Header, String> {
 /// The host's child setup, for the command the spare became: cgroups and limits first
 /// (before anything is started that they must hold), then the streams, the terminal, the
 /// working directory and the inherited descriptors at their numbers.
-fn set_up(header: &Header, fds: &[libc::c_int]) -> Result<(), String> {
-    let os = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
+fn set_up(header: &Header, fds: &[libc::c_int]) -> Result<(), SpareError> {
     let (stdio, rest) = fds.split_at(3);
     let (cwd, rest) = (rest[0], &rest[1..]);
     let (inherited, procs) = rest.split_at(header.inherit.len());
@@ -173,15 +201,12 @@ fn set_up(header: &Header, fds: &[libc::c_int]) -> Result<(), String> {
 }
 
 /// `fd` moved above the numbers the arguments may name, close-on-exec.
-fn move_high(fd: libc::c_int) -> Result<libc::c_int, String> {
+fn move_high(fd: libc::c_int) -> Result<libc::c_int, SpareError> {
     // SAFETY: fcntl and close on a descriptor this process owns.
     unsafe {
         let high = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, HIGH);
         if high < 0 {
-            return Err(format!(
-                "moving a descriptor: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(os("moving a descriptor"));
         }
         libc::close(fd);
         Ok(high)
@@ -189,7 +214,7 @@ fn move_high(fd: libc::c_int) -> Result<libc::c_int, String> {
 }
 
 /// One message and its descriptors (each moved above [`HIGH`]); empty on end of file.
-fn receive(socket: libc::c_int) -> Result<(Vec<u8>, Vec<libc::c_int>), String> {
+fn receive(socket: libc::c_int) -> Result<(Vec<u8>, Vec<libc::c_int>), SpareError> {
     let mut payload = vec![0u8; MAX_MESSAGE];
     // SAFETY: CMSG_SPACE is a size computation.
     let space = unsafe { libc::CMSG_SPACE((MAX_FDS * size_of::<libc::c_int>()) as u32) };
@@ -212,10 +237,7 @@ fn receive(socket: libc::c_int) -> Result<(Vec<u8>, Vec<libc::c_int>), String> {
         }
     };
     if n < 0 {
-        return Err(format!(
-            "the spare's socket: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(os("the spare's socket"));
     }
     let mut fds = Vec::new();
     // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
@@ -235,7 +257,7 @@ fn receive(socket: libc::c_int) -> Result<(Vec<u8>, Vec<libc::c_int>), String> {
         }
     }
     if header.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
-        return Err("the spare's message was cut short".into());
+        return Err(SpareError::Message("cut short".into()));
     }
     let fds = fds.into_iter().map(move_high).collect::<Result<_, _>>()?;
     payload.truncate(usize::try_from(n).unwrap_or(0));
