@@ -39,7 +39,8 @@ pub use registered::SectionSpec;
 pub use sections::*;
 
 /// Environment variables that are not config keys: they choose where things are, the
-/// language plugins speak (`TOOLSHED_LANG`), or how a release binary is linked.
+/// language plugins speak (`TOOLSHED_LANG`), how a release binary is linked, or how the
+/// command sandbox's helper runs (docs/sandbox.md).
 pub const RESERVED_ENV: &[&str] = &[
     "TOOLSHED_HOME",
     "TOOLSHED_CONFIG",
@@ -48,6 +49,8 @@ pub const RESERVED_ENV: &[&str] = &[
     "TOOLSHED_TOKEN",
     "TOOLSHED_LANG",
     "TOOLSHED_TEXT_ORDER",
+    "TOOLSHED_SANDBOX_SPARE",
+    "TOOLSHED_SANDBOX_TIMINGS",
 ];
 
 /// The largest config file read.

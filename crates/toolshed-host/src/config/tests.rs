@@ -109,7 +109,13 @@ fn unknown_keys_are_reported_with_their_source() {
     .unwrap();
     let loaded = sources(
         dir.path(),
-        &[("TOOLSHED_NOPE", "1"), ("TOOLSHED_HOME", "/x")],
+        &[
+            ("TOOLSHED_NOPE", "1"),
+            ("TOOLSHED_HOME", "/x"),
+            // The sandbox helper's switches are not config keys either.
+            ("TOOLSHED_SANDBOX_SPARE", "0"),
+            ("TOOLSHED_SANDBOX_TIMINGS", "1"),
+        ],
     )
     .load()
     .unwrap();
