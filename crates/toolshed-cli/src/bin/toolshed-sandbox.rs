@@ -10,11 +10,13 @@
 //! (bench/sandbox_stages.py). The arguments still reach `std::env::args_os`: on Linux the
 //! standard library takes them from the C library at load time.
 
-#![no_main]
+// (In a test build the test harness brings its own `main`; the binary has no tests.)
+#![cfg_attr(not(test), no_main)]
 // `no_mangle` exports the C `main`; nothing else here is unsafe.
 #![allow(unsafe_code)]
 
 /// The C entry point.
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 pub extern "C" fn main(
     _argc: std::ffi::c_int,
