@@ -140,7 +140,10 @@ def test_closed_and_abandoned_http_sessions_end_what_they_ran(serve):
 
     from test_exec import running, wait_gone
 
-    url, token = serve({"TOOLSHED_MCP__SESSION_IDLE_SECS": "3"})
+    # 32 sessions are abandoned; if they are opened in less than the idle timeout, all of
+    # them are still open when the last ones start. A limit of 40 leaves them room and still
+    # fills at once if deleted sessions were not ending (33 of them).
+    url, token = serve({"TOOLSHED_MCP__SESSION_IDLE_SECS": "3", "TOOLSHED_MCP__MAX_SESSIONS_PER_OWNER": "40"})
     marker = f"sleep 611.{os.getpid() % 1000}"
 
     async def session(i, delete):
