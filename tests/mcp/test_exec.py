@@ -274,3 +274,42 @@ def get(url: str, headers: dict) -> tuple:
             return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read().decode()
+
+
+def test_exec_command_runs_sh_and_pwsh_when_asked(toolshed_bin, home, workspace, tmp_path):
+    """`shell: "sh"` and `shell: "pwsh"`: PowerShell is not packaged for this machine, so a
+    stand-in `pwsh` on the PATH shows the command line toolshed gives it; without one the
+    call is `unconfigured` and says what to install."""
+    from mcp import StdioServerParameters
+
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pwsh"
+    fake.write_text('#!/bin/sh\necho "pwsh got: $*"\n')
+    fake.chmod(0o755)
+
+    def params(path):
+        return StdioServerParameters(
+            command=toolshed_bin, args=["--workspace", str(workspace), "mcp"],
+            env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), "PATH": path},
+            cwd=str(workspace))
+
+    async def with_fake():
+        async with Client(params(f"{bin_dir}:{os.environ['PATH']}"), mode="legacy") as client:
+            result = await client.call_tool("exec_command", {"cmd": "Get-ChildItem | Select-Object Name", "shell": "pwsh"})
+            assert not result.is_error, result.content
+            assert "pwsh got: -NoLogo -NoProfile -NonInteractive -Command Get-ChildItem | Select-Object Name" \
+                in result.content[0].text, result.content
+            sh = await client.call_tool("exec_command", {"cmd": "echo $0", "shell": "sh"})
+            assert not sh.is_error and "sh" in sh.content[0].text, sh.content
+
+    async def without():
+        async with Client(params(os.environ["PATH"]), mode="legacy") as client:
+            result = await client.call_tool("exec_command", {"cmd": "Get-Date", "shell": "pwsh"})
+            assert result.is_error, result.content
+            said = result.content[0].text
+            assert "PowerShell (`pwsh`) is not installed" in said and "leave out `shell`" in said, said
+
+    run(with_fake())
+    if not any((Path(d) / "pwsh").exists() for d in os.environ["PATH"].split(":")):
+        run(without())

@@ -160,3 +160,33 @@ def test_a_plugin_installs_from_a_directory_url_checked_by_its_md5(toolshed_bin,
         listed = {p["id"]: p for p in json.loads(run(toolshed_bin, workspace, home, "plugins", "list", "--json").stdout)["plugins"]}
         assert listed["workflow.text-kit"]["state"] == "running"
         assert listed["workflow.text-kit"]["provenance"]["source"] == url.rstrip("/")
+
+
+def test_search_shows_a_stores_ratings_and_downloads_best_first(toolshed_bin, workspace, home, tmp_path):
+    store = tmp_path / "site" / "plugins"
+    store.mkdir(parents=True)
+    index = [
+        {**entry("kit.plain", "Plain kit", "1.0.0", "plain", "0" * 32, ["kit"])},
+        {**entry("kit.popular", "Popular kit", "1.0.0", "popular", "0" * 32, ["kit"]),
+         "rating": {"average": 4.6, "count": 212}, "downloads": 9100},
+        {**entry("kit.liked", "Liked kit", "1.0.0", "liked", "0" * 32, ["kit"]),
+         "rating": 4.6, "ratingCount": 12, "downloads": 40},
+        {**entry("kit.bold", "Bold kit", "1.0.0", "bold", "0" * 32, ["kit"]), "rating": 9, "downloads": 5},
+        {**entry("kit.meh", "Meh kit", "1.0.0", "meh", "0" * 32, ["kit"]), "rating": 2.5},
+    ]
+    (store / "index.json").write_text(json.dumps(index))
+    with serving_dir(tmp_path / "site") as site:
+        (home / "store.toml").write_text(
+            f'[plugins]\ndownload_hosts = ["{site}"]\n[[plugins.stores]]\nurl = "http://{site}/plugins/"\n'
+        )
+        found = json.loads(run(toolshed_bin, workspace, home, "plugins", "search", "kit", "--json").stdout)["plugins"]
+        # Best rated first, a tie broken by downloads; an out-of-range rating is left out.
+        assert [p["id"] for p in found] == ["kit.popular", "kit.liked", "kit.meh", "kit.bold", "kit.plain"], found
+        popular = found[0]
+        assert (popular["rating"], popular["ratings"], popular["downloads"]) == (4.6, 212, 9100), popular
+        bold = next(p for p in found if p["id"] == "kit.bold")
+        assert bold["rating"] is None and bold["downloads"] == 5, bold
+        table = run(toolshed_bin, workspace, home, "plugins", "search", "kit").stdout
+        assert "RATING" in table and "DOWNLOADS" in table, table
+        assert "4.6 (212)" in table and "9100" in table, table
+        assert table.index("kit.popular") < table.index("kit.plain"), table

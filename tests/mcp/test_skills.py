@@ -33,7 +33,10 @@ def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace,
             listed = await client.call_tool("skill_list", {})
             assert not listed.is_error, listed.content
             skills = listed.structured_content["skills"]
-            assert [s["name"] for s in skills] == ["csv-rows"]
+            # The workspace's, then the three shipped with toolshed.
+            assert [s["name"] for s in skills if s["source"] != "toolshed"] == ["csv-rows"], skills
+            shipped = sorted(s["name"] for s in skills if s["source"] == "toolshed")
+            assert shipped == ["toolshed-code-mode", "toolshed-plugins", "toolshed-sandbox"], skills
             assert skills[0]["description"].startswith("Count the data rows")
             assert any("broken/SKILL.md" in p and "front matter" in p for p in listed.structured_content["problems"])
 
@@ -52,7 +55,10 @@ def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace,
             assert missing.is_error and "did you mean csv-rows" in missing.content[0].text
 
             prompts = (await client.list_prompts()).prompts
-            assert [p.name for p in prompts] == ["csv-rows"]
+            assert [p.name for p in prompts if not p.name.startswith("toolshed-")] == ["csv-rows"]
+            assert "toolshed-sandbox" in [p.name for p in prompts]
+            shipped = await client.call_tool("skill_load", {"name": "toolshed-code-mode"})
+            assert not shipped.is_error and "tools.workspace_read" in shipped.structured_content["body"]
             prompt = await client.get_prompt("csv-rows", {})
             assert "count.sh" in prompt.messages[0].content.text
 

@@ -65,6 +65,25 @@ def test_reads_a_workspace_file(server):
     run(main())
 
 
+def test_workspace_edit_inserts_after_a_line(server, workspace):
+    """The editor's `insert` command: `insert_line` N puts `new_text` after line N."""
+    (workspace / "notes.md").write_text("# Notes\n- first\n")
+
+    async def main():
+        async with Client(server(), mode="legacy") as client:
+            await client.call_tool("workspace_read", {"path": "notes.md"})
+            result = await client.call_tool(
+                "workspace_edit", {"path": "notes.md", "insert_line": 1, "new_text": "Written by hand."})
+            assert not result.is_error, result.content
+            assert result.structured_content["inserted_after"] == 1, result.structured_content
+            past = await client.call_tool(
+                "workspace_edit", {"path": "notes.md", "insert_line": 9, "new_text": "x"})
+            assert past.is_error and "0 to 3" in past.content[0].text, past.content
+
+    run(main())
+    assert (workspace / "notes.md").read_text() == "# Notes\nWritten by hand.\n- first\n"
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_bad_arguments_are_an_error_result_naming_the_violation(server, mode):
     async def main():

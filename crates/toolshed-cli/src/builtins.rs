@@ -114,6 +114,59 @@ fn skill_roots(
             in_workspace: None,
         },
     ]
+    .into_iter()
+    .chain(shipped_skills(data_dir))
+    .collect()
+}
+
+/// The skills shipped with toolshed (`crates/toolshed-cli/skills/`), compiled in.
+const SHIPPED_SKILLS: [(&str, &str); 3] = [
+    (
+        "toolshed-plugins",
+        include_str!("../skills/toolshed-plugins/SKILL.md"),
+    ),
+    (
+        "toolshed-sandbox",
+        include_str!("../skills/toolshed-sandbox/SKILL.md"),
+    ),
+    (
+        "toolshed-code-mode",
+        include_str!("../skills/toolshed-code-mode/SKILL.md"),
+    ),
+];
+
+/// The shipped skills as a root, last in the lookup (a skill of the same name anywhere
+/// else is found first): written once per version under `<data dir>/shipped-skills/`, a
+/// folder per skill. `None`, with a warning, when they cannot be written there.
+fn shipped_skills(data_dir: &std::path::Path) -> Option<toolshed_tools::skills::SkillRoot> {
+    let dir = data_dir
+        .join("shipped-skills")
+        .join(env!("CARGO_PKG_VERSION"));
+    let write = || -> std::io::Result<()> {
+        for (name, text) in SHIPPED_SKILLS {
+            let file = dir.join(name).join("SKILL.md");
+            if std::fs::read_to_string(&file).is_ok_and(|old| old == text) {
+                continue;
+            }
+            std::fs::create_dir_all(dir.join(name))?;
+            // Whole or not at all: a reader never sees half a file.
+            let part = dir.join(name).join(".SKILL.md.part");
+            std::fs::write(&part, text)?;
+            std::fs::rename(&part, &file)?;
+        }
+        Ok(())
+    };
+    match write() {
+        Ok(()) => Some(toolshed_tools::skills::SkillRoot {
+            dir,
+            source: "toolshed".into(),
+            in_workspace: None,
+        }),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot write the shipped skills; they are not offered");
+            None
+        }
+    }
 }
 
 /// The `skills/` folders of the plugins running (or degraded) now, for `system.skills`.

@@ -415,18 +415,10 @@ impl Host {
             return Err(crate::install::InstallError::Md5Syntax { given: md5 });
         }
         let entry = crate::install::store::StoreEntry {
-            id: String::new(),
-            name: String::new(),
-            version: String::new(),
-            description: String::new(),
-            author: None,
-            tags: Vec::new(),
-            kind: None,
             source: url.trim_end_matches('/').to_string(),
-            icon: None,
             md5: Some(md5),
-            updated: None,
             store: url.to_string(),
+            ..Default::default()
         };
         self.install_entry(entry, force, progress).await
     }

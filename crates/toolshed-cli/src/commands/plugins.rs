@@ -214,6 +214,8 @@ pub(crate) async fn search(host: &Host, words: &[String], json: bool) -> Result<
     for problem in &problems {
         eprintln!("warning: cannot read the store {problem}");
     }
+    // Best rated first, then the most downloaded (stores that give neither: by id).
+    found.sort_by(|(a, _), (b, _)| a.ranking(b));
     if json {
         let list: Vec<serde_json::Value> = found
             .iter()
@@ -235,10 +237,17 @@ pub(crate) async fn search(host: &Host, words: &[String], json: bool) -> Result<
                 Some(v) if v == &entry.version => "installed".into(),
                 Some(v) => format!("{v} installed"),
             };
+            let rating = match (entry.rating, entry.ratings) {
+                (Some(r), Some(n)) => format!("{r:.1} ({n})"),
+                (Some(r), None) => format!("{r:.1}"),
+                _ => String::new(),
+            };
             vec![
                 entry.id.clone(),
                 entry.version.clone(),
                 entry.name.clone(),
+                rating,
+                entry.downloads.map(|d| d.to_string()).unwrap_or_default(),
                 entry.tags.join(", "),
                 state,
             ]
@@ -246,7 +255,18 @@ pub(crate) async fn search(host: &Host, words: &[String], json: bool) -> Result<
         .collect();
     out!(
         "{}",
-        table(&["ID", "VERSION", "NAME", "TAGS", "INSTALLED"], &rows)
+        table(
+            &[
+                "ID",
+                "VERSION",
+                "NAME",
+                "RATING",
+                "DOWNLOADS",
+                "TAGS",
+                "INSTALLED"
+            ],
+            &rows
+        )
     );
     Ok(())
 }

@@ -98,7 +98,7 @@ pub enum PluginStoreError {
 }
 
 /// One plugin a store offers.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct StoreEntry {
     /// Its id.
     pub id: String,
@@ -122,8 +122,49 @@ pub struct StoreEntry {
     pub md5: Option<String>,
     /// When it last changed.
     pub updated: Option<String>,
+    /// Its users' rating, 0 to 5, when the index gives one (`rating`: a number, or an
+    /// object with `average` and `count`).
+    pub rating: Option<f64>,
+    /// How many ratings that is, when the index says.
+    pub ratings: Option<u64>,
+    /// How many times it was downloaded, when the index says (`downloads`).
+    pub downloads: Option<u64>,
     /// The store it is from.
     pub store: String,
+}
+
+impl StoreEntry {
+    /// Best first: the higher rating, then more downloads, then the id. An entry without
+    /// a rating comes after every rated one.
+    pub fn ranking(&self, other: &Self) -> std::cmp::Ordering {
+        let rating = |e: &Self| e.rating.unwrap_or(-1.0);
+        rating(other)
+            .total_cmp(&rating(self))
+            .then_with(|| {
+                other
+                    .downloads
+                    .unwrap_or(0)
+                    .cmp(&self.downloads.unwrap_or(0))
+            })
+            .then_with(|| self.id.cmp(&other.id))
+    }
+}
+
+/// The rating and its count from an index entry; a value outside 0 to 5 is left out.
+fn rating_of(value: &Value) -> (Option<f64>, Option<u64>) {
+    let (average, count) = match value.get("rating") {
+        Some(Value::Object(o)) => (
+            o.get("average").and_then(Value::as_f64),
+            o.get("count").and_then(Value::as_u64),
+        ),
+        Some(other) => (
+            other.as_f64(),
+            value.get("ratingCount").and_then(Value::as_u64),
+        ),
+        None => (None, None),
+    };
+    let average = average.filter(|r| r.is_finite() && (0.0..=5.0).contains(r));
+    (average, average.and(count))
 }
 
 /// The policy a store request goes under: the listed hosts, else public `https` only.
@@ -253,6 +294,7 @@ fn entry(value: &Value, base: &str, store: &str) -> Option<StoreEntry> {
     if !joined.as_str().starts_with(base) {
         return None;
     }
+    let (rating, ratings) = rating_of(value);
     let author = match value.get("author") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Object(o)) => o.get("name").and_then(Value::as_str).map(str::to_string),
@@ -284,6 +326,9 @@ fn entry(value: &Value, base: &str, store: &str) -> Option<StoreEntry> {
         }),
         md5: text("md5").map(|m| m.to_ascii_lowercase()),
         updated: text("updatedAt"),
+        rating,
+        ratings,
+        downloads: value.get("downloads").and_then(Value::as_u64),
         store: store.to_string(),
         id,
     })

@@ -19,7 +19,7 @@ use super::sessions::{NewSession, Session, SessionTable};
 use super::shell::ShellTable;
 use super::spec::{
     self, DEFAULT_OUTPUT_BYTES, ExecArgs, MAX_OUTPUT_BYTES, MAX_TIMEOUT_MS, MAX_YIELD_MS,
-    MIN_OUTPUT_BYTES, NoArgs, ReadOutputArgs, TerminateArgs, WaitArgs, WriteStdinArgs,
+    MIN_OUTPUT_BYTES, NoArgs, ReadOutputArgs, ShellArg, TerminateArgs, WaitArgs, WriteStdinArgs,
 };
 use super::{
     GROUP, Table, clamp_wait, config_usize, exit_fields, exit_line, millis, owner, render,
@@ -266,6 +266,36 @@ pub(crate) fn command_request(
     request
 }
 
+/// A command line for PowerShell: `pwsh -NoLogo -NoProfile -NonInteractive -Command CMD`.
+fn pwsh_request(
+    cmd: &str,
+    workdir: Option<&str>,
+    env: Option<&BTreeMap<String, String>>,
+) -> SpawnRequest {
+    let mut request = SpawnRequest::new("pwsh");
+    for arg in ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", cmd] {
+        request = request.arg(arg);
+    }
+    if let Some(dir) = workdir {
+        request = request.workdir(dir);
+    }
+    for (name, value) in env.into_iter().flatten() {
+        request = request.env(name, value);
+    }
+    request
+}
+
+/// `shell: "pwsh"` where PowerShell is not installed.
+fn no_pwsh() -> ToolError {
+    ToolError::Unconfigured {
+        message: "PowerShell (`pwsh`) is not installed where commands run: install PowerShell 7 \
+                  so that `pwsh` is on the PATH toolshed runs commands with, or leave out \
+                  `shell` to run cmd with bash. See docs/exec.md"
+            .into(),
+        variables: vec!["PATH".into()],
+    }
+}
+
 async fn exec(
     table: &SessionTable,
     process: &Arc<dyn ProcessOps>,
@@ -282,12 +312,18 @@ async fn exec(
     let timeout = millis("timeout_ms", args.timeout_ms, 1, MAX_TIMEOUT_MS)?;
     let yield_for = millis("yield_ms", args.yield_ms, 0, MAX_YIELD_MS)?;
     let budget = budget(args.max_output_bytes);
-    let mut request = command_request(
-        process.shell(),
-        cmd,
-        args.workdir.as_deref(),
-        args.env.as_ref(),
-    )
+    let mut request = match args.shell {
+        Some(ShellArg::Pwsh) => pwsh_request(cmd, args.workdir.as_deref(), args.env.as_ref()),
+        Some(ShellArg::Sh) => {
+            command_request("sh", cmd, args.workdir.as_deref(), args.env.as_ref())
+        }
+        Some(ShellArg::Bash) | None => command_request(
+            process.shell(),
+            cmd,
+            args.workdir.as_deref(),
+            args.env.as_ref(),
+        ),
+    }
     .limits(OutputLimits {
         kill_after_bytes: Some(KILL_AFTER_BYTES),
         ..OutputLimits::default()
@@ -322,7 +358,16 @@ async fn exec(
             mode: request.sandbox,
             write_scope: request.write_scope.clone(),
         },
-        || process.spawn(&request).map_err(ToolError::from),
+        || {
+            process.spawn(&request).map_err(|e| match e {
+                toolshed_ops::OpsError::ProgramNotFound { .. }
+                    if args.shell == Some(ShellArg::Pwsh) =>
+                {
+                    no_pwsh()
+                }
+                other => ToolError::from(other),
+            })
+        },
     )?;
     watch_timeout(session.clone());
 

@@ -149,6 +149,21 @@ pub(super) struct ExecArgs {
     pub(super) env: Option<BTreeMap<String, String>>,
     /// Sandbox mode (wider needs approval)
     pub(super) sandbox: Option<SandboxArg>,
+    /// Shell that runs cmd
+    pub(super) shell: Option<ShellArg>,
+}
+
+/// The shell a call asks to run its command line with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+// (No doc comments on the variants: they would make the schema a `oneOf`.)
+pub(super) enum ShellArg {
+    // The backend's own (`bash`, else `sh`), as when none is named.
+    Bash,
+    // POSIX `sh`.
+    Sh,
+    // PowerShell 7, when `pwsh` is installed where commands run.
+    Pwsh,
 }
 
 /// A sandbox mode asked for by a call.

@@ -42,8 +42,79 @@ pub(super) fn capped(diff: String) -> String {
     )
 }
 
+/// `text` with `insert` placed after line `after` (0: before the first), as whole lines.
+fn insert_lines(path: &str, text: &str, after: usize, insert: &str) -> Result<String, ToolError> {
+    let lines = text.split_inclusive('\n').count();
+    if after > lines {
+        return Err(ToolError::invalid(format!(
+            "`{path}` has {lines} line{}; insert_line must be 0 to {lines}",
+            if lines == 1 { "" } else { "s" }
+        )));
+    }
+    let at: usize = text.split_inclusive('\n').take(after).map(str::len).sum();
+    let mut out = String::with_capacity(text.len() + insert.len() + 2);
+    out.push_str(&text[..at]);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(insert);
+    if !insert.ends_with('\n') && at < text.len() {
+        out.push('\n');
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// `workspace_edit` with `insert_line`: new lines after a line, nothing replaced.
+fn insert(env: &Env, args: &EditArgs, after: usize) -> Result<ToolOutput, ToolError> {
+    if !args.old_text.is_empty() || args.replace_all {
+        return Err(ToolError::invalid(
+            "insert_line inserts new_text and replaces nothing: leave out old_text and \
+             replace_all, or leave out insert_line to replace old_text",
+        ));
+    }
+    if args.new_text.is_empty() {
+        return Err(ToolError::invalid("new_text is empty: nothing to insert"));
+    }
+    let before = read_text(env, &args.path)?;
+    check_seen(env, &args.path, before.as_bytes())?;
+    let after_text = insert_lines(&args.path, &before, after, &args.new_text)?;
+    env.files.commit(&[Change::Write {
+        path: &args.path,
+        data: after_text.as_bytes(),
+        expect: Expect::Content(before.as_bytes()),
+        parents: Parents::MustExist,
+    }])?;
+    let real = env.files.realpath(&args.path)?;
+    super::ledger::record(
+        env.ledger.as_ref(),
+        &env.owner,
+        &real,
+        after_text.as_bytes(),
+    );
+    let (added, removed) = diff::stats(&before, &after_text);
+    let mut text = format!(
+        "Inserted {added} line{} into `{}` after line {after}\n",
+        if added == 1 { "" } else { "s" },
+        args.path
+    );
+    text.push_str(&capped(diff::unified(&args.path, &before, &after_text, 3)));
+    Ok(ToolOutput::text_and_structured(
+        text,
+        json!({
+            "path": args.path,
+            "inserted_after": after,
+            "added": added,
+            "removed": removed,
+        }),
+    ))
+}
+
 pub(super) fn run(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     let args: EditArgs = crate::args::parse(args)?;
+    if let Some(after) = args.insert_line {
+        return insert(env, &args, after);
+    }
     let before = read_text(env, &args.path)?;
     check_seen(env, &args.path, before.as_bytes())?;
     let outcome = edit::apply_edit(&before, &args.old_text, &args.new_text, args.replace_all)

@@ -144,7 +144,7 @@ pub(super) fn edit() -> ToolSpec {
     tool(
         "workspace_edit",
         "Edit a file",
-        "Replace `old_text` with `new_text` in a file; returns a diff. `old_text` must match once unless `replace_all` (a unique whitespace-tolerant match counts). Needs a workspace_read first.",
+        "Replace `old_text` with `new_text` in a file; returns a diff. `old_text` must match once unless `replace_all` (a unique whitespace-tolerant match counts). Or `insert_line` N: insert `new_text` after line N. Needs a workspace_read first.",
         crate::args::schema::<EditArgs>(),
         changes(true, false),
         Danger::Medium,
@@ -329,11 +329,15 @@ pub(super) struct DeleteArgs {
 pub(super) struct EditArgs {
     pub(super) path: String,
     /// Exact text, with indentation
+    #[serde(default)]
     pub(super) old_text: String,
     /// Replacement
     pub(super) new_text: String,
     #[serde(default)]
     pub(super) replace_all: bool,
+    /// Instead of old_text: insert after this line (0: first)
+    #[serde(default)]
+    pub(super) insert_line: Option<usize>,
 }
 
 /// The arguments of `workspace_patch`.

@@ -248,3 +248,61 @@ async fn a_moved_file_keeps_its_permissions() {
     );
     assert!(!dir.path().join("run.sh").exists());
 }
+
+#[tokio::test]
+async fn edit_inserts_lines_after_a_line_number() {
+    let h = Harness::memory();
+    h.put("list.txt", "one\ntwo\nthree");
+    h.ok("workspace_read", json!({"path": "list.txt"})).await;
+    let out = h
+        .ok(
+            "workspace_edit",
+            json!({"path": "list.txt", "insert_line": 1, "new_text": "one and a half"}),
+        )
+        .await;
+    assert!(
+        out.text_joined()
+            .starts_with("Inserted 1 line into `list.txt` after line 1\n"),
+        "{}",
+        out.text_joined()
+    );
+    assert_eq!(h.get("list.txt"), "one\none and a half\ntwo\nthree");
+    // At the top, and after the last line of a file without a final newline.
+    h.ok(
+        "workspace_edit",
+        json!({"path": "list.txt", "insert_line": 0, "new_text": "zero\n"}),
+    )
+    .await;
+    h.ok(
+        "workspace_edit",
+        json!({"path": "list.txt", "insert_line": 5, "new_text": "four\nfive\n"}),
+    )
+    .await;
+    assert_eq!(
+        h.get("list.txt"),
+        "zero\none\none and a half\ntwo\nthree\nfour\nfive\n"
+    );
+    // Past the end, with old_text too, or nothing to insert: refused, the file unchanged.
+    for (args, says) in [
+        (
+            json!({"path": "list.txt", "insert_line": 9, "new_text": "x"}),
+            "0 to 7",
+        ),
+        (
+            json!({"path": "list.txt", "insert_line": 1, "old_text": "two", "new_text": "x"}),
+            "leave out old_text",
+        ),
+        (
+            json!({"path": "list.txt", "insert_line": 1, "new_text": ""}),
+            "nothing to insert",
+        ),
+    ] {
+        let err = h.err("workspace_edit", args).await;
+        assert_eq!(err.kind(), ErrorKind::InvalidArguments, "{err}");
+        assert!(err.to_string().contains(says), "{err}");
+    }
+    assert_eq!(
+        h.get("list.txt"),
+        "zero\none\none and a half\ntwo\nthree\nfour\nfive\n"
+    );
+}
