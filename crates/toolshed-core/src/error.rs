@@ -172,6 +172,27 @@ impl ToolError {
         Self::Failed(message.into())
     }
 
+    /// Adds `note` (a paragraph of its own) to the message, for the errors that carry one:
+    /// a timeout, a cancellation, an approval wait and a rate limit say what they say.
+    pub fn add_note(&mut self, note: &str) {
+        match self {
+            Self::InvalidArguments { message, .. }
+            | Self::Denied { message, .. }
+            | Self::Unconfigured { message, .. }
+            | Self::NotFound(message)
+            | Self::Conflict(message)
+            | Self::Failed(message)
+            | Self::Internal(message) => {
+                message.push_str("\n\n");
+                message.push_str(note);
+            }
+            Self::NeedsApproval(_)
+            | Self::Timeout(_)
+            | Self::Cancelled
+            | Self::RateLimited { .. } => {}
+        }
+    }
+
     /// This error's kind.
     pub fn kind(&self) -> ErrorKind {
         match self {

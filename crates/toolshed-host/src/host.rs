@@ -236,6 +236,7 @@ impl Host {
             files: Some(services.ops.files.clone()),
             sandbox_mode: config.sandbox.mode().ok(),
             workspace_name: workspace_name.clone(),
+            notices: Some(services.notices.clone()),
         });
         Ok(Self {
             workspace,

@@ -19,11 +19,12 @@ use crate::policy::{Policy, PolicyDecision};
 use crate::quotas::Quotas;
 use crate::registry::{Registry, ToolEntry};
 use crate::review::{CompiledRules, Review, Subject};
-use crate::store::{AuditRecord, StateStore};
+use crate::store::StateStore;
 use crate::suggest::closest;
 use toolshed_core::TRACE;
 use tracing::Instrument as _;
 
+mod after;
 mod approval;
 mod boundary;
 mod limits;
@@ -100,6 +101,10 @@ pub struct Dispatcher {
     in_flight: Arc<InFlight>,
     /// The owners in plan mode.
     plans: Arc<plan::Plans>,
+    /// Where file-policy events go (`fs.read.denied`), when the host has an event stream.
+    notices: Option<Arc<toolshed_ops::Notices>>,
+    /// Identical calls seen lately, for the repeat reminder.
+    repeats: after::Repeats,
 }
 
 /// Counts calls between their start and their record.
@@ -159,6 +164,8 @@ pub struct DispatcherParts {
     pub sandbox_mode: Option<toolshed_ops::sandbox::SandboxMode>,
     /// The workspace as pinned tokens name it: calls narrowed to another are refused.
     pub workspace_name: String,
+    /// Where file-policy events (`fs.read.denied`, `fs.write.denied`) are announced.
+    pub notices: Option<Arc<toolshed_ops::Notices>>,
 }
 
 impl Dispatcher {
@@ -192,6 +199,8 @@ impl Dispatcher {
             files: parts.files,
             sandbox_mode: parts.sandbox_mode,
             workspace_name: parts.workspace_name,
+            notices: parts.notices,
+            repeats: Default::default(),
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -315,10 +324,11 @@ impl Dispatcher {
             hex(&hasher.finalize())
         };
         let mut approval = None;
-        let (plugin_id, result) = self
+        let (plugin_id, mut result) = self
             .run_pipeline(&mut req, &call_id, &mut approval)
             .instrument(span.clone())
             .await;
+        self.remind_of_repeats(&req, &args_sha256, &mut result);
         let duration = started.elapsed();
         if !span.is_disabled() {
             trace_outcome(&span, plugin_id.as_deref(), &result);
@@ -365,9 +375,12 @@ impl Dispatcher {
         let arguments = std::mem::take(&mut req.arguments);
         let req = &*req;
         let plugin_id = Some(entry.plugin_id.clone());
+        // The files it names, for the event a refusal is announced with.
+        let files = after::FileTouches::of(&entry, &arguments);
         let result = self
             .run_resolved(req, arguments, call_id, entry, approval)
             .await;
+        self.announce_file_denials(req, call_id, &result, files);
         (plugin_id, result)
     }
 
@@ -726,69 +739,5 @@ impl Dispatcher {
                 progress,
             });
         })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn record(
-        &self,
-        req: &CallRequest,
-        call_id: &CallId,
-        plugin: Option<String>,
-        result: &Result<ToolOutput, ToolError>,
-        ts_ms: i64,
-        args_sha256: String,
-        duration: Duration,
-        approval: Option<String>,
-    ) {
-        // An operator's dashboard reading what it shows is nobody's call (see
-        // [`DASHBOARD_DOOR`]): logged, not audited.
-        if req.door == DASHBOARD_DOOR {
-            tracing::debug!(tool = %req.tool, owner = %req.owner.0, "dashboard read");
-            return;
-        }
-        let duration_ms = duration.as_millis() as u64;
-        let (outcome, error_kind) = match result {
-            Ok(out) if out.is_error => ("tool_error", None),
-            Ok(_) => ("ok", None),
-            Err(e) => ("error", Some(e.kind().as_str().to_string())),
-        };
-        let record = AuditRecord {
-            ts_ms,
-            call_id: call_id.0.clone(),
-            owner: req.owner.0.clone(),
-            door: req.door.to_string(),
-            tool: req.tool.clone(),
-            plugin: plugin.clone(),
-            args_sha256,
-            outcome: outcome.to_string(),
-            error_kind,
-            duration_ms: duration_ms as i64,
-            approval,
-            parent: req.parent.clone(),
-        };
-        // On disk (the store's audit journal) before the reply leaves, so an acknowledged
-        // call always has its row; committed to the log in batches.
-        self.store.queue_audit(record, self.audit_max_rows).await;
-        self.events.publish_with(|| match result {
-            Ok(out) => Event::CallFinished {
-                call_id: call_id.0.clone(),
-                tool: req.tool.clone(),
-                owner: req.owner.0.clone(),
-                plugin: plugin.clone(),
-                door: req.door.to_string(),
-                duration_ms,
-                is_error: out.is_error,
-            },
-            Err(e) => Event::CallFailed {
-                call_id: call_id.0.clone(),
-                tool: req.tool.clone(),
-                owner: req.owner.0.clone(),
-                plugin: plugin.clone(),
-                door: req.door.to_string(),
-                duration_ms,
-                kind: e.kind().as_str().to_string(),
-                message: e.to_string(),
-            },
-        });
     }
 }

@@ -1,0 +1,88 @@
+"""What the TypeScript agent harness's users find in toolshed (issue 60's harness lines):
+file-policy events on the owner's event stream, and a reminder when a call is repeated."""
+
+import asyncio
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from test_lifecycle_events import Stream
+
+
+def run(coro, timeout=90):
+    return asyncio.run(asyncio.wait_for(coro, timeout=timeout))
+
+
+def text(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "text", None))
+
+
+async def calls(url, token, *steps):
+    """Runs each (tool, arguments) through one MCP-over-HTTP session; returns the results."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    client = Client(streamable_http_client(url, http_client=http), mode="legacy")
+    results = []
+    async with http, client:
+        for tool, arguments in steps:
+            results.append(await client.call_tool(tool, arguments))
+    return results
+
+
+def test_denied_reads_and_writes_reach_the_owners_event_stream(serve, workspace, home, token_for):
+    (home / "policy.toml").write_text(
+        '[[policy.rule]]\nname = "no secrets"\nwhen = { writes = { glob = "secrets/**" } }\n'
+        'decision = "deny"\nmessage = "secrets/ is off limits"\n'
+    )
+    (workspace / "notes.txt").write_text("hello\n")
+    url, admin = serve({"TOOLSHED_CONFIG": str(home / "policy.toml")})
+    base = url.rsplit("/mcp", 1)[0]
+    alice, bob = token_for("alice"), token_for("bob")
+    mine, theirs, operator = Stream(base, alice), Stream(base, bob), Stream(base, admin)
+    results = run(calls(url, alice,
+        ("workspace_write", {"path": "secrets/key.txt", "content": "x"}),
+        ("workspace_read", {"path": "../../etc/passwd"}),
+        ("workspace_read", {"path": "notes.txt"}),
+    ))
+    assert results[0].is_error and "off limits" in text(results[0])
+    assert results[1].is_error
+    assert not results[2].is_error
+
+    write = mine.wait_for(lambda e: e.get("type") == "fs.write.denied")
+    assert write["data"]["tool"] == "workspace_write"
+    assert write["data"]["paths"] == ["secrets/key.txt"]
+    assert write["data"]["rule"] == "no secrets"
+    read = mine.wait_for(lambda e: e.get("type") == "fs.read.denied")
+    assert read["data"]["paths"] == ["../../etc/passwd"]
+    assert read["data"]["rule"] == "workspace jail"
+    # Only denials are announced, and only to the owner whose call it was (and the admin).
+    assert len([e for e in mine.events if e.get("type", "").startswith("fs.")]) == 2
+    operator.wait_for(lambda e: e.get("type") == "fs.read.denied" and e["owner"] == "alice")
+    assert not [e for e in theirs.events if e.get("type", "").startswith("fs.")]
+
+
+def test_a_call_repeated_with_the_same_arguments_says_so(serve, workspace):
+    (workspace / "notes.txt").write_text("hello\n")
+    url, token = serve()
+    same = ("workspace_read", {"path": "notes.txt"})
+    other = ("workspace_read", {"path": "notes.txt", "offset": 1})
+    results = run(calls(url, token, same, same, other, same, same, same, same))
+    reminders = ["note from toolshed" in text(r) for r in results]
+    # A different call in between starts the count again: the third identical one in a row
+    # says so, and every one after it.
+    assert reminders == [False, False, False, False, False, True, True], [text(r) for r in results]
+    assert "`workspace_read` with the same arguments) 3 times in a row" in text(results[5])
+    assert "4 times in a row" in text(results[6])
+    # A failing call repeated says so in its error too.
+    missing = ("workspace_read", {"path": "nothing-here.txt"})
+    failed = run(calls(url, token, missing, missing, missing))
+    assert failed[2].is_error and "note from toolshed" in text(failed[2])
+    assert "note from toolshed" not in text(failed[1])
+
+
+def test_the_repeat_reminder_can_be_turned_off(serve, workspace):
+    (workspace / "notes.txt").write_text("hello\n")
+    url, token = serve({"TOOLSHED_LIMITS__REPEAT_REMINDER_AFTER": "0"})
+    same = ("workspace_read", {"path": "notes.txt"})
+    results = run(calls(url, token, *[same] * 5))
+    assert not any("note from toolshed" in text(r) for r in results)
