@@ -283,6 +283,21 @@ impl FileOps for BoundedFiles {
         self.inner.quick()
     }
 
+    /// What the files allow, narrowed by the boundary: a hidden path is neither read nor
+    /// written, and a read-only sandbox writes nothing.
+    fn access(&self, path: &str) -> Result<crate::file::Access, OpsError> {
+        let mut access = self.inner.access(path)?;
+        if let Err(e) = self.read_ok(path) {
+            access.read = false;
+            access.reason = Some(e.to_string());
+        }
+        if let Err(e) = self.write_ok(path) {
+            access.write = false;
+            access.reason = Some(e.to_string());
+        }
+        Ok(access)
+    }
+
     fn read_dir(&self, path: &str) -> Result<DirListing, OpsError> {
         self.read_ok(path)?;
         self.inner.read_dir(path)

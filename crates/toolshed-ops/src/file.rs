@@ -41,6 +41,21 @@ pub struct Metadata {
     pub link_target: Option<String>,
 }
 
+/// What the caller may do with a path ([`FileOps::access`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Access {
+    /// Whether it can be read (a directory: listed).
+    pub read: bool,
+    /// Whether it can be written (a directory: entries made or removed in it). A path that
+    /// does not exist: whether it can be created.
+    pub write: bool,
+    /// Whether the path exists.
+    pub exists: bool,
+    /// Why not, when `read` or `write` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// One directory entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DirEntry {
@@ -210,6 +225,65 @@ pub trait FileOps: Send + Sync {
 
     /// Facts about a path.
     fn stat(&self, path: &str, follow: Follow) -> Result<Metadata, OpsError>;
+
+    /// What the caller may do with `path` — the question of `access(2)`, answered within
+    /// the workspace: read it, write it (or, missing, create it). An escape or a reserved
+    /// path is an error, as for any operation. By default the answer comes from the owner
+    /// bits of the permissions; a backend that can ask the system does.
+    fn access(&self, path: &str) -> Result<Access, OpsError> {
+        let metadata = match self.stat(path, Follow::Yes) {
+            Ok(metadata) => metadata,
+            Err(OpsError::NotFound { .. }) => {
+                // Created in the nearest directory that exists.
+                let mut parent = path.trim_end_matches('/');
+                let dir = loop {
+                    parent = match parent.rsplit_once('/') {
+                        Some((head, _)) if !head.is_empty() => head,
+                        Some(_) => "/",
+                        None => ".",
+                    };
+                    match self.stat(parent, Follow::Yes) {
+                        Ok(m) => break m,
+                        Err(OpsError::NotFound { .. }) if parent != "." && parent != "/" => {}
+                        Err(e) => return Err(e),
+                    }
+                };
+                let write = dir.kind == FileKind::Dir && dir.mode & 0o200 != 0;
+                return Ok(Access {
+                    read: false,
+                    write,
+                    exists: false,
+                    reason: Some(if write {
+                        format!("`{path}` does not exist; it can be created")
+                    } else {
+                        format!(
+                            "`{path}` does not exist, and `{parent}` is not a writable directory"
+                        )
+                    }),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let read = metadata.mode & 0o400 != 0;
+        let write = metadata.mode & 0o200 != 0;
+        let reason = (!read || !write).then(|| {
+            format!(
+                "`{path}` has mode {:04o}{}",
+                metadata.mode & 0o7777,
+                if write {
+                    ""
+                } else {
+                    ": its owner took away write permission"
+                }
+            )
+        });
+        Ok(Access {
+            read,
+            write,
+            exists: true,
+            reason,
+        })
+    }
 
     /// Whether a small operation (a stat, a read of a few hundred KiB) finishes at once here:
     /// the files are on a local disk or in memory, not behind a network or a user-space

@@ -45,8 +45,8 @@ pub use beneath::{open_beneath, read_beneath};
 pub use boundary::{BoundedFiles, BoundedSearch, FileBoundary};
 pub use error::OpsError;
 pub use file::{
-    Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow, MAX_DIR_ENTRIES,
-    Metadata, Overwrite, Parents, Written, resolve_in_workspace,
+    Access, Change, DirEntry, DirListing, Expect, FileContents, FileKind, FileOps, Follow,
+    MAX_DIR_ENTRIES, Metadata, Overwrite, Parents, Written, resolve_in_workspace,
 };
 pub use local::process::{
     DescriptorLimit, LocalProcessOps, ProcessConfig, ResourceLimits, TreeKillMethod,

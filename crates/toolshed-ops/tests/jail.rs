@@ -423,3 +423,42 @@ fn a_move_does_not_replace_a_file_its_owner_made_read_only() {
     );
     assert!(root.join("new.txt").exists());
 }
+
+#[test]
+fn access_answers_within_the_workspace_as_the_kernel_and_toolshed_would() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, root) = setup();
+    std::fs::write(root.join("open.txt"), "x").unwrap();
+    std::fs::write(root.join("kept.txt"), "x").unwrap();
+    std::fs::set_permissions(
+        root.join("kept.txt"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "x").unwrap();
+    std::os::unix::fs::symlink("../outside.txt", root.join("out")).unwrap();
+    let ops = LocalOps::new(&root).unwrap();
+
+    let open = ops.access("open.txt").unwrap();
+    assert!(
+        open.read && open.write && open.exists && open.reason.is_none(),
+        "{open:?}"
+    );
+    // Read-only by its owner: toolshed does not replace it, whoever runs the server.
+    let kept = ops.access("kept.txt").unwrap();
+    assert!(kept.read && !kept.write, "{kept:?}");
+    assert!(kept.reason.unwrap().contains("write permission"));
+    // Missing: whether it can be created, in the nearest directory that exists.
+    let missing = ops.access("new/deeper/file.txt").unwrap();
+    assert!(
+        !missing.exists && !missing.read && missing.write,
+        "{missing:?}"
+    );
+    // Outside, by `..` or through a link: an error, as for any operation.
+    for path in ["../outside.txt", "out"] {
+        let err = ops.access(path).unwrap_err();
+        assert!(matches!(err, OpsError::Escape { .. }), "{path}: {err:?}");
+    }
+    let err = ops.access(".toolshed/x").unwrap_err();
+    assert!(matches!(err, OpsError::Reserved { .. }), "{err:?}");
+}

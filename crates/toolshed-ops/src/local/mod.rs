@@ -11,6 +11,7 @@
 //! anything is opened, and on the kernel's own account of what was opened
 //! (`/proc/self/fd`), so a link pointing into it does not get through either.
 
+mod access;
 mod commit;
 pub(crate) mod process;
 mod tree;
@@ -540,6 +541,10 @@ impl FileOps for LocalOps {
             path: shown(path),
             message: e.to_string(),
         })
+    }
+
+    fn access(&self, path: &str) -> Result<crate::file::Access, OpsError> {
+        self.access_local(path)
     }
 
     fn stat(&self, path: &str, follow: Follow) -> Result<Metadata, OpsError> {

@@ -54,8 +54,28 @@ pub(super) fn stat(env: &Env, args: Value) -> Result<ToolOutput, ToolError> {
     if m.links > 1 && m.kind == FileKind::File {
         text.push_str(&format!(", {} hard links", m.links));
     }
+    // What the caller may do with it (Neta's `access`): the kernel's answer, narrowed by
+    // toolshed's own rules (the sandbox's hidden paths, a read-only mode or file).
+    // A link that leads out of the workspace is described, and neither read nor written.
+    let access = env
+        .files
+        .access(&args.path)
+        .unwrap_or_else(|e| toolshed_ops::Access {
+            read: false,
+            write: false,
+            exists: true,
+            reason: Some(e.to_string()),
+        });
+    if let Some(reason) = access
+        .reason
+        .as_deref()
+        .filter(|_| !access.read || !access.write)
+    {
+        text.push_str(&format!("; {reason}"));
+    }
     let mut structured = describe(&m);
     structured["path"] = json!(args.path);
+    structured["access"] = json!({"read": access.read, "write": access.write});
     Ok(ToolOutput::text_and_structured(text, structured))
 }
 

@@ -78,7 +78,7 @@ pub(super) fn stat() -> ToolSpec {
     tool(
         "workspace_stat",
         "File facts",
-        "Kind, size, permissions, modified time and link target of a path.",
+        "Kind, size, permissions, modified time and link target of a path, and whether you may read and write it.",
         crate::args::schema::<StatArgs>(),
         READ_ONLY,
         Danger::Low,
