@@ -30,7 +30,7 @@ pub(crate) enum Outcome {
     /// It ended within the wait: answered as any call.
     Done(CallResult),
     /// It outlived the wait and goes on as this job.
-    Task(JobView),
+    Task(Box<JobView>),
 }
 
 /// Where a call's progress goes: the request's progress notifications until it becomes a
@@ -309,7 +309,7 @@ pub(crate) async fn run(
         let result = joined(running.await);
         jobs.finish(&id, &result);
     });
-    Outcome::Task(view)
+    Outcome::Task(Box::new(view))
 }
 
 /// The seed state of a task just made (`tools/call`'s answer).

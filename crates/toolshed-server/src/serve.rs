@@ -144,6 +144,7 @@ fn app_draining(
         .route("/plugins/{id}/health", get(api::plugin_health))
         .route("/plugins/{id}/icon", get(api::plugin_icon))
         .route("/plugins/{id}/tools", get(api::plugin_tools))
+        .route("/plugins/{id}/tools/execute", post(api::execute_in_plugin))
         .route(
             "/plugins/{id}/config",
             get(api::get_config).put(api::put_config),

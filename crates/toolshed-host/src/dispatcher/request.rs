@@ -75,6 +75,9 @@ pub struct CallRequest {
     pub started: Option<Arc<tokio::sync::Notify>>,
     /// Where log messages of the call go to its caller (MCP `notifications/message`).
     pub log: Option<toolshed_core::LogSink>,
+    /// What the caller wants echoed in the events of the call's job (Agent Spaces'
+    /// `workspaceId`, `executorId`, `taskId`, `meta`).
+    pub context: Option<Value>,
 }
 
 /// Where a call that deferred its approval leaves the request it made.
@@ -138,6 +141,7 @@ impl CallRequest {
             asker: None,
             started: None,
             log: None,
+            context: None,
         }
     }
 }

@@ -324,6 +324,17 @@ impl Jobs {
         owner: &str,
         cancel: CancellationToken,
     ) -> Result<JobView, JobError> {
+        self.admit_with(tool, owner, cancel, None)
+    }
+
+    /// [`admit`](Self::admit), with what the caller wants echoed in the job's events.
+    pub fn admit_with(
+        &self,
+        tool: &str,
+        owner: &str,
+        cancel: CancellationToken,
+        context: Option<Value>,
+    ) -> Result<JobView, JobError> {
         let _admission = self.admission.lock().unwrap_or_else(|e| e.into_inner());
         if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(JobError::Closing(
@@ -370,6 +381,7 @@ impl Jobs {
             error: None,
             updated_ms: None,
             input_requests: None,
+            context,
         };
         self.lock().insert(
             n,
@@ -383,7 +395,11 @@ impl Jobs {
                 asked: 0,
             },
         );
-        self.publish("job.started", Some(&id), Some(owner), json!({"tool": tool}));
+        let mut started = json!({"tool": tool});
+        if let Some(context) = &view.context {
+            started["context"] = context.clone();
+        }
+        self.publish("job.started", Some(&id), Some(owner), started);
         Ok(view)
     }
 
@@ -410,7 +426,12 @@ impl Jobs {
         span: tracing::Span,
     ) -> Result<JobView, JobError> {
         let cancel = CancellationToken::new();
-        let view = self.admit(&request.tool, &request.owner.0, cancel.clone())?;
+        let view = self.admit_with(
+            &request.tool,
+            &request.owner.0,
+            cancel.clone(),
+            request.context.clone(),
+        )?;
         request.cancel = cancel;
         request.progress = Some(self.progress_sink(&view));
         let jobs = self.clone();
@@ -533,6 +554,10 @@ impl Jobs {
             tracing::warn!(job = %job.view.id, error = %e, "cannot record how the job ended");
         }
         self.lock().remove(&n);
+        let mut data = data;
+        if let Some(context) = &job.view.context {
+            data["context"] = context.clone();
+        }
         self.publish(kind, Some(&job.view.id), Some(&job.view.owner), data);
         self.ended.notify_waiters();
     }

@@ -50,6 +50,10 @@ pub struct JobView {
     /// an MCP task's question, answered with `tasks/update` (or `POST /questions`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input_requests: Option<Value>,
+    /// What the caller asked to have echoed in the job's events (Agent Spaces'
+    /// `workspaceId`, `executorId`, `taskId`, `meta`), while this toolshed runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
 }
 
 impl JobState {
@@ -87,6 +91,7 @@ impl From<JobRow> for JobView {
             error: row.error,
             updated_ms: None,
             input_requests: None,
+            context: None,
         }
     }
 }

@@ -27,6 +27,7 @@ mod config;
 mod jobs;
 mod plugins;
 mod running;
+mod spaces;
 mod tools;
 
 pub(crate) use agents::{OwnerFilter, schedules, todos};
@@ -38,6 +39,7 @@ pub(crate) use plugins::{
     uninstall, verify,
 };
 pub(crate) use running::{RunningFilter, output as running_output, running};
+pub(crate) use spaces::{PluginExecute, execute as execute_in_plugin};
 pub(crate) use tools::door_span;
 pub(crate) use tools::{Execute, ToolFilter, ToolSearch, execute, search_tools, tool, tools};
 

@@ -251,12 +251,47 @@ pub(crate) async fn execute(
         }
     }
     let arguments = Value::Object(request.arguments.unwrap_or_default());
-    let mut call = CallRequest::new(name.clone(), arguments, owner, "rest");
+    let mut call = CallRequest::new(name, arguments, owner, "rest");
     call.caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     call.credential = caller.as_deref().and_then(|c| c.token_id.clone());
     call.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
     call.oversized = oversized;
-    if request.run_async {
+    let route = Route {
+        sync: "/api/v1/tools/{name}/execute",
+        job: "/api/v1/tools/{name}/execute (job)",
+    };
+    answer(
+        &state,
+        call,
+        request.run_async,
+        Box::new(room),
+        &headers,
+        route,
+    )
+    .await
+}
+
+/// The HTTP routes a call came by, for its span.
+pub(super) struct Route {
+    /// A call answered in the response.
+    pub sync: &'static str,
+    /// A call started as a job.
+    pub job: &'static str,
+}
+
+/// Runs `call` for a REST request: started as a job (`202`) with `run_async`, else run and
+/// answered. `room` (the arguments' tree) is held until the call ends. A call with a
+/// `context` announces its end with it (`tool.executed`); a job echoes it in its events.
+pub(super) async fn answer(
+    state: &AppState,
+    mut call: CallRequest,
+    run_async: bool,
+    room: Box<dyn std::any::Any + Send>,
+    headers: &HeaderMap,
+    route: Route,
+) -> Result<Response, ApiError> {
+    let name = call.tool.clone();
+    if run_async {
         // An unknown or hidden tool, bad arguments or a policy refusal are the caller's
         // mistake now, not a failed job later: the pipeline's own checks, run ahead.
         state
@@ -266,10 +301,8 @@ pub(crate) async fn execute(
             .map_err(|e| ApiError::from(&e))?;
         // The job holds the arguments' room until it ends.
         // A job's call is the root of its own trace: this request is answered at once.
-        let span = door_span("POST", "/api/v1/tools/{name}/execute (job)", &name);
-        let job = state
-            .jobs
-            .start(state.host.clone(), call, Box::new(room), span)?;
+        let span = door_span("POST", route.job, &name);
+        let job = state.jobs.start(state.host.clone(), call, room, span)?;
         let location = format!("/api/v1/jobs/{}", job.id);
         let mut response = (
             StatusCode::ACCEPTED,
@@ -289,10 +322,28 @@ pub(crate) async fn execute(
     let cancel = state.calls_stop.child_token();
     let _cancel_on_drop = cancel.clone().drop_guard();
     call.cancel = cancel;
-    let span = door_span("POST", "/api/v1/tools/{name}/execute", &name);
-    adopt_trace(&span, &headers);
+    let context = call.context.take();
+    let owner = call.owner.0.clone();
+    let span = door_span("POST", route.sync, &name);
+    adopt_trace(&span, headers);
     let result = state.host.call(call).instrument(span.clone()).await;
     record_outcome(&span, &result);
+    drop(room);
+    if let Some(context) = context {
+        state.events.publish(
+            "tool.executed",
+            None,
+            Some(&owner),
+            serde_json::json!({
+                "call_id": result.call_id.0,
+                "plugin_id": result.plugin_id,
+                "tool": name,
+                "is_error": result.result.as_ref().map_or(true, |o| o.is_error),
+                "duration_ms": u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+                "context": context,
+            }),
+        );
+    }
     match &result.result {
         Ok(output) => Ok(Json(CallResult::of(&result, output)).into_response()),
         Err(error) if status_of(error.kind()) == StatusCode::OK => {

@@ -33,6 +33,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/plugins/{id}/health"),
     ("GET", "/plugins/{id}/icon"),
     ("GET", "/plugins/{id}/tools"),
+    ("POST", "/plugins/{id}/tools/execute"),
     ("GET", "/plugins/{id}/config"),
     ("PUT", "/plugins/{id}/config"),
     ("GET", "/mcp-servers"),

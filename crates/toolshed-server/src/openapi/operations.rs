@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::api::{
-    ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery, OwnerFilter, PluginsQuery,
-    RunningFilter, ToolFilter, ToolSearch,
+    ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery, OwnerFilter, PluginExecute,
+    PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
 };
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
@@ -163,6 +163,23 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .respond("200", json_response("Its tools", r.of::<PluginTools>()))
             .respond("400", error_response("The locale is not a language tag"))
             .respond("404", not_found()),
+        op("POST", "/plugins/{id}/tools/execute", "executePluginTool", "Call one of this plugin's tools (toolName) through the pipeline, as Agent Spaces does; workspaceId, executorId, taskId and meta come back in the call's events (tool.executed, or the job's)")
+            .param(plugin_id())
+            .body(body_of::<PluginExecute>())
+            .respond("200", json_response("The result; is_error=true when the tool ran and failed", r.of::<CallResult>()))
+            .respond("202", json!({
+                "description": "A job was started",
+                "headers": {"Location": {"description": "The job's URL", "schema": {"type": "string"}}},
+                "content": {"application/json": {"schema": r.of::<JobStarted>()}}
+            }))
+            .respond("403", error_response("Denied by review or policy, or needs approval"))
+            .respond("404", error_response("No such plugin, or the tool is not this plugin's"))
+            .respond("409", conflict())
+            .respond("415", error_response("The body is not application/json"))
+            .respond("429", error_response("A quota is used up (details.retry_after, Retry-After), too many jobs are running, or too many failed authentications"))
+            .respond("500", error_response("A bug in toolshed"))
+            .respond("503", error_response("The tool's plugin lacks configuration or environment variables"))
+            .respond("504", error_response("The call's deadline passed")),
         op("GET", "/plugins/{id}/config", "getPluginConfig", "A plugin's config fields and values; secret values are never returned, only whether they are set")
             .param(plugin_id())
             .respond("200", json_response("The config", r.of::<PluginConfig>()))

@@ -93,6 +93,11 @@ pub(crate) struct Job {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Map<String, Value>>")]
     pub input_requests: Option<Value>,
+    /// What the caller asked to have echoed in the job's events (Agent Spaces'
+    /// `workspaceId`, `executorId`, `taskId`, `meta`), while this server runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub context: Option<Value>,
 }
 
 impl From<toolshed_host::jobs::JobView> for Job {
@@ -110,6 +115,7 @@ impl From<toolshed_host::jobs::JobView> for Job {
             error,
             updated_ms,
             input_requests,
+            context,
         } = view;
         Self {
             id,
@@ -124,6 +130,7 @@ impl From<toolshed_host::jobs::JobView> for Job {
             error,
             updated_ms,
             input_requests,
+            context,
         }
     }
 }
