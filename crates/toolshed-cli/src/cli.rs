@@ -607,6 +607,16 @@ pub(crate) enum PluginsCommand {
         /// The plugin id
         id: String,
     },
+    /// Pause a running plugin (persisted): it stays loaded, its calls are refused
+    Pause {
+        /// The plugin id
+        id: String,
+    },
+    /// Resume a paused plugin: its calls go through again
+    Resume {
+        /// The plugin id
+        id: String,
+    },
     /// Install a plugin from a directory, a .tar.gz/.tgz or .zip file, an https URL, or
     /// by id from a configured store (`[[plugins.stores]]`)
     Install(InstallArgs),

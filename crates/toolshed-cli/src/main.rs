@@ -206,6 +206,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: PluginsCommand::Disable { id },
         } => commands::plugins::set_enabled(&host, &id, false).await,
         Command::Plugins {
+            command: PluginsCommand::Pause { id },
+        } => commands::plugins::set_paused(&host, &id, true).await,
+        Command::Plugins {
+            command: PluginsCommand::Resume { id },
+        } => commands::plugins::set_paused(&host, &id, false).await,
+        Command::Plugins {
             command: PluginsCommand::Install(args),
         } => commands::plugins::install(&host, args).await,
         Command::Plugins {

@@ -304,7 +304,7 @@ async function plugins(args, gen) {
   const list = await api("/plugins");
   const selected = args[0];
   // Plugins that need a person first.
-  const rank = (p) => ({ error: 0, degraded: 1 })[p.state] ?? 2;
+  const rank = (p) => ({ error: 0, degraded: 1, paused: 1 })[p.state] ?? 2;
   const sorted = list.plugins.map((p, i) => [p, i]).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([p]) => p);
   const rows = sorted.map((p) =>
     h("tr", { "data-plugin": p.id },
@@ -373,6 +373,8 @@ function pluginActions(p) {
   const off = p.state === "disabled" || p.state === "installed";
   return h("div", { class: "actions" },
     off ? act("Enable", "POST", "/enable") : act("Disable", "POST", "/disable"),
+    p.state === "paused" ? act("Resume", "POST", "/resume")
+      : p.state === "running" || p.state === "degraded" ? act("Pause", "POST", "/pause") : null,
     act("Reload", "POST", "/reload"),
     p.root === "user" ? act("Uninstall", "DELETE", "", "danger") : null);
 }

@@ -139,6 +139,8 @@ fn app_draining(
         .route("/plugins/{id}", get(api::plugin).delete(api::uninstall))
         .route("/plugins/{id}/enable", post(api::enable))
         .route("/plugins/{id}/disable", post(api::disable))
+        .route("/plugins/{id}/pause", post(api::pause))
+        .route("/plugins/{id}/resume", post(api::resume))
         .route("/plugins/{id}/reload", post(api::reload))
         .route("/plugins/{id}/verify", get(api::verify))
         .route("/plugins/{id}/health", get(api::plugin_health))

@@ -100,11 +100,26 @@ pub(crate) async fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<
         .set_enabled(id, enabled)
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
+    print_state(&info);
+    Ok(())
+}
+
+/// Pauses or resumes a plugin.
+pub(crate) async fn set_paused(host: &Host, id: &str, paused: bool) -> Result<(), Failure> {
+    let info = host
+        .plugins()
+        .set_paused(id, paused)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    print_state(&info);
+    Ok(())
+}
+
+fn print_state(info: &toolshed_host::registry::PluginInfo) {
     match &info.reason {
         Some(reason) => outln!("{}: {} ({reason})", info.id, info.state.as_str()),
         None => outln!("{}: {}", info.id, info.state.as_str()),
     }
-    Ok(())
 }
 
 /// Installs a plugin into the data dir, showing extraction progress on stderr.

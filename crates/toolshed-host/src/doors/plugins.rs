@@ -80,6 +80,11 @@ impl<'h> Plugins<'h> {
         self.registry.set_enabled(id, enabled).await
     }
 
+    /// Pauses or resumes a running plugin, and keeps the choice ([`Registry::set_paused`]).
+    pub async fn set_paused(&self, id: &str, paused: bool) -> Result<PluginInfo, RegistryError> {
+        self.registry.set_paused(id, paused).await
+    }
+
     /// Restarts a plugin, reading a plugin found on disk again first ([`Registry::reload`]).
     pub async fn reload(&self, id: &str) -> Result<PluginInfo, RegistryError> {
         self.registry.reload(id).await

@@ -85,15 +85,27 @@ impl Catalog {
         let mut catalog = Self::default();
         for slot in slots {
             let id = slot.manifest.id.clone();
-            let Phase::Running(running) = &mut slot.phase else {
-                let listed = slot.manifest.tools.iter().map(|t| &t.name);
-                for name in listed.chain(&slot.last_tools) {
-                    catalog
-                        .offline
-                        .entry(name.clone())
-                        .or_insert_with(|| id.clone());
+            let running = match &mut slot.phase {
+                Phase::Running(running) if !running.paused => running,
+                _ => {
+                    let listed = slot.manifest.tools.iter().map(|t| &t.name);
+                    for name in listed.chain(&slot.last_tools) {
+                        catalog
+                            .offline
+                            .entry(name.clone())
+                            .or_insert_with(|| id.clone());
+                    }
+                    // A paused plugin's tools are those it serves.
+                    if let Phase::Running(paused) = &slot.phase {
+                        for tool in paused.plugin.tools() {
+                            catalog
+                                .offline
+                                .entry(tool.spec().name.clone())
+                                .or_insert_with(|| id.clone());
+                        }
+                    }
+                    continue;
                 }
-                continue;
             };
             let unconfigured = running
                 .unmet
@@ -187,7 +199,9 @@ impl Registry {
     pub fn unavailable_tool(&self, tool: &str) -> Option<(String, PluginState, Option<String>)> {
         self.read(|i| {
             let id = i.catalog.offline.get(tool)?;
-            let slot = i.slot(id).filter(|s| s.running().is_none())?;
+            let slot = i
+                .slot(id)
+                .filter(|s| s.running().is_none_or(|r| r.paused))?;
             Some((id.clone(), slot.state(), slot.reason()))
         })
     }

@@ -127,11 +127,18 @@ impl Registry {
         // The data version is read before the states: whatever another process commits
         // after it, the watcher's first look at the store sees.
         let read = registry
-            .on_store(|s| Ok((s.data_version().ok(), s.plugin_states(), s.plugin_tools())))
+            .on_store(|s| {
+                Ok((
+                    s.data_version().ok(),
+                    s.plugin_states(),
+                    s.plugin_tools(),
+                    s.paused_plugins(),
+                ))
+            })
             .await;
-        let (version, states, recorded) = match read {
+        let (version, states, recorded, paused) = match read {
             Ok(read) => read,
-            Err(e) => (None, Err(e), Ok(BTreeMap::new())),
+            Err(e) => (None, Err(e), Ok(BTreeMap::new()), Ok(Default::default())),
         };
         registry.watching.set_seen_version(version);
         let states = states.unwrap_or_else(|e| {
@@ -168,6 +175,12 @@ impl Registry {
         for (id, enabled) in ids {
             // Nobody can be subscribed yet: the start-up states are not events.
             registry.bring_up(&id, enabled).await;
+        }
+        match paused {
+            Ok(paused) => {
+                registry.apply_paused(&paused);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read which plugins are paused"),
         }
         registry.reindex();
         registry

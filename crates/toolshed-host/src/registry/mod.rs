@@ -22,6 +22,7 @@
 mod catalog;
 mod discovery;
 mod lifecycle;
+mod pause;
 mod refresh;
 mod state;
 mod transitions;

@@ -49,8 +49,15 @@ impl Registry {
         let _lifecycle = self.lifecycle.lock().await;
         self.watching.count_sync();
         self.store.forget_config_values();
-        let (version, all_grants, stored) = self
-            .on_store(|s| Ok((s.data_version().ok(), s.all_grants()?, s.plugin_states()?)))
+        let (version, all_grants, stored, paused) = self
+            .on_store(|s| {
+                Ok((
+                    s.data_version().ok(),
+                    s.all_grants()?,
+                    s.plugin_states()?,
+                    s.paused_plugins()?,
+                ))
+            })
             .await?;
         self.watching.set_seen_version(version);
         let regrant: Vec<String> = self.read(|i| {
@@ -82,10 +89,21 @@ impl Registry {
                 })
                 .collect()
         });
+        let mut events = Vec::new();
+        let mut regrant = regrant;
+        for (id, event) in self.apply_paused(&paused) {
+            events.extend(event);
+            regrant.push(id);
+        }
         if differing.is_empty() {
+            if !events.is_empty() {
+                self.reindex();
+                for event in events {
+                    self.events.publish(event);
+                }
+            }
             return Ok(regrant);
         }
-        let mut events = Vec::new();
         for (id, enabled) in &differing {
             let before = self.seen(id);
             self.bring_up(id, *enabled).await;

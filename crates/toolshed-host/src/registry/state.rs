@@ -29,6 +29,9 @@ pub enum PluginState {
     Disabled,
     /// Running, but a required variable or binary is missing: its tools answer Unconfigured.
     Degraded,
+    /// Loaded and running, its calls refused until a person resumes it
+    /// (`toolshed plugins resume`): what it holds (processes, sessions) is kept.
+    Paused,
     /// Could not start; the reason says why.
     Error,
     /// Removed (only ever seen in the `plugin.state_changed` event of an uninstall).
@@ -44,6 +47,7 @@ impl PluginState {
             Self::Running => "running",
             Self::Disabled => "disabled",
             Self::Degraded => "degraded",
+            Self::Paused => "paused",
             Self::Error => "error",
             Self::Uninstalled => "uninstalled",
         }
@@ -134,6 +138,8 @@ pub(super) struct Running {
     /// Input schemas of its tools, by tool name: each compiled the first time a call needs
     /// it, and kept as long as this instance runs.
     pub validators: BTreeMap<String, Arc<LazyValidator>>,
+    /// Paused by a person: loaded, its calls refused until it is resumed.
+    pub paused: bool,
 }
 
 /// What a loader built an instance with.
@@ -206,6 +212,7 @@ impl Slot {
     pub(super) fn state(&self) -> PluginState {
         match &self.phase {
             Phase::Installed => PluginState::Installed,
+            Phase::Running(Running { paused: true, .. }) => PluginState::Paused,
             Phase::Running(Running { unmet: None, .. }) => PluginState::Running,
             Phase::Running(Running { unmet: Some(_), .. }) => PluginState::Degraded,
             Phase::Disabled => PluginState::Disabled,
@@ -216,6 +223,10 @@ impl Slot {
     /// Why it is not running, or what it lacks.
     pub(super) fn reason(&self) -> Option<String> {
         match &self.phase {
+            Phase::Running(Running { paused: true, .. }) => Some(format!(
+                "paused by a person; its calls are refused until `toolshed plugins resume {}`",
+                self.manifest.id
+            )),
             Phase::Installed | Phase::Running(Running { unmet: None, .. }) => None,
             Phase::Running(Running {
                 unmet: Some(unmet), ..

@@ -64,6 +64,8 @@ impl Registry {
             return self.set_phase(id, Phase::Failed { reason });
         }
         let eager = manifest.mcp.as_ref().is_some_and(|m| m.eager);
+        // Started again in place (a config change), a paused plugin stays paused.
+        let paused = matches!(&source, Source::Running(r) if r.paused);
         let (plugin, loaded, validators, park) = match source {
             Source::Running(r) => (r.plugin, r.loaded, r.validators, None),
             Source::Compiled(plugin) => (plugin, None, BTreeMap::new(), None),
@@ -117,6 +119,7 @@ impl Registry {
                 loaded,
                 unmet,
                 validators,
+                paused,
             }),
         );
     }

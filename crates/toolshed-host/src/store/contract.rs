@@ -110,6 +110,20 @@ fn plugin_state_config_grants_tools_and_provenance() {
             BTreeMap::from([("p".to_string(), true), ("q".to_string(), true)]),
             "{engine}"
         );
+        // Paused: kept beside the enabled state, a new row counted as enabled.
+        assert!(store.paused_plugins().unwrap().is_empty(), "{engine}");
+        store.set_plugin_paused("p", true).unwrap();
+        store.set_plugin_paused("r", true).unwrap();
+        assert_eq!(
+            store.paused_plugins().unwrap(),
+            ["p".to_string(), "r".to_string()].into(),
+            "{engine}"
+        );
+        assert_eq!(store.plugin_enabled("r").unwrap(), Some(true), "{engine}");
+        store.set_plugin_paused("r", false).unwrap();
+        store.set_plugin_enabled("p", true).unwrap();
+        assert_eq!(store.paused_plugins().unwrap(), ["p".to_string()].into(), "{engine}");
+        store.set_plugin_paused("p", false).unwrap();
 
         store
             .set_config_value("p", "region", &json!("eu"), false)

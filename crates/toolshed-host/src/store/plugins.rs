@@ -71,6 +71,35 @@ impl StateStore {
         Ok(())
     }
 
+    /// Records that a person paused (or resumed) the plugin: it stays loaded, its calls
+    /// refused. A plugin paused is an enabled one.
+    pub fn set_plugin_paused(&self, plugin_id: &str, paused: bool) -> Result<(), StoreError> {
+        self.db(|db| {
+            db.execute(
+                "INSERT INTO plugin_state (plugin_id, enabled, paused, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (plugin_id) DO UPDATE SET paused = excluded.paused,
+                 updated_at = excluded.updated_at",
+                args![plugin_id, true, paused, now_ms()],
+            )?;
+            Ok(())
+        })?;
+        self.mark_changed();
+        Ok(())
+    }
+
+    /// The plugins a person paused.
+    pub fn paused_plugins(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        self.db(|db| {
+            db.query(
+                "SELECT plugin_id FROM plugin_state WHERE paused = 1",
+                args![],
+            )?
+            .iter()
+            .map(|r| r.text(0))
+            .collect()
+        })
+    }
+
     /// The stored config values of a plugin (secrets included: callers must not list them).
     pub fn config_values(&self, plugin_id: &str) -> Result<Map<String, Value>, StoreError> {
         if let Some(values) = self.cached_config(|cache| cache.get(plugin_id).cloned()) {

@@ -35,8 +35,8 @@ pub(crate) use config::{ConfigUpdate, get_config, put_config};
 pub(crate) use jobs::{JobFilter, cancel_job, job, jobs};
 pub(crate) use plugins::{
     GrantsChange, InstallBody, LocaleQuery, PluginsQuery, change_grants, disable, enable,
-    get_grants, install, plugin, plugin_health, plugin_icon, plugin_tools, plugins, reload,
-    uninstall, verify,
+    get_grants, install, pause, plugin, plugin_health, plugin_icon, plugin_tools, plugins, reload,
+    resume, uninstall, verify,
 };
 pub(crate) use running::{RunningFilter, output as running_output, running};
 pub(crate) use spaces::{PluginExecute, execute as execute_in_plugin};

@@ -283,6 +283,36 @@ pub(crate) async fn disable(
     set_enabled(state, id, false).await
 }
 
+/// `POST /plugins/{id}/pause`.
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<PluginDetail>, ApiError> {
+    set_paused(state, id, true).await
+}
+
+/// `POST /plugins/{id}/resume`.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<PluginDetail>, ApiError> {
+    set_paused(state, id, false).await
+}
+
+async fn set_paused(
+    state: AppState,
+    id: String,
+    paused: bool,
+) -> Result<Json<PluginDetail>, ApiError> {
+    state
+        .host
+        .plugins()
+        .set_paused(&id, paused)
+        .await
+        .map_err(registry_error)?;
+    plugin_detail(&state, &id).map(Json)
+}
+
 /// `POST /plugins/{id}/reload`.
 pub(crate) async fn reload(
     State(state): State<AppState>,

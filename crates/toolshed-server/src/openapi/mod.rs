@@ -28,6 +28,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/plugins/{id}"),
     ("POST", "/plugins/{id}/enable"),
     ("POST", "/plugins/{id}/disable"),
+    ("POST", "/plugins/{id}/pause"),
+    ("POST", "/plugins/{id}/resume"),
     ("POST", "/plugins/{id}/reload"),
     ("GET", "/plugins/{id}/verify"),
     ("GET", "/plugins/{id}/health"),

@@ -88,6 +88,16 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .param(plugin_id())
             .respond("200", json_response("The plugin now", r.of::<PluginDetail>()))
             .respond("404", not_found()),
+        op("POST", "/plugins/{id}/pause", "pausePlugin", "Pause a running plugin (persisted): it stays loaded, its calls are refused until it is resumed")
+            .param(plugin_id())
+            .respond("200", json_response("The plugin now", r.of::<PluginDetail>()))
+            .respond("404", not_found())
+            .respond("409", error_response("The plugin is not running, or paused already")),
+        op("POST", "/plugins/{id}/resume", "resumePlugin", "Resume a paused plugin: its calls go through again")
+            .param(plugin_id())
+            .respond("200", json_response("The plugin now", r.of::<PluginDetail>()))
+            .respond("404", not_found())
+            .respond("409", error_response("The plugin is not paused")),
         op("GET", "/plugins/{id}/health", "pluginHealth", "How the plugin is now: a JavaScript plugin's health() export is asked")
             .param(plugin_id())
             .respond("200", json_response("Its health", r.of::<PluginHealth>()))

@@ -26,6 +26,9 @@ pub(crate) enum PluginState {
     /// Running, but a required variable or binary is missing: its tools answer
     /// `unconfigured`.
     Degraded,
+    /// Loaded and running, its calls refused until a person resumes it
+    /// (`POST /plugins/{id}/resume`).
+    Paused,
     /// Could not start; `reason` says why.
     Error,
     /// Removed (only ever seen in the `plugin.state_changed` event of an uninstall).
@@ -41,6 +44,7 @@ impl From<toolshed_host::PluginState> for PluginState {
             S::Running => Self::Running,
             S::Disabled => Self::Disabled,
             S::Degraded => Self::Degraded,
+            S::Paused => Self::Paused,
             S::Error => Self::Error,
             S::Uninstalled => Self::Uninstalled,
         }

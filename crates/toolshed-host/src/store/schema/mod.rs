@@ -472,6 +472,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         Change::Index(Index::new("schedules_due", "schedules", &["next_ms"])),
         Change::Index(Index::new("schedules_owner", "schedules", &["owner"])),
     ],
+    // A plugin paused by a person (`toolshed plugins pause`).
+    &[add(
+        "plugin_state",
+        col("paused", Int).not_null().default("0"),
+    )],
 ];
 
 /// Tables only a database that several toolsheds share has, outside [`MIGRATIONS`] (the
