@@ -142,6 +142,36 @@ pub struct CallContext {
     /// Where log messages of this call go to its caller (an MCP client's
     /// `notifications/message`: `{level, logger, data}`); `None`: nowhere.
     pub log: Option<LogSink>,
+    /// A short note the tool leaves on the call's audit row (how a stop ended, what a
+    /// close request was): one per call, the first one kept.
+    pub audit_note: AuditNote,
+}
+
+/// The note a tool leaves on its call's audit row ([`CallContext::audit_note`]).
+#[derive(Clone, Debug, Default)]
+pub struct AuditNote(Arc<std::sync::OnceLock<String>>);
+
+impl AuditNote {
+    /// The most bytes of a note kept.
+    pub const MAX_BYTES: usize = 512;
+
+    /// Leaves `note` (cut to [`Self::MAX_BYTES`]); a second note is ignored.
+    pub fn set(&self, note: impl Into<String>) {
+        let mut note = note.into();
+        if note.len() > Self::MAX_BYTES {
+            let mut cut = Self::MAX_BYTES;
+            while !note.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            note.truncate(cut);
+        }
+        let _ = self.0.set(note);
+    }
+
+    /// The note, if the tool left one.
+    pub fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
 }
 
 /// Takes the params of a log message for the caller (`{level, logger, data}`).
@@ -185,6 +215,7 @@ impl CallContext {
             write_scope: crate::WriteScope::default(),
             sandbox: None,
             log: None,
+            audit_note: AuditNote::default(),
         }
     }
 

@@ -144,7 +144,7 @@ impl StateStore {
             let dialect = db.dialect();
             let sql = format!(
                 "SELECT id, ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome,
-                 error_kind, duration_ms, approval, parent FROM audit
+                 error_kind, duration_ms, approval, parent, note FROM audit
                  WHERE (CAST(?1 AS TEXT) IS NULL OR {}) AND (CAST(?2 AS TEXT) IS NULL OR {})
                    AND (CAST(?3 AS BIGINT) IS NULL OR ts_ms >= ?3)
                    AND (CAST(?4 AS BIGINT) IS NULL OR id < ?4)
@@ -184,6 +184,7 @@ impl StateStore {
                             duration_ms: r.int(10)?,
                             approval: r.opt_text(11)?,
                             parent: r.opt_text(12)?,
+                            note: r.opt_text(13)?,
                         },
                     })
                 })

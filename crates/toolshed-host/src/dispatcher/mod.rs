@@ -594,6 +594,7 @@ impl Dispatcher {
             sandbox: narrowed.map(|m| m.as_str().to_string()),
             write_scope,
             log: req.log.clone(),
+            audit_note: req.audit_note.clone(),
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         if let Some(started) = &req.started {

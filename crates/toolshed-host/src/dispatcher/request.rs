@@ -78,6 +78,8 @@ pub struct CallRequest {
     /// What the caller wants echoed in the events of the call's job (Agent Spaces'
     /// `workspaceId`, `executorId`, `taskId`, `meta`).
     pub context: Option<Value>,
+    /// The note the tool leaves on the call's audit row.
+    pub audit_note: toolshed_core::AuditNote,
 }
 
 /// Where a call that deferred its approval leaves the request it made.
@@ -142,6 +144,7 @@ impl CallRequest {
             started: None,
             log: None,
             context: None,
+            audit_note: toolshed_core::AuditNote::default(),
         }
     }
 }

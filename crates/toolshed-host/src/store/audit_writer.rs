@@ -515,6 +515,7 @@ mod tests {
             duration_ms: 0,
             approval: None,
             parent: None,
+            note: None,
         }
     }
 

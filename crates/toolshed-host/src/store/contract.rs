@@ -93,6 +93,7 @@ fn record(i: i64, tool: &str, owner: &str, outcome: &str) -> AuditRecord {
         duration_ms: i,
         approval: None,
         parent: (i == 3).then(|| "c-2".to_string()),
+        note: None,
     }
 }
 
@@ -122,7 +123,11 @@ fn plugin_state_config_grants_tools_and_provenance() {
         assert_eq!(store.plugin_enabled("r").unwrap(), Some(true), "{engine}");
         store.set_plugin_paused("r", false).unwrap();
         store.set_plugin_enabled("p", true).unwrap();
-        assert_eq!(store.paused_plugins().unwrap(), ["p".to_string()].into(), "{engine}");
+        assert_eq!(
+            store.paused_plugins().unwrap(),
+            ["p".to_string()].into(),
+            "{engine}"
+        );
         store.set_plugin_paused("p", false).unwrap();
 
         store

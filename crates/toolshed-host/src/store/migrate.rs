@@ -306,6 +306,7 @@ mod tests {
                         duration_ms: 1,
                         approval: None,
                         parent: None,
+                        note: None,
                     },
                     1_000_000,
                 )

@@ -107,6 +107,9 @@ pub struct AuditRecord {
     /// `tools.call`): the call id of the call that made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// What the tool noted about the call (a process stop: how it ended, who asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The SQLite-backed state store.
@@ -669,13 +672,13 @@ pub(crate) fn insert_audit_rows(
 }
 
 /// The columns of an audit row, in [`audit_values`]' order.
-const AUDIT_COLUMNS: usize = 12;
+const AUDIT_COLUMNS: usize = 13;
 
 /// `INSERT INTO audit` of `rows` rows.
 fn audit_insert(rows: usize) -> String {
     let mut sql = String::from(
         "INSERT INTO audit (ts_ms, call_id, owner, door, tool, plugin, args_sha256, outcome, \
-         error_kind, duration_ms, approval, parent) VALUES ",
+         error_kind, duration_ms, approval, parent, note) VALUES ",
     );
     for row in 0..rows {
         sql.push_str(if row == 0 { "(" } else { ", (" });
@@ -705,6 +708,7 @@ fn audit_values(record: &AuditRecord) -> [SqlValue; AUDIT_COLUMNS] {
         record.duration_ms.into(),
         (&record.approval).into(),
         (&record.parent).into(),
+        (&record.note).into(),
     ]
 }
 

@@ -18,6 +18,7 @@ fn record(i: i64) -> AuditRecord {
         duration_ms: 1,
         approval: None,
         parent: None,
+        note: None,
     }
 }
 

@@ -189,6 +189,10 @@ pub(crate) struct AuditRow {
     /// `tools.call`): the call id of the call that made it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// What the tool noted about the call (a background process stop: the close request,
+    /// who asked and how it ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl From<toolshed_host::AuditRow> for AuditRow {
@@ -207,6 +211,7 @@ impl From<toolshed_host::AuditRow> for AuditRow {
             duration_ms,
             approval,
             parent,
+            note,
         } = record;
         Self {
             id,
@@ -222,6 +227,7 @@ impl From<toolshed_host::AuditRow> for AuditRow {
             duration_ms,
             approval,
             parent,
+            note,
         }
     }
 }

@@ -17,6 +17,7 @@ use toolshed_ops::ProcessOps;
 use toolshed_ops::process::{Drain, Exit, ExitStatus, LimitHit, Process, StopReason, Stream};
 use toolshed_ops::sandbox::SandboxMode;
 
+mod close;
 mod command;
 mod process;
 mod sessions;

@@ -17,6 +17,7 @@ use toolshed_ops::process::{OutputLimits, Process, Stop, Stream};
 use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{ProcessOps, Services};
 
+use super::close::Close;
 use super::command::command_request;
 use super::spec::{
     self, MAX_TAIL_LINES, NoArgs, Output, ProcessExecArgs, ProcessIdArgs, ProcessReadArgs,
@@ -45,6 +46,24 @@ struct Background {
     port: Option<u16>,
     process: Arc<Process>,
     started: SystemTime,
+    /// The stop someone asked for, once asked.
+    close: Mutex<Option<Close>>,
+}
+
+impl Background {
+    /// Records the stop asked for (the first one: a later stop of an ending process does not
+    /// change who closed it).
+    fn ask_close(&self, close: Close) -> Close {
+        self.close
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(close)
+            .clone()
+    }
+
+    fn close(&self) -> Option<Close> {
+        self.close.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 struct ProcessTable {
@@ -192,6 +211,7 @@ impl Plugin for ProcessPlugin {
             ids.iter().filter_map(|id| items.remove(id)).collect()
         };
         for item in &gone {
+            item.ask_close(Close::new("owner-ended", "toolshed", Stop::graceful()));
             item.process.start_stop(Stop::graceful());
         }
         for item in gone {
@@ -205,6 +225,7 @@ impl Plugin for ProcessPlugin {
             .into_values()
             .collect();
         for item in &all {
+            item.ask_close(Close::new("shutdown", "toolshed", Stop::graceful()));
             item.process.start_stop(Stop::graceful());
         }
         for item in all {
@@ -368,6 +389,7 @@ async fn start(
             port,
             process: Arc::new(process),
             started: SystemTime::now(),
+            close: Mutex::new(None),
         });
         items.insert(n, item.clone());
         item
@@ -438,8 +460,13 @@ fn exited(item: &Background) -> Map<String, Value> {
         fields.insert("name".into(), json!(name));
     }
     fields.insert("pid".into(), json!(item.process.pid()));
-    if let Some(exit) = item.process.exit() {
-        exit_fields(&exit, false, &mut fields);
+    let exit = item.process.exit();
+    if let Some(exit) = &exit {
+        exit_fields(exit, false, &mut fields);
+    }
+    // A stop someone asked for: which, who, and whether it had to be forced.
+    if let Some(close) = item.close() {
+        fields.insert("close".into(), Value::Object(close.fields(exit.as_ref())));
     }
     fields
 }
@@ -569,10 +596,13 @@ async fn stop(
         StopMode::Forced => Stop::Forced,
     };
     let was_running = item.process.exit().is_none();
+    // The close request is this call: its audit row records it.
+    let close =
+        was_running.then(|| item.ask_close(Close::new(ctx.call_id.0.clone(), owner(ctx), stop)));
     // Also after it exited: children it left running (`server &`) go too.
     item.process.terminate(stop).await;
     table.ports.remove(&item.id);
-    let fields = describe(&item);
+    let mut fields = describe(&item);
     let text = if was_running {
         format!(
             "stopped {} and everything it started {}",
@@ -582,6 +612,11 @@ async fn stop(
     } else {
         format!("{} had already ended {}", item.id, exit_line(&fields))
     };
+    if let Some(close) = close {
+        let exit = item.process.exit();
+        ctx.audit_note.set(close.note(&item.id, exit.as_ref()));
+        fields.extend(close.fields(exit.as_ref()));
+    }
     Ok(ToolOutput::text_and_structured(text, Value::Object(fields)))
 }
 

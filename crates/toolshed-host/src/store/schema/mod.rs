@@ -472,11 +472,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         Change::Index(Index::new("schedules_due", "schedules", &["next_ms"])),
         Change::Index(Index::new("schedules_owner", "schedules", &["owner"])),
     ],
-    // A plugin paused by a person (`toolshed plugins pause`).
-    &[add(
-        "plugin_state",
-        col("paused", Int).not_null().default("0"),
-    )],
+    // A plugin paused by a person (`toolshed plugins pause`); what a tool noted about its
+    // call on the audit row.
+    &[
+        add("plugin_state", col("paused", Int).not_null().default("0")),
+        add("audit", col("note", Text)),
+    ],
 ];
 
 /// Tables only a database that several toolsheds share has, outside [`MIGRATIONS`] (the
