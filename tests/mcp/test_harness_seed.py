@@ -86,3 +86,66 @@ def test_the_repeat_reminder_can_be_turned_off(serve, workspace):
     same = ("workspace_read", {"path": "notes.txt"})
     results = run(calls(url, token, *[same] * 5))
     assert not any("note from toolshed" in text(r) for r in results)
+
+
+def test_plugins_manage_is_off_until_enabled_asks_by_default_and_manages_plugins(server, home, workspace, toolshed_bin):
+    """The harness's model-facing plugin tool: off by default, danger high (asked about),
+    and through it a model lists, inspects, disables, enables and reloads plugins."""
+    import subprocess
+
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    def names(params):
+        async def main():
+            async with Client(params, mode="legacy") as client:
+                return {t.name for t in (await client.list_tools()).tools}
+        return run(main())
+
+    assert "plugins_manage" not in names(server("--catalog", "full"))
+    done = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "plugins", "enable", "system.plugins_manage"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plugins_manage" in names(server("--catalog", "full"))
+
+    # Its danger is high: a policy that asks about high-danger tools asks about it. With
+    # nobody to answer (this client cannot be asked), the call is refused.
+    (home / "ask.toml").write_text('[policy.default]\nhigh = "ask"\n[approvals]\ntimeout_secs = 1\n')
+    params = server("--catalog", "full")
+    params.env["TOOLSHED_CONFIG"] = str(home / "ask.toml")
+
+    async def asked():
+        async with Client(params, mode="legacy") as client:
+            return await client.call_tool("plugins_manage", {"action": "list"})
+    refused = run(asked())
+    assert refused.is_error and "approv" in text(refused), text(refused)
+
+    # Under the default policy the model manages the plugins.
+    params = server("--catalog", "full")
+
+    async def manage():
+        async with Client(params, mode="legacy") as client:
+            listed = await client.call_tool("plugins_manage", {"action": "list"})
+            ids = {p["id"]: p["state"] for p in listed.structured_content["plugins"]}
+            assert ids["system.random"] == "running", ids
+            seen = await client.call_tool("plugins_manage", {"action": "inspect", "id": "system.random"})
+            assert seen.structured_content["description"] and seen.structured_content["kind"] == "builtin"
+            off = await client.call_tool("plugins_manage", {"action": "disable", "id": "system.random"})
+            assert off.structured_content["state"] == "disabled", off
+            try:
+                await client.call_tool("random", {})
+                raise AssertionError("a disabled plugin's tool ran")
+            except MCPError as e:
+                assert "disabled" in str(e), e
+            on = await client.call_tool("plugins_manage", {"action": "enable", "id": "system.random"})
+            assert on.structured_content["state"] == "running", on
+            again = await client.call_tool("plugins_manage", {"action": "reload", "id": "system.random"})
+            assert again.structured_content["state"] == "running", again
+            itself = await client.call_tool("plugins_manage", {"action": "disable", "id": "system.plugins_manage"})
+            assert itself.is_error and "own plugin" in text(itself), text(itself)
+            missing = await client.call_tool("plugins_manage", {"action": "inspect"})
+            assert missing.is_error and "`id`" in text(missing), text(missing)
+    run(manage())

@@ -29,7 +29,7 @@ pub(crate) fn config_sources(
 }
 
 /// Where the skills plugin finds the plugins once the host is open (plugins' own skills).
-pub(crate) type PluginsCell = Arc<std::sync::OnceLock<toolshed_host::WeakPlugins>>;
+pub(crate) type PluginsCell = toolshed_host::plugins_manage::PluginsCell;
 
 /// `builder` with every built-in plugin of this build, set up from `config`; and the cell to
 /// fill with the host's plugins once it is open.
@@ -62,6 +62,10 @@ pub(crate) fn register(
         builder = builder.plugins(|services| vec![toolshed_mail::plugin(services)]);
     }
     builder = builder.plugins(|_| vec![toolshed_tools::ask::plugin()]);
+    {
+        let plugins = plugins.clone();
+        builder = builder.plugins(move |_| vec![toolshed_host::plugins_manage::plugin(plugins)]);
+    }
     #[cfg(feature = "browser")]
     {
         let browser: toolshed_browser::Settings = config.section();

@@ -49,6 +49,7 @@ pub mod library;
 pub mod manifest;
 pub mod memory;
 pub mod oauth;
+pub mod plugins_manage;
 pub mod policy;
 pub mod private_file;
 pub mod questions;
