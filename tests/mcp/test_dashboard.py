@@ -196,6 +196,11 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         page.wait_for_selector('tr[data-plugin="test.skillful"] .s-disabled')
         page.locator('tr[data-plugin="test.skillful"] button[data-action="enable"]').click()
         page.wait_for_selector('tr[data-plugin="test.skillful"] .s-running')
+        # Paused and resumed from the page.
+        page.locator('tr[data-plugin="test.skillful"] button[data-action="pause"]').click()
+        page.wait_for_selector('tr[data-plugin="test.skillful"] .s-paused')
+        page.locator('tr[data-plugin="test.skillful"] button[data-action="resume"]').click()
+        page.wait_for_selector('tr[data-plugin="test.skillful"] .s-running')
         snap(page, shots, "plugins")
         # Changed by another process: the page follows without being reloaded.
         subprocess.run([toolshed_bin, "plugins", "disable", "test.skillful"],
@@ -211,6 +216,11 @@ def test_the_dashboard_in_a_real_browser(serve, home, workspace, toolshed_bin, s
         page.click("#run-form button[type=submit]")
         page.wait_for_selector(".result-text")
         assert page.locator(".result-text").first.inner_text() == "42"
+        # The operator groups by their labels, a group's description under the filter.
+        assert "Utilities (util)" in page.inner_text("#tool-group")
+        page.select_option("#tool-group", "util")
+        assert "helpers" in page.inner_text("#tool-group-about")
+        page.select_option("#tool-group", "")
         snap(page, shots, "tools")
         page.goto(f"{base}/#/tools/skillful_ping")
         page.fill("#arg-target-host", "db.internal")

@@ -401,6 +401,10 @@ pub(crate) enum ToolsCommand {
         /// Only tools of this group (e.g. `util`)
         #[arg(long, value_name = "G")]
         group: Option<String>,
+        /// Only tools of this plane: `execution` (Fenix's `execution_runtime`: the
+        /// workspace, processes, the world) or `program` (toolshed itself)
+        #[arg(long, value_name = "PLANE")]
+        plane: Option<String>,
         /// The tools a client using this profile sees (built in: all, coding, readonly,
         /// web; or a `[profiles.NAME]` of the configuration)
         #[arg(long, value_name = "P")]
@@ -409,6 +413,13 @@ pub(crate) enum ToolsCommand {
         /// model pays for on every turn
         #[arg(long)]
         size: bool,
+    },
+    /// List the operator groups of the tools this caller can use: label, description and
+    /// tools
+    Groups {
+        /// Print exact JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Show one tool: description, annotations and input schema
     Show {

@@ -175,6 +175,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 ToolsCommand::List {
                     json,
                     group,
+                    plane,
                     profile,
                     size,
                 },
@@ -182,11 +183,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(caller) => commands::tools::list(
                 &host,
                 json,
-                group.as_deref(),
+                commands::tools::Filter {
+                    group: group.as_deref(),
+                    plane: plane.as_deref(),
+                },
                 profile.as_deref(),
                 size,
                 caller.as_ref(),
             ),
+            Err(e) => Err(e),
+        },
+        Command::Tools {
+            command: ToolsCommand::Groups { json },
+        } => match context::caller(&host, &cli.global) {
+            Ok(caller) => commands::tools::groups(&host, json, caller.as_ref()),
             Err(e) => Err(e),
         },
         Command::Tools {

@@ -22,6 +22,7 @@ mod ask;
 mod context;
 mod error;
 mod gauges;
+pub mod groups;
 mod llm;
 mod loader;
 mod manifest;

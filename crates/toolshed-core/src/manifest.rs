@@ -193,6 +193,10 @@ pub struct PluginManifest {
     /// Free-form tags for search.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The groups of its tools described: label and description by group name (Fenix's
+    /// `GROUP_METADATA`), shown beside the tools and offered to a model searching them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, crate::groups::GroupText>,
     /// An icon: a file of the plugin (plugin-relative), an `https` URL, or a name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon: Option<String>,
@@ -355,6 +359,7 @@ impl PluginManifest {
             kind: self.kind,
             entry: self.entry.clone(),
             tags: self.tags.clone(),
+            groups: self.groups.clone(),
             icon: self.icon.clone(),
             plane: self.plane,
             tools: self.tools.iter().map(ToolSpec::without_schemas).collect(),
@@ -389,6 +394,7 @@ impl PluginManifest {
             kind,
             entry: None,
             tags: Vec::new(),
+            groups: BTreeMap::new(),
             icon: None,
             plane: Plane::Execution,
             tools: Vec::new(),

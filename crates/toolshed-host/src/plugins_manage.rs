@@ -61,6 +61,8 @@ pub fn plugin(cell: PluginsCell) -> Arc<dyn Plugin> {
     })
     .input_schema(schema::<Args>());
     spec.danger = Danger::High;
+    // It acts on toolshed itself, not on the agent's world.
+    spec.plane = toolshed_core::Plane::Program;
     let mut manifest = PluginManifest::new(
         PLUGIN_ID,
         env!("CARGO_PKG_VERSION"),

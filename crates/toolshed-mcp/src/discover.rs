@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde_json::{Value, json};
-use toolshed_host::registry::ToolEntry;
+use toolshed_host::registry::{ToolEntry, ToolGroup};
 use toolshed_host::tool_search;
 use toolshed_kit::args;
 
@@ -107,6 +107,7 @@ fn refused(message: String) -> CallToolResult {
 pub(crate) fn search(
     visible: &[ToolEntry],
     arguments: &Value,
+    groups: impl Fn(&[ToolEntry]) -> Vec<ToolGroup>,
 ) -> (CallToolResult, Option<Vec<String>>) {
     let activate = match &arguments["activate"] {
         Value::Null | Value::Bool(false) => false,
@@ -118,7 +119,7 @@ pub(crate) fn search(
             );
         }
     };
-    let result = search_only(visible, arguments);
+    let result = search_only(visible, arguments, groups);
     let found = activate.then(|| {
         result
             .structured_content
@@ -163,7 +164,11 @@ pub(crate) fn say_activated(result: &mut CallToolResult, added: &[String]) {
     }
 }
 
-fn search_only(visible: &[ToolEntry], arguments: &Value) -> CallToolResult {
+fn search_only(
+    visible: &[ToolEntry],
+    arguments: &Value,
+    groups: impl Fn(&[ToolEntry]) -> Vec<ToolGroup>,
+) -> CallToolResult {
     let Some(query) = arguments["query"].as_str().filter(|q| !q.trim().is_empty()) else {
         return refused(
             "tool_search needs `query`: what you want to do, e.g. {\"query\": \"replace text in a file\"}"
@@ -203,7 +208,7 @@ fn search_only(visible: &[ToolEntry], arguments: &Value) -> CallToolResult {
         let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
             "No tool matches {query:?}. Try other words for what you want to do."
         ))]);
-        result.structured_content = Some(json!({ "query": query, "results": [] }));
+        result.structured_content = Some(json!({ "query": query, "results": [], "groups": [] }));
         return result;
     }
     let mut text = String::new();
@@ -220,9 +225,20 @@ fn search_only(visible: &[ToolEntry], arguments: &Value) -> CallToolResult {
         ));
         results.push(result);
     }
+    // What the groups of the tools found are for (their labels and descriptions).
+    let entries: Vec<ToolEntry> = found.iter().map(|(entry, _)| entry.clone()).collect();
+    let described: Vec<Value> = groups(&entries)
+        .into_iter()
+        .filter(|g| !g.description.is_empty())
+        .map(|g| {
+            text.push_str(&format!("group {} ({}): {}\n", g.name, g.label, g.description));
+            json!({"name": g.name, "label": g.label, "description": g.description})
+        })
+        .collect();
     text.push_str("Run one with tool_call {\"name\": …, \"arguments\": {…}}.");
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(json!({ "query": query, "results": results }));
+    result.structured_content =
+        Some(json!({ "query": query, "results": results, "groups": described }));
     result
 }
 

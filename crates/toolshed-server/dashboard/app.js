@@ -414,21 +414,25 @@ async function pluginDetails(id) {
 // -- tools and the run form
 
 async function tools(args, gen) {
-  const list = (await api("/tools")).tools;
+  const [list, described] = await Promise.all([api("/tools").then((r) => r.tools), api("/tools/groups").then((r) => r.groups).catch(() => [])]);
   const search = h("input", { type: "search", placeholder: "Search tools", "aria-label": "Search tools", id: "tool-search" });
+  const about = Object.fromEntries(described.map((g) => [g.name, g]));
   const groups = [...new Set(list.map((t) => t.group))].sort();
-  const group = h("select", { "aria-label": "Group", id: "tool-group" }, h("option", { value: "" }, "all groups"), groups.map((g) => h("option", { value: g }, g)));
+  const group = h("select", { "aria-label": "Group", id: "tool-group" }, h("option", { value: "" }, "all groups"),
+    groups.map((g) => h("option", { value: g, title: (about[g] && about[g].description) || "" }, about[g] ? `${about[g].label} (${g})` : g)));
+  const groupNote = h("p", { class: "muted", id: "tool-group-about" });
   const listBox = h("div", { class: "list card", role: "list" });
   const detail = h("div", {});
   const show = () => {
     const q = search.value.toLowerCase();
+    groupNote.textContent = (group.value && about[group.value] && about[group.value].description) || "";
     listBox.replaceChildren();
     for (const t of list) {
       if (group.value && t.group !== group.value) continue;
       if (q && !`${t.name} ${t.title || ""} ${t.description}`.toLowerCase().includes(q)) continue;
       append(listBox, [h("button", { type: "button", role: "listitem", "aria-pressed": t.name === args[0] ? "true" : "false",
         onclick: () => { location.hash = `#/tools/${encodeURIComponent(t.name)}`; } },
-        h("strong", {}, t.name), " ", h("span", { class: "muted" }, t.group))]);
+        h("strong", {}, t.name), " ", h("span", { class: "muted", title: (about[t.group] && about[t.group].description) || "" }, about[t.group] ? about[t.group].label : t.group))]);
     }
   };
   search.addEventListener("input", show);
@@ -437,7 +441,7 @@ async function tools(args, gen) {
   const chosen = list.find((t) => t.name === args[0]);
   if (chosen) append(detail, [toolDetail(chosen)]);
   else append(detail, [h("p", { class: "muted" }, `${list.length} tools. Choose one to see its schema and run it.`)]);
-  render(gen, h("h1", {}, "Tools"), h("div", { class: "toolbar" }, search, group), h("div", { class: "split" }, listBox, detail));
+  render(gen, h("h1", {}, "Tools"), h("div", { class: "toolbar" }, search, group), groupNote, h("div", { class: "split" }, listBox, detail));
 }
 
 function toolDetail(t) {

@@ -160,6 +160,7 @@ fn app_draining(
         .route("/mcp-servers/{name}/accept", post(gateway::accept))
         .route("/tools", get(api::tools))
         .route("/tools/search", get(api::search_tools))
+        .route("/tools/groups", get(api::tool_groups))
         .route("/tools/{name}", get(api::tool))
         .route("/tools/{name}/execute", post(api::execute))
         .route("/memories", get(memories::list).post(memories::store))

@@ -24,6 +24,10 @@ fn describe(host: &Host, entry: &ToolEntry) -> serde_json::Value {
     let mut value = serde_json::to_value(entry.spec()).unwrap_or_default();
     if let Some(obj) = value.as_object_mut() {
         obj.insert("plugin".into(), json!(entry.plugin_id));
+        if let Some(group) = host.catalog().groups(std::slice::from_ref(entry)).pop() {
+            obj.insert("group_label".into(), json!(group.label));
+            obj.insert("group_description".into(), json!(group.description));
+        }
         let unavailable = host.catalog().unavailable(entry);
         obj.insert("available".into(), json!(unavailable.is_none()));
         if let Some((reason, _)) = unavailable {
@@ -91,20 +95,33 @@ pub(crate) fn narrowing(host: &Host) -> Vec<String> {
 }
 
 /// Lists visible tools, optionally of one group.
-pub(crate) fn list(
-    host: &Host,
-    json: bool,
-    group: Option<&str>,
-    profile: Option<&str>,
-    size: bool,
-    caller: Option<&toolshed_host::identity::Caller>,
-) -> Result<(), Failure> {
-    if let Some(name) = profile {
-        super::mcp::check_profile(host, name)?;
+/// Which tools `tools list` shows.
+pub(crate) struct Filter<'a> {
+    /// Only this group.
+    pub group: Option<&'a str>,
+    /// Only this plane (`execution`, `execution_runtime`, `program`).
+    pub plane: Option<&'a str>,
+}
+
+/// The plane `name` means: toolshed's names, and Fenix's `execution_runtime`.
+pub(crate) fn parse_plane(name: &str) -> Result<toolshed_core::Plane, Failure> {
+    match name {
+        "execution" | "execution_runtime" => Ok(toolshed_core::Plane::Execution),
+        "program" => Ok(toolshed_core::Plane::Program),
+        other => Err(Failure::Usage(format!(
+            "--plane `{other}` is not a plane: give execution (or execution_runtime) or program"
+        ))),
     }
-    let tools: Vec<ToolEntry> = visible_with(host, profile)
+}
+
+/// The tools `caller` may use, as `profile` narrows them.
+fn usable(
+    host: &Host,
+    profile: Option<&str>,
+    caller: Option<&toolshed_host::identity::Caller>,
+) -> Vec<ToolEntry> {
+    visible_with(host, profile)
         .into_iter()
-        .filter(|t| group.is_none_or(|g| t.spec().group == g))
         .filter(|t| {
             caller.and_then(|c| c.tools.as_ref()).is_none_or(|rules| {
                 rules
@@ -112,6 +129,54 @@ pub(crate) fn list(
                     .is_none()
             })
         })
+        .collect()
+}
+
+/// `toolshed tools groups`: the operator groups, with labels and descriptions.
+pub(crate) fn groups(
+    host: &Host,
+    json: bool,
+    caller: Option<&toolshed_host::identity::Caller>,
+) -> Result<(), Failure> {
+    let groups = host.catalog().groups(&usable(host, None, caller));
+    if json {
+        return print_json(&groups);
+    }
+    let rows: Vec<Vec<String>> = groups
+        .iter()
+        .map(|g| {
+            vec![
+                g.name.clone(),
+                g.label.clone(),
+                g.tools.len().to_string(),
+                summary(&g.description, 80),
+            ]
+        })
+        .collect();
+    out!(
+        "{}",
+        table(&["GROUP", "LABEL", "TOOLS", "DESCRIPTION"], &rows)
+    );
+    Ok(())
+}
+
+pub(crate) fn list(
+    host: &Host,
+    json: bool,
+    filter: Filter<'_>,
+    profile: Option<&str>,
+    size: bool,
+    caller: Option<&toolshed_host::identity::Caller>,
+) -> Result<(), Failure> {
+    if let Some(name) = profile {
+        super::mcp::check_profile(host, name)?;
+    }
+    let plane = filter.plane.map(parse_plane).transpose()?;
+    let group = filter.group;
+    let tools: Vec<ToolEntry> = usable(host, profile, caller)
+        .into_iter()
+        .filter(|t| group.is_none_or(|g| t.spec().group == g))
+        .filter(|t| plane.is_none_or(|p| t.spec().plane == p))
         .collect();
     let (mode, why) = effective_sandbox(host, profile, caller);
     if caller.is_some() || !why.is_empty() {
@@ -146,9 +211,13 @@ pub(crate) fn list(
             .map(|t| t.spec().group.clone())
             .collect();
         outln!(
-            "No tools{}. Groups: {}",
+            "No tools{}{}. Groups: {}",
             group
                 .map(|g| format!(" in group `{g}`"))
+                .unwrap_or_default(),
+            filter
+                .plane
+                .map(|p| format!(" on the {p} plane"))
                 .unwrap_or_default(),
             groups.into_iter().collect::<Vec<_>>().join(", ")
         );

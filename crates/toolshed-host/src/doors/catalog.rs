@@ -31,6 +31,12 @@ impl<'h> Catalog<'h> {
         self.registry.tools()
     }
 
+    /// The operator groups of `tools`, with their labels and descriptions
+    /// ([`Registry::groups`]).
+    pub fn groups(&self, tools: &[ToolEntry]) -> Vec<crate::registry::ToolGroup> {
+        self.registry.groups(tools)
+    }
+
     /// The registered tool named `name`.
     pub fn lookup(&self, name: &str) -> Option<ToolEntry> {
         self.registry.lookup(name)

@@ -114,6 +114,21 @@ pub(super) fn fenix_fields(
             notes.mapped("display_name", "name", "Fenix's display name");
         }
     }
+    for key in ["group_metadata", "GROUP_METADATA", "operator_groups"] {
+        let Some(groups) = obj.remove(key) else {
+            continue;
+        };
+        if obj.contains_key("groups") || out.contains_key("groups") {
+            notes.ignored(key, "`groups` is also set and wins");
+            continue;
+        }
+        out.insert("groups".into(), group_metadata(groups));
+        notes.mapped(
+            key,
+            "groups",
+            "the operator groups' labels and descriptions",
+        );
+    }
     if let Some(plane) = obj.remove("default_runtime_plane") {
         if obj.contains_key("plane") {
             notes.ignored("default_runtime_plane", "`plane` is also set and wins");
@@ -218,6 +233,32 @@ pub(super) fn env_contract(contract: Value) -> Vec<Value> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// Fenix's group metadata (name → `{label, description}`, `display_name`/`title` for the
+/// label, `desc` for the description, or just the label as a string) as toolshed's `groups`.
+fn group_metadata(groups: Value) -> Value {
+    let Value::Object(groups) = groups else {
+        return Value::Object(Map::new());
+    };
+    let entries = groups.into_iter().map(|(name, meta)| {
+        let text = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| meta.get(*k).and_then(Value::as_str))
+                .map(str::to_string)
+        };
+        let label = match &meta {
+            Value::String(label) => Some(label.clone()),
+            _ => text(&["label", "display_name", "title", "name"]),
+        }
+        .unwrap_or_else(|| name.clone());
+        let description = text(&["description", "desc", "summary"]).unwrap_or_default();
+        (
+            name,
+            serde_json::json!({"label": label, "description": description}),
+        )
+    });
+    Value::Object(entries.collect())
 }
 
 pub(super) fn version_text(v: &Value) -> String {

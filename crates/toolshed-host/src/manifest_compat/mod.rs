@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Top-level fields of toolshed's own manifest.
-const NATIVE: [&str; 23] = [
+const NATIVE: [&str; 24] = [
     "id",
     "version",
     "name",
@@ -42,6 +42,7 @@ const NATIVE: [&str; 23] = [
     "kind",
     "entry",
     "tags",
+    "groups",
     "icon",
     "plane",
     "tools",

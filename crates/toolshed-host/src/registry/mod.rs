@@ -21,6 +21,7 @@
 
 mod catalog;
 mod discovery;
+mod groups;
 mod lifecycle;
 mod pause;
 mod refresh;
@@ -37,6 +38,7 @@ use toolshed_core::{PluginLoader, PluginManifest};
 
 pub use catalog::{LazyValidator, ToolEntry};
 pub use discovery::{Diagnostic, DiscoveryRoots, Level, MAX_PLUGINS_PER_ROOT, Root, find_on_path};
+pub use groups::ToolGroup;
 pub use lifecycle::{GrantsInfo, RegistryError};
 pub use state::{PluginInfo, PluginState};
 pub use watching::{WatchMode, WatchStats};

@@ -116,7 +116,10 @@ impl McpServer {
             match name.as_str() {
                 crate::discover::SEARCH => {
                     let visible = Self::tools_for(bound, &context);
-                    let (mut result, found) = crate::discover::search(&visible, &arguments);
+                    let (mut result, found) =
+                        crate::discover::search(&visible, &arguments, |found| {
+                            bound.host.catalog().groups(found)
+                        });
                     if let Some(names) = found {
                         // A stateless request's server lives for that request only: a
                         // list it kept would be gone by the next one.

@@ -41,7 +41,9 @@ pub(crate) use plugins::{
 pub(crate) use running::{RunningFilter, output as running_output, running};
 pub(crate) use spaces::{PluginExecute, execute as execute_in_plugin};
 pub(crate) use tools::door_span;
-pub(crate) use tools::{Execute, ToolFilter, ToolSearch, execute, search_tools, tool, tools};
+pub(crate) use tools::{
+    Execute, ToolFilter, ToolSearch, execute, groups as tool_groups, search_tools, tool, tools,
+};
 
 /// What every handler shares.
 #[derive(Clone)]

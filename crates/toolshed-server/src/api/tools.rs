@@ -16,7 +16,9 @@ use toolshed_host::{CallRequest, Subject};
 use super::plugins::LocaleQuery;
 use super::{AppState, owner, parsed_body, query};
 use crate::error::{ApiError, status_of};
-use crate::reply::{CallResult, JobStarted, SearchHit, SearchResults, Tool, ToolList, read};
+use crate::reply::{
+    CallResult, JobStarted, SearchHit, SearchResults, Tool, ToolGroup, ToolGroups, ToolList, read,
+};
 use toolshed_host::jobs::record_outcome;
 
 /// Filters of `GET /tools`.
@@ -27,6 +29,10 @@ pub(crate) struct ToolFilter {
     pub group: Option<String>,
     /// Only this plugin's tools.
     pub plugin: Option<String>,
+    /// Only the tools of this plane: `execution` (Fenix's `execution_runtime` catalog) or
+    /// `program` (toolshed itself).
+    #[schemars(extend("enum" = ["execution", "execution_runtime", "program"]))]
+    pub plane: Option<String>,
     /// Only tools whose name, title or description contains this (case-insensitive).
     pub q: Option<String>,
     /// Titles and descriptions in this language, where the tool has them (`zh`, `zh-CN`).
@@ -47,6 +53,16 @@ pub(crate) async fn tools(
     let locale = locale.locale()?;
     let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     let needle = filter.q.as_deref().map(str::to_lowercase);
+    let plane = match filter.plane.as_deref() {
+        None => None,
+        Some("execution" | "execution_runtime") => Some(toolshed_core::Plane::Execution),
+        Some("program") => Some(toolshed_core::Plane::Program),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "plane `{other}` is not a plane: give execution (or execution_runtime) or program"
+            )));
+        }
+    };
     let tools = state
         .host
         .catalog()
@@ -60,6 +76,7 @@ pub(crate) async fn tools(
         })
         .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
         .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
+        .filter(|t| plane.is_none_or(|p| t.spec().plane == p))
         .filter(|t| {
             needle.as_ref().is_none_or(|n| {
                 let spec = t.spec();
@@ -76,7 +93,41 @@ pub(crate) async fn tools(
             None => Tool::new(t.spec().clone(), &t.plugin_id),
         })
         .collect();
-    Ok(Json(ToolList { tools }))
+    // Fenix's names for the two catalogs.
+    let catalog = plane.map(|p| match p {
+        toolshed_core::Plane::Execution => "execution_runtime",
+        toolshed_core::Plane::Program => "program",
+    });
+    Ok(Json(ToolList { tools, catalog }))
+}
+
+/// `GET /tools/groups`: the operator groups of the tools the caller may use, with their
+/// labels and descriptions.
+pub(crate) async fn groups(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+) -> Json<ToolGroups> {
+    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    let visible: Vec<_> = state
+        .host
+        .catalog()
+        .tools()
+        .into_iter()
+        .filter(|t| state.host.dispatcher().visible(t, None))
+        .filter(|t| {
+            caller_tools
+                .as_deref()
+                .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
+        })
+        .collect();
+    let groups = state
+        .host
+        .catalog()
+        .groups(&visible)
+        .into_iter()
+        .map(ToolGroup::from)
+        .collect();
+    Json(ToolGroups { groups })
 }
 
 /// The query of `GET /tools/search`.

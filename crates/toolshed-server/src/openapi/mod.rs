@@ -46,6 +46,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/mcp-servers/{name}/accept"),
     ("GET", "/tools"),
     ("GET", "/tools/search"),
+    ("GET", "/tools/groups"),
     ("GET", "/tools/{name}"),
     ("POST", "/tools/{name}/execute"),
     ("GET", "/memories"),

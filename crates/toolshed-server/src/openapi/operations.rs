@@ -17,7 +17,7 @@ use crate::reply::{
     Job, JobList, JobStarted, McpServer, McpServerDetail, McpServerList, Memory, MemoryMatches,
     MemoryPage, PluginConfig, PluginDetail, PluginGrants, PluginHealth, PluginList, PluginTools,
     QuestionList, Removed, RunningList, RunningOutput, ScheduleList, SearchResults, TodoLists,
-    Tool, ToolList, Uninstalled, Verified,
+    Tool, ToolGroups, ToolList, Uninstalled, Verified,
 };
 use crate::stream::EventQuery;
 
@@ -203,10 +203,12 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
         op("GET", "/tools", "listTools", "The tools callers may see, optionally filtered")
             .params(query_of::<ToolFilter>())
             .respond("200", json_response("The tools", r.of::<ToolList>()))
-            .respond("400", error_response("The locale is not a language tag")),
+            .respond("400", error_response("The locale is not a language tag, or the plane is not one")),
         op("GET", "/tools/search", "searchTools", "The tools the caller may use that best match what it wants to do, ranked (BM25 over names, titles, groups and descriptions)")
             .params(query_of::<ToolSearch>())
             .respond("200", json_response("The matches, best first", r.of::<SearchResults>())),
+        op("GET", "/tools/groups", "listToolGroups", "The operator groups of the tools the caller may use, each with its label, description and tools")
+            .respond("200", json_response("The groups", r.of::<ToolGroups>())),
         op("GET", "/tools/{name}", "getTool", "One tool with its input schema and annotations")
             .param(path_param("name", "A tool name, e.g. calculator"))
             .respond("200", json_response("The tool", r.of::<Tool>()))

@@ -41,7 +41,8 @@ pub(crate) use plugins::{
     PluginInfo, PluginList, Uninstalled, Verified,
 };
 pub(crate) use tools::{
-    CallResult, JobStarted, PluginTools, SearchHit, SearchResults, Tool, ToolList,
+    CallResult, JobStarted, PluginTools, SearchHit, SearchResults, Tool, ToolGroup, ToolGroups,
+    ToolList,
 };
 
 /// Reads JSON a host helper wrote into the reply type `T`; a field `T` does not know, or a

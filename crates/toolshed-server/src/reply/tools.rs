@@ -198,6 +198,48 @@ impl Tool {
 pub(crate) struct ToolList {
     /// The tools.
     pub tools: Vec<Tool>,
+    /// With `?plane=`: which catalog this is, as Fenix names them (`execution_runtime`,
+    /// `program`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<&'static str>,
+}
+
+/// An operator group: its label, description and tools.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ToolGroup {
+    /// The group's name, as tools name it (`GET /tools?group=`).
+    pub name: String,
+    /// A short label for people.
+    pub label: String,
+    /// What its tools are for ("" when nobody described it).
+    pub description: String,
+    /// Its tools the caller may use.
+    pub tools: Vec<String>,
+}
+
+impl From<toolshed_host::registry::ToolGroup> for ToolGroup {
+    fn from(group: toolshed_host::registry::ToolGroup) -> Self {
+        let toolshed_host::registry::ToolGroup {
+            name,
+            label,
+            description,
+            tools,
+        } = group;
+        Self {
+            name,
+            label,
+            description,
+            tools,
+        }
+    }
+}
+
+/// The operator groups.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct ToolGroups {
+    /// The groups, by name.
+    pub groups: Vec<ToolGroup>,
 }
 
 /// The tools a plugin's manifest declares, and those its code registered.
