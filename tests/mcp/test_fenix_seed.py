@@ -1,4 +1,9 @@
-"""What Fenix's users find in toolshed (issue 60's Fenix lines), over REST."""
+"""What Fenix's users find in toolshed (issue 60's Fenix lines), over REST and the CLI."""
+
+import json
+import subprocess
+import urllib.request
+from pathlib import Path
 
 from test_approvals import request
 from test_lifecycle_events import Stream
@@ -47,3 +52,82 @@ def test_a_stopped_process_has_a_close_request_recorded_with_who_asked_and_how_i
     # A process that had already ended is not closed by anyone.
     status, gone = call(base, alice, "process_stop", {"id": polite_id})
     assert status == 200 and "close_request_id" not in gone["structured"], gone
+
+
+TICKETS = Path(__file__).resolve().parents[1] / "fixtures" / "seed-plugins" / "fenix-tickets"
+
+
+def test_a_fenix_catalogs_tool_attributes_planes_and_groups_are_kept_shown_and_honoured(serve, toolshed_bin, workspace, home):
+    installed = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "plugins", "install", str(TICKETS)],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert installed.returncode == 0, installed.stderr
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+
+    # The attributes, as written, with the tool.
+    status, tool = request(f"{base}/api/v1/tools/ticket_open", token)
+    assert status == 200, tool
+    assert tool["attributes"] == {
+        "tool_kind": "kernel_primitive",
+        "resource_identity_kind": "ticket",
+        "implementation_source": "plugin_js",
+        "implementation_ref": "index.js#ticket_open",
+        "idempotency_policy": "by_key",
+        "supports_streaming_output": False,
+    }, tool
+    assert tool["plane"] == "execution" and tool["streaming"] is False
+    status, reset = request(f"{base}/api/v1/tools/tickets_reset", token)
+    assert reset["plane"] == "program" and reset["annotations"]["idempotent"] is True, reset
+
+    # Idempotent by key: the same key returns the first ticket, whichever way it comes.
+    first = call(base, token, "ticket_open", {"title": "printer", "idempotency_key": "k-1"})[1]
+    again = call(base, token, "ticket_open", {"title": "printer", "idempotency_key": "k-1"})[1]
+    other = call(base, token, "ticket_open", {"title": "screen", "idempotency_key": "k-2"})[1]
+    assert first["structured"]["id"] == again["structured"]["id"] == 1, (first, again)
+    assert other["structured"]["id"] == 2, other
+    assert "idempotency key `k-1` was used before" in again["content"][-1]["text"], again
+    assert first["call_id"] in again["content"][-1]["text"]
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Idempotency-Key": "h-1"}
+    by_header = []
+    for _ in range(2):
+        req = urllib.request.Request(f"{base}/api/v1/tools/ticket_open/execute", method="POST", headers=headers,
+                                     data=json.dumps({"arguments": {"title": "desk"}}).encode())
+        with urllib.request.urlopen(req, timeout=60) as response:
+            by_header.append(json.loads(response.read()))
+    assert by_header[0]["structured"]["id"] == by_header[1]["structured"]["id"] == 3, by_header
+    # Without a key, every call runs.
+    assert call(base, token, "ticket_open", {"title": "chair"})[1]["structured"]["id"] == 4
+
+    # The two catalogs, as Fenix names them.
+    status, program = request(f"{base}/api/v1/tools?plane=program", token)
+    assert status == 200 and program["catalog"] == "program", program
+    assert [t["name"] for t in program["tools"]] == ["tickets_reset"], program
+    status, execution = request(f"{base}/api/v1/tools?plane=execution_runtime", token)
+    assert execution["catalog"] == "execution_runtime"
+    names = {t["name"] for t in execution["tools"]}
+    assert "ticket_open" in names and "tickets_reset" not in names and "workspace_read" in names
+    status, bad = request(f"{base}/api/v1/tools?plane=control", token)
+    assert status == 400 and "execution" in bad["error"]["message"], bad
+    listed = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "tools", "list", "--plane", "program"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert listed.returncode == 0 and "tickets_reset" in listed.stdout and "ticket_open" not in listed.stdout, listed
+
+    # The groups' metadata: over REST, in the CLI, and toolshed's own groups described too.
+    status, groups = request(f"{base}/api/v1/tools/groups", token)
+    by_name = {g["name"]: g for g in groups["groups"]}
+    assert by_name["tickets"]["label"] == "Support tickets"
+    assert by_name["tickets"]["description"] == "Open tickets and read them back."
+    assert by_name["tickets_admin"]["label"] == "Ticket service"
+    assert by_name["workspace"]["label"] == "Workspace files" and by_name["workspace"]["description"]
+    shown = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "tools", "groups"],
+        env={"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert "Support tickets" in shown.stdout and "Open tickets and read them back." in shown.stdout, shown.stdout

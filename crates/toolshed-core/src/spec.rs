@@ -145,6 +145,13 @@ pub struct ToolSpec {
     /// request's text, before the value is parsed ([`crate::oversized`]).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub max_argument_bytes: std::collections::BTreeMap<String, usize>,
+    /// What the plugin's own format says of the tool beyond toolshed's fields, kept and
+    /// shown as they were written (Fenix's `tool_kind`, `resource_identity_kind`,
+    /// `implementation_source`, `implementation_ref`, `idempotency_policy`,
+    /// `supports_streaming_output`). `idempotency_policy: by_key` is honoured
+    /// ([`ToolSpec::idempotent_by_key`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub attributes: std::collections::BTreeMap<String, Value>,
 }
 
 /// A tool's title and description in one language.
@@ -185,6 +192,7 @@ impl ToolSpec {
             touches: self.touches.clone(),
             translations: self.translations.clone(),
             max_argument_bytes: self.max_argument_bytes.clone(),
+            attributes: self.attributes.clone(),
         }
     }
 
@@ -227,7 +235,26 @@ impl ToolSpec {
             touches: Vec::new(),
             translations: std::collections::BTreeMap::new(),
             max_argument_bytes: std::collections::BTreeMap::new(),
+            attributes: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// For a tool whose calls are idempotent by key (`idempotency_policy` of `by_key`,
+    /// `idempotent_by_key`, `key` or `keyed`): the argument that carries the key
+    /// (`idempotency_key_field`, default `idempotency_key`). A call repeated with the same
+    /// key gets the first call's result.
+    pub fn idempotent_by_key(&self) -> Option<&str> {
+        let policy = self.attributes.get("idempotency_policy")?.as_str()?;
+        matches!(
+            policy.to_ascii_lowercase().as_str(),
+            "by_key" | "idempotent_by_key" | "key" | "keyed"
+        )
+        .then(|| {
+            self.attributes
+                .get("idempotency_key_field")
+                .and_then(Value::as_str)
+                .unwrap_or("idempotency_key")
+        })
     }
 
     /// Declares that the argument at `argument` (dotted, `*` for every element of an

@@ -462,7 +462,11 @@ impl ActionDef {
         if spec.group.is_empty() {
             spec.group = prefix.to_string();
         }
-        spec.plane = plane;
+        // The plugin's plane, unless the tool names the other one (a tool on the program
+        // plane of an execution plugin: Fenix's per-tool plane).
+        if spec.plane == Plane::Execution {
+            spec.plane = plane;
+        }
         if spec.annotations.read_only {
             spec.annotations.destructive = false;
         }

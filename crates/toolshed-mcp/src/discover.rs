@@ -231,7 +231,10 @@ fn search_only(
         .into_iter()
         .filter(|g| !g.description.is_empty())
         .map(|g| {
-            text.push_str(&format!("group {} ({}): {}\n", g.name, g.label, g.description));
+            text.push_str(&format!(
+                "group {} ({}): {}\n",
+                g.name, g.label, g.description
+            ));
             json!({"name": g.name, "label": g.label, "description": g.description})
         })
         .collect();

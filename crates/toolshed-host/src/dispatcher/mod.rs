@@ -27,6 +27,7 @@ use tracing::Instrument as _;
 mod after;
 mod approval;
 mod boundary;
+mod idempotency;
 mod limits;
 pub(crate) mod nested;
 pub(crate) mod plan;
@@ -105,6 +106,8 @@ pub struct Dispatcher {
     notices: Option<Arc<toolshed_ops::Notices>>,
     /// Identical calls seen lately, for the repeat reminder.
     repeats: after::Repeats,
+    /// The results of calls made with an idempotency key.
+    remembered: idempotency::Remembered,
 }
 
 /// Counts calls between their start and their record.
@@ -201,6 +204,7 @@ impl Dispatcher {
             workspace_name: parts.workspace_name,
             notices: parts.notices,
             repeats: Default::default(),
+            remembered: Default::default(),
             me,
             next_call: AtomicU64::new(1),
             epoch,
@@ -377,9 +381,19 @@ impl Dispatcher {
         let plugin_id = Some(entry.plugin_id.clone());
         // The files it names, for the event a refusal is announced with.
         let files = after::FileTouches::of(&entry, &arguments);
-        let result = self
-            .run_resolved(req, arguments, call_id, entry, approval)
-            .await;
+        let key = entry.spec().idempotent_by_key().and_then(|field| {
+            idempotency::key_of(req.idempotency_key.as_deref(), field, &arguments)
+        });
+        let result = match key {
+            None => {
+                self.run_resolved(req, arguments, call_id, entry, approval)
+                    .await
+            }
+            Some(key) => {
+                self.run_once(req, key, arguments, call_id, entry, approval)
+                    .await
+            }
+        };
         self.announce_file_denials(req, call_id, &result, files);
         (plugin_id, result)
     }

@@ -80,6 +80,9 @@ pub struct CallRequest {
     pub context: Option<Value>,
     /// The note the tool leaves on the call's audit row.
     pub audit_note: toolshed_core::AuditNote,
+    /// The idempotency key the door was given (REST's `Idempotency-Key` header): for a tool
+    /// idempotent by key, a call repeated with it gets the first call's result.
+    pub idempotency_key: Option<String>,
 }
 
 /// Where a call that deferred its approval leaves the request it made.
@@ -145,6 +148,7 @@ impl CallRequest {
             log: None,
             context: None,
             audit_note: toolshed_core::AuditNote::default(),
+            idempotency_key: None,
         }
     }
 }

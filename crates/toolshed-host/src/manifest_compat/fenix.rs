@@ -154,11 +154,10 @@ pub(super) fn fenix_fields(
         );
     }
     if let Some(Value::String(plane)) = obj.get("plane").cloned() {
-        let mapped = match plane.to_ascii_lowercase().as_str() {
-            "execution" | "program" => None,
-            "data" | "agent" | "exec" | "workspace" | "user" => Some("execution"),
-            "control" | "management" | "admin" | "system" => Some("program"),
-            _ => {
+        let mapped = match plane_name(&plane) {
+            Some(to) if to == plane => None,
+            Some(to) => Some(to),
+            None => {
                 obj.remove("plane");
                 notes.ignored("plane", format!("`{plane}` is not a plane toolshed knows (execution, program); the default, execution, applies"));
                 return;
@@ -232,6 +231,18 @@ pub(super) fn env_contract(contract: Value) -> Vec<Value> {
             .map(|(name, spec)| entry(name, spec))
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// Toolshed's plane for one of the names Fenix and its plugins give planes.
+fn plane_name(plane: &str) -> Option<&'static str> {
+    match plane.to_ascii_lowercase().as_str() {
+        "execution" | "execution_runtime" | "runtime" | "data" | "agent" | "exec" | "workspace"
+        | "user" => Some("execution"),
+        "program" | "program_runtime" | "control" | "management" | "admin" | "system" => {
+            Some("program")
+        }
+        _ => None,
     }
 }
 
@@ -354,6 +365,8 @@ pub(super) fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
     };
     let mut tool = Map::new();
     let mut read_only = false;
+    let mut idempotent = false;
+    let mut attributes = Map::new();
     for (key, value) in fields {
         let at = format!("tool_catalog[{i}].{key}");
         match key.as_str() {
@@ -413,6 +426,46 @@ pub(super) fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
                 tool.insert("group".into(), value);
                 notes.mapped(&at, &format!("tools[{i}].group"), "the tool's group");
             }
+            "plane" | "runtime_plane" | "default_runtime_plane" => {
+                match value.as_str().and_then(plane_name) {
+                    Some(plane) => {
+                        tool.insert("plane".into(), Value::String(plane.into()));
+                        notes.mapped(
+                            &at,
+                            &format!("tools[{i}].plane"),
+                            format!("the plane this tool runs on: toolshed's `{plane}`"),
+                        );
+                    }
+                    None => notes.ignored(
+                        &at,
+                        "not a plane toolshed knows (execution, program): the plugin's applies",
+                    ),
+                }
+            }
+            "tool_kind"
+            | "resource_identity_kind"
+            | "implementation_source"
+            | "implementation_ref"
+            | "idempotency_policy"
+            | "idempotency_key_field"
+            | "supports_streaming_output" => {
+                if key == "supports_streaming_output" {
+                    tool.entry("streaming").or_insert(value.clone());
+                }
+                if key == "idempotency_policy"
+                    && value
+                        .as_str()
+                        .is_some_and(|p| p.eq_ignore_ascii_case("idempotent"))
+                {
+                    idempotent = true;
+                }
+                attributes.insert(key.clone(), value);
+                notes.mapped(
+                    &at,
+                    &format!("tools[{i}].attributes.{key}"),
+                    "kept as written and shown with the tool",
+                );
+            }
             _ => notes.ignored(&at, "not a field of a toolshed tool"),
         }
     }
@@ -428,6 +481,17 @@ pub(super) fn catalog_tool(i: usize, item: Value, notes: &mut Notes) -> Value {
                 &format!("tools[{i}].description"),
                 "the entry has no description: its title stands in",
             );
+        }
+    }
+    if !attributes.is_empty() {
+        tool.insert("attributes".into(), Value::Object(attributes));
+    }
+    if idempotent {
+        let annotations = tool
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(hints) = annotations.as_object_mut() {
+            hints.entry("idempotent").or_insert(Value::Bool(true));
         }
     }
     // A tool that changes no state is read-only, unless its annotations say otherwise

@@ -342,6 +342,11 @@ pub(super) async fn answer(
     route: Route,
 ) -> Result<Response, ApiError> {
     let name = call.tool.clone();
+    // For a tool idempotent by key (docs/plugins.md): the key of this request.
+    call.idempotency_key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     if run_async {
         // An unknown or hidden tool, bad arguments or a policy refusal are the caller's
         // mistake now, not a failed job later: the pipeline's own checks, run ahead.

@@ -135,6 +135,11 @@ pub(crate) struct Tool {
     /// The most JSON it takes in each named argument, in bytes.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub max_argument_bytes: BTreeMap<String, usize>,
+    /// What the plugin's own format says of the tool beyond these fields, as written
+    /// (Fenix's `tool_kind`, `resource_identity_kind`, `implementation_source`,
+    /// `implementation_ref`, `idempotency_policy`, `supports_streaming_output`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, Value>,
     /// The plugin that provides it.
     pub plugin_id: String,
     /// Whether it can be called now (in a plugin's list of its tools only: a tool its
@@ -163,6 +168,7 @@ impl Tool {
             touches: _,
             translations,
             max_argument_bytes,
+            attributes,
         } = spec;
         Self {
             name,
@@ -186,6 +192,7 @@ impl Tool {
                 })
                 .collect(),
             max_argument_bytes,
+            attributes,
             plugin_id: plugin_id.to_string(),
             callable: None,
         }
