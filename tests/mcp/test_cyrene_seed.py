@@ -2,8 +2,10 @@
 `installed`, `loaded` (running) and `paused`, through the CLI, REST and MCP."""
 
 import asyncio
+import json
 import subprocess
 import time
+from pathlib import Path
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -75,3 +77,54 @@ def test_a_paused_plugin_stays_loaded_refuses_its_calls_and_resumes(serve, tools
     assert status == 200 and body["content"][0]["text"] == "2", body
     status, body = request(f"{base}/api/v1/plugins/system.calculator/resume", token, "POST")
     assert status == 409 and "not paused" in body["error"]["message"], body
+
+
+DIGEST = Path(__file__).resolve().parents[1] / "fixtures" / "seed-plugins" / "cyrene-digest"
+
+
+def test_a_complex_tool_runs_as_a_job_or_a_task_by_default_and_shows_its_grade(serve, toolshed_bin, home, workspace):
+    done = cli(toolshed_bin, home, workspace, "plugins", "install", str(DIGEST))
+    assert done.returncode == 0, done.stderr
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+
+    # Shown with each tool.
+    status, simple = request(f"{base}/api/v1/tools/cyrene_digest_count", token)
+    assert status == 200 and simple["complexity"] == "simple", simple
+    status, complex_ = request(f"{base}/api/v1/tools/cyrene_digest_digest", token)
+    assert complex_["complexity"] == "complex", complex_
+    shown = cli(toolshed_bin, home, workspace, "tools", "show", "cyrene_digest_digest", "--json")
+    assert json.loads(shown.stdout)["complexity"] == "complex", shown.stdout
+
+    # Over REST: a complex tool's call is a job unless the caller says otherwise.
+    execute = f"{base}/api/v1/tools/cyrene_digest_digest/execute"
+    status, started = request(execute, token, "POST", {"arguments": {"text": "abc"}})
+    assert status == 202 and started["job"]["state"] == "running", started
+    status, now = request(execute, token, "POST", {"arguments": {"text": "abcd"}, "async": False})
+    assert status == 200 and "digested 4 characters" in now["content"][0]["text"], now
+    status, counted = request(f"{base}/api/v1/tools/cyrene_digest_count/execute", token, "POST", {"arguments": {"text": "a b c"}})
+    assert status == 200 and counted["content"][0]["text"] == "3 words", counted
+    for _ in range(100):
+        status, job = request(f"{base}/api/v1/jobs/{started['job']['id']}", token)
+        if job["state"] != "running":
+            break
+        time.sleep(0.1)
+    assert job["state"] == "succeeded" and "digested 3 characters" in json.dumps(job["result"]), job
+
+    # Over MCP, a client of the Tasks extension gets a task at once for the complex tool,
+    # and a plain answer for the simple one.
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from tasks_client import Created, Tasks, settled, text
+
+    async def over_tasks():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), mode="auto", extensions=[Tasks()]) as client:
+            plain = await client.session.call_tool("cyrene_digest_count", {"text": "one two"}, allow_claimed=True)
+            assert not isinstance(plain, Created) and plain.content[0].text == "2 words", plain
+            created = await client.session.call_tool("cyrene_digest_digest", {"text": "xy"}, allow_claimed=True)
+            assert isinstance(created, Created), created
+            done = await settled(client, created.task_id)
+            assert done["status"] == "completed" and "digested 2 characters" in text(done["result"]), done
+
+    asyncio.run(asyncio.wait_for(over_tasks(), 60))

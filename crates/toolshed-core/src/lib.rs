@@ -58,7 +58,7 @@ pub use plugin::{
     BuiltinPlugin, Health, Library, Plugin, PluginError, ResourceUpdated, Running, SyncTool, Tool,
 };
 pub use ports::{PortDirectory, ProxyTarget};
-pub use spec::{Danger, Plane, ToolAnnotations, ToolSpec, ToolText};
+pub use spec::{Complexity, Danger, Plane, ToolAnnotations, ToolSpec, ToolText};
 pub use touches::{TouchArg, TouchKind, Touches, WriteScope};
 
 /// Re-exported so tools and doors share one cancellation type.

@@ -27,6 +27,26 @@ pub enum Plane {
     Program,
 }
 
+/// How long a tool's calls take (Cyrene's `Complexity()`): a simple one answers within a
+/// request; a complex one runs long, so its calls run as a job (REST) or a task (MCP
+/// clients of the Tasks extension) unless the caller asks otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Complexity {
+    /// Answers within a request.
+    #[default]
+    Simple,
+    /// Runs long: a job or a task by default.
+    Complex,
+}
+
+impl Complexity {
+    /// Whether it is [`Complexity::Simple`].
+    pub fn is_simple(&self) -> bool {
+        *self == Self::Simple
+    }
+}
+
 /// Behaviour hints, mirroring MCP tool annotations. They must be honest: clients use them
 /// to decide what to ask a person about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,6 +147,9 @@ pub struct ToolSpec {
     /// Which plane the tool acts on.
     #[serde(default)]
     pub plane: Plane,
+    /// Whether its calls run long ([`Complexity`]).
+    #[serde(default, skip_serializing_if = "Complexity::is_simple")]
+    pub complexity: Complexity,
     /// The tool runs commands and takes a `sandbox` argument naming the sandbox mode to run
     /// them in (`read-only`, `workspace-write`, `full-access`); policy compares it with the
     /// host's mode, so asking for more needs approval.
@@ -188,6 +211,7 @@ impl ToolSpec {
             danger: self.danger,
             default_timeout_ms: self.default_timeout_ms,
             plane: self.plane,
+            complexity: self.complexity,
             sandbox_argument: self.sandbox_argument,
             touches: self.touches.clone(),
             translations: self.translations.clone(),
@@ -231,6 +255,7 @@ impl ToolSpec {
             danger: Danger::Low,
             default_timeout_ms: None,
             plane: Plane::Execution,
+            complexity: Complexity::Simple,
             sandbox_argument: false,
             touches: Vec::new(),
             translations: std::collections::BTreeMap::new(),

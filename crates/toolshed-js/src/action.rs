@@ -21,6 +21,7 @@ const ACTION_KEYS: &[&str] = &[
     "properties",
     "outputs",
     "annotations",
+    "complexity",
     "run",
 ];
 const PROPERTY_KEYS: &[&str] = &[
@@ -435,6 +436,21 @@ impl ActionDef {
             Some(p) => Some(Shape::parse(p, "outputs").map_err(at)?),
         };
         let annotations = parse_annotations(obj.get("annotations")).map_err(at)?;
+        // Cyrene's `Complexity()`: `complex` runs long (a job or a task by default).
+        let complexity = match obj.get("complexity") {
+            None => toolshed_core::Complexity::Simple,
+            Some(Value::String(c)) if c.eq_ignore_ascii_case("simple") => {
+                toolshed_core::Complexity::Simple
+            }
+            Some(Value::String(c)) if c.eq_ignore_ascii_case("complex") => {
+                toolshed_core::Complexity::Complex
+            }
+            Some(other) => {
+                return Err(at(format!(
+                    "`complexity` is \"simple\" or \"complex\", not {other}"
+                )));
+            }
+        };
         let mut spec = ToolSpec::new(tool_name, description)
             .input_schema(inputs.schema(true))
             .group(prefix)
@@ -443,6 +459,7 @@ impl ActionDef {
         spec.output_schema = outputs.as_ref().map(|o| o.schema(false));
         classify(&mut spec);
         spec.plane = plane;
+        spec.complexity = complexity;
         Ok(Self {
             name,
             spec,

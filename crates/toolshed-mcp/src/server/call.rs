@@ -260,8 +260,18 @@ impl McpServer {
             }
             None => None,
         };
-        // A client that declared the Tasks extension gets a task for a call that runs long.
-        let after = bound.host.config().config.mcp.task_after_ms;
+        // A client that declared the Tasks extension gets a task for a call that runs long,
+        // and for a call of a `complex` tool as soon as it runs.
+        let mut after = bound.host.config().config.mcp.task_after_ms;
+        if after > 0
+            && bound
+                .host
+                .catalog()
+                .lookup(&call.tool)
+                .is_some_and(|t| t.spec().complexity == toolshed_core::Complexity::Complex)
+        {
+            after = 1;
+        }
         let result = if after > 0
             && context
                 .client_capabilities()

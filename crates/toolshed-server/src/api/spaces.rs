@@ -47,9 +47,9 @@ pub(crate) struct PluginExecute {
     /// Anything else the caller wants back in the events, up to 16 KiB of JSON.
     #[serde(default)]
     pub meta: Option<Map<String, Value>>,
-    /// Start a job and answer `202` at once.
+    /// Start a job and answer `202` at once (the default for a `complex` tool).
     #[serde(default, rename = "async")]
-    pub run_async: bool,
+    pub run_async: Option<bool>,
     /// The call's deadline, in milliseconds.
     #[serde(default)]
     #[schemars(range(min = 1))]
@@ -140,13 +140,8 @@ pub(crate) async fn execute(
         sync: "/api/v1/plugins/{id}/tools/execute",
         job: "/api/v1/plugins/{id}/tools/execute (job)",
     };
-    answer(
-        &state,
-        call,
-        request.run_async,
-        Box::new(room),
-        &headers,
-        route,
-    )
-    .await
+    let run_async = request
+        .run_async
+        .unwrap_or_else(|| super::tools::runs_long(&state, &call.tool));
+    answer(&state, call, run_async, Box::new(room), &headers, route).await
 }

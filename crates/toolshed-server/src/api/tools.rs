@@ -235,9 +235,9 @@ pub(crate) struct Execute {
     /// The tool's arguments, checked against its input schema (default `{}`).
     #[serde(default, deserialize_with = "present")]
     pub arguments: Option<Map<String, Value>>,
-    /// Start a job and answer `202` at once.
-    #[serde(default, rename = "async")]
-    pub run_async: bool,
+    /// Start a job and answer `202` at once (the default for a `complex` tool).
+    #[serde(default, rename = "async", deserialize_with = "present")]
+    pub run_async: Option<bool>,
     /// The call's deadline, in milliseconds.
     #[serde(default, deserialize_with = "present")]
     #[schemars(range(min = 1))]
@@ -311,15 +311,19 @@ pub(crate) async fn execute(
         sync: "/api/v1/tools/{name}/execute",
         job: "/api/v1/tools/{name}/execute (job)",
     };
-    answer(
-        &state,
-        call,
-        request.run_async,
-        Box::new(room),
-        &headers,
-        route,
-    )
-    .await
+    let run_async = request
+        .run_async
+        .unwrap_or_else(|| runs_long(&state, &call.tool));
+    answer(&state, call, run_async, Box::new(room), &headers, route).await
+}
+
+/// Whether `tool` is `complex` (its calls run as a job unless the caller says otherwise).
+pub(super) fn runs_long(state: &AppState, tool: &str) -> bool {
+    state
+        .host
+        .catalog()
+        .lookup(tool)
+        .is_some_and(|t| t.spec().complexity == toolshed_core::Complexity::Complex)
 }
 
 /// The HTTP routes a call came by, for its span.

@@ -124,6 +124,10 @@ pub(crate) struct Tool {
     pub default_timeout_ms: Option<u64>,
     /// Which plane it acts on.
     pub plane: Plane,
+    /// How long its calls take: `simple`, or `complex` — run as a job (REST) or a task
+    /// (MCP) unless the caller asks otherwise.
+    #[schemars(extend("enum" = ["simple", "complex"]))]
+    pub complexity: &'static str,
     /// It runs commands and takes a `sandbox` argument naming the sandbox mode to run
     /// them in.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -164,6 +168,7 @@ impl Tool {
             danger,
             default_timeout_ms,
             plane,
+            complexity,
             sandbox_argument,
             touches: _,
             translations,
@@ -183,6 +188,10 @@ impl Tool {
             danger: danger.into(),
             default_timeout_ms,
             plane: plane.into(),
+            complexity: match complexity {
+                toolshed_core::Complexity::Simple => "simple",
+                toolshed_core::Complexity::Complex => "complex",
+            },
             sandbox_argument,
             translations: translations
                 .into_iter()
