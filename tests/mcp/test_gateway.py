@@ -145,8 +145,9 @@ def test_a_deny_rule_on_the_servers_group_hides_its_tools(server, toolshed, home
             result = await client.call_tool("everything__echo", {"message": "x"})
             said = text(result)
             assert result.is_error and ("denied" in said.lower() or "not available" in said), said
-            # Its resources and prompts are hidden with its tools.
-            assert (await client.list_resources()).resources == []
+            # Its resources and prompts are hidden with its tools (toolshed's own remain).
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert uris == ["toolshed://run_code/tools.d.ts"], uris
             prompts = [p.name for p in (await client.list_prompts()).prompts]
             assert not any(n.startswith("everything__") for n in prompts), prompts
             with pytest.raises(MCPError):

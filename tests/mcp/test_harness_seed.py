@@ -149,3 +149,31 @@ def test_plugins_manage_is_off_until_enabled_asks_by_default_and_manages_plugins
             missing = await client.call_tool("plugins_manage", {"action": "inspect"})
             assert missing.is_error and "`id`" in text(missing), text(missing)
     run(manage())
+
+
+def test_run_code_offers_typescript_declarations_of_the_tools_it_can_call(server):
+    """The declarations come as an MCP resource (nothing added to tools/list), of exactly the
+    tools the caller may call from a snippet."""
+    from mcp import Client
+
+    async def main(params):
+        async with Client(params, mode="legacy") as client:
+            listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+            if "toolshed://run_code/tools.d.ts" not in listed:
+                return None, [t.name for t in (await client.list_tools()).tools]
+            read = await client.read_resource("toolshed://run_code/tools.d.ts")
+            return read.contents[0].text, [t.name for t in (await client.list_tools()).tools]
+
+    text_, names = run(main(server()))
+    assert text_ is not None and "run_code" in names
+    assert "declare const tools: {" in text_
+    assert "  workspace_read(args: {" in text_ and "    path: string;" in text_, text_[:2000]
+    assert "calculator(args: {" in text_ and "expression: string;" in text_
+    assert "run_code(" not in text_
+    assert not any("d.ts" in n for n in names)
+
+    # Narrowed to a few tools, the declarations are of those; without run_code, none.
+    text_, _ = run(main(server("--tools", "run_code,calculator")))
+    assert "calculator(args" in text_ and "workspace_read" not in text_, text_
+    text_, _ = run(main(server("--tools", "calculator")))
+    assert text_ is None

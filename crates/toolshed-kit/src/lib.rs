@@ -13,6 +13,7 @@ use std::sync::Arc;
 use toolshed_core::ToolError;
 
 pub mod args;
+pub mod declarations;
 pub mod diff;
 pub mod html;
 pub mod ledger;

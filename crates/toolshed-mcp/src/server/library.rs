@@ -13,6 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 use toolshed_host::library::{Libraries, LibraryError};
+use toolshed_kit::declarations::{DECLARATIONS_URI, declarations};
 
 use super::McpServer;
 use super::listing::cacheable;
@@ -61,6 +62,15 @@ pub(super) fn library_error(e: LibraryError) -> McpError {
 }
 
 impl McpServer {
+    /// Whether this request's caller may use `run_code` (and so read the declarations of
+    /// the tools it calls).
+    async fn runs_code(&self, context: &RequestContext<RoleServer>) -> Result<bool, McpError> {
+        let bound = self.bound().await?;
+        Ok(Self::tools_for(bound, context)
+            .iter()
+            .any(|e| e.spec().name == "run_code"))
+    }
+
     /// The resources and prompts this request's caller may use: those of the plugins
     /// whose tools it sees. Lists need `tools:list`; reading and getting need `tools:call`.
     pub(super) async fn libraries_for(
@@ -85,8 +95,18 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let libraries = self.libraries_for(&context, "tools:list").await?;
+        let mut resources = libraries.resources().await;
+        if self.runs_code(&context).await? {
+            resources.push(serde_json::json!({
+                "uri": DECLARATIONS_URI,
+                "name": "tools.d.ts",
+                "title": "TypeScript declarations of the tools run_code can call",
+                "description": "Each tool you may call from a run_code snippet, with its arguments as TypeScript types and its description: read it before writing a snippet.",
+                "mimeType": "text/x-typescript",
+            }));
+        }
         Ok(cacheable!(
-            ListResourcesResult::with_all_items(from_values(libraries.resources().await)),
+            ListResourcesResult::with_all_items(from_values(resources)),
             context
         ))
     }
@@ -114,10 +134,23 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let libraries = self.libraries_for(&context, "tools:call").await?;
-        let result = libraries
-            .read_resource(&request.uri)
-            .await
-            .map_err(library_error)?;
+        let result = if request.uri == DECLARATIONS_URI && self.runs_code(&context).await? {
+            let bound = self.bound().await?;
+            let specs: Vec<toolshed_core::ToolSpec> = Self::tools_for(bound, &context)
+                .iter()
+                .map(|e| e.spec().clone())
+                .collect();
+            serde_json::json!({"contents": [{
+                "uri": DECLARATIONS_URI,
+                "mimeType": "text/x-typescript",
+                "text": declarations(&specs),
+            }]})
+        } else {
+            libraries
+                .read_resource(&request.uri)
+                .await
+                .map_err(library_error)?
+        };
         let mut result: ReadResourceResult = serde_json::from_value(result).map_err(|e| {
             McpError::internal_error(format!("a plugin's resource could not be read: {e}"), None)
         })?;
