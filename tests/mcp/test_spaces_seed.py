@@ -34,6 +34,23 @@ def test_a_plugins_tool_runs_by_plugin_with_the_callers_ids_echoed_in_its_events
     assert status == 200 and "2" in body["content"][0]["text"], body
 
 
+def test_an_agent_token_runs_a_plugins_tool_with_tools_call_and_not_without(serve, token_for, toolshed_bin, home):
+    import subprocess
+
+    url, _admin = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    endpoint = f"{base}/api/v1/plugins/system.calculator/tools/execute"
+    agent = token_for("alice")
+    status, body = request(endpoint, agent, "POST", {"toolName": "calculator", "args": {"expression": "3*3"}, "taskId": "t"})
+    assert status == 200 and body["content"][0]["text"] == "9", body
+    lister = subprocess.run(
+        [toolshed_bin, "token", "create", "--owner", "bob", "--scope", "tools:list"],
+        env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
+    ).stdout.strip()
+    status, body = request(endpoint, lister, "POST", {"toolName": "calculator", "args": {"expression": "3*3"}})
+    assert status == 403 and "tools:call" in body["error"]["message"], body
+
+
 def test_a_tool_of_another_plugin_or_a_bad_body_is_refused_saying_what_to_do(serve):
     url, token = serve()
     base = url.rsplit("/mcp", 1)[0]

@@ -98,6 +98,9 @@ impl RequestGuard {
             } else if rest.starts_with("metrics") {
                 // A Prometheus scraper's token needs nothing else.
                 "metrics:read"
+            } else if rest.starts_with("plugins/") && rest.ends_with("/tools/execute") {
+                // A plugin's tool run as Agent Spaces asks: a call like any other.
+                "tools:call"
             } else if rest.starts_with("plugins") || rest.starts_with("mcp-servers") {
                 if read { "tools:list" } else { "plugins:admin" }
             } else if (rest.starts_with("tools/") && rest.ends_with("/execute"))
