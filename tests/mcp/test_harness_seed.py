@@ -2,6 +2,7 @@
 file-policy events on the owner's event stream, and a reminder when a call is repeated."""
 
 import asyncio
+import json
 
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -177,3 +178,77 @@ def test_run_code_offers_typescript_declarations_of_the_tools_it_can_call(server
     assert "calculator(args" in text_ and "workspace_read" not in text_, text_
     text_, _ = run(main(server("--tools", "calculator")))
     assert text_ is None
+
+
+def test_human_commands_run_without_the_model_as_mcp_prompts_and_over_rest(serve, home):
+    """The harness's slash commands: `status`, `approvals`, `approve ID`, `deny ID`, as MCP
+    prompts (getting one runs it) and as POST /api/v1/commands/NAME."""
+    import time
+
+    from test_approvals import request
+
+    (home / "ask.toml").write_text(
+        '[[policy.rule]]\nname = "ask about arithmetic"\ntools = ["calculator"]\ndecision = "ask"\n'
+    )
+    url, token = serve({"TOOLSHED_CONFIG": str(home / "ask.toml")})
+    base = url.rsplit("/mcp", 1)[0]
+    execute = f"{base}/api/v1/tools/calculator/execute"
+
+    def waiting_job(expression):
+        status, started = request(execute, token, "POST", {"arguments": {"expression": expression}, "async": True})
+        assert status == 202, started
+        for _ in range(100):
+            status, listed = request(f"{base}/api/v1/approvals", token)
+            mine = [a for a in listed["approvals"] if a["state"] == "pending" and expression in a["summary"]]
+            if mine:
+                return started["job"]["id"], mine[0]["id"]
+            time.sleep(0.05)
+        raise AssertionError("no approval request appeared")
+
+    def job_state(job):
+        for _ in range(100):
+            status, view = request(f"{base}/api/v1/jobs/{job}", token)
+            if view["state"] != "running":
+                return view
+            time.sleep(0.05)
+        return view
+
+    job, approval = waiting_job("6*7")
+
+    async def over_mcp():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            names = [p.name for p in (await client.list_prompts()).prompts]
+            assert {"status", "approvals", "approve", "deny"} <= set(names), names
+            status = await client.get_prompt("status")
+            said = status.messages[0].content.text
+            assert "plugins:" in said and "approvals waiting: 1" in said, said
+            waiting = (await client.get_prompt("approvals")).messages[0].content.text
+            assert approval in waiting and "calculator" in waiting, waiting
+            done = (await client.get_prompt("approve", {"id": approval})).messages[0].content.text
+            assert done.startswith(f"Approved {approval}"), done
+            try:
+                await client.get_prompt("approve", {"id": approval})
+                raise AssertionError("an answered request was answered again")
+            except Exception as e:
+                assert "not pending" in str(e), e
+
+    run(over_mcp())
+    view = job_state(job)
+    assert view["state"] == "succeeded" and "42" in json.dumps(view["result"]), view
+
+    # Over REST: deny one, and the mistakes are named.
+    job, approval = waiting_job("1+1")
+    status, said = request(f"{base}/api/v1/commands/deny", token, "POST", {"arguments": {"id": approval}})
+    assert status == 200 and said["text"].startswith(f"Denied {approval}"), said
+    assert job_state(job)["state"] == "failed"
+    status, said = request(f"{base}/api/v1/commands/status", token, "POST")
+    assert status == 200 and said["data"]["approvals_pending"] == 0 and said["data"]["plugins"]["running"] > 5, said
+    status, listed = request(f"{base}/api/v1/commands", token)
+    assert [c["name"] for c in listed["commands"]] == ["status", "approvals", "approve", "deny"], listed
+    status, said = request(f"{base}/api/v1/commands/approve", token, "POST", {"arguments": {}})
+    assert status == 400 and "needs `id`" in said["error"]["message"], said
+    status, said = request(f"{base}/api/v1/commands/approve", token, "POST", {"arguments": {"id": "ap-999999"}})
+    assert status == 404, said
+    status, said = request(f"{base}/api/v1/commands/reboot", token, "POST")
+    assert status == 400 and "status, approvals, approve, deny" in said["error"]["message"], said

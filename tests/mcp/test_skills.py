@@ -55,7 +55,8 @@ def test_a_skill_is_listed_loaded_run_and_offered_as_a_prompt(server, workspace,
             assert missing.is_error and "did you mean csv-rows" in missing.content[0].text
 
             prompts = (await client.list_prompts()).prompts
-            assert [p.name for p in prompts if not p.name.startswith("toolshed-")] == ["csv-rows"]
+            commands = {"status", "approvals", "approve", "deny"}
+            assert [p.name for p in prompts if not p.name.startswith("toolshed-") and p.name not in commands] == ["csv-rows"]
             assert "toolshed-sandbox" in [p.name for p in prompts]
             shipped = await client.call_tool("skill_load", {"name": "toolshed-code-mode"})
             assert not shipped.is_error and "tools.workspace_read" in shipped.structured_content["body"]

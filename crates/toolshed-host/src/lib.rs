@@ -63,6 +63,7 @@ mod audit;
 mod audit_stats;
 mod builder;
 mod ceiling;
+pub mod commands;
 mod dispatcher;
 mod doors;
 mod events;

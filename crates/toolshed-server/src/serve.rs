@@ -183,6 +183,8 @@ fn app_draining(
         .route("/todos", get(api::todos))
         .route("/schedules", get(api::schedules))
         .route("/stats", get(crate::stats::stats))
+        .route("/commands", get(api::commands))
+        .route("/commands/{name}", post(api::run_command))
         .route("/running", get(api::running))
         .route("/running/{plugin}/{id}/output", get(api::running_output))
         .route("/events", get(stream::sse))

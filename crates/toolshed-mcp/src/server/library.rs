@@ -12,6 +12,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
+use toolshed_host::commands;
 use toolshed_host::library::{Libraries, LibraryError};
 use toolshed_kit::declarations::{DECLARATIONS_URI, declarations};
 
@@ -61,7 +62,57 @@ pub(super) fn library_error(e: LibraryError) -> McpError {
     }
 }
 
+/// A human command as an MCP prompt.
+fn command_prompt(command: &commands::CommandInfo) -> Value {
+    let arguments: Vec<Value> = command
+        .argument
+        .iter()
+        .map(|(name, description)| {
+            serde_json::json!({"name": name, "description": description, "required": true})
+        })
+        .collect();
+    serde_json::json!({
+        "name": command.name,
+        "title": format!("toolshed: {}", command.name),
+        "description": format!("{} Runs at once, without the model.", command.description),
+        "arguments": arguments,
+    })
+}
+
 impl McpServer {
+    /// Runs human command `name` for this request's caller: its text is the prompt's one
+    /// message, for the person who ran it.
+    async fn run_command(
+        &self,
+        context: &RequestContext<RoleServer>,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let bound = self.bound().await?;
+        let owner = self.owner_for(bound, context)?;
+        let caller = Self::caller_for(bound, context)
+            .unwrap_or_else(|| toolshed_host::identity::Caller::admin(owner.clone()));
+        let by = match &caller.token_id {
+            Some(token) => format!("token {token} ({}) over MCP", caller.owner.0),
+            None => format!("{} over MCP", owner.0),
+        };
+        let outcome =
+            commands::run(&bound.host, &caller, &by, name, &arguments).map_err(|e| match e {
+                commands::CommandError::Invalid(m) | commands::CommandError::NotFound(m) => {
+                    McpError::invalid_params(m, None)
+                }
+                commands::CommandError::Denied(m) | commands::CommandError::Conflict(m) => {
+                    McpError::invalid_request(m, None)
+                }
+                commands::CommandError::Failed(m) => McpError::internal_error(m, None),
+            })?;
+        Ok(serde_json::json!({
+            "description": format!("toolshed {name}"),
+            "messages": [{"role": "user", "content": {"type": "text", "text": outcome.text}}],
+            "_meta": {"toolshed/command": outcome.data},
+        }))
+    }
+
     /// Whether this request's caller may use `run_code` (and so read the declarations of
     /// the tools it calls).
     async fn runs_code(&self, context: &RequestContext<RoleServer>) -> Result<bool, McpError> {
@@ -230,8 +281,15 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let libraries = self.libraries_for(&context, "tools:list").await?;
+        // The human commands first; a plugin's prompt of the same name is not listed.
+        let mut prompts: Vec<Value> = commands::COMMANDS.iter().map(command_prompt).collect();
+        prompts.extend(libraries.prompts().await.into_iter().filter(|p| {
+            p["name"]
+                .as_str()
+                .is_none_or(|name| !commands::COMMANDS.iter().any(|c| c.name == name))
+        }));
         Ok(cacheable!(
-            ListPromptsResult::with_all_items(from_values(libraries.prompts().await)),
+            ListPromptsResult::with_all_items(from_values(prompts)),
             context
         ))
     }
@@ -243,10 +301,19 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let libraries = self.libraries_for(&context, "tools:call").await?;
-        let result = libraries
-            .get_prompt(&request.name, request.arguments.unwrap_or_default())
-            .await
-            .map_err(library_error)?;
+        let result = if commands::COMMANDS.iter().any(|c| c.name == request.name) {
+            self.run_command(
+                &context,
+                &request.name,
+                request.arguments.unwrap_or_default(),
+            )
+            .await?
+        } else {
+            libraries
+                .get_prompt(&request.name, request.arguments.unwrap_or_default())
+                .await
+                .map_err(library_error)?
+        };
         let mut result: GetPromptResult = serde_json::from_value(result).map_err(|e| {
             McpError::internal_error(format!("a plugin's prompt could not be read: {e}"), None)
         })?;

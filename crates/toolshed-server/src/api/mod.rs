@@ -23,6 +23,7 @@ use crate::reply::{Health, Liveness, ServerStatus};
 use toolshed_host::jobs::{Jobs, default_owner};
 
 mod agents;
+mod commands;
 mod config;
 mod jobs;
 mod plugins;
@@ -31,6 +32,9 @@ mod spaces;
 mod tools;
 
 pub(crate) use agents::{OwnerFilter, schedules, todos};
+pub(crate) use commands::{
+    CommandAnswer, CommandBody, CommandList, list as commands, run as run_command,
+};
 pub(crate) use config::{ConfigUpdate, get_config, put_config};
 pub(crate) use jobs::{JobFilter, cancel_job, job, jobs};
 pub(crate) use plugins::{

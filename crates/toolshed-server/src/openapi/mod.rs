@@ -68,6 +68,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/todos"),
     ("GET", "/schedules"),
     ("GET", "/stats"),
+    ("GET", "/commands"),
+    ("POST", "/commands/{name}"),
     ("GET", "/running"),
     ("GET", "/running/{plugin}/{id}/output"),
     ("GET", "/events"),

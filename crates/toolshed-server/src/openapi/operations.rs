@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::api::{
-    ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery, OwnerFilter, PluginExecute,
-    PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
+    CommandAnswer, CommandBody, CommandList, ConfigUpdate, GrantsChange, InstallBody, JobFilter,
+    LocaleQuery, OwnerFilter, PluginExecute, PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
 };
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
@@ -301,6 +301,18 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .params(query_of::<OwnerFilter>())
             .respond("200", json_response("The schedules", r.of::<ScheduleList>()))
             .respond("500", error_response("The state store failed")),
+        op("GET", "/commands", "listCommands", "The human commands (status, approvals, approve, deny): actions a person runs without the model, as MCP clients get them as prompts")
+            .respond("200", json_response("The commands", r.of::<CommandList>())),
+        op("POST", "/commands/{name}", "runCommand", "Run a human command with its argument (approve and deny take the request's id)")
+            .param(path_param("name", "status, approvals, approve or deny"))
+            .body(body_of::<CommandBody>())
+            .respond("200", json_response("What it answered, as text and data", r.of::<CommandAnswer>()))
+            .respond("400", error_response("No such command, or a bad or missing argument"))
+            .respond("403", error_response("The caller may not answer that request"))
+            .respond("404", error_response("No such approval request"))
+            .respond("409", conflict())
+            .respond("415", error_response("The body is not application/json"))
+            .respond("500", error_response("A bug in toolshed, or the state store failed")),
         op("GET", "/stats", "getStats", "The audit log summed up over the last `minutes` (calls per bucket by outcome, latency percentiles of the busiest tools, the slowest and most failing tools, the busiest owners) and the server's samples (approvals waiting, processes, sessions, memory): what the dashboard draws")
             .params(query_of::<crate::stats::StatsQuery>())
             .respond("200", json_response("The figures", r.of::<crate::stats::Stats>()))
