@@ -150,7 +150,7 @@ fn status(host: &Host, caller: &Caller) -> CommandOutcome {
         .list(false, 1000)
         .map(|all| all.iter().filter(|r| sees(caller, r)).count())
         .unwrap_or(0);
-    let owner = caller.is_agent().then(|| caller.owner.0.as_str());
+    let owner = caller.is_agent().then_some(caller.owner.0.as_str());
     let jobs = host.jobs_if_started().map_or(0, |jobs| {
         jobs.list(owner, Some(crate::jobs::JobState::Running)).len()
     });
