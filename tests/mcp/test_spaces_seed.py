@@ -66,3 +66,84 @@ def test_a_tool_of_another_plugin_or_a_bad_body_is_refused_saying_what_to_do(ser
     status, body = request(f"{base}/api/v1/plugins/system.calculator/tools/execute", token, "POST",
                            {"toolName": "calculator", "meta": {"blob": "x" * 20000}})
     assert status == 400 and "meta" in body["error"]["message"], body
+
+
+def test_session_and_prompt_hooks_fire_where_toolshed_sees_them(serve, home, workspace):
+    """Agent Spaces' SessionStart / SessionEnd and UserPromptSubmit-style hooks, fired and
+    forgotten: an MCP session starting and ending, a person getting a prompt."""
+    import asyncio
+    import json
+    import time
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    config = home / "hooks.toml"
+    config.write_text(
+        '[[hooks.session_start]]\ncommand = "cat > hook-start.json"\n'
+        '[[hooks.session_end]]\ncommand = "cat > hook-end.json"\n'
+        '[[hooks.user_prompt_submit]]\ncommand = "cat > hook-prompt.json"\n'
+    )
+    url, token = serve({"TOOLSHED_CONFIG": str(config)})
+
+    async def main():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        client = Client(streamable_http_client(url, http_client=http, terminate_on_close=True), mode="legacy")
+        async with http, client:
+            await client.get_prompt("status")
+            await client.call_tool("calculator", {"expression": "1+1"})
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+    def read(name):
+        path = workspace / name
+        for _ in range(200):
+            if path.exists() and path.read_text().strip():
+                return json.loads(path.read_text())
+            time.sleep(0.05)
+        raise AssertionError(f"{name} was never written")
+
+    start = read("hook-start.json")
+    assert start["hook_event_name"] == "SessionStart" and start["transport"] == "http", start
+    assert start["source"] == "startup" and start["client"]["name"], start
+    prompt = read("hook-prompt.json")
+    assert prompt["hook_event_name"] == "UserPromptSubmit" and prompt["prompt"] == "status", prompt
+    assert prompt["session_id"] == start["session_id"]
+    end = read("hook-end.json")
+    assert end["hook_event_name"] == "SessionEnd" and end["session_id"] == start["session_id"], end
+
+
+def test_a_codex_hook_speaks_codexs_protocol_beside_claude_codes(serve, home, workspace):
+    """The same [hooks] config takes Codex's hooks: an argv command, a timeout in seconds,
+    `protocol = "codex"` — its payload has `tool_output`, its `systemMessage` is read."""
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    (workspace / "post.sh").write_text(
+        "#!/bin/sh\ncat > codex-post.json\n"
+        'printf \'{"systemMessage": "checked by the codex hook"}\'\n'
+    )
+    (workspace / "pre.sh").write_text(
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"2+2\"'*) echo 'no fours' >&2; exit 2;; esac\n"
+    )
+    config = home / "codex-hooks.toml"
+    config.write_text(
+        '[[hooks.pre_tool_use]]\nmatcher = "calculator"\ncommand = ["sh", "pre.sh"]\ntimeout = 5\nprotocol = "codex"\n'
+        '[[hooks.post_tool_use]]\nmatcher = "calculator"\ncommand = ["sh", "post.sh"]\nprotocol = "codex"\n'
+    )
+    url, token = serve({"TOOLSHED_CONFIG": str(config)})
+    from test_approvals import request
+
+    base = url.rsplit("/mcp", 1)[0]
+    status, body = request(f"{base}/api/v1/tools/calculator/execute", token, "POST", {"arguments": {"expression": "3+3"}})
+    assert status == 200, body
+    texts = [c["text"] for c in body["content"]]
+    assert texts[0] == "6" and "checked by the codex hook" in texts, texts
+    post = json.loads((workspace / "codex-post.json").read_text())
+    assert post["hook_event_name"] == "PostToolUse" and post["tool_output"] == "6", post
+    assert "transcript_path" in post and post["tool_response"]["is_error"] is False, post
+    status, body = request(f"{base}/api/v1/tools/calculator/execute", token, "POST", {"arguments": {"expression": "2+2"}})
+    assert status == 403 and "no fours" in body["error"]["message"], body

@@ -220,7 +220,7 @@ impl Host {
                     &workspace,
                 )
                 .map_err(|e| HostError::Config(e.to_string()))?;
-                for hook in configured {
+                for hook in configured.into_iter().filter(CommandHook::on_tools) {
                     hooks.push(Arc::new(hook));
                 }
                 hooks

@@ -98,7 +98,7 @@ pub use doors::{
 };
 pub use events::{EVENT_BUFFER, Event, EventBus};
 pub use grants::MAX_GRANTS;
-pub use hooks::{CallHook, HookDecision, Hooks};
+pub use hooks::{CallHook, HookDecision, Hooks, SessionLife};
 pub use host::{DB_FILE, Host, HostError, PLUGINS_DIR};
 pub use kit::{NotATime, NotAnHttpUrl, local_time, parse_since};
 pub use policy::{AllowAll, Policy, PolicyDecision, RulePolicy, SandboxEscalation};

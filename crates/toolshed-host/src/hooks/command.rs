@@ -52,6 +52,13 @@ pub struct HooksConfig {
     pub pre_tool_use: Vec<HookEntry>,
     /// Run after a matching tool; may add to its result or flag it.
     pub post_tool_use: Vec<HookEntry>,
+    /// Run when an MCP client's session starts (fire-and-forget).
+    pub session_start: Vec<HookEntry>,
+    /// Run when an MCP client's session ends (fire-and-forget).
+    pub session_end: Vec<HookEntry>,
+    /// Run when a person submits a prompt toolshed sees: an MCP prompt got (a human
+    /// command, a skill), fire-and-forget.
+    pub user_prompt_submit: Vec<HookEntry>,
 }
 
 /// One configured hook.
@@ -61,13 +68,48 @@ pub struct HookEntry {
     /// Which tools: review-rule forms (`exec_command`, `group:exec`, `danger:high`, …)
     /// separated by `|` or `,`; `*` or empty: every tool.
     pub matcher: String,
-    /// The command line, run by `bash -c` in the workspace.
+    /// The command line, run by `bash -c` in the workspace; Codex's argv form (`["./hook.sh",
+    /// "--flag"]`) is taken too, each word quoted.
+    #[serde(deserialize_with = "string_or_argv")]
     pub command: String,
     /// Instead of a command: an `http` or `https` URL the event is POSTed to as JSON; the
     /// response body is read like a command's stdout (a non-2xx status is a failure).
     pub url: String,
     /// How long it may run, in milliseconds.
     pub timeout_ms: u64,
+    /// How long it may run, in seconds (Codex's `timeout`); wins over `timeout_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// Whose hook protocol it speaks: `claude` (the default) or `codex` — Codex's payload
+    /// (`tool_output` beside `tool_response`, `transcript_path`) and its `systemMessage`.
+    pub protocol: String,
+}
+
+/// A command written as one string, or as Codex's argv list (each word quoted for bash).
+fn string_or_argv<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Command {
+        Line(String),
+        Argv(Vec<String>),
+    }
+    Ok(match Command::deserialize(deserializer)? {
+        Command::Line(line) => line,
+        Command::Argv(words) => words
+            .iter()
+            .map(|w| {
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+~".contains(c))
+                {
+                    w.clone()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    })
 }
 
 impl Default for HookEntry {
@@ -77,6 +119,8 @@ impl Default for HookEntry {
             command: String::new(),
             url: String::new(),
             timeout_ms: 10_000,
+            timeout: None,
+            protocol: "claude".into(),
         }
     }
 }
@@ -88,14 +132,28 @@ pub enum HookEvent {
     PreToolUse,
     /// After the tool.
     PostToolUse,
+    /// An MCP session started.
+    SessionStart,
+    /// An MCP session ended.
+    SessionEnd,
+    /// A person submitted a prompt (an MCP prompt got).
+    UserPromptSubmit,
 }
 
 impl HookEvent {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
         }
+    }
+
+    /// Whether it is about a tool call (the others are fired and forgotten).
+    fn on_tools(self) -> bool {
+        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
     }
 }
 
@@ -110,6 +168,8 @@ enum Target {
 /// A configured command (or HTTP) hook.
 pub(crate) struct CommandHook {
     event: HookEvent,
+    /// Speaks Codex's protocol.
+    codex: bool,
     matchers: Vec<Matcher>,
     target: Target,
     timeout: Duration,
@@ -151,6 +211,17 @@ impl CommandHook {
                 "post_tool_use",
                 &config.post_tool_use,
             ),
+            (
+                HookEvent::SessionStart,
+                "session_start",
+                &config.session_start,
+            ),
+            (HookEvent::SessionEnd, "session_end", &config.session_end),
+            (
+                HookEvent::UserPromptSubmit,
+                "user_prompt_submit",
+                &config.user_prompt_submit,
+            ),
         ] {
             for (i, entry) in entries.iter().enumerate() {
                 let source = format!("hooks.{key}[{i}]");
@@ -182,27 +253,46 @@ impl CommandHook {
                         ));
                     }
                 };
-                if !(1..=MAX_HOOK_TIMEOUT_MS).contains(&entry.timeout_ms) {
+                let timeout_ms = entry
+                    .timeout
+                    .map_or(entry.timeout_ms, |secs| secs.saturating_mul(1000));
+                if !(1..=MAX_HOOK_TIMEOUT_MS).contains(&timeout_ms) {
                     return Err(error(
                         "timeout_ms",
                         format!(
-                            "{} is out of range: 1 to {MAX_HOOK_TIMEOUT_MS}",
-                            entry.timeout_ms
+                            "{timeout_ms} ms is out of range: 1 to {MAX_HOOK_TIMEOUT_MS} (timeout: 1 to {} s)",
+                            MAX_HOOK_TIMEOUT_MS / 1000
                         ),
                     ));
                 }
-                let matchers = entry
-                    .matcher
-                    .split(['|', ','])
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty() && *p != "*")
-                    .map(|p| Matcher::parse(p).map_err(|m| error(p, m)))
-                    .collect::<Result<_, _>>()?;
+                let codex = match entry.protocol.as_str() {
+                    "claude" | "" => false,
+                    "codex" => true,
+                    other => {
+                        return Err(error(
+                            other,
+                            "protocol is `claude` (the default) or `codex`".into(),
+                        ));
+                    }
+                };
+                // Tool hooks match tools; the others run for every session or prompt.
+                let matchers = if event.on_tools() {
+                    entry
+                        .matcher
+                        .split(['|', ','])
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty() && *p != "*")
+                        .map(|p| Matcher::parse(p).map_err(|m| error(p, m)))
+                        .collect::<Result<_, _>>()?
+                } else {
+                    Vec::new()
+                };
                 hooks.push(CommandHook {
                     event,
+                    codex,
                     matchers,
                     target,
-                    timeout: Duration::from_millis(entry.timeout_ms),
+                    timeout: Duration::from_millis(timeout_ms),
                     cwd: cwd.display().to_string(),
                     process: process.clone(),
                     http: http.clone(),
@@ -308,14 +398,51 @@ impl CommandHook {
     }
 
     fn input(&self, tool: &str, owner: &OwnerId, args: &Value) -> Value {
-        json!({
+        let mut input = json!({
             "session_id": owner.0,
             "hook_event_name": self.event.name(),
             "tool_name": tool,
             "tool_input": args,
             "cwd": self.cwd,
             "permission_mode": "default",
-        })
+        });
+        if self.codex {
+            input["transcript_path"] = Value::Null;
+        }
+        input
+    }
+
+    /// Whether it runs around tool calls (the others fire on sessions and prompts).
+    pub(crate) fn on_tools(&self) -> bool {
+        self.event.on_tools()
+    }
+
+    /// Its event.
+    pub(crate) fn event(&self) -> HookEvent {
+        self.event
+    }
+
+    /// Runs it with `fields` (the event's own) added to the common ones, for what its
+    /// answer cannot change: a failure is logged.
+    pub(crate) async fn fire(&self, session_id: &str, fields: Value) {
+        let mut input = json!({
+            "session_id": session_id,
+            "hook_event_name": self.event.name(),
+            "cwd": self.cwd,
+        });
+        if self.codex {
+            input["transcript_path"] = Value::Null;
+        }
+        if let (Value::Object(input), Value::Object(fields)) = (&mut input, fields) {
+            input.extend(fields);
+        }
+        match self.run(&input).await {
+            Ok(ran) if ran.status == ExitStatus::Code(0) => {}
+            Ok(ran) => {
+                tracing::warn!(hook = %self.label(), status = %ran.status, stderr = %ran.stderr.trim(), "a hook failed")
+            }
+            Err(why) => tracing::warn!(hook = %self.label(), error = %why, "a hook failed"),
+        }
     }
 
     fn label(&self) -> String {
@@ -443,6 +570,22 @@ impl CallHook for CommandHook {
             Err(e) => json!({"error": {"kind": e.kind().as_str(), "message": e.to_string()}}),
         };
         let mut input = self.input(tool, owner, args);
+        if self.codex {
+            // Codex's hooks read the tool's output as text.
+            input["tool_output"] = match &result {
+                Ok(out) => Value::String(
+                    out.content
+                        .iter()
+                        .filter_map(|c| match c {
+                            Content::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                Err(e) => Value::String(e.to_string()),
+            };
+        }
         input["tool_response"] = response;
         let Ok(mut out) = result else {
             // A failed call has no result to add to; the hook still saw it.
@@ -468,6 +611,10 @@ impl CallHook for CommandHook {
                             .and_then(|s| text_of(s, "additionalContext"))
                         {
                             note(&mut out, context, false);
+                        }
+                        // Codex's hooks speak to the person (and here the model) this way.
+                        if let Some(message) = text_of(&output, "systemMessage") {
+                            note(&mut out, message, false);
                         }
                     }
                     Ok(None) => {}

@@ -6,6 +6,7 @@
 //! for a person's approval. After the tool, each hook may replace the result.
 
 mod command;
+mod session;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use toolshed_core::{OwnerId, ToolError, ToolOutput};
 
 pub(crate) use command::CommandHook;
 pub use command::{HookEntry, HookEvent, HooksConfig, MAX_HOOK_TIMEOUT_MS};
+pub use session::SessionLife;
 
 use crate::review::Subject;
 

@@ -232,6 +232,11 @@ impl ServerHandler for McpServer {
     /// catalog and send `notifications/tools/list_changed` when what it sees changes.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
+        self.session_started(
+            &peer,
+            context.extensions.get::<http::request::Parts>().is_some(),
+        )
+        .await;
         if let Some(opening) = &self.binding.opening
             && *opening.roots.borrow() == ClientRoots::Asked
         {

@@ -301,6 +301,15 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let libraries = self.libraries_for(&context, "tools:call").await?;
+        if let Ok(bound) = self.bound().await {
+            let owner = self.owner_for(bound, &context)?;
+            bound.host.prompt_submitted(
+                &self.owner.0,
+                &owner,
+                &request.name,
+                serde_json::to_value(&request.arguments).unwrap_or(Value::Null),
+            );
+        }
         let result = if commands::COMMANDS.iter().any(|c| c.name == request.name) {
             self.run_command(
                 &context,

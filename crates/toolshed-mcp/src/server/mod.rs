@@ -104,6 +104,9 @@ fn era_2026(context: &RequestContext<RoleServer>) -> bool {
 struct Binding {
     ready: std::sync::OnceLock<Bound>,
     opening: Option<HostOpening>,
+    /// The session, once its client is initialized: dropped with the connection, it fires
+    /// the session end hooks.
+    session: std::sync::OnceLock<toolshed_host::SessionLife>,
 }
 
 /// One MCP connection's view of the host: the tools it may see, and its calls run through
@@ -142,6 +145,7 @@ impl McpServer {
         Self::with(Binding {
             ready,
             opening: None,
+            session: std::sync::OnceLock::new(),
         })
     }
 
@@ -150,6 +154,7 @@ impl McpServer {
         Self::with(Binding {
             ready: std::sync::OnceLock::new(),
             opening: Some(opening),
+            session: std::sync::OnceLock::new(),
         })
     }
 

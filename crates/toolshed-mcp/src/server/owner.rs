@@ -14,6 +14,23 @@ use super::listing::Bound;
 use super::{MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY, SHARED_HTTP_OWNER};
 
 impl McpServer {
+    /// The session hooks of this connection: the start ones fire now, the end ones when the
+    /// connection is gone.
+    pub(super) async fn session_started(&self, peer: &rmcp::Peer<RoleServer>, http: bool) {
+        let Ok(bound) = self.bound().await else {
+            return;
+        };
+        let client = peer.peer_info().map(|info| {
+            serde_json::json!({"name": info.client_info.name, "version": info.client_info.version})
+        });
+        let info = serde_json::json!({
+            "transport": if http { "http" } else { "stdio" },
+            "client": client,
+        });
+        let life = bound.host.session_started(&self.owner.0, &self.owner, info);
+        let _ = self.binding.session.set(life);
+    }
+
     /// The owner a request runs as: a handle the client names (the `toolshed/owner` request
     /// `_meta` key, or the `X-Toolshed-Owner` HTTP header), else the shared HTTP owner for a
     /// stateless HTTP request, else this connection's own. With an agent token, the token's
