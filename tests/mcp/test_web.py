@@ -67,6 +67,26 @@ class Handler(loopback.Handler):
         else:
             self.answer(404, "text/plain", b"no")
 
+    def do_POST(self):  # noqa: N802 (the http.server name)
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])) or b"{}")
+        Handler.seen.append((self.path, self.headers.get("authorization"), body))
+        if self.path == "/search":
+            # Perplexity's Search API, as it answers.
+            answer = {"id": "s-1", "results": [
+                {"title": "Tides for sailors", "url": "https://example.org/tides",
+                 "snippet": "When high water comes.", "date": "2026-10-01", "last_updated": "2026-10-02"}]}
+        elif self.path == "/chat/completions":
+            # DeepSeek's chat model, answering in OpenAI's shape with the JSON asked for.
+            content = "```json\n" + json.dumps({"results": [
+                {"title": "Tide tables", "url": "https://example.org/tables", "snippet": "Times of high water."}]}) + "\n```"
+            answer = {"id": "c-1", "object": "chat.completion", "model": body.get("model"),
+                      "choices": [{"index": 0, "finish_reason": "stop",
+                                   "message": {"role": "assistant", "content": content}}]}
+        else:
+            self.answer(404, "text/plain", b"no")
+            return
+        self.answer(200, "application/json", json.dumps(answer).encode())
+
 
 
 @pytest.fixture
@@ -183,3 +203,29 @@ def test_a_port_other_than_http_and_https_is_refused_before_anything_is_asked_of
             result = await client.call_tool("web_fetch", {"url": url})
             assert "port 22 of" not in result.content[0].text, result.content[0].text
     run(allowed())
+
+
+def test_web_search_through_perplexity_and_deepseek(toolshed_bin, workspace, home, site):
+    async def ask(provider, **env):
+        server = params(toolshed_bin, workspace, home, **env)
+        async with Client(server, mode="legacy") as client:
+            return await client.call_tool("web_search", {"query": "tides", "count": 2, "provider": provider})
+
+    result = run(ask("perplexity", PERPLEXITY_API_KEY="pplx-secret", PERPLEXITY_BASE_URL=f"http://{site}"))
+    assert not result.is_error, result.content
+    assert result.structured_content["provider"] == "perplexity"
+    assert result.structured_content["results"] == [
+        {"title": "Tides for sailors", "url": "https://example.org/tides", "snippet": "When high water comes.", "date": "2026-10-01"}
+    ]
+    assert ("/search", "Bearer pplx-secret", {"query": "tides", "max_results": 2}) in Handler.seen, Handler.seen
+
+    result = run(ask("deepseek", DEEPSEEK_API_KEY="ds-secret", DEEPSEEK_BASE_URL=f"http://{site}"))
+    assert not result.is_error, result.content
+    found = result.structured_content["results"]
+    assert [r["url"] for r in found] == ["https://example.org/tables"], found
+    assert "not from a search index" in found[0]["snippet"], found
+    asked = [b for p, a, b in (x for x in Handler.seen if isinstance(x, tuple)) if p == "/chat/completions"]
+    assert asked and asked[0]["model"] == "deepseek-chat" and "tides" in asked[0]["messages"][0]["content"], asked
+    # Without its key, the provider is unconfigured and says which variable to set.
+    result = run(ask("deepseek"))
+    assert result.is_error and "DEEPSEEK_API_KEY" in result.content[0].text, result.content

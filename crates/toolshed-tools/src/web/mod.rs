@@ -79,6 +79,31 @@ pub const ENV_VARS: &[(&str, &str, bool)] = &[
         false,
     ),
     (
+        "PERPLEXITY_API_KEY",
+        "Perplexity API key (its Search API)",
+        true,
+    ),
+    (
+        "PERPLEXITY_BASE_URL",
+        "Overrides the Perplexity API base URL",
+        false,
+    ),
+    (
+        "DEEPSEEK_API_KEY",
+        "DeepSeek API key: its chat model names pages for a query (no search index)",
+        true,
+    ),
+    (
+        "DEEPSEEK_BASE_URL",
+        "Overrides the DeepSeek API base URL (an OpenAI-compatible chat/completions)",
+        false,
+    ),
+    (
+        "DEEPSEEK_SEARCH_MODEL",
+        "The DeepSeek model asked (default deepseek-chat)",
+        false,
+    ),
+    (
         "DUCKDUCKGO_BASE_URL",
         "Overrides the base URL of DuckDuckGo's HTML results page, the keyless fallback (tests, proxies)",
         false,

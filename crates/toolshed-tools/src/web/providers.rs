@@ -75,6 +75,8 @@ pub(super) const PROVIDERS: &[(&str, &str)] = &[
     ("tavily", "TAVILY_API_KEY"),
     ("exa", "EXA_API_KEY"),
     ("firecrawl", "FIRECRAWL_API_KEY"),
+    ("perplexity", "PERPLEXITY_API_KEY"),
+    ("deepseek", "DEEPSEEK_API_KEY"),
 ];
 
 /// The provider `id` as `env` configures it, if it does.
@@ -110,6 +112,22 @@ pub(super) fn configured(env: &WebEnv, id: &str) -> Option<Box<dyn SearchProvide
             }) as Box<dyn SearchProvider>
         }),
         "firecrawl" => firecrawl(env).map(|f| Box::new(f) as Box<dyn SearchProvider>),
+        "perplexity" => env.get("PERPLEXITY_API_KEY").map(|key| {
+            Box::new(Perplexity {
+                base: base("PERPLEXITY_BASE_URL", "https://api.perplexity.ai"),
+                key: key.to_string(),
+            }) as Box<dyn SearchProvider>
+        }),
+        "deepseek" => env.get("DEEPSEEK_API_KEY").map(|key| {
+            Box::new(Deepseek {
+                base: base("DEEPSEEK_BASE_URL", "https://api.deepseek.com"),
+                key: key.to_string(),
+                model: env
+                    .get("DEEPSEEK_SEARCH_MODEL")
+                    .unwrap_or("deepseek-chat")
+                    .to_string(),
+            }) as Box<dyn SearchProvider>
+        }),
         _ => None,
     }
 }
@@ -294,6 +312,108 @@ impl SearchProvider for Exa {
             &["text", "summary"],
             &["publishedDate"],
         )
+    }
+}
+
+/// Perplexity's Search API: ranked web results for a query.
+struct Perplexity {
+    base: String,
+    key: String,
+}
+
+impl SearchProvider for Perplexity {
+    fn id(&self) -> &'static str {
+        "perplexity"
+    }
+
+    fn credential_var(&self) -> &'static str {
+        "PERPLEXITY_API_KEY"
+    }
+
+    fn request(&self, query: &str, count: usize) -> Result<ProviderRequest, ToolError> {
+        Ok(ProviderRequest {
+            method: "POST",
+            url: endpoint(&self.base, "/search", "Perplexity", "PERPLEXITY_BASE_URL")?,
+            headers: vec![("authorization".into(), format!("Bearer {}", self.key))],
+            json: Some(json!({"query": query, "max_results": count})),
+        })
+    }
+
+    fn parse(&self, answer: &Value) -> Vec<SearchResult> {
+        results(
+            &answer["results"],
+            "title",
+            "url",
+            &["snippet"],
+            &["date", "last_updated"],
+        )
+    }
+}
+
+/// DeepSeek, which has no search API of its own: its chat model (OpenAI's
+/// `chat/completions` shape) is asked for the pages that answer the query, as a JSON list.
+/// What it names comes from the model, not from an index, and may be out of date or wrong:
+/// each snippet says so, and `web_fetch` checks a page before it is trusted.
+struct Deepseek {
+    base: String,
+    key: String,
+    model: String,
+}
+
+impl SearchProvider for Deepseek {
+    fn id(&self) -> &'static str {
+        "deepseek"
+    }
+
+    fn credential_var(&self) -> &'static str {
+        "DEEPSEEK_API_KEY"
+    }
+
+    fn request(&self, query: &str, count: usize) -> Result<ProviderRequest, ToolError> {
+        let ask = format!(
+            "List up to {count} web pages that best answer this search query. Answer with JSON \
+             only: {{\"results\": [{{\"title\": \"...\", \"url\": \"https://...\", \"snippet\": \"...\"}}]}}. \
+             Name only pages you know exist.\n\nQuery: {query}"
+        );
+        Ok(ProviderRequest {
+            method: "POST",
+            url: endpoint(
+                &self.base,
+                "/chat/completions",
+                "DeepSeek",
+                "DEEPSEEK_BASE_URL",
+            )?,
+            headers: vec![("authorization".into(), format!("Bearer {}", self.key))],
+            json: Some(json!({
+                "model": self.model,
+                "messages": [{"role": "user", "content": ask}],
+                "response_format": {"type": "json_object"},
+                "temperature": 0,
+                "stream": false,
+            })),
+        })
+    }
+
+    fn parse(&self, answer: &Value) -> Vec<SearchResult> {
+        let content = answer["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default();
+        // The JSON object, even wrapped in a code fence.
+        let body = content
+            .find('{')
+            .and_then(|start| content.rfind('}').map(|end| &content[start..=end]))
+            .unwrap_or("{}");
+        let listed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let mut found = results(&listed["results"], "title", "url", &["snippet"], &[]);
+        for result in &mut found {
+            result.snippet = format!(
+                "{} (named by the DeepSeek model, not from a search index)",
+                result.snippet
+            )
+            .trim_start()
+            .to_string();
+        }
+        found
     }
 }
 

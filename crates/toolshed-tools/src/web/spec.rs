@@ -116,6 +116,8 @@ pub(super) enum Provider {
     Tavily,
     Exa,
     Firecrawl,
+    Perplexity,
+    Deepseek,
     Duckduckgo,
 }
 
@@ -128,6 +130,8 @@ impl Provider {
             Provider::Tavily => "tavily",
             Provider::Exa => "exa",
             Provider::Firecrawl => "firecrawl",
+            Provider::Perplexity => "perplexity",
+            Provider::Deepseek => "deepseek",
             Provider::Duckduckgo => "duckduckgo",
         }
     }

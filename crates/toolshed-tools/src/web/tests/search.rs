@@ -346,6 +346,8 @@ async fn with_no_provider_configured_the_answer_names_the_variables() {
         "TAVILY_API_KEY",
         "EXA_API_KEY",
         "FIRECRAWL_API_KEY",
+        "PERPLEXITY_API_KEY",
+        "DEEPSEEK_API_KEY",
     ];
     assert_eq!(variables, &all);
     for var in all {
