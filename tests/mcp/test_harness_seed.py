@@ -252,3 +252,51 @@ def test_human_commands_run_without_the_model_as_mcp_prompts_and_over_rest(serve
     assert status == 404, said
     status, said = request(f"{base}/api/v1/commands/reboot", token, "POST")
     assert status == 400 and "status, approvals, approve, deny" in said["error"]["message"], said
+
+
+def test_presentation_native_code_or_both_by_profile_or_token(server, home, token_for, toolshed_bin, workspace):
+    import subprocess
+
+    (home / "present.toml").write_text(
+        '[profiles.coder]\npresentation = "code"\n[profiles.plain]\npresentation = "native"\n'
+    )
+
+    async def listed(params):
+        async with Client(params, mode="legacy") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            ran = None
+            if "run_code" in names:
+                ran = await client.call_tool("run_code", {"code": 'return await tools.calculator({expression: "6*7"})'})
+            return names, ran
+
+    def params(*flags, **env):
+        p = server(*flags)
+        p.env = {**p.env, "TOOLSHED_CONFIG": str(home / "present.toml"), **env}
+        return p
+
+    from mcp import Client
+
+    names, ran = run(listed(params("--profile", "coder")))
+    assert names == ["run_code"], names
+    assert "42" in text(ran), text(ran)
+    names, _ = run(listed(params("--profile", "plain")))
+    assert "run_code" not in names and "calculator" in names, names
+    names, _ = run(listed(params()))
+    assert "run_code" in names and "workspace_read" in names
+
+    # By token: its presentation scope.
+    coder = subprocess.run(
+        [toolshed_bin, "token", "create", "--owner", "carol", "--scope", "tools:call", "--scope", "tools:list",
+         "--scope", "presentation:code"],
+        env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True, timeout=30,
+    ).stdout.strip()
+    names, _ = run(listed(params(TOOLSHED_TOKEN=coder)))
+    assert names == ["run_code"], names
+
+    # A presentation that is not one is refused, naming the choices.
+    (home / "bad.toml").write_text('[profiles.x]\npresentation = "mixed"\n')
+    done = subprocess.run(
+        [toolshed_bin, "--workspace", str(workspace), "--config", str(home / "bad.toml"), "tools", "list"],
+        env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode != 0 and "native, code or both" in done.stderr, done.stderr

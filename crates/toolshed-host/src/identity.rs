@@ -34,6 +34,10 @@ pub const SCOPES: &[&str] = &[
     "approvals:answer",
     "audit:read",
     "metrics:read",
+    // How the token's MCP clients are given the tools (docs/mcp.md#presentation).
+    "presentation:native",
+    "presentation:code",
+    "presentation:both",
 ];
 
 /// The scopes of a token created without `--scope`.

@@ -62,6 +62,11 @@ pub struct ReviewRules {
     /// Not allowed in `[review]`, nor in a workspace's own `toolshed.toml` unless trusted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// In a profile: how its MCP clients are given the tools — `native` (each tool listed,
+    /// no `run_code`), `code` (only `run_code` listed: every tool is called from a snippet)
+    /// or `both` (the default). Not allowed in `[review]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presentation: Option<String>,
 }
 
 /// What a rule is matched against: a tool's spec and the plugin that provides it.
@@ -375,6 +380,14 @@ impl Review {
                 message: "`catalog` belongs to a profile ([profiles.NAME]), not to [review]".into(),
             });
         }
+        if let Some(presentation) = &review.presentation {
+            return Err(RuleError {
+                source_name: "review.presentation".into(),
+                pattern: presentation.clone(),
+                message: "`presentation` belongs to a profile ([profiles.NAME]), not to [review]"
+                    .into(),
+            });
+        }
         for (source, patterns) in lists {
             CompiledRules::allow_only(source, patterns.to_vec())?;
         }
@@ -383,6 +396,7 @@ impl Review {
             // A profile's workspace is where its doors open, not a rule its calls meet.
             let narrowing = ReviewRules {
                 workspace: None,
+                presentation: None,
                 ..rules.clone()
             };
             profiles.insert(
@@ -395,6 +409,17 @@ impl Review {
                     pattern: place.clone(),
                     message: e.to_string(),
                 })?;
+            }
+            if let Some(other) = rules
+                .presentation
+                .as_deref()
+                .filter(|p| !matches!(*p, "native" | "code" | "both"))
+            {
+                return Err(RuleError {
+                    source_name: format!("profiles.{name}.presentation"),
+                    pattern: other.to_string(),
+                    message: "is not a presentation: use native, code or both".into(),
+                });
             }
             match rules.catalog.as_deref() {
                 None => {}

@@ -57,6 +57,20 @@ pub(super) struct Bound {
     relisted: tokio::sync::watch::Sender<u64>,
 }
 
+/// The code-mode tool.
+const CODE_TOOL: &str = "run_code";
+
+/// How a connection is given the tools: each listed, through `run_code` only, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presentation {
+    /// Each tool listed; `run_code` not.
+    Native,
+    /// Only `run_code` listed.
+    Code,
+    /// Both (the default).
+    Both,
+}
+
 impl Bound {
     pub(super) fn new(host: Arc<Host>, session: Session) -> Self {
         let page_size = host.config().config.mcp.page_size.max(1);
@@ -157,10 +171,28 @@ impl Bound {
     /// The tools `tools/list` gives for `visible`: the listed ones, and the two discovery
     /// tools when any visible tool is not listed (always in discovery mode), sorted by
     /// name.
-    fn list_of(&self, visible: &[ToolEntry], mode: CatalogMode) -> Vec<Tool> {
+    fn list_of(
+        &self,
+        visible: &[ToolEntry],
+        mode: CatalogMode,
+        caller: Option<&toolshed_host::identity::Caller>,
+    ) -> Vec<Tool> {
+        let presentation = self.presentation(caller);
+        let has_code = visible.iter().any(|e| e.spec().name == CODE_TOOL);
+        // Code mode only: `run_code` alone, through which every tool is called.
+        if presentation == Presentation::Code && has_code {
+            return visible
+                .iter()
+                .filter(|e| e.spec().name == CODE_TOOL)
+                .map(|e| tool_from_spec(e.spec()))
+                .collect();
+        }
         let mut tools = Vec::with_capacity(visible.len());
         let mut not_listed = Vec::new();
         for entry in visible {
+            if presentation == Presentation::Native && entry.spec().name == CODE_TOOL {
+                continue;
+            }
             if self.listed(entry, mode) {
                 tools.push(tool_from_spec(entry.spec()));
             } else {
@@ -208,7 +240,40 @@ impl Bound {
     /// What `tools/list` gives the connection's own caller (the list watchers compare
     /// it).
     fn visible_list(&self) -> Vec<Tool> {
-        self.list_of(&self.visible_tools(), self.mode(self.caller_narrowed()))
+        self.list_of(
+            &self.visible_tools(),
+            self.mode(self.caller_narrowed()),
+            self.session.caller.as_ref(),
+        )
+    }
+
+    /// How the tools are presented to `caller` (the connection's own when `None`): its
+    /// token's `presentation:` scope, else the profile's `presentation`, else both ways.
+    fn presentation(&self, caller: Option<&toolshed_host::identity::Caller>) -> Presentation {
+        let scoped = caller
+            .or(self.session.caller.as_ref())
+            .and_then(|c| c.scopes.as_ref())
+            .and_then(|scopes| {
+                scopes
+                    .iter()
+                    .find_map(|s| s.strip_prefix("presentation:"))
+                    .map(str::to_string)
+            });
+        let named = scoped.or_else(|| {
+            let profile = self.session.profile.as_deref()?;
+            self.host
+                .config()
+                .config
+                .profiles
+                .get(profile)?
+                .presentation
+                .clone()
+        });
+        match named.as_deref() {
+            Some("code") => Presentation::Code,
+            Some("native") => Presentation::Native,
+            _ => Presentation::Both,
+        }
     }
 
     /// Whether the connection's own caller (stdio started with an agent token) has tool
@@ -287,9 +352,11 @@ impl McpServer {
         bound.check_token()?;
         Self::require(bound, &context, "tools:list")?;
         let caller_narrowed = Self::caller_for(bound, &context).is_some_and(|c| c.tools.is_some());
+        let caller = Self::caller_for(bound, &context);
         let mut tools: Vec<Tool> = bound.list_of(
             &Self::tools_for(bound, &context),
             bound.mode(caller_narrowed),
+            caller.as_ref(),
         );
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             let Some(after) = cursor.strip_prefix("after:") else {
