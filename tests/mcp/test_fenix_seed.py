@@ -131,3 +131,33 @@ def test_a_fenix_catalogs_tool_attributes_planes_and_groups_are_kept_shown_and_h
         capture_output=True, text=True, timeout=60,
     )
     assert "Support tickets" in shown.stdout and "Open tickets and read them back." in shown.stdout, shown.stdout
+
+
+def test_a_background_processs_output_is_pushed_to_its_owners_stream(serve, token_for):
+    """Fenix pushes process output rather than only polling it: `process.output` events on
+    the owner's stream, at most one a second and 4 KiB each; the poll API is unchanged."""
+    from test_lifecycle_events import Stream
+
+    url, _admin = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    alice, bob = token_for("alice"), token_for("bob")
+    mine, theirs = Stream(base, alice), Stream(base, bob)
+    status, started = call(base, alice, "process_exec", {
+        "cmd": "for i in 1 2 3; do echo line-$i; sleep 0.6; done; sleep 2.5; head -c 20000 /dev/zero | tr '\\0' x; echo",
+        "name": "talker"})
+    assert status == 200, started
+    pid = started["structured"]["id"]
+    mine.wait_for(lambda e: e.get("type") == "process.exited" and e["data"]["id"] == pid, timeout=30)
+    chunks = [e["data"] for e in mine.events if e.get("type") == "process.output" and e["data"]["id"] == pid]
+    assert len(chunks) >= 2, chunks
+    text_ = "".join(c["text"] for c in chunks)
+    for n in (1, 2, 3):
+        assert f"line-{n}" in text_, text_[:500]
+    assert all(len(c["text"].encode()) <= 4096 + 200 for c in chunks), [len(c["text"]) for c in chunks]
+    # 20000 bytes at once are more than one event carries: the newest 4 KiB, the rest counted.
+    assert any(c.get("omitted", 0) > 10000 for c in chunks), [c.get("omitted") for c in chunks]
+    assert chunks[0]["name"] == "talker" and chunks[0]["offset"] == 0
+    assert not [e for e in theirs.events if e.get("type") == "process.output"]
+    # Polling still reads it all.
+    status, read = call(base, alice, "process_read_output", {"id": pid})
+    assert status == 200 and "line-3" in read["content"][0]["text"], read

@@ -89,6 +89,11 @@ impl Notices {
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Notice> {
         self.0.subscribe()
     }
+
+    /// Whether anyone listens now (a notice nobody hears need not be made).
+    pub fn listened(&self) -> bool {
+        self.0.receiver_count() > 0
+    }
 }
 
 /// Plugins saying their tools changed while they run (a mounted MCP server's

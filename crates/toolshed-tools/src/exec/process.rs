@@ -23,7 +23,7 @@ use super::spec::{
     self, MAX_TAIL_LINES, NoArgs, Output, ProcessExecArgs, ProcessIdArgs, ProcessReadArgs,
     ProcessStopArgs, StopMode,
 };
-use super::{GROUP, config_usize, exit_fields, exit_line, owner, render};
+use super::{GROUP, config_usize, exit_fields, exit_line, owner, render, render_to};
 use crate::args::parse;
 
 /// The plugin id.
@@ -410,12 +410,16 @@ async fn start(
         let directory = table.ports.clone();
         let notices = table.notices.clone();
         tokio::spawn(async move {
-            while watched
-                .process
-                .wait(Duration::from_secs(3600))
-                .await
-                .is_none()
-            {}
+            // Its output, pushed as it comes (at most once a second, 4 KiB each: the
+            // rest is left for process_read_output), while anyone listens.
+            let mut sent = 0u64;
+            loop {
+                let ended = watched.process.wait(OUTPUT_EVERY).await.is_some();
+                push_output(&watched, &notices, &mut sent);
+                if ended {
+                    break;
+                }
+            }
             if watched.port.is_some() {
                 directory.remove(&watched.id);
             }
@@ -449,6 +453,47 @@ async fn start(
     }
     text.push_str("; read its output with process_read_output, stop it with process_stop");
     Ok(ToolOutput::text_and_structured(text, Value::Object(fields)))
+}
+
+/// How often a background process's new output is pushed (`process.output`).
+const OUTPUT_EVERY: Duration = Duration::from_secs(1);
+/// The most output one `process.output` event carries; more is left out of it.
+const OUTPUT_EVENT_BYTES: usize = 4 * 1024;
+
+/// Announces what `item` printed since `sent` as `process.output` to its owner, when
+/// anyone listens (else only moves `sent` on).
+fn push_output(item: &Background, notices: &toolshed_ops::Notices, sent: &mut u64) {
+    let len = item.process.output_len(Stream::Combined);
+    if len <= *sent {
+        return;
+    }
+    if !notices.listened() {
+        *sent = len;
+        return;
+    }
+    // The newest bytes when there is more than one event carries: a chatty process is
+    // followed, not fallen behind on.
+    let from = (*sent).max(len.saturating_sub(OUTPUT_EVENT_BYTES as u64));
+    let out = render_to(
+        &item.process,
+        Stream::Combined,
+        from,
+        len,
+        OUTPUT_EVENT_BYTES,
+    );
+    let skipped = from - *sent + out.omitted;
+    *sent = out.next;
+    let mut fields = Map::new();
+    fields.insert("id".into(), json!(item.id));
+    if let Some(name) = &item.name {
+        fields.insert("name".into(), json!(name));
+    }
+    fields.insert("offset".into(), json!(from));
+    fields.insert("text".into(), json!(out.text));
+    if skipped > 0 {
+        fields.insert("omitted".into(), json!(skipped));
+    }
+    notices.publish("process.output", Some(&item.owner), Value::Object(fields));
 }
 
 /// What `process.exited` says: which process, whose, and how it ended.
