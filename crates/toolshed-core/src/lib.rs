@@ -7,8 +7,9 @@
 //!
 //! Small shared pieces are public modules: [`secret`] (constant-time compares and random
 //! tokens), [`suggest`] ("did you mean"), [`oversized`] (arguments larger than their tool
-//! takes, found before parsing), [`runtime`] (which JavaScript runtime a plugin needs) and
-//! [`trace_context`] (W3C trace context across toolshed's edges).
+//! takes, found before parsing), [`runtime`] (which JavaScript runtime a plugin needs),
+//! [`groups`] (operator groups' labels and descriptions) and [`trace_context`] (W3C trace
+//! context across toolshed's edges).
 //!
 //! ```
 //! use toolshed_core::{ToolOutput, ToolSpec};

@@ -24,7 +24,9 @@
 //! [`policy`] (its rules and decisions), [`approvals`] and [`questions`] (calls that wait
 //! for a person), [`identity`] and [`oauth`] (who calls), [`memory`], [`jobs`] and
 //! [`job_store`] (calls that outlive their request, and stored events), [`env_overlay`]
-//! (the workspace's `.env` layers) and [`private_file`] (a file only its owner reads).
+//! (the workspace's `.env` layers), [`private_file`] (a file only its owner reads),
+//! [`plugins_manage`] (the model's plugin tool) and [`commands`] (the human commands:
+//! status, approvals, approve, deny).
 //! Everything else is private, and what a door uses of it is re-exported here.
 //!
 //! ```no_run

@@ -2,8 +2,9 @@
 //! typed struct whose schema is generated from it ([`args`]), HTML parsed and rendered for a
 //! model ([`html`]), the read-before-edit ledger ([`ledger`]), unified diffs ([`diff`]), a
 //! page of text ([`window`]), finding a program ([`find_program`]), file operations off
-//! the async threads ([`on_files`]) and a feature's own section of the configuration
-//! ([`section`]).
+//! the async threads ([`on_files`]), a feature's own section of the configuration
+//! ([`section`]) and the TypeScript declarations of tools for code mode
+//! ([`declarations`]).
 //!
 //! A tool family (`toolshed-tools`, `toolshed-browser`, `toolshed-lsp`, ...) depends on
 //! this crate and never on another family: what two families need is here.

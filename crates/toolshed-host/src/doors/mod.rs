@@ -28,6 +28,7 @@ mod agents;
 mod approvals;
 mod catalog;
 mod plugins;
+mod session_hooks;
 mod state;
 mod tokens;
 
