@@ -161,3 +161,33 @@ def test_a_background_processs_output_is_pushed_to_its_owners_stream(serve, toke
     # Polling still reads it all.
     status, read = call(base, alice, "process_read_output", {"id": pid})
     assert status == 200 and "line-3" in read["content"][0]["text"], read
+
+
+def test_workspace_init_lays_out_fenixs_workspace_and_its_env_layers_stack(toolshed_bin, workspace, home):
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+
+    def toolshed(*args):
+        return subprocess.run([toolshed_bin, "--workspace", str(workspace), *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    (workspace / "memory").mkdir()
+    (workspace / "memory" / "README.md").write_text("mine\n")
+    done = toolshed("workspace", "init", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert "agent_program_versions/CURRENT" in report["created"] and "conversations/" in report["created"]
+    assert "memory/README.md" in report["kept"] and "memory/" in report["kept"], report
+    assert (workspace / "memory" / "README.md").read_text() == "mine\n", "an existing file was overwritten"
+    assert (workspace / "agent_program_versions" / "CURRENT").read_text().strip() == "v1"
+    again = json.loads(toolshed("workspace", "init", "--json").stdout)
+    assert again["created"] == [], again
+
+    # .env < .env.agent < the current program version's .env (< the process environment).
+    (workspace / ".env").write_text("LAYER_A=1\nLAYER_B=1\n")
+    (workspace / ".env.agent").write_text("LAYER_B=2\nLAYER_C=2\n")
+    (workspace / "agent_program_versions" / "v1" / ".env").write_text("LAYER_C=3\nLAYER_D=3\n")
+    ran = toolshed("call", "exec_command", "--json", "--args", json.dumps({"cmd": "echo $LAYER_A$LAYER_B$LAYER_C$LAYER_D"}))
+    assert ran.returncode == 0, ran.stderr
+    assert "1233" in ran.stdout, ran.stdout
+    doctor = toolshed("doctor")
+    assert "LAYER_B (.env.agent)" in doctor.stdout and "LAYER_C (agent_program_versions/v1/.env)" in doctor.stdout, doctor.stdout

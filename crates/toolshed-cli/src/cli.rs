@@ -176,6 +176,11 @@ pub(crate) enum Command {
         #[arg(long, value_name = "MODE")]
         sandbox: Option<String>,
     },
+    /// Lay out the workspace as Fenix does (`toolshed workspace init`)
+    Workspace {
+        #[command(subcommand)]
+        command: crate::commands::workspace::WorkspaceCommand,
+    },
     /// Trust an SSH server's host key for ssh:// workspaces
     Ssh {
         #[command(subcommand)]

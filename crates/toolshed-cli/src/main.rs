@@ -131,6 +131,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command: cli::SshCommand::Trust { target, replace },
         } => return commands::remote::trust(&cli.global, &target, replace),
         Command::Audit(args) => return commands::audit::run(&cli.global, args).await,
+        Command::Workspace { command } => {
+            let workspace = context::chosen_workspace(&cli.global)?;
+            return commands::workspace::run(&workspace, command);
+        }
         Command::Store {
             command: cli::StoreCommand::Migrate { to, json },
         } => return commands::store::migrate(&cli.global, &to, json).await,
@@ -266,6 +270,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         | Command::Config { .. }
         | Command::Worker { .. }
         | Command::Ssh { .. }
+        | Command::Workspace { .. }
         | Command::Store { .. }
         | Command::Audit(_) => Ok(()),
         Command::Token {

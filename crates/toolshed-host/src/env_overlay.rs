@@ -1,8 +1,9 @@
 //! The workspace's `.env` files, layered under the process environment: what commands
 //! see and what plugins' env contracts are checked against.
 //!
-//! Layers, later winning: `<workspace>/.env`, `<workspace>/.env.toolshed`, then the
-//! environment toolshed was started with. A call's own `env` argument (`exec_command`)
+//! Layers, later winning: `<workspace>/.env`, `.env.agent`, the current agent program
+//! version's `.env` (`agent_program_versions/<CURRENT>/.env`, Fenix's layout),
+//! `.env.toolshed`, then the environment toolshed was started with. A call's own `env` argument (`exec_command`)
 //! wins over all of them. Commands always see the files (an agent sets any variable for
 //! its commands anyway); toolshed itself — plugins' env contracts, the web tools' keys
 //! and provider URLs — reads them only in a workspace the user's own config trusts
@@ -17,8 +18,36 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-/// The files read, in order (later wins).
-pub const ENV_FILES: [&str; 2] = [".env", ".env.toolshed"];
+/// The files read, in order (later wins), besides the current agent program version's
+/// `.env` (Fenix's layout), which comes after `.env.agent` ([`env_files`]).
+pub const ENV_FILES: [&str; 3] = [".env", ".env.agent", ".env.toolshed"];
+
+/// Where Fenix's layout keeps the agent program's versions; `CURRENT` in it names the one
+/// in use, whose `.env` is a layer.
+pub const PROGRAM_VERSIONS: &str = "agent_program_versions";
+
+/// The `.env` files of `workspace`, in the order they are layered: `.env`, `.env.agent`,
+/// the current program version's `.env` (`agent_program_versions/<CURRENT>/.env`), then
+/// `.env.toolshed`.
+pub fn env_files(workspace: &Path) -> Vec<PathBuf> {
+    let mut files = vec![workspace.join(ENV_FILES[0]), workspace.join(ENV_FILES[1])];
+    let versions = workspace.join(PROGRAM_VERSIONS);
+    if let Ok(current) = std::fs::read_to_string(versions.join("CURRENT")) {
+        let current = current.trim();
+        let plain = !current.is_empty()
+            && current.len() <= 128
+            && current != "."
+            && current != ".."
+            && current
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+        if plain {
+            files.push(versions.join(current).join(".env"));
+        }
+    }
+    files.push(workspace.join(ENV_FILES[2]));
+    files
+}
 
 /// The largest `.env` file read.
 pub const MAX_ENV_FILE_BYTES: u64 = 256 * 1024;
@@ -60,8 +89,7 @@ impl EnvOverlay {
             trusted,
             ..Self::default()
         };
-        for name in ENV_FILES {
-            let path = workspace.join(name);
+        for path in env_files(workspace) {
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue;
             };

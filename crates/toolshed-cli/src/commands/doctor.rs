@@ -67,9 +67,15 @@ fn checks(host: &Host) -> Vec<Check> {
         let listed: Vec<String> = sources
             .iter()
             .map(|s| {
-                let file = std::path::Path::new(&s.source)
-                    .file_name()
-                    .map_or(s.source.clone(), |f| f.to_string_lossy().into_owned());
+                // The layer as the workspace names it (`agent_program_versions/v1/.env`).
+                let path = std::path::Path::new(&s.source);
+                let file = path.strip_prefix(host.workspace()).map_or_else(
+                    |_| {
+                        path.file_name()
+                            .map_or(s.source.clone(), |f| f.to_string_lossy().into_owned())
+                    },
+                    |rel| rel.display().to_string(),
+                );
                 format!("{} ({file})", s.name)
             })
             .collect();

@@ -16,3 +16,4 @@ pub(crate) mod serve;
 pub(crate) mod store;
 pub(crate) mod token;
 pub(crate) mod tools;
+pub(crate) mod workspace;
