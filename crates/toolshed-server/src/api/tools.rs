@@ -51,7 +51,6 @@ pub(crate) async fn tools(
         locale: filter.locale.clone(),
     };
     let locale = locale.locale()?;
-    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
     let needle = filter.q.as_deref().map(str::to_lowercase);
     let plane = match filter.plane.as_deref() {
         None => None,
@@ -63,17 +62,8 @@ pub(crate) async fn tools(
             )));
         }
     };
-    let tools = state
-        .host
-        .catalog()
-        .tools()
+    let tools = usable(&state, caller.as_deref())
         .into_iter()
-        .filter(|t| state.host.dispatcher().visible(t, None))
-        .filter(|t| {
-            caller_tools
-                .as_deref()
-                .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
-        })
         .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
         .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
         .filter(|t| plane.is_none_or(|p| t.spec().plane == p))
@@ -101,14 +91,10 @@ pub(crate) async fn tools(
     Ok(Json(ToolList { tools, catalog }))
 }
 
-/// `GET /tools/groups`: the operator groups of the tools the caller may use, with their
-/// labels and descriptions.
-pub(crate) async fn groups(
-    State(state): State<AppState>,
-    caller: Option<Extension<Caller>>,
-) -> Json<ToolGroups> {
-    let caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
-    let visible: Vec<_> = state
+/// The tools callers may see (the host's rules), narrowed to `caller`'s tool scopes.
+fn usable(state: &AppState, caller: Option<&Caller>) -> Vec<toolshed_host::registry::ToolEntry> {
+    let caller_tools = caller.and_then(|c| c.tools.clone());
+    state
         .host
         .catalog()
         .tools()
@@ -119,11 +105,19 @@ pub(crate) async fn groups(
                 .as_deref()
                 .is_none_or(|r| r.refuse(&Subject::new(t.spec(), &t.plugin_id)).is_none())
         })
-        .collect();
+        .collect()
+}
+
+/// `GET /tools/groups`: the operator groups of the tools the caller may use, with their
+/// labels and descriptions.
+pub(crate) async fn groups(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+) -> Json<ToolGroups> {
     let groups = state
         .host
         .catalog()
-        .groups(&visible)
+        .groups(&usable(&state, caller.as_deref()))
         .into_iter()
         .map(ToolGroup::from)
         .collect();
