@@ -239,19 +239,21 @@ def test_human_commands_run_without_the_model_as_mcp_prompts_and_over_rest(serve
 
     # Over REST: deny one, and the mistakes are named.
     job, approval = waiting_job("1+1")
-    status, said = request(f"{base}/api/v1/commands/deny", token, "POST", {"arguments": {"id": approval}})
+    status, said = request(f"{base}/api/v1/commands/deny/{approval}", token, "POST")
     assert status == 200 and said["text"].startswith(f"Denied {approval}"), said
     assert job_state(job)["state"] == "failed"
     status, said = request(f"{base}/api/v1/commands/status", token, "POST")
     assert status == 200 and said["data"]["approvals_pending"] == 0 and said["data"]["plugins"]["running"] > 5, said
     status, listed = request(f"{base}/api/v1/commands", token)
     assert [c["name"] for c in listed["commands"]] == ["status", "approvals", "approve", "deny"], listed
-    status, said = request(f"{base}/api/v1/commands/approve", token, "POST", {"arguments": {}})
-    assert status == 400 and "needs `id`" in said["error"]["message"], said
-    status, said = request(f"{base}/api/v1/commands/approve", token, "POST", {"arguments": {"id": "ap-999999"}})
-    assert status == 404, said
+    status, said = request(f"{base}/api/v1/commands/approve", token, "POST")
+    assert status == 400 and "/api/v1/commands/approve/ID" in said["error"]["message"], said
+    status, said = request(f"{base}/api/v1/commands/approve/ap-999999", token, "POST")
+    assert status == 404 and "no approval request" in said["error"]["message"], said
+    status, said = request(f"{base}/api/v1/commands/status/x", token, "POST")
+    assert status == 400 and "takes no id" in said["error"]["message"], said
     status, said = request(f"{base}/api/v1/commands/reboot", token, "POST")
-    assert status == 400 and "status, approvals, approve, deny" in said["error"]["message"], said
+    assert status == 404 and "status, approvals, approve, deny" in said["error"]["message"], said
 
 
 def test_presentation_native_code_or_both_by_profile_or_token(server, home, token_for, toolshed_bin, workspace):

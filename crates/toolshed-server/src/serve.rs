@@ -185,6 +185,7 @@ fn app_draining(
         .route("/stats", get(crate::stats::stats))
         .route("/commands", get(api::commands))
         .route("/commands/{name}", post(api::run_command))
+        .route("/commands/{name}/{id}", post(api::run_command_on))
         .route("/running", get(api::running))
         .route("/running/{plugin}/{id}/output", get(api::running_output))
         .route("/events", get(stream::sse))

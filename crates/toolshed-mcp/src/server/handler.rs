@@ -235,8 +235,7 @@ impl ServerHandler for McpServer {
         self.session_started(
             &peer,
             context.extensions.get::<http::request::Parts>().is_some(),
-        )
-        .await;
+        );
         if let Some(opening) = &self.binding.opening
             && *opening.roots.borrow() == ClientRoots::Asked
         {

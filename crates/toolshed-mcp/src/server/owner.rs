@@ -14,12 +14,10 @@ use super::listing::Bound;
 use super::{MAX_OWNER_LEN, McpServer, OWNER_HEADER, OWNER_META_KEY, SHARED_HTTP_OWNER};
 
 impl McpServer {
-    /// The session hooks of this connection: the start ones fire now, the end ones when the
+    /// The session hooks of this connection: the start ones fire once its host is open
+    /// (without hurrying a host that waits for the client's roots), the end ones when the
     /// connection is gone.
-    pub(super) async fn session_started(&self, peer: &rmcp::Peer<RoleServer>, http: bool) {
-        let Ok(bound) = self.bound().await else {
-            return;
-        };
+    pub(super) fn session_started(&self, peer: &rmcp::Peer<RoleServer>, http: bool) {
         let client = peer.peer_info().map(|info| {
             serde_json::json!({"name": info.client_info.name, "version": info.client_info.version})
         });
@@ -27,8 +25,29 @@ impl McpServer {
             "transport": if http { "http" } else { "stdio" },
             "client": client,
         });
-        let life = bound.host.session_started(&self.owner.0, &self.owner, info);
-        let _ = self.binding.session.set(life);
+        let binding = self.binding.clone();
+        let owner = self.owner.clone();
+        let fire = move |host: &std::sync::Arc<toolshed_host::Host>| {
+            let life = host.session_started(&owner.0, &owner, info);
+            let _ = binding.session.set(life);
+        };
+        if let Some(bound) = self.binding.ready.get() {
+            return fire(&bound.host);
+        }
+        let Some(opening) = &self.binding.opening else {
+            return;
+        };
+        let mut outcome = opening.outcome.clone();
+        tokio::spawn(async move {
+            let host = match outcome.wait_for(Option::is_some).await {
+                Ok(opened) => match opened.as_ref() {
+                    Some(Ok((host, _))) => host.clone(),
+                    _ => return,
+                },
+                Err(_) => return,
+            };
+            fire(&host);
+        });
     }
 
     /// The owner a request runs as: a handle the client names (the `toolshed/owner` request

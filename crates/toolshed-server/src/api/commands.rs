@@ -1,26 +1,18 @@
-//! `GET /commands` and `POST /commands/{name}`: the human commands (`status`, `approvals`,
-//! `approve`, `deny`) over REST, as MCP clients get them as prompts.
+//! `GET /commands`, `POST /commands/{name}` and `POST /commands/{name}/{id}`: the human
+//! commands (`status`, `approvals`; `approve`, `deny` of one request) over REST, as MCP
+//! clients get them as prompts.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use toolshed_host::commands::{self, CommandError};
 use toolshed_host::identity::Caller;
 
-use super::{AppState, owner, parsed_body};
+use super::{AppState, owner};
 use crate::error::ApiError;
-
-/// The body of `POST /commands/{name}` (optional).
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CommandBody {
-    /// The command's argument (`{"id": "ap-3"}` for approve and deny).
-    #[serde(default)]
-    pub arguments: Option<Map<String, Value>>,
-}
 
 /// One command.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -67,23 +59,53 @@ pub(crate) async fn list() -> Json<CommandList> {
     })
 }
 
-/// `POST /commands/{name}`.
+/// `POST /commands/{name}`: a command that takes no argument (`status`, `approvals`).
 pub(crate) async fn run(
     State(state): State<AppState>,
     Path(name): Path<String>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    request: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<CommandAnswer>, ApiError> {
-    let empty = matches!(&request, Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace));
-    let body = if empty {
-        CommandBody::default()
-    } else {
-        parsed_body::<CommandBody>(&state.trees, &headers, request, None)
-            .await?
-            .0
-    };
-    let owner = owner(caller.as_deref(), &headers)?;
+    if let Some(command) = commands::COMMANDS
+        .iter()
+        .find(|c| c.name == name && c.argument.is_some())
+    {
+        return Err(ApiError::bad_request(format!(
+            "`{name}` takes the approval request's id: POST /api/v1/commands/{}/ID (the `approvals` command lists them)",
+            command.name
+        )));
+    }
+    answer(&state, caller, &headers, name, Map::new())
+}
+
+/// `POST /commands/{name}/{id}`: a command about one approval request (`approve`, `deny`).
+pub(crate) async fn run_on(
+    State(state): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+) -> Result<Json<CommandAnswer>, ApiError> {
+    if commands::COMMANDS
+        .iter()
+        .any(|c| c.name == name && c.argument.is_none())
+    {
+        return Err(ApiError::bad_request(format!(
+            "`{name}` takes no id: POST /api/v1/commands/{name}"
+        )));
+    }
+    let mut arguments = Map::new();
+    arguments.insert("id".into(), Value::String(id));
+    answer(&state, caller, &headers, name, arguments)
+}
+
+fn answer(
+    state: &AppState,
+    caller: Option<Extension<Caller>>,
+    headers: &HeaderMap,
+    name: String,
+    arguments: Map<String, Value>,
+) -> Result<Json<CommandAnswer>, ApiError> {
+    let owner = owner(caller.as_deref(), headers)?;
     let caller = caller
         .as_deref()
         .cloned()
@@ -92,10 +114,9 @@ pub(crate) async fn run(
         Some(token) => format!("token {token} ({}) over REST", caller.owner.0),
         None => "the admin token (REST)".to_string(),
     };
-    let arguments = body.arguments.unwrap_or_default();
     let outcome =
         commands::run(&state.host, &caller, &by, &name, &arguments).map_err(|e| match e {
-            CommandError::Invalid(m) => ApiError::bad_request(m),
+            CommandError::Invalid(m) => ApiError::not_found(m),
             CommandError::NotFound(m) => ApiError::not_found(m),
             CommandError::Denied(m) => {
                 ApiError::new(axum::http::StatusCode::FORBIDDEN, "denied", m)

@@ -33,7 +33,7 @@ mod tools;
 
 pub(crate) use agents::{OwnerFilter, schedules, todos};
 pub(crate) use commands::{
-    CommandAnswer, CommandBody, CommandList, list as commands, run as run_command,
+    CommandAnswer, CommandList, list as commands, run as run_command, run_on as run_command_on,
 };
 pub(crate) use config::{ConfigUpdate, get_config, put_config};
 pub(crate) use jobs::{JobFilter, cancel_job, job, jobs};

@@ -70,6 +70,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/stats"),
     ("GET", "/commands"),
     ("POST", "/commands/{name}"),
+    ("POST", "/commands/{name}/{id}"),
     ("GET", "/running"),
     ("GET", "/running/{plugin}/{id}/output"),
     ("GET", "/events"),

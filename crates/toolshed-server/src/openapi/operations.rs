@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::api::{
-    CommandAnswer, CommandBody, CommandList, ConfigUpdate, GrantsChange, InstallBody, JobFilter,
-    LocaleQuery, OwnerFilter, PluginExecute, PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
+    CommandAnswer, CommandList, ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery,
+    OwnerFilter, PluginExecute, PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
 };
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
@@ -303,15 +303,22 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .respond("500", error_response("The state store failed")),
         op("GET", "/commands", "listCommands", "The human commands (status, approvals, approve, deny): actions a person runs without the model, as MCP clients get them as prompts")
             .respond("200", json_response("The commands", r.of::<CommandList>())),
-        op("POST", "/commands/{name}", "runCommand", "Run a human command with its argument (approve and deny take the request's id)")
-            .param(path_param("name", "status, approvals, approve or deny"))
-            .body(body_of::<CommandBody>())
+        op("POST", "/commands/{name}", "runCommand", "Run a human command that takes no argument: status or approvals")
+            .param(json!({"name": "name", "in": "path", "required": true, "description": "status or approvals",
+                          "schema": {"type": "string", "enum": ["status", "approvals"]}}))
             .respond("200", json_response("What it answered, as text and data", r.of::<CommandAnswer>()))
-            .respond("400", error_response("No such command, or a bad or missing argument"))
+            .respond("400", error_response("A command that takes an id (approve, deny): POST /commands/{name}/{id}"))
+            .respond("404", error_response("No such command"))
+            .respond("500", error_response("A bug in toolshed, or the state store failed")),
+        op("POST", "/commands/{name}/{id}", "runCommandOn", "Approve or deny one waiting call, by its approval request's id")
+            .param(json!({"name": "name", "in": "path", "required": true, "description": "approve or deny",
+                          "schema": {"type": "string", "enum": ["approve", "deny"]}}))
+            .param(path_param("id", "The approval request's id, e.g. ap-3"))
+            .respond("200", json_response("What it answered, as text and data", r.of::<CommandAnswer>()))
+            .respond("400", error_response("A command that takes no id"))
             .respond("403", error_response("The caller may not answer that request"))
-            .respond("404", error_response("No such approval request"))
+            .respond("404", error_response("No such command or approval request"))
             .respond("409", conflict())
-            .respond("415", error_response("The body is not application/json"))
             .respond("500", error_response("A bug in toolshed, or the state store failed")),
         op("GET", "/stats", "getStats", "The audit log summed up over the last `minutes` (calls per bucket by outcome, latency percentiles of the busiest tools, the slowest and most failing tools, the busiest owners) and the server's samples (approvals waiting, processes, sessions, memory): what the dashboard draws")
             .params(query_of::<crate::stats::StatsQuery>())
