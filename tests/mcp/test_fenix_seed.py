@@ -191,3 +191,53 @@ def test_workspace_init_lays_out_fenixs_workspace_and_its_env_layers_stack(tools
     assert "1233" in ran.stdout, ran.stdout
     doctor = toolshed("doctor")
     assert "LAYER_B (.env.agent)" in doctor.stdout and "LAYER_C (agent_program_versions/v1/.env)" in doctor.stdout, doctor.stdout
+
+
+def test_a_session_layer_set_over_rest_sits_over_the_env_files_and_under_a_calls_env(serve, workspace, token_for):
+    (workspace / ".env").write_text("LAYER_A=file\n")
+    (workspace / ".env.agent").write_text("LAYER_B=agent\n")
+    url, _ = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    alice, bob = token_for("alice"), token_for("bob")
+
+    def echo(token, env=None):
+        arguments = {"cmd": "echo \"[$LAYER_A|$LAYER_B|$MY_SESSION]\""}
+        if env:
+            arguments["env"] = env
+        status, body = call(base, token, "exec_command", arguments)
+        assert status == 200, body
+        return body["content"][0]["text"]
+
+    status, layers = request(f"{base}/api/v1/env", alice, "PUT", {"vars": {"LAYER_B": "sess-value", "MY_SESSION": "s1"}})
+    assert status == 200, layers
+    assert layers["session"] == ["LAYER_B", "MY_SESSION"] and layers["owner"] == "alice", layers
+    assert any(f["name"] == "LAYER_B" and f["source"].endswith(".env.agent") for f in layers["files"]), layers
+    assert "sess-value" not in json.dumps(layers) and "s1" not in json.dumps(layers), "no values are shown"
+    assert "[file|sess-value|s1]" in echo(alice)
+    assert "[file|sess-value|call]" in echo(alice, {"MY_SESSION": "call"}), "the call's own env wins"
+    assert "[file|agent|]" in echo(bob), "another owner's session layer is not bob's"
+
+    # Bad input is named; nothing changes.
+    status, error = request(f"{base}/api/v1/env", alice, "PUT", {"vars": {"1BAD": "x"}})
+    assert status == 400 and "1BAD" in json.dumps(error), error
+    assert "[file|sess-value|s1]" in echo(alice)
+
+    status, layers = request(f"{base}/api/v1/env", alice, "DELETE")
+    assert status == 200 and layers["session"] == [], layers
+    assert "[file|agent|]" in echo(alice)
+
+
+def test_the_workspace_layout_is_bootstrapped_on_first_use_only_when_asked(toolshed_bin, workspace, home):
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+    args = [toolshed_bin, "--workspace", str(workspace), "call", "calculator", "--args", '{"expression": "1+1"}']
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / "agent_program_versions").exists(), "no layout unless asked"
+
+    (workspace / "memory").mkdir()
+    (workspace / "memory" / "README.md").write_text("mine\n")
+    done = subprocess.run(args, env={**env, "TOOLSHED_WORKSPACE__BOOTSTRAP": "true"}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "agent_program_versions" / "CURRENT").read_text().strip() == "v1"
+    assert (workspace / "conversations" / "README.md").is_file() and (workspace / ".env.agent").is_file()
+    assert (workspace / "memory" / "README.md").read_text() == "mine\n", "an existing file was overwritten"

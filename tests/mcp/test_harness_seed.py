@@ -302,3 +302,84 @@ def test_presentation_native_code_or_both_by_profile_or_token(server, home, toke
         env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, timeout=60,
     )
     assert done.returncode != 0 and "native, code or both" in done.stderr, done.stderr
+
+
+SHELL_ENV_PLUGIN = """
+id = "test.dsh"
+version = "1.0.0"
+name = "Shell environment"
+kind = "js"
+[capabilities.shell_env]
+DSH_NOTES_DIR = "${plugin_dir}/notes"
+DSH_GREETING = "hello from a plugin"
+"""
+
+SHELL_ENV_JS = """
+export function activate(context) {
+  context.registerActions([{ name: "dsh_ping", description: "Answers.", async run() { return "pong"; } }]);
+}
+"""
+
+
+def test_a_plugin_granted_shell_env_adds_its_variables_to_commands(serve, toolshed_bin, workspace, home, tmp_path, token_for):
+    import subprocess
+
+    from test_approvals import request
+
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated")}
+
+    def toolshed(*args):
+        return subprocess.run([toolshed_bin, "--workspace", str(workspace), *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    # A manifest may not contribute what changes every program (PATH, LD_PRELOAD...).
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "plugin.toml").write_text(SHELL_ENV_PLUGIN.replace('id = "test.dsh"', 'id = "test.bad"') + 'LD_PRELOAD = "/tmp/x.so"\n')
+    (bad / "main.js").write_text(SHELL_ENV_JS)
+    refused = toolshed("plugins", "install", str(bad))
+    assert refused.returncode != 0 and "shell_env" in refused.stderr and "LD_PRELOAD" in refused.stderr, refused.stderr
+
+    source = tmp_path / "dsh"
+    source.mkdir()
+    (source / "plugin.toml").write_text(SHELL_ENV_PLUGIN)
+    (source / "main.js").write_text(SHELL_ENV_JS)
+    done = toolshed("plugins", "install", str(source))
+    assert done.returncode == 0, done.stderr
+    echo = json.dumps({"cmd": "echo \"[$DSH_GREETING|$DSH_NOTES_DIR]\""})
+
+    # Not granted: nothing reaches commands.
+    ran = toolshed("call", "exec_command", "--args", echo)
+    assert ran.returncode == 0 and "[|]" in ran.stdout, ran.stdout + ran.stderr
+
+    done = toolshed("plugins", "grant", "test.dsh", "shell-env")
+    assert done.returncode == 0, done.stderr
+    ran = toolshed("call", "exec_command", "--args", echo)
+    assert "[hello from a plugin|" in ran.stdout and "/test.dsh/notes]" in ran.stdout, ran.stdout + ran.stderr
+    doctor = toolshed("doctor")
+    assert "DSH_GREETING (plugin test.dsh)" in doctor.stdout, doctor.stdout
+    assert "hello from a plugin" not in doctor.stdout, "doctor shows no values"
+
+    # A call's own env wins; over REST the layer is listed by name; paused, it is gone.
+    url, admin = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    alice = token_for("alice")
+    status, ran = request(f"{base}/api/v1/tools/exec_command/execute", alice, "POST",
+                          {"arguments": {"cmd": "echo \"[$DSH_GREETING]\"", "env": {"DSH_GREETING": "mine"}}})
+    assert status == 200 and "[mine]" in ran["content"][0]["text"], ran
+    status, layers = request(f"{base}/api/v1/env", alice)
+    assert status == 200, layers
+    assert {"name": "DSH_GREETING", "plugin": "test.dsh"} in layers["plugins"], layers
+    assert all("hello" not in json.dumps(v) for v in layers["plugins"]), layers
+    done = toolshed("plugins", "pause", "test.dsh")
+    assert done.returncode == 0, done.stderr
+    for _ in range(100):
+        status, layers = request(f"{base}/api/v1/env", alice)
+        if not layers["plugins"]:
+            break
+        import time
+        time.sleep(0.1)
+    assert layers["plugins"] == [], layers
+    status, ran = request(f"{base}/api/v1/tools/exec_command/execute", alice, "POST",
+                          {"arguments": {"cmd": "echo \"[$DSH_GREETING]\""}})
+    assert status == 200 and "[]" in ran["content"][0]["text"], ran

@@ -145,6 +145,38 @@ pub struct CallContext {
     /// A short note the tool leaves on the call's audit row (how a stop ended, what a
     /// close request was): one per call, the first one kept.
     pub audit_note: AuditNote,
+    /// Variables the host adds to the commands this call starts, under the call's own
+    /// `env`: what granted plugins contribute and the caller's session layer.
+    pub command_env: CommandEnv,
+}
+
+/// Where the variables a host adds to commands come from ([`CallContext::command_env`]).
+pub trait CommandEnvSource: Send + Sync {
+    /// The variables for a command `owner` starts, later ones winning.
+    fn vars(&self, owner: &OwnerId) -> Vec<(String, String)>;
+}
+
+/// The variables a host adds to the commands of a call: asked for only when a command is
+/// started, so a call that starts none pays nothing.
+#[derive(Clone, Default)]
+pub struct CommandEnv(Option<Arc<dyn CommandEnvSource>>);
+
+impl CommandEnv {
+    /// Variables from `source`.
+    pub fn new(source: Arc<dyn CommandEnvSource>) -> Self {
+        Self(Some(source))
+    }
+
+    /// The variables for a command `owner` starts (none outside a host).
+    pub fn vars(&self, owner: &OwnerId) -> Vec<(String, String)> {
+        self.0.as_ref().map(|s| s.vars(owner)).unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for CommandEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CommandEnv")
+    }
 }
 
 /// The note a tool leaves on its call's audit row ([`CallContext::audit_note`]).
@@ -216,6 +248,7 @@ impl CallContext {
             sandbox: None,
             log: None,
             audit_note: AuditNote::default(),
+            command_env: CommandEnv::default(),
         }
     }
 

@@ -39,7 +39,10 @@ mod touches;
 pub mod trace_context;
 
 pub use ask::{Answer, Asker, BadQuestion, MAX_FIELDS, MAX_QUESTION_CHARS, Question};
-pub use context::{AuditNote, CallContext, CallId, LogSink, OwnerId, Progress, ProgressSink};
+pub use context::{
+    AuditNote, CallContext, CallId, CommandEnv, CommandEnvSource, LogSink, OwnerId, Progress,
+    ProgressSink,
+};
 pub use error::{ErrorKind, ToolError, Violation};
 pub use gauges::Gauges;
 pub use llm::{

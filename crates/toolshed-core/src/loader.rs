@@ -38,6 +38,8 @@ pub struct Grants {
     /// Environment variables of its env contract the plugin may read (`ctx.env`, a
     /// Node.js plugin's environment).
     pub env: Vec<String>,
+    /// Whether the variables of its manifest's `shell_env` reach the commands toolshed runs.
+    pub shell_env: bool,
 }
 
 impl Grants {
@@ -51,6 +53,7 @@ impl Grants {
             && !self.events
             && !self.llm
             && !self.config_write
+            && !self.shell_env
             && self.env.is_empty()
     }
 }

@@ -167,6 +167,10 @@ pub struct Capabilities {
     /// manifest marks `writable` (never secrets).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub config_write: bool,
+    /// Variables the plugin contributes to the commands toolshed runs (`NAME = "value"`,
+    /// `${plugin_dir}` standing for its directory), once a person grants it `shell-env`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shell_env: std::collections::BTreeMap<String, String>,
 }
 
 /// A plugin described as data, as read from `plugin.toml` and its siblings.

@@ -5,8 +5,9 @@
 //! `toolshed plugins grant ID GRANT...`. Only what is both declared and granted reaches the
 //! plugin. A grant is written `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`,
 //! `tool:NAME`, `memory` (the calling owner's memories, in the plugin's own namespace),
-//! `events` (publishing `plugin.<id>.*` events), `llm` (asking a model) or `config-write`
-//! (changing its own writable config fields). A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
+//! `events` (publishing `plugin.<id>.*` events), `llm` (asking a model), `config-write`
+//! (changing its own writable config fields) or `shell-env` (its `shell_env` variables
+//! added to the commands toolshed runs). A manifest entry `*` in `network` (or in `fs_read`, `fs_write`, `tools`)
 //! declares "whatever the person grants": for plugins whose hosts come from their config,
 //! such as a webhook notifier.
 
@@ -19,11 +20,12 @@ use crate::manifest::is_valid_tool_name;
 const MEMORY: &str = "memory";
 
 /// Grants that are one word, each of one capability flag: (grant, manifest key).
-const FLAGS: [(Flag, &str, &str); 4] = [
+const FLAGS: [(Flag, &str, &str); 5] = [
     (Flag::Memory, MEMORY, "memory"),
     (Flag::Events, "events", "events"),
     (Flag::Llm, "llm", "llm"),
     (Flag::ConfigWrite, "config-write", "config_write"),
+    (Flag::ShellEnv, "shell-env", "shell_env"),
 ];
 
 /// A capability that is on or off.
@@ -37,6 +39,8 @@ pub(crate) enum Flag {
     Llm,
     /// `ctx.config.set`.
     ConfigWrite,
+    /// The manifest's `shell_env`, added to commands.
+    ShellEnv,
 }
 
 impl Flag {
@@ -52,6 +56,7 @@ impl Flag {
             Self::Events => caps.events,
             Self::Llm => caps.llm,
             Self::ConfigWrite => caps.config_write,
+            Self::ShellEnv => !caps.shell_env.is_empty(),
         }
     }
     fn grant(self, grants: &mut Grants) {
@@ -60,6 +65,7 @@ impl Flag {
             Self::Events => grants.events = true,
             Self::Llm => grants.llm = true,
             Self::ConfigWrite => grants.config_write = true,
+            Self::ShellEnv => grants.shell_env = true,
         }
     }
 }
@@ -87,7 +93,7 @@ pub(crate) enum Grant {
 impl Grant {
     /// Parses `http:HOST[:PORT]`, `fs-read:PATH`, `fs-write:PATH`, `tool:NAME` or `memory`.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, env:NAME, memory, events, llm or config-write";
+        let usage = "write a grant as http:HOST[:PORT], fs-read:PATH, fs-write:PATH, tool:NAME, env:NAME, memory, events, llm, config-write or shell-env";
         if let Some(flag) = FLAGS.iter().find(|f| f.1 == text) {
             return Ok(Self::Flag(flag.0));
         }
@@ -153,12 +159,15 @@ impl Grant {
             Self::Env(_) => return Ok(()),
             Self::Flag(flag) if flag.declared(caps) => return Ok(()),
             Self::Flag(flag) => {
+                let how = if *flag == Flag::ShellEnv {
+                    "a `[capabilities.shell_env]` table of variables".to_string()
+                } else {
+                    format!("`{} = true` under [capabilities]", flag.manifest_key())
+                };
                 return Err(format!(
-                    "plugin `{}` does not ask for {} in its manifest (`{} = true` under \
-                     [capabilities]), so it cannot be granted `{}`",
+                    "plugin `{}` does not ask for {} in its manifest ({how}), so it cannot be granted `{}`",
                     manifest.id,
                     flag.text(),
-                    flag.manifest_key(),
                     flag.text()
                 ));
             }

@@ -123,6 +123,9 @@ impl Host {
                     })??,
             )
         };
+        if config.workspace.bootstrap && !options.remote {
+            crate::workspace_layout::bootstrap(&workspace);
+        }
         let env = {
             let workspace = workspace.clone();
             let trusted = options.config.workspace_trusted;
@@ -237,6 +240,7 @@ impl Host {
             sandbox_mode: config.sandbox.mode().ok(),
             workspace_name: workspace_name.clone(),
             notices: Some(services.notices.clone()),
+            command_env: Arc::new(crate::command_env::CommandEnvLayers::new(registry.clone())),
         });
         Ok(Self {
             workspace,
@@ -279,6 +283,11 @@ impl Host {
     /// The workspace's `.env` files, layered under the process environment.
     pub fn env_overlay(&self) -> &crate::env_overlay::EnvOverlay {
         &self.env
+    }
+
+    /// What plugins and session layers add to commands, over the `.env` layers.
+    pub fn command_env(&self) -> &crate::command_env::CommandEnvLayers {
+        self.dispatcher.command_env()
     }
 
     /// The services this host's tools were built with.

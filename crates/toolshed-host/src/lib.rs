@@ -24,9 +24,10 @@
 //! [`policy`] (its rules and decisions), [`approvals`] and [`questions`] (calls that wait
 //! for a person), [`identity`] and [`oauth`] (who calls), [`memory`], [`jobs`] and
 //! [`job_store`] (calls that outlive their request, and stored events), [`env_overlay`]
-//! (the workspace's `.env` layers), [`private_file`] (a file only its owner reads),
+//! (the workspace's `.env` layers), [`command_env`] (what plugins and session layers add to
+//! commands), [`private_file`] (a file only its owner reads),
 //! [`plugins_manage`] (the model's plugin tool) and [`commands`] (the human commands:
-//! status, approvals, approve, deny).
+//! status, approvals, approve, deny) and [`workspace_layout`] (Fenix's folders).
 //! Everything else is private, and what a door uses of it is re-exported here.
 //!
 //! ```no_run
@@ -40,6 +41,7 @@
 //! ```
 
 pub mod approvals;
+pub mod command_env;
 pub mod config;
 pub mod config_fields;
 pub mod env_overlay;
@@ -58,6 +60,7 @@ pub mod questions;
 pub mod registry;
 pub mod shipped;
 pub mod tool_search;
+pub mod workspace_layout;
 
 mod agents;
 mod arguments;

@@ -219,6 +219,9 @@ fn check_manifest_rules(m: &PluginManifest, compile: bool) -> Result<(), (String
     if m.name.trim().is_empty() {
         return err("name", "is empty; give the plugin a display name".into());
     }
+    if let Err(problem) = crate::command_env::check_contributed(&m.capabilities.shell_env) {
+        return err("capabilities.shell_env", problem.to_string());
+    }
     if m.kind != PluginKind::Mcp && m.mcp.is_some() {
         return err(
             "mcp",

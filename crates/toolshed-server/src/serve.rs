@@ -186,6 +186,10 @@ fn app_draining(
         .route("/commands", get(api::commands))
         .route("/commands/{name}", post(api::run_command))
         .route("/commands/{name}/{id}", post(api::run_command_on))
+        .route(
+            "/env",
+            get(api::get_env).put(api::put_env).delete(api::clear_env),
+        )
         .route("/running", get(api::running))
         .route("/running/{plugin}/{id}/output", get(api::running_output))
         .route("/events", get(stream::sse))

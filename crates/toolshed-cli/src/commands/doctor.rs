@@ -94,6 +94,22 @@ fn checks(host: &Host) -> Vec<Check> {
             ),
         );
     }
+    let contributed = host.command_env().contributed();
+    if !contributed.is_empty() {
+        let listed: Vec<String> = contributed
+            .iter()
+            .map(|c| format!("{} (plugin {})", c.name, c.plugin))
+            .collect();
+        push(
+            "env",
+            Status::Ok,
+            format!(
+                "{} variable(s) plugins granted shell-env add to commands, over the .env files: {}                  (a server's session layers: GET /api/v1/env)",
+                contributed.len(),
+                listed.join(", ")
+            ),
+        );
+    }
     for widening in &config.widening {
         push(
             "config",

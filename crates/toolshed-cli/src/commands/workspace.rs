@@ -1,9 +1,6 @@
-//! `toolshed workspace init`: Fenix's workspace layout made in the workspace — `memory/`,
-//! `agent_program_versions/` (with a first version, `CURRENT` naming it), `conversations/`
-//! and `.env.agent` — each seeded with a short README or template. What exists already is
-//! never overwritten.
+//! `toolshed workspace init`: Fenix's workspace layout
+//! ([`toolshed_host::workspace_layout`]) made in the workspace, keeping what is there.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use clap::Subcommand;
@@ -23,39 +20,6 @@ pub(crate) enum WorkspaceCommand {
     },
 }
 
-/// The layout: (path, content); a path ending in `/` is a directory.
-const LAYOUT: &[(&str, &str)] = &[
-    ("memory/", ""),
-    (
-        "memory/README.md",
-        "# Memory\n\nNotes the agent keeps between sessions, one Markdown file a subject. toolshed's\nmemory tools keep theirs in its state store; `toolshed memory export` writes them here.\n",
-    ),
-    ("agent_program_versions/", ""),
-    (
-        "agent_program_versions/README.md",
-        "# Agent program versions\n\nEach folder is one version of the agent's program: its instructions (`program.md`)\nand its variables (`.env`). `CURRENT` names the version in use; its `.env` is layered\nover the workspace's `.env` and `.env.agent` for the commands toolshed runs.\n",
-    ),
-    ("agent_program_versions/CURRENT", "v1\n"),
-    ("agent_program_versions/v1/", ""),
-    (
-        "agent_program_versions/v1/program.md",
-        "# The agent's program, version 1\n\nWhat the agent is for, how it works, and what it must not do.\n",
-    ),
-    (
-        "agent_program_versions/v1/.env",
-        "# Variables of this program version (KEY=value), over .env and .env.agent.\n",
-    ),
-    ("conversations/", ""),
-    (
-        "conversations/README.md",
-        "# Conversations\n\nTranscripts and summaries of the agent's conversations, one file each.\n",
-    ),
-    (
-        ".env.agent",
-        "# Variables for the agent's commands (KEY=value), over .env.\n",
-    ),
-];
-
 /// Runs `toolshed workspace …` in `workspace`.
 pub(crate) fn run(workspace: &Path, command: WorkspaceCommand) -> Result<(), Failure> {
     let WorkspaceCommand::Init { json } = command;
@@ -65,35 +29,9 @@ pub(crate) fn run(workspace: &Path, command: WorkspaceCommand) -> Result<(), Fai
             workspace.display()
         )));
     }
-    let mut created = Vec::new();
-    let mut kept = Vec::new();
-    for (path, content) in LAYOUT {
-        let target = workspace.join(path.trim_end_matches('/'));
-        let fail = |e: std::io::Error| {
-            Failure::Runtime(format!("cannot create {}: {e}", target.display()))
-        };
-        let made = if path.ends_with('/') {
-            match std::fs::create_dir(&target) {
-                Ok(()) => true,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
-                Err(e) => return Err(fail(e)),
-            }
-        } else {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&target)
-            {
-                Ok(mut file) => {
-                    file.write_all(content.as_bytes()).map_err(fail)?;
-                    true
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
-                Err(e) => return Err(fail(e)),
-            }
-        };
-        if made { &mut created } else { &mut kept }.push((*path).to_string());
-    }
+    let made = toolshed_host::workspace_layout::init(workspace)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (created, kept) = (made.created, made.kept);
     if json {
         return print_json(&serde_json::json!({"created": created, "kept": kept}));
     }

@@ -279,6 +279,10 @@ pub struct RemoteWorkspaceConfig {
     /// Seconds a call waits for the other machine's answer, and a connection for its
     /// worker to start.
     pub timeout_secs: u64,
+    /// Make Fenix's workspace layout (`memory/`, `agent_program_versions/`,
+    /// `conversations/`, `.env.agent`) when a host opens a local workspace without it;
+    /// nothing is overwritten. Off by default (`toolshed workspace init` makes it by hand).
+    pub bootstrap: bool,
 }
 
 impl Default for RemoteWorkspaceConfig {
@@ -290,6 +294,7 @@ impl Default for RemoteWorkspaceConfig {
             ssh_options: Vec::new(),
             runtime: None,
             timeout_secs: 120,
+            bootstrap: false,
         }
     }
 }

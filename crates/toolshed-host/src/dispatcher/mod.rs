@@ -108,6 +108,8 @@ pub struct Dispatcher {
     repeats: after::Repeats,
     /// The results of calls made with an idempotency key.
     remembered: idempotency::Remembered,
+    /// What plugins and session layers add to the commands calls start.
+    command_env: Arc<crate::command_env::CommandEnvLayers>,
 }
 
 /// Counts calls between their start and their record.
@@ -169,6 +171,8 @@ pub struct DispatcherParts {
     pub workspace_name: String,
     /// Where file-policy events (`fs.read.denied`, `fs.write.denied`) are announced.
     pub notices: Option<Arc<toolshed_ops::Notices>>,
+    /// What plugins and session layers add to the commands calls start.
+    pub command_env: Arc<crate::command_env::CommandEnvLayers>,
 }
 
 impl Dispatcher {
@@ -203,6 +207,7 @@ impl Dispatcher {
             sandbox_mode: parts.sandbox_mode,
             workspace_name: parts.workspace_name,
             notices: parts.notices,
+            command_env: parts.command_env,
             repeats: Default::default(),
             remembered: Default::default(),
             me,
@@ -218,6 +223,10 @@ impl Dispatcher {
     }
 
     /// The registry the calls are resolved in.
+    pub(crate) fn command_env(&self) -> &crate::command_env::CommandEnvLayers {
+        &self.command_env
+    }
+
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -609,6 +618,7 @@ impl Dispatcher {
             write_scope,
             log: req.log.clone(),
             audit_note: req.audit_note.clone(),
+            command_env: toolshed_core::CommandEnv::new(self.command_env.clone()),
         };
         let post = (!self.hooks.is_empty()).then(|| (entry.clone(), arguments.clone()));
         if let Some(started) = &req.started {

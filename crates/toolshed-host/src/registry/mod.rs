@@ -15,11 +15,13 @@
 //! - `transitions` and `lifecycle`: moving a plugin between those phases, and the
 //!   operations a person or a door asks for (enable, disable, reload, grant, uninstall,
 //!   adopt);
-//! - `catalog`: the callable tools, by name;
+//! - `catalog`: the callable tools, by name; `contributions`: the variables plugins add
+//!   to commands;
 //! - `refresh` and `watching`: applying what other processes changed, and noticing it by
 //!   file-system notifications, idle while nothing changes ([`Registry::watch`]).
 
 mod catalog;
+mod contributions;
 mod discovery;
 mod groups;
 mod lifecycle;

@@ -1,6 +1,7 @@
 //! The `/api/v1` handlers, by resource: [`plugins`] and their [`config`], [`tools`] and
 //! running one, [`jobs`], what the agent tools keep ([`agents`]: todo lists and
-//! schedules), and what plugins keep running for owners ([`running`]). Here: what they share (the state, the caller's owner, the
+//! schedules), what plugins keep running for owners ([`running`]) and the variables
+//! commands get ([`env`]). Here: what they share (the state, the caller's owner, the
 //! parsing of bodies and queries into the API's error, the room for large JSON trees), the
 //! health checks, and the answers for a path or method that is not an endpoint.
 
@@ -25,6 +26,7 @@ use toolshed_host::jobs::{Jobs, default_owner};
 mod agents;
 mod commands;
 mod config;
+mod env;
 mod jobs;
 mod plugins;
 mod running;
@@ -36,6 +38,9 @@ pub(crate) use commands::{
     CommandAnswer, CommandList, list as commands, run as run_command, run_on as run_command_on,
 };
 pub(crate) use config::{ConfigUpdate, get_config, put_config};
+pub(crate) use env::{
+    EnvLayers, clear as clear_env, get as get_env, put as put_env, session_env_schema,
+};
 pub(crate) use jobs::{JobFilter, cancel_job, job, jobs};
 pub(crate) use plugins::{
     GrantsChange, InstallBody, LocaleQuery, PluginsQuery, change_grants, disable, enable,

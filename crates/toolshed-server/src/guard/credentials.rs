@@ -109,6 +109,8 @@ impl RequestGuard {
                 || rest.starts_with("todos")
                 || rest.starts_with("schedules")
                 || rest.starts_with("running")
+                // The variables of the caller's own commands.
+                || rest == "env"
                 || rest.starts_with("events")
                 // The person behind a caller answers its calls' questions.
                 || rest.starts_with("questions")

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::api::{
-    CommandAnswer, CommandList, ConfigUpdate, GrantsChange, InstallBody, JobFilter, LocaleQuery,
-    OwnerFilter, PluginExecute, PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
+    CommandAnswer, CommandList, ConfigUpdate, EnvLayers, GrantsChange, InstallBody, JobFilter,
+    LocaleQuery, OwnerFilter, PluginExecute, PluginsQuery, RunningFilter, ToolFilter, ToolSearch,
 };
 use crate::approvals::{Answer, ApprovalFilter, AuditFilter};
 use crate::gateway::{AcceptBody, AddBody, ImportBody};
@@ -301,6 +301,15 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .params(query_of::<OwnerFilter>())
             .respond("200", json_response("The schedules", r.of::<ScheduleList>()))
             .respond("500", error_response("The state store failed")),
+        op("GET", "/env", "getEnv", "The layers of variables the caller's commands get, by name (never a value): the workspace's .env files, what plugins granted shell-env contribute, and the caller's session layer")
+            .respond("200", json_response("The layers", r.of::<EnvLayers>())),
+        op("PUT", "/env", "putEnv", "Replace the caller's session layer: variables its commands get over the .env files and plugins' contributions, under a call's own env; kept until cleared or the server stops")
+            .body(crate::api::session_env_schema())
+            .respond("200", json_response("The layers", r.of::<EnvLayers>()))
+            .respond("400", error_response("A name or value the layer cannot hold"))
+            .respond("409", conflict()),
+        op("DELETE", "/env", "clearEnv", "Clear the caller's session layer")
+            .respond("200", json_response("The layers", r.of::<EnvLayers>())),
         op("GET", "/commands", "listCommands", "The human commands (status, approvals, approve, deny): actions a person runs without the model, as MCP clients get them as prompts")
             .respond("200", json_response("The commands", r.of::<CommandList>())),
         op("POST", "/commands/{name}", "runCommand", "Run a human command that takes no argument: status or approvals")

@@ -265,6 +265,10 @@ pub(crate) struct Capabilities {
     /// Whether it changes its own config.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub config_write: bool,
+    /// The variables it adds to commands once granted `shell-env` (names; values stay in
+    /// its manifest).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shell_env: Vec<String>,
 }
 
 impl From<&toolshed_core::Capabilities> for Capabilities {
@@ -280,6 +284,7 @@ impl From<&toolshed_core::Capabilities> for Capabilities {
             events,
             llm,
             config_write,
+            shell_env,
         } = asked.clone();
         Self {
             fs_read,
@@ -292,6 +297,7 @@ impl From<&toolshed_core::Capabilities> for Capabilities {
             events,
             llm,
             config_write,
+            shell_env: shell_env.into_keys().collect(),
         }
     }
 }

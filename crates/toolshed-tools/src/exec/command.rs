@@ -331,6 +331,7 @@ async fn exec(
     request.sandbox = super::effective_mode(args.sandbox.map(SandboxMode::from), ctx);
     request.escalation_approved = ctx.approved;
     request.write_scope = ctx.write_scope.clone();
+    super::add_command_env(&mut request, ctx);
     if tty {
         request = request.tty(Tty::DEFAULT);
     } else if args.stdin {

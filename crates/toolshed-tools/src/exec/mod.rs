@@ -350,6 +350,16 @@ pub(crate) fn make_room<K: Copy + Ord, T>(
     }
 }
 
+/// Adds what the host adds to this call's commands (granted plugins' `shell_env`, the
+/// caller's session layer) under the variables the call set itself.
+pub(crate) fn add_command_env(request: &mut toolshed_ops::SpawnRequest, ctx: &CallContext) {
+    let layered: std::collections::BTreeMap<String, String> =
+        ctx.command_env.vars(&ctx.owner).into_iter().collect();
+    for (name, value) in layered {
+        request.env.entry(name).or_insert(value);
+    }
+}
+
 /// The sandbox mode a command of this call runs in: the narrower of what the call asked
 /// (`sandbox` argument) and what its caller is narrowed to (profile, token, policy rule);
 /// `None`: the host's.

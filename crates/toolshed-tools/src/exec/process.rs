@@ -355,6 +355,7 @@ async fn start(
     request.sandbox = super::effective_mode(args.sandbox.map(SandboxMode::from), ctx);
     request.escalation_approved = ctx.approved;
     request.write_scope = ctx.write_scope.clone();
+    super::add_command_env(&mut request, ctx);
     request.validate().map_err(ToolError::from)?;
     let owner_id = owner(ctx);
     let room = super::Room {

@@ -101,6 +101,7 @@ impl ShellTable {
             request = request.arg("--noprofile").arg("--norc");
         }
         request.write_scope = ctx.write_scope.clone();
+        super::add_command_env(&mut request, ctx);
         request.sandbox = super::effective_mode(None, ctx);
         let process = self.process.spawn(&request).map_err(ToolError::from)?;
         process.write(b"exec 2>&1\n").map_err(ToolError::from)?;
