@@ -32,3 +32,65 @@ def test_workspace_stat_says_whether_the_caller_may_read_and_write(server, works
     ro = run(stat(params, "open.txt"))
     assert ro.structured_content["access"] == {"read": True, "write": False}
     assert "read-only" in ro.content[0].text, ro.content
+
+
+def test_a_remote_workspaces_reads_are_retried_after_a_transient_failure(toolshed_bin, home, tmp_path):
+    """Neta's retries: a read that meets a lost worker and a runtime failing once is asked
+    again with backoff, and the audit row says so (that a write is never repeated:
+    crates/toolshed-cli/tests/remote.rs)."""
+    import subprocess
+    import threading
+    import time
+
+    from test_approvals import request
+
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    (inside / "app.txt").write_text("in the container\n")
+    fail_once = tmp_path / "fail-once"
+    runtime = tmp_path / "fake-docker"
+    # A container runtime stand-in: `exec -i box CMD…` runs CMD here, unless told to fail once.
+    runtime.write_text(
+        "#!/bin/sh\n"
+        f"if [ -e {fail_once} ]; then rm -f {fail_once}; echo 'Error: the daemon is restarting' >&2; exit 1; fi\n"
+        "shift 3\nexec \"$@\"\n"
+    )
+    runtime.chmod(0o755)
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), "PATH": os.environ["PATH"],
+           "TOOLSHED_WORKSPACE__RUNTIME": str(runtime), "TOOLSHED_WORKSPACE__WORKER": toolshed_bin,
+           "TOOLSHED_SANDBOX__MODE": "full-access"}
+    token = subprocess.run([toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    proc = subprocess.Popen([toolshed_bin, "--workspace", f"docker://box{inside}", "serve", "--port", "0"],
+                            env=env, cwd=str(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("listening on "):
+                threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+                base = line.split(" ", 2)[2].strip().rsplit("/mcp", 1)[0]
+                break
+        else:
+            raise AssertionError("toolshed serve exited before listening")
+
+        def call(tool, arguments):
+            return request(f"{base}/api/v1/tools/{tool}/execute", token, "POST", {"arguments": arguments})
+
+        def lose_the_worker():
+            subprocess.run(["pkill", "-KILL", "-f", f"worker --root {inside}"], check=True)
+            fail_once.write_text("")
+            time.sleep(0.2)
+
+        status, read = call("workspace_read", {"path": "app.txt"})
+        assert status == 200 and "in the container" in read["content"][0]["text"], read
+
+        lose_the_worker()
+        status, read = call("workspace_read", {"path": "app.txt"})
+        assert status == 200 and "in the container" in read["content"][0]["text"], read
+        assert not fail_once.exists(), "the runtime was asked again"
+        status, audit = request(f"{base}/api/v1/audit?tool=workspace_read&limit=5", token)
+        row = next(r for r in audit["audit"] if r["call_id"] == read["call_id"])
+        assert "retried: `read`" in (row.get("note") or "") and "daemon is restarting" in row["note"], row
+
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -229,3 +229,45 @@ def test_web_search_through_perplexity_and_deepseek(toolshed_bin, workspace, hom
     # Without its key, the provider is unconfigured and says which variable to set.
     result = run(ask("deepseek"))
     assert result.is_error and "DEEPSEEK_API_KEY" in result.content[0].text, result.content
+
+
+def test_a_refused_connection_is_tried_again_with_backoff_and_the_audit_says_so(toolshed_bin, workspace, home):
+    """Neta's retries, for the network: a server that is not listening yet (restarting) is
+    dialled again — nothing was sent, so even a POST is safe — and the audit row says so."""
+    import socket
+    import subprocess
+    import threading
+    import time
+    from http.server import ThreadingHTTPServer
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    (home / "web.toml").write_text(f'[web]\nallow = ["127.0.0.1:{port}"]\n')
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"),
+           "TOOLSHED_CONFIG": str(home / "web.toml")}
+    servers = []
+
+    def start_late():
+        time.sleep(0.4)
+        httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        servers.append(httpd)
+        httpd.serve_forever()
+
+    threading.Thread(target=start_late, daemon=True).start()
+    try:
+        done = subprocess.run(
+            [toolshed_bin, "--workspace", str(workspace), "call", "http_request", "--json", "--args",
+             json.dumps({"method": "POST", "url": f"http://127.0.0.1:{port}/search", "body": "{}"})],
+            env=env, capture_output=True, text=True, timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["structured"]["status"] == 200, done.stdout
+        audit = subprocess.run([toolshed_bin, "--workspace", str(workspace), "audit", "--tool", "http_request", "--json"],
+                               env=env, capture_output=True, text=True, timeout=60)
+        row = json.loads(audit.stdout)["audit"][0]
+        assert f"retried: connecting to `127.0.0.1:{port}`" in (row.get("note") or ""), row
+    finally:
+        for httpd in servers:
+            httpd.shutdown()

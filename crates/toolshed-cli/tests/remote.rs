@@ -485,6 +485,57 @@ fn a_lost_worker_is_reached_again() {
     panic!("the worker was not reached again");
 }
 
+#[test]
+fn after_a_lost_worker_reads_are_retried_and_writes_are_not() {
+    let dir = tempdir();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("f"), "one").unwrap();
+    // The worker, started through a wrapper that fails once while `fail-once` exists.
+    let fail_once = dir.path().join("fail-once");
+    let wrapper = dir.path().join("wrapper");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh
+if [ -e {f} ]; then rm -f {f}; echo 'the daemon is restarting' >&2; exit 1; fi
+exec \"$@\"\n",
+            f = fail_once.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut target = target(&root, &dir.path().join("data"), "full-access");
+    target.command.insert(0, wrapper.display().to_string());
+    let ops = RemoteOps::connect(target).unwrap();
+    assert_eq!(ops.read("f", 100).unwrap().bytes, b"one");
+    let lose_the_worker = || {
+        let pattern = format!("worker --root {} ", root.display());
+        // Gone already after a failed reconnect: then the wrapper fails once more.
+        let _ = std::process::Command::new("pkill")
+            .args(["-KILL", "-f", &pattern])
+            .status()
+            .unwrap();
+        std::fs::write(&fail_once, "").unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    };
+
+    // A write is not repeated: it fails with the reason, and nothing is written.
+    lose_the_worker();
+    let err = ops
+        .write("g", b"two", toolshed_ops::Parents::MustExist)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("daemon is restarting"), "{err}");
+    assert!(!root.join("g").exists());
+
+    // A read after the same failure is asked again, after the backoff, and answers.
+    lose_the_worker();
+    assert_eq!(ops.read("f", 100).unwrap().bytes, b"one");
+    assert!(!fail_once.exists(), "the worker was started again");
+}
+
 /// A container runtime stand-in: `RUNTIME exec -i CONTAINER CMD…` runs CMD here (these
 /// machines have no container daemon), logging what it was asked. The worker it starts is
 /// the real one.

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::ToolCaller;
+pub use crate::note::AuditNote;
 
 /// Who is calling: one per MCP session, per REST token and owner header, or per CLI run.
 /// Ownership checks (sessions, processes, read-before-edit) key on it.
@@ -176,33 +177,6 @@ impl CommandEnv {
 impl fmt::Debug for CommandEnv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("CommandEnv")
-    }
-}
-
-/// The note a tool leaves on its call's audit row ([`CallContext::audit_note`]).
-#[derive(Clone, Debug, Default)]
-pub struct AuditNote(Arc<std::sync::OnceLock<String>>);
-
-impl AuditNote {
-    /// The most bytes of a note kept.
-    pub const MAX_BYTES: usize = 512;
-
-    /// Leaves `note` (cut to [`Self::MAX_BYTES`]); a second note is ignored.
-    pub fn set(&self, note: impl Into<String>) {
-        let mut note = note.into();
-        if note.len() > Self::MAX_BYTES {
-            let mut cut = Self::MAX_BYTES;
-            while !note.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            note.truncate(cut);
-        }
-        let _ = self.0.set(note);
-    }
-
-    /// The note, if the tool left one.
-    pub fn get(&self) -> Option<&str> {
-        self.0.get().map(String::as_str)
     }
 }
 

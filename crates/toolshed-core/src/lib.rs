@@ -27,6 +27,7 @@ pub mod groups;
 mod llm;
 mod loader;
 mod manifest;
+mod note;
 mod output;
 pub mod oversized;
 mod plugin;

@@ -182,7 +182,7 @@ impl Dispatcher {
             duration_ms: duration_ms as i64,
             approval,
             parent: req.parent.clone(),
-            note: req.audit_note.get().map(str::to_string),
+            note: req.audit_note.get(),
         };
         // On disk (the store's audit journal) before the reply leaves, so an acknowledged
         // call always has its row; committed to the log in batches.

@@ -141,8 +141,11 @@ pub(super) async fn run_with_deadline(
     let tool = entry.tool.clone();
     let started = Instant::now();
     // The tool's own spans (its operations) belong to the call's trace.
+    // Retries made on the call's behalf (a remote worker reconnected) reach its audit note.
+    let note = ctx.audit_note.clone();
     let mut task = tokio::spawn(
-        async move { tool.call(ctx, args).await }.instrument(tracing::Span::current()),
+        note.scope(async move { tool.call(ctx, args).await })
+            .instrument(tracing::Span::current()),
     );
     let joined =
         |joined: Result<Result<ToolOutput, ToolError>, tokio::task::JoinError>| match joined {

@@ -55,13 +55,46 @@ pub(super) async fn resolve(
     Ok(addresses)
 }
 
-/// A TCP connection to the first of `addresses` that answers, each given `limit`.
+/// How many times a connection refused or reset at once is tried again: nothing was sent
+/// yet, so this is safe whatever the request (a server restarting, a port not yet open).
+pub(super) const DIAL_RETRIES: u32 = 2;
+
+/// A TCP connection to the first of `addresses` that answers, each given `limit`; when
+/// every address refused at once (not a timeout), tried again [`DIAL_RETRIES`] times after
+/// 250 ms and 500 ms, each retry logged and recorded on the call's audit note.
 pub(super) async fn dial(
     target: &Target,
     addresses: &[SocketAddr],
     limit: Duration,
 ) -> Result<TcpStream, ToolError> {
+    let mut attempt = 0;
+    loop {
+        let (error, timed_out) = match dial_once(target, addresses, limit).await {
+            Ok(stream) => return Ok(stream),
+            Err(failed) => failed,
+        };
+        if timed_out || attempt >= DIAL_RETRIES {
+            return Err(error);
+        }
+        attempt += 1;
+        toolshed_core::AuditNote::record_retry(format!(
+            "connecting to `{}` (attempt {} of {}) after: {error}",
+            target.authority(),
+            attempt + 1,
+            DIAL_RETRIES + 1
+        ));
+        tokio::time::sleep(Duration::from_millis(250) * attempt).await;
+    }
+}
+
+/// One round over `addresses`; the error says whether an address timed out.
+async fn dial_once(
+    target: &Target,
+    addresses: &[SocketAddr],
+    limit: Duration,
+) -> Result<TcpStream, (ToolError, bool)> {
     let mut failures = Vec::new();
+    let mut timed_out = false;
     for address in addresses {
         match tokio::time::timeout(limit, TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
@@ -70,14 +103,20 @@ pub(super) async fn dial(
                 return Ok(stream);
             }
             Ok(Err(e)) => failures.push(format!("{address}: {e}")),
-            Err(_) => failures.push(format!("{address}: no answer within {limit:?}")),
+            Err(_) => {
+                timed_out = true;
+                failures.push(format!("{address}: no answer within {limit:?}"));
+            }
         }
     }
-    Err(ToolError::Failed(format!(
-        "could not connect to `{}` ({}); the server may be down or the port closed. Check the URL, or retry later",
-        target.authority(),
-        failures.join("; ")
-    )))
+    Err((
+        ToolError::Failed(format!(
+            "could not connect to `{}` ({}); the server may be down or the port closed. Check the URL, or retry later",
+            target.authority(),
+            failures.join("; ")
+        )),
+        timed_out,
+    ))
 }
 
 /// TLS for the `https` scheme.

@@ -18,6 +18,10 @@
 //!   the new one.
 //! - **Processes stop with the connection.** When the connection ends, the worker stops
 //!   every process tree it started; handles here report the process ended.
+//! - **Reads survive a dropped connection.** A request that only reads is asked again
+//!   (three times at most, with backoff, within the call's time) when the connection was
+//!   lost or could not be made, and the retry is recorded on the call's audit row; a
+//!   request that changes files never is.
 //! - **Bounded.** Lines are at most [`wire::MAX_LINE`]; the worker serves a bounded number
 //!   of requests at once; each call waits at most the configured time.
 
@@ -112,6 +116,14 @@ impl std::fmt::Debug for RemoteOps {
 
 /// What the worker answered about a sandbox mode.
 type Answer = Result<Option<Enforcement>, OpsError>;
+
+/// The requests that only read, asked again after a transient failure.
+const IDEMPOTENT: [&str; 9] = [
+    "read", "stat", "read_dir", "realpath", "resolve", "glob", "find", "grep", "tree",
+];
+
+/// How many times a request that only reads is asked again.
+const RETRIES: u32 = 3;
 
 /// The longest wait between attempts to connect again.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -214,15 +226,64 @@ impl RemoteOps {
         })
     }
 
-    /// Asks the worker and reads its answer; a set `cancel` flag is passed on.
+    /// Asks the worker and reads its answer; a set `cancel` flag is passed on. A request
+    /// that only reads ([`IDEMPOTENT`]) is asked again, up to [`RETRIES`] times with
+    /// backoff and within the call's time, when the connection was lost or could not be
+    /// made; each retry is logged and recorded on the call's audit note. A request that
+    /// changes files is never repeated: the worker may have applied it before the
+    /// connection dropped.
     fn ask_with<A: Serialize, T: DeserializeOwned>(
         &self,
         op: &str,
         args: A,
         cancel: Option<&crate::search::Cancel>,
     ) -> Result<T, OpsError> {
-        let reply = self.connection()?.call(op, args, self.timeout, cancel)?;
-        self.parse(op, &reply)
+        let idempotent = IDEMPOTENT.contains(&op);
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            let (result, lost) = match self.connection() {
+                Ok(conn) => {
+                    let result = conn.call(op, &args, self.timeout, cancel);
+                    let lost = result.is_err() && !conn.is_alive();
+                    (result, lost)
+                }
+                Err(e) => (Err(e), true),
+            };
+            let e = match result {
+                Ok(reply) => return self.parse(op, &reply),
+                Err(e) => e,
+            };
+            let cancelled = cancel.is_some_and(crate::search::Cancel::is_set);
+            let wait = self.retry_wait(attempt);
+            if !idempotent
+                || !lost
+                || cancelled
+                || attempt >= RETRIES
+                || started.elapsed() + wait >= self.timeout
+            {
+                return Err(e);
+            }
+            attempt += 1;
+            toolshed_core::AuditNote::record_retry(format!(
+                "`{op}` on {} (attempt {} of {}) after: {e}",
+                self.display,
+                attempt + 1,
+                RETRIES + 1
+            ));
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// How long to wait before trying again after `attempt` retries: the backoff, or until
+    /// the link tries to connect again, whichever is later.
+    fn retry_wait(&self, attempt: u32) -> Duration {
+        let backoff = Duration::from_millis(100).saturating_mul(1 << attempt.min(6));
+        let link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        let until_link = link.retry_at.map_or(Duration::ZERO, |at| {
+            at.saturating_duration_since(Instant::now())
+        });
+        backoff.max(until_link + Duration::from_millis(5))
     }
 
     fn ask<A: Serialize, T: DeserializeOwned>(&self, op: &str, args: A) -> Result<T, OpsError> {

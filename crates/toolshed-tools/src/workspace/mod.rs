@@ -235,8 +235,11 @@ impl Tool for WorkspaceTool {
         }
         // The operations' spans belong to the call's trace, on whichever thread they run.
         let span = tracing::Span::current();
+        // Retries of a remote workspace's reads reach the call's audit note from there too.
+        let note = ctx.audit_note.clone();
         let mut work = tokio::task::spawn_blocking(move || {
             let _span = span.entered();
+            let _note = note.enter();
             run(handler, &env, args)
         });
         // The blocking work cannot await the token: cancellation while it runs raises the
