@@ -94,3 +94,82 @@ def test_a_remote_workspaces_reads_are_retried_after_a_transient_failure(toolshe
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+PEEK = """---
+name: peek
+description: Tries to read what it may and what it may not.
+---
+Run scripts/peek.sh with a file to count.
+"""
+
+PEEK_SH = """echo "own: $(sed -n 2p "$SKILL_DIR/SKILL.md")"
+echo "secret: $(cat secret.txt 2>/dev/null || echo unreadable)"
+echo "data: $(cat data/rows.csv 2>/dev/null || echo unreadable)"
+echo "state: $(ls "$TOOLSHED_HOME" 2>/dev/null | head -1 || true)"
+(echo x > data/new) 2>/dev/null && echo "write: wrote" || echo "write: refused"
+echo "args: $*"
+exit "${EXIT:-0}"
+"""
+
+
+def test_a_skills_script_reads_its_own_folder_and_what_is_granted_nothing_else(toolshed_bin, workspace, home, tmp_path):
+    """Neta's sandboxed skills: through `skill_run`, a skill's script reads its folder
+    (even in .toolshed/skills) and the workspace folders granted read-only; nothing else."""
+    import json
+    import subprocess
+
+    skill = workspace / ".claude" / "skills" / "peek"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(PEEK)
+    (skill / "scripts" / "peek.sh").write_text(PEEK_SH)
+    inner = workspace / ".toolshed" / "skills" / "inner"
+    inner.mkdir(parents=True)
+    (inner / "SKILL.md").write_text(PEEK.replace("name: peek", "name: inner"))
+    (inner / "peek.sh").write_text(PEEK_SH)
+    (workspace / "secret.txt").write_text("top secret\n")
+    (workspace / "data").mkdir()
+    (workspace / "data" / "rows.csv").write_text("a,b\n")
+    (workspace / "elsewhere").symlink_to(home)
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), "PATH": os.environ["PATH"]}
+
+    def run_skill(arguments, **more_env):
+        done = subprocess.run(
+            [toolshed_bin, "--workspace", str(workspace), "call", "skill_run", "--json", "--args", json.dumps(arguments)],
+            env={**env, **more_env}, capture_output=True, text=True, timeout=60,
+        )
+        return done, (json.loads(done.stdout) if done.stdout.startswith("{") else None)
+
+    done, out = run_skill({"name": "peek", "script": "scripts/peek.sh", "args": ["x y"]})
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = out["structured"]["stdout"]
+    assert "own: name: peek" in said, said
+    assert "secret: unreadable" in said and "data: unreadable" in said, said
+    assert "state: \n" in said or said.count("state:") == 1 and "toolshed.db" not in said, said
+    assert "args: x y" in said, said
+
+    done, out = run_skill({"name": "peek", "script": "scripts/peek.sh", "read": ["data"]})
+    said = out["structured"]["stdout"]
+    assert "data: a,b" in said and "write: refused" in said and "secret: unreadable" in said, said
+    assert not (workspace / "data" / "new").exists()
+
+    # A skill in .toolshed/skills (which commands never see) runs and reads its folder.
+    done, out = run_skill({"name": "inner", "script": "peek.sh"})
+    assert "own: name: inner" in out["structured"]["stdout"], out
+
+    # A failing script is an error result with its exit code.
+    done, out = run_skill({"name": "peek", "script": "scripts/peek.sh"}, EXIT="3")
+    assert out["is_error"] and out["structured"]["exit_code"] == 3, out
+
+    # What cannot be granted is refused, naming it; nothing runs.
+    for read, why in ((["."], "whole workspace"), ([".toolshed/skills"], "toolshed's own"),
+                      (["elsewhere"], "symbolic link"), (["data/rows.csv"], "is a file"), (["../x"], "read")):
+        done, out = run_skill({"name": "peek", "script": "scripts/peek.sh", "read": read})
+        text = done.stdout + done.stderr
+        assert done.returncode != 0 and why in text, (read, text)
+    done, out = run_skill({"name": "peek", "script": "../../../secret.txt"})
+    assert done.returncode != 0 and "no script" in done.stdout + done.stderr
+
+    # Where commands run with full access, a skill's script is still confined.
+    done, out = run_skill({"name": "peek", "script": "scripts/peek.sh"}, TOOLSHED_SANDBOX__MODE="full-access")
+    assert done.returncode == 0 and "secret: unreadable" in out["structured"]["stdout"], done.stdout + done.stderr

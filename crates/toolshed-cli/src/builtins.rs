@@ -47,6 +47,10 @@ pub(crate) fn register(
         keyless_fallback: config.web.keyless_fallback(),
     };
     let skills = skill_roots(workspace, data_dir);
+    // As the sandbox names it: the folders granted to a skill's script are inside it.
+    #[allow(clippy::disallowed_methods)]
+    let skills_workspace =
+        std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let plugins: PluginsCell = Arc::default();
     let plugin_skills = plugin_skill_roots(plugins.clone());
     // The order is the plugin list's: the core family, downloads, mail, asking the user,
@@ -74,10 +78,15 @@ pub(crate) fn register(
     }
     builder = builder
         .plugins(|services| vec![toolshed_js::code_plugin(services)])
-        .plugins(move |_| {
+        .plugins(move |services| {
+            let runner = toolshed_tools::skills::ScriptRunner {
+                process: services.ops.process.clone(),
+                workspace: skills_workspace.clone(),
+            };
             vec![toolshed_tools::skills::plugin_with(
                 skills.clone(),
                 Some(plugin_skills.clone()),
+                Some(runner),
             )]
         });
     #[cfg(feature = "lsp")]

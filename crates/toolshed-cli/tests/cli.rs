@@ -468,6 +468,7 @@ const CATALOG: &[(&str, &str, &str, &str)] = &[
     ("lsp_rename", "lsp", "medium", "-d--"),
     ("skill_list", "skills", "low", "r-i-"),
     ("skill_load", "skills", "low", "r-i-"),
+    ("skill_run", "skills", "medium", "r---"),
     ("webhook_send", "webhook", "medium", "---o"),
     ("workspace_delete", "workspace", "high", "-di-"),
     ("workspace_edit", "workspace", "medium", "-d--"),

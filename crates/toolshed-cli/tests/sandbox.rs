@@ -945,6 +945,39 @@ fn the_helper_refuses_loader_variables_of_its_own_and_closes_stray_descriptors()
     assert!(fds.iter().any(|fd| fd == "2"), "{fds:?}");
 }
 
+#[test]
+fn a_revealed_folder_inside_a_hidden_workspace_is_shown_only_without_a_link_on_the_way() {
+    // A skill's script: the workspace hidden but for what was granted. A granted path that
+    // is a link (swapped in by the workspace's own commands) to a folder inside another
+    // hidden place (toolshed's data, a secret) shows nothing.
+    let setup = Setup::new("");
+    let ws = setup.path("ws");
+    std::fs::create_dir_all(ws.join("granted")).unwrap();
+    std::fs::write(ws.join("granted/a.txt"), "granted").unwrap();
+    std::fs::write(ws.join("secret.txt"), "secret").unwrap();
+    let kept = setup.path("kept");
+    std::fs::create_dir_all(kept.join("sub")).unwrap();
+    std::fs::write(kept.join("sub/b.txt"), "kept").unwrap();
+    std::os::unix::fs::symlink(kept.join("sub"), ws.join("link")).unwrap();
+    let ws_arg = ws.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed-sandbox"))
+        .args(["sandbox-exec", "--mode", "read-only", "--network", "off"])
+        .args(["--workspace", &ws_arg, "--tmp-bytes", "1048576", "--min-landlock-abi", "0"])
+        .args(["--deny", &kept.display().to_string(), "--deny", &ws_arg])
+        .args(["--reveal", &format!("{ws_arg}/granted")])
+        .args(["--reveal", &format!("{ws_arg}/link")])
+        .args(["--", "sh", "-c"])
+        .arg("cat granted/a.txt; echo; cat secret.txt link/b.txt \"$0/sub/b.txt\" 2>&1 | grep -c -e 'No such' -e 'denied'")
+        .arg(kept.display().to_string())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("granted\n3"), "{out:?}");
+}
+
 /// How a tool that is not read-only is held to `read-only` (the table test below).
 enum Holds {
     /// It writes workspace files: called with these arguments, it is refused by the

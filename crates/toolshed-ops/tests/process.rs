@@ -549,6 +549,16 @@ async fn children_get_their_own_session() {
 }
 
 #[test]
+fn a_confined_command_is_never_run_without_a_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut request = sh("echo ran > ran.txt");
+    request.confined = true;
+    let err = local(dir.path()).spawn(&request).unwrap_err().to_string();
+    assert!(err.contains("confined"), "{err}");
+    assert!(!dir.path().join("ran.txt").exists());
+}
+
+#[test]
 fn the_memory_backend_refuses_to_spawn() {
     let err = MemoryOps::new()
         .spawn(&SpawnRequest::new("true"))

@@ -184,6 +184,11 @@ pub struct SpawnRequest {
     /// paths its sandbox keeps read-only, or the only ones it leaves writable. Ignored
     /// without a sandbox (full access).
     pub write_scope: toolshed_core::WriteScope,
+    /// Confined to what it is shown: the workspace and the home directory are hidden but
+    /// for the `revealed` directories (a skill's script sees its own folder and what was
+    /// granted, nothing else of the user's), and it has no network. Refused where no
+    /// sandbox runs (full access, a remote workspace): never run unconfined.
+    pub confined: bool,
 }
 
 impl SpawnRequest {
@@ -205,6 +210,7 @@ impl SpawnRequest {
             visible: Vec::new(),
             revealed: Vec::new(),
             write_scope: toolshed_core::WriteScope::default(),
+            confined: false,
         }
     }
 

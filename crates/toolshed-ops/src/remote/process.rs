@@ -167,6 +167,14 @@ struct Spawned {
 impl ProcessOps for RemoteOps {
     fn spawn(&self, request: &SpawnRequest) -> Result<Process, OpsError> {
         request.validate()?;
+        if request.confined {
+            return Err(OpsError::Spawn {
+                program: request.program.clone(),
+                message: "a command confined to the folders it was given (a skill's script) \
+                          cannot run on a remote workspace yet: its folders are on this machine"
+                    .into(),
+            });
+        }
         let wire = WireSpawn {
             program: request.program.clone(),
             args: request.args.clone(),

@@ -21,8 +21,11 @@ use toolshed_core::{
     ToolOutput, ToolSpec,
 };
 
+mod run;
 #[cfg(test)]
 mod tests;
+
+pub use run::ScriptRunner;
 
 /// The plugin's id.
 pub const PLUGIN_ID: &str = "system.skills";
@@ -329,6 +332,8 @@ struct SkillsPlugin {
 
 struct SkillLibrary {
     roots: Vec<SkillRoot>,
+    /// Where `skill_run` starts scripts; `None`: it refuses.
+    runner: Option<ScriptRunner>,
     /// Roots that come and go: the `skills/` folders of the plugins running now.
     more: Option<MoreRoots>,
 }
@@ -340,6 +345,7 @@ pub type MoreRoots = Arc<dyn Fn() -> Vec<SkillRoot> + Send + Sync>;
 enum Kind {
     List,
     Load,
+    Run,
 }
 
 struct SkillTool {
@@ -350,12 +356,21 @@ struct SkillTool {
 
 /// The `system.skills` plugin over `roots`, in the order a name is looked up.
 pub fn plugin(roots: Vec<SkillRoot>) -> Arc<dyn Plugin> {
-    plugin_with(roots, None)
+    plugin_with(roots, None, None)
 }
 
-/// [`plugin`], with `more` roots asked for at every call (plugins' `skills/` folders).
-pub fn plugin_with(roots: Vec<SkillRoot>, more: Option<MoreRoots>) -> Arc<dyn Plugin> {
-    let library = Arc::new(SkillLibrary { roots, more });
+/// [`plugin`], with `more` roots asked for at every call (plugins' `skills/` folders), and
+/// the `runner` `skill_run` starts scripts with (`None`: it refuses).
+pub fn plugin_with(
+    roots: Vec<SkillRoot>,
+    more: Option<MoreRoots>,
+    runner: Option<ScriptRunner>,
+) -> Arc<dyn Plugin> {
+    let library = Arc::new(SkillLibrary {
+        roots,
+        runner,
+        more,
+    });
     let tool = |spec: ToolSpec, kind: Kind| -> Arc<dyn Tool> {
         Arc::new(SkillTool {
             spec: spec.group("skills").annotations(ToolAnnotations::PURE),
@@ -382,6 +397,28 @@ pub fn plugin_with(roots: Vec<SkillRoot>, more: Option<MoreRoots>) -> Arc<dyn Pl
             .input_schema(crate::args::schema::<LoadArgs>()),
             Kind::Load,
         ),
+        Arc::new(SkillTool {
+            spec: {
+                let mut spec = ToolSpec::new(
+                    "skill_run",
+                    "Run a skill's script confined: it reads its own folder and the workspace folders given in `read`, nothing else; no network.",
+                )
+                .title("Run a skill's script")
+                .group("skills")
+                .input_schema(crate::args::schema::<run::RunArgs>())
+                // It changes nothing of the workspace (a read-only sandbox), yet runs code.
+                .annotations(ToolAnnotations {
+                    read_only: true,
+                    destructive: false,
+                    idempotent: false,
+                    open_world: false,
+                });
+                spec.danger = toolshed_core::Danger::Medium;
+                spec
+            },
+            kind: Kind::Run,
+            library: library.clone(),
+        }),
     ];
     let mut manifest = PluginManifest::new(
         PLUGIN_ID,
@@ -442,10 +479,21 @@ impl Tool for SkillTool {
 
     async fn call(
         &self,
-        _ctx: toolshed_core::CallContext,
+        ctx: toolshed_core::CallContext,
         args: Value,
     ) -> Result<ToolOutput, ToolError> {
         match self.kind {
+            Kind::Run => {
+                let args: run::RunArgs = crate::args::parse(args)?;
+                let Some(runner) = &self.library.runner else {
+                    return Err(ToolError::Unconfigured {
+                        message: "this host runs no commands, so skills' scripts cannot run".into(),
+                        variables: Vec::new(),
+                    });
+                };
+                let skill = self.library.find(args.name.trim()).await?;
+                run::run(runner, &skill, args, &ctx).await
+            }
             Kind::List => {
                 let _: ListArgs = crate::args::parse(args)?;
                 let (skills, problems) = self.library.read().await;

@@ -416,6 +416,17 @@ impl ProcessOps for LocalProcessOps {
         let plan = self
             .plan(request.sandbox, request.escalation_approved)
             .inspect_err(|_| remove_cgroup(&cgroup))?;
+        if plan.is_none() && request.confined {
+            remove_cgroup(&cgroup);
+            return Err(OpsError::Spawn {
+                program: program.into(),
+                message: "this command must run confined to the folders it was given (a \
+                          skill's script), and commands run without a sandbox here \
+                          (full-access); choose [sandbox] mode = \"workspace-write\" or \
+                          \"read-only\" to run it"
+                    .into(),
+            });
+        }
         if plan.is_none() && !request.write_scope.is_empty() {
             remove_cgroup(&cgroup);
             return Err(OpsError::Spawn {
@@ -459,6 +470,11 @@ impl ProcessOps for LocalProcessOps {
                 sandbox.policy.read_only = scoped.read_only;
                 sandbox.policy.write_only = scoped.write_only;
                 sandbox.policy.denied.extend(scoped.hidden);
+                if request.confined {
+                    // Last, so that it covers what was hidden inside it; the revealed
+                    // directories are brought back into it.
+                    sandbox.policy.denied.push(sandbox.policy.workspace.clone());
+                }
                 if let Some(hosts) = &request.network_hosts {
                     // A network of its own: not the one every command joins.
                     sandbox.policy.joined_network = None;
