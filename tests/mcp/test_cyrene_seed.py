@@ -128,3 +128,48 @@ def test_a_complex_tool_runs_as_a_job_or_a_task_by_default_and_shows_its_grade(s
             assert done["status"] == "completed" and "digested 2 characters" in text(done["result"]), done
 
     asyncio.run(asyncio.wait_for(over_tasks(), 60))
+
+
+NOTES = Path(__file__).resolve().parents[1] / "fixtures" / "seed-plugins" / "cyrene-notes"
+
+
+def test_the_plugin_folders_give_tools_default_config_and_resources(server, toolshed_bin, home, workspace, tmp_path):
+    """Cyrene's folder convention: tools/ (definitions as files), config/ (defaults) and
+    resources/ (offered as MCP resources), read beside the manifest."""
+    import shutil
+
+    done = cli(toolshed_bin, home, workspace, "plugins", "install", str(NOTES))
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(cli(toolshed_bin, home, workspace, "tools", "list", "--json").stdout)
+    by_name = {t["name"]: t for t in listed}
+    assert by_name["note_count"]["input_schema"]["required"] == ["text"], by_name["note_count"]
+    shown = cli(toolshed_bin, home, workspace, "plugins", "config", "cyrene-notes")
+    assert shown.returncode == 0, shown.stderr
+    assert "Hello" in shown.stdout and "punctuation" in shown.stdout, shown.stdout
+
+    async def over_mcp():
+        async with Client(server(), mode="legacy") as client:
+            greeted = await client.call_tool("note_greet", {"name": "Ada"})
+            assert greeted.content[0].text == "Hello, Ada!", greeted.content
+            resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+            guide = "toolshed://plugins/cyrene-notes/guide.md"
+            sample = "toolshed://plugins/cyrene-notes/data/sample.csv"
+            assert guide in resources and sample in resources, sorted(resources)
+            assert resources[sample].mime_type == "text/csv"
+            read = await client.read_resource(guide)
+            assert "Greet with note_greet" in read.contents[0].text
+            try:
+                await client.read_resource("toolshed://plugins/cyrene-notes/../plugin.json")
+            except MCPError as e:
+                return str(e)
+            raise AssertionError("a path out of resources/ was read")
+
+    refused = asyncio.run(asyncio.wait_for(over_mcp(), 30))
+    assert "plugin.json" in refused, refused
+
+    # A bad definition stops the plugin with the file named, as a bad manifest does.
+    broken = tmp_path / "broken"
+    shutil.copytree(NOTES, broken)
+    (broken / "tools" / "bad.json").write_text('{"description": "no name"}')
+    done = cli(toolshed_bin, home, workspace, "plugins", "install", str(broken), "--force")
+    assert done.returncode != 0 and "tools/bad.json" in done.stderr, done.stderr

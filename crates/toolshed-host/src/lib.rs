@@ -18,8 +18,9 @@
 //!
 //! The concepts an embedder or a door names by module are public modules: [`config`] (the
 //! layered configuration and every section's type), [`config_fields`] (plugin config
-//! values checked against their fields), [`install`], [`manifest`] and [`registry`] (plugins
-//! found, installed, loaded and listed), [`shipped`] (the tools a plugin last served),
+//! values checked against their fields), [`install`], [`manifest`], [`plugin_folders`]
+//! and [`registry`] (plugins found, installed, loaded and listed), [`shipped`] (the tools a
+//! plugin last served),
 //! [`tool_search`] (BM25 over the catalog), [`library`] (plugins' resources and prompts),
 //! [`policy`] (its rules and decisions), [`approvals`] and [`questions`] (calls that wait
 //! for a person), [`identity`] and [`oauth`] (who calls), [`memory`], [`jobs`] and
@@ -53,6 +54,7 @@ pub mod library;
 pub mod manifest;
 pub mod memory;
 pub mod oauth;
+pub mod plugin_folders;
 pub mod plugins_manage;
 pub mod policy;
 pub mod private_file;

@@ -150,9 +150,15 @@ fn parse_inspected(path: &Path, text: &str) -> Result<Inspection, ManifestError>
         };
         with_id(ManifestError::new(path, field, e.into_inner().to_string()))
     })?;
+    let mut manifest = manifest;
+    // The folders beside the manifest (`tools/`, `config/`), for a manifest in a plugin's
+    // directory.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        crate::plugin_folders::apply(&mut manifest, dir)
+            .map_err(|p| with_id(ManifestError::new(path, p.file, p.problem)))?;
+    }
     check_manifest(&manifest)
         .map_err(|(field, problem)| with_id(ManifestError::new(path, field, problem)))?;
-    let mut manifest = manifest;
     node_requirement(&mut manifest, path.parent());
     Ok(Inspection {
         manifest,

@@ -263,9 +263,17 @@ impl Registry {
                 .slots
                 .iter()
                 .filter(|slot| plugin_ids.contains(slot.id()))
-                .filter_map(|slot| {
-                    let library = slot.running()?.plugin.library()?;
-                    Some((slot.id().to_string(), library))
+                .flat_map(|slot| {
+                    let running = slot.running();
+                    let own = running.and_then(|r| r.plugin.library());
+                    // A `resources/` folder beside the manifest, while the plugin runs.
+                    let folder = running
+                        .and(slot.dir())
+                        .and_then(|dir| crate::plugin_folders::FolderLibrary::of(slot.id(), dir))
+                        .map(|l| Arc::new(l) as Arc<dyn toolshed_core::Library>);
+                    own.into_iter()
+                        .chain(folder)
+                        .map(|library| (slot.id().to_string(), library))
                 })
                 .collect()
         }))

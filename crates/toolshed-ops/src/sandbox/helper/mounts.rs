@@ -156,3 +156,56 @@ pub(super) fn scope_writes(args: &Args) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The directories inside the hidden paths the command may read (`--reveal`), opened
+/// before anything is mounted: only what lies inside a hidden path, never one itself or
+/// what holds one.
+pub(super) fn open_revealed(args: &Args) -> Vec<(PathBuf, OwnedFd)> {
+    let mut revealed: Vec<(PathBuf, OwnedFd)> = Vec::new();
+    #[allow(clippy::disallowed_methods)]
+    let hidden: Vec<PathBuf> = args
+        .denied
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+    for given in &args.revealed {
+        if !given.is_absolute() {
+            continue;
+        }
+        // Compared with the hidden paths, which are canonical.
+        #[allow(clippy::disallowed_methods)]
+        let Ok(path) = given.canonicalize() else {
+            continue;
+        };
+        // Inside the workspace, only a path with no link on the way.
+        if given.starts_with(&args.workspace) != path.starts_with(&args.workspace)
+            || (given.starts_with(&args.workspace) && path != *given)
+        {
+            continue;
+        }
+        // Only what lies inside a hidden path, never one itself or what holds one.
+        if hidden.iter().any(|h| h.starts_with(&path)) {
+            continue;
+        }
+        // One inside the workspace (a folder granted to a skill's script) is opened
+        // without following any link: a link the workspace's commands could swap in
+        // since it was resolved would lead out of what was granted.
+        let flags =
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
+        let opened = if path.starts_with(&args.workspace) {
+            rustix::fs::openat2(
+                rustix::fs::CWD,
+                &path,
+                flags,
+                rustix::fs::Mode::empty(),
+                rustix::fs::ResolveFlags::NO_SYMLINKS,
+            )
+        } else {
+            rustix::fs::open(&path, flags, rustix::fs::Mode::empty())
+        };
+        if let Ok(fd) = opened {
+            revealed.push((path, fd));
+        }
+    }
+    revealed
+}
