@@ -383,3 +383,53 @@ def test_a_plugin_granted_shell_env_adds_its_variables_to_commands(serve, toolsh
     status, ran = request(f"{base}/api/v1/tools/exec_command/execute", alice, "POST",
                           {"arguments": {"cmd": "echo \"[$DSH_GREETING]\""}})
     assert status == 200 and "[]" in ran["content"][0]["text"], ran
+
+
+def test_write_stdin_waits_for_the_prompt_and_terminal_sessions_are_listed_and_stopped_as_jobs(serve, token_for):
+    """The harness's terminal readiness: write_stdin answers when the shell shows its
+    prompt again, not at the first short silence, and says so; a terminal session is
+    listed over REST with the tool that stops it, and stopped there through the pipeline."""
+    from test_approvals import request
+
+    url, admin = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    alice = token_for("alice")
+
+    async def main():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {alice}"})
+        client = Client(streamable_http_client(url, http_client=http), mode="legacy")
+        async with http, client:
+            started = await client.call_tool("exec_command", {
+                "cmd": "bash --norc --noprofile -i", "tty": True, "yield_ms": 3000})
+            session = started.structured_content["session_id"]
+            # Output, a pause longer than the old 50 ms settle, more output, then the prompt.
+            typed = await client.call_tool("write_stdin", {
+                "session_id": session, "chars": "echo first; sleep 0.4; echo second\n", "yield_ms": 10000})
+            said = text(typed)
+            assert "first" in said and "second" in said, said
+            terminal = typed.structured_content["terminal"]
+            assert terminal["state"] == "ready" and terminal["prompt"].endswith(("$ ", "# ")), terminal
+            assert "ready for input" in said, said
+            # A program that shows no prompt: the wait ends when it goes quiet.
+            quiet = await client.call_tool("write_stdin", {"session_id": session, "chars": "cat\n", "yield_ms": 10000})
+            assert quiet.structured_content["terminal"]["state"] == "quiet", quiet.structured_content
+
+            status, listed = await asyncio.to_thread(request, f"{base}/api/v1/running?kind=command_session", alice)
+            assert status == 200, listed
+            item = next(r for r in listed["running"] if r["id"] == str(session))
+            assert item["running"] and item["stop_tool"] == "command_run_terminate", item
+            status, stopped = await asyncio.to_thread(
+                request, f"{base}/api/v1/running/system.exec_command/{session}/stop", alice, "POST")
+            assert status == 200, stopped
+            status, listed = await asyncio.to_thread(request, f"{base}/api/v1/running?kind=command_session", alice)
+            item = next(r for r in listed["running"] if r["id"] == str(session))
+            assert not item["running"], item
+            # Another owner's session is not theirs to stop.
+            bob = token_for("bob")
+            status, refused = await asyncio.to_thread(
+                request, f"{base}/api/v1/running/system.exec_command/{session}/stop", bob, "POST")
+            assert status == 404, refused
+
+    run(main())
+    status, audit = request(f"{base}/api/v1/audit?tool=command_run_terminate&limit=5", admin)
+    assert any(r["owner"] == "alice" for r in audit["audit"]), audit

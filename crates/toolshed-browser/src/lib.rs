@@ -157,6 +157,10 @@ impl Plugin for BrowserPlugin {
                         "idle_secs": s.idle().as_secs(),
                         "lost": lost,
                     }),
+                    stop: Some(toolshed_core::StopCall {
+                        tool: "browser_close".into(),
+                        arguments: serde_json::json!({"session": s.id}),
+                    }),
                 }
             })
             .collect()

@@ -60,7 +60,8 @@ pub use manifest::{
 pub use output::{Content, ToolOutput, counted};
 pub use oversized::OversizedArgument;
 pub use plugin::{
-    BuiltinPlugin, Health, Library, Plugin, PluginError, ResourceUpdated, Running, SyncTool, Tool,
+    BuiltinPlugin, Health, Library, Plugin, PluginError, ResourceUpdated, Running, StopCall,
+    SyncTool, Tool,
 };
 pub use ports::{PortDirectory, ProxyTarget};
 pub use spec::{Complexity, Danger, Plane, ToolAnnotations, ToolSpec, ToolText};

@@ -145,6 +145,18 @@ pub struct Running {
     pub started_ms: Option<i64>,
     /// The rest, as its list tool describes it (exit code, port, terminal size).
     pub fields: Value,
+    /// The call that stops it, made through the pipeline as its owner (`POST
+    /// /api/v1/running/{plugin}/{id}/stop`); `None` when it cannot be stopped so.
+    pub stop: Option<StopCall>,
+}
+
+/// A tool call that stops a running item ([`Running::stop`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StopCall {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Value,
 }
 
 /// What a plugin offers besides tools: MCP resources, resource templates and prompts, in

@@ -192,6 +192,7 @@ fn app_draining(
         )
         .route("/running", get(api::running))
         .route("/running/{plugin}/{id}/output", get(api::running_output))
+        .route("/running/{plugin}/{id}/stop", post(api::stop_running))
         .route("/events", get(stream::sse))
         .route("/events/ws", get(stream::ws))
         .route("/openapi.json", get(openapi::serve))

@@ -47,7 +47,7 @@ pub(crate) use plugins::{
     get_grants, install, pause, plugin, plugin_health, plugin_icon, plugin_tools, plugins, reload,
     resume, uninstall, verify,
 };
-pub(crate) use running::{RunningFilter, output as running_output, running};
+pub(crate) use running::{RunningFilter, output as running_output, running, stop as stop_running};
 pub(crate) use spaces::{PluginExecute, execute as execute_in_plugin};
 pub(crate) use tools::door_span;
 pub(crate) use tools::{

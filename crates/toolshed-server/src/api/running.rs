@@ -77,3 +77,46 @@ pub(crate) async fn output(
         output,
     }))
 }
+
+/// `POST /running/{plugin}/{id}/stop`: stops it with the call its plugin names (a command
+/// session's `command_run_terminate`, a process's `process_stop`, a browser page's
+/// `browser_close`), made through the pipeline as its owner — reviewed, checked by policy
+/// and audited like any call — and answered as `POST /tools/{name}/execute` is.
+pub(crate) async fn stop(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: axum::http::HeaderMap,
+    Path((plugin, id)): Path<(String, String)>,
+) -> Result<axum::response::Response, ApiError> {
+    let (_, item) = state
+        .host
+        .plugins()
+        .running()
+        .await
+        .into_iter()
+        .find(|(p, r)| *p == plugin && r.id == id)
+        .filter(|(_, r)| sees(caller.as_deref(), &r.owner))
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "nothing running with id `{id}` in plugin `{plugin}`; GET /api/v1/running lists them"
+            ))
+        })?;
+    let Some(stop) = item.stop else {
+        return Err(ApiError::conflict(format!(
+            "`{id}` of plugin `{plugin}` cannot be stopped from here; its plugin's tools stop it"
+        )));
+    };
+    let mut call = toolshed_host::CallRequest::new(
+        stop.tool,
+        stop.arguments,
+        OwnerId::new(item.owner),
+        "rest",
+    );
+    call.caller_tools = caller.as_deref().and_then(|c| c.tools.clone());
+    call.credential = caller.as_deref().and_then(|c| c.token_id.clone());
+    let route = super::tools::Route {
+        sync: "/api/v1/running/{plugin}/{id}/stop",
+        job: "/api/v1/running/{plugin}/{id}/stop (job)",
+    };
+    super::tools::answer(&state, call, false, Box::new(()), &headers, route).await
+}

@@ -68,6 +68,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/todos"),
     ("GET", "/schedules"),
     ("GET", "/stats"),
+    ("POST", "/running/{plugin}/{id}/stop"),
     ("GET", "/env"),
     ("PUT", "/env"),
     ("DELETE", "/env"),

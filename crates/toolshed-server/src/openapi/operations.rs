@@ -341,6 +341,15 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .param(path_param("id", "Its id, e.g. p1"))
             .respond("200", json_response("The item and its output", r.of::<RunningOutput>()))
             .respond("404", not_found()),
+        op("POST", "/running/{plugin}/{id}/stop", "stopRunning", "Stop one running item (a command session, a background process, a browser page) with the call its plugin names, made through the pipeline as its owner and audited")
+            .param(path_param("plugin", "The plugin keeping it, e.g. system.exec_command"))
+            .param(path_param("id", "Its id, e.g. 3"))
+            .respond("200", json_response("The stop call's result", r.of::<CallResult>()))
+            .respond("403", error_response("Denied by review or policy, or needs approval"))
+            .respond("404", not_found())
+            .respond("409", conflict())
+            .respond("429", error_response("A quota is used up"))
+            .respond("500", error_response("A bug in toolshed")),
         op("GET", "/events", "streamEvents", "Server-Sent Events: job.started, job.progress, job.finished, job.failed, job.cancelled, plugin.state_changed. Resume with Last-Event-ID")
             .params(query_of::<EventQuery>())
             .respond("200", json!({"description": "An endless event stream; each event's `data` is an Event as JSON (or, with `event: events.missed`, a notice that events were missed)", "content": {"text/event-stream": {"schema": {

@@ -206,6 +206,9 @@ pub(crate) struct Running {
     pub started_ms: Option<i64>,
     /// The rest, as its list tool describes it (exit code, port, terminal).
     pub fields: Value,
+    /// The tool `POST /running/{plugin}/{id}/stop` calls to stop it, if it can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_tool: Option<String>,
 }
 
 impl Running {
@@ -219,6 +222,7 @@ impl Running {
             running: running.running,
             started_ms: running.started_ms,
             fields: running.fields,
+            stop_tool: running.stop.map(|s| s.tool),
         }
     }
 }

@@ -15,6 +15,7 @@ use toolshed_ops::process::{OutputLimits, SpawnRequest, Stdin, Stop, Stream, Tty
 use toolshed_ops::sandbox::SandboxMode;
 use toolshed_ops::{ProcessOps, Services};
 
+use super::readiness::{QUIET_WITHOUT_PROMPT, Readiness, prompt_of};
 use super::sessions::{NewSession, Session, SessionTable};
 use super::shell::ShellTable;
 use super::spec::{
@@ -139,6 +140,10 @@ impl Plugin for ExecPlugin {
                     .ok()
                     .and_then(|d| i64::try_from(d.as_millis()).ok()),
                 fields: json!({"session_id": s.id, "tty": s.tty, "pid": s.process.pid()}),
+                stop: Some(toolshed_core::StopCall {
+                    tool: "command_run_terminate".into(),
+                    arguments: json!({"session_id": s.id}),
+                }),
             })
             .collect()
     }
@@ -540,28 +545,43 @@ async fn write_stdin(
     } else {
         0
     };
-    settle(&session, ctx, yield_for, before + echo).await?;
-    Ok(reply(&session, budget(args.max_output_bytes)))
+    let readiness = settle(&session, ctx, yield_for, before + echo).await?;
+    let mut output = reply(&session, budget(args.max_output_bytes));
+    if let Some(Value::Object(fields)) = &mut output.structured {
+        fields.insert("terminal".into(), readiness.to_json());
+    }
+    if let (Readiness::Ready(prompt), Some(toolshed_core::Content::Text { text })) =
+        (&readiness, output.content.first_mut())
+    {
+        text.push_str(&format!(
+            "\n[ready for input: the prompt `{}` is shown]",
+            prompt.trim_end()
+        ));
+    }
+    Ok(output)
 }
 
-/// Waits until output beyond `answer_from` (past what was there before the write, and past
-/// a terminal's echo of it) arrived and then went quiet for [`SETTLE`], the process ended,
-/// or `window` passed.
+/// Waits until the session answered what was typed (output beyond `answer_from`: past
+/// what was there before the write, and past a terminal's echo of it) and is ready for
+/// more: its output ends with a prompt. A pipe's answer ends at the first quiet spell of
+/// [`SETTLE`]; a terminal's at a prompt, or after [`QUIET_WITHOUT_PROMPT`] of quiet with
+/// none. Also ends when the process exits or `window` passes.
 async fn settle(
     session: &Session,
     ctx: &CallContext,
     window: Duration,
     answer_from: u64,
-) -> Result<(), ToolError> {
+) -> Result<Readiness, ToolError> {
     let started = Instant::now();
     let mut seen = session.process.output_len(Stream::Combined);
+    let mut quiet_since = Instant::now();
     loop {
         if session.process.exit().is_some() {
-            return Ok(());
+            return Ok(Readiness::Exited);
         }
         let left = window.saturating_sub(started.elapsed());
         if left.is_zero() {
-            return Ok(());
+            return Ok(prompt_of(session).map_or(Readiness::Busy, Readiness::Ready));
         }
         let answered = seen > answer_from;
         let wait = if answered { left.min(SETTLE) } else { left };
@@ -569,8 +589,14 @@ async fn settle(
             chunk = session.process.read_wait(Stream::Combined, seen, 1, wait) => {
                 if chunk.total > seen {
                     seen = chunk.total;
+                    quiet_since = Instant::now();
                 } else if answered {
-                    return Ok(());
+                    if let Some(prompt) = prompt_of(session) {
+                        return Ok(Readiness::Ready(prompt));
+                    }
+                    if !session.tty || quiet_since.elapsed() >= QUIET_WITHOUT_PROMPT {
+                        return Ok(Readiness::Quiet);
+                    }
                 }
             }
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),

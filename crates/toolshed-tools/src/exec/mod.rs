@@ -20,6 +20,7 @@ use toolshed_ops::sandbox::SandboxMode;
 mod close;
 mod command;
 mod process;
+mod readiness;
 mod sessions;
 mod shell;
 mod spec;

@@ -189,6 +189,10 @@ impl Plugin for ProcessPlugin {
                     .ok()
                     .and_then(|d| i64::try_from(d.as_millis()).ok()),
                 fields: Value::Object(describe(item)),
+                stop: Some(toolshed_core::StopCall {
+                    tool: "process_stop".into(),
+                    arguments: serde_json::json!({"id": item.id}),
+                }),
             })
             .collect()
     }
