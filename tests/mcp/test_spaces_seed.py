@@ -147,3 +147,56 @@ def test_a_codex_hook_speaks_codexs_protocol_beside_claude_codes(serve, home, wo
     assert "transcript_path" in post and post["tool_response"]["is_error"] is False, post
     status, body = request(f"{base}/api/v1/tools/calculator/execute", token, "POST", {"arguments": {"expression": "2+2"}})
     assert status == 403 and "no fours" in body["error"]["message"], body
+
+
+def send(url, token, body, content_type, method="POST"):
+    import json
+    import urllib.request
+
+    req = urllib.request.Request(url, data=body, method=method,
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            raw = response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, raw
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def test_an_upload_lands_in_the_workspace_with_a_url_and_a_path_tools_can_use(serve, token_for, workspace):
+    """Agent Spaces' /api/v1/upload: bytes or a form, stored under uploads/ with a fresh
+    safe name, answered with a workspace path and a download URL."""
+    import hashlib
+    import json
+
+    url, admin = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    alice = token_for("alice")
+
+    data = b"a,b\n1,2\n"
+    status, headers, raw = send(f"{base}/api/v1/upload?name=../../report%20(1).csv", alice, data, "application/octet-stream")
+    assert status == 201, raw
+    stored = json.loads(raw)
+    assert stored["path"].startswith("uploads/") and stored["path"].endswith("-report__1_.csv"), stored
+    assert stored["size"] == len(data) and stored["sha256"] == hashlib.sha256(data).hexdigest(), stored
+    assert stored["owner"] == "alice" and headers["location"] == stored["url"], (stored, headers)
+    assert (workspace / stored["path"]).read_bytes() == data
+    # Tools reach it by its path; people by its URL.
+    status, read = request(f"{base}/api/v1/tools/workspace_read/execute", alice, "POST", {"arguments": {"path": stored["path"]}})
+    assert status == 200 and "1,2" in read["content"][0]["text"], read
+    status, headers, raw = send(f"{base}{stored['url']}", alice, None, "application/octet-stream", "GET")
+    assert status == 200 and raw == data and headers["x-content-type-options"] == "nosniff", headers
+
+    # A form's file part, as a browser's FormData sends it.
+    form = (b"--b0undary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.txt\"\r\n"
+            b"Content-Type: text/plain\r\n\r\nfrom a form\r\n--b0undary--\r\n")
+    status, _, raw = send(f"{base}/api/v1/upload", alice, form, "multipart/form-data; boundary=b0undary")
+    assert status == 201, raw
+    stored = json.loads(raw)
+    assert stored["path"].endswith("-notes.txt") and (workspace / stored["path"]).read_text() == "from a form"
+
+    # Nothing outside uploads/ is read back.
+    (workspace / "secret.txt").write_text("secret")
+    for name in ("..%2Fsecret.txt", "..", ".hidden"):
+        status, _, raw = send(f"{base}/api/v1/uploads/{name}", alice, None, "application/octet-stream", "GET")
+        assert status == 404 and b"secret" not in raw.replace(b"secret.txt", b""), (name, status, raw)

@@ -190,6 +190,8 @@ fn app_draining(
             "/env",
             get(api::get_env).put(api::put_env).delete(api::clear_env),
         )
+        .route("/upload", post(api::upload))
+        .route("/uploads/{file}", get(api::download_upload))
         .route("/running", get(api::running))
         .route("/running/{plugin}/{id}/output", get(api::running_output))
         .route("/running/{plugin}/{id}/stop", post(api::stop_running))

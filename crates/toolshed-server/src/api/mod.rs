@@ -1,7 +1,7 @@
 //! The `/api/v1` handlers, by resource: [`plugins`] and their [`config`], [`tools`] and
 //! running one, [`jobs`], what the agent tools keep ([`agents`]: todo lists and
 //! schedules), what plugins keep running for owners ([`running`]) and the variables
-//! commands get ([`env`]). Here: what they share (the state, the caller's owner, the
+//! commands get ([`env`]); files sent to the workspace ([`upload`]). Here: what they share (the state, the caller's owner, the
 //! parsing of bodies and queries into the API's error, the room for large JSON trees), the
 //! health checks, and the answers for a path or method that is not an endpoint.
 
@@ -32,6 +32,7 @@ mod plugins;
 mod running;
 mod spaces;
 mod tools;
+mod upload;
 
 pub(crate) use agents::{OwnerFilter, schedules, todos};
 pub(crate) use commands::{
@@ -53,6 +54,7 @@ pub(crate) use tools::door_span;
 pub(crate) use tools::{
     Execute, ToolFilter, ToolSearch, execute, groups as tool_groups, search_tools, tool, tools,
 };
+pub(crate) use upload::{UploadQuery, Uploaded, download as download_upload, upload};
 
 /// What every handler shares.
 #[derive(Clone)]

@@ -111,6 +111,9 @@ impl RequestGuard {
                 || rest.starts_with("running")
                 // The variables of the caller's own commands.
                 || rest == "env"
+                // Files sent to the workspace, and read back.
+                || rest == "upload"
+                || rest.starts_with("uploads/")
                 || rest.starts_with("events")
                 // The person behind a caller answers its calls' questions.
                 || rest.starts_with("questions")

@@ -69,6 +69,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/schedules"),
     ("GET", "/stats"),
     ("POST", "/running/{plugin}/{id}/stop"),
+    ("POST", "/upload"),
+    ("GET", "/uploads/{file}"),
     ("GET", "/env"),
     ("PUT", "/env"),
     ("DELETE", "/env"),
@@ -237,6 +239,15 @@ impl Op {
     pub(super) fn body(mut self, schema: Value) -> Self {
         self.body =
             Some(json!({"required": true, "content": {"application/json": {"schema": schema}}}));
+        self
+    }
+    /// A body that is a file: its bytes, or a form with a file field.
+    pub(super) fn file_body(mut self) -> Self {
+        self.body = Some(json!({"required": false, "content": {
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            "multipart/form-data": {"schema": {"type": "object", "properties": {
+                "file": {"type": "string", "format": "binary"}}, "required": ["file"]}}
+        }}));
         self
     }
     pub(super) fn optional_body(mut self, schema: Value) -> Self {

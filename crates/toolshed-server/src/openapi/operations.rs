@@ -301,6 +301,17 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .params(query_of::<OwnerFilter>())
             .respond("200", json_response("The schedules", r.of::<ScheduleList>()))
             .respond("500", error_response("The state store failed")),
+        op("POST", "/upload", "upload", "Store a file in the workspace's uploads/ folder under a fresh name: the body is the file's bytes (?name= names it) or a multipart/form-data form whose first file part is taken; at most the server's body limit")
+            .params(query_of::<crate::api::UploadQuery>())
+            .file_body()
+            .respond("201", json_response("Where it is: its workspace path and download URL", r.of::<crate::api::Uploaded>()))
+            .respond("400", error_response("A multipart body with no part"))
+            .respond("403", error_response("The workspace refused the write (a read-only sandbox, a hidden path)"))
+            .respond("413", error_response("The body is over the server's limit")),
+        op("GET", "/uploads/{file}", "downloadUpload", "A file of uploads/, as an attachment")
+            .param(path_param("file", "Its name, as POST /upload answered"))
+            .respond("200", json!({"description": "The file's bytes", "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}))
+            .respond("404", not_found()),
         op("GET", "/env", "getEnv", "The layers of variables the caller's commands get, by name (never a value): the workspace's .env files, what plugins granted shell-env contribute, and the caller's session layer")
             .respond("200", json_response("The layers", r.of::<EnvLayers>())),
         op("PUT", "/env", "putEnv", "Replace the caller's session layer: variables its commands get over the .env files and plugins' contributions, under a call's own env; kept until cleared or the server stops")

@@ -1,0 +1,255 @@
+//! `POST /upload` and `GET /uploads/{file}`: files sent to the workspace (Agent Spaces'
+//! upload), kept in its `uploads/` folder under a fresh name, so that tools, plugins and
+//! workflows reach them by path and people by URL. A body is at most the server's body
+//! limit; it is either the file's bytes (`?name=` names it) or a `multipart/form-data`
+//! form whose first file part is taken.
+
+use axum::Extension;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolshed_host::identity::Caller;
+use toolshed_ops::Parents;
+
+use super::{AppState, owner};
+use crate::error::ApiError;
+
+/// The workspace folder uploads are kept in.
+pub(crate) const UPLOAD_DIR: &str = "uploads";
+
+/// The largest file `GET /uploads/{file}` serves: what an upload may be (the server's
+/// default body limit); a larger file put there by other means is read with tools.
+const MAX_DOWNLOAD_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The longest name kept of an uploaded file.
+const MAX_NAME_CHARS: usize = 100;
+
+/// The query of `POST /upload`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UploadQuery {
+    /// The file's name (a raw body's; a form's part names its own). Default `upload`.
+    #[schemars(length(max = 255))]
+    pub name: Option<String>,
+}
+
+/// A file stored.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Uploaded {
+    /// Its name in `uploads/`: a fresh prefix and the name it was sent with, made safe.
+    pub file: String,
+    /// Its workspace path, for tools and plugins (`workspace_read`, `ctx.fs`).
+    pub path: String,
+    /// Where to download it again (`GET`, with a token).
+    pub url: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256, hex.
+    pub sha256: String,
+    /// The owner who sent it.
+    pub owner: String,
+}
+
+/// `name` made a plain file name: its last path part, letters, digits, `.`, `-` and `_`
+/// only (others become `_`), not starting with a dot, at most [`MAX_NAME_CHARS`].
+fn safe_name(name: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let cleaned: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_NAME_CHARS)
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.').to_string();
+    if cleaned.is_empty() {
+        "upload".into()
+    } else {
+        cleaned
+    }
+}
+
+/// The first file part of a `multipart/form-data` body (its file name and bytes), or the
+/// first part when none names a file.
+fn form_file(content_type: &str, body: &[u8]) -> Option<(Option<String>, Vec<u8>)> {
+    let boundary = content_type
+        .split(';')
+        .map(str::trim)
+        .find_map(|p| p.strip_prefix("boundary="))?
+        .trim_matches('"');
+    if boundary.is_empty() {
+        return None;
+    }
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    let mut rest = body;
+    while let Some(at) = find(rest, delimiter.as_bytes()) {
+        rest = &rest[at + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let rest_start = rest.strip_prefix(b"\r\n").unwrap_or(rest);
+        let Some(head_end) = find(rest_start, b"\r\n\r\n") else {
+            break;
+        };
+        let head = String::from_utf8_lossy(&rest_start[..head_end]).into_owned();
+        let content = &rest_start[head_end + 4..];
+        let end = find(content, format!("\r\n{delimiter}").as_bytes()).unwrap_or(content.len());
+        let filename = head
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("content-disposition"))
+            .find_map(|l| {
+                l.split(';')
+                    .map(str::trim)
+                    .find_map(|p| p.strip_prefix("filename="))
+                    .map(|f| f.trim_matches('"').to_string())
+            });
+        parts.push((filename, content[..end].to_vec()));
+        rest = &content[end..];
+    }
+    let index = parts.iter().position(|(f, _)| f.is_some()).unwrap_or(0);
+    (!parts.is_empty()).then(|| parts.swap_remove(index))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `POST /upload`.
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    query: Result<Query<UploadQuery>, axum::extract::rejection::QueryRejection>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let query = super::query(query)?;
+    let owner = owner(caller.as_deref(), &headers)?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let (sent_name, bytes) = if content_type
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data")
+    {
+        let (name, bytes) = form_file(content_type, &body).ok_or_else(|| {
+            ApiError::bad_request(
+                "the multipart/form-data body has no part; send the file as a form field, or the bytes alone with ?name=",
+            )
+        })?;
+        (name.or(query.name), bytes)
+    } else {
+        (query.name, body.to_vec())
+    };
+    let prefix =
+        toolshed_core::secret::random_hex(4).map_err(|e| ApiError::internal(e.to_string()))?;
+    let file = format!(
+        "{prefix}-{}",
+        safe_name(sent_name.as_deref().unwrap_or("upload"))
+    );
+    let path = format!("{UPLOAD_DIR}/{file}");
+    let files = state.host.services().ops.files.clone();
+    let size = bytes.len() as u64;
+    let sha256 = {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let written = path.clone();
+    tokio::task::spawn_blocking(move || files.write(&written, &bytes, Parents::Create))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                "denied",
+                format!("the upload could not be stored at {path}: {e}"),
+            )
+        })?;
+    tracing::info!(owner = %owner.0, path = %path, size, "stored an upload");
+    let url = format!("/api/v1/uploads/{file}");
+    let mut response = (
+        StatusCode::CREATED,
+        axum::Json(Uploaded {
+            file,
+            path: format!("{UPLOAD_DIR}/{}", url.rsplit('/').next().unwrap_or("")),
+            url: url.clone(),
+            size,
+            sha256,
+            owner: owner.0,
+        }),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&url) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+/// `GET /uploads/{file}`: a file of `uploads/`, as an attachment.
+pub(crate) async fn download(
+    State(state): State<AppState>,
+    Path(file): Path<String>,
+) -> Result<Response, ApiError> {
+    let plain = !file.is_empty()
+        && file != "."
+        && file != ".."
+        && !file.contains(['/', '\\', '\0'])
+        && !file.starts_with('.');
+    if !plain {
+        return Err(ApiError::not_found(format!(
+            "`{file}` is not an upload's name; POST /api/v1/upload answers with one"
+        )));
+    }
+    let files = state.host.services().ops.files.clone();
+    let path = format!("{UPLOAD_DIR}/{file}");
+    let max = MAX_DOWNLOAD_BYTES;
+    let read = tokio::task::spawn_blocking(move || files.read(&path, max))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|_| {
+            ApiError::not_found(format!(
+                "no upload `{file}`; POST /api/v1/upload stores one"
+            ))
+        })?;
+    let mut response = read.bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_made_plain_and_forms_are_read() {
+        assert_eq!(safe_name("../../etc/passwd"), "passwd");
+        assert_eq!(safe_name("..hidden"), "hidden");
+        assert_eq!(safe_name("my report (1).pdf"), "my_report__1_.pdf");
+        assert_eq!(safe_name(""), "upload");
+        let body = b"--XyZ\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\nContent-Type: text/csv\r\n\r\nx,y\r\n1,2\r\n--XyZ--\r\n";
+        let (name, bytes) = form_file("multipart/form-data; boundary=XyZ", body).unwrap();
+        assert_eq!(name.as_deref(), Some("a.csv"));
+        assert_eq!(bytes, b"x,y\r\n1,2");
+    }
+}
