@@ -179,7 +179,7 @@ def test_an_upload_lands_in_the_workspace_with_a_url_and_a_path_tools_can_use(se
     stored = json.loads(raw)
     assert stored["path"].startswith("uploads/") and stored["path"].endswith("-report__1_.csv"), stored
     assert stored["size"] == len(data) and stored["sha256"] == hashlib.sha256(data).hexdigest(), stored
-    assert stored["owner"] == "alice" and headers["location"] == stored["url"], (stored, headers)
+    assert stored["owner"] == "alice" and headers["location"] == stored["url"] == stored["httpPath"], (stored, headers)
     assert (workspace / stored["path"]).read_bytes() == data
     # Tools reach it by its path; people by its URL.
     status, read = request(f"{base}/api/v1/tools/workspace_read/execute", alice, "POST", {"arguments": {"path": stored["path"]}})

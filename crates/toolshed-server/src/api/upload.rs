@@ -44,6 +44,9 @@ pub(crate) struct Uploaded {
     pub path: String,
     /// Where to download it again (`GET`, with a token).
     pub url: String,
+    /// The same URL under the name Agent Spaces' `uploadFile` answers with.
+    #[serde(rename = "httpPath")]
+    pub http_path: String,
     /// Its size in bytes.
     pub size: u64,
     /// Its SHA-256, hex.
@@ -183,6 +186,7 @@ pub(crate) async fn upload(
             file,
             path: format!("{UPLOAD_DIR}/{}", url.rsplit('/').next().unwrap_or("")),
             url: url.clone(),
+            http_path: url.clone(),
             size,
             sha256,
             owner: owner.0,
