@@ -132,9 +132,11 @@ def test_rest_a_call_waits_for_approve_and_expires_to_denied(serve, home, worksp
     status, body = result["answer"]
     assert status == 200 and not body["is_error"], body
     assert (workspace / "rest-approved.txt").exists()
-    # Answering again is a conflict.
+    # Answering again is a conflict, the same answer too.
     status, _ = request(f"{base}/api/v1/approvals/{one['id']}/deny", token, "POST")
     assert status == 409
+    status, again = request(f"{base}/api/v1/approvals/{one['id']}/approve", token, "POST", {})
+    assert status == 409 and "approved" in again["error"]["message"], again
 
     # Nobody answers: denied after the expiry, naming the rule.
     started = time.time()

@@ -5,7 +5,6 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolshed_host::approvals::ApprovalState;
 use toolshed_host::identity::Caller;
 
 use crate::api::{AppState, query};
@@ -138,18 +137,14 @@ async fn decide(
             .may_answer(&c.owner.0, &asked)
             .map_err(|m| ApiError::new(StatusCode::FORBIDDEN, "denied", m.to_string()))?;
     }
-    let request = state
+    let (taken, request) = state
         .host
         .approvals()
-        .answer(&id, approve, &by, remember)
+        .answer_once(&id, approve, &by, remember)
         .map_err(ApiError::from)?
         .ok_or_else(|| missing(&id))?;
-    let wanted = if approve {
-        ApprovalState::Approved
-    } else {
-        ApprovalState::Denied
-    };
-    if request.state != wanted || request.answered_by.as_deref() != Some(by.as_str()) {
+    // Only the answer that decided counts: the same answer sent again is a conflict too.
+    if !taken {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "conflict",
