@@ -100,8 +100,9 @@ pub(super) fn configured(env: &WebEnv, id: &str) -> Option<Box<dyn SearchProvide
             }) as Box<dyn SearchProvider>
         }),
         "tavily" => env.get("TAVILY_API_KEY").map(|key| {
-            Box::new(Tavily {
-                base: base("TAVILY_BASE_URL", "https://api.tavily.com"),
+            Box::new(BearerSearch {
+                api: &TAVILY,
+                base: base(TAVILY.base_var, "https://api.tavily.com"),
                 key: key.to_string(),
             }) as Box<dyn SearchProvider>
         }),
@@ -113,8 +114,9 @@ pub(super) fn configured(env: &WebEnv, id: &str) -> Option<Box<dyn SearchProvide
         }),
         "firecrawl" => firecrawl(env).map(|f| Box::new(f) as Box<dyn SearchProvider>),
         "perplexity" => env.get("PERPLEXITY_API_KEY").map(|key| {
-            Box::new(Perplexity {
-                base: base("PERPLEXITY_BASE_URL", "https://api.perplexity.ai"),
+            Box::new(BearerSearch {
+                api: &PERPLEXITY,
+                base: base(PERPLEXITY.base_var, "https://api.perplexity.ai"),
                 key: key.to_string(),
             }) as Box<dyn SearchProvider>
         }),
@@ -242,24 +244,55 @@ impl SearchProvider for Brave {
     }
 }
 
-struct Tavily {
+/// A search API that takes `{query, max_results}` with a bearer key at `/search` and
+/// answers `results` of `title`, `url`, a snippet and a date: Tavily's and Perplexity's.
+struct BearerApi {
+    id: &'static str,
+    name: &'static str,
+    credential_var: &'static str,
+    base_var: &'static str,
+    snippet: &'static [&'static str],
+    date: &'static [&'static str],
+}
+
+const TAVILY: BearerApi = BearerApi {
+    id: "tavily",
+    name: "Tavily",
+    credential_var: "TAVILY_API_KEY",
+    base_var: "TAVILY_BASE_URL",
+    snippet: &["content"],
+    date: &["published_date"],
+};
+
+/// Perplexity's Search API: ranked web results for a query.
+const PERPLEXITY: BearerApi = BearerApi {
+    id: "perplexity",
+    name: "Perplexity",
+    credential_var: "PERPLEXITY_API_KEY",
+    base_var: "PERPLEXITY_BASE_URL",
+    snippet: &["snippet"],
+    date: &["date", "last_updated"],
+};
+
+struct BearerSearch {
+    api: &'static BearerApi,
     base: String,
     key: String,
 }
 
-impl SearchProvider for Tavily {
+impl SearchProvider for BearerSearch {
     fn id(&self) -> &'static str {
-        "tavily"
+        self.api.id
     }
 
     fn credential_var(&self) -> &'static str {
-        "TAVILY_API_KEY"
+        self.api.credential_var
     }
 
     fn request(&self, query: &str, count: usize) -> Result<ProviderRequest, ToolError> {
         Ok(ProviderRequest {
             method: "POST",
-            url: endpoint(&self.base, "/search", "Tavily", "TAVILY_BASE_URL")?,
+            url: endpoint(&self.base, "/search", self.api.name, self.api.base_var)?,
             headers: vec![("authorization".into(), format!("Bearer {}", self.key))],
             json: Some(json!({"query": query, "max_results": count})),
         })
@@ -270,8 +303,8 @@ impl SearchProvider for Tavily {
             &answer["results"],
             "title",
             "url",
-            &["content"],
-            &["published_date"],
+            self.api.snippet,
+            self.api.date,
         )
     }
 }
@@ -311,41 +344,6 @@ impl SearchProvider for Exa {
             "url",
             &["text", "summary"],
             &["publishedDate"],
-        )
-    }
-}
-
-/// Perplexity's Search API: ranked web results for a query.
-struct Perplexity {
-    base: String,
-    key: String,
-}
-
-impl SearchProvider for Perplexity {
-    fn id(&self) -> &'static str {
-        "perplexity"
-    }
-
-    fn credential_var(&self) -> &'static str {
-        "PERPLEXITY_API_KEY"
-    }
-
-    fn request(&self, query: &str, count: usize) -> Result<ProviderRequest, ToolError> {
-        Ok(ProviderRequest {
-            method: "POST",
-            url: endpoint(&self.base, "/search", "Perplexity", "PERPLEXITY_BASE_URL")?,
-            headers: vec![("authorization".into(), format!("Bearer {}", self.key))],
-            json: Some(json!({"query": query, "max_results": count})),
-        })
-    }
-
-    fn parse(&self, answer: &Value) -> Vec<SearchResult> {
-        results(
-            &answer["results"],
-            "title",
-            "url",
-            &["snippet"],
-            &["date", "last_updated"],
         )
     }
 }
