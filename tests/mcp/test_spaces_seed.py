@@ -163,7 +163,7 @@ def send(url, token, body, content_type, method="POST"):
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
 
 
-def test_an_upload_lands_in_the_workspace_with_a_url_and_a_path_tools_can_use(serve, token_for, workspace):
+def test_an_upload_lands_in_the_workspace_with_a_url_and_a_path_tools_can_use(serve, token_for, workspace, toolshed_bin, home):
     """Agent Spaces' /api/v1/upload: bytes or a form, stored under uploads/ with a fresh
     safe name, answered with a workspace path and a download URL."""
     import hashlib
@@ -194,6 +194,15 @@ def test_an_upload_lands_in_the_workspace_with_a_url_and_a_path_tools_can_use(se
     assert status == 201, raw
     stored = json.loads(raw)
     assert stored["path"].endswith("-notes.txt") and (workspace / stored["path"]).read_text() == "from a form"
+
+    # A token held to a read-only sandbox writes nothing.
+    import subprocess
+    reader = subprocess.run([toolshed_bin, "token", "create", "--owner", "alice", "--sandbox", "read-only"],
+                            env={"TOOLSHED_HOME": str(home)}, capture_output=True, text=True, check=True,
+                            timeout=30).stdout.strip()
+    status, _, raw = send(f"{base}/api/v1/upload?name=x.txt", reader, b"x", "application/octet-stream")
+    assert status == 403 and b"read-only" in raw, raw
+    assert not any(p.name.endswith("-x.txt") for p in (workspace / "uploads").iterdir())
 
     # Nothing outside uploads/ is read back.
     (workspace / "secret.txt").write_text("secret")

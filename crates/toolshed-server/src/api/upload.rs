@@ -134,6 +134,28 @@ pub(crate) async fn upload(
 ) -> Result<Response, ApiError> {
     let query = super::query(query)?;
     let owner = owner(caller.as_deref(), &headers)?;
+    // A token held to a read-only sandbox, or pinned to another workspace, writes nothing
+    // here.
+    if let Some(rules) = caller.as_deref().and_then(|c| c.tools.as_deref()) {
+        if rules.sandbox == Some(toolshed_ops::sandbox::SandboxMode::ReadOnly) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "denied",
+                "this token is held to a read-only sandbox: it uploads no files",
+            ));
+        }
+        if let Some(pinned) = rules
+            .workspace
+            .as_deref()
+            .filter(|w| *w != state.host.workspace_name())
+        {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "denied",
+                format!("this token is pinned to the workspace {pinned}, not this one"),
+            ));
+        }
+    }
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
