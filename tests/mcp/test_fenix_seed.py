@@ -208,7 +208,7 @@ def test_a_session_layer_set_over_rest_sits_over_the_env_files_and_under_a_calls
         assert status == 200, body
         return body["content"][0]["text"]
 
-    status, layers = request(f"{base}/api/v1/env", alice, "PUT", {"vars": {"LAYER_B": "sess-value", "MY_SESSION": "s1"}})
+    status, layers = request(f"{base}/api/v1/env", alice, "PUT", {"vars": [{"name": "LAYER_B", "value": "sess-value"}, {"name": "MY_SESSION", "value": "s1"}]})
     assert status == 200, layers
     assert layers["session"] == ["LAYER_B", "MY_SESSION"] and layers["owner"] == "alice", layers
     assert any(f["name"] == "LAYER_B" and f["source"].endswith(".env.agent") for f in layers["files"]), layers
@@ -218,7 +218,7 @@ def test_a_session_layer_set_over_rest_sits_over_the_env_files_and_under_a_calls
     assert "[file|agent|]" in echo(bob), "another owner's session layer is not bob's"
 
     # Bad input is named; nothing changes.
-    status, error = request(f"{base}/api/v1/env", alice, "PUT", {"vars": {"1BAD": "x"}})
+    status, error = request(f"{base}/api/v1/env", alice, "PUT", {"vars": [{"name": "1BAD", "value": "x"}]})
     assert status == 400 and "1BAD" in json.dumps(error), error
     assert "[file|sess-value|s1]" in echo(alice)
 

@@ -247,11 +247,11 @@ def test_human_commands_run_without_the_model_as_mcp_prompts_and_over_rest(serve
     status, listed = request(f"{base}/api/v1/commands", token)
     assert [c["name"] for c in listed["commands"]] == ["status", "approvals", "approve", "deny"], listed
     status, said = request(f"{base}/api/v1/commands/approve", token, "POST")
-    assert status == 400 and "/api/v1/commands/approve/ID" in said["error"]["message"], said
+    assert status == 404 and "/api/v1/commands/approve/ID" in said["error"]["message"], said
     status, said = request(f"{base}/api/v1/commands/approve/ap-999999", token, "POST")
     assert status == 404 and "no approval request" in said["error"]["message"], said
     status, said = request(f"{base}/api/v1/commands/status/x", token, "POST")
-    assert status == 400 and "takes no id" in said["error"]["message"], said
+    assert status == 404 and "takes no id" in said["error"]["message"], said
     status, said = request(f"{base}/api/v1/commands/reboot", token, "POST")
     assert status == 404 and "status, approvals, approve, deny" in said["error"]["message"], said
 

@@ -20,8 +20,8 @@ use crate::registry::Registry;
 /// The most variables a plugin contributes, or an owner's session layer holds.
 pub const MAX_VARS: usize = 64;
 
-/// The longest value of a contributed or session variable, in bytes.
-pub const MAX_VALUE_BYTES: usize = 8 * 1024;
+/// The longest value of a contributed or session variable, in characters.
+pub const MAX_VALUE_CHARS: usize = 2048;
 
 /// The most owners with a session layer at once.
 pub const MAX_SESSIONS: usize = 4096;
@@ -65,7 +65,7 @@ pub enum EnvLayerError {
     )]
     Reserved(String),
     /// A value too long, or with a NUL.
-    #[error("the value of `{0}` is longer than {MAX_VALUE_BYTES} bytes or holds a NUL")]
+    #[error("the value of `{0}` is longer than {MAX_VALUE_CHARS} characters or holds a NUL")]
     BadValue(String),
     /// Too many owners hold a session layer.
     #[error("{MAX_SESSIONS} owners hold a session layer already; clear one (DELETE /env) first")]
@@ -81,7 +81,7 @@ fn check_vars(vars: &BTreeMap<String, String>) -> Result<(), EnvLayerError> {
         if !is_name(name) {
             return Err(EnvLayerError::BadName(name.clone()));
         }
-        if value.len() > MAX_VALUE_BYTES || value.contains('\0') {
+        if value.chars().count() > MAX_VALUE_CHARS || value.contains('\0') {
             return Err(EnvLayerError::BadValue(name.clone()));
         }
     }

@@ -70,7 +70,7 @@ pub(crate) async fn run(
         .iter()
         .find(|c| c.name == name && c.argument.is_some())
     {
-        return Err(ApiError::bad_request(format!(
+        return Err(ApiError::not_found(format!(
             "`{name}` takes the approval request's id: POST /api/v1/commands/{}/ID (the `approvals` command lists them)",
             command.name
         )));
@@ -89,7 +89,8 @@ pub(crate) async fn run_on(
         .iter()
         .any(|c| c.name == name && c.argument.is_none())
     {
-        return Err(ApiError::bad_request(format!(
+        // There is no such command: the one of that name takes no id.
+        return Err(ApiError::not_found(format!(
             "`{name}` takes no id: POST /api/v1/commands/{name}"
         )));
     }

@@ -39,8 +39,18 @@ pub(crate) struct EnvLayers {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SessionEnv {
-    /// The whole session layer: variable → value (`{}` clears it).
-    pub vars: BTreeMap<String, String>,
+    /// The whole session layer (`[]` clears it); a name given twice keeps its last value.
+    pub vars: Vec<SessionVar>,
+}
+
+/// One variable of a session layer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionVar {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: String,
 }
 
 /// The schema of `PUT /env`'s body: names and sizes as the server takes them.
@@ -50,11 +60,18 @@ pub(crate) fn session_env_schema() -> serde_json::Value {
         "additionalProperties": false,
         "required": ["vars"],
         "properties": {"vars": {
-            "type": "object",
-            "description": "The whole session layer: variable → value ({} clears it)",
-            "maxProperties": toolshed_host::command_env::MAX_VARS,
-            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
-            "additionalProperties": {"type": "string", "maxLength": 2048, "pattern": "^[^\\u0000]*$"}
+            "type": "array",
+            "description": "The whole session layer ([] clears it); a name given twice keeps its last value",
+            "maxItems": toolshed_host::command_env::MAX_VARS,
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["name", "value"],
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
+                    "value": {"type": "string", "maxLength": toolshed_host::command_env::MAX_VALUE_CHARS, "pattern": "^[^\\u0000]*$"}
+                }
+            }
         }}
     })
 }
@@ -91,10 +108,20 @@ pub(crate) async fn put(
 ) -> Result<Json<EnvLayers>, ApiError> {
     let (body, _room, _) = parsed_body::<SessionEnv>(&state.trees, &headers, request, None).await?;
     let owner = owner(caller.as_deref(), &headers)?;
+    if body.vars.len() > toolshed_host::command_env::MAX_VARS {
+        return Err(ApiError::bad_request(format!(
+            "{} variables were given; a session layer holds at most {}",
+            body.vars.len(),
+            toolshed_host::command_env::MAX_VARS
+        )));
+    }
     state
         .host
         .command_env()
-        .set_session(&owner, body.vars)
+        .set_session(
+            &owner,
+            body.vars.into_iter().map(|v| (v.name, v.value)).collect(),
+        )
         .map_err(|problem| match problem {
             EnvLayerError::Full => ApiError::conflict(problem.to_string()),
             problem => ApiError::bad_request(problem.to_string()),

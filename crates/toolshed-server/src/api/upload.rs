@@ -78,8 +78,8 @@ fn safe_name(name: &str) -> String {
     }
 }
 
-/// The first file part of a `multipart/form-data` body (its file name and bytes), or the
-/// first part when none names a file.
+/// The file of a `multipart/form-data` body (its file name and bytes): the `file` field,
+/// else the first part that names a file; `None` when there is neither.
 fn form_file(content_type: &str, body: &[u8]) -> Option<(Option<String>, Vec<u8>)> {
     let boundary = content_type
         .split(';')
@@ -104,20 +104,28 @@ fn form_file(content_type: &str, body: &[u8]) -> Option<(Option<String>, Vec<u8>
         let head = String::from_utf8_lossy(&rest_start[..head_end]).into_owned();
         let content = &rest_start[head_end + 4..];
         let end = find(content, format!("\r\n{delimiter}").as_bytes()).unwrap_or(content.len());
-        let filename = head
+        let disposition = head
             .lines()
-            .filter(|l| l.to_ascii_lowercase().starts_with("content-disposition"))
-            .find_map(|l| {
-                l.split(';')
-                    .map(str::trim)
-                    .find_map(|p| p.strip_prefix("filename="))
-                    .map(|f| f.trim_matches('"').to_string())
-            });
-        parts.push((filename, content[..end].to_vec()));
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition"))
+            .unwrap_or("");
+        let field = |key: &str| {
+            disposition
+                .split(';')
+                .map(str::trim)
+                .find_map(|p| p.strip_prefix(key))
+                .map(|v| v.trim_matches('"').to_string())
+        };
+        let (name, filename) = (field("name="), field("filename="));
+        parts.push((name, filename, content[..end].to_vec()));
         rest = &content[end..];
     }
-    let index = parts.iter().position(|(f, _)| f.is_some()).unwrap_or(0);
-    (!parts.is_empty()).then(|| parts.swap_remove(index))
+    // The `file` field, else the first part that names a file.
+    let index = parts
+        .iter()
+        .position(|(name, _, _)| name.as_deref() == Some("file"))
+        .or_else(|| parts.iter().position(|(_, f, _)| f.is_some()))?;
+    let (_, filename, bytes) = parts.swap_remove(index);
+    Some((filename, bytes))
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -133,6 +141,12 @@ pub(crate) async fn upload(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let query = super::query(query)?;
+    if let Some(name) = query.name.as_deref().filter(|n| n.chars().count() > 255) {
+        return Err(ApiError::bad_request(format!(
+            "the name is {} characters long; give at most 255",
+            name.chars().count()
+        )));
+    }
     let owner = owner(caller.as_deref(), &headers)?;
     // A token held to a read-only sandbox, or pinned to another workspace, writes nothing
     // here.
@@ -166,7 +180,7 @@ pub(crate) async fn upload(
     {
         let (name, bytes) = form_file(content_type, &body).ok_or_else(|| {
             ApiError::bad_request(
-                "the multipart/form-data body has no part; send the file as a form field, or the bytes alone with ?name=",
+                "the multipart/form-data body has no `file` field and no part naming a file; send the file as the `file` field, or the bytes alone with ?name=",
             )
         })?;
         (name.or(query.name), bytes)

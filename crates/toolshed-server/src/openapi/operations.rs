@@ -305,7 +305,7 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .params(query_of::<crate::api::UploadQuery>())
             .file_body()
             .respond("201", json_response("Where it is: its workspace path and download URL", r.of::<crate::api::Uploaded>()))
-            .respond("400", error_response("A multipart body with no part"))
+            .respond("400", error_response("A name over 255 characters, or a form without a file"))
             .respond("403", error_response("The workspace refused the write (a read-only sandbox, a hidden path)"))
             .respond("413", error_response("The body is over the server's limit")),
         op("GET", "/uploads/{file}", "downloadUpload", "A file of uploads/, as an attachment")
@@ -318,7 +318,8 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .body(crate::api::session_env_schema())
             .respond("200", json_response("The layers", r.of::<EnvLayers>()))
             .respond("400", error_response("A name or value the layer cannot hold"))
-            .respond("409", conflict()),
+            .respond("409", conflict())
+            .respond("415", error_response("The body is not application/json")),
         op("DELETE", "/env", "clearEnv", "Clear the caller's session layer")
             .respond("200", json_response("The layers", r.of::<EnvLayers>())),
         op("GET", "/commands", "listCommands", "The human commands (status, approvals, approve, deny): actions a person runs without the model, as MCP clients get them as prompts")
@@ -327,17 +328,15 @@ pub(super) fn operations(r: &mut Replies) -> Vec<Op> {
             .param(json!({"name": "name", "in": "path", "required": true, "description": "status or approvals",
                           "schema": {"type": "string", "enum": ["status", "approvals"]}}))
             .respond("200", json_response("What it answered, as text and data", r.of::<CommandAnswer>()))
-            .respond("400", error_response("A command that takes an id (approve, deny): POST /commands/{name}/{id}"))
-            .respond("404", error_response("No such command"))
+            .respond("404", error_response("No such command, or one that takes an id (approve, deny): POST /commands/{name}/{id}"))
             .respond("500", error_response("A bug in toolshed, or the state store failed")),
         op("POST", "/commands/{name}/{id}", "runCommandOn", "Approve or deny one waiting call, by its approval request's id")
             .param(json!({"name": "name", "in": "path", "required": true, "description": "approve or deny",
                           "schema": {"type": "string", "enum": ["approve", "deny"]}}))
             .param(path_param("id", "The approval request's id, e.g. ap-3"))
             .respond("200", json_response("What it answered, as text and data", r.of::<CommandAnswer>()))
-            .respond("400", error_response("A command that takes no id"))
             .respond("403", error_response("The caller may not answer that request"))
-            .respond("404", error_response("No such command or approval request"))
+            .respond("404", error_response("No such command or approval request, or a command that takes no id"))
             .respond("409", conflict())
             .respond("500", error_response("A bug in toolshed, or the state store failed")),
         op("GET", "/stats", "getStats", "The audit log summed up over the last `minutes` (calls per bucket by outcome, latency percentiles of the busiest tools, the slowest and most failing tools, the busiest owners) and the server's samples (approvals waiting, processes, sessions, memory): what the dashboard draws")
