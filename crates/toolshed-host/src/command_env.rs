@@ -88,12 +88,10 @@ fn check_vars(vars: &BTreeMap<String, String>) -> Result<(), EnvLayerError> {
     Ok(())
 }
 
-/// Whether `name` is a variable name (`A-Z`, `a-z`, `0-9`, `_`, not starting with a digit).
+/// Whether `name` is a variable name ([`crate::env_overlay::is_variable_name`]) of at
+/// most 128 bytes.
 fn is_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    name.len() <= 128 && crate::env_overlay::is_variable_name(name)
 }
 
 /// Checks a manifest's `shell_env`; the error names the variable and the rule.

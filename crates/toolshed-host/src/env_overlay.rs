@@ -198,6 +198,13 @@ impl EnvOverlay {
     }
 }
 
+/// Whether `name` is a variable name: `A-Z`, `a-z`, `0-9`, `_`, not starting with a digit.
+pub fn is_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A line that could not be read: its number (from 1) and the problem.
 pub type LineProblem = (usize, String);
 
@@ -221,10 +228,7 @@ pub fn parse(text: &str) -> (Vec<(String, String)>, Vec<LineProblem>) {
             continue;
         };
         let name = name.trim();
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !is_variable_name(name) {
             problems.push((
                 number,
                 format!(

@@ -346,18 +346,10 @@ impl CommandHook {
                 self.timeout.as_millis()
             ));
         };
-        let text = |stream| {
-            String::from_utf8_lossy(
-                &process
-                    .snapshot(stream)
-                    .joined(|n| format!("\n[{n} bytes left out]\n").into_bytes()),
-            )
-            .into_owned()
-        };
         Ok(Ran {
             status: exit.status,
-            stdout: text(Stream::Stdout),
-            stderr: text(Stream::Stderr),
+            stdout: process.snapshot(Stream::Stdout).text(),
+            stderr: process.snapshot(Stream::Stderr).text(),
         })
     }
 

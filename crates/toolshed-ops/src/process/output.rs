@@ -43,6 +43,13 @@ impl OutputSnapshot {
         out.extend_from_slice(&self.tail);
         out
     }
+
+    /// [`Self::joined`] as text (invalid UTF-8 replaced), with `[N bytes left out]` on a
+    /// line of its own where bytes were dropped.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.joined(|n| format!("\n[{n} bytes left out]\n").into_bytes()))
+            .into_owned()
+    }
 }
 
 /// One stream's bytes: `head` holds offsets `[0, head.len())`, `tail` holds

@@ -220,7 +220,7 @@ pub(crate) async fn upload(
         StatusCode::CREATED,
         axum::Json(Uploaded {
             file,
-            path: format!("{UPLOAD_DIR}/{}", url.rsplit('/').next().unwrap_or("")),
+            path,
             url: url.clone(),
             http_path: url.clone(),
             size,

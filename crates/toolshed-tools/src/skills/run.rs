@@ -188,15 +188,10 @@ pub(super) async fn run(
         process.terminate(Stop::Forced).await;
         return Err(ToolError::Timeout(timeout));
     };
-    let text = |stream| {
-        String::from_utf8_lossy(
-            &process
-                .snapshot(stream)
-                .joined(|n| format!("\n[{n} bytes left out]\n").into_bytes()),
-        )
-        .into_owned()
-    };
-    let (stdout, stderr) = (text(Stream::Stdout), text(Stream::Stderr));
+    let (stdout, stderr) = (
+        process.snapshot(Stream::Stdout).text(),
+        process.snapshot(Stream::Stderr).text(),
+    );
     let code = match exit.status {
         ExitStatus::Code(code) => json!(code),
         ExitStatus::Signal(_) => serde_json::Value::Null,
