@@ -10,6 +10,7 @@ import signal
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -124,6 +125,33 @@ def test_sigkill_loses_no_acknowledged_audit_row(serve, workspace):
     recorded = {row["call_id"] for row in body["audit"]}
     missing = [c for c in acknowledged if c not in recorded]
     assert missing == [], f"{len(missing)} of {len(acknowledged)} acknowledged calls have no audit row"
+
+
+def test_a_rest_call_whose_client_goes_away_is_cancelled_killed_and_still_audited(serve, workspace):
+    """A client that gives up mid-call cancels it: the command dies, and the call is in the
+    audit as cancelled (it used to vanish from the audit: the dropped request took the
+    call's record with it)."""
+    url, token = serve()
+    base = url.rsplit("/mcp", 1)[0]
+    body = json.dumps({"arguments": {"command": "sleep 3; echo late > late.txt"}}).encode()
+    sent = urllib.request.Request(
+        f"{base}/api/v1/tools/exec_command/execute", data=body, method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        urllib.request.urlopen(sent, timeout=0.5)
+        raise AssertionError("the call answered before the client gave up")
+    except (TimeoutError, socket.timeout, urllib.error.URLError):
+        pass
+    deadline = time.monotonic() + 20
+    rows = []
+    while time.monotonic() < deadline and not rows:
+        status, audit = request(f"{base}/api/v1/audit?tool=exec_command&limit=5", token)
+        rows = audit["audit"]
+        time.sleep(0.2)
+    assert rows and rows[0]["error_kind"] == "cancelled" and rows[0]["door"] == "rest", rows
+    time.sleep(3.5)
+    assert not (workspace / "late.txt").exists(), "the command outlived the call"
 
 
 def test_closed_and_abandoned_http_sessions_end_what_they_ran(serve):

@@ -39,4 +39,8 @@ def test_every_tool_command_and_endpoint_named_in_seeds_md_exists(toolshed_bin, 
     for endpoint in named("rest"):
         method, path = endpoint.split(" ", 1)
         assert (method, path) in paths, f"docs/seeds.md names {endpoint}, which is not in openapi.json"
+    proto = (DOC.parents[1] / "proto" / "toolshed" / "v1" / "plugin_manager.proto").read_text()
+    for method in named("grpc"):
+        assert re.search(r"\brpc " + method + r"\(", proto), f"docs/seeds.md names gRPC {method}, which the service lacks"
+    assert named("grpc")
     assert len(named("tool")) > 25 and len(named("cli")) > 10 and len(named("rest")) > 10

@@ -15,6 +15,8 @@
 //! - agent tokens pinned to another workspace ([`Workspaces`]): that workspace's host,
 //!   opened at first use, answers their requests;
 //! - putting it together ([`app`]) and serving it ([`serve`], [`serve_router`]).
+//! - the gRPC door ([`grpc`], feature `grpc`): the plugin manager's service of
+//!   `proto/toolshed/v1/plugin_manager.proto` on its own port, behind the same guard.
 //!
 //! The MCP protocol is not here: `/mcp` mounts the service
 //! [`toolshed_mcp::streamable_http_service`] builds, behind the same guard.
@@ -48,6 +50,8 @@ mod error;
 mod event_writer;
 mod events;
 mod gateway;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 mod guard;
 mod listen;
 mod mcp_reply;

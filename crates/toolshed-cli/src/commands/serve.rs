@@ -70,10 +70,89 @@ pub(crate) async fn run(
         max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         workspaces: Some(other_workspaces(global, format!("http://{local}"))),
     };
+    // One signal stops both doors.
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let grpc = match args.grpc_port.or(configured.grpc_port) {
+        Some(port) => Some(
+            grpc::start(
+                host,
+                SocketAddr::new(local.ip(), port),
+                options.token.clone(),
+                stopped,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let watcher = host.watch_store().await;
-    let served = toolshed_server::serve(host.clone(), listener, options, shutdown_signal()).await;
+    let shutdown = async move {
+        shutdown_signal().await;
+        let _ = stopping.send(true);
+    };
+    let served = toolshed_server::serve(host.clone(), listener, options, shutdown).await;
     watcher.abort();
+    if let Some(grpc) = grpc {
+        match grpc.await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "the gRPC door failed"),
+            Err(e) => tracing::warn!(error = %e, "the gRPC door's task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
     served.map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// The gRPC door (`--grpc-port`, `[server] grpc_port`), in builds that have it.
+mod grpc {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use toolshed_host::Host;
+    use toolshed_server::{BearerToken, DEFAULT_MAX_BODY_BYTES, ServeError};
+
+    use crate::Failure;
+
+    /// Binds `address` and serves the gRPC door there until `stopped` turns true.
+    #[cfg(feature = "grpc")]
+    pub(super) async fn start(
+        host: &Arc<Host>,
+        address: SocketAddr,
+        token: BearerToken,
+        mut stopped: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<tokio::task::JoinHandle<Result<(), ServeError>>, Failure> {
+        let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
+            Failure::Runtime(format!(
+                "cannot listen for gRPC on {address}: {e}; pick another port with --grpc-port N (0 picks a free one)"
+            ))
+        })?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Failure::Runtime(format!("cannot read the bound address: {e}")))?;
+        eprintln!("gRPC on {local} (docs/grpc.md)");
+        let shutdown = async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        Ok(tokio::spawn(toolshed_server::grpc::serve_grpc(
+            host.clone(),
+            listener,
+            token,
+            DEFAULT_MAX_BODY_BYTES,
+            shutdown,
+        )))
+    }
+
+    /// Without the `grpc` feature: a clear refusal.
+    #[cfg(not(feature = "grpc"))]
+    pub(super) async fn start(
+        _: &Arc<Host>,
+        _: SocketAddr,
+        _: BearerToken,
+        _: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<tokio::task::JoinHandle<Result<(), ServeError>>, Failure> {
+        let _ = DEFAULT_MAX_BODY_BYTES;
+        Err(Failure::Usage(
+            "this toolshed was built without the gRPC door: build it with `--features grpc` (on by default), or leave out --grpc-port and `[server] grpc_port`".into(),
+        ))
+    }
 }
 
 /// How this server opens the workspaces agent tokens are pinned to: as `toolshed serve

@@ -339,6 +339,10 @@ pub struct ServerConfig {
     /// request that reaches another one is refused with a message that says so. Letters,
     /// digits, `-` and `_`; the host name (a pod's name) when left out.
     pub replica: Option<String>,
+    /// Also serve the gRPC door (docs/grpc.md) on this port of `bind`, with the same
+    /// token; 0 picks a free one. Left out: no gRPC door. Builds without the `grpc`
+    /// feature refuse it.
+    pub grpc_port: Option<u16>,
 }
 
 impl ServerConfig {
@@ -386,6 +390,7 @@ impl Default for ServerConfig {
             max_event_streams_per_owner: 16,
             shutdown_grace_secs: 10,
             replica: None,
+            grpc_port: None,
         }
     }
 }

@@ -51,6 +51,8 @@ pub(crate) use plugins::{
 pub(crate) use running::{RunningFilter, output as running_output, running, stop as stop_running};
 pub(crate) use spaces::{PluginExecute, execute as execute_in_plugin};
 pub(crate) use tools::door_span;
+#[cfg(feature = "grpc")]
+pub(crate) use tools::usable;
 pub(crate) use tools::{
     Execute, ToolFilter, ToolSearch, execute, groups as tool_groups, search_tools, tool, tools,
 };
@@ -276,7 +278,7 @@ pub(crate) fn query<T>(
         .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
 }
 
-pub(super) fn registry_error(error: RegistryError) -> ApiError {
+pub(crate) fn registry_error(error: RegistryError) -> ApiError {
     match error {
         RegistryError::UnknownPlugin { .. } => ApiError::not_found(error.to_string()),
         RegistryError::Conflict(_) => ApiError::conflict(error.to_string()),

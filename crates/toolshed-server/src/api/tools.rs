@@ -62,7 +62,7 @@ pub(crate) async fn tools(
             )));
         }
     };
-    let tools = usable(&state, caller.as_deref())
+    let tools = usable(&state.host, caller.as_deref())
         .into_iter()
         .filter(|t| filter.group.as_ref().is_none_or(|g| &t.spec().group == g))
         .filter(|t| filter.plugin.as_ref().is_none_or(|p| &t.plugin_id == p))
@@ -92,14 +92,15 @@ pub(crate) async fn tools(
 }
 
 /// The tools callers may see (the host's rules), narrowed to `caller`'s tool scopes.
-fn usable(state: &AppState, caller: Option<&Caller>) -> Vec<toolshed_host::registry::ToolEntry> {
+pub(crate) fn usable(
+    host: &toolshed_host::Host,
+    caller: Option<&Caller>,
+) -> Vec<toolshed_host::registry::ToolEntry> {
     let caller_tools = caller.and_then(|c| c.tools.clone());
-    state
-        .host
-        .catalog()
+    host.catalog()
         .tools()
         .into_iter()
-        .filter(|t| state.host.dispatcher().visible(t, None))
+        .filter(|t| host.dispatcher().visible(t, None))
         .filter(|t| {
             caller_tools
                 .as_deref()
@@ -117,7 +118,7 @@ pub(crate) async fn groups(
     let groups = state
         .host
         .catalog()
-        .groups(&usable(&state, caller.as_deref()))
+        .groups(&usable(&state.host, caller.as_deref()))
         .into_iter()
         .map(ToolGroup::from)
         .collect();
@@ -372,7 +373,8 @@ pub(super) async fn answer(
         return Ok(response);
     }
     // A client that goes away cancels the call (and kills what it started), and so does
-    // the end of a shutdown's grace period.
+    // the end of a shutdown's grace period. The call runs on its own task, so that a
+    // cancelled call still ends as one and is recorded in the audit.
     let cancel = state.calls_stop.child_token();
     let _cancel_on_drop = cancel.clone().drop_guard();
     call.cancel = cancel;
@@ -380,7 +382,11 @@ pub(super) async fn answer(
     let owner = call.owner.0.clone();
     let span = door_span("POST", route.sync, &name);
     adopt_trace(&span, headers);
-    let result = state.host.call(call).instrument(span.clone()).await;
+    let host = state.host.clone();
+    let running = span.clone();
+    let result = tokio::spawn(async move { host.call(call).instrument(running).await })
+        .await
+        .map_err(|e| ApiError::internal(format!("the call's task failed: {e}")))?;
     record_outcome(&span, &result);
     drop(room);
     if let Some(context) = context {
