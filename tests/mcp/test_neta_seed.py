@@ -173,3 +173,88 @@ def test_a_skills_script_reads_its_own_folder_and_what_is_granted_nothing_else(t
     # Where commands run with full access, a skill's script is still confined.
     done, out = run_skill({"name": "peek", "script": "scripts/peek.sh"}, TOOLSHED_SANDBOX__MODE="full-access")
     assert done.returncode == 0 and "secret: unreadable" in out["structured"]["stdout"], done.stdout + done.stderr
+
+
+def test_several_workspace_roots_are_reached_by_name_and_each_is_granted_to_commands(toolshed_bin, home, tmp_path):
+    """Neta's several roots per session: `--workspace A --workspace B` (or a client's
+    roots), files of B reached as `@B/path` or by absolute path, commands run in a root
+    with `workdir: @B` and write every root, each root's `.toolshed/` hidden, nothing
+    reached past a root, and a confined skill script sees none of them."""
+    import json
+
+    from mcp import StdioServerParameters, types
+
+    app, lib = tmp_path / "app", tmp_path / "lib"
+    (app / "src").mkdir(parents=True)
+    (lib / "src").mkdir(parents=True)
+    (app / "a.txt").write_text("in app\n")
+    (lib / "src" / "x.txt").write_text("in lib\n")
+    (lib / ".toolshed").mkdir()
+    (lib / ".toolshed" / "secret").write_text("lib's own state\n")
+    (tmp_path / "outside.txt").write_text("outside\n")
+    skill = app / ".claude" / "skills" / "peek"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(PEEK)
+    (skill / "peek.sh").write_text(f'echo "lib: $(cat {lib}/src/x.txt 2>/dev/null || echo unreadable)"\n')
+    env = {"TOOLSHED_HOME": str(home), "TOOLSHED_CURATED_DIR": str(home / "no-curated"), "PATH": os.environ["PATH"]}
+
+    def text(result):
+        return "".join(getattr(c, "text", "") for c in result.content)
+
+    async def check(client):
+        read = await client.call_tool("workspace_read", {"path": "@lib/src/x.txt"})
+        assert not read.is_error and "in lib" in text(read), read
+        by_place = await client.call_tool("workspace_read", {"path": str(lib / "src" / "x.txt")})
+        assert not by_place.is_error and "in lib" in text(by_place), by_place
+        primary = await client.call_tool("workspace_read", {"path": "a.txt"})
+        assert "in app" in text(primary)
+
+        wrote = await client.call_tool("workspace_write", {"path": "@lib/new.txt", "content": "new\n"})
+        assert not wrote.is_error, wrote
+        assert (lib / "new.txt").read_text() == "new\n" and not (app / "new.txt").exists()
+
+        found = await client.call_tool("workspace_glob", {"pattern": "**/*.txt", "path": "@lib"})
+        assert "@lib/src/x.txt" in text(found) and "@lib/new.txt" in text(found), text(found)
+        hits = await client.call_tool("workspace_grep", {"pattern": "in lib", "path": "@lib"})
+        assert "@lib/src/x.txt" in text(hits), text(hits)
+
+        ran = await client.call_tool("exec_command", {
+            "command": f"pwd; echo from-lib > made.txt; echo both > {app}/both.txt; cat {lib}/.toolshed/secret 2>&1 || true",
+            "workdir": "@lib/src"})
+        said = text(ran)
+        assert str(lib / "src") in said, said
+        assert (lib / "src" / "made.txt").exists() and (app / "both.txt").exists()
+        assert "lib's own state" not in said, "a further root's .toolshed/ must stay hidden from commands"
+
+        for path in ["@lib/../outside.txt", "@lib/.toolshed/secret", "@lib/../app/a.txt"]:
+            refused = await client.call_tool("workspace_read", {"path": path})
+            assert refused.is_error, path
+            assert "lib's own state" not in text(refused) and "in app" not in text(refused), path
+
+        peek = await client.call_tool("skill_run", {"name": "peek", "script": "peek.sh"})
+        assert "lib: unreadable" in text(peek) + json.dumps(getattr(peek, "structured_content", None) or {}), peek
+
+    params = StdioServerParameters(
+        command=toolshed_bin, args=["--workspace", str(app), "--workspace", str(lib), "mcp"],
+        env=env, cwd=str(app),
+    )
+
+    async def flags():
+        async with Client(params) as client:
+            await check(client)
+
+    run(flags())
+
+    # The same from a client's roots, with no --workspace at all.
+    (lib / "new.txt").unlink()
+    (lib / "src" / "made.txt").unlink()
+    roots_params = StdioServerParameters(command=toolshed_bin, args=["mcp"], env=env, cwd="/")
+
+    async def list_roots(_context):
+        return types.ListRootsResult(roots=[types.Root(uri=app.as_uri()), types.Root(uri=lib.as_uri())])
+
+    async def roots():
+        async with Client(roots_params, mode="legacy", list_roots_callback=list_roots) as client:
+            await check(client)
+
+    run(roots())

@@ -78,9 +78,15 @@ struct ServeMcp {
 /// Flags every command takes.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct GlobalArgs {
-    /// The workspace root: tools work inside it [default: the current directory]
-    #[arg(long, global = true, env = "TOOLSHED_WORKSPACE", value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
+    /// The workspace root: tools work inside it [default: the current directory]. Given
+    /// again, further roots: tools reach them as `@NAME/path` (NAME: the directory's name)
+    #[arg(
+        long = "workspace",
+        global = true,
+        env = "TOOLSHED_WORKSPACE",
+        value_name = "DIR"
+    )]
+    pub workspaces: Vec<PathBuf>,
     /// Where toolshed keeps its state [default: $TOOLSHED_HOME, else ~/.local/share/toolshed]
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
@@ -97,6 +103,13 @@ pub(crate) struct GlobalArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+}
+
+impl GlobalArgs {
+    /// The workspace given (the first `--workspace`), if any.
+    pub(crate) fn workspace(&self) -> Option<&PathBuf> {
+        self.workspaces.first()
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,7 +13,7 @@ use crate::cli::GlobalArgs;
 /// the current directory — unless that is too broad to hand to an agent (see
 /// [`too_broad`]), which is refused rather than served silently.
 pub(crate) fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> {
-    if let Some(dir) = &global.workspace {
+    if let Some(dir) = global.workspace() {
         return Ok(dir.clone());
     }
     if let Some(url) = configured_remote(global) {
@@ -41,7 +41,7 @@ pub(crate) fn chosen_workspace(global: &GlobalArgs) -> Result<PathBuf, Failure> 
 /// `[workspace] url` of the user's (or `--config`'s) configuration: a remote workspace
 /// used when the flags name none.
 pub(crate) fn configured_remote(global: &GlobalArgs) -> Option<PathBuf> {
-    if global.workspace.is_some() {
+    if global.workspace().is_some() {
         return None;
     }
     let cwd = std::env::current_dir().ok()?;
@@ -150,7 +150,7 @@ pub(crate) async fn pinned_workspace(
              and a profile for the same workspace"
         )));
     }
-    if let Some(given) = &global.workspace {
+    if let Some(given) = global.workspace() {
         let given = match given.to_str() {
             Some(url) if toolshed_ops::remote::url::is_remote(url) => url.to_string(),
             _ => cwd.join(given).to_string_lossy().into_owned(),
@@ -171,6 +171,13 @@ pub(crate) async fn pinned_workspace(
 
 /// Loads the configuration, sets up logging and opens the host on `workspace`.
 pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Result<Host, Failure> {
+    // Further `--workspace` roots belong to the workspace given first, not to another one
+    // a pinned token opens.
+    let roots: Vec<PathBuf> = if global.workspace() == Some(&workspace) {
+        global.workspaces[1..].to_vec()
+    } else {
+        Vec::new()
+    };
     let remote = match workspace
         .to_str()
         .filter(|t| toolshed_ops::remote::url::is_remote(t))
@@ -230,6 +237,7 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
         None => builder,
     };
     let mut builder = builder
+        .roots(roots)
         .config(loaded)
         .sandbox_helper(sandbox_helper()?)
         .loader(|services| Arc::new(toolshed_js::JsLoader::new(services)))

@@ -59,6 +59,11 @@ pub struct HostBuilder {
     sandbox_helper: Option<PathBuf>,
     pub(crate) memory: bool,
     pub(crate) agents: bool,
+    /// The workspace's further roots, as given (`--workspace A --workspace B`).
+    roots: Vec<PathBuf>,
+    /// Every root of the workspace, canonical, the primary first, once known (empty for
+    /// a workspace of one root).
+    root_paths: Vec<PathBuf>,
 }
 
 impl HostBuilder {
@@ -79,7 +84,18 @@ impl HostBuilder {
             sandbox_helper: None,
             memory: false,
             agents: false,
+            roots: Vec::new(),
+            root_paths: Vec::new(),
         }
+    }
+
+    /// Further roots of the workspace (`--workspace A --workspace B`), besides the one
+    /// given to [`HostBuilder::new`]: tools reach a file in one as `@name/path` (its
+    /// directory's name) or by its absolute path, and commands may write each as they may
+    /// write the workspace (see [`toolshed_ops::roots`]). Local workspaces only.
+    pub fn roots(mut self, roots: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        self.roots = roots.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Adds `system.memory`, the memory tools over the host's state store, configured by
@@ -205,38 +221,13 @@ impl HostBuilder {
         read_log: Arc<dyn toolshed_ops::ReadLog>,
         env: &crate::env_overlay::EnvOverlay,
     ) -> Result<Services, HostError> {
-        let config = &self.config.config;
-        let sandbox = self.sandbox(workspace)?;
-        let mut ops = match self.ops.take() {
-            Some(ops) => ops,
-            None => {
-                let process = ProcessConfig {
-                    env_allow: config.exec.env_allow.clone(),
-                    sandbox: sandbox.clone(),
-                    limits: config.sandbox.limits(),
-                    // The workspace's .env files under the process environment.
-                    base_env: (!env.is_empty()).then(|| env.base_env()),
-                    ..ProcessConfig::default()
-                };
-                Ops::local_with(workspace, process).map_err(|e| HostError::Workspace {
-                    path: workspace.to_path_buf(),
-                    reason: e.to_string(),
-                })?
-            }
+        let ops = if self.roots.is_empty() {
+            let given = self.ops.take();
+            self.root_ops(workspace, given, env)?
+        } else {
+            self.several_roots(workspace, env)?
         };
-        // File tools meet the sandbox's rules where commands meet the kernel's: one
-        // boundary for every tool that reads or writes files (see toolshed_ops::boundary).
-        if self.remote {
-            // The worker keeps the boundary where the files are.
-        } else if let Some(boundary) = self.file_boundary(workspace, sandbox.as_ref())? {
-            // The search tools read files too: the same hidden paths stay out of them.
-            ops.search = Arc::new(BoundedSearch::new(
-                ops.search,
-                ops.files.clone(),
-                boundary.clone(),
-            ));
-            ops.files = Arc::new(BoundedFiles::new(ops.files, boundary));
-        }
+        let config = &self.config.config;
         let allow = config
             .web
             .allow_rules()
@@ -260,6 +251,73 @@ impl HostBuilder {
                 .is_some()
                 .then(|| Arc::from(config.server.replica_name())),
         })
+    }
+
+    /// The operations on one root: `given`, else the local backend with the configured
+    /// sandbox, behind the file boundary (but for a remote workspace, whose worker keeps
+    /// it).
+    fn root_ops(
+        &self,
+        root: &Path,
+        given: Option<Ops>,
+        env: &crate::env_overlay::EnvOverlay,
+    ) -> Result<Ops, HostError> {
+        let config = &self.config.config;
+        let sandbox = self.sandbox(root)?;
+        let mut ops = match given {
+            Some(ops) => ops,
+            None => {
+                let process = ProcessConfig {
+                    env_allow: config.exec.env_allow.clone(),
+                    sandbox: sandbox.clone(),
+                    limits: config.sandbox.limits(),
+                    // The workspace's .env files under the process environment.
+                    base_env: (!env.is_empty()).then(|| env.base_env()),
+                    ..ProcessConfig::default()
+                };
+                Ops::local_with(root, process).map_err(|e| HostError::Workspace {
+                    path: root.to_path_buf(),
+                    reason: e.to_string(),
+                })?
+            }
+        };
+        // File tools meet the sandbox's rules where commands meet the kernel's: one
+        // boundary for every tool that reads or writes files (see toolshed_ops::boundary).
+        if self.remote {
+            // The worker keeps the boundary where the files are.
+        } else if let Some(boundary) = self.file_boundary(root, sandbox.as_ref())? {
+            // The search tools read files too: the same hidden paths stay out of them.
+            ops.search = Arc::new(BoundedSearch::new(
+                ops.search,
+                ops.files.clone(),
+                boundary.clone(),
+            ));
+            ops.files = Arc::new(BoundedFiles::new(ops.files, boundary));
+        }
+        Ok(ops)
+    }
+
+    /// The operations of a workspace of several roots (`workspace` and [`Self::roots`]):
+    /// each root's own, each sandbox writing every root, behind one that routes `@name/`
+    /// paths.
+    fn several_roots(
+        &mut self,
+        workspace: &Path,
+        env: &crate::env_overlay::EnvOverlay,
+    ) -> Result<Ops, HostError> {
+        if self.remote || self.ops.is_some() {
+            return Err(HostError::Config(
+                "several workspace roots (--workspace given more than once) need a local workspace; give one --workspace for a remote or embedded one".into(),
+            ));
+        }
+        let named = crate::workspace_roots::named(workspace, &self.roots)?;
+        self.root_paths = named.iter().map(|(_, path)| path.clone()).collect();
+        let mut roots = Vec::with_capacity(named.len());
+        for (name, path) in named {
+            let ops = self.root_ops(&path, None, env)?;
+            roots.push(toolshed_ops::roots::Root { name, path, ops });
+        }
+        toolshed_ops::roots::several(roots).map_err(|e| HostError::Config(e.to_string()))
     }
 
     /// `[sandbox] mode`.
@@ -339,6 +397,15 @@ impl HostBuilder {
             reason: e.to_string(),
         })?;
         let mut denied = vec![self.data_dir.clone(), workspace.join(".toolshed")];
+        // Every root's own reserved directory stays hidden; the other roots are written as
+        // this one is, and hidden with it from a confined command.
+        let other_roots: Vec<PathBuf> = self
+            .root_paths
+            .iter()
+            .filter(|root| **root != workspace)
+            .cloned()
+            .collect();
+        denied.extend(other_roots.iter().map(|root| root.join(".toolshed")));
         denied.extend(crate::config::user_config_dir());
         // A `~/` entry without a home to expand against has nothing to hide.
         let deny: Vec<String> = config
@@ -352,7 +419,7 @@ impl HostBuilder {
             mode,
             network,
             workspace,
-            writable: expand(&config.writable, "writable")?,
+            writable: [expand(&config.writable, "writable")?, other_roots.clone()].concat(),
             denied,
             tmp_bytes: config.tmp_size_mb.saturating_mul(1 << 20),
             min_landlock_abi: config.min_landlock_abi,
@@ -369,6 +436,7 @@ impl HostBuilder {
             read_only: Vec::new(),
             write_only: Vec::new(),
             report_fd: None,
+            other_roots,
         };
         Ok(policy)
     }

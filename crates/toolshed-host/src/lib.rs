@@ -27,8 +27,9 @@
 //! [`job_store`] (calls that outlive their request, and stored events), [`env_overlay`]
 //! (the workspace's `.env` layers), [`command_env`] (what plugins and session layers add to
 //! commands), [`private_file`] (a file only its owner reads),
-//! [`plugins_manage`] (the model's plugin tool) and [`commands`] (the human commands:
-//! status, approvals, approve, deny) and [`workspace_layout`] (Fenix's folders).
+//! [`plugins_manage`] (the model's plugin tool), [`commands`] (the human commands:
+//! status, approvals, approve, deny), [`workspace_layout`] (Fenix's folders) and
+//! [`workspace_roots`] (the roots of a workspace given several).
 //! Everything else is private, and what a door uses of it is re-exported here.
 //!
 //! ```no_run
@@ -63,6 +64,7 @@ pub mod registry;
 pub mod shipped;
 pub mod tool_search;
 pub mod workspace_layout;
+pub mod workspace_roots;
 
 mod agents;
 mod arguments;

@@ -11,7 +11,8 @@
 //! operations' types, [`path`] the lexical checks of the paths tools receive,
 //! [`sandbox`] the command sandbox the kernel enforces, and [`remote`] the same operations
 //! on another machine: a worker serving them over a byte stream (SSH, a container's exec)
-//! and the backend that talks to it.
+//! and the backend that talks to it; [`roots`] puts the operations of several workspace
+//! roots behind one, routing `@name/` paths.
 //!
 //! ```
 //! use toolshed_ops::{FileOps, MemoryOps, Parents};
@@ -36,6 +37,7 @@ pub mod path;
 pub mod process;
 mod read_log;
 pub mod remote;
+pub mod roots;
 pub mod sandbox;
 pub mod search;
 mod services;

@@ -62,7 +62,7 @@ fn init(path: Option<PathBuf>, force: bool) -> Result<(), Failure> {
 fn show(global: &GlobalArgs, json: bool) -> Result<(), Failure> {
     // Reading config needs no workspace choice: the current directory's toolshed.toml is
     // what would apply there.
-    let workspace = match &global.workspace {
+    let workspace = match global.workspace() {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
             Failure::Usage(format!(

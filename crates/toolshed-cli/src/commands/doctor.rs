@@ -136,6 +136,9 @@ fn checks(host: &Host) -> Vec<Check> {
             true,
             format!("{shown} (this host's own state for it: {local})"),
         )
+    } else if shown.starts_with(&local) {
+        // With its further roots, when it has some (`@lib: /path`).
+        (false, shown.clone())
     } else {
         (false, local)
     };

@@ -40,8 +40,15 @@ pub(crate) async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure
             () = opened.greeted() => {}
             () = tokio::time::sleep(GREETING_WAIT) => {}
         }
+        let mut global = global;
         let workspace = match workspace(&global, args.profile.as_deref(), &opened).await {
-            Ok(dir) => dir,
+            Ok((dir, further)) => {
+                if !further.is_empty() {
+                    // The client's further roots are the workspace's further roots.
+                    global.workspaces = std::iter::once(dir.clone()).chain(further).collect();
+                }
+                dir
+            }
             Err(failure) => {
                 let (Failure::Usage(why) | Failure::Runtime(why)) = &failure;
                 opened.send(Err(why.clone()));
@@ -93,27 +100,34 @@ pub(crate) async fn run(global: GlobalArgs, args: McpArgs) -> Result<(), Failure
 }
 
 /// The workspace: the one the token or profile is pinned to; else `--workspace` (or
-/// `TOOLSHED_WORKSPACE`) when given; else the client's
-/// first `file://` root when it offers roots; else the current directory, unless that is
-/// too broad (see [`crate::context::chosen_workspace`]).
+/// `TOOLSHED_WORKSPACE`) when given; else the client's `file://` roots when it offers
+/// roots, the first the workspace and the others its further roots (`@name/…`); else the
+/// current directory, unless that is too broad (see [`crate::context::chosen_workspace`]).
+/// With it, the further roots the client's list adds.
 async fn workspace(
     global: &GlobalArgs,
     profile: Option<&str>,
     opened: &HostOpened,
-) -> Result<PathBuf, Failure> {
+) -> Result<(PathBuf, Vec<PathBuf>), Failure> {
     if let Some(pinned) = crate::context::pinned_workspace(global, profile).await? {
-        return Ok(PathBuf::from(pinned));
+        return Ok((PathBuf::from(pinned), Vec::new()));
     }
-    if let Some(dir) = &global.workspace {
-        return Ok(dir.clone());
+    if let Some(dir) = global.workspace() {
+        return Ok((dir.clone(), Vec::new()));
     }
     match opened.client_roots().await {
         ClientRoots::Listed(uris) => {
-            if let Some(dir) = uris.iter().find_map(|uri| path_of_file_uri(uri)) {
-                if uris.len() > 1 {
-                    tracing::info!(workspace = %dir.display(), roots = uris.len(), "the client listed several roots; the first is the workspace");
+            let mut dirs = uris.iter().filter_map(|uri| path_of_file_uri(uri));
+            if let Some(dir) = dirs.next() {
+                // A root the client names that is not a directory here is left out.
+                let further: Vec<PathBuf> = dirs
+                    .filter(|d| *d != dir && d.is_dir())
+                    .take(toolshed_ops::roots::MAX_ROOTS - 1)
+                    .collect();
+                if !further.is_empty() {
+                    tracing::info!(workspace = %dir.display(), further = further.len(), "the client listed several roots: the first is the workspace, the others its further roots");
                 }
-                return Ok(dir);
+                return Ok((dir, further));
             }
             tracing::warn!(?uris, "the client's roots hold no file:// directory");
         }
@@ -122,7 +136,7 @@ async fn workspace(
         }
         ClientRoots::Unknown | ClientRoots::NotOffered | ClientRoots::Asked => {}
     }
-    crate::context::chosen_workspace(global)
+    crate::context::chosen_workspace(global).map(|dir| (dir, Vec::new()))
 }
 
 /// The local path of a `file://` URI (`file:///home/ada/src`, percent-escapes decoded).
@@ -161,11 +175,19 @@ fn path_of_file_uri(uri: &str) -> Option<PathBuf> {
 /// The `instructions` of the `initialize` result: what the workspace is and how the tools
 /// address files, so a model needs no round trip to learn it.
 fn instructions(global: &GlobalArgs) -> String {
-    let which = match &global.workspace {
+    let which = match global.workspace() {
         Some(dir) => format!("the directory {}", dir.display()),
-        None => "your first root (or, without roots, the directory toolshed was started in)".into(),
+        None => "your first root (or, without roots, the directory toolshed was started in); your other roots are its further roots, reached as @NAME/path (NAME: the root directory's name)".into(),
     };
-    toolshed_mcp::instructions(&which)
+    let mut text = toolshed_mcp::instructions(&which);
+    if global.workspaces.len() > 1 {
+        text.push_str(" It has further roots, whose files the tools reach as @NAME/path (a command runs in one with workdir @NAME), NAME being the directory's name:");
+        for dir in &global.workspaces[1..] {
+            text.push_str(&format!(" {}", dir.display()));
+        }
+        text.push('.');
+    }
+    text
 }
 
 /// Opens the host and makes the connection's session: what the door did before it talked.

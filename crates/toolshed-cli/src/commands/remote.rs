@@ -110,7 +110,7 @@ fn ssh_dir(data_dir: &Path) -> PathBuf {
 
 /// The remote workspace named by the flags or the configuration, if one is.
 pub(crate) fn chosen(global: &GlobalArgs, config_url: Option<&str>) -> Option<String> {
-    match &global.workspace {
+    match global.workspace() {
         Some(dir) => dir.to_str().filter(|t| is_remote(t)).map(str::to_string),
         None => config_url.map(str::to_string),
     }

@@ -185,6 +185,10 @@ pub struct SandboxPolicy {
     /// An inherited descriptor the helper writes its report to (what the command left in
     /// its private temporary directories), set by the backend per command.
     pub report_fd: Option<i32>,
+    /// The workspace's other roots (a workspace of several, [`crate::roots`]): writable
+    /// as the workspace is (the host lists them in [`writable`](Self::writable) too), and
+    /// hidden with it from a confined command.
+    pub other_roots: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {

@@ -474,6 +474,8 @@ impl ProcessOps for LocalProcessOps {
                     // Last, so that it covers what was hidden inside it; the revealed
                     // directories are brought back into it.
                     sandbox.policy.denied.push(sandbox.policy.workspace.clone());
+                    let others = sandbox.policy.other_roots.clone();
+                    sandbox.policy.denied.extend(others);
                 }
                 if let Some(hosts) = &request.network_hosts {
                     // A network of its own: not the one every command joins.
