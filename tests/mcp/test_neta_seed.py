@@ -258,3 +258,14 @@ def test_several_workspace_roots_are_reached_by_name_and_each_is_granted_to_comm
             await check(client)
 
     run(roots())
+
+    # toolshed's own data dir inside a further root stays hidden from tools and commands.
+    import subprocess
+    inside = {**env, "TOOLSHED_HOME": str(lib / "state")}
+    base = [toolshed_bin, "--workspace", str(app), "--workspace", str(lib), "call"]
+    read = subprocess.run([*base, "workspace_read", "--args", json.dumps({"path": "@lib/state/secret.key"})],
+                          env=inside, cwd=str(app), capture_output=True, text=True, timeout=60)
+    assert read.returncode != 0 and "hidden" in read.stderr, read.stderr
+    ran = subprocess.run([*base, "exec_command", "--args", json.dumps({"command": f"cat {lib}/state/secret.key; echo x > {lib}/state/evil"})],
+                         env=inside, cwd=str(app), capture_output=True, text=True, timeout=60)
+    assert "Permission denied" in ran.stdout + ran.stderr and not (lib / "state" / "evil").exists(), ran.stdout

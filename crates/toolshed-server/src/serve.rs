@@ -251,7 +251,7 @@ fn app_draining(
         .merge(mcp)
         .nest(API_PREFIX, api)
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
-    let mut guard = RequestGuard::new(local, options.token, options.max_body_bytes)
+    let guard = RequestGuard::new(local, options.token, options.max_body_bytes)
         .with_body_budget(server_config.max_inflight_body_bytes)
         .with_agent_tokens(tokens)
         .with_workspace(workspace)
@@ -273,22 +273,34 @@ fn app_draining(
         .with_replica(replica)
         .with_failure_limit(server_config.max_auth_failures)
         .with_extra_names(&server_config.allowed_hosts, &server_config.allowed_origins);
-    if let Some(config) = server_config.oauth.clone() {
-        let oauth = crate::guard::OAuth {
-            config,
-            jwks: Arc::default(),
-            refresh: Arc::default(),
-        };
-        tokio::spawn(crate::oauth::refresh_keys(
-            net,
-            oauth.config.clone(),
-            oauth.jwks.clone(),
-            oauth.refresh.clone(),
-            stop.clone(),
-        ));
-        guard = guard.with_oauth(oauth);
-    }
+    let guard = with_oauth(guard, server_config.oauth.clone(), net, &stop);
     (guarded(routes, Arc::new(guard)), drained)
+}
+
+/// `guard` accepting the JWTs of `[server.oauth]` too, when it is set: the issuer's keys
+/// are fetched, and refreshed in the background until `stop`.
+pub(crate) fn with_oauth(
+    guard: RequestGuard,
+    config: Option<toolshed_host::oauth::OAuthConfig>,
+    net: Arc<toolshed_ops::NetClient>,
+    stop: &CancellationToken,
+) -> RequestGuard {
+    let Some(config) = config else {
+        return guard;
+    };
+    let oauth = crate::guard::OAuth {
+        config,
+        jwks: Arc::default(),
+        refresh: Arc::default(),
+    };
+    tokio::spawn(crate::oauth::refresh_keys(
+        net,
+        oauth.config.clone(),
+        oauth.jwks.clone(),
+        oauth.refresh.clone(),
+        stop.clone(),
+    ));
+    guard.with_oauth(oauth)
 }
 
 /// Serves [`app`] on `listener` until `shutdown` completes; then event streams end, jobs

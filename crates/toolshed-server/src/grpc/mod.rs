@@ -4,8 +4,8 @@
 //! served by `toolshed serve --grpc-port N` beside the HTTP server.
 //!
 //! Nothing here is a second way in: every request passes the HTTP server's guard (the
-//! bearer token or an agent token as `authorization` metadata, a loopback `:authority`,
-//! the limit on failed logins), needs the scope its REST twin needs (`tools:list`,
+//! bearer token, an agent token or an OAuth issuer's JWT as `authorization` metadata, a
+//! loopback `:authority`, the limit on failed logins), needs the scope its REST twin needs (`tools:list`,
 //! `tools:call`, `plugins:admin`), and every call runs through the host's pipeline as door
 //! `grpc`, owned as over REST (`x-toolshed-owner` metadata), so policy, approvals, hooks
 //! and the audit apply. Errors are gRPC statuses named after the HTTP status REST answers
@@ -57,6 +57,13 @@ pub async fn serve_grpc(
         .with_failure_limit(server.max_auth_failures)
         .with_extra_names(&server.allowed_hosts, &server.allowed_origins);
     let stop = CancellationToken::new();
+    // An OAuth issuer's JWTs are accepted here as over HTTP.
+    let guard = crate::serve::with_oauth(
+        guard,
+        server.oauth.clone(),
+        host.services().net.clone(),
+        &stop,
+    );
     let service = PluginManager {
         host,
         guard: Arc::new(guard),
