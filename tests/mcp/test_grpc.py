@@ -65,6 +65,7 @@ def grpc_server(toolshed_bin, home, workspace):
                 return rest, address, token
         pytest.fail(f"toolshed serve exited before listening: {''.join(seen)}")
 
+    start.procs = procs
     yield start
     for proc in procs:
         proc.terminate()
@@ -234,3 +235,21 @@ def test_a_grpc_port_already_taken_is_named_and_serve_stops(toolshed_bin, home, 
         taken.close()
     assert out.returncode != 0
     assert f"cannot listen for gRPC on 127.0.0.1:{port}" in out.stderr and "--grpc-port" in out.stderr, out.stderr
+
+
+def test_sigterm_lets_a_running_grpc_call_finish_within_the_grace_period(grpc_server, pb):
+    import signal
+    messages, stubs = pb
+    rest, address, token = grpc_server()
+    proc = grpc_server.procs[-1]
+    with grpc.insecure_channel(address) as channel:
+        manager = stubs.PluginManagerStub(channel)
+        stream = manager.ExecuteStream(messages.ExecuteRequest(
+            tool="exec_command", arguments_json=json.dumps({"command": "sleep 1.5; echo finished"})),
+            metadata=auth(token), timeout=60)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        events = list(stream)
+    result = events[-1].result
+    assert not result.is_error and "finished" in "".join(c.text for c in result.content), events
+    assert proc.wait(timeout=30) == 0

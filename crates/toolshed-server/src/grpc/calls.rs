@@ -234,6 +234,16 @@ fn result_of(result: &toolshed_host::CallResult) -> Result<ExecuteResult, Status
         Ok(output) => output.clone(),
         Err(error) => {
             let rest = crate::ApiError::from(error);
+            // gRPC has codes of its own for these two, where REST says 409 and 503.
+            match error.kind() {
+                toolshed_core::ErrorKind::Cancelled => {
+                    return Err(Status::cancelled(rest.message));
+                }
+                toolshed_core::ErrorKind::Unconfigured => {
+                    return Err(Status::failed_precondition(rest.message));
+                }
+                _ => {}
+            }
             if rest.status != http::StatusCode::OK {
                 return Err(status_of(&rest));
             }

@@ -40,8 +40,8 @@ pub const SERVICE: &str = "toolshed.v1.PluginManager";
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Serves the gRPC door on `listener` with the server's `token` (and the host's agent
-/// tokens) until `shutdown` completes; then it stops accepting, cancels the calls still
-/// running and lets open connections finish.
+/// tokens) until `shutdown` completes; then it stops accepting, lets the calls running
+/// finish within `[server] shutdown_grace_secs`, and cancels those still running then.
 pub async fn serve_grpc(
     host: Arc<Host>,
     listener: TcpListener,
@@ -64,15 +64,21 @@ pub async fn serve_grpc(
         host.services().net.clone(),
         &stop,
     );
+    let host_for_grace = host.clone();
     let service = PluginManager {
         host,
         guard: Arc::new(guard),
         stop: stop.clone(),
         max_message_bytes,
     };
+    let grace = std::time::Duration::from_secs(server.shutdown_grace_secs);
     let signal = async move {
         shutdown.await;
-        stop.cancel();
+        // As over HTTP: the calls running get the grace period, then are cancelled.
+        tokio::spawn(async move {
+            host_for_grace.dispatcher().until_idle(grace).await;
+            stop.cancel();
+        });
     };
     tonic::transport::Server::builder()
         .tcp_nodelay(true)
