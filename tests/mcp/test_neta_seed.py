@@ -233,6 +233,9 @@ def test_several_workspace_roots_are_reached_by_name_and_each_is_granted_to_comm
 
         peek = await client.call_tool("skill_run", {"name": "peek", "script": "peek.sh"})
         assert "lib: unreadable" in text(peek) + json.dumps(getattr(peek, "structured_content", None) or {}), peek
+        # A folder of a further root is granted as `@lib/folder`.
+        granted = await client.call_tool("skill_run", {"name": "peek", "script": "peek.sh", "read": ["@lib/src"]})
+        assert "lib: in lib" in text(granted) + json.dumps(getattr(granted, "structured_content", None) or {}), granted
 
     params = StdioServerParameters(
         command=toolshed_bin, args=["--workspace", str(app), "--workspace", str(lib), "mcp"],

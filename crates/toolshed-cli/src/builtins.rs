@@ -39,6 +39,7 @@ pub(crate) fn register(
     workspace: &Path,
     data_dir: &Path,
     remote_root: Option<&Path>,
+    further_roots: &[std::path::PathBuf],
 ) -> (HostBuilder, PluginsCell) {
     // Only the language servers need the workspace's path on its own machine.
     #[cfg(not(feature = "lsp"))]
@@ -51,6 +52,16 @@ pub(crate) fn register(
     #[allow(clippy::disallowed_methods)]
     let skills_workspace =
         std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    // The workspace's further roots by name, as its file tools name them (`@lib/…`): a
+    // skill's script may be granted folders of them too. A bad root stops the host later,
+    // with the builder's message.
+    let skills_roots: Vec<(String, std::path::PathBuf)> = if further_roots.is_empty() {
+        Vec::new()
+    } else {
+        toolshed_host::workspace_roots::named(&skills_workspace, further_roots)
+            .map(|mut all| all.split_off(1))
+            .unwrap_or_default()
+    };
     let plugins: PluginsCell = Arc::default();
     let plugin_skills = plugin_skill_roots(plugins.clone());
     // The order is the plugin list's: the core family, downloads, mail, asking the user,
@@ -82,6 +93,7 @@ pub(crate) fn register(
             let runner = toolshed_tools::skills::ScriptRunner {
                 process: services.ops.process.clone(),
                 workspace: skills_workspace.clone(),
+                roots: skills_roots.clone(),
             };
             vec![toolshed_tools::skills::plugin_with(
                 skills.clone(),

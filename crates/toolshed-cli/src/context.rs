@@ -231,6 +231,7 @@ pub(crate) async fn open_host_in(global: &GlobalArgs, workspace: PathBuf) -> Res
         &workspace,
         &data_dir,
         remote.as_ref().map(|(_, root)| root.as_path()),
+        &roots,
     );
     let builder = match remote {
         Some((ops, _)) => builder.remote_ops(ops),

@@ -25,6 +25,9 @@ pub struct ScriptRunner {
     pub process: Arc<dyn ProcessOps>,
     /// The workspace root, absolute (granted folders are inside it).
     pub workspace: PathBuf,
+    /// The workspace's further roots by name, absolute: a folder of one is granted as
+    /// `@name/folder` (`toolshed_ops::roots`).
+    pub roots: Vec<(String, PathBuf)>,
 }
 
 /// The most workspace folders one run may be granted.
@@ -157,7 +160,19 @@ pub(super) async fn run(
     let (program, with_interpreter) = program_for(&script)?;
     let mut revealed = vec![dir.clone()];
     for rel in &args.read {
-        revealed.push(granted(&runner.workspace, rel)?);
+        // `@name/folder`: a folder of a further root.
+        let (base, rel) = rel
+            .strip_prefix('@')
+            .and_then(|named| named.split_once('/'))
+            .and_then(|(name, rest)| {
+                runner
+                    .roots
+                    .iter()
+                    .find(|(root, _)| root == name)
+                    .map(|(_, path)| (path, rest))
+            })
+            .unwrap_or((&runner.workspace, rel.as_str()));
+        revealed.push(granted(base, rel)?);
     }
     let mut request = SpawnRequest::new(program).limits(OutputLimits {
         head_bytes: KEPT_BYTES,
