@@ -272,3 +272,30 @@ def test_several_workspace_roots_are_reached_by_name_and_each_is_granted_to_comm
     ran = subprocess.run([*base, "exec_command", "--args", json.dumps({"command": f"cat {lib}/state/secret.key; echo x > {lib}/state/evil"})],
                          env=inside, cwd=str(app), capture_output=True, text=True, timeout=60)
     assert "Permission denied" in ran.stdout + ran.stderr and not (lib / "state" / "evil").exists(), ran.stdout
+
+    # Over HTTP, the session's instructions name the further roots and how to reach them.
+    import threading
+    import urllib.request
+    token = subprocess.run([toolshed_bin, "token"], env=env, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    proc = subprocess.Popen([toolshed_bin, "--workspace", str(app), "--workspace", str(lib), "serve", "--port", "0"],
+                            env=env, cwd=str(app), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        for line in proc.stderr:
+            if line.startswith("listening on "):
+                url = line.split(" ", 2)[2].strip()
+                threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+                break
+        assert url, "toolshed serve did not start"
+        hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).encode()
+        sent = urllib.request.Request(url, data=hello, method="POST", headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(sent, timeout=30) as response:
+            body = response.read().decode()
+        assert f"@lib = {lib}" in body and "@NAME/path" in body, body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

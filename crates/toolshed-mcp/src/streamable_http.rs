@@ -174,7 +174,20 @@ pub fn streamable_http_service(
         .with_cancellation_token(stop);
     let service = StreamableHttpService::new(
         move || {
-            let which = format!("the directory {}", host.workspace().display());
+            // As its file tools name it: a remote workspace's URL; and its further
+            // roots, when it has some.
+            let files = &host.services().ops.files;
+            let mut which = format!("the directory {}", files.root_display());
+            let further = files.further_roots();
+            if !further.is_empty() {
+                which.push_str(
+                    " (with further roots, whose files the tools reach as @NAME/path and where a command runs with workdir @NAME:",
+                );
+                for (name, path) in further {
+                    which.push_str(&format!(" @{name} = {path}"));
+                }
+                which.push(')');
+            }
             let server = McpServer::new(host.clone(), session.clone())
                 .with_instructions(crate::instructions(&which));
             tracing::info!(owner = %server.owner(), "new MCP session over HTTP");

@@ -314,6 +314,12 @@ pub trait FileOps: Send + Sync {
     /// The workspace root, for messages.
     fn root_display(&self) -> String;
 
+    /// The workspace's further roots ([`crate::roots`]), by name with their directory;
+    /// none for a workspace of one root.
+    fn further_roots(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// `path` as the workspace's links resolve it, relative to the root, with the words
     /// past its deepest existing ancestor appended (see
     /// [`resolve_in_workspace`](crate::resolve_in_workspace), which this is by default);

@@ -263,11 +263,15 @@ impl FileOps for RootedFiles {
     }
 
     fn root_display(&self) -> String {
-        let mut shown = self.0.files(0).root_display();
-        for root in &self.0.roots[1..] {
-            shown.push_str(&format!(" (and @{}: {})", root.name, root.path.display()));
-        }
-        shown
+        // The primary root: callers take it as the workspace's path.
+        self.0.files(0).root_display()
+    }
+
+    fn further_roots(&self) -> Vec<(String, String)> {
+        self.0.roots[1..]
+            .iter()
+            .map(|root| (root.name.clone(), root.path.display().to_string()))
+            .collect()
     }
 
     fn resolve(&self, path: &str) -> Option<String> {
@@ -412,6 +416,15 @@ mod tests {
         );
         assert_eq!(ops.files.realpath("@lib/b.txt").unwrap(), "@lib/b.txt");
         assert_eq!(ops.files.realpath("@lib").unwrap(), "@lib");
+        // The workspace's path is the primary root's; the others are listed apart.
+        assert_eq!(
+            ops.files.root_display(),
+            memory_root("x", "/").ops.files.root_display()
+        );
+        assert_eq!(
+            ops.files.further_roots(),
+            vec![("lib".to_string(), "/w/lib".to_string())]
+        );
         let found = ops
             .search
             .glob(&GlobRequest {

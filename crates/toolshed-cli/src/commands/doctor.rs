@@ -136,11 +136,13 @@ fn checks(host: &Host) -> Vec<Check> {
             true,
             format!("{shown} (this host's own state for it: {local})"),
         )
-    } else if shown.starts_with(&local) {
-        // With its further roots, when it has some (`@lib: /path`).
-        (false, shown.clone())
     } else {
-        (false, local)
+        // With its further roots, when it has some (`@lib: /path`).
+        let mut shown = local;
+        for (name, path) in host.services().ops.files.further_roots() {
+            shown.push_str(&format!(", @{name}: {path}"));
+        }
+        (false, shown)
     };
     push("workspace", Status::Ok, workspace);
     let on = if remote {
