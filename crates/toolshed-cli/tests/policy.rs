@@ -552,3 +552,44 @@ fn a_rule_on_what_a_call_reads_hides_those_paths_from_commands_too() {
         "PRIVATE-CANARY"
     );
 }
+
+#[test]
+fn a_rule_on_reads_still_hides_from_searches_in_a_workspace_of_several_roots() {
+    // A further root changes nothing of what a read rule hides in the first, and its own
+    // files are searched by name.
+    let env = Env::new();
+    let dir = env.data.path().join("home/.config/toolshed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[[policy.rule]]\nname = \"private\"\nwhen = { reads = { glob = \"private/**\" } }\n\
+         decision = \"deny\"\n",
+    )
+    .unwrap();
+    let ws = env.workspace.path();
+    std::fs::create_dir_all(ws.join("private")).unwrap();
+    std::fs::write(ws.join("private/p.txt"), "PRIVATE-CANARY").unwrap();
+    std::fs::write(ws.join("public.txt"), "PUBLIC-CANARY").unwrap();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("lib.txt"), "LIB-CANARY").unwrap();
+    let other_path = other.path().to_str().unwrap();
+    let mut mcp = Mcp::start(env.cmd(&["--workspace", other_path, "mcp"]));
+    let out = mcp.call("workspace_grep", json!({"pattern": "CAN.RY", "path": "."}));
+    let said = out.to_string();
+    assert!(
+        said.contains("PUBLIC-CANARY") && !said.contains("PRIVATE-CANARY"),
+        "{said}"
+    );
+    let name = other
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let out = mcp.call(
+        "workspace_grep",
+        json!({"pattern": "CAN.RY", "path": format!("@{name}")}),
+    );
+    assert!(out.to_string().contains("LIB-CANARY"), "{out}");
+}
